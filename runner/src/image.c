@@ -1,0 +1,373 @@
+/* Parsing and full validation of a program image (docs/image.md), in the documented error
+ * order. Every read is byte-wise little-endian and bounds-checked before it happens; sizes are
+ * compared in uint64 so no sum can wrap. */
+#include "internal.h"
+
+static const uint8_t magic[4] = {'C', 'P', 'I', 'M'};
+
+/* v1 entry sizes by section type; 0 = unknown type (any entry size is accepted). */
+static uint32_t v1_entry_size(uint32_t type)
+{
+    switch (type) {
+    case CP_SEC_PATCH_KINDS:
+        return CP_KIND_SIZE;
+    case CP_SEC_PATCHES:
+        return CP_PATCH_SIZE;
+    case CP_SEC_TASKS:
+        return CP_TASK_SIZE;
+    case CP_SEC_PORTS:
+        return CP_PORT_SIZE;
+    case CP_SEC_CODE:
+    case CP_SEC_DATA_INIT:
+    case CP_SEC_STRINGS:
+    case CP_SEC_METADATA:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static uint32_t dtype_size(uint8_t dtype)
+{
+    static const uint8_t sizes[] = {0, 4, 8, 4, 4, 1, 1};
+    return dtype < sizeof(sizes) ? sizes[dtype] : 0;
+}
+
+/* TRUNCATED, MAGIC, VERSION, CRC and ARCH: everything before the layout is looked at. */
+static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch, cp_error *err)
+{
+    if (len < CP_HEADER_SIZE) {
+        return CP_FAIL(err, CP_ERR_TRUNCATED, 0,
+                       "image is %u bytes, shorter than the %u-byte header: the transfer was "
+                       "cut off or this is not a program image", len, CP_HEADER_SIZE);
+    }
+    uint32_t total = cp_le32(p + 12);
+    if ((uint64_t)len < total) {
+        return CP_FAIL(err, CP_ERR_TRUNCATED, 0,
+                       "image is %u bytes but its header says total_size %u: the image was "
+                       "cut off in transit or storage", len, total);
+    }
+    if (p[0] != magic[0] || p[1] != magic[1] || p[2] != magic[2] || p[3] != magic[3]) {
+        return CP_FAIL(err, CP_ERR_MAGIC, 0,
+                       "image does not start with \"CPIM\" (found %x): this is not a copapy "
+                       "program image", cp_le32(p));
+    }
+    uint16_t version = cp_le16(p + 4);
+    if (version != CP_IMAGE_FORMAT_VERSION) {
+        return CP_FAIL(err, CP_ERR_VERSION, version,
+                       "image format version %u, but this runner reads version %u: use a "
+                       "runner and a compiler of matching copapy versions",
+                       version, CP_IMAGE_FORMAT_VERSION);
+    }
+    if (total < CP_HEADER_SIZE + CP_CRC_SIZE) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "header total_size %u is smaller than header plus CRC trailer (%u)",
+                       total, CP_HEADER_SIZE + CP_CRC_SIZE);
+    }
+    uint32_t stored = cp_le32(p + total - CP_CRC_SIZE);
+    uint32_t computed = cp_crc32(0, p, total - CP_CRC_SIZE);
+    if (stored != computed) {
+        return CP_FAIL(err, CP_ERR_CRC, 0,
+                       "image CRC-32 mismatch (stored %x, computed %x): the image was "
+                       "corrupted in transit or storage; transfer it again", stored, computed);
+    }
+    uint16_t image_arch = cp_le16(p + 8);
+    if (image_arch != arch) {
+        return CP_FAIL(err, CP_ERR_ARCH, image_arch,
+                       "image is for architecture %a but this runner executes %a: compile "
+                       "with LocalTarget(arch=...) matching the runner", image_arch, arch);
+    }
+    return CP_OK;
+}
+
+static cp_status check_header(cp_image *img, const uint8_t *p, cp_error *err)
+{
+    uint16_t header_size = cp_le16(p + 6);
+    uint16_t flags = cp_le16(p + 10);
+    if (header_size < CP_HEADER_SIZE) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "header_size %u is smaller than the v1 header (%u bytes)",
+                       header_size, CP_HEADER_SIZE);
+    }
+    if (flags != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "header flags %x are unknown to this runner (v1 requires 0): update "
+                       "the runner", flags);
+    }
+    if (cp_le32(p + 36) != 0 || cp_le32(p + 40) != 0 || cp_le32(p + 44) != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0, "header reserved words at 36-47 must be 0", 0);
+    }
+    uint32_t align = img->base_align;
+    if (align < 16 || align > 65536 || (align & (align - 1)) != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "base_align %u must be a power of two from 16 to 65536", align);
+    }
+    if (img->data_offset < img->code_size || img->data_offset % align != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "data_offset %u must be >= code_size %u and a multiple of base_align %u",
+                       img->data_offset, img->code_size, align);
+    }
+    return CP_OK;
+}
+
+static cp_status check_directory(cp_image *img, const uint8_t *p, cp_error *err)
+{
+    uint32_t header_size = cp_le16(p + 6);
+    uint32_t count = cp_le32(p + 32);
+    uint64_t content_end = (uint64_t)img->total_size - CP_CRC_SIZE;
+    if (count > CP_MAX_SECTIONS) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0, "section_count %u exceeds the maximum of %u",
+                       count, CP_MAX_SECTIONS);
+    }
+    uint64_t dir_end = (uint64_t)header_size + (uint64_t)count * CP_DIR_ENTRY_SIZE;
+    if (dir_end > content_end) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "section directory [%u, %u) runs past the image content (%u bytes)",
+                       header_size, dir_end, content_end);
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *e = p + header_size + (size_t)i * CP_DIR_ENTRY_SIZE;
+        uint16_t type = cp_le16(e);
+        cp_section s = {cp_le32(e + 8), cp_le16(e + 2), cp_le32(e + 4), cp_le32(e + 12)};
+        uint32_t min_entry = v1_entry_size(type);
+        if (s.entry_size < min_entry) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "section %u (%S, type %u): entry_size %u is below the v1 size %u",
+                           i, type, type, s.entry_size, min_entry);
+        }
+        if ((uint64_t)s.count * s.entry_size != s.size) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "section %u (%S): size %u != count %u x entry_size %u",
+                           i, type, s.size, s.count, s.entry_size);
+        }
+        if (s.offset < dir_end || (uint64_t)s.offset + s.size > content_end) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "section %u (%S): bytes [%u, %u) are outside [%u, %u) between the "
+                           "directory and the CRC", i, type, s.offset,
+                           (uint64_t)s.offset + s.size, dir_end, content_end);
+        }
+        for (uint32_t j = 0; j < i; j++) {
+            const uint8_t *o = p + header_size + (size_t)j * CP_DIR_ENTRY_SIZE;
+            uint32_t o_off = cp_le32(o + 8), o_size = cp_le32(o + 12);
+            if (cp_le16(o) == type) {
+                return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                               "sections %u and %u both have type %u (%S); each type may "
+                               "appear once", j, i, type, type);
+            }
+            int overlap = s.size != 0 && o_size != 0 &&
+                          (uint64_t)s.offset < (uint64_t)o_off + o_size &&
+                          (uint64_t)o_off < (uint64_t)s.offset + s.size;
+            if (overlap) {
+                return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                               "sections %u (%S) and %u (%S) overlap: [%u, %u) and [%u, %u)",
+                               j, cp_le16(o), i, type, o_off, (uint64_t)o_off + o_size,
+                               s.offset, (uint64_t)s.offset + s.size);
+            }
+        }
+        if (type >= 1 && type <= CP_SEC_KNOWN_MAX) {
+            img->sec[type] = s;
+        }
+    }
+    return CP_OK;
+}
+
+static int has_section(const uint8_t *p, uint16_t type)
+{
+    uint32_t header_size = cp_le16(p + 6);
+    uint32_t count = cp_le32(p + 32);
+    for (uint32_t i = 0; i < count; i++) {
+        if (cp_le16(p + header_size + (size_t)i * CP_DIR_ENTRY_SIZE) == type) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static cp_status check_sections(const cp_image *img, const uint8_t *p, cp_error *err)
+{
+    if (!has_section(p, CP_SEC_CODE) || !has_section(p, CP_SEC_TASKS)) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "the CODE and TASKS sections are required but %S is missing",
+                       has_section(p, CP_SEC_CODE) ? CP_SEC_TASKS : CP_SEC_CODE);
+    }
+    if (img->sec[CP_SEC_CODE].size != img->code_size) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "CODE section has %u bytes but header code_size is %u",
+                       img->sec[CP_SEC_CODE].size, img->code_size);
+    }
+    if (img->sec[CP_SEC_DATA_INIT].size > img->data_size) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "DATA_INIT has %u bytes, more than data_size %u",
+                       img->sec[CP_SEC_DATA_INIT].size, img->data_size);
+    }
+    return CP_OK;
+}
+
+cp_patch_record cp_image_patch(const cp_image *img, uint32_t index)
+{
+    const uint8_t *e = cp_image_entry(img, CP_SEC_PATCHES, index);
+    uint32_t addend = cp_le32(e + 8);
+    cp_patch_record r;
+    r.site = cp_le32(e);
+    r.kind = cp_le16(e + 4);
+    r.base = e[6];
+    r.reserved = e[7];
+    /* two's complement conversion spelled out; a plain cast is implementation-defined */
+    r.addend = addend <= INT32_MAX ? (int32_t)addend : -(int32_t)(~addend) - 1;
+    return r;
+}
+
+cp_task_record cp_image_task(const cp_image *img, uint32_t index)
+{
+    const uint8_t *e = cp_image_entry(img, CP_SEC_TASKS, index);
+    cp_task_record t = {cp_le32(e), cp_le32(e + 4), cp_le32(e + 8), cp_le16(e + 12),
+                        cp_le16(e + 14)};
+    return t;
+}
+
+cp_status cp_image_check_patch(const cp_image *img, uint32_t index, cp_error *err)
+{
+    cp_patch_record r = cp_image_patch(img, index);
+    uint32_t kind_count = img->sec[CP_SEC_PATCH_KINDS].count;
+    if (r.kind >= kind_count) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, index,
+                       "patch %u: kind %u but PATCH_KINDS has only %u entries",
+                       index, r.kind, kind_count);
+    }
+    if (r.base != 0 || r.reserved != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, index,
+                       "patch %u: base %u and reserved %u must be 0 in v1",
+                       index, r.base, r.reserved);
+    }
+    uint32_t word_bytes = cp_image_entry(img, CP_SEC_PATCH_KINDS, r.kind)[0] / 8u;
+    if ((uint64_t)r.site + word_bytes > img->code_size) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, index,
+                       "patch %u: site %u + %u bytes runs past code_size %u",
+                       index, r.site, word_bytes, img->code_size);
+    }
+    return CP_OK;
+}
+
+static cp_status check_patches(const cp_image *img, cp_error *err)
+{
+    const cp_section *kinds = &img->sec[CP_SEC_PATCH_KINDS];
+    for (uint32_t i = 0; i < kinds->count; i++) {
+        cp_patch_kind k;
+        cp_status st = cp_kind_decode(cp_image_entry(img, CP_SEC_PATCH_KINDS, i), i, &k, err);
+        if (st != CP_OK) {
+            return st;
+        }
+    }
+    for (uint32_t i = 0; i < img->sec[CP_SEC_PATCHES].count; i++) {
+        cp_status st = cp_image_check_patch(img, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+    }
+    return CP_OK;
+}
+
+static cp_status check_tasks(const cp_image *img, cp_error *err)
+{
+    for (uint32_t i = 0; i < img->sec[CP_SEC_TASKS].count; i++) {
+        cp_task_record t = cp_image_task(img, i);
+        if ((t.entry & ~(uint32_t)1) >= img->code_size) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "task %u: entry %u is not inside the code (code_size %u)",
+                           i, t.entry, img->code_size);
+        }
+        if (t.flags != 0) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "task %u: flags %x must be 0 in v1",
+                           i, t.flags);
+        }
+    }
+    return CP_OK;
+}
+
+static cp_status check_ports(const cp_image *img, cp_error *err)
+{
+    const cp_section *strings = &img->sec[CP_SEC_STRINGS];
+    /* a name is terminated iff it starts at or before the last NUL: O(1) per port */
+    uint64_t names_end = 0;
+    for (uint32_t i = strings->size; i > 0; i--) {
+        if (img->bytes[strings->offset + i - 1] == 0) {
+            names_end = i;
+            break;
+        }
+    }
+    uint32_t task_count = img->sec[CP_SEC_TASKS].count;
+    for (uint32_t i = 0; i < img->sec[CP_SEC_PORTS].count; i++) {
+        const uint8_t *e = cp_image_entry(img, CP_SEC_PORTS, i);
+        uint32_t name = cp_le32(e), offset = cp_le32(e + 4), count = cp_le32(e + 12);
+        uint8_t dtype = e[8], role = e[9];
+        uint16_t task = cp_le16(e + 10);
+        uint32_t size = dtype_size(dtype);
+        if (size == 0) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: dtype %u is unknown (1 to 6)",
+                           i, dtype);
+        }
+        if (role < 1 || role > 4) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: role %u is unknown (1 to 4)",
+                           i, role);
+        }
+        if ((uint64_t)name >= names_end) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "port %u: name offset %u is not a NUL-terminated string in STRINGS "
+                           "(%u bytes)", i, name, strings->size);
+        }
+        if (task != 0xffffu && task >= task_count) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: task %u but there are %u tasks",
+                           i, task, task_count);
+        }
+        if (offset % size != 0) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "port %u: data offset %u is not aligned to its %u-byte elements",
+                           i, offset, size);
+        }
+        uint64_t end = (uint64_t)offset + (uint64_t)count * size;
+        if (end > img->data_size) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "port %u: data bytes [%u, %u) exceed data_size %u",
+                           i, offset, end, img->data_size);
+        }
+    }
+    return CP_OK;
+}
+
+cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
+                         cp_error *err)
+{
+    if (img == NULL || (image == NULL && len != 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "image pointer is NULL", 0);
+    }
+    cp_status st = check_envelope(image, len, arch, err);
+    if (st != CP_OK) {
+        return st;
+    }
+    cp_image v;
+    cp_fill((uint8_t *)&v, 0, sizeof(v));
+    v.bytes = image;
+    v.total_size = cp_le32(image + 12);
+    v.arch = cp_le16(image + 8);
+    v.code_size = cp_le32(image + 16);
+    v.data_offset = cp_le32(image + 20);
+    v.data_size = cp_le32(image + 24);
+    v.base_align = cp_le32(image + 28);
+    if ((st = check_header(&v, image, err)) != CP_OK ||
+        (st = check_directory(&v, image, err)) != CP_OK ||
+        (st = check_sections(&v, image, err)) != CP_OK ||
+        (st = check_patches(&v, err)) != CP_OK ||
+        (st = check_tasks(&v, err)) != CP_OK ||
+        (st = check_ports(&v, err)) != CP_OK) {
+        return st;
+    }
+    *img = v;
+    cp_ok(err);
+    return CP_OK;
+}
+
+cp_status cp_image_validate(const uint8_t *image, size_t len, uint16_t arch, cp_error *err)
+{
+    cp_image img;
+    return cp_image_parse(&img, image, len, arch, err);
+}

@@ -1,0 +1,187 @@
+/* Private interfaces of the runner core, shared by its translation units and the test hooks of
+ * the Python module. Not part of the frozen ABI. */
+#ifndef COPAPY_INTERNAL_H
+#define COPAPY_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "copapy/runner.h"
+
+/* ---- explicit little-endian access: image fields are unaligned and host-endian independent */
+
+static inline uint16_t cp_le16(const uint8_t *p)
+{
+    return (uint16_t)((uint16_t)p[0] | (uint16_t)((uint16_t)p[1] << 8));
+}
+
+static inline uint32_t cp_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static inline uint64_t cp_le64(const uint8_t *p)
+{
+    return (uint64_t)cp_le32(p) | ((uint64_t)cp_le32(p + 4) << 32);
+}
+
+static inline void cp_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void cp_put32(uint8_t *p, uint32_t v)
+{
+    cp_put16(p, (uint16_t)v);
+    cp_put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static inline void cp_put64(uint8_t *p, uint64_t v)
+{
+    cp_put32(p, (uint32_t)v);
+    cp_put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* The core stays libc-free, so it carries its own byte loops. */
+static inline void cp_copy(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dst[i] = src[i];
+    }
+}
+
+static inline void cp_fill(uint8_t *dst, uint8_t value, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        dst[i] = value;
+    }
+}
+
+/* ---- error reporting (message.c) */
+
+/* Fills `err` (if given and large enough) and returns `code`. `fmt` understands
+ * %u (unsigned), %d (signed 64-bit), %x (0x-prefixed hex), %a (architecture "name (id)"),
+ * %S (section type name), each consuming the next element of `args`. */
+cp_status cp_fail(cp_error *err, cp_status code, uint32_t detail, const char *fmt,
+                  const uint64_t *args, size_t nargs);
+
+#define CP_ARGS(...) (const uint64_t[]){__VA_ARGS__}, \
+    (sizeof((const uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
+#define CP_FAIL(err, code, detail, fmt, ...) \
+    cp_fail((err), (code), (detail), (fmt), CP_ARGS(__VA_ARGS__))
+
+void cp_ok(cp_error *err);
+const char *cp_arch_name(uint32_t arch);
+const char *cp_section_name(uint32_t type);
+
+/* ---- image sections and records (image.c) */
+
+enum {
+    CP_HEADER_SIZE = 48,
+    CP_DIR_ENTRY_SIZE = 16,
+    CP_MAX_SECTIONS = 64,
+    CP_CRC_SIZE = 4
+};
+
+enum {
+    CP_SEC_CODE = 1,
+    CP_SEC_DATA_INIT = 2,
+    CP_SEC_PATCH_KINDS = 3,
+    CP_SEC_PATCHES = 4,
+    CP_SEC_TASKS = 5,
+    CP_SEC_PORTS = 6,
+    CP_SEC_STRINGS = 7,
+    CP_SEC_METADATA = 8,
+    CP_SEC_KNOWN_MAX = 8
+};
+
+enum {
+    CP_KIND_SIZE = 20,
+    CP_PATCH_SIZE = 12,
+    CP_TASK_SIZE = 16,
+    CP_PORT_SIZE = 16
+};
+
+typedef struct cp_section {
+    uint32_t offset;
+    uint32_t entry_size;
+    uint32_t count;
+    uint32_t size;
+} cp_section;
+
+/* A validated view of an image; every section bound in it has been checked. */
+typedef struct cp_image {
+    const uint8_t *bytes;
+    uint32_t total_size;
+    uint16_t arch;
+    uint32_t code_size;
+    uint32_t data_offset;
+    uint32_t data_size;
+    uint32_t base_align;
+    cp_section sec[CP_SEC_KNOWN_MAX + 1]; /* by type; absent sections are all zero */
+} cp_image;
+
+typedef struct cp_patch_record {
+    uint32_t site;
+    uint16_t kind;
+    uint8_t base;
+    uint8_t reserved;
+    int32_t addend;
+} cp_patch_record;
+
+typedef struct cp_task_record {
+    uint32_t entry;
+    uint32_t period_ns;
+    uint32_t offset_ns;
+    uint16_t priority;
+    uint16_t flags;
+} cp_task_record;
+
+/* Full validation of docs/image.md; on success `img` describes the image. */
+cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
+                         cp_error *err);
+
+static inline const uint8_t *cp_image_entry(const cp_image *img, int type, uint32_t index)
+{
+    const cp_section *s = &img->sec[type];
+    return img->bytes + s->offset + (size_t)index * s->entry_size;
+}
+
+cp_patch_record cp_image_patch(const cp_image *img, uint32_t index);
+cp_task_record cp_image_task(const cp_image *img, uint32_t index);
+
+/* Checks a patch record against the kinds and the code size (used at parse and apply time). */
+cp_status cp_image_check_patch(const cp_image *img, uint32_t index, cp_error *err);
+
+/* ---- generic patches (patch.c) */
+
+enum {
+    CP_PK_PCREL = 1u << 0,
+    CP_PK_PAGE = 1u << 1,
+    CP_PK_SIGNED = 1u << 2,
+    CP_PK_ROUND = 1u << 3,
+    CP_PK_THUMB32 = 1u << 4,
+    CP_PK_KNOWN = (1u << 5) - 1u
+};
+
+typedef struct cp_patch_kind {
+    uint8_t word_bits;
+    uint8_t flags;
+    uint8_t shift;
+    uint8_t range_bits;
+    uint8_t align_log2;
+    uint8_t field_count;
+    uint8_t field[4][3]; /* src_lsb, width, dst_lsb */
+} cp_patch_kind;
+
+/* Decodes and validates a 20-byte descriptor; `index` names it in messages (CP_ERR_LAYOUT). */
+cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind, cp_error *err);
+
+/* Computes the value and rewrites the word at `word` (word_bits/8 bytes, any alignment).
+ * Addresses are the run-time addresses of the patched word and of the target. On an alignment
+ * or range failure returns CP_ERR_PATCH with `index` as detail and leaves the word unchanged. */
+cp_status cp_patch_apply(const cp_patch_kind *kind, uint8_t *word, uint64_t site_addr,
+                         uint64_t target_addr, uint32_t index, cp_error *err);
+
+#endif /* COPAPY_INTERNAL_H */

@@ -1,0 +1,183 @@
+/* Loading, running and unloading a program. The new region is private until every step has
+ * succeeded, so a failed load never disturbs the program that is already running. */
+#include "internal.h"
+
+static cp_status check_arguments(const cp_program *out, const cp_platform *pf, cp_error *err)
+{
+    if (out == NULL || pf == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "cp_program_load: out and platform must not "
+                       "be NULL", 0);
+    }
+    if (out->struct_size < sizeof(cp_program)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_program.struct_size is %u, expected >= %u: set it to "
+                       "sizeof(cp_program) before loading", out->struct_size, sizeof(cp_program));
+    }
+    if (out->loaded) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "out already holds a loaded program: load into another cp_program "
+                       "or unload it first", 0);
+    }
+    if (pf->struct_size < sizeof(cp_platform) || pf->abi_version == 0 ||
+        pf->region_alloc == NULL || pf->region_seal == NULL || pf->region_free == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "platform is incomplete: struct_size must be >= %u, abi_version set and "
+                       "region_alloc/seal/free given", sizeof(cp_platform));
+    }
+    return CP_OK;
+}
+
+/* Patches the private copy; on failure the caller frees the region. */
+static cp_status apply_patches(const cp_image *img, uint8_t *base, cp_error *err)
+{
+    for (uint32_t i = 0; i < img->sec[CP_SEC_PATCHES].count; i++) {
+        /* re-checked here so the writes stay in bounds even if the caller's image buffer
+         * changed after validation */
+        cp_status st = cp_image_check_patch(img, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+        cp_patch_record r = cp_image_patch(img, i);
+        cp_patch_kind kind;
+        st = cp_kind_decode(cp_image_entry(img, CP_SEC_PATCH_KINDS, r.kind), r.kind, &kind, err);
+        if (st != CP_OK) {
+            return st;
+        }
+        uint64_t base_addr = (uint64_t)(uintptr_t)base;
+        /* uint64 wrap-around gives base + signed addend in two's complement */
+        uint64_t target = base_addr + (uint64_t)(int64_t)r.addend;
+        st = cp_patch_apply(&kind, base + r.site, base_addr + r.site, target, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+    }
+    return CP_OK;
+}
+
+static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
+{
+    for (uint32_t i = 0; i < img->sec[CP_SEC_TASKS].count; i++) {
+        cp_task_record t = cp_image_task(img, i);
+        /* integer to function pointer is the implementation-defined but universal way;
+         * entry keeps bit 0 so Thumb code is entered in Thumb state */
+        tasks[i].entry = (void (*)(void))((uintptr_t)base + t.entry);
+        tasks[i].period_ns = t.period_ns;
+        tasks[i].offset_ns = t.offset_ns;
+        tasks[i].priority = t.priority;
+        tasks[i].flags = t.flags;
+    }
+}
+
+cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
+                          const cp_platform *platform, cp_error *err)
+{
+    cp_status st = check_arguments(out, platform, err);
+    if (st != CP_OK) {
+        return st;
+    }
+    cp_image img;
+    st = cp_image_parse(&img, image, len, platform->arch, err);
+    if (st != CP_OK) {
+        return st;
+    }
+
+    uint32_t task_count = img.sec[CP_SEC_TASKS].count;
+    uint64_t align = _Alignof(cp_task_entry);
+    uint64_t data_end = (uint64_t)img.data_offset + img.data_size;
+    uint64_t tasks_offset = (data_end + align - 1) / align * align;
+    uint64_t need = tasks_offset + (uint64_t)task_count * sizeof(cp_task_entry);
+    if (need == 0) {
+        need = 1; /* an empty program still gets a real, freeable region */
+    }
+    uint64_t limit = platform->max_region_size != 0 ? platform->max_region_size : SIZE_MAX;
+    if (need > limit) {
+        return CP_FAIL(err, CP_ERR_TOO_LARGE, 0,
+                       "image needs %u bytes of memory but this runner offers at most %u: "
+                       "shrink the program or give the runner more memory", need, limit);
+    }
+    size_t size = (size_t)need;
+
+    uint8_t *base = platform->region_alloc(platform->ctx, size, img.base_align);
+    if (base == NULL) {
+        return CP_FAIL(err, CP_ERR_NOMEM, 0,
+                       "the platform could not allocate %u bytes aligned to %u",
+                       need, img.base_align);
+    }
+    if ((uintptr_t)base % img.base_align != 0) {
+        platform->region_free(platform->ctx, base, size);
+        return CP_FAIL(err, CP_ERR_NOMEM, 0,
+                       "the platform returned a region at %x, not aligned to base_align %u",
+                       (uintptr_t)base, img.base_align);
+    }
+    cp_fill(base, 0, size);
+    cp_copy(base, image + img.sec[CP_SEC_CODE].offset, img.code_size);
+    cp_copy(base + img.data_offset, image + img.sec[CP_SEC_DATA_INIT].offset,
+            img.sec[CP_SEC_DATA_INIT].size);
+    st = apply_patches(&img, base, err);
+    if (st != CP_OK) {
+        platform->region_free(platform->ctx, base, size);
+        return st;
+    }
+    cp_task_entry *tasks = (cp_task_entry *)(void *)(base + tasks_offset);
+    fill_tasks(&img, base, tasks);
+    /* [0, data_offset) holds code and the zero gap; data and the task table stay writable */
+    if (platform->region_seal(platform->ctx, base, img.data_offset, size) != 0) {
+        platform->region_free(platform->ctx, base, size);
+        return CP_FAIL(err, CP_ERR_NOMEM, 0,
+                       "the platform could not make the code executable (data_offset %u must "
+                       "be a multiple of its page size; W^X policy?)", img.data_offset);
+    }
+
+    out->base = base;
+    out->region_size = size;
+    out->code_size = img.code_size;
+    out->data_offset = img.data_offset;
+    out->data_size = img.data_size;
+    out->task_count = task_count;
+    out->tasks = tasks;
+    out->platform = platform;
+    out->loaded = 1;
+    cp_ok(err);
+    return CP_OK;
+}
+
+/* clang's -fsanitize=function reads a type hash in front of every indirect callee; loaded code
+ * has none (and the bytes before the region may be unmapped), so that check must stay off. */
+#if defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define CP_CALLS_LOADED_CODE __attribute__((no_sanitize("function")))
+#endif
+#endif
+#ifndef CP_CALLS_LOADED_CODE
+#define CP_CALLS_LOADED_CODE
+#endif
+
+CP_CALLS_LOADED_CODE
+cp_status cp_program_run(const cp_program *prog, uint32_t task)
+{
+    if (prog == NULL || !prog->loaded || task >= prog->task_count) {
+        return CP_ERR_ARGUMENT;
+    }
+    prog->tasks[task].entry();
+    return CP_OK;
+}
+
+void cp_program_unload(cp_program *prog)
+{
+    if (prog == NULL || !prog->loaded) {
+        return;
+    }
+    const cp_platform *pf = prog->platform;
+    if (pf != NULL && pf->region_free != NULL && prog->base != NULL) {
+        pf->region_free(pf->ctx, prog->base, prog->region_size);
+    }
+    prog->loaded = 0;
+    prog->base = NULL;
+    prog->region_size = 0;
+    prog->code_size = 0;
+    prog->data_offset = 0;
+    prog->data_size = 0;
+    prog->task_count = 0;
+    prog->tasks = NULL;
+    prog->platform = NULL;
+}

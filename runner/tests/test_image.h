@@ -1,0 +1,289 @@
+/* Test helpers: a tiny program-image builder, a standard x86_64 image and a counting platform.
+ * Header-only so the unit tests and the fuzzer share them. */
+#ifndef COPAPY_TEST_IMAGE_H
+#define COPAPY_TEST_IMAGE_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "copapy/platform_posix.h"
+#include "copapy/runner.h"
+
+enum { TB_MAX_SECTIONS = 16, TB_CAP = 4096 };
+
+typedef struct tb_section {
+    uint16_t type;
+    uint16_t entry_size;
+    const void *data;
+    uint32_t size;
+} tb_section;
+
+typedef struct tb_spec {
+    uint16_t version;
+    uint16_t header_size;
+    uint16_t arch;
+    uint32_t code_size;
+    uint32_t data_offset;
+    uint32_t data_size;
+    uint32_t base_align;
+    size_t nsec;
+    tb_section sec[TB_MAX_SECTIONS];
+} tb_spec;
+
+typedef struct tb_image {
+    uint8_t bytes[TB_CAP];
+    size_t len;
+    uint32_t sec_offset[TB_MAX_SECTIONS]; /* where each section's content landed */
+} tb_image;
+
+static inline void tb_put16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void tb_put32(uint8_t *p, uint32_t v)
+{
+    tb_put16(p, v & 0xffffu);
+    tb_put16(p + 2, v >> 16);
+}
+
+static inline uint32_t tb_get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+/* Recomputes the CRC trailer after a deliberate edit, so a later check is reached. */
+static inline void tb_fix_crc(uint8_t *img, size_t total)
+{
+    tb_put32(img + total - 4, cp_crc32(0, img, total - 4));
+}
+
+static inline void tb_build(const tb_spec *spec, tb_image *out)
+{
+    uint8_t *b = out->bytes;
+    memset(b, 0, sizeof(out->bytes));
+    size_t pos = spec->header_size + 16u * spec->nsec;
+    for (size_t i = 0; i < spec->nsec; i++) {
+        const tb_section *s = &spec->sec[i];
+        uint8_t *e = b + spec->header_size + 16u * i;
+        tb_put16(e, s->type);
+        tb_put16(e + 2, s->entry_size);
+        tb_put32(e + 4, s->size / s->entry_size);
+        tb_put32(e + 8, (uint32_t)pos);
+        tb_put32(e + 12, s->size);
+        if (s->size > 0) {
+            memcpy(b + pos, s->data, s->size);
+        }
+        out->sec_offset[i] = (uint32_t)pos;
+        pos += s->size;
+    }
+    out->len = pos + 4;
+    memcpy(b, "CPIM", 4);
+    tb_put16(b + 4, spec->version);
+    tb_put16(b + 6, spec->header_size);
+    tb_put16(b + 8, spec->arch);
+    tb_put32(b + 12, (uint32_t)out->len);
+    tb_put32(b + 16, spec->code_size);
+    tb_put32(b + 20, spec->data_offset);
+    tb_put32(b + 24, spec->data_size);
+    tb_put32(b + 28, spec->base_align);
+    tb_put32(b + 32, (uint32_t)spec->nsec);
+    tb_fix_crc(b, out->len);
+}
+
+/* A 20-byte patch kind. fields: up to 4 x (src_lsb, width, dst_lsb). */
+static inline void tb_kind(uint8_t *k, uint8_t word_bits, uint8_t flags, uint8_t shift,
+                           uint8_t range_bits, uint8_t align_log2, uint8_t nfields,
+                           const uint8_t fields[][3])
+{
+    memset(k, 0, 20);
+    k[0] = word_bits;
+    k[1] = flags;
+    k[2] = shift;
+    k[3] = range_bits;
+    k[4] = align_log2;
+    k[5] = nfields;
+    for (unsigned f = 0; f < nfields && f < 4; f++) {
+        memcpy(k + 8 + 3 * f, fields[f], 3);
+    }
+}
+
+static inline void tb_patch(uint8_t *p, uint32_t site, uint16_t kind, int32_t addend)
+{
+    memset(p, 0, 12);
+    tb_put32(p, site);
+    tb_put16(p + 4, kind);
+    tb_put32(p + 8, (uint32_t)addend);
+}
+
+static inline void tb_task(uint8_t *t, uint32_t entry, uint32_t period_ns, uint16_t priority)
+{
+    memset(t, 0, 16);
+    tb_put32(t, entry);
+    tb_put32(t + 4, period_ns);
+    tb_put16(t + 12, priority);
+}
+
+static inline void tb_port(uint8_t *p, uint32_t name, uint32_t offset, uint8_t dtype,
+                           uint8_t role, uint16_t task, uint32_t count)
+{
+    memset(p, 0, 16);
+    tb_put32(p, name);
+    tb_put32(p + 4, offset);
+    p[8] = dtype;
+    p[9] = role;
+    tb_put16(p + 10, task);
+    tb_put32(p + 12, count);
+}
+
+/* ---- the standard image: four x86_64 tasks writing into the data region
+ *   task 0 @0:  ret
+ *   task 1 @8:  movabs rax, &data[0]; mov dword [rax], 42; ret   (64-bit absolute patch)
+ *   task 2 @32: movabs rax, &data[4]; add dword [rax], 1; ret    (64-bit absolute patch)
+ *   task 3 @48: mov dword [rip + &data[8]], 7; ret                (rel32 patch)
+ */
+enum {
+    STD_CODE_SIZE = 64,
+    STD_DATA_OFFSET = 4096,
+    STD_DATA_SIZE = 64,
+    STD_SEC_CODE = 0, STD_SEC_DATA_INIT, STD_SEC_KINDS, STD_SEC_PATCHES, STD_SEC_TASKS,
+    STD_SEC_PORTS, STD_SEC_STRINGS, STD_SEC_METADATA, STD_NSEC
+};
+
+typedef struct std_parts {
+    uint8_t code[STD_CODE_SIZE];
+    uint8_t data_init[16];
+    uint8_t kinds[2][20];
+    uint8_t patches[3][12];
+    uint8_t tasks[4][16];
+    uint8_t ports[2][16];
+    char strings[10];
+    char metadata[2];
+} std_parts;
+
+static inline void std_spec(tb_spec *spec, std_parts *p)
+{
+    static const uint8_t code[STD_CODE_SIZE] = {
+        [0] = 0xc3,
+        [8] = 0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xc7, 0x00, 0x2a, 0x00, 0x00, 0x00, 0xc3,
+        [32] = 0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0x83, 0x00, 0x01, 0xc3,
+        [48] = 0xc7, 0x05, 0, 0, 0, 0, 0x07, 0x00, 0x00, 0x00, 0xc3,
+    };
+    static const uint8_t abs64[][3] = {{0, 64, 0}};
+    static const uint8_t rel32[][3] = {{0, 32, 0}};
+    memset(p, 0, sizeof(*p));
+    memcpy(p->code, code, sizeof(code));
+    tb_put32(p->data_init + 12, 0x11223344u);
+    tb_kind(p->kinds[0], 64, 0, 0, 0, 0, 1, abs64);
+    tb_kind(p->kinds[1], 32, 1 | 4, 0, 32, 0, 1, rel32); /* PCREL | SIGNED */
+    tb_patch(p->patches[0], 10, 0, STD_DATA_OFFSET + 0);
+    tb_patch(p->patches[1], 34, 0, STD_DATA_OFFSET + 4);
+    /* rip after the 10-byte instruction at 48 is site 50 + 8 */
+    tb_patch(p->patches[2], 50, 1, STD_DATA_OFFSET + 8 - 8);
+    tb_task(p->tasks[0], 0, 0, 0);
+    tb_task(p->tasks[1], 8, 1000000, 1);
+    tb_task(p->tasks[2], 32, 0, 2);
+    tb_task(p->tasks[3], 48, 0, 3);
+    memcpy(p->strings, "out\0count", 10);
+    tb_port(p->ports[0], 0, 0, 3, 2, 1, 1);
+    tb_port(p->ports[1], 4, 4, 3, 3, 0xffff, 1);
+    memcpy(p->metadata, "{}", 2);
+
+    memset(spec, 0, sizeof(*spec));
+    spec->version = 1;
+    spec->header_size = 48;
+    spec->arch = CP_ARCH_X86_64;
+    spec->code_size = STD_CODE_SIZE;
+    spec->data_offset = STD_DATA_OFFSET;
+    spec->data_size = STD_DATA_SIZE;
+    spec->base_align = 4096;
+    spec->nsec = STD_NSEC;
+    spec->sec[STD_SEC_CODE] = (tb_section){1, 1, p->code, sizeof(p->code)};
+    spec->sec[STD_SEC_DATA_INIT] = (tb_section){2, 1, p->data_init, sizeof(p->data_init)};
+    spec->sec[STD_SEC_KINDS] = (tb_section){3, 20, p->kinds, sizeof(p->kinds)};
+    spec->sec[STD_SEC_PATCHES] = (tb_section){4, 12, p->patches, sizeof(p->patches)};
+    spec->sec[STD_SEC_TASKS] = (tb_section){5, 16, p->tasks, sizeof(p->tasks)};
+    spec->sec[STD_SEC_PORTS] = (tb_section){6, 16, p->ports, sizeof(p->ports)};
+    spec->sec[STD_SEC_STRINGS] = (tb_section){7, 1, p->strings, sizeof(p->strings)};
+    spec->sec[STD_SEC_METADATA] = (tb_section){8, 1, p->metadata, sizeof(p->metadata)};
+}
+
+static inline void std_image(tb_image *img)
+{
+    tb_spec spec;
+    std_parts parts;
+    std_spec(&spec, &parts);
+    tb_build(&spec, img);
+}
+
+/* ---- a platform that forwards to POSIX and counts, or fails on request */
+
+typedef struct tp_ctx {
+    const cp_platform *inner;
+    int allocs, frees, seals;
+    int fail_alloc, fail_seal;
+    size_t live_size;
+} tp_ctx;
+
+static inline void *tp_alloc(void *ctx, size_t size, size_t align)
+{
+    tp_ctx *c = ctx;
+    if (c->fail_alloc) {
+        return NULL;
+    }
+    void *p = c->inner->region_alloc(c->inner->ctx, size, align);
+    if (p != NULL) {
+        c->allocs++;
+        c->live_size = size;
+    }
+    return p;
+}
+
+static inline int tp_seal(void *ctx, void *base, size_t code_len, size_t size)
+{
+    tp_ctx *c = ctx;
+    c->seals++;
+    return c->fail_seal ? -1 : c->inner->region_seal(c->inner->ctx, base, code_len, size);
+}
+
+static inline void tp_free(void *ctx, void *base, size_t size)
+{
+    tp_ctx *c = ctx;
+    c->frees++;
+    c->inner->region_free(c->inner->ctx, base, size);
+}
+
+/* The counting platform claims `arch`, so images of any architecture load (but only host
+ * code may be run). */
+static inline cp_platform tp_platform(tp_ctx *ctx, uint16_t arch)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->inner = cp_platform_posix();
+    cp_platform p = *ctx->inner;
+    p.arch = arch;
+    p.ctx = ctx;
+    p.region_alloc = tp_alloc;
+    p.region_seal = tp_seal;
+    p.region_free = tp_free;
+    return p;
+}
+
+static inline cp_error tb_error(void)
+{
+    cp_error e;
+    memset(&e, 0, sizeof(e));
+    e.struct_size = sizeof(e);
+    return e;
+}
+
+static inline cp_program tb_program(void)
+{
+    cp_program p;
+    memset(&p, 0, sizeof(p));
+    p.struct_size = sizeof(p);
+    return p;
+}
+
+#endif /* COPAPY_TEST_IMAGE_H */

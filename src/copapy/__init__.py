@@ -1,0 +1,63 @@
+"""copapy: deterministic real-time computation compiled by copy-and-patch.
+
+Trace a computation with :func:`value` and ordinary operators, then compile and run it on a
+target (``LocalTarget`` in-process). See README.md and docs/.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .dtypes import DType, bool_, float32, float64, int32
+from .functions import (
+    abs,
+    acos,
+    asin,
+    atan,
+    atan2,
+    cast,
+    ceil,
+    clamp,
+    cos,
+    exp,
+    floor,
+    log,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    max,
+    min,
+    pow,
+    relu,
+    round,
+    sign,
+    sin,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+    where,
+)
+from .value import Value, constant, value
+
+if TYPE_CHECKING:
+    from .local_target import LocalTarget
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DType", "LocalTarget", "Value", "abs", "acos", "asin", "atan", "atan2", "bool_", "cast",
+    "ceil", "clamp", "constant", "cos", "exp", "float32", "float64", "floor", "int32", "log",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "max", "min", "pow", "relu",
+    "round", "sign", "sin", "sqrt", "tan", "tanh", "trunc", "value", "where",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # targets pull in the runner extension; load them on first use to keep import fast
+    if name == "LocalTarget":
+        from .local_target import LocalTarget
+
+        return LocalTarget
+    raise AttributeError(f"module 'copapy' has no attribute {name!r}")

@@ -1,0 +1,172 @@
+"""ELF relocation types of every supported architecture, translated into generic patch kinds.
+
+This is the only place that knows instruction encodings. The stencil table builder uses it
+to turn object-file relocations into generic descriptors; the compiler then resolves what it
+can and leaves the rest to the runner's single generic patch routine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .patchkind import PAGE, PCREL, ROUND, SIGNED, THUMB32, PatchKind, gather
+
+
+@dataclass(frozen=True)
+class RelocPart:
+    """One word written by a relocation; ``delta`` is its byte offset from the relocation."""
+
+    kind: PatchKind
+    delta: int = 0
+
+
+@dataclass(frozen=True)
+class RelocSpec:
+    name: str
+    parts: tuple[RelocPart, ...]
+    #: an unconditional jump the compiler may drop when its target follows directly:
+    #: (instruction start relative to the relocation offset, instruction length)
+    jump: tuple[int, int] | None = None
+    #: for REL (implicit addend) architectures: how the addend is stored in the word
+    implicit: str = ""
+    #: a data relocation inside a literal pool (forces word alignment of the function)
+    literal: bool = False
+    #: RISC-V %pcrel_lo: the symbol is the label of the matching %pcrel_hi instruction
+    pcrel_lo: bool = False
+
+
+def _k(word_bits: int, flags: int = 0, shift: int = 0, range_bits: int = 0, align: int = 0,
+       fields: tuple[tuple[int, int, int], ...] = (), encoder: str = "") -> PatchKind:
+    return PatchKind(word_bits, flags, shift, range_bits, align, fields, encoder)
+
+
+def _one(name: str, kind: PatchKind, **kw: object) -> RelocSpec:
+    return RelocSpec(name, (RelocPart(kind),), **kw)  # type: ignore[arg-type]
+
+
+_REL32 = _k(32, PCREL | SIGNED, 0, 32, 0, ((0, 32, 0),))
+
+X86_64: dict[int, RelocSpec] = {
+    1: _one("R_X86_64_64", _k(64, 0, 0, 0, 0, ((0, 64, 0),))),
+    2: _one("R_X86_64_PC32", _REL32),
+    4: _one("R_X86_64_PLT32", _REL32, jump=(-1, 5)),
+    10: _one("R_X86_64_32", _k(32, 0, 0, 32, 0, ((0, 32, 0),))),
+    11: _one("R_X86_64_32S", _k(32, SIGNED, 0, 32, 0, ((0, 32, 0),))),
+}
+
+I386: dict[int, RelocSpec] = {
+    1: _one("R_386_32", _k(32, 0, 0, 0, 0, ((0, 32, 0),)), implicit="word"),
+    2: _one("R_386_PC32", _REL32, jump=(-1, 5), implicit="word"),
+    4: _one("R_386_PLT32", _REL32, jump=(-1, 5), implicit="word"),
+}
+
+_A64_BRANCH26 = _k(32, PCREL | SIGNED, 2, 26, 2, ((0, 26, 0),))
+
+
+def _a64_ldst(size_log2: int) -> PatchKind:
+    return _k(32, 0, size_log2, 0, size_log2, ((0, 12 - size_log2, 10),))
+
+
+AARCH64: dict[int, RelocSpec] = {
+    257: _one("R_AARCH64_ABS64", _k(64, 0, 0, 0, 0, ((0, 64, 0),))),
+    275: _one("R_AARCH64_ADR_PREL_PG_HI21",
+              _k(32, PCREL | PAGE | SIGNED, 12, 21, 0, ((0, 2, 29), (2, 19, 5)))),
+    277: _one("R_AARCH64_ADD_ABS_LO12_NC", _k(32, 0, 0, 0, 0, ((0, 12, 10),))),
+    278: _one("R_AARCH64_LDST8_ABS_LO12_NC", _a64_ldst(0)),
+    280: _one("R_AARCH64_CONDBR19", _k(32, PCREL | SIGNED, 2, 19, 2, ((0, 19, 5),))),
+    279: _one("R_AARCH64_TSTBR14", _k(32, PCREL | SIGNED, 2, 14, 2, ((0, 14, 5),))),
+    282: _one("R_AARCH64_JUMP26", _A64_BRANCH26, jump=(0, 4)),
+    283: _one("R_AARCH64_CALL26", _A64_BRANCH26),
+    284: _one("R_AARCH64_LDST16_ABS_LO12_NC", _a64_ldst(1)),
+    285: _one("R_AARCH64_LDST32_ABS_LO12_NC", _a64_ldst(2)),
+    286: _one("R_AARCH64_LDST64_ABS_LO12_NC", _a64_ldst(3)),
+    299: _one("R_AARCH64_LDST128_ABS_LO12_NC", _a64_ldst(4)),
+}
+
+_ARM_BRANCH24 = _k(32, PCREL | SIGNED, 2, 24, 2, ((0, 24, 0),))
+_ARM_MOVW = _k(32, 0, 0, 0, 0, ((0, 12, 0), (12, 4, 16)))
+_ARM_MOVT = _k(32, 0, 16, 0, 0, ((0, 12, 0), (12, 4, 16)))
+_THM_IMM16 = ((0, 8, 0), (8, 3, 12), (11, 1, 26), (12, 4, 16))
+_THM_MOVW = _k(32, THUMB32, 0, 0, 0, _THM_IMM16)
+_THM_MOVT = _k(32, THUMB32, 16, 0, 0, _THM_IMM16)
+
+ARM: dict[int, RelocSpec] = {
+    2: _one("R_ARM_ABS32", _k(32, 0, 0, 0, 0, ((0, 32, 0),)), implicit="word", literal=True),
+    28: _one("R_ARM_CALL", _ARM_BRANCH24, implicit="arm_branch"),
+    29: _one("R_ARM_JUMP24", _ARM_BRANCH24, jump=(0, 4), implicit="arm_branch"),
+    43: _one("R_ARM_MOVW_ABS_NC", _ARM_MOVW, implicit="imm16"),
+    44: _one("R_ARM_MOVT_ABS", _ARM_MOVT, implicit="imm16"),
+    47: _one("R_ARM_THM_MOVW_ABS_NC", _THM_MOVW, implicit="imm16"),
+    48: _one("R_ARM_THM_MOVT_ABS", _THM_MOVT, implicit="imm16"),
+    10: _one("R_ARM_THM_CALL", _k(32, THUMB32 | PCREL, encoder="thumb_b25"),
+             implicit="thumb_b25"),
+    30: _one("R_ARM_THM_JUMP24", _k(32, THUMB32 | PCREL, encoder="thumb_b25"),
+             jump=(0, 4), implicit="thumb_b25"),
+    51: _one("R_ARM_THM_JUMP19", _k(32, THUMB32 | PCREL, encoder="thumb_b21"),
+             implicit="thumb_b21"),
+}
+
+_RV_HI20 = ((0, 20, 12),)
+_RV_LO12_I = ((0, 12, 20),)
+_RV_LO12_S = ((0, 5, 7), (5, 7, 25))
+_RV_PC_HI = _k(32, PCREL | SIGNED | ROUND, 12, 20, 0, _RV_HI20)
+
+RISCV: dict[int, RelocSpec] = {
+    1: _one("R_RISCV_32", _k(32, 0, 0, 0, 0, ((0, 32, 0),))),
+    2: _one("R_RISCV_64", _k(64, 0, 0, 0, 0, ((0, 64, 0),))),
+    16: _one("R_RISCV_BRANCH", _k(32, PCREL | SIGNED, 0, 13, 1,
+                                  ((11, 1, 7), (1, 4, 8), (5, 6, 25), (12, 1, 31)))),
+    17: _one("R_RISCV_JAL", _k(32, PCREL | SIGNED, 0, 21, 1,
+                               ((20, 1, 31), (1, 10, 21), (11, 1, 20), (12, 8, 12)))),
+    18: RelocSpec("R_RISCV_CALL", (RelocPart(_RV_PC_HI), RelocPart(
+        _k(32, PCREL, 0, 0, 0, _RV_LO12_I), 4)), jump=(0, 8)),
+    19: RelocSpec("R_RISCV_CALL_PLT", (RelocPart(_RV_PC_HI), RelocPart(
+        _k(32, PCREL, 0, 0, 0, _RV_LO12_I), 4)), jump=(0, 8)),
+    23: _one("R_RISCV_PCREL_HI20", _RV_PC_HI),
+    24: _one("R_RISCV_PCREL_LO12_I", _k(32, PCREL, 0, 0, 0, _RV_LO12_I), pcrel_lo=True),
+    25: _one("R_RISCV_PCREL_LO12_S", _k(32, PCREL, 0, 0, 0, _RV_LO12_S), pcrel_lo=True),
+    26: _one("R_RISCV_HI20", _k(32, ROUND, 12, 0, 0, _RV_HI20)),
+    27: _one("R_RISCV_LO12_I", _k(32, 0, 0, 0, 0, _RV_LO12_I)),
+    28: _one("R_RISCV_LO12_S", _k(32, 0, 0, 0, 0, _RV_LO12_S)),
+}
+
+#: relocation types that carry no patch (linker hints)
+IGNORED: dict[str, frozenset[int]] = {
+    "riscv": frozenset({51}),  # R_RISCV_RELAX
+    "arm": frozenset({40, 42}),  # R_ARM_V4BX, R_ARM_PREL31 (exception tables only)
+}
+
+TABLES: dict[str, dict[int, RelocSpec]] = {
+    "x86_64": X86_64,
+    "i386": I386,
+    "aarch64": AARCH64,
+    "arm": ARM,
+    "riscv": RISCV,
+}
+
+
+def _sign_extend(value: int, bits: int) -> int:
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def implicit_addend(spec: RelocSpec, word: int) -> int:
+    """The addend a REL relocation keeps inside the patched word (word read with THUMB32 order)."""
+    kind = spec.parts[0].kind
+    if spec.implicit == "word":
+        return _sign_extend(word, 32)
+    if spec.implicit == "arm_branch":
+        return _sign_extend(word & 0xFFFFFF, 24) << 2
+    if spec.implicit == "imm16":
+        return _sign_extend(gather(word, kind), 16)
+    if spec.implicit in ("thumb_b25", "thumb_b21"):
+        hw1, hw2 = word >> 16, word & 0xFFFF
+        s = (hw1 >> 10) & 1
+        j1, j2 = (hw2 >> 13) & 1, (hw2 >> 11) & 1
+        if spec.implicit == "thumb_b25":
+            i1, i2 = (~(j1 ^ s)) & 1, (~(j2 ^ s)) & 1
+            v = (s << 24) | (i1 << 23) | (i2 << 22) | ((hw1 & 0x3FF) << 12) | ((hw2 & 0x7FF) << 1)
+            return _sign_extend(v, 25)
+        v = (s << 20) | (j2 << 19) | (j1 << 18) | ((hw1 & 0x3F) << 12) | ((hw2 & 0x7FF) << 1)
+        return _sign_extend(v, 21)
+    raise ValueError(f"no implicit addend rule for {spec.name}")

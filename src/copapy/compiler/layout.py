@@ -1,0 +1,64 @@
+"""Data region layout: ports, constants and temporaries, with temporaries reused by liveness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..dtypes import DType
+
+
+@dataclass(frozen=True)
+class Port:
+    """A named location in the data region that the host reads or writes."""
+
+    name: str
+    offset: int
+    dtype: DType
+    role: int  # 1 input, 2 output, 3 state, 4 constant (docs/image.md)
+    count: int = 1
+    task: int = 0xFFFF
+
+
+ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, ROLE_CONSTANT = 1, 2, 3, 4
+
+
+@dataclass
+class DataLayout:
+    size: int = 0
+    init: bytearray = field(default_factory=bytearray)
+    _free: dict[int, list[int]] = field(default_factory=dict)
+    _consts: dict[tuple[str, bytes], int] = field(default_factory=dict)
+
+    def alloc(self, size: int, init: bytes | None = None, align: int | None = None) -> int:
+        """A new slot of ``size`` bytes (aligned to its size), never shared."""
+        align = align or size
+        offset = -(-self.size // align) * align
+        self.size = offset + size
+        if len(self.init) < self.size:
+            self.init.extend(bytes(self.size - len(self.init)))
+        if init is not None:
+            self.init[offset : offset + len(init)] = init
+        return offset
+
+    def temp(self, size: int) -> int:
+        """A temporary slot, reusing one released earlier when possible."""
+        free = self._free.get(size)
+        if free:
+            return free.pop()
+        return self.alloc(size)
+
+    def release(self, offset: int, size: int) -> None:
+        self._free.setdefault(size, []).append(offset)
+
+    def constant(self, dtype: DType, raw: bytes) -> int:
+        """One shared read-only slot per distinct constant."""
+        key = (dtype.name, raw)
+        offset = self._consts.get(key)
+        if offset is None:
+            offset = self.alloc(dtype.size, raw)
+            self._consts[key] = offset
+        return offset
+
+    def init_bytes(self) -> bytes:
+        """Initial data, without the trailing zeros (the runner zero-fills the rest)."""
+        return bytes(self.init).rstrip(b"\0")

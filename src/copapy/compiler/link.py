@@ -1,0 +1,145 @@
+"""Linking: concatenate stencil code, resolve what does not depend on the load address, and
+turn the rest into generic runtime patches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..arch.patchkind import PatchError, PatchKind, apply_patch
+from .lower import CompileError, Instr
+from .table import Function, StencilTable
+
+
+@dataclass(frozen=True)
+class RuntimePatch:
+    site: int
+    kind: PatchKind
+    addend: int
+
+
+@dataclass
+class Linked:
+    code: bytes
+    data_offset: int
+    entries: list[int]  # entry offset of each task (Thumb bit included)
+    patches: list[RuntimePatch] = field(default_factory=list)
+    stencil_bytes: int = 0  # bytes of the chains (without helpers and constants)
+
+
+@dataclass(slots=True)
+class _Pending:
+    site: int
+    kind: PatchKind
+    target_type: str  # code (a resolved "next"), data (a slot), func, rodata
+    target: str
+    addend: int
+
+
+def _align(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+class _Linker:
+    def __init__(self, table: StencilTable) -> None:
+        self.table = table
+        self.code = bytearray()
+        self.pending: list[_Pending] = []
+        self.func_offsets: dict[str, int] = {}
+        self.rodata_offsets: dict[str, int] = {}
+
+    def pad_to(self, align: int) -> None:
+        target = _align(len(self.code), align)
+        while len(self.code) < target:
+            self.code += self.table.nop[: target - len(self.code)]
+
+    def place(self, func: Function, strip: bool, slots: dict[str, int],
+              next_refs: list[_Pending] | None = None) -> int:
+        """Append a function; "next" references are collected for the caller to resolve."""
+        self.pad_to(func.align)
+        start = len(self.code)
+        code = func.code[: len(func.code) - func.strip] if strip else func.code
+        self.code += code
+        for r in func.relocs:
+            if r.offset >= len(code):
+                continue  # inside the dropped trailing jump
+            if r.target_type == "slot":
+                pending = _Pending(start + r.offset, r.kind, "data", "", slots[r.target] + r.addend)
+            else:
+                pending = _Pending(start + r.offset, r.kind, r.target_type, r.target, r.addend)
+            if r.target_type == "next":
+                if next_refs is None:
+                    raise CompileError(f"helper {func.name} refers to cp_next")
+                next_refs.append(pending)
+            self.pending.append(pending)
+        return start
+
+    def chain(self, instrs: Sequence[Instr]) -> int:
+        """Place one task's chain: entry, stencils, return. Returns the entry offset."""
+        names = ["cp_entry", *(i.stencil for i in instrs), "cp_ret"]
+        slot_sets = [{}, *(dict(i.slots) for i in instrs), {}]
+        entry = -1
+        waiting: list[_Pending] = []
+        for k, name in enumerate(names):
+            func = self.table.function(name)
+            last = k == len(names) - 1
+            if last and func.relocs:
+                raise CompileError("cp_ret must not refer to anything")
+            refs: list[_Pending] = []
+            start = self.place(func, strip=not last, slots=slot_sets[k], next_refs=refs)
+            for p in waiting:
+                p.target_type, p.addend = "code", p.addend + start
+            waiting = refs
+            if k == 0:
+                entry = start | (1 if func.thumb else 0)
+        return entry
+
+    def helpers(self) -> None:
+        """Place every helper function and constant blob the placed code refers to."""
+        j = 0
+        while j < len(self.pending):
+            p = self.pending[j]
+            j += 1
+            if p.target_type == "func" and p.target not in self.func_offsets:
+                self.func_offsets[p.target] = self.place(self.table.function(p.target), False, {})
+        for p in self.pending:
+            if p.target_type == "rodata" and p.target not in self.rodata_offsets:
+                data, align = self.table.rodata[p.target]
+                self.pad_to(align)
+                self.rodata_offsets[p.target] = len(self.code)
+                self.code += data
+
+    def resolve(self, data_offset: int) -> list[RuntimePatch]:
+        patches: list[RuntimePatch] = []
+        base_align = self.table.base_align
+        for p in self.pending:
+            if p.target_type == "code":
+                address = p.addend
+            elif p.target_type == "data":
+                address = data_offset + p.addend
+            elif p.target_type == "func":
+                address = self.func_offsets[p.target] + p.addend
+            elif p.target_type == "rodata":
+                address = self.rodata_offsets[p.target] + p.addend
+            else:
+                raise CompileError(f"unresolved reference to {p.target_type} {p.target!r}")
+            if p.kind.encoder or p.kind.base_independent(base_align):
+                try:
+                    apply_patch(self.code, p.site, p.kind, p.site, address)
+                except PatchError as exc:
+                    raise CompileError(f"program too large for {self.table.arch}: {exc}") from exc
+            else:
+                patches.append(RuntimePatch(p.site, p.kind, address))
+        return patches
+
+
+def link(chains: Sequence[Sequence[Instr]], table: StencilTable) -> Linked:
+    """Code of all task chains plus helpers and constants, and the patches left for the runner."""
+    linker = _Linker(table)
+    entries = [linker.chain(instrs) for instrs in chains]
+    stencil_bytes = len(linker.code)
+    linker.helpers()
+    linker.pad_to(4)
+    data_offset = _align(max(len(linker.code), 1), table.base_align)
+    patches = linker.resolve(data_offset)
+    return Linked(bytes(linker.code), data_offset, entries, patches, stencil_bytes)

@@ -1,0 +1,104 @@
+"""Math and selection functions of the public API (``cp.sqrt``, ``cp.where``, ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtypes import as_dtype
+from .graph import build
+from .value import Value, _node, _op
+
+
+def _unary(name: str) -> Any:
+    def f(x: Any) -> Value:
+        return _op(name, x)
+
+    f.__name__ = name
+    f.__doc__ = f"Element-wise {name} (deterministic kernel, see docs/math.md)."
+    return f
+
+
+sqrt = _unary("sqrt")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+exp = _unary("exp")
+log = _unary("log")
+tanh = _unary("tanh")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+trunc = _unary("trunc")
+sign = _unary("sign")
+relu = _unary("relu")
+abs = _unary("abs")  # noqa: A001
+
+
+def atan2(y: Any, x: Any) -> Value:
+    """Angle of the point (x, y), quadrant-correct, as C99 atan2."""
+    return _op("atan2", y, x)
+
+
+def pow(x: Any, y: Any) -> Value:  # noqa: A001
+    return _op("pow", x, y)
+
+
+def min(a: Any, b: Any) -> Value:  # noqa: A001
+    """Smaller of a and b; NaN if either is NaN (as numpy.minimum)."""
+    return _op("min", a, b)
+
+
+def max(a: Any, b: Any) -> Value:  # noqa: A001
+    """Larger of a and b; NaN if either is NaN (as numpy.maximum)."""
+    return _op("max", a, b)
+
+
+def clamp(x: Any, low: Any, high: Any) -> Value:
+    return max(min(x, high), low)
+
+
+def where(cond: Any, a: Any, b: Any) -> Value:
+    """``a`` where cond is true, else ``b``: a select, both sides computed, nothing leaks."""
+    return Value(build.apply("where", _node(cond), _node(a), _node(b)))
+
+
+def cast(x: Any, dtype: Any) -> Value:
+    """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
+    node = _node(x)
+    target = as_dtype(dtype)
+    if not isinstance(node, build.Node):
+        from .value import constant
+
+        return constant(node, target) if not target.is_int else constant(int(node), target)
+    return Value(build.cast(node, target))
+
+
+def logical_and(a: Any, b: Any) -> Value:
+    return Value(build.apply("and", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
+
+
+def logical_or(a: Any, b: Any) -> Value:
+    return Value(build.apply("or", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
+
+
+def logical_xor(a: Any, b: Any) -> Value:
+    return Value(build.apply("xor", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
+
+
+def logical_not(a: Any) -> Value:
+    return Value(build.apply("lnot", build.cast(_as_node(a), _bool())))
+
+
+def _bool() -> Any:
+    from .dtypes import bool_
+
+    return bool_
+
+
+def _as_node(x: Any) -> build.Node:
+    from .value import wrap
+
+    return wrap(x).node

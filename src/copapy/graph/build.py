@@ -1,0 +1,175 @@
+"""Smart construction of nodes: type promotion, constant folding, identities, CSE.
+
+Every node is built through :func:`apply`, so the graph is simplified as it is traced: there is
+no separate pass that could be forgotten. Dead code never reaches the compiler because it only
+walks what the requested outputs depend on (see :func:`live_nodes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from .. import dtypes as dt
+from ..dtypes import DType
+from .fold import fold
+from .node import Node, const, const_value, intern, is_const
+from .ops import CASTS, REGISTRY, OpSpec
+
+Operand = Node | bool | int | float
+
+
+class ShapeOrTypeError(TypeError):
+    """An operation got operands of types it cannot take."""
+
+
+def _check_scalar(value: object) -> bool | int | float:
+    if isinstance(value, bool | int | float):
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not dt.INT32_MIN <= value <= dt.INT32_MAX:
+                raise OverflowError(
+                    f"integer constant {value} does not fit in int32; use a float "
+                    f"(e.g. {float(value)!r}) or a value of dtype float64"
+                )
+        return value
+    # NumPy scalars and other numbers that convert losslessly
+    item = getattr(value, "item", None)
+    if callable(item):
+        return _check_scalar(item())
+    raise TypeError(f"cannot use {type(value).__name__} {value!r} in a copapy expression; "
+                    f"expected a number or a copapy value")
+
+
+def cast(node: Node, dtype: DType) -> Node:
+    """Convert a node to ``dtype`` (no-op if it already has it)."""
+    if node.dtype is dtype:
+        return node
+    return make(REGISTRY[CASTS[dtype.name]], (node,))
+
+
+def _operand_types(spec: OpSpec, operands: tuple[Operand, ...]) -> DType:
+    """The common type the (value) operands of ``spec`` are converted to."""
+    nodes = [o for o in operands if isinstance(o, Node)]
+    if not nodes:
+        common = dt.scalar_type(operands[0])  # type: ignore[arg-type]
+        for o in operands[1:]:
+            common = dt.promote(common, dt.scalar_type(o))  # type: ignore[arg-type]
+    else:
+        common = nodes[0].dtype
+        for n in nodes[1:]:
+            common = dt.promote(common, n.dtype)
+        for o in operands:
+            if not isinstance(o, Node):
+                common = dt.promote(common, dt.weak_type(o, common))
+    kind = spec.operands
+    if kind == "num" and common.is_bool:
+        return dt.int32
+    if kind == "float" and not common.is_float:
+        return dt.float32
+    if kind == "int":
+        if common.is_bool:
+            return dt.int32
+        if not common.is_int:
+            raise ShapeOrTypeError(f"{spec.name} needs integer operands, got {common.name}; "
+                                   f"convert with cp.cast(x, cp.int32) first")
+    if kind == "intbool" and common.is_float:
+        raise ShapeOrTypeError(f"{spec.name} needs integer or bool operands, got {common.name}")
+    if kind == "bool" and not common.is_bool:
+        raise ShapeOrTypeError(f"{spec.name} needs bool operands, got {common.name}")
+    return common
+
+
+def _result_type(spec: OpSpec, operand_type: DType) -> DType:
+    if spec.result == "same":
+        return operand_type
+    return dt.BY_NAME[spec.result]
+
+
+def apply(name: str, *operands: Operand) -> Node:
+    """Build ``name(*operands)``: Python scalars become constants, operands are promoted."""
+    spec = REGISTRY[name]
+    if len(operands) != spec.arity:
+        raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
+    checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
+    if name == "where":
+        cond = checked[0]
+        cond_node = cast(cond, dt.bool_) if isinstance(cond, Node) else const(bool(cond), dt.bool_)
+        common = _operand_types(spec, checked[1:])
+        a, b = (cast(o, common) if isinstance(o, Node) else const(o, common) for o in checked[1:])
+        return make(spec, (cond_node, a, b))
+    common = _operand_types(spec, checked)
+    args = tuple(cast(o, common) if isinstance(o, Node) else const(o, common) for o in checked)
+    return make(spec, args)
+
+
+def make(spec: OpSpec, args: tuple[Node, ...]) -> Node:
+    """The simplified node for ``spec(*args)``; args already have the operand type."""
+    if spec.name in CASTS.values():
+        dtype = dt.BY_NAME[spec.result]
+        if args[0].dtype is dtype:
+            return args[0]
+    else:
+        dtype = _result_type(spec, args[-1].dtype)
+    if all(is_const(a) for a in args):
+        return const(fold(spec, args, dtype), dtype)
+    simpler = _identity(spec, args)
+    if simpler is not None:
+        return simpler
+    if spec.commutative and args[0].serial > args[1].serial:
+        args = (args[1], args[0])
+    return intern(spec.name, dtype, args)
+
+
+def _is(node: Node, value: float) -> bool:
+    return is_const(node) and const_value(node) == value
+
+
+def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
+    """Exact identities (docs/semantics.md): x*1, x+0, x-0, x/1, where with a constant condition."""
+    name = spec.name
+    if name == "where":
+        cond, a, b = args
+        if is_const(cond):
+            return a if const_value(cond) else b
+        if a is b:
+            return a
+        return None
+    if len(args) != 2:
+        return None
+    a, b = args
+    if name == "add":
+        if _is(b, 0) and not a.dtype.is_bool:
+            return a
+        if _is(a, 0) and not b.dtype.is_bool:
+            return b
+    elif name == "sub" and _is(b, 0):
+        return a
+    elif name == "mul":
+        if _is(b, 1):
+            return a
+        if _is(a, 1):
+            return b
+    elif name == "div" and _is(b, 1):
+        return a
+    return None
+
+
+def live_nodes(outputs: Iterable[Node]) -> list[Node]:
+    """Every node the outputs depend on, operands before users (dead code excluded)."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in outputs:
+        if id(root) in seen:
+            continue
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        seen.add(id(root))
+        while stack:
+            node, i = stack[-1]
+            if i < len(node.args):
+                stack[-1] = (node, i + 1)
+                child = node.args[i]
+                if id(child) not in seen:
+                    seen.add(id(child))
+                    stack.append((child, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order

@@ -1,0 +1,30 @@
+"""Constant folding: evaluate an operation on constants exactly as the machine code would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dtypes import DType
+from .node import Node, const_value
+from .ops import OpSpec
+from .reference import evaluate_reference
+
+
+def fold(spec: OpSpec, args: tuple[Node, ...], dtype: DType) -> float | int | bool:
+    """The value of ``spec(*args)`` for constant args.
+
+    IEEE-exact operations fold through the NumPy reference. Approximated functions (sin, exp,
+    pow ...) fold through the same C kernels the stencils call, so a folded constant equals the
+    run-time result bit for bit and does not depend on which NumPy build did the folding.
+    """
+    values = [const_value(a) for a in args]
+    if spec.kernel and dtype.is_float:
+        return _kernel(spec.kernel, dtype, values)
+    result: Any = evaluate_reference(spec, [(v, a.dtype) for v, a in zip(values, args, strict=True)])
+    return result.item()  # type: ignore[no-any-return]
+
+
+def _kernel(name: str, dtype: DType, values: list[float | int | bool]) -> float:
+    from .. import _kernels  # the C kernels built for the host
+
+    return float(_kernels.call(name, dtype.name == "float64", *[float(v) for v in values]))

@@ -1,0 +1,67 @@
+"""Evaluation through the registry's NumPy references (the oracle of the tests)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from ..dtypes import DType
+from .ops import OpSpec
+
+
+def evaluate_reference(spec: OpSpec, operands: Sequence[tuple[Any, DType]]) -> Any:
+    """Apply ``spec``'s reference to operands given as (value or array, dtype) pairs."""
+    import numpy as np
+
+    arrays = [np.asarray(v, dtype=d.numpy) for v, d in operands]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return np.asarray(spec.reference(np, *arrays))
+
+
+def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
+                   kernels: bool = True) -> list[Any]:
+    """Evaluate nodes with the NumPy references (the oracle of the differential tests).
+
+    ``inputs`` maps input nodes to values (defaults: their initial values). With ``kernels``,
+    approximated functions use the host build of the C kernels (bit-exact expectations);
+    without, NumPy's own functions (for accuracy comparisons).
+    """
+    import numpy as np
+
+    from .build import live_nodes
+    from .node import Node, const_value, input_initial
+    from .ops import REGISTRY
+
+    values: dict[int, Any] = {}
+    for node in live_nodes(outputs):
+        assert isinstance(node, Node)
+        if node.op == "const":
+            values[id(node)] = np.asarray(const_value(node), dtype=node.dtype.numpy)
+        elif node.op == "input":
+            raw = inputs.get(node) if inputs else None
+            if raw is None:
+                raw = node.dtype.unpack(input_initial(node))
+            values[id(node)] = np.asarray(raw, dtype=node.dtype.numpy)
+        else:
+            spec = REGISTRY[node.op]
+            args = [values[id(a)] for a in node.args]
+            if kernels and spec.kernel and node.dtype.is_float:
+                values[id(node)] = _kernel_eval(spec.kernel, node.dtype, args)
+            else:
+                result = evaluate_reference(spec, [(a, n.dtype) for a, n in zip(args, node.args, strict=True)])
+                values[id(node)] = np.asarray(result, dtype=node.dtype.numpy)
+    return [values[id(o)] for o in outputs]
+
+
+def _kernel_eval(name: str, dtype: DType, args: list[Any]) -> Any:
+    import numpy as np
+
+    from .. import _kernels
+
+    arrays = [np.ascontiguousarray(np.broadcast_to(a, np.broadcast_shapes(*(x.shape for x in args))),
+                                   dtype=dtype.numpy) for a in args]
+    out = np.empty_like(arrays[0])
+    _kernels.apply(name, dtype.name == "float64", out.reshape(-1), *(a.reshape(-1) for a in arrays))
+    return out

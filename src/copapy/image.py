@@ -1,0 +1,171 @@
+"""Program image format v1 (docs/image.md): writing, and reading for tools and tests."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .arch.patchkind import PatchKind
+
+MAGIC = b"CPIM"
+FORMAT_VERSION = 1
+HEADER = struct.Struct("<4sHHHHIIIIIIIII")  # 48 bytes
+SECTION = struct.Struct("<HHIII")
+PATCH = struct.Struct("<IHBBi")
+TASK = struct.Struct("<IIIHH")
+PORT = struct.Struct("<IIBBHI")
+
+CODE, DATA_INIT, PATCH_KINDS, PATCHES, TASKS, PORTS, STRINGS, METADATA = range(1, 9)
+ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: 16, PORTS: 16,
+               STRINGS: 1, METADATA: 1}
+
+ARCH_IDS = {"x86_64": 1, "x86": 2, "aarch64": 3, "armv6": 4, "armv7a": 5, "cortex-m4": 6,
+            "cortex-m7": 7, "cortex-m55": 8, "rv32": 9, "rv64": 10, "tricore": 11}
+ARCH_NAMES = {v: k for k, v in ARCH_IDS.items()}
+
+
+class ImageFormatError(ValueError):
+    """The bytes are not a well-formed image (Python-side reader; the runner re-validates)."""
+
+
+@dataclass(frozen=True)
+class ImagePatch:
+    site: int
+    kind: int  # index into kinds
+    addend: int
+
+
+@dataclass(frozen=True)
+class ImageTask:
+    entry: int
+    period_ns: int = 0
+    offset_ns: int = 0
+    priority: int = 0
+    flags: int = 0
+
+
+@dataclass(frozen=True)
+class ImagePort:
+    name: str
+    offset: int
+    dtype: int
+    role: int
+    task: int = 0xFFFF
+    count: int = 1
+
+
+@dataclass
+class Image:
+    arch: int
+    code: bytes
+    data_offset: int
+    data_size: int
+    base_align: int
+    data_init: bytes = b""
+    kinds: list[bytes] = field(default_factory=list)
+    patches: list[ImagePatch] = field(default_factory=list)
+    tasks: list[ImageTask] = field(default_factory=list)
+    ports: list[ImagePort] = field(default_factory=list)
+    metadata: dict[str, object] = field(default_factory=dict)
+
+    def to_bytes(self) -> bytes:
+        strings = bytearray()
+        name_offsets: dict[str, int] = {}
+        for p in self.ports:
+            if p.name not in name_offsets:
+                name_offsets[p.name] = len(strings)
+                strings += p.name.encode() + b"\0"
+        bodies: list[tuple[int, int, bytes]] = [
+            (CODE, len(self.code), self.code),
+            (TASKS, len(self.tasks), b"".join(
+                TASK.pack(t.entry, t.period_ns, t.offset_ns, t.priority, t.flags)
+                for t in self.tasks)),
+        ]
+        if self.data_init:
+            bodies.append((DATA_INIT, len(self.data_init), self.data_init))
+        if self.kinds:
+            bodies.append((PATCH_KINDS, len(self.kinds), b"".join(self.kinds)))
+        if self.patches:
+            bodies.append((PATCHES, len(self.patches), b"".join(
+                PATCH.pack(p.site, p.kind, 0, 0, p.addend) for p in self.patches)))
+        if self.ports:
+            bodies.append((PORTS, len(self.ports), b"".join(
+                PORT.pack(name_offsets[p.name], p.offset, p.dtype, p.role, p.task, p.count)
+                for p in self.ports)))
+            bodies.append((STRINGS, len(strings), bytes(strings)))
+        if self.metadata:
+            meta = json.dumps(self.metadata, sort_keys=True, separators=(",", ":")).encode()
+            bodies.append((METADATA, len(meta), meta))
+        directory_size = SECTION.size * len(bodies)
+        offset = HEADER.size + directory_size
+        directory = bytearray()
+        payload = bytearray()
+        for stype, count, body in bodies:
+            pad = (-offset) % 4
+            payload += bytes(pad)
+            offset += pad
+            directory += SECTION.pack(stype, ENTRY_SIZES[stype], count, offset, len(body))
+            payload += body
+            offset += len(body)
+        payload += bytes((-offset) % 4)
+        total = HEADER.size + directory_size + len(payload) + 4
+        header = HEADER.pack(MAGIC, FORMAT_VERSION, HEADER.size, self.arch, 0, total,
+                             len(self.code), self.data_offset, self.data_size, self.base_align,
+                             len(bodies), 0, 0, 0)
+        body = header + bytes(directory) + bytes(payload)
+        return body + struct.pack("<I", zlib.crc32(body))
+
+
+def kinds_table(kinds: Sequence[PatchKind]) -> tuple[list[bytes], dict[PatchKind, int]]:
+    index: dict[PatchKind, int] = {}
+    packed: list[bytes] = []
+    for k in kinds:
+        if k not in index:
+            index[k] = len(packed)
+            packed.append(k.pack())
+    return packed, index
+
+
+def parse(blob: bytes) -> Image:
+    """Read an image back (for inspection and tests); checks magic, version and CRC."""
+    if len(blob) < HEADER.size + 4:
+        raise ImageFormatError("truncated: shorter than the header")
+    (magic, version, header_size, arch, _flags, total, code_size, data_offset, data_size,
+     base_align, count, *_r) = HEADER.unpack_from(blob)
+    if magic != MAGIC:
+        raise ImageFormatError("not a copapy image (bad magic)")
+    if version != FORMAT_VERSION:
+        raise ImageFormatError(f"image format version {version}, this reader knows {FORMAT_VERSION}")
+    if total != len(blob):
+        raise ImageFormatError(f"truncated: header says {total} bytes, got {len(blob)}")
+    if zlib.crc32(blob[:-4]) != struct.unpack_from("<I", blob, total - 4)[0]:
+        raise ImageFormatError("CRC mismatch: the image is corrupted")
+    sections: dict[int, tuple[int, int, int]] = {}
+    for k in range(count):
+        stype, esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
+        sections[stype] = (n, off, size)
+
+    def body(stype: int) -> bytes:
+        if stype not in sections:
+            return b""
+        _, off, size = sections[stype]
+        return blob[off : off + size]
+
+    strings = body(STRINGS)
+
+    def name_at(off: int) -> str:
+        return strings[off : strings.index(b"\0", off)].decode()
+
+    img = Image(arch, body(CODE), data_offset, data_size, base_align, body(DATA_INIT))
+    kb = body(PATCH_KINDS)
+    img.kinds = [kb[i : i + 20] for i in range(0, len(kb), 20)]
+    img.patches = [ImagePatch(s, k, a) for s, k, _b, _r, a in PATCH.iter_unpack(body(PATCHES))]
+    img.tasks = [ImageTask(*t) for t in TASK.iter_unpack(body(TASKS))]
+    img.ports = [ImagePort(name_at(n), o, d, r, t, c) for n, o, d, r, t, c in PORT.iter_unpack(body(PORTS))]
+    meta = body(METADATA)
+    img.metadata = json.loads(meta) if meta else {}
+    assert len(img.code) == code_size
+    return img

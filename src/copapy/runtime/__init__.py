@@ -1,0 +1,1 @@
+"""Runtimes: execute program images (native runner extension, or an emulated CPU)."""

@@ -1,0 +1,20 @@
+"""The native runner: the C runner core built as the extension module ``copapy._runner``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ImageLoadError
+
+
+def load_native(image: bytes) -> Any:
+    """Validate and load an image for this machine; raises ImageLoadError naming the problem."""
+    from .. import _runner
+
+    try:
+        return _runner.load(image)
+    except _runner.ImageError as exc:
+        err = ImageLoadError(f"{exc.name}: {exc}")
+        err.code = exc.code  # type: ignore[attr-defined]
+        err.name = exc.name  # type: ignore[attr-defined]
+        raise err from None

@@ -1,0 +1,188 @@
+"""Run program images of any architecture in-process on the unicorn CPU emulator.
+
+This is a second, independent runner (in Python) for the same image format: it applies the
+generic patches with the Python implementation and executes the foreign machine code, so
+users can simulate a target's instruction set without hardware and tests can execute every
+architecture's stencils.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from ..arch.patchkind import PatchError, PatchKind, apply_patch
+from ..image import ARCH_NAMES, Image, parse
+from .errors import ImageLoadError, require_unicorn
+
+REGION_BASE = 0x10000000
+STACK_TOP = 0x0F000000
+STACK_SIZE = 0x100000
+STOP = 0x0E000000  # return address: execution stops when it is reached
+PAGE = 0x4000  # a multiple of every unicorn page size (16 KB on TriCore)
+
+
+@dataclass(frozen=True)
+class _ArchSetup:
+    uc_arch: str
+    uc_mode: str
+    cpu: str = ""
+    thumb: bool = False
+
+
+_SETUP = {
+    "x86_64": _ArchSetup("UC_ARCH_X86", "UC_MODE_64"),
+    "x86": _ArchSetup("UC_ARCH_X86", "UC_MODE_32"),
+    "aarch64": _ArchSetup("UC_ARCH_ARM64", "UC_MODE_ARM"),
+    "armv6": _ArchSetup("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_1176"),
+    "armv7a": _ArchSetup("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_CORTEX_A7"),
+    "cortex-m4": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
+    "cortex-m7": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
+    "cortex-m55": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
+    "rv32": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV32"),
+    "rv64": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV64"),
+}
+
+
+def _align(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+class UnicornProgram:
+    """A loaded image on an emulated CPU; same interface as the native runner's Program."""
+
+    def __init__(self, image: bytes, arch: str) -> None:
+        unicorn = require_unicorn()
+        self._uc_mod = unicorn
+        try:
+            img = parse(image)
+        except ValueError as exc:
+            raise ImageLoadError(str(exc)) from exc
+        name = ARCH_NAMES.get(img.arch)
+        if name != arch:
+            raise ImageLoadError(f"image is for architecture {name} but this emulator runs {arch}")
+        self.arch = arch
+        self.image = img
+        self.setup = _SETUP[arch]
+        self.code_size = len(img.code)
+        self.data_offset = img.data_offset
+        self.data_size = img.data_size
+        self.task_count = len(img.tasks)
+        self._data_addr = REGION_BASE + img.data_offset
+        self._load(img)
+
+    def _load(self, img: Image) -> None:
+        uc = self._uc_mod
+        s = self.setup
+        emu = uc.Uc(getattr(uc, s.uc_arch), getattr(uc, s.uc_mode))
+        if s.cpu:
+            emu.ctl_set_cpu_model(getattr(uc.arm_const, s.cpu))
+        region = bytearray(_align(img.data_offset + img.data_size, PAGE))
+        region[: len(img.code)] = img.code
+        region[img.data_offset : img.data_offset + len(img.data_init)] = img.data_init
+        for index, patch in enumerate(img.patches):
+            kind = _unpack_kind(img.kinds[patch.kind])
+            try:
+                apply_patch(region, patch.site, kind, REGION_BASE + patch.site,
+                            REGION_BASE + patch.addend)
+            except PatchError as exc:
+                raise ImageLoadError(f"patch {index}: {exc}") from exc
+        emu.mem_map(REGION_BASE, len(region))
+        emu.mem_write(REGION_BASE, bytes(region))
+        emu.mem_map(STACK_TOP - STACK_SIZE, STACK_SIZE)
+        emu.mem_map(STOP, PAGE)
+        self._emu = emu
+        self._enable_fpu()
+
+    def _enable_fpu(self) -> None:
+        uc = self._uc_mod
+        emu = self._emu
+        if self.setup.uc_arch == "UC_ARCH_ARM":
+            c = uc.arm_const
+            emu.reg_write(c.UC_ARM_REG_C1_C0_2, emu.reg_read(c.UC_ARM_REG_C1_C0_2) | (0xF << 20))
+            emu.reg_write(c.UC_ARM_REG_FPEXC, 0x40000000)
+        elif self.setup.uc_arch == "UC_ARCH_RISCV":
+            c = uc.riscv_const
+            emu.reg_write(c.UC_RISCV_REG_MSTATUS, emu.reg_read(c.UC_RISCV_REG_MSTATUS) | (3 << 13))
+
+    def run(self, task: int = 0) -> None:
+        if not 0 <= task < self.task_count:
+            raise IndexError(f"task {task} does not exist (the program has {self.task_count})")
+        uc = self._uc_mod
+        emu = self._emu
+        entry = REGION_BASE + self.image.tasks[task].entry
+        sp = STACK_TOP - 64
+        arch = self.setup.uc_arch
+        if arch == "UC_ARCH_X86":
+            width = 8 if self.arch == "x86_64" else 4
+            sp -= width
+            emu.mem_write(sp, STOP.to_bytes(width, "little"))
+            c = uc.x86_const
+            emu.reg_write(c.UC_X86_REG_RSP if width == 8 else c.UC_X86_REG_ESP, sp)
+        elif arch == "UC_ARCH_ARM64":
+            c = uc.arm64_const
+            emu.reg_write(c.UC_ARM64_REG_SP, sp)
+            emu.reg_write(c.UC_ARM64_REG_LR, STOP)
+        elif arch == "UC_ARCH_ARM":
+            c = uc.arm_const
+            emu.reg_write(c.UC_ARM_REG_SP, sp)
+            emu.reg_write(c.UC_ARM_REG_LR, STOP | (1 if self.setup.thumb else 0))
+        elif arch == "UC_ARCH_RISCV":
+            c = uc.riscv_const
+            emu.reg_write(c.UC_RISCV_REG_SP, sp)
+            emu.reg_write(c.UC_RISCV_REG_RA, STOP)
+        try:
+            emu.emu_start(entry, STOP, timeout=0, count=0)
+        except uc.UcError as exc:
+            pc = self._pc()
+            raise RuntimeError(f"emulated {self.arch} program faulted at {pc:#x}: {exc}") from exc
+
+    def _pc(self) -> int:
+        uc = self._uc_mod
+        arch = self.setup.uc_arch
+        reg = {"UC_ARCH_X86": (uc.x86_const, "UC_X86_REG_RIP"),
+               "UC_ARCH_ARM64": (uc.arm64_const, "UC_ARM64_REG_PC"),
+               "UC_ARCH_ARM": (uc.arm_const, "UC_ARM_REG_PC"),
+               "UC_ARCH_RISCV": (uc.riscv_const, "UC_RISCV_REG_PC")}[arch]
+        return int(self._emu.reg_read(getattr(*reg)))
+
+    def _check(self, offset: int, size: int) -> int:
+        if offset < 0 or offset + size > self.data_size or offset % size:
+            raise IndexError(f"data offset {offset} (size {size}) outside the data region")
+        return self._data_addr + offset
+
+    def read(self, offset: int, dtype: int) -> Any:
+        fmt, size = _DTYPE_FMT[dtype]
+        raw = bytes(self._emu.mem_read(self._check(offset, size), size))
+        value = struct.unpack(fmt, raw)[0]
+        return value != 0 if dtype == 4 else value
+
+    def write(self, offset: int, dtype: int, value: Any) -> None:
+        fmt, size = _DTYPE_FMT[dtype]
+        if dtype == 4:
+            value = 1 if value else 0
+        self._emu.mem_write(self._check(offset, size), struct.pack(fmt, value))
+
+    def read_bytes(self, offset: int, size: int) -> bytes:
+        return bytes(self._emu.mem_read(self._check(offset, 1), size))
+
+    def write_bytes(self, offset: int, data: bytes) -> None:
+        self._emu.mem_write(self._check(offset, 1), bytes(data))
+
+    @property
+    def code(self) -> bytes:
+        return bytes(self._emu.mem_read(REGION_BASE, self.code_size))
+
+
+_DTYPE_FMT = {1: ("<f", 4), 2: ("<d", 8), 3: ("<i", 4), 4: ("<i", 4), 5: ("<B", 1), 6: ("<b", 1)}
+
+
+def _unpack_kind(raw: bytes) -> PatchKind:
+    word_bits, flags, shift, range_bits, align, count = raw[:6]
+    fields = tuple((raw[8 + 3 * i], raw[9 + 3 * i], raw[10 + 3 * i]) for i in range(count))
+    return PatchKind(word_bits, flags, shift, range_bits, align, fields)
+
+
+def supported(arch: str) -> bool:
+    return arch in _SETUP

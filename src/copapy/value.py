@@ -1,0 +1,213 @@
+"""Traced scalar values: what users compute with (``cp.value``)."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from . import dtypes as dt
+from .dtypes import DType
+from .graph import build
+from .graph.node import Node, const, fresh_input
+
+Scalar = bool | int | float
+ValueLike = "Value | bool | int | float"
+
+_TRUTH_HINT = (
+    "the truth value of a traced copapy value is not known while tracing (it is computed at "
+    "run time); use cp.where(cond, a, b) to select between values, or compute on the result"
+)
+
+
+def _node(x: Any) -> Node | Scalar:
+    if isinstance(x, Value):
+        return x.node
+    if isinstance(x, bool | int | float):
+        return x
+    item = getattr(x, "item", None)
+    if callable(item) and getattr(x, "ndim", 0) == 0:
+        return item()  # type: ignore[no-any-return]
+    raise TypeError(
+        f"unsupported operand {type(x).__name__} {x!r}: expected a copapy value or a number"
+    )
+
+
+class Value:
+    """A scalar in the computation graph. Arithmetic builds new values; nothing runs yet."""
+
+    __slots__ = ("node",)
+    __array_priority__ = 1000  # numpy scalars defer to our operators
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @property
+    def dtype(self) -> DType:
+        return self.node.dtype
+
+    def __repr__(self) -> str:
+        return f"<copapy value {self.node!r}>"
+
+    def __bool__(self) -> NoReturn:
+        raise TypeError(_TRUTH_HINT)
+
+    __hash__ = None  # type: ignore[assignment]  # == builds a comparison, so no hashing
+
+    def __index__(self) -> NoReturn:
+        raise TypeError("a traced copapy value cannot be used as a Python index or size")
+
+    def __float__(self) -> NoReturn:
+        raise TypeError("a traced copapy value has no Python float value before it runs; "
+                        "read it from a target with tg.read(value)")
+
+    __int__ = __float__  # type: ignore[assignment]
+
+    # arithmetic
+    def __add__(self, o: Any) -> Value:
+        return _op("add", self, o)
+
+    def __radd__(self, o: Any) -> Value:
+        return _op("add", o, self)
+
+    def __sub__(self, o: Any) -> Value:
+        return _op("sub", self, o)
+
+    def __rsub__(self, o: Any) -> Value:
+        return _op("sub", o, self)
+
+    def __mul__(self, o: Any) -> Value:
+        return _op("mul", self, o)
+
+    def __rmul__(self, o: Any) -> Value:
+        return _op("mul", o, self)
+
+    def __truediv__(self, o: Any) -> Value:
+        return _op("div", self, o)
+
+    def __rtruediv__(self, o: Any) -> Value:
+        return _op("div", o, self)
+
+    def __floordiv__(self, o: Any) -> Value:
+        return _op("floordiv", self, o)
+
+    def __rfloordiv__(self, o: Any) -> Value:
+        return _op("floordiv", o, self)
+
+    def __mod__(self, o: Any) -> Value:
+        return _op("mod", self, o)
+
+    def __rmod__(self, o: Any) -> Value:
+        return _op("mod", o, self)
+
+    def __pow__(self, o: Any) -> Value:
+        return _op("pow", self, o)
+
+    def __rpow__(self, o: Any) -> Value:
+        return _op("pow", o, self)
+
+    def __neg__(self) -> Value:
+        return _op("neg", self)
+
+    def __pos__(self) -> Value:
+        return self
+
+    def __abs__(self) -> Value:
+        return _op("abs", self)
+
+    # comparisons
+    def __lt__(self, o: Any) -> Value:
+        return _op("lt", self, o)
+
+    def __le__(self, o: Any) -> Value:
+        return _op("le", self, o)
+
+    def __gt__(self, o: Any) -> Value:
+        return _op("gt", self, o)
+
+    def __ge__(self, o: Any) -> Value:
+        return _op("ge", self, o)
+
+    def __eq__(self, o: Any) -> Value:  # type: ignore[override]
+        return _op("eq", self, o)
+
+    def __ne__(self, o: Any) -> Value:  # type: ignore[override]
+        return _op("ne", self, o)
+
+    # bitwise on int32, logical on bool
+    def __and__(self, o: Any) -> Value:
+        return _op("and", self, o)
+
+    def __rand__(self, o: Any) -> Value:
+        return _op("and", o, self)
+
+    def __or__(self, o: Any) -> Value:
+        return _op("or", self, o)
+
+    def __ror__(self, o: Any) -> Value:
+        return _op("or", o, self)
+
+    def __xor__(self, o: Any) -> Value:
+        return _op("xor", self, o)
+
+    def __rxor__(self, o: Any) -> Value:
+        return _op("xor", o, self)
+
+    def __invert__(self) -> Value:
+        return _op("lnot" if self.dtype.is_bool else "invert", self)
+
+    def __lshift__(self, o: Any) -> Value:
+        return _op("shl", self, o)
+
+    def __rlshift__(self, o: Any) -> Value:
+        return _op("shl", o, self)
+
+    def __rshift__(self, o: Any) -> Value:
+        return _op("shr", self, o)
+
+    def __rrshift__(self, o: Any) -> Value:
+        return _op("shr", o, self)
+
+
+def _op(name: str, *operands: Any) -> Value:
+    return Value(build.apply(name, *(_node(o) for o in operands)))
+
+
+def value(x: Scalar, dtype: Any = None, *, name: str | None = None) -> Value:
+    """An input of the computation: a leaf whose value can be written before each run.
+
+    ``x`` is the initial value. Without ``dtype``, a float becomes float32, an int int32 and a
+    bool a bool.
+    """
+    if isinstance(x, Value):
+        raise TypeError("cp.value() takes a number; it is already a copapy value")
+    scalar = build._check_scalar(x) if dtype is None or not isinstance(x, int) else x
+    kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
+    if kind.is_int and isinstance(x, float) and not float(x).is_integer():
+        raise TypeError(f"cp.value({x!r}, dtype=int32) would truncate; pass an int")
+    return Value(fresh_input(kind, _convert(scalar, kind), name))
+
+
+def constant(x: Scalar, dtype: Any = None) -> Value:
+    """A compile-time constant (folded into the program)."""
+    scalar = build._check_scalar(x)
+    kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
+    return Value(const(_convert(scalar, kind), kind))
+
+
+def _convert(x: Scalar, kind: DType) -> Scalar:
+    if kind.is_bool:
+        return bool(x)
+    if kind.is_int:
+        if isinstance(x, float) and not x.is_integer():
+            raise TypeError(f"{x!r} is not an integer")
+        v = int(x)
+        if not dt.INT32_MIN <= v <= dt.INT32_MAX:
+            raise OverflowError(f"{v} does not fit in int32")
+        return v
+    return float(x)
+
+
+def wrap(x: Any) -> Value:
+    """Turn a number or value into a Value."""
+    if isinstance(x, Value):
+        return x
+    return constant(_node(x))  # type: ignore[arg-type]

@@ -1,0 +1,29 @@
+/* Data movement and chain framing: loads/moves, stores, selects, entry and return. */
+#include "cp_stencil.h"
+
+CP_UNARY(mov, f32, f32, a)
+CP_UNARY(mov, f64, f64, a)
+CP_UNARY(mov, i32, i32, a)
+CP_STORE(f32)
+CP_STORE(f64)
+CP_STORE(i32)
+CP_SELECT(f32)
+CP_SELECT(f64)
+CP_SELECT(i32)
+
+/* Called by the runner as void(void); starts the chain with a normal call so the chain's
+ * final return lands here, whatever calling convention the stencils use. */
+void cp_entry(void)
+{
+    cp_next(0.0f, 0.0f, 0.0, 0.0, 0, 0);
+}
+
+CP_STENCIL(cp_ret)
+{
+    (void)f0;
+    (void)f1;
+    (void)d0;
+    (void)d1;
+    (void)i0;
+    (void)i1;
+}

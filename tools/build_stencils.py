@@ -1,0 +1,314 @@
+"""Compile the stencils for each target and pre-parse the objects into the tables copapy ships.
+
+Usage:
+    python tools/build_stencils.py                 # every targets/*.toml
+    python tools/build_stencils.py x86_64 aarch64  # some
+    python tools/build_stencils.py --check         # rebuild in a temp dir, compare with the committed tables
+
+Needs the build extra (``pip install -e '.[build]'``: ziglang's clang and pyelftools). Users never
+run this: the tables in src/copapy/_tables are committed, and ``--check`` (run by the test suite)
+proves they are reproducible from the sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from copapy.arch.patchkind import PCREL, THUMB32, PatchKind, read_word  # noqa: E402
+from copapy.arch.relocs import IGNORED, TABLES, RelocSpec, implicit_addend  # noqa: E402
+
+TABLE_FORMAT = 1
+TABLE_DIR = ROOT / "src" / "copapy" / "_tables"
+COMMON_FLAGS = [
+    "-std=c11", "-O2", "-c", "-ffreestanding", "-fno-builtin", "-fno-pic", "-fno-pie",
+    "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+    "-fno-math-errno", "-ffp-contract=off", "-fomit-frame-pointer", "-ffunction-sections",
+    "-fdata-sections", "-fno-jump-tables", "-Wall", "-Wextra", "-Werror",
+    "-Wno-unused-parameter",
+]
+SLOT_RE = re.compile(r"^cp_(a|b|c|out)_(f32|f64|i32)$")
+
+
+class BuildError(RuntimeError):
+    """A stencil cannot be turned into a table entry; the message names the stencil."""
+
+
+def clang_command() -> list[str]:
+    try:
+        import ziglang  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise SystemExit("the stencil build needs ziglang: pip install -e '.[build]'") from exc
+    resource = Path(ziglang.__file__).parent / "lib"
+    return [sys.executable, "-m", "ziglang", "clang", f"-resource-dir={resource}"]
+
+
+EXTRA = [Path(p) for p in os.environ.get("CP_STENCIL_EXTRA", "").split(os.pathsep) if p]
+
+
+def sources() -> list[Path]:
+    extra = [c for d in EXTRA for c in sorted(d.glob("*.c"))]
+    return sorted((ROOT / "stencils").glob("*.c")) + sorted((ROOT / "stencils" / "math").glob("*.c")) + extra
+
+
+def load_target(name: str) -> dict[str, Any]:
+    with open(ROOT / "targets" / f"{name}.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def compile_objects(target: dict[str, Any], workdir: Path) -> list[Path]:
+    clang = clang_command()
+    flags = [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"],
+             *[f"-I{d}" for d in EXTRA], f"-I{ROOT / 'stencils' / 'include'}"]
+
+    def one(src: Path) -> Path:
+        obj = workdir / (src.parent.name + "_" + src.stem + ".o")
+        if src.is_relative_to(ROOT):
+            src = src.relative_to(ROOT)
+        cmd = [*clang, *flags, str(src), "-o", str(obj)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+        if proc.returncode:
+            raise BuildError(f"{target['name']}: compiling {src} failed:\n{proc.stderr}")
+        return obj
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return list(pool.map(one, sources()))
+
+
+@dataclass
+class Function:
+    name: str
+    code: bytes
+    thumb: bool
+    align: int
+    relocs: list[list[Any]] = field(default_factory=list)  # [offset, kind, type, name, addend]
+    strip: int = 0
+
+
+@dataclass
+class TableBuilder:
+    target: dict[str, Any]
+    kinds: list[PatchKind] = field(default_factory=list)
+    kind_index: dict[PatchKind, int] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)
+    rodata: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def kind_id(self, kind: PatchKind) -> int:
+        if kind not in self.kind_index:
+            self.kind_index[kind] = len(self.kinds)
+            self.kinds.append(kind)
+        return self.kind_index[kind]
+
+    def rodata_blob(self, data: bytes, align: int) -> str:
+        blob_id = hashlib.sha256(data + bytes([align])).hexdigest()[:16]
+        self.rodata.setdefault(blob_id, {"data": data.hex(), "align": align})
+        return blob_id
+
+    def add_object(self, path: Path) -> None:
+        from elftools.elf.elffile import ELFFile
+        from elftools.elf.relocation import RelocationSection
+        from elftools.elf.sections import SymbolTableSection
+
+        table = TABLES[self.target["reloc_table"]]
+        ignored = IGNORED.get(self.target["reloc_table"], frozenset())
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            symtab = next(s for s in elf.iter_sections() if isinstance(s, SymbolTableSection))
+            symbols = list(symtab.iter_symbols())
+            sections = list(elf.iter_sections())
+            # the function defined in each text section, by section index
+            func_in_section: dict[int, Any] = {}
+            for sym in symbols:
+                if sym["st_info"]["type"] == "STT_FUNC" and isinstance(sym["st_shndx"], int):
+                    func_in_section[sym["st_shndx"]] = sym
+            for sec in sections:
+                if sec.name.startswith((".data", ".bss")) and sec.data_size:
+                    raise BuildError(f"{path.name}: writable section {sec.name}: stencils must keep state in slots")
+            relocs_of: dict[int, Any] = {}
+            for sec in sections:
+                if isinstance(sec, RelocationSection):
+                    relocs_of[sec["sh_info"]] = sec
+            for index, sym in func_in_section.items():
+                sec = sections[index]
+                name = sym.name.split("@")[0]
+                code = bytes(sec.data())
+                thumb = bool(sym["st_value"] & 1)
+                if name in self.functions:
+                    raise BuildError(f"function {name} defined twice ({path.name})")
+                func = Function(name, code, thumb, int(self.target["code_align"]))
+                rsec = relocs_of.get(index)
+                if rsec is not None:
+                    self._translate(func, rsec, symbols, sections, func_in_section, table, ignored)
+                self.functions[name] = func
+
+    def _translate(self, func: Function, rsec: Any, symbols: list[Any], sections: list[Any],
+                   func_in_section: dict[int, Any], table: dict[int, RelocSpec],
+                   ignored: frozenset[int]) -> None:
+        is_rela = rsec.is_RELA()
+        relocs = sorted(rsec.iter_relocations(), key=lambda r: r["r_offset"])
+        by_offset = {r["r_offset"]: r for r in relocs}
+        next_jumps: list[tuple[int, RelocSpec]] = []
+        for rel in relocs:
+            rtype = rel["r_info_type"]
+            if rtype in ignored:
+                continue
+            spec = table.get(rtype)
+            if spec is None:
+                raise BuildError(f"{func.name}: relocation type {rtype} is not in the "
+                                 f"{self.target['reloc_table']} table")
+            offset = rel["r_offset"]
+            sym = symbols[rel["r_info_sym"]]
+            if spec.pcrel_lo:
+                # the symbol labels the auipc; its %pcrel_hi relocation holds the real target
+                hi = by_offset[sym["st_value"]]
+                sym = symbols[hi["r_info_sym"]]
+                addend = hi["r_addend"] + (offset - hi["r_offset"])
+            elif is_rela:
+                addend = rel["r_addend"]
+            else:
+                word = read_word(func.code, offset, spec.parts[0].kind)
+                addend = implicit_addend(spec, word)
+            target_type, target_name, addend = self._target(func, sym, addend, sections, func_in_section)
+            if spec.literal:
+                func.align = max(func.align, 4)
+            for part in spec.parts:
+                part_addend = addend + part.delta if part.kind.flags & PCREL else addend
+                func.relocs.append([offset + part.delta, self.kind_id(part.kind), target_type,
+                                    target_name, part_addend])
+            if target_type == "next":
+                self._check_next(func, spec, offset)
+                next_jumps.append((offset, spec))
+        if next_jumps:
+            offset, spec = max(next_jumps, key=lambda j: j[0])
+            if spec.jump is not None:
+                start, length = spec.jump
+                if offset + start + length == len(func.code) and self._is_jump(func, offset):
+                    func.strip = length
+
+    def _is_jump(self, func: Function, offset: int) -> bool:
+        if self.target["reloc_table"] in ("x86_64", "i386"):
+            return func.code[offset - 1] == 0xE9
+        return True
+
+    def _check_next(self, func: Function, spec: RelocSpec, offset: int) -> None:
+        """musttail must have produced jumps: a call to cp_next in a stencil would return into it."""
+        if func.name == "cp_entry":
+            return
+        is_call = spec.name in ("R_ARM_CALL", "R_AARCH64_CALL26", "R_ARM_THM_CALL")
+        if self.target["reloc_table"] in ("x86_64", "i386"):
+            is_call = func.code[offset - 1] == 0xE8
+        if is_call:
+            raise BuildError(f"{func.name}: calls cp_next instead of jumping (musttail failed)")
+
+    def _target(self, func: Function, sym: Any, addend: int, sections: list[Any],
+                func_in_section: dict[int, Any]) -> tuple[str, str, int]:
+        name = sym.name.split("@")[0]
+        shndx = sym["st_shndx"]
+        if shndx == "SHN_UNDEF":
+            if name == "cp_next":
+                return "next", "", addend
+            m = SLOT_RE.match(name)
+            if m:
+                return "slot", m.group(1), addend
+            return "func", name, addend
+        sec = sections[shndx]
+        base = sym["st_value"] if sym["st_info"]["type"] != "STT_SECTION" else 0
+        if sec["sh_flags"] & 0x4:  # SHF_EXECINSTR: another function
+            target = func_in_section.get(shndx)
+            if target is None:
+                raise BuildError(f"{func.name}: reference into {sec.name}, which holds no function")
+            return "func", target.name.split("@")[0], addend + (base & ~1)
+        if sec.name.startswith(".rodata") or sec["sh_type"] == "SHT_PROGBITS":
+            blob = self.rodata_blob(bytes(sec.data()), max(1, sec["sh_addralign"]))
+            return "rodata", blob, addend + base
+        raise BuildError(f"{func.name}: unsupported reference to {name} in {sec.name}")
+
+    def check_resolved(self) -> None:
+        missing = sorted({(f.name, r[3]) for f in self.functions.values() for r in f.relocs
+                          if r[2] == "func" and r[3] not in self.functions})
+        if missing:
+            lines = "\n".join(f"  {fn} -> {sym}" for fn, sym in missing)
+            raise BuildError(f"{self.target['name']}: unresolved external symbols (no libc or "
+                             f"compiler runtime may be called):\n{lines}")
+
+    def to_json(self, source_hash: str) -> dict[str, Any]:
+        t = self.target
+        return {
+            "format": TABLE_FORMAT,
+            "arch": t["name"],
+            "arch_id": t["id"],
+            "base_align": t["base_align"],
+            "code_align": t["code_align"],
+            "nop": t["nop"],
+            "float64": t.get("float64", True),
+            "source_hash": source_hash,
+            "kinds": [k.to_json() for k in self.kinds],
+            "functions": {
+                n: {"code": f.code.hex(), "thumb": f.thumb, "align": f.align, "strip": f.strip,
+                    "relocs": f.relocs}
+                for n, f in sorted(self.functions.items())
+            },
+            "rodata": dict(sorted(self.rodata.items())),
+        }
+
+
+def source_hash(target: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    for path in sources() + sorted((ROOT / "stencils" / "include").glob("*.h")):
+        rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        h.update(rel.as_posix().encode() + b"\0" + path.read_bytes())
+    h.update(json.dumps(target, sort_keys=True).encode())
+    h.update(json.dumps(COMMON_FLAGS).encode())
+    return h.hexdigest()
+
+
+def build_table(name: str) -> bytes:
+    target = load_target(name)
+    builder = TableBuilder(target)
+    with tempfile.TemporaryDirectory() as tmp:
+        for obj in compile_objects(target, Path(tmp)):
+            builder.add_object(obj)
+    builder.check_resolved()
+    text = json.dumps(builder.to_json(source_hash(target)), sort_keys=True, separators=(",", ":"))
+    return zlib.compress(text.encode(), 9)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("targets", nargs="*")
+    parser.add_argument("--check", action="store_true", help="compare with the committed tables")
+    args = parser.parse_args()
+    names = args.targets or sorted(p.stem for p in (ROOT / "targets").glob("*.toml"))
+    failed = False
+    for name in names:
+        data = build_table(name)
+        path = TABLE_DIR / f"{name}.cpst"
+        if args.check:
+            same = path.exists() and path.read_bytes() == data
+            print(f"{name}: {'reproducible' if same else 'DIFFERS from ' + str(path)}")
+            failed |= not same
+        else:
+            path.write_bytes(data)
+            table = json.loads(zlib.decompress(data))
+            print(f"{name}: {len(table['functions'])} functions, {len(table['kinds'])} patch kinds, "
+                  f"{len(data)} bytes -> {path.relative_to(ROOT)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
