@@ -43,6 +43,7 @@ COMMON_FLAGS = [
     "-Wno-unused-parameter",
 ]
 SLOT_RE = re.compile(r"^cp_(a|b|c|out)_(f32|f64|i32)$")
+STENCIL_RE = re.compile(r"^([a-z0-9]+)_(f32|f64|i32)__")
 
 
 class BuildError(RuntimeError):
@@ -150,7 +151,11 @@ class TableBuilder:
                 thumb = bool(sym["st_value"] & 1)
                 if name in self.functions:
                     raise BuildError(f"function {name} defined twice ({path.name})")
-                func = Function(name, code, thumb, int(self.target["code_align"]))
+                align = int(self.target["code_align"])
+                if self.target.get("section_align", True):
+                    # PC-relative literal loads (Thumb) assume the section's alignment
+                    align = max(align, int(sec["sh_addralign"]))
+                func = Function(name, code, thumb, align)
                 rsec = relocs_of.get(index)
                 if rsec is not None:
                     self._translate(func, rsec, symbols, sections, func_in_section, table, ignored)
@@ -238,6 +243,26 @@ class TableBuilder:
             return "rodata", blob, addend + base
         raise BuildError(f"{func.name}: unsupported reference to {name} in {sec.name}")
 
+    def prune(self) -> None:
+        """Drop float64 stencils on targets without FP64 and every helper nothing reaches."""
+        if not self.target.get("float64", True):
+            for name in [n for n in self.functions if STENCIL_RE.match(n)]:
+                m = STENCIL_RE.match(name)
+                assert m is not None
+                if m.group(2) == "f64" or m.group(1) == "tof64":
+                    del self.functions[name]
+        roots = [n for n in self.functions if STENCIL_RE.match(n) or n in ("cp_entry", "cp_ret")]
+        keep: set[str] = set()
+        while roots:
+            name = roots.pop()
+            if name in keep or name not in self.functions:
+                continue
+            keep.add(name)
+            roots.extend(r[3] for r in self.functions[name].relocs if r[2] == "func")
+        self.functions = {n: f for n, f in self.functions.items() if n in keep}
+        used = {r[3] for f in self.functions.values() for r in f.relocs if r[2] == "rodata"}
+        self.rodata = {k: v for k, v in self.rodata.items() if k in used}
+
     def check_resolved(self) -> None:
         missing = sorted({(f.name, r[3]) for f in self.functions.values() for r in f.relocs
                           if r[2] == "func" and r[3] not in self.functions})
@@ -283,6 +308,7 @@ def build_table(name: str) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         for obj in compile_objects(target, Path(tmp)):
             builder.add_object(obj)
+    builder.prune()
     builder.check_resolved()
     text = json.dumps(builder.to_json(source_hash(target)), sort_keys=True, separators=(",", ":"))
     return zlib.compress(text.encode(), 9)

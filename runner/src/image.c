@@ -33,19 +33,14 @@ static uint32_t dtype_size(uint8_t dtype)
     return dtype < sizeof(sizes) ? sizes[dtype] : 0;
 }
 
-/* TRUNCATED, MAGIC, VERSION, CRC and ARCH: everything before the layout is looked at. */
+/* TRUNCATED, MAGIC, VERSION, CRC and ARCH: everything before the layout is looked at. Magic and
+ * version come before the total_size check so that a foreign file is reported as such. */
 static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch, cp_error *err)
 {
     if (len < CP_HEADER_SIZE) {
         return CP_FAIL(err, CP_ERR_TRUNCATED, 0,
                        "image is %u bytes, shorter than the %u-byte header: the transfer was "
                        "cut off or this is not a program image", len, CP_HEADER_SIZE);
-    }
-    uint32_t total = cp_le32(p + 12);
-    if ((uint64_t)len < total) {
-        return CP_FAIL(err, CP_ERR_TRUNCATED, 0,
-                       "image is %u bytes but its header says total_size %u: the image was "
-                       "cut off in transit or storage", len, total);
     }
     if (p[0] != magic[0] || p[1] != magic[1] || p[2] != magic[2] || p[3] != magic[3]) {
         return CP_FAIL(err, CP_ERR_MAGIC, 0,
@@ -58,6 +53,12 @@ static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch, cp_
                        "image format version %u, but this runner reads version %u: use a "
                        "runner and a compiler of matching copapy versions",
                        version, CP_IMAGE_FORMAT_VERSION);
+    }
+    uint32_t total = cp_le32(p + 12);
+    if ((uint64_t)len < total) {
+        return CP_FAIL(err, CP_ERR_TRUNCATED, 0,
+                       "image is %u bytes but its header says total_size %u: the image was "
+                       "cut off in transit or storage", len, total);
     }
     if (total < CP_HEADER_SIZE + CP_CRC_SIZE) {
         return CP_FAIL(err, CP_ERR_LAYOUT, 0,

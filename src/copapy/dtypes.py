@@ -38,8 +38,9 @@ class DType:
 
     def unpack(self, raw: bytes) -> float | int | bool:
         if self.is_bool:
-            return struct.unpack("<i", raw)[0] != 0
-        return struct.unpack(self.fmt, raw)[0]  # type: ignore[no-any-return]
+            return bool(struct.unpack("<i", raw)[0] != 0)
+        value: float | int = struct.unpack(self.fmt, raw)[0]
+        return value
 
     def __repr__(self) -> str:
         return f"cp.{self.name}"

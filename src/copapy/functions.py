@@ -6,6 +6,7 @@ from typing import Any
 
 from .dtypes import as_dtype
 from .graph import build
+from .graph.node import Node
 from .value import Value, _node, _op
 
 
@@ -30,11 +31,11 @@ log = _unary("log")
 tanh = _unary("tanh")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001
+round = _unary("round")
 trunc = _unary("trunc")
 sign = _unary("sign")
 relu = _unary("relu")
-abs = _unary("abs")  # noqa: A001
+abs = _unary("abs")
 
 
 def atan2(y: Any, x: Any) -> Value:
@@ -42,16 +43,16 @@ def atan2(y: Any, x: Any) -> Value:
     return _op("atan2", y, x)
 
 
-def pow(x: Any, y: Any) -> Value:  # noqa: A001
+def pow(x: Any, y: Any) -> Value:
     return _op("pow", x, y)
 
 
-def min(a: Any, b: Any) -> Value:  # noqa: A001
+def min(a: Any, b: Any) -> Value:
     """Smaller of a and b; NaN if either is NaN (as numpy.minimum)."""
     return _op("min", a, b)
 
 
-def max(a: Any, b: Any) -> Value:  # noqa: A001
+def max(a: Any, b: Any) -> Value:
     """Larger of a and b; NaN if either is NaN (as numpy.maximum)."""
     return _op("max", a, b)
 
@@ -69,7 +70,7 @@ def cast(x: Any, dtype: Any) -> Value:
     """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
     node = _node(x)
     target = as_dtype(dtype)
-    if not isinstance(node, build.Node):
+    if not isinstance(node, Node):
         from .value import constant
 
         return constant(node, target) if not target.is_int else constant(int(node), target)
@@ -98,7 +99,7 @@ def _bool() -> Any:
     return bool_
 
 
-def _as_node(x: Any) -> build.Node:
+def _as_node(x: Any) -> Node:
     from .value import wrap
 
     return wrap(x).node

@@ -138,14 +138,15 @@ def parse(blob: bytes) -> Image:
     if magic != MAGIC:
         raise ImageFormatError("not a copapy image (bad magic)")
     if version != FORMAT_VERSION:
-        raise ImageFormatError(f"image format version {version}, this reader knows {FORMAT_VERSION}")
+        raise ImageFormatError(f"image format version {version}, this reader knows "
+                               f"{FORMAT_VERSION}")
     if total != len(blob):
         raise ImageFormatError(f"truncated: header says {total} bytes, got {len(blob)}")
     if zlib.crc32(blob[:-4]) != struct.unpack_from("<I", blob, total - 4)[0]:
         raise ImageFormatError("CRC mismatch: the image is corrupted")
     sections: dict[int, tuple[int, int, int]] = {}
     for k in range(count):
-        stype, esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
+        stype, _esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
         sections[stype] = (n, off, size)
 
     def body(stype: int) -> bytes:
@@ -164,7 +165,8 @@ def parse(blob: bytes) -> Image:
     img.kinds = [kb[i : i + 20] for i in range(0, len(kb), 20)]
     img.patches = [ImagePatch(s, k, a) for s, k, _b, _r, a in PATCH.iter_unpack(body(PATCHES))]
     img.tasks = [ImageTask(*t) for t in TASK.iter_unpack(body(TASKS))]
-    img.ports = [ImagePort(name_at(n), o, d, r, t, c) for n, o, d, r, t, c in PORT.iter_unpack(body(PORTS))]
+    img.ports = [ImagePort(name_at(n), o, d, r, t, c)
+                 for n, o, d, r, t, c in PORT.iter_unpack(body(PORTS))]
     meta = body(METADATA)
     img.metadata = json.loads(meta) if meta else {}
     assert len(img.code) == code_size

@@ -77,7 +77,8 @@ class LocalTarget:
         if native == ARCH_IDS[self.arch]:
             from .runtime.native import load_native
 
-            return load_native(image)
+            native_program: _Program = load_native(image)
+            return native_program
         from .runtime.unicorn_backend import UnicornProgram
 
         return UnicornProgram(image, self.arch)
@@ -116,7 +117,8 @@ class LocalTarget:
             return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
         port = self._port(v)
         assert self._program is not None
-        return self._program.read(port.offset, port.dtype.code)  # type: ignore[no-any-return]
+        result: float | int | bool = self._program.read(port.offset, port.dtype.code)
+        return result
 
     def write(self, v: Value, x: float | int | bool) -> None:
         """Set an input (a ``cp.value``) for the following runs."""
@@ -133,6 +135,7 @@ class LocalTarget:
 
 
 def _checked(x: Any, dtype: dt.DType) -> float | int | bool:
+    """``x`` as a Python number fit for a ``dtype`` input, or an error naming the problem."""
     if isinstance(x, Value):
         raise TypeError("write() takes a Python number, not a traced value")
     item = getattr(x, "item", None)
@@ -149,4 +152,5 @@ def _checked(x: Any, dtype: dt.DType) -> float | int | bool:
             raise OverflowError(f"{x} does not fit in the int32 input")
     if dtype.is_bool and not isinstance(x, bool) and x not in (0, 1):
         raise TypeError(f"write {x!r} into a bool input: pass True or False")
-    return x
+    checked: float | int | bool = x
+    return checked

@@ -59,7 +59,7 @@ class Value:
         raise TypeError("a traced copapy value has no Python float value before it runs; "
                         "read it from a target with tg.read(value)")
 
-    __int__ = __float__  # type: ignore[assignment]
+    __int__ = __float__
 
     # arithmetic
     def __add__(self, o: Any) -> Value:

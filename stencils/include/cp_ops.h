@@ -22,6 +22,29 @@ static inline int32_t cp_wrap_mul(int32_t a, int32_t b)
     return (int32_t)((uint32_t)a * (uint32_t)b);
 }
 
+/* Truncating division for b != 0, b != -1. CPUs without a divide instruction (ARMv6) get a
+ * shift-subtract loop of ours instead of a call into the compiler's runtime library. */
+static inline int32_t cp_div_trunc(int32_t a, int32_t b, int32_t *rem)
+{
+#if defined(__arm__) && !defined(__ARM_FEATURE_IDIV)
+    uint32_t n = a < 0 ? 0u - (uint32_t)a : (uint32_t)a;
+    uint32_t d = b < 0 ? 0u - (uint32_t)b : (uint32_t)b;
+    uint32_t q = 0u, r = 0u;
+    for (int bit = 31; bit >= 0; bit--) {
+        r = (r << 1) | ((n >> bit) & 1u);
+        if (r >= d) {
+            r -= d;
+            q |= 1u << bit;
+        }
+    }
+    *rem = a < 0 ? (int32_t)(0u - r) : (int32_t)r;
+    return (a < 0) != (b < 0) ? (int32_t)(0u - q) : (int32_t)q;
+#else
+    *rem = a % b;
+    return a / b;
+#endif
+}
+
 /* Floor division as Python/NumPy: x // 0 == 0, INT32_MIN // -1 wraps to INT32_MIN. */
 static inline int32_t cp_floordiv_i32(int32_t a, int32_t b)
 {
@@ -31,8 +54,9 @@ static inline int32_t cp_floordiv_i32(int32_t a, int32_t b)
     if (b == -1) {
         return cp_wrap_sub(0, a);
     }
-    int32_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) {
+    int32_t r;
+    int32_t q = cp_div_trunc(a, b, &r);
+    if (r != 0 && ((a < 0) != (b < 0))) {
         q -= 1;
     }
     return q;
@@ -44,7 +68,8 @@ static inline int32_t cp_mod_i32(int32_t a, int32_t b)
     if (b == 0 || b == -1) {
         return 0;
     }
-    int32_t r = a % b;
+    int32_t r;
+    (void)cp_div_trunc(a, b, &r);
     if (r != 0 && ((r < 0) != (b < 0))) {
         r += b;
     }

@@ -178,7 +178,8 @@ SPECIAL_ENCODERS: dict[str, Callable[[int, int], int]] = {
 }
 
 
-def apply_patch(buf: bytearray, site: int, kind: PatchKind, site_addr: int, target_addr: int) -> None:
+def apply_patch(buf: bytearray, site: int, kind: PatchKind, site_addr: int,
+                target_addr: int) -> None:
     """Patch the word at ``buf[site]`` (whose address is site_addr) to refer to target_addr."""
     word = read_word(buf, site, kind)
     if kind.encoder:

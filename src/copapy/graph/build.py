@@ -8,6 +8,7 @@ walks what the requested outputs depend on (see :func:`live_nodes`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+
 from .. import dtypes as dt
 from ..dtypes import DType
 from .fold import fold

@@ -20,7 +20,8 @@ def fold(spec: OpSpec, args: tuple[Node, ...], dtype: DType) -> float | int | bo
     values = [const_value(a) for a in args]
     if spec.kernel and dtype.is_float:
         return _kernel(spec.kernel, dtype, values)
-    result: Any = evaluate_reference(spec, [(v, a.dtype) for v, a in zip(values, args, strict=True)])
+    operands = [(v, a.dtype) for v, a in zip(values, args, strict=True)]
+    result: Any = evaluate_reference(spec, operands)
     return result.item()  # type: ignore[no-any-return]
 
 

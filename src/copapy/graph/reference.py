@@ -50,7 +50,8 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
             if kernels and spec.kernel and node.dtype.is_float:
                 values[id(node)] = _kernel_eval(spec.kernel, node.dtype, args)
             else:
-                result = evaluate_reference(spec, [(a, n.dtype) for a, n in zip(args, node.args, strict=True)])
+                typed = [(a, n.dtype) for a, n in zip(args, node.args, strict=True)]
+                result = evaluate_reference(spec, typed)
                 values[id(node)] = np.asarray(result, dtype=node.dtype.numpy)
     return [values[id(o)] for o in outputs]
 
@@ -60,8 +61,8 @@ def _kernel_eval(name: str, dtype: DType, args: list[Any]) -> Any:
 
     from .. import _kernels
 
-    arrays = [np.ascontiguousarray(np.broadcast_to(a, np.broadcast_shapes(*(x.shape for x in args))),
-                                   dtype=dtype.numpy) for a in args]
+    shape = np.broadcast_shapes(*(x.shape for x in args))
+    arrays = [np.ascontiguousarray(np.broadcast_to(a, shape), dtype=dtype.numpy) for a in args]
     out = np.empty_like(arrays[0])
     _kernels.apply(name, dtype.name == "float64", out.reshape(-1), *(a.reshape(-1) for a in arrays))
     return out

@@ -38,8 +38,8 @@ _SETUP = {
     "armv6": _ArchSetup("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_1176"),
     "armv7a": _ArchSetup("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_CORTEX_A7"),
     "cortex-m4": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
-    "cortex-m7": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
-    "cortex-m55": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
+    "cortex-m7": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
+    "cortex-m55": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
     "rv32": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV32"),
     "rv64": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV64"),
 }

@@ -1,0 +1,109 @@
+/* Vector table, reset and fault entry of the bare-metal harness (Cortex-M7 and Cortex-M55).
+ *
+ * Order at reset matters: the FPU (and MVE) must be enabled before any code that the compiler
+ * may have given FP or vector instructions runs, including vpush in a prologue or an MVE
+ * auto-vectorised copy loop (GCC 12 vectorises at -O2). So reset_handler and fpu_enable are
+ * built general-regs-only, and everything else runs in separate noinline functions after
+ * CPACR is set. */
+#include <stdint.h>
+
+#include "startup.h"
+
+#define GENERAL_REGS_ONLY __attribute__((target("general-regs-only")))
+
+#define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
+
+extern uint32_t __data_start[];
+extern uint32_t __data_end[];
+extern const uint32_t __data_load[];
+extern uint32_t __bss_start[];
+extern uint32_t __bss_end[];
+
+void reset_handler(void);
+void fault_entry(void);
+
+typedef struct vector_table {
+    uint32_t *initial_sp;
+    void (*handler[15])(void); /* reset, NMI, HardFault, ... SysTick; no IRQs are enabled */
+} vector_table;
+
+__attribute__((section(".vectors"), used))
+static const vector_table vectors = {
+    .initial_sp = __stack_top,
+    .handler = {
+        reset_handler, /* 1 reset */
+        fault_entry,   /* 2 NMI */
+        fault_entry,   /* 3 HardFault */
+        fault_entry,   /* 4 MemManage */
+        fault_entry,   /* 5 BusFault */
+        fault_entry,   /* 6 UsageFault */
+        fault_entry,   /* 7 SecureFault (ARMv8-M) */
+        0, 0, 0,       /* 8-10 reserved */
+        fault_entry,   /* 11 SVCall */
+        fault_entry,   /* 12 DebugMonitor */
+        0,             /* 13 reserved */
+        fault_entry,   /* 14 PendSV */
+        fault_entry,   /* 15 SysTick */
+    },
+};
+
+/* CP10/CP11 full access: the FPU, and on ARMv8.1-M also MVE. Touches no FP register. */
+GENERAL_REGS_ONLY __attribute__((noinline))
+static void fpu_enable(void)
+{
+    SCB_CPACR |= (3u << 20) | (3u << 22);
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+}
+
+__attribute__((noinline))
+static void init_memory(void)
+{
+    const uint32_t *src = __data_load;
+    for (uint32_t *dst = __data_start; dst < __data_end; dst++) {
+        *dst = *src++;
+    }
+    for (uint32_t *dst = __bss_start; dst < __bss_end; dst++) {
+        *dst = 0;
+    }
+}
+
+__attribute__((noinline, noreturn))
+static void call_main(void)
+{
+    init_memory();
+    harness_main();
+}
+
+GENERAL_REGS_ONLY __attribute__((noreturn))
+void reset_handler(void)
+{
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+    /* a stack overflow in loaded code becomes a UsageFault (STKOF) instead of corrupting RAM */
+    __asm__ volatile("msr msplim, %0" : : "r"(__stack_limit));
+#endif
+    fpu_enable();
+    call_main();
+}
+
+/* Every fault and unexpected exception: leave the (possibly broken) stack for a private one,
+ * cancel a pending lazy FP save into that stack, then report. Naked, so no prologue touches
+ * the faulting stack; only basic asm is allowed here. */
+__attribute__((naked, noreturn))
+void fault_entry(void)
+{
+    __asm__ volatile(
+        "mrs r0, msp\n\t"
+        "mov r1, lr\n\t"
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+        "movs r2, #0\n\t"
+        "msr msplim, r2\n\t"
+#endif
+        "ldr r2, =0xE000EF34\n\t" /* FPCCR */
+        "ldr r3, [r2]\n\t"
+        "bic r3, r3, #1\n\t"      /* LSPACT */
+        "str r3, [r2]\n\t"
+        "ldr r2, =__fault_stack_top\n\t"
+        "mov sp, r2\n\t"
+        "b fault_report\n\t"
+        ".ltorg\n\t");
+}

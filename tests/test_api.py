@@ -1,0 +1,136 @@
+"""Public API behaviour: types, errors that name the problem, graph simplification."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import copapy as cp
+from copapy.local_target import TargetError
+
+
+def run(*values: cp.Value) -> list[object]:
+    tg = cp.LocalTarget()
+    tg.compile(*values)
+    tg.run()
+    return [tg.read(v) for v in values]
+
+
+def test_value_types() -> None:
+    assert cp.value(1.0).dtype is cp.float32
+    assert cp.value(1).dtype is cp.int32
+    assert cp.value(True).dtype is cp.bool_
+    assert cp.value(1.0, cp.float64).dtype is cp.float64
+    assert (cp.value(1) + 2.5).dtype is cp.float32
+    assert (cp.value(1) + 2).dtype is cp.int32
+    assert (cp.value(True) + 1).dtype is cp.int32
+    assert (cp.value(1) / cp.value(2)).dtype is cp.float32
+    assert (cp.value(1.0) < 2).dtype is cp.bool_
+
+
+def test_value_rejects_non_numbers() -> None:
+    with pytest.raises(TypeError, match="str"):
+        cp.value("a")  # type: ignore[arg-type]
+    with pytest.raises(OverflowError, match="int32"):
+        cp.value(2**40)
+    with pytest.raises(TypeError, match="truncate"):
+        cp.value(1.5, cp.int32)
+    with pytest.raises(TypeError):
+        cp.value(1.0) + "x"  # type: ignore[operator]
+
+
+def test_truthiness_raises_with_hint() -> None:
+    x = cp.value(1.0)
+    with pytest.raises(TypeError, match=r"cp\.where"):
+        if x > 0:  # noqa: SIM108
+            pass
+    with pytest.raises(TypeError, match=r"cp\.where"):
+        bool(x)
+
+
+def test_int_division_by_zero_is_defined() -> None:
+    a, b = cp.value(7), cp.value(0)
+    assert run(a // b, a % b) == [0, 0]
+    m = cp.value(-(2**31))
+    assert run(m // cp.value(-1), m % cp.value(-1)) == [-(2**31), 0]
+    assert run(cp.value(-7) // cp.value(2), cp.value(-7) % cp.value(2)) == [-4, 1]
+
+
+def test_int32_wraps() -> None:
+    a = cp.value(2**31 - 1)
+    assert run(a + 1, a * 2) == [-(2**31), -2]
+
+
+def test_float_modulo_follows_python_sign_rule() -> None:
+    got = run(cp.value(-7.5) % cp.value(2.0), cp.value(7.5) % cp.value(-2.0))
+    assert got == [-7.5 % 2.0, 7.5 % -2.0]
+
+
+def test_where_selects_without_leaking() -> None:
+    x = cp.value(0.0)
+    (r,) = run(cp.where(x > 0, cp.log(x), 5.0))
+    assert r == 5.0
+
+
+def test_constant_folding_and_identities() -> None:
+    x = cp.value(2.0)
+    assert (x * 1).node is x.node
+    assert (x + 0).node is x.node
+    assert (x - 0).node is x.node
+    assert (x / 1).node is x.node
+    folded = cp.constant(2.0) * 3 + 1
+    assert folded.node.op == "const"
+    assert run(x + folded) == [9.0]
+
+
+def test_cse_merges_equal_subexpressions() -> None:
+    a, b = cp.value(1.0), cp.value(2.0)
+    assert ((a + b) * 2).node is ((b + a) * 2).node
+    assert (a * b).node is (b * a).node
+    assert (a - b).node is not (b - a).node
+
+
+def test_read_write_errors_name_the_problem() -> None:
+    x, y = cp.value(1.0), cp.value(2.0)
+    z = x + y
+    tg = cp.LocalTarget()
+    with pytest.raises(TargetError, match="compile"):
+        tg.run()
+    with pytest.raises(TargetError, match="compile"):
+        tg.read(z)
+    tg.compile(z)
+    with pytest.raises(TargetError, match="not an input"):
+        tg.write(z, 1.0)
+    with pytest.raises(TargetError, match="not part of the compiled program"):
+        tg.read(x * y)
+    with pytest.raises(TypeError, match="float32 input"):
+        tg.write(x, "1")  # type: ignore[arg-type]
+    i = cp.value(3)
+    tg.compile(i * 2)
+    with pytest.raises(TypeError, match="truncated"):
+        tg.write(i, 1.5)
+    with pytest.raises(OverflowError):
+        tg.write(i, 2**33)
+    tg.write(i, np.int32(4))
+    tg.run()
+    assert tg.read(i * 2) == 8
+
+
+def test_write_float_rounds_to_float32() -> None:
+    x = cp.value(0.0)
+    tg = cp.LocalTarget()
+    tg.compile(x + 0.0)
+    tg.write(x, 0.1)
+    assert tg.read(x) == float(np.float32(0.1))
+
+
+def test_math_functions_close_to_numpy() -> None:
+    x = cp.value(0.7)
+    outs = [cp.sqrt(x), cp.sin(x), cp.cos(x), cp.exp(x), cp.log(x)]
+    got = run(*outs)
+    ref = [np.sqrt, np.sin, np.cos, np.exp, np.log]
+    for g, f in zip(got, ref, strict=True):
+        want = float(f(np.float64(np.float32(0.7))))
+        assert math.isclose(g, want, rel_tol=3e-7), (f, g, want)
