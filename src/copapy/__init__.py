@@ -21,6 +21,7 @@ from .functions import (
     cos,
     exp,
     floor,
+    grad,
     log,
     logical_and,
     logical_not,
@@ -48,8 +49,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DType", "LocalTarget", "Value", "abs", "acos", "asin", "atan", "atan2", "bool_", "cast",
-    "ceil", "clamp", "constant", "cos", "exp", "float32", "float64", "floor", "int32", "log",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "max", "min", "pow", "relu",
+    "ceil", "clamp", "constant", "cos", "exp", "float32", "float64", "floor", "grad", "int32",
+    "log", "logical_and", "logical_not", "logical_or", "logical_xor", "max", "min", "pow", "relu",
     "round", "sign", "sin", "sqrt", "tan", "tanh", "trunc", "value", "where",
 ]
 

@@ -103,3 +103,23 @@ def _as_node(x: Any) -> Node:
     from .value import wrap
 
     return wrap(x).node
+
+
+def grad(y: Any, x: Any) -> Any:
+    """Reverse-mode gradient of ``y`` with respect to ``x`` (a value) or to each of a list.
+
+    Returns graph values that compile like any other. Non-differentiable points follow JAX's
+    conventions (docs/semantics.md).
+    """
+    from .graph.grad import gradients
+    from .value import wrap
+
+    y_value = wrap(y)
+    if isinstance(x, Value):
+        return Value(gradients(y_value.node, [x.node])[0])
+    xs = list(x)
+    for item in xs:
+        if not isinstance(item, Value):
+            raise TypeError(f"grad() differentiates with respect to copapy values, got "
+                            f"{type(item).__name__}")
+    return [Value(g) for g in gradients(y_value.node, [v.node for v in xs])]

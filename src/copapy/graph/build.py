@@ -7,6 +7,7 @@ walks what the requested outputs depend on (see :func:`live_nodes`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from .. import dtypes as dt
@@ -14,6 +15,7 @@ from ..dtypes import DType
 from .fold import fold
 from .node import Node, const, const_value, intern, is_const
 from .ops import CASTS, REGISTRY, OpSpec
+from .options import current as options
 
 Operand = Node | bool | int | float
 
@@ -123,8 +125,19 @@ def _is(node: Node, value: float) -> bool:
     return is_const(node) and const_value(node) == value
 
 
+def _power_of_two(node: Node) -> bool:
+    """A float constant ±2^k whose reciprocal is representable too (so scaling is exact)."""
+    if not is_const(node) or not node.dtype.is_float:
+        return False
+    v = float(const_value(node))
+    if v == 0.0 or not math.isfinite(v) or math.frexp(abs(v))[0] != 0.5:
+        return False
+    reciprocal = 1.0 / v
+    return bool(node.dtype.unpack(node.dtype.pack(reciprocal)) == reciprocal)
+
+
 def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
-    """Exact identities (docs/semantics.md): x*1, x+0, x-0, x/1, where with a constant condition."""
+    """Rewrites that keep results exact (docs/semantics.md lists each, with exceptions)."""
     name = spec.name
     if name == "where":
         cond, a, b = args
@@ -133,24 +146,71 @@ def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
         if a is b:
             return a
         return None
-    if len(args) != 2:
+    if len(args) == 1:
+        (a,) = args
+        if name in ("neg", "lnot", "invert") and a.op == name:
+            return a.args[0]  # -(-x), not(not(x)), ~~x
         return None
     a, b = args
+    is_int = not a.dtype.is_float
     if name == "add":
         if _is(b, 0) and not a.dtype.is_bool:
             return a
         if _is(a, 0) and not b.dtype.is_bool:
             return b
-    elif name == "sub" and _is(b, 0):
-        return a
+    elif name == "sub":
+        if _is(b, 0):
+            return a
+        if is_int and a is b:
+            return const(0, a.dtype)
     elif name == "mul":
         if _is(b, 1):
             return a
         if _is(a, 1):
             return b
+        if _is(a, 0) or _is(b, 0):
+            zero = a if is_const(a) else b
+            if is_int or options().multiply_by_zero:
+                return zero
     elif name == "div" and _is(b, 1):
         return a
-    return None
+    elif name == "div" and _power_of_two(b):
+        # x / 2^k == x * 2^-k exactly (both are one correctly rounded scaling)
+        return make(REGISTRY["mul"], (a, const(1.0 / float(const_value(b)), b.dtype)))
+    elif name == "pow" and is_const(b) and a.dtype.is_float:
+        exponent = const_value(b)
+        if exponent == 2:
+            return make(REGISTRY["mul"], (a, a))
+        if exponent == 1:
+            return a
+        if exponent == 0:
+            return const(1.0, a.dtype)  # C99: pow(x, 0) == 1 even for NaN
+    elif name in ("and", "or") and a is b:
+        return a
+    elif name == "xor" and a is b:
+        return const(0, a.dtype)
+    return _reassociate(spec, a, b)
+
+
+def _reassociate(spec: OpSpec, a: Node, b: Node) -> Node | None:
+    """(x op c1) op c2 -> x op (c1 op c2) for + and *: always for int32, opt-in for floats,
+    and for float products whenever a constant is a power of two (exact scaling)."""
+    if spec.name not in ("add", "mul"):
+        return None
+    if is_const(a) and not is_const(b):
+        a, b = b, a
+    if not is_const(b) or a.op != spec.name:
+        return None
+    inner_const = next((x for x in a.args if is_const(x)), None)
+    if inner_const is None:
+        return None
+    x = a.args[1] if a.args[0] is inner_const else a.args[0]
+    allowed = (not a.dtype.is_float or options().reassociate_floats
+               or (spec.name == "mul" and (_power_of_two(b) or _power_of_two(inner_const))))
+    if not allowed:
+        return None
+    combined = make(spec, (inner_const, b))
+    return make(spec, (x, combined))
 
 
 def live_nodes(outputs: Iterable[Node]) -> list[Node]:

@@ -79,23 +79,119 @@ def _unary(name: str, operands: Operands, result: Result, ref: Reference, stenci
     return register(OpSpec(name, 1, operands, result, ref, stencil or name, **kw))
 
 
+# Derivative rules: (node, upstream gradient g) -> one gradient per operand (None: no
+# gradient, e.g. integer or bool operands). They build nodes through build.apply, imported
+# lazily because build imports this registry.
+
+
+def _a(name: str, *args: Any) -> Any:
+    from .build import apply
+
+    return apply(name, *args)
+
+
+def _g_add(n: Any, g: Any) -> tuple[Any, ...]:
+    return g, g
+
+
+def _g_sub(n: Any, g: Any) -> tuple[Any, ...]:
+    return g, _a("neg", g)
+
+
+def _g_mul(n: Any, g: Any) -> tuple[Any, ...]:
+    a, b = n.args
+    return _a("mul", g, b), _a("mul", g, a)
+
+
+def _g_div(n: Any, g: Any) -> tuple[Any, ...]:
+    b = n.args[1]
+    return _a("div", g, b), _a("neg", _a("div", _a("mul", g, n), b))
+
+
+def _g_minmax(first_wins: str) -> GradRule:
+    """JAX's convention: the gradient goes to the selected operand, half to each on a tie."""
+
+    def rule(n: Any, g: Any) -> tuple[Any, ...]:
+        a, b = n.args
+        half = _a("mul", g, 0.5)
+        ga = _a("where", _a(first_wins, a, b), g, _a("where", _a("eq", a, b), half, 0.0))
+        gb = _a("where", _a(first_wins, b, a), g, _a("where", _a("eq", a, b), half, 0.0))
+        return ga, gb
+
+    return rule
+
+
+def _g_pow(n: Any, g: Any) -> tuple[Any, ...]:
+    a, b = n.args
+    ga = _a("mul", g, _a("mul", b, _a("pow", a, _a("sub", b, 1.0))))
+    # d/db a**b = log(a) a**b, taken as 0 where a == 0 (as JAX)
+    log_a = _a("where", _a("eq", a, 0.0), 0.0, _a("log", a))
+    gb = _a("mul", g, _a("mul", log_a, n))
+    return ga, gb
+
+
+def _g_atan2(n: Any, g: Any) -> tuple[Any, ...]:
+    y, x = n.args
+    r2 = _a("add", _a("mul", x, x), _a("mul", y, y))
+    return _a("div", _a("mul", g, x), r2), _a("neg", _a("div", _a("mul", g, y), r2))
+
+
+def _g_unary(f: Callable[[Any, Any], Any]) -> GradRule:
+    def rule(n: Any, g: Any) -> tuple[Any, ...]:
+        return (_a("mul", g, f(n, n.args[0])),)
+
+    return rule
+
+
+def _one_minus_sq_root(a: Any) -> Any:
+    return _a("sqrt", _a("sub", 1.0, _a("mul", a, a)))
+
+
+def _g_zero(n: Any, g: Any) -> tuple[Any, ...]:
+    return tuple(None for _ in n.args)
+
+
+def _g_where(n: Any, g: Any) -> tuple[Any, ...]:
+    c = n.args[0]
+    return None, _a("where", c, g, 0.0), _a("where", c, 0.0, g)
+
+
+def _g_cast(n: Any, g: Any) -> tuple[Any, ...]:
+    a = n.args[0]
+    if not a.dtype.is_float:
+        return (None,)
+    from .build import cast
+
+    return (cast(g, a.dtype),)
+
+
+def _g_mod(n: Any, g: Any) -> tuple[Any, ...]:
+    a, b = n.args
+    return g, _a("neg", _a("mul", g, _a("floordiv", a, b)))
+
+
+
+
+
 # arithmetic
-_binary("add", "num", "same", lambda np, a, b: a + b, commutative=True)
-_binary("sub", "num", "same", lambda np, a, b: a - b)
-_binary("mul", "num", "same", lambda np, a, b: a * b, commutative=True)
-_binary("div", "float", "same", lambda np, a, b: a / b)
-_binary("floordiv", "num", "same", lambda np, a, b: np.floor_divide(a, b))
-_binary("mod", "num", "same", lambda np, a, b: np.remainder(a, b))
-_binary("min", "num", "same", lambda np, a, b: np.minimum(a, b))
-_binary("max", "num", "same", lambda np, a, b: np.maximum(a, b))
+_binary("add", "num", "same", lambda np, a, b: a + b, commutative=True, grad=_g_add)
+_binary("sub", "num", "same", lambda np, a, b: a - b, grad=_g_sub)
+_binary("mul", "num", "same", lambda np, a, b: a * b, commutative=True, grad=_g_mul)
+_binary("div", "float", "same", lambda np, a, b: a / b, grad=_g_div)
+_binary("floordiv", "num", "same", lambda np, a, b: np.floor_divide(a, b), grad=_g_zero)
+_binary("mod", "num", "same", lambda np, a, b: np.remainder(a, b), grad=_g_mod)
+_binary("min", "num", "same", lambda np, a, b: np.minimum(a, b), grad=_g_minmax("lt"))
+_binary("max", "num", "same", lambda np, a, b: np.maximum(a, b), grad=_g_minmax("gt"))
 _binary("pow", "num", "same",
         lambda np, a, b: _int_pow(np, a, b) if a.dtype == np.int32 else np.power(a, b),
-        kernel="pow", approx=True)
-_binary("atan2", "float", "same", lambda np, a, b: np.arctan2(a, b), kernel="atan2", approx=True)
-_unary("neg", "num", "same", lambda np, a: -a)
-_unary("abs", "num", "same", lambda np, a: np.abs(a))
-_unary("sign", "num", "same", _sign)
-_unary("relu", "num", "same", lambda np, a: np.maximum(a, a.dtype.type(0)))
+        kernel="pow", approx=True, grad=_g_pow)
+_binary("atan2", "float", "same", lambda np, a, b: np.arctan2(a, b), kernel="atan2", approx=True,
+        grad=_g_atan2)
+_unary("neg", "num", "same", lambda np, a: -a, grad=lambda n, g: (_a("neg", g),))
+_unary("abs", "num", "same", lambda np, a: np.abs(a), grad=_g_unary(lambda n, a: _a("sign", a)))
+_unary("sign", "num", "same", _sign, grad=_g_zero)
+_unary("relu", "num", "same", lambda np, a: np.maximum(a, a.dtype.type(0)),
+       grad=_g_unary(lambda n, a: _a("where", _a("gt", a, 0.0), 1.0, 0.0)))
 
 # comparisons
 _binary("lt", "num", "bool", lambda np, a, b: a < b)
@@ -115,23 +211,34 @@ _binary("shl", "int", "same", lambda np, a, b: np.left_shift(a, b))
 _binary("shr", "int", "same", lambda np, a, b: np.right_shift(a, b))
 
 # elementary functions, computed by the kernels in stencils/math
-for _name, _np in [("sqrt", "sqrt"), ("sin", "sin"), ("cos", "cos"), ("tan", "tan"),
-                   ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("exp", "exp"),
-                   ("log", "log"), ("tanh", "tanh")]:
+_ELEMENTARY: list[tuple[str, str, GradRule]] = [
+    ("sqrt", "sqrt", _g_unary(lambda n, a: _a("div", 0.5, n))),
+    ("sin", "sin", _g_unary(lambda n, a: _a("cos", a))),
+    ("cos", "cos", _g_unary(lambda n, a: _a("neg", _a("sin", a)))),
+    ("tan", "tan", _g_unary(lambda n, a: _a("add", 1.0, _a("mul", n, n)))),
+    ("asin", "arcsin", _g_unary(lambda n, a: _a("div", 1.0, _one_minus_sq_root(a)))),
+    ("acos", "arccos", _g_unary(lambda n, a: _a("div", -1.0, _one_minus_sq_root(a)))),
+    ("atan", "arctan", _g_unary(lambda n, a: _a("div", 1.0, _a("add", 1.0, _a("mul", a, a))))),
+    ("exp", "exp", _g_unary(lambda n, a: n)),
+    ("log", "log", _g_unary(lambda n, a: _a("div", 1.0, a))),
+    ("tanh", "tanh", _g_unary(lambda n, a: _a("sub", 1.0, _a("mul", n, n)))),
+]
+for _name, _np, _grad in _ELEMENTARY:
     _approx = _name != "sqrt"
     _unary(_name, "float", "same", (lambda f: lambda np, a: getattr(np, f)(a))(_np),
-           kernel=_name if _approx else "", approx=_approx)
+           kernel=_name if _approx else "", approx=_approx, grad=_grad)
 for _name, _np in [("floor", "floor"), ("ceil", "ceil"), ("round", "rint"), ("trunc", "trunc")]:
-    _unary(_name, "float", "same", (lambda f: lambda np, a: getattr(np, f)(a))(_np))
+    _unary(_name, "float", "same", (lambda f: lambda np, a: getattr(np, f)(a))(_np), grad=_g_zero)
 
 # selection: where(cond, a, b); cond is bool, a and b share the result type
-register(OpSpec("where", 3, "any", "same", lambda np, c, a, b: np.where(c, a, b), "where"))
+register(OpSpec("where", 3, "any", "same", lambda np, c, a, b: np.where(c, a, b), "where",
+                grad=_g_where))
 
 # conversions
-_unary("cast_f32", "any", "float32", lambda np, a: a.astype(np.float32), "tof32")
-_unary("cast_f64", "any", "float64", lambda np, a: a.astype(np.float64), "tof64")
+_unary("cast_f32", "any", "float32", lambda np, a: a.astype(np.float32), "tof32", grad=_g_cast)
+_unary("cast_f64", "any", "float64", lambda np, a: a.astype(np.float64), "tof64", grad=_g_cast)
 _unary("cast_i32", "any", "int32", lambda np, a: _to_i32(np, a) if a.dtype.kind == "f"
-       else a.astype(np.int32), "toi32")
-_unary("cast_bool", "any", "bool", lambda np, a: a != 0, "tobool")
+       else a.astype(np.int32), "toi32", grad=_g_zero)
+_unary("cast_bool", "any", "bool", lambda np, a: a != 0, "tobool", grad=_g_zero)
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}

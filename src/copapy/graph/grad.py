@@ -1,0 +1,44 @@
+"""Reverse-mode automatic differentiation on the graph.
+
+The gradient is itself a graph (built with the registry's derivative rules), so it is
+simplified, compiled and run like any other value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .build import apply, live_nodes
+from .node import Node, const
+from .ops import REGISTRY
+
+
+class NotDifferentiableError(TypeError):
+    """A gradient was asked for something that has none."""
+
+
+def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
+    """d y / d x for each x: one sweep backwards over the nodes y depends on."""
+    if not y.dtype.is_float:
+        raise NotDifferentiableError(
+            f"cannot differentiate a {y.dtype.name} value: the output must be float32/float64")
+    for x in xs:
+        if not x.dtype.is_float:
+            raise NotDifferentiableError(
+                f"gradient with respect to a {x.dtype.name} value is not defined: "
+                f"differentiate with respect to float values (cp.value(1.0))")
+    adjoint: dict[int, Node] = {id(y): const(1.0, y.dtype)}
+    for node in reversed(live_nodes([y])):
+        g = adjoint.get(id(node))
+        if g is None or not node.args:
+            continue
+        spec = REGISTRY[node.op]
+        if spec.grad is None:
+            continue  # bool/int results carry no gradient
+        for arg, contribution in zip(node.args, spec.grad(node, g), strict=True):
+            if contribution is None or not arg.dtype.is_float:
+                continue
+            previous = adjoint.get(id(arg))
+            adjoint[id(arg)] = contribution if previous is None else apply("add", previous,
+                                                                           contribution)
+    return [adjoint.get(id(x), const(0.0, x.dtype)) for x in xs]
