@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 from .dtypes import as_dtype
 from .graph import build
@@ -10,8 +11,8 @@ from .graph.node import Node
 from .value import Value, _node, _op
 
 
-def _unary(name: str) -> Any:
-    def f(x: Any) -> Value:
+def _unary(name: str) -> Callable[[Any], Value[float]]:
+    def f(x: Any) -> Value[float]:
         return _op(name, x)
 
     f.__name__ = name
@@ -38,35 +39,35 @@ relu = _unary("relu")
 abs = _unary("abs")
 
 
-def atan2(y: Any, x: Any) -> Value:
+def atan2(y: Any, x: Any) -> Value[float]:
     """Angle of the point (x, y), quadrant-correct, as C99 atan2."""
     return _op("atan2", y, x)
 
 
-def pow(x: Any, y: Any) -> Value:
+def pow(x: Any, y: Any) -> Value[Any]:
     return _op("pow", x, y)
 
 
-def min(a: Any, b: Any) -> Value:
+def min(a: Any, b: Any) -> Value[Any]:
     """Smaller of a and b; NaN if either is NaN (as numpy.minimum)."""
     return _op("min", a, b)
 
 
-def max(a: Any, b: Any) -> Value:
+def max(a: Any, b: Any) -> Value[Any]:
     """Larger of a and b; NaN if either is NaN (as numpy.maximum)."""
     return _op("max", a, b)
 
 
-def clamp(x: Any, low: Any, high: Any) -> Value:
+def clamp(x: Any, low: Any, high: Any) -> Value[Any]:
     return max(min(x, high), low)
 
 
-def where(cond: Any, a: Any, b: Any) -> Value:
+def where(cond: Any, a: Any, b: Any) -> Value[Any]:
     """``a`` where cond is true, else ``b``: a select, both sides computed, nothing leaks."""
     return Value(build.apply("where", _node(cond), _node(a), _node(b)))
 
 
-def cast(x: Any, dtype: Any) -> Value:
+def cast(x: Any, dtype: Any) -> Value[Any]:
     """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
     node = _node(x)
     target = as_dtype(dtype)
@@ -77,19 +78,19 @@ def cast(x: Any, dtype: Any) -> Value:
     return Value(build.cast(node, target))
 
 
-def logical_and(a: Any, b: Any) -> Value:
+def logical_and(a: Any, b: Any) -> Value[Any]:
     return Value(build.apply("and", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
 
 
-def logical_or(a: Any, b: Any) -> Value:
+def logical_or(a: Any, b: Any) -> Value[Any]:
     return Value(build.apply("or", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
 
 
-def logical_xor(a: Any, b: Any) -> Value:
+def logical_xor(a: Any, b: Any) -> Value[Any]:
     return Value(build.apply("xor", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
 
 
-def logical_not(a: Any) -> Value:
+def logical_not(a: Any) -> Value[Any]:
     return Value(build.apply("lnot", build.cast(_as_node(a), _bool())))
 
 
@@ -105,6 +106,10 @@ def _as_node(x: Any) -> Node:
     return wrap(x).node
 
 
+@overload
+def grad(y: Any, x: Value[Any]) -> Value[float]: ...
+@overload
+def grad(y: Any, x: Sequence[Value[Any]]) -> list[Value[float]]: ...
 def grad(y: Any, x: Any) -> Any:
     """Reverse-mode gradient of ``y`` with respect to ``x`` (a value) or to each of a list.
 

@@ -46,7 +46,7 @@ class LocalTarget:
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
 
-    def compile(self, *values: Value) -> None:
+    def compile(self, *values: Value[Any]) -> None:
         """Compile ``values`` (and everything they depend on) into one program and load it."""
         if not values:
             raise TargetError("compile() needs at least one value to compute")
@@ -100,7 +100,7 @@ class LocalTarget:
             raise TargetError("nothing compiled yet: call tg.compile(values) first")
         return self._compiled
 
-    def _port(self, v: Value) -> Port:
+    def _port(self, v: Value[Any]) -> Port:
         if not isinstance(v, Value):
             raise TypeError(f"expected a copapy value, got {type(v).__name__}")
         port = self._ports.get(v.node)
@@ -111,7 +111,7 @@ class LocalTarget:
                               f"tg.compile() (inputs and compiled values can be read)")
         return port
 
-    def read(self, v: Value) -> float | int | bool:
+    def read(self, v: Value[Any]) -> float | int | bool:
         """Current value of an input or a compiled value, as a Python number."""
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
@@ -120,7 +120,7 @@ class LocalTarget:
         result: float | int | bool = self._program.read(port.offset, port.dtype.code)
         return result
 
-    def write(self, v: Value, x: float | int | bool) -> None:
+    def write(self, v: Value[Any], x: float | int | bool) -> None:
         """Set an input (a ``cp.value``) for the following runs."""
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             # the program does not depend on this input: accept the value, nothing to do

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, Generic, NoReturn, TypeVar, overload
 
 from . import dtypes as dt
 from .dtypes import DType
@@ -10,7 +10,8 @@ from .graph import build
 from .graph.node import Node, const, fresh_input
 
 Scalar = bool | int | float
-ValueLike = "Value | bool | int | float"
+#: what a value holds, as a Python type: bool, int (int32) or float (float32/float64)
+T = TypeVar("T", covariant=True)
 
 _TRUTH_HINT = (
     "the truth value of a traced copapy value is not known while tracing (it is computed at "
@@ -31,7 +32,7 @@ def _node(x: Any) -> Node | Scalar:
     )
 
 
-class Value:
+class Value(Generic[T]):
     """A scalar in the computation graph. Arithmetic builds new values; nothing runs yet."""
 
     __slots__ = ("node",)
@@ -61,117 +62,220 @@ class Value:
 
     __int__ = __float__
 
-    # arithmetic
-    def __add__(self, o: Any) -> Value:
+    # arithmetic: the result type follows docs/semantics.md (int op float -> float)
+    @overload
+    def __add__(self: Value[bool], o: bool | Value[bool]) -> Value[int]: ...
+    @overload
+    def __add__(self: Value[int], o: int | Value[int]) -> Value[int]: ...
+    @overload
+    def __add__(self, o: float | Value[Any]) -> Value[float]: ...
+    def __add__(self, o: Any) -> Value[Any]:
         return _op("add", self, o)
 
-    def __radd__(self, o: Any) -> Value:
+    @overload
+    def __radd__(self: Value[bool], o: bool) -> Value[int]: ...
+    @overload
+    def __radd__(self: Value[int], o: int) -> Value[int]: ...
+    @overload
+    def __radd__(self, o: float) -> Value[float]: ...
+    def __radd__(self, o: Any) -> Value[Any]:
         return _op("add", o, self)
 
-    def __sub__(self, o: Any) -> Value:
+    @overload
+    def __sub__(self: Value[bool], o: bool | Value[bool]) -> Value[int]: ...
+    @overload
+    def __sub__(self: Value[int], o: int | Value[int]) -> Value[int]: ...
+    @overload
+    def __sub__(self, o: float | Value[Any]) -> Value[float]: ...
+    def __sub__(self, o: Any) -> Value[Any]:
         return _op("sub", self, o)
 
-    def __rsub__(self, o: Any) -> Value:
+    @overload
+    def __rsub__(self: Value[bool], o: bool) -> Value[int]: ...
+    @overload
+    def __rsub__(self: Value[int], o: int) -> Value[int]: ...
+    @overload
+    def __rsub__(self, o: float) -> Value[float]: ...
+    def __rsub__(self, o: Any) -> Value[Any]:
         return _op("sub", o, self)
 
-    def __mul__(self, o: Any) -> Value:
+    @overload
+    def __mul__(self: Value[bool], o: bool | Value[bool]) -> Value[int]: ...
+    @overload
+    def __mul__(self: Value[int], o: int | Value[int]) -> Value[int]: ...
+    @overload
+    def __mul__(self, o: float | Value[Any]) -> Value[float]: ...
+    def __mul__(self, o: Any) -> Value[Any]:
         return _op("mul", self, o)
 
-    def __rmul__(self, o: Any) -> Value:
+    @overload
+    def __rmul__(self: Value[bool], o: bool) -> Value[int]: ...
+    @overload
+    def __rmul__(self: Value[int], o: int) -> Value[int]: ...
+    @overload
+    def __rmul__(self, o: float) -> Value[float]: ...
+    def __rmul__(self, o: Any) -> Value[Any]:
         return _op("mul", o, self)
 
-    def __truediv__(self, o: Any) -> Value:
-        return _op("div", self, o)
-
-    def __rtruediv__(self, o: Any) -> Value:
-        return _op("div", o, self)
-
-    def __floordiv__(self, o: Any) -> Value:
+    @overload
+    def __floordiv__(self: Value[bool], o: bool | Value[bool]) -> Value[int]: ...
+    @overload
+    def __floordiv__(self: Value[int], o: int | Value[int]) -> Value[int]: ...
+    @overload
+    def __floordiv__(self, o: float | Value[Any]) -> Value[float]: ...
+    def __floordiv__(self, o: Any) -> Value[Any]:
         return _op("floordiv", self, o)
 
-    def __rfloordiv__(self, o: Any) -> Value:
+    @overload
+    def __rfloordiv__(self: Value[bool], o: bool) -> Value[int]: ...
+    @overload
+    def __rfloordiv__(self: Value[int], o: int) -> Value[int]: ...
+    @overload
+    def __rfloordiv__(self, o: float) -> Value[float]: ...
+    def __rfloordiv__(self, o: Any) -> Value[Any]:
         return _op("floordiv", o, self)
 
-    def __mod__(self, o: Any) -> Value:
+    @overload
+    def __mod__(self: Value[bool], o: bool | Value[bool]) -> Value[int]: ...
+    @overload
+    def __mod__(self: Value[int], o: int | Value[int]) -> Value[int]: ...
+    @overload
+    def __mod__(self, o: float | Value[Any]) -> Value[float]: ...
+    def __mod__(self, o: Any) -> Value[Any]:
         return _op("mod", self, o)
 
-    def __rmod__(self, o: Any) -> Value:
+    @overload
+    def __rmod__(self: Value[bool], o: bool) -> Value[int]: ...
+    @overload
+    def __rmod__(self: Value[int], o: int) -> Value[int]: ...
+    @overload
+    def __rmod__(self, o: float) -> Value[float]: ...
+    def __rmod__(self, o: Any) -> Value[Any]:
         return _op("mod", o, self)
 
-    def __pow__(self, o: Any) -> Value:
+    @overload
+    def __pow__(self: Value[bool], o: bool | Value[bool]) -> Value[int]: ...
+    @overload
+    def __pow__(self: Value[int], o: int | Value[int]) -> Value[int]: ...
+    @overload
+    def __pow__(self, o: float | Value[Any]) -> Value[float]: ...
+    def __pow__(self, o: Any) -> Value[Any]:
         return _op("pow", self, o)
 
-    def __rpow__(self, o: Any) -> Value:
+    @overload
+    def __rpow__(self: Value[bool], o: bool) -> Value[int]: ...
+    @overload
+    def __rpow__(self: Value[int], o: int) -> Value[int]: ...
+    @overload
+    def __rpow__(self, o: float) -> Value[float]: ...
+    def __rpow__(self, o: Any) -> Value[Any]:
         return _op("pow", o, self)
 
-    def __neg__(self) -> Value:
+    def __truediv__(self, o: Any) -> Value[float]:
+        return _op("div", self, o)
+
+    def __rtruediv__(self, o: Any) -> Value[float]:
+        return _op("div", o, self)
+
+    def __neg__(self) -> Value[T]:
         return _op("neg", self)
 
-    def __pos__(self) -> Value:
+    def __pos__(self) -> Value[T]:
         return self
 
-    def __abs__(self) -> Value:
+    def __abs__(self) -> Value[T]:
         return _op("abs", self)
 
-    # comparisons
-    def __lt__(self, o: Any) -> Value:
+    # comparisons give bool values
+    def __lt__(self, o: Any) -> Value[bool]:
         return _op("lt", self, o)
 
-    def __le__(self, o: Any) -> Value:
+    def __le__(self, o: Any) -> Value[bool]:
         return _op("le", self, o)
 
-    def __gt__(self, o: Any) -> Value:
+    def __gt__(self, o: Any) -> Value[bool]:
         return _op("gt", self, o)
 
-    def __ge__(self, o: Any) -> Value:
+    def __ge__(self, o: Any) -> Value[bool]:
         return _op("ge", self, o)
 
-    def __eq__(self, o: Any) -> Value:  # type: ignore[override]
+    def __eq__(self, o: Any) -> Value[bool]:  # type: ignore[override]
         return _op("eq", self, o)
 
-    def __ne__(self, o: Any) -> Value:  # type: ignore[override]
+    def __ne__(self, o: Any) -> Value[bool]:  # type: ignore[override]
         return _op("ne", self, o)
 
-    # bitwise on int32, logical on bool
-    def __and__(self, o: Any) -> Value:
+    @overload
+    def __and__(self: Value[bool], o: bool | Value[bool]) -> Value[bool]: ...
+    @overload
+    def __and__(self, o: int | Value[int]) -> Value[int]: ...
+    def __and__(self, o: Any) -> Value[Any]:
         return _op("and", self, o)
 
-    def __rand__(self, o: Any) -> Value:
+    @overload
+    def __rand__(self: Value[bool], o: bool) -> Value[bool]: ...
+    @overload
+    def __rand__(self, o: int) -> Value[int]: ...
+    def __rand__(self, o: Any) -> Value[Any]:
         return _op("and", o, self)
 
-    def __or__(self, o: Any) -> Value:
+    @overload
+    def __or__(self: Value[bool], o: bool | Value[bool]) -> Value[bool]: ...
+    @overload
+    def __or__(self, o: int | Value[int]) -> Value[int]: ...
+    def __or__(self, o: Any) -> Value[Any]:
         return _op("or", self, o)
 
-    def __ror__(self, o: Any) -> Value:
+    @overload
+    def __ror__(self: Value[bool], o: bool) -> Value[bool]: ...
+    @overload
+    def __ror__(self, o: int) -> Value[int]: ...
+    def __ror__(self, o: Any) -> Value[Any]:
         return _op("or", o, self)
 
-    def __xor__(self, o: Any) -> Value:
+    @overload
+    def __xor__(self: Value[bool], o: bool | Value[bool]) -> Value[bool]: ...
+    @overload
+    def __xor__(self, o: int | Value[int]) -> Value[int]: ...
+    def __xor__(self, o: Any) -> Value[Any]:
         return _op("xor", self, o)
 
-    def __rxor__(self, o: Any) -> Value:
+    @overload
+    def __rxor__(self: Value[bool], o: bool) -> Value[bool]: ...
+    @overload
+    def __rxor__(self, o: int) -> Value[int]: ...
+    def __rxor__(self, o: Any) -> Value[Any]:
         return _op("xor", o, self)
 
-    def __invert__(self) -> Value:
+    def __invert__(self) -> Value[T]:
         return _op("lnot" if self.dtype.is_bool else "invert", self)
 
-    def __lshift__(self, o: Any) -> Value:
+    def __lshift__(self, o: int | Value[int]) -> Value[int]:
         return _op("shl", self, o)
 
-    def __rlshift__(self, o: Any) -> Value:
+    def __rlshift__(self, o: int) -> Value[int]:
         return _op("shl", o, self)
 
-    def __rshift__(self, o: Any) -> Value:
+    def __rshift__(self, o: int | Value[int]) -> Value[int]:
         return _op("shr", self, o)
 
-    def __rrshift__(self, o: Any) -> Value:
+    def __rrshift__(self, o: int) -> Value[int]:
         return _op("shr", o, self)
 
 
-def _op(name: str, *operands: Any) -> Value:
+def _op(name: str, *operands: Any) -> Value[Any]:
     return Value(build.apply(name, *(_node(o) for o in operands)))
 
 
-def value(x: Scalar, dtype: Any = None, *, name: str | None = None) -> Value:
+@overload
+def value(x: bool, dtype: None = None, *, name: str | None = None) -> Value[bool]: ...
+@overload
+def value(x: int, dtype: None = None, *, name: str | None = None) -> Value[int]: ...
+@overload
+def value(x: float, dtype: None = None, *, name: str | None = None) -> Value[float]: ...
+@overload
+def value(x: Scalar, dtype: Any, *, name: str | None = None) -> Value[Any]: ...
+def value(x: Scalar, dtype: Any = None, *, name: str | None = None) -> Value[Any]:
     """An input of the computation: a leaf whose value can be written before each run.
 
     ``x`` is the initial value. Without ``dtype``, a float becomes float32, an int int32 and a
@@ -186,7 +290,7 @@ def value(x: Scalar, dtype: Any = None, *, name: str | None = None) -> Value:
     return Value(fresh_input(kind, _convert(scalar, kind), name))
 
 
-def constant(x: Scalar, dtype: Any = None) -> Value:
+def constant(x: Scalar, dtype: Any = None) -> Value[Any]:
     """A compile-time constant (folded into the program)."""
     scalar = build._check_scalar(x)
     kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
@@ -206,7 +310,7 @@ def _convert(x: Scalar, kind: DType) -> Scalar:
     return float(x)
 
 
-def wrap(x: Any) -> Value:
+def wrap(x: Any) -> Value[Any]:
     """Turn a number or value into a Value."""
     if isinstance(x, Value):
         return x
