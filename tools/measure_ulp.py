@@ -736,6 +736,7 @@ def table_markdown(res):
     for row in ROWS:
         r32, r64 = res[row]
         dom = r32["domain"] if r32["domain"] == r64["domain"] else "%s / %s" % (r32["domain"], r64["domain"])
+        dom = dom.replace("|", "\\|")
         out.append("| %s | %s | %d | %.3f | %s | %d | %.3f | %s |" % (
             row.replace("_large", " (large)").replace("_small", " (small)"), dom, r32["points"], r32["max"], _fmt_arg(r32["arg"]),
             r64["points"], r64["max"], _fmt_arg(r64["arg"])))

@@ -12,12 +12,23 @@
 #define GENERAL_REGS_ONLY __attribute__((target("general-regs-only")))
 
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
+#define MPU_CTRL (*(volatile uint32_t *)0xE000ED94u)
+#define MPU_RNR (*(volatile uint32_t *)0xE000ED98u)
+#define MPU_RBAR (*(volatile uint32_t *)0xE000ED9Cu)
+#define MPU_RASR (*(volatile uint32_t *)0xE000EDA0u)
+
+#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#define HAVE_STACK_LIMIT 1
+#else
+#define HAVE_STACK_LIMIT 0
+#endif
 
 extern uint32_t __data_start[];
 extern uint32_t __data_end[];
 extern const uint32_t __data_load[];
 extern uint32_t __bss_start[];
 extern uint32_t __bss_end[];
+extern uint32_t __stack_guard[];
 
 void reset_handler(void);
 void fault_entry(void);
@@ -55,6 +66,23 @@ static void fpu_enable(void)
     __asm__ volatile("dsb\n\tisb" ::: "memory");
 }
 
+#if !HAVE_STACK_LIMIT
+/* ARMv7-M has no stack limit register: a 256-byte no-access MPU region right below the stack
+ * turns an overflow into a fault instead of silently overwriting the harness's data. The
+ * default memory map stays in force for everything else (PRIVDEFENA), and the MPU is off in
+ * the HardFault handler (HFNMIENA = 0). */
+GENERAL_REGS_ONLY __attribute__((noinline))
+static void stack_guard(void)
+{
+    MPU_RNR = 0;
+    MPU_RBAR = (uint32_t)(uintptr_t)__stack_guard; /* 256-byte aligned by the linker script */
+    MPU_RASR = (1u << 28) /* XN */ | (0u << 24) /* AP: no access */ | (7u << 1) /* 2^(7+1) */ |
+               1u /* enable */;
+    MPU_CTRL = (1u << 2) /* PRIVDEFENA */ | 1u /* ENABLE */;
+    __asm__ volatile("dsb\n\tisb" ::: "memory");
+}
+#endif
+
 __attribute__((noinline))
 static void init_memory(void)
 {
@@ -77,9 +105,11 @@ static void call_main(void)
 GENERAL_REGS_ONLY __attribute__((noreturn))
 void reset_handler(void)
 {
-#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#if HAVE_STACK_LIMIT
     /* a stack overflow in loaded code becomes a UsageFault (STKOF) instead of corrupting RAM */
     __asm__ volatile("msr msplim, %0" : : "r"(__stack_limit));
+#else
+    stack_guard();
 #endif
     fpu_enable();
     call_main();
@@ -94,7 +124,7 @@ void fault_entry(void)
     __asm__ volatile(
         "mrs r0, msp\n\t"
         "mov r1, lr\n\t"
-#if defined(__ARM_ARCH_8M_MAIN__) || defined(__ARM_ARCH_8_1M_MAIN__)
+#if HAVE_STACK_LIMIT
         "movs r2, #0\n\t"
         "msr msplim, r2\n\t"
 #endif

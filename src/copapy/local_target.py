@@ -79,6 +79,11 @@ class LocalTarget:
 
             native_program: _Program = load_native(image)
             return native_program
+        if self.arch == "cortex-m55":
+            # ARMv8.1-M (MVE, new conditional instructions) runs only on qemu-system
+            from .runtime.qemu_backend import QemuProgram
+
+            return QemuProgram(image, self.arch)
         from .runtime.unicorn_backend import UnicornProgram
 
         return UnicornProgram(image, self.arch)

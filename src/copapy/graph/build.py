@@ -213,6 +213,13 @@ def _reassociate(spec: OpSpec, a: Node, b: Node) -> Node | None:
     return make(spec, (x, combined))
 
 
+def fresh_input_for_test(dtype: DType) -> Node:
+    """An input leaf of ``dtype`` (used to probe which operand types an operation accepts)."""
+    from .node import fresh_input
+
+    return fresh_input(dtype, 0)
+
+
 def live_nodes(outputs: Iterable[Node]) -> list[Node]:
     """Every node the outputs depend on, operands before users (dead code excluded)."""
     order: list[Node] = []

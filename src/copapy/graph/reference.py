@@ -63,6 +63,7 @@ def _kernel_eval(name: str, dtype: DType, args: list[Any]) -> Any:
 
     shape = np.broadcast_shapes(*(x.shape for x in args))
     arrays = [np.ascontiguousarray(np.broadcast_to(a, shape), dtype=dtype.numpy) for a in args]
-    out = np.empty_like(arrays[0])
-    _kernels.apply(name, dtype.name == "float64", out.reshape(-1), *(a.reshape(-1) for a in arrays))
-    return out
+    out = np.empty(shape, dtype=dtype.numpy)
+    flat = out.reshape(-1)
+    _kernels.apply(name, dtype.name == "float64", flat, *(a.reshape(-1) for a in arrays))
+    return flat.reshape(shape)

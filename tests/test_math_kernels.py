@@ -1,0 +1,212 @@
+"""Tests for the deterministic math kernels (stencils/math, cp_math.h).
+
+Uses tools/measure_ulp.py in quick mode.  A missing C compiler makes these
+tests fail (the kernels cannot be checked), they are never skipped.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import measure_ulp as mu  # noqa: E402
+
+F32_BOUND = mu.BOUND_F32
+F64_BOUND = mu.BOUND_F64
+NAN32 = 0x7FC00000
+NAN64 = 0x7FF8000000000000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lib():
+    return mu.build()
+
+
+def f(name, *args):
+    """Evaluate one kernel on scalars, return a numpy scalar."""
+    return mu.evaluate(name, *[np.array([a]) for a in args])[0]
+
+
+def bits(v):
+    v = np.asarray(v)
+    return int(v.view(np.uint32 if v.dtype == np.float32 else np.uint64))
+
+
+def same(a, b):
+    """bitwise equal (canonical NaN required when b is NaN)"""
+    a = np.asarray(a)
+    if np.isnan(b):
+        return bits(a) == (NAN32 if a.dtype == np.float32 else NAN64)
+    b = np.asarray(b, dtype=a.dtype)
+    return bits(a) == bits(b)
+
+
+# ---------------------------------------------------------------- ulp bounds
+@pytest.mark.parametrize("row", mu.ROWS)
+def test_ulp_bound_f32(row):
+    r = mu.measure_f32(row, 50_000, np.random.default_rng(sum(row.encode())))
+    assert r["max"] <= F32_BOUND, r
+
+
+@pytest.mark.parametrize("row", mu.ROWS)
+def test_ulp_bound_f64(row):
+    r = mu.measure_f64(row, 1_000, np.random.default_rng(sum(row.encode())))
+    assert r["max"] <= F64_BOUND, r
+
+
+# ---------------------------------------------------------------- special values
+def test_special_values_against_numpy_f32():
+    fails = mu.special_values(32)
+    assert not fails, "\n".join(fails[:30])
+
+
+def test_special_values_against_numpy_f64():
+    fails = mu.special_values(64)
+    assert not fails, "\n".join(fails[:30])
+
+
+INF, NAN = math.inf, math.nan
+PI, PIO2, PIO4 = math.pi, math.pi / 2, math.pi / 4
+EXPLICIT = [
+    # (kernel, args, expected); expected compared bitwise (after rounding to the type)
+    ("sin", (-0.0,), -0.0), ("sin", (0.0,), 0.0), ("sin", (INF,), NAN), ("sin", (NAN,), NAN),
+    ("cos", (-0.0,), 1.0), ("cos", (-INF,), NAN), ("tan", (-0.0,), -0.0), ("tan", (INF,), NAN),
+    ("asin", (-0.0,), -0.0), ("asin", (2.0,), NAN), ("asin", (1.0,), PIO2), ("asin", (-1.0,), -PIO2),
+    ("acos", (1.0,), 0.0), ("acos", (-1.0,), PI), ("acos", (1.5,), NAN), ("acos", (NAN,), NAN),
+    ("atan", (-0.0,), -0.0), ("atan", (INF,), PIO2), ("atan", (-INF,), -PIO2), ("atan", (NAN,), NAN),
+    ("atan2", (0.0, 0.0), 0.0), ("atan2", (-0.0, 0.0), -0.0), ("atan2", (0.0, -0.0), PI),
+    ("atan2", (-0.0, -0.0), -PI), ("atan2", (0.0, -1.0), PI), ("atan2", (-0.0, -1.0), -PI),
+    ("atan2", (1.0, 0.0), PIO2), ("atan2", (-1.0, -0.0), -PIO2), ("atan2", (INF, INF), PIO4),
+    ("atan2", (-INF, -INF), -3 * PIO4), ("atan2", (1.0, INF), 0.0), ("atan2", (-1.0, INF), -0.0),
+    ("atan2", (1.0, -INF), PI), ("atan2", (INF, 5.0), PIO2), ("atan2", (NAN, 1.0), NAN),
+    ("exp", (-INF,), 0.0), ("exp", (INF,), INF), ("exp", (0.0,), 1.0), ("exp", (-0.0,), 1.0),
+    ("exp", (1000.0,), INF), ("exp", (-1000.0,), 0.0), ("exp", (NAN,), NAN),
+    ("log", (0.0,), -INF), ("log", (-0.0,), -INF), ("log", (-1.0,), NAN), ("log", (1.0,), 0.0),
+    ("log", (INF,), INF), ("log", (-INF,), NAN), ("log", (NAN,), NAN),
+    ("pow", (NAN, 0.0), 1.0), ("pow", (NAN, -0.0), 1.0), ("pow", (1.0, NAN), 1.0), ("pow", (1.0, INF), 1.0),
+    ("pow", (-1.0, INF), 1.0), ("pow", (-1.0, -INF), 1.0), ("pow", (NAN, 1.0), NAN), ("pow", (2.0, NAN), NAN),
+    ("pow", (-0.0, -3.0), -INF), ("pow", (-0.0, -2.0), INF), ("pow", (0.0, -3.0), INF), ("pow", (-0.0, -0.5), INF),
+    ("pow", (-0.0, 3.0), -0.0), ("pow", (-0.0, 2.0), 0.0), ("pow", (-0.0, 0.5), 0.0), ("pow", (0.0, -INF), INF),
+    ("pow", (0.5, -INF), INF), ("pow", (2.0, -INF), 0.0), ("pow", (0.5, INF), 0.0), ("pow", (-2.0, INF), INF),
+    ("pow", (-INF, 3.0), -INF), ("pow", (-INF, 2.0), INF), ("pow", (-INF, -3.0), -0.0), ("pow", (-INF, -2.0), 0.0),
+    ("pow", (INF, -1.0), 0.0), ("pow", (INF, 0.5), INF), ("pow", (-8.0, 1.0 / 3.0), NAN), ("pow", (-2.0, 3.0), -8.0),
+    ("pow", (-2.0, 2.0), 4.0), ("pow", (2.0, 10.0), 1024.0), ("pow", (10.0, 400.0), INF), ("pow", (-10.0, 401.0), -INF),
+    ("pow", (10.0, -400.0), 0.0), ("pow", (-10.0, -401.0), -0.0), ("pow", (4.0, 0.5), 2.0),
+    ("tanh", (-0.0,), -0.0), ("tanh", (INF,), 1.0), ("tanh", (-INF,), -1.0), ("tanh", (NAN,), NAN),
+    ("sqrt", (-0.0,), -0.0), ("sqrt", (-1.0,), NAN), ("sqrt", (INF,), INF), ("sqrt", (-INF,), NAN), ("sqrt", (4.0,), 2.0),
+    ("floor", (-0.0,), -0.0), ("floor", (-0.5,), -1.0), ("floor", (0.5,), 0.0), ("floor", (-INF,), -INF),
+    ("floor", (NAN,), NAN), ("floor", (-1.5,), -2.0),
+    ("ceil", (-0.5,), -0.0), ("ceil", (0.2,), 1.0), ("ceil", (-0.0,), -0.0), ("ceil", (INF,), INF), ("ceil", (1.5,), 2.0),
+    ("trunc", (-0.7,), -0.0), ("trunc", (2.9,), 2.0), ("trunc", (-2.9,), -2.0), ("trunc", (NAN,), NAN),
+    ("round", (0.5,), 0.0), ("round", (1.5,), 2.0), ("round", (2.5,), 2.0), ("round", (-0.5,), -0.0),
+    ("round", (-2.5,), -2.0), ("round", (-0.4,), -0.0), ("round", (3.5,), 4.0), ("round", (-INF,), -INF),
+    ("fmod", (5.5, 2.0), 1.5), ("fmod", (-5.5, 2.0), -1.5), ("fmod", (5.5, -2.0), 1.5), ("fmod", (-4.0, 2.0), -0.0),
+    ("fmod", (INF, 2.0), NAN), ("fmod", (1.0, 0.0), NAN), ("fmod", (1.0, INF), 1.0), ("fmod", (-0.0, 3.0), -0.0),
+    ("fmod", (NAN, 1.0), NAN), ("fmod", (1.0, NAN), NAN),
+]
+
+
+@pytest.mark.parametrize("prec", [32, 64])
+@pytest.mark.parametrize("name,args,expected", EXPLICIT)
+def test_explicit_special(name, args, expected, prec):
+    dt = np.float32 if prec == 32 else np.float64
+    kn = name + ("f" if prec == 32 else "")
+    y = f(kn, *[dt(a) for a in args])
+    with np.errstate(all="ignore"):
+        exp = np.asarray(expected, dtype=np.float64).astype(dt)
+    assert same(y, exp), "%s%r = %r (0x%x), expected %r" % (kn, args, float(y), bits(y), float(exp))
+
+
+def test_fmod_exact_and_subnormal():
+    rng = np.random.default_rng(7)
+    for dt in (np.float32, np.float64):
+        x = mu.sample_sym(rng, np.finfo(dt).tiny * np.finfo(dt).eps, np.finfo(dt).max, 50_000, dt, 0.0)
+        y = mu.sample_sym(rng, np.finfo(dt).tiny * np.finfo(dt).eps, 1e-30, 50_000, dt, 0.0)
+        got = mu.evaluate("fmodf" if dt == np.float32 else "fmod", x, y)
+        with np.errstate(all="ignore"):
+            ref = np.fmod(x, y)
+        assert np.array_equal(got, ref, equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(ref))
+
+
+# ---------------------------------------------------------------- software sqrt
+def test_soft_sqrt_bit_exact():
+    rng = np.random.default_rng(3)
+    b = rng.integers(0, 0x7F800000, size=2_000_000, endpoint=True, dtype=np.uint64).astype(np.uint32)
+    b[:64] = np.arange(64)  # subnormals
+    x = b.view(np.float32)
+    assert np.array_equal(mu.evaluate("sqrtf_soft", x).view(np.uint32), np.sqrt(x).view(np.uint32))
+    assert np.array_equal(mu.evaluate("sqrtf", x).view(np.uint32), np.sqrt(x).view(np.uint32))
+    b = rng.integers(0, 0x7FF0000000000000, size=300_000, endpoint=True, dtype=np.uint64)
+    b[:64] = np.arange(64)
+    x = b.view(np.float64)
+    assert np.array_equal(mu.evaluate("sqrt_soft", x).view(np.uint64), np.sqrt(x).view(np.uint64))
+    for name in ("sqrtf_soft", "sqrt_soft"):
+        dt = np.float32 if name == "sqrtf_soft" else np.float64
+        for v, e in ((-1.0, NAN), (-0.0, -0.0), (INF, INF), (NAN, NAN), (0.0, 0.0)):
+            assert same(f(name, dt(v)), e)
+
+
+# ---------------------------------------------------------------- property tests
+f32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+def _ulp_err32(got, ref):
+    return float(mu.err_f32(np.array([got], np.float32), np.array([ref], np.float64))[0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(min_value=-1e5, max_value=1e5, width=32))
+def test_prop_sinf_cosf(x):
+    for name, ref in (("sinf", np.sin), ("cosf", np.cos), ("tanf", np.tan)):
+        y = f(name, np.float32(x))
+        assert _ulp_err32(y, ref(np.float64(np.float32(x)))) <= F32_BOUND, (name, x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=f32s)
+def test_prop_expf_logf_atanf_tanhf(x):
+    x32 = np.float32(x)
+    with np.errstate(all="ignore"):
+        for name, ref in (("expf", np.exp), ("atanf", np.arctan), ("tanhf", np.tanh)):
+            assert _ulp_err32(f(name, x32), ref(np.float64(x32))) <= F32_BOUND, (name, x)
+        if x32 > 0:
+            assert _ulp_err32(f("logf", x32), np.log(np.float64(x32))) <= F32_BOUND, x
+
+
+@settings(max_examples=200, deadline=None)
+@given(y=f32s, x=f32s)
+def test_prop_atan2f(y, x):
+    y32, x32 = np.float32(y), np.float32(x)
+    assert _ulp_err32(f("atan2f", y32, x32), np.arctan2(np.float64(y32), np.float64(x32))) <= F32_BOUND
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(min_value=2.0**-100, max_value=2.0**100, width=32), y=st.floats(min_value=-40, max_value=40, width=32))
+def test_prop_powf(x, y):
+    x32, y32 = np.float32(x), np.float32(y)
+    with np.errstate(all="ignore"):
+        ref = np.power(np.float64(x32), np.float64(y32))
+    assert _ulp_err32(f("powf", x32, y32), ref) <= F32_BOUND, (x, y)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.floats(min_value=-1e9, max_value=1e9))
+def test_prop_f64_vs_mpmath(x):
+    for name in ("sin", "cos", "exp", "atan", "tanh"):
+        if name == "exp" and abs(x) > 700:
+            continue
+        e = mu._mp_err_chunk((name, [np.array([x])], np.array([float(f(name, x))])))[0]
+        assert e <= F64_BOUND, (name, x, e)
+    if x > 0:
+        e = mu._mp_err_chunk(("log", [np.array([x])], np.array([float(f("log", x))])))[0]
+        assert e <= F64_BOUND, ("log", x, e)
+
+
+# ---------------------------------------------------------------- freestanding build
+def test_no_external_calls_on_single_precision_fpu_targets():
+    ok, report = mu.check_targets(verbose=False, targets={"cortex-m4", "rv32", "armv6"})
+    assert ok, report
