@@ -15,12 +15,16 @@ FORMAT_VERSION = 1
 HEADER = struct.Struct("<4sHHHHIIIIIIIII")  # 48 bytes
 SECTION = struct.Struct("<HHIII")
 PATCH = struct.Struct("<IHBBi")
-TASK = struct.Struct("<IIIHH")
+TASK = struct.Struct("<IIIHHII")
 PORT = struct.Struct("<IIBBHI")
 
+LET_COPY = struct.Struct("<HBBIII")
+IO_BINDING = struct.Struct("<HBBHBBII")
+
 CODE, DATA_INIT, PATCH_KINDS, PATCHES, TASKS, PORTS, STRINGS, METADATA = range(1, 9)
-ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: 16, PORTS: 16,
-               STRINGS: 1, METADATA: 1}
+LET_COPIES, IO_BINDINGS = 9, 10
+ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: 24, PORTS: 16,
+               STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: 16}
 
 ARCH_IDS = {"x86_64": 1, "x86": 2, "aarch64": 3, "armv6": 4, "armv7a": 5, "cortex-m4": 6,
             "cortex-m7": 7, "cortex-m55": 8, "rv32": 9, "rv64": 10, "tricore": 11}
@@ -45,6 +49,27 @@ class ImageTask:
     offset_ns: int = 0
     priority: int = 0
     flags: int = 0
+    wcet_ns: int = 0
+    reserved: int = 0
+
+
+@dataclass(frozen=True)
+class ImageLetCopy:
+    task: int
+    phase: int  # 0 release, 1 publish (docs/realtime.md)
+    size: int
+    src: int
+    dst: int
+
+
+@dataclass(frozen=True)
+class ImageIoBinding:
+    task: int
+    direction: int  # 1 input, 2 output
+    kind: int  # 1 GPIO, 2 PWM, 3 ENCODER, 4 ADC
+    channel: int
+    dtype: int
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -69,6 +94,8 @@ class Image:
     patches: list[ImagePatch] = field(default_factory=list)
     tasks: list[ImageTask] = field(default_factory=list)
     ports: list[ImagePort] = field(default_factory=list)
+    let_copies: list[ImageLetCopy] = field(default_factory=list)
+    io_bindings: list[ImageIoBinding] = field(default_factory=list)
     metadata: dict[str, object] = field(default_factory=dict)
 
     def to_bytes(self) -> bytes:
@@ -81,7 +108,7 @@ class Image:
         bodies: list[tuple[int, int, bytes]] = [
             (CODE, len(self.code), self.code),
             (TASKS, len(self.tasks), b"".join(
-                TASK.pack(t.entry, t.period_ns, t.offset_ns, t.priority, t.flags)
+                TASK.pack(t.entry, t.period_ns, t.offset_ns, t.priority, t.flags, t.wcet_ns, 0)
                 for t in self.tasks)),
         ]
         if self.data_init:
@@ -96,6 +123,13 @@ class Image:
                 PORT.pack(name_offsets[p.name], p.offset, p.dtype, p.role, p.task, p.count)
                 for p in self.ports)))
             bodies.append((STRINGS, len(strings), bytes(strings)))
+        if self.let_copies:
+            bodies.append((LET_COPIES, len(self.let_copies), b"".join(
+                LET_COPY.pack(c.task, c.phase, 0, c.size, c.src, c.dst) for c in self.let_copies)))
+        if self.io_bindings:
+            bodies.append((IO_BINDINGS, len(self.io_bindings), b"".join(
+                IO_BINDING.pack(b.task, b.direction, b.kind, b.channel, b.dtype, 0, b.offset, 0)
+                for b in self.io_bindings)))
         if self.metadata:
             meta = json.dumps(self.metadata, sort_keys=True, separators=(",", ":")).encode()
             bodies.append((METADATA, len(meta), meta))
@@ -167,6 +201,10 @@ def parse(blob: bytes) -> Image:
     img.tasks = [ImageTask(*t) for t in TASK.iter_unpack(body(TASKS))]
     img.ports = [ImagePort(name_at(n), o, d, r, t, c)
                  for n, o, d, r, t, c in PORT.iter_unpack(body(PORTS))]
+    img.let_copies = [ImageLetCopy(t, p, n, a, b)
+                      for t, p, _r, n, a, b in LET_COPY.iter_unpack(body(LET_COPIES))]
+    img.io_bindings = [ImageIoBinding(t, d, k, c, dt, o)
+                       for t, d, k, c, dt, _r, o, _r2 in IO_BINDING.iter_unpack(body(IO_BINDINGS))]
     meta = body(METADATA)
     img.metadata = json.loads(meta) if meta else {}
     assert len(img.code) == code_size

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 1u
+#define CP_RUNNER_ABI_VERSION 2u
 #define CP_IMAGE_FORMAT_VERSION 1u
 
 /* Architecture ids of docs/image.md. */
@@ -78,7 +78,31 @@ typedef struct cp_task_entry {
     uint32_t offset_ns;
     uint16_t priority;
     uint16_t flags;
+    uint32_t wcet_ns;
 } cp_task_entry;
+
+/* A LET copy (docs/realtime.md): phase 0 at release, 1 at the end of the period. */
+typedef struct cp_let_copy {
+    uint16_t task;
+    uint8_t phase;
+    uint8_t reserved;
+    uint32_t size;
+    uint32_t src;
+    uint32_t dst;
+} cp_let_copy;
+
+/* An I/O binding: direction 1 samples a channel into a slot, 2 drives a channel. */
+typedef struct cp_io_binding {
+    uint16_t task;
+    uint8_t direction;
+    uint8_t kind;
+    uint16_t channel;
+    uint8_t dtype;
+    uint8_t reserved;
+    uint32_t offset;
+} cp_io_binding;
+
+enum { CP_IO_GPIO = 1, CP_IO_PWM = 2, CP_IO_ENCODER = 3, CP_IO_ADC = 4 };
 
 /* A loaded program. Embeddable: no hidden allocation; all memory is the one region. */
 typedef struct cp_program {
@@ -92,6 +116,13 @@ typedef struct cp_program {
     uint32_t task_count;
     cp_task_entry *tasks;   /* inside the region, after the data */
     const cp_platform *platform;
+    /* appended in ABI 2: the scheduler's tables and the initial data (for reset), all
+     * inside the region */
+    uint32_t let_copy_count;
+    uint32_t io_binding_count;
+    cp_let_copy *let_copies;
+    cp_io_binding *io_bindings;
+    uint8_t *initial_data;  /* data_size bytes */
 } cp_program;
 
 /* Validate a whole image without side effects (every bound, CRC, version, architecture,
@@ -113,6 +144,91 @@ static inline uint8_t *cp_program_data(const cp_program *prog)
 {
     return prog->base + prog->data_offset;
 }
+
+/* ---- Scheduler (docs/realtime.md) ------------------------------------------------------ */
+
+#define CP_MAX_TASKS 32u
+
+typedef struct cp_task_stats {
+    uint64_t runs;
+    uint64_t skipped;
+    uint64_t overruns;
+    uint64_t exec_ns_max;
+    uint64_t exec_ns_sum;
+} cp_task_stats;
+
+typedef struct cp_sched_config {
+    uint32_t struct_size;
+    uint32_t deterministic;  /* 1: job cost = declared wcet_ns; 0: measured with clock_ns */
+    uint64_t tick_ns;
+    uint64_t (*clock_ns)(void *ctx);  /* monotonic clock for measuring chains; may be NULL */
+    void *clock_ctx;
+    double (*io_read)(void *ctx, uint8_t kind, uint16_t channel);   /* may be NULL: 0.0 */
+    void (*io_write)(void *ctx, uint8_t kind, uint16_t channel, double value);  /* may be NULL */
+    void *io_ctx;
+} cp_sched_config;
+
+/* Per-tick input samples written to a slot before the releases of tick k (k < count). */
+typedef struct cp_sched_feed {
+    uint32_t offset;   /* data offset */
+    uint32_t size;     /* bytes per sample */
+    const uint8_t *samples;  /* count * size bytes, owned by the caller */
+    uint64_t count;
+    uint64_t first_tick;
+} cp_sched_feed;
+
+#define CP_MAX_FEEDS 16u
+#define CP_MAX_TRACE_RANGES 64u
+
+typedef struct cp_sched_task_state {
+    uint8_t pending;
+    uint8_t reserved[7];
+    uint64_t remaining_ns;
+} cp_sched_task_state;
+
+/* Embeddable scheduler state; all fields are private to sched.c except the statistics. */
+typedef struct cp_sched {
+    uint32_t struct_size;
+    uint32_t task_count;
+    const cp_program *prog;
+    cp_sched_config cfg;
+    uint64_t tick;           /* index of the next tick to process */
+    uint64_t now_ns;         /* time of the next tick = tick * tick_ns */
+    uint8_t order[CP_MAX_TASKS];  /* task indices by priority */
+    cp_sched_task_state state[CP_MAX_TASKS];
+    cp_task_stats stats[CP_MAX_TASKS];
+    uint32_t feed_count;
+    cp_sched_feed feeds[CP_MAX_FEEDS];
+    /* trace: rows of (uint64 t_ns, ranges...) in a caller-provided ring buffer */
+    uint32_t trace_range_count;
+    uint32_t trace_row_size;
+    uint32_t trace_offset[CP_MAX_TRACE_RANGES];
+    uint32_t trace_size[CP_MAX_TRACE_RANGES];
+    uint8_t *trace_buf;
+    uint64_t trace_capacity;  /* rows */
+    uint64_t trace_rows;      /* rows written in total (the newest is at (rows-1) % capacity) */
+} cp_sched;
+
+/* Check the program's tasks against the tick and set up; time starts at 0. */
+cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
+                        cp_error *err);
+
+/* Process the next tick (at s->now_ns) as docs/realtime.md describes. Never allocates. */
+void cp_sched_tick(cp_sched *s);
+
+/* Process `ticks` ticks. */
+void cp_sched_advance(cp_sched *s, uint64_t ticks);
+
+/* Time 0, statistics and pending jobs cleared, data region back to its initial contents. */
+void cp_sched_reset(cp_sched *s);
+
+cp_status cp_sched_add_feed(cp_sched *s, const cp_sched_feed *feed, cp_error *err);
+void cp_sched_clear_feeds(cp_sched *s);
+
+/* Record the given shared ranges after every tick into buf (capacity rows of row_size bytes,
+ * row_size = 8 + sum(sizes)). Passing count 0 disables tracing. */
+cp_status cp_sched_set_trace(cp_sched *s, const uint32_t *offsets, const uint32_t *sizes,
+                             uint32_t count, uint8_t *buf, uint64_t capacity, cp_error *err);
 
 /* CRC-32 as used by the image trailer (zlib-compatible). */
 uint32_t cp_crc32(uint32_t crc, const uint8_t *data, size_t len);
