@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import io
 from .dtypes import DType, bool_, float32, float64, int32
 from .functions import (
     abs,
@@ -40,6 +41,17 @@ from .functions import (
     trunc,
     where,
 )
+from .signals import (
+    angular_rate,
+    delay,
+    dt,
+    feedback,
+    first_run,
+    integrate,
+    integrate_rotation,
+    rate,
+)
+from .task import Task
 from .value import Value, constant, value
 
 if TYPE_CHECKING:
@@ -48,10 +60,54 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "DType", "LocalTarget", "Value", "abs", "acos", "asin", "atan", "atan2", "bool_", "cast",
-    "ceil", "clamp", "constant", "cos", "exp", "float32", "float64", "floor", "grad", "int32",
-    "log", "logical_and", "logical_not", "logical_or", "logical_xor", "max", "min", "pow", "relu",
-    "round", "sign", "sin", "sqrt", "tan", "tanh", "trunc", "value", "where",
+    "DType",
+    "LocalTarget",
+    "Task",
+    "Value",
+    "abs",
+    "acos",
+    "angular_rate",
+    "asin",
+    "atan",
+    "atan2",
+    "bool_",
+    "cast",
+    "ceil",
+    "clamp",
+    "constant",
+    "cos",
+    "delay",
+    "dt",
+    "exp",
+    "feedback",
+    "first_run",
+    "float32",
+    "float64",
+    "floor",
+    "grad",
+    "int32",
+    "integrate",
+    "integrate_rotation",
+    "io",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "max",
+    "min",
+    "pow",
+    "rate",
+    "relu",
+    "round",
+    "sign",
+    "sin",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+    "value",
+    "where",
 ]
 
 

@@ -1,13 +1,25 @@
-"""LocalTarget: compile and run programs in this process (native code or an emulated CPU)."""
+"""LocalTarget: compile and run programs in this process (native code or an emulated CPU).
+
+Two modes: ``compile()`` + ``run()`` executes a computation on request; ``deploy()`` +
+``step()`` runs periodic tasks with LET semantics in simulated time (docs/realtime.md).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import dtypes as dt
-from .compiler import CompiledProgram, compile_program
+from .compiler import CompiledProgram, IoSpec, TaskSpec, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
+from .io import ADC_KIND, ENCODER_KIND, GPIO_KIND, Channel
+from .task import Task
 from .value import Value
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class _Program(Protocol):
@@ -31,20 +43,80 @@ def host_architecture() -> str:
     return name
 
 
-class LocalTarget:
-    """Compile values into machine code and run it in this process.
+@dataclass(frozen=True)
+class TaskStats:
+    """Per-task statistics of the simulated schedule (execution times are wall-clock)."""
 
-    ``arch`` defaults to this machine's architecture (native execution); any other supported
-    architecture runs on the unicorn emulator (``pip install 'copapy[emu]'``).
+    name: str
+    runs: int
+    skipped: int
+    overruns: int
+    max_exec_ns: int
+    mean_exec_ns: float
+
+
+class Trace:
+    """Values recorded after every tick (bounded: the newest ``capacity`` rows are kept)."""
+
+    def __init__(self, target: LocalTarget, values: Sequence[Value[Any]], capacity: int) -> None:
+        self._target = target
+        self.values = list(values)
+        self.capacity = capacity
+
+    def _columns(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        import numpy as np
+
+        rows = self._target._trace_rows()
+        fmts = [self._target._port(v).dtype for v in self.values]
+        record = np.dtype([("t", "<u8")] + [(f"v{i}", f.numpy if not f.is_bool else "<i4")
+                                            for i, f in enumerate(fmts)])
+        table = np.frombuffer(rows, dtype=record)
+        cols = [table[f"v{i}"].astype(bool) if f.is_bool else table[f"v{i}"].copy()
+                for i, f in enumerate(fmts)]
+        return table["t"] * 1e-9, cols
+
+    @property
+    def time(self) -> np.ndarray:
+        """Simulated time of each row, in seconds."""
+        return self._columns()[0]
+
+    def __getitem__(self, value: Value[Any]) -> np.ndarray:
+        for v, col in zip(self.values, self._columns()[1], strict=True):
+            if v.node is value.node:
+                return col
+        raise KeyError(f"{value!r} is not traced")
+
+    @property
+    def dropped(self) -> int:
+        return self._target._trace_dropped()
+
+
+class LocalTarget:
+    """Compile values into machine code and run them in this process.
+
+    ``arch`` defaults to this machine's architecture (native execution); other architectures
+    run on an emulator (``pip install 'copapy[emu]'``). ``tick`` (seconds) is the scheduler's
+    time step for ``deploy``/``step``: every task period must be a multiple of it.
     """
 
-    def __init__(self, arch: str | None = None) -> None:
+    def __init__(self, arch: str | None = None, tick: float | None = None) -> None:
         self.arch = arch or host_architecture()
+        if tick is not None and not tick > 0:
+            raise ValueError(f"tick must be > 0 seconds, got {tick!r}")
+        self.tick = tick
         self._compiled: CompiledProgram | None = None
         self._program: _Program | None = None
         self._ports: dict[Any, Port] = {}
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
+        self._bindings: dict[Any, Channel] = {}
+        self._sched: Any = None
+        self._tasks: list[Task] = []
+        self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
+        self._feeds: list[tuple[Value[Any], Any]] = []
+        self._trace: Trace | None = None
+
+    # ---- on-request programs -------------------------------------------------------------
 
     def compile(self, *values: Value[Any]) -> None:
         """Compile ``values`` (and everything they depend on) into one program and load it."""
@@ -56,13 +128,200 @@ class LocalTarget:
                 raise TypeError(f"compile() takes copapy values, got {type(v).__name__}")
             nodes.append(v.node)
         compiled = compile_program(nodes, self.arch)
+        self._install(compiled, self._load(compiled.image))
+        self.run = self._program.run  # type: ignore[union-attr,method-assign]  # no wrapper
+
+    def run(self, task: int = 0) -> None:
+        """Execute the compiled program once."""
+        raise TargetError("nothing compiled yet: call tg.compile(values) first")
+
+    # ---- periodic tasks ------------------------------------------------------------------
+
+    def bind(self, value: Value[Any], channel: Channel) -> None:
+        """Connect a value to an I/O channel: an input (cp.value) reads it at each release of
+        the tasks using it; a task output drives it at the end of the task's period."""
+        if not isinstance(value, Value) or not isinstance(channel, Channel):
+            raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
+        if self._compiled is not None and self._sched is not None:
+            raise TargetError("bind() before deploy(): bindings are part of the program")
+        self._bindings[value.node] = channel
+
+    def deploy(self, *tasks: Task) -> None:
+        """Compile and load periodic tasks; simulated time starts at 0."""
+        if self.tick is None:
+            raise TargetError("deploy() needs the scheduler tick: LocalTarget(tick=1e-3)")
+        tick_ns = _ns(self.tick)
+        specs = []
+        for k, t in enumerate(tasks):
+            if not isinstance(t, Task):
+                raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
+            period_ns, offset_ns = _ns(t.period), _ns(t.offset)
+            if period_ns % tick_ns or offset_ns % tick_ns:
+                raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
+                                  f"{t.offset} s must be multiples of the tick {self.tick} s")
+            specs.append(TaskSpec(t.name or f"task{k}", tuple(v.node for v in t.outputs),
+                                  period_ns, offset_ns, t.priority,
+                                  _ns(t.wcet) if t.wcet else 0))
+        io = [IoSpec(node, ch.kind, ch.channel,
+                     1 if node.op == "input" else 2) for node, ch in self._bindings.items()]
+        compiled = compile_tasks(specs, self.arch, io)
         program = self._load(compiled.image)
+        sched = self._make_scheduler(program, compiled, tick_ns)
+        self._install(compiled, program)
+        self._sched = sched
+        self._tasks = list(tasks)
+        self._trace = None
+        for value, samples in self._feeds:
+            self._add_feed(value, samples)
+
+    def step(self, seconds: float) -> None:
+        """Advance simulated time by ``seconds`` (a whole number of ticks)."""
+        sched = self._scheduler()
+        assert self.tick is not None
+        ticks = round(seconds / self.tick)
+        if ticks < 0 or not math.isclose(ticks * self.tick, seconds, rel_tol=1e-9, abs_tol=1e-12):
+            raise ValueError(f"step({seconds}) is not a whole number of ticks of {self.tick} s")
+        if not self._callbacks:
+            sched.advance(ticks)
+            return
+        for _ in range(ticks):
+            t = sched.time_ns * 1e-9
+            for value, fn in self._callbacks:
+                self._write_port(value, fn(t))
+            sched.tick()
+
+    @property
+    def time(self) -> float:
+        """Simulated time of the next tick, in seconds."""
+        return float(self._scheduler().time_ns) * 1e-9
+
+    def stats(self) -> list[TaskStats]:
+        """Per task: runs, skipped releases, overruns, max and mean execution time."""
+        sched = self._scheduler()
+        out = []
+        for k, t in enumerate(self._tasks):
+            runs, skipped, overruns, mx, total = sched.stats(k)
+            out.append(TaskStats(t.name or f"task{k}", runs, skipped, overruns, mx,
+                                 total / runs if runs else 0.0))
+        return out
+
+    def reset(self) -> None:
+        """Back to time 0: inputs, state and outputs return to their initial values."""
+        self._scheduler().reset()
+
+    def drive(self, value: Value[Any], source: Any) -> None:
+        """Drive an input per tick: a sequence/array of samples (one per tick from now on),
+        or a callback ``f(t_seconds) -> value`` called before each tick."""
+        port = self._port(value)
+        if port.role != ROLE_INPUT:
+            raise TargetError(f"{value!r} is not an input: only cp.value() inputs can be driven")
+        if callable(source):
+            self._callbacks.append((value, source))
+        else:
+            self._feeds.append((value, source))
+            if self._sched is not None:
+                self._add_feed(value, source)
+
+    def trace(self, *values: Value[Any], capacity: int = 100_000) -> Trace:
+        """Record the values after every tick from now on (newest ``capacity`` ticks kept)."""
+        sched = self._scheduler()
+        ranges = [(self._port(v).offset, self._port(v).dtype.size) for v in values]
+        sched.set_trace(ranges, capacity)
+        self._trace = Trace(self, values, capacity)
+        return self._trace
+
+    def plot(self, *values: Value[Any], labels: Sequence[str] | None = None,
+             path: str | None = None, title: str = "") -> Any:
+        """Plot traced values over simulated time (matplotlib); saves to ``path`` if given."""
+        if self._trace is None:
+            raise TargetError("nothing traced: call tg.trace(values) before tg.step()")
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        chosen = list(values) or self._trace.values
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        t = self._trace.time
+        for i, v in enumerate(chosen):
+            label = labels[i] if labels else (self._port(v).name)
+            ax.plot(t, self._trace[v], label=label, drawstyle="steps-post")
+        ax.set_xlabel("simulated time [s]")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        if title:
+            ax.set_title(title)
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+        return fig
+
+    def io_value(self, channel: Channel) -> float:
+        """Current value of a simulated I/O channel (e.g. the recorded PWM duty)."""
+        return float(self._scheduler().io_read(channel.kind, channel.channel))
+
+    def set_io(self, channel: Channel, value: float) -> None:
+        """Set a simulated input channel (encoder counts, ADC reading, GPIO level)."""
+        if channel.kind not in (ENCODER_KIND, ADC_KIND, GPIO_KIND):
+            raise TargetError(f"{channel!r} is an output channel")
+        self._scheduler().io_write(channel.kind, channel.channel, float(value))
+
+    # ---- common ----------------------------------------------------------------------------
+
+    @property
+    def image(self) -> bytes:
+        """The program image (docs/image.md) of the last compile or deploy."""
+        return self.program_info.image
+
+    @property
+    def program_info(self) -> CompiledProgram:
+        if self._compiled is None:
+            raise TargetError("nothing compiled yet: call tg.compile(values) or tg.deploy(tasks)")
+        return self._compiled
+
+    def read(self, v: Value[Any]) -> float | int | bool:
+        """Current value of an input or a computed value, as a Python number.
+
+        For deployed tasks this is the LET-visible value: what the producing task published at
+        the end of its last completed period.
+        """
+        if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
+            return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
+        port = self._port(v)
+        assert self._program is not None
+        result: float | int | bool = self._program.read(port.offset, port.dtype.code)
+        return result
+
+    def write(self, v: Value[Any], x: float | int | bool) -> None:
+        """Set an input (a ``cp.value``); tasks see it at their next release."""
+        if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
+            # the program does not depend on this input: accept the value, nothing to do
+            self._detached[v.node] = _checked(x, v.node.dtype)
+            return
+        if isinstance(v, Value) and v.node in self._bindings and self._sched is not None:
+            raise TargetError(f"{v!r} is bound to {self._bindings[v.node]!r}; set the channel "
+                              f"with tg.set_io() instead")
+        self._write_port(v, x)
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _write_port(self, v: Value[Any], x: Any) -> None:
+        port = self._port(v)
+        if port.role != ROLE_INPUT:
+            raise TargetError(f"{v!r} is computed by the program, not an input; only values made "
+                              f"with cp.value() can be written")
+        assert self._program is not None
+        self._program.write(port.offset, port.dtype.code, _checked(x, port.dtype))
+
+    def _install(self, compiled: CompiledProgram, program: _Program) -> None:
         # only now replace the running program: a failed compile or load leaves it intact
         self._compiled = compiled
         self._program = program
         self._ports = compiled.ports
         self._detached = {}
-        self.run = program.run  # type: ignore[method-assign]  # direct C call, no wrapper
+        self._sched = None
 
     def _load(self, image: bytes) -> _Program:
         from .image import ARCH_IDS
@@ -88,22 +347,42 @@ class LocalTarget:
 
         return UnicornProgram(image, self.arch)
 
-    def run(self, task: int = 0) -> None:
-        """Execute the compiled program once."""
-        raise TargetError("nothing compiled yet: call tg.compile(values) first")
+    def _make_scheduler(self, program: _Program, compiled: CompiledProgram, tick_ns: int) -> Any:
+        if hasattr(program, "scheduler"):
+            return program.scheduler(tick_ns, deterministic=True)
+        from .image import parse
+        from .runtime.pysched import PyScheduler
 
-    @property
-    def image(self) -> bytes:
-        """The program image (docs/image.md) of the last compile."""
-        if self._compiled is None:
-            raise TargetError("nothing compiled yet: call tg.compile(values) first")
-        return self._compiled.image
+        return PyScheduler(program, parse(compiled.image), tick_ns)  # type: ignore[arg-type]
 
-    @property
-    def program_info(self) -> CompiledProgram:
-        if self._compiled is None:
-            raise TargetError("nothing compiled yet: call tg.compile(values) first")
-        return self._compiled
+    def _scheduler(self) -> Any:
+        if self._sched is None:
+            raise TargetError("no tasks deployed: call tg.deploy(cp.Task(..., period=...)) first")
+        return self._sched
+
+    def _add_feed(self, value: Value[Any], samples: Any) -> None:
+        import numpy as np
+
+        port = self._port(value)
+        fmt = port.dtype.numpy if not port.dtype.is_bool else "<i4"
+        data = np.ascontiguousarray(np.asarray(samples), dtype=fmt)
+        self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes(), len(data))
+
+    def _trace_rows(self) -> bytes:
+        sched = self._scheduler()
+        if hasattr(sched, "trace_buffer"):
+            cap, total, size = sched.trace_capacity, sched.trace_rows, sched.trace_row_size
+            raw = bytes(sched.trace_buffer())
+            if total <= cap:
+                return raw[: total * size]
+            start = total % cap
+            return raw[start * size : cap * size] + raw[: start * size]
+        return b"".join(sched.trace_rows)
+
+    def _trace_dropped(self) -> int:
+        sched = self._scheduler()
+        default = max(0, getattr(sched, "trace_total", 0) - sched.trace_capacity)
+        return int(getattr(sched, "trace_dropped", default))
 
     def _port(self, v: Value[Any]) -> Port:
         if not isinstance(v, Value):
@@ -113,30 +392,16 @@ class LocalTarget:
             if self._compiled is None:
                 raise TargetError("nothing compiled yet: call tg.compile(values) first")
             raise TargetError(f"{v!r} is not part of the compiled program: pass it to "
-                              f"tg.compile() (inputs and compiled values can be read)")
+                              f"tg.compile() or make it a task output (inputs and outputs "
+                              f"can be read)")
         return port
 
-    def read(self, v: Value[Any]) -> float | int | bool:
-        """Current value of an input or a compiled value, as a Python number."""
-        if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
-            return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
-        port = self._port(v)
-        assert self._program is not None
-        result: float | int | bool = self._program.read(port.offset, port.dtype.code)
-        return result
 
-    def write(self, v: Value[Any], x: float | int | bool) -> None:
-        """Set an input (a ``cp.value``) for the following runs."""
-        if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
-            # the program does not depend on this input: accept the value, nothing to do
-            self._detached[v.node] = _checked(x, v.node.dtype)
-            return
-        port = self._port(v)
-        if port.role != ROLE_INPUT:
-            raise TargetError(f"{v!r} is computed by the program, not an input; only values made "
-                              f"with cp.value() can be written")
-        assert self._program is not None
-        self._program.write(port.offset, port.dtype.code, _checked(x, port.dtype))
+def _ns(seconds: float) -> int:
+    ns = round(seconds * 1e9)
+    if not math.isclose(ns, seconds * 1e9, rel_tol=1e-9, abs_tol=1e-3):
+        raise ValueError(f"{seconds} s is not a whole number of nanoseconds")
+    return int(ns)
 
 
 def _checked(x: Any, dtype: dt.DType) -> float | int | bool:
@@ -159,3 +424,4 @@ def _checked(x: Any, dtype: dt.DType) -> float | int | bool:
         raise TypeError(f"write {x!r} into a bool input: pass True or False")
     checked: float | int | bool = x
     return checked
+

@@ -170,3 +170,27 @@ def implicit_addend(spec: RelocSpec, word: int) -> int:
         v = (s << 20) | (j2 << 19) | (j1 << 18) | ((hw1 & 0x3F) << 12) | ((hw2 & 0x7FF) << 1)
         return _sign_extend(v, 21)
     raise ValueError(f"no implicit addend rule for {spec.name}")
+
+
+# TriCore 1.6.1 (numbering of binutils include/elf/tricore.h; RELA). Instructions are read as
+# little-endian 32-bit words; branch displacements count halfwords. Every encoding the TriCore
+# stencils use fits the generic scatter (checked against GNU as's own fixups in
+# tests/test_tricore.py), so none needs a compile-time special encoder. Not expressible: the
+# ABS-format R_TRICORE_18ABS (its range rule is "address bits 27..14 are zero", which a
+# range check on the shifted value cannot state); the stencils do not use it.
+_TC_CONST16 = ((0, 16, 12),)  # RLC format const16 (movh, movh.a, addi, ...)
+_TC_OFF16 = ((0, 6, 16), (6, 4, 28), (10, 6, 22))  # BOL format off16 (lea, ld.w, st.w, ...)
+
+TRICORE: dict[int, RelocSpec] = {
+    2: _one("R_TRICORE_32ABS", _k(32, 0, 0, 0, 0, ((0, 32, 0),))),
+    # j/call/jl disp24 (B format): disp[15:0] in bits 31..16, disp[23:16] in bits 15..8
+    3: _one("R_TRICORE_24REL", _k(32, PCREL | SIGNED, 1, 24, 1, ((0, 16, 16), (16, 8, 8))),
+            jump=(0, 4)),
+    # hi: the upper half rounded, so that the sign-extended lo: half completes it
+    6: _one("R_TRICORE_HIADJ", _k(32, ROUND, 16, 0, 0, _TC_CONST16)),
+    7: _one("R_TRICORE_LO", _k(32, 0, 0, 0, 0, _TC_CONST16)),
+    8: _one("R_TRICORE_LO2", _k(32, 0, 0, 0, 0, _TC_OFF16)),
+    12: _one("R_TRICORE_HI", _k(32, 0, 16, 0, 0, _TC_CONST16)),
+}
+
+TABLES["tricore"] = TRICORE

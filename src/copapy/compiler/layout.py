@@ -50,6 +50,10 @@ class DataLayout:
     def release(self, offset: int, size: int) -> None:
         self._free.setdefault(size, []).append(offset)
 
+    def end_temp_scope(self) -> None:
+        """Temporaries of one task are never reused by another (tasks may preempt)."""
+        self._free.clear()
+
     def constant(self, dtype: DType, raw: bytes) -> int:
         """One shared read-only slot per distinct constant."""
         key = (dtype.name, raw)

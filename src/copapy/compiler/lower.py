@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from ..dtypes import DType
 from ..graph.build import live_nodes
-from ..graph.node import Node, input_initial, input_name
+from ..graph.node import Node
 from ..graph.ops import REGISTRY
-from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, DataLayout, Port
+from .layout import DataLayout
 from .table import StencilTable
 
 NEVER = 1 << 62
@@ -35,11 +35,17 @@ class Instr:
 
 
 @dataclass
-class Lowered:
-    instrs: list[Instr]
-    layout: DataLayout
-    ports: dict[Node, Port]
-    op_count: int
+class ChainSpec:
+    """What one chain must compute and where the values live.
+
+    ``placed``: leaves already in memory (inputs, values of other tasks, state) -> offset.
+    ``stores``: nodes whose value must be written to these offsets (outputs, next state).
+    ``end_copies``: (src, dst) slot copies after everything else (state takes its update).
+    """
+
+    placed: dict[Node, int]
+    stores: dict[Node, list[int]]
+    end_copies: list[tuple[Node, int, int]]
 
 
 def _class(dtype: DType) -> str:
@@ -58,10 +64,11 @@ def _stencil_name(node: Node) -> tuple[str, str]:
 
 
 class _Lowerer:
-    def __init__(self, table: StencilTable, layout: DataLayout, ports: dict[Node, Port]) -> None:
+    def __init__(self, table: StencilTable, layout: DataLayout,
+                 stores: dict[Node, list[int]]) -> None:
         self.table = table
         self.layout = layout
-        self.ports = ports
+        self.stores = stores
         self.instrs: list[Instr] = []
         self.regs: dict[str, list[Node | None]] = {"f32": [None, None], "f64": [None, None],
                                                    "i32": [None, None]}
@@ -82,8 +89,9 @@ class _Lowerer:
             raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
         self.instrs.append(Instr(stencil, tuple(slots)))
 
-    def store(self, node: Node, reg: int, offset: int) -> None:
-        self.emit(f"store_{_class(node.dtype)}__m_{reg}", [("out", offset)])
+    def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
+        slots = [("out", offset)] if src is None else [("a", src), ("out", offset)]
+        self.emit(f"store_{_class(node.dtype)}__m_{reg}", slots)
 
     def slot_of(self, node: Node) -> int:
         offset = self.mem.get(id(node))
@@ -95,16 +103,16 @@ class _Lowerer:
                 raise AssertionError(f"{node!r} is neither in a register nor in memory")
         return offset
 
-    def lower(self, order: Sequence[Node], outputs: set[int]) -> None:
+    def lower(self, order: Sequence[Node]) -> None:
         for i, node in enumerate(order):
             for a in node.args:
                 self.uses.setdefault(id(a), []).append(i)
         for key in self.uses:
             self.ptr[key] = 0
         for i, node in enumerate(order):
-            self.lower_node(i, node, id(node) in outputs)
+            self.lower_node(i, node)
 
-    def lower_node(self, i: int, node: Node, is_output: bool) -> None:
+    def lower_node(self, i: int, node: Node) -> None:
         family, suffix = _stencil_name(node)
         roles = ("c", "a", "b") if node.op == "where" else ("a", "b")[: len(node.args)]
         forms: list[str] = []
@@ -135,10 +143,9 @@ class _Lowerer:
         for arg in node.args:
             if self.next_use(arg) == NEVER:
                 self.forget(arg)
-        if is_output:
-            port = self.ports[node]
-            self.store(node, dst, port.offset)
-            self.mem[id(node)] = port.offset
+        for offset in self.stores.get(node, ()):
+            self.store(node, dst, offset)
+            self.mem.setdefault(id(node), offset)
         if self.next_use(node) == NEVER:
             regs[dst] = None
 
@@ -169,32 +176,37 @@ class _Lowerer:
             self.layout.release(temp, node.dtype.size)
 
 
-def lower(outputs: Sequence[Node], table: StencilTable) -> Lowered:
-    """Turn the graph behind ``outputs`` into a stencil chain and a data layout."""
-    layout = DataLayout()
-    ports: dict[Node, Port] = {}
-    order = live_nodes(outputs)
-    for node in order:
-        if node.op == "input":
-            offset = layout.alloc(node.dtype.size, input_initial(node))
-            name = input_name(node) or f"input{len(ports)}"
-            ports[node] = Port(name, offset, node.dtype, ROLE_INPUT)
+MEMORY_OPS = ("input", "const", "state")
+
+
+def check_types(nodes: Sequence[Node], table: StencilTable) -> None:
+    for node in nodes:
         if not table.float64 and node.dtype.name == "float64":
-            raise CompileError(f"{table.arch} has no float64 support; use float32 values")
-    for k, node in enumerate(outputs):
-        if node in ports:
-            continue
-        if node.op == "const":
-            offset = layout.alloc(node.dtype.size, node.attr)  # type: ignore[arg-type]
-            ports[node] = Port(f"output{k}", offset, node.dtype, ROLE_CONSTANT)
-        else:
-            offset = layout.alloc(node.dtype.size)
-            ports[node] = Port(f"output{k}", offset, node.dtype, ROLE_OUTPUT)
-    lowerer = _Lowerer(table, layout, ports)
-    for node, port in ports.items():
-        if port.role == ROLE_INPUT:
-            lowerer.mem[id(node)] = port.offset
-    computed = [n for n in order if n.op not in ("input", "const")]
-    output_ids = {id(n) for n in outputs if n.op not in ("input", "const")}
-    lowerer.lower(computed, output_ids)
-    return Lowered(lowerer.instrs, layout, ports, len(computed))
+            raise CompileError(f"{table.arch} has no float64 unit: use float32 values "
+                               f"(cp.value(x) without dtype) for this target")
+        if node.op == "dt":
+            raise CompileError("cp.dt is the period of a periodic task: use it in values "
+                               "deployed with cp.Task(..., period=...)")
+
+
+def lower_chain(spec: ChainSpec, table: StencilTable,
+                layout: DataLayout) -> tuple[list[Instr], int]:
+    """Stencils of one chain and the number of operations it computes (linear time)."""
+    roots = list(spec.stores) + [src for src, _, _ in spec.end_copies]
+    order = live_nodes(roots, stop=spec.placed)
+    check_types(order, table)
+    lowerer = _Lowerer(table, layout, spec.stores)
+    for node, offset in spec.placed.items():
+        lowerer.mem[id(node)] = offset
+    # outputs that are values in memory already: copied first, before state changes
+    for node, offsets in spec.stores.items():
+        if node in spec.placed or node.op == "const":
+            src = lowerer.slot_of(node)
+            for offset in offsets:
+                lowerer.store(node, "m", offset, src)
+    computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
+    lowerer.lower(computed)
+    for node, src, dst in spec.end_copies:
+        lowerer.store(node, "m", dst, src)
+    layout.end_temp_scope()
+    return lowerer.instrs, len(computed)

@@ -8,7 +8,7 @@ walks what the requested outputs depend on (see :func:`live_nodes`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Sequence
 
 from .. import dtypes as dt
 from ..dtypes import DType
@@ -220,8 +220,27 @@ def fresh_input_for_test(dtype: DType) -> Node:
     return fresh_input(dtype, 0)
 
 
-def live_nodes(outputs: Iterable[Node]) -> list[Node]:
-    """Every node the outputs depend on, operands before users (dead code excluded)."""
+def rebuild(order: Sequence[Node], mapping: dict[Node, Node],
+            stop: Container[Node] = ()) -> dict[Node, Node]:
+    """Rebuild ``order`` (operands first) with some nodes replaced, re-simplifying on the way.
+
+    Returns the replacement of every node that changed.
+    """
+    out = dict(mapping)
+    for node in order:
+        if node in out or node in stop or not node.args:
+            continue
+        args = tuple(out.get(a, a) for a in node.args)
+        if any(x is not y for x, y in zip(args, node.args, strict=True)):
+            out[node] = make(REGISTRY[node.op], args)
+    return out
+
+
+def live_nodes(outputs: Iterable[Node], stop: Container[Node] = ()) -> list[Node]:
+    """Every node the outputs depend on, operands before users (dead code excluded).
+
+    Nodes in ``stop`` are treated as leaves (their operands are not visited).
+    """
     order: list[Node] = []
     seen: set[int] = set()
     for root in outputs:
@@ -231,7 +250,7 @@ def live_nodes(outputs: Iterable[Node]) -> list[Node]:
         seen.add(id(root))
         while stack:
             node, i = stack[-1]
-            if i < len(node.args):
+            if i < len(node.args) and node not in stop:
                 stack[-1] = (node, i + 1)
                 child = node.args[i]
                 if id(child) not in seen:

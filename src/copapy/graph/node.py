@@ -56,6 +56,11 @@ def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None)
     return node
 
 
+def next_serial() -> int:
+    """A fresh, increasing serial (identities of leaves, deterministic order)."""
+    return next(_serials)
+
+
 def const(value: float | int | bool, dtype: DType) -> Node:
     """A constant of ``dtype``; value is converted with the type's rounding (float32 rounds)."""
     return intern("const", dtype, (), dtype.pack(value))

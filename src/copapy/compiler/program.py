@@ -1,0 +1,262 @@
+"""From graph outputs (one on-request chain, or periodic tasks with LET) to a program image."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..graph.build import live_nodes, rebuild
+from ..graph.node import Node, const, input_initial, input_name
+from ..graph.state import state_initial, update_of
+from ..image import (
+    ARCH_IDS,
+    Image,
+    ImageIoBinding,
+    ImageLetCopy,
+    ImagePatch,
+    ImagePort,
+    ImageTask,
+    kinds_table,
+)
+from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
+from .link import link
+from .lower import ChainSpec, CompileError, Instr, lower_chain
+from .table import StencilTable, load_table
+
+COMPILER_VERSION = "copapy-0.1"
+RELEASE, PUBLISH = 0, 1
+IO_INPUT, IO_OUTPUT = 1, 2
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A periodic task as the compiler sees it (graph nodes, times in nanoseconds)."""
+
+    name: str
+    outputs: tuple[Node, ...]
+    period_ns: int
+    offset_ns: int = 0
+    priority: int = 0
+    wcet_ns: int = 0
+
+
+@dataclass(frozen=True)
+class IoSpec:
+    node: Node
+    kind: int  # 1 GPIO, 2 PWM, 3 ENCODER, 4 ADC
+    channel: int
+    direction: int  # 1 input (channel -> value), 2 output (value -> channel)
+
+
+@dataclass
+class CompiledProgram:
+    arch: str
+    image: bytes
+    ports: dict[Node, Port]  # the values the host can read (and inputs it can write)
+    op_count: int
+    stencil_count: int
+    code_bytes: int
+    stencil_bytes: int
+    data_bytes: int
+    runtime_patches: int
+    tasks: list[TaskSpec] = field(default_factory=list)
+    task_ops: list[int] = field(default_factory=list)
+
+
+def _closure(roots: Sequence[Node],
+             stop: set[Node] | dict[Node, int]) -> tuple[list[Node], list[Node]]:
+    """Nodes the roots depend on, following state leaves to their updates; and the states."""
+    roots = list(roots)
+    states: list[Node] = []
+    seen_states: set[int] = set()
+    while True:
+        order = live_nodes(roots, stop=stop)
+        new = [n for n in order if n.op == "state" and id(n) not in seen_states and n not in stop]
+        if not new:
+            return order, states
+        for s in new:
+            seen_states.add(id(s))
+            states.append(s)
+            roots.append(update_of(s))
+
+
+class _Builder:
+    """Collects layout, chains, copies and ports, then links and writes the image."""
+
+    def __init__(self, arch: str) -> None:
+        self.arch = arch
+        self.table: StencilTable = load_table(arch)
+        self.layout = DataLayout()
+        self.ports: dict[Node, Port] = {}
+        self.image_ports: list[ImagePort] = []
+        self.chains: list[list[Instr]] = []
+        self.copies: list[ImageLetCopy] = []
+        self.bindings: list[ImageIoBinding] = []
+        self.ops = 0
+        self.task_ops: list[int] = []
+
+    def shared_input(self, node: Node) -> int:
+        port = self.ports.get(node)
+        if port is None:
+            offset = self.layout.alloc(node.dtype.size, input_initial(node))
+            port = Port(input_name(node) or f"input{len(self.ports)}", offset, node.dtype,
+                        ROLE_INPUT)
+            self.ports[node] = port
+            self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT))
+        return port.offset
+
+    def state_slots(self, states: Sequence[Node], task: int, spec: ChainSpec,
+                    mapping: dict[Node, Node] | None = None) -> None:
+        """A slot per state (its value this run) and one for its update (next run)."""
+        mapping = mapping or {}
+        for k, s in enumerate(states):
+            offset = self.layout.alloc(s.dtype.size, state_initial(s))
+            nxt = self.layout.alloc(s.dtype.size)
+            spec.placed[s] = offset
+            update = update_of(s)
+            spec.stores.setdefault(mapping.get(update, update), []).append(nxt)
+            spec.end_copies.append((s, nxt, offset))
+            name = s.attr[1] or f"state{k}"  # type: ignore[index]
+            self.image_ports.append(ImagePort(f"{name}@task{task}" if task != 0xFFFF else name,
+                                              offset, s.dtype.code, ROLE_STATE, task))
+
+    def add_chain(self, spec: ChainSpec) -> None:
+        instrs, ops = lower_chain(spec, self.table, self.layout)
+        self.chains.append(instrs)
+        self.ops += ops
+        self.task_ops.append(ops)
+
+    def finish(self, tasks: Sequence[ImageTask], specs: list[TaskSpec]) -> CompiledProgram:
+        linked = link(self.chains, self.table)
+        kinds, index = kinds_table([p.kind for p in linked.patches])
+        data_size = -(-max(self.layout.size, 8) // 8) * 8
+        image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns)
+                       for entry, t in zip(linked.entries, tasks, strict=True)]
+        stencils = sum(len(c) for c in self.chains)
+        image = Image(
+            arch=ARCH_IDS[self.arch],
+            code=linked.code,
+            data_offset=linked.data_offset,
+            data_size=data_size,
+            base_align=self.table.base_align,
+            data_init=self.layout.init_bytes(),
+            kinds=kinds,
+            patches=[ImagePatch(p.site, index[p.kind], p.addend) for p in linked.patches],
+            tasks=image_tasks,
+            ports=self.image_ports,
+            let_copies=self.copies,
+            io_bindings=self.bindings,
+            metadata={"compiler": COMPILER_VERSION, "ops": self.ops, "stencils": stencils,
+                      "stencil_table": self.table.source_hash[:16],
+                      "tasks": [t.name for t in specs]},
+        )
+        return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
+                               len(linked.code), linked.stencil_bytes, data_size,
+                               len(linked.patches), list(specs), self.task_ops)
+
+
+def compile_program(outputs: Sequence[Node], arch: str) -> CompiledProgram:
+    """One chain, run on request (``tg.run()``): inputs and outputs are read in place."""
+    b = _Builder(arch)
+    order, states = _closure(outputs, set())
+    spec = ChainSpec({}, {}, [])
+    for node in order:
+        if node.op == "input":
+            spec.placed[node] = b.shared_input(node)
+    for k, node in enumerate(outputs):
+        if node in b.ports:
+            continue
+        if node.op == "const":
+            offset = b.layout.alloc(node.dtype.size, node.attr)  # type: ignore[arg-type]
+            role = ROLE_CONSTANT
+        else:
+            offset = b.layout.alloc(node.dtype.size)
+            spec.stores.setdefault(node, []).append(offset)
+            role = ROLE_OUTPUT
+        b.ports[node] = Port(f"output{k}", offset, node.dtype, role)
+        b.image_ports.append(ImagePort(f"output{k}", offset, node.dtype.code, role))
+    b.state_slots(states, 0xFFFF, spec)
+    b.add_chain(spec)
+    return b.finish([ImageTask(0)], [])
+
+
+def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> dict[Node, Node]:
+    """Replace ``cp.dt`` by the task's period in everything the roots compute."""
+    order, _ = _closure(roots, stop)
+    mapping: dict[Node, Node] = {n: const(period_s, n.dtype) for n in order if n.op == "dt"}
+    if not mapping:
+        return {}
+    return rebuild(order, mapping, stop)
+
+
+def compile_tasks(tasks: Sequence[TaskSpec], arch: str,
+                  io: Sequence[IoSpec] = ()) -> CompiledProgram:
+    """Periodic tasks with logical execution time (docs/realtime.md)."""
+    if not tasks:
+        raise CompileError("deploy() needs at least one cp.Task")
+    if len(tasks) > 32:
+        raise CompileError(f"{len(tasks)} tasks; a program holds at most 32")
+    b = _Builder(arch)
+    producer: dict[Node, int] = {}
+    for k, t in enumerate(tasks):
+        for node in t.outputs:
+            if node in producer and producer[node] != k:
+                raise CompileError(f"{node!r} is an output of tasks {tasks[producer[node]].name!r} "
+                                   f"and {t.name!r}: a value has one producing task")
+            producer[node] = k
+    state_owner: dict[Node, int] = {}
+    # shared ports for task outputs (what the host and other tasks see)
+    shared_out: dict[Node, int] = {}
+    for node, k in producer.items():
+        if node.op == "input":
+            raise CompileError(f"{node!r} is an input (cp.value): it cannot be a task output")
+        offset = b.layout.alloc(node.dtype.size, node.attr if node.op == "const" else None)  # type: ignore[arg-type]
+        shared_out[node] = offset
+        name = f"{tasks[k].name}.out{tasks[k].outputs.index(node)}"
+        b.ports[node] = Port(name, offset, node.dtype, ROLE_OUTPUT, task=k)
+        b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k))
+    readers: dict[Node, list[int]] = {}
+    for k, t in enumerate(tasks):
+        others = {n for n, p in producer.items() if p != k}
+        mapping = _substitute_dt(t.outputs, t.period_ns * 1e-9, others)
+        order, states = _closure([mapping.get(n, n) for n in t.outputs], others)
+        for s in states:
+            if s in state_owner:
+                raise CompileError(
+                    f"the signal state {s!r} is used by tasks {tasks[state_owner[s]].name!r} and "
+                    f"{t.name!r}: make its value an output of one task so the other reads it "
+                    f"through a LET port")
+            state_owner[s] = k
+        spec = ChainSpec({}, {}, [])
+        for node in order:
+            if node.op == "input" or node in others:
+                shared = b.shared_input(node) if node.op == "input" else shared_out[node]
+                private = b.layout.alloc(node.dtype.size)
+                spec.placed[node] = private
+                b.copies.append(ImageLetCopy(k, RELEASE, node.dtype.size, shared, private))
+                if node.op == "input":
+                    readers.setdefault(node, []).append(k)
+        for node in t.outputs:
+            private = b.layout.alloc(node.dtype.size)
+            spec.stores.setdefault(mapping.get(node, node), []).append(private)
+            b.copies.append(ImageLetCopy(k, PUBLISH, node.dtype.size, private, shared_out[node]))
+        b.state_slots(states, k, spec, mapping)
+        b.add_chain(spec)
+    for binding in io:
+        if binding.direction == IO_INPUT:
+            if binding.node.op != "input":
+                raise CompileError(f"{binding.node!r} is bound to an input channel but is not an "
+                                   f"input made with cp.value()")
+            for k in readers.get(binding.node, []):
+                b.bindings.append(ImageIoBinding(k, IO_INPUT, binding.kind, binding.channel,
+                                                 binding.node.dtype.code,
+                                                 b.ports[binding.node].offset))
+        else:
+            k = producer.get(binding.node, -1)
+            if k < 0:
+                raise CompileError(f"{binding.node!r} drives an output channel but is not an "
+                                   f"output of any deployed task")
+            b.bindings.append(ImageIoBinding(k, IO_OUTPUT, binding.kind, binding.channel,
+                                             binding.node.dtype.code, shared_out[binding.node]))
+    image_tasks = [ImageTask(0, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns) for t in tasks]
+    return b.finish(image_tasks, list(tasks))

@@ -1,0 +1,136 @@
+"""Signal operators: values inside a periodic task are signals, one value per run.
+
+State lives in the task's data and updates once per run (docs/realtime.md). Gradients flow
+through the current run only: d integrate(x)/dx = dt, d rate(x)/dx = 1/dt, d delay(x)/dx = 0
+(no back-propagation through time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import dtypes as dt_types
+from .functions import cos as _cos
+from .functions import sin as _sin
+from .functions import sqrt, where
+from .graph import build
+from .graph.node import Node, const
+from .graph.state import dt_node, new_state, set_update
+from .value import Value, _node, wrap
+
+#: the period of the task a value is deployed in, in seconds (a constant of each task)
+dt: Value[float] = Value(dt_node(dt_types.float32))
+
+
+def _state(like: Any, init: float | int | bool, name: str | None = None) -> Value[Any]:
+    node = _node(like)
+    dtype = node.dtype if isinstance(node, Node) else dt_types.scalar_type(node)
+    return Value(new_state(dtype, init, name))
+
+
+def _bind(state: Value[Any], update: Any) -> None:
+    update_node = build.cast(wrap(update).node, state.dtype)
+    set_update(state.node, update_node)
+
+
+def delay(x: Any, n: int = 1, init: float | int | bool = 0) -> Value[Any]:
+    """x from ``n`` runs ago; ``init`` during the first ``n`` runs."""
+    if n < 0:
+        raise ValueError(f"delay n must be >= 0, got {n}")
+    out = wrap(x)
+    for _ in range(n):
+        s = _state(out, init)
+        _bind(s, out)
+        out = s
+    return out
+
+
+def first_run() -> Value[bool]:
+    """True in the first run of the task (and after a reset), False afterwards."""
+    flag: Value[bool] = Value(new_state(dt_types.bool_, True))
+    set_update(flag.node, const(False, dt_types.bool_))
+    return flag
+
+
+def integrate(x: Any, init: float = 0.0, method: str = "euler") -> Value[float]:
+    """Running integral of x over time.
+
+    ``euler``: y_k = y_{k-1} + x_k·dt (the current sample counts).
+    ``trapezoid``: y_k = y_{k-1} + (x_k + x_{k-1})·dt/2, with x_{-1} = x_0.
+    y_{-1} = init.
+    """
+    xv = wrap(x)
+    if not xv.dtype.is_float:
+        xv = Value(build.cast(xv.node, dt_types.float32))
+    s = _state(xv, init)
+    if method == "euler":
+        y = s + xv * dt
+    elif method == "trapezoid":
+        prev = where(first_run(), xv, delay(xv))
+        y = s + (xv + prev) * (dt * 0.5)
+    else:
+        raise ValueError(f"integrate method must be 'euler' or 'trapezoid', not {method!r}")
+    _bind(s, y)
+    return y
+
+
+def rate(x: Any) -> Value[float]:
+    """Backward difference (x_k - x_{k-1}) / dt; 0 in the first run."""
+    xv = wrap(x)
+    if not xv.dtype.is_float:
+        xv = Value(build.cast(xv.node, dt_types.float32))
+    return where(first_run(), 0.0, (xv - delay(xv)) / dt)
+
+
+def feedback(f: Callable[[Value[Any]], Any], init: float | int | bool = 0.0) -> Value[Any]:
+    """y = f(y of the previous run); ``init`` plays the previous value in the first run."""
+    s = _state(init, init)
+    y = wrap(f(s))
+    _bind(s, y)
+    return y
+
+
+Quat = tuple[Value[float], Value[float], Value[float], Value[float]]
+
+
+def _qmul(a: Sequence[Any], b: Sequence[Any]) -> Quat:
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw)
+
+
+def integrate_rotation(gyro: Sequence[Any], init: Sequence[float] = (1.0, 0.0, 0.0, 0.0)) -> Quat:
+    """Orientation quaternion (w, x, y, z) integrated from body angular velocity (rad/s).
+
+    Each run applies the exact rotation by |ω|·dt about ω (q_k = q_{k-1} ⊗ exp(ω dt / 2)) and
+    renormalises, so the quaternion stays unit length.
+    """
+    wx, wy, wz = (wrap(g) for g in gyro)
+    states = [_state(wx, float(v)) for v in init]
+    norm = sqrt(wx * wx + wy * wy + wz * wz)
+    half = norm * dt * 0.5
+    # sin(|w| dt/2) / |w|, continuous at |w| = 0 where it tends to dt/2
+    k = where(norm > 1e-6, _sin(half) / where(norm > 1e-6, norm, 1.0), dt * 0.5)
+    dq = (_cos(half), wx * k, wy * k, wz * k)
+    q = _qmul(states, dq)
+    length = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    qn = tuple(c / length for c in q)
+    for s, c in zip(states, qn, strict=True):
+        _bind(s, c)
+    return qn  # type: ignore[return-value]
+
+
+def angular_rate(q: Sequence[Any]) -> tuple[Value[float], Value[float], Value[float]]:
+    """Body angular velocity (rad/s) of an orientation signal: 2·vec(q_{k-1}* ⊗ q_k)/dt."""
+    cur = [wrap(c) for c in q]
+    prev = [delay(c, init=1.0 if i == 0 else 0.0) for i, c in enumerate(cur)]
+    conj = (prev[0], -prev[1], -prev[2], -prev[3])
+    d = _qmul(conj, cur)
+    # the shorter way round: q and -q are the same orientation
+    sign = where(d[0] < 0.0, -2.0, 2.0)
+    first = first_run()
+    return tuple(where(first, 0.0, sign * c / dt) for c in d[1:])  # type: ignore[return-value]
