@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import io
+from .arrays import Array, cross, dot, matrix, norm, vector
 from .dtypes import DType, bool_, float32, float64, int32
 from .functions import (
     abs,
@@ -41,6 +42,7 @@ from .functions import (
     trunc,
     where,
 )
+from .quaternion import Quaternion, quaternion
 from .signals import (
     angular_rate,
     delay,
@@ -60,8 +62,10 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Array",
     "DType",
     "LocalTarget",
+    "Quaternion",
     "Task",
     "Value",
     "abs",
@@ -76,7 +80,9 @@ __all__ = [
     "clamp",
     "constant",
     "cos",
+    "cross",
     "delay",
+    "dot",
     "dt",
     "exp",
     "feedback",
@@ -94,9 +100,12 @@ __all__ = [
     "logical_not",
     "logical_or",
     "logical_xor",
+    "matrix",
     "max",
     "min",
+    "norm",
     "pow",
+    "quaternion",
     "rate",
     "relu",
     "round",
@@ -107,6 +116,7 @@ __all__ = [
     "tanh",
     "trunc",
     "value",
+    "vector",
     "where",
 ]
 

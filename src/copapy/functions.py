@@ -11,9 +11,20 @@ from .graph.node import Node
 from .value import Value, _node, _op
 
 
+def _dispatch(name: str, *operands: Any) -> Any:
+    """Scalars give a Value, any array operand gives an Array (element-wise)."""
+    from .arrays import Array, elementwise
+
+    if any(isinstance(o, Array) or (hasattr(o, "ndim") and o.ndim > 0) or isinstance(o, list)
+           for o in operands):
+        return elementwise(name, *operands)
+    return _op(name, *operands)
+
+
 def _unary(name: str) -> Callable[[Any], Value[float]]:
     def f(x: Any) -> Value[float]:
-        return _op(name, x)
+        result: Value[float] = _dispatch(name, x)
+        return result
 
     f.__name__ = name
     f.__doc__ = f"Element-wise {name} (deterministic kernel, see docs/math.md)."
@@ -41,7 +52,8 @@ abs = _unary("abs")
 
 def atan2(y: Any, x: Any) -> Value[float]:
     """Angle of the point (x, y), quadrant-correct, as C99 atan2."""
-    return _op("atan2", y, x)
+    result: Value[float] = _dispatch("atan2", y, x)
+    return result
 
 
 def pow(x: Any, y: Any) -> Value[Any]:
@@ -50,12 +62,14 @@ def pow(x: Any, y: Any) -> Value[Any]:
 
 def min(a: Any, b: Any) -> Value[Any]:
     """Smaller of a and b; NaN if either is NaN (as numpy.minimum)."""
-    return _op("min", a, b)
+    result: Value[Any] = _dispatch("min", a, b)
+    return result
 
 
 def max(a: Any, b: Any) -> Value[Any]:
     """Larger of a and b; NaN if either is NaN (as numpy.maximum)."""
-    return _op("max", a, b)
+    result: Value[Any] = _dispatch("max", a, b)
+    return result
 
 
 def clamp(x: Any, low: Any, high: Any) -> Value[Any]:
@@ -64,13 +78,24 @@ def clamp(x: Any, low: Any, high: Any) -> Value[Any]:
 
 def where(cond: Any, a: Any, b: Any) -> Value[Any]:
     """``a`` where cond is true, else ``b``: a select, both sides computed, nothing leaks."""
+    from .arrays import Array
+
+    if any(isinstance(o, Array) for o in (cond, a, b)):
+        result: Value[Any] = _dispatch("where", cond, a, b)
+        return result
     return Value(build.apply("where", _node(cond), _node(a), _node(b)))
 
 
 def cast(x: Any, dtype: Any) -> Value[Any]:
     """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
-    node = _node(x)
+    from .arrays import Array
+
     target = as_dtype(dtype)
+    if isinstance(x, Array):
+        if x.packed:
+            return Array(x.shape, node=build.cast(x.node(), target))  # type: ignore[return-value]
+        return Array(x.shape, items=[cast(v, target) for v in x.items()])  # type: ignore[return-value]
+    node = _node(x)
     if not isinstance(node, Node):
         from .value import constant
 
@@ -116,15 +141,31 @@ def grad(y: Any, x: Any) -> Any:
     Returns graph values that compile like any other. Non-differentiable points follow JAX's
     conventions (docs/semantics.md).
     """
+    from .arrays import Array
     from .graph.grad import gradients
     from .value import wrap
 
+    if isinstance(y, Array):
+        raise TypeError("grad() needs a scalar output; reduce the array first (e.g. .sum())")
     y_value = wrap(y)
-    if isinstance(x, Value):
-        return Value(gradients(y_value.node, [x.node])[0])
-    xs = list(x)
-    for item in xs:
-        if not isinstance(item, Value):
-            raise TypeError(f"grad() differentiates with respect to copapy values, got "
+    targets = [x] if isinstance(x, Value | Array) else list(x)
+    nodes: list[Node] = []
+    for item in targets:
+        if isinstance(item, Array):
+            nodes.extend(item.nodes())
+        elif isinstance(item, Value):
+            nodes.append(item.node)
+        else:
+            raise TypeError(f"grad() differentiates with respect to copapy values or arrays, got "
                             f"{type(item).__name__}")
-    return [Value(g) for g in gradients(y_value.node, [v.node for v in xs])]
+    grads = iter(gradients(y_value.node, nodes))
+    out: list[Any] = []
+    for item in targets:
+        if isinstance(item, Array):
+            if item.packed:
+                out.append(Array(item.shape, node=next(grads)))
+            else:
+                out.append(Array(item.shape, items=[Value(next(grads)) for _ in range(item.size)]))
+        else:
+            out.append(Value(next(grads)))
+    return out[0] if isinstance(x, Value | Array) else out

@@ -118,16 +118,11 @@ class LocalTarget:
 
     # ---- on-request programs -------------------------------------------------------------
 
-    def compile(self, *values: Value[Any]) -> None:
-        """Compile ``values`` (and everything they depend on) into one program and load it."""
+    def compile(self, *values: Any) -> None:
+        """Compile values, arrays or quaternions (and all they depend on) into one program."""
         if not values:
             raise TargetError("compile() needs at least one value to compute")
-        nodes = []
-        for v in values:
-            if not isinstance(v, Value):
-                raise TypeError(f"compile() takes copapy values, got {type(v).__name__}")
-            nodes.append(v.node)
-        compiled = compile_program(nodes, self.arch)
+        compiled = compile_program(_flatten(values, "compile()"), self.arch)
         self._install(compiled, self._load(compiled.image))
         self.run = self._program.run  # type: ignore[union-attr,method-assign]  # no wrapper
 
@@ -159,7 +154,7 @@ class LocalTarget:
             if period_ns % tick_ns or offset_ns % tick_ns:
                 raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
-            specs.append(TaskSpec(t.name or f"task{k}", tuple(v.node for v in t.outputs),
+            specs.append(TaskSpec(t.name or f"task{k}", tuple(_flatten(t.outputs, "Task")),
                                   period_ns, offset_ns, t.priority,
                                   _ns(t.wcet) if t.wcet else 0))
         io = [IoSpec(node, ch.kind, ch.channel,
@@ -281,12 +276,22 @@ class LocalTarget:
             raise TargetError("nothing compiled yet: call tg.compile(values) or tg.deploy(tasks)")
         return self._compiled
 
-    def read(self, v: Value[Any]) -> float | int | bool:
-        """Current value of an input or a computed value, as a Python number.
+    def read(self, v: Any) -> Any:
+        """Current value of an input or a computed value: a Python number for a scalar, a NumPy
+        array for a vector or matrix (a copy), a NumPy array of 4 for a quaternion.
 
         For deployed tasks this is the LET-visible value: what the producing task published at
         the end of its last completed period.
         """
+        from .arrays import Array
+        from .quaternion import Quaternion
+
+        if isinstance(v, Array):
+            return self._read_array(v)
+        if isinstance(v, Quaternion):
+            import numpy as np
+
+            return np.array([self.read(c) for c in v.components()], dtype=v.w.dtype.numpy)
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
         port = self._port(v)
@@ -294,8 +299,13 @@ class LocalTarget:
         result: float | int | bool = self._program.read(port.offset, port.dtype.code)
         return result
 
-    def write(self, v: Value[Any], x: float | int | bool) -> None:
-        """Set an input (a ``cp.value``); tasks see it at their next release."""
+    def write(self, v: Any, x: Any) -> None:
+        """Set an input (a ``cp.value``, or an input array); tasks see it at their next release."""
+        from .arrays import Array
+
+        if isinstance(v, Array):
+            self._write_array(v, x)
+            return
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             # the program does not depend on this input: accept the value, nothing to do
             self._detached[v.node] = _checked(x, v.node.dtype)
@@ -306,6 +316,53 @@ class LocalTarget:
         self._write_port(v, x)
 
     # ---- internals -------------------------------------------------------------------------
+
+    def _read_array(self, a: Any) -> Any:
+        import numpy as np
+
+        if not a.packed:
+            return np.array([self.read(item) for item in a.items()]).reshape(a.shape)
+        node = a.node()
+        port = self._ports.get(node)
+        if port is None:
+            raise TargetError(f"{a!r} is not part of the compiled program: pass it to "
+                              f"tg.compile() or make it a task output")
+        fmt = "<i4" if node.dtype.is_bool else node.dtype.numpy
+        raw = self._bytes(port.offset, node.nbytes)
+        out = np.frombuffer(raw, dtype=fmt).reshape(node.shape)
+        return out.astype(bool) if node.dtype.is_bool else out.copy()
+
+    def _write_array(self, a: Any, x: Any) -> None:
+        import numpy as np
+
+        values = np.asarray(x)
+        if values.shape != a.shape:
+            raise ValueError(f"writing shape {values.shape} into an input of shape {a.shape}")
+        if not a.packed:
+            for item, v in zip(a.items(), values.reshape(-1), strict=True):
+                self.write(item, v.item())
+            return
+        node = a.node()
+        port = self._ports.get(node)
+        if port is None or port.role != ROLE_INPUT:
+            raise TargetError(f"{a!r} is not an input of the compiled program")
+        if node.dtype.is_int and values.dtype.kind == "f" and not np.all(np.mod(values, 1) == 0):
+            raise TypeError("float values would be truncated writing an int32 input")
+        fmt = "<i4" if node.dtype.is_bool else node.dtype.numpy
+        self._put_bytes(port.offset, np.ascontiguousarray(values, dtype=fmt).tobytes())
+
+    def _bytes(self, offset: int, size: int) -> bytes:
+        prog: Any = self._program
+        if hasattr(prog, "read_bytes"):
+            return bytes(prog.read_bytes(offset, size))
+        return bytes(memoryview(prog)[offset:offset + size])
+
+    def _put_bytes(self, offset: int, data: bytes) -> None:
+        prog: Any = self._program
+        if hasattr(prog, "write_bytes"):
+            prog.write_bytes(offset, data)
+        else:
+            memoryview(prog)[offset:offset + len(data)] = data
 
     def _write_port(self, v: Value[Any], x: Any) -> None:
         port = self._port(v)
@@ -395,6 +452,25 @@ class LocalTarget:
                               f"tg.compile() or make it a task output (inputs and outputs "
                               f"can be read)")
         return port
+
+
+def _flatten(values: Any, what: str) -> list[Any]:
+    """The graph nodes behind values, arrays and quaternions."""
+    from .arrays import Array
+    from .quaternion import Quaternion
+
+    nodes: list[Any] = []
+    for v in values:
+        if isinstance(v, Value):
+            nodes.append(v.node)
+        elif isinstance(v, Array):
+            nodes.extend(v.nodes())
+        elif isinstance(v, Quaternion):
+            nodes.extend(c.node for c in v.components())
+        else:
+            raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
+                            f"{type(v).__name__}")
+    return nodes
 
 
 def _ns(seconds: float) -> int:

@@ -16,20 +16,24 @@ class Task:
     model overload in simulation; None means "free".
     """
 
-    outputs: tuple[Value[Any], ...]
+    outputs: tuple[Any, ...]
     period: float
     priority: int = 0
     offset: float = 0.0
     wcet: float | None = None
     name: str = ""
 
-    def __init__(self, *outputs: Value[Any], period: float, priority: int = 0,
+    def __init__(self, *outputs: Any, period: float, priority: int = 0,
                  offset: float = 0.0, wcet: float | None = None, name: str = "") -> None:
         if not outputs:
             raise ValueError("a Task needs at least one output value")
+        from .arrays import Array
+        from .quaternion import Quaternion
+
         for v in outputs:
-            if not isinstance(v, Value):
-                raise TypeError(f"Task outputs must be copapy values, got {type(v).__name__}")
+            if not isinstance(v, Value | Array | Quaternion):
+                raise TypeError(f"Task outputs must be copapy values or arrays, got "
+                                f"{type(v).__name__}")
         if not period > 0:
             raise ValueError(f"period must be > 0 seconds, got {period!r}")
         if not 0 <= offset < period:

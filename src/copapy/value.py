@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Generic, NoReturn, TypeVar, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 from . import dtypes as dt
 from .dtypes import DType
 from .graph import build
 from .graph.node import Node, const, fresh_input
+
+if TYPE_CHECKING:
+    from .arrays import Array
 
 Scalar = bool | int | float
 #: what a value holds, as a Python type: bool, int (int32) or float (float32/float64)
@@ -275,7 +279,9 @@ def value(x: int, dtype: None = None, *, name: str | None = None) -> Value[int]:
 def value(x: float, dtype: None = None, *, name: str | None = None) -> Value[float]: ...
 @overload
 def value(x: Scalar, dtype: Any, *, name: str | None = None) -> Value[Any]: ...
-def value(x: Scalar, dtype: Any = None, *, name: str | None = None) -> Value[Any]:
+@overload
+def value(x: Sequence[Any], dtype: Any = None, *, name: str | None = None) -> Array: ...
+def value(x: Any, dtype: Any = None, *, name: str | None = None) -> Any:
     """An input of the computation: a leaf whose value can be written before each run.
 
     ``x`` is the initial value. Without ``dtype``, a float becomes float32, an int int32 and a
@@ -283,6 +289,10 @@ def value(x: Scalar, dtype: Any = None, *, name: str | None = None) -> Value[Any
     """
     if isinstance(x, Value):
         raise TypeError("cp.value() takes a number; it is already a copapy value")
+    if isinstance(x, list | tuple) or getattr(x, "ndim", 0) > 0:
+        from .arrays import array_input
+
+        return array_input(x, dtype=dtype, name=name)
     scalar = build._check_scalar(x) if dtype is None or not isinstance(x, int) else x
     kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
     if kind.is_int and isinstance(x, float) and not float(x).is_integer():

@@ -40,12 +40,12 @@ class DataLayout:
             self.init[offset : offset + len(init)] = init
         return offset
 
-    def temp(self, size: int) -> int:
+    def temp(self, size: int, align: int | None = None) -> int:
         """A temporary slot, reusing one released earlier when possible."""
         free = self._free.get(size)
         if free:
             return free.pop()
-        return self.alloc(size)
+        return self.alloc(size, align=align)
 
     def release(self, offset: int, size: int) -> None:
         self._free.setdefault(size, []).append(offset)
@@ -54,12 +54,12 @@ class DataLayout:
         """Temporaries of one task are never reused by another (tasks may preempt)."""
         self._free.clear()
 
-    def constant(self, dtype: DType, raw: bytes) -> int:
-        """One shared read-only slot per distinct constant."""
+    def constant(self, dtype: DType, raw: bytes, align: int | None = None) -> int:
+        """One shared read-only slot per distinct constant (scalar or array)."""
         key = (dtype.name, raw)
         offset = self._consts.get(key)
         if offset is None:
-            offset = self.alloc(dtype.size, raw)
+            offset = self.alloc(len(raw), raw, align or dtype.size)
             self._consts[key] = offset
         return offset
 

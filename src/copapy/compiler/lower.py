@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..dtypes import DType
+from ..dtypes import DType, int32
 from ..graph.build import live_nodes
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
@@ -94,23 +94,174 @@ class _Lowerer:
         self.emit(f"store_{_class(node.dtype)}__m_{reg}", slots)
 
     def slot_of(self, node: Node) -> int:
+        if node.op in VIEWS:
+            base, shift = _view_base(node)
+            return self.slot_of(base) + shift
         offset = self.mem.get(id(node))
-        if offset is None:
-            if node.op == "const":
-                offset = self.layout.constant(node.dtype, node.attr)  # type: ignore[arg-type]
-                self.mem[id(node)] = offset
-            else:
-                raise AssertionError(f"{node!r} is neither in a register nor in memory")
+        if offset is not None:
+            return offset
+        if node.op != "const":
+            raise AssertionError(f"{node!r} is neither in a register nor in memory")
+        align = ARRAY_ALIGN if node.shape else node.dtype.size
+        raw: bytes = node.attr  # type: ignore[assignment]
+        offset = self.layout.constant(node.dtype, raw, align)
+        self.mem[id(node)] = offset
         return offset
+
+    def chain_of(self, node: Node) -> list[Node]:
+        """The node and, through views, the arrays whose memory it uses."""
+        out = [node]
+        while node.op in VIEWS:
+            node = node.args[0]
+            out.append(node)
+        return out
 
     def lower(self, order: Sequence[Node]) -> None:
         for i, node in enumerate(order):
             for a in node.args:
-                self.uses.setdefault(id(a), []).append(i)
+                for x in self.chain_of(a):
+                    self.uses.setdefault(id(x), []).append(i)
         for key in self.uses:
             self.ptr[key] = 0
         for i, node in enumerate(order):
-            self.lower_node(i, node)
+            if node.shape or any(a.shape for a in node.args):
+                self.lower_array(node)
+            else:
+                self.lower_node(i, node)
+
+    def consume(self, node: Node) -> None:
+        """The operands of ``node`` are used: advance next-use pointers, free dead values."""
+        for arg in node.args:
+            for x in self.chain_of(arg):
+                self.ptr[id(x)] += 1
+        for arg in node.args:
+            for x in self.chain_of(arg):
+                if self.next_use(x) == NEVER:
+                    self.forget(x)
+
+    def ensure_mem(self, node: Node) -> int:
+        """A memory slot holding the scalar ``node`` (stored from its register if needed)."""
+        if id(node) in self.mem or node.op == "const" or node.op in VIEWS:
+            return self.slot_of(node)
+        regs = self.regs[_class(node.dtype)]
+        reg = 0 if regs[0] is node else 1
+        assert regs[reg] is node, f"{node!r} is neither in a register nor in memory"
+        offset = self.layout.temp(node.dtype.size)
+        self.store(node, reg, offset)
+        self.mem[id(node)] = offset
+        self.temp_of[id(node)] = offset
+        return offset
+
+    def const_int(self, value: int) -> int:
+        return self.layout.constant(INT32, INT32.pack(value))
+
+    def array_out(self, node: Node) -> int:
+        offsets = self.stores.get(node)
+        if offsets:
+            offset = offsets[0]
+        else:
+            offset = self.layout.temp(node.nbytes, ARRAY_ALIGN)
+            self.temp_of[id(node)] = offset
+        self.mem[id(node)] = offset
+        return offset
+
+    def copy_array(self, node: Node, src: int, dst: int) -> None:
+        self.emit(f"mov_{node.dtype.stencil}__v_v",
+                  [("a", src), ("out", dst), ("n", self.const_int(node.size))])
+
+    def lower_array(self, node: Node) -> None:
+        """Array values live in memory; reductions return a scalar in a register."""
+        if node.op in VIEWS:
+            self.consume(node)
+            self.copy_stores(node)
+            return
+        suffix = node.args[0].dtype.stencil if node.args else node.dtype.stencil
+        if node.op == "stack":
+            out = self.array_out(node)
+            for k, item in enumerate(node.args):
+                regs = self.regs[_class(item.dtype)]
+                dst = out + k * item.dtype.size
+                if regs[0] is item or regs[1] is item:
+                    self.store(item, 0 if regs[0] is item else 1, dst)
+                else:
+                    self.store(item, "m", dst, self.slot_of(item))
+            self.consume(node)
+            self.copy_stores(node, skip_first=True)
+            return
+        if node.op == "concat":
+            out = self.array_out(node)
+            pos = out
+            for part in node.args:
+                if part.shape:
+                    self.copy_array(part, self.slot_of(part), pos)
+                else:
+                    self.store(part, "m", pos, self.ensure_mem(part))
+                pos += part.nbytes
+            self.consume(node)
+            self.copy_stores(node, skip_first=True)
+            return
+        if node.op == "transpose":
+            src = self.slot_of(node.args[0])
+            rows, cols = node.args[0].shape
+            out = self.array_out(node)
+            size = node.dtype.size
+            for r in range(rows):
+                for c in range(cols):
+                    self.store(node, "m", out + (c * rows + r) * size, src + (r * cols + c) * size)
+            self.consume(node)
+            self.copy_stores(node, skip_first=True)
+            return
+        family, suffix = _stencil_name(node)
+        roles = ("c", "a", "b") if node.op == "where" else ("a", "b")[: len(node.args)]
+        forms: list[str] = []
+        slots: list[tuple[str, int]] = []
+        for role, arg in zip(roles, node.args, strict=True):
+            if arg.shape:
+                forms.append("v")
+                slots.append((role, self.slot_of(arg)))
+            else:
+                forms.append("m")
+                slots.append((role, self.ensure_mem(arg)))
+        dims = _dims(node)
+        slots += [(role, self.const_int(v)) for role, v in dims]
+        if node.shape:
+            self.consume(node)
+            out = self.array_out(node)
+            self.emit(f"{family}_{suffix}__v_{'_'.join(forms)}", [*slots, ("out", out)])
+            self.copy_stores(node, skip_first=True)
+            return
+        # reduction to a scalar register
+        self.consume(node)
+        regs = self.regs[_class(node.dtype)]
+        dst = self.pick_register(regs)
+        self.evict(regs, dst)
+        self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+        regs[dst] = node
+        for offset in self.stores.get(node, ()):
+            self.store(node, dst, offset)
+            self.mem.setdefault(id(node), offset)
+        if self.next_use(node) == NEVER:
+            regs[dst] = None
+
+    def copy_stores(self, node: Node, skip_first: bool = False) -> None:
+        offsets = self.stores.get(node, [])
+        if not offsets:
+            return
+        src = self.slot_of(node)
+        for offset in offsets[1 if skip_first else 0:]:
+            if node.shape:
+                self.copy_array(node, src, offset)
+            else:
+                self.store(node, "m", offset, src)
+
+    def evict(self, regs: list[Node | None], dst: int) -> None:
+        """Save the value in ``dst`` if it is still needed and not in memory."""
+        victim = regs[dst]
+        if victim is not None and self.next_use(victim) != NEVER and id(victim) not in self.mem:
+            offset = self.layout.temp(victim.dtype.size)
+            self.store(victim, dst, offset)
+            self.mem[id(victim)] = offset
+            self.temp_of[id(victim)] = offset
 
     def lower_node(self, i: int, node: Node) -> None:
         family, suffix = _stencil_name(node)
@@ -128,21 +279,18 @@ class _Lowerer:
                 slots.append((role, self.slot_of(arg)))
         # the operands are consumed: advance their next-use pointers
         for arg in node.args:
-            self.ptr[id(arg)] += 1
+            for x in self.chain_of(arg):
+                self.ptr[id(x)] += 1
         cls_name = _class(node.dtype)
         regs = self.regs[cls_name]
         dst = self.pick_register(regs)
-        victim = regs[dst]
-        if victim is not None and self.next_use(victim) != NEVER and id(victim) not in self.mem:
-            offset = self.layout.temp(victim.dtype.size)
-            self.store(victim, dst, offset)
-            self.mem[id(victim)] = offset
-            self.temp_of[id(victim)] = offset
+        self.evict(regs, dst)
         self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
         regs[dst] = node
         for arg in node.args:
-            if self.next_use(arg) == NEVER:
-                self.forget(arg)
+            for x in self.chain_of(arg):
+                if self.next_use(x) == NEVER:
+                    self.forget(x)
         for offset in self.stores.get(node, ()):
             self.store(node, dst, offset)
             self.mem.setdefault(id(node), offset)
@@ -173,10 +321,38 @@ class _Lowerer:
                 regs[r] = None
         temp = self.temp_of.pop(id(node), None)
         if temp is not None:
-            self.layout.release(temp, node.dtype.size)
+            self.layout.release(temp, node.nbytes)
 
 
 MEMORY_OPS = ("input", "const", "state")
+VIEWS = ("index", "slice", "reshape")
+ARRAY_ALIGN = 16
+INT32 = int32
+
+
+def _view_base(node: Node) -> tuple[Node, int]:
+    """The array a view looks into and the byte offset of the view's first element."""
+    offset = 0
+    while node.op in VIEWS:
+        if node.op == "index":
+            offset += node.attr * node.dtype.size  # type: ignore[operator]
+        elif node.op == "slice":
+            offset += node.attr[0] * node.dtype.size  # type: ignore[index]
+        node = node.args[0]
+    return node, offset
+
+
+def _dims(node: Node) -> list[tuple[str, int]]:
+    """The length slots an array stencil reads (docs: stencils/array.c)."""
+    if node.op in ("matvec", "matmul"):
+        a, b = node.args
+        dims = [("n", a.shape[0]), ("k", a.shape[1])]
+        return [*dims, ("j", b.shape[1])] if node.op == "matmul" else dims
+    if node.op == "vecmat":
+        return [("k", node.args[1].shape[0]), ("j", node.args[1].shape[1])]
+    if node.op in ("rsum", "rmin", "rmax", "dot"):
+        return [("n", node.args[0].size)]
+    return [("n", node.size)]
 
 
 def check_types(nodes: Sequence[Node], table: StencilTable) -> None:

@@ -80,6 +80,11 @@ def _closure(roots: Sequence[Node],
             roots.append(update_of(s))
 
 
+def _align(node: Node) -> int:
+    """Arrays start on 16 bytes (SIMD loads), scalars on their own size."""
+    return 16 if node.shape else node.dtype.size
+
+
 class _Builder:
     """Collects layout, chains, copies and ports, then links and writes the image."""
 
@@ -98,11 +103,12 @@ class _Builder:
     def shared_input(self, node: Node) -> int:
         port = self.ports.get(node)
         if port is None:
-            offset = self.layout.alloc(node.dtype.size, input_initial(node))
+            offset = self.layout.alloc(node.nbytes, input_initial(node), _align(node))
             port = Port(input_name(node) or f"input{len(self.ports)}", offset, node.dtype,
-                        ROLE_INPUT)
+                        ROLE_INPUT, node.size)
             self.ports[node] = port
-            self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT))
+            self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT,
+                                              count=node.size))
         return port.offset
 
     def state_slots(self, states: Sequence[Node], task: int, spec: ChainSpec,
@@ -110,15 +116,16 @@ class _Builder:
         """A slot per state (its value this run) and one for its update (next run)."""
         mapping = mapping or {}
         for k, s in enumerate(states):
-            offset = self.layout.alloc(s.dtype.size, state_initial(s))
-            nxt = self.layout.alloc(s.dtype.size)
+            offset = self.layout.alloc(s.nbytes, state_initial(s), _align(s))
+            nxt = self.layout.alloc(s.nbytes, align=_align(s))
             spec.placed[s] = offset
             update = update_of(s)
             spec.stores.setdefault(mapping.get(update, update), []).append(nxt)
             spec.end_copies.append((s, nxt, offset))
             name = s.attr[1] or f"state{k}"  # type: ignore[index]
             self.image_ports.append(ImagePort(f"{name}@task{task}" if task != 0xFFFF else name,
-                                              offset, s.dtype.code, ROLE_STATE, task))
+                                              offset, s.dtype.code, ROLE_STATE, task,
+                                              s.size))
 
     def add_chain(self, spec: ChainSpec) -> None:
         instrs, ops = lower_chain(spec, self.table, self.layout)
@@ -167,14 +174,15 @@ def compile_program(outputs: Sequence[Node], arch: str) -> CompiledProgram:
         if node in b.ports:
             continue
         if node.op == "const":
-            offset = b.layout.alloc(node.dtype.size, node.attr)  # type: ignore[arg-type]
+            offset = b.layout.alloc(node.nbytes, node.attr, _align(node))  # type: ignore[arg-type]
             role = ROLE_CONSTANT
         else:
-            offset = b.layout.alloc(node.dtype.size)
+            offset = b.layout.alloc(node.nbytes, align=_align(node))
             spec.stores.setdefault(node, []).append(offset)
             role = ROLE_OUTPUT
-        b.ports[node] = Port(f"output{k}", offset, node.dtype, role)
-        b.image_ports.append(ImagePort(f"output{k}", offset, node.dtype.code, role))
+        b.ports[node] = Port(f"output{k}", offset, node.dtype, role, node.size)
+        b.image_ports.append(ImagePort(f"output{k}", offset, node.dtype.code, role,
+                                       count=node.size))
     b.state_slots(states, 0xFFFF, spec)
     b.add_chain(spec)
     return b.finish([ImageTask(0)], [])
@@ -210,11 +218,13 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str,
     for node, k in producer.items():
         if node.op == "input":
             raise CompileError(f"{node!r} is an input (cp.value): it cannot be a task output")
-        offset = b.layout.alloc(node.dtype.size, node.attr if node.op == "const" else None)  # type: ignore[arg-type]
+        init: bytes | None = node.attr if node.op == "const" else None  # type: ignore[assignment]
+        offset = b.layout.alloc(node.nbytes, init, _align(node))
         shared_out[node] = offset
         name = f"{tasks[k].name}.out{tasks[k].outputs.index(node)}"
-        b.ports[node] = Port(name, offset, node.dtype, ROLE_OUTPUT, task=k)
-        b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k))
+        b.ports[node] = Port(name, offset, node.dtype, ROLE_OUTPUT, node.size, task=k)
+        b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k,
+                                       node.size))
     readers: dict[Node, list[int]] = {}
     for k, t in enumerate(tasks):
         others = {n for n, p in producer.items() if p != k}
@@ -231,15 +241,15 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str,
         for node in order:
             if node.op == "input" or node in others:
                 shared = b.shared_input(node) if node.op == "input" else shared_out[node]
-                private = b.layout.alloc(node.dtype.size)
+                private = b.layout.alloc(node.nbytes, align=_align(node))
                 spec.placed[node] = private
-                b.copies.append(ImageLetCopy(k, RELEASE, node.dtype.size, shared, private))
+                b.copies.append(ImageLetCopy(k, RELEASE, node.nbytes, shared, private))
                 if node.op == "input":
                     readers.setdefault(node, []).append(k)
         for node in t.outputs:
-            private = b.layout.alloc(node.dtype.size)
+            private = b.layout.alloc(node.nbytes, align=_align(node))
             spec.stores.setdefault(mapping.get(node, node), []).append(private)
-            b.copies.append(ImageLetCopy(k, PUBLISH, node.dtype.size, private, shared_out[node]))
+            b.copies.append(ImageLetCopy(k, PUBLISH, node.nbytes, private, shared_out[node]))
         b.state_slots(states, k, spec, mapping)
         b.add_chain(spec)
     for binding in io:

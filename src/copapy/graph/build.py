@@ -13,7 +13,7 @@ from collections.abc import Container, Iterable, Sequence
 from .. import dtypes as dt
 from ..dtypes import DType
 from .fold import fold
-from .node import Node, const, const_value, intern, is_const
+from .node import Node, const, const_array, const_value, intern, is_const
 from .ops import CASTS, REGISTRY, OpSpec
 from .options import current as options
 
@@ -103,31 +103,146 @@ def apply(name: str, *operands: Operand) -> Node:
     return make(spec, args)
 
 
-def make(spec: OpSpec, args: tuple[Node, ...]) -> Node:
+class ShapeError(ValueError):
+    """Operands whose shapes do not fit the operation (the message names both shapes)."""
+
+
+def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[int, ...]:
+    rule = spec.shape_rule
+    shapes = [a.shape for a in args]
+    if rule == "elementwise":
+        distinct = {sh for sh in shapes if sh}
+        if len(distinct) > 1:
+            raise ShapeError(f"{spec.name}: shapes {' and '.join(str(sh) for sh in shapes)} do "
+                             f"not match (element-wise operations need equal shapes or a scalar)")
+        return distinct.pop() if distinct else ()
+    if rule in ("stack", "reshape", "fill"):
+        return attr  # type: ignore[return-value]
+    if rule == "index":
+        return ()
+    if rule == "slice":
+        return (attr[1],)  # type: ignore[index]
+    if rule == "reduce":
+        if not shapes[0]:
+            raise ShapeError(f"{spec.name} reduces an array; got a scalar")
+        return ()
+    if rule == "transpose":
+        if len(shapes[0]) != 2:
+            raise ShapeError(f"transpose needs a matrix, got shape {shapes[0]}")
+        return (shapes[0][1], shapes[0][0])
+    want = {"dot": (1, 1), "matvec": (2, 1), "vecmat": (1, 2), "matmul": (2, 2)}[rule]
+    a, b = shapes
+    if (len(a), len(b)) != want or a[-1 if len(a) == 1 else 1] != b[0]:
+        raise ShapeError(f"{spec.name}: shapes {a} and {b} do not fit (inner dimensions "
+                         f"must agree)")
+    if rule == "dot":
+        return ()
+    if rule == "matvec":
+        return (a[0],)
+    if rule == "vecmat":
+        return (b[1],)
+    return (a[0], b[1])
+
+
+def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
     """The simplified node for ``spec(*args)``; args already have the operand type."""
     if spec.name in CASTS.values():
         dtype = dt.BY_NAME[spec.result]
         if args[0].dtype is dtype:
             return args[0]
     else:
-        dtype = _result_type(spec, args[-1].dtype)
-    if all(is_const(a) for a in args):
-        return const(fold(spec, args, dtype), dtype)
+        dtype = _result_type(spec, args[-1].dtype if args else dt.float32)
+    shape = _result_shape(spec, args, attr)
+    if all(is_const(a) for a in args) and spec.arity != 0:
+        value = fold(spec, args, dtype, attr)
+        if shape:
+            return const_array(value, dtype, shape)  # type: ignore[arg-type]
+        return const(value, dtype)  # type: ignore[arg-type]
     simpler = _identity(spec, args)
     if simpler is not None:
+        if simpler.shape != shape:
+            simpler = broadcast_to(simpler, shape)
         return simpler
     if spec.commutative and args[0].serial > args[1].serial:
         args = (args[1], args[0])
-    return intern(spec.name, dtype, args)
+    return intern(spec.name, dtype, args, attr, shape)
+
+
+def stack(items: Sequence[Node], shape: tuple[int, ...]) -> Node:
+    """A packed array from scalar nodes of one type (row-major)."""
+    if not items:
+        raise ShapeError("cannot make an empty array")
+    dtype = items[0].dtype
+    for x in items:
+        if x.shape:
+            raise ShapeError("stack takes scalars")
+        if x.dtype is not dtype:
+            raise TypeError("stack: all elements must have the same type; cast them first")
+    return make(REGISTRY["stack"], tuple(items), tuple(shape))
+
+
+def concat(parts: Sequence[Node], shape: tuple[int, ...]) -> Node:
+    """Packed arrays laid end to end (row-major) into one array of ``shape``."""
+    total = sum(p.size for p in parts)
+    if total != math.prod(shape):
+        raise ShapeError(f"concat of {total} elements cannot have shape {shape}")
+    dtype = parts[0].dtype
+    if any(p.dtype is not dtype for p in parts):
+        raise TypeError("concat: all parts must have the same type; cast them first")
+    return make(REGISTRY["concat"], tuple(parts), tuple(shape))
+
+
+def index(node: Node, flat: int) -> Node:
+    """Element ``flat`` (row-major) of a packed array, as a scalar (a view: no code)."""
+    if not 0 <= flat < node.size:
+        raise IndexError(f"index {flat} out of range for shape {node.shape}")
+    if node.op == "stack":
+        return node.args[flat]
+    if node.op == "fill":
+        return node.args[0]
+    return make(REGISTRY["index"], (node,), flat)
+
+
+def slice_(node: Node, start: int, length: int) -> Node:
+    """Contiguous elements [start, start + length) as a packed vector (a view: no code)."""
+    if length < 1 or start < 0 or start + length > node.size:
+        raise IndexError(f"slice [{start}, {start + length}) out of range for shape {node.shape}")
+    if start == 0 and length == node.size and len(node.shape) == 1:
+        return node
+    return make(REGISTRY["slice"], (node,), (start, length))
+
+
+def reshape(node: Node, shape: tuple[int, ...]) -> Node:
+    size = 1
+    for d in shape:
+        size *= d
+    if size != node.size:
+        raise ShapeError(f"cannot reshape {node.shape} into {shape}")
+    if tuple(shape) == node.shape:
+        return node
+    if node.op == "reshape":
+        node = node.args[0]
+    return make(REGISTRY["reshape"], (node,), tuple(shape))
+
+
+def broadcast_to(node: Node, shape: tuple[int, ...]) -> Node:
+    """A scalar repeated into ``shape`` (or the node itself if it has that shape)."""
+    if node.shape == tuple(shape):
+        return node
+    if node.shape:
+        raise ShapeError(f"cannot broadcast shape {node.shape} to {shape}")
+    if not shape:
+        return node
+    return make(REGISTRY["fill"], (node,), tuple(shape))
 
 
 def _is(node: Node, value: float) -> bool:
-    return is_const(node) and const_value(node) == value
+    return is_const(node) and not node.shape and const_value(node) == value
 
 
 def _power_of_two(node: Node) -> bool:
     """A float constant ±2^k whose reciprocal is representable too (so scaling is exact)."""
-    if not is_const(node) or not node.dtype.is_float:
+    if not is_const(node) or node.shape or not node.dtype.is_float:
         return False
     v = float(const_value(node))
     if v == 0.0 or not math.isfinite(v) or math.frexp(abs(v))[0] != 0.5:
@@ -141,10 +256,12 @@ def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
     name = spec.name
     if name == "where":
         cond, a, b = args
-        if is_const(cond):
+        if is_const(cond) and not cond.shape:
             return a if const_value(cond) else b
         if a is b:
             return a
+        return None
+    if spec.shape_rule != "elementwise" or len(args) > 2:
         return None
     if len(args) == 1:
         (a,) = args
@@ -177,7 +294,7 @@ def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
     elif name == "div" and _power_of_two(b):
         # x / 2^k == x * 2^-k exactly (both are one correctly rounded scaling)
         return make(REGISTRY["mul"], (a, const(1.0 / float(const_value(b)), b.dtype)))
-    elif name == "pow" and is_const(b) and a.dtype.is_float:
+    elif name == "pow" and is_const(b) and not b.shape and a.dtype.is_float:
         exponent = const_value(b)
         if exponent == 2:
             return make(REGISTRY["mul"], (a, a))
@@ -199,9 +316,9 @@ def _reassociate(spec: OpSpec, a: Node, b: Node) -> Node | None:
         return None
     if is_const(a) and not is_const(b):
         a, b = b, a
-    if not is_const(b) or a.op != spec.name:
+    if not is_const(b) or b.shape or a.op != spec.name:
         return None
-    inner_const = next((x for x in a.args if is_const(x)), None)
+    inner_const = next((x for x in a.args if is_const(x) and not x.shape), None)
     if inner_const is None:
         return None
     x = a.args[1] if a.args[0] is inner_const else a.args[0]

@@ -25,15 +25,30 @@ class Node:
     makes every traversal (and so every image) deterministic.
     """
 
-    __slots__ = ("__weakref__", "args", "attr", "dtype", "op", "serial")
+    __slots__ = ("__weakref__", "args", "attr", "dtype", "op", "serial", "shape")
 
     op: str
-    dtype: DType
+    dtype: DType  # element type
     args: tuple[Node, ...]
     attr: Hashable
     serial: int
+    shape: tuple[int, ...]  # () for a scalar, (n,) for a packed vector, (m, n) for a matrix
+
+    @property
+    def size(self) -> int:
+        """Number of elements (1 for a scalar)."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.dtype.size * self.size
 
     def __repr__(self) -> str:
+        if self.shape:
+            return f"{self.op}#{self.serial}:{self.dtype.name}{list(self.shape)}"
         if self.op == "const":
             return f"const({self.dtype.unpack(self.attr)!r}:{self.dtype.name})"  # type: ignore[arg-type]
         if self.op == "input":
@@ -41,9 +56,10 @@ class Node:
         return f"{self.op}#{self.serial}:{self.dtype.name}"
 
 
-def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None) -> Node:
+def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
+           shape: tuple[int, ...] = ()) -> Node:
     """The unique node with this structure, created if it does not exist yet."""
-    key = (op, dtype.name, tuple(id(a) for a in args), attr)
+    key = (op, dtype.name, tuple(id(a) for a in args), attr, shape)
     node = _interned.get(key)
     if node is None:
         node = Node()
@@ -52,6 +68,7 @@ def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None)
         node.args = args
         node.attr = attr
         node.serial = next(_serials)
+        node.shape = shape
         _interned[key] = node
     return node
 
@@ -71,6 +88,17 @@ def fresh_input(dtype: DType, initial: float | int | bool, name: str | None = No
     return intern("input", dtype, (), (next(_serials), name, dtype.pack(initial)))
 
 
+def fresh_array_input(dtype: DType, initial: bytes, shape: tuple[int, ...],
+                      name: str | None = None) -> Node:
+    """A new packed array input; ``initial`` holds the element bytes (little-endian)."""
+    return intern("input", dtype, (), (next(_serials), name, initial), shape)
+
+
+def const_array(raw: bytes, dtype: DType, shape: tuple[int, ...]) -> Node:
+    """A packed constant array from its element bytes."""
+    return intern("const", dtype, (), raw, shape)
+
+
 def input_initial(node: Node) -> bytes:
     """Slot bytes of an input's initial value."""
     assert node.op == "input"
@@ -83,7 +111,7 @@ def input_name(node: Node) -> str | None:
 
 
 def const_value(node: Node) -> float | int | bool:
-    assert node.op == "const"
+    assert node.op == "const" and not node.shape
     return node.dtype.unpack(node.attr)  # type: ignore[arg-type]
 
 

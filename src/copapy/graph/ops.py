@@ -38,6 +38,8 @@ class OpSpec:
     approx: bool = False
     grad: GradRule | None = None
     doc: str = ""
+    #: how the result's shape follows from the operands' (graph/build.py, _result_shape)
+    shape_rule: str = "elementwise"
 
 
 REGISTRY: dict[str, OpSpec] = {}
@@ -240,5 +242,133 @@ _unary("cast_f64", "any", "float64", lambda np, a: a.astype(np.float64), "tof64"
 _unary("cast_i32", "any", "int32", lambda np, a: _to_i32(np, a) if a.dtype.kind == "f"
        else a.astype(np.int32), "toi32", grad=_g_zero)
 _unary("cast_bool", "any", "bool", lambda np, a: a != 0, "tobool", grad=_g_zero)
+
+# ---- packed arrays ------------------------------------------------------------------------
+# Reductions and products use the fixed lane order of graph/lanes.py; views (index, slice,
+# reshape) are resolved by the compiler to addresses and compute nothing.
+
+
+def _lanes() -> Any:
+    from . import lanes
+
+    return lanes
+
+
+def _g_rsum(n: Any, g: Any) -> tuple[Any, ...]:
+    from .build import broadcast_to
+
+    return (broadcast_to(g, n.args[0].shape),)
+
+
+def _g_rminmax(n: Any, g: Any) -> tuple[Any, ...]:
+    """JAX's convention: the gradient is shared equally by every element equal to the result."""
+    from .build import broadcast_to
+
+    a = n.args[0]
+    mask = _a("cast_f32" if a.dtype.name == "float32" else "cast_f64", _a("eq", a, n))
+    share = _a("div", g, _a("rsum", mask))
+    return (_a("mul", mask, broadcast_to(share, a.shape)),)
+
+
+def _g_dot(n: Any, g: Any) -> tuple[Any, ...]:
+    a, b = n.args
+    return _a("mul", g, b), _a("mul", g, a)
+
+
+def _outer(u: Any, v: Any) -> Any:
+    from .build import reshape
+
+    return _a("matmul", reshape(u, (u.shape[0], 1)), reshape(v, (1, v.shape[0])))
+
+
+def _g_matvec(n: Any, g: Any) -> tuple[Any, ...]:
+    m, v = n.args
+    return _outer(g, v), _a("vecmat", g, m)
+
+
+def _g_vecmat(n: Any, g: Any) -> tuple[Any, ...]:
+    v, m = n.args
+    return _a("matvec", m, g), _outer(v, g)
+
+
+def _g_matmul(n: Any, g: Any) -> tuple[Any, ...]:
+    a, b = n.args
+    return _a("matmul", g, _a("transpose", b)), _a("matmul", _a("transpose", a), g)
+
+
+def _g_transpose(n: Any, g: Any) -> tuple[Any, ...]:
+    return (_a("transpose", g),)
+
+
+def _g_view(n: Any, g: Any) -> tuple[Any, ...]:
+    if n.op == "reshape":
+        from .build import reshape
+
+        return (reshape(g, n.args[0].shape),)
+    from .grad import NotDifferentiableError
+
+    raise NotDifferentiableError(
+        "gradients through indexing or slicing a packed array are not supported; "
+        "use an unpacked vector (packed=False) to differentiate element by element")
+
+
+def _g_stack(n: Any, g: Any) -> tuple[Any, ...]:
+    from .build import index
+
+    return tuple(index(g, i) for i in range(len(n.args)))
+
+
+register(OpSpec("rsum", 1, "num", "same", lambda np, a: _lanes().np_reduce(np, a, "sum"),
+                "rsum", shape_rule="reduce", grad=_g_rsum))
+register(OpSpec("rmin", 1, "num", "same", lambda np, a: _lanes().np_reduce(np, a, "min"),
+                "rmin", shape_rule="reduce", grad=_g_rminmax))
+register(OpSpec("rmax", 1, "num", "same", lambda np, a: _lanes().np_reduce(np, a, "max"),
+                "rmax", shape_rule="reduce", grad=_g_rminmax))
+register(OpSpec("dot", 2, "num", "same", lambda np, a, b: _lanes().np_dot(np, a, b), "dot",
+                shape_rule="dot", grad=_g_dot))
+register(OpSpec("matvec", 2, "num", "same", lambda np, a, b: _lanes().np_matvec(np, a, b),
+                "matvec", shape_rule="matvec", grad=_g_matvec))
+register(OpSpec("vecmat", 2, "num", "same", lambda np, a, b: _lanes().np_vecmat(np, a, b),
+                "vecmat", shape_rule="vecmat", grad=_g_vecmat))
+register(OpSpec("matmul", 2, "num", "same", lambda np, a, b: _lanes().np_matmul(np, a, b),
+                "matmul", shape_rule="matmul", grad=_g_matmul))
+register(OpSpec("transpose", 1, "any", "same", lambda np, a: np.ascontiguousarray(a.T),
+                "transpose", shape_rule="transpose", grad=_g_transpose))
+
+# structural nodes: the reference receives the node's attribute first
+STRUCTURAL = frozenset({"stack", "index", "slice", "reshape", "fill", "concat"})
+
+
+def _np_stack(np: Any, shape: Any, *items: Any) -> Any:
+    return np.stack([np.asarray(x) for x in items]).reshape(shape)
+
+
+register(OpSpec("stack", -1, "any", "same", _np_stack, "stack", shape_rule="stack",
+                grad=_g_stack))
+register(OpSpec("index", 1, "any", "same", lambda np, i, a: np.asarray(a).reshape(-1)[i],
+                "index", shape_rule="index", grad=_g_view))
+register(OpSpec("slice", 1, "any", "same",
+                lambda np, se, a: np.asarray(a).reshape(-1)[se[0]:se[0] + se[1]], "slice",
+                shape_rule="slice", grad=_g_view))
+register(OpSpec("reshape", 1, "any", "same", lambda np, shape, a: np.asarray(a).reshape(shape),
+                "reshape", shape_rule="reshape", grad=_g_view))
+def _g_concat(n: Any, g: Any) -> tuple[Any, ...]:
+    from .build import slice_
+
+    out, start = [], 0
+    for part in n.args:
+        out.append(slice_(g, start, part.size))
+        start += part.size
+    return tuple(out)
+
+
+def _np_concat(np: Any, shape: Any, *parts: Any) -> Any:
+    return np.concatenate([np.ravel(p) for p in parts]).reshape(shape)
+
+
+register(OpSpec("concat", -1, "any", "same", _np_concat, "concat", shape_rule="stack",
+                grad=_g_concat))
+register(OpSpec("fill", 1, "any", "same", lambda np, shape, a: np.full(shape, a), "fill",
+                shape_rule="fill", grad=lambda n, g: (_a("rsum", g),)))
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}

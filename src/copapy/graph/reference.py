@@ -10,14 +10,18 @@ from ..dtypes import DType
 from .ops import OpSpec
 
 
-def evaluate_reference(spec: OpSpec, operands: Sequence[tuple[Any, DType]]) -> Any:
+def evaluate_reference(spec: OpSpec, operands: Sequence[tuple[Any, DType]],
+                       attr: Any = None) -> Any:
     """Apply ``spec``'s reference to operands given as (value or array, dtype) pairs."""
     import numpy as np
 
+    from .ops import STRUCTURAL
+
     arrays = [np.asarray(v, dtype=d.numpy) for v, d in operands]
+    extra = (attr,) if spec.name in STRUCTURAL else ()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return np.asarray(spec.reference(np, *arrays))
+        return np.asarray(spec.reference(np, *extra, *arrays))
 
 
 def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
@@ -31,19 +35,20 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
     import numpy as np
 
     from .build import live_nodes
-    from .node import Node, const_value, input_initial
+    from .node import Node
     from .ops import REGISTRY
 
     values: dict[int, Any] = {}
     for node in live_nodes(outputs):
         assert isinstance(node, Node)
         if node.op == "const":
-            values[id(node)] = np.asarray(const_value(node), dtype=node.dtype.numpy)
-        elif node.op == "input":
+            values[id(node)] = leaf_array(node, node.attr)
+        elif node.op in ("input", "state"):
             raw = inputs.get(node) if inputs else None
             if raw is None:
-                raw = node.dtype.unpack(input_initial(node))
-            values[id(node)] = np.asarray(raw, dtype=node.dtype.numpy)
+                values[id(node)] = leaf_array(node, node.attr[2])  # type: ignore[index]
+            else:
+                values[id(node)] = np.asarray(raw, dtype=node.dtype.numpy).reshape(node.shape)
         else:
             spec = REGISTRY[node.op]
             args = [values[id(a)] for a in node.args]
@@ -51,9 +56,18 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
                 values[id(node)] = _kernel_eval(spec.kernel, node.dtype, args)
             else:
                 typed = [(a, n.dtype) for a, n in zip(args, node.args, strict=True)]
-                result = evaluate_reference(spec, typed)
+                result = evaluate_reference(spec, typed, node.attr)
                 values[id(node)] = np.asarray(result, dtype=node.dtype.numpy)
     return [values[id(o)] for o in outputs]
+
+
+def leaf_array(node: Any, raw: Any) -> Any:
+    """The value of a constant/input/state leaf from its stored bytes (bool stored as int32)."""
+    import numpy as np
+
+    fmt = "<i4" if node.dtype.is_bool else node.dtype.numpy
+    values = np.frombuffer(raw, dtype=fmt).reshape(node.shape)
+    return values.astype(node.dtype.numpy)
 
 
 def _kernel_eval(name: str, dtype: DType, args: list[Any]) -> Any:

@@ -42,6 +42,8 @@ _SETUP = {
     "cortex-m55": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
     "rv32": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV32"),
     "rv64": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV64"),
+    # unicorn's default TriCore model (ctl_set_cpu_model gives UC_ERR_ARG); see _TriCore below
+    "tricore": _ArchSetup("UC_ARCH_TRICORE", "UC_MODE_LITTLE_ENDIAN"),
 }
 
 
@@ -92,6 +94,8 @@ class UnicornProgram:
         emu.mem_write(REGION_BASE, bytes(region))
         emu.mem_map(STACK_TOP - STACK_SIZE, STACK_SIZE)
         emu.mem_map(STOP, PAGE)
+        if s.uc_arch == "UC_ARCH_TRICORE":
+            _TriCore.map(emu)
         self._emu = emu
         self._enable_fpu()
 
@@ -132,8 +136,11 @@ class UnicornProgram:
             c = uc.riscv_const
             emu.reg_write(c.UC_RISCV_REG_SP, sp)
             emu.reg_write(c.UC_RISCV_REG_RA, STOP)
+        elif arch == "UC_ARCH_TRICORE":
+            entry = _TriCore.prepare(uc, emu, entry, sp)
         try:
-            emu.emu_start(entry, STOP, timeout=0, count=0)
+            emu.emu_start(entry, STOP if arch != "UC_ARCH_TRICORE" else _TriCore.RETURN,
+                          timeout=0, count=0)
         except uc.UcError as exc:
             pc = self._pc()
             raise RuntimeError(f"emulated {self.arch} program faulted at {pc:#x}: {exc}") from exc
@@ -144,7 +151,8 @@ class UnicornProgram:
         reg = {"UC_ARCH_X86": (uc.x86_const, "UC_X86_REG_RIP"),
                "UC_ARCH_ARM64": (uc.arm64_const, "UC_ARM64_REG_PC"),
                "UC_ARCH_ARM": (uc.arm_const, "UC_ARM_REG_PC"),
-               "UC_ARCH_RISCV": (uc.riscv_const, "UC_RISCV_REG_PC")}[arch]
+               "UC_ARCH_RISCV": (uc.riscv_const, "UC_RISCV_REG_PC"),
+               "UC_ARCH_TRICORE": (uc.tricore_const, "UC_TRICORE_REG_PC")}[arch]
         return int(self._emu.reg_read(getattr(*reg)))
 
     def _check(self, offset: int, size: int) -> int:
@@ -186,3 +194,48 @@ def _unpack_kind(raw: bytes) -> PatchKind:
 
 def supported(arch: str) -> bool:
     return arch in _SETUP
+
+
+class _TriCore:
+    """How a TriCore runner calls a task: ``calli`` from a trampoline.
+
+    A C caller enters ``cp_entry`` with CALL/CALLI, which saves the upper context (d8-d15,
+    a10-a15, PSW, PCXI) in a context save area (CSA) taken from the free list at FCX; the
+    chain's final ``ret`` restores it and returns to the address in a11. The emulated runner
+    does the same: a free list of CSAs in segment 0xD (a CSA link word can only address bits
+    31..28 and 21..6, so the list lives at 0xD0000000, like the DSPR on an AURIX) and a
+    ``calli %a2`` trampoline at STOP; the task has returned when the PC reaches RETURN.
+    Unicorn does not re-translate code it has executed once (call ``ctl_remove_cache`` after
+    rewriting code); a program's code is written once, before the first run.
+    """
+
+    CSA_BASE = 0xD0000000
+    CSA_COUNT = 16
+    TRAMPOLINE = bytes.fromhex("2d020000" "0000")  # calli %a2 ; nop
+    RETURN = STOP + 4
+    PSW = 0x00000B80  # reset value: supervisor mode, call depth counting on, round to nearest
+
+    @staticmethod
+    def _link(address: int) -> int:
+        return ((address >> 28) << 16) | ((address >> 6) & 0xFFFF)
+
+    @classmethod
+    def map(cls, emu: Any) -> None:
+        emu.mem_map(cls.CSA_BASE, PAGE)
+        emu.mem_write(STOP, cls.TRAMPOLINE)
+
+    @classmethod
+    def prepare(cls, uc: Any, emu: Any, entry: int, sp: int) -> int:
+        """Set the registers of a fresh call; returns where emulation starts."""
+        c = uc.tricore_const
+        csas = bytearray(64 * cls.CSA_COUNT)
+        for i in range(cls.CSA_COUNT - 1):
+            csas[64 * i : 64 * i + 4] = cls._link(cls.CSA_BASE + 64 * (i + 1)).to_bytes(4, "little")
+        emu.mem_write(cls.CSA_BASE, bytes(csas))
+        emu.reg_write(c.UC_TRICORE_REG_FCX, cls._link(cls.CSA_BASE))
+        emu.reg_write(c.UC_TRICORE_REG_LCX, 0)
+        emu.reg_write(c.UC_TRICORE_REG_PCXI, 0)
+        emu.reg_write(c.UC_TRICORE_REG_PSW, cls.PSW)
+        emu.reg_write(c.UC_TRICORE_REG_A10, sp)
+        emu.reg_write(c.UC_TRICORE_REG_A2, entry)
+        return STOP
