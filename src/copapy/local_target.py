@@ -338,11 +338,12 @@ class LocalTarget:
         values = np.asarray(x)
         if values.shape != a.shape:
             raise ValueError(f"writing shape {values.shape} into an input of shape {a.shape}")
-        if not a.packed:
-            for item, v in zip(a.items(), values.reshape(-1), strict=True):
+        node = a.node()
+        if not a.packed or (node.op == "stack" and all(x.op == "input" for x in node.args)):
+            for item, v in zip(a.items() if not a.packed else
+                               [Value(x) for x in node.args], values.reshape(-1), strict=True):
                 self.write(item, v.item())
             return
-        node = a.node()
         port = self._ports.get(node)
         if port is None or port.role != ROLE_INPUT:
             raise TargetError(f"{a!r} is not an input of the compiled program")

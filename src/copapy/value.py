@@ -280,19 +280,22 @@ def value(x: float, dtype: None = None, *, name: str | None = None) -> Value[flo
 @overload
 def value(x: Scalar, dtype: Any, *, name: str | None = None) -> Value[Any]: ...
 @overload
-def value(x: Sequence[Any], dtype: Any = None, *, name: str | None = None) -> Array: ...
-def value(x: Any, dtype: Any = None, *, name: str | None = None) -> Any:
+def value(x: Sequence[Any], dtype: Any = None, *, name: str | None = None,
+          packed: bool | None = None) -> Array: ...
+def value(x: Any, dtype: Any = None, *, name: str | None = None,
+          packed: bool | None = None) -> Any:
     """An input of the computation: a leaf whose value can be written before each run.
 
     ``x`` is the initial value. Without ``dtype``, a float becomes float32, an int int32 and a
-    bool a bool.
+    bool a bool. A list or NumPy array gives an input vector/matrix (``packed=None``: packed
+    above 64 elements).
     """
     if isinstance(x, Value):
         raise TypeError("cp.value() takes a number; it is already a copapy value")
     if isinstance(x, list | tuple) or getattr(x, "ndim", 0) > 0:
         from .arrays import array_input
 
-        return array_input(x, dtype=dtype, name=name)
+        return array_input(x, packed=packed, dtype=dtype, name=name)
     scalar = build._check_scalar(x) if dtype is None or not isinstance(x, int) else x
     kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
     if kind.is_int and isinstance(x, float) and not float(x).is_integer():

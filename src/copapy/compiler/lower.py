@@ -225,8 +225,13 @@ class _Lowerer:
         dims = _dims(node)
         slots += [(role, self.const_int(v)) for role, v in dims]
         if node.shape:
-            self.consume(node)
-            out = self.array_out(node)
+            if REGISTRY[node.op].shape_rule == "elementwise":
+                # element i only reads element i: the result may reuse an operand's slot
+                self.consume(node)
+                out = self.array_out(node)
+            else:
+                out = self.array_out(node)
+                self.consume(node)
             self.emit(f"{family}_{suffix}__v_{'_'.join(forms)}", [*slots, ("out", out)])
             self.copy_stores(node, skip_first=True)
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .build import apply, live_nodes
+from .build import apply, broadcast_to, live_nodes
 from .node import Node, const
 from .ops import REGISTRY
 
@@ -38,6 +38,10 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
         for arg, contribution in zip(node.args, spec.grad(node, g), strict=True):
             if contribution is None or not arg.dtype.is_float:
                 continue
+            if contribution.shape != arg.shape:
+                # a scalar broadcast over an array: its gradient is the sum over the array
+                contribution = apply("rsum", contribution) if not arg.shape else broadcast_to(
+                    contribution, arg.shape)
             previous = adjoint.get(id(arg))
             adjoint[id(arg)] = contribution if previous is None else apply("add", previous,
                                                                            contribution)

@@ -1,0 +1,272 @@
+"""Vectors and matrices, packed and unpacked, against NumPy and against each other."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+from copapy.graph.reference import evaluate_graph
+
+from .conftest import same_bits
+
+ELEMENTWISE_BINARY = ["add", "sub", "mul", "div", "min", "max", "floordiv", "mod", "pow",
+                      "atan2", "lt", "le", "gt", "ge", "eq", "ne"]
+ELEMENTWISE_UNARY = ["neg", "abs", "sign", "relu", "sqrt", "sin", "cos", "tan", "asin", "acos",
+                     "atan", "exp", "log", "tanh", "floor", "ceil", "round", "trunc"]
+
+
+def build_binary(name: str) -> Callable[[Any, Any], Any]:
+    from copapy.arrays import elementwise
+
+    return lambda a, b: elementwise(name, a, b)
+
+
+def build_unary(name: str) -> Callable[[Any], Any]:
+    from copapy.arrays import elementwise
+
+    return lambda a: elementwise(name, a)
+
+
+EXPRESSIONS: dict[str, tuple[int, Callable[..., Any]]] = {
+    **{f"v_{n}": (2, build_binary(n)) for n in ELEMENTWISE_BINARY},
+    **{f"u_{n}": (1, build_unary(n)) for n in ELEMENTWISE_UNARY},
+    "scalar_broadcast": (1, lambda a: a * 2.5 - 1.0),
+    "sum": (1, lambda a: a.sum()),
+    "mean": (1, lambda a: a.mean()),
+    "min": (1, lambda a: a.min()),
+    "max": (1, lambda a: a.max()),
+    "dot": (2, lambda a, b: a @ b),
+    "norm": (1, lambda a: cp.norm(a)),
+    "where": (2, lambda a, b: cp.where(a > b, a, b)),
+    "index_slice": (1, lambda a: a[len(a) // 2] + a[: max(1, len(a) // 2)].sum()),
+    "cast_int": (1, lambda a: cp.cast(cp.cast(a, cp.int32) * 3, cp.float32)),
+    "benchmark_term": (2, lambda a, b: sum((a + i) @ b for i in range(3))),
+}
+
+
+def floats(n: int) -> st.SearchStrategy[np.ndarray]:
+    element = st.floats(-100, 100, width=32) | st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.0])
+    return st.lists(element, min_size=n, max_size=n).map(lambda v: np.array(v, np.float32))
+
+
+def compiled_values(expr: Callable[..., Any], inputs: list[np.ndarray], packed: bool) -> Any:
+    arrays = [cp.value(x).to_packed() if packed else cp.value(x).to_unpacked() for x in inputs]
+    out = expr(*arrays)
+    tg = cp.LocalTarget()
+    tg.compile(out)
+    tg.run()
+    return out, tg.read(out)
+
+
+def reference(out: Any) -> Any:
+    if isinstance(out, cp.Array):
+        nodes = out.nodes()
+        values = evaluate_graph(nodes)
+        return values[0] if out.packed else np.array(values).reshape(out.shape)
+    return evaluate_graph([out.node])[0]
+
+
+def check_bits(got: Any, want: Any) -> None:
+    g = np.asarray(got)
+    w = np.asarray(want, dtype=g.dtype)
+    assert g.shape == w.shape
+    for x, y in zip(g.reshape(-1), w.reshape(-1), strict=True):
+        assert same_bits(x, y, g.dtype.name), (got, want)
+
+
+@pytest.mark.parametrize("name", sorted(EXPRESSIONS))
+@settings(max_examples=25)
+@given(data=st.data())
+def test_array_operation(name: str, data: st.DataObject) -> None:
+    arity, expr = EXPRESSIONS[name]
+    n = data.draw(st.integers(1, 200))
+    inputs = [data.draw(floats(n)) for _ in range(arity)]
+    out_u, unpacked = compiled_values(expr, inputs, packed=False)
+    out_p, packed = compiled_values(expr, inputs, packed=True)
+    check_bits(packed, unpacked)  # same documented order: bit for bit
+    check_bits(packed, reference(out_p))  # NumPy reference (kernels for sin, exp, ...)
+
+
+@settings(max_examples=40)
+@given(st.integers(1, 12), st.integers(1, 12), st.integers(1, 12), st.data())
+def test_matrix_products(m: int, k: int, j: int, data: st.DataObject) -> None:
+    a = data.draw(floats(m * k)).reshape(m, k)
+    b = data.draw(floats(k * j)).reshape(k, j)
+    v = data.draw(floats(k))
+    u = data.draw(floats(m))
+    results = []
+    for packed in (False, True):
+        def conv(x: np.ndarray, packed: bool = packed) -> Any:
+            value = cp.value(x)
+            return value.to_packed() if packed else value.to_unpacked()
+
+        ma, mb, vv, uu = conv(a), conv(b), conv(v), conv(u)
+        outs = [ma @ mb, ma @ vv, uu @ ma, ma.T, (ma @ mb).sum()]
+        tg = cp.LocalTarget()
+        tg.compile(*outs)
+        tg.run()
+        results.append([tg.read(o) for o in outs])
+    for p, q in zip(*results, strict=True):
+        check_bits(p, q)
+    np.testing.assert_allclose(results[1][0], a.astype(np.float64) @ b, rtol=1e-4, atol=1e-2)
+    np.testing.assert_allclose(results[1][1], a.astype(np.float64) @ v, rtol=1e-4, atol=1e-2)
+    np.testing.assert_allclose(results[1][2], u.astype(np.float64) @ a, rtol=1e-4, atol=1e-2)
+    assert np.array_equal(results[1][3], a.T)
+
+
+def test_shapes_and_errors() -> None:
+    v = cp.vector([1.0, 2.0, 3.0])
+    m = cp.matrix([[1.0, 2.0], [3.0, 4.0]])
+    assert v.shape == (3,) and len(v) == 3 and v.size == 3
+    assert m.shape == (2, 2) and m.T.shape == (2, 2) and m.flatten().shape == (4,)
+    assert [type(x) for x in v] == [cp.Value] * 3
+    with pytest.raises(ValueError, match=r"\(3,\) and \(2,\)"):
+        v + cp.vector([1.0, 2.0])
+    with pytest.raises(ValueError, match="inner dimensions"):
+        m @ v
+    with pytest.raises(IndexError):
+        v[3]
+    with pytest.raises(TypeError, match="truth value"):
+        bool(v > 1.0)
+
+
+def test_numpy_constants_and_readback() -> None:
+    v = cp.vector(np.array([1.0, 2.0, 3.0]))  # constants
+    x = cp.value(np.array([1.0, 1.0, 1.0]))  # an input vector
+    tg = cp.LocalTarget()
+    tg.compile(v * x, (v * x).sum())
+    tg.write(x, np.array([2.0, 3.0, 4.0]))
+    tg.run()
+    out = tg.read(v * x)
+    assert isinstance(out, np.ndarray) and out.tolist() == [2.0, 6.0, 12.0]
+    assert tg.read((v * x).sum()) == 20.0
+
+
+def test_unpacked_zero_element_removes_branch() -> None:
+    x = cp.value(np.array([1.0, 2.0, 3.0]))
+    sparse = cp.vector([0.0, 1.0, 0.0])
+    y = sparse * cp.exp(x)
+    items = y.items()
+    assert items[0].node.op == "const" and items[2].node.op == "const"
+
+
+def test_auto_packing_threshold() -> None:
+    assert cp.value(np.zeros(64)).packed is False
+    assert cp.value(np.zeros(65)).packed is True
+    assert cp.vector(np.zeros(100), packed=False).packed is False
+
+
+def test_packed_compile_time_does_not_grow_with_size() -> None:
+    import time
+
+    def compile_time(n: int) -> tuple[float, int]:
+        a = cp.value(np.zeros(n, np.float32), packed=True)
+        b = cp.value(np.ones(n, np.float32), packed=True)
+        term = sum((a + i) @ b for i in range(10))
+        tg = cp.LocalTarget()
+        t = time.perf_counter()
+        tg.compile(term)
+        return time.perf_counter() - t, tg.program_info.stencil_count
+
+    _, small = compile_time(10)
+    _, large = compile_time(5000)
+    assert small == large  # the same stencils whatever the length
+    assert small < 40
+
+
+def test_quaternions() -> None:
+    angle = cp.value(0.7)
+    q = cp.Quaternion.from_axis_angle([0.0, 0.0, 1.0], angle)
+    rotated = q.rotate([1.0, 0.0, 0.0])
+    r = q.to_rotation_matrix()
+    back = cp.Quaternion.from_rotation_matrix(r)
+    e = cp.Quaternion.from_euler(0.1, 0.2, 0.3)
+    composed = (e * e.conjugate()).normalize()
+    axis, ang = q.to_axis_angle()
+    tg = cp.LocalTarget()
+    tg.compile(rotated, r, back, composed, axis, ang)
+    tg.run()
+    assert np.allclose(tg.read(rotated), [math.cos(0.7), math.sin(0.7), 0.0], atol=1e-6)
+    assert np.allclose(tg.read(back), [math.cos(0.35), 0, 0, math.sin(0.35)], atol=1e-6)
+    assert np.allclose(tg.read(composed), [1.0, 0.0, 0.0, 0.0], atol=1e-6)
+    assert np.allclose(tg.read(axis), [0.0, 0.0, 1.0], atol=1e-6)
+    assert math.isclose(tg.read(ang), 0.7, rel_tol=1e-6)
+    # from_euler against the rotation matrix of scipy's convention (intrinsic z-y-x)
+    cr, sr, cpi, spi, cy, sy = (math.cos(0.1), math.sin(0.1), math.cos(0.2), math.sin(0.2),
+                                math.cos(0.3), math.sin(0.3))
+    want = np.array([[cy * cpi, cy * spi * sr - sy * cr, cy * spi * cr + sy * sr],
+                     [sy * cpi, sy * spi * sr + cy * cr, sy * spi * cr - cy * sr],
+                     [-spi, cpi * sr, cpi * cr]])
+    tg.compile(e.to_rotation_matrix())
+    tg.run()
+    assert np.allclose(tg.read(e.to_rotation_matrix()), want, atol=1e-6)
+
+
+def finite_difference(f: Callable[[np.ndarray], float], x: np.ndarray,
+                      h: float = 1e-6) -> np.ndarray:
+    out = np.zeros_like(x)
+    for i in range(x.size):
+        d = np.zeros_like(x)
+        d.reshape(-1)[i] = h
+        out.reshape(-1)[i] = (f(x + d) - f(x - d)) / (2 * h)
+    return out
+
+
+GRAD_CASES: dict[str, Callable[[Any, Any], Any]] = {
+    "elementwise": lambda v, w: (cp.sin(v) * v + cp.exp(w * 0.1)).sum(),
+    "mean": lambda v, w: (v * w).mean(),
+    "dot": lambda v, w: v @ w,
+    "max": lambda v, w: (v * 1.5 - w).max(),
+    "matvec": lambda v, w: (cp.matrix([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]) @ (v * w)).sum(),
+    "matmul": lambda v, w: (v.reshape(3, 1) @ w.reshape(1, 3)).sum(),
+    "norm": lambda v, w: cp.norm(v - w),
+}
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("case", sorted(GRAD_CASES))
+def test_gradients_against_finite_differences(case: str, packed: bool) -> None:
+    f = GRAD_CASES[case]
+    x0 = np.array([0.3, -0.7, 1.1])
+    y0 = np.array([0.9, 0.2, -0.4])
+    v = cp.value(x0, cp.float64)
+    w = cp.value(y0, cp.float64)
+    v, w = (v.to_packed(), w.to_packed()) if packed else (v, w)
+    out = f(v, w)
+    gv, gw = cp.grad(out, [v, w])
+    tg = cp.LocalTarget()
+    tg.compile(out, gv, gw)
+
+    def value_at(a: np.ndarray, b: np.ndarray) -> float:
+        tg.write(v, a)
+        tg.write(w, b)
+        tg.run()
+        return float(tg.read(out))
+
+    fd_v = finite_difference(lambda a: value_at(a, y0), x0)
+    fd_w = finite_difference(lambda b: value_at(x0, b), y0)
+    tg.write(v, x0)
+    tg.write(w, y0)
+    tg.run()
+    np.testing.assert_allclose(tg.read(gv), fd_v, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tg.read(gw), fd_w, rtol=1e-5, atol=1e-6)
+
+
+def test_quaternion_rotation_gradient() -> None:
+    angle = cp.value(0.4, cp.float64)
+    q = cp.Quaternion.from_axis_angle([0.0, 1.0, 0.0], angle)
+    p = q.rotate([1.0, 0.0, 0.0])
+    y = p[0] * 2.0 + p[2]
+    g = cp.grad(y, angle)
+    tg = cp.LocalTarget()
+    tg.compile(y, g)
+    tg.run()
+    # rotating (1,0,0) about y by a: (cos a, 0, -sin a) -> y = 2 cos a - sin a
+    assert math.isclose(tg.read(g), -2 * math.sin(0.4) - math.cos(0.4), rel_tol=1e-9)
