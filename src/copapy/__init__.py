@@ -42,6 +42,7 @@ from .functions import (
     trunc,
     where,
 )
+from .jit import jit, map_to_numpy
 from .quaternion import Quaternion, quaternion
 from .signals import (
     angular_rate,
@@ -95,11 +96,13 @@ __all__ = [
     "integrate",
     "integrate_rotation",
     "io",
+    "jit",
     "log",
     "logical_and",
     "logical_not",
     "logical_or",
     "logical_xor",
+    "map_to_numpy",
     "matrix",
     "max",
     "min",

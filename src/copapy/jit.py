@@ -1,0 +1,275 @@
+"""``@cp.jit``: trace a NumPy-style function once per argument signature, run machine code.
+
+Signature: for each argument its kind (number, sequence, buffer), element type and shape.
+A new signature compiles a new program; programs live in a bounded LRU cache. Array
+arguments are packed inputs: each call copies every array once, straight into the program's
+memory (converting the element type in the same copy when needed: uint8/int8/int16/int64 to
+int32, float16 to float32). Results are numbers, nested lists, or NumPy arrays where the
+function returned ``cp.map_to_numpy(value)``.
+
+Thread safety: each jitted function holds a lock around write-run-read, so concurrent calls
+from several threads are serialised and never see each other's data.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from . import dtypes as dt
+from .arrays import Array
+from .value import Value
+
+_WIDEN = {"b": "bool", "i": "int32", "u": "int32", "f": "float32"}
+
+
+@dataclass(frozen=True)
+class MapToNumpy:
+    """Marks a result to be returned as a NumPy array (view or copy)."""
+
+    value: Any
+    copy: bool
+
+
+def map_to_numpy(value: Any, copy: bool = False) -> Any:
+    """Return this result as a NumPy array.
+
+    ``copy=False``: a view of the program's memory, valid until the next call of the jitted
+    function (which overwrites it). ``copy=True``: an array the caller owns.
+    """
+    if not isinstance(value, Array | Value):
+        raise TypeError("map_to_numpy takes a copapy value or array")
+    return MapToNumpy(value, copy)
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+def _element_type(kind: str, itemsize: int) -> str:
+    if kind == "f":
+        return "float64" if itemsize == 8 else "float32"
+    if kind in ("i", "u"):
+        return "int32"
+    if kind == "b":
+        return "bool"
+    raise TypeError(f"arrays of dtype kind {kind!r} cannot be passed to a jitted function; "
+                    f"use numbers (bool, int, float)")
+
+
+_SCALARS = frozenset({float, int, bool})
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The cache key: kinds, element types and shapes, never values."""
+    key: list[Any] = []
+    for a in args:
+        t = type(a)
+        if t in _SCALARS:
+            key.append(t)
+            continue
+        shape = getattr(a, "shape", None)
+        if shape is not None and hasattr(a, "dtype"):
+            key.append(("buf", a.dtype.kind, a.dtype.itemsize, tuple(shape)))
+            continue
+        if isinstance(a, list | tuple):
+            key.append(("seq", _sequence_signature(a)))
+            continue
+        if isinstance(a, Value | Array):
+            raise TypeError("a jitted function is called with numbers and arrays, not with "
+                            "traced copapy values (call the function directly to trace)")
+        raise TypeError(f"cannot pass {t.__name__} to a jitted function: use numbers, nested "
+                        f"sequences of numbers or NumPy arrays")
+    return tuple(key)
+
+
+def _sequence_signature(seq: Any) -> tuple[Any, ...]:
+    import numpy as np
+
+    try:
+        arr = np.asarray(seq)
+    except ValueError as exc:
+        raise TypeError(f"ragged sequence passed to a jitted function: {exc}") from None
+    if arr.dtype == object or arr.size == 0 or arr.ndim > 2:
+        raise TypeError("sequences passed to a jitted function must be non-empty, rectangular "
+                        "(1-D or 2-D) and hold only numbers")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"sequence of {arr.dtype} passed to a jitted function: only numbers")
+    return ("f" if arr.dtype.kind == "f" else arr.dtype.kind, arr.shape)
+
+
+class _Compiled:
+    """One traced and loaded program, with its fast argument and result plans."""
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], arch: str | None) -> None:
+        import numpy as np
+
+        from .local_target import LocalTarget
+        from .value import value
+
+        traced = []
+        for a in args:
+            if isinstance(a, bool | int | float):
+                traced.append(value(a))
+            else:
+                arr = np.asarray(a)
+                etype = _element_type(arr.dtype.kind, arr.dtype.itemsize)
+                traced.append(_array_input(arr.astype(etype if etype != "bool" else bool),
+                                           etype))
+        result = fn(*traced)
+        self.tuple_result = isinstance(result, tuple)
+        results = list(result) if self.tuple_result else [result]
+        outputs = []
+        self.plan: list[tuple[str, Any, bool]] = []
+        for r in results:
+            as_numpy, copy = False, True
+            if isinstance(r, MapToNumpy):
+                r, as_numpy, copy = r.value, True, r.copy
+            if isinstance(r, bool | int | float):
+                r = _const_value(r)
+            if not isinstance(r, Value | Array):
+                raise TypeError(f"a jitted function must return copapy values or arrays (or a "
+                                f"tuple of them), got {type(r).__name__}")
+            if isinstance(r, Array) and not r.packed:
+                r = r.to_packed()
+            outputs.append(r)
+            self.plan.append(("array" if isinstance(r, Array) else "scalar", r,
+                              as_numpy and not copy))
+            if isinstance(r, Array) and not as_numpy:
+                self.plan[-1] = ("list", r, False)
+            elif isinstance(r, Array) and copy:
+                self.plan[-1] = ("copy", r, False)
+        self.target = LocalTarget(arch)
+        self.target.compile(*outputs)
+        program: Any = self.target._program
+        self.run = program.run
+        self.read = program.read
+        self.write = program.write
+        self._views: list[Any] = []
+        buffer = program if not hasattr(program, "read_bytes") else None
+        self.inputs: list[tuple[str, Any]] = []
+        for t in traced:
+            port = self.target._ports.get(t.nodes()[0] if isinstance(t, Array) else t.node)
+            if port is None:  # the function does not use this argument
+                self.inputs.append(("skip", None))
+            elif isinstance(t, Array):
+                self.inputs.append(("array", _view(buffer, port, t.shape, np)))
+            else:
+                self.inputs.append(("scalar", (port.offset, port.dtype.code, port.dtype)))
+        self.outputs: list[tuple[str, Any]] = []
+        for kind, r, _ in self.plan:
+            if kind == "scalar":
+                port = self.target._port(r)
+                self.outputs.append(("scalar", (port.offset, port.dtype.code)))
+            else:
+                port = self.target._ports[r.node()]
+                self.outputs.append((kind, _view(buffer, port, r.shape, np)))
+
+        self.call = self._generate()
+
+    def _generate(self) -> Callable[[tuple[Any, ...]], Any]:
+        """A call function specialised to this signature: no loops, no branches per call."""
+        env: dict[str, Any] = {"write": self.write, "run": self.run, "read": self.read}
+        lines = ["def call(args):"]
+        for k, (kind, where) in enumerate(self.inputs):
+            if kind == "scalar":
+                offset, code, _ = where
+                lines.append(f"    write({offset}, {code}, args[{k}])")
+            elif kind == "array":
+                env[f"in{k}"] = where
+                lines.append(f"    in{k}[...] = args[{k}]")
+        lines.append("    run()")
+        results = []
+        for k, (kind, where) in enumerate(self.outputs):
+            if kind == "scalar":
+                results.append(f"read({where[0]}, {where[1]})")
+            else:
+                env[f"out{k}"] = where
+                results.append({"list": f"out{k}.tolist()", "copy": f"out{k}.copy()"}.get(
+                    kind, f"out{k}"))
+        if self.tuple_result:
+            lines.append(f"    return ({', '.join(results)},)")
+        else:
+            lines.append(f"    return {results[0]}")
+        exec("\n".join(lines), env)  # generated from our own plan only
+        call: Callable[[tuple[Any, ...]], Any] = env["call"]
+        return call
+
+
+def _view(buffer: Any, port: Any, shape: tuple[int, ...], np: Any) -> Any:
+    if buffer is None:
+        raise TypeError("jit runs on the native runner only (LocalTarget() of this machine)")
+    fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
+    count = 1
+    for d in shape:
+        count *= d
+    view = np.frombuffer(buffer, dtype=fmt, count=count, offset=port.offset).reshape(shape)
+    return view
+
+
+def _array_input(arr: Any, etype: str) -> Array:
+    from .arrays import array_input
+
+    return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
+
+
+def _const_value(x: bool | int | float) -> Value[Any]:
+    from .value import constant
+
+    return constant(x)
+
+
+class JitFunction:
+    """A jitted function: call it like the original; ``cache_info()`` reports the cache."""
+
+    def __init__(self, fn: Callable[..., Any], cache_size: int, arch: str | None) -> None:
+        if cache_size < 1:
+            raise ValueError("cache_size must be >= 1")
+        self.fn = fn
+        self.cache_size = cache_size
+        self.arch = arch
+        self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any) -> Any:
+        key = tuple(map(type, args))
+        if not _SCALARS.issuperset(key):
+            key = _signature(args)
+        with self._lock:
+            compiled = self._cache.get(key)
+            if compiled is None:
+                self._misses += 1
+                compiled = _Compiled(self.fn, args, self.arch)
+                self._cache[key] = compiled
+                if len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+            else:
+                self._hits += 1
+                self._cache.move_to_end(key)
+            return compiled.call(args)
+
+    def cache_info(self) -> CacheInfo:
+        return CacheInfo(self._hits, self._misses, self.cache_size, len(self._cache))
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+            self._hits = self._misses = 0
+
+
+def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
+        arch: str | None = None) -> Any:
+    """Decorator: ``@cp.jit`` or ``@cp.jit(cache_size=8)``."""
+    if fn is None:
+        return lambda f: JitFunction(f, cache_size, arch)
+    return JitFunction(fn, cache_size, arch)

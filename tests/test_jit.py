@@ -1,0 +1,188 @@
+"""@cp.jit: per-signature compilation, buffers, results, errors, cache, threads."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import copapy as cp
+
+
+@cp.jit
+def rms_error(measured, reference):  # type: ignore[no-untyped-def]
+    error = measured - reference
+    return cp.sqrt((error * error).sum() / error.size)
+
+
+@cp.jit
+def normalize(v):  # type: ignore[no-untyped-def]
+    return cp.map_to_numpy(v / cp.sqrt((v * v).sum()))
+
+
+def test_issue_examples() -> None:
+    assert rms_error([1.0, 2.0, 3.0, 4.0], [1.1, 2.2, 3.0, 3.9]) == pytest.approx(0.1225, abs=1e-4)
+    out = normalize([1.0, 2.0, 3.0, 4.0])
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, [0.183, 0.365, 0.548, 0.730], atol=1e-3)
+
+
+def test_signature_changes_recompile() -> None:
+    @cp.jit
+    def total(x):  # type: ignore[no-untyped-def]
+        return cp.vector(x).sum() if isinstance(x, list) else x.sum()
+
+    assert total([1.0, 2.0]) == 3.0
+    assert total([1.0, 2.0, 3.0]) == 6.0  # a longer list: a new program
+    assert total.cache_info().misses == 2
+
+    @cp.jit
+    def triple(x):  # type: ignore[no-untyped-def]
+        return x * 3
+
+    assert triple(2) == 6 and isinstance(triple(2), int)
+    assert triple(2.5) == 7.5  # int then float: not truncated
+    assert triple(np.array([1.5, 2.0], np.float32)) == [4.5, 6.0]
+    got = triple(np.array([1.5, 2.0], np.float64))
+    assert got == [4.5, 6.0]
+    assert triple(np.array([[1, 2], [3, 4]], np.int32)) == [[3, 6], [9, 12]]
+
+
+def test_float64_arrays_keep_precision() -> None:
+    @cp.jit
+    def add_tiny(x):  # type: ignore[no-untyped-def]
+        return cp.map_to_numpy(x + 1e-12, copy=True)
+
+    out = add_tiny(np.array([1.0, 2.0]))
+    assert out.dtype == np.float64 and out[0] == 1.0 + 1e-12
+
+
+def test_small_integer_arrays_are_widened() -> None:
+    @cp.jit
+    def brightness(img):  # type: ignore[no-untyped-def]
+        return img.sum()
+
+    img = np.arange(200, dtype=np.uint8)
+    assert brightness(img) == int(img.astype(np.int64).sum())
+
+
+def test_view_and_copy_semantics() -> None:
+    @cp.jit
+    def scaled_view(x):  # type: ignore[no-untyped-def]
+        return cp.map_to_numpy(x * 2.0)
+
+    @cp.jit
+    def scaled_copy(x):  # type: ignore[no-untyped-def]
+        return cp.map_to_numpy(x * 2.0, copy=True)
+
+    a = scaled_view(np.array([1.0, 2.0], np.float32))
+    b = scaled_view(np.array([5.0, 6.0], np.float32))
+    assert a is b or np.shares_memory(a, b)
+    assert a.tolist() == [10.0, 12.0]  # the view changed with the next call
+    c = scaled_copy(np.array([1.0, 2.0], np.float32))
+    scaled_copy(np.array([5.0, 6.0], np.float32))
+    assert c.tolist() == [2.0, 4.0]
+
+
+def test_tuple_results_and_python_control_flow_on_shapes() -> None:
+    @cp.jit
+    def stats(x):  # type: ignore[no-untyped-def]
+        if x.size > 3:  # resolved at trace time
+            return x.min(), x.max(), x.mean()
+        return x.sum(), x.sum(), x.sum()
+
+    assert stats(np.array([3.0, 1.0, 2.0, 4.0], np.float32)) == (1.0, 4.0, 2.5)
+    assert stats(np.array([1.0, 2.0], np.float32)) == (3.0, 3.0, 3.0)
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    @cp.jit
+    def f(x):  # type: ignore[no-untyped-def]
+        return x + 1
+
+    with pytest.raises(TypeError, match="str"):
+        f("a")
+    with pytest.raises(TypeError, match="ragged"):
+        f([[1.0, 2.0], [3.0]])
+    with pytest.raises(TypeError, match="numbers"):
+        f(np.array(["a", "b"]))
+    with pytest.raises(TypeError, match="where"):
+        cp.jit(lambda x: x if x > 0 else -x)(1.0)
+    with pytest.raises(OverflowError):
+        f(2**40)
+
+
+def test_lru_eviction() -> None:
+    @cp.jit(cache_size=2)
+    def g(x):  # type: ignore[no-untyped-def]
+        return x.sum()
+
+    for n in (2, 3, 4):
+        g(np.ones(n, np.float32))
+    info = g.cache_info()
+    assert (info.misses, info.currsize, info.maxsize) == (3, 2, 2)
+    g(np.ones(4, np.float32))
+    assert g.cache_info().hits == 1
+    g(np.ones(2, np.float32))  # evicted: compiled again
+    assert g.cache_info().misses == 4
+
+
+def test_threads_do_not_corrupt_each_other() -> None:
+    @cp.jit
+    def affine(x, k):  # type: ignore[no-untyped-def]
+        return cp.map_to_numpy(x * k + k, copy=True)
+
+    errors = []
+
+    def worker(k: float) -> None:
+        x = np.arange(100, dtype=np.float32)
+        for _ in range(300):
+            out = affine(x, k)
+            if not np.array_equal(out, x * np.float32(k) + np.float32(k)):
+                errors.append(k)
+
+    threads = [threading.Thread(target=worker, args=(float(k),)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+OPS = {
+    "affine": lambda x: x * 1.5 - 0.25,
+    "square_sum": lambda x: (x * x).sum(),
+    "mean_abs": lambda x: abs(x).mean(),
+    "max_min": lambda x: x.max() - x.min(),
+    "clipped": lambda x: cp.clamp(x, -1.0, 1.0),
+}
+NP_OPS = {
+    "affine": lambda x: x * np.float32(1.5) - np.float32(0.25),
+    "square_sum": None,
+    "mean_abs": None,
+    "max_min": lambda x: x.max() - x.min(),
+    "clipped": lambda x: np.clip(x, np.float32(-1.0), np.float32(1.0)),
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(sorted(OPS)),
+       hnp.arrays(np.float32, st.integers(1, 300), elements=st.floats(-50, 50, width=32)))
+def test_random_functions_match_numpy_float32(name: str, x: np.ndarray) -> None:
+    f = cp.jit(OPS[name])
+    got = np.asarray(f(x), dtype=np.float32)
+    ref = NP_OPS[name]
+    if ref is None:  # sums: copapy's fixed lane order, compared with the same order in NumPy
+        from copapy.graph.lanes import reduce_in_lane_order
+
+        items = list(x * x) if name == "square_sum" else list(np.abs(x))
+        want = reduce_in_lane_order(items, lambda a, b: np.float32(a + b))
+        if name == "mean_abs":
+            want = np.float32(want) / np.float32(x.size)
+    else:
+        want = ref(x)
+    np.testing.assert_array_equal(got, np.asarray(want, dtype=np.float32))
