@@ -114,7 +114,7 @@ class _Compiled:
         from .local_target import LocalTarget
         from .value import value
 
-        traced = []
+        traced: list[Any] = []
         for a in args:
             if isinstance(a, bool | int | float):
                 traced.append(value(a))
