@@ -1,16 +1,24 @@
-"""Benchmark: the term sum((v1 + i) @ v2 for i in range(10)) in copapy, NumPy and plain C.
+"""Benchmark: the term sum((v1 + i) @ v2 for i in range(10)) in every copapy form, NumPy, C
+and numba — all measured in one run, side by side, as medians and ratios (this machine is
+shared and noisy: compare ratios, not absolute times).
 
-Everything is measured in one run, side by side, and reported as medians and ratios (this
-machine is shared and noisy; ratios are what to compare).
+    python benchmarks/bench_term.py              # full run, prints markdown tables
+    python benchmarks/bench_term.py --quick      # fewer repetitions
+    python benchmarks/bench_term.py --plot benchmarks/term.png
 
-    python benchmarks/bench_term.py            # full table
-    python benchmarks/bench_term.py --quick    # fewer repetitions
+Variants:
+  scalar   copapy, v1/v2 as lists of cp.value (one stencil chain, registers across the chain)
+  packed   copapy, v1/v2 as packed input vectors (loop stencils, vectorised by the C compiler)
+  jit      @cp.jit of the same function, called with two NumPy float32 arrays
+  numpy    the same expression on NumPy float32 arrays
+  C -O3    plain C, sequential float32 sums, gcc -O3 (what the scalar form is compared with)
+  C fast   the same C with -O3 -ffast-math (vectorised reductions; the packed goal)
+  numba    @numba.njit (default and fastmath=True), if numba is installed
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import statistics
 import subprocess
@@ -21,20 +29,19 @@ import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import copapy as cp
 
-SIZES = [10, 100, 500]
+SCALAR_SIZES = [10, 50, 100, 200, 500]
 C_SOURCE = textwrap.dedent(
     """
-    #include <stdint.h>
     #include <stdio.h>
     #include <stdlib.h>
     #include <time.h>
 
-    /* the same float32 computation, same order: sequential dot products summed over i */
     __attribute__((noinline)) float term(const float *v1, const float *v2, int n)
     {
         float s = 0.0f;
@@ -62,18 +69,18 @@ C_SOURCE = textwrap.dedent(
         float *v1 = malloc(n * sizeof(float)), *v2 = malloc(n * sizeof(float));
         for (int j = 0; j < n; j++) { v1[j] = (float)j; v2[j] = 5.0f; }
         volatile float sink = 0.0f;
-        double best[9];
+        double t[9];
         for (int k = 0; k < 9; k++) {
             double t0 = now();
             for (long r = 0; r < reps; r++) {
                 __asm__ volatile("" : : "r"(v1), "r"(v2) : "memory");
                 sink = term(v1, v2, n);
             }
-            best[k] = (now() - t0) / reps;
+            t[k] = (now() - t0) / reps;
         }
         for (int a = 0; a < 9; a++) for (int b = a + 1; b < 9; b++)
-            if (best[b] < best[a]) { double t = best[a]; best[a] = best[b]; best[b] = t; }
-        printf("%.6e %.1f\\n", best[4], (double)sink);
+            if (t[b] < t[a]) { double x = t[a]; t[a] = t[b]; t[b] = x; }
+        printf("%.6e %.1f\\n", t[4], (double)sink);
         return 0;
     }
     """
@@ -98,26 +105,60 @@ def time_c(exe: Path, n: int, quick: bool) -> tuple[float, float]:
 def median_call(fn: Callable[[], object], quick: bool) -> float:
     """Median seconds per call over repeated batches."""
     number = 1
-    while True:
-        t = timeit.timeit(fn, number=number)
-        if t > (0.005 if quick else 0.02):
-            break
+    while timeit.timeit(fn, number=number) < (0.005 if quick else 0.02):
         number *= 4
     runs = timeit.repeat(fn, number=number, repeat=5 if quick else 11)
     return statistics.median(runs) / number
 
 
-def dot(a: list[cp.Value], b: list[cp.Value]) -> cp.Value:
+def dot(a: list[Any], b: list[Any]) -> Any:
     s = a[0] * b[0]
     for x, y in zip(a[1:], b[1:], strict=True):
         s = s + x * y
     return s
 
 
-def scalar_term(n: int) -> tuple[cp.Value, list[cp.Value], list[cp.Value]]:
+def expected(n: int) -> float:
+    return float(sum(sum((j + i) * 5.0 for j in range(n)) for i in range(10)))
+
+
+def term_expr(v1: Any, v2: Any) -> Any:
+    return sum((v1 + i) @ v2 for i in range(10))
+
+
+def scalar_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
     v1 = [cp.value(float(j)) for j in range(n)]
     v2 = [cp.value(5.0) for _ in range(n)]
-    return sum((dot([x + i for x in v1], v2) for i in range(10)), cp.constant(0.0)), v1, v2
+    term = sum((dot([x + i for x in v1], v2) for i in range(10)), cp.constant(0.0))
+    tg = cp.LocalTarget()
+    t0 = time.perf_counter()
+    tg.compile(term)
+    return tg, term, time.perf_counter() - t0
+
+
+def packed_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
+    t0 = time.perf_counter()
+    v1 = cp.value(np.arange(n, dtype=np.float32), packed=True)
+    v2 = cp.value(np.full(n, 5.0, np.float32), packed=True)
+    term = term_expr(v1, v2)
+    tg = cp.LocalTarget()
+    tg.compile(term)
+    return tg, term, time.perf_counter() - t0
+
+
+def numba_functions() -> dict[str, Callable[[np.ndarray, np.ndarray], float]]:
+    try:
+        import numba
+    except ImportError:
+        return {}
+
+    def py_term(v1: np.ndarray, v2: np.ndarray) -> float:
+        s = np.float32(0.0)
+        for i in range(10):
+            s += np.dot(v1 + np.float32(i), v2)
+        return s
+
+    return {"numba": numba.njit(py_term), "numba fastmath": numba.njit(fastmath=True)(py_term)}
 
 
 def import_time() -> float:
@@ -128,7 +169,7 @@ def import_time() -> float:
 
 
 def compile_rate(nodes: int) -> float:
-    """Microseconds per graph node for compiling a chain of roughly ``nodes`` operations."""
+    """Microseconds per graph node for compiling a chain of about ``nodes`` operations."""
     xs = [cp.value(float(j)) for j in range(8)]
     acc = xs[0]
     for k in range(nodes):
@@ -136,75 +177,141 @@ def compile_rate(nodes: int) -> float:
     tg = cp.LocalTarget()
     t0 = time.perf_counter()
     tg.compile(acc)
-    elapsed = time.perf_counter() - t0
-    return elapsed / tg.program_info.op_count * 1e6
+    return (time.perf_counter() - t0) / tg.program_info.op_count * 1e6
 
 
-def main() -> None:
+def main() -> None:  # noqa: C901, PLR0915
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--plot", default="")
     args = parser.parse_args()
     quick = args.quick
-    rows = []
+    numbas = numba_functions()
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         c_o3 = build_c(["-O3"], Path(tmp))
-        c_native = build_c(["-O3", "-march=native"], Path(tmp))
-        for n in SIZES:
-            term, v1, v2 = scalar_term(n)
-            tg = cp.LocalTarget()
-            t0 = time.perf_counter()
-            tg.compile(term)
-            compile_s = time.perf_counter() - t0
-            tg.run()
-            expected = float(sum(sum((j + i) * 5.0 for j in range(n)) for i in range(10)))
-            assert tg.read(term) == expected, (tg.read(term), expected)
-            t_cp = median_call(tg.run, quick)
+        c_fast = build_c(["-O3", "-ffast-math"], Path(tmp))
+        jitted = cp.jit(term_expr)
+        for n in SCALAR_SIZES:
+            want = expected(n)
             a1 = np.arange(n, dtype=np.float32)
             a2 = np.full(n, 5.0, dtype=np.float32)
-            assert float(sum((a1 + i) @ a2 for i in range(10))) == expected
-            t_np = median_call(lambda a1=a1, a2=a2: sum((a1 + i) @ a2 for i in range(10)), quick)
-            t_c, c_val = time_c(c_o3, n, quick)
-            t_cn, _ = time_c(c_native, n, quick)
-            assert c_val == expected
-            info = tg.program_info
-            rows.append((n, t_cp, t_np, t_c, t_cn, compile_s, info))
-    print(f"\n## Term sum((v1 + i) @ v2 for i in range(10)), scalar form (median µs per run)\n")
-    print("| v_size | copapy | NumPy | C -O3 | C -O3 -march=native | copapy/C -O3 | copapy/NumPy "
-          "| compile ms | ops | stencils | code B | B/stencil |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, t_cp, t_np, t_c, t_cn, compile_s, info in rows:
-        print(f"| {n} | {t_cp * 1e6:.3f} | {t_np * 1e6:.2f} | {t_c * 1e6:.3f} | {t_cn * 1e6:.3f} "
-              f"| {t_cp / t_c:.2f} | {t_cp / t_np:.3f} | {compile_s * 1e3:.1f} | {info.op_count} "
-              f"| {info.stencil_count} | {info.code_bytes} "
-              f"| {info.stencil_bytes / info.stencil_count:.1f} |")
-    # call overheads
+            row: dict[str, Any] = {"n": n}
+            tg_s, term_s, row["compile_scalar"] = scalar_variant(n)
+            tg_s.run()
+            assert tg_s.read(term_s) == want
+            tg_p, term_p, row["compile_packed"] = packed_variant(n)
+            tg_p.run()
+            assert tg_p.read(term_p) == want, (tg_p.read(term_p), want)
+            jitted.cache_clear()
+            t0 = time.perf_counter()
+            assert jitted(a1, a2) == want
+            row["jit_first"] = time.perf_counter() - t0
+            assert float(sum((a1 + i) @ a2 for i in range(10))) == want
+            for name, fn in numbas.items():
+                fn(a1, a2)  # compile outside the timing
+            row["scalar"] = median_call(tg_s.run, quick)
+            row["packed"] = median_call(tg_p.run, quick)
+            row["jit"] = median_call(lambda a1=a1, a2=a2: jitted(a1, a2), quick)
+            row["numpy"] = median_call(lambda a1=a1, a2=a2: sum((a1 + i) @ a2 for i in range(10)),
+                                       quick)
+            for name, fn in numbas.items():
+                row[name] = median_call(lambda fn=fn, a1=a1, a2=a2: fn(a1, a2), quick)
+            row["c_o3"], c_val = time_c(c_o3, n, quick)
+            row["c_fast"], _ = time_c(c_fast, n, quick)
+            assert c_val == want
+            row["info_s"] = tg_s.program_info
+            row["info_p"] = tg_p.program_info
+            rows.append(row)
+
+    us = 1e6
+    print("\n## Term sum((v1 + i) @ v2 for i in range(10)): time per evaluation (median µs)\n")
+    head = ["v_size", "scalar", "packed", "jit", "NumPy", "C -O3", "C fast-math",
+            *[k for k in numbas]]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---:|" * len(head))
+    for r in rows:
+        cells = [r["n"], r["scalar"] * us, r["packed"] * us, r["jit"] * us, r["numpy"] * us,
+                 r["c_o3"] * us, r["c_fast"] * us, *[r[k] * us for k in numbas]]
+        print("| " + " | ".join(str(c) if isinstance(c, int) else f"{c:.3f}" for c in cells)
+              + " |")
+    print("\n### Ratios (lower is faster for copapy)\n")
+    print("| v_size | scalar/C -O3 | packed/C fast-math | scalar/NumPy | packed/NumPy | jit/NumPy"
+          + (" | jit/numba fastmath" if numbas else "") + " |")
+    print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if numbas else ""))
+    for r in rows:
+        extra = f" | {r['jit'] / r['numba fastmath']:.2f}" if numbas else ""
+        print(f"| {r['n']} | {r['scalar'] / r['c_o3']:.2f} | {r['packed'] / r['c_fast']:.2f} | "
+              f"{r['scalar'] / r['numpy']:.3f} | {r['packed'] / r['numpy']:.3f} | "
+              f"{r['jit'] / r['numpy']:.3f}{extra} |")
+    print("\n### Compile time and code size\n")
+    print("| v_size | scalar compile ms | packed compile ms | jit first call ms | scalar ops | "
+          "scalar stencils | scalar code B | B per op | packed stencils | packed code B |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        s, p = r["info_s"], r["info_p"]
+        print(f"| {r['n']} | {r['compile_scalar'] * 1e3:.1f} | {r['compile_packed'] * 1e3:.2f} | "
+              f"{r['jit_first'] * 1e3:.2f} | {s.op_count} | {s.stencil_count} | {s.code_bytes} | "
+              f"{s.stencil_bytes / s.op_count:.1f} | {p.stencil_count} | {p.code_bytes} |")
+
     x = cp.value(1.0)
     tg = cp.LocalTarget()
     tg.compile(x + 1.0)
     from copapy import _runner
 
-    t_run = median_call(tg.run, quick)
-    t_noop = median_call(_runner.noop, quick)
-    noop_lib = ctypes.CDLL(None)
-    t_ctypes = median_call(noop_lib.getpid, quick)
-    t_read = median_call(lambda: tg.read(x), quick)
-    t_write = median_call(lambda: tg.write(x, 2.0), quick)
+    trivial = cp.jit(lambda v: v + 1.0)
+    trivial(2.0)
+    overheads = [
+        ("`tg.run()` on a trivial program", median_call(tg.run, quick)),
+        ("no-op C-extension call (`_runner.noop()`)", median_call(_runner.noop, quick)),
+        ("`tg.read(x)`", median_call(lambda: tg.read(x), quick)),
+        ("`tg.write(x, 2.0)`", median_call(lambda: tg.write(x, 2.0), quick)),
+        ("trivial `@cp.jit` call (`x + 1.0` on a float)", median_call(lambda: trivial(2.0), quick)),
+    ]
+    if numbas:
+        import numba
+
+        nb_trivial = numba.njit(lambda v: v + 1.0)
+        nb_trivial(2.0)
+        overheads.append(("trivial numba call, same function",
+                          median_call(lambda: nb_trivial(2.0), quick)))
     print("\n## Call overheads (median)\n")
     print("| what | µs |\n|---|---:|")
-    print(f"| `tg.run()` on a trivial program | {t_run * 1e6:.3f} |")
-    print(f"| no-op C-extension call (`_runner.noop()`) | {t_noop * 1e6:.3f} |")
-    print(f"| ctypes call of `getpid` (for scale) | {t_ctypes * 1e6:.3f} |")
-    print(f"| `tg.read(x)` | {t_read * 1e6:.3f} |")
-    print(f"| `tg.write(x, 2.0)` | {t_write * 1e6:.3f} |")
-    print(f"\n`tg.run()` − no-op call: {(t_run - t_noop) * 1e9:.0f} ns")
-    imp = import_time()
-    print(f"\n`import copapy`: {imp * 1e3:.1f} ms (median of 7 fresh interpreters)")
-    print("\n## Compile time per graph node\n")
+    for name, t in overheads:
+        print(f"| {name} | {t * us:.3f} |")
+    print(f"\n`import copapy`: {import_time() * 1e3:.1f} ms (median of 7 fresh interpreters)")
+    print("\n## Compile time per graph node (scalar chains)\n")
     print("| nodes | µs per node |\n|---:|---:|")
     for nodes in (1000, 16000):
         print(f"| {nodes} | {compile_rate(nodes):.1f} |")
-    print(f"\nmachine: {os.uname().machine}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-          f"NumPy {np.__version__}")
+    print(f"\nmachine: {os.uname().machine}, {os.cpu_count()} cores, Python "
+          f"{sys.version.split()[0]}, NumPy {np.__version__}"
+          + (f", numba {__import__('numba').__version__}" if numbas else ""))
+    if args.plot:
+        plot(rows, list(numbas), args.plot)
+        print(f"\nchart: {args.plot}")
+
+
+def plot(rows: list[dict[str, Any]], numbas: list[str], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["n"] for r in rows]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for key, label in [("scalar", "copapy scalar"), ("packed", "copapy packed"),
+                       ("jit", "copapy @jit"), ("numpy", "NumPy"), ("c_o3", "C -O3"),
+                       ("c_fast", "C -O3 -ffast-math"), *[(k, k) for k in numbas]]:
+        ax.plot(sizes, [r[key] * 1e6 for r in rows], marker="o", label=label)
+    ax.set_xlabel("v_size")
+    ax.set_ylabel("µs per evaluation (median)")
+    ax.set_yscale("log")
+    ax.set_title("sum((v1 + i) @ v2 for i in range(10))")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 if __name__ == "__main__":

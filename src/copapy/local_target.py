@@ -110,6 +110,8 @@ class LocalTarget:
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
         self._bindings: dict[Any, Channel] = {}
+        self._fast_read: dict[Any, tuple[int, int]] = {}
+        self._fast_write: dict[Any, tuple[int, int, type]] = {}
         self._sched: Any = None
         self._tasks: list[Task] = []
         self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
@@ -277,6 +279,23 @@ class LocalTarget:
         return self._compiled
 
     def read(self, v: Any) -> Any:
+        """Current value of an input or a computed value (see ``_read``)."""
+        if type(v) is Value:
+            where = self._fast_read.get(v.node)
+            if where is not None:
+                return self._program.read(*where)  # type: ignore[union-attr]
+        return self._read(v)
+
+    def write(self, v: Any, x: Any) -> None:
+        """Set an input (a ``cp.value``, or an input array); tasks see it at their next release."""
+        if type(v) is Value:
+            where = self._fast_write.get(v.node)
+            if where is not None and type(x) is where[2]:
+                self._program.write(where[0], where[1], x)  # type: ignore[union-attr]
+                return
+        self._write(v, x)
+
+    def _read(self, v: Any) -> Any:
         """Current value of an input or a computed value: a Python number for a scalar, a NumPy
         array for a vector or matrix (a copy), a NumPy array of 4 for a quaternion.
 
@@ -299,8 +318,7 @@ class LocalTarget:
         result: float | int | bool = self._program.read(port.offset, port.dtype.code)
         return result
 
-    def write(self, v: Any, x: Any) -> None:
-        """Set an input (a ``cp.value``, or an input array); tasks see it at their next release."""
+    def _write(self, v: Any, x: Any) -> None:
         from .arrays import Array
 
         if isinstance(v, Array):
@@ -380,6 +398,13 @@ class LocalTarget:
         self._ports = compiled.ports
         self._detached = {}
         self._sched = None
+        # the common cases as one dict lookup: scalar ports, and inputs of a matching type
+        self._fast_read = {n: (p.offset, p.dtype.code) for n, p in compiled.ports.items()
+                           if p.count == 1}
+        python_type = {1: float, 2: float, 3: int, 4: bool}
+        self._fast_write = {n: (p.offset, p.dtype.code, python_type[p.dtype.code])
+                            for n, p in compiled.ports.items()
+                            if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings}
 
     def _load(self, image: bytes) -> _Program:
         from .image import ARCH_IDS
