@@ -34,11 +34,12 @@ def motor_plant(duty: cp.Value[float]) -> cp.Value[float]:
 
 
 def pid_controller(setpoint: cp.Value[float], counts: cp.Value[float]) -> cp.Value[float]:
-    """Duty cycle from the angle error, PID with clamping and conditional integration."""
+    """Duty cycle from the angle error: PID, integrating only near the setpoint (anti-windup)."""
     kp, ki, kd = 0.004, 0.02, 0.00008
     error = setpoint - counts
     integral = cp.feedback(
-        lambda prev: cp.clamp(prev + error * cp.dt, -20.0, 20.0), init=0.0)
+        lambda prev: cp.where(abs(error) < 10.0, cp.clamp(prev + error * cp.dt, -5.0, 5.0), prev),
+        init=0.0)
     duty = kp * error + ki * integral + kd * cp.rate(error)
     return cp.clamp(duty, -1.0, 1.0)
 

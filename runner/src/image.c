@@ -17,6 +17,10 @@ static uint32_t v1_entry_size(uint32_t type)
         return CP_TASK_SIZE;
     case CP_SEC_PORTS:
         return CP_PORT_SIZE;
+    case CP_SEC_LET_COPIES:
+        return CP_LET_COPY_SIZE;
+    case CP_SEC_IO_BINDINGS:
+        return CP_IO_BINDING_SIZE;
     case CP_SEC_CODE:
     case CP_SEC_DATA_INIT:
     case CP_SEC_STRINGS:
@@ -222,8 +226,24 @@ cp_task_record cp_image_task(const cp_image *img, uint32_t index)
 {
     const uint8_t *e = cp_image_entry(img, CP_SEC_TASKS, index);
     cp_task_record t = {cp_le32(e), cp_le32(e + 4), cp_le32(e + 8), cp_le16(e + 12),
-                        cp_le16(e + 14)};
+                        cp_le16(e + 14), cp_le32(e + 16), cp_le32(e + 20)};
     return t;
+}
+
+cp_let_copy cp_image_let_copy(const cp_image *img, uint32_t index)
+{
+    const uint8_t *e = cp_image_entry(img, CP_SEC_LET_COPIES, index);
+    cp_let_copy c = {cp_le16(e), e[2], e[3], cp_le32(e + 4), cp_le32(e + 8), cp_le32(e + 12)};
+    return c;
+}
+
+/* The second reserved word (bytes 12-15) is not part of cp_io_binding; it is checked by
+ * check_io_bindings directly. */
+cp_io_binding cp_image_io_binding(const cp_image *img, uint32_t index)
+{
+    const uint8_t *e = cp_image_entry(img, CP_SEC_IO_BINDINGS, index);
+    cp_io_binding b = {cp_le16(e), e[2], e[3], cp_le16(e + 4), e[6], e[7], cp_le32(e + 8)};
+    return b;
 }
 
 cp_status cp_image_check_patch(const cp_image *img, uint32_t index, cp_error *err)
@@ -270,7 +290,13 @@ static cp_status check_patches(const cp_image *img, cp_error *err)
 
 static cp_status check_tasks(const cp_image *img, cp_error *err)
 {
-    for (uint32_t i = 0; i < img->sec[CP_SEC_TASKS].count; i++) {
+    uint32_t count = img->sec[CP_SEC_TASKS].count;
+    if (count > CP_MAX_TASKS) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "the image has %u tasks but a runner schedules at most %u: merge tasks "
+                       "of equal period", count, CP_MAX_TASKS);
+    }
+    for (uint32_t i = 0; i < count; i++) {
         cp_task_record t = cp_image_task(img, i);
         if ((t.entry & ~(uint32_t)1) >= img->code_size) {
             return CP_FAIL(err, CP_ERR_LAYOUT, i,
@@ -280,6 +306,15 @@ static cp_status check_tasks(const cp_image *img, cp_error *err)
         if (t.flags != 0) {
             return CP_FAIL(err, CP_ERR_LAYOUT, i, "task %u: flags %x must be 0 in v1",
                            i, t.flags);
+        }
+        if (t.period_ns != 0 && t.offset_ns >= t.period_ns) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "task %u: offset %u ns must be smaller than its period %u ns",
+                           i, t.offset_ns, t.period_ns);
+        }
+        if (t.reserved != 0) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "task %u: reserved bytes 20-23 must be 0",
+                           i);
         }
     }
     return CP_OK;
@@ -335,6 +370,128 @@ static cp_status check_ports(const cp_image *img, cp_error *err)
     return CP_OK;
 }
 
+/* A LET copy or an I/O binding belongs to a scheduled task: one with a release and a period
+ * end. */
+static cp_status check_owner(const cp_image *img, int section, uint32_t index, uint32_t task,
+                             cp_error *err)
+{
+    uint32_t count = img->sec[CP_SEC_TASKS].count;
+    int copy = section == CP_SEC_LET_COPIES;
+    if (task >= count) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, index,
+                       copy ? "LET copy %u: task %u but there are %u tasks"
+                            : "I/O binding %u: task %u but there are %u tasks",
+                       index, task, count);
+    }
+    if (cp_image_task(img, task).period_ns == 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, index,
+                       copy ? "LET copy %u: task %u has period 0 (runs only on request), so "
+                              "it has no release or period end; give the task a period"
+                            : "I/O binding %u: task %u has period 0 (runs only on request), "
+                              "so it has no release or period end; give the task a period",
+                       index, task);
+    }
+    return CP_OK;
+}
+
+cp_status cp_image_check_let_copy(const cp_image *img, uint32_t i, cp_error *err)
+{
+    cp_let_copy c = cp_image_let_copy(img, i);
+    cp_status st = check_owner(img, CP_SEC_LET_COPIES, i, c.task, err);
+    if (st != CP_OK) {
+        return st;
+    }
+    if (c.phase > 1) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "LET copy %u (task %u): phase %u is unknown (0 release, 1 publish)",
+                       i, c.task, c.phase);
+    }
+    if (c.reserved != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "LET copy %u (task %u): reserved byte 3 must be 0", i, c.task);
+    }
+    if (c.size == 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i, "LET copy %u (task %u): size must be > 0",
+                       i, c.task);
+    }
+    uint64_t src_end = (uint64_t)c.src + c.size, dst_end = (uint64_t)c.dst + c.size;
+    if (src_end > img->data_size || dst_end > img->data_size) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "LET copy %u (task %u): source [%u, %u) or destination [%u, %u) "
+                       "exceeds data_size %u",
+                       i, c.task, c.src, src_end, c.dst, dst_end, img->data_size);
+    }
+    if (c.src < dst_end && c.dst < src_end) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "LET copy %u (task %u): source [%u, %u) and destination [%u, %u) "
+                       "overlap", i, c.task, c.src, src_end, c.dst, dst_end);
+    }
+    return CP_OK;
+}
+
+static cp_status check_let_copies(const cp_image *img, cp_error *err)
+{
+    for (uint32_t i = 0; i < img->sec[CP_SEC_LET_COPIES].count; i++) {
+        cp_status st = cp_image_check_let_copy(img, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+    }
+    return CP_OK;
+}
+
+cp_status cp_image_check_io_binding(const cp_image *img, uint32_t i, cp_error *err)
+{
+    cp_io_binding b = cp_image_io_binding(img, i);
+    cp_status st = check_owner(img, CP_SEC_IO_BINDINGS, i, b.task, err);
+    if (st != CP_OK) {
+        return st;
+    }
+    if (b.direction != 1 && b.direction != 2) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): direction %u is unknown (1 input, "
+                       "2 output)", i, b.task, b.direction);
+    }
+    if (b.kind < CP_IO_GPIO || b.kind > CP_IO_ADC) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): kind %u is unknown (1 GPIO, 2 PWM, "
+                       "3 ENCODER, 4 ADC)", i, b.task, b.kind);
+    }
+    uint32_t size = cp_io_dtype_size(b.dtype);
+    if (size == 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): dtype %u is unknown (1 f32, 2 f64, "
+                       "3 i32, 4 bool)", i, b.task, b.dtype);
+    }
+    if (b.reserved != 0 || cp_le32(cp_image_entry(img, CP_SEC_IO_BINDINGS, i) + 12) != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): reserved bytes 7 and 12-15 must be 0",
+                       i, b.task);
+    }
+    if ((uint64_t)b.offset + size > img->data_size) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): slot [%u, %u) exceeds data_size %u",
+                       i, b.task, b.offset, (uint64_t)b.offset + size, img->data_size);
+    }
+    if (b.offset % size != 0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): slot offset %u is not aligned to its "
+                       "%u-byte dtype", i, b.task, b.offset, size);
+    }
+    return CP_OK;
+}
+
+static cp_status check_io_bindings(const cp_image *img, cp_error *err)
+{
+    for (uint32_t i = 0; i < img->sec[CP_SEC_IO_BINDINGS].count; i++) {
+        cp_status st = cp_image_check_io_binding(img, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+    }
+    return CP_OK;
+}
+
 cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
                          cp_error *err)
 {
@@ -359,7 +516,9 @@ cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16
         (st = check_sections(&v, image, err)) != CP_OK ||
         (st = check_patches(&v, err)) != CP_OK ||
         (st = check_tasks(&v, err)) != CP_OK ||
-        (st = check_ports(&v, err)) != CP_OK) {
+        (st = check_ports(&v, err)) != CP_OK ||
+        (st = check_let_copies(&v, err)) != CP_OK ||
+        (st = check_io_bindings(&v, err)) != CP_OK) {
         return st;
     }
     *img = v;

@@ -93,14 +93,18 @@ enum {
     CP_SEC_PORTS = 6,
     CP_SEC_STRINGS = 7,
     CP_SEC_METADATA = 8,
-    CP_SEC_KNOWN_MAX = 8
+    CP_SEC_LET_COPIES = 9,
+    CP_SEC_IO_BINDINGS = 10,
+    CP_SEC_KNOWN_MAX = 10
 };
 
 enum {
     CP_KIND_SIZE = 20,
     CP_PATCH_SIZE = 12,
-    CP_TASK_SIZE = 16,
-    CP_PORT_SIZE = 16
+    CP_TASK_SIZE = 24,
+    CP_PORT_SIZE = 16,
+    CP_LET_COPY_SIZE = 16,
+    CP_IO_BINDING_SIZE = 16
 };
 
 typedef struct cp_section {
@@ -136,6 +140,8 @@ typedef struct cp_task_record {
     uint32_t offset_ns;
     uint16_t priority;
     uint16_t flags;
+    uint32_t wcet_ns;
+    uint32_t reserved;
 } cp_task_record;
 
 /* Full validation of docs/image.md; on success `img` describes the image. */
@@ -150,6 +156,18 @@ static inline const uint8_t *cp_image_entry(const cp_image *img, int type, uint3
 
 cp_patch_record cp_image_patch(const cp_image *img, uint32_t index);
 cp_task_record cp_image_task(const cp_image *img, uint32_t index);
+cp_let_copy cp_image_let_copy(const cp_image *img, uint32_t index);
+cp_io_binding cp_image_io_binding(const cp_image *img, uint32_t index);
+
+/* Bytes of a slot of an I/O binding's dtype (1 f32, 2 f64, 3 i32, 4 bool); 0 if unknown. */
+static inline uint32_t cp_io_dtype_size(uint8_t dtype)
+{
+    return dtype == 2 ? 8u : (dtype >= 1 && dtype <= 4) ? 4u : 0u;
+}
+
+/* Checks one LET copy / I/O binding (used at parse time and again while loading). */
+cp_status cp_image_check_let_copy(const cp_image *img, uint32_t index, cp_error *err);
+cp_status cp_image_check_io_binding(const cp_image *img, uint32_t index, cp_error *err);
 
 /* Checks a patch record against the kinds and the code size (used at parse and apply time). */
 cp_status cp_image_check_patch(const cp_image *img, uint32_t index, cp_error *err);
@@ -183,5 +201,18 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
  * or range failure returns CP_ERR_PATCH with `index` as detail and leaves the word unchanged. */
 cp_status cp_patch_apply(const cp_patch_kind *kind, uint8_t *word, uint64_t site_addr,
                          uint64_t target_addr, uint32_t index, cp_error *err);
+
+/* ---- calling loaded code (program.c, sched.c) */
+
+/* clang's -fsanitize=function reads a type hash in front of every indirect callee; loaded code
+ * has none (and the bytes before the region may be unmapped), so that check must stay off. */
+#if defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define CP_CALLS_LOADED_CODE __attribute__((no_sanitize("function")))
+#endif
+#endif
+#ifndef CP_CALLS_LOADED_CODE
+#define CP_CALLS_LOADED_CODE
+#endif
 
 #endif /* COPAPY_INTERNAL_H */

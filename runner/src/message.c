@@ -59,7 +59,7 @@ const char *cp_section_name(uint32_t type)
 {
     static const char *const names[] = {
         "unknown", "CODE", "DATA_INIT", "PATCH_KINDS", "PATCHES",
-        "TASKS", "PORTS", "STRINGS", "METADATA",
+        "TASKS", "PORTS", "STRINGS", "METADATA", "LET_COPIES", "IO_BINDINGS",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : names[0];
 }

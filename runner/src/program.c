@@ -65,7 +65,103 @@ static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
         tasks[i].offset_ns = t.offset_ns;
         tasks[i].priority = t.priority;
         tasks[i].flags = t.flags;
+        tasks[i].wcet_ns = t.wcet_ns;
     }
+}
+
+/* Copies and bindings are grouped by (task, phase) and (task, direction), keeping table order
+ * inside a group (a stable counting sort): the scheduler applies exactly one group at a time,
+ * in table order, so the grouping changes nothing but lets it find a group without a scan.
+ * Every entry is checked again while it is placed, so a caller that changes its image buffer
+ * during the load cannot make a write leave the tables. */
+#define GROUPS (2u * CP_MAX_TASKS)
+
+static uint32_t copy_group(const cp_let_copy *c)
+{
+    return (uint32_t)c->task * 2u + c->phase;
+}
+
+static uint32_t binding_group(const cp_io_binding *b)
+{
+    return (uint32_t)b->task * 2u + (b->direction == 2 ? 1u : 0u);
+}
+
+static cp_status changed_during_load(cp_error *err, int type)
+{
+    return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                   "the %S section changed while it was being loaded: keep the image "
+                   "buffer unchanged during cp_program_load", type);
+}
+
+static cp_status fill_let_copies(const cp_image *img, cp_let_copy *out, cp_error *err)
+{
+    uint32_t count = img->sec[CP_SEC_LET_COPIES].count;
+    uint32_t next[GROUPS], end[GROUPS]; /* insert position and end of each group */
+    cp_fill((uint8_t *)end, 0, sizeof(end));
+    for (uint32_t i = 0; i < count; i++) {
+        cp_let_copy c = cp_image_let_copy(img, i);
+        uint32_t g = copy_group(&c);
+        if (g < GROUPS) {
+            end[g]++;
+        }
+    }
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < GROUPS; g++) {
+        next[g] = at;
+        at += end[g];
+        end[g] = at;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        cp_status st = cp_image_check_let_copy(img, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+        cp_let_copy c = cp_image_let_copy(img, i);
+        uint32_t g = copy_group(&c);
+        if (g >= GROUPS || next[g] >= end[g] || next[g] >= count) {
+            return changed_during_load(err, CP_SEC_LET_COPIES);
+        }
+        out[next[g]++] = c;
+    }
+    return CP_OK;
+}
+
+static cp_status fill_io_bindings(const cp_image *img, cp_io_binding *out, cp_error *err)
+{
+    uint32_t count = img->sec[CP_SEC_IO_BINDINGS].count;
+    uint32_t next[GROUPS], end[GROUPS]; /* insert position and end of each group */
+    cp_fill((uint8_t *)end, 0, sizeof(end));
+    for (uint32_t i = 0; i < count; i++) {
+        cp_io_binding b = cp_image_io_binding(img, i);
+        uint32_t g = binding_group(&b);
+        if (g < GROUPS) {
+            end[g]++;
+        }
+    }
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < GROUPS; g++) {
+        next[g] = at;
+        at += end[g];
+        end[g] = at;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        cp_status st = cp_image_check_io_binding(img, i, err);
+        if (st != CP_OK) {
+            return st;
+        }
+        cp_io_binding b = cp_image_io_binding(img, i);
+        uint32_t g = binding_group(&b);
+        if (g >= GROUPS || next[g] >= end[g] || next[g] >= count) {
+            return changed_during_load(err, CP_SEC_IO_BINDINGS);
+        }
+        out[next[g]++] = b;
+    }
+    return CP_OK;
+}
+
+static uint64_t align_up(uint64_t n, uint64_t align)
+{
+    return (n + align - 1) / align * align;
 }
 
 cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
@@ -81,11 +177,19 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
         return st;
     }
 
+    /* region: code | gap | data | tasks | LET copies | I/O bindings | initial data */
     uint32_t task_count = img.sec[CP_SEC_TASKS].count;
-    uint64_t align = _Alignof(cp_task_entry);
+    uint32_t copy_count = img.sec[CP_SEC_LET_COPIES].count;
+    uint32_t binding_count = img.sec[CP_SEC_IO_BINDINGS].count;
     uint64_t data_end = (uint64_t)img.data_offset + img.data_size;
-    uint64_t tasks_offset = (data_end + align - 1) / align * align;
-    uint64_t need = tasks_offset + (uint64_t)task_count * sizeof(cp_task_entry);
+    uint64_t tasks_offset = align_up(data_end, _Alignof(cp_task_entry));
+    uint64_t copies_offset = align_up(tasks_offset + (uint64_t)task_count * sizeof(cp_task_entry),
+                                      _Alignof(cp_let_copy));
+    uint64_t bindings_offset = align_up(copies_offset + (uint64_t)copy_count *
+                                        sizeof(cp_let_copy), _Alignof(cp_io_binding));
+    uint64_t initial_offset = align_up(bindings_offset + (uint64_t)binding_count *
+                                       sizeof(cp_io_binding), 16);
+    uint64_t need = initial_offset + img.data_size;
     if (need == 0) {
         need = 1; /* an empty program still gets a real, freeable region */
     }
@@ -119,7 +223,17 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
         return st;
     }
     cp_task_entry *tasks = (cp_task_entry *)(void *)(base + tasks_offset);
+    cp_let_copy *copies = (cp_let_copy *)(void *)(base + copies_offset);
+    cp_io_binding *bindings = (cp_io_binding *)(void *)(base + bindings_offset);
+    uint8_t *initial = base + initial_offset;
     fill_tasks(&img, base, tasks);
+    if ((st = fill_let_copies(&img, copies, err)) != CP_OK ||
+        (st = fill_io_bindings(&img, bindings, err)) != CP_OK) {
+        platform->region_free(platform->ctx, base, size);
+        return st;
+    }
+    /* the patches only touch the code, so this is the data region as the image defines it */
+    cp_copy(initial, base + img.data_offset, img.data_size);
     /* [0, data_offset) holds code and the zero gap; data and the task table stay writable */
     if (platform->region_seal(platform->ctx, base, img.data_offset, size) != 0) {
         platform->region_free(platform->ctx, base, size);
@@ -136,21 +250,15 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
     out->task_count = task_count;
     out->tasks = tasks;
     out->platform = platform;
+    out->let_copy_count = copy_count;
+    out->io_binding_count = binding_count;
+    out->let_copies = copies;
+    out->io_bindings = bindings;
+    out->initial_data = initial;
     out->loaded = 1;
     cp_ok(err);
     return CP_OK;
 }
-
-/* clang's -fsanitize=function reads a type hash in front of every indirect callee; loaded code
- * has none (and the bytes before the region may be unmapped), so that check must stay off. */
-#if defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(no_sanitize)
-#define CP_CALLS_LOADED_CODE __attribute__((no_sanitize("function")))
-#endif
-#endif
-#ifndef CP_CALLS_LOADED_CODE
-#define CP_CALLS_LOADED_CODE
-#endif
 
 CP_CALLS_LOADED_CODE
 cp_status cp_program_run(const cp_program *prog, uint32_t task)
@@ -180,4 +288,9 @@ void cp_program_unload(cp_program *prog)
     prog->task_count = 0;
     prog->tasks = NULL;
     prog->platform = NULL;
+    prog->let_copy_count = 0;
+    prog->io_binding_count = 0;
+    prog->let_copies = NULL;
+    prog->io_bindings = NULL;
+    prog->initial_data = NULL;
 }

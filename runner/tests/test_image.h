@@ -9,7 +9,7 @@
 #include "copapy/platform_posix.h"
 #include "copapy/runner.h"
 
-enum { TB_MAX_SECTIONS = 16, TB_CAP = 4096 };
+enum { TB_MAX_SECTIONS = 16, TB_CAP = 8192 };
 
 typedef struct tb_section {
     uint16_t type;
@@ -118,12 +118,48 @@ static inline void tb_patch(uint8_t *p, uint32_t site, uint16_t kind, int32_t ad
     tb_put32(p + 8, (uint32_t)addend);
 }
 
-static inline void tb_task(uint8_t *t, uint32_t entry, uint32_t period_ns, uint16_t priority)
+enum { TB_TASK_SIZE = 24, TB_COPY_SIZE = 16, TB_BINDING_SIZE = 16 };
+
+/* A 24-byte task entry with every field. */
+static inline void tb_task_full(uint8_t *t, uint32_t entry, uint32_t period_ns,
+                                uint32_t offset_ns, uint16_t priority, uint32_t wcet_ns)
 {
-    memset(t, 0, 16);
+    memset(t, 0, TB_TASK_SIZE);
     tb_put32(t, entry);
     tb_put32(t + 4, period_ns);
+    tb_put32(t + 8, offset_ns);
     tb_put16(t + 12, priority);
+    tb_put32(t + 16, wcet_ns);
+}
+
+static inline void tb_task(uint8_t *t, uint32_t entry, uint32_t period_ns, uint16_t priority)
+{
+    tb_task_full(t, entry, period_ns, 0, priority, 0);
+}
+
+/* LET copy: phase 0 release, 1 publish. */
+static inline void tb_copy(uint8_t *c, uint16_t task, uint8_t phase, uint32_t size,
+                           uint32_t src, uint32_t dst)
+{
+    memset(c, 0, TB_COPY_SIZE);
+    tb_put16(c, task);
+    c[2] = phase;
+    tb_put32(c + 4, size);
+    tb_put32(c + 8, src);
+    tb_put32(c + 12, dst);
+}
+
+/* I/O binding: direction 1 input, 2 output; kind 1..4; dtype 1 f32, 2 f64, 3 i32, 4 bool. */
+static inline void tb_binding(uint8_t *b, uint16_t task, uint8_t direction, uint8_t kind,
+                              uint16_t channel, uint8_t dtype, uint32_t offset)
+{
+    memset(b, 0, TB_BINDING_SIZE);
+    tb_put16(b, task);
+    b[2] = direction;
+    b[3] = kind;
+    tb_put16(b + 4, channel);
+    b[6] = dtype;
+    tb_put32(b + 8, offset);
 }
 
 static inline void tb_port(uint8_t *p, uint32_t name, uint32_t offset, uint8_t dtype,
@@ -143,13 +179,25 @@ static inline void tb_port(uint8_t *p, uint32_t name, uint32_t offset, uint8_t d
  *   task 1 @8:  movabs rax, &data[0]; mov dword [rax], 42; ret   (64-bit absolute patch)
  *   task 2 @32: movabs rax, &data[4]; add dword [rax], 1; ret    (64-bit absolute patch)
  *   task 3 @48: mov dword [rip + &data[8]], 7; ret                (rel32 patch)
+ * and the scheduler tables of task 1 (period 1 ms):
+ *   LET copies: release data[12..16) -> data[16..20), publish data[0..4) -> data[20..24)
+ *   I/O bindings: input ADC 3 -> f32 data[24], output i32 data[20] -> PWM 1
  */
 enum {
     STD_CODE_SIZE = 64,
     STD_DATA_OFFSET = 4096,
     STD_DATA_SIZE = 64,
     STD_SEC_CODE = 0, STD_SEC_DATA_INIT, STD_SEC_KINDS, STD_SEC_PATCHES, STD_SEC_TASKS,
-    STD_SEC_PORTS, STD_SEC_STRINGS, STD_SEC_METADATA, STD_NSEC
+    STD_SEC_PORTS, STD_SEC_STRINGS, STD_SEC_METADATA, STD_SEC_COPIES, STD_SEC_BINDINGS,
+    STD_NSEC,
+    /* where the sections land in the built image (they follow each other without gaps) */
+    STD_DIR_END = 48 + 16 * STD_NSEC,
+    STD_AT_CODE = STD_DIR_END,
+    STD_AT_DATA_INIT = STD_AT_CODE + STD_CODE_SIZE,
+    STD_AT_KINDS = STD_AT_DATA_INIT + 16,
+    STD_AT_PATCHES = STD_AT_KINDS + 2 * 20,
+    STD_AT_TASKS = STD_AT_PATCHES + 3 * 12,
+    STD_AT_PORTS = STD_AT_TASKS + 4 * 24
 };
 
 typedef struct std_parts {
@@ -157,10 +205,12 @@ typedef struct std_parts {
     uint8_t data_init[16];
     uint8_t kinds[2][20];
     uint8_t patches[3][12];
-    uint8_t tasks[4][16];
+    uint8_t tasks[4][24];
     uint8_t ports[2][16];
     char strings[10];
     char metadata[2];
+    uint8_t copies[2][16];
+    uint8_t bindings[2][16];
 } std_parts;
 
 static inline void std_spec(tb_spec *spec, std_parts *p)
@@ -190,6 +240,10 @@ static inline void std_spec(tb_spec *spec, std_parts *p)
     tb_port(p->ports[0], 0, 0, 3, 2, 1, 1);
     tb_port(p->ports[1], 4, 4, 3, 3, 0xffff, 1);
     memcpy(p->metadata, "{}", 2);
+    tb_copy(p->copies[0], 1, 0, 4, 12, 16);
+    tb_copy(p->copies[1], 1, 1, 4, 0, 20);
+    tb_binding(p->bindings[0], 1, 1, 4, 3, 1, 24);
+    tb_binding(p->bindings[1], 1, 2, 2, 1, 3, 20);
 
     memset(spec, 0, sizeof(*spec));
     spec->version = 1;
@@ -204,10 +258,12 @@ static inline void std_spec(tb_spec *spec, std_parts *p)
     spec->sec[STD_SEC_DATA_INIT] = (tb_section){2, 1, p->data_init, sizeof(p->data_init)};
     spec->sec[STD_SEC_KINDS] = (tb_section){3, 20, p->kinds, sizeof(p->kinds)};
     spec->sec[STD_SEC_PATCHES] = (tb_section){4, 12, p->patches, sizeof(p->patches)};
-    spec->sec[STD_SEC_TASKS] = (tb_section){5, 16, p->tasks, sizeof(p->tasks)};
+    spec->sec[STD_SEC_TASKS] = (tb_section){5, 24, p->tasks, sizeof(p->tasks)};
     spec->sec[STD_SEC_PORTS] = (tb_section){6, 16, p->ports, sizeof(p->ports)};
     spec->sec[STD_SEC_STRINGS] = (tb_section){7, 1, p->strings, sizeof(p->strings)};
     spec->sec[STD_SEC_METADATA] = (tb_section){8, 1, p->metadata, sizeof(p->metadata)};
+    spec->sec[STD_SEC_COPIES] = (tb_section){9, 16, p->copies, sizeof(p->copies)};
+    spec->sec[STD_SEC_BINDINGS] = (tb_section){10, 16, p->bindings, sizeof(p->bindings)};
 }
 
 static inline void std_image(tb_image *img)

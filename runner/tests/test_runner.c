@@ -275,12 +275,15 @@ static const edit edits[] = {
     {"code_size mismatch", HDR, 16, 4, 60, CP_ERR_LAYOUT},
     {"DATA_INIT > data_size", HDR, 24, 4, 8, CP_ERR_LAYOUT},
     {"section inside the directory", DIR, 0 * 16 + 8, 4, 48, CP_ERR_LAYOUT},
+    {"section at the directory end", DIR, 0 * 16 + 8, 4, STD_DIR_END - 1, CP_ERR_LAYOUT},
     {"section before the directory", DIR, 0 * 16 + 8, 4, 0, CP_ERR_LAYOUT},
     {"section past the end", DIR, 7 * 16 + 8, 4, 0x1000, CP_ERR_LAYOUT},
     {"section size overflow", DIR, 7 * 16 + 4, 4, 0xffffffffu, CP_ERR_LAYOUT},
     {"section offset near 4 GiB", DIR, 7 * 16 + 8, 4, 0xfffffff0u, CP_ERR_LAYOUT},
-    {"sections overlap (PATCHES inside CODE)", DIR, 3 * 16 + 8, 4, 176 + 4, CP_ERR_LAYOUT},
-    {"sections overlap (TASKS into PORTS)", DIR, 4 * 16 + 8, 4, 176 + 156 + 8, CP_ERR_LAYOUT},
+    {"sections overlap (PATCHES inside CODE)", DIR, 3 * 16 + 8, 4, STD_AT_CODE + 4,
+     CP_ERR_LAYOUT},
+    {"sections overlap (TASKS into PORTS)", DIR, 4 * 16 + 8, 4, STD_AT_PATCHES + 8,
+     CP_ERR_LAYOUT},
     {"size != count * entry_size", DIR, 3 * 16 + 4, 4, 2, CP_ERR_LAYOUT},
     {"entry_size below v1", DIR, 3 * 16 + 2, 2, 11, CP_ERR_LAYOUT},
     {"duplicate type", DIR, 7 * 16, 2, 1, CP_ERR_LAYOUT},
@@ -314,6 +317,52 @@ static const edit edits[] = {
     {"task entry = code_size | 1", STD_SEC_TASKS, 0, 4, 65, CP_ERR_LAYOUT},
     {"task entry last byte", STD_SEC_TASKS, 0, 4, 63, CP_OK},
     {"task flags", STD_SEC_TASKS, 14, 2, 1, CP_ERR_LAYOUT},
+    {"task entry_size 16 (below v1 24)", DIR, 4 * 16 + 2, 2, 16, CP_ERR_LAYOUT},
+    {"task offset = period", STD_SEC_TASKS, 24 + 8, 4, 1000000, CP_ERR_LAYOUT},
+    {"task offset > period", STD_SEC_TASKS, 24 + 8, 4, 0xffffffffu, CP_ERR_LAYOUT},
+    {"task offset < period", STD_SEC_TASKS, 24 + 8, 4, 999999, CP_OK},
+    {"unscheduled task offset ignored", STD_SEC_TASKS, 8, 4, 5, CP_OK},
+    {"task wcet", STD_SEC_TASKS, 24 + 16, 4, 0xffffffffu, CP_OK},
+    {"task reserved 20", STD_SEC_TASKS, 20, 1, 1, CP_ERR_LAYOUT},
+    {"task reserved 23", STD_SEC_TASKS, 24 + 23, 1, 0x80, CP_ERR_LAYOUT},
+    {"copy entry_size 15", DIR, 8 * 16 + 2, 2, 15, CP_ERR_LAYOUT},
+    {"copy task 4", STD_SEC_COPIES, 0, 2, 4, CP_ERR_LAYOUT},
+    {"copy task 0xffff", STD_SEC_COPIES, 16, 2, 0xffff, CP_ERR_LAYOUT},
+    {"copy of an unscheduled task", STD_SEC_COPIES, 0, 2, 0, CP_ERR_LAYOUT},
+    {"copy phase 2", STD_SEC_COPIES, 2, 1, 2, CP_ERR_LAYOUT},
+    {"copy phase 1", STD_SEC_COPIES, 2, 1, 1, CP_OK},
+    {"copy reserved", STD_SEC_COPIES, 3, 1, 1, CP_ERR_LAYOUT},
+    {"copy size 0", STD_SEC_COPIES, 4, 4, 0, CP_ERR_LAYOUT},
+    {"copy size huge", STD_SEC_COPIES, 4, 4, 0xffffffffu, CP_ERR_LAYOUT},
+    {"copy src past data", STD_SEC_COPIES, 8, 4, 61, CP_ERR_LAYOUT},
+    {"copy src at the end", STD_SEC_COPIES, 8, 4, 60, CP_OK},
+    {"copy src huge", STD_SEC_COPIES, 8, 4, 0xfffffffeu, CP_ERR_LAYOUT},
+    {"copy dst past data", STD_SEC_COPIES, 16 + 12, 4, 61, CP_ERR_LAYOUT},
+    {"copy dst huge", STD_SEC_COPIES, 16 + 12, 4, 0xfffffffdu, CP_ERR_LAYOUT},
+    {"copy overlap (dst inside src)", STD_SEC_COPIES, 12, 4, 14, CP_ERR_LAYOUT},
+    {"copy overlap (src inside dst)", STD_SEC_COPIES, 8, 4, 19, CP_ERR_LAYOUT},
+    {"copy src = dst", STD_SEC_COPIES, 12, 4, 12, CP_ERR_LAYOUT},
+    {"copy adjacent below", STD_SEC_COPIES, 12, 4, 8, CP_OK},
+    {"binding entry_size 8", DIR, 9 * 16 + 2, 2, 8, CP_ERR_LAYOUT},
+    {"binding task 4", STD_SEC_BINDINGS, 0, 2, 4, CP_ERR_LAYOUT},
+    {"binding of an unscheduled task", STD_SEC_BINDINGS, 16, 2, 2, CP_ERR_LAYOUT},
+    {"binding direction 0", STD_SEC_BINDINGS, 2, 1, 0, CP_ERR_LAYOUT},
+    {"binding direction 3", STD_SEC_BINDINGS, 2, 1, 3, CP_ERR_LAYOUT},
+    {"binding kind 0", STD_SEC_BINDINGS, 3, 1, 0, CP_ERR_LAYOUT},
+    {"binding kind 5", STD_SEC_BINDINGS, 3, 1, 5, CP_ERR_LAYOUT},
+    {"binding kind GPIO", STD_SEC_BINDINGS, 3, 1, 1, CP_OK},
+    {"binding channel 65535", STD_SEC_BINDINGS, 4, 2, 65535, CP_OK},
+    {"binding dtype 0", STD_SEC_BINDINGS, 6, 1, 0, CP_ERR_LAYOUT},
+    {"binding dtype 5 (u8)", STD_SEC_BINDINGS, 6, 1, 5, CP_ERR_LAYOUT},
+    {"binding dtype bool", STD_SEC_BINDINGS, 6, 1, 4, CP_OK},
+    {"binding f64 misaligned", STD_SEC_BINDINGS, 16 + 6, 1, 2, CP_ERR_LAYOUT},
+    {"binding reserved 7", STD_SEC_BINDINGS, 7, 1, 1, CP_ERR_LAYOUT},
+    {"binding reserved 12", STD_SEC_BINDINGS, 12, 4, 1, CP_ERR_LAYOUT},
+    {"binding reserved 15", STD_SEC_BINDINGS, 16 + 15, 1, 0x80, CP_ERR_LAYOUT},
+    {"binding slot misaligned", STD_SEC_BINDINGS, 8, 4, 26, CP_ERR_LAYOUT},
+    {"binding slot past data", STD_SEC_BINDINGS, 8, 4, 64, CP_ERR_LAYOUT},
+    {"binding slot huge", STD_SEC_BINDINGS, 8, 4, 0xfffffffcu, CP_ERR_LAYOUT},
+    {"binding slot at the end", STD_SEC_BINDINGS, 8, 4, 60, CP_OK},
     {"port misaligned", STD_SEC_PORTS, 4, 4, 62, CP_ERR_LAYOUT},
     {"port past data", STD_SEC_PORTS, 4, 4, 64, CP_ERR_LAYOUT},
     {"port last element", STD_SEC_PORTS, 4, 4, 60, CP_OK},
@@ -367,7 +416,7 @@ static void patch_image(tb_image *img, const uint8_t kind[20], uint32_t site, in
                         uint16_t arch)
 {
     static uint8_t code[64];
-    static uint8_t kinds[20], patches[12], tasks[16];
+    static uint8_t kinds[20], patches[12], tasks[24];
     memset(code, 0, sizeof(code));
     code[63] = 0xc3;
     memcpy(kinds, kind, 20);
@@ -386,7 +435,7 @@ static void patch_image(tb_image *img, const uint8_t kind[20], uint32_t site, in
     spec.sec[0] = (tb_section){1, 1, code, sizeof(code)};
     spec.sec[1] = (tb_section){3, 20, kinds, sizeof(kinds)};
     spec.sec[2] = (tb_section){4, 12, patches, sizeof(patches)};
-    spec.sec[3] = (tb_section){5, 16, tasks, sizeof(tasks)};
+    spec.sec[3] = (tb_section){5, 24, tasks, sizeof(tasks)};
     tb_build(&spec, img);
 }
 

@@ -97,10 +97,14 @@ class LocalTarget:
     ``arch`` defaults to this machine's architecture (native execution); other architectures
     run on an emulator (``pip install 'copapy[emu]'``). ``tick`` (seconds) is the scheduler's
     time step for ``deploy``/``step``: every task period must be a multiple of it.
+    ``measure=False`` skips timing each run (faster simulation; stats report 0 ns).
     """
 
-    def __init__(self, arch: str | None = None, tick: float | None = None) -> None:
+    def __init__(self, arch: str | None = None, tick: float | None = None,
+                 measure: bool = True) -> None:
         self.arch = arch or host_architecture()
+        #: measure each run's wall time for stats() (two clock reads per run)
+        self.measure = measure
         if tick is not None and not tick > 0:
             raise ValueError(f"tick must be > 0 seconds, got {tick!r}")
         self.tick = tick
@@ -172,7 +176,10 @@ class LocalTarget:
             self._add_feed(value, samples)
 
     def step(self, seconds: float) -> None:
-        """Advance simulated time by ``seconds`` (a whole number of ticks)."""
+        """Advance simulated time by ``seconds`` (a whole number of ticks).
+
+        Afterwards every output of a period that ended at or before the new time is visible.
+        """
         sched = self._scheduler()
         assert self.tick is not None
         ticks = round(seconds / self.tick)
@@ -180,12 +187,14 @@ class LocalTarget:
             raise ValueError(f"step({seconds}) is not a whole number of ticks of {self.tick} s")
         if not self._callbacks:
             sched.advance(ticks)
-            return
-        for _ in range(ticks):
-            t = sched.time_ns * 1e-9
-            for value, fn in self._callbacks:
-                self._write_port(value, fn(t))
-            sched.tick()
+        else:
+            for _ in range(ticks):
+                t = sched.time_ns * 1e-9
+                for value, fn in self._callbacks:
+                    self._write_port(value, fn(t))
+                sched.tick()
+        # the outputs of every period that ended at the new time are visible now
+        sched.settle()
 
     @property
     def time(self) -> float:
@@ -432,7 +441,7 @@ class LocalTarget:
 
     def _make_scheduler(self, program: _Program, compiled: CompiledProgram, tick_ns: int) -> Any:
         if hasattr(program, "scheduler"):
-            return program.scheduler(tick_ns, deterministic=True)
+            return program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         from .image import parse
         from .runtime.pysched import PyScheduler
 
@@ -449,7 +458,7 @@ class LocalTarget:
         port = self._port(value)
         fmt = port.dtype.numpy if not port.dtype.is_bool else "<i4"
         data = np.ascontiguousarray(np.asarray(samples), dtype=fmt)
-        self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes(), len(data))
+        self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes())
 
     def _trace_rows(self) -> bytes:
         sched = self._scheduler()

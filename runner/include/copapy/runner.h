@@ -117,7 +117,9 @@ typedef struct cp_program {
     cp_task_entry *tasks;   /* inside the region, after the data */
     const cp_platform *platform;
     /* appended in ABI 2: the scheduler's tables and the initial data (for reset), all
-     * inside the region */
+     * inside the region. cp_program_load groups the LET copies by (task, phase) and the I/O
+     * bindings by (task, direction), keeping the image's order inside each group (the only
+     * order the scheduler applies them in); cp_sched_init relies on that grouping. */
     uint32_t let_copy_count;
     uint32_t io_binding_count;
     cp_let_copy *let_copies;
@@ -207,9 +209,20 @@ typedef struct cp_sched {
     uint8_t *trace_buf;
     uint64_t trace_capacity;  /* rows */
     uint64_t trace_rows;      /* rows written in total (the newest is at (rows-1) % capacity) */
+    /* appended in ABI 2, private to sched.c: the schedule in ticks and each task's slice of
+     * the (grouped) LET copy and I/O binding tables, precomputed by cp_sched_init so that a
+     * tick needs neither a 64-bit division nor a table scan */
+    uint64_t next_event;                  /* tick index of the earliest next release */
+    uint64_t next_release[CP_MAX_TASKS];  /* tick index of each periodic task's next release */
+    uint64_t period_ticks[CP_MAX_TASKS];  /* 0: not scheduled (period_ns 0) */
+    uint64_t offset_ticks[CP_MAX_TASKS];
+    uint32_t copies[CP_MAX_TASKS][3];     /* RELEASE copies [c0, c1), PUBLISH copies [c1, c2) */
+    uint32_t bindings[CP_MAX_TASKS][3];   /* INPUT bindings [b0, b1), OUTPUT bindings [b1, b2) */
+    uint64_t trace_next;                  /* ring slot of the next row = trace_rows % capacity */
 } cp_sched;
 
-/* Check the program's tasks against the tick and set up; time starts at 0. */
+/* Check the program's tasks against the tick and set up; time starts at 0. The caller sets
+ * s->struct_size = sizeof(cp_sched) (and cfg->struct_size) first, as for cp_program. */
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
                         cp_error *err);
 
@@ -218,6 +231,11 @@ void cp_sched_tick(cp_sched *s);
 
 /* Process `ticks` ticks. */
 void cp_sched_advance(cp_sched *s, uint64_t ticks);
+
+/* Publish the jobs whose period ends exactly at the next tick's time and that have finished:
+ * the first phase of that tick, done now so that the state at time now_ns is visible (a
+ * simulation that stops at T shows the outputs of every period ending at or before T). */
+void cp_sched_settle(cp_sched *s);
 
 /* Time 0, statistics and pending jobs cleared, data region back to its initial contents. */
 void cp_sched_reset(cp_sched *s);

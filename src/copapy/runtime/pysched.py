@@ -129,6 +129,16 @@ class PyScheduler:
             self.trace_total += 1
         self.ticks += 1
 
+    def settle(self) -> None:
+        """Publish finished jobs whose period ends exactly now (the first phase of a tick)."""
+        t = self.time_ns
+        for k, task in enumerate(self.image.tasks):
+            st = self.state[k]
+            if st.pending and st.remaining == 0 and t > task.offset_ns and self._boundary(k, t):
+                self._copies(k, 1)
+                self._io(k, 2)
+                st.pending = False
+
     def advance(self, ticks: int) -> None:
         for _ in range(ticks):
             self.tick()
@@ -146,8 +156,11 @@ class PyScheduler:
         self.trace_rows = []
         self.trace_total = 0
 
-    def add_feed(self, offset: int, size: int, samples: bytes, count: int) -> None:
-        self.feeds.append((offset, size, bytes(samples), count, self.ticks))
+    def add_feed(self, offset: int, size: int, samples: bytes,
+                 first_tick: int | None = None) -> None:
+        data = bytes(samples)
+        start = self.ticks if first_tick is None else first_tick
+        self.feeds.append((offset, size, data, len(data) // size, start))
 
     def io_read(self, kind: int, channel: int) -> float:
         return self.io.get((kind, channel), 0.0)

@@ -1,0 +1,538 @@
+/* The real-time scheduler of docs/realtime.md: LET copies, I/O bindings, fixed-priority
+ * processor model, statistics, feeds and the trace ring. No allocation and no libc: the same
+ * code runs in the Python module (simulated time), the host runner and the firmware.
+ *
+ * cp_sched_init turns the schedule into tick counts (next release per task) and finds each
+ * task's slice of the LET copy and I/O binding tables (cp_program_load groups them by task and
+ * phase/direction), so a tick does no division and no table scan. */
+#include "internal.h"
+
+/* ---- conversions between slots and I/O channel values (doubles) */
+
+enum { DT_F32 = 1, DT_F64 = 2, DT_I32 = 3, DT_BOOL = 4 };
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CP_INFINITY_F __builtin_inff()
+#else
+#include <math.h> /* the macro only; nothing from libm is called */
+#define CP_INFINITY_F INFINITY
+#endif
+
+/* Round-to-nearest double -> float with overflow to +-inf, as IEEE 754 (Annex F) specifies,
+ * without relying on a conversion C leaves undefined for out-of-range values. */
+static float to_f32(double d)
+{
+    const double inf_threshold = 0x1.ffffffp127; /* halfway between FLT_MAX and 2^128 */
+    if (d >= inf_threshold) {
+        return CP_INFINITY_F;
+    }
+    if (d <= -inf_threshold) {
+        return -CP_INFINITY_F;
+    }
+    return (float)d;
+}
+
+/* Truncation toward zero with saturation, NaN -> 0 (cp.cast semantics). */
+static int32_t to_i32(double d)
+{
+    if (d != d) {
+        return 0;
+    }
+    if (d >= 2147483647.0) {
+        return INT32_MAX;
+    }
+    if (d <= -2147483648.0) {
+        return INT32_MIN;
+    }
+    return (int32_t)d;
+}
+
+static void store_slot(uint8_t *p, uint8_t dtype, double v)
+{
+    switch (dtype) {
+    case DT_F32: {
+        float f = to_f32(v);
+        cp_copy(p, (const uint8_t *)&f, sizeof(f));
+        break;
+    }
+    case DT_F64:
+        cp_copy(p, (const uint8_t *)&v, sizeof(v));
+        break;
+    case DT_I32: {
+        int32_t i = to_i32(v);
+        cp_copy(p, (const uint8_t *)&i, sizeof(i));
+        break;
+    }
+    default: { /* DT_BOOL, stored as int32 0/1 */
+        int32_t i = v != 0.0;
+        cp_copy(p, (const uint8_t *)&i, sizeof(i));
+        break;
+    }
+    }
+}
+
+static double load_slot(const uint8_t *p, uint8_t dtype)
+{
+    switch (dtype) {
+    case DT_F32: {
+        float f;
+        cp_copy((uint8_t *)&f, p, sizeof(f));
+        return (double)f;
+    }
+    case DT_F64: {
+        double d;
+        cp_copy((uint8_t *)&d, p, sizeof(d));
+        return d;
+    }
+    case DT_I32: {
+        int32_t i;
+        cp_copy((uint8_t *)&i, p, sizeof(i));
+        return (double)i;
+    }
+    default: {
+        int32_t i;
+        cp_copy((uint8_t *)&i, p, sizeof(i));
+        return i != 0 ? 1.0 : 0.0;
+    }
+    }
+}
+
+/* ---- the steps of a tick */
+
+/* Slots are mostly 4 or 8 bytes: move words through a local (one load and one store each, no
+ * aliasing question) and only the tail byte by byte. The ranges never overlap. */
+static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+    while (n >= 8) {
+        uint64_t w;
+        cp_copy((uint8_t *)&w, src, 8);
+        cp_copy(dst, (const uint8_t *)&w, 8);
+        dst += 8;
+        src += 8;
+        n -= 8;
+    }
+    if (n >= 4) {
+        uint32_t w;
+        cp_copy((uint8_t *)&w, src, 4);
+        cp_copy(dst, (const uint8_t *)&w, 4);
+        dst += 4;
+        src += 4;
+        n -= 4;
+    }
+    cp_copy(dst, src, n);
+}
+
+static void apply_copies(uint8_t *data, const cp_let_copy *c, uint32_t begin, uint32_t end)
+{
+    for (uint32_t k = begin; k < end; k++) {
+        copy_slot(data + c[k].dst, data + c[k].src, c[k].size);
+    }
+}
+
+/* Period end of a finished job: PUBLISH copies, then OUTPUT bindings from the shared slots. */
+static void publish(cp_sched *s, uint32_t task, uint8_t *data)
+{
+    const cp_program *prog = s->prog;
+    apply_copies(data, prog->let_copies, s->copies[task][1], s->copies[task][2]);
+    if (s->cfg.io_write != NULL) {
+        const cp_io_binding *b = prog->io_bindings;
+        for (uint32_t k = s->bindings[task][1]; k < s->bindings[task][2]; k++) {
+            s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel,
+                            load_slot(data + b[k].offset, b[k].dtype));
+        }
+    }
+}
+
+/* Release of a job: INPUT bindings into the shared slots, RELEASE copies, the chain. */
+CP_CALLS_LOADED_CODE
+static void release(cp_sched *s, uint32_t task, uint8_t *data)
+{
+    const cp_program *prog = s->prog;
+    const cp_io_binding *b = prog->io_bindings;
+    for (uint32_t k = s->bindings[task][0]; k < s->bindings[task][1]; k++) {
+        double v = s->cfg.io_read != NULL
+                       ? s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel) : 0.0;
+        store_slot(data + b[k].offset, b[k].dtype, v);
+    }
+    apply_copies(data, prog->let_copies, s->copies[task][0], s->copies[task][1]);
+
+    cp_task_stats *stats = &s->stats[task];
+    uint64_t exec_ns = 0;
+    if (s->cfg.clock_ns != NULL) {
+        uint64_t start = s->cfg.clock_ns(s->cfg.clock_ctx);
+        prog->tasks[task].entry();
+        uint64_t stop = s->cfg.clock_ns(s->cfg.clock_ctx);
+        exec_ns = stop >= start ? stop - start : 0;
+        if (exec_ns > stats->exec_ns_max) {
+            stats->exec_ns_max = exec_ns;
+        }
+        stats->exec_ns_sum += exec_ns;
+    } else {
+        prog->tasks[task].entry();
+    }
+    stats->runs++;
+    s->state[task].pending = 1;
+    s->state[task].remaining_ns = s->cfg.deterministic ? prog->tasks[task].wcet_ns : exec_ns;
+}
+
+static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
+{
+    uint8_t *row = s->trace_buf + (size_t)s->trace_next * s->trace_row_size;
+    cp_copy(row, (const uint8_t *)&t_ns, sizeof(t_ns));
+    row += sizeof(t_ns);
+    for (uint32_t r = 0; r < s->trace_range_count; r++) {
+        copy_slot(row, data + s->trace_offset[r], s->trace_size[r]);
+        row += s->trace_size[r];
+    }
+    s->trace_rows++;
+    s->trace_next = s->trace_next + 1 < s->trace_capacity ? s->trace_next + 1 : 0;
+}
+
+void cp_sched_tick(cp_sched *s)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+        return;
+    }
+    uint8_t *data = cp_program_data(s->prog);
+    uint32_t n = s->task_count;
+    uint64_t tick = s->tick;
+
+    /* which tasks have a release instant (= a period boundary after the first) now */
+    uint32_t due = 0;
+    if (tick >= s->next_event) {
+        uint64_t next_event = UINT64_MAX;
+        for (uint32_t i = 0; i < n; i++) {
+            if (s->period_ticks[i] == 0) {
+                continue;
+            }
+            if (s->next_release[i] == tick) {
+                due |= (uint32_t)1 << i;
+                s->next_release[i] += s->period_ticks[i];
+            }
+            if (s->next_release[i] < next_event) {
+                next_event = s->next_release[i];
+            }
+        }
+        s->next_event = next_event;
+    }
+
+    /* 1. period ends, in task index order (a pending job implies t > offset) */
+    for (uint32_t i = 0; i < n && (due >> i) != 0; i++) {
+        if ((due >> i & 1u) == 0 || !s->state[i].pending) {
+            continue;
+        }
+        if (s->state[i].remaining_ns == 0) {
+            publish(s, i, data);
+            s->state[i].pending = 0;
+        } else {
+            s->stats[i].overruns++;
+        }
+    }
+
+    /* 2. feeds */
+    for (uint32_t f = 0; f < s->feed_count; f++) {
+        const cp_sched_feed *feed = &s->feeds[f];
+        if (tick >= feed->first_tick && tick - feed->first_tick < feed->count) {
+            copy_slot(data + feed->offset,
+                      feed->samples + (size_t)(tick - feed->first_tick) * feed->size, feed->size);
+        }
+    }
+
+    /* 3. releases in priority order */
+    if (due != 0) {
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = s->order[k];
+            if ((due >> i & 1u) == 0) {
+                continue;
+            }
+            if (s->state[i].pending) {
+                s->stats[i].skipped++;
+            } else {
+                release(s, i, data);
+            }
+        }
+    }
+
+    /* 4. processor model: the tick's time to pending jobs by priority (preemptive) */
+    uint64_t left = s->cfg.tick_ns;
+    for (uint32_t k = 0; k < n && left != 0; k++) {
+        cp_sched_task_state *st = &s->state[s->order[k]];
+        if (st->pending && st->remaining_ns != 0) {
+            uint64_t take = st->remaining_ns < left ? st->remaining_ns : left;
+            st->remaining_ns -= take;
+            left -= take;
+        }
+    }
+
+    /* 5. trace */
+    if (s->trace_buf != NULL) {
+        write_trace_row(s, data, s->now_ns);
+    }
+    s->tick = tick + 1;
+    s->now_ns += s->cfg.tick_ns;
+}
+
+void cp_sched_settle(cp_sched *s)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+        return;
+    }
+    uint8_t *data = cp_program_data(s->prog);
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        /* finished jobs whose period ends exactly now publish; unfinished ones stay pending and
+         * are counted as overruns when the tick itself is processed */
+        if (s->period_ticks[i] != 0 && s->next_release[i] == s->tick && s->state[i].pending &&
+            s->state[i].remaining_ns == 0) {
+            publish(s, i, data);
+            s->state[i].pending = 0;
+        }
+    }
+}
+
+void cp_sched_advance(cp_sched *s, uint64_t ticks)
+{
+    for (uint64_t k = 0; k < ticks; k++) {
+        cp_sched_tick(s);
+    }
+}
+
+/* ---- set-up */
+
+static void restart(cp_sched *s)
+{
+    uint64_t next_event = UINT64_MAX;
+    for (uint32_t i = 0; i < CP_MAX_TASKS; i++) {
+        s->state[i].pending = 0;
+        s->state[i].remaining_ns = 0;
+        cp_fill((uint8_t *)&s->stats[i], 0, sizeof(s->stats[i]));
+        s->next_release[i] = s->offset_ticks[i];
+        if (s->period_ticks[i] != 0 && s->offset_ticks[i] < next_event) {
+            next_event = s->offset_ticks[i];
+        }
+    }
+    s->next_event = next_event;
+    s->tick = 0;
+    s->now_ns = 0;
+    s->trace_rows = 0;
+    s->trace_next = 0;
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+/* The largest tick every period and offset is a multiple of (0 if no task is periodic). */
+static uint64_t largest_tick(const cp_program *prog)
+{
+    uint64_t g = 0;
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        if (prog->tasks[i].period_ns != 0) {
+            g = gcd(g, prog->tasks[i].period_ns);
+            g = gcd(g, prog->tasks[i].offset_ns);
+        }
+    }
+    return g;
+}
+
+static uint32_t group_key(const void *table, uint32_t index, int copies)
+{
+    if (copies) {
+        const cp_let_copy *c = (const cp_let_copy *)table + index;
+        return (uint32_t)c->task * 2u + (c->phase != 0);
+    }
+    const cp_io_binding *b = (const cp_io_binding *)table + index;
+    return (uint32_t)b->task * 2u + (b->direction == 2);
+}
+
+/* Each task's slice of a table grouped by (task, phase): bounds[t] = {start of group 2t,
+ * start of group 2t + 1, end of group 2t + 1}. Returns 0 if the table is not grouped that way
+ * (not loaded by cp_program_load). */
+static int group_bounds(uint32_t (*bounds)[3], uint32_t count, const void *table, int copies)
+{
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < 2 * CP_MAX_TASKS; g++) {
+        bounds[g / 2][g % 2] = at;
+        while (at < count && group_key(table, at, copies) == g) {
+            at++;
+        }
+        if (at < count && group_key(table, at, copies) < g) {
+            return 0;
+        }
+        if (g % 2 == 1) {
+            bounds[g / 2][2] = at;
+        }
+    }
+    return at == count;
+}
+
+cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
+                        cp_error *err)
+{
+    if (s == NULL || prog == NULL || cfg == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched_init: scheduler, program and config must not be NULL", 0);
+    }
+    if (s->struct_size < sizeof(cp_sched) || cfg->struct_size < sizeof(cp_sched_config)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched.struct_size is %u and cp_sched_config.struct_size %u, "
+                       "expected >= %u and >= %u: set them to sizeof() before cp_sched_init",
+                       s->struct_size, cfg->struct_size, sizeof(cp_sched),
+                       sizeof(cp_sched_config));
+    }
+    if (!prog->loaded || prog->task_count > CP_MAX_TASKS) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "the program is not loaded (or has more than %u tasks)", CP_MAX_TASKS);
+    }
+    uint64_t tick_ns = cfg->tick_ns;
+    uint64_t fit = largest_tick(prog);
+    if (tick_ns == 0) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       fit != 0 ? "tick_ns is 0: the tick must be a positive number of "
+                                  "nanoseconds that divides every task period and offset "
+                                  "(here at most %u ns)"
+                                : "tick_ns is 0: the tick must be a positive number of "
+                                  "nanoseconds", fit);
+    }
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        const cp_task_entry *t = &prog->tasks[i];
+        if (t->period_ns == 0) {
+            continue;
+        }
+        if (t->period_ns % tick_ns != 0) {
+            return CP_FAIL(err, CP_ERR_ARGUMENT, i,
+                           "task %u period %u ns is not a multiple of the tick %u ns: choose "
+                           "a tick that divides every period and offset (the largest is %u ns)",
+                           i, t->period_ns, tick_ns, fit);
+        }
+        if (t->offset_ns % tick_ns != 0) {
+            return CP_FAIL(err, CP_ERR_ARGUMENT, i,
+                           "task %u offset %u ns is not a multiple of the tick %u ns: choose "
+                           "a tick that divides every period and offset (the largest is %u ns)",
+                           i, t->offset_ns, tick_ns, fit);
+        }
+    }
+
+    uint32_t struct_size = s->struct_size;
+    cp_fill((uint8_t *)s, 0, sizeof(*s));
+    s->struct_size = struct_size;
+    if (!group_bounds(s->copies, prog->let_copy_count, prog->let_copies, 1) ||
+        !group_bounds(s->bindings, prog->io_binding_count, prog->io_bindings, 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "the program's LET copies or I/O bindings are not grouped by task: "
+                       "load the program with cp_program_load", 0);
+    }
+    s->task_count = prog->task_count;
+    s->prog = prog;
+    s->cfg = *cfg;
+    s->cfg.struct_size = sizeof(cp_sched_config);
+    /* priority order: lower number first, ties by task index (a stable insertion sort) */
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        uint32_t k = i;
+        while (k > 0 && prog->tasks[s->order[k - 1]].priority > prog->tasks[i].priority) {
+            s->order[k] = s->order[k - 1];
+            k--;
+        }
+        s->order[k] = (uint8_t)i;
+        s->period_ticks[i] = prog->tasks[i].period_ns / tick_ns;
+        s->offset_ticks[i] = prog->tasks[i].period_ns != 0 ? prog->tasks[i].offset_ns / tick_ns
+                                                           : 0;
+    }
+    restart(s);
+    cp_ok(err);
+    return CP_OK;
+}
+
+void cp_sched_reset(cp_sched *s)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+        return;
+    }
+    const cp_program *prog = s->prog;
+    cp_copy(cp_program_data(prog), prog->initial_data, prog->data_size);
+    restart(s);
+}
+
+cp_status cp_sched_add_feed(cp_sched *s, const cp_sched_feed *feed, cp_error *err)
+{
+    if (s == NULL || s->prog == NULL || feed == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched_add_feed: an initialised scheduler and a feed are needed", 0);
+    }
+    if (s->feed_count >= CP_MAX_FEEDS) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, s->feed_count,
+                       "already %u feeds, the maximum: clear the feeds first", CP_MAX_FEEDS);
+    }
+    uint32_t data_size = s->prog->data_size;
+    if (feed->size == 0 || (uint64_t)feed->offset + feed->size > data_size) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, s->feed_count,
+                       "feed slot [%u, %u) is empty or exceeds the %u-byte data region",
+                       feed->offset, (uint64_t)feed->offset + feed->size, data_size);
+    }
+    if (feed->count > (uint64_t)SIZE_MAX / feed->size ||
+        (feed->samples == NULL && feed->count != 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, s->feed_count,
+                       "feed samples: %u samples of %u bytes are not addressable (or NULL)",
+                       feed->count, feed->size);
+    }
+    s->feeds[s->feed_count++] = *feed;
+    cp_ok(err);
+    return CP_OK;
+}
+
+void cp_sched_clear_feeds(cp_sched *s)
+{
+    if (s != NULL) {
+        s->feed_count = 0;
+        cp_fill((uint8_t *)s->feeds, 0, sizeof(s->feeds));
+    }
+}
+
+cp_status cp_sched_set_trace(cp_sched *s, const uint32_t *offsets, const uint32_t *sizes,
+                             uint32_t count, uint8_t *buf, uint64_t capacity, cp_error *err)
+{
+    if (s == NULL || s->prog == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched_set_trace: the scheduler is not initialised", 0);
+    }
+    if (count > CP_MAX_TRACE_RANGES) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "%u trace ranges, at most %u are supported",
+                       count, CP_MAX_TRACE_RANGES);
+    }
+    if (count > 0 && (offsets == NULL || sizes == NULL || buf == NULL || capacity == 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "tracing %u ranges needs the ranges, a buffer and a capacity > 0 rows",
+                       count);
+    }
+    uint64_t row_size = sizeof(uint64_t);
+    for (uint32_t r = 0; r < count; r++) {
+        uint64_t end = (uint64_t)offsets[r] + sizes[r];
+        if (sizes[r] == 0 || end > s->prog->data_size) {
+            return CP_FAIL(err, CP_ERR_ARGUMENT, r,
+                           "trace range %u [%u, %u) is empty or exceeds the %u-byte data "
+                           "region", r, offsets[r], end, s->prog->data_size);
+        }
+        row_size += sizes[r];
+    }
+    if (row_size > UINT32_MAX || (count > 0 && capacity > (uint64_t)SIZE_MAX / row_size)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "a trace of %u rows of %u bytes is not addressable", capacity, row_size);
+    }
+    s->trace_range_count = count;
+    for (uint32_t r = 0; r < CP_MAX_TRACE_RANGES; r++) {
+        s->trace_offset[r] = r < count ? offsets[r] : 0;
+        s->trace_size[r] = r < count ? sizes[r] : 0;
+    }
+    s->trace_row_size = count > 0 ? (uint32_t)row_size : 0;
+    s->trace_buf = count > 0 ? buf : NULL;
+    s->trace_capacity = count > 0 ? capacity : 0;
+    s->trace_rows = 0;
+    s->trace_next = 0;
+    cp_ok(err);
+    return CP_OK;
+}

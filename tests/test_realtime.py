@@ -1,0 +1,233 @@
+"""Periodic tasks in simulated time: signal operators, LET, multi-rate, overload, I/O, traces."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+
+F32 = np.float32
+samples = st.lists(st.floats(-100, 100, width=32), min_size=1, max_size=60)
+
+
+def simulate(output: cp.Value, inp: cp.Value, xs: list[float], period: float = 1e-3) -> np.ndarray:
+    """Drive ``inp`` with one sample per run, return ``output`` as published after each run."""
+    tg = cp.LocalTarget(tick=period)
+    tg.deploy(cp.Task(output, period=period))
+    tg.drive(inp, np.array(xs, np.float32))
+    trace = tg.trace(output)
+    tg.step(period * (len(xs) + 1))
+    # row k holds what was published at the end of run k-1 (LET): drop the initial row
+    return trace[output][1:]
+
+
+@settings(max_examples=40)
+@given(samples, st.integers(1, 4), st.floats(-5, 5, width=32))
+def test_delay(xs: list[float], n: int, init: float) -> None:
+    x = cp.value(0.0)
+    got = simulate(cp.delay(x, n, init), x, xs)
+    want = [F32(init)] * n + [F32(v) for v in xs]
+    assert got.tolist() == [float(v) for v in want[: len(xs)]]
+
+
+@settings(max_examples=40)
+@given(samples, st.sampled_from(["euler", "trapezoid"]), st.floats(-5, 5, width=32))
+def test_integrate(xs: list[float], method: str, init: float) -> None:
+    x = cp.value(0.0)
+    got = simulate(cp.integrate(x, init=init, method=method), x, xs)
+    dt = F32(1e-3)
+    y, prev = F32(init), None
+    want = []
+    for v in map(F32, xs):
+        if method == "euler":
+            y = F32(y + F32(v * dt))
+        else:
+            p = v if prev is None else prev
+            y = F32(y + F32(F32(v + p) * F32(dt * F32(0.5))))
+        prev = v
+        want.append(y)
+    assert got.tolist() == [float(w) for w in want]
+
+
+@settings(max_examples=40)
+@given(samples)
+def test_rate(xs: list[float]) -> None:
+    x = cp.value(0.0)
+    got = simulate(cp.rate(x), x, xs)
+    want = [F32(0.0)] + [F32(F32(F32(b) - F32(a)) / F32(1e-3)) for a, b in zip(xs, xs[1:])]
+    assert got.tolist() == [float(w) for w in want]
+
+
+@settings(max_examples=40)
+@given(samples, st.floats(0.0625, 0.9375, width=32))
+def test_feedback_smoothing(xs: list[float], alpha: float) -> None:
+    x = cp.value(0.0)
+    y = cp.feedback(lambda prev: prev + alpha * (x - prev), init=0.0)
+    got = simulate(y, x, xs)
+    prev = F32(0.0)
+    want = []
+    for v in map(F32, xs):
+        prev = F32(prev + F32(F32(alpha) * F32(v - prev)))
+        want.append(prev)
+    assert got.tolist() == [float(w) for w in want]
+
+
+def test_let_visibility_multi_rate() -> None:
+    counter = cp.feedback(lambda prev: prev + 1, init=0)  # producer: counts its runs
+    seen = counter * 10  # the consumer: computes from what it sees
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(counter, period=3e-3, priority=1, name="producer"),
+              cp.Task(seen, period=1e-3, priority=0, name="consumer"))
+    trace = tg.trace(counter, seen)
+    tg.step(12e-3)
+    # the producer's run at t=0 publishes 1 at t=3 ms; the consumer reads it at its release
+    # at t=3 ms and publishes it at t=4 ms
+    assert trace[counter].tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert trace[seen].tolist() == [0, 0, 0, 0, 10, 10, 10, 20, 20, 20, 30, 30]
+    stats = {s.name: s for s in tg.stats()}
+    assert stats["producer"].runs == 4 and stats["consumer"].runs == 12
+
+
+def test_write_takes_effect_at_next_release() -> None:
+    x = cp.value(1.0)
+    y = x * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=2e-3))
+    tg.step(2e-3)
+    assert tg.read(y) == 2.0
+    tg.write(x, 5.0)
+    assert tg.read(y) == 2.0  # nothing ran since the write
+    tg.step(2e-3)
+    assert tg.read(y) == 10.0
+
+
+def test_seed_example() -> None:
+    setpoint = cp.value(1.0)
+    position = cp.value(0.0)
+    error = setpoint - position
+    control = 2.0 * error + 5.0 * cp.integrate(error) + 0.1 * cp.rate(error)
+    smoothed = cp.feedback(lambda prev: prev + 0.2 * (control - prev), init=0.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(smoothed, period=1e-3))
+    tg.step(0.1)
+    assert tg.stats()[0].runs == 100
+    # closed form of the first run: integral 1e-3, rate 0 -> control 2.005 -> 0.401
+    assert 2.0 < tg.read(smoothed) < 3.0
+
+
+def test_motor_pid_example_converges(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    import motor_pid
+
+    tg, r = motor_pid.simulate(0.6)
+    assert abs(float(r["final"]) - 500.0) < 5.0  # within 1 % of the setpoint
+    angle = r["trace"][r["angle"]]
+    assert abs(angle[-100:] - 500.0).max() < 5.0  # settled for the last 10 ms
+    png = tmp_path / "pid.png"
+    tg.plot(r["setpoint"], r["angle"], path=str(png))
+    assert png.stat().st_size > 10_000
+
+
+def test_overload_degrades_lowest_priority_first() -> None:
+    tasks, outs = [], []
+    for prio, wcet in enumerate([0.4e-3, 0.4e-3, 0.5e-3]):
+        counter = cp.feedback(lambda prev: prev + 1, init=0)
+        outs.append(counter)
+        tasks.append(cp.Task(counter, period=1e-3, priority=prio, wcet=wcet, name=f"p{prio}"))
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(*tasks)
+    tg.step(0.1)
+    s = tg.stats()
+    assert s[0].skipped == 0 and s[0].overruns == 0 and s[0].runs == 100
+    assert s[1].skipped == 0 and s[1].runs == 100
+    assert s[2].skipped > 0 and s[2].overruns > 0  # only the least important degrades
+    assert s[2].runs + s[2].skipped == 100
+
+
+def test_identical_traces_on_two_runs() -> None:
+    def run() -> bytes:
+        x = cp.value(0.3)
+        y = cp.feedback(lambda p: cp.sin(p + x) * 0.9 + cp.integrate(x), init=0.1)
+        tg = cp.LocalTarget(tick=1e-3)
+        tg.deploy(cp.Task(y, period=1e-3))
+        tg.drive(x, np.linspace(-1, 1, 500, dtype=np.float32))
+        tr = tg.trace(y)
+        tg.step(0.5)
+        return tr[y].tobytes()
+
+    assert run() == run()
+
+
+def test_reset_restores_initial_state() -> None:
+    c = cp.feedback(lambda p: p + 1, init=10)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(c, period=1e-3))
+    tg.step(5e-3)
+    assert tg.read(c) == 15
+    tg.reset()
+    assert tg.read(c) == 0 and tg.time == 0.0  # nothing published yet: outputs start at 0
+    tg.step(2e-3)
+    assert tg.read(c) == 12
+
+
+def test_io_bindings_record_and_drive() -> None:
+    level = cp.value(0.0)
+    duty = cp.clamp(level * 0.5, 0.0, 1.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(level, cp.io.ADC(3))
+    tg.bind(duty, cp.io.PWM(1))
+    tg.deploy(cp.Task(duty, period=1e-3))
+    tg.set_io(cp.io.ADC(3), 1.5)
+    tg.step(3e-3)
+    assert tg.io_value(cp.io.PWM(1)) == 0.75
+    with pytest.raises(cp.local_target.TargetError, match="bound"):
+        tg.write(level, 1.0)
+
+
+def test_rotation_integration_and_angular_rate() -> None:
+    gx, gy, gz = cp.value(0.0), cp.value(0.0), cp.value(2.0)
+    q = cp.integrate_rotation([gx, gy, gz])
+    w = cp.angular_rate(q)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(*q, *w, period=1e-3))
+    tg.step(0.5)
+    qw, qz = tg.read(q[0]), tg.read(q[3])
+    angle = 2 * math.atan2(qz, qw)
+    assert math.isclose(angle, 2.0 * 0.5, rel_tol=1e-4)  # |w| t after 500 runs
+    assert abs(math.hypot(qw, qz) - 1.0) < 1e-6
+    assert math.isclose(tg.read(w[2]), 2.0, rel_tol=1e-3)
+
+
+def test_emulated_cpu_gives_the_same_trace() -> None:
+    def run(arch: str | None) -> bytes:
+        x = cp.value(1.0)
+        y = cp.feedback(lambda p: p * 0.5 + cp.exp(-x) + 1e-4 * cp.rate(p) + cp.sin(p), init=0.0)
+        tg = cp.LocalTarget(arch, tick=1e-3)
+        tg.deploy(cp.Task(y, period=2e-3))
+        tr = tg.trace(y)
+        tg.step(40e-3)
+        return tr[y].tobytes()
+
+    assert run(None) == run("aarch64") == run("rv32")
+
+
+def test_task_errors_name_the_problem() -> None:
+    x = cp.value(1.0)
+    with pytest.raises(ValueError, match="period"):
+        cp.Task(x * 2, period=0)
+    tg = cp.LocalTarget(tick=1e-3)
+    with pytest.raises(cp.local_target.TargetError, match="multiple"):
+        tg.deploy(cp.Task(x * 2, period=1.5e-3))
+    with pytest.raises(Exception, match="dt"):
+        t2 = cp.LocalTarget()
+        t2.compile(x * cp.dt)
+    s = cp.integrate(x)
+    with pytest.raises(Exception, match="LET port"):
+        tg.deploy(cp.Task(s * 2, period=1e-3), cp.Task(s * 3, period=2e-3))
