@@ -1,0 +1,491 @@
+"""TriCore 1.6.1 (AURIX TC2xx): the hand-written assembly stencils, executed on unicorn's TriCore
+CPU and compared bit for bit with the same programs run natively on x86_64.
+
+Subnormal floats are kept out of the comparisons on purpose: the TC1.6.1 FPU flushes subnormal
+inputs and results to zero (an architecture property, docs/tricore.md); the test
+``test_subnormals_flush_to_zero`` pins that difference down instead.
+
+The assembler-dependent tests (reproducible table, relocation encodings against GNU as) need
+``nyxstone-tricore-gcc``; without it they fail with the install instructions.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import assume, event, given
+
+import copapy as cp
+from copapy.arch.patchkind import apply_patch
+from copapy.arch.relocs import TABLES
+from copapy.compiler import CompileError
+from copapy.compiler.link import link
+from copapy.compiler.lower import Instr
+from copapy.compiler.table import load_table
+from copapy.graph.build import live_nodes
+from copapy.graph.reference import evaluate_graph
+from copapy.image import ARCH_IDS, Image, ImagePatch, ImageTask, kinds_table
+from copapy.runtime import unicorn_backend
+from copapy.runtime.native import load_native
+from copapy.runtime.unicorn_backend import UnicornProgram
+
+from .conftest import same_bits
+from .randgraph import Graph, graphs
+
+ROOT = Path(__file__).resolve().parent.parent
+ARCH = "tricore"
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+SMALLEST_NORMAL = 2.0**-126
+
+
+def run_both(outputs: list[cp.Value[Any]], writes: list[tuple[cp.Value[Any], object]],
+             ) -> list[tuple[object, object]]:
+    """(tricore, native x86_64) result pairs of ``outputs`` after writing ``writes``."""
+    results = []
+    for arch in (ARCH, None):
+        tg = cp.LocalTarget(arch)
+        tg.compile(*outputs)
+        for v, x in writes:
+            tg.write(v, x)
+        tg.run()
+        results.append([tg.read(o) for o in outputs])
+    return list(zip(*results, strict=True))
+
+
+def assert_same(outputs: list[cp.Value[Any]], pairs: list[tuple[object, object]]) -> None:
+    for out, (got, want) in zip(outputs, pairs, strict=True):
+        assert same_bits(got, want, out.dtype.numpy), (
+            f"{out!r}: tricore gave {got!r}, native x86_64 {want!r}")
+
+
+# -- compiled expressions ------------------------------------------------------------------------
+
+# magnitudes 1e-3 .. 3e9: no expression below can reach the subnormal range
+FLOATS = [1.5, -2.25, 0.0, -0.0, 3.0, 1e3, -7.0e-3, 1.0, math.inf, -math.inf, math.nan, 1e-3,
+          3e9, -3e9]
+INTS = [7, -3, 0, 1, -1, INT32_MIN, INT32_MAX, 123456789, -98765]
+
+
+def expressions() -> tuple[list[cp.Value[Any]], list[cp.Value[Any]]]:
+    x, y, z = cp.value(0.0), cp.value(0.0), cp.value(0.0)
+    i, j = cp.value(0), cp.value(0)
+    outs: list[cp.Value[Any]] = [
+        x + y, x - y, x * y, x / y, -x, x * y + z, (x - y) * (y - z) / (z + x),
+        x < y, x <= y, x > y, x >= y, x == y, x != y,
+        cp.where(x < y, x, y), cp.where(x >= z, x * y, y - z), cp.where(i == j, x, 2.5),
+        cp.min(x, y), cp.max(x, y), abs(x),
+        i + j, i - j, i * j, -i, i * j + i, i < j, i >= j, i == j, i != j,
+        cp.where(i > j, i, j), cp.where(x > y, i + 1, j - 1), cp.min(i, j), cp.max(i, j),
+        i & j, i | j, i ^ j, ~i, cp.logical_not(i < j),
+        cp.cast(i, cp.float32), cp.cast(x, cp.int32), cp.cast(x, cp.bool_), cp.cast(i, cp.bool_),
+        x, i,  # inputs read back (mov/store of the input slots)
+    ]
+    return [x, y, z, i, j], outs
+
+
+def test_expressions_match_native() -> None:
+    """float32 + - * / neg, comparisons, where, int32 + - *, casts: every value combination."""
+    inputs, outs = expressions()
+    rng = random.Random(1)
+    for _ in range(40):
+        fx = [rng.choice(FLOATS) for _ in range(3)]
+        ix = [rng.choice(INTS) for _ in range(2)]
+        writes = list(zip(inputs, fx + ix, strict=True))
+        assert_same(outs, run_both(outs, writes))
+
+
+def test_accumulator_chain() -> None:
+    """A long chain that keeps a running sum in f0 and spills to temporaries."""
+    xs = [cp.value(float(k) * 0.37 - 3.0) for k in range(24)]
+    acc = xs[0]
+    for k, v in enumerate(xs[1:]):
+        acc = acc + v * xs[(k * 7) % len(xs)] - xs[(k * 5) % len(xs)] / (v + 100.0)
+    outs = [acc, acc * 2.0, cp.where(acc > 0.0, acc, -acc)]
+    assert_same(outs, run_both(outs, []))
+
+
+TRICORE_OPS = ["add", "sub", "mul", "div", "min", "max", "neg", "abs", "lt", "le", "gt", "ge",
+               "eq", "ne", "where", "and", "or", "xor", "invert", "lnot", "cast_i32",
+               "cast_bool"]
+
+
+def _subnormal_free(g: Graph) -> bool:
+    """No input, constant or intermediate float32 is subnormal (or rounds to the smallest
+    normal), so the TriCore's flush-to-zero never applies."""
+    env = {v.node: x for v, _i, x in g.inputs}
+    nodes = [n for n in live_nodes([o.node for o in g.outputs]) if n.dtype.name == "float32"]
+    for value in evaluate_graph(nodes, env):
+        a = abs(float(value))
+        if 0.0 < a <= SMALLEST_NORMAL:
+            return False
+    return True
+
+
+@given(graphs(TRICORE_OPS, dtypes=("float32", "int32", "bool")))
+def test_random_graphs_match_native(g: Graph) -> None:
+    if not _subnormal_free(g):
+        event("rejected: a subnormal float32")
+        assume(False)
+    outs = g.outputs
+    try:
+        pairs = run_both(outs, [(v, x) for v, _i, x in g.inputs])
+    except CompileError as exc:
+        # only stencils outside the TriCore subset may be missing (shapes the ops above can
+        # produce through simplification, e.g. a cast from float to float)
+        assert "for architecture tricore" in str(exc)
+        event(f"rejected: {exc}")
+        assume(False)
+        return
+    assert_same(outs, pairs)
+
+
+# -- every stencil of the table, every register form ----------------------------------------------
+
+F_SETS = [(1.5, -2.25, 3.0, 0.5), (-0.0, 0.0, 1e10, -7.0e-3), (math.nan, 2.0, -1.0, math.inf),
+          (7.0, 7.0, -math.inf, 1e-30), (-3.5, 100.0, 3.0e9, -3.0e9), (0.25, -0.25, 2.5, -2.5)]
+I_SETS = [(7, -3, 5, 0), (0, 1, INT32_MIN, -1), (INT32_MAX, INT32_MIN, 2, 2), (-1, 0, 1, 123),
+          (123456789, -98765, 0, 1), (1, 1, -7, 16777217)]
+C_SETS = [1, 0, 5, 0, 1, 0]
+
+# data layout of one set: registers' initial values, operand slots, outputs
+F0, F1, I0, I1, A_F, B_F, A_I, B_I, C_I, O_F0, O_F1, O_I0, O_I1, O_OUT = range(0, 56, 4)
+SET_SIZE = 64
+FLOAT_WORDS = {O_F0, O_F1}
+
+
+def _bits(x: float) -> bytes:
+    return struct.pack("<f", x)
+
+
+def _chain_image(stencils: list[str], arch: str) -> tuple[bytes, int]:
+    """One program running each of ``stencils`` once per value set: load the four virtual
+    registers, run the stencil with its operand slots, store the four registers (and the out
+    slot). Set k of stencil s uses the data at (s * len(F_SETS) + k) * SET_SIZE."""
+    table = load_table(arch)
+    data = bytearray()
+    instrs: list[Instr] = []
+    for stencil in stencils:
+        operand = stencil.split("_")[1]
+        roles = {"store": ("a", "out"), "where": ("c", "a", "b")}.get(
+            stencil.split("_")[0], ("a", "b"))
+        for (fa, fb, fx, fy), (ia, ib, ix, iy), c in zip(F_SETS, I_SETS, C_SETS, strict=True):
+            base = len(data)
+            data += b"".join(_bits(v) for v in (fa, fb)) + struct.pack("<2i", ia, ib)
+            data += _bits(fx) + _bits(fy) + struct.pack("<3i", ix, iy, c) + bytes(SET_SIZE - 36)
+            slots = {"a": base + (A_F if operand == "f32" else A_I),
+                     "b": base + (B_F if operand == "f32" else B_I),
+                     "c": base + C_I, "out": base + O_OUT}
+            instrs += [Instr("mov_f32__0_m", (("a", base + F0),)),
+                       Instr("mov_f32__1_m", (("a", base + F1),)),
+                       Instr("mov_i32__0_m", (("a", base + I0),)),
+                       Instr("mov_i32__1_m", (("a", base + I1),)),
+                       Instr(stencil, tuple((r, slots[r]) for r in roles)),
+                       Instr("store_f32__m_0", (("out", base + O_F0),)),
+                       Instr("store_f32__m_1", (("out", base + O_F1),)),
+                       Instr("store_i32__m_0", (("out", base + O_I0),)),
+                       Instr("store_i32__m_1", (("out", base + O_I1),))]
+    linked = link([instrs], table)
+    kinds, index = kinds_table([p.kind for p in linked.patches])
+    image = Image(arch=ARCH_IDS[arch], code=linked.code, data_offset=linked.data_offset,
+                  data_size=len(data), base_align=table.base_align, data_init=bytes(data),
+                  kinds=kinds,
+                  patches=[ImagePatch(p.site, index[p.kind], p.addend) for p in linked.patches],
+                  tasks=[ImageTask(linked.entries[0])])
+    return image.to_bytes(), len(linked.patches)
+
+
+def _outputs(program: Any) -> list[list[int]]:
+    words = [O_F0, O_F1, O_I0, O_I1, O_OUT]
+    return [[program.read(k * SET_SIZE + w, 3) for w in words] for k in range(len(F_SETS))]
+
+
+def _is_nan(word: int) -> bool:
+    return math.isnan(struct.unpack("<f", struct.pack("<i", word))[0])
+
+
+TABLE_NAMES = sorted(load_table(ARCH).names())
+STENCILS = [n for n in TABLE_NAMES if n not in ("cp_entry", "cp_ret")]
+
+
+def test_table_covers_the_subset() -> None:
+    families = {n.split("__")[0] for n in STENCILS}
+    for f in ["add_f32", "sub_f32", "mul_f32", "div_f32", "neg_f32", "lt_f32", "ge_f32",
+              "where_f32", "where_i32", "add_i32", "sub_i32", "mul_i32", "mov_f32", "mov_i32",
+              "store_f32", "store_i32"]:
+        assert f in families
+    assert "cp_entry" in TABLE_NAMES and "cp_ret" in TABLE_NAMES
+    native = set(load_table("x86_64").names())
+    assert set(STENCILS) <= native, "every TriCore stencil has a C counterpart of the same name"
+    assert len(STENCILS) == 654
+
+
+@pytest.mark.parametrize("stencil", STENCILS)
+def test_every_stencil_matches_native(stencil: str) -> None:
+    image, patches = _chain_image([stencil], ARCH)
+    assert patches > 0  # the slot addresses are patched by the runner (HIADJ/LO2)
+    tc = UnicornProgram(image, ARCH)
+    tc.run()
+    native = load_native(_chain_image([stencil], "x86_64")[0])
+    native.run()
+    got, want = _outputs(tc), _outputs(native)
+    for k, (g_row, w_row) in enumerate(zip(got, want, strict=True)):
+        for w, g, x in zip([O_F0, O_F1, O_I0, O_I1, O_OUT], g_row, w_row, strict=True):
+            if w in FLOAT_WORDS or (w == O_OUT and stencil.startswith("store_f32")):
+                f = abs(struct.unpack("<f", struct.pack("<i", x))[0])
+                assert not 0.0 < f < SMALLEST_NORMAL, "test values must avoid subnormals"
+                if _is_nan(g) and _is_nan(x):
+                    continue
+            assert g == x, (f"{stencil}, value set {k}, word {w}: tricore {g:#010x}, "
+                            f"native {x:#010x}")
+
+
+# -- chain framing, patches, load address ------------------------------------------------------
+
+@pytest.mark.parametrize("base", [0x10000000, 0x1000C000, 0x1FFFC000, 0x80004000])
+def test_load_address(base: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime patches (hi: rounded, lo: sign-extended) work wherever the region lies,
+    including data addresses whose low half has bit 15 set and a carry into the high half."""
+    monkeypatch.setattr(unicorn_backend, "REGION_BASE", base)
+    inputs, outs = expressions()
+    writes = list(zip(inputs, [1.5, -2.25, 3.0, 7, -3], strict=True))
+    assert_same(outs, run_both(outs, writes))
+
+
+def test_runs_repeatedly_and_restores_context() -> None:
+    """ret returns through the context save area each time; inputs rewritten between runs."""
+    x = cp.value(1.0)
+    y = x * 2.0 + 1.0
+    tg = cp.LocalTarget(ARCH)
+    tg.compile(y)
+    for k in range(50):
+        tg.write(x, float(k))
+        tg.run()
+        assert tg.read(y) == 2.0 * k + 1.0
+
+
+def test_entry_and_return() -> None:
+    table = load_table(ARCH)
+    assert table.function("cp_entry").code.hex() == "1d000000"  # j cp_next
+    assert table.function("cp_entry").strip == 4
+    assert table.function("cp_ret").code.hex() == "0090"  # ret
+    assert not table.function("cp_ret").relocs
+
+
+def test_subnormals_flush_to_zero() -> None:
+    """The TC1.6.1 FPU (and unicorn's model of it) flushes subnormal results to zero; x86 keeps
+    them. This is the one known difference, so it is pinned here."""
+    x, y = cp.value(0.0), cp.value(0.0)
+    outs = [x * y]
+    (got, want), = run_both(outs, [(x, 1e-20), (y, 1e-20)])
+    assert want != 0.0 and abs(want) < SMALLEST_NORMAL
+    assert got == 0.0
+
+
+# -- a second CPU model: qemu-system-tricore -cpu tc27x ---------------------------------------
+
+QEMU_INSTALL = "apt-get install qemu-system-misc  (provides qemu-system-tricore)"
+QEMU_BASE = 0x80004000  # program region in the testboard's 2 MB RAM at 0x80000000
+QEMU_CSA = 0xD0000000  # 16 context save areas in the 48 KB RAM at 0xd0000000
+QEMU_DESCRIPTOR = 0x80000100
+# Bare-metal harness at 0x80000000, assembled with nyxstone-tricore-gcc 0.2.1. It reads the
+# descriptor (entry, data, expected, word count) at 0x80000100, sets up the context save area
+# free list (FCX; the list itself is an ELF segment) and a stack, calls the task with calli
+# like a C runner would, then compares the data region with the expected words and writes 0
+# (equal) or 1 (different) to the testboard's test device, which makes QEMU exit with it.
+QEMU_HARNESS = bytes.fromhex(
+    "91000038"  # movh.a %a3,0x8000
+    "d9330040"  # lea    %a3,[%a3]0x100          descriptor
+    "d432"      # ld.a   %a2,[%a3]               entry
+    "7bd00000"  # movh   %d0,0xd                 FCX: CSA list at 0xd0000000
+    "cd80e30f"  # mtcr   $fcx,%d0
+    "8200"      # mov    %d0,0
+    "cdc0e30f"  # mtcr   $lcx,%d0
+    "cd00e00f"  # mtcr   $pcxi,%d0
+    "0d00c004"  # isync
+    "911000ad"  # movh.a %sp,0xd001
+    "d9aa000c"  # lea    %sp,[%sp]-0x4000        stack top 0xd000c000
+    "2d020000"  # calli  %a2                     run the task
+    "91000038"  # movh.a %a3,0x8000
+    "d9330040"  # lea    %a3,[%a3]0x100
+    "99340400"  # ld.a   %a4,[%a3]4              data region
+    "99350800"  # ld.a   %a5,[%a3]8              expected words
+    "19310c00"  # ld.w   %d1,[%a3]12             word count
+    "8202"      # mov    %d2,0
+    "7f120900"  # loop: jge %d2,%d1,pass
+    "4443"      # ld.w   %d3,[%a4+]
+    "4454"      # ld.w   %d4,[%a5+]
+    "c212"      # add    %d2,1
+    "5f43fb7f"  # jeq    %d3,%d4,loop
+    "8212"      # mov    %d2,1
+    "3c02"      # j      done
+    "8202"      # pass: mov %d2,0
+    "9100006f"  # done: movh.a %a6,0xf000
+    "7462"      # st.w   [%a6],%d2               test device: exit code
+    "3c00"      # halt:  j halt
+)
+
+
+def _elf(segments: list[tuple[int, bytes]], entry: int) -> bytes:
+    """A minimal ELF32 executable for TriCore (EM_TRICORE = 44), one PT_LOAD per segment."""
+    offset = 52 + 32 * len(segments)
+    headers, body = b"", b""
+    for addr, data in segments:
+        headers += struct.pack("<8I", 1, offset + len(body), addr, addr, len(data), len(data), 7, 4)
+        body += data + bytes(-len(data) % 4)
+    ident = b"\x7fELF" + bytes([1, 1, 1]) + bytes(9)
+    header = ident + struct.pack("<HHIIIIIHHHHHH", 2, 44, 1, entry, 52, 0, 0, 52, 32,
+                                 len(segments), 40, 0, 0)
+    return header + headers + body
+
+
+def _csa_link(address: int) -> int:
+    return ((address >> 28) << 16) | ((address >> 6) & 0xFFFF)
+
+
+def _run_qemu(image: bytes, expected: bytes, tmp_path: Path) -> int:
+    """Exit code of the harness running ``image`` at QEMU_BASE: 0 if the data region ends up
+    equal to ``expected``."""
+    import shutil
+
+    from copapy.image import parse
+
+    if shutil.which("qemu-system-tricore") is None:
+        pytest.fail(f"qemu-system-tricore is not installed: {QEMU_INSTALL}")
+    img = parse(image)
+    region = bytearray(img.data_offset + img.data_size)
+    region[: len(img.code)] = img.code
+    region[img.data_offset : img.data_offset + len(img.data_init)] = img.data_init
+    for p in img.patches:
+        kind = unicorn_backend._unpack_kind(img.kinds[p.kind])
+        apply_patch(region, p.site, kind, QEMU_BASE + p.site, QEMU_BASE + p.addend)
+    descriptor = struct.pack("<4I", QEMU_BASE + img.tasks[0].entry, QEMU_BASE + img.data_offset,
+                             QEMU_BASE + len(region), len(expected) // 4)
+    first = QEMU_HARNESS + bytes(QEMU_DESCRIPTOR - 0x80000000 - len(QEMU_HARNESS)) + descriptor
+    csas = bytearray(64 * 16)
+    for i in range(15):
+        csas[64 * i : 64 * i + 4] = _csa_link(QEMU_CSA + 64 * (i + 1)).to_bytes(4, "little")
+    elf = tmp_path / "program.elf"
+    elf.write_bytes(_elf([(0x80000000, first), (QEMU_BASE, bytes(region) + expected),
+                          (QEMU_CSA, bytes(csas))], 0x80000000))
+    proc = subprocess.run(["qemu-system-tricore", "-M", "tricore_testboard", "-cpu", "tc27x",
+                           "-nographic", "-no-reboot", "-kernel", str(elf)],
+                          capture_output=True, timeout=60)
+    return proc.returncode
+
+
+def _unicorn_data(image: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes]:
+    """(initial, final) data region of ``image`` run on unicorn at QEMU_BASE."""
+    monkeypatch.setattr(unicorn_backend, "REGION_BASE", QEMU_BASE)
+    program = UnicornProgram(image, ARCH)
+    before = program.read_bytes(0, program.data_size)
+    program.run()
+    return before, program.read_bytes(0, program.data_size)
+
+
+def test_every_stencil_on_qemu_tc27x(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All stencils in one program (3924 stencil runs) on QEMU's TC27x model (TriCore 1.6.1)
+    leave exactly the data unicorn leaves, which the tests above compare with x86_64."""
+    image, _ = _chain_image(STENCILS, ARCH)
+    before, after = _unicorn_data(image, monkeypatch)
+    assert before != after
+    assert _run_qemu(image, after, tmp_path) == 0
+    assert _run_qemu(image, before, tmp_path) == 1  # the harness does detect a difference
+
+
+def test_expressions_on_qemu_tc27x(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled program (entry, chain, runtime patches, ret) on QEMU's TC27x model."""
+    x, y, z = cp.value(1.5), cp.value(-2.25), cp.value(1e3)
+    i, j = cp.value(7), cp.value(-3)
+    outs = [x + y * z, (x - y) / z, cp.where(x < y, x, -y), i * j - i, cp.cast(x * z, cp.int32),
+            cp.where(i > j, cp.cast(i, cp.float32), z)]
+    tg = cp.LocalTarget(ARCH)
+    tg.compile(*outs)
+    before, after = _unicorn_data(tg.image, monkeypatch)
+    assert _run_qemu(tg.image, after, tmp_path) == 0
+    assert _run_qemu(tg.image, before, tmp_path) == 1
+
+
+# -- the subset's limits ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("make, name", [
+    (lambda x, i: cp.sqrt(x), "sqrt_f32"),
+    (lambda x, i: cp.sin(x), "sin_f32"),
+    (lambda x, i: x // 3.0 + x, "floordiv_f32"),
+    (lambda x, i: i << 3, "shl_i32"),
+    (lambda x, i: i // 3, "floordiv_i32"),
+])
+def test_missing_stencil_is_a_clear_compile_error(make: Any, name: str) -> None:
+    x, i = cp.value(2.0), cp.value(5)
+    tg = cp.LocalTarget(ARCH)
+    with pytest.raises(CompileError, match=rf"no stencil {name}__\w+ for architecture tricore"):
+        tg.compile(make(x, i))
+
+
+def test_float64_is_rejected() -> None:
+    x = cp.value(1.0, cp.float64)
+    with pytest.raises(CompileError, match="tricore has no float64"):
+        cp.LocalTarget(ARCH).compile(x + 1.0)
+
+
+# -- assembler-dependent: reproducible table, encodings against GNU as ------------------------
+
+def _assembler() -> Any:
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_tricore_stencils as b
+
+    try:
+        return b.assembler()
+    except b.AssemblerMissing as exc:
+        pytest.fail(f"TriCore assembler not available: {exc}")
+
+
+def test_table_is_reproducible_from_sources() -> None:
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_tricore_stencils.py"),
+                           "--check"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (
+        "tricore.cpst differs from a rebuild of stencils/tricore/*.S (run "
+        "`python tools/build_tricore_stencils.py`), or the assembler is missing:\n"
+        + proc.stdout + proc.stderr)
+
+
+# one instruction per relocation type of the TriCore table, as GNU as emits it for symbol X
+RELOC_SAMPLES = {
+    2: ".word X",
+    3: "j X",
+    6: "movh.a %a15, hi:X",
+    7: "addi %d15, %d15, lo:X",
+    8: "ld.w %d15, [%a15]lo:X",
+    12: "movh %d15, up:X",
+}
+
+
+def test_relocation_encodings_match_gnu_as() -> None:
+    """Each generic patch kind of the tricore table writes exactly the bits GNU as writes when
+    it resolves the same reference itself."""
+    nx = _assembler()  # first: it loads the glibc shim the import may need
+    from nyxstone_tricore_gcc import LabelDefinition
+
+    assert set(RELOC_SAMPLES) == set(TABLES["tricore"])
+    rng = random.Random(7)
+    for rtype, src in RELOC_SAMPLES.items():
+        kind = TABLES["tricore"][rtype].parts[0].kind
+        blank, relocs = nx.assemble_with_relocs(src, address=0)
+        assert [(r.offset, r.relocation_type) for r in relocs] == [(0, rtype)], src
+        for _ in range(200):
+            site = rng.randrange(0x10000000, 0x90000000, 2)
+            if kind.pcrel:
+                target = site + rng.randrange(-(1 << 23), 1 << 23) * 2
+            else:
+                target = rng.randrange(0, 1 << 32)
+            want = nx.assemble(src, address=site, labels=[LabelDefinition("X", target)])
+            buf = bytearray(blank)
+            apply_patch(buf, 0, kind, site, target)
+            assert bytes(buf) == want, f"{src} at {site:#x} -> {target:#x}"
+
