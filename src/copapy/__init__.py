@@ -59,6 +59,7 @@ from .value import Value, constant, value
 
 if TYPE_CHECKING:
     from .local_target import LocalTarget
+    from .serial_target import SerialTarget
 
 __version__ = "0.1.0"
 
@@ -67,6 +68,7 @@ __all__ = [
     "DType",
     "LocalTarget",
     "Quaternion",
+    "SerialTarget",
     "Task",
     "Value",
     "abs",
@@ -130,4 +132,8 @@ def __getattr__(name: str) -> Any:
         from .local_target import LocalTarget
 
         return LocalTarget
+    if name == "SerialTarget":
+        from .serial_target import SerialTarget
+
+        return SerialTarget
     raise AttributeError(f"module 'copapy' has no attribute {name!r}")

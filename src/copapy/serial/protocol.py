@@ -1,0 +1,202 @@
+"""Wire protocol v1 (docs/protocol.md): COBS framing, frame layout, commands and errors."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+VERSION = 1
+HEADER = struct.Struct("<BBHBBH")  # version, flags, seq, command, reserved, length
+FLAG_RESPONSE, FLAG_EVENT, FLAG_ERROR = 1, 2, 4
+
+HELLO, LOAD_BEGIN, LOAD_CHUNK, LOAD_STATUS, LOAD_COMMIT = 1, 2, 3, 4, 5
+START, STOP, READ, WRITE, STATS, STREAM, RESET = 6, 7, 8, 9, 10, 11, 12
+IO_READ, IO_WRITE, GET_PORTS = 13, 14, 15
+
+ERROR_NAMES = {1: "BAD_COMMAND", 2: "BAD_PAYLOAD", 3: "BAD_STATE", 4: "TOO_LARGE", 5: "GAP",
+               6: "IMAGE_INVALID", 7: "OUT_OF_RANGE", 8: "NOT_WRITABLE", 9: "VERSION"}
+GAP = 5
+
+
+class ProtocolError(RuntimeError):
+    """The runner answered a request with an error."""
+
+    def __init__(self, command: int, code: int, status: int, detail: int, message: str) -> None:
+        self.command = command
+        self.code = code
+        self.name = ERROR_NAMES.get(code, f"error {code}")
+        self.status = status
+        self.detail = detail
+        super().__init__(f"{self.name}: {message}" if message else self.name)
+
+
+def cobs_encode(data: bytes) -> bytes:
+    """Consistent Overhead Byte Stuffing: the result contains no zero byte."""
+    out = bytearray([0])
+    code_index, code = 0, 1
+    for byte in data:
+        if byte == 0:
+            out[code_index] = code
+            code_index, code = len(out), 1
+            out.append(0)
+        else:
+            out.append(byte)
+            code += 1
+            if code == 0xFF:
+                out[code_index] = code
+                code_index, code = len(out), 1
+                out.append(0)
+    out[code_index] = code
+    return bytes(out)
+
+
+def cobs_decode(data: bytes) -> bytes:
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        code = data[i]
+        if code == 0:
+            raise ValueError("invalid COBS data: zero byte")
+        start, end = i + 1, i + code
+        if end > n:
+            raise ValueError("invalid COBS data: block runs past the end")
+        out += data[start:end]
+        i = end
+        if code != 0xFF and i < n:
+            out.append(0)
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class Frame:
+    flags: int
+    seq: int
+    command: int
+    payload: bytes
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flags & FLAG_RESPONSE)
+
+    @property
+    def is_event(self) -> bool:
+        return bool(self.flags & FLAG_EVENT)
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.flags & FLAG_ERROR)
+
+    def error(self) -> ProtocolError:
+        code, status, _r, detail = struct.unpack_from("<BBHI", self.payload)
+        return ProtocolError(self.command, code, status, detail,
+                             self.payload[8:].decode("utf-8", "replace"))
+
+
+def encode_frame(seq: int, command: int, payload: bytes = b"", flags: int = 0) -> bytes:
+    body = HEADER.pack(VERSION, flags, seq & 0xFFFF, command, 0, len(payload)) + payload
+    body += struct.pack("<I", zlib.crc32(body))
+    return cobs_encode(body) + b"\0"
+
+
+def decode_frame(encoded: bytes) -> Frame | None:
+    """A frame from its COBS bytes (without the delimiter); None if damaged."""
+    try:
+        raw = cobs_decode(encoded)
+    except ValueError:
+        return None
+    if len(raw) < HEADER.size + 4:
+        return None
+    version, flags, seq, command, _r, length = HEADER.unpack_from(raw)
+    if version != VERSION or len(raw) != HEADER.size + length + 4:
+        return None
+    if zlib.crc32(raw[:-4]) != struct.unpack_from("<I", raw, len(raw) - 4)[0]:
+        return None
+    return Frame(flags, seq, command, raw[HEADER.size:HEADER.size + length])
+
+
+class FrameReader:
+    """Splits a byte stream at zero delimiters into frames (damaged ones are dropped)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> list[Frame]:
+        frames: list[Frame] = []
+        self._buffer += data
+        while True:
+            end = self._buffer.find(b"\0")
+            if end < 0:
+                if len(self._buffer) > 1 << 20:  # garbage without delimiters: resynchronise
+                    self._buffer.clear()
+                    self.dropped += 1
+                return frames
+            chunk = bytes(self._buffer[:end])
+            del self._buffer[:end + 1]
+            if not chunk:
+                continue
+            frame = decode_frame(chunk)
+            if frame is None:
+                self.dropped += 1
+            else:
+                frames.append(frame)
+
+
+@dataclass(frozen=True)
+class RunnerInfo:
+    """What a runner reports in HELLO."""
+
+    protocol_version: int
+    abi_version: int
+    arch: str
+    image_format: int
+    max_payload: int
+    max_tasks: int
+    code_capacity: int
+    data_capacity: int
+    tick_ns: int
+    channels: tuple[int, int, int, int]  # GPIO, PWM, ENCODER, ADC
+    state: str  # empty, stopped, running
+    realtime: bool
+    simulated_io: bool
+    image_crc: int
+    ticks: int
+    name: str
+
+
+HELLO_FIXED = struct.Struct("<HHHHHHIII4HBBIQ")
+
+
+def parse_hello(payload: bytes) -> RunnerInfo:
+    from ..image import ARCH_NAMES
+
+    fields = HELLO_FIXED.unpack_from(payload)
+    (proto, abi, arch, fmt, max_payload, max_tasks, code_cap, data_cap, tick_ns,
+     c0, c1, c2, c3, state, flags, crc, ticks) = fields
+    name = payload[HELLO_FIXED.size:].decode("utf-8", "replace")
+    return RunnerInfo(proto, abi, ARCH_NAMES.get(arch, f"unknown({arch})"), fmt, max_payload,
+                      max_tasks, code_cap, data_cap, tick_ns, (c0, c1, c2, c3),
+                      {0: "empty", 1: "stopped", 2: "running"}.get(state, f"state {state}"),
+                      bool(flags & 1), bool(flags & 2), crc, ticks, name)
+
+
+@dataclass(frozen=True)
+class RunnerStats:
+    ticks: int
+    bad_frames: int
+    late_ticks: int
+    jitter_max_ns: int
+    jitter_p99_ns: int
+    tasks: list[tuple[int, int, int, int, int]]  # runs, skipped, overruns, exec max, exec sum
+
+
+STATS_FIXED = struct.Struct("<QIIIIH")
+TASK_STATS = struct.Struct("<QQQQQ")
+
+
+def parse_stats(payload: bytes) -> RunnerStats:
+    ticks, bad, late, jmax, jp99, count = STATS_FIXED.unpack_from(payload)
+    tasks = [TASK_STATS.unpack_from(payload, STATS_FIXED.size + k * TASK_STATS.size)
+             for k in range(count)]
+    return RunnerStats(ticks, bad, late, jmax, jp99, tasks)

@@ -1,0 +1,368 @@
+"""SerialTarget: deploy tasks to a runner over a serial port, pty or TCP socket (pyserial).
+
+The runner may be the host runner process (``copapy runner --pty``), the bare-metal
+Cortex-M7 firmware in qemu, or the Zephyr firmware on a Teensy 4.1. The API follows
+LocalTarget where it applies; values are read and written while the tasks run.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import threading
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+from .compiler import CompiledProgram, IoSpec, TaskSpec, compile_tasks
+from .compiler.layout import ROLE_INPUT, Port
+from .io import Channel
+from .local_target import TaskStats, _checked, _flatten, _ns
+from .serial import protocol as p
+from .task import Task
+from .value import Value
+
+
+class SerialTargetError(RuntimeError):
+    """A runner could not be reached or refused what was asked (the message says why)."""
+
+
+class _Link:
+    """Request/response over a byte stream, with retries; events go to a callback."""
+
+    def __init__(self, port: str, baudrate: int, timeout: float) -> None:
+        try:
+            import serial
+        except ImportError as exc:
+            raise SerialTargetError("SerialTarget needs pyserial: pip install 'copapy[serial]'"
+                                    ) from exc
+        try:
+            self.port = serial.serial_for_url(port, baudrate=baudrate, timeout=0.05)
+        except (serial.SerialException, OSError, ValueError) as exc:
+            raise SerialTargetError(f"cannot open {port!r}: {exc}. Is the runner connected "
+                                    f"(e.g. `copapy runner --pty` prints its pty)?") from exc
+        self.name = port
+        self.timeout = timeout
+        self.reader = p.FrameReader()
+        self.seq = 0
+        self.lock = threading.Lock()
+        self.responses: dict[int, p.Frame] = {}
+        self.arrived = threading.Condition()
+        self.on_event: Any = None
+        self.closed = False
+        self.thread = threading.Thread(target=self._receive, name="copapy-serial", daemon=True)
+        self.thread.start()
+
+    def _receive(self) -> None:
+        while not self.closed:
+            try:
+                data = self.port.read(4096)
+            except Exception:  # device gone: requests time out with a message
+                time.sleep(0.05)
+                continue
+            if not data:
+                continue
+            for frame in self.reader.feed(data):
+                if frame.is_event:
+                    if self.on_event is not None:
+                        self.on_event(frame)
+                elif frame.is_response:
+                    with self.arrived:
+                        self.responses[frame.seq] = frame
+                        self.arrived.notify_all()
+
+    def request(self, command: int, payload: bytes = b"", timeout: float | None = None,
+                retries: int = 3) -> bytes:
+        """Send a request, wait for its response (same seq on retry: never executed twice)."""
+        with self.lock:
+            self.seq = (self.seq + 1) & 0xFFFF
+            seq = self.seq
+            frame = p.encode_frame(seq, command, payload)
+            wait = self.timeout if timeout is None else timeout
+            for _attempt in range(retries + 1):
+                try:
+                    self.port.write(frame)
+                    self.port.flush()
+                except Exception as exc:
+                    raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
+                deadline = time.monotonic() + wait
+                with self.arrived:
+                    while seq not in self.responses:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            break
+                        self.arrived.wait(left)
+                    response = self.responses.pop(seq, None)
+                if response is not None:
+                    if response.is_error:
+                        raise response.error()
+                    return response.payload
+            raise SerialTargetError(f"no answer from the runner on {self.name} after "
+                                    f"{retries + 1} tries of {wait} s (command {command}): is it "
+                                    f"running and is the baud rate right?")
+
+    def close(self) -> None:
+        self.closed = True
+        self.thread.join(timeout=1.0)
+        self.port.close()
+
+
+class StreamTrace:
+    """Values streamed by the runner while it runs (bounded, newest ``capacity`` samples)."""
+
+    def __init__(self, target: SerialTarget, values: Sequence[Value[Any]], capacity: int) -> None:
+        self.values = list(values)
+        self.capacity = capacity
+        self._target = target
+        self._rows: list[tuple[int, bytes]] = []
+        self._lock = threading.Lock()
+        self.dropped = 0
+
+    def _add(self, tick: int, raw: bytes) -> None:
+        with self._lock:
+            self._rows.append((tick, raw))
+            if len(self._rows) > self.capacity:
+                del self._rows[0]
+                self.dropped += 1
+
+    @property
+    def time(self) -> Any:
+        import numpy as np
+
+        with self._lock:
+            return np.array([t for t, _ in self._rows], dtype=float) * self._target.tick_ns * 1e-9
+
+    def __getitem__(self, value: Value[Any]) -> Any:
+        import numpy as np
+
+        offset = 0
+        for v in self.values:
+            port = self._target._port(v)
+            if v.node is value.node:
+                fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
+                with self._lock:
+                    col = [np.frombuffer(raw, fmt, 1, offset)[0] for _, raw in self._rows]
+                return np.array(col).astype(bool if port.dtype.is_bool else port.dtype.numpy)
+            offset += port.dtype.size
+        raise KeyError(f"{value!r} is not traced")
+
+
+class SerialTarget:
+    """Deploy periodic tasks to a runner and interact with them while they run."""
+
+    CHUNK = 512
+
+    def __init__(self, port: str, baudrate: int = 115200, timeout: float = 1.0,
+                 progress: bool | None = None) -> None:
+        self._link = _Link(port, baudrate, timeout)
+        self._progress = progress
+        try:
+            self._info = p.parse_hello(self._link.request(p.HELLO, struct.pack("<H", p.VERSION)))
+        except Exception:
+            self._link.close()
+            raise
+        if self._info.protocol_version != p.VERSION:
+            self._link.close()
+            raise SerialTargetError(f"the runner speaks protocol v{self._info.protocol_version}, "
+                                    f"this copapy speaks v{p.VERSION}: update one of them")
+        self.arch = self._info.arch
+        self._bindings: dict[Any, Channel] = {}
+        self._compiled: CompiledProgram | None = None
+        self._ports: dict[Any, Port] = {}
+        self._tasks: list[Task] = []
+        self._trace: StreamTrace | None = None
+        self._link.on_event = self._on_event
+
+    # ---- connection ------------------------------------------------------------------------
+
+    def info(self) -> p.RunnerInfo:
+        """The runner's HELLO: architecture, capacities, channels, state, loaded image."""
+        self._info = p.parse_hello(self._link.request(p.HELLO, struct.pack("<H", p.VERSION)))
+        return self._info
+
+    def close(self) -> None:
+        """Disconnect; the runner keeps running its program."""
+        self._link.close()
+
+    def __enter__(self) -> SerialTarget:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- programs --------------------------------------------------------------------------
+
+    def bind(self, value: Value[Any], channel: Channel) -> None:
+        """Connect a value to one of the runner's I/O channels (before deploy)."""
+        counts = self._info.channels
+        if channel.channel >= counts[channel.kind - 1]:
+            raise SerialTargetError(f"{channel!r}: the runner has {counts[channel.kind - 1]} "
+                                    f"{channel.kind_name} channels")
+        self._bindings[value.node] = channel
+
+    def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
+        specs = []
+        for k, t in enumerate(tasks):
+            if not isinstance(t, Task):
+                raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
+            specs.append(TaskSpec(t.name or f"task{k}", tuple(_flatten(t.outputs, "Task")),
+                                  _ns(t.period), _ns(t.offset), t.priority,
+                                  _ns(t.wcet) if t.wcet else 0))
+        io = [IoSpec(n, ch.kind, ch.channel, 1 if n.op == "input" else 2)
+              for n, ch in self._bindings.items()]
+        return compile_tasks(specs, self.arch, io)
+
+    def deploy(self, *tasks: Task) -> None:
+        """Compile for the runner's architecture and upload (unless it already runs exactly
+        this program, in which case this re-attaches without stopping it)."""
+        compiled = self._compile(tasks)
+        image = compiled.image
+        crc = zlib.crc32(image)
+        info = self.info()
+        if info.image_crc == crc and info.state != "empty":
+            self._adopt(compiled, tasks)
+            return
+        if len(image) > info.code_capacity + info.data_capacity:
+            raise SerialTargetError(f"the image has {len(image)} bytes but the runner holds at "
+                                    f"most {info.code_capacity + info.data_capacity}")
+        self._upload(image, crc)
+        self._adopt(compiled, tasks)
+
+    def attach(self, *tasks: Task) -> None:
+        """Connect to the program the runner already runs (must be exactly these tasks)."""
+        compiled = self._compile(tasks)
+        info = self.info()
+        if info.image_crc != zlib.crc32(compiled.image) or info.state == "empty":
+            raise SerialTargetError("the runner runs a different program (image CRC differs): "
+                                    "deploy() it, or attach with the tasks it was built from")
+        self._adopt(compiled, tasks)
+
+    def _adopt(self, compiled: CompiledProgram, tasks: Sequence[Task]) -> None:
+        self._compiled = compiled
+        self._ports = compiled.ports
+        self._tasks = list(tasks)
+
+    def _upload(self, image: bytes, crc: int) -> None:
+        (max_chunk,) = struct.unpack("<I", self._link.request(
+            p.LOAD_BEGIN, struct.pack("<II", len(image), crc)))
+        chunk = max(16, min(self.CHUNK, max_chunk, self._info.max_payload - 8))
+        show = self._progress if self._progress is not None else len(image) > 32 * 1024
+        bar = _Progress(len(image), f"uploading to {self._link.name}") if show else None
+        received = 0
+        while received < len(image):
+            piece = image[received:received + chunk]
+            try:
+                reply = self._link.request(p.LOAD_CHUNK, struct.pack("<I", received) + piece)
+                (received,) = struct.unpack("<I", reply)
+            except p.ProtocolError as err:
+                if err.code != p.GAP:
+                    raise
+                received = err.detail  # resume where the runner's prefix ends
+            if bar is not None:
+                bar.update(received)
+        if bar is not None:
+            bar.close()
+        self._link.request(p.LOAD_COMMIT, timeout=max(2.0, self._link.timeout))
+
+    def start(self) -> None:
+        self._link.request(p.START)
+
+    def stop(self) -> None:
+        self._link.request(p.STOP)
+
+    def reset(self) -> None:
+        """Time 0, initial data (inputs, state, outputs)."""
+        self._link.request(p.RESET, b"\0")
+
+    # ---- values ----------------------------------------------------------------------------
+
+    def _port(self, v: Value[Any]) -> Port:
+        if not isinstance(v, Value):
+            raise TypeError(f"expected a copapy value, got {type(v).__name__}")
+        port = self._ports.get(v.node)
+        if port is None:
+            raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
+                                    f"program")
+        return port
+
+    def read(self, v: Value[Any]) -> float | int | bool:
+        port = self._port(v)
+        raw = self._link.request(p.READ, struct.pack("<IH", port.offset, port.dtype.size))
+        result: float | int | bool = port.dtype.unpack(raw)
+        return result
+
+    def write(self, v: Value[Any], x: float | int | bool) -> None:
+        port = self._port(v)
+        if port.role != ROLE_INPUT:
+            raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
+                                    f"written")
+        raw = port.dtype.pack(_checked(x, port.dtype))
+        self._link.request(p.WRITE, struct.pack("<IH", port.offset, len(raw)) + raw)
+
+    def stats(self) -> list[TaskStats]:
+        s = p.parse_stats(self._link.request(p.STATS))
+        return [TaskStats(t.name or f"task{k}", runs, skipped, overruns, mx,
+                          total / runs if runs else 0.0)
+                for k, (t, (runs, skipped, overruns, mx, total)) in
+                enumerate(zip(self._tasks, s.tasks, strict=False))]
+
+    def runner_stats(self) -> p.RunnerStats:
+        """Runner-wide counters: ticks, bad frames, late ticks, release jitter."""
+        return p.parse_stats(self._link.request(p.STATS))
+
+    @property
+    def tick_ns(self) -> int:
+        return self._info.tick_ns or self.info().tick_ns
+
+    def trace(self, *values: Value[Any], decimation: int = 1,
+              capacity: int = 100_000) -> StreamTrace:
+        """Stream the values every ``decimation`` ticks while the program runs."""
+        payload = struct.pack("<H", decimation) + b"".join(
+            struct.pack("<IH", self._port(v).offset, self._port(v).dtype.size) for v in values)
+        self._trace = StreamTrace(self, values, capacity)
+        self._info = self.info()
+        self._link.request(p.STREAM, payload)
+        return self._trace
+
+    def _on_event(self, frame: p.Frame) -> None:
+        if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:
+            (tick,) = struct.unpack_from("<Q", frame.payload)
+            self._trace._add(tick, frame.payload[8:])
+
+    def io_value(self, channel: Channel) -> float:
+        raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
+        value: float = struct.unpack("<d", raw)[0]
+        return value
+
+    def set_io(self, channel: Channel, value: float) -> None:
+        self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
+                                                     float(value)))
+
+
+class _Progress:
+    """tqdm when installed, otherwise a plain progress line on stderr."""
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total = total
+        self.done = 0
+        try:
+            from tqdm import tqdm
+
+            self._bar: Any = tqdm(total=total, unit="B", unit_scale=True, desc=label)
+        except ImportError:
+            self._bar = None
+            self._label = label
+
+    def update(self, done: int) -> None:
+        if self._bar is not None:
+            self._bar.update(done - self.done)
+        else:
+            sys.stderr.write(f"\r{self._label}: {100 * done // self.total:3d} %")
+        self.done = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            sys.stderr.write("\n")
