@@ -1,0 +1,124 @@
+"""Command line: ``copapy runner`` starts the host runner, ``copapy info PORT`` inspects one.
+
+    copapy runner --pty              # prints "PTY /dev/pts/N"; connect cp.SerialTarget to it
+    copapy runner --tcp 5555         # serve on 127.0.0.1:5555 (socket://127.0.0.1:5555)
+    copapy info /dev/pts/3           # what a connected runner reports
+    copapy stats /dev/pts/3          # per-task statistics and release jitter
+    copapy archs                     # architectures copapy compiles for
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def runner_executable(rebuild: bool = False) -> Path:
+    """The host runner, built from runner/ with `make -C runner host` when needed."""
+    root = repo_root()
+    exe = root / "runner" / "build" / "copapy-runner"
+    if exe.exists() and not rebuild:
+        return exe
+    if not (root / "runner" / "Makefile").exists():
+        raise SystemExit("the runner sources are not next to this copapy installation; install "
+                         "copapy from a source checkout (pip install -e .) to build the runner")
+    if shutil.which("make") is None or shutil.which("cc") is None:
+        raise SystemExit("building the host runner needs make and a C compiler "
+                         "(Debian: apt-get install build-essential)")
+    proc = subprocess.run(["make", "-C", str(root / "runner"), "host"], capture_output=True,
+                          text=True)
+    if proc.returncode or not exe.exists():
+        raise SystemExit(f"building the host runner failed:\n{proc.stdout}\n{proc.stderr}")
+    return exe
+
+
+def cmd_runner(args: argparse.Namespace) -> int:
+    exe = runner_executable(args.rebuild)
+    argv = [str(exe)]
+    if args.tcp is not None:
+        argv += ["--tcp", str(args.tcp)]
+    elif args.stdio:
+        argv += ["--stdio"]
+    else:
+        argv += ["--pty"]
+    if args.no_rt:
+        argv += ["--no-rt"]
+    if args.name:
+        argv += ["--name", args.name]
+    sys.stdout.flush()
+    os.execv(argv[0], argv)
+    return 0  # not reached
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .serial_target import SerialTarget
+
+    with SerialTarget(args.port, baudrate=args.baudrate) as tg:
+        info = tg.info()
+        for field, value in info.__dict__.items():
+            if field == "image_crc":
+                value = f"{value:#010x}"
+            print(f"{field:15} {value}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from .serial_target import SerialTarget
+
+    with SerialTarget(args.port, baudrate=args.baudrate) as tg:
+        s = tg.runner_stats()
+        print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
+              f"release jitter p99 {s.jitter_p99_ns / 1e3:.1f} µs, "
+              f"max {s.jitter_max_ns / 1e3:.1f} µs")
+        for k, (runs, skipped, overruns, mx, total) in enumerate(s.tasks):
+            mean = total / runs if runs else 0.0
+            print(f"task {k}: {runs} runs, {skipped} skipped, {overruns} overruns, "
+                  f"exec max {mx} ns, mean {mean:.0f} ns")
+    return 0
+
+
+def cmd_archs(args: argparse.Namespace) -> int:
+    from .compiler.table import available_architectures, load_table
+
+    for arch in available_architectures():
+        table = load_table(arch)
+        print(f"{arch:12} {len(table.names()):5} stencils   float64: "
+              f"{'yes' if table.float64 else 'no'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="copapy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("runner", help="start the host runner process")
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--pty", action="store_true", help="serve on a new pty (default)")
+    where.add_argument("--tcp", type=int, metavar="PORT", help="serve on 127.0.0.1:PORT")
+    where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
+    run.add_argument("--no-rt", action="store_true", help="skip real-time scheduling setup")
+    run.add_argument("--name", default="", help="name reported in HELLO")
+    run.add_argument("--rebuild", action="store_true", help="rebuild the runner first")
+    run.set_defaults(fn=cmd_runner)
+    for name, fn, text in (("info", cmd_info, "what a runner reports"),
+                           ("stats", cmd_stats, "statistics of a running runner")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("port", help="serial port, pty path or socket://host:port")
+        p.add_argument("--baudrate", type=int, default=115200)
+        p.set_defaults(fn=fn)
+    sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
+    args = parser.parse_args(argv)
+    result: int = args.fn(args)
+    return result
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
