@@ -134,3 +134,34 @@ def test_math_functions_close_to_numpy() -> None:
     for g, f in zip(got, ref, strict=True):
         want = float(f(np.float64(np.float32(0.7))))
         assert math.isclose(g, want, rel_tol=3e-7), (f, g, want)
+
+
+def test_multiply_by_zero_rule_and_opt_out() -> None:
+    x = cp.value(float("nan"))
+    assert (x * 0.0).node.op == "const"  # the branch is dropped (documented)
+    assert run(x * 0.0) == [0.0]
+    with cp.simplify_options(multiply_by_zero=False):
+        y = x * 0.0
+    (got,) = run(y)
+    assert math.isnan(got)  # IEEE semantics kept
+    with pytest.raises(TypeError, match="unknown simplify option"):
+        with cp.simplify_options(no_such_rule=True):
+            pass
+
+
+def test_constant_reassociation() -> None:
+    i = cp.value(3)
+    assert ((i + 2) + 3).node.args[1].op == "const"
+    x = cp.value(1.5)
+    assert (2 * (3 * x)).node.args[0] is x.node  # power-of-two scaling: exact
+    assert ((x + 2) + 3).node.args[0].op == "add"  # not exact: kept
+    with cp.simplify_options(reassociate_floats=True):
+        assert ((x + 2) + 3).node.args[0] is x.node
+    assert run((i + 2) + 3, 2 * (3 * x)) == [8, 9.0]
+
+
+def test_where_does_not_leak_nan_or_inf() -> None:
+    x = cp.value(0.0)
+    a = cp.where(x > 0, 1.0 / x, -1.0)  # 1/0 = inf on the untaken side
+    b = cp.where(x != 0, cp.sqrt(-x - 1.0), 2.0)  # NaN on the untaken side
+    assert run(a, b) == [-1.0, 2.0]

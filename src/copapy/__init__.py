@@ -42,6 +42,7 @@ from .functions import (
     trunc,
     where,
 )
+from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .quaternion import Quaternion, quaternion
 from .signals import (
@@ -115,6 +116,7 @@ __all__ = [
     "relu",
     "round",
     "sign",
+    "simplify_options",
     "sin",
     "sqrt",
     "tan",
