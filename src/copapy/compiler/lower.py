@@ -74,15 +74,19 @@ class _Lowerer:
                                                    "i32": [None, None]}
         self.mem: dict[int, int] = {}  # id(node) -> slot offset
         self.temp_of: dict[int, int] = {}  # id(node) -> temporary slot offset (to release)
-        self.uses: dict[int, list[int]] = {}
-        self.ptr: dict[int, int] = {}
+        #: remaining use positions of each value, latest first (consumed with pop())
+        self.remaining: dict[Node, list[int]] = {}
 
     def next_use(self, node: Node) -> int:
-        uses = self.uses.get(id(node))
-        if not uses:
-            return NEVER
-        p = self.ptr[id(node)]
-        return uses[p] if p < len(uses) else NEVER
+        uses = self.remaining.get(node)
+        return uses[-1] if uses else NEVER
+
+    def advance(self, node: Node) -> None:
+        """One use of ``node`` (and of the arrays a view of it looks into) is done."""
+        self.remaining[node].pop()
+        while node.op in VIEWS:
+            node = node.args[0]
+            self.remaining[node].pop()
 
     def emit(self, stencil: str, slots: list[tuple[str, int]]) -> None:
         if stencil not in self.table:
@@ -110,6 +114,8 @@ class _Lowerer:
 
     def chain_of(self, node: Node) -> list[Node]:
         """The node and, through views, the arrays whose memory it uses."""
+        if node.op not in VIEWS:
+            return [node]
         out = [node]
         while node.op in VIEWS:
             node = node.args[0]
@@ -117,12 +123,15 @@ class _Lowerer:
         return out
 
     def lower(self, order: Sequence[Node]) -> None:
-        for i, node in enumerate(order):
-            for a in node.args:
+        remaining = self.remaining
+        for i in range(len(order) - 1, -1, -1):
+            for a in order[i].args:
                 for x in self.chain_of(a):
-                    self.uses.setdefault(id(x), []).append(i)
-        for key in self.uses:
-            self.ptr[key] = 0
+                    uses = remaining.get(x)
+                    if uses is None:
+                        remaining[x] = [i]
+                    else:
+                        uses.append(i)
         for i, node in enumerate(order):
             if node.shape or any(a.shape for a in node.args):
                 self.lower_array(node)
@@ -132,8 +141,7 @@ class _Lowerer:
     def consume(self, node: Node) -> None:
         """The operands of ``node`` are used: advance next-use pointers, free dead values."""
         for arg in node.args:
-            for x in self.chain_of(arg):
-                self.ptr[id(x)] += 1
+            self.advance(arg)
         for arg in node.args:
             for x in self.chain_of(arg):
                 if self.next_use(x) == NEVER:
@@ -284,8 +292,7 @@ class _Lowerer:
                 slots.append((role, self.slot_of(arg)))
         # the operands are consumed: advance their next-use pointers
         for arg in node.args:
-            for x in self.chain_of(arg):
-                self.ptr[id(x)] += 1
+            self.advance(arg)
         cls_name = _class(node.dtype)
         regs = self.regs[cls_name]
         dst = self.pick_register(regs)
