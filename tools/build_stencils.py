@@ -137,6 +137,9 @@ class TableBuilder:
             for sym in symbols:
                 if sym["st_info"]["type"] == "STT_FUNC" and isinstance(sym["st_shndx"], int):
                     func_in_section[sym["st_shndx"]] = sym
+            # sections holding literal data inside code (ARM/AArch64 mapping symbols $d)
+            has_data = {sym["st_shndx"] for sym in symbols
+                        if sym.name.startswith("$d") and isinstance(sym["st_shndx"], int)}
             for sec in sections:
                 if sec.name.startswith((".data", ".bss")) and sec.data_size:
                     raise BuildError(f"{path.name}: writable section {sec.name}: stencils must keep state in slots")
@@ -152,8 +155,9 @@ class TableBuilder:
                 if name in self.functions:
                     raise BuildError(f"function {name} defined twice ({path.name})")
                 align = int(self.target["code_align"])
-                if self.target.get("section_align", True):
-                    # PC-relative literal loads (Thumb) assume the section's alignment
+                if self.target.get("section_align", True) and index in has_data:
+                    # a literal pool ($d mapping symbol) is loaded PC-relative: keep the
+                    # section's alignment; plain code needs only instruction alignment
                     align = max(align, int(sec["sh_addralign"]))
                 func = Function(name, code, thumb, align)
                 rsec = relocs_of.get(index)

@@ -1,0 +1,145 @@
+"""Program image size of the benchmark term on every architecture.
+
+The term is the one of benchmarks/bench_term.py: ``sum((v1 + i) @ v2 for i in range(10))``
+built from scalar ``cp.value`` inputs (v_size 100), the dot product written as a Python loop
+over scalars (``s = a[0]*b[0]; s = s + a[j]*b[j]``). For each target it compiles the term and
+reports the stencil table's size, the program's operations and stencils, code, data and image
+bytes and the patches the runner applies at load time. Each image is also executed (natively,
+on unicorn, or on qemu-system-arm for Cortex-M55) and must give the exact result.
+
+    PYTHONPATH=src python benchmarks/arch_sizes.py            # print the markdown table
+    PYTHONPATH=src python benchmarks/arch_sizes.py --write    # also update benchmarks/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import copapy as cp
+from copapy.compiler import compile_program
+from copapy.compiler.table import load_table
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+SECTION = "## Per-architecture image size"
+ARCHS = ["x86_64", "x86", "aarch64", "armv6", "armv7a", "cortex-m4", "cortex-m7", "cortex-m55",
+         "rv32", "rv64"]
+V_SIZE = 100
+COMMAND = "PYTHONPATH=src python benchmarks/arch_sizes.py --write"
+
+
+def dot(a: list[cp.Value[float]], b: list[cp.Value[float]]) -> cp.Value[float]:
+    s = a[0] * b[0]
+    for x, y in zip(a[1:], b[1:], strict=True):
+        s = s + x * y
+    return s
+
+
+def term(n: int) -> tuple[cp.Value[float], float]:
+    """The benchmark term (as in bench_term.scalar_term) and its exact float32 value."""
+    v1 = [cp.value(float(j)) for j in range(n)]
+    v2 = [cp.value(5.0) for _ in range(n)]
+    result = sum((dot([x + i for x in v1], v2) for i in range(10)), cp.constant(0.0))
+    expected = float(sum(sum((j + i) * 5.0 for j in range(n)) for i in range(10)))
+    return result, expected
+
+
+def measure(arch: str, n: int, run: bool) -> dict[str, object]:
+    value, expected = term(n)
+    t0 = time.perf_counter()
+    info = compile_program([value.node], arch)
+    compile_ms = (time.perf_counter() - t0) * 1e3
+    if run:
+        tg = cp.LocalTarget(arch)
+        tg.compile(value)
+        tg.run()
+        got = tg.read(value)
+        if got != expected:
+            raise AssertionError(f"{arch}: the image computed {got!r}, expected {expected!r}")
+    return {
+        "arch": arch,
+        "table": len(load_table(arch).names()),
+        "ops": info.op_count,
+        "stencils": info.stencil_count,
+        "code": info.code_bytes,
+        "per_op": info.code_bytes / info.op_count,
+        "data": info.data_bytes,
+        "image": len(info.image),
+        "patches": info.runtime_patches,
+        "compile_ms": compile_ms,
+    }
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    head = ("| arch | table stencils | ops | stencils in program | code B | code B / op | data B "
+            "| image B | runtime patches |")
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['arch']} | {r['table']} | {r['ops']} | {r['stencils']} | {r['code']} "
+                     f"| {r['per_op']:.1f} | {r['data']} | {r['image']} | {r['patches']} |")
+    return "\n".join(lines)
+
+
+def revision() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
+                                "src", "stencils", "targets"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown revision"
+    return f"{rev}{' + uncommitted changes' if dirty else ''}"
+
+
+def section(table: str, n: int, ran: bool) -> str:
+    checked = ("Every image was also run (natively, on unicorn, or on qemu-system-arm for "
+               "Cortex-M55) and gave the exact result. " if ran else "")
+    return (f"{SECTION}\n\n"
+            f"The benchmark term `sum((v1 + i) @ v2 for i in range(10))`, v_size {n}, built from "
+            f"scalar `cp.value`s (dot product as a Python loop over scalars, as in "
+            f"`benchmarks/bench_term.py`), compiled for every target. *table stencils*: "
+            f"functions in the architecture's stencil table (`load_table(arch).names()`, "
+            f"stencils plus helper functions such as the math kernels); *ops*: operations "
+            f"after simplification; *stencils in program*: stencil instances in the chain "
+            f"(operations plus stores); *code B*: the code region (stencils, helpers, "
+            f"read-only constants); *data B*: the data region; *image B*: the whole program "
+            f"image; *runtime patches*: relocations the runner applies at load time (all "
+            f"others are resolved by the compiler).\n\n"
+            f"{table}\n\n"
+            f"{checked}"
+            f"copapy {revision()}. Reproduce with:\n\n"
+            f"```sh\n{COMMAND}\n```\n")
+
+
+def write_results(text: str) -> None:
+    """Replace (or append) the section in benchmarks/RESULTS.md; other sections stay."""
+    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    pattern = re.compile(rf"^{re.escape(SECTION)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(old):
+        new = pattern.sub(lambda _m: text + "\n", old, count=1)
+    else:
+        new = old.rstrip("\n") + "\n\n" + text
+    RESULTS.write_text(new.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--write", action="store_true", help="update benchmarks/RESULTS.md")
+    parser.add_argument("--no-run", action="store_true", help="compile only, do not execute")
+    parser.add_argument("--size", type=int, default=V_SIZE)
+    args = parser.parse_args()
+    rows = [measure(arch, args.size, not args.no_run) for arch in ARCHS]
+    table = markdown(rows)
+    print(table)
+    if args.write:
+        write_results(section(table, args.size, not args.no_run))
+        print(f"\nwritten to {RESULTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
