@@ -1069,7 +1069,11 @@ static PyTypeObject SchedulerType = {
     .tp_getset = Scheduler_getset,
 };
 
+#include "invoke.h"
+
 static PyMethodDef Program_methods[] = {
+    {"invoke", (PyCFunction)(void (*)(void))Program_invoke, METH_FASTCALL,
+     "invoke(args, inputs, outputs): write the arguments, run task 0, read the results"},
     {"run", (PyCFunction)(void (*)(void))Program_run, METH_FASTCALL | METH_KEYWORDS,
      "run(task=0)\n--\n\nRun one task once."},
     {"read", (PyCFunction)(void (*)(void))Program_read, METH_FASTCALL,

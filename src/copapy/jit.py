@@ -173,6 +173,50 @@ class _Compiled:
                 self.outputs.append((kind, _view(buffer, port, r.shape, np)))
 
         self.call = self._generate()
+        self.fast = self._generate_fast(program, traced, np)
+
+    def _generate_fast(self, program: Any, traced: list[Any], np: Any) -> Any:
+        """One C call for write-run-read (atomic under the GIL); None if not applicable."""
+        invoke = getattr(program, "invoke", None)
+        if invoke is None:
+            return None
+        in_plan = []
+        for t, (kind, where) in zip(traced, self.inputs, strict=True):
+            if kind == "skip":
+                in_plan.append((2, 0, 0, 0))
+            elif kind == "scalar":
+                in_plan.append((0, where[0], where[1], 0))
+            else:
+                port = self.target._ports[t.nodes()[0]]
+                if port.dtype.is_bool:
+                    return None  # bool arrays are stored as int32: converted on the slow path
+                in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size))
+        out_plan = []
+        env: dict[str, Any] = {"invoke": invoke, "np": np, "IN": tuple(in_plan)}
+        results = []
+        for k, ((kind, where), (_, r, _)) in enumerate(zip(self.outputs, self.plan,
+                                                           strict=True)):
+            if kind == "scalar":
+                out_plan.append((0, where[0], where[1], 0))
+                results.append(f"r[{k}]")
+                continue
+            port = self.target._ports[r.node()]
+            if kind in ("list", "copy"):
+                out_plan.append((1, port.offset, port.dtype.code, port.dtype.size * r.size))
+                fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
+                env[f"shape{k}"] = r.shape
+                array = f"np.frombuffer(r[{k}], '{fmt}').reshape(shape{k})"
+                if port.dtype.is_bool:
+                    array += ".astype(bool)"
+                results.append(f"{array}.tolist()" if kind == "list" else array)
+            else:
+                out_plan.append((2, 0, 0, 0))
+                env[f"view{k}"] = where
+                results.append(f"view{k}")
+        env["OUT"] = tuple(out_plan)
+        body = f"({', '.join(results)},)" if self.tuple_result else results[0]
+        exec(f"def fast(args):\n    r = invoke(args, IN, OUT)\n    return {body}", env)
+        return env["fast"]
 
     def _generate(self) -> Callable[[tuple[Any, ...]], Any]:
         """A call function specialised to this signature: no loops, no branches per call."""
@@ -239,9 +283,20 @@ class JitFunction:
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
+        #: the fast call of the most recent signature (tried first, falls back on TypeError)
+        self._last: Any = None
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any) -> Any:
+        last = self._last
+        if last is not None:
+            try:
+                result = last(args)
+            except TypeError:
+                pass  # another signature: the general path below finds or compiles it
+            else:
+                self._hits += 1
+                return result
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
             key = _signature(args)
@@ -256,6 +311,7 @@ class JitFunction:
             else:
                 self._hits += 1
                 self._cache.move_to_end(key)
+            self._last = compiled.fast
             return compiled.call(args)
 
     def cache_info(self) -> CacheInfo:
@@ -265,6 +321,7 @@ class JitFunction:
         with self._lock:
             self._cache.clear()
             self._hits = self._misses = 0
+            self._last = None
 
 
 def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,

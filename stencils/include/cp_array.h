@@ -242,6 +242,9 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 #define CP_RADD_f32(x, y) cp_vfence_f32((x) + (y))
 #define CP_RADD_f64(x, y) ((x) + (y))
 #define CP_RADD_i32(x, y) cp_wrap_add((x), (y))
+#define CP_RSUB_f32(x, y) cp_vfence_f32((x) - (y))
+#define CP_RSUB_f64(x, y) ((x) - (y))
+#define CP_RSUB_i32(x, y) cp_wrap_sub((x), (y))
 #define CP_RMUL_f32(x, y) cp_vfence_f32((x) * (y))
 #define CP_RMUL_f64(x, y) ((x) * (y))
 #define CP_RMUL_i32(x, y) cp_wrap_mul((x), (y))
@@ -266,6 +269,25 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 #define CP_ELEM_DOT_f32(i) CP_RMUL_f32(cp_vfence_f32(a[i]), cp_vfence_f32(b[i]))
 #define CP_ELEM_DOT_f64(i) CP_RMUL_f64(a[i], b[i])
 #define CP_ELEM_DOT_i32(i) CP_RMUL_i32(a[i], b[i])
+/* Elements of the fused dot products: (a_i op s) * b_i, each step rounded as the unfused
+ * element-wise operation and dot product would (bit-identical, one pass instead of two). */
+#define CP_VIN_f32(x) cp_vfence_f32(x)
+#define CP_VIN_f64(x) (x)
+#define CP_VIN_i32(x) (x)
+#define CP_FUSED(T, OPERATION, i) CP_RMUL_##T(OPERATION, CP_VIN_##T(b[i]))
+#define CP_ELEM_DOTADD_f32(i) CP_FUSED(f32, CP_RADD_f32(CP_VIN_f32(a[i]), s), i)
+#define CP_ELEM_DOTADD_f64(i) CP_FUSED(f64, CP_RADD_f64(a[i], s), i)
+#define CP_ELEM_DOTADD_i32(i) CP_FUSED(i32, CP_RADD_i32(a[i], s), i)
+#define CP_ELEM_DOTSUB_f32(i) CP_FUSED(f32, CP_RSUB_f32(CP_VIN_f32(a[i]), s), i)
+#define CP_ELEM_DOTSUB_f64(i) CP_FUSED(f64, CP_RSUB_f64(a[i], s), i)
+#define CP_ELEM_DOTSUB_i32(i) CP_FUSED(i32, CP_RSUB_i32(a[i], s), i)
+#define CP_ELEM_DOTRSUB_f32(i) CP_FUSED(f32, CP_RSUB_f32(s, CP_VIN_f32(a[i])), i)
+#define CP_ELEM_DOTRSUB_f64(i) CP_FUSED(f64, CP_RSUB_f64(s, a[i]), i)
+#define CP_ELEM_DOTRSUB_i32(i) CP_FUSED(i32, CP_RSUB_i32(s, a[i]), i)
+#define CP_ELEM_DOTMUL_f32(i) CP_FUSED(f32, CP_RMUL_f32(CP_VIN_f32(a[i]), s), i)
+#define CP_ELEM_DOTMUL_f64(i) CP_FUSED(f64, CP_RMUL_f64(a[i], s), i)
+#define CP_ELEM_DOTMUL_i32(i) CP_FUSED(i32, CP_RMUL_i32(a[i], s), i)
+
 #define CP_LANES_SCALAR(T, n, ELEM, OP)                                                        \
     CT_##T acc_[8], tmp_[8], q_[8];                                                            \
     CP_LANE_ORDER(n, CP_RINIT, CP_RSTAGE, CP_RMERGE, CP_RSPILL, CP_RACC, CP_RCOMB, ELEM, OP);  \
@@ -286,6 +308,14 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
     for (size_t w_ = 0; w_ < w; w_++) q_[l][w_] = CP_RADD_##T(q_[l][w_], CP_MPROD(T, r, w_))
 #define CP_MCOMB(T, Y, x, y)                                                                   \
     for (size_t w_ = 0; w_ < w; w_++) q_[x][w_] = CP_RADD_##T(q_[x][w_], q_[y][w_])
+
+/* sum over i of (a_i op s) * b_i in the lane order */
+#define CP_FUSED_DOT_HELPER(T, name, ELEM)                                                     \
+    CP_ALWAYS_INLINE CT_##T cp_##name##_##T(const CT_##T *a, CT_##T s, const CT_##T *b,        \
+                                            size_t n)                                          \
+    {                                                                                          \
+        CP_LANES_SCALAR(T, n, ELEM, CP_RADD_##T);                                              \
+    }
 
 /* Columns per block of the vector-matrix product: 16 bytes of lane state per lane. */
 #define CP_VECMAT_W_f32 4u
@@ -314,6 +344,10 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
     {                                                                                          \
         CP_LANES_SCALAR(T, n, CP_ELEM_DOT_##T, CP_RADD_##T);                                   \
     }                                                                                          \
+    CP_FUSED_DOT_HELPER(T, dotadd, CP_ELEM_DOTADD_##T)                                         \
+    CP_FUSED_DOT_HELPER(T, dotsub, CP_ELEM_DOTSUB_##T)                                         \
+    CP_FUSED_DOT_HELPER(T, dotrsub, CP_ELEM_DOTRSUB_##T)                                       \
+    CP_FUSED_DOT_HELPER(T, dotmul, CP_ELEM_DOTMUL_##T)                                         \
     /* out[c] = sum over r < k of a[r] * B[r * ld + c] for c < w, lane order over r */         \
     CP_ALWAYS_INLINE void cp_vecmat_cols_##T(const CT_##T *a, const CT_##T *B, CT_##T *out,    \
                                              size_t k, size_t ld, size_t w)                    \
@@ -350,9 +384,22 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
         REG_##T##_##D = cp_dot_##T(VSLOT_##T(a), VSLOT_##T(b), CP_LEN(cp_n_i32));              \
         CP_NEXT();                                                                             \
     }
+/* Fused: dot(a op s, b) with the scalar s in slot c; the compiler uses them when the
+ * element-wise array is used only by the dot product (it is then never stored). */
+#define CP_VFDOT1(name, T, D)                                                                  \
+    CP_STENCIL(name##_##T##__##D##_v_m_v)                                                      \
+    {                                                                                          \
+        REG_##T##_##D =                                                                        \
+            cp_##name##_##T(VSLOT_##T(a), SLOT_##T(c), VSLOT_##T(b), CP_LEN(cp_n_i32));        \
+        CP_NEXT();                                                                             \
+    }
+#define CP_VFDOT(T, D)                                                                         \
+    CP_VFDOT1(dotadd, T, D) CP_VFDOT1(dotsub, T, D) CP_VFDOT1(dotrsub, T, D)                   \
+    CP_VFDOT1(dotmul, T, D)
 #define CP_VREDUCTIONS(T)                                                                      \
     CP_VRED1(rsum, T, 0) CP_VRED1(rsum, T, 1) CP_VRED1(rmin, T, 0) CP_VRED1(rmin, T, 1)        \
-    CP_VRED1(rmax, T, 0) CP_VRED1(rmax, T, 1) CP_VDOT1(T, 0) CP_VDOT1(T, 1)
+    CP_VRED1(rmax, T, 0) CP_VRED1(rmax, T, 1) CP_VDOT1(T, 0) CP_VDOT1(T, 1) CP_VFDOT(T, 0)     \
+    CP_VFDOT(T, 1)
 
 /* Matrix products (row-major), every element in the lane order over the inner dimension.
  * out must not overlap a or b. */

@@ -76,6 +76,7 @@ class _Lowerer:
         self.temp_of: dict[int, int] = {}  # id(node) -> temporary slot offset (to release)
         #: remaining use positions of each value, latest first (consumed with pop())
         self.remaining: dict[Node, list[int]] = {}
+        self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
 
     def next_use(self, node: Node) -> int:
         uses = self.remaining.get(node)
@@ -123,9 +124,13 @@ class _Lowerer:
         return out
 
     def lower(self, order: Sequence[Node]) -> None:
+        self.fused = self.find_fusions(order)
+        skipped = {f[1] for f in self.fused.values()}
         remaining = self.remaining
         for i in range(len(order) - 1, -1, -1):
-            for a in order[i].args:
+            if order[i] in skipped:
+                continue
+            for a in self.operands(order[i]):
                 for x in self.chain_of(a):
                     uses = remaining.get(x)
                     if uses is None:
@@ -133,16 +138,57 @@ class _Lowerer:
                     else:
                         uses.append(i)
         for i, node in enumerate(order):
+            if node in skipped:
+                continue
             if node.shape or any(a.shape for a in node.args):
                 self.lower_array(node)
             else:
                 self.lower_node(i, node)
 
+    def find_fusions(self, order: Sequence[Node]) -> dict[Node, tuple[str, Node, Node, Node, Node]]:
+        """dot(a op s, b) whose element-wise operand feeds nothing else: one pass, no temp.
+
+        Returns dot -> (stencil family, fused operand, array a, scalar s, array b).
+        """
+        counts: dict[Node, int] = {}
+        for node in order:
+            for a in node.args:
+                counts[a] = counts.get(a, 0) + 1
+        fused = {}
+        for node in order:
+            if node.op != "dot":
+                continue
+            for k, cand in enumerate(node.args):
+                if (cand.op not in ("add", "sub", "mul") or counts.get(cand) != 1
+                        or cand in self.stores or id(cand) in self.mem):
+                    continue
+                x, y = cand.args
+                if x.shape == cand.shape and not y.shape:
+                    array, scalar, family = x, y, "dotsub" if cand.op == "sub" else "dot" + cand.op
+                elif y.shape == cand.shape and not x.shape:
+                    array, scalar, family = y, x, "dotrsub" if cand.op == "sub" else "dot" + cand.op
+                else:
+                    continue
+                family_name = f"{family}_{node.dtype.stencil}__0_v_m_v"
+                if family_name not in self.table:
+                    continue
+                fused[node] = (family, cand, array, scalar, node.args[1 - k])
+                break
+        return fused
+
+    def operands(self, node: Node) -> tuple[Node, ...]:
+        """What a node reads: a fused dot reads its element-wise operand's operands."""
+        fusion = self.fused.get(node)
+        if fusion is None:
+            return node.args
+        return fusion[2], fusion[3], fusion[4]
+
     def consume(self, node: Node) -> None:
         """The operands of ``node`` are used: advance next-use pointers, free dead values."""
-        for arg in node.args:
+        args = self.operands(node)
+        for arg in args:
             self.advance(arg)
-        for arg in node.args:
+        for arg in args:
             for x in self.chain_of(arg):
                 if self.next_use(x) == NEVER:
                     self.forget(x)
@@ -219,10 +265,22 @@ class _Lowerer:
             self.consume(node)
             self.copy_stores(node, skip_first=True)
             return
+        fusion = self.fused.get(node)
+        if fusion is not None:
+            family, _, array, scalar, other = fusion
+            slots = [("a", self.slot_of(array)), ("c", self.ensure_mem(scalar)),
+                     ("b", self.slot_of(other)), ("n", self.const_int(array.size))]
+            self.consume(node)
+            regs = self.regs[_class(node.dtype)]
+            dst = self.pick_register(regs)
+            self.evict(regs, dst)
+            self.emit(f"{family}_{node.dtype.stencil}__{dst}_v_m_v", slots)
+            self.finish_scalar(node, regs, dst)
+            return
         family, suffix = _stencil_name(node)
         roles = ("c", "a", "b") if node.op == "where" else ("a", "b")[: len(node.args)]
         forms: list[str] = []
-        slots: list[tuple[str, int]] = []
+        slots = []
         for role, arg in zip(roles, node.args, strict=True):
             if arg.shape:
                 forms.append("v")
@@ -249,6 +307,10 @@ class _Lowerer:
         dst = self.pick_register(regs)
         self.evict(regs, dst)
         self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+        self.finish_scalar(node, regs, dst)
+
+    def finish_scalar(self, node: Node, regs: list[Node | None], dst: int) -> None:
+        """A scalar result is in register ``dst``: store it where it must go."""
         regs[dst] = node
         for offset in self.stores.get(node, ()):
             self.store(node, dst, offset)

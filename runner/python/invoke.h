@@ -1,0 +1,221 @@
+/* Program.invoke: one jitted call (write the arguments, run, read the results) in a single C
+ * call. Holding the GIL throughout makes the call atomic for other Python threads, and there
+ * is no per-argument Python work: this is the fast path of @cp.jit. Included by module.c. */
+
+/* Argument plan entries: (kind, offset, dtype, nbytes); kind 0 scalar, 1 buffer, 2 unused.
+ * Result plan entries: (kind, offset, dtype, nbytes); kind 0 scalar, 1 bytearray copy,
+ * 2 None (the caller returns its own view). A mismatching argument raises TypeError before
+ * anything is written, so the caller can fall back to its general path. */
+
+static PyObject *read_value(const uint8_t *p, uint8_t dtype)
+{
+    if (dtype == 1) {
+        float f;
+        memcpy(&f, p, sizeof f);
+        return PyFloat_FromDouble((double)f);
+    }
+    if (dtype == 2) {
+        double d;
+        memcpy(&d, p, sizeof d);
+        return PyFloat_FromDouble(d);
+    }
+    int32_t i;
+    memcpy(&i, p, sizeof i);
+    return dtype == 4 ? PyBool_FromLong(i != 0) : PyLong_FromLong((long)i);
+}
+
+static int write_value(uint8_t *p, uint8_t dtype, PyObject *arg)
+{
+    if (dtype == 1 || dtype == 2) {
+        double d = PyFloat_AsDouble(arg);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (dtype == 1) {
+            float f = (float)d;
+            memcpy(p, &f, sizeof f);
+        } else {
+            memcpy(p, &d, sizeof d);
+        }
+        return 0;
+    }
+    int32_t i;
+    if (dtype == 4) {
+        int truth = PyObject_IsTrue(arg);
+        if (truth < 0) {
+            return -1;
+        }
+        i = truth;
+    } else {
+        long v = PyLong_AsLong(arg);
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (v < INT32_MIN || v > INT32_MAX) {
+            PyErr_Format(PyExc_OverflowError, "%ld does not fit in an int32 argument", v);
+            return -1;
+        }
+        i = (int32_t)v;
+    }
+    memcpy(p, &i, sizeof i);
+    return 0;
+}
+
+static int plan_entry(PyObject *plan, Py_ssize_t i, long out[4])
+{
+    PyObject *e = PyTuple_GET_ITEM(plan, i);
+    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 4) {
+        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4-tuples");
+        return -1;
+    }
+    for (int k = 0; k < 4; k++) {
+        out[k] = PyLong_AsLong(PyTuple_GET_ITEM(e, k));
+        if (out[k] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int buffer_matches(const Py_buffer *view, long dtype, long nbytes)
+{
+    if (view->len != nbytes || view->format == NULL) {
+        return 0;
+    }
+    const char *f = view->format;
+    if (*f == '<' || *f == '=' || *f == '@') {
+        f++;
+    }
+    if (f[0] == '\0' || f[1] != '\0') {
+        return 0;
+    }
+    switch (dtype) {
+    case 1:
+        return f[0] == 'f';
+    case 2:
+        return f[0] == 'd';
+    case 3:
+        return (f[0] == 'i' && view->itemsize == 4) || (f[0] == 'l' && view->itemsize == 4);
+    default:
+        return 0;
+    }
+}
+
+static int scalar_matches(PyObject *arg, long dtype)
+{
+    switch (dtype) {
+    case 1:
+    case 2:
+        return PyFloat_CheckExact(arg);
+    case 3:
+        return PyLong_CheckExact(arg);
+    case 4:
+        return PyBool_Check(arg);
+    default:
+        return 0;
+    }
+}
+
+static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) ||
+        !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "invoke(args, inputs, outputs) takes three tuples");
+        return NULL;
+    }
+    if (!self->prog.loaded || !self->runnable || self->prog.task_count == 0) {
+        PyErr_SetString(PyExc_RuntimeError, "invoke: the program cannot run");
+        return NULL;
+    }
+    PyObject *call_args = args[0], *inputs = args[1], *outputs = args[2];
+    Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+    if (PyTuple_GET_SIZE(call_args) != n || n > 32) {
+        PyErr_SetString(PyExc_TypeError, "invoke: wrong number of arguments");
+        return NULL;
+    }
+    uint8_t *data = cp_program_data(&self->prog);
+    Py_buffer views[32];
+    long plan[32][4];
+    Py_ssize_t held = 0;
+    PyObject *result = NULL;
+    /* check everything before writing anything */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (plan_entry(inputs, i, plan[i]) < 0) {
+            goto done;
+        }
+        long kind = plan[i][0], offset = plan[i][1], dtype = plan[i][2], nbytes = plan[i][3];
+        if (offset < 0 || nbytes < 0 || (uint64_t)offset + (uint64_t)nbytes >
+                                            self->prog.data_size) {
+            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
+            goto done;
+        }
+        PyObject *arg = PyTuple_GET_ITEM(call_args, i);
+        if (kind == 0 && !scalar_matches(arg, dtype)) {
+            PyErr_SetString(PyExc_TypeError, "invoke: argument type differs from the plan");
+            goto done;
+        }
+        if (kind == 1) {
+            if (PyObject_GetBuffer(arg, &views[held], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_TypeError, "invoke: argument is not a contiguous buffer");
+                goto done;
+            }
+            held++;
+            if (!buffer_matches(&views[held - 1], dtype, nbytes)) {
+                PyErr_SetString(PyExc_TypeError, "invoke: buffer type or size differs");
+                goto done;
+            }
+        }
+    }
+    Py_ssize_t b = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long kind = plan[i][0];
+        uint8_t *dst = data + plan[i][1];
+        PyObject *arg = PyTuple_GET_ITEM(call_args, i);
+        if (kind == 0) {
+            if (write_value(dst, (uint8_t)plan[i][2], arg) < 0) {
+                goto done;
+            }
+        } else if (kind == 1) {
+            memcpy(dst, views[b].buf, (size_t)views[b].len);
+            b++;
+        }
+    }
+    self->prog.tasks[0].entry();
+    Py_ssize_t m = PyTuple_GET_SIZE(outputs);
+    result = PyTuple_New(m);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long entry[4];
+        if (plan_entry(outputs, i, entry) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        if (entry[1] < 0 || entry[3] < 0 ||
+            (uint64_t)entry[1] + (uint64_t)entry[3] > self->prog.data_size) {
+            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyObject *item;
+        if (entry[0] == 0) {
+            item = read_value(data + entry[1], (uint8_t)entry[2]);
+        } else if (entry[0] == 1) {
+            item = PyByteArray_FromStringAndSize((const char *)(data + entry[1]), entry[3]);
+        } else {
+            item = Py_NewRef(Py_None);
+        }
+        if (item == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, i, item);
+    }
+done:
+    for (Py_ssize_t k = 0; k < held; k++) {
+        PyBuffer_Release(&views[k]);
+    }
+    return result;
+}
