@@ -65,6 +65,7 @@ CASTS = {  # name: (input type, output type)
 }
 WHERE_FORMS = [f for f in itertools.product("vm", repeat=3) if f != ("m", "m", "m")]
 REDUCTIONS = ["rsum", "rmin", "rmax"]
+FUSED_DOTS = ["dotadd", "dotsub", "dotrsub", "dotmul"]
 TYPES = ["f32", "f64", "i32"]
 
 
@@ -93,6 +94,8 @@ def expected_names() -> dict[str, str]:
                 names[f"{op}_{t}__{d}_v"] = "reduce"
         for d in "01":
             names[f"dot_{t}__{d}_v_v"] = "reduce"
+            for fused in FUSED_DOTS:
+                names[f"{fused}_{t}__{d}_v_m_v"] = "fused"
         for op in ["matvec", "vecmat", "matmul"]:
             names[f"{op}_{t}__v_v_v"] = "matrix"
     for cast in CASTS:
@@ -446,8 +449,30 @@ def test_families_count() -> None:
     for family in NAMES.values():
         counts[family] = counts.get(family, 0) + 1
     assert counts == {"binary": 99, "compare": 54, "unary": 45, "where": 21, "fill": 3,
-                      "reduce": 24, "matrix": 9, "cast": 9}
-    assert len(NAMES) == 264
+                      "reduce": 24, "matrix": 9, "cast": 9, "fused": 24}
+    assert len(NAMES) == 288
+
+
+@pytest.mark.parametrize("t", TYPES)
+@pytest.mark.parametrize("fused", FUSED_DOTS)
+def test_fused_dot_equals_elementwise_then_dot(h: hx.Harness, t: str, fused: str) -> None:
+    """dot(a op s, b) in one pass gives the bits of the element-wise result fed to dot."""
+    from copapy.graph import lanes
+
+    rng = np.random.default_rng(5)
+    for n in (*range(1, 20), 64, 65, 200):
+        a = random_values(rng, t, n, "normal")
+        b = random_values(rng, t, n, "normal")
+        s = random_values(rng, t, 1, "normal")
+        with np.errstate(all="ignore"):
+            dt_ = a.dtype
+            temp = {"dotadd": a + s[0], "dotsub": a - s[0], "dotrsub": s[0] - a,
+                    "dotmul": a * s[0]}[fused].astype(dt_)
+            want = lanes.np_dot(np, temp, b)
+        _, regs = run(h, f"{fused}_{t}__0_v_m_v", None, 0, {f"cp_va_{t}": a, f"cp_vb_{t}": b},
+                      {f"cp_c_{t}": s[0]}, {"n": n}, dest=DEST[(t, "0")])
+        assert_same(np.asarray([getattr(regs, DEST[(t, "0")])]), np.asarray([want]),
+                    t == "i32", f"{fused}_{t} n={n}")
 
 
 # ---------------------------------------------------------------------------- element-wise

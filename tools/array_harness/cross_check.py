@@ -309,7 +309,7 @@ def check_target(target: str, host: hx.Harness | None = None) -> tuple[int, list
                 break
             want_regs = host.call(name, REGS_IN)
             payload = op in EXACT_OPS or t == "i32" or family == "compare"
-            dest = DEST.get((t, forms[0])) if family == "reduce" else None
+            dest = DEST.get((t, forms[0])) if family in ("reduce", "fused") else None
             try:
                 if out is not None:
                     sym, dtype, count = out
@@ -353,10 +353,12 @@ def inputs(name: str, family: str, op: str, t: str, forms: list[str], n: int, k:
         slots[f"cp_vb_{t}"] = random_values(rng, t, size_b, kind)
         count = {"matvec": n, "vecmat": j, "matmul": n * j}[op]
         return slots, {"n": n, "k": k, "j": j}, (f"cp_vout_{t}", dtypes[t], count)
-    if family == "reduce":
+    if family in ("reduce", "fused"):
         slots[f"cp_va_{t}"] = random_values(rng, t, n, kind)
-        if op == "dot":
+        if op == "dot" or family == "fused":
             slots[f"cp_vb_{t}"] = random_values(rng, t, n, kind)
+        if family == "fused":
+            slots[f"cp_c_{t}"] = random_values(rng, t, 1, kind)
         return slots, {"n": n}, None
     roles = {"where": ["c", "a", "b"], "fill": ["a"]}.get(family, ["a", "b"][: len(forms) - 1])
     for role, form in zip(roles, forms[1:] if family != "fill" else ["m"], strict=True):
