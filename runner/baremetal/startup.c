@@ -33,9 +33,18 @@ extern uint32_t __stack_guard[];
 void reset_handler(void);
 void fault_entry(void);
 
+/* A firmware that uses SysTick or device interrupts defines these; otherwise they are
+ * unexpected exceptions like any other (the job harness enables none). */
+void systick_handler(void);
+void irq_handler(void);
+
+#define IRQ_VECTORS 32
+#define IRQ4 irq_handler, irq_handler, irq_handler, irq_handler
+
 typedef struct vector_table {
     uint32_t *initial_sp;
-    void (*handler[15])(void); /* reset, NMI, HardFault, ... SysTick; no IRQs are enabled */
+    void (*handler[15])(void); /* reset, NMI, HardFault, ... SysTick */
+    void (*irq[IRQ_VECTORS])(void); /* external interrupts 0..31: irq_handler reads IPSR */
 } vector_table;
 
 __attribute__((section(".vectors"), used))
@@ -54,8 +63,9 @@ static const vector_table vectors = {
         fault_entry,   /* 12 DebugMonitor */
         0,             /* 13 reserved */
         fault_entry,   /* 14 PendSV */
-        fault_entry,   /* 15 SysTick */
+        systick_handler, /* 15 SysTick */
     },
+    .irq = {IRQ4, IRQ4, IRQ4, IRQ4, IRQ4, IRQ4, IRQ4, IRQ4},
 };
 
 /* CP10/CP11 full access: the FPU, and on ARMv8.1-M also MVE. Touches no FP register. */
@@ -113,6 +123,19 @@ void reset_handler(void)
 #endif
     fpu_enable();
     call_main();
+}
+
+/* Weak defaults: a tail branch, so fault_entry sees the exception frame untouched. */
+__attribute__((weak, naked))
+void systick_handler(void)
+{
+    __asm__ volatile("b fault_entry");
+}
+
+__attribute__((weak, naked))
+void irq_handler(void)
+{
+    __asm__ volatile("b fault_entry");
 }
 
 /* Every fault and unexpected exception: leave the (possibly broken) stack for a private one,

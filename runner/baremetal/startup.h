@@ -4,7 +4,8 @@
 
 #include <stdint.h>
 
-/* The job interpreter; never returns (it ends the simulation). */
+/* The firmware's main: the job interpreter (harness.c) or the protocol runner (runner_fw.c);
+ * never returns. */
 _Noreturn void harness_main(void);
 
 /* Called on the fault stack with the exception frame the CPU pushed and EXC_RETURN. */

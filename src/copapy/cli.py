@@ -76,8 +76,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     with SerialTarget(args.port, baudrate=args.baudrate) as tg:
         s = tg.runner_stats()
         print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
-              f"release jitter p99 {s.jitter_p99_ns / 1e3:.1f} µs, "
-              f"max {s.jitter_max_ns / 1e3:.1f} µs")
+              f"release jitter p50 {s.jitter_p50_ns / 1e3:.1f} µs, "
+              f"p99 {s.jitter_p99_ns / 1e3:.1f} µs, max {s.jitter_max_ns / 1e3:.1f} µs")
         for k, (runs, skipped, overruns, mx, total) in enumerate(s.tasks):
             mean = total / runs if runs else 0.0
             print(f"task {k}: {runs} runs, {skipped} skipped, {overruns} overruns, "

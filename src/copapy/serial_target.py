@@ -11,7 +11,6 @@ import struct
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -154,7 +153,7 @@ class SerialTarget:
     CHUNK = 512
 
     def __init__(self, port: str, baudrate: int = 115200, timeout: float = 1.0,
-                 progress: bool | None = None) -> None:
+                 progress: bool | None = None, arch: str | None = None) -> None:
         self._link = _Link(port, baudrate, timeout)
         self._progress = progress
         try:
@@ -167,6 +166,11 @@ class SerialTarget:
             raise SerialTargetError(f"the runner speaks protocol v{self._info.protocol_version}, "
                                     f"this copapy speaks v{p.VERSION}: update one of them")
         self.arch = self._info.arch
+        if arch is not None and arch != self.arch:
+            self._link.close()
+            raise SerialTargetError(f"the runner on {port} executes {self.arch} code, not "
+                                    f"{arch}: leave arch out (SerialTarget compiles for the "
+                                    f"runner's architecture) or connect to a {arch} runner")
         self._bindings: dict[Any, Channel] = {}
         self._compiled: CompiledProgram | None = None
         self._ports: dict[Any, Port] = {}
@@ -218,14 +222,11 @@ class SerialTarget:
         this program, in which case this re-attaches without stopping it)."""
         compiled = self._compile(tasks)
         image = compiled.image
-        crc = zlib.crc32(image)
+        crc = p.image_crc(image)
         info = self.info()
         if info.image_crc == crc and info.state != "empty":
             self._adopt(compiled, tasks)
             return
-        if len(image) > info.code_capacity + info.data_capacity:
-            raise SerialTargetError(f"the image has {len(image)} bytes but the runner holds at "
-                                    f"most {info.code_capacity + info.data_capacity}")
         self._upload(image, crc)
         self._adopt(compiled, tasks)
 
@@ -233,7 +234,7 @@ class SerialTarget:
         """Connect to the program the runner already runs (must be exactly these tasks)."""
         compiled = self._compile(tasks)
         info = self.info()
-        if info.image_crc != zlib.crc32(compiled.image) or info.state == "empty":
+        if info.image_crc != p.image_crc(compiled.image) or info.state == "empty":
             raise SerialTargetError("the runner runs a different program (image CRC differs): "
                                     "deploy() it, or attach with the tasks it was built from")
         self._adopt(compiled, tasks)
@@ -244,9 +245,16 @@ class SerialTarget:
         self._tasks = list(tasks)
 
     def _upload(self, image: bytes, crc: int) -> None:
-        (max_chunk,) = struct.unpack("<I", self._link.request(
-            p.LOAD_BEGIN, struct.pack("<II", len(image), crc)))
-        chunk = max(16, min(self.CHUNK, max_chunk, self._info.max_payload - 8))
+        try:
+            (max_chunk,) = struct.unpack("<I", self._link.request(
+                p.LOAD_BEGIN, struct.pack("<II", len(image), crc)))
+        except p.ProtocolError as err:
+            if err.name == "TOO_LARGE":
+                raise SerialTargetError(f"the image has {len(image)} bytes but the runner "
+                                        f"accepts at most {err.detail}: use packed arrays or "
+                                        f"fewer operations") from err
+            raise
+        chunk = max(16, min(self.CHUNK, max_chunk))
         show = self._progress if self._progress is not None else len(image) > 32 * 1024
         bar = _Progress(len(image), f"uploading to {self._link.name}") if show else None
         received = 0
@@ -301,15 +309,25 @@ class SerialTarget:
         self._link.request(p.WRITE, struct.pack("<IH", port.offset, len(raw)) + raw)
 
     def stats(self) -> list[TaskStats]:
-        s = p.parse_stats(self._link.request(p.STATS))
+        s = self.runner_stats()
         return [TaskStats(t.name or f"task{k}", runs, skipped, overruns, mx,
                           total / runs if runs else 0.0)
                 for k, (t, (runs, skipped, overruns, mx, total)) in
                 enumerate(zip(self._tasks, s.tasks, strict=False))]
 
     def runner_stats(self) -> p.RunnerStats:
-        """Runner-wide counters: ticks, bad frames, late ticks, release jitter."""
-        return p.parse_stats(self._link.request(p.STATS))
+        """Runner-wide counters (ticks, bad frames, late ticks, release jitter) and every
+        task's statistics (read in pages when they do not fit one frame)."""
+        first, tasks = 0, []
+        while True:
+            page, _, total = p.parse_stats_page(self._link.request(p.STATS,
+                                                                   struct.pack("<H", first)))
+            tasks += page.tasks
+            first += len(page.tasks)
+            if first >= total or not page.tasks:
+                return p.RunnerStats(page.ticks, page.bad_frames, page.late_ticks,
+                                     page.jitter_max_ns, page.jitter_p99_ns, page.jitter_p50_ns,
+                                     page.stream_dropped, tasks)
 
     @property
     def tick_ns(self) -> int:

@@ -188,15 +188,26 @@ class RunnerStats:
     late_ticks: int
     jitter_max_ns: int
     jitter_p99_ns: int
+    jitter_p50_ns: int
+    stream_dropped: int
     tasks: list[tuple[int, int, int, int, int]]  # runs, skipped, overruns, exec max, exec sum
 
 
 STATS_FIXED = struct.Struct("<QIIIIH")
 TASK_STATS = struct.Struct("<QQQQQ")
+STATS_TAIL = struct.Struct("<IIHH")
 
 
-def parse_stats(payload: bytes) -> RunnerStats:
+def parse_stats_page(payload: bytes) -> tuple[RunnerStats, int, int]:
+    """One STATS response: (stats with this page's tasks, first task, total tasks)."""
     ticks, bad, late, jmax, jp99, count = STATS_FIXED.unpack_from(payload)
     tasks = [TASK_STATS.unpack_from(payload, STATS_FIXED.size + k * TASK_STATS.size)
              for k in range(count)]
-    return RunnerStats(ticks, bad, late, jmax, jp99, tasks)
+    tail = STATS_FIXED.size + count * TASK_STATS.size
+    jp50, dropped, first, total = STATS_TAIL.unpack_from(payload, tail)
+    return RunnerStats(ticks, bad, late, jmax, jp99, jp50, dropped, tasks), first, total
+
+
+def image_crc(image: bytes) -> int:
+    """How runners identify an image: its trailer, the CRC-32 of everything before it."""
+    return int(struct.unpack("<I", image[-4:])[0])

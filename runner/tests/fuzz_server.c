@@ -1,0 +1,484 @@
+/* Deterministic mutation fuzzing of the protocol server (docs/protocol.md) under ASan/UBSan:
+ * sessions of plausible requests (uploads of real images, commits, start/stop, reads, writes,
+ * streams, I/O, resets) whose payloads, headers and wire bytes are mutated, with ticks of the
+ * running program in between. Invariants: no crash or undefined behaviour, every intact
+ * request gets exactly one well-formed response with its seq, and nothing the server writes is
+ * a malformed frame. Ticks run only while a known-good image is loaded (a mutated image that
+ * passes validation could hold any machine code).
+ * Usage: fuzz_server [iterations] [seed] */
+#include "server_fixture.h"
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static uint32_t below(uint32_t n)
+{
+    return n == 0 ? 0 : (uint32_t)(rng() % n);
+}
+
+static uint32_t interesting(void)
+{
+    static const uint32_t v[] = {0, 1, 2, 3, 4, 7, 8, 12, 16, 20, 24, 28, 32, 40, 44, 48, 52,
+                                 60, 63, 64, 65, 127, 128, 255, 256, 1019, 1020, 1024, 4095,
+                                 4096, 8191, 8192, 65535, 65536, 0x7fffffffu, 0xfffffffcu,
+                                 0xffffffffu};
+    return v[below(sizeof(v) / sizeof(v[0]))];
+}
+
+enum { NGOOD = 4 };
+static tb_image good[NGOOD];
+static uint32_t good_crc[NGOOD];
+
+static int known_good(uint32_t crc)
+{
+    for (int i = 0; i < NGOOD; i++) {
+        if (good_crc[i] == crc) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static uint8_t payload[70000];
+static size_t plen;
+
+static void p8(uint8_t v)
+{
+    payload[plen++] = v;
+}
+
+static void p16(uint16_t v)
+{
+    tb_put16(payload + plen, v);
+    plen += 2;
+}
+
+static void p32(uint32_t v)
+{
+    tb_put32(payload + plen, v);
+    plen += 4;
+}
+
+static uint32_t small_offset(void)
+{
+    return below(8) == 0 ? interesting() : below(PG_DATA_SIZE + 8);
+}
+
+/* Upload state of the generator (what a host would track). */
+static int up_image = -1;
+static uint32_t up_off;
+static tb_image up_bytes;
+
+/* Builds one plausible request; returns the command. */
+static uint8_t gen_request(void)
+{
+    plen = 0;
+    uint32_t pick = below(16);
+    if (up_image >= 0 && below(2) == 0) { /* a host keeps uploading, then commits */
+        pick = up_off < up_bytes.len ? 2 : 4;
+    }
+    switch (pick) {
+    case 0:
+        p16(1);
+        return CP_CMD_HELLO;
+    case 1: { /* LOAD_BEGIN of a good image, sometimes with a corrupted copy or a wrong CRC */
+        up_image = (int)below(NGOOD);
+        up_bytes = good[up_image];
+        up_off = 0;
+        uint32_t crc = good_crc[up_image];
+        switch (below(6)) {
+        case 0:
+            up_bytes.bytes[below((uint32_t)up_bytes.len)] ^= (uint8_t)(1u << below(8));
+            break;
+        case 1: /* consistently corrupted: the core has to find it */
+            for (int k = 0; k < 3; k++) {
+                uint32_t at = below((uint32_t)up_bytes.len - 4);
+                up_bytes.bytes[at] = (uint8_t)(below(2) ? interesting() : rng());
+            }
+            tb_fix_crc(up_bytes.bytes, up_bytes.len);
+            crc = tb_get32(up_bytes.bytes + up_bytes.len - 4);
+            break;
+        case 2:
+            crc = (uint32_t)rng();
+            break;
+        default:
+            break;
+        }
+        p32((uint32_t)up_bytes.len);
+        p32(crc);
+        return CP_CMD_LOAD_BEGIN;
+    }
+    case 2:
+    case 3: { /* the next chunk (sometimes skipping ahead or replaying) */
+        if (up_image < 0) {
+            p32(0);
+            return CP_CMD_LOAD_CHUNK;
+        }
+        uint32_t off = up_off;
+        if (below(6) == 0) {
+            off = below((uint32_t)up_bytes.len + 10);
+        }
+        uint32_t n = 1 + below(FX_MAXP - 4);
+        if (off > up_bytes.len) {
+            n = 0;
+        } else if (n > up_bytes.len - off) {
+            n = (uint32_t)up_bytes.len - off;
+        }
+        p32(off);
+        memcpy(payload + plen, up_bytes.bytes + off, n);
+        plen += n;
+        if (off <= up_off && off + n > up_off) {
+            up_off = off + n;
+        }
+        return CP_CMD_LOAD_CHUNK;
+    }
+    case 4:
+        if (up_image >= 0 && up_off >= up_bytes.len && below(4) != 0) {
+            up_image = -1;
+            return CP_CMD_LOAD_COMMIT;
+        }
+        return below(2) ? CP_CMD_LOAD_COMMIT : CP_CMD_LOAD_STATUS;
+    case 5:
+        return below(3) ? CP_CMD_START : CP_CMD_STOP;
+    case 6: {
+        uint32_t n = below(4);
+        for (uint32_t i = 0; i < n; i++) {
+            p32(small_offset());
+            p16((uint16_t)(below(4) == 0 ? interesting() : below(16)));
+        }
+        return CP_CMD_READ;
+    }
+    case 7: {
+        uint32_t n = below(4);
+        for (uint32_t i = 0; i < n; i++) {
+            uint16_t size = (uint16_t)below(16);
+            p32(below(3) == 0 ? small_offset() : 4u * below(16));
+            p16(size);
+            for (uint16_t k = 0; k < size; k++) {
+                p8((uint8_t)rng());
+            }
+        }
+        return CP_CMD_WRITE;
+    }
+    case 8:
+        if (below(2)) {
+            p16((uint16_t)below(3));
+        }
+        return CP_CMD_STATS;
+    case 9: {
+        p16((uint16_t)below(4));
+        uint32_t n = below(4) == 0 ? below(20) : below(3);
+        for (uint32_t i = 0; i < n; i++) {
+            p32(small_offset());
+            p16((uint16_t)(below(6) == 0 ? interesting() : below(12)));
+        }
+        return CP_CMD_STREAM;
+    }
+    case 10:
+        p8((uint8_t)(below(8) == 0 ? below(4) : below(5) == 0 ? 1 : 0));
+        return CP_CMD_RESET;
+    case 11: {
+        uint32_t n = below(5);
+        for (uint32_t i = 0; i < n; i++) {
+            p8((uint8_t)below(6));
+            p16((uint16_t)below(10));
+        }
+        return CP_CMD_IO_READ;
+    }
+    case 12: {
+        uint32_t n = below(4);
+        for (uint32_t i = 0; i < n; i++) {
+            static const double values[] = {0.0, -0.0, 1.5, -7.9, 3e9, -3e9, 1e300, 0.1};
+            p8((uint8_t)below(6));
+            p16((uint16_t)below(10));
+            double v = values[below(8)];
+            memcpy(payload + plen, &v, 8);
+            plen += 8;
+        }
+        return CP_CMD_IO_WRITE;
+    }
+    case 13:
+        p32(below(4) == 0 ? interesting() : below(200));
+        return CP_CMD_GET_PORTS;
+    default: { /* anything */
+        uint32_t n = below(40);
+        for (uint32_t i = 0; i < n; i++) {
+            p8((uint8_t)rng());
+        }
+        return (uint8_t)rng();
+    }
+    }
+}
+
+static void mutate_payload(void)
+{
+    unsigned n = 1 + below(3);
+    for (unsigned m = 0; m < n; m++) {
+        switch (below(5)) {
+        case 0:
+            if (plen > 0) {
+                payload[below((uint32_t)plen)] ^= (uint8_t)(1u << below(8));
+            }
+            break;
+        case 1:
+            if (plen > 0) {
+                uint32_t at = below((uint32_t)plen);
+                uint32_t v = interesting();
+                for (unsigned i = 0; i < (1u << below(3)) && at + i < plen; i++) {
+                    payload[at + i] = (uint8_t)(v >> (8 * i));
+                }
+            }
+            break;
+        case 2:
+            plen = below((uint32_t)plen + 1);
+            break;
+        case 3: {
+            uint32_t grow = below(16);
+            for (uint32_t i = 0; i < grow && plen < FX_MAXP + 8; i++) {
+                payload[plen++] = (uint8_t)rng();
+            }
+            break;
+        }
+        default:
+            plen = FX_MAXP - below(8); /* around the limit */
+            break;
+        }
+    }
+}
+
+static size_t mutate_wire(uint8_t *w, size_t n, size_t cap)
+{
+    unsigned k = 1 + below(3);
+    for (unsigned m = 0; m < k && n > 0; m++) {
+        uint32_t at = below((uint32_t)n);
+        switch (below(5)) {
+        case 0:
+            w[at] ^= (uint8_t)(1u << below(8));
+            break;
+        case 1:
+            w[at] = 0;
+            break;
+        case 2:
+            memmove(w + at, w + at + 1, n - at - 1);
+            n--;
+            break;
+        case 3:
+            if (n < cap) {
+                memmove(w + at + 1, w + at, n - at);
+                w[at] = (uint8_t)rng();
+                n++;
+            }
+            break;
+        default:
+            n = at; /* cut: the rest of the frame is lost */
+            break;
+        }
+    }
+    return n;
+}
+
+typedef struct tally {
+    uint64_t requests, intact, responses, errors[16], events, ticks, replays_sent;
+    uint64_t commits_ok, bad_client_frames;
+} tally;
+
+static tally T;
+
+/* Decodes what the server wrote; checks every frame. */
+static void drain(fx *f, int expect_response, uint16_t seq, uint8_t cmd)
+{
+    static fx_reply r;
+    int responses = 0;
+    uint32_t bad_before = f->client.bad_frames;
+    while (fx_next(f, &r)) {
+        if (r.flags & CP_FLAG_EVENT) {
+            T.events++;
+            if (r.command != CP_CMD_STREAM || r.len < 8) {
+                fprintf(stderr, "malformed event\n");
+                abort();
+            }
+            continue;
+        }
+        responses++;
+        T.responses++;
+        if (r.len > FX_MAXP || r.seq != seq || r.command != cmd ||
+            !(r.flags & CP_FLAG_RESPONSE)) {
+            fprintf(stderr, "bad response: seq %u/%u cmd %u/%u len %u flags %u\n", r.seq, seq,
+                    r.command, cmd, r.len, r.flags);
+            abort();
+        }
+        if (r.flags & CP_FLAG_ERROR) {
+            if (r.len < 8 || r.len > 8 + CP_ERROR_MESSAGE_MAX || r.p[0] == 0 || r.p[0] > 9) {
+                fprintf(stderr, "bad error payload\n");
+                abort();
+            }
+            T.errors[r.p[0]]++;
+        } else {
+            T.errors[0]++;
+            if (cmd == CP_CMD_LOAD_COMMIT) {
+                T.commits_ok++;
+            }
+        }
+    }
+    if (f->client.bad_frames != bad_before) {
+        fprintf(stderr, "the server wrote a malformed frame\n");
+        abort();
+    }
+    if (expect_response >= 0 && responses != expect_response) {
+        fprintf(stderr, "request seq %u cmd %u: %d responses, expected %d\n", seq, cmd,
+                responses, expect_response);
+        abort();
+    }
+}
+
+static void run_ticks(fx *f)
+{
+    if (cp_server_state(&f->srv) != CP_SERVER_RUNNING || !known_good(f->srv.image_crc)) {
+        return;
+    }
+    uint32_t n = below(4) == 0 ? below(50) : below(3);
+    for (uint32_t i = 0; i < n; i++) {
+        fx_lock(f);
+        T.ticks += (uint64_t)cp_server_tick(&f->srv);
+        fx_unlock(f);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t iterations = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000;
+    rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 0x5eed5eedull;
+    if (rng_state == 0) {
+        rng_state = 1;
+    }
+    for (int i = 0; i < NGOOD; i++) {
+        pg_build(&good[i], (uint32_t)i);
+        good_crc[i] = tb_get32(good[i].bytes + good[i].len - 4);
+    }
+    static uint8_t wire[CP_WIRE_MAX(70000)];
+    static uint8_t last_wire[CP_WIRE_MAX(70000)];
+    size_t last_len = 0;
+    uint16_t last_seq = 0;
+    uint8_t last_cmd = 0;
+    fx *f = malloc(sizeof(*f));
+    int session = -1;
+    for (uint64_t it = 0; it < iterations; it++) {
+        if (session < 0 || below(3000) == 0) { /* a fresh runner now and then, both memory modes */
+            if (session >= 0) {
+                fx_close(f);
+            }
+            session++;
+            fx_config(f, session % 2);
+            if (session % 3 == 2) {
+                f->cfg.max_payload = 128 + (uint16_t)below(512);
+                f->cfg.ring_size = 512;
+            }
+            if (fx_start(f) != CP_OK) {
+                return 2;
+            }
+            up_image = -1;
+            last_len = 0;
+        }
+        uint8_t cmd = gen_request();
+        uint8_t version = 1, flags = 0;
+        uint16_t seq = f->seq++;
+        int replay = 0;
+        switch (below(10)) {
+        case 0:
+        case 1:
+            mutate_payload();
+            break;
+        case 2:
+            if (below(4) == 0) {
+                version = (uint8_t)below(4);
+            } else if (below(3) == 0) {
+                flags = (uint8_t)below(8);
+            } else {
+                cmd = (uint8_t)below(20);
+            }
+            break;
+        case 3:
+            replay = last_len > 0;
+            break;
+        default:
+            break;
+        }
+        if (plen > FX_CLIENT_MAXP) {
+            plen = FX_CLIENT_MAXP;
+        }
+        size_t n;
+        if (replay) {
+            memcpy(wire, last_wire, last_len);
+            n = last_len;
+            seq = last_seq;
+            cmd = last_cmd;
+            T.replays_sent++;
+        } else {
+            n = fx_frame(wire, sizeof(wire), version, flags, seq, cmd, payload, plen);
+        }
+        int intact = 1;
+        if (!replay && below(8) == 0) {
+            n = mutate_wire(wire, n, sizeof(wire));
+            intact = 0;
+        }
+        T.requests++;
+        /* feed in random pieces */
+        size_t at = 0;
+        while (at < n) {
+            size_t chunk = 1 + below(below(2) ? 8 : 600);
+            if (chunk > n - at) {
+                chunk = n - at;
+            }
+            cp_server_feed(&f->srv, wire + at, chunk);
+            at += chunk;
+        }
+        if (!intact) {
+            /* end whatever the mutation left open, as a host's next frame would */
+            static const uint8_t zero = 0;
+            cp_server_feed(&f->srv, &zero, 1);
+        }
+        int expect = -1;
+        if (intact) {
+            T.intact++;
+            /* a replay repeats the last request that was answered */
+            int answered = replay || ((flags & 7) == 0 && plen <= f->cfg.max_payload);
+            expect = answered ? 1 : 0;
+            if (answered && !replay) {
+                memcpy(last_wire, wire, n);
+                last_len = n;
+                last_seq = seq;
+                last_cmd = cmd;
+            }
+        }
+        if (getenv("FUZZ_DEBUG")) {
+            fprintf(stderr, "it %llu seq %u cmd %u plen %zu flags %u version %u max %u intact %d replay %d\n", (unsigned long long)it, seq, cmd, plen, flags, version, f->cfg.max_payload, intact, replay);
+        }
+        drain(f, expect, seq, cmd);
+        run_ticks(f);
+        cp_server_flush(&f->srv);
+        drain(f, 0, 0, 0);
+    }
+    fx_close(f);
+    free(f);
+    printf("fuzz_server: %llu iterations, no crash; %llu intact requests, %llu responses "
+           "(OK %llu, BAD_COMMAND %llu, BAD_PAYLOAD %llu, BAD_STATE %llu, TOO_LARGE %llu, "
+           "GAP %llu, IMAGE_INVALID %llu, OUT_OF_RANGE %llu, NOT_WRITABLE %llu, VERSION %llu); "
+           "%llu commits, %llu replays sent, %llu ticks, %llu events, %d runners\n",
+           (unsigned long long)iterations, (unsigned long long)T.intact,
+           (unsigned long long)T.responses, (unsigned long long)T.errors[0],
+           (unsigned long long)T.errors[1], (unsigned long long)T.errors[2],
+           (unsigned long long)T.errors[3], (unsigned long long)T.errors[4],
+           (unsigned long long)T.errors[5], (unsigned long long)T.errors[6],
+           (unsigned long long)T.errors[7], (unsigned long long)T.errors[8],
+           (unsigned long long)T.errors[9], (unsigned long long)T.commits_ok,
+           (unsigned long long)T.replays_sent, (unsigned long long)T.ticks,
+           (unsigned long long)T.events, session + 1);
+    return 0;
+}

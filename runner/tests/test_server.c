@@ -1,0 +1,1074 @@
+/* Unit tests of the protocol server (runner/src/server.c, docs/protocol.md) with real x86_64
+ * task code: every command's happy path, every error code, resumed uploads, replay of a
+ * duplicate seq, a corrupted commit keeping the old program, STREAM events and the ring, and
+ * READ/WRITE racing a tick thread through the embedder's lock. Run under ASan/UBSan. */
+#include "server_fixture.h"
+
+#include <math.h>
+#include <unistd.h>
+
+static int checks, failures;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        checks++;                                                                    \
+        if (!(cond)) {                                                               \
+            failures++;                                                              \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+        }                                                                            \
+    } while (0)
+
+/* Every request must get exactly one response (same seq and command), whatever the split. */
+static fx_reply R;
+static fx_reply EV[256];
+static int nev;
+static uint64_t rng_state = 12345;
+
+static uint32_t below(uint32_t n)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return n == 0 ? 0 : (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) % n);
+}
+
+static void collect(fx *f, int *responses)
+{
+    fx_reply *r = malloc(sizeof(*r));
+    while (fx_next(f, r)) {
+        if (r->flags & CP_FLAG_EVENT) {
+            if (nev < (int)(sizeof(EV) / sizeof(EV[0]))) {
+                EV[nev++] = *r;
+            }
+        } else {
+            R = *r;
+            (*responses)++;
+        }
+    }
+    free(r);
+}
+
+static void feed_split(fx *f, const uint8_t *w, size_t n)
+{
+    size_t at = 0;
+    while (at < n) {
+        size_t chunk = below(4) == 0 ? 1 : 1 + below(300);
+        if (chunk > n - at) {
+            chunk = n - at;
+        }
+        cp_server_feed(&f->srv, w + at, chunk);
+        at += chunk;
+    }
+}
+
+/* Sends a request with an explicit seq; returns the error code (0 for success). */
+static int req_seq(fx *f, uint16_t seq, uint8_t cmd, const void *p, size_t n)
+{
+    static uint8_t wire[CP_WIRE_MAX(70000)];
+    size_t w = fx_frame(wire, sizeof(wire), 1, 0, seq, cmd, p, n);
+    feed_split(f, wire, w);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(responses == 1);
+    CHECK(R.seq == seq && R.command == cmd);
+    CHECK(R.flags & CP_FLAG_RESPONSE);
+    if (R.flags & CP_FLAG_ERROR) {
+        CHECK(R.len >= 8 && R.len <= 8 + CP_ERROR_MESSAGE_MAX);
+        return R.p[0];
+    }
+    return 0;
+}
+
+static int req(fx *f, uint8_t cmd, const void *p, size_t n)
+{
+    return req_seq(f, f->seq++, cmd, p, n);
+}
+
+static uint32_t err_detail(void)
+{
+    return tb_get32(R.p + 4);
+}
+
+static uint16_t g16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint64_t g64(const uint8_t *p)
+{
+    return tb_get32(p) | (uint64_t)tb_get32(p + 4) << 32;
+}
+
+/* payload builder */
+typedef struct pb {
+    uint8_t b[70000];
+    size_t n;
+} pb;
+
+static pb P;
+
+static void pb_reset(void)
+{
+    P.n = 0;
+}
+
+static void pb8(uint8_t v)
+{
+    P.b[P.n++] = v;
+}
+
+static void pb16(uint16_t v)
+{
+    tb_put16(P.b + P.n, v);
+    P.n += 2;
+}
+
+static void pb32(uint32_t v)
+{
+    tb_put32(P.b + P.n, v);
+    P.n += 4;
+}
+
+static void pb64(uint64_t v)
+{
+    pb32((uint32_t)v);
+    pb32((uint32_t)(v >> 32));
+}
+
+static void pbf64(double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    pb64(v);
+}
+
+static void pbbytes(const void *p, size_t n)
+{
+    memcpy(P.b + P.n, p, n);
+    P.n += n;
+}
+
+static int send_p(fx *f, uint8_t cmd)
+{
+    return req(f, cmd, P.b, P.n);
+}
+
+/* ---- protocol-level helpers */
+
+static int upload(fx *f, const uint8_t *img, size_t len, uint32_t crc, size_t chunk)
+{
+    pb_reset();
+    pb32((uint32_t)len);
+    pb32(crc);
+    int e = send_p(f, CP_CMD_LOAD_BEGIN);
+    if (e != 0) {
+        return e;
+    }
+    size_t max_chunk = tb_get32(R.p);
+    CHECK(max_chunk == f->cfg.max_payload - 4u);
+    chunk = chunk < max_chunk ? chunk : max_chunk;
+    for (size_t off = 0; off < len; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        pb_reset();
+        pb32((uint32_t)off);
+        pbbytes(img + off, n);
+        e = send_p(f, CP_CMD_LOAD_CHUNK);
+        CHECK(e == 0);
+        CHECK(tb_get32(R.p) == off + n);
+    }
+    return req(f, CP_CMD_LOAD_COMMIT, NULL, 0);
+}
+
+static uint32_t image_crc(const tb_image *img)
+{
+    return tb_get32(img->bytes + img->len - 4);
+}
+
+static int load_program(fx *f, uint32_t variant)
+{
+    tb_image img;
+    pg_build(&img, variant);
+    return upload(f, img.bytes, img.len, image_crc(&img), 200);
+}
+
+static int32_t read_i32(fx *f, uint32_t off)
+{
+    pb_reset();
+    pb32(off);
+    pb16(4);
+    int e = send_p(f, CP_CMD_READ);
+    CHECK(e == 0 && R.len == 4);
+    return (int32_t)tb_get32(R.p);
+}
+
+static int write_i32(fx *f, uint32_t off, int32_t v)
+{
+    pb_reset();
+    pb32(off);
+    pb16(4);
+    pb32((uint32_t)v);
+    return send_p(f, CP_CMD_WRITE);
+}
+
+static void ticks(fx *f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fx_lock(f);
+        cp_server_tick(&f->srv);
+        fx_unlock(f);
+    }
+}
+
+static fx *new_fx(int slots)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, slots);
+    CHECK(fx_start(f) == CP_OK);
+    return f;
+}
+
+static void free_fx(fx *f)
+{
+    fx_close(f);
+    free(f);
+}
+
+/* ---- tests */
+
+static void test_init_errors(void)
+{
+    fx *f = malloc(sizeof(*f));
+    cp_error e = tb_error();
+    fx_config(f, 0);
+    f->cfg.work_size = 100;
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_ERR_ARGUMENT);
+    fx_config(f, 0);
+    f->cfg.ring_size = 3000;
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_ERR_ARGUMENT);
+    fx_config(f, 0);
+    f->cfg.max_payload = 64;
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_ERR_ARGUMENT);
+    fx_config(f, 0);
+    f->cfg.write = NULL;
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_ERR_ARGUMENT);
+    fx_config(f, 0);
+    f->cfg.unlock = NULL;
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_ERR_ARGUMENT);
+    fx_config(f, 0);
+    f->cfg.slot_mem[0] = f->staging;
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_ERR_ARGUMENT);
+    fx_config(f, 0);
+    CHECK(cp_server_init(&f->srv, &f->cfg, &e) == CP_OK);
+    fx_close(f);
+    free(f);
+}
+
+static void test_hello(void)
+{
+    fx *f = new_fx(0);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0);
+    CHECK(R.len == 46 + strlen("test-runner"));
+    CHECK(g16(R.p) == 1 && g16(R.p + 2) == CP_RUNNER_ABI_VERSION &&
+          g16(R.p + 4) == CP_ARCH_X86_64 && g16(R.p + 6) == 1 && g16(R.p + 8) == FX_MAXP &&
+          g16(R.p + 10) == 32);
+    CHECK(tb_get32(R.p + 12) == UINT32_MAX && tb_get32(R.p + 16) == UINT32_MAX);
+    CHECK(tb_get32(R.p + 20) == 0);
+    CHECK(g16(R.p + 24) == 4 && g16(R.p + 26) == 4 && g16(R.p + 28) == 2 && g16(R.p + 30) == 8);
+    CHECK(R.p[32] == CP_SERVER_EMPTY && R.p[33] == CP_SERVER_FLAG_SIMULATED_IO);
+    CHECK(tb_get32(R.p + 34) == 0 && g64(R.p + 38) == 0);
+    CHECK(memcmp(R.p + 46, "test-runner", 11) == 0);
+    /* HELLO without host_version */
+    CHECK(req(f, CP_CMD_HELLO, NULL, 0) == CP_PERR_BAD_PAYLOAD);
+
+    /* after a load: state, tick and CRC */
+    tb_image img;
+    pg_build(&img, 0);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(tb_get32(R.p) == image_crc(&img) && g16(R.p + 4) == 2 && g16(R.p + 6) == PG_PORTS);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0);
+    CHECK(R.p[32] == CP_SERVER_STOPPED && tb_get32(R.p + 20) == 1000000 &&
+          tb_get32(R.p + 34) == image_crc(&img));
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 7);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0);
+    CHECK(R.p[32] == CP_SERVER_RUNNING && g64(R.p + 38) == 7);
+    free_fx(f);
+}
+
+static void test_upload(void)
+{
+    fx *f = new_fx(0);
+    tb_image img;
+    pg_build(&img, 0);
+    uint32_t crc = image_crc(&img);
+
+    /* LOAD_CHUNK / LOAD_COMMIT without LOAD_BEGIN */
+    pb_reset();
+    pb32(0);
+    pb8(1);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == CP_PERR_BAD_STATE);
+    CHECK(req(f, CP_CMD_LOAD_COMMIT, NULL, 0) == CP_PERR_BAD_STATE);
+    CHECK(req(f, CP_CMD_LOAD_STATUS, NULL, 0) == 0 && tb_get32(R.p) == 0 &&
+          tb_get32(R.p + 4) == 0);
+
+    /* LOAD_BEGIN errors */
+    pb_reset();
+    pb32((uint32_t)img.len);
+    CHECK(send_p(f, CP_CMD_LOAD_BEGIN) == CP_PERR_BAD_PAYLOAD);
+    pb_reset();
+    pb32(FX_STAGING + 1);
+    pb32(0);
+    CHECK(send_p(f, CP_CMD_LOAD_BEGIN) == CP_PERR_TOO_LARGE && err_detail() == FX_STAGING);
+    pb_reset();
+    pb32(0);
+    pb32(0);
+    CHECK(send_p(f, CP_CMD_LOAD_BEGIN) == CP_PERR_BAD_PAYLOAD);
+
+    pb_reset();
+    pb32((uint32_t)img.len);
+    pb32(crc);
+    CHECK(send_p(f, CP_CMD_LOAD_BEGIN) == 0);
+    /* chunk 0, then chunk 2 is "lost in transit": chunk 3 arrives -> GAP with the resume point */
+    size_t c = 100;
+    pb_reset();
+    pb32(0);
+    pbbytes(img.bytes, c);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0 && tb_get32(R.p) == c);
+    pb_reset();
+    pb32((uint32_t)(2 * c));
+    pbbytes(img.bytes + 2 * c, c);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == CP_PERR_GAP && err_detail() == c);
+    /* the host asks where to continue (as after a disconnect) */
+    CHECK(req(f, CP_CMD_LOAD_STATUS, NULL, 0) == 0 && tb_get32(R.p) == img.len &&
+          tb_get32(R.p + 4) == c);
+    /* a replayed chunk inside the prefix: acknowledged without effect */
+    pb_reset();
+    pb32(10);
+    pbbytes(img.bytes + 10, 50);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0 && tb_get32(R.p) == c);
+    /* a chunk overlapping the end of the prefix extends it */
+    pb_reset();
+    pb32((uint32_t)(c - 20));
+    pbbytes(img.bytes + c - 20, c + 20);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0 && tb_get32(R.p) == 2 * c);
+    /* commit before the end */
+    CHECK(req(f, CP_CMD_LOAD_COMMIT, NULL, 0) == CP_PERR_BAD_STATE && err_detail() == 2 * c);
+    /* a chunk past total_size; a chunk without an offset */
+    pb_reset();
+    pb32((uint32_t)(2 * c));
+    pbbytes(img.bytes, img.len);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == CP_PERR_BAD_PAYLOAD && err_detail() == img.len);
+    pb_reset();
+    pb16(0);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == CP_PERR_BAD_PAYLOAD);
+    /* the rest, an empty chunk at the end, commit */
+    pb_reset();
+    pb32((uint32_t)(2 * c));
+    pbbytes(img.bytes + 2 * c, img.len - 2 * c);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0 && tb_get32(R.p) == img.len);
+    pb_reset();
+    pb32((uint32_t)img.len);
+    CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0 && tb_get32(R.p) == img.len);
+    CHECK(req(f, CP_CMD_LOAD_STATUS, NULL, 0) == 0 && tb_get32(R.p + 4) == img.len);
+    CHECK(req(f, CP_CMD_LOAD_COMMIT, "x", 1) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_LOAD_COMMIT, NULL, 0) == 0);
+    CHECK(tb_get32(R.p) == crc && g16(R.p + 4) == 2 && g16(R.p + 6) == PG_PORTS);
+    CHECK(f->notify_state == 1);
+    /* the upload is finished */
+    CHECK(req(f, CP_CMD_LOAD_STATUS, NULL, 0) == 0 && tb_get32(R.p) == 0);
+    CHECK(req(f, CP_CMD_LOAD_COMMIT, NULL, 0) == CP_PERR_BAD_STATE);
+    CHECK(read_i32(f, PG_IN) == 100);
+    free_fx(f);
+}
+
+/* A commit that fails for any reason leaves the running program running, unchanged. */
+static void test_bad_commit_keeps_program(int slots)
+{
+    fx *f = new_fx(slots);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 5);
+    CHECK(read_i32(f, PG_A) == 4);
+    tb_image good;
+    pg_build(&good, 1);
+    uint32_t good_crc = image_crc(&good);
+
+    /* corrupted in transit: LOAD_BEGIN announced the good CRC */
+    tb_image bad = good;
+    bad.bytes[200] ^= 0x10;
+    CHECK(upload(f, bad.bytes, bad.len, good_crc, 300) == CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_CRC);
+    /* consistently corrupted (CRC fixed): the core rejects it */
+    bad = good;
+    tb_put32(bad.bytes + 16, 0x7fffffff); /* code_size */
+    tb_fix_crc(bad.bytes, bad.len);
+    CHECK(upload(f, bad.bytes, bad.len, image_crc(&bad), 300) == CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_LAYOUT);
+    /* another architecture */
+    bad = good;
+    tb_put16(bad.bytes + 8, CP_ARCH_CORTEX_M7);
+    tb_fix_crc(bad.bytes, bad.len);
+    CHECK(upload(f, bad.bytes, bad.len, image_crc(&bad), 300) == CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_ARCH);
+    CHECK(R.len > 8 && memmem(R.p + 8, R.len - 8u, "cortex-m7", 9) != NULL);
+    /* not an image at all, shorter than a header */
+    CHECK(upload(f, (const uint8_t *)"hello", 5, cp_crc32(0, (const uint8_t *)"h", 1), 300) ==
+          CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_TRUNCATED);
+
+    /* still running the old program: ticks go on, data and HELLO unchanged */
+    ticks(f, 3);
+    CHECK(read_i32(f, PG_A) == 7 && read_i32(f, PG_IN) == 100);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
+
+    /* a good commit replaces it (stopped); slots alternate over several commits */
+    for (uint32_t v = 1; v <= 3; v++) {
+        CHECK(load_program(f, v) == 0);
+        CHECK(read_i32(f, PG_IN) == (int32_t)(100 + v) && read_i32(f, PG_A) == 0);
+        pb_reset();
+        pb16(1);
+        CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_STOPPED);
+        CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+        ticks(f, 2);
+        CHECK(read_i32(f, PG_A) == 1);
+    }
+    free_fx(f);
+}
+
+static void test_min_tick(void)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, 0);
+    f->cfg.min_tick_ns = 2000000;
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == CP_PERR_TOO_LARGE && err_detail() == 2000000);
+    fx_close(f);
+    fx_config(f, 0);
+    f->cfg.tick_quantum_ns = 300000; /* 1 ms is no multiple */
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == CP_PERR_TOO_LARGE && err_detail() == 300000);
+    fx_close(f);
+    fx_config(f, 0);
+    f->cfg.min_tick_ns = 1000000;
+    f->cfg.tick_quantum_ns = 250000;
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == 0);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_STOPPED);
+    free_fx(f);
+}
+
+static void test_run_read_write(void)
+{
+    fx *f = new_fx(0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == CP_PERR_BAD_STATE);
+    CHECK(write_i32(f, PG_IN, 1) == CP_PERR_BAD_STATE);
+    pb_reset();
+    pb32(0);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_READ) == CP_PERR_BAD_STATE);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(f->notify_state == 1);
+    /* stopped: ticks do nothing */
+    CHECK(cp_server_tick(&f->srv) == 0);
+    CHECK(req(f, CP_CMD_START, "x", 1) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    CHECK(f->notify_state == 2);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0); /* already running: no change */
+    CHECK(f->notify_state == 2);
+    ticks(f, 1); /* t = 0: task 0 released (in 100 -> out_priv 101), not yet published */
+    CHECK(read_i32(f, PG_OUT) == 0 && read_i32(f, PG_OUT_PRIV) == 101);
+    /* a write between ticks is picked up at the next release */
+    CHECK(write_i32(f, PG_IN, 41) == 0);
+    ticks(f, 1); /* t = 1 ms: publish 101, release with 41 */
+    CHECK(read_i32(f, PG_OUT) == 101);
+    ticks(f, 1);
+    CHECK(read_i32(f, PG_OUT) == 42 && read_i32(f, PG_A) == 2);
+    CHECK(f->io[CP_IO_PWM - 1][0] == 42.0); /* the output binding drove PWM 0 */
+
+    /* READ of several ranges, concatenated */
+    pb_reset();
+    pb32(PG_OUT);
+    pb16(4);
+    pb32(PG_A);
+    pb16(8);
+    pb32(0);
+    pb16(0);
+    CHECK(send_p(f, CP_CMD_READ) == 0 && R.len == 12);
+    CHECK(tb_get32(R.p) == 42 && tb_get32(R.p + 4) == 2 && tb_get32(R.p + 8) == 2);
+    CHECK(req(f, CP_CMD_READ, NULL, 0) == 0 && R.len == 0);
+    /* READ errors */
+    CHECK(req(f, CP_CMD_READ, "12345", 5) == CP_PERR_BAD_PAYLOAD);
+    pb_reset();
+    pb32(0);
+    pb16(4);
+    pb32(PG_DATA_SIZE - 2);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_READ) == CP_PERR_OUT_OF_RANGE && err_detail() == 1);
+    pb_reset();
+    pb32(0xfffffffeu);
+    pb16(0xffff);
+    CHECK(send_p(f, CP_CMD_READ) == CP_PERR_OUT_OF_RANGE);
+    pb_reset();
+    for (int i = 0; i < 20; i++) {
+        pb32(0);
+        pb16(PG_DATA_SIZE);
+    }
+    CHECK(send_p(f, CP_CMD_READ) == CP_PERR_TOO_LARGE && err_detail() == FX_MAXP);
+
+    /* WRITE: only input ports; several adjacent input ports may be covered at once */
+    CHECK(write_i32(f, PG_OUT, 5) == CP_PERR_NOT_WRITABLE);
+    CHECK(write_i32(f, PG_COUNTER, 5) == CP_PERR_NOT_WRITABLE);
+    CHECK(write_i32(f, PG_IN_PRIV, 5) == CP_PERR_NOT_WRITABLE);
+    CHECK(write_i32(f, 36, 5) == CP_PERR_NOT_WRITABLE);
+    pb_reset();
+    pb32(PG_IN2);
+    pb16(12);
+    pb32(7);
+    pb32(0x40490fdbu); /* 3.14159f */
+    pb32(0x3f800000u);
+    CHECK(send_p(f, CP_CMD_WRITE) == 0);
+    CHECK(read_i32(f, PG_IN2) == 7 && read_i32(f, PG_IN3) == 0x40490fdb);
+    pb_reset();
+    pb32(PG_IN3);
+    pb16(8); /* in3 + adc: both inputs */
+    pb32(1);
+    pb32(2);
+    CHECK(send_p(f, CP_CMD_WRITE) == 0);
+    pb_reset(); /* [36, 44): 36 is no port */
+    pb32(36);
+    pb16(8);
+    pb64(0);
+    CHECK(send_p(f, CP_CMD_WRITE) == CP_PERR_NOT_WRITABLE && err_detail() == 0);
+    /* a write with a good and a bad entry changes nothing */
+    pb_reset();
+    pb32(PG_IN);
+    pb16(4);
+    pb32(999);
+    pb32(PG_B);
+    pb16(4);
+    pb32(999);
+    CHECK(send_p(f, CP_CMD_WRITE) == CP_PERR_NOT_WRITABLE && err_detail() == 1);
+    CHECK(read_i32(f, PG_IN) == 41);
+    pb_reset();
+    pb32(PG_DATA_SIZE);
+    pb16(4);
+    pb32(1);
+    CHECK(send_p(f, CP_CMD_WRITE) == CP_PERR_OUT_OF_RANGE);
+    pb_reset();
+    pb32(PG_IN);
+    pb16(4);
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_WRITE) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_WRITE, "abc", 3) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_WRITE, NULL, 0) == 0);
+
+    /* STOP settles and freezes time; START resumes */
+    CHECK(req(f, CP_CMD_STOP, NULL, 0) == 0);
+    uint64_t t = cp_server_ticks(&f->srv);
+    CHECK(cp_server_tick(&f->srv) == 0 && cp_server_ticks(&f->srv) == t);
+    CHECK(req(f, CP_CMD_STOP, NULL, 0) == 0);
+    CHECK(req(f, CP_CMD_STOP, "x", 1) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 2);
+    CHECK(cp_server_ticks(&f->srv) == t + 2);
+
+    /* RESET 0: time 0, initial data; RESET 1: unloaded */
+    uint32_t gen = cp_server_generation(&f->srv);
+    pb_reset();
+    pb8(0);
+    CHECK(send_p(f, CP_CMD_RESET) == 0);
+    CHECK(cp_server_generation(&f->srv) != gen);
+    CHECK(cp_server_ticks(&f->srv) == 0 && read_i32(f, PG_IN) == 100 && read_i32(f, PG_A) == 0);
+    CHECK(cp_server_state(&f->srv) == CP_SERVER_RUNNING);
+    pb_reset();
+    pb8(2);
+    CHECK(send_p(f, CP_CMD_RESET) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_RESET, NULL, 0) == CP_PERR_BAD_PAYLOAD);
+    pb_reset();
+    pb8(1);
+    CHECK(send_p(f, CP_CMD_RESET) == 0);
+    CHECK(cp_server_state(&f->srv) == CP_SERVER_EMPTY && cp_server_tick(&f->srv) == 0);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == 0 && tb_get32(R.p + 34) == 0 &&
+          tb_get32(R.p + 20) == 0);
+    pb_reset();
+    pb8(0);
+    CHECK(send_p(f, CP_CMD_RESET) == CP_PERR_BAD_STATE);
+    pb_reset();
+    pb8(1);
+    CHECK(send_p(f, CP_CMD_RESET) == 0);
+    free_fx(f);
+}
+
+static void test_stats(void)
+{
+    fx *f = new_fx(0);
+    CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
+    CHECK(R.len == 26 + 12 && g64(R.p) == 0 && g16(R.p + 24) == 0);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 10);
+    f->rt.late_ticks = 3;
+    f->rt.jitter_max_ns = 900;
+    f->rt.jitter_p99_ns = 800;
+    f->rt.jitter_p50_ns = 400;
+    /* a dropped frame and a frame that is not a request both count as bad */
+    static const uint8_t junk[] = {0x05, 1, 2, 3, 4, 0};
+    cp_server_feed(&f->srv, junk, sizeof(junk));
+    uint8_t wire[64];
+    size_t w = fx_frame(wire, sizeof(wire), 1, CP_FLAG_RESPONSE, 99, CP_CMD_START, NULL, 0);
+    cp_server_feed(&f->srv, wire, w);
+    CHECK(f->wire_len == 0); /* never answered */
+    CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
+    CHECK(R.len == 26 + 2 * 40 + 12);
+    CHECK(g64(R.p) == 10 && tb_get32(R.p + 8) == 2 && tb_get32(R.p + 12) == 3 &&
+          tb_get32(R.p + 16) == 900 && tb_get32(R.p + 20) == 800 && g16(R.p + 24) == 2);
+    const uint8_t *t0 = R.p + 26, *t1 = R.p + 66, *tail = R.p + 106;
+    CHECK(g64(t0) == 10 && g64(t0 + 8) == 0 && g64(t0 + 16) == 0);
+    CHECK(g64(t0 + 24) > 0 && g64(t0 + 32) >= g64(t0 + 24)); /* fake clock: 1 us per read */
+    CHECK(g64(t1) == 5); /* task 1: 2 ms period, 1 ms offset: t = 1, 3, 5, 7, 9 */
+    CHECK(tb_get32(tail) == 400 && tb_get32(tail + 4) == 0 && g16(tail + 8) == 0 &&
+          g16(tail + 10) == 2);
+    /* paging */
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_STATS) == 0 && g16(R.p + 24) == 1 && g64(R.p + 26) == 5);
+    CHECK(g16(R.p + 66 + 8) == 1 && g16(R.p + 66 + 10) == 2);
+    pb_reset();
+    pb16(7);
+    CHECK(send_p(f, CP_CMD_STATS) == 0 && g16(R.p + 24) == 0);
+    CHECK(req(f, CP_CMD_STATS, "abc", 3) == CP_PERR_BAD_PAYLOAD);
+    free_fx(f);
+}
+
+static void test_stream(void)
+{
+    fx *f = new_fx(0);
+    pb_reset();
+    pb16(1);
+    pb32(PG_A);
+    pb16(8);
+    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_BAD_STATE);
+    CHECK(load_program(f, 0) == 0);
+    pb_reset();
+    pb16(1);
+    pb32(PG_A);
+    pb16(8);
+    CHECK(send_p(f, CP_CMD_STREAM) == 0);
+    nev = 0;
+    /* no events while stopped */
+    ticks(f, 3);
+    cp_server_flush(&f->srv);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(nev == 0);
+    /* every 2nd tick, starting with the first after the request */
+    pb_reset();
+    pb16(2);
+    pb32(PG_A);
+    pb16(8);
+    pb32(PG_OUT);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_STREAM) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 7);
+    CHECK(f->notify_output == 4);
+    CHECK(cp_server_flush(&f->srv) > 0);
+    collect(f, &responses);
+    CHECK(responses == 0 && nev == 4);
+    for (int i = 0; i < nev && i < 4; i++) {
+        CHECK(EV[i].flags == CP_FLAG_EVENT && EV[i].command == CP_CMD_STREAM);
+        CHECK(EV[i].seq == i && EV[i].len == 8 + 12);
+        uint64_t tick = g64(EV[i].p);
+        CHECK(tick == (uint64_t)(2 * i));
+        /* after tick k, a and b hold the counter published at k: k (task 0 every tick) */
+        CHECK(tb_get32(EV[i].p + 8) == tick && tb_get32(EV[i].p + 12) == tick);
+    }
+    CHECK(cp_server_flush(&f->srv) == 0);
+    /* events pending when a response is sent go out right after it */
+    nev = 0;
+    ticks(f, 2); /* t = 7, 8 */
+    CHECK(req(f, CP_CMD_LOAD_STATUS, NULL, 0) == 0);
+    CHECK(nev == 1 && EV[0].seq == 4 && g64(EV[0].p) == 8);
+    /* a full ring drops events (counted in STATS, the seq shows the gap) */
+    nev = 0;
+    ticks(f, 2 * 400);
+    CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
+    uint32_t dropped = tb_get32(R.p + 26 + 2 * 40 + 4);
+    CHECK(dropped > 0);
+    CHECK(nev > 0 && nev < 400 && nev + (int)dropped == 400);
+    /* the dropped events still took their seq numbers: a gap the host can see */
+    nev = 0;
+    ticks(f, 2);
+    cp_server_flush(&f->srv);
+    collect(f, &responses);
+    CHECK(nev == 1 && EV[0].seq == 405 && g64(EV[0].p) == 810);
+    /* STREAM n = 0 stops */
+    pb_reset();
+    pb16(0);
+    CHECK(send_p(f, CP_CMD_STREAM) == 0);
+    nev = 0;
+    ticks(f, 5);
+    CHECK(cp_server_flush(&f->srv) == 0);
+    /* errors */
+    CHECK(req(f, CP_CMD_STREAM, NULL, 0) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_STREAM, "\x01\x00\x01", 3) == CP_PERR_BAD_PAYLOAD);
+    pb_reset();
+    pb16(0);
+    pb32(0);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_BAD_PAYLOAD);
+    pb_reset();
+    pb16(1);
+    for (int i = 0; i < 17; i++) {
+        pb32(0);
+        pb16(4);
+    }
+    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_TOO_LARGE && err_detail() == 16);
+    pb_reset();
+    pb16(1);
+    pb32(PG_DATA_SIZE - 3);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_OUT_OF_RANGE);
+    pb_reset();
+    pb16(1);
+    for (int i = 0; i < 16; i++) {
+        pb32(0);
+        pb16(PG_DATA_SIZE);
+    }
+    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_TOO_LARGE && err_detail() == FX_MAXP - 8);
+    /* a new commit ends the subscription */
+    pb_reset();
+    pb16(1);
+    pb32(PG_A);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_STREAM) == 0);
+    CHECK(load_program(f, 1) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 3);
+    CHECK(cp_server_flush(&f->srv) == 0);
+    free_fx(f);
+}
+
+static void test_io(void)
+{
+    fx *f = new_fx(0);
+    pb_reset();
+    pb8(CP_IO_ADC);
+    pb16(0);
+    pbf64(2.5);
+    pb8(CP_IO_ENCODER);
+    pb16(1);
+    pbf64(-7.0);
+    CHECK(send_p(f, CP_CMD_IO_WRITE) == 0 && R.len == 0);
+    CHECK(f->io[CP_IO_ADC - 1][0] == 2.5 && f->io[CP_IO_ENCODER - 1][1] == -7.0);
+    pb_reset();
+    pb8(CP_IO_ADC);
+    pb16(0);
+    pb8(CP_IO_ENCODER);
+    pb16(1);
+    pb8(CP_IO_GPIO);
+    pb16(3);
+    CHECK(send_p(f, CP_CMD_IO_READ) == 0 && R.len == 24);
+    double v[3];
+    memcpy(v, R.p, 24);
+    CHECK(v[0] == 2.5 && v[1] == -7.0 && v[2] == 0.0);
+    /* the program samples ADC 0 into its f32 input slot at each release of task 0 */
+    CHECK(load_program(f, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 1);
+    int32_t bits = read_i32(f, PG_ADC);
+    float adc;
+    memcpy(&adc, &bits, 4);
+    CHECK(adc == 2.5f);
+    ticks(f, 1);
+    pb_reset();
+    pb8(CP_IO_PWM);
+    pb16(0);
+    CHECK(send_p(f, CP_CMD_IO_READ) == 0);
+    memcpy(v, R.p, 8);
+    CHECK(v[0] == 101.0);
+    /* errors */
+    CHECK(req(f, CP_CMD_IO_READ, "ab", 2) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req(f, CP_CMD_IO_WRITE, "abcdefghij", 10) == CP_PERR_BAD_PAYLOAD);
+    pb_reset();
+    pb8(CP_IO_GPIO);
+    pb16(0);
+    pb8(5);
+    pb16(0);
+    CHECK(send_p(f, CP_CMD_IO_READ) == CP_PERR_OUT_OF_RANGE && err_detail() == 1);
+    pb_reset();
+    pb8(CP_IO_ENCODER);
+    pb16(2); /* 2 encoders: 0 and 1 */
+    CHECK(send_p(f, CP_CMD_IO_READ) == CP_PERR_OUT_OF_RANGE);
+    pb_reset();
+    pb8(0);
+    pb16(0);
+    pbf64(1.0);
+    CHECK(send_p(f, CP_CMD_IO_WRITE) == CP_PERR_OUT_OF_RANGE);
+    pb_reset();
+    for (int i = 0; i < 200; i++) {
+        pb8(CP_IO_ADC);
+        pb16(0);
+    }
+    CHECK(send_p(f, CP_CMD_IO_READ) == CP_PERR_TOO_LARGE && err_detail() == FX_MAXP / 8);
+    f->io_write_fail = 1;
+    pb_reset();
+    pb8(CP_IO_GPIO);
+    pb16(0);
+    pbf64(1.0);
+    CHECK(send_p(f, CP_CMD_IO_WRITE) == CP_PERR_NOT_WRITABLE && err_detail() == 0);
+    free_fx(f);
+}
+
+static void test_get_ports(void)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, 0);
+    f->cfg.max_payload = 128; /* force paging */
+    CHECK(fx_start(f) == CP_OK);
+    pb_reset();
+    pb32(0);
+    CHECK(send_p(f, CP_CMD_GET_PORTS) == CP_PERR_BAD_STATE);
+    CHECK(load_program(f, 0) == 0);
+    tb_image img;
+    pg_build(&img, 0);
+    uint8_t block[1024];
+    uint32_t total = 0, got = 0;
+    do {
+        pb_reset();
+        pb32(got);
+        CHECK(send_p(f, CP_CMD_GET_PORTS) == 0);
+        total = tb_get32(R.p);
+        CHECK(R.len >= 4 && R.len - 4u <= 124u && total <= sizeof(block));
+        memcpy(block + got, R.p + 4, R.len - 4u);
+        got += R.len - 4u;
+    } while (got < total && R.len > 4);
+    CHECK(got == total && total == 8 + 16 * PG_PORTS + 31);
+    CHECK(tb_get32(block) == PG_PORTS && tb_get32(block + 4) == 31);
+    /* the ports and names exactly as in the image: find them there */
+    const uint8_t *ports = memmem(img.bytes, img.len, block + 8, 16 * PG_PORTS);
+    CHECK(ports != NULL);
+    CHECK(memcmp(block + 8 + 16 * PG_PORTS, "in\0out\0a\0b\0counter\0in2\0in3\0adc", 31) == 0);
+    pb_reset();
+    pb32(total);
+    CHECK(send_p(f, CP_CMD_GET_PORTS) == 0 && R.len == 4);
+    pb_reset();
+    pb32(total + 1);
+    CHECK(send_p(f, CP_CMD_GET_PORTS) == CP_PERR_OUT_OF_RANGE && err_detail() == total);
+    CHECK(req(f, CP_CMD_GET_PORTS, NULL, 0) == CP_PERR_BAD_PAYLOAD);
+    /* a port table larger than the runner keeps */
+    fx_close(f);
+    fx_config(f, 0);
+    f->cfg.ports_capacity = 100;
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == CP_PERR_TOO_LARGE && err_detail() == 100);
+    CHECK(cp_server_state(&f->srv) == CP_SERVER_EMPTY);
+    free_fx(f);
+}
+
+static void test_errors_and_replay(void)
+{
+    fx *f = new_fx(0);
+    /* unknown command */
+    CHECK(req(f, 99, NULL, 0) == CP_PERR_BAD_COMMAND && err_detail() == 99);
+    CHECK(req(f, 0, NULL, 0) == CP_PERR_BAD_COMMAND);
+    /* another protocol version: answered (in version 1) with VERSION */
+    uint8_t wire[256];
+    size_t w = fx_frame(wire, sizeof(wire), 2, 0, 500, CP_CMD_HELLO, "\x02\x00", 2);
+    cp_server_feed(&f->srv, wire, w);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(responses == 1 && (R.flags & CP_FLAG_ERROR) && R.p[0] == CP_PERR_VERSION &&
+          R.seq == 500 && err_detail() == 1);
+
+    /* replay: the same side-effect request (same seq, same bytes) is not executed twice */
+    pb_reset();
+    pb8(CP_IO_GPIO);
+    pb16(1);
+    pbf64(1.0);
+    int before = f->io_writes;
+    CHECK(req_seq(f, 700, CP_CMD_IO_WRITE, P.b, P.n) == 0);
+    CHECK(req_seq(f, 700, CP_CMD_IO_WRITE, P.b, P.n) == 0);
+    CHECK(f->io_writes == before + 1 && f->srv.replays == 1);
+    /* same seq, other content: a new request */
+    pb_reset();
+    pb8(CP_IO_GPIO);
+    pb16(1);
+    pbf64(0.0);
+    CHECK(req_seq(f, 700, CP_CMD_IO_WRITE, P.b, P.n) == 0);
+    CHECK(f->io_writes == before + 2);
+    /* a replayed error is the same error */
+    tb_image img;
+    pg_build(&img, 0);
+    pb_reset();
+    pb32((uint32_t)img.len);
+    pb32(image_crc(&img));
+    CHECK(req_seq(f, 701, CP_CMD_LOAD_BEGIN, P.b, P.n) == 0);
+    pb_reset();
+    pb32(0);
+    pbbytes(img.bytes, 300);
+    CHECK(req_seq(f, 702, CP_CMD_LOAD_CHUNK, P.b, P.n) == 0 && tb_get32(R.p) == 300);
+    /* the response was lost: the host retries the LOAD_BEGIN-like non-idempotent sequence */
+    pb_reset();
+    pb32((uint32_t)img.len);
+    pb32(image_crc(&img));
+    CHECK(req_seq(f, 703, CP_CMD_LOAD_BEGIN, P.b, P.n) == 0);
+    CHECK(req_seq(f, 703, CP_CMD_LOAD_BEGIN, P.b, P.n) == 0);
+    pb_reset();
+    pb32(0);
+    pbbytes(img.bytes, 300);
+    CHECK(req_seq(f, 704, CP_CMD_LOAD_CHUNK, P.b, P.n) == 0);
+    /* LOAD_BEGIN replayed after chunk 704 would reset the upload; only the last is cached */
+    pb_reset();
+    pb32(300);
+    pbbytes(img.bytes + 300, img.len - 300);
+    CHECK(req_seq(f, 705, CP_CMD_LOAD_CHUNK, P.b, P.n) == 0 && tb_get32(R.p) == img.len);
+    CHECK(req_seq(f, 705, CP_CMD_LOAD_CHUNK, P.b, P.n) == 0 && tb_get32(R.p) == img.len);
+    CHECK(req_seq(f, 706, CP_CMD_LOAD_COMMIT, NULL, 0) == 0);
+    uint32_t gen = cp_server_generation(&f->srv);
+    CHECK(req_seq(f, 706, CP_CMD_LOAD_COMMIT, NULL, 0) == 0); /* not a second commit */
+    CHECK(cp_server_generation(&f->srv) == gen && tb_get32(R.p) == image_crc(&img));
+    uint32_t replays = f->srv.replays;
+    CHECK(req_seq(f, 707, CP_CMD_START, "x", 1) == CP_PERR_BAD_PAYLOAD);
+    CHECK(req_seq(f, 707, CP_CMD_START, "x", 1) == CP_PERR_BAD_PAYLOAD);
+    CHECK(f->srv.replays == replays + 1);
+    /* read-only requests are executed again (fresh data), HELLO ends the replay window */
+    CHECK(req_seq(f, 708, CP_CMD_START, NULL, 0) == 0);
+    pb_reset();
+    pb16(1);
+    CHECK(req_seq(f, 709, CP_CMD_HELLO, P.b, P.n) == 0);
+    ticks(f, 3);
+    CHECK(req_seq(f, 709, CP_CMD_HELLO, P.b, P.n) == 0 && g64(R.p + 38) == 3);
+    CHECK(req_seq(f, 708, CP_CMD_START, NULL, 0) == 0);
+    CHECK(f->srv.replays == replays + 1);
+    free_fx(f);
+}
+
+/* READ and WRITE from the protocol thread while a tick thread runs the program: the lock
+ * keeps each tick whole, so the two halves of one LET publication are always seen together. */
+typedef struct race {
+    fx *f;
+    int stop;
+    int ticks;
+} race;
+
+static void *tick_thread(void *arg)
+{
+    race *r = arg;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_RELAXED)) {
+        fx_lock(r->f);
+        if (cp_server_tick(&r->f->srv)) {
+            r->ticks++;
+        }
+        fx_unlock(r->f);
+    }
+    return NULL;
+}
+
+static void test_concurrent_access(void)
+{
+    fx *f = new_fx(0);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    pb_reset();
+    pb16(50);
+    pb32(PG_A);
+    pb16(8);
+    CHECK(send_p(f, CP_CMD_STREAM) == 0);
+    race r = {f, 0, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, tick_thread, &r);
+    int torn = 0, reads = 0, stale = 0;
+    nev = 0;
+    int32_t last = 0;
+    for (int i = 0; i < 3000; i++) {
+        pb_reset();
+        pb32(PG_A);
+        pb16(4);
+        pb32(PG_B);
+        pb16(4);
+        CHECK(send_p(f, CP_CMD_READ) == 0);
+        int32_t a = (int32_t)tb_get32(R.p), b = (int32_t)tb_get32(R.p + 4);
+        torn += a != b;
+        stale += a < last;
+        last = a;
+        reads++;
+        if (i % 3 == 0) {
+            CHECK(write_i32(f, PG_IN, i) == 0);
+        }
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELAXED);
+    pthread_join(th, NULL);
+    cp_server_flush(&f->srv);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(torn == 0 && stale == 0 && reads == 3000);
+    CHECK(r.ticks > 0);
+    CHECK(f->locked == 0);
+    for (int i = 0; i < nev; i++) {
+        CHECK(tb_get32(EV[i].p + 8) == tb_get32(EV[i].p + 12));
+    }
+    /* the last write reached the program through a release */
+    fx_lock(f);
+    cp_server_tick(&f->srv);
+    cp_server_tick(&f->srv);
+    fx_unlock(f);
+    CHECK(read_i32(f, PG_OUT) == 2997 + 1);
+    if (getenv("VERBOSE")) {
+        printf("concurrent: %d ticks during %d reads, %d events\n", r.ticks, reads, nev);
+    }
+    free_fx(f);
+}
+
+static void test_jitter_hist(void)
+{
+    static cp_jitter_hist h;
+    cp_jitter_clear(&h);
+    CHECK(cp_jitter_percentile(&h, 500) == 0);
+    for (uint32_t i = 1; i <= 1000; i++) {
+        cp_jitter_record(&h, i * 1000u); /* 1 us .. 1 ms */
+    }
+    CHECK(h.count == 1000 && h.max_ns == 1000000);
+    uint32_t p50 = cp_jitter_percentile(&h, 500);
+    uint32_t p99 = cp_jitter_percentile(&h, 990);
+    CHECK(p50 >= 500000 && p50 <= 510000);
+    CHECK(p99 >= 990000 && p99 <= 1000000);
+    CHECK(cp_jitter_percentile(&h, 1000) == 1000000);
+    cp_jitter_record(&h, 50000000000ull);
+    CHECK(h.max_ns == UINT32_MAX);
+    cp_jitter_clear(&h);
+    cp_jitter_record(&h, 250);
+    CHECK(cp_jitter_percentile(&h, 990) == 250);
+}
+
+int main(void)
+{
+    test_init_errors();
+    test_hello();
+    test_upload();
+    test_bad_commit_keeps_program(0);
+    test_bad_commit_keeps_program(1);
+    test_min_tick();
+    test_run_read_write();
+    test_stats();
+    test_stream();
+    test_io();
+    test_get_ports();
+    test_errors_and_replay();
+    test_concurrent_access();
+    test_jitter_hist();
+    printf("test_server: %d checks, %d failed\n", checks, failures);
+    return failures == 0 ? 0 : 1;
+}

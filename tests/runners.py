@@ -1,0 +1,76 @@
+"""Starting real runners for tests: the host runner on a pty, the Cortex-M7 firmware in qemu."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build(target: str, directory: str = "runner") -> None:
+    assert shutil.which("make") and shutil.which("cc"), "runners need make and a C compiler"
+    proc = subprocess.run(["make", "-C", str(ROOT / directory), target], capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
+@contextmanager
+def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """(pty path, process) of a host runner; its stderr must stay free of sanitizer reports."""
+    build("host-asan" if asan else "host")
+    exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
+    proc = subprocess.Popen([str(exe), "--pty", "--no-rt", *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    assert line[:1] == ["PTY"], f"runner did not start: {line} {proc.stderr.read() if proc.stderr else ''}"
+    try:
+        yield line[1], proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def qemu_m7_runner() -> Iterator[str]:
+    """socket:// URL of the Cortex-M7 runner firmware in qemu mps2-an500."""
+    assert shutil.which("qemu-system-arm"), ("the firmware test needs qemu: apt-get install "
+                                             "qemu-system-arm")
+    assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross compiler: "
+                                               "apt-get install gcc-arm-none-eabi "
+                                               "libnewlib-arm-none-eabi")
+    build("all", "runner/baremetal")
+    port = free_port()
+    elf = ROOT / "runner" / "baremetal" / "build" / "runner-cortex-m7.elf"
+    proc = subprocess.Popen(["qemu-system-arm", "-M", "mps2-an500", "-cpu", "cortex-m7",
+                             "-display", "none", "-monitor", "none", "-serial",
+                             f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
+                             "-kernel", str(elf)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            except OSError:
+                time.sleep(0.05)
+                continue
+            break
+        # the probe connection above was the one qemu waited for; it restarts listening
+        time.sleep(0.2)
+        yield f"socket://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)

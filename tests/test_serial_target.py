@@ -1,0 +1,275 @@
+"""SerialTarget end to end: the host runner on a pty and the Cortex-M7 firmware in qemu."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import threading
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+from copapy.serial import protocol as p
+from copapy.serial_target import SerialTarget, SerialTargetError
+
+from .runners import host_runner, qemu_m7_runner
+
+
+def control_program() -> dict[str, Any]:
+    """A 2 kHz controller and a 1 kHz plant coupled through simulated I/O channels."""
+    setpoint = cp.value(0.0, name="setpoint")
+    sensed = cp.value(0.0, name="sensed")
+    drive_in = cp.value(0.0, name="drive_in")
+    error = setpoint - sensed
+    drive = cp.clamp(0.8 * error + 4.0 * cp.integrate(error), -5.0, 5.0)
+    position = cp.feedback(lambda pos: pos + (drive_in - pos) * (cp.dt * 20.0), init=0.0)
+    ticks = cp.feedback(lambda n: n + 1, init=0)
+    tasks = [cp.Task(drive, ticks, period=0.5e-3, priority=0, name="controller"),
+             cp.Task(position, period=1e-3, priority=1, name="plant")]
+    bindings = [(sensed, cp.io.Encoder(0)), (drive, cp.io.PWM(0)), (drive_in, cp.io.PWM(0)),
+                (position, cp.io.Encoder(0))]
+    return {"tasks": tasks, "bindings": bindings, "setpoint": setpoint, "position": position,
+            "drive": drive, "ticks": ticks}
+
+
+def deploy(tg: Any, prog: dict[str, Any]) -> None:
+    for value, channel in prog["bindings"]:
+        tg.bind(value, channel)
+    tg.deploy(*prog["tasks"])
+
+
+def run_and_compare(url: str, arch: str, seconds: float) -> None:
+    prog = control_program()
+    with SerialTarget(url, timeout=2.0) as tg:
+        assert tg.info().arch == arch
+        deploy(tg, prog)
+        tg.write(prog["setpoint"], 1.5)
+        tg.start()
+        time.sleep(seconds)
+        running = tg.read(prog["ticks"])
+        time.sleep(0.05)
+        assert tg.read(prog["ticks"]) > running  # it runs while we read
+        tg.stop()
+        ticks = tg.runner_stats().ticks
+        remote = {k: tg.read(prog[k]) for k in ("position", "drive", "ticks")}
+        stats = tg.stats()
+    assert ticks > 50 and stats[0].runs >= ticks - 1 and stats[0].skipped == 0
+    # the same program in simulated time, the same number of ticks: LET makes them equal
+    sim = cp.LocalTarget(arch, tick=0.5e-3)
+    deploy(sim, control_program_like(prog))
+    sim.write(prog["setpoint"], 1.5)
+    sim.step(ticks * 0.5e-3)
+    local = {k: sim.read(prog[k]) for k in ("position", "drive", "ticks")}
+    assert remote == local
+
+
+def control_program_like(prog: dict[str, Any]) -> dict[str, Any]:
+    return prog  # the same graph objects: identical image
+
+
+def test_host_runner_end_to_end() -> None:
+    with host_runner() as (pty, _proc):
+        run_and_compare(pty, "x86_64", 0.3)
+
+
+def test_qemu_cortex_m7_firmware_end_to_end() -> None:
+    with qemu_m7_runner() as url:
+        run_and_compare(url, "cortex-m7", 0.5)
+
+
+def test_write_while_running_and_stream() -> None:
+    x = cp.value(2.0)
+    y = x * 3.0
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(y, counter, period=1e-3))
+        tg.start()
+        trace = tg.trace(counter, y, decimation=5)
+        time.sleep(0.1)
+        tg.write(x, 5.0)
+        time.sleep(0.1)
+        assert tg.read(y) == 15.0
+        tg.stop()
+        values = trace[counter]
+        assert len(values) > 5 and all(b - a == 5 for a, b in zip(values, values[1:]))
+        assert 6.0 in set(trace[y].tolist()) and 15.0 in set(trace[y].tolist())
+        assert trace.time[1] - trace.time[0] == pytest.approx(5e-3)
+
+
+def test_reconnect_keeps_the_program_running() -> None:
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    task = cp.Task(counter, period=1e-3)
+    with host_runner() as (pty, _proc):
+        with SerialTarget(pty) as tg:
+            tg.deploy(task)
+            tg.start()
+            time.sleep(0.05)
+        time.sleep(0.05)
+        with SerialTarget(pty) as again:
+            assert again.info().state == "running"
+            again.attach(task)  # re-attach: no upload, no stop
+            first = again.read(counter)
+            again.deploy(task)  # the same program: re-attaches too
+            time.sleep(0.02)
+            assert again.read(counter) > first > 50
+
+
+def test_corrupted_upload_is_rejected_and_old_program_keeps_running() -> None:
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    other = cp.feedback(lambda n: n + 2, init=0)
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(counter, period=1e-3))
+        tg.start()
+        image = bytearray(tg._compile([cp.Task(other, period=1e-3)]).image)
+        crc = p.image_crc(bytes(image))
+        image[100] ^= 0x40  # corrupted in transit, announced with the right CRC
+        tg._link.request(p.LOAD_BEGIN, struct.pack("<II", len(image), crc))
+        half = len(image) // 2
+        tg._link.request(p.LOAD_CHUNK, struct.pack("<I", 0) + bytes(image[:half]))
+        tg._link.request(p.LOAD_CHUNK, struct.pack("<I", half) + bytes(image[half:]))
+        with pytest.raises(p.ProtocolError, match="IMAGE_INVALID"):
+            tg._link.request(p.LOAD_COMMIT)
+        before = tg.read(counter)
+        time.sleep(0.02)
+        assert tg.read(counter) > before  # still running the old program
+        assert tg.info().state == "running"
+
+
+def test_disconnect_mid_upload_then_reconnect() -> None:
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    bigger = cp.value(__import__("numpy").zeros(300, "float32"), packed=False)
+    big_task = cp.Task(bigger.sum() + counter * 0 + 1.0, period=1e-3)
+    with host_runner() as (pty, _proc):
+        with SerialTarget(pty) as tg:
+            tg.deploy(cp.Task(counter, period=1e-3))
+            tg.start()
+            image = tg._compile([big_task]).image
+            tg._link.request(p.LOAD_BEGIN, struct.pack("<II", len(image), p.image_crc(image)))
+            tg._link.request(p.LOAD_CHUNK, struct.pack("<I", 0) + image[:600])
+        # the host side went away in the middle of the upload
+        with SerialTarget(pty) as tg:
+            total, received = struct.unpack("<II", tg._link.request(p.LOAD_STATUS))
+            assert (total, received) == (len(image), 600)
+            assert tg.info().state == "running"
+            tg.deploy(big_task)  # starts over and completes
+            assert tg.info().image_crc == p.image_crc(image)
+
+
+def test_errors_name_the_problem() -> None:
+    with pytest.raises(SerialTargetError, match="cannot open"):
+        SerialTarget("/dev/does-not-exist")
+    with host_runner(False, "--max-image", "2000") as (pty, _proc):
+        with pytest.raises(SerialTargetError, match="x86_64 code, not aarch64"):
+            SerialTarget(pty, arch="aarch64")
+        with SerialTarget(pty) as tg:
+            big = cp.value(__import__("numpy").zeros(200, "float32"), packed=False)
+            with pytest.raises(SerialTargetError, match="accepts at most 2000"):
+                tg.deploy(cp.Task(big.sum(), period=1e-3))
+    with silent_server() as url, pytest.raises(SerialTargetError, match="no answer"):
+        SerialTarget(url, timeout=0.2)
+    with fake_runner(version=2) as url, pytest.raises(SerialTargetError, match="protocol v2"):
+        SerialTarget(url, timeout=0.5)
+
+
+class _Server:
+    def __init__(self, handler: Any) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.url = f"socket://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.thread = threading.Thread(target=self.serve, args=(handler,), daemon=True)
+        self.thread.start()
+
+    def serve(self, handler: Any) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        reader = p.FrameReader()
+        with conn:
+            while True:
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for frame in reader.feed(data):
+                    reply = handler(frame)
+                    if reply is not None:
+                        conn.sendall(reply)
+
+
+class _ContextServer:
+    def __init__(self, handler: Any) -> None:
+        self.server = _Server(handler)
+
+    def __enter__(self) -> str:
+        return self.server.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.sock.close()
+
+
+def silent_server() -> _ContextServer:
+    return _ContextServer(lambda frame: None)
+
+
+def fake_runner(version: int) -> _ContextServer:
+    def hello(frame: p.Frame) -> bytes:
+        payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                     0) + b"fake"
+        return p.encode_frame(frame.seq, frame.command, payload, p.FLAG_RESPONSE)
+
+    return _ContextServer(hello)
+
+
+frames = st.one_of(
+    st.binary(min_size=0, max_size=300),  # noise
+    st.builds(lambda seq, cmd, payload: p.encode_frame(seq, cmd, payload),
+              st.integers(0, 0xFFFF), st.integers(0, 40), st.binary(max_size=200)),  # bad payloads
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(frames, st.sampled_from(["whole", "truncate", "flip", "replay"]),
+                          st.integers(0, 10**6)), min_size=1, max_size=20))
+def test_protocol_fuzz_keeps_the_program_running(asan_runner: Any,
+                                                 batch: list[tuple[bytes, str, int]]) -> None:
+    pty, proc, tg, counter = asan_runner
+    fd = os.open(pty, os.O_RDWR | os.O_NOCTTY)
+    try:
+        for data, how, r in batch:
+            if how == "truncate" and data:
+                data = data[: r % len(data)]
+            elif how == "flip" and data:
+                pos = r % len(data)
+                data = data[:pos] + bytes([data[pos] ^ (1 << (r % 8))]) + data[pos + 1:]
+            elif how == "replay":
+                data = data + data
+            os.write(fd, data + b"\0")
+    finally:
+        os.close(fd)
+    time.sleep(0.01)
+    assert proc.poll() is None, "the runner died"
+    before = tg.read(counter)
+    time.sleep(0.01)
+    assert tg.read(counter) > before  # the program is unaffected and the link still works
+
+
+@pytest.fixture(scope="module")
+def asan_runner() -> Any:
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    with host_runner(True) as (pty, proc), SerialTarget(pty, timeout=2.0) as tg:
+        tg.deploy(cp.Task(counter, period=1e-3))
+        tg.start()
+        yield pty, proc, tg, counter
+        assert proc.poll() is None
+        proc.kill()
+        stderr = proc.stderr.read() if proc.stderr else ""
+        assert "ERROR: AddressSanitizer" not in stderr and "runtime error" not in stderr, stderr
