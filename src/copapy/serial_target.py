@@ -56,7 +56,12 @@ class _Link:
     def _receive(self) -> None:
         while not self.closed:
             try:
-                data = self.port.read(4096)
+                # wait for one byte (up to the port timeout), then take what has arrived
+                data = self.port.read(1)
+                if data:
+                    waiting = self.port.in_waiting
+                    if waiting:
+                        data += self.port.read(waiting)
             except Exception:  # device gone: requests time out with a message
                 time.sleep(0.05)
                 continue
@@ -150,7 +155,7 @@ class StreamTrace:
 class SerialTarget:
     """Deploy periodic tasks to a runner and interact with them while they run."""
 
-    CHUNK = 512
+    CHUNK = 4096  # capped by the runner's max_chunk (max_payload - 4)
 
     def __init__(self, port: str, baudrate: int = 115200, timeout: float = 1.0,
                  progress: bool | None = None, arch: str | None = None) -> None:
