@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from .dtypes import as_dtype
 from .graph import build
 from .graph.node import Node
+
+if TYPE_CHECKING:
+    from .arrays import Array
 from .value import Value, _node, _op
 
 
@@ -134,24 +137,28 @@ def _as_node(x: Any) -> Node:
 @overload
 def grad(y: Any, x: Value[Any]) -> Value[float]: ...
 @overload
+def grad(y: Any, x: Array) -> Array: ...
+@overload
 def grad(y: Any, x: Sequence[Value[Any]]) -> list[Value[float]]: ...
+@overload
+def grad(y: Any, x: Sequence[Value[Any] | Array]) -> list[Any]: ...
 def grad(y: Any, x: Any) -> Any:
     """Reverse-mode gradient of ``y`` with respect to ``x`` (a value) or to each of a list.
 
     Returns graph values that compile like any other. Non-differentiable points follow JAX's
     conventions (docs/semantics.md).
     """
-    from .arrays import Array
+    from .arrays import Array as ArrayType
     from .graph.grad import gradients
     from .value import wrap
 
-    if isinstance(y, Array):
+    if isinstance(y, ArrayType):
         raise TypeError("grad() needs a scalar output; reduce the array first (e.g. .sum())")
     y_value = wrap(y)
-    targets = [x] if isinstance(x, Value | Array) else list(x)
+    targets = [x] if isinstance(x, Value | ArrayType) else list(x)
     nodes: list[Node] = []
     for item in targets:
-        if isinstance(item, Array):
+        if isinstance(item, ArrayType):
             nodes.extend(item.nodes())
         elif isinstance(item, Value):
             nodes.append(item.node)
@@ -161,11 +168,12 @@ def grad(y: Any, x: Any) -> Any:
     grads = iter(gradients(y_value.node, nodes))
     out: list[Any] = []
     for item in targets:
-        if isinstance(item, Array):
+        if isinstance(item, ArrayType):
             if item.packed:
-                out.append(Array(item.shape, node=next(grads)))
+                out.append(ArrayType(item.shape, node=next(grads)))
             else:
-                out.append(Array(item.shape, items=[Value(next(grads)) for _ in range(item.size)]))
+                out.append(ArrayType(item.shape,
+                                     items=[Value(next(grads)) for _ in range(item.size)]))
         else:
             out.append(Value(next(grads)))
-    return out[0] if isinstance(x, Value | Array) else out
+    return out[0] if isinstance(x, Value | ArrayType) else out

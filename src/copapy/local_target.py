@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from . import dtypes as dt
 from .compiler import CompiledProgram, IoSpec, TaskSpec, compile_program, compile_tasks
@@ -20,6 +20,10 @@ from .value import Value
 
 if TYPE_CHECKING:
     import numpy as np
+    from numpy.typing import NDArray
+
+    from .arrays import Array
+    from .quaternion import Quaternion
 
 
 class _Program(Protocol):
@@ -124,7 +128,7 @@ class LocalTarget:
 
     # ---- on-request programs -------------------------------------------------------------
 
-    def compile(self, *values: Any) -> None:
+    def compile(self, *values: Value[Any] | Array | Quaternion) -> None:
         """Compile values, arrays or quaternions (and all they depend on) into one program."""
         if not values:
             raise TargetError("compile() needs at least one value to compute")
@@ -287,6 +291,10 @@ class LocalTarget:
             raise TargetError("nothing compiled yet: call tg.compile(values) or tg.deploy(tasks)")
         return self._compiled
 
+    @overload
+    def read(self, v: Value[Any]) -> float | int | bool: ...
+    @overload
+    def read(self, v: Array | Quaternion) -> NDArray[Any]: ...
     def read(self, v: Any) -> Any:
         """Current value of an input or a computed value (see ``_read``)."""
         if type(v) is Value:

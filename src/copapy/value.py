@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, TypeVar, overload
 
 from . import dtypes as dt
@@ -11,6 +10,8 @@ from .graph import build
 from .graph.node import Node, const, fresh_input
 
 if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
     from .arrays import Array
 
 Scalar = bool | int | float
@@ -280,8 +281,8 @@ def value(x: float, dtype: None = None, *, name: str | None = None) -> Value[flo
 @overload
 def value(x: Scalar, dtype: Any, *, name: str | None = None) -> Value[Any]: ...
 @overload
-def value(x: Sequence[Any], dtype: Any = None, *, name: str | None = None,
-          packed: bool | None = None) -> Array: ...
+def value(x: list[Any] | tuple[Any, ...] | NDArray[Any], dtype: Any = None, *,
+          name: str | None = None, packed: bool | None = None) -> Array: ...
 def value(x: Any, dtype: Any = None, *, name: str | None = None,
           packed: bool | None = None) -> Any:
     """An input of the computation: a leaf whose value can be written before each run.
