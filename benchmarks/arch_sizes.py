@@ -48,8 +48,19 @@ def term(n: int) -> tuple[cp.Value[float], float]:
     return result, expected
 
 
-def measure(arch: str, n: int, run: bool) -> dict[str, object]:
-    value, expected = term(n)
+def packed_term(n: int) -> tuple[cp.Value[float], float]:
+    """The same term with v1, v2 as packed input vectors (array stencils)."""
+    import numpy as np
+
+    v1 = cp.value(np.arange(n, dtype=np.float32), packed=True)
+    v2 = cp.value(np.full(n, 5.0, dtype=np.float32), packed=True)
+    result = sum(((v1 + i) @ v2 for i in range(10)), cp.constant(0.0))
+    expected = float(sum(sum((j + i) * 5.0 for j in range(n)) for i in range(10)))
+    return result, expected
+
+
+def measure(arch: str, n: int, run: bool, packed: bool = False) -> dict[str, object]:
+    value, expected = packed_term(n) if packed else term(n)
     t0 = time.perf_counter()
     info = compile_program([value.node], arch)
     compile_ms = (time.perf_counter() - t0) * 1e3
@@ -61,7 +72,7 @@ def measure(arch: str, n: int, run: bool) -> dict[str, object]:
         if got != expected:
             raise AssertionError(f"{arch}: the image computed {got!r}, expected {expected!r}")
     return {
-        "arch": arch,
+        "arch": arch + (" (packed)" if packed else ""),
         "table": len(load_table(arch).names()),
         "ops": info.op_count,
         "stencils": info.stencil_count,
@@ -102,7 +113,8 @@ def section(table: str, n: int, ran: bool) -> str:
     return (f"{SECTION}\n\n"
             f"The benchmark term `sum((v1 + i) @ v2 for i in range(10))`, v_size {n}, built from "
             f"scalar `cp.value`s (dot product as a Python loop over scalars, as in "
-            f"`benchmarks/bench_term.py`), compiled for every target. *table stencils*: "
+            f"`benchmarks/bench_term.py`), and *(packed)* with v1, v2 as packed input vectors "
+            f"(array stencils: a fused dot per i), compiled for every target. *table stencils*: "
             f"functions in the architecture's stencil table (`load_table(arch).names()`, "
             f"stencils plus helper functions such as the math kernels); *ops*: operations "
             f"after simplification; *stencils in program*: stencil instances in the chain "
@@ -133,7 +145,8 @@ def main() -> None:
     parser.add_argument("--no-run", action="store_true", help="compile only, do not execute")
     parser.add_argument("--size", type=int, default=V_SIZE)
     args = parser.parse_args()
-    rows = [measure(arch, args.size, not args.no_run) for arch in ARCHS]
+    rows = [measure(arch, args.size, not args.no_run, packed)
+            for packed in (False, True) for arch in ARCHS]
     table = markdown(rows)
     print(table)
     if args.write:
