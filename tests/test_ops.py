@@ -122,7 +122,7 @@ def test_operation_matches_reference(name: str, dtype: str, data: st.DataObject)
         with np.errstate(all="ignore"):
             wide = op.spec.reference(np, *(np.float64(np.asarray(a, t))
                                            for a, t in zip(args, operand_types, strict=True)))
-        numpy_ref = float(np.asarray(wide, dtype=out_dtype))
+            numpy_ref = float(np.asarray(wide, dtype=out_dtype))
         if name == "pow" and math.isinf(args[0]) and math.isnan(numpy_ref):  # type: ignore[arg-type]
             numpy_ref = math.pow(float(args[0]), float(args[1]))  # type: ignore[arg-type]  # C99 F.9.4.4
         assert ulp_distance(float(got), numpy_ref, out_dtype) <= ULP_BOUND[out_dtype], (

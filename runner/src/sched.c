@@ -327,8 +327,7 @@ static uint64_t gcd(uint64_t a, uint64_t b)
     return a;
 }
 
-/* The largest tick every period and offset is a multiple of (0 if no task is periodic). */
-static uint64_t largest_tick(const cp_program *prog)
+uint64_t cp_program_tick_ns(const cp_program *prog)
 {
     uint64_t g = 0;
     for (uint32_t i = 0; i < prog->task_count; i++) {
@@ -390,7 +389,7 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
                        "the program is not loaded (or has more than %u tasks)", CP_MAX_TASKS);
     }
     uint64_t tick_ns = cfg->tick_ns;
-    uint64_t fit = largest_tick(prog);
+    uint64_t fit = cp_program_tick_ns(prog);
     if (tick_ns == 0) {
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
                        fit != 0 ? "tick_ns is 0: the tick must be a positive number of "

@@ -433,29 +433,6 @@ static void cmd_load_status(cp_server *s, const uint8_t *p, uint32_t n)
     put_u32(s, s->up_active ? s->up_received : 0);
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-    while (b != 0) {
-        uint64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
-/* The largest tick every period and offset is a multiple of; 0 if nothing is periodic. */
-static uint64_t program_tick(const cp_program *prog)
-{
-    uint64_t g = 0;
-    for (uint32_t i = 0; i < prog->task_count; i++) {
-        if (prog->tasks[i].period_ns != 0) {
-            g = gcd64(g, prog->tasks[i].period_ns);
-            g = gcd64(g, prog->tasks[i].offset_ns);
-        }
-    }
-    return g;
-}
-
 static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
 {
     (void)p;
@@ -493,7 +470,7 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
         fail_msg(s, CP_PERR_IMAGE_INVALID, (uint8_t)st, e.detail, e.message);
         return;
     }
-    uint64_t tick = program_tick(prog);
+    uint64_t tick = cp_program_tick_ns(prog);
     if (tick == 0) {
         tick = CP_SERVER_IDLE_TICK_NS;
     }

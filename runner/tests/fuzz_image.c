@@ -8,21 +8,7 @@
 
 #include "internal.h"
 #include "test_image.h"
-
-static uint64_t rng_state;
-
-static uint64_t rng(void) /* xorshift64* */
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static uint32_t below(uint32_t n)
-{
-    return n == 0 ? 0 : (uint32_t)(rng() % n);
-}
+#include "rng.h"
 
 /* Values that sit on the boundaries the validator checks. */
 static uint32_t interesting(size_t len)

@@ -7,21 +7,7 @@
  * passes validation could hold any machine code).
  * Usage: fuzz_server [iterations] [seed] */
 #include "server_fixture.h"
-
-static uint64_t rng_state;
-
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static uint32_t below(uint32_t n)
-{
-    return n == 0 ? 0 : (uint32_t)(rng() % n);
-}
+#include "rng.h"
 
 static uint32_t interesting(void)
 {

@@ -6,28 +6,7 @@
 
 #include "internal.h"
 #include "test_image.h"
-
-static int checks, failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        checks++;                                                                    \
-        if (!(cond)) {                                                               \
-            failures++;                                                              \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STATUS(got, want)                                                          \
-    do {                                                                                 \
-        cp_status got_ = (got), want_ = (want);                                          \
-        checks++;                                                                        \
-        if (got_ != want_) {                                                             \
-            failures++;                                                                  \
-            fprintf(stderr, "%s:%d: %s gave %s, expected %s\n", __FILE__, __LINE__, #got, \
-                    cp_status_name(got_), cp_status_name(want_));                        \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 static int verbose;
 

@@ -9,28 +9,7 @@
 
 #include "internal.h"
 #include "test_image.h"
-
-static int checks, failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        checks++;                                                                    \
-        if (!(cond)) {                                                               \
-            failures++;                                                              \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_STATUS(got, want)                                                          \
-    do {                                                                                 \
-        cp_status got_ = (got), want_ = (want);                                          \
-        checks++;                                                                        \
-        if (got_ != want_) {                                                             \
-            failures++;                                                                  \
-            fprintf(stderr, "%s:%d: %s gave %s, expected %s\n", __FILE__, __LINE__, #got, \
-                    cp_status_name(got_), cp_status_name(want_));                        \
-        }                                                                                \
-    } while (0)
+#include "check.h"
 
 static int verbose;
 
@@ -1014,8 +993,6 @@ static void test_tables_at_load(void)
 
 enum { R_SHARED = 0, R_SCNT = 4, R_IN = 8, R_OUT = 12, R_CNT = 16, R_STRIDE = 32 };
 
-static uint64_t rng_state = 0x853c49e6748fea9bull;
-
 static uint32_t rnd(uint32_t n)
 {
     rng_state ^= rng_state >> 12;
@@ -1194,6 +1171,7 @@ static void test_random_against_model(void)
 
 int main(int argc, char **argv)
 {
+    rng_state = 0x853c49e6748fea9bull;
     verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
 #if defined(__x86_64__)
     test_let_visibility();

@@ -6,32 +6,12 @@
 
 #include <math.h>
 #include <unistd.h>
-
-static int checks, failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        checks++;                                                                    \
-        if (!(cond)) {                                                               \
-            failures++;                                                              \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 /* Every request must get exactly one response (same seq and command), whatever the split. */
 static fx_reply R;
 static fx_reply EV[256];
 static int nev;
-static uint64_t rng_state = 12345;
-
-static uint32_t below(uint32_t n)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return n == 0 ? 0 : (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) % n);
-}
-
 static void collect(fx *f, int *responses)
 {
     fx_reply *r = malloc(sizeof(*r));
@@ -1055,6 +1035,7 @@ static void test_jitter_hist(void)
 
 int main(void)
 {
+    rng_state = 12345;
     test_init_errors();
     test_hello();
     test_upload();

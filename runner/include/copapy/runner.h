@@ -221,6 +221,10 @@ typedef struct cp_sched {
     uint64_t trace_next;                  /* ring slot of the next row = trace_rows % capacity */
 } cp_sched;
 
+/* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
+ * the natural tick for running the program. */
+uint64_t cp_program_tick_ns(const cp_program *prog);
+
 /* Check the program's tasks against the tick and set up; time starts at 0. The caller sets
  * s->struct_size = sizeof(cp_sched) (and cfg->struct_size) first, as for cp_program. */
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
