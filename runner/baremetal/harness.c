@@ -59,19 +59,6 @@ static void *arena_alloc(void *ctx, size_t size, size_t align)
     return arena + off;
 }
 
-/* No MPU and no caches are enabled, so making code visible to instruction fetch needs only
- * the barriers (with the M7 caches on, this would also need D-cache clean and I-cache
- * invalidate by address). */
-static int arena_seal(void *ctx, void *base, size_t code_len, size_t size)
-{
-    (void)ctx;
-    (void)base;
-    (void)code_len;
-    (void)size;
-    __asm__ volatile("dsb\n\tisb" ::: "memory");
-    return 0;
-}
-
 static void arena_free(void *ctx, void *base, size_t size)
 {
     arena_state *a = ctx;
@@ -89,7 +76,7 @@ static const cp_platform platform = {
     .reserved = 0,
     .ctx = &arena_ctx,
     .region_alloc = arena_alloc,
-    .region_seal = arena_seal,
+    .region_seal = barrier_seal,
     .region_free = arena_free,
     .max_region_size = CP_ARENA_SIZE,
 };

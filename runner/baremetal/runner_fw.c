@@ -412,16 +412,6 @@ static void *no_alloc(void *ctx, size_t size, size_t align)
     return (void *)0;
 }
 
-static int fw_seal(void *ctx, void *base, size_t code_len, size_t size)
-{
-    (void)ctx;
-    (void)base;
-    (void)code_len;
-    (void)size;
-    __asm__ volatile("dsb\n\tisb" ::: "memory");
-    return 0;
-}
-
 static void no_free(void *ctx, void *base, size_t size)
 {
     (void)ctx;
@@ -436,7 +426,7 @@ static const cp_platform platform = {
     .reserved = 0,
     .ctx = (void *)0,
     .region_alloc = no_alloc,
-    .region_seal = fw_seal,
+    .region_seal = barrier_seal,
     .region_free = no_free,
     .max_region_size = CP_SLOT_SIZE,
 };

@@ -93,14 +93,23 @@ static cp_status changed_during_load(cp_error *err, int type)
                    "buffer unchanged during cp_program_load", type);
 }
 
-static cp_status fill_let_copies(const cp_image *img, cp_let_copy *out, cp_error *err)
+/* One section of records (LET copies or I/O bindings), grouped by task and direction. */
+typedef struct {
+    int section;
+    uint32_t (*group_of)(const cp_image *img, uint32_t index);
+    cp_status (*check)(const cp_image *img, uint32_t index, cp_error *err);
+    void (*put)(const cp_image *img, uint32_t index, void *out, uint32_t at);
+} record_kind;
+
+/* The stable counting sort described above, for either kind of record. */
+static cp_status fill_grouped(const cp_image *img, const record_kind *kind, void *out,
+                              cp_error *err)
 {
-    uint32_t count = img->sec[CP_SEC_LET_COPIES].count;
+    uint32_t count = img->sec[kind->section].count;
     uint32_t next[GROUPS], end[GROUPS]; /* insert position and end of each group */
     cp_fill((uint8_t *)end, 0, sizeof(end));
     for (uint32_t i = 0; i < count; i++) {
-        cp_let_copy c = cp_image_let_copy(img, i);
-        uint32_t g = copy_group(&c);
+        uint32_t g = kind->group_of(img, i);
         if (g < GROUPS) {
             end[g]++;
         }
@@ -112,52 +121,45 @@ static cp_status fill_let_copies(const cp_image *img, cp_let_copy *out, cp_error
         end[g] = at;
     }
     for (uint32_t i = 0; i < count; i++) {
-        cp_status st = cp_image_check_let_copy(img, i, err);
+        cp_status st = kind->check(img, i, err);
         if (st != CP_OK) {
             return st;
         }
-        cp_let_copy c = cp_image_let_copy(img, i);
-        uint32_t g = copy_group(&c);
+        uint32_t g = kind->group_of(img, i);
         if (g >= GROUPS || next[g] >= end[g] || next[g] >= count) {
-            return changed_during_load(err, CP_SEC_LET_COPIES);
+            return changed_during_load(err, kind->section);
         }
-        out[next[g]++] = c;
+        kind->put(img, i, out, next[g]++);
     }
     return CP_OK;
 }
 
-static cp_status fill_io_bindings(const cp_image *img, cp_io_binding *out, cp_error *err)
+static uint32_t let_copy_group(const cp_image *img, uint32_t index)
 {
-    uint32_t count = img->sec[CP_SEC_IO_BINDINGS].count;
-    uint32_t next[GROUPS], end[GROUPS]; /* insert position and end of each group */
-    cp_fill((uint8_t *)end, 0, sizeof(end));
-    for (uint32_t i = 0; i < count; i++) {
-        cp_io_binding b = cp_image_io_binding(img, i);
-        uint32_t g = binding_group(&b);
-        if (g < GROUPS) {
-            end[g]++;
-        }
-    }
-    uint32_t at = 0;
-    for (uint32_t g = 0; g < GROUPS; g++) {
-        next[g] = at;
-        at += end[g];
-        end[g] = at;
-    }
-    for (uint32_t i = 0; i < count; i++) {
-        cp_status st = cp_image_check_io_binding(img, i, err);
-        if (st != CP_OK) {
-            return st;
-        }
-        cp_io_binding b = cp_image_io_binding(img, i);
-        uint32_t g = binding_group(&b);
-        if (g >= GROUPS || next[g] >= end[g] || next[g] >= count) {
-            return changed_during_load(err, CP_SEC_IO_BINDINGS);
-        }
-        out[next[g]++] = b;
-    }
-    return CP_OK;
+    cp_let_copy c = cp_image_let_copy(img, index);
+    return copy_group(&c);
 }
+
+static void put_let_copy(const cp_image *img, uint32_t index, void *out, uint32_t at)
+{
+    ((cp_let_copy *)out)[at] = cp_image_let_copy(img, index);
+}
+
+static uint32_t io_binding_group(const cp_image *img, uint32_t index)
+{
+    cp_io_binding b = cp_image_io_binding(img, index);
+    return binding_group(&b);
+}
+
+static void put_io_binding(const cp_image *img, uint32_t index, void *out, uint32_t at)
+{
+    ((cp_io_binding *)out)[at] = cp_image_io_binding(img, index);
+}
+
+static const record_kind LET_COPIES = {CP_SEC_LET_COPIES, let_copy_group,
+                                       cp_image_check_let_copy, put_let_copy};
+static const record_kind IO_BINDINGS = {CP_SEC_IO_BINDINGS, io_binding_group,
+                                        cp_image_check_io_binding, put_io_binding};
 
 static uint64_t align_up(uint64_t n, uint64_t align)
 {
@@ -227,8 +229,8 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
     cp_io_binding *bindings = (cp_io_binding *)(void *)(base + bindings_offset);
     uint8_t *initial = base + initial_offset;
     fill_tasks(&img, base, tasks);
-    if ((st = fill_let_copies(&img, copies, err)) != CP_OK ||
-        (st = fill_io_bindings(&img, bindings, err)) != CP_OK) {
+    if ((st = fill_grouped(&img, &LET_COPIES, copies, err)) != CP_OK ||
+        (st = fill_grouped(&img, &IO_BINDINGS, bindings, err)) != CP_OK) {
         platform->region_free(platform->ctx, base, size);
         return st;
     }
