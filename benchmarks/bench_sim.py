@@ -47,7 +47,7 @@ def main() -> None:
         wall = statistics.median(walls)
         assert 0.9 < tg.read(outs[0]) < 1.1  # the loop is close to its setpoint
         timing = "measured" if measure else "off"
-        print(f"| {n} | {timing} | {seconds:.0f} | {wall:.4f} | {seconds / wall:,.0f}× | "
+        print(f"| {n} | {timing} | {seconds:.0f} | {wall:.4f} | {seconds / wall:,.0f}× | "  # noqa: RUF001
               f"{seconds / 1e-3 / wall:,.0f} |")
 
 

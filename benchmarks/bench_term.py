@@ -180,7 +180,7 @@ def compile_rate(nodes: int) -> float:
     return (time.perf_counter() - t0) / tg.program_info.op_count * 1e6
 
 
-def main() -> None:  # noqa: C901, PLR0915
+def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--plot", default="")
@@ -208,7 +208,7 @@ def main() -> None:  # noqa: C901, PLR0915
             assert jitted(a1, a2) == want
             row["jit_first"] = time.perf_counter() - t0
             assert float(sum((a1 + i) @ a2 for i in range(10))) == want
-            for name, fn in numbas.items():
+            for _name, fn in numbas.items():
                 fn(a1, a2)  # compile outside the timing
             row["scalar"] = median_call(tg_s.run, quick)
             row["packed"] = median_call(tg_p.run, quick)

@@ -56,7 +56,9 @@ def graphs(draw: st.DrawFn, ops: list[str], dtypes: tuple[str, ...] = ("float32"
         for _ in range(spec.arity):
             if draw(st.integers(0, 5)) == 0:
                 dtype = draw(st.sampled_from(dtypes))
-                operands.append(draw(scalar(dtype)) if dtype != "float64" else draw(scalar("float32")))
+                operands.append(
+                    draw(scalar(dtype)) if dtype != "float64" else draw(scalar("float32"))
+                )
             else:
                 operands.append(draw(st.sampled_from(pool)))
         try:
@@ -65,7 +67,7 @@ def graphs(draw: st.DrawFn, ops: list[str], dtypes: tuple[str, ...] = ("float32"
             continue
         pool.append(result)
     values = [p for p in pool if isinstance(p, cp.Value)]
-    outputs = [values[-1]] + draw(st.lists(st.sampled_from(values), max_size=3))
+    outputs = [values[-1], *draw(st.lists(st.sampled_from(values), max_size=3))]
     return Graph(inputs, outputs)
 
 

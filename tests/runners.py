@@ -29,7 +29,9 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
-    assert line[:1] == ["PTY"], f"runner did not start: {line} {proc.stderr.read() if proc.stderr else ''}"
+    assert line[:1] == ["PTY"], (
+        f"runner did not start: {line} {proc.stderr.read() if proc.stderr else ''}"
+    )
     try:
         yield line[1], proc
     finally:

@@ -44,7 +44,7 @@ def test_value_rejects_non_numbers() -> None:
 def test_truthiness_raises_with_hint() -> None:
     x = cp.value(1.0)
     with pytest.raises(TypeError, match=r"cp\.where"):
-        if x > 0:  # noqa: SIM108
+        if x > 0:
             pass
     with pytest.raises(TypeError, match=r"cp\.where"):
         bool(x)

@@ -9,10 +9,13 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-import measure_ulp as mu  # noqa: E402
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+)
+import measure_ulp as mu
 
 F32_BOUND = mu.BOUND_F32
 F64_BOUND = mu.BOUND_F64
@@ -74,9 +77,11 @@ EXPLICIT = [
     # (kernel, args, expected); expected compared bitwise (after rounding to the type)
     ("sin", (-0.0,), -0.0), ("sin", (0.0,), 0.0), ("sin", (INF,), NAN), ("sin", (NAN,), NAN),
     ("cos", (-0.0,), 1.0), ("cos", (-INF,), NAN), ("tan", (-0.0,), -0.0), ("tan", (INF,), NAN),
-    ("asin", (-0.0,), -0.0), ("asin", (2.0,), NAN), ("asin", (1.0,), PIO2), ("asin", (-1.0,), -PIO2),
+    ("asin", (-0.0,), -0.0), ("asin", (2.0,), NAN), ("asin", (1.0,), PIO2),
+    ("asin", (-1.0,), -PIO2),
     ("acos", (1.0,), 0.0), ("acos", (-1.0,), PI), ("acos", (1.5,), NAN), ("acos", (NAN,), NAN),
-    ("atan", (-0.0,), -0.0), ("atan", (INF,), PIO2), ("atan", (-INF,), -PIO2), ("atan", (NAN,), NAN),
+    ("atan", (-0.0,), -0.0), ("atan", (INF,), PIO2), ("atan", (-INF,), -PIO2),
+    ("atan", (NAN,), NAN),
     ("atan2", (0.0, 0.0), 0.0), ("atan2", (-0.0, 0.0), -0.0), ("atan2", (0.0, -0.0), PI),
     ("atan2", (-0.0, -0.0), -PI), ("atan2", (0.0, -1.0), PI), ("atan2", (-0.0, -1.0), -PI),
     ("atan2", (1.0, 0.0), PIO2), ("atan2", (-1.0, -0.0), -PIO2), ("atan2", (INF, INF), PIO4),
@@ -86,25 +91,41 @@ EXPLICIT = [
     ("exp", (1000.0,), INF), ("exp", (-1000.0,), 0.0), ("exp", (NAN,), NAN),
     ("log", (0.0,), -INF), ("log", (-0.0,), -INF), ("log", (-1.0,), NAN), ("log", (1.0,), 0.0),
     ("log", (INF,), INF), ("log", (-INF,), NAN), ("log", (NAN,), NAN),
-    ("pow", (NAN, 0.0), 1.0), ("pow", (NAN, -0.0), 1.0), ("pow", (1.0, NAN), 1.0), ("pow", (1.0, INF), 1.0),
-    ("pow", (-1.0, INF), 1.0), ("pow", (-1.0, -INF), 1.0), ("pow", (NAN, 1.0), NAN), ("pow", (2.0, NAN), NAN),
-    ("pow", (-0.0, -3.0), -INF), ("pow", (-0.0, -2.0), INF), ("pow", (0.0, -3.0), INF), ("pow", (-0.0, -0.5), INF),
-    ("pow", (-0.0, 3.0), -0.0), ("pow", (-0.0, 2.0), 0.0), ("pow", (-0.0, 0.5), 0.0), ("pow", (0.0, -INF), INF),
-    ("pow", (0.5, -INF), INF), ("pow", (2.0, -INF), 0.0), ("pow", (0.5, INF), 0.0), ("pow", (-2.0, INF), INF),
-    ("pow", (-INF, 3.0), -INF), ("pow", (-INF, 2.0), INF), ("pow", (-INF, -3.0), -0.0), ("pow", (-INF, -2.0), 0.0),
-    ("pow", (INF, -1.0), 0.0), ("pow", (INF, 0.5), INF), ("pow", (-8.0, 1.0 / 3.0), NAN), ("pow", (-2.0, 3.0), -8.0),
-    ("pow", (-2.0, 2.0), 4.0), ("pow", (2.0, 10.0), 1024.0), ("pow", (10.0, 400.0), INF), ("pow", (-10.0, 401.0), -INF),
+    ("pow", (NAN, 0.0), 1.0), ("pow", (NAN, -0.0), 1.0), ("pow", (1.0, NAN), 1.0),
+    ("pow", (1.0, INF), 1.0),
+    ("pow", (-1.0, INF), 1.0), ("pow", (-1.0, -INF), 1.0), ("pow", (NAN, 1.0), NAN),
+    ("pow", (2.0, NAN), NAN),
+    ("pow", (-0.0, -3.0), -INF), ("pow", (-0.0, -2.0), INF), ("pow", (0.0, -3.0), INF),
+    ("pow", (-0.0, -0.5), INF),
+    ("pow", (-0.0, 3.0), -0.0), ("pow", (-0.0, 2.0), 0.0), ("pow", (-0.0, 0.5), 0.0),
+    ("pow", (0.0, -INF), INF),
+    ("pow", (0.5, -INF), INF), ("pow", (2.0, -INF), 0.0), ("pow", (0.5, INF), 0.0),
+    ("pow", (-2.0, INF), INF),
+    ("pow", (-INF, 3.0), -INF), ("pow", (-INF, 2.0), INF), ("pow", (-INF, -3.0), -0.0),
+    ("pow", (-INF, -2.0), 0.0),
+    ("pow", (INF, -1.0), 0.0), ("pow", (INF, 0.5), INF), ("pow", (-8.0, 1.0 / 3.0), NAN),
+    ("pow", (-2.0, 3.0), -8.0),
+    ("pow", (-2.0, 2.0), 4.0), ("pow", (2.0, 10.0), 1024.0), ("pow", (10.0, 400.0), INF),
+    ("pow", (-10.0, 401.0), -INF),
     ("pow", (10.0, -400.0), 0.0), ("pow", (-10.0, -401.0), -0.0), ("pow", (4.0, 0.5), 2.0),
     ("tanh", (-0.0,), -0.0), ("tanh", (INF,), 1.0), ("tanh", (-INF,), -1.0), ("tanh", (NAN,), NAN),
-    ("sqrt", (-0.0,), -0.0), ("sqrt", (-1.0,), NAN), ("sqrt", (INF,), INF), ("sqrt", (-INF,), NAN), ("sqrt", (4.0,), 2.0),
-    ("floor", (-0.0,), -0.0), ("floor", (-0.5,), -1.0), ("floor", (0.5,), 0.0), ("floor", (-INF,), -INF),
+    ("sqrt", (-0.0,), -0.0), ("sqrt", (-1.0,), NAN), ("sqrt", (INF,), INF), ("sqrt", (-INF,), NAN),
+    ("sqrt", (4.0,), 2.0),
+    ("floor", (-0.0,), -0.0), ("floor", (-0.5,), -1.0), ("floor", (0.5,), 0.0),
+    ("floor", (-INF,), -INF),
     ("floor", (NAN,), NAN), ("floor", (-1.5,), -2.0),
-    ("ceil", (-0.5,), -0.0), ("ceil", (0.2,), 1.0), ("ceil", (-0.0,), -0.0), ("ceil", (INF,), INF), ("ceil", (1.5,), 2.0),
-    ("trunc", (-0.7,), -0.0), ("trunc", (2.9,), 2.0), ("trunc", (-2.9,), -2.0), ("trunc", (NAN,), NAN),
-    ("round", (0.5,), 0.0), ("round", (1.5,), 2.0), ("round", (2.5,), 2.0), ("round", (-0.5,), -0.0),
-    ("round", (-2.5,), -2.0), ("round", (-0.4,), -0.0), ("round", (3.5,), 4.0), ("round", (-INF,), -INF),
-    ("fmod", (5.5, 2.0), 1.5), ("fmod", (-5.5, 2.0), -1.5), ("fmod", (5.5, -2.0), 1.5), ("fmod", (-4.0, 2.0), -0.0),
-    ("fmod", (INF, 2.0), NAN), ("fmod", (1.0, 0.0), NAN), ("fmod", (1.0, INF), 1.0), ("fmod", (-0.0, 3.0), -0.0),
+    ("ceil", (-0.5,), -0.0), ("ceil", (0.2,), 1.0), ("ceil", (-0.0,), -0.0), ("ceil", (INF,), INF),
+    ("ceil", (1.5,), 2.0),
+    ("trunc", (-0.7,), -0.0), ("trunc", (2.9,), 2.0), ("trunc", (-2.9,), -2.0),
+    ("trunc", (NAN,), NAN),
+    ("round", (0.5,), 0.0), ("round", (1.5,), 2.0), ("round", (2.5,), 2.0),
+    ("round", (-0.5,), -0.0),
+    ("round", (-2.5,), -2.0), ("round", (-0.4,), -0.0), ("round", (3.5,), 4.0),
+    ("round", (-INF,), -INF),
+    ("fmod", (5.5, 2.0), 1.5), ("fmod", (-5.5, 2.0), -1.5), ("fmod", (5.5, -2.0), 1.5),
+    ("fmod", (-4.0, 2.0), -0.0),
+    ("fmod", (INF, 2.0), NAN), ("fmod", (1.0, 0.0), NAN), ("fmod", (1.0, INF), 1.0),
+    ("fmod", (-0.0, 3.0), -0.0),
     ("fmod", (NAN, 1.0), NAN), ("fmod", (1.0, NAN), NAN),
 ]
 
@@ -117,13 +138,17 @@ def test_explicit_special(name, args, expected, prec):
     y = f(kn, *[dt(a) for a in args])
     with np.errstate(all="ignore"):
         exp = np.asarray(expected, dtype=np.float64).astype(dt)
-    assert same(y, exp), "%s%r = %r (0x%x), expected %r" % (kn, args, float(y), bits(y), float(exp))
+    assert same(y, exp), (
+        f"{kn}{args!r} = {float(y)!r} (0x{bits(y):x}), expected {float(exp)!r}"
+    )
 
 
 def test_fmod_exact_and_subnormal():
     rng = np.random.default_rng(7)
     for dt in (np.float32, np.float64):
-        x = mu.sample_sym(rng, np.finfo(dt).tiny * np.finfo(dt).eps, np.finfo(dt).max, 50_000, dt, 0.0)
+        x = mu.sample_sym(
+            rng, np.finfo(dt).tiny * np.finfo(dt).eps, np.finfo(dt).max, 50_000, dt, 0.0
+        )
         y = mu.sample_sym(rng, np.finfo(dt).tiny * np.finfo(dt).eps, 1e-30, 50_000, dt, 0.0)
         got = mu.evaluate("fmodf" if dt == np.float32 else "fmod", x, y)
         with np.errstate(all="ignore"):
@@ -135,7 +160,9 @@ def test_fmod_exact_and_subnormal():
 # ---------------------------------------------------------------- software sqrt
 def test_soft_sqrt_bit_exact():
     rng = np.random.default_rng(3)
-    b = rng.integers(0, 0x7F800000, size=2_000_000, endpoint=True, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 0x7F800000, size=2_000_000, endpoint=True, dtype=np.uint64).astype(
+        np.uint32
+    )
     b[:64] = np.arange(64)  # subnormals
     x = b.view(np.float32)
     assert np.array_equal(mu.evaluate("sqrtf_soft", x).view(np.uint32), np.sqrt(x).view(np.uint32))
@@ -181,11 +208,17 @@ def test_prop_expf_logf_atanf_tanhf(x):
 @given(y=f32s, x=f32s)
 def test_prop_atan2f(y, x):
     y32, x32 = np.float32(y), np.float32(x)
-    assert _ulp_err32(f("atan2f", y32, x32), np.arctan2(np.float64(y32), np.float64(x32))) <= F32_BOUND
+    assert (
+        _ulp_err32(f("atan2f", y32, x32), np.arctan2(np.float64(y32), np.float64(x32)))
+        <= F32_BOUND
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(x=st.floats(min_value=2.0**-100, max_value=2.0**100, width=32), y=st.floats(min_value=-40, max_value=40, width=32))
+@given(
+    x=st.floats(min_value=2.0**-100, max_value=2.0**100, width=32),
+    y=st.floats(min_value=-40, max_value=40, width=32),
+)
 def test_prop_powf(x, y):
     x32, y32 = np.float32(x), np.float32(y)
     with np.errstate(all="ignore"):

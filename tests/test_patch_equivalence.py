@@ -7,7 +7,16 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from copapy import _runner
-from copapy.arch.patchkind import PAGE, PCREL, ROUND, SIGNED, THUMB32, PatchError, PatchKind, apply_patch
+from copapy.arch.patchkind import (
+    PAGE,
+    PCREL,
+    ROUND,
+    SIGNED,
+    THUMB32,
+    PatchError,
+    PatchKind,
+    apply_patch,
+)
 from copapy.arch.relocs import TABLES
 
 

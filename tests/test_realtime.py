@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,7 @@ def test_integrate(xs: list[float], method: str, init: float) -> None:
 def test_rate(xs: list[float]) -> None:
     x = cp.value(0.0)
     got = simulate(cp.rate(x), x, xs)
-    want = [F32(0.0)] + [F32(F32(F32(b) - F32(a)) / F32(1e-3)) for a, b in zip(xs, xs[1:])]
+    want = [F32(0.0)] + [F32(F32(F32(b) - F32(a)) / F32(1e-3)) for a, b in pairwise(xs)]
     assert got.tolist() == [float(w) for w in want]
 
 

@@ -7,6 +7,7 @@ import socket
 import struct
 import threading
 import time
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -96,7 +97,7 @@ def test_write_while_running_and_stream() -> None:
         assert tg.read(y) == 15.0
         tg.stop()
         values = trace[counter]
-        assert len(values) > 5 and all(b - a == 5 for a, b in zip(values, values[1:]))
+        assert len(values) > 5 and all(b - a == 5 for a, b in pairwise(values))
         assert 6.0 in set(trace[y].tolist()) and 15.0 in set(trace[y].tolist())
         assert trace.time[1] - trace.time[0] == pytest.approx(5e-3)
 

@@ -3,7 +3,8 @@
 Usage:
     python tools/build_stencils.py                 # every targets/*.toml
     python tools/build_stencils.py x86_64 aarch64  # some
-    python tools/build_stencils.py --check         # rebuild in a temp dir, compare with the committed tables
+    python tools/build_stencils.py --check         # rebuild in a temp dir, compare with the
+                                                   # committed tables
 
 Needs the build extra (``pip install -e '.[build]'``: ziglang's clang and pyelftools). Users never
 run this: the tables in src/copapy/_tables are committed, and ``--check`` (run by the test suite)
@@ -30,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from copapy.arch.patchkind import PCREL, THUMB32, PatchKind, read_word  # noqa: E402
+from copapy.arch.patchkind import PCREL, PatchKind, read_word  # noqa: E402
 from copapy.arch.relocs import IGNORED, TABLES, RelocSpec, implicit_addend  # noqa: E402
 
 TABLE_FORMAT = 1
@@ -64,7 +65,11 @@ EXTRA = [Path(p) for p in os.environ.get("CP_STENCIL_EXTRA", "").split(os.pathse
 
 def sources() -> list[Path]:
     extra = [c for d in EXTRA for c in sorted(d.glob("*.c"))]
-    return sorted((ROOT / "stencils").glob("*.c")) + sorted((ROOT / "stencils" / "math").glob("*.c")) + extra
+    return (
+        sorted((ROOT / "stencils").glob("*.c"))
+        + sorted((ROOT / "stencils" / "math").glob("*.c"))
+        + extra
+    )
 
 
 def load_target(name: str) -> dict[str, Any]:
@@ -142,7 +147,10 @@ class TableBuilder:
                         if sym.name.startswith("$d") and isinstance(sym["st_shndx"], int)}
             for sec in sections:
                 if sec.name.startswith((".data", ".bss")) and sec.data_size:
-                    raise BuildError(f"{path.name}: writable section {sec.name}: stencils must keep state in slots")
+                    raise BuildError(
+                        f"{path.name}: writable section {sec.name}: "
+                        "stencils must keep state in slots"
+                    )
             relocs_of: dict[int, Any] = {}
             for sec in sections:
                 if isinstance(sec, RelocationSection):
@@ -192,7 +200,9 @@ class TableBuilder:
             else:
                 word = read_word(func.code, offset, spec.parts[0].kind)
                 addend = implicit_addend(spec, word)
-            target_type, target_name, addend = self._target(func, sym, addend, sections, func_in_section)
+            target_type, target_name, addend = self._target(
+                func, sym, addend, sections, func_in_section
+            )
             if spec.literal:
                 func.align = max(func.align, 4)
             for part in spec.parts:
@@ -215,7 +225,8 @@ class TableBuilder:
         return True
 
     def _check_next(self, func: Function, spec: RelocSpec, offset: int) -> None:
-        """musttail must have produced jumps: a call to cp_next in a stencil would return into it."""
+        """musttail must have produced jumps: a call to cp_next in a stencil would return
+        into it."""
         if func.name == "cp_entry":
             return
         is_call = spec.name in ("R_ARM_CALL", "R_AARCH64_CALL26", "R_ARM_THM_CALL")
@@ -319,7 +330,9 @@ def build_table(name: str) -> bytes:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("targets", nargs="*")
     parser.add_argument("--check", action="store_true", help="compare with the committed tables")
     args = parser.parse_args()
@@ -336,7 +349,8 @@ def main() -> int:
         else:
             path.write_bytes(data)
             table = json.loads(zlib.decompress(data))
-            print(f"{name}: {len(table['functions'])} functions, {len(table['kinds'])} patch kinds, "
+            print(f"{name}: {len(table['functions'])} functions, "
+                  f"{len(table['kinds'])} patch kinds, "
                   f"{len(data)} bytes -> {path.relative_to(ROOT)}")
     return 1 if failed else 0
 

@@ -39,26 +39,35 @@ DOC = os.path.join(ROOT, "docs", "math.md")
 
 KERNEL_FLAGS = ["-O2", "-ffreestanding", "-fno-builtin", "-fno-math-errno", "-ffp-contract=off",
                 "-ffunction-sections", "-fdata-sections", "-std=c11", "-Wall", "-Wextra", "-Werror"]
-TARGET_COMMON = ["-O2", "-c", "-ffreestanding", "-fno-builtin", "-fno-math-errno", "-ffp-contract=off",
-                 "-fno-pic", "-ffunction-sections", "-fdata-sections", "-fno-stack-protector",
-                 "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", "-fomit-frame-pointer",
-                 "-std=c11", "-Wall", "-Wextra", "-Werror"]
+TARGET_COMMON = ["-O2", "-c", "-ffreestanding", "-fno-builtin", "-fno-math-errno",
+                 "-ffp-contract=off", "-fno-pic", "-ffunction-sections", "-fdata-sections",
+                 "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
+                 "-fomit-frame-pointer", "-std=c11", "-Wall", "-Wextra", "-Werror"]
 TARGETS = {
     "x86_64": ["--target=x86_64-none-elf", "-mno-red-zone", "-mcmodel=small"],
     "x86": ["--target=i386-none-elf", "-march=pentium4", "-mfpmath=sse"],
     "aarch64": ["--target=aarch64-none-elf", "-mcpu=cortex-a53"],
-    "armv6": ["--target=armv6-none-eabihf", "-mcpu=arm1176jzf-s", "-mfpu=vfpv2", "-mfloat-abi=hard", "-marm"],
-    "armv7a": ["--target=armv7a-none-eabihf", "-mcpu=cortex-a7", "-mfpu=neon-vfpv4", "-mfloat-abi=hard", "-marm"],
-    "cortex-m4": ["--target=thumbv7em-none-eabihf", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-mthumb"],
-    "cortex-m7": ["--target=thumbv7em-none-eabihf", "-mcpu=cortex-m7", "-mfpu=fpv5-d16", "-mfloat-abi=hard", "-mthumb"],
-    "cortex-m55": ["--target=thumbv8.1m.main-none-eabihf", "-mcpu=cortex-m55", "-mfloat-abi=hard", "-mthumb"],
-    "rv32": ["--target=riscv32-none-elf", "-march=rv32imafc", "-mabi=ilp32f", "-mcmodel=medlow", "-mno-relax"],
-    "rv64": ["--target=riscv64-none-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany", "-mno-relax"],
+    "armv6": ["--target=armv6-none-eabihf", "-mcpu=arm1176jzf-s", "-mfpu=vfpv2",
+              "-mfloat-abi=hard", "-marm"],
+    "armv7a": ["--target=armv7a-none-eabihf", "-mcpu=cortex-a7", "-mfpu=neon-vfpv4",
+               "-mfloat-abi=hard", "-marm"],
+    "cortex-m4": ["--target=thumbv7em-none-eabihf", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16",
+                  "-mfloat-abi=hard", "-mthumb"],
+    "cortex-m7": ["--target=thumbv7em-none-eabihf", "-mcpu=cortex-m7", "-mfpu=fpv5-d16",
+                  "-mfloat-abi=hard", "-mthumb"],
+    "cortex-m55": ["--target=thumbv8.1m.main-none-eabihf", "-mcpu=cortex-m55", "-mfloat-abi=hard",
+                   "-mthumb"],
+    "rv32": ["--target=riscv32-none-elf", "-march=rv32imafc", "-mabi=ilp32f", "-mcmodel=medlow",
+             "-mno-relax"],
+    "rv64": ["--target=riscv64-none-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany",
+             "-mno-relax"],
 }
 # targets whose float64 kernels may call the compiler's soft-double helpers
 SOFT_DOUBLE_TARGETS = {"cortex-m4", "rv32"}
-SOFT_HELPER_RE = re.compile(r"^(__aeabi_[a-z0-9]+|__(add|sub|mul|div|neg)[sd]f3|__(eq|ne|lt|le|gt|ge|un|cmp)[sd]f2"
-                            r"|__fix(uns)?[sd]f[sd]i|__float(un)?[sd]i[sd]f|__extendsfdf2|__truncdfsf2)$")
+SOFT_HELPER_RE = re.compile(r"^(__aeabi_[a-z0-9]+|__(add|sub|mul|div|neg)[sd]f3"
+                            r"|__(eq|ne|lt|le|gt|ge|un|cmp)[sd]f2"
+                            r"|__fix(uns)?[sd]f[sd]i|__float(un)?[sd]i[sd]f"
+                            r"|__extendsfdf2|__truncdfsf2)$")
 
 NAMES = ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log", "pow", "tanh",
          "sqrt", "floor", "ceil", "round", "trunc", "fmod"]
@@ -72,7 +81,7 @@ BOUND_F64 = 4.0
 # --------------------------------------------------------------------------- build
 def zig_resource_dir():
     try:
-        import ziglang  # noqa: F401
+        import ziglang
     except ImportError:
         return None
     import ziglang
@@ -86,7 +95,8 @@ def compiler_cmd():
         return [sys.executable, "-m", "ziglang", "clang", "-resource-dir=" + rd], "zig clang"
     for cc in ("clang", "gcc"):
         if shutil.which(cc):
-            print("note: ziglang not installed, falling back to %s for the host build" % cc, file=sys.stderr)
+            print(f"note: ziglang not installed, falling back to {cc} for the host build",
+                  file=sys.stderr)
             return [cc], cc
     raise RuntimeError("no C compiler found (pip install ziglang, or install clang/gcc)")
 
@@ -104,9 +114,9 @@ def build(verbose=False):
     if _LIB is not None:
         return _LIB
     cc, desc = compiler_cmd()
-    srcs = kernel_sources() + [HARNESS]
+    srcs = [*kernel_sources(), HARNESS]
     h = hashlib.sha1()
-    for s in srcs + [os.path.join(INC_DIR, "cp_math.h")]:
+    for s in [*srcs, os.path.join(INC_DIR, "cp_math.h")]:
         with open(s, "rb") as f:
             h.update(f.read())
     h.update(" ".join(cc).encode())
@@ -115,7 +125,8 @@ def build(verbose=False):
     if not os.path.exists(so):
         os.makedirs(outdir, exist_ok=True)
         objs = []
-        host = ["--target=x86_64-linux-gnu"] if desc == "zig clang" and os.uname().machine == "x86_64" else []
+        host = (["--target=x86_64-linux-gnu"]
+                if desc == "zig clang" and os.uname().machine == "x86_64" else [])
         for s in srcs:
             o = os.path.join(outdir, os.path.basename(s) + ".o")
             cmd = cc + host + KERNEL_FLAGS + ["-fPIC", "-I", INC_DIR, "-c", s, "-o", o]
@@ -125,7 +136,7 @@ def build(verbose=False):
             objs.append(o)
         linker = shutil.which("gcc") or shutil.which("cc")
         if linker:
-            lcmd = [linker, "-shared", "-o", so + ".tmp"] + objs + ["-lm"]
+            lcmd = [linker, "-shared", "-o", so + ".tmp", *objs, "-lm"]
         else:
             lcmd = cc + host + ["-shared", "-o", so + ".tmp"] + objs + ["-lm"]
         subprocess.run(lcmd, check=True)
@@ -181,7 +192,8 @@ def err_f32(y, ref):
         err = np.abs(y - ref) / ulp32(ref)
     same = (y == r32) | (np.isnan(y) & np.isnan(ref))
     inf_ref = np.isinf(r32)
-    err = np.where(inf_ref | np.isnan(ref) | np.isnan(y) | np.isinf(y), np.where(same, 0.0, np.inf), err)
+    err = np.where(inf_ref | np.isnan(ref) | np.isnan(y) | np.isinf(y),
+                   np.where(same, 0.0, np.inf), err)
     # results that differ from the nearest float32 but where ref overflowed in float32
     return np.where(same, np.minimum(err, 0.5), err)
 
@@ -370,25 +382,27 @@ def domains(prec):
         y[:m] = sample_sym(rng, 1e-3, 1e3, m, dt, 0.3)
         return (x, y)
 
-    tl = "|x|<=%g" % trig
+    tl = f"|x|<={trig:g}"
     return {
         "sin": (tl, s_trig), "cos": (tl, s_trig), "tan": (tl, s_trig),
         "sin_small": ("[0,100]", s_trig_small), "cos_small": ("[0,100]", s_trig_small),
         "tan_small": ("[0,100]", s_trig_small),
-        "sin_large": ("|x|>%g" % trig, s_trig_large), "cos_large": ("|x|>%g" % trig, s_trig_large),
-        "tan_large": ("|x|>%g" % trig, s_trig_large),
+        "sin_large": (f"|x|>{trig:g}", s_trig_large), "cos_large": (f"|x|>{trig:g}", s_trig_large),
+        "tan_large": (f"|x|>{trig:g}", s_trig_large),
         "asin": ("[-1,1]", s_unit), "acos": ("[-1,1]", s_unit), "atan": ("all", s_all),
-        "atan2": ("all pairs", s_atan2), "exp": ("[%g,%g]" % (exp_lo, exp_hi), s_exp),
+        "atan2": ("all pairs", s_atan2), "exp": (f"[{exp_lo:g},{exp_hi:g}]", s_exp),
         "log": ("(0,inf)", s_log), "pow": ("finite results", s_pow), "tanh": ("all", s_tanh),
         "sqrt": ("[0,inf]", s_sqrt), "floor": ("all", s_round), "ceil": ("all", s_round),
         "round": ("all", s_round), "trunc": ("all", s_round), "fmod": ("all pairs", s_fmod),
     }
 
 
-ROWS = ["sin", "cos", "tan", "sin_small", "cos_small", "tan_small", "sin_large", "cos_large", "tan_large", "asin", "acos", "atan", "atan2",
-        "exp", "log", "pow", "tanh", "sqrt", "floor", "ceil", "round", "trunc", "fmod"]
+ROWS = ["sin", "cos", "tan", "sin_small", "cos_small", "tan_small", "sin_large", "cos_large",
+        "tan_large", "asin", "acos", "atan", "atan2", "exp", "log", "pow", "tanh", "sqrt", "floor",
+        "ceil", "round", "trunc", "fmod"]
 EXHAUSTIVE_F32 = {"sqrt", "floor", "ceil", "round", "trunc"}
-EXHAUSTIVE_RANGE_F32 = {"sin_small": (0.0, 100.0), "cos_small": (0.0, 100.0), "tan_small": (0.0, 100.0)}
+EXHAUSTIVE_RANGE_F32 = {"sin_small": (0.0, 100.0), "cos_small": (0.0, 100.0),
+                        "tan_small": (0.0, 100.0)}
 
 
 def all_f32_chunks(chunk=1 << 24):
@@ -411,20 +425,23 @@ def measure_f32(row, n, rng, exhaustive=False):
             cnt += x.size
             if bad.any():
                 worst, arg = np.inf, (float(x[bad][0]),)
-        return dict(name=name + "f", domain=label + " (every float32)", points=cnt, max=worst, arg=arg)
+        return dict(name=name + "f", domain=label + " (every float32)", points=cnt, max=worst,
+                    arg=arg)
     if exhaustive and row in EXHAUSTIVE_RANGE_F32:
         lo, hi = EXHAUSTIVE_RANGE_F32[row]
         b0 = int(np.float32(lo).view(np.uint32))
         b1 = int(np.float32(hi).view(np.uint32))
         worst, arg, cnt = -1.0, None, 0
         for start in range(b0, b1 + 1, 1 << 24):
-            x = np.arange(start, min(start + (1 << 24), b1 + 1), dtype=np.uint64).astype(np.uint32).view(np.float32)
+            x = (np.arange(start, min(start + (1 << 24), b1 + 1), dtype=np.uint64)
+                 .astype(np.uint32).view(np.float32))
             err = err_f32(evaluate(name + "f", x), f32_ref(name, x))
             cnt += x.size
             i = int(np.argmax(err))
             if err[i] > worst:
                 worst, arg = float(err[i]), (float(x[i]),)
-        return dict(name=name + "f", domain=label + " (every float32)", points=cnt, max=worst, arg=arg)
+        return dict(name=name + "f", domain=label + " (every float32)", points=cnt, max=worst,
+                    arg=arg)
     args = sampler(rng, n)
     y = evaluate(name + "f", *args)
     ref = f32_ref(name, *args)
@@ -463,9 +480,9 @@ def _nan_ok(y, dtype):
     return int(np.asarray(y, dtype).view(it)) == canon
 
 
-SPECIAL_1 = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0, -2.0,
-             3.0, 1e-45, -1e-45, 1e-300, 1e30, -1e30, 1e300, 0.49999997, 100.0, -100.0, 710.0, -750.0,
-             89.0, -104.0, 1.0000001, 0.99999994, 1e-40, 7.0, -7.5]
+SPECIAL_1 = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0,
+             -2.0, 3.0, 1e-45, -1e-45, 1e-300, 1e30, -1e30, 1e300, 0.49999997, 100.0, -100.0, 710.0,
+             -750.0, 89.0, -104.0, 1.0000001, 0.99999994, 1e-40, 7.0, -7.5]
 
 
 def special_values(prec):
@@ -492,7 +509,8 @@ def special_values(prec):
             r = ref.astype(dt)
         for i in range(len(y)):
             yi, ri = y[i], r[i]
-            desc = "%s(%s) = %r, expected %r" % (kn, ", ".join(repr(float(x[i])) for x in args), float(yi), float(ri))
+            desc = (f"{kn}({', '.join(repr(float(x[i])) for x in args)}) = {float(yi)!r}, "
+                    f"expected {float(ri)!r}")
             if np.isnan(ri):
                 if not _nan_ok(yi, dt):
                     fails.append(desc + " (canonical NaN)")
@@ -501,7 +519,8 @@ def special_values(prec):
                 fails.append(desc)
                 continue
             ordinary = all(np.isfinite(x[i]) and x[i] != 0 for x in args)
-            if np.isinf(ri) or ri == 0 or name in EXACT or np.isinf(yi) or yi == 0 or not ordinary:
+            if (np.isinf(ri) or ri == 0 or name in EXACT or np.isinf(yi) or yi == 0
+                    or not ordinary):
                 if yi.view(it) != ri.view(it):
                     # allow correctly rounded-to-zero/overflow decisions only when exactly equal
                     fails.append(desc)
@@ -509,9 +528,10 @@ def special_values(prec):
             if prec == 32:
                 e = err_f32(np.array([yi]), np.array([ref[i]]))[0]
             else:
-                e = _mp_err_chunk((name, [np.array([x[i]]) for x in args], np.array([float(yi)])))[0]
+                e = _mp_err_chunk((name, [np.array([x[i]]) for x in args],
+                                   np.array([float(yi)])))[0]
             if e > bound:
-                fails.append(desc + " (%.2f ulp)" % e)
+                fails.append(desc + f" ({e:.2f} ulp)")
     return fails
 
 
@@ -560,7 +580,7 @@ def _tool(*names):
 def check_targets(verbose=True, targets=None):
     """Cross-compile every kernel file for every target with the stencil flags;
     per kernel (function section) list undefined symbols.  Returns (ok, report)."""
-    cc, desc = compiler_cmd()
+    cc, _desc = compiler_cmd()
     objdump = _tool("llvm-objdump-19", "llvm-objdump")
     nm = _tool("llvm-nm-19", "llvm-nm")
     if objdump is None or nm is None:
@@ -578,11 +598,13 @@ def check_targets(verbose=True, targets=None):
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 ok = False
-                lines.append("%s: COMPILE ERROR %s\n%s" % (tname, os.path.basename(src), r.stderr))
+                lines.append(f"{tname}: COMPILE ERROR {os.path.basename(src)}\n{r.stderr}")
                 continue
-            und = set(subprocess.run([nm, "-u", obj], capture_output=True, text=True).stdout.split()) - {"U"}
+            und = set(subprocess.run([nm, "-u", obj], capture_output=True,
+                                     text=True).stdout.split()) - {"U"}
             defined = set()
-            for ln in subprocess.run([nm, "--defined-only", obj], capture_output=True, text=True).stdout.splitlines():
+            for ln in subprocess.run([nm, "--defined-only", obj], capture_output=True,
+                                     text=True).stdout.splitlines():
                 parts = ln.split()
                 if len(parts) == 3 and parts[1] in "Tt":
                     defined.add(parts[2])
@@ -594,7 +616,8 @@ def check_targets(verbose=True, targets=None):
                     sec = m.group(1)
                     continue
                 parts = ln.split()
-                if sec and sec.startswith((".rel.text.", ".rela.text.", ".text.")) and len(parts) >= 3:
+                if (sec and sec.startswith((".rel.text.", ".rela.text.", ".text."))
+                        and len(parts) >= 3):
                     sym = re.split(r"[+-]0x", parts[2])[0]
                     fn = sec.split(".text.", 1)[1]
                     if sym.startswith("."):
@@ -613,13 +636,14 @@ def check_targets(verbose=True, targets=None):
                 if not is_f32 and tname in SOFT_DOUBLE_TARGETS and SOFT_HELPER_RE.match(s):
                     helpers.add(s)
                     continue
-                bad.append("%s -> %s" % (fn, s))
+                bad.append(f"{fn} -> {s}")
         status = "OK" if not bad else "FAIL"
         if bad:
             ok = False
-        lines.append("%-11s %-4s f32 kernels: no undefined symbols%s; f64 kernels: %s" % (
-            tname, status, "" if not any(b.split()[0].endswith("f") for b in bad) else " VIOLATED",
-            ("soft-float helpers only: " + " ".join(sorted(helpers))) if helpers else "none"))
+        f32_note = "" if not any(b.split()[0].endswith("f") for b in bad) else " VIOLATED"
+        f64_note = ("soft-float helpers only: " + " ".join(sorted(helpers))) if helpers else "none"
+        lines.append(f"{tname:<11} {status:<4} f32 kernels: no undefined symbols{f32_note}; "
+                     f"f64 kernels: {f64_note}")
         for b in bad:
             lines.append("      unexpected: " + b)
     shutil.rmtree(tmp, ignore_errors=True)
@@ -641,14 +665,30 @@ CROSS_C = r"""#include <stdio.h>
 static uint64_t s = 0x9E3779B97F4A7C15ull;
 static uint64_t rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; }
 typedef union { float f; uint32_t u; } U32; typedef union { double f; uint64_t u; } U64;
-static float rf(int i) { U32 v; uint64_t r = rnd(); if (i & 1) { v.u = (uint32_t)r; return v.f; } return (float)((int32_t)(uint32_t)r) * 1e-7f; }
-static double rd(int i) { U64 v; uint64_t r = rnd(); if (i & 1) { v.u = r; return v.f; } return (double)((int32_t)(uint32_t)r) * 1e-7; }
+static float rf(int i) {
+  U32 v; uint64_t r = rnd();
+  if (i & 1) { v.u = (uint32_t)r; return v.f; }
+  return (float)((int32_t)(uint32_t)r) * 1e-7f;
+}
+static double rd(int i) {
+  U64 v; uint64_t r = rnd();
+  if (i & 1) { v.u = r; return v.f; }
+  return (double)((int32_t)(uint32_t)r) * 1e-7;
+}
 #define N 200000
 #define H(h, b) h = (h ^ (b)) * 0x100000001b3ull
-#define T1F(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; for (int i = 0; i < N; i++) { U32 v; v.f = fn(rf(i)); H(h, v.u); } printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
-#define T2F(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; for (int i = 0; i < N; i++) { float a = rf(i); U32 v; v.f = fn(a, rf(i >> 1)); H(h, v.u); } printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
-#define T1D(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; for (int i = 0; i < N; i++) { U64 v; v.f = fn(rd(i)); H(h, v.u); } printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
-#define T2D(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; for (int i = 0; i < N; i++) { double a = rd(i); U64 v; v.f = fn(a, rd(i >> 1)); H(h, v.u); } printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
+#define T1F(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; \
+  for (int i = 0; i < N; i++) { U32 v; v.f = fn(rf(i)); H(h, v.u); } \
+  printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
+#define T2F(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; \
+  for (int i = 0; i < N; i++) { float a = rf(i); U32 v; v.f = fn(a, rf(i >> 1)); H(h, v.u); } \
+  printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
+#define T1D(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; \
+  for (int i = 0; i < N; i++) { U64 v; v.f = fn(rd(i)); H(h, v.u); } \
+  printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
+#define T2D(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; \
+  for (int i = 0; i < N; i++) { double a = rd(i); U64 v; v.f = fn(a, rd(i >> 1)); H(h, v.u); } \
+  printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
 int main(void) {
   T1F(cp_sinf) T1F(cp_cosf) T1F(cp_tanf) T1F(cp_asinf) T1F(cp_acosf) T1F(cp_atanf) T2F(cp_atan2f)
   T1F(cp_expf) T1F(cp_logf) T2F(cp_powf) T1F(cp_tanhf) T1F(cp_sqrtf) T1F(cp_floorf) T1F(cp_ceilf)
@@ -682,17 +722,18 @@ def cross_run(verbose=True):
     outs = {}
     for name, flags, runner in CROSS_TARGETS:
         exe = os.path.join(tmp, "det_" + name)
-        cmd = [sys.executable, "-m", "ziglang", "cc"] + flags + ["-O2", "-fno-builtin", "-fno-math-errno",
-               "-ffp-contract=off", "-std=c11", "-static", "-I", INC_DIR] + kernel_sources() + [src, "-o", exe]
+        cmd = [sys.executable, "-m", "ziglang", "cc", *flags, "-O2", "-fno-builtin",
+               "-fno-math-errno", "-ffp-contract=off", "-std=c11", "-static", "-I", INC_DIR,
+               *kernel_sources(), src, "-o", exe]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             outs[name] = "BUILD FAILED: " + r.stderr[-300:]
             continue
         if runner and shutil.which(runner[0]) is None:
-            outs[name] = "SKIPPED (%s not installed; apt-get install qemu-user)" % runner[0]
+            outs[name] = f"SKIPPED ({runner[0]} not installed; apt-get install qemu-user)"
             continue
-        r = subprocess.run(runner + [exe], capture_output=True, text=True, timeout=900)
-        outs[name] = r.stdout if r.returncode == 0 else "RUN FAILED rc=%d" % r.returncode
+        r = subprocess.run([*runner, exe], capture_output=True, text=True, timeout=900)
+        outs[name] = r.stdout if r.returncode == 0 else f"RUN FAILED rc={r.returncode:d}"
     shutil.rmtree(tmp, ignore_errors=True)
     ran = {k: v for k, v in outs.items() if not v.startswith(("BUILD", "SKIPPED", "RUN"))}
     ref = next(iter(ran.values()), None)
@@ -700,8 +741,9 @@ def cross_run(verbose=True):
     if verbose:
         for k, v in outs.items():
             tag = v if v.startswith(("BUILD", "SKIPPED", "RUN")) else (
-                "hash of all outputs %s %s" % (hashlib.sha1(v.encode()).hexdigest()[:12], "== reference" if v == ref else "DIFFERS"))
-            print("%-8s %s" % (k, tag))
+                f"hash of all outputs {hashlib.sha1(v.encode()).hexdigest()[:12]} "
+                f"{'== reference' if v == ref else 'DIFFERS'}")
+            print(f"{k:<8} {tag}")
         if ref:
             print(ref)
     return equal, outs
@@ -718,35 +760,38 @@ def run_table(quick=False, seed=12345, n32=None, n64=None, workers=2, exhaustive
         t1 = time.time()
         r64 = measure_f64(row, n64, rng, workers=1 if quick else workers)
         res[row] = (r32, r64)
-        log("%-10s %-22s %10d %9.3f   %-26s | %8d %9.3f   %-30s  (%.0fs+%.0fs)" % (
-            row, r32["domain"], r32["points"], r32["max"], _fmt_arg(r32["arg"]),
-            r64["points"], r64["max"], _fmt_arg(r64["arg"]), t1 - t0, time.time() - t1))
+        log(f"{row:<10} {r32['domain']:<22} {r32['points']:10d} {r32['max']:9.3f}   "
+            f"{_fmt_arg(r32['arg']):<26} | {r64['points']:8d} {r64['max']:9.3f}   "
+            f"{_fmt_arg(r64['arg']):<30}  ({t1 - t0:.0f}s+{time.time() - t1:.0f}s)")
     return res
 
 
 def _fmt_arg(a):
     if a is None:
         return "-"
-    return ", ".join("%.9g" % v for v in a)
+    return ", ".join(f"{v:.9g}" for v in a)
 
 
 def table_markdown(res):
-    out = ["| function | domain (f32 / f64) | points f32 | max ulp f32 | argmax f32 | points f64 | max ulp f64 | argmax f64 |",
+    out = ["| function | domain (f32 / f64) | points f32 | max ulp f32 | argmax f32 | points f64 "
+           "| max ulp f64 | argmax f64 |",
            "|---|---|---:|---:|---|---:|---:|---|"]
     for row in ROWS:
         r32, r64 = res[row]
-        dom = r32["domain"] if r32["domain"] == r64["domain"] else "%s / %s" % (r32["domain"], r64["domain"])
+        dom = (r32["domain"] if r32["domain"] == r64["domain"]
+               else f"{r32['domain']} / {r64['domain']}")
         dom = dom.replace("|", "\\|")
-        out.append("| %s | %s | %d | %.3f | %s | %d | %.3f | %s |" % (
-            row.replace("_large", " (large)").replace("_small", " (small)"), dom, r32["points"], r32["max"], _fmt_arg(r32["arg"]),
-            r64["points"], r64["max"], _fmt_arg(r64["arg"])))
+        out.append(
+            f"| {row.replace('_large', ' (large)').replace('_small', ' (small)')} | {dom} "
+            f"| {r32['points']:d} | {r32['max']:.3f} | {_fmt_arg(r32['arg'])} "
+            f"| {r64['points']:d} | {r64['max']:.3f} | {_fmt_arg(r64['arg'])} |")
     return "\n".join(out)
 
 
 def write_doc_section(marker, text):
     with open(DOC) as f:
         doc = f.read()
-    begin, end = "<!-- %s:begin -->" % marker, "<!-- %s:end -->" % marker
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     i, j = doc.index(begin) + len(begin), doc.index(end)
     doc = doc[:i] + "\n" + text + "\n" + doc[j:]
     with open(DOC, "w") as f:
@@ -754,13 +799,17 @@ def write_doc_section(marker, text):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small samples (a few seconds)")
     ap.add_argument("--speed", action="store_true", help="ns/call against host libm")
-    ap.add_argument("--check-targets", action="store_true", help="cross-compile + undefined symbols")
+    ap.add_argument("--check-targets", action="store_true",
+                    help="cross-compile + undefined symbols")
     ap.add_argument("--cross-run", action="store_true",
-                    help="run a result-hash program on x86, AArch64, ARMv6/7, RV32/64 (qemu-user) and compare")
-    ap.add_argument("--no-exhaustive", action="store_true", help="do not sweep every float32 for the exact kernels")
+                    help="run a result-hash program on x86, AArch64, ARMv6/7, RV32/64 (qemu-user) "
+                         "and compare")
+    ap.add_argument("--no-exhaustive", action="store_true",
+                    help="do not sweep every float32 for the exact kernels")
     ap.add_argument("--write-doc", action="store_true", help="write the results into docs/math.md")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=12345)
@@ -781,7 +830,7 @@ def main(argv=None):
         rows = speed()
         lines = ["| kernel | cp_math ns/call | glibc ns/call | ratio |", "|---|---:|---:|---:|"]
         for kn, t0, t1, q in rows:
-            lines.append("| %s | %.1f | %.1f | %.2f |" % (kn, t0, t1, q))
+            lines.append(f"| {kn} | {t0:.1f} | {t1:.1f} | {q:.2f} |")
         print("\n".join(lines))
         if a.write_doc:
             write_doc_section("speed", "\n".join(lines))
@@ -790,16 +839,17 @@ def main(argv=None):
     print("compiler:", compiler_cmd()[1])
     build(verbose=True)
     fails = special_values(32) + special_values(64)
-    print("special values: %d failures" % len(fails))
+    print(f"special values: {len(fails):d} failures")
     for f in fails[:50]:
         print("  ", f)
-    print("%-10s %-22s %10s %9s   %-26s | %8s %9s   %s" % ("function", "domain f32", "points", "max f32", "argmax",
-                                                        "points", "max f64", "argmax"))
+    print(f"{'function':<10} {'domain f32':<22} {'points':>10} {'max f32':>9}   {'argmax':<26} "
+          f"| {'points':>8} {'max f64':>9}   argmax")
     res = run_table(quick=a.quick, seed=a.seed, workers=a.workers, exhaustive=not a.no_exhaustive)
     md = table_markdown(res)
     print()
     print(md)
-    viol = [(row, r) for row in ROWS for r, b in zip(res[row], (BOUND_F32, BOUND_F64)) if r["max"] > b]
+    viol = [(row, r) for row in ROWS for r, b in zip(res[row], (BOUND_F32, BOUND_F64), strict=True)
+            if r["max"] > b]
     if viol or fails:
         rc |= 2
         for row, r in viol:

@@ -23,7 +23,7 @@ assert_type(i & 3, cp.Value[int])
 assert_type(-x, cp.Value[float])
 assert_type(cp.sqrt(x), cp.Value[float])
 assert_type(cp.grad(x * x, x), cp.Value[float])
-assert_type(cp.grad(x * x, [x]), list[cp.Value[float]])  # noqa: E501
+assert_type(cp.grad(x * x, [x]), list[cp.Value[float]])
 assert_type(cp.where(x > 0, x, 0.0), cp.Value[Any])
 tg = cp.LocalTarget()
 tg.compile(x + 1)

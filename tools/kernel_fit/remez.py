@@ -1,20 +1,24 @@
 import mpmath as mp
 import numpy as np
+
 mp.mp.dps = 80
 
 def remez(f, w, a, b, n, iters=40, grid=4000):
     """minimise max |w(t)*(P(t)-f(t))| over [a,b], P of degree n (n+1 coeffs)."""
-    a = mp.mpf(a); b = mp.mpf(b)
+    a = mp.mpf(a)
+    b = mp.mpf(b)
     m = n + 2
     # initial reference: Chebyshev extrema
     xs = [ (a+b)/2 + (b-a)/2*mp.cos(mp.pi*(m-1-j)/(m-1)) for j in range(m)]
     xs = [x if abs(x) > (b-a)*mp.mpf('1e-9') else x + (b-a)*mp.mpf('1e-3') for x in xs]
     gx = [a + (b-a)*(1-mp.cos(mp.pi*k/(grid-1)))/2 for k in range(grid)]
-    fg = [f(x) for x in gx]; wg = [w(x) for x in gx]
+    fg = [f(x) for x in gx]
+    wg = [w(x) for x in gx]
     E = None
     maxe = None
-    for it in range(iters):
-        A = mp.matrix(m, m); rhs = mp.matrix(m, 1)
+    for _it in range(iters):
+        A = mp.matrix(m, m)
+        rhs = mp.matrix(m, 1)
         for j, x in enumerate(xs):
             for i in range(n+1):
                 A[j, i] = x**i
@@ -22,15 +26,16 @@ def remez(f, w, a, b, n, iters=40, grid=4000):
             A[j, n+1] = (-1)**j / wx
             rhs[j] = f(x)
         sol = mp.lu_solve(A, rhs)
-        c = [sol[i] for i in range(n+1)]; E = sol[n+1]
+        c = [sol[i] for i in range(n+1)]
+        E = sol[n+1]
         # error on grid
         err = []
-        for x, fx, wx in zip(gx, fg, wg):
+        for x, fx, wx in zip(gx, fg, wg, strict=True):
             p = mp.mpf(0)
-            for ci in reversed(c): p = p*x + ci
+            for ci in reversed(c):
+                p = p*x + ci
             err.append(wx*(p - fx))
         # find alternating extrema
-        ext = []
         i = 0
         N = len(err)
         # segments of constant sign
@@ -64,12 +69,14 @@ def rnd(c, kind):
     return [float(x) for x in c]
 
 def check(c, f, w, a, b, grid=20000):
-    a = mp.mpf(a); b = mp.mpf(b)
+    a = mp.mpf(a)
+    b = mp.mpf(b)
     mx = 0
     for k in range(grid+1):
         x = a + (b-a)*k/grid
         p = mp.mpf(0)
-        for ci in reversed(c): p = p*x + mp.mpf(ci)
+        for ci in reversed(c):
+            p = p*x + mp.mpf(ci)
         mx = max(mx, abs(w(x)*(p - f(x))))
     return mx
 
