@@ -177,6 +177,23 @@ def test_errors_name_the_problem() -> None:
         SerialTarget(url, timeout=0.5)
 
 
+def test_replies_to_other_requests_are_ignored() -> None:
+    """A runner's reply that matches no open request (another writer on the link, a late
+    duplicate, an earlier session) must not be taken as the answer to the next request."""
+    def hello_after_noise(frame: p.Frame) -> bytes:
+        good = _hello_reply(frame, p.VERSION)
+        other_command = p.encode_frame(frame.seq, frame.command + 1, b"\x01\x00\x00\x00nope",
+                                       p.FLAG_RESPONSE | p.FLAG_ERROR)
+        next_seq = p.encode_frame((frame.seq + 1) & 0xFFFF, frame.command, b"\x01\x00\x00\x00no",
+                                  p.FLAG_RESPONSE | p.FLAG_ERROR)
+        return other_command + next_seq + good
+
+    with _ContextServer(hello_after_noise) as url, SerialTarget(url, timeout=0.5) as tg:
+        assert tg.info().name == "fake"  # constructing sent HELLO once already
+        assert tg.info().name == "fake"  # the error queued for this seq was not kept
+        assert tg._link.stale_responses >= 3
+
+
 class _Server:
     def __init__(self, handler: Any) -> None:
         self.sock = socket.socket()
@@ -221,13 +238,14 @@ def silent_server() -> _ContextServer:
     return _ContextServer(lambda frame: None)
 
 
-def fake_runner(version: int) -> _ContextServer:
-    def hello(frame: p.Frame) -> bytes:
-        payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-                                     0) + b"fake"
-        return p.encode_frame(frame.seq, frame.command, payload, p.FLAG_RESPONSE)
+def _hello_reply(frame: p.Frame, version: int) -> bytes:
+    payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                 0) + b"fake"
+    return p.encode_frame(frame.seq, frame.command, payload, p.FLAG_RESPONSE)
 
-    return _ContextServer(hello)
+
+def fake_runner(version: int) -> _ContextServer:
+    return _ContextServer(lambda frame: _hello_reply(frame, version))
 
 
 frames = st.one_of(

@@ -7,6 +7,7 @@ LocalTarget where it applies; values are read and written while the tasks run.
 
 from __future__ import annotations
 
+import random
 import struct
 import sys
 import threading
@@ -44,9 +45,12 @@ class _Link:
         self.name = port
         self.timeout = timeout
         self.reader = p.FrameReader()
-        self.seq = 0
+        # a random first seq: replies still in flight from an earlier session do not match
+        self.seq = random.randrange(0x10000)
         self.lock = threading.Lock()
-        self.responses: dict[int, p.Frame] = {}
+        self.pending: tuple[int, int] | None = None  # (seq, command) of the open request
+        self.response: p.Frame | None = None
+        self.stale_responses = 0  # replies to nothing open (late retries, other sessions)
         self.arrived = threading.Condition()
         self.on_event: Any = None
         self.closed = False
@@ -73,8 +77,11 @@ class _Link:
                         self.on_event(frame)
                 elif frame.is_response:
                     with self.arrived:
-                        self.responses[frame.seq] = frame
-                        self.arrived.notify_all()
+                        if self.pending == (frame.seq, frame.command):
+                            self.response = frame
+                            self.arrived.notify_all()
+                        else:
+                            self.stale_responses += 1
 
     def request(self, command: int, payload: bytes = b"", timeout: float | None = None,
                 retries: int = 3) -> bytes:
@@ -84,27 +91,37 @@ class _Link:
             seq = self.seq
             frame = p.encode_frame(seq, command, payload)
             wait = self.timeout if timeout is None else timeout
-            for _attempt in range(retries + 1):
-                try:
-                    self.port.write(frame)
-                    self.port.flush()
-                except Exception as exc:
-                    raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
-                deadline = time.monotonic() + wait
+            with self.arrived:
+                self.pending, self.response = (seq, command), None
+            try:
+                return self._exchange(frame, command, wait, retries)
+            finally:
                 with self.arrived:
-                    while seq not in self.responses:
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            break
-                        self.arrived.wait(left)
-                    response = self.responses.pop(seq, None)
-                if response is not None:
-                    if response.is_error:
-                        raise response.error()
-                    return response.payload
-            raise SerialTargetError(f"no answer from the runner on {self.name} after "
-                                    f"{retries + 1} tries of {wait} s (command {command}): is it "
-                                    f"running and is the baud rate right?")
+                    self.pending, self.response = None, None
+
+    def _exchange(self, frame: bytes, command: int, wait: float, retries: int) -> bytes:
+        """Write the request until the receive thread hands over its response."""
+        for _attempt in range(retries + 1):
+            try:
+                self.port.write(frame)
+                self.port.flush()
+            except Exception as exc:
+                raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
+            deadline = time.monotonic() + wait
+            with self.arrived:
+                while self.response is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.arrived.wait(left)
+                response = self.response
+            if response is not None:
+                if response.is_error:
+                    raise response.error()
+                return response.payload
+        raise SerialTargetError(f"no answer from the runner on {self.name} after "
+                                f"{retries + 1} tries of {wait} s (command {command}): is it "
+                                f"running and is the baud rate right?")
 
     def close(self) -> None:
         self.closed = True
