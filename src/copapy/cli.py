@@ -22,19 +22,22 @@ def repo_root() -> Path:
 
 
 def runner_executable(rebuild: bool = False) -> Path:
-    """The host runner, built from runner/ with `make -C runner host` when needed."""
+    """The host runner, kept up to date with `make -C runner host` in a source checkout."""
     root = repo_root()
     exe = root / "runner" / "build" / "copapy-runner"
-    if exe.exists() and not rebuild:
-        return exe
-    if not (root / "runner" / "Makefile").exists():
-        raise SystemExit("the runner sources are not next to this copapy installation; install "
-                         "copapy from a source checkout (pip install -e .) to build the runner")
-    if shutil.which("make") is None or shutil.which("cc") is None:
+    can_build = (root / "runner" / "Makefile").exists() and shutil.which("make") is not None \
+        and shutil.which("cc") is not None
+    if not can_build:
+        if exe.exists() and not rebuild:
+            return exe
+        if not (root / "runner" / "Makefile").exists():
+            raise SystemExit("the runner sources are not next to this copapy installation; "
+                             "install copapy from a source checkout (pip install -e .) to "
+                             "build the runner")
         raise SystemExit("building the host runner needs make and a C compiler "
                          "(Debian: apt-get install build-essential)")
-    proc = subprocess.run(["make", "-C", str(root / "runner"), "host"], capture_output=True,
-                          text=True)
+    argv = ["make", "-C", str(root / "runner"), *(["-B"] if rebuild else []), "host"]
+    proc = subprocess.run(argv, capture_output=True, text=True)  # a no-op when up to date
     if proc.returncode or not exe.exists():
         raise SystemExit(f"building the host runner failed:\n{proc.stdout}\n{proc.stderr}")
     return exe
@@ -116,7 +119,14 @@ def main(argv: list[str] | None = None) -> int:
         p.set_defaults(fn=fn)
     sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
     args = parser.parse_args(argv)
-    result: int = args.fn(args)
+    from .serial.protocol import ProtocolError
+    from .serial_target import SerialTargetError
+
+    try:
+        result: int = args.fn(args)
+    except (SerialTargetError, ProtocolError) as exc:  # the message names the problem and the fix
+        print(f"copapy {args.command}: {exc}", file=sys.stderr)
+        return 1
     return result
 
 

@@ -1,0 +1,59 @@
+"""The `copapy` command: `python -m copapy` runs it; runner, info, stats and archs work against a
+real host runner, and a bad port gives a one-line error, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV_PATH = str(ROOT / "src")
+
+
+def copapy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "copapy", *args], capture_output=True,
+                          text=True, timeout=timeout, env=_env())
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ENV_PATH + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_archs_lists_every_target_with_its_table() -> None:
+    out = copapy("archs")
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.splitlines()}
+    targets = {p.stem for p in (ROOT / "targets").glob("*.toml")} - {"tricore"}
+    assert targets <= set(lines), f"missing {targets - set(lines)}"
+    assert "float64: no" in lines["cortex-m4"] and "float64: yes" in lines["cortex-m7"]
+
+
+def test_runner_info_and_stats_end_to_end() -> None:
+    runner = subprocess.Popen([sys.executable, "-m", "copapy", "runner", "--pty", "--no-rt",
+                               "--name", "cli-test"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert runner.stdout is not None
+        line = runner.stdout.readline().split()
+        assert line[:1] == ["PTY"], f"runner did not start: {line}"
+        info = copapy("info", line[1])
+        assert info.returncode == 0, info.stderr
+        fields = dict(row.split(None, 1) for row in info.stdout.splitlines())
+        assert fields["name"] == "cli-test" and fields["arch"] == "x86_64"
+        stats = copapy("stats", line[1])
+        assert stats.returncode == 0, stats.stderr
+        assert stats.stdout.startswith("ticks ") and "release jitter p50" in stats.stdout
+    finally:
+        runner.kill()
+        runner.wait(timeout=5)
+
+
+def test_bad_port_is_one_clear_line() -> None:
+    out = copapy("info", "/dev/does-not-exist")
+    assert out.returncode == 1
+    assert out.stderr.startswith("copapy info: cannot open '/dev/does-not-exist'")
+    assert "Traceback" not in out.stderr
