@@ -342,20 +342,8 @@ void systick_handler(void)
     }
     uint64_t jitter = now > next_deadline ? now - next_deadline : 0;
     cp_jitter_record(&hist, jitter * (1000000000u / CPU_HZ));
-    uint32_t late = 0, run = 0;
-    do {
-        if (now >= next_deadline + tick_cycles) {
-            late++;
-        }
-        cp_server_tick(&srv);
-        next_deadline += tick_cycles;
-        run++;
-    } while (now + margin >= next_deadline && run < MAX_CATCHUP);
-    if (now + margin >= next_deadline) { /* far behind: drop the missed deadlines */
-        uint64_t missed = (now - next_deadline) / tick_cycles + 1u;
-        late += (uint32_t)missed;
-        next_deadline += missed * tick_cycles;
-    }
+    uint32_t late = cp_server_catch_up(&srv, &next_deadline, tick_cycles, now, margin,
+                                       MAX_CATCHUP);
     late_ticks += late;
 }
 

@@ -293,21 +293,8 @@ static void *tick_main(void *arg)
                 cp_server_generation(&h->srv) != gen) {
                 break; /* locked: back to waiting for the next START */
             }
-            uint32_t late = 0;
-            unsigned run = 0;
-            do {
-                if (wake - deadline >= tick) {
-                    late++;
-                }
-                cp_server_tick(&h->srv);
-                deadline += tick;
-                run++;
-            } while (deadline <= wake && run < MAX_CATCHUP);
-            if (deadline <= wake) {
-                uint64_t missed = (wake - deadline) / tick + 1;
-                late += (uint32_t)(missed > UINT32_MAX ? UINT32_MAX : missed);
-                deadline += missed * tick;
-            }
+            /* a sleep to an absolute deadline never wakes early: no margin */
+            uint32_t late = cp_server_catch_up(&h->srv, &deadline, tick, wake, 0, MAX_CATCHUP);
             if (late != 0) {
                 __atomic_store_n(&h->late_ticks,
                                  __atomic_load_n(&h->late_ticks, __ATOMIC_RELAXED) + late,

@@ -1033,6 +1033,67 @@ static void test_jitter_hist(void)
     CHECK(cp_jitter_percentile(&h, 990) == 250);
 }
 
+/* The catch-up rule of the real-time tick loops (host runner and firmware). */
+static void test_catch_up(void)
+{
+    /* cp_deadline_skip: nothing due, one due, several due, and the margin */
+    uint64_t d = 1000;
+    CHECK(cp_deadline_skip(&d, 100, 999, 0) == 0 && d == 1000);
+    CHECK(cp_deadline_skip(&d, 100, 1000, 0) == 1 && d == 1100);
+    CHECK(cp_deadline_skip(&d, 100, 1399, 0) == 3 && d == 1400);
+    CHECK(cp_deadline_skip(&d, 100, 1400, 0) == 1 && d == 1500);
+    /* the deadline is after now but within the margin: due, so it is skipped (the old
+     * firmware computed (now - deadline) here and added an underflowed count) */
+    d = 1005;
+    CHECK(cp_deadline_skip(&d, 10, 1000, 8) == 1 && d == 1015);
+    d = 1005;
+    CHECK(cp_deadline_skip(&d, 10, 1000, 5) == 1 && d == 1015);
+    d = 1005;
+    CHECK(cp_deadline_skip(&d, 10, 1000, 4) == 0 && d == 1005);
+    d = 1005;
+    CHECK(cp_deadline_skip(&d, 10, 1000, 25) == 3 && d == 1035);
+    /* saturating at the end of time; a zero tick skips nothing */
+    d = UINT64_MAX - 5;
+    CHECK(cp_deadline_skip(&d, 10, UINT64_MAX - 10, 100) == 1);
+    d = 7;
+    CHECK(cp_deadline_skip(&d, 0, 100, 0) == 0 && d == 7);
+
+    /* cp_server_catch_up on a running server: each run tick advances the schedule */
+    fx *f = new_fx(0);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    const uint64_t tick = 1000;
+    uint64_t before = cp_server_ticks(&f->srv);
+    fx_lock(f);
+    /* on time: one tick, not late */
+    d = 5000;
+    CHECK(cp_server_catch_up(&f->srv, &d, tick, 5000, 0, 16) == 0 && d == 6000);
+    /* a wake before the deadline (beyond the margin) runs nothing */
+    CHECK(cp_server_catch_up(&f->srv, &d, tick, 5500, 400, 16) == 0 && d == 6000);
+    /* early within the margin: runs the tick, not late */
+    CHECK(cp_server_catch_up(&f->srv, &d, tick, 5700, 400, 16) == 0 && d == 7000);
+    /* 2.5 ticks late: three ticks, the first two a tick or more after their deadlines */
+    CHECK(cp_server_catch_up(&f->srv, &d, tick, 9500, 0, 16) == 2 && d == 10000);
+    fx_unlock(f);
+    CHECK(cp_server_ticks(&f->srv) == before + 5);
+
+    /* far behind: max_run ticks, then the rest dropped and counted */
+    fx_lock(f);
+    before = cp_server_ticks(&f->srv);
+    d = 10000;
+    /* due: 10000 .. 29000 (20 deadlines); 4 run (all late), 16 dropped */
+    CHECK(cp_server_catch_up(&f->srv, &d, tick, 29000, 0, 4) == 20 && d == 30000);
+    CHECK(cp_server_ticks(&f->srv) == before + 4);
+    /* the margin edge case: after max_run ticks the next deadline is after now but within
+     * the margin; it is dropped and counted once */
+    before = cp_server_ticks(&f->srv);
+    d = 30000;
+    CHECK(cp_server_catch_up(&f->srv, &d, tick, 31600, 500, 2) == 2 && d == 33000);
+    CHECK(cp_server_ticks(&f->srv) == before + 2);
+    fx_unlock(f);
+    free_fx(f);
+}
+
 int main(void)
 {
     rng_state = 12345;
@@ -1050,6 +1111,7 @@ int main(void)
     test_errors_and_replay();
     test_concurrent_access();
     test_jitter_hist();
+    test_catch_up();
     printf("test_server: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -212,6 +212,23 @@ void cp_jitter_record(cp_jitter_hist *h, uint64_t ns);
  * capped at the maximum); 0 without samples. */
 uint32_t cp_jitter_percentile(const cp_jitter_hist *h, uint32_t permille);
 
+/* ---- the catch-up rule of a real-time tick loop (docs/protocol.md, "The tick"), shared by
+ * the host runner and the firmware. Times are in any one unit (ns, cycles); tick > 0. A
+ * deadline is due at a wake at `now` when deadline <= now + margin: margin is how early a wake
+ * may come relative to the deadline grid (half a timer interval for a periodic interrupt; 0
+ * for a sleep to an absolute deadline). */
+
+/* Drops every due deadline: advances *deadline by whole ticks until it is later than
+ * now + margin and returns the number of deadlines skipped (0 if none was due). */
+uint64_t cp_deadline_skip(uint64_t *deadline, uint64_t tick, uint64_t now, uint64_t margin);
+
+/* Tick context, lock held: one wake of a tick loop at `now`. Runs cp_server_tick() for each
+ * due deadline, oldest first, at most max_run of them, advancing *deadline by one tick each;
+ * then drops the deadlines still due (cp_deadline_skip). Returns the late ticks (saturated):
+ * each tick run a tick or more after its deadline, and each dropped deadline. */
+uint32_t cp_server_catch_up(cp_server *srv, uint64_t *deadline, uint64_t tick, uint64_t now,
+                            uint64_t margin, uint32_t max_run);
+
 #ifdef __cplusplus
 }
 #endif
