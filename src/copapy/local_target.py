@@ -27,9 +27,14 @@ if TYPE_CHECKING:
 
 
 class _Program(Protocol):
+    """What LocalTarget needs of a loaded program: the native ``_runner.Program``,
+    ``UnicornProgram`` or ``QemuProgram``."""
+
     def run(self, task: int = 0) -> None: ...
-    def read(self, offset: int, dtype: int) -> Any: ...
-    def write(self, offset: int, dtype: int, value: Any) -> None: ...
+    def read(self, offset: int, dtype: int, /) -> Any: ...
+    def write(self, offset: int, dtype: int, value: Any, /) -> None: ...
+    def scheduler(self, tick_ns: int, deterministic: bool = True,
+                  measure: bool = True) -> Any: ...
 
 
 class TargetError(RuntimeError):
@@ -171,7 +176,7 @@ class LocalTarget:
                      1 if node.op == "input" else 2) for node, ch in self._bindings.items()]
         compiled = compile_tasks(specs, self.arch, io)
         program = self._load(compiled.image)
-        sched = self._make_scheduler(program, compiled, tick_ns)
+        sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._install(compiled, program)
         self._sched = sched
         self._tasks = list(tasks)
@@ -436,8 +441,7 @@ class LocalTarget:
         if native == ARCH_IDS[self.arch]:
             from .runtime.native import load_native
 
-            native_program: _Program = load_native(image)
-            return native_program
+            return load_native(image)
         if self.arch == "cortex-m55":
             # ARMv8.1-M (MVE, new conditional instructions) runs only on qemu-system
             from .runtime.qemu_backend import QemuProgram
@@ -446,14 +450,6 @@ class LocalTarget:
         from .runtime.unicorn_backend import UnicornProgram
 
         return UnicornProgram(image, self.arch)
-
-    def _make_scheduler(self, program: _Program, compiled: CompiledProgram, tick_ns: int) -> Any:
-        if hasattr(program, "scheduler"):
-            return program.scheduler(tick_ns, deterministic=True, measure=self.measure)
-        from .image import parse
-        from .runtime.pysched import PyScheduler
-
-        return PyScheduler(program, parse(compiled.image), tick_ns)  # type: ignore[arg-type]
 
     def _scheduler(self) -> Any:
         if self._sched is None:

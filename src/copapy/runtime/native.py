@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .errors import ImageLoadError
 
+if TYPE_CHECKING:
+    from .._runner import Program
 
-def load_native(image: bytes) -> Any:
+
+def load_native(image: bytes) -> Program:
     """Validate and load an image for this machine; raises ImageLoadError naming the problem."""
     from .. import _runner
 

@@ -173,6 +173,16 @@ class PyScheduler:
         return st.runs, st.skipped, st.overruns, 0, 0
 
 
+def emulated_scheduler(program: EmulatedProgram, image: Image, tick_ns: int,
+                       deterministic: bool = True) -> PyScheduler:
+    """``Program.scheduler()`` of the emulated programs (unicorn, qemu): deterministic only,
+    and execution times are not measured (stats report 0 ns)."""
+    if not deterministic:
+        raise ValueError("programs on an emulated CPU are scheduled deterministically only "
+                         "(job cost = declared wcet)")
+    return PyScheduler(program, image, tick_ns)
+
+
 def _to_int(value: float) -> int:
     if math.isnan(value):
         return 0

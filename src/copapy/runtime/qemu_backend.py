@@ -27,9 +27,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import EmulatorMissingError, ImageLoadError
+
+if TYPE_CHECKING:
+    from .pysched import PyScheduler
 
 REPO = Path(__file__).resolve().parents[3]
 HARNESS_DIR = REPO / "runner" / "baremetal"
@@ -481,6 +484,14 @@ class QemuProgram:
         """Store raw bytes into the data region."""
         _check_range(self.data_size, offset, len(data), 1)
         self._store(offset, bytes(data))
+
+    def scheduler(self, tick_ns: int, deterministic: bool = True,
+                  measure: bool = True) -> PyScheduler:
+        """The scheduler of docs/realtime.md around this program (runtime/pysched.py)."""
+        from ..image import parse
+        from .pysched import emulated_scheduler
+
+        return emulated_scheduler(self, parse(self._image), tick_ns, deterministic)
 
     def _store(self, offset: int, raw: bytes) -> None:
         """Apply to the checkpoint directly while no run is pending: no boot needed."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
 from ..image import ARCH_NAMES, Image, parse
 from .errors import ImageLoadError, require_unicorn
+
+if TYPE_CHECKING:
+    from .pysched import PyScheduler
 
 REGION_BASE = 0x10000000
 STACK_TOP = 0x0F000000
@@ -181,6 +184,13 @@ class UnicornProgram:
     @property
     def code(self) -> bytes:
         return bytes(self._emu.mem_read(REGION_BASE, self.code_size))
+
+    def scheduler(self, tick_ns: int, deterministic: bool = True,
+                  measure: bool = True) -> PyScheduler:
+        """The scheduler of docs/realtime.md around this program (runtime/pysched.py)."""
+        from .pysched import emulated_scheduler
+
+        return emulated_scheduler(self, self.image, tick_ns, deterministic)
 
 
 _DTYPE_FMT = {1: ("<f", 4), 2: ("<d", 8), 3: ("<i", 4), 4: ("<i", 4), 5: ("<B", 1), 6: ("<b", 1)}
