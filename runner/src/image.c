@@ -39,7 +39,8 @@ static uint32_t dtype_size(uint8_t dtype)
 
 /* TRUNCATED, MAGIC, VERSION, CRC and ARCH: everything before the layout is looked at. Magic and
  * version come before the total_size check so that a foreign file is reported as such. */
-static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch, cp_error *err)
+static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch,
+                                const uint32_t *crc_prefix, cp_error *err)
 {
     if (len < CP_HEADER_SIZE) {
         return CP_FAIL(err, CP_ERR_TRUNCATED, 0,
@@ -70,7 +71,8 @@ static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch, cp_
                        total, CP_HEADER_SIZE + CP_CRC_SIZE);
     }
     uint32_t stored = cp_le32(p + total - CP_CRC_SIZE);
-    uint32_t computed = cp_crc32(0, p, total - CP_CRC_SIZE);
+    uint32_t computed = crc_prefix != NULL && (uint64_t)total == (uint64_t)len
+                            ? *crc_prefix : cp_crc32(0, p, total - CP_CRC_SIZE);
     if (stored != computed) {
         return CP_FAIL(err, CP_ERR_CRC, 0,
                        "image CRC-32 mismatch (stored %x, computed %x): the image was "
@@ -492,13 +494,13 @@ static cp_status check_io_bindings(const cp_image *img, cp_error *err)
     return CP_OK;
 }
 
-cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
-                         cp_error *err)
+static cp_status parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
+                       const uint32_t *crc_prefix, cp_error *err)
 {
     if (img == NULL || (image == NULL && len != 0)) {
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "image pointer is NULL", 0);
     }
-    cp_status st = check_envelope(image, len, arch, err);
+    cp_status st = check_envelope(image, len, arch, crc_prefix, err);
     if (st != CP_OK) {
         return st;
     }
@@ -524,6 +526,18 @@ cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16
     *img = v;
     cp_ok(err);
     return CP_OK;
+}
+
+cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
+                         cp_error *err)
+{
+    return parse(img, image, len, arch, NULL, err);
+}
+
+cp_status cp_image_parse_crc(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
+                             uint32_t crc_prefix, cp_error *err)
+{
+    return parse(img, image, len, arch, &crc_prefix, err);
 }
 
 cp_status cp_image_validate(const uint8_t *image, size_t len, uint16_t arch, cp_error *err)

@@ -148,6 +148,12 @@ typedef struct cp_task_record {
 cp_status cp_image_parse(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
                          cp_error *err);
 
+/* cp_image_parse for a caller that has already computed crc_prefix = the CRC-32 of
+ * image[0, len - 4): when the header's total_size is len, the trailer is checked against it
+ * instead of computing the CRC again (same checks, same errors). */
+cp_status cp_image_parse_crc(cp_image *img, const uint8_t *image, size_t len, uint16_t arch,
+                             uint32_t crc_prefix, cp_error *err);
+
 static inline const uint8_t *cp_image_entry(const cp_image *img, int type, uint32_t index)
 {
     const cp_section *s = &img->sec[type];
@@ -201,6 +207,14 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
  * or range failure returns CP_ERR_PATCH with `index` as detail and leaves the word unchanged. */
 cp_status cp_patch_apply(const cp_patch_kind *kind, uint8_t *word, uint64_t site_addr,
                          uint64_t target_addr, uint32_t index, cp_error *err);
+
+/* ---- loading (program.c) */
+
+/* cp_program_load from an image already parsed with cp_image_parse (for the platform's
+ * arch): allocate, copy, patch and seal; every check that touches the region is repeated.
+ * The image bytes must stay unchanged until it returns. */
+cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
+                                 const cp_platform *platform, cp_error *err);
 
 /* ---- calling loaded code (program.c, sched.c) */
 

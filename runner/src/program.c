@@ -178,12 +178,32 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
     if (st != CP_OK) {
         return st;
     }
+    return cp_program_load_parsed(out, &img, platform, err);
+}
+
+cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
+                                 const cp_platform *platform, cp_error *err)
+{
+    cp_status st = check_arguments(out, platform, err);
+    if (st != CP_OK) {
+        return st;
+    }
+    if (img == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "cp_program_load_parsed: no parsed image", 0);
+    }
+    if (img->arch != platform->arch) {
+        return CP_FAIL(err, CP_ERR_ARCH, img->arch,
+                       "image is for architecture %a but this runner executes %a: compile "
+                       "with LocalTarget(arch=...) matching the runner", img->arch,
+                       platform->arch);
+    }
+    const uint8_t *image = img->bytes;
 
     /* region: code | gap | data | tasks | LET copies | I/O bindings | initial data */
-    uint32_t task_count = img.sec[CP_SEC_TASKS].count;
-    uint32_t copy_count = img.sec[CP_SEC_LET_COPIES].count;
-    uint32_t binding_count = img.sec[CP_SEC_IO_BINDINGS].count;
-    uint64_t data_end = (uint64_t)img.data_offset + img.data_size;
+    uint32_t task_count = img->sec[CP_SEC_TASKS].count;
+    uint32_t copy_count = img->sec[CP_SEC_LET_COPIES].count;
+    uint32_t binding_count = img->sec[CP_SEC_IO_BINDINGS].count;
+    uint64_t data_end = (uint64_t)img->data_offset + img->data_size;
     uint64_t tasks_offset = align_up(data_end, _Alignof(cp_task_entry));
     uint64_t copies_offset = align_up(tasks_offset + (uint64_t)task_count * sizeof(cp_task_entry),
                                       _Alignof(cp_let_copy));
@@ -191,7 +211,7 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
                                         sizeof(cp_let_copy), _Alignof(cp_io_binding));
     uint64_t initial_offset = align_up(bindings_offset + (uint64_t)binding_count *
                                        sizeof(cp_io_binding), 16);
-    uint64_t need = initial_offset + img.data_size;
+    uint64_t need = initial_offset + img->data_size;
     if (need == 0) {
         need = 1; /* an empty program still gets a real, freeable region */
     }
@@ -203,23 +223,23 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
     }
     size_t size = (size_t)need;
 
-    uint8_t *base = platform->region_alloc(platform->ctx, size, img.base_align);
+    uint8_t *base = platform->region_alloc(platform->ctx, size, img->base_align);
     if (base == NULL) {
         return CP_FAIL(err, CP_ERR_NOMEM, 0,
                        "the platform could not allocate %u bytes aligned to %u",
-                       need, img.base_align);
+                       need, img->base_align);
     }
-    if ((uintptr_t)base % img.base_align != 0) {
+    if ((uintptr_t)base % img->base_align != 0) {
         platform->region_free(platform->ctx, base, size);
         return CP_FAIL(err, CP_ERR_NOMEM, 0,
                        "the platform returned a region at %x, not aligned to base_align %u",
-                       (uintptr_t)base, img.base_align);
+                       (uintptr_t)base, img->base_align);
     }
     cp_fill(base, 0, size);
-    cp_copy(base, image + img.sec[CP_SEC_CODE].offset, img.code_size);
-    cp_copy(base + img.data_offset, image + img.sec[CP_SEC_DATA_INIT].offset,
-            img.sec[CP_SEC_DATA_INIT].size);
-    st = apply_patches(&img, base, err);
+    cp_copy(base, image + img->sec[CP_SEC_CODE].offset, img->code_size);
+    cp_copy(base + img->data_offset, image + img->sec[CP_SEC_DATA_INIT].offset,
+            img->sec[CP_SEC_DATA_INIT].size);
+    st = apply_patches(img, base, err);
     if (st != CP_OK) {
         platform->region_free(platform->ctx, base, size);
         return st;
@@ -228,27 +248,27 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
     cp_let_copy *copies = (cp_let_copy *)(void *)(base + copies_offset);
     cp_io_binding *bindings = (cp_io_binding *)(void *)(base + bindings_offset);
     uint8_t *initial = base + initial_offset;
-    fill_tasks(&img, base, tasks);
-    if ((st = fill_grouped(&img, &LET_COPIES, copies, err)) != CP_OK ||
-        (st = fill_grouped(&img, &IO_BINDINGS, bindings, err)) != CP_OK) {
+    fill_tasks(img, base, tasks);
+    if ((st = fill_grouped(img, &LET_COPIES, copies, err)) != CP_OK ||
+        (st = fill_grouped(img, &IO_BINDINGS, bindings, err)) != CP_OK) {
         platform->region_free(platform->ctx, base, size);
         return st;
     }
     /* the patches only touch the code, so this is the data region as the image defines it */
-    cp_copy(initial, base + img.data_offset, img.data_size);
+    cp_copy(initial, base + img->data_offset, img->data_size);
     /* [0, data_offset) holds code and the zero gap; data and the task table stay writable */
-    if (platform->region_seal(platform->ctx, base, img.data_offset, size) != 0) {
+    if (platform->region_seal(platform->ctx, base, img->data_offset, size) != 0) {
         platform->region_free(platform->ctx, base, size);
         return CP_FAIL(err, CP_ERR_NOMEM, 0,
                        "the platform could not make the code executable (data_offset %u must "
-                       "be a multiple of its page size; W^X policy?)", img.data_offset);
+                       "be a multiple of its page size; W^X policy?)", img->data_offset);
     }
 
     out->base = base;
     out->region_size = size;
-    out->code_size = img.code_size;
-    out->data_offset = img.data_offset;
-    out->data_size = img.data_size;
+    out->code_size = img->code_size;
+    out->data_offset = img->data_offset;
+    out->data_size = img->data_size;
     out->task_count = task_count;
     out->tasks = tasks;
     out->platform = platform;

@@ -459,13 +459,19 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
 
-    /* load into the slot the tick context does not use; the running program is untouched */
+    /* load into the slot the tick context does not use; the running program is untouched.
+     * The image is parsed once (reusing the CRC just computed): the load and the port table
+     * below both work from that parse. */
     uint32_t fresh = s->state == CP_SERVER_EMPTY ? 0u : 1u - s->active;
     cp_program *prog = &s->prog[fresh];
     cp_program_unload(prog); /* defensive: the inactive slot is always empty */
     cp_error e;
     e.struct_size = sizeof(e);
-    cp_status st = cp_program_load(prog, image, total, &s->slot_platform[fresh], &e);
+    cp_image img;
+    cp_status st = cp_image_parse_crc(&img, image, total, s->slot_platform[fresh].arch, crc, &e);
+    if (st == CP_OK) {
+        st = cp_program_load_parsed(prog, &img, &s->slot_platform[fresh], &e);
+    }
     if (st != CP_OK) {
         fail_msg(s, CP_PERR_IMAGE_INVALID, (uint8_t)st, e.detail, e.message);
         return;
@@ -489,17 +495,9 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
     /* the port table and its names, for WRITE checks and GET_PORTS */
-    cp_image img;
-    cp_fill((uint8_t *)&img, 0, sizeof(img));
-    st = cp_image_parse(&img, image, total, s->slot_platform[fresh].arch, &e);
-    uint32_t port_count = st == CP_OK ? img.sec[CP_SEC_PORTS].count : 0;
-    uint32_t strings_size = st == CP_OK ? img.sec[CP_SEC_STRINGS].size : 0;
+    uint32_t port_count = img.sec[CP_SEC_PORTS].count;
+    uint32_t strings_size = img.sec[CP_SEC_STRINGS].size;
     uint64_t ports_len = PORTS_HEAD + (uint64_t)port_count * CP_PORT_SIZE + strings_size;
-    if (st != CP_OK) { /* cannot happen: cp_program_load has just validated the same bytes */
-        cp_program_unload(prog);
-        fail_msg(s, CP_PERR_IMAGE_INVALID, (uint8_t)st, e.detail, e.message);
-        return;
-    }
     if (ports_len > s->cfg.ports_capacity) {
         cp_program_unload(prog);
         FAIL(s, CP_PERR_TOO_LARGE, s->cfg.ports_capacity,

@@ -525,6 +525,20 @@ static void test_platform_errors(void)
     cp_platform arm = tp_platform(&ctx, CP_ARCH_AARCH64);
     CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &arm, &err), CP_ERR_ARCH);
 
+    /* loading a parsed image: the parse's arch must be the platform's; a CRC computed by the
+     * caller replaces the core's (a wrong one is a CRC error, as a stale trailer would be) */
+    cp_image parsed;
+    CHECK_STATUS(cp_image_parse(&parsed, img.bytes, img.len, pf.arch, &err), CP_OK);
+    CHECK_STATUS(cp_program_load_parsed(&prog, &parsed, &arm, &err), CP_ERR_ARCH);
+    CHECK_STATUS(cp_program_load_parsed(&prog, NULL, &pf, &err), CP_ERR_ARGUMENT);
+    uint32_t prefix = cp_crc32(0, img.bytes, img.len - 4);
+    CHECK_STATUS(cp_image_parse_crc(&parsed, img.bytes, img.len, pf.arch, prefix ^ 1u, &err),
+                 CP_ERR_CRC);
+    CHECK_STATUS(cp_image_parse_crc(&parsed, img.bytes, img.len, pf.arch, prefix, &err), CP_OK);
+    CHECK_STATUS(cp_program_load_parsed(&prog, &parsed, &pf, &err), CP_OK);
+    CHECK(prog.loaded && prog.task_count == parsed.sec[CP_SEC_TASKS].count);
+    cp_program_unload(&prog);
+
     /* err may be NULL, and a smaller (older) cp_error is never overrun */
     CHECK_STATUS(cp_program_load(&prog, img.bytes, 3, &pf, NULL), CP_ERR_TRUNCATED);
     struct {

@@ -384,6 +384,12 @@ static void test_bad_commit_keeps_program(int slots)
     bad.bytes[200] ^= 0x10;
     CHECK(upload(f, bad.bytes, bad.len, good_crc, 300) == CP_PERR_IMAGE_INVALID);
     CHECK(R.p[1] == CP_ERR_CRC);
+    /* transferred intact (LOAD_BEGIN matches the bytes) but the trailer is stale: the core's
+     * CRC check (fed the CRC the server computed) rejects it */
+    CHECK(upload(f, bad.bytes, bad.len, cp_crc32(0, bad.bytes, bad.len - 4), 300) ==
+          CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_CRC);
+    CHECK(R.len > 8 && memmem(R.p + 8, R.len - 8u, "CRC-32 mismatch", 15) != NULL);
     /* consistently corrupted (CRC fixed): the core rejects it */
     bad = good;
     tb_put32(bad.bytes + 16, 0x7fffffff); /* code_size */
@@ -408,6 +414,15 @@ static void test_bad_commit_keeps_program(int slots)
     pb_reset();
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
+
+    /* an upload longer than the header's total_size: the image CRC covers total_size only */
+    tb_image longer = good;
+    longer.bytes[longer.len] = 0xa5;
+    CHECK(upload(f, longer.bytes, longer.len + 1, cp_crc32(0, longer.bytes, longer.len - 3),
+                 300) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 2);
+    CHECK(read_i32(f, PG_A) == 1);
 
     /* a good commit replaces it (stopped); slots alternate over several commits */
     for (uint32_t v = 1; v <= 3; v++) {
