@@ -26,6 +26,33 @@ if TYPE_CHECKING:
     from .quaternion import Quaternion
 
 
+class _Scheduler(Protocol):
+    """The interface of ``_runner.Scheduler`` (and ``runtime.pysched.PyScheduler``) that
+    LocalTarget uses."""
+
+    @property
+    def time_ns(self) -> int: ...
+    @property
+    def trace_rows(self) -> int: ...
+    @property
+    def trace_dropped(self) -> int: ...
+    @property
+    def trace_row_size(self) -> int: ...
+    @property
+    def trace_capacity(self) -> int: ...
+    def advance(self, ticks: int, /) -> None: ...
+    def tick(self) -> None: ...
+    def settle(self) -> None: ...
+    def reset(self) -> None: ...
+    def stats(self, task: int, /) -> tuple[int, int, int, int, int]: ...
+    def set_trace(self, ranges: list[tuple[int, int]], capacity: int) -> None: ...
+    def trace_buffer(self) -> memoryview: ...
+    def add_feed(self, offset: int, size: int, samples: bytes,
+                 first_tick: int | None = None) -> None: ...
+    def io_read(self, kind: int, channel: int, /) -> float: ...
+    def io_write(self, kind: int, channel: int, value: float, /) -> None: ...
+
+
 class _Program(Protocol):
     """What LocalTarget needs of a loaded program: the native ``_runner.Program``,
     ``UnicornProgram`` or ``QemuProgram``."""
@@ -34,7 +61,7 @@ class _Program(Protocol):
     def read(self, offset: int, dtype: int, /) -> Any: ...
     def write(self, offset: int, dtype: int, value: Any, /) -> None: ...
     def scheduler(self, tick_ns: int, deterministic: bool = True,
-                  measure: bool = True) -> Any: ...
+                  measure: bool = True) -> _Scheduler: ...
 
 
 class TargetError(RuntimeError):
@@ -125,7 +152,7 @@ class LocalTarget:
         self._bindings: dict[Any, Channel] = {}
         self._fast_read: dict[Any, tuple[int, int]] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
-        self._sched: Any = None
+        self._sched: _Scheduler | None = None
         self._tasks: list[Task] = []
         self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
         self._feeds: list[tuple[Value[Any], Any]] = []
@@ -451,7 +478,7 @@ class LocalTarget:
 
         return UnicornProgram(image, self.arch)
 
-    def _scheduler(self) -> Any:
+    def _scheduler(self) -> _Scheduler:
         if self._sched is None:
             raise TargetError("no tasks deployed: call tg.deploy(cp.Task(..., period=...)) first")
         return self._sched
@@ -465,20 +492,17 @@ class LocalTarget:
         self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes())
 
     def _trace_rows(self) -> bytes:
+        """The trace ring's rows, oldest first."""
         sched = self._scheduler()
-        if hasattr(sched, "trace_buffer"):
-            cap, total, size = sched.trace_capacity, sched.trace_rows, sched.trace_row_size
-            raw = bytes(sched.trace_buffer())
-            if total <= cap:
-                return raw[: total * size]
-            start = total % cap
-            return raw[start * size : cap * size] + raw[: start * size]
-        return b"".join(sched.trace_rows)
+        cap, total, size = sched.trace_capacity, sched.trace_rows, sched.trace_row_size
+        ring = sched.trace_buffer()
+        if total <= cap:
+            return bytes(ring[: total * size])
+        start = (total % cap) * size
+        return bytes(ring[start:]) + bytes(ring[:start])
 
     def _trace_dropped(self) -> int:
-        sched = self._scheduler()
-        default = max(0, getattr(sched, "trace_total", 0) - sched.trace_capacity)
-        return int(getattr(sched, "trace_dropped", default))
+        return self._scheduler().trace_dropped
 
     def _port(self, v: Value[Any]) -> Port:
         if not isinstance(v, Value):

@@ -1,19 +1,23 @@
 """The scheduler of docs/realtime.md in Python, for programs on emulated CPUs.
 
 The native runner has the same rules in C (runner/src/sched.c); this one drives a program that
-runs on unicorn or qemu, where each chain execution is a call into the emulator anyway.
+runs on unicorn or qemu, where each chain execution is a call into the emulator anyway. It has
+the interface of the native ``_runner.Scheduler`` that LocalTarget uses (same names, same
+types, the same trace ring), and it is always deterministic: a job costs its declared wcet.
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
 from ..image import Image
 
-_FMT = {1: "<f", 2: "<d", 3: "<i", 4: "<i"}
+_T_NS = struct.Struct("<Q")
+_F32_INF_THRESHOLD = float.fromhex("0x1.ffffffp127")  # halfway between FLT_MAX and 2**128
 
 
 class EmulatedProgram(Protocol):
@@ -31,112 +35,136 @@ class _TaskState:
     overruns: int = 0
 
 
-@dataclass
-class PyScheduler:
-    program: EmulatedProgram
-    image: Image
-    tick_ns: int
-    deterministic: bool = True
-    ticks: int = 0
-    io: dict[tuple[int, int], float] = field(default_factory=dict)
-    feeds: list[tuple[int, int, bytes, int, int]] = field(default_factory=list)
-    trace_ranges: list[tuple[int, int]] = field(default_factory=list)
-    trace_rows: list[bytes] = field(default_factory=list)
-    trace_capacity: int = 0
-    trace_total: int = 0
+# (src, dst, size) of the LET copies of one (task, phase)
+_Copies = list[tuple[int, int, int]]
 
-    def __post_init__(self) -> None:
-        self.state = [_TaskState() for _ in self.image.tasks]
-        for k, t in enumerate(self.image.tasks):
-            if t.period_ns and (t.period_ns % self.tick_ns or t.offset_ns % self.tick_ns):
-                raise ValueError(f"task {k} period {t.period_ns} ns / offset {t.offset_ns} ns is "
-                                 f"not a multiple of the tick {self.tick_ns} ns")
-        self.order = sorted((k for k, t in enumerate(self.image.tasks) if t.period_ns),
-                            key=lambda k: (self.image.tasks[k].priority, k))
-        self.initial = self.program.read_bytes(0, self.image.data_size)
+
+class PyScheduler:
+    """``Program.scheduler()`` of the emulated programs: ticks, LET copies, I/O, feeds, trace.
+
+    Periods and offsets must be multiples of ``tick_ns`` (LocalTarget.deploy checks this).
+    """
+
+    def __init__(self, program: EmulatedProgram, image: Image, tick_ns: int) -> None:
+        self.program = program
+        self.image = image
+        self.tick_ns = tick_ns
+        self.ticks = 0
+        tasks = image.tasks
+        self.task_count = len(tasks)
+        # everything a tick needs, resolved once: periods in ticks, copies and bindings per task
+        self._period = [t.period_ns // tick_ns for t in tasks]  # 0: runs on request only
+        self._offset = [t.offset_ns // tick_ns for t in tasks]
+        self._wcet = [t.wcet_ns for t in tasks]
+        self._order = sorted((k for k, t in enumerate(tasks) if t.period_ns),
+                             key=lambda k: (tasks[k].priority, k))
+        self._release_copies: list[_Copies] = [[] for _ in tasks]
+        self._publish_copies: list[_Copies] = [[] for _ in tasks]
+        for c in image.let_copies:
+            (self._publish_copies if c.phase == 1 else self._release_copies)[c.task].append(
+                (c.src, c.dst, c.size))
+        self._inputs: list[list[tuple[tuple[int, int], int, Callable[[float], bytes]]]] = [
+            [] for _ in tasks]
+        self._outputs: list[list[tuple[tuple[int, int], int, struct.Struct, bool]]] = [
+            [] for _ in tasks]
+        for b in image.io_bindings:
+            if b.direction == 1:
+                self._inputs[b.task].append(((b.kind, b.channel), b.offset, _STORE[b.dtype]))
+            else:
+                self._outputs[b.task].append(((b.kind, b.channel), b.offset, _SLOT[b.dtype],
+                                              b.dtype == 4))
+        self.io: dict[tuple[int, int], float] = {}
+        self.feeds: list[tuple[int, int, bytes, int, int]] = []
+        self._trace_ranges: list[tuple[int, int]] = []
+        self._ring = bytearray()
+        self.trace_capacity = 0
+        self.trace_row_size = 0
+        self.trace_rows = 0
+        self.initial = program.read_bytes(0, image.data_size)
+        self._restart()
+
+    def _restart(self) -> None:
+        self.state = [_TaskState() for _ in range(self.task_count)]
+        self._next_release = list(self._offset)
+        self.ticks = 0
+        self.trace_rows = 0
+
+    # ---- the steps of a tick
+
+    def _publish(self, k: int) -> None:
+        prog = self.program
+        for src, dst, size in self._publish_copies[k]:
+            prog.write_bytes(dst, prog.read_bytes(src, size))
+        for key, offset, slot, is_bool in self._outputs[k]:
+            (raw,) = slot.unpack(prog.read_bytes(offset, slot.size))
+            self.io[key] = (1.0 if raw != 0 else 0.0) if is_bool else float(raw)
+
+    def _release(self, k: int) -> None:
+        prog = self.program
+        for key, offset, store in self._inputs[k]:
+            prog.write_bytes(offset, store(self.io.get(key, 0.0)))
+        for src, dst, size in self._release_copies[k]:
+            prog.write_bytes(dst, prog.read_bytes(src, size))
+        prog.run(k)
+        st = self.state[k]
+        st.runs += 1
+        st.pending = True
+        st.remaining = self._wcet[k]
 
     @property
     def time_ns(self) -> int:
         return self.ticks * self.tick_ns
 
-    def _boundary(self, k: int, t: int) -> bool:
-        task = self.image.tasks[k]
-        return (bool(task.period_ns) and t >= task.offset_ns
-                and (t - task.offset_ns) % task.period_ns == 0)
-
-    def _copies(self, k: int, phase: int) -> None:
-        for c in self.image.let_copies:
-            if c.task == k and c.phase == phase:
-                self.program.write_bytes(c.dst, self.program.read_bytes(c.src, c.size))
-
-    def _io(self, k: int, direction: int) -> None:
-        for b in self.image.io_bindings:
-            if b.task != k or b.direction != direction:
-                continue
-            fmt = _FMT[b.dtype]
-            size = struct.calcsize(fmt)
-            if direction == 1:
-                value = self.io.get((b.kind, b.channel), 0.0)
-                if b.dtype in (3, 4):
-                    value = _to_int(value) if b.dtype == 3 else int(value != 0.0)
-                self.program.write_bytes(b.offset, struct.pack(fmt, value))
-            else:
-                (raw,) = struct.unpack(fmt, self.program.read_bytes(b.offset, size))
-                self.io[(b.kind, b.channel)] = float(raw)
-
     def tick(self) -> None:
-        t = self.time_ns
-        tasks = self.image.tasks
-        for k in range(len(tasks)):
+        tick = self.ticks
+        due = [k for k in self._order if self._next_release[k] == tick]
+        for k in due:
+            self._next_release[k] += self._period[k]
+        # 1. period ends, in task index order
+        for k in sorted(due):
             st = self.state[k]
-            if st.pending and t > tasks[k].offset_ns and self._boundary(k, t):
+            if st.pending:
                 if st.remaining == 0:
-                    self._copies(k, 1)
-                    self._io(k, 2)
+                    self._publish(k)
                     st.pending = False
                 else:
                     st.overruns += 1
+        # 2. feeds
         for offset, size, samples, count, first in self.feeds:
-            i = self.ticks - first
+            i = tick - first
             if 0 <= i < count:
                 self.program.write_bytes(offset, samples[i * size:(i + 1) * size])
-        for k in self.order:
-            if not self._boundary(k, t):
-                continue
+        # 3. releases in priority order (due is in that order)
+        for k in due:
             st = self.state[k]
             if st.pending:
                 st.skipped += 1
-                continue
-            self._io(k, 1)
-            self._copies(k, 0)
-            self.program.run(k)
-            st.runs += 1
-            st.pending = True
-            st.remaining = tasks[k].wcet_ns if self.deterministic else 0
+            else:
+                self._release(k)
+        # 4. processor model: the tick's time to pending jobs by priority
         left = self.tick_ns
-        for k in self.order:
+        for k in self._order:
             st = self.state[k]
             if st.pending and st.remaining:
                 take = min(st.remaining, left)
                 st.remaining -= take
                 left -= take
+        # 5. trace
         if self.trace_capacity:
-            row = struct.pack("<Q", t) + b"".join(self.program.read_bytes(o, n)
-                                                  for o, n in self.trace_ranges)
-            self.trace_rows.append(row)
-            if len(self.trace_rows) > self.trace_capacity:
-                self.trace_rows.pop(0)
-            self.trace_total += 1
-        self.ticks += 1
+            row = _T_NS.pack(tick * self.tick_ns) + b"".join(
+                self.program.read_bytes(o, n) for o, n in self._trace_ranges)
+            at = (self.trace_rows % self.trace_capacity) * self.trace_row_size
+            self._ring[at:at + self.trace_row_size] = row
+            self.trace_rows += 1
+        self.ticks = tick + 1
 
     def settle(self) -> None:
         """Publish finished jobs whose period ends exactly now (the first phase of a tick)."""
-        t = self.time_ns
-        for k, task in enumerate(self.image.tasks):
+        for k in range(self.task_count):
             st = self.state[k]
-            if st.pending and st.remaining == 0 and t > task.offset_ns and self._boundary(k, t):
-                self._copies(k, 1)
-                self._io(k, 2)
+            if (self._period[k] and self._next_release[k] == self.ticks and st.pending
+                    and st.remaining == 0):
+                self._publish(k)
                 st.pending = False
 
     def advance(self, ticks: int) -> None:
@@ -144,17 +172,30 @@ class PyScheduler:
             self.tick()
 
     def reset(self) -> None:
+        """Time 0, statistics and trace counters cleared, the data region back to its initial
+        contents; feeds and the trace ranges stay configured."""
         self.program.write_bytes(0, self.initial)
-        self.state = [_TaskState() for _ in self.image.tasks]
-        self.ticks = 0
-        self.trace_rows.clear()
-        self.trace_total = 0
+        self._restart()
+
+    # ---- trace, feeds, I/O, statistics
+
+    @property
+    def trace_dropped(self) -> int:
+        return max(0, self.trace_rows - self.trace_capacity)
 
     def set_trace(self, ranges: list[tuple[int, int]], capacity: int) -> None:
-        self.trace_ranges = list(ranges)
-        self.trace_capacity = capacity
-        self.trace_rows = []
-        self.trace_total = 0
+        ranges = [(int(o), int(n)) for o, n in ranges]
+        if ranges and capacity < 1:
+            raise ValueError("trace capacity must be at least 1 row")
+        self._trace_ranges = ranges
+        self.trace_row_size = _T_NS.size + sum(n for _, n in ranges) if ranges else 0
+        self.trace_capacity = capacity if ranges else 0
+        self._ring = bytearray(self.trace_capacity * self.trace_row_size)
+        self.trace_rows = 0
+
+    def trace_buffer(self) -> memoryview:
+        """The raw ring (capacity * trace_row_size bytes); row r is at (r % capacity)."""
+        return memoryview(self._ring).toreadonly()
 
     def add_feed(self, offset: int, size: int, samples: bytes,
                  first_tick: int | None = None) -> None:
@@ -162,15 +203,21 @@ class PyScheduler:
         start = self.ticks if first_tick is None else first_tick
         self.feeds.append((offset, size, data, len(data) // size, start))
 
+    def clear_feeds(self) -> None:
+        self.feeds.clear()
+
     def io_read(self, kind: int, channel: int) -> float:
         return self.io.get((kind, channel), 0.0)
 
     def io_write(self, kind: int, channel: int, value: float) -> None:
-        self.io[(kind, channel)] = value
+        self.io[(kind, channel)] = float(value)
 
     def stats(self, k: int) -> tuple[int, int, int, int, int]:
         st = self.state[k]
         return st.runs, st.skipped, st.overruns, 0, 0
+
+    def pending(self, k: int) -> bool:
+        return self.state[k].pending
 
 
 def emulated_scheduler(program: EmulatedProgram, image: Image, tick_ns: int,
@@ -183,20 +230,34 @@ def emulated_scheduler(program: EmulatedProgram, image: Image, tick_ns: int,
     return PyScheduler(program, image, tick_ns)
 
 
-def _to_int(value: float) -> int:
-    if math.isnan(value):
+# ---- channel value (a double) <-> slot, as store_slot/load_slot in runner/src/sched.c
+
+
+def _to_f32(value: float) -> float:
+    """Round to nearest with overflow to +-inf (C's to_f32); NaN stays NaN."""
+    if value >= _F32_INF_THRESHOLD:
+        return math.inf
+    if value <= -_F32_INF_THRESHOLD:
+        return -math.inf
+    return value
+
+
+def _to_i32(value: float) -> int:
+    """Truncation toward zero with saturation, NaN -> 0 (C's to_i32)."""
+    if value != value:
         return 0
-    return int(max(-(2**31), min(2**31 - 1, math.trunc(value))))
+    if value >= 2147483647.0:
+        return 2147483647
+    if value <= -2147483648.0:
+        return -2147483648
+    return int(value)
 
 
-def trace_arrays(rows: list[bytes], formats: list[str]) -> tuple[list[int], list[list[Any]]]:
-    """Unpack raw trace rows into time stamps and one list per traced value."""
-    times: list[int] = []
-    columns: list[list[Any]] = [[] for _ in formats]
-    layout = struct.Struct("<Q" + "".join(f.lstrip("<") for f in formats))
-    for row in rows:
-        t, *values = layout.unpack(row)
-        times.append(t)
-        for col, v in zip(columns, values, strict=True):
-            col.append(v)
-    return times, columns
+_SLOT = {1: struct.Struct("<f"), 2: struct.Struct("<d"), 3: struct.Struct("<i"),
+         4: struct.Struct("<i")}
+_STORE: dict[int, Callable[[float], bytes]] = {
+    1: lambda v: _SLOT[1].pack(_to_f32(v)),
+    2: _SLOT[2].pack,
+    3: lambda v: _SLOT[3].pack(_to_i32(v)),
+    4: lambda v: _SLOT[4].pack(1 if v != 0.0 else 0),
+}
