@@ -791,8 +791,8 @@ def test_no_float32_vector_arithmetic_on_flushing_arm_units() -> None:
     """armv7a NEON and (qemu's) cortex-m55 MVE flush float32 denormals: see cp_array.h."""
     import check_vectorisation as cv
 
-    if cv.OBJDUMP is None:
-        pytest.skip("llvm-objdump is not installed")
+    if cv.OBJDUMP is None:  # a missing tool is a failure, never a skip
+        pytest.fail(f"llvm-objdump is not installed: {cv.OBJDUMP_INSTALL}")
     for target in cv.FLUSHING:
         _, bad = cv.analyse(target)
         assert not bad, "\n".join(bad[:20])
@@ -815,7 +815,11 @@ def test_denormal_comparisons_on_host(h: hx.Harness) -> None:
 def test_emulated_target_matches_host(h: hx.Harness, target: str) -> None:
     """The same stencils on emulated CPUs (unicorn) compute the host's bits; armv7a covers the
     NEON float32 rule above (tools/array_harness/cross_check.py runs every target)."""
-    pytest.importorskip("unicorn")
+    from .archs import missing_tools
+
+    problem = missing_tools("unicorn")
+    if problem:  # a missing emulator is a failure, never a skip
+        pytest.fail(problem)
     import cross_check
 
     count, bad = cross_check.check_target(target, h)

@@ -63,11 +63,12 @@ FLUSHING = ("armv7a", "cortex-m55")
 # float32 vector instructions that are exact on a flushing unit: bit moves, int -> float
 EXACT_F32 = re.compile(r"^(?:vmov|vneg|vabs|vcvt\.f32\.[su]32)(?:\.f32)?$")
 OBJDUMP = next((t for t in ("llvm-objdump-19", "llvm-objdump") if shutil.which(t)), None)
+OBJDUMP_INSTALL = "apt-get install llvm-19"
 
 
 def objdump() -> str:
     if OBJDUMP is None:
-        raise SystemExit("llvm-objdump not found (apt-get install llvm)")
+        raise SystemExit(f"llvm-objdump not found: {OBJDUMP_INSTALL}")
     return OBJDUMP
 
 
