@@ -186,3 +186,97 @@ def test_random_functions_match_numpy_float32(name: str, x: np.ndarray) -> None:
     else:
         want = ref(x)
     np.testing.assert_array_equal(got, np.asarray(want, dtype=np.float32))
+
+
+def test_threads_mixing_signatures_never_share_a_program_unsafely() -> None:
+    """Thread A alternates two signatures (each call takes the general path), thread B calls
+    one of them; every result must be right (the general path used to run the slow Python
+    write-run-read of a program whose fast path B was using at the same time)."""
+    import sys
+    import time
+
+    @cp.jit
+    def total(x):  # type: ignore[no-untyped-def]
+        return (x * 2.0).sum()
+
+    xs4 = [np.full(4, i, np.float32) for i in range(64)]
+    xs5 = [np.full(5, -i, np.float32) for i in range(64)]
+    want4 = [8.0 * i for i in range(64)]
+    want5 = [-10.0 * i for i in range(64)]
+    errors: list[str] = []
+    start = threading.Barrier(2)
+
+    def alternate() -> None:
+        start.wait()
+        end, n = time.perf_counter() + 1.5, 0
+        while time.perf_counter() < end:
+            k, n = n & 63, n + 1
+            if total(xs4[k]) != want4[k]:
+                errors.append("A4")
+            if total(xs5[k]) != want5[k]:
+                errors.append("A5")
+
+    def same() -> None:
+        start.wait()
+        end, n = time.perf_counter() + 1.5, 0
+        while time.perf_counter() < end:
+            k, n = 63 - (n & 63), n + 1
+            if total(xs4[k]) != want4[k]:
+                errors.append("B")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=alternate), threading.Thread(target=same)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+
+
+class _SlowArray:
+    """An array-like argument (not a buffer) whose conversion lets other threads run."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a, self.shape, self.dtype = a, a.shape, a.dtype
+
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+        import time
+
+        time.sleep(0.02)  # releases the GIL in the middle of the argument conversion
+        return self.a if dtype is None else self.a.astype(dtype)
+
+
+def test_argument_conversion_is_not_interleaved_with_other_calls() -> None:
+    """An argument the one-call fast path cannot take (here: not a buffer) is converted before
+    anything is written, so a thread on the fast path of the same program cannot slip in
+    between the writes and the run."""
+
+    @cp.jit
+    def weighted(x, y):  # type: ignore[no-untyped-def]
+        return (x * 2.0 + y).sum()
+
+    xb, yb = np.full(4, 100.0, np.float32), np.full(4, 1.0, np.float32)
+    assert weighted(xb, yb) == 804.0
+    done = threading.Event()
+    errors: list[float] = []
+
+    def hammer() -> None:
+        while not done.is_set():
+            got = weighted(xb, yb)
+            if got != 804.0:
+                errors.append(got)
+
+    t = threading.Thread(target=hammer)
+    t.start()
+    try:
+        xa, ya = np.arange(4, dtype=np.float32), np.full(4, 0.5, np.float32)
+        results = [weighted(xa, _SlowArray(ya)) for _ in range(5)]
+    finally:
+        done.set()
+        t.join()
+    assert results == [14.0] * 5
+    assert errors == []

@@ -7,8 +7,10 @@ memory (converting the element type in the same copy when needed: uint8/int8/int
 int32, float16 to float32). Results are numbers, nested lists, or NumPy arrays where the
 function returned ``cp.map_to_numpy(value)``.
 
-Thread safety: each jitted function holds a lock around write-run-read, so concurrent calls
-from several threads are serialised and never see each other's data.
+Thread safety: a program runs as one C call that writes the arguments, runs and reads the
+results while holding the GIL, so concurrent calls from several threads never see each other's
+data (arguments that call needs in another form are converted before anything is written). A
+lock per jitted function serialises compilation and the calls of programs without that path.
 """
 
 from __future__ import annotations
@@ -173,7 +175,31 @@ class _Compiled:
                 self.outputs.append((kind, _view(buffer, port, r.shape, np)))
 
         self.call = self._generate()
+        #: one C call for write-run-read, atomic under the GIL; None if not applicable (then
+        #: every call of this program goes through ``call`` under the function's lock)
         self.fast = self._generate_fast(program, traced, np)
+        self._np = np
+        self._dtypes = tuple(where.dtype if kind == "array" else None
+                             for kind, where in self.inputs)
+
+    def invoke(self, args: tuple[Any, ...]) -> Any:
+        """Call through the fast path, converting arguments it cannot take as they are.
+
+        Only for programs with a fast path. Every run of such a program is one atomic C call:
+        a thread on its fast path never sees a half-written call of another thread. Arguments
+        are converted completely (which may run Python code and switch threads) before
+        anything is written.
+        """
+        fast = self.fast
+        assert fast is not None
+        try:
+            return fast(args)
+        except TypeError:
+            pass  # e.g. a list, a non-contiguous array or other element type: convert first
+        np = self._np
+        converted = tuple(a if dtype is None else np.ascontiguousarray(a, dtype=dtype)
+                          for a, dtype in zip(args, self._dtypes, strict=True))
+        return fast(converted)
 
     def _generate_fast(self, program: Any, traced: list[Any], np: Any) -> Any:
         """One C call for write-run-read (atomic under the GIL); None if not applicable."""
@@ -312,7 +338,12 @@ class JitFunction:
                 self._hits += 1
                 self._cache.move_to_end(key)
             self._last = compiled.fast
-            return compiled.call(args)
+            if compiled.fast is None:
+                # no fast path: no other thread can be running this program outside the lock
+                return compiled.call(args)
+        # a program with a fast path runs only through it (one atomic C call), never through
+        # the multi-step ``call``, because other threads may be on its fast path right now
+        return compiled.invoke(args)
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, self.cache_size, len(self._cache))
