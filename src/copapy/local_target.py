@@ -15,6 +15,7 @@ from . import dtypes as dt
 from .compiler import CompiledProgram, IoSpec, TaskSpec, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import ADC_KIND, ENCODER_KIND, GPIO_KIND, Channel
+from .target_common import decode_rows
 from .task import Task
 from .value import Value
 
@@ -98,28 +99,27 @@ class Trace:
         self._target = target
         self.values = list(values)
         self.capacity = capacity
+        self._dtypes = [target._port(v).dtype for v in self.values]
+        self._decoded: tuple[tuple[int, int], np.ndarray, list[np.ndarray]] | None = None
 
     def _columns(self) -> tuple[np.ndarray, list[np.ndarray]]:
-        import numpy as np
-
-        rows = self._target._trace_rows()
-        fmts = [self._target._port(v).dtype for v in self.values]
-        record = np.dtype([("t", "<u8")] + [(f"v{i}", f.numpy if not f.is_bool else "<i4")
-                                            for i, f in enumerate(fmts)])
-        table = np.frombuffer(rows, dtype=record)
-        cols = [table[f"v{i}"].astype(bool) if f.is_bool else table[f"v{i}"].copy()
-                for i, f in enumerate(fmts)]
-        return table["t"] * 1e-9, cols
+        """Time and value columns, decoded once per state of the trace ring."""
+        target = self._target
+        key = (target._trace_epoch, target._scheduler().trace_rows)
+        if self._decoded is None or self._decoded[0] != key:
+            stamps, cols = decode_rows(target._trace_rows(), self._dtypes)
+            self._decoded = (key, stamps * 1e-9, cols)
+        return self._decoded[1], self._decoded[2]
 
     @property
     def time(self) -> np.ndarray:
         """Simulated time of each row, in seconds."""
-        return self._columns()[0]
+        return self._columns()[0].copy()
 
     def __getitem__(self, value: Value[Any]) -> np.ndarray:
         for v, col in zip(self.values, self._columns()[1], strict=True):
             if v.node is value.node:
-                return col
+                return col.copy()
         raise KeyError(f"{value!r} is not traced")
 
     @property
@@ -157,6 +157,8 @@ class LocalTarget:
         self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
         self._feeds: list[tuple[Value[Any], Any]] = []
         self._trace: Trace | None = None
+        #: changes whenever recorded trace rows may change other than by new ticks
+        self._trace_epoch = 0
 
     # ---- on-request programs -------------------------------------------------------------
 
@@ -208,6 +210,7 @@ class LocalTarget:
         self._sched = sched
         self._tasks = list(tasks)
         self._trace = None
+        self._trace_epoch += 1
         for value, samples in self._feeds:
             self._add_feed(value, samples)
 
@@ -250,6 +253,7 @@ class LocalTarget:
     def reset(self) -> None:
         """Back to time 0: inputs, state and outputs return to their initial values."""
         self._scheduler().reset()
+        self._trace_epoch += 1
 
     def drive(self, value: Value[Any], source: Any) -> None:
         """Drive an input per tick: a sequence/array of samples (one per tick from now on),
@@ -269,6 +273,7 @@ class LocalTarget:
         sched = self._scheduler()
         ranges = [(self._port(v).offset, self._port(v).dtype.size) for v in values]
         sched.set_trace(ranges, capacity)
+        self._trace_epoch += 1
         self._trace = Trace(self, values, capacity)
         return self._trace
 

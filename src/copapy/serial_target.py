@@ -12,6 +12,7 @@ import struct
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel
 from .local_target import TaskStats, _checked, _flatten, _ns
 from .serial import protocol as p
+from .target_common import decode_rows
 from .task import Task
 from .value import Value
 
@@ -136,36 +138,43 @@ class StreamTrace:
         self.values = list(values)
         self.capacity = capacity
         self._target = target
-        self._rows: list[tuple[int, bytes]] = []
+        self._dtypes = [target._port(v).dtype for v in self.values]
+        #: a STREAM event: u64 tick, then the values (the layout of a native trace row)
+        self._row_size = 8 + sum(d.size for d in self._dtypes)
+        self._rows: deque[bytes] = deque(maxlen=capacity)
+        self._received = 0
         self._lock = threading.Lock()
+        self._decoded: tuple[int, Any, list[Any]] | None = None
         self.dropped = 0
 
-    def _add(self, tick: int, raw: bytes) -> None:
+    def _add(self, payload: bytes) -> None:
+        """One STREAM event (called by the receive thread)."""
+        if len(payload) != self._row_size:
+            return  # not this subscription's layout (an event of an earlier one)
         with self._lock:
-            self._rows.append((tick, raw))
-            if len(self._rows) > self.capacity:
-                del self._rows[0]
+            if len(self._rows) == self.capacity:
                 self.dropped += 1
+            self._rows.append(payload)
+            self._received += 1
+
+    def _columns(self) -> tuple[Any, list[Any]]:
+        """Ticks and value columns, decoded once per set of received events."""
+        with self._lock:
+            decoded, received = self._decoded, self._received
+            raw = b"".join(self._rows) if decoded is None or decoded[0] != received else b""
+        if decoded is None or decoded[0] != received:
+            ticks, cols = decode_rows(raw, self._dtypes)  # outside the lock: events keep coming
+            decoded = self._decoded = (received, ticks, cols)
+        return decoded[1], decoded[2]
 
     @property
     def time(self) -> Any:
-        import numpy as np
-
-        with self._lock:
-            return np.array([t for t, _ in self._rows], dtype=float) * self._target.tick_ns * 1e-9
+        return self._columns()[0].astype(float) * self._target.tick_ns * 1e-9
 
     def __getitem__(self, value: Value[Any]) -> Any:
-        import numpy as np
-
-        offset = 0
-        for v in self.values:
-            port = self._target._port(v)
+        for v, col in zip(self.values, self._columns()[1], strict=True):
             if v.node is value.node:
-                fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
-                with self._lock:
-                    col = [np.frombuffer(raw, fmt, 1, offset)[0] for _, raw in self._rows]
-                return np.array(col).astype(bool if port.dtype.is_bool else port.dtype.numpy)
-            offset += port.dtype.size
+                return col.copy()
         raise KeyError(f"{value!r} is not traced")
 
 
@@ -367,8 +376,7 @@ class SerialTarget:
 
     def _on_event(self, frame: p.Frame) -> None:
         if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:
-            (tick,) = struct.unpack_from("<Q", frame.payload)
-            self._trace._add(tick, frame.payload[8:])
+            self._trace._add(frame.payload)
 
     def io_value(self, channel: Channel) -> float:
         raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
