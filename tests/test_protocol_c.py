@@ -1,14 +1,13 @@
 """The wire protocol's C side: codec and server unit tests and the server fuzzer under
 AddressSanitizer and UBSan, the host runner build, and the Cortex-M7 runner firmware build.
-These fail, not skip, without make and a C compiler (and arm-none-eabi-gcc for the firmware)."""
+These fail, not skip, without make and a C compiler (and arm-none-eabi-gcc for the firmware,
+clang-19 for the clang build)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "runner"
@@ -40,8 +39,8 @@ def test_server_fuzzer() -> None:
 
 
 def test_clang_build() -> None:
-    if not shutil.which("clang-19"):
-        pytest.skip("clang-19 not installed")
+    assert shutil.which("clang-19"), ("the clang build of the runner needs clang-19: "
+                                      "apt-get install clang-19")
     out = make(RUNNER, "test", "host", "CC=clang-19", "BUILD=build/clang")
     assert "test_server: " in out and "test_proto: " in out
     assert out.count(" 0 failed") >= 4
