@@ -5,6 +5,7 @@ tests fail (the kernels cannot be checked), they are never skipped.
 """
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 )
+import build_stencils as bs
 import measure_ulp as mu
 
 F32_BOUND = mu.BOUND_F32
@@ -240,6 +242,24 @@ def test_prop_f64_vs_mpmath(x):
 
 
 # ---------------------------------------------------------------- freestanding build
-def test_no_external_calls_on_single_precision_fpu_targets():
-    ok, report = mu.check_targets(verbose=False, targets={"cortex-m4", "rv32", "armv6"})
+def test_no_external_calls_on_single_precision_fpu_targets(monkeypatch):
+    """The kernels compiled exactly as the stencil build compiles them (tools/build_stencils.py
+    with targets/*.toml) call nothing: float32 kernels no function at all, float64 kernels only
+    the compiler's soft-double helpers where the target has no FP64."""
+    targets = ("armv6", "cortex-m4", "rv32")  # in the order of the report (target ids)
+    commands = []
+    real_run = subprocess.run
+
+    def spy(cmd, *args, **kwargs):
+        commands.append(list(cmd))
+        return real_run(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(mu.subprocess, "run", spy)
+    ok, report = mu.check_targets(verbose=False, targets=set(targets))
+    monkeypatch.undo()
     assert ok, report
+    assert [ln.split()[0] for ln in report.splitlines()] == list(targets), report
+    for name in targets:
+        flags = " ".join(bs.target_flags(bs.load_target(name)))
+        compiled = [c for c in commands if flags in " ".join(c)]
+        assert len(compiled) == len(mu.kernel_sources()), f"{name}: not built with {flags}"

@@ -77,10 +77,23 @@ def load_target(name: str) -> dict[str, Any]:
         return tomllib.load(f)
 
 
+def clang_targets() -> list[str]:
+    """The targets whose stencils are C compiled by this script (not hand-written assembly),
+    in the order of their ids."""
+    targets = {p.stem: load_target(p.stem) for p in (ROOT / "targets").glob("*.toml")}
+    return sorted((n for n, t in targets.items() if t.get("builder", "clang") == "clang"),
+                  key=lambda n: targets[n]["id"])
+
+
+def target_flags(target: dict[str, Any]) -> list[str]:
+    """The clang flags of a stencil object for ``target`` (include directories aside)."""
+    return [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"]]
+
+
 def compile_objects(target: dict[str, Any], workdir: Path) -> list[Path]:
     clang = clang_command()
-    flags = [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"],
-             *[f"-I{d}" for d in EXTRA], f"-I{ROOT / 'stencils' / 'include'}"]
+    flags = [*target_flags(target), *[f"-I{d}" for d in EXTRA],
+             f"-I{ROOT / 'stencils' / 'include'}"]
 
     def one(src: Path) -> Path:
         obj = workdir / (src.parent.name + "_" + src.stem + ".o")

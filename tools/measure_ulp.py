@@ -31,6 +31,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import build_stencils
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MATH_DIR = os.path.join(ROOT, "stencils", "math")
 INC_DIR = os.path.join(ROOT, "stencils", "include")
@@ -39,31 +42,9 @@ DOC = os.path.join(ROOT, "docs", "math.md")
 
 KERNEL_FLAGS = ["-O2", "-ffreestanding", "-fno-builtin", "-fno-math-errno", "-ffp-contract=off",
                 "-ffunction-sections", "-fdata-sections", "-std=c11", "-Wall", "-Wextra", "-Werror"]
-TARGET_COMMON = ["-O2", "-c", "-ffreestanding", "-fno-builtin", "-fno-math-errno",
-                 "-ffp-contract=off", "-fno-pic", "-ffunction-sections", "-fdata-sections",
-                 "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables",
-                 "-fomit-frame-pointer", "-std=c11", "-Wall", "-Wextra", "-Werror"]
-TARGETS = {
-    "x86_64": ["--target=x86_64-none-elf", "-mno-red-zone", "-mcmodel=small"],
-    "x86": ["--target=i386-none-elf", "-march=pentium4", "-mfpmath=sse"],
-    "aarch64": ["--target=aarch64-none-elf", "-mcpu=cortex-a53"],
-    "armv6": ["--target=armv6-none-eabihf", "-mcpu=arm1176jzf-s", "-mfpu=vfpv2",
-              "-mfloat-abi=hard", "-marm"],
-    "armv7a": ["--target=armv7a-none-eabihf", "-mcpu=cortex-a7", "-mfpu=neon-vfpv4",
-               "-mfloat-abi=hard", "-marm"],
-    "cortex-m4": ["--target=thumbv7em-none-eabihf", "-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16",
-                  "-mfloat-abi=hard", "-mthumb"],
-    "cortex-m7": ["--target=thumbv7em-none-eabihf", "-mcpu=cortex-m7", "-mfpu=fpv5-d16",
-                  "-mfloat-abi=hard", "-mthumb"],
-    "cortex-m55": ["--target=thumbv8.1m.main-none-eabihf", "-mcpu=cortex-m55", "-mfloat-abi=hard",
-                   "-mthumb"],
-    "rv32": ["--target=riscv32-none-elf", "-march=rv32imafc", "-mabi=ilp32f", "-mcmodel=medlow",
-             "-mno-relax"],
-    "rv64": ["--target=riscv64-none-elf", "-march=rv64gc", "-mabi=lp64d", "-mcmodel=medany",
-             "-mno-relax"],
-}
-# targets whose float64 kernels may call the compiler's soft-double helpers
-SOFT_DOUBLE_TARGETS = {"cortex-m4", "rv32"}
+# --check-targets compiles with the stencil build's own flags (tools/build_stencils.py,
+# targets/*.toml); float64 kernels may call the compiler's soft-double helpers on the targets
+# without FP64 (float64 = false)
 SOFT_HELPER_RE = re.compile(r"^(__aeabi_[a-z0-9]+|__(add|sub|mul|div|neg)[sd]f3"
                             r"|__(eq|ne|lt|le|gt|ge|un|cmp)[sd]f2"
                             r"|__fix(uns)?[sd]f[sd]i|__float(un)?[sd]i[sd]f"
@@ -578,23 +559,31 @@ def _tool(*names):
 
 
 def check_targets(verbose=True, targets=None):
-    """Cross-compile every kernel file for every target with the stencil flags;
-    per kernel (function section) list undefined symbols.  Returns (ok, report)."""
-    cc, _desc = compiler_cmd()
+    """Cross-compile every kernel file for every target (or those in ``targets``) with the
+    flags of the stencil build (tools/build_stencils.py: COMMON_FLAGS and the target's
+    targets/*.toml); per kernel (function section) list undefined symbols.
+    Returns (ok, report)."""
+    cc = build_stencils.clang_command()
     objdump = _tool("llvm-objdump-19", "llvm-objdump")
     nm = _tool("llvm-nm-19", "llvm-nm")
     if objdump is None or nm is None:
-        raise RuntimeError("llvm-objdump / llvm-nm not found")
+        raise RuntimeError("llvm-objdump / llvm-nm not found: apt-get install llvm-19")
     ok = True
     lines = []
     tmp = tempfile.mkdtemp(prefix="cp_math_targets_")
-    for tname, tflags in TARGETS.items():
-        if targets is not None and tname not in targets:
-            continue
+    names = build_stencils.clang_targets()
+    if targets is not None:
+        unknown = set(targets) - set(names)
+        if unknown:
+            raise ValueError(f"no C stencil target {sorted(unknown)} (known: {names})")
+        names = [n for n in names if n in targets]
+    for tname in names:
+        target = build_stencils.load_target(tname)
+        soft_double = not target.get("float64", True)
         per_func = {}
         for src in kernel_sources():
             obj = os.path.join(tmp, tname + "_" + os.path.basename(src) + ".o")
-            cmd = cc + TARGET_COMMON + tflags + ["-I", INC_DIR, src, "-o", obj]
+            cmd = [*cc, *build_stencils.target_flags(target), f"-I{INC_DIR}", src, "-o", obj]
             r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 ok = False
@@ -633,7 +622,7 @@ def check_targets(verbose=True, targets=None):
                 continue
             is_f32 = fn.endswith("f") or fn == "cp_sqrtf_soft"
             for s in syms:
-                if not is_f32 and tname in SOFT_DOUBLE_TARGETS and SOFT_HELPER_RE.match(s):
+                if not is_f32 and soft_double and SOFT_HELPER_RE.match(s):
                     helpers.add(s)
                     continue
                 bad.append(f"{fn} -> {s}")

@@ -27,8 +27,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import build_stencils  # type: ignore[import-not-found]  # noqa: E402
 
-TARGETS = ["x86_64", "x86", "aarch64", "armv6", "armv7a", "cortex-m4", "cortex-m7", "cortex-m55",
-           "rv32", "rv64"]
+TARGETS = build_stencils.clang_targets()
 X86_OP = re.compile(r"^(?:(?:add|sub|mul|div|min|max)p[sd]|cmp\w*p[sd]|p(?:add|sub|mul|cmp|max|"
                     r"min|sll|srl|sra|blend|shuf|and|andn|or|xor|unpck)\w*|cvt(?:dq2ps|dq2pd|"
                     r"tps2dq|tpd2dq|ps2pd|pd2ps)|blendv\w*|(?:and|andn|or|xor)p[sd])$")
@@ -74,9 +73,8 @@ def objdump() -> str:
 
 def compile_array(target: str, out: Path) -> None:
     t = build_stencils.load_target(target)
-    cmd = [*build_stencils.clang_command(), f"--target={t['triple']}", *build_stencils.COMMON_FLAGS,
-           *t["cflags"], f"-I{ROOT / 'stencils' / 'include'}", str(ROOT / "stencils" / "array.c"),
-           "-o", str(out)]
+    cmd = [*build_stencils.clang_command(), *build_stencils.target_flags(t),
+           f"-I{ROOT / 'stencils' / 'include'}", str(ROOT / "stencils" / "array.c"), "-o", str(out)]
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 

@@ -88,8 +88,8 @@ def stencil_applicable(name: str, target: dict[str, Any]) -> bool:
 
 def build_elf(name: str, workdir: Path) -> Path:
     t = build_stencils.load_target(name)
-    cc = [*build_stencils.clang_command(), f"--target={t['triple']}", *build_stencils.COMMON_FLAGS,
-          *t["cflags"], f"-I{ROOT / 'stencils' / 'include'}"]
+    cc = [*build_stencils.clang_command(), *build_stencils.target_flags(t),
+          f"-I{ROOT / 'stencils' / 'include'}"]
     stub = workdir / "stub.c"
     stub.write_text(STUB.replace("CP_CROSS_CAP", str(CAP)))
     objs = []
