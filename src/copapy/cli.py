@@ -75,16 +75,17 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
+    from .target_common import TaskStats
 
     with SerialTarget(args.port, baudrate=args.baudrate) as tg:
         s = tg.runner_stats()
         print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
               f"release jitter p50 {s.jitter_p50_ns / 1e3:.1f} µs, "
               f"p99 {s.jitter_p99_ns / 1e3:.1f} µs, max {s.jitter_max_ns / 1e3:.1f} µs")
-        for k, (runs, skipped, overruns, mx, total) in enumerate(s.tasks):
-            mean = total / runs if runs else 0.0
-            print(f"task {k}: {runs} runs, {skipped} skipped, {overruns} overruns, "
-                  f"exec max {mx} ns, mean {mean:.0f} ns")
+        for k, counters in enumerate(s.tasks):
+            t = TaskStats.from_counters(f"task {k}", counters)
+            print(f"{t.name}: {t.runs} runs, {t.skipped} skipped, {t.overruns} overruns, "
+                  f"exec max {t.max_exec_ns} ns, mean {t.mean_exec_ns:.0f} ns")
     return 0
 
 

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
-from . import dtypes as dt
-from .compiler import CompiledProgram, IoSpec, TaskSpec, compile_program, compile_tasks
+from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import ADC_KIND, ENCODER_KIND, GPIO_KIND, Channel
-from .target_common import decode_rows
+from .target_common import (
+    TaskStats,
+    checked_scalar,
+    decode_rows,
+    find_port,
+    flatten,
+    io_specs,
+    task_specs,
+    task_stats,
+    to_ns,
+)
 from .task import Task
 from .value import Value
 
@@ -78,18 +86,6 @@ def host_architecture() -> str:
         raise TargetError("this machine's CPU has no native copapy runner; "
                           "use LocalTarget(arch=...) with the unicorn emulator")
     return name
-
-
-@dataclass(frozen=True)
-class TaskStats:
-    """Per-task statistics of the simulated schedule (execution times are wall-clock)."""
-
-    name: str
-    runs: int
-    skipped: int
-    overruns: int
-    max_exec_ns: int
-    mean_exec_ns: float
 
 
 class Trace:
@@ -166,7 +162,7 @@ class LocalTarget:
         """Compile values, arrays or quaternions (and all they depend on) into one program."""
         if not values:
             raise TargetError("compile() needs at least one value to compute")
-        compiled = compile_program(_flatten(values, "compile()"), self.arch)
+        compiled = compile_program(flatten(values, "compile()"), self.arch)
         self._install(compiled, self._load(compiled.image))
         self.run = self._program.run  # type: ignore[union-attr,method-assign]  # no wrapper
 
@@ -189,21 +185,14 @@ class LocalTarget:
         """Compile and load periodic tasks; simulated time starts at 0."""
         if self.tick is None:
             raise TargetError("deploy() needs the scheduler tick: LocalTarget(tick=1e-3)")
-        tick_ns = _ns(self.tick)
-        specs = []
-        for k, t in enumerate(tasks):
-            if not isinstance(t, Task):
-                raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
-            period_ns, offset_ns = _ns(t.period), _ns(t.offset)
-            if period_ns % tick_ns or offset_ns % tick_ns:
+        tick_ns = to_ns(self.tick)
+        specs = task_specs(tasks)
+        for k, (t, spec) in enumerate(zip(tasks, specs, strict=True)):
+            # the schedulers rely on this (runtime/pysched.py does not check it again)
+            if spec.period_ns % tick_ns or spec.offset_ns % tick_ns:
                 raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
-            specs.append(TaskSpec(t.name or f"task{k}", tuple(_flatten(t.outputs, "Task")),
-                                  period_ns, offset_ns, t.priority,
-                                  _ns(t.wcet) if t.wcet else 0))
-        io = [IoSpec(node, ch.kind, ch.channel,
-                     1 if node.op == "input" else 2) for node, ch in self._bindings.items()]
-        compiled = compile_tasks(specs, self.arch, io)
+        compiled = compile_tasks(specs, self.arch, io_specs(self._bindings))
         program = self._load(compiled.image)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._install(compiled, program)
@@ -243,12 +232,7 @@ class LocalTarget:
     def stats(self) -> list[TaskStats]:
         """Per task: runs, skipped releases, overruns, max and mean execution time."""
         sched = self._scheduler()
-        out = []
-        for k, t in enumerate(self._tasks):
-            runs, skipped, overruns, mx, total = sched.stats(k)
-            out.append(TaskStats(t.name or f"task{k}", runs, skipped, overruns, mx,
-                                 total / runs if runs else 0.0))
-        return out
+        return task_stats(self._tasks, (sched.stats(k) for k in range(len(self._tasks))))
 
     def reset(self) -> None:
         """Back to time 0: inputs, state and outputs return to their initial values."""
@@ -380,7 +364,7 @@ class LocalTarget:
             return
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             # the program does not depend on this input: accept the value, nothing to do
-            self._detached[v.node] = _checked(x, v.node.dtype)
+            self._detached[v.node] = checked_scalar(x, v.node.dtype)
             return
         if isinstance(v, Value) and v.node in self._bindings and self._sched is not None:
             raise TargetError(f"{v!r} is bound to {self._bindings[v.node]!r}; set the channel "
@@ -443,7 +427,7 @@ class LocalTarget:
             raise TargetError(f"{v!r} is computed by the program, not an input; only values made "
                               f"with cp.value() can be written")
         assert self._program is not None
-        self._program.write(port.offset, port.dtype.code, _checked(x, port.dtype))
+        self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
 
     def _install(self, compiled: CompiledProgram, program: _Program) -> None:
         # only now replace the running program: a failed compile or load leaves it intact
@@ -510,9 +494,7 @@ class LocalTarget:
         return self._scheduler().trace_dropped
 
     def _port(self, v: Value[Any]) -> Port:
-        if not isinstance(v, Value):
-            raise TypeError(f"expected a copapy value, got {type(v).__name__}")
-        port = self._ports.get(v.node)
+        port = find_port(self._ports, v)
         if port is None:
             if self._compiled is None:
                 raise TargetError("nothing compiled yet: call tg.compile(values) first")
@@ -520,52 +502,4 @@ class LocalTarget:
                               f"tg.compile() or make it a task output (inputs and outputs "
                               f"can be read)")
         return port
-
-
-def _flatten(values: Any, what: str) -> list[Any]:
-    """The graph nodes behind values, arrays and quaternions."""
-    from .arrays import Array
-    from .quaternion import Quaternion
-
-    nodes: list[Any] = []
-    for v in values:
-        if isinstance(v, Value):
-            nodes.append(v.node)
-        elif isinstance(v, Array):
-            nodes.extend(v.nodes())
-        elif isinstance(v, Quaternion):
-            nodes.extend(c.node for c in v.components())
-        else:
-            raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
-                            f"{type(v).__name__}")
-    return nodes
-
-
-def _ns(seconds: float) -> int:
-    ns = round(seconds * 1e9)
-    if not math.isclose(ns, seconds * 1e9, rel_tol=1e-9, abs_tol=1e-3):
-        raise ValueError(f"{seconds} s is not a whole number of nanoseconds")
-    return int(ns)
-
-
-def _checked(x: Any, dtype: dt.DType) -> float | int | bool:
-    """``x`` as a Python number fit for a ``dtype`` input, or an error naming the problem."""
-    if isinstance(x, Value):
-        raise TypeError("write() takes a Python number, not a traced value")
-    item = getattr(x, "item", None)
-    if callable(item) and getattr(x, "ndim", 0) == 0:
-        x = item()
-    if not isinstance(x, bool | int | float):
-        raise TypeError(f"cannot write {type(x).__name__} {x!r} into a {dtype.name} input")
-    if dtype.is_int:
-        if isinstance(x, float):
-            if not x.is_integer():
-                raise TypeError(f"{x!r} would be truncated writing an int32 input; pass an int")
-            x = int(x)
-        if not dt.INT32_MIN <= x <= dt.INT32_MAX:
-            raise OverflowError(f"{x} does not fit in the int32 input")
-    if dtype.is_bool and not isinstance(x, bool) and x not in (0, 1):
-        raise TypeError(f"write {x!r} into a bool input: pass True or False")
-    checked: float | int | bool = x
-    return checked
 

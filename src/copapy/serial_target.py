@@ -16,12 +16,19 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from .compiler import CompiledProgram, IoSpec, TaskSpec, compile_tasks
+from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel
-from .local_target import TaskStats, _checked, _flatten, _ns
 from .serial import protocol as p
-from .target_common import decode_rows
+from .target_common import (
+    TaskStats,
+    checked_scalar,
+    decode_rows,
+    find_port,
+    io_specs,
+    task_specs,
+    task_stats,
+)
 from .task import Task
 from .value import Value
 
@@ -237,16 +244,7 @@ class SerialTarget:
         self._bindings[value.node] = channel
 
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
-        specs = []
-        for k, t in enumerate(tasks):
-            if not isinstance(t, Task):
-                raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
-            specs.append(TaskSpec(t.name or f"task{k}", tuple(_flatten(t.outputs, "Task")),
-                                  _ns(t.period), _ns(t.offset), t.priority,
-                                  _ns(t.wcet) if t.wcet else 0))
-        io = [IoSpec(n, ch.kind, ch.channel, 1 if n.op == "input" else 2)
-              for n, ch in self._bindings.items()]
-        return compile_tasks(specs, self.arch, io)
+        return compile_tasks(task_specs(tasks), self.arch, io_specs(self._bindings))
 
     def deploy(self, *tasks: Task) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
@@ -317,9 +315,7 @@ class SerialTarget:
     # ---- values ----------------------------------------------------------------------------
 
     def _port(self, v: Value[Any]) -> Port:
-        if not isinstance(v, Value):
-            raise TypeError(f"expected a copapy value, got {type(v).__name__}")
-        port = self._ports.get(v.node)
+        port = find_port(self._ports, v)
         if port is None:
             raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
                                     f"program")
@@ -336,15 +332,11 @@ class SerialTarget:
         if port.role != ROLE_INPUT:
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
-        raw = port.dtype.pack(_checked(x, port.dtype))
+        raw = port.dtype.pack(checked_scalar(x, port.dtype))
         self._link.request(p.WRITE, struct.pack("<IH", port.offset, len(raw)) + raw)
 
     def stats(self) -> list[TaskStats]:
-        s = self.runner_stats()
-        return [TaskStats(t.name or f"task{k}", runs, skipped, overruns, mx,
-                          total / runs if runs else 0.0)
-                for k, (t, (runs, skipped, overruns, mx, total)) in
-                enumerate(zip(self._tasks, s.tasks, strict=False))]
+        return task_stats(self._tasks, self.runner_stats().tasks)
 
     def runner_stats(self) -> p.RunnerStats:
         """Runner-wide counters (ticks, bad frames, late ticks, release jitter) and every

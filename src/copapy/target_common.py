@@ -1,15 +1,140 @@
-"""What LocalTarget and SerialTarget share: decoding trace rows."""
+"""What LocalTarget and SerialTarget share: task and I/O specs for the compiler, input value
+checks, port lookup, task statistics and decoding trace rows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt
+from .compiler import IoSpec, TaskSpec
+from .task import Task
+from .value import Value
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from .compiler.layout import Port
+    from .graph.node import Node
+    from .io import Channel
+
+
+# ---- programs
+
+
+def to_ns(seconds: float) -> int:
+    """Seconds as whole nanoseconds, or ValueError."""
+    ns = round(seconds * 1e9)
+    if not math.isclose(ns, seconds * 1e9, rel_tol=1e-9, abs_tol=1e-3):
+        raise ValueError(f"{seconds} s is not a whole number of nanoseconds")
+    return int(ns)
+
+
+def flatten(values: Iterable[Any], what: str) -> list[Any]:
+    """The graph nodes behind values, arrays and quaternions."""
+    from .arrays import Array
+    from .quaternion import Quaternion
+
+    nodes: list[Any] = []
+    for v in values:
+        if isinstance(v, Value):
+            nodes.append(v.node)
+        elif isinstance(v, Array):
+            nodes.extend(v.nodes())
+        elif isinstance(v, Quaternion):
+            nodes.extend(c.node for c in v.components())
+        else:
+            raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
+                            f"{type(v).__name__}")
+    return nodes
+
+
+def task_name(task: Task, index: int) -> str:
+    return task.name or f"task{index}"
+
+
+def task_specs(tasks: Sequence[Task]) -> list[TaskSpec]:
+    """The compiler's view of ``deploy(*tasks)`` (TypeError for anything but a cp.Task)."""
+    specs = []
+    for k, t in enumerate(tasks):
+        if not isinstance(t, Task):
+            raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
+        specs.append(TaskSpec(task_name(t, k), tuple(flatten(t.outputs, "Task")),
+                              to_ns(t.period), to_ns(t.offset), t.priority,
+                              to_ns(t.wcet) if t.wcet else 0))
+    return specs
+
+
+def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
+    """The compiler's view of ``bind()``: an input reads its channel, an output drives it."""
+    return [IoSpec(node, ch.kind, ch.channel, 1 if node.op == "input" else 2)
+            for node, ch in bindings.items()]
+
+
+# ---- values
+
+
+def find_port(ports: Mapping[Node, Port], v: Value[Any]) -> Port | None:
+    """The port of a value in a compiled program (None if it has none)."""
+    if not isinstance(v, Value):
+        raise TypeError(f"expected a copapy value, got {type(v).__name__}")
+    return ports.get(v.node)
+
+
+def checked_scalar(x: Any, dtype: dt.DType) -> float | int | bool:
+    """``x`` as a Python number fit for a ``dtype`` input, or an error naming the problem."""
+    if isinstance(x, Value):
+        raise TypeError("write() takes a Python number, not a traced value")
+    item = getattr(x, "item", None)
+    if callable(item) and getattr(x, "ndim", 0) == 0:
+        x = item()
+    if not isinstance(x, bool | int | float):
+        raise TypeError(f"cannot write {type(x).__name__} {x!r} into a {dtype.name} input")
+    if dtype.is_int:
+        if isinstance(x, float):
+            if not x.is_integer():
+                raise TypeError(f"{x!r} would be truncated writing an int32 input; pass an int")
+            x = int(x)
+        if not dt.INT32_MIN <= x <= dt.INT32_MAX:
+            raise OverflowError(f"{x} does not fit in the int32 input")
+    if dtype.is_bool and not isinstance(x, bool) and x not in (0, 1):
+        raise TypeError(f"write {x!r} into a bool input: pass True or False")
+    checked: float | int | bool = x
+    return checked
+
+
+# ---- statistics
+
+
+@dataclass(frozen=True)
+class TaskStats:
+    """Per-task statistics of the simulated schedule (execution times are wall-clock)."""
+
+    name: str
+    runs: int
+    skipped: int
+    overruns: int
+    max_exec_ns: int
+    mean_exec_ns: float
+
+    @classmethod
+    def from_counters(cls, name: str, counters: tuple[int, int, int, int, int]) -> TaskStats:
+        """From a scheduler's (runs, skipped, overruns, exec_ns_max, exec_ns_sum)."""
+        runs, skipped, overruns, mx, total = counters
+        return cls(name, runs, skipped, overruns, mx, total / runs if runs else 0.0)
+
+
+def task_stats(tasks: Sequence[Task],
+               counters: Iterable[tuple[int, int, int, int, int]]) -> list[TaskStats]:
+    """TaskStats of each task, named like the compiled tasks."""
+    return [TaskStats.from_counters(task_name(t, k), c)
+            for k, (t, c) in enumerate(zip(tasks, counters, strict=False))]
+
+
+# ---- traces
 
 
 def decode_rows(raw: bytes, dtypes: Sequence[dt.DType]) -> tuple[NDArray[np.uint64],
