@@ -349,7 +349,8 @@ def rebuild(order: Sequence[Node], mapping: dict[Node, Node],
             continue
         args = tuple(out.get(a, a) for a in node.args)
         if any(x is not y for x, y in zip(args, node.args, strict=True)):
-            out[node] = make(REGISTRY[node.op], args)
+            # attr carries what is not an operand: shapes, offsets, fill shapes
+            out[node] = make(REGISTRY[node.op], args, node.attr)
     return out
 
 
