@@ -126,10 +126,23 @@ def term_expr(v1: Any, v2: Any) -> Any:
     return sum((v1 + i) @ v2 for i in range(10))
 
 
-def scalar_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
+def scalar_term(n: int) -> Any:
+    """The term over scalar ``cp.value`` inputs (v1 = 0, 1, ..., v2 = 5), the dot product a
+    Python loop over scalars: one stencil chain; its value is ``expected(n)``."""
     v1 = [cp.value(float(j)) for j in range(n)]
     v2 = [cp.value(5.0) for _ in range(n)]
-    term = sum((dot([x + i for x in v1], v2) for i in range(10)), cp.constant(0.0))
+    return sum((dot([x + i for x in v1], v2) for i in range(10)), cp.constant(0.0))
+
+
+def packed_term(n: int) -> Any:
+    """The same term with v1, v2 as packed input vectors (array stencils, a fused dot per i)."""
+    v1 = cp.value(np.arange(n, dtype=np.float32), packed=True)
+    v2 = cp.value(np.full(n, 5.0, np.float32), packed=True)
+    return term_expr(v1, v2)
+
+
+def scalar_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
+    term = scalar_term(n)
     tg = cp.LocalTarget()
     t0 = time.perf_counter()
     tg.compile(term)
@@ -138,9 +151,7 @@ def scalar_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
 
 def packed_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
     t0 = time.perf_counter()
-    v1 = cp.value(np.arange(n, dtype=np.float32), packed=True)
-    v2 = cp.value(np.full(n, 5.0, np.float32), packed=True)
-    term = term_expr(v1, v2)
+    term = packed_term(n)
     tg = cp.LocalTarget()
     tg.compile(term)
     return tg, term, time.perf_counter() - t0

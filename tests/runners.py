@@ -13,11 +13,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def build(target: str, directory: str = "runner") -> None:
-    assert shutil.which("make") and shutil.which("cc"), "runners need make and a C compiler"
-    proc = subprocess.run(["make", "-C", str(ROOT / directory), target], capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+def build(target: str, *args: str, directory: str = "runner", timeout: int = 900) -> str:
+    """``make -C <directory> <target> <args...>`` (more targets, VAR=value); its stdout."""
+    assert shutil.which("make") and shutil.which("cc"), "runners need make and a C compiler (cc)"
+    proc = subprocess.run(["make", "-C", str(ROOT / directory), target, *args],
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return proc.stdout
 
 
 @contextmanager
@@ -53,7 +55,7 @@ def qemu_m7_runner() -> Iterator[str]:
     assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross compiler: "
                                                "apt-get install gcc-arm-none-eabi "
                                                "libnewlib-arm-none-eabi")
-    build("all", "runner/baremetal")
+    build("all", directory="runner/baremetal")
     port = free_port()
     elf = ROOT / "runner" / "baremetal" / "build" / "runner-cortex-m7.elf"
     proc = subprocess.Popen(["qemu-system-arm", "-M", "mps2-an500", "-cpu", "cortex-m7",

@@ -51,11 +51,17 @@ class BuildError(RuntimeError):
     """A stencil cannot be turned into a table entry; the message names the stencil."""
 
 
+class ZiglangMissing(SystemExit):
+    """ziglang is not installed; the message names the install command (a SystemExit, so the
+    scripts end with just that message)."""
+
+
 def clang_command() -> list[str]:
+    """ziglang's clang with its own resource directory (the pinned compiler of the stencils)."""
     try:
         import ziglang  # type: ignore[import-untyped]
     except ImportError as exc:
-        raise SystemExit("the stencil build needs ziglang: pip install -e '.[build]'") from exc
+        raise ZiglangMissing("the stencil build needs ziglang: pip install -e '.[build]'") from exc
     resource = Path(ziglang.__file__).parent / "lib"
     return [sys.executable, "-m", "ziglang", "clang", f"-resource-dir={resource}"]
 

@@ -28,11 +28,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_stencils
+import host_build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MATH_DIR = os.path.join(ROOT, "stencils", "math")
@@ -60,28 +62,6 @@ BOUND_F64 = 4.0
 
 
 # --------------------------------------------------------------------------- build
-def zig_resource_dir():
-    try:
-        import ziglang
-    except ImportError:
-        return None
-    import ziglang
-    return os.path.join(os.path.dirname(ziglang.__file__), "lib")
-
-
-def compiler_cmd():
-    """(argv prefix, description) of the C compiler used for the host build."""
-    rd = zig_resource_dir()
-    if rd is not None:
-        return [sys.executable, "-m", "ziglang", "clang", "-resource-dir=" + rd], "zig clang"
-    for cc in ("clang", "gcc"):
-        if shutil.which(cc):
-            print(f"note: ziglang not installed, falling back to {cc} for the host build",
-                  file=sys.stderr)
-            return [cc], cc
-    raise RuntimeError("no C compiler found (pip install ziglang, or install clang/gcc)")
-
-
 def kernel_sources():
     return sorted(os.path.join(MATH_DIR, f) for f in os.listdir(MATH_DIR) if f.endswith(".c"))
 
@@ -90,41 +70,16 @@ _LIB = None
 
 
 def build(verbose=False):
-    """Compile kernels + harness into a host shared library and load it."""
+    """Compile kernels + harness into a host shared library (tools/host_build.py) and load it."""
     global _LIB
     if _LIB is not None:
         return _LIB
-    cc, desc = compiler_cmd()
-    srcs = [*kernel_sources(), HARNESS]
-    h = hashlib.sha1()
-    for s in [*srcs, os.path.join(INC_DIR, "cp_math.h")]:
-        with open(s, "rb") as f:
-            h.update(f.read())
-    h.update(" ".join(cc).encode())
-    outdir = os.path.join(tempfile.gettempdir(), "cp_math_build_" + h.hexdigest()[:16])
-    so = os.path.join(outdir, "libcpmath_harness.so")
-    if not os.path.exists(so):
-        os.makedirs(outdir, exist_ok=True)
-        objs = []
-        host = (["--target=x86_64-linux-gnu"]
-                if desc == "zig clang" and os.uname().machine == "x86_64" else [])
-        for s in srcs:
-            o = os.path.join(outdir, os.path.basename(s) + ".o")
-            cmd = cc + host + KERNEL_FLAGS + ["-fPIC", "-I", INC_DIR, "-c", s, "-o", o]
-            if verbose:
-                print(" ".join(cmd))
-            subprocess.run(cmd, check=True)
-            objs.append(o)
-        linker = shutil.which("gcc") or shutil.which("cc")
-        if linker:
-            lcmd = [linker, "-shared", "-o", so + ".tmp", *objs, "-lm"]
-        else:
-            lcmd = cc + host + ["-shared", "-o", so + ".tmp"] + objs + ["-lm"]
-        subprocess.run(lcmd, check=True)
-        os.replace(so + ".tmp", so)
-    lib = ctypes.CDLL(so)
-    _LIB = lib
-    return lib
+    flags = [*KERNEL_FLAGS, "-fPIC", f"-I{INC_DIR}"]
+    so = host_build.build_shared(
+        "cpmath_harness", [(Path(s), flags) for s in [*kernel_sources(), HARNESS]],
+        depends=sorted(Path(INC_DIR).glob("*.h")), link_flags=["-lm"], verbose=verbose)
+    _LIB = ctypes.CDLL(str(so))
+    return _LIB
 
 
 def _fn(prefix, name, dtype, binary):
@@ -702,8 +657,7 @@ CROSS_TARGETS = [
 def cross_run(verbose=True):
     """Build the hash program for each linux target and run it (qemu-user
     where needed).  Returns (all_equal, {target: output or error})."""
-    if zig_resource_dir() is None:
-        raise RuntimeError("--cross-run needs ziglang (zig cc)")
+    build_stencils.clang_command()  # ziglang (zig cc), or a SystemExit naming the install
     tmp = tempfile.mkdtemp(prefix="cp_math_cross_")
     src = os.path.join(tmp, "det.c")
     with open(src, "w") as f:
@@ -825,7 +779,7 @@ def main(argv=None):
             write_doc_section("speed", "\n".join(lines))
         if not a.quick:
             return rc
-    print("compiler:", compiler_cmd()[1])
+    print("compiler:", host_build.host_compiler()[1])
     build(verbose=True)
     fails = special_values(32) + special_values(64)
     print(f"special values: {len(fails):d} failures")

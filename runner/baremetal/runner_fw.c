@@ -292,10 +292,7 @@ static void systick_probe(void)
 static void fw_rt_stats(void *ctx, cp_server_rt_stats *out)
 {
     (void)ctx;
-    out->late_ticks = __atomic_load_n(&late_ticks, __ATOMIC_RELAXED);
-    out->jitter_p50_ns = cp_jitter_percentile(&hist, 500);
-    out->jitter_p99_ns = cp_jitter_percentile(&hist, 990);
-    out->jitter_max_ns = __atomic_load_n(&hist.max_ns, __ATOMIC_RELAXED);
+    cp_jitter_rt_stats(out, &hist, &late_ticks);
 }
 
 /* Protocol context, lock not held: reprogram SysTick for the new state. */

@@ -171,10 +171,7 @@ static int h_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
 {
     host *h = ctx;
-    out->late_ticks = __atomic_load_n(&h->late_ticks, __ATOMIC_RELAXED);
-    out->jitter_p50_ns = cp_jitter_percentile(&h->hist, 500);
-    out->jitter_p99_ns = cp_jitter_percentile(&h->hist, 990);
-    out->jitter_max_ns = __atomic_load_n(&h->hist.max_ns, __ATOMIC_RELAXED);
+    cp_jitter_rt_stats(out, &h->hist, &h->late_ticks);
 }
 
 static void h_notify(void *ctx, uint32_t what)

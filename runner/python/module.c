@@ -5,7 +5,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,8 +13,6 @@
 #include "../src/internal.h"
 
 static PyObject *ImageError;
-
-enum { DT_F32 = 1, DT_F64 = 2, DT_I32 = 3, DT_BOOL = 4, DT_U8 = 5, DT_I8 = 6 };
 
 typedef struct {
     PyObject_HEAD
@@ -141,23 +138,6 @@ static PyObject *Program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
-static Py_ssize_t dtype_size(long dtype)
-{
-    switch (dtype) {
-    case DT_F32:
-    case DT_I32:
-    case DT_BOOL:
-        return 4;
-    case DT_F64:
-        return 8;
-    case DT_U8:
-    case DT_I8:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* Resolves (offset, dtype) to a checked address inside the data region. */
 static uint8_t *data_slot(ProgramObject *self, PyObject *offset_obj, PyObject *dtype_obj,
                           long *dtype)
@@ -173,7 +153,7 @@ static uint8_t *data_slot(ProgramObject *self, PyObject *offset_obj, PyObject *d
     if (*dtype == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    Py_ssize_t size = dtype_size(*dtype);
+    Py_ssize_t size = (Py_ssize_t)cp_dtype_size(*dtype);
     if (size == 0) {
         PyErr_Format(PyExc_ValueError,
                      "dtype %ld is unknown: use 1 f32, 2 f64, 3 i32, 4 bool, 5 u8 or 6 i8",
@@ -207,27 +187,27 @@ static PyObject *Program_read(ProgramObject *self, PyObject *const *args, Py_ssi
         return NULL;
     }
     switch (dtype) {
-    case DT_F32: {
+    case CP_DT_F32: {
         float f;
         memcpy(&f, p, sizeof(f));
         return PyFloat_FromDouble((double)f);
     }
-    case DT_F64: {
+    case CP_DT_F64: {
         double d;
         memcpy(&d, p, sizeof(d));
         return PyFloat_FromDouble(d);
     }
-    case DT_I32: {
+    case CP_DT_I32: {
         int32_t i;
         memcpy(&i, p, sizeof(i));
         return PyLong_FromLong((long)i);
     }
-    case DT_BOOL: {
+    case CP_DT_BOOL: {
         int32_t i;
         memcpy(&i, p, sizeof(i));
         return PyBool_FromLong(i != 0);
     }
-    case DT_U8:
+    case CP_DT_U8:
         return PyLong_FromLong((long)p[0]);
     default: {
         int8_t i;
@@ -235,20 +215,6 @@ static PyObject *Program_read(ProgramObject *self, PyObject *const *args, Py_ssi
         return PyLong_FromLong((long)i);
     }
     }
-}
-
-/* Round-to-nearest double -> float with overflow to +-inf, as IEEE 754 (Annex F) specifies,
- * without relying on a conversion C leaves undefined for out-of-range values. */
-static float to_f32(double d)
-{
-    const double inf_threshold = 0x1.ffffffp127; /* halfway between FLT_MAX and 2^128 */
-    if (d >= inf_threshold) {
-        return (float)INFINITY;
-    }
-    if (d <= -inf_threshold) {
-        return -(float)INFINITY;
-    }
-    return (float)d;
 }
 
 static int int_in_range(PyObject *value, long long lo, long long hi, const char *what,
@@ -284,21 +250,21 @@ static PyObject *Program_write(ProgramObject *self, PyObject *const *args, Py_ss
     PyObject *value = args[2];
     long long v = 0;
     switch (dtype) {
-    case DT_F32:
-    case DT_F64: {
+    case CP_DT_F32:
+    case CP_DT_F64: {
         double d = PyFloat_AsDouble(value);
         if (d == -1.0 && PyErr_Occurred()) {
             return NULL;
         }
-        if (dtype == DT_F32) {
-            float f = to_f32(d);
+        if (dtype == CP_DT_F32) {
+            float f = cp_to_f32(d);
             memcpy(p, &f, sizeof(f));
         } else {
             memcpy(p, &d, sizeof(d));
         }
         break;
     }
-    case DT_BOOL: {
+    case CP_DT_BOOL: {
         int truth = PyObject_IsTrue(value);
         if (truth < 0) {
             return NULL;
@@ -307,7 +273,7 @@ static PyObject *Program_write(ProgramObject *self, PyObject *const *args, Py_ss
         memcpy(p, &i, sizeof(i));
         break;
     }
-    case DT_I32: {
+    case CP_DT_I32: {
         if (int_in_range(value, INT32_MIN, INT32_MAX, "int32", &v) < 0) {
             return NULL;
         }
@@ -315,7 +281,7 @@ static PyObject *Program_write(ProgramObject *self, PyObject *const *args, Py_ss
         memcpy(p, &i, sizeof(i));
         break;
     }
-    case DT_U8:
+    case CP_DT_U8:
         if (int_in_range(value, 0, UINT8_MAX, "uint8", &v) < 0) {
             return NULL;
         }

@@ -31,12 +31,6 @@ static uint32_t v1_entry_size(uint32_t type)
     }
 }
 
-static uint32_t dtype_size(uint8_t dtype)
-{
-    static const uint8_t sizes[] = {0, 4, 8, 4, 4, 1, 1};
-    return dtype < sizeof(sizes) ? sizes[dtype] : 0;
-}
-
 /* TRUNCATED, MAGIC, VERSION, CRC and ARCH: everything before the layout is looked at. Magic and
  * version come before the total_size check so that a foreign file is reported as such. */
 static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch,
@@ -339,7 +333,7 @@ static cp_status check_ports(const cp_image *img, cp_error *err)
         uint32_t name = cp_le32(e), offset = cp_le32(e + 4), count = cp_le32(e + 12);
         uint8_t dtype = e[8], role = e[9];
         uint16_t task = cp_le16(e + 10);
-        uint32_t size = dtype_size(dtype);
+        uint32_t size = cp_dtype_size(dtype);
         if (size == 0) {
             return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: dtype %u is unknown (1 to 6)",
                            i, dtype);

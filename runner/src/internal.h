@@ -165,10 +165,80 @@ cp_task_record cp_image_task(const cp_image *img, uint32_t index);
 cp_let_copy cp_image_let_copy(const cp_image *img, uint32_t index);
 cp_io_binding cp_image_io_binding(const cp_image *img, uint32_t index);
 
-/* Bytes of a slot of an I/O binding's dtype (1 f32, 2 f64, 3 i32, 4 bool); 0 if unknown. */
+/* ---- element types of ports and I/O bindings (docs/image.md) */
+
+enum {
+    CP_DT_F32 = 1,
+    CP_DT_F64 = 2,
+    CP_DT_I32 = 3,
+    CP_DT_BOOL = 4, /* stored as int32 0/1 */
+    CP_DT_U8 = 5,
+    CP_DT_I8 = 6
+};
+
+/* Bytes of one element of a port dtype; 0 if unknown. */
+static inline uint32_t cp_dtype_size(int64_t dtype)
+{
+    switch (dtype) {
+    case CP_DT_F32:
+    case CP_DT_I32:
+    case CP_DT_BOOL:
+        return 4;
+    case CP_DT_F64:
+        return 8;
+    case CP_DT_U8:
+    case CP_DT_I8:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes of a slot of an I/O binding's dtype (f32, f64, i32 or bool); 0 if unknown. */
 static inline uint32_t cp_io_dtype_size(uint8_t dtype)
 {
-    return dtype == 2 ? 8u : (dtype >= 1 && dtype <= 4) ? 4u : 0u;
+    return dtype <= CP_DT_BOOL ? cp_dtype_size(dtype) : 0u;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define CP_INFINITY_F __builtin_inff()
+#else
+#include <math.h> /* the macro only; nothing from libm is called */
+#define CP_INFINITY_F INFINITY
+#endif
+
+/* Round-to-nearest double -> float with overflow to +-inf, as IEEE 754 (Annex F) specifies,
+ * without relying on a conversion C leaves undefined for out-of-range values (C11 6.3.1.5).
+ * NaN stays NaN. */
+static inline float cp_to_f32(double d)
+{
+    const double inf_threshold = 0x1.ffffffp127; /* halfway between FLT_MAX and 2^128 */
+    if (d >= inf_threshold) {
+        return CP_INFINITY_F;
+    }
+    if (d <= -inf_threshold) {
+        return -CP_INFINITY_F;
+    }
+    return (float)d;
+}
+
+/* ---- grouping of the LET copy and I/O binding tables (program.c sorts, sched.c slices)
+ * Group 2t holds task t's RELEASE copies / INPUT bindings, group 2t + 1 its PUBLISH copies /
+ * OUTPUT bindings. */
+
+static inline uint32_t cp_group_key(uint32_t task, int second)
+{
+    return task * 2u + (second ? 1u : 0u);
+}
+
+static inline uint32_t cp_let_copy_group(const cp_let_copy *c)
+{
+    return cp_group_key(c->task, c->phase != 0);
+}
+
+static inline uint32_t cp_io_binding_group(const cp_io_binding *b)
+{
+    return cp_group_key(b->task, b->direction == 2);
 }
 
 /* Checks one LET copy / I/O binding (used at parse time and again while loading). */

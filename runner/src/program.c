@@ -76,16 +76,6 @@ static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
  * during the load cannot make a write leave the tables. */
 #define GROUPS (2u * CP_MAX_TASKS)
 
-static uint32_t copy_group(const cp_let_copy *c)
-{
-    return (uint32_t)c->task * 2u + c->phase;
-}
-
-static uint32_t binding_group(const cp_io_binding *b)
-{
-    return (uint32_t)b->task * 2u + (b->direction == 2 ? 1u : 0u);
-}
-
 static cp_status changed_during_load(cp_error *err, int type)
 {
     return CP_FAIL(err, CP_ERR_LAYOUT, 0,
@@ -137,7 +127,7 @@ static cp_status fill_grouped(const cp_image *img, const record_kind *kind, void
 static uint32_t let_copy_group(const cp_image *img, uint32_t index)
 {
     cp_let_copy c = cp_image_let_copy(img, index);
-    return copy_group(&c);
+    return cp_let_copy_group(&c);
 }
 
 static void put_let_copy(const cp_image *img, uint32_t index, void *out, uint32_t at)
@@ -148,7 +138,7 @@ static void put_let_copy(const cp_image *img, uint32_t index, void *out, uint32_
 static uint32_t io_binding_group(const cp_image *img, uint32_t index)
 {
     cp_io_binding b = cp_image_io_binding(img, index);
-    return binding_group(&b);
+    return cp_io_binding_group(&b);
 }
 
 static void put_io_binding(const cp_image *img, uint32_t index, void *out, uint32_t at)

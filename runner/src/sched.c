@@ -9,29 +9,6 @@
 
 /* ---- conversions between slots and I/O channel values (doubles) */
 
-enum { DT_F32 = 1, DT_F64 = 2, DT_I32 = 3, DT_BOOL = 4 };
-
-#if defined(__GNUC__) || defined(__clang__)
-#define CP_INFINITY_F __builtin_inff()
-#else
-#include <math.h> /* the macro only; nothing from libm is called */
-#define CP_INFINITY_F INFINITY
-#endif
-
-/* Round-to-nearest double -> float with overflow to +-inf, as IEEE 754 (Annex F) specifies,
- * without relying on a conversion C leaves undefined for out-of-range values. */
-static float to_f32(double d)
-{
-    const double inf_threshold = 0x1.ffffffp127; /* halfway between FLT_MAX and 2^128 */
-    if (d >= inf_threshold) {
-        return CP_INFINITY_F;
-    }
-    if (d <= -inf_threshold) {
-        return -CP_INFINITY_F;
-    }
-    return (float)d;
-}
-
 /* Truncation toward zero with saturation, NaN -> 0 (cp.cast semantics). */
 static int32_t to_i32(double d)
 {
@@ -50,20 +27,20 @@ static int32_t to_i32(double d)
 static void store_slot(uint8_t *p, uint8_t dtype, double v)
 {
     switch (dtype) {
-    case DT_F32: {
-        float f = to_f32(v);
+    case CP_DT_F32: {
+        float f = cp_to_f32(v);
         cp_copy(p, (const uint8_t *)&f, sizeof(f));
         break;
     }
-    case DT_F64:
+    case CP_DT_F64:
         cp_copy(p, (const uint8_t *)&v, sizeof(v));
         break;
-    case DT_I32: {
+    case CP_DT_I32: {
         int32_t i = to_i32(v);
         cp_copy(p, (const uint8_t *)&i, sizeof(i));
         break;
     }
-    default: { /* DT_BOOL, stored as int32 0/1 */
+    default: { /* CP_DT_BOOL, stored as int32 0/1 */
         int32_t i = v != 0.0;
         cp_copy(p, (const uint8_t *)&i, sizeof(i));
         break;
@@ -74,17 +51,17 @@ static void store_slot(uint8_t *p, uint8_t dtype, double v)
 static double load_slot(const uint8_t *p, uint8_t dtype)
 {
     switch (dtype) {
-    case DT_F32: {
+    case CP_DT_F32: {
         float f;
         cp_copy((uint8_t *)&f, p, sizeof(f));
         return (double)f;
     }
-    case DT_F64: {
+    case CP_DT_F64: {
         double d;
         cp_copy((uint8_t *)&d, p, sizeof(d));
         return d;
     }
-    case DT_I32: {
+    case CP_DT_I32: {
         int32_t i;
         cp_copy((uint8_t *)&i, p, sizeof(i));
         return (double)i;
@@ -341,12 +318,8 @@ uint64_t cp_program_tick_ns(const cp_program *prog)
 
 static uint32_t group_key(const void *table, uint32_t index, int copies)
 {
-    if (copies) {
-        const cp_let_copy *c = (const cp_let_copy *)table + index;
-        return (uint32_t)c->task * 2u + (c->phase != 0);
-    }
-    const cp_io_binding *b = (const cp_io_binding *)table + index;
-    return (uint32_t)b->task * 2u + (b->direction == 2);
+    return copies ? cp_let_copy_group((const cp_let_copy *)table + index)
+                  : cp_io_binding_group((const cp_io_binding *)table + index);
 }
 
 /* Each task's slice of a table grouped by (task, phase): bounds[t] = {start of group 2t,

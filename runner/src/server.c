@@ -141,21 +141,6 @@ static uint32_t data_size(const cp_server *s)
     return s->state == CP_SERVER_EMPTY ? 0 : active_prog(s)->data_size;
 }
 
-/* Payload element size of a port dtype (docs/image.md); 0 if unknown. */
-static uint32_t port_elem_size(uint8_t dtype)
-{
-    switch (dtype) {
-    case 1: case 3: case 4:
-        return 4;
-    case 2:
-        return 8;
-    case 5: case 6:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static double f64_of(uint64_t bits)
 {
     double d;
@@ -712,7 +697,7 @@ static int input_covered(const cp_server *s, uint64_t off, uint64_t end)
                 continue;
             }
             uint64_t start = cp_le32(port + 4);
-            uint64_t stop = start + (uint64_t)cp_le32(port + 12) * port_elem_size(port[8]);
+            uint64_t stop = start + (uint64_t)cp_le32(port + 12) * cp_dtype_size(port[8]);
             if (start <= off && stop > reach) {
                 reach = stop;
             }
@@ -1202,4 +1187,13 @@ uint32_t cp_jitter_percentile(const cp_jitter_hist *h, uint32_t permille)
         }
     }
     return max;
+}
+
+void cp_jitter_rt_stats(cp_server_rt_stats *out, const cp_jitter_hist *h,
+                        const uint32_t *late_ticks)
+{
+    out->late_ticks = RELAXED_LOAD(late_ticks);
+    out->jitter_p50_ns = cp_jitter_percentile(h, 500);
+    out->jitter_p99_ns = cp_jitter_percentile(h, 990);
+    out->jitter_max_ns = RELAXED_LOAD(&h->max_ns);
 }

@@ -1046,6 +1046,14 @@ static void test_jitter_hist(void)
     cp_jitter_clear(&h);
     cp_jitter_record(&h, 250);
     CHECK(cp_jitter_percentile(&h, 990) == 250);
+    /* the embedders' rt_stats callback */
+    cp_jitter_record(&h, 5000);
+    uint32_t late = 7;
+    cp_server_rt_stats rt;
+    cp_jitter_rt_stats(&rt, &h, &late);
+    CHECK(rt.late_ticks == 7 && rt.jitter_max_ns == 5000);
+    CHECK(rt.jitter_p50_ns == cp_jitter_percentile(&h, 500) &&
+          rt.jitter_p99_ns == cp_jitter_percentile(&h, 990) && rt.jitter_p50_ns == 300);
 }
 
 /* The catch-up rule of the real-time tick loops (host runner and firmware). */

@@ -20,7 +20,7 @@ from .graph import build
 from .graph.lanes import reduce_in_lane_order
 from .graph.node import Node, const, const_array, fresh_array_input
 from .graph.ops import REGISTRY
-from .value import Value, _node, wrap
+from .value import Value, _node, is_array, wrap
 
 PACK_THRESHOLD = 64
 
@@ -292,15 +292,10 @@ def asarray(x: Any) -> Array:
     return vector(np.asarray(x)) if np.ndim(x) == 1 else matrix(np.asarray(x))
 
 
-def _scalar_operand(x: Any) -> bool:
-    return isinstance(x, Value | bool | int | float) or (hasattr(x, "ndim") and x.ndim == 0)
-
-
 def elementwise(name: str, *operands: Any) -> Array:
     """``name`` element by element; scalars broadcast, and a vector broadcasts over the rows of
     a matrix (as NumPy). Packed if any array operand is packed."""
-    arrays = [o if isinstance(o, Array) else None if _scalar_operand(o) else asarray(o)
-              for o in operands]
+    arrays = [asarray(o) if is_array(o) else None for o in operands]
     ops = [a if a is not None else o for a, o in zip(arrays, operands, strict=True)]
     shapes = [a.shape for a in arrays if a is not None]
     shape = max(shapes, key=len)

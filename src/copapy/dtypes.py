@@ -2,8 +2,83 @@
 
 from __future__ import annotations
 
+import math
+import operator
 import struct
 from dataclasses import dataclass
+
+_F32_INF_THRESHOLD = float.fromhex("0x1.ffffffp127")  # halfway between FLT_MAX and 2**128
+
+
+def saturate_f32(value: float) -> float:
+    """``value`` with everything float32 rounds to infinity made infinite (IEEE 754
+    round-to-nearest, as the runner's to_f32 does); NaN stays NaN. struct.pack("<f") of the
+    result never raises OverflowError."""
+    if value >= _F32_INF_THRESHOLD:
+        return math.inf
+    if value <= -_F32_INF_THRESHOLD:
+        return -math.inf
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class SlotType:
+    """An image dtype code (docs/image.md: ports, I/O bindings, ``Program.read/write``) and how
+    a value of it is stored in the data region. ``encode``/``decode`` behave like the native
+    runner's ``Program.write``/``read``, so every backend converts values the same way."""
+
+    code: int
+    name: str
+    struct: struct.Struct
+    kind: str  # "f" float, "i" integer, "b" bool (int32 0/1)
+    lo: int = 0
+    hi: int = 0
+
+    @property
+    def size(self) -> int:
+        return self.struct.size
+
+    def encode(self, value: float | int | bool) -> bytes:
+        """The slot bytes of a value: floats round (float32 overflows to +-inf), bool is its
+        truth value as 0/1, integers must be in range (OverflowError otherwise)."""
+        if self.kind == "f":
+            x = float(value)
+            return self.struct.pack(saturate_f32(x) if self.code == 1 else x)
+        if self.kind == "b":
+            return self.struct.pack(1 if value else 0)
+        if isinstance(value, float):
+            raise TypeError(f"a {self.name} slot takes an int, not the float {value!r}")
+        v = operator.index(value)
+        if not self.lo <= v <= self.hi:
+            raise OverflowError(f"{value!r} is out of {self.name} range [{self.lo}, {self.hi}]")
+        return self.struct.pack(v)
+
+    def decode(self, buffer: bytes | bytearray | memoryview, offset: int = 0
+               ) -> float | int | bool:
+        (value,) = self.struct.unpack_from(buffer, offset)
+        if self.kind == "b":
+            return bool(value != 0)
+        result: float | int = value
+        return result
+
+
+def slot_type(code: int) -> SlotType:
+    """The SlotType of an image dtype code (ValueError, like the native runner, if unknown)."""
+    try:
+        return SLOT_TYPES[code]
+    except KeyError:
+        raise ValueError(f"dtype {code} is unknown: use 1 f32, 2 f64, 3 i32, 4 bool, 5 u8 "
+                         f"or 6 i8") from None
+
+
+SLOT_TYPES = {t.code: t for t in (
+    SlotType(1, "float32", struct.Struct("<f"), "f"),
+    SlotType(2, "float64", struct.Struct("<d"), "f"),
+    SlotType(3, "int32", struct.Struct("<i"), "i", -(2**31), 2**31 - 1),
+    SlotType(4, "bool", struct.Struct("<i"), "b"),
+    SlotType(5, "uint8", struct.Struct("<B"), "i", 0, 255),
+    SlotType(6, "int8", struct.Struct("<b"), "i", -128, 127),
+)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,17 +105,19 @@ class DType:
     def is_bool(self) -> bool:
         return self.rank == 0
 
+    @property
+    def slot(self) -> SlotType:
+        return SLOT_TYPES[self.code]
+
     def pack(self, value: float | int | bool) -> bytes:
-        """The slot bytes of a Python value already converted to this type."""
+        """The slot bytes of a Python value already converted to this type (strict: a float
+        beyond the float32 range raises OverflowError, unlike ``SlotType.encode``)."""
         if self.is_bool:
-            return struct.pack("<i", 1 if value else 0)
-        return struct.pack(self.fmt, value)
+            return self.slot.struct.pack(1 if value else 0)
+        return self.slot.struct.pack(value)
 
     def unpack(self, raw: bytes) -> float | int | bool:
-        if self.is_bool:
-            return bool(struct.unpack("<i", raw)[0] != 0)
-        value: float | int = struct.unpack(self.fmt, raw)[0]
-        return value
+        return self.slot.decode(raw)
 
     def __repr__(self) -> str:
         return f"cp.{self.name}"

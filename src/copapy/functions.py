@@ -5,28 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from .dtypes import as_dtype
+from .dtypes import as_dtype, bool_
 from .graph import build
 from .graph.node import Node
 
 if TYPE_CHECKING:
     from .arrays import Array
-from .value import Value, _node, _op
+from .value import Value, _node, _op, constant, is_array
 
-
-def _dispatch(name: str, *operands: Any) -> Any:
-    """Scalars give a Value, any array operand gives an Array (element-wise)."""
-    from .arrays import Array, elementwise
-
-    if any(isinstance(o, Array) or (hasattr(o, "ndim") and o.ndim > 0) or isinstance(o, list)
-           for o in operands):
-        return elementwise(name, *operands)
-    return _op(name, *operands)
+# Every function goes through value._op, which gives a Value for scalar operands and an Array
+# (element-wise) as soon as one operand is an array.
 
 
 def _unary(name: str) -> Callable[[Any], Value[float]]:
     def f(x: Any) -> Value[float]:
-        result: Value[float] = _dispatch(name, x)
+        result: Value[float] = _op(name, x)
         return result
 
     f.__name__ = name
@@ -55,23 +48,24 @@ abs = _unary("abs")
 
 def atan2(y: Any, x: Any) -> Value[float]:
     """Angle of the point (x, y), quadrant-correct, as C99 atan2."""
-    result: Value[float] = _dispatch("atan2", y, x)
+    result: Value[float] = _op("atan2", y, x)
     return result
 
 
 def pow(x: Any, y: Any) -> Value[Any]:
-    return _op("pow", x, y)
+    result: Value[Any] = _op("pow", x, y)
+    return result
 
 
 def min(a: Any, b: Any) -> Value[Any]:
     """Smaller of a and b; NaN if either is NaN (as numpy.minimum)."""
-    result: Value[Any] = _dispatch("min", a, b)
+    result: Value[Any] = _op("min", a, b)
     return result
 
 
 def max(a: Any, b: Any) -> Value[Any]:
     """Larger of a and b; NaN if either is NaN (as numpy.maximum)."""
-    result: Value[Any] = _dispatch("max", a, b)
+    result: Value[Any] = _op("max", a, b)
     return result
 
 
@@ -81,57 +75,45 @@ def clamp(x: Any, low: Any, high: Any) -> Value[Any]:
 
 def where(cond: Any, a: Any, b: Any) -> Value[Any]:
     """``a`` where cond is true, else ``b``: a select, both sides computed, nothing leaks."""
-    from .arrays import Array
-
-    if any(isinstance(o, Array) for o in (cond, a, b)):
-        result: Value[Any] = _dispatch("where", cond, a, b)
-        return result
-    return Value(build.apply("where", _node(cond), _node(a), _node(b)))
+    result: Value[Any] = _op("where", cond, a, b)
+    return result
 
 
 def cast(x: Any, dtype: Any) -> Value[Any]:
     """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
-    from .arrays import Array
+    from .arrays import Array, asarray
 
     target = as_dtype(dtype)
-    if isinstance(x, Array):
+    if is_array(x):
+        x = asarray(x)
         if x.packed:
             return Array(x.shape, node=build.cast(x.node(), target))  # type: ignore[return-value]
         return Array(x.shape, items=[cast(v, target) for v in x.items()])  # type: ignore[return-value]
     node = _node(x)
     if not isinstance(node, Node):
-        from .value import constant
-
         return constant(node, target) if not target.is_int else constant(int(node), target)
     return Value(build.cast(node, target))
 
 
 def logical_and(a: Any, b: Any) -> Value[Any]:
-    return Value(build.apply("and", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
+    """Element-wise logical and; numbers count as true when non-zero."""
+    result: Value[Any] = _op("and", cast(a, bool_), cast(b, bool_))
+    return result
 
 
 def logical_or(a: Any, b: Any) -> Value[Any]:
-    return Value(build.apply("or", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
+    result: Value[Any] = _op("or", cast(a, bool_), cast(b, bool_))
+    return result
 
 
 def logical_xor(a: Any, b: Any) -> Value[Any]:
-    return Value(build.apply("xor", *(build.cast(_as_node(v), _bool()) for v in (a, b))))
+    result: Value[Any] = _op("xor", cast(a, bool_), cast(b, bool_))
+    return result
 
 
 def logical_not(a: Any) -> Value[Any]:
-    return Value(build.apply("lnot", build.cast(_as_node(a), _bool())))
-
-
-def _bool() -> Any:
-    from .dtypes import bool_
-
-    return bool_
-
-
-def _as_node(x: Any) -> Node:
-    from .value import wrap
-
-    return wrap(x).node
+    result: Value[Any] = _op("lnot", cast(a, bool_))
+    return result
 
 
 @overload

@@ -31,6 +31,13 @@ ARCH_IDS = {"x86_64": 1, "x86": 2, "aarch64": 3, "armv6": 4, "armv7a": 5, "corte
 ARCH_NAMES = {v: k for k, v in ARCH_IDS.items()}
 
 
+def check_data_range(data_size: int, offset: int, size: int, align: int = 1) -> None:
+    """IndexError unless ``size`` bytes at ``offset`` lie inside a data region of ``data_size``
+    bytes, with ``offset`` a multiple of ``align`` (what the runtimes check on read/write)."""
+    if offset < 0 or size < 0 or offset + size > data_size or offset % align:
+        raise IndexError(f"data offset {offset} (size {size}) outside the data region")
+
+
 class ImageFormatError(ValueError):
     """The bytes are not a well-formed image (Python-side reader; the runner re-validates)."""
 

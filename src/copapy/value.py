@@ -24,7 +24,14 @@ _TRUTH_HINT = (
 )
 
 
+def is_array(x: Any) -> bool:
+    """Whether an operand is an array (copapy array, NumPy array, list or tuple): the one rule
+    deciding between a scalar operation and an element-wise one (``arrays.elementwise``)."""
+    return isinstance(x, list | tuple) or getattr(x, "ndim", 0) > 0
+
+
 def _node(x: Any) -> Node | Scalar:
+    """The node or number of a scalar operand."""
     if isinstance(x, Value):
         return x.node
     if isinstance(x, bool | int | float):
@@ -269,7 +276,22 @@ class Value(Generic[T]):
 
 
 def _op(name: str, *operands: Any) -> Value[Any]:
-    return Value(build.apply(name, *(_node(o) for o in operands)))
+    """``name`` applied to the operands: a Value for scalars, an Array (element-wise) as soon
+    as one operand is an array. Every operator and function of the DSL goes through here.
+
+    (Typed for the scalar case, which the operators' overloads describe; for array operands
+    type checkers use the reflected operators of Array.)"""
+    args: list[Node | Scalar] = []
+    for o in operands:
+        if isinstance(o, Value):
+            args.append(o.node)
+        elif is_array(o):
+            from .arrays import elementwise
+
+            return elementwise(name, *operands)  # type: ignore[return-value]
+        else:
+            args.append(_node(o))
+    return Value(build.apply(name, *args))
 
 
 @overload
@@ -293,7 +315,7 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
     """
     if isinstance(x, Value):
         raise TypeError("cp.value() takes a number; it is already a copapy value")
-    if isinstance(x, list | tuple) or getattr(x, "ndim", 0) > 0:
+    if is_array(x):
         from .arrays import array_input
 
         return array_input(x, packed=packed, dtype=dtype, name=name)

@@ -6,10 +6,10 @@ library, loaded with ctypes. A stencil is then an ordinary C function
 ``void f(float f0, float f1, double d0, double d1, int32_t i0, int32_t i1)``: ``Harness.call``
 runs one and returns the six registers it passed on to cp_next.
 
-The C compiler: $CP_ARRAY_HARNESS_CC if set (a command, split on spaces), else ziglang's clang
-(the compiler of the real stencil build), else clang-19, clang, gcc or cc. No compiler is an
-error (``HarnessError``), never a skip. The library is cached in the temp directory under a hash
-of the sources, the compiler and the flags.
+The build is tools/host_build.py's: the C compiler is $CP_ARRAY_HARNESS_CC if set (a command,
+split like a shell would), else ziglang's clang (the compiler of the real stencil build), else
+clang-19, clang, gcc or cc. No compiler is an error (``HarnessError``), never a skip. The library
+is cached in the temp directory under a hash of the sources, the compiler and the flags.
 
     python tools/array_harness/harness.py    # build, print the library path and stencil count
 """
@@ -17,13 +17,7 @@ of the sources, the compiler and the flags.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +25,10 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from host_build import HostBuildError, build_shared  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 INCLUDE = ROOT / "stencils" / "include"
 ARRAY_SRC = ROOT / "stencils" / "array.c"
@@ -49,29 +47,8 @@ REGS = ("f0", "f1", "d0", "d1", "i0", "i1")
 DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
 
 
-class HarnessError(RuntimeError):
-    """The harness cannot be built (no C compiler, or the sources do not compile)."""
-
-
-def compiler() -> tuple[list[str], str]:
-    """(command, description) of the C compiler for the host build."""
-    env = os.environ.get("CP_ARRAY_HARNESS_CC")
-    if env:
-        return shlex.split(env), env
-    try:
-        import ziglang  # type: ignore[import-untyped]
-
-        resource = Path(ziglang.__file__).parent / "lib"
-        target = [f"--target={os.uname().machine}-linux-gnu"] if sys.platform == "linux" else []
-        return [sys.executable, "-m", "ziglang", "clang", f"-resource-dir={resource}", *target], \
-            "ziglang clang"
-    except ImportError:
-        pass
-    for cc in ("clang-19", "clang", "gcc", "cc"):
-        if shutil.which(cc):
-            return [cc], cc
-    raise HarnessError("no C compiler for the array stencil harness: install ziglang "
-                       "(pip install -e '.[build]'), clang or gcc, or set CP_ARRAY_HARNESS_CC")
+# a missing compiler or a failed build (tools/host_build.py)
+HarnessError = HostBuildError
 
 
 def sources() -> list[Path]:
@@ -81,37 +58,11 @@ def sources() -> list[Path]:
 def build(verbose: bool = False, alias_out: str | None = None) -> Path:
     """Compile (or reuse) the harness library; return its path. alias_out "a", "b" or "c" makes
     the out arrays the same memory as that role's arrays (in-place operation)."""
-    cc, desc = compiler()
     alias = [f"-DCP_HARNESS_ALIAS_OUT={alias_out}"] if alias_out else []
-    h = hashlib.sha256()
-    for path in [*sources(), *sorted(INCLUDE.glob("*.h"))]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    h.update(" ".join([*cc, *CFLAGS, *HARNESS_CFLAGS, *alias]).encode())
-    outdir = Path(tempfile.gettempdir()) / f"cp_array_harness_{h.hexdigest()[:16]}"
-    lib = outdir / "libcparray.so"
-    if lib.exists():
-        return lib
-    outdir.mkdir(parents=True, exist_ok=True)
-    objs = []
-    for src in sources():
-        obj = outdir / f"{src.parent.name}_{src.stem}.{os.getpid()}.o"
-        flags = [*HARNESS_CFLAGS, *alias] if src == HARNESS_SRC else CFLAGS
-        cmd = [*cc, *flags, "-c", str(src), "-o", str(obj)]
-        if verbose:
-            print(" ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode:
-            raise HarnessError(f"{desc}: compiling {src.name} failed:\n{proc.stderr}")
-        objs.append(str(obj))
-    system_cc = shutil.which("gcc") or shutil.which("cc")
-    linker = [system_cc] if system_cc else cc
-    tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-    proc = subprocess.run([*linker, "-shared", "-o", str(tmp), *objs], capture_output=True,
-                          text=True)
-    if proc.returncode:
-        raise HarnessError(f"linking the array harness failed:\n{proc.stderr}")
-    os.replace(tmp, lib)
-    return lib
+    units = [(src, [*HARNESS_CFLAGS, *alias] if src == HARNESS_SRC else CFLAGS)
+             for src in sources()]
+    return build_shared("cparray", units, depends=sorted(INCLUDE.glob("*.h")),
+                        env="CP_ARRAY_HARNESS_CC", verbose=verbose)
 
 
 class _State(ctypes.Structure):

@@ -212,6 +212,11 @@ void cp_jitter_record(cp_jitter_hist *h, uint64_t ns);
  * capped at the maximum); 0 without samples. */
 uint32_t cp_jitter_percentile(const cp_jitter_hist *h, uint32_t permille);
 
+/* An embedder's rt_stats callback in one call: p50, p99 and max of the histogram and the
+ * late-tick counter (written by the tick context, read with relaxed atomic loads). */
+void cp_jitter_rt_stats(cp_server_rt_stats *out, const cp_jitter_hist *h,
+                        const uint32_t *late_ticks);
+
 /* ---- the catch-up rule of a real-time tick loop (docs/protocol.md, "The tick"), shared by
  * the host runner and the firmware. Times are in any one unit (ns, cycles); tick > 0. A
  * deadline is due at a wake at `now` when deadline <= now + margin: margin is how early a wake

@@ -8,16 +8,15 @@ types, the same trace ring), and it is always deterministic: a job costs its dec
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..dtypes import SLOT_TYPES, saturate_f32
 from ..image import Image
 
 _T_NS = struct.Struct("<Q")
-_F32_INF_THRESHOLD = float.fromhex("0x1.ffffffp127")  # halfway between FLT_MAX and 2**128
 
 
 class EmulatedProgram(Protocol):
@@ -71,8 +70,8 @@ class PyScheduler:
             if b.direction == 1:
                 self._inputs[b.task].append(((b.kind, b.channel), b.offset, _STORE[b.dtype]))
             else:
-                self._outputs[b.task].append(((b.kind, b.channel), b.offset, _SLOT[b.dtype],
-                                              b.dtype == 4))
+                self._outputs[b.task].append(((b.kind, b.channel), b.offset,
+                                              SLOT_TYPES[b.dtype].struct, b.dtype == 4))
         self.io: dict[tuple[int, int], float] = {}
         self.feeds: list[tuple[int, int, bytes, int, int]] = []
         self._trace_ranges: list[tuple[int, int]] = []
@@ -233,15 +232,6 @@ def emulated_scheduler(program: EmulatedProgram, image: Image, tick_ns: int,
 # ---- channel value (a double) <-> slot, as store_slot/load_slot in runner/src/sched.c
 
 
-def _to_f32(value: float) -> float:
-    """Round to nearest with overflow to +-inf (C's to_f32); NaN stays NaN."""
-    if value >= _F32_INF_THRESHOLD:
-        return math.inf
-    if value <= -_F32_INF_THRESHOLD:
-        return -math.inf
-    return value
-
-
 def _to_i32(value: float) -> int:
     """Truncation toward zero with saturation, NaN -> 0 (C's to_i32)."""
     if value != value:
@@ -253,11 +243,9 @@ def _to_i32(value: float) -> int:
     return int(value)
 
 
-_SLOT = {1: struct.Struct("<f"), 2: struct.Struct("<d"), 3: struct.Struct("<i"),
-         4: struct.Struct("<i")}
 _STORE: dict[int, Callable[[float], bytes]] = {
-    1: lambda v: _SLOT[1].pack(_to_f32(v)),
-    2: _SLOT[2].pack,
-    3: lambda v: _SLOT[3].pack(_to_i32(v)),
-    4: lambda v: _SLOT[4].pack(1 if v != 0.0 else 0),
+    1: lambda v: SLOT_TYPES[1].struct.pack(saturate_f32(v)),
+    2: SLOT_TYPES[2].struct.pack,
+    3: lambda v: SLOT_TYPES[3].struct.pack(_to_i32(v)),
+    4: lambda v: SLOT_TYPES[4].struct.pack(1 if v != 0.0 else 0),
 }

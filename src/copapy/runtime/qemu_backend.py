@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..dtypes import slot_type
+from ..image import check_data_range
 from .errors import EmulatorMissingError, ImageLoadError
 
 if TYPE_CHECKING:
@@ -53,7 +55,6 @@ _RESULT_HEAD = struct.Struct("<4sIII")
 _RECORD_HEAD = struct.Struct("<III")
 _LAYOUT = struct.Struct("<5I")
 _FAULT = struct.Struct("<12I")
-_DTYPE_FMT = {1: ("<f", 4), 2: ("<d", 8), 3: ("<i", 4), 4: ("<i", 4), 5: ("<B", 1), 6: ("<b", 1)}
 
 
 @dataclass(frozen=True)
@@ -409,15 +410,9 @@ def run_jobs(arch: str, jobs: Sequence[Job], *, timeout: float | None = None) ->
 
 
 def _decode(data: bytes | bytearray, offset: int, dtype: int) -> Any:
-    fmt, size = _DTYPE_FMT[dtype]
-    _check_range(len(data), offset, size, size)
-    value = struct.unpack_from(fmt, data, offset)[0]
-    return value != 0 if dtype == 4 else value
-
-
-def _check_range(data_size: int, offset: int, size: int, align: int) -> None:
-    if offset < 0 or size < 0 or offset + size > data_size or offset % align:
-        raise IndexError(f"data offset {offset} (size {size}) outside the data region")
+    slot = slot_type(dtype)
+    check_data_range(len(data), offset, slot.size, slot.size)
+    return slot.decode(data, offset)
 
 
 class QemuProgram:
@@ -468,21 +463,19 @@ class QemuProgram:
 
     def write(self, offset: int, dtype: int, value: Any) -> None:
         """Store a scalar into the data region (before the next recorded run)."""
-        fmt, size = _DTYPE_FMT[dtype]
-        _check_range(self.data_size, offset, size, size)
-        if dtype == 4:
-            value = 1 if value else 0
-        self._store(offset, struct.pack(fmt, value))
+        slot = slot_type(dtype)
+        check_data_range(self.data_size, offset, slot.size, slot.size)
+        self._store(offset, slot.encode(value))
 
     def read_bytes(self, offset: int, size: int) -> bytes:
         """Raw bytes of the data region."""
-        _check_range(self.data_size, offset, size, 1)
+        check_data_range(self.data_size, offset, size)
         self.flush()
         return bytes(self._data[offset : offset + size])
 
     def write_bytes(self, offset: int, data: bytes) -> None:
         """Store raw bytes into the data region."""
-        _check_range(self.data_size, offset, len(data), 1)
+        check_data_range(self.data_size, offset, len(data))
         self._store(offset, bytes(data))
 
     def scheduler(self, tick_ns: int, deterministic: bool = True,

@@ -8,12 +8,12 @@ architecture's stencils.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
-from ..image import ARCH_NAMES, Image, parse
+from ..dtypes import slot_type
+from ..image import ARCH_NAMES, Image, check_data_range, parse
 from .errors import ImageLoadError, require_unicorn
 
 if TYPE_CHECKING:
@@ -158,28 +158,24 @@ class UnicornProgram:
                "UC_ARCH_TRICORE": (uc.tricore_const, "UC_TRICORE_REG_PC")}[arch]
         return int(self._emu.reg_read(getattr(*reg)))
 
-    def _check(self, offset: int, size: int) -> int:
-        if offset < 0 or offset + size > self.data_size or offset % size:
-            raise IndexError(f"data offset {offset} (size {size}) outside the data region")
+    def _address(self, offset: int, size: int, align: int = 1) -> int:
+        check_data_range(self.data_size, offset, size, align)
         return self._data_addr + offset
 
     def read(self, offset: int, dtype: int) -> Any:
-        fmt, size = _DTYPE_FMT[dtype]
-        raw = bytes(self._emu.mem_read(self._check(offset, size), size))
-        value = struct.unpack(fmt, raw)[0]
-        return value != 0 if dtype == 4 else value
+        slot = slot_type(dtype)
+        return slot.decode(self._emu.mem_read(self._address(offset, slot.size, slot.size),
+                                              slot.size))
 
     def write(self, offset: int, dtype: int, value: Any) -> None:
-        fmt, size = _DTYPE_FMT[dtype]
-        if dtype == 4:
-            value = 1 if value else 0
-        self._emu.mem_write(self._check(offset, size), struct.pack(fmt, value))
+        slot = slot_type(dtype)
+        self._emu.mem_write(self._address(offset, slot.size, slot.size), slot.encode(value))
 
     def read_bytes(self, offset: int, size: int) -> bytes:
-        return bytes(self._emu.mem_read(self._check(offset, 1), size))
+        return bytes(self._emu.mem_read(self._address(offset, size), size))
 
     def write_bytes(self, offset: int, data: bytes) -> None:
-        self._emu.mem_write(self._check(offset, 1), bytes(data))
+        self._emu.mem_write(self._address(offset, len(data)), bytes(data))
 
     @property
     def code(self) -> bytes:
@@ -191,9 +187,6 @@ class UnicornProgram:
         from .pysched import emulated_scheduler
 
         return emulated_scheduler(self, self.image, tick_ns, deterministic)
-
-
-_DTYPE_FMT = {1: ("<f", 4), 2: ("<d", 8), 3: ("<i", 4), 4: ("<i", 4), 5: ("<B", 1), 6: ("<b", 1)}
 
 
 def _unpack_kind(raw: bytes) -> PatchKind:
