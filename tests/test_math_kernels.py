@@ -5,6 +5,7 @@ tests fail (the kernels cannot be checked), they are never skipped.
 """
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -263,3 +264,39 @@ def test_no_external_calls_on_single_precision_fpu_targets(monkeypatch):
         flags = " ".join(bs.target_flags(bs.load_target(name)))
         compiled = [c for c in commands if flags in " ".join(c)]
         assert len(compiled) == len(mu.kernel_sources()), f"{name}: not built with {flags}"
+
+
+# ---------------------------------------------------------------- kernel templates
+KERNEL_FIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                          "kernel_fit")
+sys.path.insert(0, KERNEL_FIT)
+import assemble  # noqa: E402
+
+
+def test_kernel_sources_are_their_assembled_templates():
+    """Every kernel source with fitted constants is its template (tools/kernel_fit/templates)
+    with the committed constants (coefs.h, tables.h) pasted in: a hand edit of the source
+    fails here."""
+    names = assemble.templates()
+    assert names and all(os.path.join(mu.MATH_DIR, n) in mu.kernel_sources() for n in names)
+    bad = assemble.differences()
+    assert not bad, (f"{bad} differ from their templates: edit tools/kernel_fit/templates/"
+                     "<name>.c.in and run python tools/kernel_fit/assemble.py")
+
+
+def test_sources_without_template_have_no_fitted_constants():
+    fitted = re.compile(r"^#define \w+ -?0x1\.[0-9a-f]+p[-+]?\d+f?\s*$", re.M)
+    for src in mu.kernel_sources():
+        name = os.path.basename(src)
+        if name not in assemble.templates():
+            with open(src) as fh:
+                assert not fitted.search(fh.read()), f"{name} has fitted constants: make a template"
+
+
+def test_generated_tables_are_reproducible(tmp_path):
+    """gen_tab.py (seconds, unlike the fits of gen_coef.py) gives the committed tables.h."""
+    proc = subprocess.run([sys.executable, os.path.join(KERNEL_FIT, "gen_tab.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(KERNEL_FIT, "tables.h")) as fh:
+        assert (tmp_path / "tables.h").read_text() == fh.read()
