@@ -130,6 +130,25 @@ EXPLICIT = [
     ("fmod", (INF, 2.0), NAN), ("fmod", (1.0, 0.0), NAN), ("fmod", (1.0, INF), 1.0),
     ("fmod", (-0.0, 3.0), -0.0),
     ("fmod", (NAN, 1.0), NAN), ("fmod", (1.0, NAN), NAN),
+    # hypot: C99 F.9.4.3 (an infinity wins over NaN), exact Pythagorean triples scaled by powers
+    # of two (subnormal and, for float32, overflowing), no overflow or underflow in between
+    ("hypot", (INF, NAN), INF), ("hypot", (NAN, -INF), INF), ("hypot", (-INF, 1.0), INF),
+    ("hypot", (NAN, 1.0), NAN), ("hypot", (1.0, NAN), NAN), ("hypot", (0.0, -0.0), 0.0),
+    ("hypot", (-0.0, -0.0), 0.0), ("hypot", (-7.5, 0.0), 7.5), ("hypot", (-3.0, 4.0), 5.0),
+    ("hypot", (3 * 2.0**100, -4 * 2.0**100), 5 * 2.0**100),
+    ("hypot", (3 * 2.0**-140, 4 * 2.0**-140), 5 * 2.0**-140),
+    ("hypot", (3 * 2.0**126, 4 * 2.0**126), 5 * 2.0**126),
+    ("hypot", (2.0**-149, -0.0), 2.0**-149), ("hypot", (1e300, 2.0**-149), 1e300),
+    # log1p: C99 F.9.3.9, and x itself for tiny x (both signs, subnormals)
+    ("log1p", (0.0,), 0.0), ("log1p", (-0.0,), -0.0), ("log1p", (-1.0,), -INF),
+    ("log1p", (-1.5,), NAN), ("log1p", (-INF,), NAN), ("log1p", (INF,), INF),
+    ("log1p", (NAN,), NAN), ("log1p", (2.0**-149,), 2.0**-149),
+    ("log1p", (-(2.0**-149),), -(2.0**-149)), ("log1p", (2.0**-30,), 2.0**-30 - 2.0**-61),
+    # expm1: C99 F.9.3.6, -1 for large negative x, x itself for tiny x
+    ("expm1", (0.0,), 0.0), ("expm1", (-0.0,), -0.0), ("expm1", (INF,), INF),
+    ("expm1", (-INF,), -1.0), ("expm1", (NAN,), NAN), ("expm1", (1000.0,), INF),
+    ("expm1", (-1000.0,), -1.0), ("expm1", (-50.0,), -1.0), ("expm1", (2.0**-149,), 2.0**-149),
+    ("expm1", (-(2.0**-149),), -(2.0**-149)), ("expm1", (2.0**-30,), 2.0**-30 + 2.0**-61),
 ]
 
 
@@ -144,6 +163,32 @@ def test_explicit_special(name, args, expected, prec):
     assert same(y, exp), (
         f"{kn}{args!r} = {float(y)!r} (0x{bits(y):x}), expected {float(exp)!r}"
     )
+
+
+#: huge and tiny arguments of the kernels where scaling or cancellation is the difficulty
+EXTREMES = {
+    "hypot": [(1e308, 1e308), (1.7e308, 1.7e308), (1e-308, 1e-308), (5e-324, 5e-324),
+              (1e308, 1e-308), (3e38, 3e38), (1e-40, 1e-45), (1e-45, 3e-45), (1e20, 1e-20),
+              (1.0, 1e-8), (0.7, 0.7), (1e-200, 1e-210)],
+    "log1p": [(1e-300,), (-1e-300,), (1e-17,), (-1e-17,), (1e-8,), (-1e-8,), (-0.9999999,),
+              (-0.5,), (0.5,), (1e300,), (3e38,), (5e-324,), (1e-45,), (-0.29,), (0.41,)],
+    "expm1": [(1e-300,), (-1e-300,), (1e-17,), (-1e-17,), (1e-8,), (-1e-8,), (0.3,), (-0.3,),
+              (0.7,), (-0.7,), (709.7,), (88.7,), (-745.0,), (-38.0,), (-17.0,), (5e-324,),
+              (1e-45,), (30.0,), (-30.0,)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTREMES))
+def test_extreme_arguments(name):
+    """float64 against mpmath, float32 against NumPy's float64, in ulps."""
+    for args in EXTREMES[name]:
+        y = float(f(name, *args))
+        e = mu._mp_err_chunk((name, [np.array([a]) for a in args], np.array([y])))[0]
+        assert e <= F64_BOUND, (name, args, y, e)
+        with np.errstate(all="ignore"):
+            a32 = [np.float32(a) for a in args]
+            ref = mu.f32_ref(name, *[np.array([a]) for a in a32])[0]
+        assert _ulp_err32(f(name + "f", *a32), ref) <= F32_BOUND, (name, a32)
 
 
 def test_fmod_exact_and_subnormal():

@@ -324,6 +324,26 @@ def domains(prec):
         y[:m] = sample_sym(rng, 1e-3, 1e3, m, dt, 0.3)
         return (x, y)
 
+    def s_hypot(rng, n):
+        y, x = s_atan2(rng, n)
+        m = n // 8   # one operand much smaller than the other (exponents up to ~70 apart)
+        x[:m] = (y[:m] * (2.0 ** rng.uniform(-70, 0, m))).astype(dt)
+        return (x, y)
+
+    def s_log1p(rng, n):
+        x = _bits_uniform(rng, tiny, big, n, dt)
+        m = n // 4   # near 0 (both signs), in (-1, 0), and next to -1
+        x[:m] = sample_sym(rng, tiny, 0.5, m, dt, 0.2)
+        x[m:2 * m] = -rng.uniform(0.0, 1.0, m).astype(dt)
+        x[2 * m:2 * m + m // 4] = (-1 + _bits_uniform(rng, tiny, 0.01, m // 4, dt)).astype(dt)
+        return (np.where(x <= -1, dt(-0.5), x).astype(dt),)
+
+    def s_expm1(rng, n):
+        x = rng.uniform(-40.0 if f else -80.0, exp_hi, n).astype(dt)
+        m = n // 2   # near 0 (both signs), where exp(x) - 1 cancels
+        x[:m] = sample_sym(rng, tiny, 1.0, m, dt, 0.2)
+        return (x,)
+
     tl = f"|x|<={trig:g}"
     return {
         "sin": (tl, s_trig), "cos": (tl, s_trig), "tan": (tl, s_trig),
@@ -334,6 +354,8 @@ def domains(prec):
         "asin": ("[-1,1]", s_unit), "acos": ("[-1,1]", s_unit), "atan": ("all", s_all),
         "atan2": ("all pairs", s_atan2), "exp": (f"[{exp_lo:g},{exp_hi:g}]", s_exp),
         "log": ("(0,inf)", s_log), "pow": ("finite results", s_pow), "tanh": ("all", s_tanh),
+        "hypot": ("all pairs", s_hypot), "log1p": ("(-1,inf)", s_log1p),
+        "expm1": (f"[{-40 if f else -80},{exp_hi:g}]", s_expm1),
         "sqrt": ("[0,inf]", s_sqrt), "floor": ("all", s_round), "ceil": ("all", s_round),
         "round": ("all", s_round), "trunc": ("all", s_round), "fmod": ("all pairs", s_fmod),
     }

@@ -159,3 +159,22 @@ def grad(y: Any, x: Any) -> Any:
         else:
             out.append(Value(next(grads)))
     return out[0] if isinstance(x, Value | ArrayType) else out
+
+
+log1p = _unary("log1p")
+log1p.__doc__ = "Element-wise log(1 + x), accurate near 0 (deterministic kernel, docs/math.md)."
+expm1 = _unary("expm1")
+expm1.__doc__ = "Element-wise exp(x) - 1, accurate near 0 (deterministic kernel, docs/math.md)."
+
+
+def hypot(x: Any, y: Any) -> Value[float]:
+    """sqrt(x*x + y*y) without overflow or underflow in between, as C99 hypot
+    (hypot(inf, nan) = inf)."""
+    result: Value[float] = _op("hypot", x, y)
+    return result
+
+
+def copysign(x: Any, y: Any) -> Value[float]:
+    """|x| with the sign of y (a NaN y counts as positive: NaN signs differ between CPUs)."""
+    result: Value[float] = _op("copysign", x, y)
+    return result

@@ -34,7 +34,8 @@
     X(2, min, T, T, num, cp_min_##T(a, b))                                                     \
     X(2, max, T, T, num, cp_max_##T(a, b))                                                     \
     X(1, neg, T, T, bits, -a)                                                                  \
-    X(1, abs, T, T, bits, __builtin_fabs##S(a))
+    X(1, abs, T, T, bits, __builtin_fabs##S(a))                                               \
+    X(2, copysign, T, T, num, cp_copysign_##T(a, b))
 
 #define CP_EL_ARITH_I32(X)                                                                     \
     X(2, add, i32, i32, num, cp_wrap_add(a, b))                                                \
@@ -71,7 +72,10 @@
     X(1, floor, T, T, num, cp_floor##S(a))                                                     \
     X(1, ceil, T, T, num, cp_ceil##S(a))                                                       \
     X(1, round, T, T, num, cp_round##S(a))                                                     \
-    X(1, trunc, T, T, num, cp_trunc##S(a))
+    X(1, trunc, T, T, num, cp_trunc##S(a))                                                     \
+    X(2, hypot, T, T, num, cp_hypot##S(a, b))                                                  \
+    X(1, log1p, T, T, num, cp_log1p##S(a))                                                     \
+    X(1, expm1, T, T, num, cp_expm1##S(a))
 
 /* sign and relu: mathfn.c defines them after the kernels, array.c before */
 #define CP_EL_SIGN_F(X, T)                                                                     \

@@ -50,6 +50,9 @@ extern "C" {
     X(log, 1, approx)                                                          \
     X(pow, 2, approx)                                                          \
     X(tanh, 1, approx)                                                         \
+    X(hypot, 2, approx)                                                        \
+    X(log1p, 1, approx)                                                        \
+    X(expm1, 1, approx)                                                        \
     X(sqrt, 1, exact)                                                          \
     X(floor, 1, exact)                                                         \
     X(ceil, 1, exact)                                                          \

@@ -372,3 +372,29 @@ register(OpSpec("fill", 1, "any", "same", lambda np, shape, a: np.full(shape, a)
                 shape_rule="fill", grad=lambda n, g: (_a("rsum", g),)))
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}
+
+
+# ---- hypot, copysign, log1p, expm1 -----------------------------------------------------------
+
+
+def _g_hypot(n: Any, g: Any) -> tuple[Any, ...]:
+    """(x/h, y/h), taken as 0 where h == 0 (the select keeps the untaken 0/0 out)."""
+    zero = _a("eq", n, 0.0)
+    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), n)) for a in n.args)
+
+
+def _g_copysign(n: Any, g: Any) -> tuple[Any, ...]:
+    """d/dx: +1 where the signs of x and y agree, -1 where not; d/dy: 0."""
+    a, b = n.args
+    return _a("mul", g, _a("mul", _a("copysign", 1.0, a), _a("copysign", 1.0, b))), None
+
+
+_binary("hypot", "float", "same", lambda np, a, b: np.hypot(a, b), kernel="hypot", approx=True,
+        commutative=True, grad=_g_hypot)
+# a NaN y counts as positive: the sign of a NaN is hardware-chosen payload (cp_ops.h)
+_binary("copysign", "float", "same",
+        lambda np, a, b: np.where(np.isnan(b), np.abs(a), np.copysign(a, b)), grad=_g_copysign)
+_unary("log1p", "float", "same", lambda np, a: np.log1p(a), kernel="log1p", approx=True,
+       grad=_g_unary(lambda n, a: _a("div", 1.0, _a("add", 1.0, a))))
+_unary("expm1", "float", "same", lambda np, a: np.expm1(a), kernel="expm1", approx=True,
+       grad=_g_unary(lambda n, a: _a("add", n, 1.0)))
