@@ -32,7 +32,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from copapy.arch.patchkind import PCREL, PatchKind, read_word  # noqa: E402
-from copapy.arch.relocs import IGNORED, TABLES, RelocSpec, implicit_addend  # noqa: E402
+from copapy.arch.relocs import (  # noqa: E402
+    ELF_MACHINES,
+    IGNORED,
+    TABLES,
+    RelocSpec,
+    branch,
+    implicit_addend,
+)
 
 TABLE_FORMAT = 1
 TABLE_DIR = ROOT / "src" / "copapy" / "_tables"
@@ -153,6 +160,7 @@ class TableBuilder:
         ignored = IGNORED.get(self.target["reloc_table"], frozenset())
         with open(path, "rb") as f:
             elf = ELFFile(f)
+            self._check_header(path, elf)
             symtab = next(s for s in elf.iter_sections() if isinstance(s, SymbolTableSection))
             symbols = list(symtab.iter_symbols())
             sections = list(elf.iter_sections())
@@ -191,6 +199,15 @@ class TableBuilder:
                 if rsec is not None:
                     self._translate(func, rsec, symbols, sections, func_in_section, table, ignored)
                 self.functions[name] = func
+
+    def _check_header(self, path: Path, elf: Any) -> None:
+        """The object is for the target's ELF machine and byte order (a wrong triple fails)."""
+        want = ELF_MACHINES[self.target["elf_machine"]]
+        little = self.target["endianness"] == "little"
+        if elf["e_machine"] != want or elf.little_endian != little:
+            raise BuildError(f"{path.name}: {elf['e_machine']} "
+                             f"{'little' if elf.little_endian else 'big'}-endian object, "
+                             f"{self.target['name']} needs {want} {self.target['endianness']}")
 
     def _translate(self, func: Function, rsec: Any, symbols: list[Any], sections: list[Any],
                    func_in_section: dict[int, Any], table: dict[int, RelocSpec],
@@ -235,23 +252,14 @@ class TableBuilder:
             offset, spec = max(next_jumps, key=lambda j: j[0])
             if spec.jump is not None:
                 start, length = spec.jump
-                if offset + start + length == len(func.code) and self._is_jump(func, offset):
+                if (offset + start + length == len(func.code)
+                        and branch(spec, func.code, offset) == "jump"):
                     func.strip = length
-
-    def _is_jump(self, func: Function, offset: int) -> bool:
-        if self.target["reloc_table"] in ("x86_64", "i386"):
-            return func.code[offset - 1] == 0xE9
-        return True
 
     def _check_next(self, func: Function, spec: RelocSpec, offset: int) -> None:
         """musttail must have produced jumps: a call to cp_next in a stencil would return
         into it."""
-        if func.name == "cp_entry":
-            return
-        is_call = spec.name in ("R_ARM_CALL", "R_AARCH64_CALL26", "R_ARM_THM_CALL")
-        if self.target["reloc_table"] in ("x86_64", "i386"):
-            is_call = func.code[offset - 1] == 0xE8
-        if is_call:
+        if func.name != "cp_entry" and branch(spec, func.code, offset) == "call":
             raise BuildError(f"{func.name}: calls cp_next instead of jumping (musttail failed)")
 
     def _target(self, func: Function, sym: Any, addend: int, sections: list[Any],

@@ -51,7 +51,7 @@ from build_stencils import (  # noqa: E402
 )
 
 from copapy.arch.patchkind import PCREL  # noqa: E402
-from copapy.arch.relocs import TABLES, RelocSpec  # noqa: E402
+from copapy.arch.relocs import TABLES, RelocSpec, branch  # noqa: E402
 
 ASSEMBLER = "nyxstone-tricore-gcc"
 ASSEMBLER_VERSION = "0.2.1"
@@ -64,7 +64,6 @@ INSTALL = (
     f"apt-get install libzstd-dev && pip install '{ASSEMBLER}=={ASSEMBLER_VERSION}' "
     "ziglang==0.17.1 (see docs/tricore.md)"
 )
-OP_J = 0x1D  # TriCore `j disp24` (B format); call is 0x6D, jl 0x5D
 
 SHIM_C = r"""
 #include <stdarg.h>
@@ -191,7 +190,7 @@ class TricoreTableBuilder(TableBuilder):
             addend = rel.addend or 0
             if sym == "cp_next":
                 target_type, target = "next", ""
-                if spec.jump is None or code[rel.offset] != OP_J:
+                if branch(spec, bytes(code), rel.offset) != "jump":
                     raise BuildError(f"{name}: refers to cp_next other than by `j` "
                                      f"(opcode {code[rel.offset]:#04x}); a call would return "
                                      f"into the stencil")
