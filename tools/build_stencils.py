@@ -1,7 +1,7 @@
 """Compile the stencils for each target and pre-parse the objects into the tables copapy ships.
 
 Usage:
-    python tools/build_stencils.py                 # every targets/*.toml
+    python tools/build_stencils.py                 # every src/copapy/targets/*.toml
     python tools/build_stencils.py x86_64 aarch64  # some
     python tools/build_stencils.py --check         # rebuild in a temp dir, compare with the
                                                    # committed tables
@@ -21,7 +21,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from copapy.arch.relocs import (  # noqa: E402
     branch,
     implicit_addend,
 )
+from copapy.arch.targets import by_name, targets  # noqa: E402
 
 TABLE_FORMAT = 1
 TABLE_DIR = ROOT / "src" / "copapy" / "_tables"
@@ -86,16 +86,14 @@ def sources() -> list[Path]:
 
 
 def load_target(name: str) -> dict[str, Any]:
-    with open(ROOT / "targets" / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
+    """The build keys of src/copapy/targets/<name>.toml (its top level, hashed into the table)."""
+    return dict(by_name(name).build)
 
 
 def clang_targets() -> list[str]:
     """The targets whose stencils are C compiled by this script (not hand-written assembly),
     in the order of their ids."""
-    targets = {p.stem: load_target(p.stem) for p in (ROOT / "targets").glob("*.toml")}
-    return sorted((n for n, t in targets.items() if t.get("builder", "clang") == "clang"),
-                  key=lambda n: targets[n]["id"])
+    return [t.name for t in targets() if t.builder == "clang"]
 
 
 def target_flags(target: dict[str, Any]) -> list[str]:
@@ -363,8 +361,7 @@ def main() -> int:
     parser.add_argument("targets", nargs="*")
     parser.add_argument("--check", action="store_true", help="compare with the committed tables")
     args = parser.parse_args()
-    names = args.targets or sorted(p.stem for p in (ROOT / "targets").glob("*.toml"))
-    names = [n for n in names if load_target(n).get("builder", "clang") == "clang"]
+    names = [n for n in args.targets or clang_targets() if by_name(n).builder == "clang"]
     failed = False
     for name in names:
         data = build_table(name)

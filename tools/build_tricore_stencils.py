@@ -33,7 +33,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zlib
 from pathlib import Path
 from typing import Any
@@ -52,10 +51,11 @@ from build_stencils import (  # noqa: E402
 
 from copapy.arch.patchkind import PCREL  # noqa: E402
 from copapy.arch.relocs import TABLES, RelocSpec, branch  # noqa: E402
+from copapy.arch.targets import by_name  # noqa: E402
 
-ASSEMBLER = "nyxstone-tricore-gcc"
-ASSEMBLER_VERSION = "0.2.1"
-TARGET = ROOT / "targets" / "tricore.toml"
+NAME = "tricore"
+#: the pinned assembler, as src/copapy/targets/tricore.toml names it (its `assembler` key)
+ASSEMBLER, ASSEMBLER_VERSION = str(by_name(NAME).build["assembler"]).split("==")
 SOURCES = ROOT / "stencils" / "tricore"
 TABLE = ROOT / "src" / "copapy" / "_tables" / "tricore.cpst"
 CPP_FLAGS = ["-E", "-P", "-x", "assembler-with-cpp", "-undef", "-nostdinc"]
@@ -122,8 +122,8 @@ def assembler() -> Any:
 
 
 def load_target() -> dict[str, Any]:
-    with open(TARGET, "rb") as f:
-        return tomllib.load(f)
+    """The build keys of the TriCore target (its top level, hashed into the table)."""
+    return dict(by_name(NAME).build)
 
 
 def sources() -> list[Path]:
@@ -215,7 +215,7 @@ class TricoreTableBuilder(TableBuilder):
 def build_table() -> bytes:
     target = load_target()
     if target.get("builder") != "tricore-asm":
-        raise SystemExit(f"{TARGET} is not built by this tool")
+        raise SystemExit(f"targets/{NAME}.toml is not built by this tool")
     nx = assembler()
     builder = TricoreTableBuilder(target)
     for path in sources():
