@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
+from .arch.targets import by_name, host_arch
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import ADC_KIND, ENCODER_KIND, GPIO_KIND, Channel
@@ -78,10 +79,7 @@ class TargetError(RuntimeError):
 
 
 def host_architecture() -> str:
-    from . import _runner
-    from .image import ARCH_NAMES
-
-    name = ARCH_NAMES.get(_runner.ARCH)
+    name = host_arch()
     if name is None:
         raise TargetError("this machine's CPU has no native copapy runner; "
                           "use LocalTarget(arch=...) with the unicorn emulator")
@@ -445,21 +443,11 @@ class LocalTarget:
                             if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings}
 
     def _load(self, image: bytes) -> _Program:
-        from .image import ARCH_IDS
-
-        native = None
-        try:
-            from . import _runner
-
-            native = _runner.ARCH
-        except ImportError:
-            pass
-        if native == ARCH_IDS[self.arch]:
+        if self.arch == host_arch():
             from .runtime.native import load_native
 
             return load_native(image)
-        if self.arch == "cortex-m55":
-            # ARMv8.1-M (MVE, new conditional instructions) runs only on qemu-system
+        if by_name(self.arch).emulator == "qemu":
             from .runtime.qemu_backend import QemuProgram
 
             return QemuProgram(image, self.arch)

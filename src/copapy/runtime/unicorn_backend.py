@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
+from ..arch.targets import id_name
 from ..dtypes import slot_type
-from ..image import ARCH_NAMES, Image, check_data_range, parse
+from ..image import Image, check_data_range, parse
 from .errors import ImageLoadError, require_unicorn
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class UnicornProgram:
             img = parse(image)
         except ValueError as exc:
             raise ImageLoadError(str(exc)) from exc
-        name = ARCH_NAMES.get(img.arch)
+        name = id_name(img.arch)
         if name != arch:
             raise ImageLoadError(f"image is for architecture {name} but this emulator runs {arch}")
         self.arch = arch
