@@ -4,8 +4,8 @@ Each file holds an architecture's identity (name, image id, pointer size, endian
 stencils are built (the top-level keys, read by tools/build_stencils.py and hashed into the
 stencil table) and how code for it runs without the hardware (the ``[unicorn]`` and ``[qemu]``
 tables, read by the emulator back ends, LocalTarget and the tests; ``[tests]`` for extra test
-runs). The files are parsed on first use, never at ``import copapy``; an unknown key is an
-error, so nothing unread can accumulate.
+runs; ``[linux]`` and ``[simd]`` for dev tools). The files are parsed on first use, never at
+``import copapy``; an unknown key is an error, so nothing unread can accumulate.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ _QEMU = {"system", "machine", "cpu", "harness", "firmware"}
 _TESTS = {"extra_emulators"}
 _LINUX = {"triple", "cflags", "qemu_user"}
 _SIMD = {"disassembly", "flushes_subnormals"}
-EMULATORS = ("unicorn", "qemu")
 
 
 class UnknownArchitectureError(ValueError):
