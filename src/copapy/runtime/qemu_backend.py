@@ -2,10 +2,10 @@
 
 unicorn cannot execute ARMv8.1-M (MVE/Helium) code and its Cortex-M7 lacks FP64, so these
 targets run the real C runner core as bare-metal firmware (runner/baremetal) on the qemu board
-their toml names in its ``[qemu]`` table (Cortex-M7: ``mps2-an500``, FPv5-D16; Cortex-M55:
-``mps3-an547``). The firmware
-executes a *job file* (LOAD / WRITE / RUN / DUMP records, runner/baremetal/README.md) read over
-semihosting and streams a result file back; one qemu boot costs about 0.1 s.
+of their toml's ``[qemu]`` table (Cortex-M7: ``mps2-an500``, FPv5-D16; Cortex-M55:
+``mps3-an547``). The firmware executes a *job file* (LOAD / WRITE / RUN / DUMP records,
+runner/baremetal/README.md) read over semihosting and streams a result file back; one qemu boot
+costs about 0.1 s.
 
 ``QemuProgram`` offers the interface of ``UnicornProgram``. It validates the image at
 construction (one boot: LOAD + DUMP, so a rejected image raises ``ImageLoadError`` right away)
