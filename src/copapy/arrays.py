@@ -384,6 +384,10 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
     flat: list[Any] = list(np.asarray(values, dtype=object).reshape(-1))
     if any(isinstance(v, Array) for v in flat):
         raise TypeError("nested arrays: pass numbers or scalar values")
+    for k, v in enumerate(flat):
+        if not isinstance(v, Value | bool | int | float | np.number | np.bool_):
+            raise TypeError(f"element {k} of the array is {type(v).__name__} {v!r}: the "
+                            f"elements of a copapy array are numbers or copapy values")
     traced = any(isinstance(v, Value) for v in flat)
     if not traced:
         kind = dt.as_dtype(dtype) if dtype is not None else (
@@ -448,6 +452,9 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     import numpy as np
 
     arr = np.asarray(initial)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"an input array holds numbers; got elements of NumPy dtype {arr.dtype} "
+                        f"({arr.reshape(-1)[:3].tolist()!r}...)")
     if arr.ndim not in (1, 2) or arr.size == 0:
         raise build.ShapeError(f"array inputs are 1-D or 2-D and non-empty, got shape {arr.shape}")
     kind = dt.as_dtype(dtype) if dtype is not None else (

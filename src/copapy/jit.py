@@ -16,6 +16,7 @@ lock per jitted function serialises compilation and the calls of programs withou
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -67,6 +68,15 @@ def _element_type(kind: str, itemsize: int) -> str:
 
 
 _SCALARS = frozenset({float, int, bool})
+
+
+def as_python_scalar(a: Any) -> Any:
+    """A NumPy scalar or 0-d array as the Python number it holds (they behave like Python
+    numbers: np.float64 and np.float32 like float, np.int64 like int, np.bool_ like bool);
+    anything else unchanged."""
+    if getattr(a, "ndim", None) == 0 and hasattr(a, "item") and hasattr(a, "dtype"):
+        return a.item()
+    return a
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -206,7 +216,7 @@ class _Compiled:
         invoke = getattr(program, "invoke", None)
         if invoke is None:
             return None
-        in_plan = []
+        in_plan: list[tuple[Any, ...]] = []
         for t, (kind, where) in zip(traced, self.inputs, strict=True):
             if kind == "skip":
                 in_plan.append((2, 0, 0, 0))
@@ -216,7 +226,8 @@ class _Compiled:
                 port = self.target._ports[t.nodes()[0]]
                 if port.dtype.is_bool:
                     return None  # bool arrays are stored as int32: converted on the slow path
-                in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size))
+                in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
+                                t.shape))
         out_plan = []
         env: dict[str, Any] = {"invoke": invoke, "np": np, "IN": tuple(in_plan)}
         results = []
@@ -311,12 +322,18 @@ class JitFunction:
         self._misses = 0
         #: the fast call of the most recent signature (tried first, falls back on TypeError)
         self._last: Any = None
+        self._parameters: inspect.Signature | None = None
+        self.__name__ = getattr(fn, "__name__", "jitted function")
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._bind(args, kwargs)
         last = self._last
         if last is not None:
             try:
+                # exact: it accepts only arguments of its own signature (scalar types, buffer
+                # formats and shapes), so it may skip the signature look-up, never change it
                 result = last(args)
             except TypeError:
                 pass  # another signature: the general path below finds or compiles it
@@ -325,6 +342,7 @@ class JitFunction:
                 return result
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
+            args = tuple(map(as_python_scalar, args))
             key = _signature(args)
         with self._lock:
             compiled = self._cache.get(key)
@@ -344,6 +362,23 @@ class JitFunction:
         # a program with a fast path runs only through it (one atomic C call), never through
         # the multi-step ``call``, because other threads may be on its fast path right now
         return compiled.invoke(args)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Keyword arguments (and defaults) as positional arguments in the function's order."""
+        if self._parameters is None:
+            self._parameters = inspect.signature(self.fn)
+        try:
+            bound = self._parameters.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        if bound.kwargs:
+            star = next(p.name for p in self._parameters.parameters.values()
+                        if p.kind is inspect.Parameter.VAR_KEYWORD)
+            raise TypeError(f"{self.__name__}(): a jitted function takes its arguments by "
+                            f"position or by name, not through **{star} "
+                            f"({', '.join(bound.kwargs)})")
+        return bound.args
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, self.cache_size, len(self._cache))

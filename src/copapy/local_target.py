@@ -376,8 +376,9 @@ class LocalTarget:
     def _read_array(self, a: Any) -> Any:
         import numpy as np
 
-        if not a.packed:
-            return np.array([self.read(item) for item in a.items()]).reshape(a.shape)
+        if not a.packed:  # one dtype rule for both forms: the array's own
+            return np.array([self.read(item) for item in a.items()],
+                            dtype=bool if a.dtype.is_bool else a.dtype.numpy).reshape(a.shape)
         node = a.node()
         port = self._ports.get(node)
         if port is None:

@@ -13,7 +13,7 @@ from collections.abc import Container, Iterable, Sequence
 from .. import dtypes as dt
 from ..dtypes import DType
 from .fold import fold
-from .node import Node, const, const_array, const_value, intern, is_const
+from .node import Node, canonical_key, const, const_array, const_value, intern, is_const
 from .ops import CASTS, REGISTRY, OpSpec
 from .options import current as options
 
@@ -163,7 +163,7 @@ def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
         if simpler.shape != shape:
             simpler = broadcast_to(simpler, shape)
         return simpler
-    if spec.commutative and args[0].serial > args[1].serial:
+    if spec.commutative and canonical_key(args[0]) > canonical_key(args[1]):
         args = (args[1], args[0])
     return intern(spec.name, dtype, args, attr, shape)
 
