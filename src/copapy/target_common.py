@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import dtypes as dt
 from .compiler import IoSpec, TaskSpec
 from .task import Task
-from .value import Value
+from .value import Traced, Value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from .compiler.layout import Port
     from .graph.node import Node
     from .io import Channel
+else:
+    from ._lazy import numpy as np
 
 
 # ---- programs
@@ -35,17 +37,10 @@ def to_ns(seconds: float) -> int:
 
 def flatten(values: Iterable[Any], what: str) -> list[Any]:
     """The graph nodes behind values, arrays and quaternions."""
-    from .arrays import Array
-    from .quaternion import Quaternion
-
     nodes: list[Any] = []
     for v in values:
-        if isinstance(v, Value):
-            nodes.append(v.node)
-        elif isinstance(v, Array):
+        if isinstance(v, Traced):
             nodes.extend(v.nodes())
-        elif isinstance(v, Quaternion):
-            nodes.extend(c.node for c in v.components())
         else:
             raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
                             f"{type(v).__name__}")
@@ -145,7 +140,6 @@ def decode_rows(raw: bytes, dtypes: Sequence[dt.DType]) -> tuple[NDArray[np.uint
     and docs/protocol.md) followed by the values, packed, little-endian. Columns are new arrays
     of the values' NumPy types (bool for bool values).
     """
-    import numpy as np
 
     record = np.dtype([("t", "<u8")] + [(f"v{i}", d.fmt) for i, d in enumerate(dtypes)])
     table = np.frombuffer(raw, dtype=record)

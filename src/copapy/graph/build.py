@@ -8,20 +8,29 @@ walks what the requested outputs depend on (see :func:`live_nodes`).
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Sequence
 
 from .. import dtypes as dt
 from ..dtypes import DType
+from .errors import ShapeError, ShapeOrTypeError
 from .fold import fold
-from .node import Node, canonical_key, const, const_array, const_value, intern, is_const
+from .node import (
+    Node,
+    canonical_key,
+    const,
+    const_array,
+    const_value,
+    fresh_input,
+    intern,
+    is_const,
+)
 from .ops import CASTS, REGISTRY, OpSpec
 from .options import current as options
+from .traverse import live_nodes
+
+__all__ = ["ShapeError", "ShapeOrTypeError", "apply", "cast", "live_nodes", "make", "rebuild"]
 
 Operand = Node | bool | int | float
-
-
-class ShapeOrTypeError(TypeError):
-    """An operation got operands of types it cannot take."""
 
 
 def _check_scalar(value: object) -> bool | int | float:
@@ -101,10 +110,6 @@ def apply(name: str, *operands: Operand) -> Node:
     common = _operand_types(spec, checked)
     args = tuple(cast(o, common) if isinstance(o, Node) else const(o, common) for o in checked)
     return make(spec, args)
-
-
-class ShapeError(ValueError):
-    """Operands whose shapes do not fit the operation (the message names both shapes)."""
 
 
 def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[int, ...]:
@@ -332,8 +337,6 @@ def _reassociate(spec: OpSpec, a: Node, b: Node) -> Node | None:
 
 def fresh_input_for_test(dtype: DType) -> Node:
     """An input leaf of ``dtype`` (used to probe which operand types an operation accepts)."""
-    from .node import fresh_input
-
     return fresh_input(dtype, 0)
 
 
@@ -352,29 +355,3 @@ def rebuild(order: Sequence[Node], mapping: dict[Node, Node],
             # attr carries what is not an operand: shapes, offsets, fill shapes
             out[node] = make(REGISTRY[node.op], args, node.attr)
     return out
-
-
-def live_nodes(outputs: Iterable[Node], stop: Container[Node] = ()) -> list[Node]:
-    """Every node the outputs depend on, operands before users (dead code excluded).
-
-    Nodes in ``stop`` are treated as leaves (their operands are not visited).
-    """
-    order: list[Node] = []
-    seen: set[int] = set()
-    for root in outputs:
-        if id(root) in seen:
-            continue
-        stack: list[tuple[Node, int]] = [(root, 0)]
-        seen.add(id(root))
-        while stack:
-            node, i = stack[-1]
-            if i < len(node.args) and node not in stop:
-                stack[-1] = (node, i + 1)
-                child = node.args[i]
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append((child, 0))
-            else:
-                stack.pop()
-                order.append(node)
-    return order

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import _kernels  # the C kernels built for the host
 from ..dtypes import DType
 from .node import Node, const_value
 from .ops import OpSpec
-from .reference import evaluate_reference
+from .reference import evaluate_reference, kernel_eval, leaf_array
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .._lazy import numpy as np
 
 
 def fold(spec: OpSpec, args: tuple[Node, ...], dtype: DType,
@@ -31,13 +37,9 @@ def fold(spec: OpSpec, args: tuple[Node, ...], dtype: DType,
 
 def _fold_array(spec: OpSpec, args: tuple[Node, ...], dtype: DType, attr: object) -> Any:
     """Arrays fold through the same references (kernels for approximated functions)."""
-    import numpy as np
-
-    from .reference import _kernel_eval, leaf_array
-
     arrays = [leaf_array(a, a.attr) for a in args]
     if spec.kernel and dtype.is_float:
-        result = _kernel_eval(spec.kernel, dtype, arrays)
+        result = kernel_eval(spec.kernel, dtype, arrays)
     else:
         result = evaluate_reference(spec, [(v, a.dtype) for v, a in zip(arrays, args, strict=True)],
                                     attr)
@@ -48,6 +50,4 @@ def _fold_array(spec: OpSpec, args: tuple[Node, ...], dtype: DType, attr: object
 
 
 def _kernel(name: str, dtype: DType, values: list[float | int | bool]) -> float:
-    from .. import _kernels  # the C kernels built for the host
-
     return float(_kernels.call(name, dtype.name == "float64", *[float(v) for v in values]))

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .build import apply, broadcast_to, live_nodes
+from .build import apply, broadcast_to
+from .errors import NotDifferentiableError
+from .grad_rules import rule_for
 from .node import Node, const
-from .ops import REGISTRY
+from .traverse import live_nodes
 
-
-class NotDifferentiableError(TypeError):
-    """A gradient was asked for something that has none."""
+__all__ = ["NotDifferentiableError", "gradients"]
 
 
 def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
@@ -32,10 +32,10 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
         g = adjoint.get(id(node))
         if g is None or not node.args:
             continue
-        spec = REGISTRY[node.op]
-        if spec.grad is None:
+        rule = rule_for(node.op)
+        if rule is None:
             continue  # bool/int results carry no gradient
-        for arg, contribution in zip(node.args, spec.grad(node, g), strict=True):
+        for arg, contribution in zip(node.args, rule(node, g), strict=True):
             if contribution is None or not arg.dtype.is_float:
                 continue
             if contribution.shape != arg.shape:
