@@ -75,7 +75,8 @@ def test_every_float_operation_has_a_derivative_rule() -> None:
     """A row whose result can be a float needs a rule in graph/grad_rules.py (or is listed
     there as zero almost everywhere); rules name existing rows only."""
     floats = {n for n, s in REGISTRY.items()
-              if s.result in ("same", "float32", "float64") and s.operands in ("num", "float", "any")}
+              if s.result in ("same", "float32", "float64")
+              and s.operands in ("num", "float", "any")}
     assert floats - set(RULES) == set()
     assert set(RULES) <= set(REGISTRY)
 

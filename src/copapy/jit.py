@@ -21,11 +21,19 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes as dt
-from .arrays import Array
-from .value import Value
+from .arrays import Array, array_input
+from .compiler import compile_program
+from .runtime.load import check_architecture, host_architecture, load
+from .target_common import flatten
+from .value import Value, constant, value
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
 
 _WIDEN = {"b": "bool", "i": "int32", "u": "int32", "f": "float32"}
 
@@ -103,8 +111,6 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _sequence_signature(seq: Any) -> tuple[Any, ...]:
-    import numpy as np
-
     try:
         arr = np.asarray(seq)
     except ValueError as exc:
@@ -120,12 +126,7 @@ def _sequence_signature(seq: Any) -> tuple[Any, ...]:
 class _Compiled:
     """One traced and loaded program, with its fast argument and result plans."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], arch: str | None) -> None:
-        import numpy as np
-
-        from .local_target import LocalTarget
-        from .value import value
-
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], arch: str) -> None:
         traced: list[Any] = []
         for a in args:
             if isinstance(a, bool | int | float):
@@ -158,9 +159,9 @@ class _Compiled:
                 self.plan[-1] = ("list", r, False)
             elif isinstance(r, Array) and copy:
                 self.plan[-1] = ("copy", r, False)
-        self.target = LocalTarget(arch)
-        self.target.compile(*outputs)
-        program: Any = self.target._program
+        compiled = compile_program(flatten(outputs, "a jitted function's results"), arch)
+        program: Any = load(compiled.image, arch)
+        self.ports = ports = compiled.ports
         self.run = program.run
         self.read = program.read
         self.write = program.write
@@ -168,27 +169,26 @@ class _Compiled:
         buffer = program if not hasattr(program, "read_bytes") else None
         self.inputs: list[tuple[str, Any]] = []
         for t in traced:
-            port = self.target._ports.get(t.nodes()[0] if isinstance(t, Array) else t.node)
+            port = ports.get(t.nodes()[0] if isinstance(t, Array) else t.node)
             if port is None:  # the function does not use this argument
                 self.inputs.append(("skip", None))
             elif isinstance(t, Array):
-                self.inputs.append(("array", _view(buffer, port, t.shape, np)))
+                self.inputs.append(("array", _view(buffer, port, t.shape)))
             else:
                 self.inputs.append(("scalar", (port.offset, port.dtype.code, port.dtype)))
         self.outputs: list[tuple[str, Any]] = []
         for kind, r, _ in self.plan:
             if kind == "scalar":
-                port = self.target._port(r)
+                port = ports[r.node]
                 self.outputs.append(("scalar", (port.offset, port.dtype.code)))
             else:
-                port = self.target._ports[r.node()]
-                self.outputs.append((kind, _view(buffer, port, r.shape, np)))
+                port = ports[r.node()]
+                self.outputs.append((kind, _view(buffer, port, r.shape)))
 
         self.call = self._generate()
         #: one C call for write-run-read, atomic under the GIL; None if not applicable (then
         #: every call of this program goes through ``call`` under the function's lock)
-        self.fast = self._generate_fast(program, traced, np)
-        self._np = np
+        self.fast = self._generate_fast(program, traced)
         self._dtypes = tuple(where.dtype if kind == "array" else None
                              for kind, where in self.inputs)
 
@@ -206,12 +206,11 @@ class _Compiled:
             return fast(args)
         except TypeError:
             pass  # e.g. a list, a non-contiguous array or other element type: convert first
-        np = self._np
         converted = tuple(a if dtype is None else np.ascontiguousarray(a, dtype=dtype)
                           for a, dtype in zip(args, self._dtypes, strict=True))
         return fast(converted)
 
-    def _generate_fast(self, program: Any, traced: list[Any], np: Any) -> Any:
+    def _generate_fast(self, program: Any, traced: list[Any]) -> Any:
         """One C call for write-run-read (atomic under the GIL); None if not applicable."""
         invoke = getattr(program, "invoke", None)
         if invoke is None:
@@ -223,7 +222,7 @@ class _Compiled:
             elif kind == "scalar":
                 in_plan.append((0, where[0], where[1], 0))
             else:
-                port = self.target._ports[t.nodes()[0]]
+                port = self.ports[t.nodes()[0]]
                 if port.dtype.is_bool:
                     return None  # bool arrays are stored as int32: converted on the slow path
                 in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
@@ -237,7 +236,7 @@ class _Compiled:
                 out_plan.append((0, where[0], where[1], 0))
                 results.append(f"r[{k}]")
                 continue
-            port = self.target._ports[r.node()]
+            port = self.ports[r.node()]
             if kind in ("list", "copy"):
                 out_plan.append((1, port.offset, port.dtype.code, port.dtype.size * r.size))
                 fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
@@ -284,7 +283,7 @@ class _Compiled:
         return call
 
 
-def _view(buffer: Any, port: Any, shape: tuple[int, ...], np: Any) -> Any:
+def _view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
     if buffer is None:
         raise TypeError("jit runs on the native runner only (LocalTarget() of this machine)")
     fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
@@ -296,14 +295,10 @@ def _view(buffer: Any, port: Any, shape: tuple[int, ...], np: Any) -> Any:
 
 
 def _array_input(arr: Any, etype: str) -> Array:
-    from .arrays import array_input
-
     return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
 
 
 def _const_value(x: bool | int | float) -> Value[Any]:
-    from .value import constant
-
     return constant(x)
 
 
@@ -315,7 +310,7 @@ class JitFunction:
             raise ValueError("cache_size must be >= 1")
         self.fn = fn
         self.cache_size = cache_size
-        self.arch = arch
+        self.arch = check_architecture(arch) if arch is not None else None
         self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
@@ -348,7 +343,7 @@ class JitFunction:
             compiled = self._cache.get(key)
             if compiled is None:
                 self._misses += 1
-                compiled = _Compiled(self.fn, args, self.arch)
+                compiled = _Compiled(self.fn, args, self.arch or host_architecture())
                 self._cache[key] = compiled
                 if len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt
 from .compiler import IoSpec, TaskSpec
+from .io import Channel, check_binding
 from .task import Task
 from .value import Traced, Value
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 
     from .compiler.layout import Port
     from .graph.node import Node
-    from .io import Channel
 else:
     from ._lazy import numpy as np
 
@@ -64,7 +64,13 @@ def task_specs(tasks: Sequence[Task]) -> list[TaskSpec]:
 
 
 def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
-    """The compiler's view of ``bind()``: an input reads its channel, an output drives it."""
+    """The compiler's view of ``bind()``: an input reads its channel, an output drives it
+    (BindingError for a wrong direction or a channel with two drivers; a runner rejects at
+    load a channel its hardware does not have, e.g. a plant side that drives an encoder)."""
+    checked: dict[Node, Channel] = {}
+    for node, ch in bindings.items():
+        check_binding(checked, node, node.op == "input", ch)
+        checked[node] = ch
     return [IoSpec(node, ch.kind, ch.channel, 1 if node.op == "input" else 2)
             for node, ch in bindings.items()]
 
