@@ -243,7 +243,8 @@ def test_binding_directions_and_drivers_are_checked() -> None:
     x = cp.value(0.0)
     y = x * 2.0
     tg = cp.LocalTarget(tick=1e-3)
-    with pytest.raises(BindingError, match=r"GPIO\(3, 'in'\) is an input channel.*GPIO\(3, 'out'\)"):
+    with pytest.raises(BindingError,
+                       match=r"GPIO\(3, 'in'\) is an input channel.*GPIO\(3, 'out'\)"):
         tg.bind(y > 0.0, cp.io.GPIO(3, "in"))
     with pytest.raises(BindingError, match=r"PWM\(0\) is an output channel, but the value is an "
                                            r"input"):
