@@ -3,10 +3,9 @@ turn the rest into generic runtime patches."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-import struct
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from .lower import CompileError, Instr
