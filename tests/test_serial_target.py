@@ -32,8 +32,8 @@ def control_program() -> dict[str, Any]:
     ticks = cp.feedback(lambda n: n + 1, init=0)
     tasks = [cp.Task(drive, ticks, period=0.5e-3, priority=0, name="controller"),
              cp.Task(position, period=1e-3, priority=1, name="plant")]
-    bindings = [(sensed, cp.io.Encoder(0)), (drive, cp.io.PWM(0)), (drive_in, cp.io.PWM(0)),
-                (position, cp.io.Encoder(0))]
+    bindings = [(sensed, cp.io.Encoder(0)), (drive, cp.io.PWM(0)),
+                (drive_in, cp.io.plant(cp.io.PWM(0))), (position, cp.io.plant(cp.io.Encoder(0)))]
     return {"tasks": tasks, "bindings": bindings, "setpoint": setpoint, "position": position,
             "drive": drive, "ticks": ticks}
 
