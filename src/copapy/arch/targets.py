@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import functools
 import itertools
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .._lazy import lazy_import
+
+if TYPE_CHECKING:
+    import tomllib
+else:  # the runtime loader imports this module at `import copapy`; tomllib loads on first use
+    tomllib = lazy_import("tomllib")
 
 #: top-level keys: the build description, hashed into the stencil table (a change means a rebuild)
 _TOP = {"name", "id", "builder", "triple", "cflags", "assembler", "elf_machine", "reloc_table",
