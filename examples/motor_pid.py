@@ -55,8 +55,8 @@ def simulate(seconds: float = 0.6, arch: str | None = None) -> tuple[cp.LocalTar
     tg = cp.LocalTarget(arch, tick=1e-4)
     tg.bind(encoder_in, cp.io.Encoder(0))  # controller reads the encoder
     tg.bind(duty, cp.io.PWM(0))  # controller drives the PWM
-    tg.bind(duty_in, cp.io.PWM(0))  # the simulated motor reads the PWM
-    tg.bind(angle, cp.io.Encoder(0))  # ... and moves the encoder
+    tg.bind(duty_in, cp.io.plant(cp.io.PWM(0)))  # the simulated motor reads the PWM
+    tg.bind(angle, cp.io.plant(cp.io.Encoder(0)))  # ... and moves the encoder
     tg.deploy(cp.Task(duty, period=1e-3, priority=0, name="controller"),
               cp.Task(angle, period=1e-4, priority=1, name="plant"))
     trace = tg.trace(setpoint, angle, duty)

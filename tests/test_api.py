@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import copapy as cp
-from copapy.local_target import TargetError
+from copapy.runtime.errors import TargetError
 
 
 def run(*values: cp.Value) -> list[object]:

@@ -280,3 +280,86 @@ def test_argument_conversion_is_not_interleaved_with_other_calls() -> None:
         t.join()
     assert results == [14.0] * 5
     assert errors == []
+
+
+# ---- the signature decides, always (a fast path may only skip work) -------------------------
+
+
+def test_new_shape_with_the_same_byte_size_recompiles() -> None:
+    @cp.jit
+    def twice(m):  # type: ignore[no-untyped-def]
+        return cp.map_to_numpy(m * 2, copy=True)
+
+    a = np.arange(6, dtype=np.float32)
+    for shape in [(2, 3), (3, 2), (6,), (1, 6), (2, 3)]:
+        got = twice(a.reshape(shape))
+        assert got.shape == shape
+        np.testing.assert_array_equal(got, a.reshape(shape) * 2)
+    assert twice.cache_info().misses == 4
+
+    @cp.jit
+    def mm(x, y):  # type: ignore[no-untyped-def]
+        return cp.map_to_numpy(x @ y, copy=True)
+
+    x = np.arange(12, dtype=np.float32)
+    for (p, q), (r, s) in [((3, 4), (4, 3)), ((4, 3), (3, 4)), ((2, 6), (6, 2))]:
+        want = x.reshape(p, q) @ x.reshape(r, s)
+        np.testing.assert_array_equal(mm(x.reshape(p, q), x.reshape(r, s)), want)
+
+
+def test_scalar_kinds_are_part_of_the_signature() -> None:
+    @cp.jit
+    def half(x):  # type: ignore[no-untyped-def]
+        return x // 2
+
+    assert half(7) == 3 and isinstance(half(7), int)
+    assert half(7.0) == 3.0 and isinstance(half(7.0), float)
+    assert half(True) == 0
+    assert half(7) == 3 and isinstance(half(7), int)
+
+
+@pytest.mark.parametrize("scalar, want", [
+    (np.float64(3.0), 6.0), (np.float32(3.0), 6.0), (np.int64(3), 6), (np.int32(3), 6),
+    (np.int8(3), 6), (np.uint16(3), 6), (np.bool_(True), 2), (np.array(3.0), 6.0),
+])
+def test_numpy_scalars_are_numbers(scalar: object, want: object) -> None:
+    @cp.jit
+    def double(x):  # type: ignore[no-untyped-def]
+        return x * 2
+
+    got = double(scalar)
+    assert got == want and type(got) is type(want)
+    assert double(scalar.item()) == want  # type: ignore[attr-defined]  # same program
+    assert double.cache_info().misses == 1
+    assert cp.value(scalar).dtype is cp.value(scalar.item()).dtype  # type: ignore[attr-defined]
+
+
+def test_numpy_scalar_out_of_int32_range() -> None:
+    @cp.jit
+    def ident(x):  # type: ignore[no-untyped-def]
+        return x + 0
+
+    with pytest.raises(OverflowError):
+        ident(np.int64(2**40))
+
+
+def test_keyword_arguments_and_defaults() -> None:
+    @cp.jit
+    def affine(x, scale=2.0, offset=0.5):  # type: ignore[no-untyped-def]
+        return x * scale + offset
+
+    assert affine(1.0) == 2.5
+    assert affine(1.0, offset=1.0) == 3.0
+    assert affine(x=1.0, scale=3.0) == 3.5
+    assert affine(1.0, 3.0, 0.0) == 3.0
+    with pytest.raises(TypeError, match=r"affine\(\).*unexpected keyword argument 'bias'"):
+        affine(1.0, bias=1.0)
+    with pytest.raises(TypeError, match=r"affine\(\)"):
+        affine()
+
+    @cp.jit
+    def star(x, **options):  # type: ignore[no-untyped-def]
+        return x
+
+    with pytest.raises(TypeError, match=r"\*\*options"):
+        star(1.0, y=2.0)

@@ -232,3 +232,43 @@ def test_task_errors_name_the_problem() -> None:
     s = cp.integrate(x)
     with pytest.raises(Exception, match="LET port"):
         tg.deploy(cp.Task(s * 2, period=1e-3), cp.Task(s * 3, period=2e-3))
+
+
+# ---- binding rules (each channel has a direction and one driver) ----------------------------
+
+
+def test_binding_directions_and_drivers_are_checked() -> None:
+    from copapy.io import BindingError
+
+    x = cp.value(0.0)
+    y = x * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    with pytest.raises(BindingError,
+                       match=r"GPIO\(3, 'in'\) is an input channel.*GPIO\(3, 'out'\)"):
+        tg.bind(y > 0.0, cp.io.GPIO(3, "in"))
+    with pytest.raises(BindingError, match=r"PWM\(0\) is an output channel, but the value is an "
+                                           r"input"):
+        tg.bind(x, cp.io.PWM(0))
+    tg.bind(y, cp.io.PWM(0))
+    with pytest.raises(BindingError, match=r"PWM\(0\) is already driven"):
+        tg.bind(y + 1.0, cp.io.PWM(0))
+    tg.bind(y, cp.io.PWM(0))  # binding the same value again is fine
+    tg.bind(x, cp.io.plant(cp.io.PWM(0)))  # a simulated plant reads what the controller drives
+    with pytest.raises(BindingError, match=r"Encoder\(1\) is an input channel"):
+        tg.bind(y * 3.0, cp.io.Encoder(1))
+    assert repr(cp.io.plant(cp.io.Encoder(1))) == "cp.io.plant(cp.io.Encoder(1))"
+    with pytest.raises(TypeError, match="plant"):
+        cp.io.plant(cp.io.plant(cp.io.PWM(0)))
+
+
+def test_step_and_arch_errors_name_the_problem() -> None:
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(cp.value(1.0) * 2.0, period=1e-3))
+    with pytest.raises(ValueError, match=r"must be >= 0"):
+        tg.step(-0.001)
+    with pytest.raises(ValueError, match=r"not a whole number of ticks"):
+        tg.step(0.0015)
+    with pytest.raises(ValueError, match=r"unknown architecture 'pdp11'.*x86_64.*cortex-m7"):
+        cp.LocalTarget(arch="pdp11")
+    with pytest.raises(ValueError, match=r"unknown architecture 'x86-64'"):
+        cp.jit(lambda a: a, arch="x86-64")

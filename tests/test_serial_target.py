@@ -18,7 +18,7 @@ import copapy as cp
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .runners import host_runner, qemu_m7_runner
+from .runners import host_runner, qemu_runner
 
 
 def control_program() -> dict[str, Any]:
@@ -32,8 +32,8 @@ def control_program() -> dict[str, Any]:
     ticks = cp.feedback(lambda n: n + 1, init=0)
     tasks = [cp.Task(drive, ticks, period=0.5e-3, priority=0, name="controller"),
              cp.Task(position, period=1e-3, priority=1, name="plant")]
-    bindings = [(sensed, cp.io.Encoder(0)), (drive, cp.io.PWM(0)), (drive_in, cp.io.PWM(0)),
-                (position, cp.io.Encoder(0))]
+    bindings = [(sensed, cp.io.Encoder(0)), (drive, cp.io.PWM(0)),
+                (drive_in, cp.io.plant(cp.io.PWM(0))), (position, cp.io.plant(cp.io.Encoder(0)))]
     return {"tasks": tasks, "bindings": bindings, "setpoint": setpoint, "position": position,
             "drive": drive, "ticks": ticks}
 
@@ -79,7 +79,7 @@ def test_host_runner_end_to_end() -> None:
 
 
 def test_qemu_cortex_m7_firmware_end_to_end() -> None:
-    with qemu_m7_runner() as url:
+    with qemu_runner("cortex-m7") as url:
         run_and_compare(url, "cortex-m7", 0.5)
 
 

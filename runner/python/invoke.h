@@ -2,7 +2,9 @@
  * call. Holding the GIL throughout makes the call atomic for other Python threads, and there
  * is no per-argument Python work: this is the fast path of @cp.jit. Included by module.c. */
 
-/* Argument plan entries: (kind, offset, dtype, nbytes); kind 0 scalar, 1 buffer, 2 unused.
+/* Argument plan entries: (kind, offset, dtype, nbytes[, shape]); kind 0 scalar, 1 buffer (its
+ * shape tuple must match the argument's exactly: the signature decides, never the byte count
+ * alone), 2 unused.
  * Result plan entries: (kind, offset, dtype, nbytes); kind 0 scalar, 1 bytearray copy,
  * 2 None (the caller returns its own view). A mismatching argument raises TypeError before
  * anything is written, so the caller can fall back to its general path. */
@@ -64,8 +66,8 @@ static int write_value(uint8_t *p, uint8_t dtype, PyObject *arg)
 static int plan_entry(PyObject *plan, Py_ssize_t i, long out[4])
 {
     PyObject *e = PyTuple_GET_ITEM(plan, i);
-    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 4) {
-        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4-tuples");
+    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 4 || PyTuple_GET_SIZE(e) > 5) {
+        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4- or 5-tuples");
         return -1;
     }
     for (int k = 0; k < 4; k++) {
@@ -99,6 +101,30 @@ static int buffer_matches(const Py_buffer *view, long dtype, long nbytes)
     default:
         return 0;
     }
+}
+
+/* 1 if the buffer's shape is the plan entry's shape tuple (absent: any shape). */
+static int shape_matches(const Py_buffer *view, PyObject *entry)
+{
+    if (PyTuple_GET_SIZE(entry) < 5) {
+        return 1;
+    }
+    PyObject *shape = PyTuple_GET_ITEM(entry, 4);
+    if (!PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) != view->ndim) {
+        return 0;
+    }
+    for (Py_ssize_t d = 0; d < view->ndim; d++) {
+        long want = PyLong_AsLong(PyTuple_GET_ITEM(shape, d));
+        if (want == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (view->shape == NULL ? view->ndim != 1 || want * view->itemsize != view->len
+                                : view->shape[d] != (Py_ssize_t)want) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static int scalar_matches(PyObject *arg, long dtype)
@@ -155,14 +181,16 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             goto done;
         }
         if (kind == 1) {
-            if (PyObject_GetBuffer(arg, &views[held], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            if (PyObject_GetBuffer(arg, &views[held], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
+                                                          PyBUF_ND) < 0) {
                 PyErr_Clear();
                 PyErr_SetString(PyExc_TypeError, "invoke: argument is not a contiguous buffer");
                 goto done;
             }
             held++;
-            if (!buffer_matches(&views[held - 1], dtype, nbytes)) {
-                PyErr_SetString(PyExc_TypeError, "invoke: buffer type or size differs");
+            if (!buffer_matches(&views[held - 1], dtype, nbytes) ||
+                !shape_matches(&views[held - 1], PyTuple_GET_ITEM(inputs, i))) {
+                PyErr_SetString(PyExc_TypeError, "invoke: buffer type or shape differs");
                 goto done;
             }
         }

@@ -6,7 +6,9 @@ by SerialTarget (the runner's hardware channels).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 GPIO_KIND, PWM_KIND, ENCODER_KIND, ADC_KIND = 1, 2, 3, 4
 
@@ -15,14 +17,29 @@ GPIO_KIND, PWM_KIND, ENCODER_KIND, ADC_KIND = 1, 2, 3, 4
 class Channel:
     kind: int
     channel: int
+    #: "in": the runner reads it into a cp.value input; "out": a task output drives it
+    direction: str = "in"
+    #: the simulated plant's side of the channel (cp.io.plant): in LocalTarget only
+    plant: bool = False
 
     @property
     def kind_name(self) -> str:
         return {GPIO_KIND: "GPIO", PWM_KIND: "PWM", ENCODER_KIND: "Encoder", ADC_KIND: "ADC"}[
             self.kind]
 
+    @property
+    def is_output(self) -> bool:
+        return self.direction == "out"
+
     def __repr__(self) -> str:
+        if self.plant:
+            return f"cp.io.plant({replace(self, plant=False, direction=_FLIP[self.direction])!r})"
+        if self.kind == GPIO_KIND:
+            return f"cp.io.GPIO({self.channel}, {self.direction!r})"
         return f"cp.io.{self.kind_name}({self.channel})"
+
+
+_FLIP = {"in": "out", "out": "in"}
 
 
 def _check(channel: int) -> int:
@@ -32,22 +49,65 @@ def _check(channel: int) -> int:
 
 
 def GPIO(pin: int, direction: str = "in") -> Channel:
-    """A digital pin (0/1); direction "in" or "out" (checked when bound)."""
+    """A digital pin (0/1); direction "in" (read into an input) or "out" (driven by a task
+    output), checked when bound."""
     if direction not in ("in", "out"):
         raise ValueError(f"GPIO direction must be 'in' or 'out', not {direction!r}")
-    return Channel(GPIO_KIND, _check(pin))
+    return Channel(GPIO_KIND, _check(pin), direction)
 
 
 def PWM(channel: int) -> Channel:
     """A PWM output; the value is the duty cycle 0..1."""
-    return Channel(PWM_KIND, _check(channel))
+    return Channel(PWM_KIND, _check(channel), "out")
 
 
 def Encoder(channel: int) -> Channel:
     """A quadrature encoder input, in counts."""
-    return Channel(ENCODER_KIND, _check(channel))
+    return Channel(ENCODER_KIND, _check(channel), "in")
 
 
 def ADC(channel: int) -> Channel:
     """An analog input."""
-    return Channel(ADC_KIND, _check(channel))
+    return Channel(ADC_KIND, _check(channel), "in")
+
+
+def plant(channel: Channel) -> Channel:
+    """The simulated plant's side of a channel: a plant model reads what the controller
+    drives (``plant(cp.io.PWM(0))`` is an input of the plant) and drives what the controller
+    reads (``plant(cp.io.Encoder(0))`` is an output of the plant). For simulations
+    (LocalTarget, the host runner's simulated channels); hardware rejects it at load."""
+    if not isinstance(channel, Channel) or channel.plant:
+        raise TypeError(f"cp.io.plant() takes a controller's channel (cp.io.PWM(0), ...), got "
+                        f"{channel!r}")
+    return replace(channel, direction=_FLIP[channel.direction], plant=True)
+
+
+class BindingError(ValueError):
+    """A value cannot be bound to a channel (wrong direction, channel already driven)."""
+
+
+def check_binding(bindings: Mapping[Any, Channel], node: Any, is_input: bool,
+                  channel: Channel) -> None:
+    """BindingError unless ``channel`` may be bound to the value of ``node`` next to the
+    existing ``bindings`` (node -> channel): inputs read "in" channels, computed values drive
+    "out" channels, and each channel has one driver."""
+    if not isinstance(channel, Channel):
+        raise TypeError(f"bind() takes a cp.io channel (cp.io.PWM(0), ...), got "
+                        f"{type(channel).__name__}")
+    if is_input and channel.is_output:
+        raise BindingError(f"{channel!r} is an output channel, but the value is an input "
+                           f"(cp.value): inputs read channels such as cp.io.GPIO(pin, 'in'), "
+                           f"cp.io.Encoder or cp.io.ADC; bind a computed value to drive "
+                           f"{channel!r}")
+    if not is_input and not channel.is_output:
+        hint = (f"cp.io.GPIO({channel.channel}, 'out')" if channel.kind == GPIO_KIND
+                else "an output channel (cp.io.PWM, cp.io.GPIO(pin, 'out'))")
+        raise BindingError(f"{channel!r} is an input channel, but the value is computed by the "
+                           f"program: a computed value drives {hint}")
+    for other, existing in bindings.items():
+        if other is node:
+            continue
+        if (channel.is_output and existing.is_output
+                and (existing.kind, existing.channel) == (channel.kind, channel.channel)):
+            raise BindingError(f"{channel!r} is already driven by another value ({existing!r}): "
+                               f"a channel has one driver (unbind it, or compute one value)")

@@ -16,15 +16,24 @@ lock per jitted function serialises compilation and the calls of programs withou
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes as dt
-from .arrays import Array
-from .value import Value
+from .arrays import Array, array_input
+from .compiler import compile_program
+from .runtime.load import check_architecture, host_architecture, load
+from .target_common import flatten
+from .value import Value, constant, value
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
 
 _WIDEN = {"b": "bool", "i": "int32", "u": "int32", "f": "float32"}
 
@@ -69,6 +78,15 @@ def _element_type(kind: str, itemsize: int) -> str:
 _SCALARS = frozenset({float, int, bool})
 
 
+def as_python_scalar(a: Any) -> Any:
+    """A NumPy scalar or 0-d array as the Python number it holds (they behave like Python
+    numbers: np.float64 and np.float32 like float, np.int64 like int, np.bool_ like bool);
+    anything else unchanged."""
+    if getattr(a, "ndim", None) == 0 and hasattr(a, "item") and hasattr(a, "dtype"):
+        return a.item()
+    return a
+
+
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """The cache key: kinds, element types and shapes, never values."""
     key: list[Any] = []
@@ -93,8 +111,6 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _sequence_signature(seq: Any) -> tuple[Any, ...]:
-    import numpy as np
-
     try:
         arr = np.asarray(seq)
     except ValueError as exc:
@@ -110,12 +126,7 @@ def _sequence_signature(seq: Any) -> tuple[Any, ...]:
 class _Compiled:
     """One traced and loaded program, with its fast argument and result plans."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], arch: str | None) -> None:
-        import numpy as np
-
-        from .local_target import LocalTarget
-        from .value import value
-
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], arch: str) -> None:
         traced: list[Any] = []
         for a in args:
             if isinstance(a, bool | int | float):
@@ -148,9 +159,9 @@ class _Compiled:
                 self.plan[-1] = ("list", r, False)
             elif isinstance(r, Array) and copy:
                 self.plan[-1] = ("copy", r, False)
-        self.target = LocalTarget(arch)
-        self.target.compile(*outputs)
-        program: Any = self.target._program
+        compiled = compile_program(flatten(outputs, "a jitted function's results"), arch)
+        program: Any = load(compiled.image, arch)
+        self.ports = ports = compiled.ports
         self.run = program.run
         self.read = program.read
         self.write = program.write
@@ -158,27 +169,26 @@ class _Compiled:
         buffer = program if not hasattr(program, "read_bytes") else None
         self.inputs: list[tuple[str, Any]] = []
         for t in traced:
-            port = self.target._ports.get(t.nodes()[0] if isinstance(t, Array) else t.node)
+            port = ports.get(t.nodes()[0] if isinstance(t, Array) else t.node)
             if port is None:  # the function does not use this argument
                 self.inputs.append(("skip", None))
             elif isinstance(t, Array):
-                self.inputs.append(("array", _view(buffer, port, t.shape, np)))
+                self.inputs.append(("array", _view(buffer, port, t.shape)))
             else:
                 self.inputs.append(("scalar", (port.offset, port.dtype.code, port.dtype)))
         self.outputs: list[tuple[str, Any]] = []
         for kind, r, _ in self.plan:
             if kind == "scalar":
-                port = self.target._port(r)
+                port = ports[r.node]
                 self.outputs.append(("scalar", (port.offset, port.dtype.code)))
             else:
-                port = self.target._ports[r.node()]
-                self.outputs.append((kind, _view(buffer, port, r.shape, np)))
+                port = ports[r.node()]
+                self.outputs.append((kind, _view(buffer, port, r.shape)))
 
         self.call = self._generate()
         #: one C call for write-run-read, atomic under the GIL; None if not applicable (then
         #: every call of this program goes through ``call`` under the function's lock)
-        self.fast = self._generate_fast(program, traced, np)
-        self._np = np
+        self.fast = self._generate_fast(program, traced)
         self._dtypes = tuple(where.dtype if kind == "array" else None
                              for kind, where in self.inputs)
 
@@ -196,27 +206,27 @@ class _Compiled:
             return fast(args)
         except TypeError:
             pass  # e.g. a list, a non-contiguous array or other element type: convert first
-        np = self._np
         converted = tuple(a if dtype is None else np.ascontiguousarray(a, dtype=dtype)
                           for a, dtype in zip(args, self._dtypes, strict=True))
         return fast(converted)
 
-    def _generate_fast(self, program: Any, traced: list[Any], np: Any) -> Any:
+    def _generate_fast(self, program: Any, traced: list[Any]) -> Any:
         """One C call for write-run-read (atomic under the GIL); None if not applicable."""
         invoke = getattr(program, "invoke", None)
         if invoke is None:
             return None
-        in_plan = []
+        in_plan: list[tuple[Any, ...]] = []
         for t, (kind, where) in zip(traced, self.inputs, strict=True):
             if kind == "skip":
                 in_plan.append((2, 0, 0, 0))
             elif kind == "scalar":
                 in_plan.append((0, where[0], where[1], 0))
             else:
-                port = self.target._ports[t.nodes()[0]]
+                port = self.ports[t.nodes()[0]]
                 if port.dtype.is_bool:
                     return None  # bool arrays are stored as int32: converted on the slow path
-                in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size))
+                in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
+                                t.shape))
         out_plan = []
         env: dict[str, Any] = {"invoke": invoke, "np": np, "IN": tuple(in_plan)}
         results = []
@@ -226,7 +236,7 @@ class _Compiled:
                 out_plan.append((0, where[0], where[1], 0))
                 results.append(f"r[{k}]")
                 continue
-            port = self.target._ports[r.node()]
+            port = self.ports[r.node()]
             if kind in ("list", "copy"):
                 out_plan.append((1, port.offset, port.dtype.code, port.dtype.size * r.size))
                 fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
@@ -273,7 +283,7 @@ class _Compiled:
         return call
 
 
-def _view(buffer: Any, port: Any, shape: tuple[int, ...], np: Any) -> Any:
+def _view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
     if buffer is None:
         raise TypeError("jit runs on the native runner only (LocalTarget() of this machine)")
     fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
@@ -285,14 +295,10 @@ def _view(buffer: Any, port: Any, shape: tuple[int, ...], np: Any) -> Any:
 
 
 def _array_input(arr: Any, etype: str) -> Array:
-    from .arrays import array_input
-
     return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
 
 
 def _const_value(x: bool | int | float) -> Value[Any]:
-    from .value import constant
-
     return constant(x)
 
 
@@ -304,19 +310,25 @@ class JitFunction:
             raise ValueError("cache_size must be >= 1")
         self.fn = fn
         self.cache_size = cache_size
-        self.arch = arch
+        self.arch = check_architecture(arch) if arch is not None else None
         self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
         #: the fast call of the most recent signature (tried first, falls back on TypeError)
         self._last: Any = None
+        self._parameters: inspect.Signature | None = None
+        self.__name__ = getattr(fn, "__name__", "jitted function")
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._bind(args, kwargs)
         last = self._last
         if last is not None:
             try:
+                # exact: it accepts only arguments of its own signature (scalar types, buffer
+                # formats and shapes), so it may skip the signature look-up, never change it
                 result = last(args)
             except TypeError:
                 pass  # another signature: the general path below finds or compiles it
@@ -325,12 +337,13 @@ class JitFunction:
                 return result
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
+            args = tuple(map(as_python_scalar, args))
             key = _signature(args)
         with self._lock:
             compiled = self._cache.get(key)
             if compiled is None:
                 self._misses += 1
-                compiled = _Compiled(self.fn, args, self.arch)
+                compiled = _Compiled(self.fn, args, self.arch or host_architecture())
                 self._cache[key] = compiled
                 if len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
@@ -344,6 +357,23 @@ class JitFunction:
         # a program with a fast path runs only through it (one atomic C call), never through
         # the multi-step ``call``, because other threads may be on its fast path right now
         return compiled.invoke(args)
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Keyword arguments (and defaults) as positional arguments in the function's order."""
+        if self._parameters is None:
+            self._parameters = inspect.signature(self.fn)
+        try:
+            bound = self._parameters.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        if bound.kwargs:
+            star = next(p.name for p in self._parameters.parameters.values()
+                        if p.kind is inspect.Parameter.VAR_KEYWORD)
+            raise TypeError(f"{self.__name__}(): a jitted function takes its arguments by "
+                            f"position or by name, not through **{star} "
+                            f"({', '.join(bound.kwargs)})")
+        return bound.args
 
     def cache_info(self) -> CacheInfo:
         return CacheInfo(self._hits, self._misses, self.cache_size, len(self._cache))

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, overload
 
+from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .io import ADC_KIND, ENCODER_KIND, GPIO_KIND, Channel
+from .io import Channel, check_binding
+from .plot import step_plot
+from .quaternion import Quaternion
+from .runtime.errors import TargetError
+from .runtime.load import LoadedProgram, Scheduler, check_architecture, host_architecture, load
 from .target_common import (
     TaskStats,
     checked_scalar,
-    decode_rows,
     find_port,
     flatten,
     io_specs,
@@ -25,102 +29,16 @@ from .target_common import (
     to_ns,
 )
 from .task import Task
+from .trace import Trace, ring_rows
 from .value import Value
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+else:
+    from ._lazy import numpy as np
 
-    from .arrays import Array
-    from .quaternion import Quaternion
-
-
-class _Scheduler(Protocol):
-    """The interface of ``_runner.Scheduler`` (and ``runtime.pysched.PyScheduler``) that
-    LocalTarget uses."""
-
-    @property
-    def time_ns(self) -> int: ...
-    @property
-    def trace_rows(self) -> int: ...
-    @property
-    def trace_dropped(self) -> int: ...
-    @property
-    def trace_row_size(self) -> int: ...
-    @property
-    def trace_capacity(self) -> int: ...
-    def advance(self, ticks: int, /) -> None: ...
-    def tick(self) -> None: ...
-    def settle(self) -> None: ...
-    def reset(self) -> None: ...
-    def stats(self, task: int, /) -> tuple[int, int, int, int, int]: ...
-    def set_trace(self, ranges: list[tuple[int, int]], capacity: int) -> None: ...
-    def trace_buffer(self) -> memoryview: ...
-    def add_feed(self, offset: int, size: int, samples: bytes,
-                 first_tick: int | None = None) -> None: ...
-    def io_read(self, kind: int, channel: int, /) -> float: ...
-    def io_write(self, kind: int, channel: int, value: float, /) -> None: ...
-
-
-class _Program(Protocol):
-    """What LocalTarget needs of a loaded program: the native ``_runner.Program``,
-    ``UnicornProgram`` or ``QemuProgram``."""
-
-    def run(self, task: int = 0) -> None: ...
-    def read(self, offset: int, dtype: int, /) -> Any: ...
-    def write(self, offset: int, dtype: int, value: Any, /) -> None: ...
-    def scheduler(self, tick_ns: int, deterministic: bool = True,
-                  measure: bool = True) -> _Scheduler: ...
-
-
-class TargetError(RuntimeError):
-    """A target was used in a way that cannot work (nothing compiled, wrong value, ...)."""
-
-
-def host_architecture() -> str:
-    from . import _runner
-    from .image import ARCH_NAMES
-
-    name = ARCH_NAMES.get(_runner.ARCH)
-    if name is None:
-        raise TargetError("this machine's CPU has no native copapy runner; "
-                          "use LocalTarget(arch=...) with the unicorn emulator")
-    return name
-
-
-class Trace:
-    """Values recorded after every tick (bounded: the newest ``capacity`` rows are kept)."""
-
-    def __init__(self, target: LocalTarget, values: Sequence[Value[Any]], capacity: int) -> None:
-        self._target = target
-        self.values = list(values)
-        self.capacity = capacity
-        self._dtypes = [target._port(v).dtype for v in self.values]
-        self._decoded: tuple[tuple[int, int], np.ndarray, list[np.ndarray]] | None = None
-
-    def _columns(self) -> tuple[np.ndarray, list[np.ndarray]]:
-        """Time and value columns, decoded once per state of the trace ring."""
-        target = self._target
-        key = (target._trace_epoch, target._scheduler().trace_rows)
-        if self._decoded is None or self._decoded[0] != key:
-            stamps, cols = decode_rows(target._trace_rows(), self._dtypes)
-            self._decoded = (key, stamps * 1e-9, cols)
-        return self._decoded[1], self._decoded[2]
-
-    @property
-    def time(self) -> np.ndarray:
-        """Simulated time of each row, in seconds."""
-        return self._columns()[0].copy()
-
-    def __getitem__(self, value: Value[Any]) -> np.ndarray:
-        for v, col in zip(self.values, self._columns()[1], strict=True):
-            if v.node is value.node:
-                return col.copy()
-        raise KeyError(f"{value!r} is not traced")
-
-    @property
-    def dropped(self) -> int:
-        return self._target._trace_dropped()
+__all__ = ["LocalTarget", "TargetError", "Trace", "host_architecture"]
 
 
 class LocalTarget:
@@ -134,21 +52,22 @@ class LocalTarget:
 
     def __init__(self, arch: str | None = None, tick: float | None = None,
                  measure: bool = True) -> None:
-        self.arch = arch or host_architecture()
+        self.arch = check_architecture(arch) if arch is not None else host_architecture()
         #: measure each run's wall time for stats() (two clock reads per run)
         self.measure = measure
         if tick is not None and not tick > 0:
             raise ValueError(f"tick must be > 0 seconds, got {tick!r}")
         self.tick = tick
         self._compiled: CompiledProgram | None = None
-        self._program: _Program | None = None
+        self._program: LoadedProgram | None = None
+        self._run: Callable[..., None] = _nothing_compiled
         self._ports: dict[Any, Port] = {}
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
         self._bindings: dict[Any, Channel] = {}
         self._fast_read: dict[Any, tuple[int, int]] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
-        self._sched: _Scheduler | None = None
+        self._sched: Scheduler | None = None
         self._tasks: list[Task] = []
         self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
         self._feeds: list[tuple[Value[Any], Any]] = []
@@ -163,12 +82,13 @@ class LocalTarget:
         if not values:
             raise TargetError("compile() needs at least one value to compute")
         compiled = compile_program(flatten(values, "compile()"), self.arch)
-        self._install(compiled, self._load(compiled.image))
-        self.run = self._program.run  # type: ignore[union-attr,method-assign]  # no wrapper
+        program = load(compiled.image, self.arch)
+        self._install(compiled, program)
+        self._run = program.run
 
     def run(self, task: int = 0) -> None:
         """Execute the compiled program once."""
-        raise TargetError("nothing compiled yet: call tg.compile(values) first")
+        self._run(task)
 
     # ---- periodic tasks ------------------------------------------------------------------
 
@@ -179,6 +99,7 @@ class LocalTarget:
             raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
         if self._compiled is not None and self._sched is not None:
             raise TargetError("bind() before deploy(): bindings are part of the program")
+        check_binding(self._bindings, value.node, value.node.op == "input", channel)
         self._bindings[value.node] = channel
 
     def deploy(self, *tasks: Task) -> None:
@@ -193,9 +114,10 @@ class LocalTarget:
                 raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
         compiled = compile_tasks(specs, self.arch, io_specs(self._bindings))
-        program = self._load(compiled.image)
+        program = load(compiled.image, self.arch)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._install(compiled, program)
+        self._run = program.run
         self._sched = sched
         self._tasks = list(tasks)
         self._trace = None
@@ -210,8 +132,11 @@ class LocalTarget:
         """
         sched = self._scheduler()
         assert self.tick is not None
+        if not seconds >= 0:
+            raise ValueError(f"step({seconds}): simulated time only moves forward; the duration "
+                             f"must be >= 0 (tg.reset() goes back to time 0)")
         ticks = round(seconds / self.tick)
-        if ticks < 0 or not math.isclose(ticks * self.tick, seconds, rel_tol=1e-9, abs_tol=1e-12):
+        if not math.isclose(ticks * self.tick, seconds, rel_tol=1e-9, abs_tol=1e-12):
             raise ValueError(f"step({seconds}) is not a whole number of ticks of {self.tick} s")
         if not self._callbacks:
             sched.advance(ticks)
@@ -258,7 +183,9 @@ class LocalTarget:
         ranges = [(self._port(v).offset, self._port(v).dtype.size) for v in values]
         sched.set_trace(ranges, capacity)
         self._trace_epoch += 1
-        self._trace = Trace(self, values, capacity)
+        self._trace = Trace(values, [self._port(v).dtype for v in values], capacity,
+                            rows=self._trace_rows, dropped=lambda: self._scheduler().trace_dropped,
+                            state=lambda: (self._trace_epoch, self._scheduler().trace_rows))
         return self._trace
 
     def plot(self, *values: Value[Any], labels: Sequence[str] | None = None,
@@ -266,28 +193,11 @@ class LocalTarget:
         """Plot traced values over simulated time (matplotlib); saves to ``path`` if given."""
         if self._trace is None:
             raise TargetError("nothing traced: call tg.trace(values) before tg.step()")
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        chosen = list(values) or self._trace.values
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        t = self._trace.time
-        for i, v in enumerate(chosen):
-            label = labels[i] if labels else (self._port(v).name)
-            ax.plot(t, self._trace[v], label=label, drawstyle="steps-post")
-        ax.set_xlabel("simulated time [s]")
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-        if title:
-            ax.set_title(title)
-        fig.tight_layout()
-        if path is not None:
-            fig.savefig(path, dpi=120)
-            plt.close(fig)
-        return fig
+        trace = self._trace
+        chosen = list(values) or trace.values
+        columns = [(labels[i] if labels else self._port(v).name, trace[v])
+                   for i, v in enumerate(chosen)]
+        return step_plot(trace.time, columns, path=path, title=title)
 
     def io_value(self, channel: Channel) -> float:
         """Current value of a simulated I/O channel (e.g. the recorded PWM duty)."""
@@ -295,8 +205,9 @@ class LocalTarget:
 
     def set_io(self, channel: Channel, value: float) -> None:
         """Set a simulated input channel (encoder counts, ADC reading, GPIO level)."""
-        if channel.kind not in (ENCODER_KIND, ADC_KIND, GPIO_KIND):
-            raise TargetError(f"{channel!r} is an output channel")
+        if channel.is_output:
+            raise TargetError(f"{channel!r} is driven by the program (read it with "
+                              f"tg.io_value); set_io sets channels the program reads")
         self._scheduler().io_write(channel.kind, channel.channel, float(value))
 
     # ---- common ----------------------------------------------------------------------------
@@ -340,14 +251,9 @@ class LocalTarget:
         For deployed tasks this is the LET-visible value: what the producing task published at
         the end of its last completed period.
         """
-        from .arrays import Array
-        from .quaternion import Quaternion
-
         if isinstance(v, Array):
             return self._read_array(v)
         if isinstance(v, Quaternion):
-            import numpy as np
-
             return np.array([self.read(c) for c in v.components()], dtype=v.w.dtype.numpy)
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
@@ -357,8 +263,6 @@ class LocalTarget:
         return result
 
     def _write(self, v: Any, x: Any) -> None:
-        from .arrays import Array
-
         if isinstance(v, Array):
             self._write_array(v, x)
             return
@@ -374,10 +278,9 @@ class LocalTarget:
     # ---- internals -------------------------------------------------------------------------
 
     def _read_array(self, a: Any) -> Any:
-        import numpy as np
-
-        if not a.packed:
-            return np.array([self.read(item) for item in a.items()]).reshape(a.shape)
+        if not a.packed:  # one dtype rule for both forms: the array's own
+            return np.array([self.read(item) for item in a.items()],
+                            dtype=bool if a.dtype.is_bool else a.dtype.numpy).reshape(a.shape)
         node = a.node()
         port = self._ports.get(node)
         if port is None:
@@ -389,8 +292,6 @@ class LocalTarget:
         return out.astype(bool) if node.dtype.is_bool else out.copy()
 
     def _write_array(self, a: Any, x: Any) -> None:
-        import numpy as np
-
         values = np.asarray(x)
         if values.shape != a.shape:
             raise ValueError(f"writing shape {values.shape} into an input of shape {a.shape}")
@@ -429,7 +330,7 @@ class LocalTarget:
         assert self._program is not None
         self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
 
-    def _install(self, compiled: CompiledProgram, program: _Program) -> None:
+    def _install(self, compiled: CompiledProgram, program: LoadedProgram) -> None:
         # only now replace the running program: a failed compile or load leaves it intact
         self._compiled = compiled
         self._program = program
@@ -444,37 +345,12 @@ class LocalTarget:
                             for n, p in compiled.ports.items()
                             if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings}
 
-    def _load(self, image: bytes) -> _Program:
-        from .image import ARCH_IDS
-
-        native = None
-        try:
-            from . import _runner
-
-            native = _runner.ARCH
-        except ImportError:
-            pass
-        if native == ARCH_IDS[self.arch]:
-            from .runtime.native import load_native
-
-            return load_native(image)
-        if self.arch == "cortex-m55":
-            # ARMv8.1-M (MVE, new conditional instructions) runs only on qemu-system
-            from .runtime.qemu_backend import QemuProgram
-
-            return QemuProgram(image, self.arch)
-        from .runtime.unicorn_backend import UnicornProgram
-
-        return UnicornProgram(image, self.arch)
-
-    def _scheduler(self) -> _Scheduler:
+    def _scheduler(self) -> Scheduler:
         if self._sched is None:
             raise TargetError("no tasks deployed: call tg.deploy(cp.Task(..., period=...)) first")
         return self._sched
 
     def _add_feed(self, value: Value[Any], samples: Any) -> None:
-        import numpy as np
-
         port = self._port(value)
         fmt = port.dtype.numpy if not port.dtype.is_bool else "<i4"
         data = np.ascontiguousarray(np.asarray(samples), dtype=fmt)
@@ -483,15 +359,8 @@ class LocalTarget:
     def _trace_rows(self) -> bytes:
         """The trace ring's rows, oldest first."""
         sched = self._scheduler()
-        cap, total, size = sched.trace_capacity, sched.trace_rows, sched.trace_row_size
-        ring = sched.trace_buffer()
-        if total <= cap:
-            return bytes(ring[: total * size])
-        start = (total % cap) * size
-        return bytes(ring[start:]) + bytes(ring[:start])
-
-    def _trace_dropped(self) -> int:
-        return self._scheduler().trace_dropped
+        return ring_rows(sched.trace_buffer(), sched.trace_capacity, sched.trace_rows,
+                         sched.trace_row_size)
 
     def _port(self, v: Value[Any]) -> Port:
         port = find_port(self._ports, v)
@@ -503,3 +372,6 @@ class LocalTarget:
                               f"can be read)")
         return port
 
+
+def _nothing_compiled(task: int = 0) -> None:
+    raise TargetError("nothing compiled yet: call tg.compile(values) first")

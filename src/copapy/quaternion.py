@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import functions
 from .arrays import Array, asarray
 from .functions import acos, atan2, cos, sin, sqrt, where
+from .graph.node import Node
 from .value import Value, wrap
 
 
@@ -22,6 +24,10 @@ class Quaternion:
 
     def components(self) -> list[Value[Any]]:
         return [self.w, self.x, self.y, self.z]
+
+    def nodes(self) -> list[Node]:
+        """What the compiler computes (the traced-value protocol of value.Traced)."""
+        return [c.node for c in self.components()]
 
     def __mul__(self, o: Any) -> Quaternion:
         if not isinstance(o, Quaternion):
@@ -129,10 +135,7 @@ class Quaternion:
     def angle_to(self, other: Quaternion) -> Value[float]:
         """The rotation angle between two orientations (radians, 0..π)."""
         d = self.w * other.w + self.x * other.x + self.y * other.y + self.z * other.z
-        from .functions import abs as abs_
-        from .functions import min as min_
-
-        return 2.0 * acos(min_(abs_(d), 1.0))
+        return 2.0 * acos(functions.min(functions.abs(d), 1.0))
 
 
 def quaternion(w: Any, x: Any, y: Any, z: Any) -> Quaternion:

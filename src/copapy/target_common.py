@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt
 from .compiler import IoSpec, TaskSpec
+from .io import Channel, check_binding
 from .task import Task
-from .value import Value
+from .value import Traced, Value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
 
     from .compiler.layout import Port
     from .graph.node import Node
-    from .io import Channel
+else:
+    from ._lazy import numpy as np
 
 
 # ---- programs
@@ -35,17 +37,10 @@ def to_ns(seconds: float) -> int:
 
 def flatten(values: Iterable[Any], what: str) -> list[Any]:
     """The graph nodes behind values, arrays and quaternions."""
-    from .arrays import Array
-    from .quaternion import Quaternion
-
     nodes: list[Any] = []
     for v in values:
-        if isinstance(v, Value):
-            nodes.append(v.node)
-        elif isinstance(v, Array):
+        if isinstance(v, Traced):
             nodes.extend(v.nodes())
-        elif isinstance(v, Quaternion):
-            nodes.extend(c.node for c in v.components())
         else:
             raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
                             f"{type(v).__name__}")
@@ -69,7 +64,13 @@ def task_specs(tasks: Sequence[Task]) -> list[TaskSpec]:
 
 
 def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
-    """The compiler's view of ``bind()``: an input reads its channel, an output drives it."""
+    """The compiler's view of ``bind()``: an input reads its channel, an output drives it
+    (BindingError for a wrong direction or a channel with two drivers; a runner rejects at
+    load a channel its hardware does not have, e.g. a plant side that drives an encoder)."""
+    checked: dict[Node, Channel] = {}
+    for node, ch in bindings.items():
+        check_binding(checked, node, node.op == "input", ch)
+        checked[node] = ch
     return [IoSpec(node, ch.kind, ch.channel, 1 if node.op == "input" else 2)
             for node, ch in bindings.items()]
 
@@ -145,7 +146,6 @@ def decode_rows(raw: bytes, dtypes: Sequence[dt.DType]) -> tuple[NDArray[np.uint
     and docs/protocol.md) followed by the values, packed, little-endian. Columns are new arrays
     of the values' NumPy types (bool for bool values).
     """
-    import numpy as np
 
     record = np.dtype([("t", "<u8")] + [(f"v{i}", d.fmt) for i, d in enumerate(dtypes)])
     table = np.frombuffer(raw, dtype=record)

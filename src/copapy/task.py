@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .value import Value
+from .value import Traced
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,11 +27,8 @@ class Task:
                  offset: float = 0.0, wcet: float | None = None, name: str = "") -> None:
         if not outputs:
             raise ValueError("a Task needs at least one output value")
-        from .arrays import Array
-        from .quaternion import Quaternion
-
         for v in outputs:
-            if not isinstance(v, Value | Array | Quaternion):
+            if not isinstance(v, Traced):
                 raise TypeError(f"Task outputs must be copapy values or arrays, got "
                                 f"{type(v).__name__}")
         if not period > 0:

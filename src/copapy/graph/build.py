@@ -8,20 +8,29 @@ walks what the requested outputs depend on (see :func:`live_nodes`).
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Container, Sequence
 
 from .. import dtypes as dt
 from ..dtypes import DType
+from .errors import ShapeError, ShapeOrTypeError
 from .fold import fold
-from .node import Node, const, const_array, const_value, intern, is_const
+from .node import (
+    Node,
+    canonical_key,
+    const,
+    const_array,
+    const_value,
+    fresh_input,
+    intern,
+    is_const,
+)
 from .ops import CASTS, REGISTRY, OpSpec
 from .options import current as options
+from .traverse import live_nodes
+
+__all__ = ["ShapeError", "ShapeOrTypeError", "apply", "cast", "live_nodes", "make", "rebuild"]
 
 Operand = Node | bool | int | float
-
-
-class ShapeOrTypeError(TypeError):
-    """An operation got operands of types it cannot take."""
 
 
 def _check_scalar(value: object) -> bool | int | float:
@@ -80,6 +89,13 @@ def _operand_types(spec: OpSpec, operands: tuple[Operand, ...]) -> DType:
     return common
 
 
+#: operand types an operation of each operand kind takes without conversion
+_TAKES = {"num": frozenset({"float32", "float64", "int32"}),
+          "float": frozenset({"float32", "float64"}),
+          "int": frozenset({"int32"}), "intbool": frozenset({"int32", "bool"}),
+          "bool": frozenset({"bool"}), "any": frozenset({"float32", "float64", "int32", "bool"})}
+
+
 def _result_type(spec: OpSpec, operand_type: DType) -> DType:
     if spec.result == "same":
         return operand_type
@@ -89,6 +105,12 @@ def _result_type(spec: OpSpec, operand_type: DType) -> DType:
 def apply(name: str, *operands: Operand) -> Node:
     """Build ``name(*operands)``: Python scalars become constants, operands are promoted."""
     spec = REGISTRY[name]
+    if len(operands) == 2 and spec.arity == 2:
+        a, b = operands
+        # the common case: two values of one type the operation takes as it is
+        if (type(a) is Node and type(b) is Node and a.dtype is b.dtype
+                and a.dtype.name in _TAKES[spec.operands]):
+            return make(spec, operands)  # type: ignore[arg-type]
     if len(operands) != spec.arity:
         raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
     checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
@@ -103,12 +125,10 @@ def apply(name: str, *operands: Operand) -> Node:
     return make(spec, args)
 
 
-class ShapeError(ValueError):
-    """Operands whose shapes do not fit the operation (the message names both shapes)."""
-
-
 def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[int, ...]:
     rule = spec.shape_rule
+    if rule == "elementwise" and not any(a.shape for a in args):
+        return ()
     shapes = [a.shape for a in args]
     if rule == "elementwise":
         distinct = {sh for sh in shapes if sh}
@@ -163,7 +183,7 @@ def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
         if simpler.shape != shape:
             simpler = broadcast_to(simpler, shape)
         return simpler
-    if spec.commutative and args[0].serial > args[1].serial:
+    if spec.commutative and canonical_key(args[0]) > canonical_key(args[1]):
         args = (args[1], args[0])
     return intern(spec.name, dtype, args, attr, shape)
 
@@ -332,8 +352,6 @@ def _reassociate(spec: OpSpec, a: Node, b: Node) -> Node | None:
 
 def fresh_input_for_test(dtype: DType) -> Node:
     """An input leaf of ``dtype`` (used to probe which operand types an operation accepts)."""
-    from .node import fresh_input
-
     return fresh_input(dtype, 0)
 
 
@@ -352,29 +370,3 @@ def rebuild(order: Sequence[Node], mapping: dict[Node, Node],
             # attr carries what is not an operand: shapes, offsets, fill shapes
             out[node] = make(REGISTRY[node.op], args, node.attr)
     return out
-
-
-def live_nodes(outputs: Iterable[Node], stop: Container[Node] = ()) -> list[Node]:
-    """Every node the outputs depend on, operands before users (dead code excluded).
-
-    Nodes in ``stop`` are treated as leaves (their operands are not visited).
-    """
-    order: list[Node] = []
-    seen: set[int] = set()
-    for root in outputs:
-        if id(root) in seen:
-            continue
-        stack: list[tuple[Node, int]] = [(root, 0)]
-        seen.add(id(root))
-        while stack:
-            node, i = stack[-1]
-            if i < len(node.args) and node not in stop:
-                stack[-1] = (node, i + 1)
-                child = node.args[i]
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append((child, 0))
-            else:
-                stack.pop()
-                order.append(node)
-    return order

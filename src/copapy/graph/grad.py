@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .build import apply, broadcast_to, live_nodes
+from .build import apply, broadcast_to
+from .errors import NotDifferentiableError
+from .grad_rules import rule_for
 from .node import Node, const
-from .ops import REGISTRY
+from .traverse import live_nodes
 
-
-class NotDifferentiableError(TypeError):
-    """A gradient was asked for something that has none."""
+__all__ = ["NotDifferentiableError", "gradients"]
 
 
 def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
@@ -27,16 +27,25 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
             raise NotDifferentiableError(
                 f"gradient with respect to a {x.dtype.name} value is not defined: "
                 f"differentiate with respect to float values (cp.value(1.0))")
+    order = live_nodes([y])
+    # the nodes that depend on an x: only their gradients are built
+    relevant: set[int] = {id(x) for x in xs}
+    for node in order:
+        if node.args and any(id(a) in relevant for a in node.args):
+            relevant.add(id(node))
     adjoint: dict[int, Node] = {id(y): const(1.0, y.dtype)}
-    for node in reversed(live_nodes([y])):
+    for node in reversed(order):
         g = adjoint.get(id(node))
         if g is None or not node.args:
             continue
-        spec = REGISTRY[node.op]
-        if spec.grad is None:
+        rule = rule_for(node.op)
+        if rule is None:
             continue  # bool/int results carry no gradient
-        for arg, contribution in zip(node.args, spec.grad(node, g), strict=True):
-            if contribution is None or not arg.dtype.is_float:
+        need = tuple(id(a) in relevant and a.dtype.is_float for a in node.args)
+        if not any(need):
+            continue
+        for arg, needed, contribution in zip(node.args, need, rule(node, g, need), strict=True):
+            if contribution is None or not needed:
                 continue
             if contribution.shape != arg.shape:
                 # a scalar broadcast over an array: its gradient is the sum over the array

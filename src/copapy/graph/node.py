@@ -9,29 +9,35 @@ from __future__ import annotations
 
 import itertools
 import weakref
+import zlib
 from collections.abc import Hashable
+from typing import Any
 
 from ..dtypes import DType
 
 _serials = itertools.count()
-_interned: weakref.WeakValueDictionary[tuple[object, ...], Node] = weakref.WeakValueDictionary()
+#: structure -> weak reference to the node (hash-consing; nodes die with their last user)
+_interned: dict[tuple[object, ...], _KeyedRef] = {}
 
 
 class Node:
     """One operation (or leaf) of the graph.
 
     ``attr`` holds what is not an operand: the packed bytes of a constant, the identity of an
-    input, the parameters of a signal operator. ``serial`` orders nodes by creation, which
-    makes every traversal (and so every image) deterministic.
+    input, the parameters of a signal operator. ``serial`` orders nodes by creation.
+    ``fingerprint`` is a hash of the node's structure that does not depend on what else the
+    process traced before (creation serials of leaves are left out): the canonical operand
+    order of commutative operations uses it, so the same graph always gives the same image.
     """
 
-    __slots__ = ("__weakref__", "args", "attr", "dtype", "op", "serial", "shape")
+    __slots__ = ("__weakref__", "args", "attr", "dtype", "fingerprint", "op", "serial", "shape")
 
     op: str
     dtype: DType  # element type
     args: tuple[Node, ...]
     attr: Hashable
     serial: int
+    fingerprint: int
     shape: tuple[int, ...]  # () for a scalar, (n,) for a packed vector, (m, n) for a matrix
 
     @property
@@ -59,8 +65,9 @@ class Node:
 def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
            shape: tuple[int, ...] = ()) -> Node:
     """The unique node with this structure, created if it does not exist yet."""
-    key = (op, dtype.name, tuple(id(a) for a in args), attr, shape)
-    node = _interned.get(key)
+    key = (op, dtype.code, tuple(map(id, args)), attr, shape)
+    ref = _interned.get(key)
+    node = ref() if ref is not None else None
     if node is None:
         node = Node()
         node.op = op
@@ -69,8 +76,65 @@ def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
         node.attr = attr
         node.serial = next(_serials)
         node.shape = shape
-        _interned[key] = node
+        # leaves made fresh on every call (inputs, states) are known by their name alone: their
+        # serial (attr[0]) depends on the history, and code must not depend on initial values;
+        # the shape is left out too: the code of a packed loop does not depend on its length
+        identity = attr[1] if op in _FRESH_LEAVES else attr  # type: ignore[index]
+        op_hash = _OP_HASHES.get(op)
+        if op_hash is None:
+            op_hash = _OP_HASHES[op] = zlib.crc32(op.encode())
+        node.fingerprint = hash((op_hash, dtype.code,
+                                 0 if identity is None else stable_hash(identity),
+                                 *[a.fingerprint for a in args]))
+        _interned[key] = _KeyedRef(node, _forget, key)
     return node
+
+
+class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to an interned node that knows its key (to drop the entry)."""
+
+    __slots__ = ("key",)
+    key: tuple[object, ...]
+
+    def __new__(cls, node: Node, callback: Any, key: tuple[object, ...]) -> _KeyedRef:
+        self = super().__new__(cls, node, callback)
+        self.key = key
+        return self
+
+    def __init__(self, node: Node, callback: Any, key: tuple[object, ...]) -> None:
+        super().__init__(node, callback)  # type: ignore[call-arg]
+
+
+def _forget(ref: _KeyedRef) -> None:
+    """A node was collected: drop its entry (unless a new node took the key meanwhile)."""
+    if _interned.get(ref.key) is ref:
+        del _interned[ref.key]
+
+
+_OP_HASHES: dict[str, int] = {}
+_FRESH_LEAVES = frozenset({"input", "state"})
+
+
+def stable_hash(x: object) -> int:
+    """A hash of an attribute that is the same in every process (str and bytes hashes are
+    randomised per process, ints and tuples of ints are not)."""
+    if x is None:
+        return 0  # hash(None) is its address before Python 3.12
+    if isinstance(x, bool | int | float):
+        return hash(x)
+    if isinstance(x, str):
+        return zlib.crc32(x.encode())
+    if isinstance(x, bytes):
+        return hash((len(x), zlib.crc32(x)))
+    if isinstance(x, tuple):
+        return hash(tuple(stable_hash(e) for e in x))
+    return 0  # another kind of attribute: equal fingerprints fall back to creation order
+
+
+def canonical_key(node: Node) -> tuple[bool, int, int]:
+    """Sort key of a commutative operation's operands: constants second, then structure;
+    creation order only between structurally identical leaves made by the same trace."""
+    return (node.op == "const", node.fingerprint, node.serial)
 
 
 def next_serial() -> int:

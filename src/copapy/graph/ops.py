@@ -1,9 +1,13 @@
-"""The operation registry: one row per operation.
+"""The operation registry: one row per operation, data only.
 
-A row holds everything about an operation: which operand types it accepts and what it returns
-(type rule), its reference semantics on NumPy arrays (used for constant folding of exact
-operations and as the test oracle), its derivative rule, and the stencil family implementing
-it. Tests enumerate this table, so a new row is tested without touching the tests.
+A row holds what copapy knows about an operation: which operand types it accepts and what it
+returns (type rule), its reference semantics on NumPy arrays (used for constant folding of
+exact operations and as the test oracle; by default the NumPy ufunc named in ``numpy``), the
+stencil family implementing it, and how users reach it: the public function ``cp.<api>``,
+the Python operator ``__<operator>__`` of values and arrays, and the NumPy ufunc that
+dispatches to it. ``tools/gen_api.py`` writes the public functions and operators from these
+rows; derivative rules live beside the differentiation code (graph/grad_rules.py, keyed by
+the row's name). Tests enumerate this table, so a new row is tested without touching them.
 """
 
 from __future__ import annotations
@@ -13,13 +17,13 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
+from . import lanes
+
 Operands = Literal["num", "float", "int", "intbool", "bool", "any"]
 Result = Literal["same", "bool", "float32", "float64", "int32"]
 
 #: A NumPy reference: receives the numpy module and operand arrays of the operand dtype.
 Reference = Callable[..., Any]
-#: A derivative rule: (node, upstream gradient) -> one gradient node (or None) per operand.
-GradRule = Callable[[Any, Any], tuple[Any, ...]]
 
 
 @dataclass(frozen=True)
@@ -36,10 +40,18 @@ class OpSpec:
     kernel: str = ""
     #: reference result may differ from the kernels by a few ulp (the oracle's tolerance)
     approx: bool = False
-    grad: GradRule | None = None
     doc: str = ""
     #: how the result's shape follows from the operands' (graph/build.py, _result_shape)
     shape_rule: str = "elementwise"
+    #: the public function cp.<api> ("" for none)
+    api: str = ""
+    #: the dtype the public function converts its operands to first (logical_and: bool)
+    api_cast: str = ""
+    #: the Python operator of values and arrays: "add" is __add__ (and __radd__ for binary
+    #: operations other than comparisons)
+    operator: str = ""
+    #: the NumPy ufunc that computes it (np.<numpy> on a traced value dispatches here)
+    numpy: str = ""
 
 
 REGISTRY: dict[str, OpSpec] = {}
@@ -50,6 +62,19 @@ def register(spec: OpSpec) -> OpSpec:
         raise ValueError(f"operation {spec.name} registered twice")
     REGISTRY[spec.name] = spec
     return spec
+
+
+def _ufunc(name: str) -> Reference:
+    return lambda np, *args: getattr(np, name)(*args)
+
+
+def _row(name: str, arity: int, operands: Operands, result: Result,
+         reference: Reference | None = None, stencil: str = "", **kw: Any) -> OpSpec:
+    ufunc = kw.get("numpy", "")
+    if reference is None:
+        assert ufunc, f"{name}: a row needs a reference or a NumPy ufunc"
+        reference = _ufunc(ufunc)
+    return register(OpSpec(name, arity, operands, result, reference, stencil or name, **kw))
 
 
 def _int_pow(np: ModuleType, a: Any, b: Any) -> Any:
@@ -67,273 +92,101 @@ def _to_i32(np: ModuleType, a: Any) -> Any:
     return out.astype(np.int64).clip(-(2**31), 2**31 - 1).astype(np.int32)
 
 
-def _sign(np: ModuleType, a: Any) -> Any:
-    return np.sign(a)
-
-
-def _binary(name: str, operands: Operands, result: Result, ref: Reference, stencil: str = "",
-            **kw: Any) -> OpSpec:
-    return register(OpSpec(name, 2, operands, result, ref, stencil or name, **kw))
-
-
-def _unary(name: str, operands: Operands, result: Result, ref: Reference, stencil: str = "",
-           **kw: Any) -> OpSpec:
-    return register(OpSpec(name, 1, operands, result, ref, stencil or name, **kw))
-
-
-# Derivative rules: (node, upstream gradient g) -> one gradient per operand (None: no
-# gradient, e.g. integer or bool operands). They build nodes through build.apply, imported
-# lazily because build imports this registry.
-
-
-def _a(name: str, *args: Any) -> Any:
-    from .build import apply
-
-    return apply(name, *args)
-
-
-def _g_add(n: Any, g: Any) -> tuple[Any, ...]:
-    return g, g
-
-
-def _g_sub(n: Any, g: Any) -> tuple[Any, ...]:
-    return g, _a("neg", g)
-
-
-def _g_mul(n: Any, g: Any) -> tuple[Any, ...]:
-    a, b = n.args
-    return _a("mul", g, b), _a("mul", g, a)
-
-
-def _g_div(n: Any, g: Any) -> tuple[Any, ...]:
-    b = n.args[1]
-    return _a("div", g, b), _a("neg", _a("div", _a("mul", g, n), b))
-
-
-def _g_minmax(first_wins: str) -> GradRule:
-    """JAX's convention: the gradient goes to the selected operand, half to each on a tie."""
-
-    def rule(n: Any, g: Any) -> tuple[Any, ...]:
-        a, b = n.args
-        half = _a("mul", g, 0.5)
-        ga = _a("where", _a(first_wins, a, b), g, _a("where", _a("eq", a, b), half, 0.0))
-        gb = _a("where", _a(first_wins, b, a), g, _a("where", _a("eq", a, b), half, 0.0))
-        return ga, gb
-
-    return rule
-
-
-def _g_pow(n: Any, g: Any) -> tuple[Any, ...]:
-    a, b = n.args
-    ga = _a("mul", g, _a("mul", b, _a("pow", a, _a("sub", b, 1.0))))
-    # d/db a**b = log(a) a**b, taken as 0 where a == 0 (as JAX)
-    log_a = _a("where", _a("eq", a, 0.0), 0.0, _a("log", a))
-    gb = _a("mul", g, _a("mul", log_a, n))
-    return ga, gb
-
-
-def _g_atan2(n: Any, g: Any) -> tuple[Any, ...]:
-    y, x = n.args
-    r2 = _a("add", _a("mul", x, x), _a("mul", y, y))
-    return _a("div", _a("mul", g, x), r2), _a("neg", _a("div", _a("mul", g, y), r2))
-
-
-def _g_unary(f: Callable[[Any, Any], Any]) -> GradRule:
-    def rule(n: Any, g: Any) -> tuple[Any, ...]:
-        return (_a("mul", g, f(n, n.args[0])),)
-
-    return rule
-
-
-def _one_minus_sq_root(a: Any) -> Any:
-    return _a("sqrt", _a("sub", 1.0, _a("mul", a, a)))
-
-
-def _g_zero(n: Any, g: Any) -> tuple[Any, ...]:
-    return tuple(None for _ in n.args)
-
-
-def _g_where(n: Any, g: Any) -> tuple[Any, ...]:
-    c = n.args[0]
-    return None, _a("where", c, g, 0.0), _a("where", c, 0.0, g)
-
-
-def _g_cast(n: Any, g: Any) -> tuple[Any, ...]:
-    a = n.args[0]
-    if not a.dtype.is_float:
-        return (None,)
-    from .build import cast
-
-    return (cast(g, a.dtype),)
-
-
-def _g_mod(n: Any, g: Any) -> tuple[Any, ...]:
-    a, b = n.args
-    return g, _a("neg", _a("mul", g, _a("floordiv", a, b)))
-
-
-
-
-
 # arithmetic
-_binary("add", "num", "same", lambda np, a, b: a + b, commutative=True, grad=_g_add)
-_binary("sub", "num", "same", lambda np, a, b: a - b, grad=_g_sub)
-_binary("mul", "num", "same", lambda np, a, b: a * b, commutative=True, grad=_g_mul)
-_binary("div", "float", "same", lambda np, a, b: a / b, grad=_g_div)
-_binary("floordiv", "num", "same", lambda np, a, b: np.floor_divide(a, b), grad=_g_zero)
-_binary("mod", "num", "same", lambda np, a, b: np.remainder(a, b), grad=_g_mod)
-_binary("min", "num", "same", lambda np, a, b: np.minimum(a, b), grad=_g_minmax("lt"))
-_binary("max", "num", "same", lambda np, a, b: np.maximum(a, b), grad=_g_minmax("gt"))
-_binary("pow", "num", "same",
-        lambda np, a, b: _int_pow(np, a, b) if a.dtype == np.int32 else np.power(a, b),
-        kernel="pow", approx=True, grad=_g_pow)
-_binary("atan2", "float", "same", lambda np, a, b: np.arctan2(a, b), kernel="atan2", approx=True,
-        grad=_g_atan2)
-_unary("neg", "num", "same", lambda np, a: -a, grad=lambda n, g: (_a("neg", g),))
-_unary("abs", "num", "same", lambda np, a: np.abs(a), grad=_g_unary(lambda n, a: _a("sign", a)))
-_unary("sign", "num", "same", _sign, grad=_g_zero)
-_unary("relu", "num", "same", lambda np, a: np.maximum(a, a.dtype.type(0)),
-       grad=_g_unary(lambda n, a: _a("where", _a("gt", a, 0.0), 1.0, 0.0)))
+_row("add", 2, "num", "same", commutative=True, operator="add", numpy="add")
+_row("sub", 2, "num", "same", operator="sub", numpy="subtract")
+_row("mul", 2, "num", "same", commutative=True, operator="mul", numpy="multiply")
+_row("div", 2, "float", "same", operator="truediv", numpy="divide")
+_row("floordiv", 2, "num", "same", operator="floordiv", numpy="floor_divide")
+_row("mod", 2, "num", "same", operator="mod", numpy="remainder")
+_row("min", 2, "num", "same", api="min", numpy="minimum",
+     doc="Smaller of a and b; NaN if either is NaN (as numpy.minimum).")
+_row("max", 2, "num", "same", api="max", numpy="maximum",
+     doc="Larger of a and b; NaN if either is NaN (as numpy.maximum).")
+_row("pow", 2, "num", "same",
+     lambda np, a, b: _int_pow(np, a, b) if a.dtype == np.int32 else np.power(a, b),
+     kernel="pow", approx=True, api="pow", operator="pow", numpy="power",
+     doc="a to the power b (C99 pow for floats; int32 powers wrap, as NumPy's).")
+_row("atan2", 2, "float", "same", kernel="atan2", approx=True, api="atan2", numpy="arctan2",
+     doc="Angle of the point (x, y), quadrant-correct, as C99 atan2.")
+_row("neg", 1, "num", "same", operator="neg", numpy="negative")
+_row("abs", 1, "num", "same", api="abs", operator="abs", numpy="absolute",
+     doc="Absolute value.")
+_row("sign", 1, "num", "same", api="sign", numpy="sign",
+     doc="-1, 0 or 1 by the sign of x (NaN stays NaN).")
+_row("relu", 1, "num", "same", lambda np, a: np.maximum(a, a.dtype.type(0)), api="relu",
+     doc="max(x, 0).")
 
 # comparisons
-_binary("lt", "num", "bool", lambda np, a, b: a < b)
-_binary("le", "num", "bool", lambda np, a, b: a <= b)
-_binary("gt", "num", "bool", lambda np, a, b: a > b)
-_binary("ge", "num", "bool", lambda np, a, b: a >= b)
-_binary("eq", "any", "bool", lambda np, a, b: a == b, commutative=True)
-_binary("ne", "any", "bool", lambda np, a, b: a != b, commutative=True)
+_row("lt", 2, "num", "bool", operator="lt", numpy="less")
+_row("le", 2, "num", "bool", operator="le", numpy="less_equal")
+_row("gt", 2, "num", "bool", operator="gt", numpy="greater")
+_row("ge", 2, "num", "bool", operator="ge", numpy="greater_equal")
+_row("eq", 2, "any", "bool", commutative=True, operator="eq", numpy="equal")
+_row("ne", 2, "any", "bool", commutative=True, operator="ne", numpy="not_equal")
 
 # bitwise (int32) and logical (bool) operations share the int32 stencils
-_binary("and", "intbool", "same", lambda np, a, b: a & b, commutative=True)
-_binary("or", "intbool", "same", lambda np, a, b: a | b, commutative=True)
-_binary("xor", "intbool", "same", lambda np, a, b: a ^ b, commutative=True)
-_unary("invert", "int", "same", lambda np, a: ~a)
-_unary("lnot", "bool", "same", lambda np, a: ~a)
-_binary("shl", "int", "same", lambda np, a, b: np.left_shift(a, b))
-_binary("shr", "int", "same", lambda np, a, b: np.right_shift(a, b))
+_row("and", 2, "intbool", "same", commutative=True, operator="and", numpy="bitwise_and",
+     api="logical_and", api_cast="bool",
+     doc="Element-wise logical and; numbers count as true when non-zero.")
+_row("or", 2, "intbool", "same", commutative=True, operator="or", numpy="bitwise_or",
+     api="logical_or", api_cast="bool",
+     doc="Element-wise logical or; numbers count as true when non-zero.")
+_row("xor", 2, "intbool", "same", commutative=True, operator="xor", numpy="bitwise_xor",
+     api="logical_xor", api_cast="bool",
+     doc="Element-wise logical exclusive or; numbers count as true when non-zero.")
+_row("invert", 1, "int", "same", operator="invert", numpy="invert")
+_row("lnot", 1, "bool", "same", lambda np, a: ~a, operator="invert", api="logical_not",
+     api_cast="bool", doc="Element-wise logical not; numbers count as true when non-zero.")
+_row("shl", 2, "int", "same", operator="lshift", numpy="left_shift")
+_row("shr", 2, "int", "same", operator="rshift", numpy="right_shift")
 
 # elementary functions, computed by the kernels in stencils/math
-_ELEMENTARY: list[tuple[str, str, GradRule]] = [
-    ("sqrt", "sqrt", _g_unary(lambda n, a: _a("div", 0.5, n))),
-    ("sin", "sin", _g_unary(lambda n, a: _a("cos", a))),
-    ("cos", "cos", _g_unary(lambda n, a: _a("neg", _a("sin", a)))),
-    ("tan", "tan", _g_unary(lambda n, a: _a("add", 1.0, _a("mul", n, n)))),
-    ("asin", "arcsin", _g_unary(lambda n, a: _a("div", 1.0, _one_minus_sq_root(a)))),
-    ("acos", "arccos", _g_unary(lambda n, a: _a("div", -1.0, _one_minus_sq_root(a)))),
-    ("atan", "arctan", _g_unary(lambda n, a: _a("div", 1.0, _a("add", 1.0, _a("mul", a, a))))),
-    ("exp", "exp", _g_unary(lambda n, a: n)),
-    ("log", "log", _g_unary(lambda n, a: _a("div", 1.0, a))),
-    ("tanh", "tanh", _g_unary(lambda n, a: _a("sub", 1.0, _a("mul", n, n)))),
-]
-for _name, _np, _grad in _ELEMENTARY:
+for _name, _np, _doc in [
+    ("sqrt", "sqrt", "Square root (IEEE, correctly rounded)."),
+    ("sin", "sin", "Sine (radians)."),
+    ("cos", "cos", "Cosine (radians)."),
+    ("tan", "tan", "Tangent (radians)."),
+    ("asin", "arcsin", "Arc sine, in [-pi/2, pi/2]; NaN outside [-1, 1]."),
+    ("acos", "arccos", "Arc cosine, in [0, pi]; NaN outside [-1, 1]."),
+    ("atan", "arctan", "Arc tangent, in (-pi/2, pi/2)."),
+    ("exp", "exp", "e to the power x."),
+    ("log", "log", "Natural logarithm; -inf at 0, NaN below."),
+    ("tanh", "tanh", "Hyperbolic tangent."),
+]:
     _approx = _name != "sqrt"
-    _unary(_name, "float", "same", (lambda f: lambda np, a: getattr(np, f)(a))(_np),
-           kernel=_name if _approx else "", approx=_approx, grad=_grad)
-for _name, _np in [("floor", "floor"), ("ceil", "ceil"), ("round", "rint"), ("trunc", "trunc")]:
-    _unary(_name, "float", "same", (lambda f: lambda np, a: getattr(np, f)(a))(_np), grad=_g_zero)
+    _row(_name, 1, "float", "same", kernel=_name if _approx else "", approx=_approx, api=_name,
+         numpy=_np, doc=_doc)
+for _name, _np, _doc in [("floor", "floor", "Largest integer value <= x."),
+                         ("ceil", "ceil", "Smallest integer value >= x."),
+                         ("round", "rint", "Nearest integer value, ties to even (as numpy)."),
+                         ("trunc", "trunc", "Integer value toward zero.")]:
+    _row(_name, 1, "float", "same", api=_name, numpy=_np, doc=_doc)
 
 # selection: where(cond, a, b); cond is bool, a and b share the result type
-register(OpSpec("where", 3, "any", "same", lambda np, c, a, b: np.where(c, a, b), "where",
-                grad=_g_where))
+_row("where", 3, "any", "same", lambda np, c, a, b: np.where(c, a, b), api="where",
+     doc="a where cond is true, else b: a select, both sides computed, nothing leaks.")
 
 # conversions
-_unary("cast_f32", "any", "float32", lambda np, a: a.astype(np.float32), "tof32", grad=_g_cast)
-_unary("cast_f64", "any", "float64", lambda np, a: a.astype(np.float64), "tof64", grad=_g_cast)
-_unary("cast_i32", "any", "int32", lambda np, a: _to_i32(np, a) if a.dtype.kind == "f"
-       else a.astype(np.int32), "toi32", grad=_g_zero)
-_unary("cast_bool", "any", "bool", lambda np, a: a != 0, "tobool", grad=_g_zero)
+_row("cast_f32", 1, "any", "float32", lambda np, a: a.astype(np.float32), "tof32")
+_row("cast_f64", 1, "any", "float64", lambda np, a: a.astype(np.float64), "tof64")
+_row("cast_i32", 1, "any", "int32",
+     lambda np, a: _to_i32(np, a) if a.dtype.kind == "f" else a.astype(np.int32), "toi32")
+_row("cast_bool", 1, "any", "bool", lambda np, a: a != 0, "tobool")
 
 # ---- packed arrays ------------------------------------------------------------------------
 # Reductions and products use the fixed lane order of graph/lanes.py; views (index, slice,
 # reshape) are resolved by the compiler to addresses and compute nothing.
 
-
-def _lanes() -> Any:
-    from . import lanes
-
-    return lanes
-
-
-def _g_rsum(n: Any, g: Any) -> tuple[Any, ...]:
-    from .build import broadcast_to
-
-    return (broadcast_to(g, n.args[0].shape),)
-
-
-def _g_rminmax(n: Any, g: Any) -> tuple[Any, ...]:
-    """JAX's convention: the gradient is shared equally by every element equal to the result."""
-    from .build import broadcast_to
-
-    a = n.args[0]
-    mask = _a("cast_f32" if a.dtype.name == "float32" else "cast_f64", _a("eq", a, n))
-    share = _a("div", g, _a("rsum", mask))
-    return (_a("mul", mask, broadcast_to(share, a.shape)),)
-
-
-def _g_dot(n: Any, g: Any) -> tuple[Any, ...]:
-    a, b = n.args
-    return _a("mul", g, b), _a("mul", g, a)
-
-
-def _outer(u: Any, v: Any) -> Any:
-    from .build import reshape
-
-    return _a("matmul", reshape(u, (u.shape[0], 1)), reshape(v, (1, v.shape[0])))
-
-
-def _g_matvec(n: Any, g: Any) -> tuple[Any, ...]:
-    m, v = n.args
-    return _outer(g, v), _a("vecmat", g, m)
-
-
-def _g_vecmat(n: Any, g: Any) -> tuple[Any, ...]:
-    v, m = n.args
-    return _a("matvec", m, g), _outer(v, g)
-
-
-def _g_matmul(n: Any, g: Any) -> tuple[Any, ...]:
-    a, b = n.args
-    return _a("matmul", g, _a("transpose", b)), _a("matmul", _a("transpose", a), g)
-
-
-def _g_transpose(n: Any, g: Any) -> tuple[Any, ...]:
-    return (_a("transpose", g),)
-
-
-def _g_view(n: Any, g: Any) -> tuple[Any, ...]:
-    if n.op == "reshape":
-        from .build import reshape
-
-        return (reshape(g, n.args[0].shape),)
-    from .grad import NotDifferentiableError
-
-    raise NotDifferentiableError(
-        "gradients through indexing or slicing a packed array are not supported; "
-        "use an unpacked vector (packed=False) to differentiate element by element")
-
-
-def _g_stack(n: Any, g: Any) -> tuple[Any, ...]:
-    from .build import index
-
-    return tuple(index(g, i) for i in range(len(n.args)))
-
-
-register(OpSpec("rsum", 1, "num", "same", lambda np, a: _lanes().np_reduce(np, a, "sum"),
-                "rsum", shape_rule="reduce", grad=_g_rsum))
-register(OpSpec("rmin", 1, "num", "same", lambda np, a: _lanes().np_reduce(np, a, "min"),
-                "rmin", shape_rule="reduce", grad=_g_rminmax))
-register(OpSpec("rmax", 1, "num", "same", lambda np, a: _lanes().np_reduce(np, a, "max"),
-                "rmax", shape_rule="reduce", grad=_g_rminmax))
-register(OpSpec("dot", 2, "num", "same", lambda np, a, b: _lanes().np_dot(np, a, b), "dot",
-                shape_rule="dot", grad=_g_dot))
-register(OpSpec("matvec", 2, "num", "same", lambda np, a, b: _lanes().np_matvec(np, a, b),
-                "matvec", shape_rule="matvec", grad=_g_matvec))
-register(OpSpec("vecmat", 2, "num", "same", lambda np, a, b: _lanes().np_vecmat(np, a, b),
-                "vecmat", shape_rule="vecmat", grad=_g_vecmat))
-register(OpSpec("matmul", 2, "num", "same", lambda np, a, b: _lanes().np_matmul(np, a, b),
-                "matmul", shape_rule="matmul", grad=_g_matmul))
-register(OpSpec("transpose", 1, "any", "same", lambda np, a: np.ascontiguousarray(a.T),
-                "transpose", shape_rule="transpose", grad=_g_transpose))
+_row("rsum", 1, "num", "same", lambda np, a: lanes.np_reduce(np, a, "sum"), shape_rule="reduce")
+_row("rmin", 1, "num", "same", lambda np, a: lanes.np_reduce(np, a, "min"), shape_rule="reduce")
+_row("rmax", 1, "num", "same", lambda np, a: lanes.np_reduce(np, a, "max"), shape_rule="reduce")
+_row("dot", 2, "num", "same", lambda np, a, b: lanes.np_dot(np, a, b), shape_rule="dot")
+_row("matvec", 2, "num", "same", lambda np, a, b: lanes.np_matvec(np, a, b), shape_rule="matvec")
+_row("vecmat", 2, "num", "same", lambda np, a, b: lanes.np_vecmat(np, a, b), shape_rule="vecmat")
+_row("matmul", 2, "num", "same", lambda np, a, b: lanes.np_matmul(np, a, b), shape_rule="matmul")
+_row("transpose", 1, "any", "same", lambda np, a: np.ascontiguousarray(a.T),
+     shape_rule="transpose")
 
 # structural nodes: the reference receives the node's attribute first
 STRUCTURAL = frozenset({"stack", "index", "slice", "reshape", "fill", "concat"})
@@ -343,58 +196,33 @@ def _np_stack(np: Any, shape: Any, *items: Any) -> Any:
     return np.stack([np.asarray(x) for x in items]).reshape(shape)
 
 
-register(OpSpec("stack", -1, "any", "same", _np_stack, "stack", shape_rule="stack",
-                grad=_g_stack))
-register(OpSpec("index", 1, "any", "same", lambda np, i, a: np.asarray(a).reshape(-1)[i],
-                "index", shape_rule="index", grad=_g_view))
-register(OpSpec("slice", 1, "any", "same",
-                lambda np, se, a: np.asarray(a).reshape(-1)[se[0]:se[0] + se[1]], "slice",
-                shape_rule="slice", grad=_g_view))
-register(OpSpec("reshape", 1, "any", "same", lambda np, shape, a: np.asarray(a).reshape(shape),
-                "reshape", shape_rule="reshape", grad=_g_view))
-def _g_concat(n: Any, g: Any) -> tuple[Any, ...]:
-    from .build import slice_
-
-    out, start = [], 0
-    for part in n.args:
-        out.append(slice_(g, start, part.size))
-        start += part.size
-    return tuple(out)
-
-
 def _np_concat(np: Any, shape: Any, *parts: Any) -> Any:
     return np.concatenate([np.ravel(p) for p in parts]).reshape(shape)
 
 
-register(OpSpec("concat", -1, "any", "same", _np_concat, "concat", shape_rule="stack",
-                grad=_g_concat))
-register(OpSpec("fill", 1, "any", "same", lambda np, shape, a: np.full(shape, a), "fill",
-                shape_rule="fill", grad=lambda n, g: (_a("rsum", g),)))
+_row("stack", -1, "any", "same", _np_stack, shape_rule="stack")
+_row("index", 1, "any", "same", lambda np, i, a: np.asarray(a).reshape(-1)[i],
+     shape_rule="index")
+_row("slice", 1, "any", "same", lambda np, se, a: np.asarray(a).reshape(-1)[se[0]:se[0] + se[1]],
+     shape_rule="slice")
+_row("reshape", 1, "any", "same", lambda np, shape, a: np.asarray(a).reshape(shape),
+     shape_rule="reshape")
+_row("concat", -1, "any", "same", _np_concat, shape_rule="stack")
+_row("fill", 1, "any", "same", lambda np, shape, a: np.full(shape, a), shape_rule="fill")
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}
 
 
 # ---- hypot, copysign, log1p, expm1 -----------------------------------------------------------
-
-
-def _g_hypot(n: Any, g: Any) -> tuple[Any, ...]:
-    """(x/h, y/h), taken as 0 where h == 0 (the select keeps the untaken 0/0 out)."""
-    zero = _a("eq", n, 0.0)
-    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), n)) for a in n.args)
-
-
-def _g_copysign(n: Any, g: Any) -> tuple[Any, ...]:
-    """d/dx: +1 where the signs of x and y agree, -1 where not; d/dy: 0."""
-    a, b = n.args
-    return _a("mul", g, _a("mul", _a("copysign", 1.0, a), _a("copysign", 1.0, b))), None
-
-
-_binary("hypot", "float", "same", lambda np, a, b: np.hypot(a, b), kernel="hypot", approx=True,
-        commutative=True, grad=_g_hypot)
+_row("hypot", 2, "float", "same", kernel="hypot", approx=True, commutative=True, api="hypot",
+     numpy="hypot", doc="sqrt(a*a + b*b), no overflow or underflow in between (C99 "
+                        "hypot: hypot(inf, nan) = inf).")
 # a NaN y counts as positive: the sign of a NaN is hardware-chosen payload (cp_ops.h)
-_binary("copysign", "float", "same",
-        lambda np, a, b: np.where(np.isnan(b), np.abs(a), np.copysign(a, b)), grad=_g_copysign)
-_unary("log1p", "float", "same", lambda np, a: np.log1p(a), kernel="log1p", approx=True,
-       grad=_g_unary(lambda n, a: _a("div", 1.0, _a("add", 1.0, a))))
-_unary("expm1", "float", "same", lambda np, a: np.expm1(a), kernel="expm1", approx=True,
-       grad=_g_unary(lambda n, a: _a("add", n, 1.0)))
+_row("copysign", 2, "float", "same",
+     lambda np, a, b: np.where(np.isnan(b), np.abs(a), np.copysign(a, b)), api="copysign",
+     numpy="copysign", doc="|a| with the sign of b; a NaN b counts as positive (NaN signs "
+                           "differ between CPUs).")
+_row("log1p", 1, "float", "same", kernel="log1p", approx=True, api="log1p", numpy="log1p",
+     doc="log(1 + x), accurate near 0.")
+_row("expm1", 1, "float", "same", kernel="expm1", approx=True, api="expm1", numpy="expm1",
+     doc="exp(x) - 1, accurate near 0.")

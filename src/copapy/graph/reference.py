@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .. import _kernels  # the C kernels built for the host
 from ..dtypes import DType
-from .ops import OpSpec
+from .node import Node
+from .ops import REGISTRY, STRUCTURAL, OpSpec
+from .traverse import live_nodes
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .._lazy import numpy as np
 
 
 def evaluate_reference(spec: OpSpec, operands: Sequence[tuple[Any, DType]],
                        attr: Any = None) -> Any:
     """Apply ``spec``'s reference to operands given as (value or array, dtype) pairs."""
-    import numpy as np
-
-    from .ops import STRUCTURAL
-
     arrays = [np.asarray(v, dtype=d.numpy) for v, d in operands]
     extra = (attr,) if spec.name in STRUCTURAL else ()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -32,12 +36,6 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
     approximated functions use the host build of the C kernels (bit-exact expectations);
     without, NumPy's own functions (for accuracy comparisons).
     """
-    import numpy as np
-
-    from .build import live_nodes
-    from .node import Node
-    from .ops import REGISTRY
-
     values: dict[int, Any] = {}
     for node in live_nodes(outputs):
         assert isinstance(node, Node)
@@ -53,7 +51,7 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
             spec = REGISTRY[node.op]
             args = [values[id(a)] for a in node.args]
             if kernels and spec.kernel and node.dtype.is_float:
-                values[id(node)] = _kernel_eval(spec.kernel, node.dtype, args)
+                values[id(node)] = kernel_eval(spec.kernel, node.dtype, args)
             else:
                 typed = [(a, n.dtype) for a, n in zip(args, node.args, strict=True)]
                 result = evaluate_reference(spec, typed, node.attr)
@@ -63,18 +61,13 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
 
 def leaf_array(node: Any, raw: Any) -> Any:
     """The value of a constant/input/state leaf from its stored bytes (bool stored as int32)."""
-    import numpy as np
-
     fmt = "<i4" if node.dtype.is_bool else node.dtype.numpy
     values = np.frombuffer(raw, dtype=fmt).reshape(node.shape)
     return values.astype(node.dtype.numpy)
 
 
-def _kernel_eval(name: str, dtype: DType, args: list[Any]) -> Any:
-    import numpy as np
-
-    from .. import _kernels
-
+def kernel_eval(name: str, dtype: DType, args: list[Any]) -> Any:
+    """An approximated function on arrays through the host build of the C kernels."""
     shape = np.broadcast_shapes(*(x.shape for x in args))
     arrays = [np.ascontiguousarray(np.broadcast_to(a, shape), dtype=dtype.numpy) for a in args]
     out = np.empty(shape, dtype=dtype.numpy)

@@ -22,3 +22,7 @@ def require_unicorn() -> ModuleType:
             "pip install 'copapy[emu]' (or pip install unicorn==2.1.4)"
         ) from exc
     return unicorn
+
+
+class TargetError(RuntimeError):
+    """A target was used in a way that cannot work (nothing compiled, wrong value, ...)."""

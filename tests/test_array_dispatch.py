@@ -1,0 +1,127 @@
+"""Scalars and arrays mix in every entry point: Value operators, cp.pow, cp.logical_*,
+cp.min/max/where, with vectors packed or unpacked, compared with NumPy (float32)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+from copapy.graph.reference import evaluate_graph
+
+F32 = np.float32
+element = st.floats(-100, 100, width=32) | st.sampled_from([0.0, -0.0, 1.0, 2.0, 3.0, -1.5])
+vectors = st.lists(element, min_size=1, max_size=24)
+
+EXACT: dict[str, tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]] = {
+    "add": (operator.add, np.add),
+    "sub": (operator.sub, np.subtract),
+    "mul": (operator.mul, np.multiply),
+    "div": (operator.truediv, np.divide),
+    "lt": (operator.lt, np.less),
+    "le": (operator.le, np.less_equal),
+    "gt": (operator.gt, np.greater),
+    "ge": (operator.ge, np.greater_equal),
+    "eq": (operator.eq, np.equal),
+    "ne": (operator.ne, np.not_equal),
+    "min": (cp.min, np.minimum),
+    "max": (cp.max, np.maximum),
+}
+
+
+def run(out: Any) -> Any:
+    tg = cp.LocalTarget()
+    tg.compile(out)
+    tg.run()
+    return tg.read(out)
+
+
+def vector_input(xs: list[float], packed: bool) -> cp.Array:
+    return cp.value(np.array(xs, F32), packed=packed)
+
+
+def assert_same(got: Any, want: Any) -> None:
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.shape == w.shape and g.dtype == w.dtype, (g, w)
+    np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("name", sorted(EXACT))
+@settings(max_examples=12, deadline=None)
+@given(xs=vectors, s0=element)
+def test_scalar_value_with_vector(name: str, packed: bool, xs: list[float], s0: float) -> None:
+    op, np_op = EXACT[name]
+    s, v = cp.value(s0), vector_input(xs, packed)
+    x = np.array(xs, F32)
+    with np.errstate(all="ignore"):
+        left, right = np_op(F32(s0), x), np_op(x, F32(s0))
+    out_left, out_right = op(s, v), op(v, s)
+    assert isinstance(out_left, cp.Array) and isinstance(out_right, cp.Array)
+    assert out_left.packed == packed and out_right.packed == packed
+    assert_same(run(out_left), left)
+    assert_same(run(out_right), right)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=12, deadline=None)
+@given(xs=vectors, s0=element)
+def test_python_and_numpy_operands_with_value(packed: bool, xs: list[float], s0: float) -> None:
+    s = cp.value(s0)
+    x = np.array(xs, F32)
+    with np.errstate(all="ignore"):
+        assert_same(run(s + x), F32(s0) + x)  # NumPy array on the right of a Value
+        assert_same(run(x - s), x - F32(s0))  # NumPy array on the left
+        assert_same(run(s * xs), F32(s0) * x)  # a list of floats: a float32 vector
+        assert_same(run(2.5 - vector_input(xs, packed)), F32(2.5) - x)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=12, deadline=None)
+@given(xs=st.lists(st.floats(0.0625, 20, width=32), min_size=1, max_size=24),
+       e0=st.floats(-3, 3, width=32))
+def test_pow_with_arrays(packed: bool, xs: list[float], e0: float) -> None:
+    x = np.array(xs, F32)
+    v = vector_input(xs, packed)
+    assert_same(run(cp.pow(v, 2.0)), x * x)  # x**2 is x*x exactly
+    e = cp.value(e0)
+    for out, want in [(cp.pow(v, e), np.power(x, F32(e0))), (cp.pow(e, v), np.power(F32(e0), x)),
+                      (v ** e, np.power(x, F32(e0))), (e ** v, np.power(F32(e0), x))]:
+        assert isinstance(out, cp.Array) and out.packed == packed
+        got = run(out)
+        # the kernels are bit-exact with the graph reference, and close to NumPy
+        assert_same(got, np.asarray(evaluate_graph(out.nodes())).reshape(out.shape)
+                    if not packed else evaluate_graph(out.nodes())[0])
+        np.testing.assert_allclose(got, want, rtol=4e-6)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=12, deadline=None)
+@given(xs=vectors, ys=vectors)
+def test_logical_functions_on_arrays(packed: bool, xs: list[float], ys: list[float]) -> None:
+    n = min(len(xs), len(ys))
+    x, y = np.array(xs[:n], F32), np.array(ys[:n], F32)
+    v, w = vector_input(xs[:n], packed), vector_input(ys[:n], packed)
+    a, b = (x > 1) , (y < 3)
+    assert_same(run(cp.logical_and(v > 1.0, w < 3.0)), a & b)
+    assert_same(run(cp.logical_or(v > 1.0, w < 3.0)), a | b)
+    assert_same(run(cp.logical_xor(v > 1.0, w < 3.0)), a ^ b)
+    assert_same(run(cp.logical_not(v > 1.0)), ~a)
+    assert_same(run(cp.logical_and(v, True)), x != 0)  # numbers become bool first
+    assert_same(run(cp.logical_or(cp.value(False), w < 3.0)), b)
+
+
+def test_scalars_still_give_values() -> None:
+    s = cp.value(2.0)
+    for out in (s + 1.0, cp.pow(s, 3.0), cp.logical_and(s > 1.0, s < 3.0), cp.logical_not(s)):
+        assert isinstance(out, cp.Value)
+    assert run(cp.pow(s, 3.0)) == 8.0
+    assert run(cp.logical_and(s > 1.0, s < 3.0)) is True
+    with pytest.raises(TypeError, match="unsupported operand str"):
+        s + "a"  # type: ignore[operator]
