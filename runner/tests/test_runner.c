@@ -146,8 +146,9 @@ static void test_truncated(void)
     }
     cp_error err = tb_error();
     CHECK_STATUS(validate(NULL, 0, &err), CP_ERR_TRUNCATED);
-    /* trailing bytes beyond total_size are ignored */
-    CHECK_STATUS(validate(img.bytes, img.len + 7, &err), CP_OK);
+    /* bytes after total_size are rejected, naming the total size */
+    CHECK_STATUS(validate(img.bytes, img.len + 7, &err), CP_ERR_LAYOUT);
+    CHECK(err.detail == img.len && strstr(err.message, "7 bytes follow the image") != NULL);
 }
 
 static int in_field(size_t byte, size_t off, size_t size)
@@ -266,9 +267,10 @@ static const edit edits[] = {
     {"size != count * entry_size", DIR, 3 * 16 + 4, 4, 2, CP_ERR_LAYOUT},
     {"entry_size below v1", DIR, 3 * 16 + 2, 2, 11, CP_ERR_LAYOUT},
     {"duplicate type", DIR, 7 * 16, 2, 1, CP_ERR_LAYOUT},
-    {"unknown type ignored", DIR, 7 * 16, 2, 200, CP_OK},
-    {"CODE missing", DIR, 0 * 16, 2, 300, CP_ERR_LAYOUT},
-    {"TASKS missing", DIR, 4 * 16, 2, 301, CP_ERR_LAYOUT},
+    {"unknown required type rejected", DIR, 7 * 16, 2, 200, CP_ERR_UNSUPPORTED},
+    {"unknown optional type ignored", DIR, 7 * 16, 2, 0x8000 | 200, CP_OK},
+    {"CODE missing", DIR, 0 * 16, 2, 0x8000 | 300, CP_ERR_LAYOUT},
+    {"TASKS missing", DIR, 4 * 16, 2, 0x8000 | 301, CP_ERR_LAYOUT},
     {"kind word_bits 24", STD_SEC_KINDS, 0, 1, 24, CP_ERR_LAYOUT},
     {"kind word_bits 0", STD_SEC_KINDS, 0, 1, 0, CP_ERR_LAYOUT},
     {"kind unknown flag", STD_SEC_KINDS, 1, 1, 0x20, CP_ERR_LAYOUT},

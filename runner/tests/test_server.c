@@ -415,14 +415,15 @@ static void test_bad_commit_keeps_program(int slots)
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
 
-    /* an upload longer than the header's total_size: the image CRC covers total_size only */
+    /* an upload longer than the header's total_size is rejected (LAYOUT, detail = the
+     * total_size) and the old program keeps running */
     tb_image longer = good;
     longer.bytes[longer.len] = 0xa5;
     CHECK(upload(f, longer.bytes, longer.len + 1, cp_crc32(0, longer.bytes, longer.len - 3),
-                 300) == 0);
-    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+                 300) == CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_LAYOUT && cp_le32(R.p + 4) == longer.len);
     ticks(f, 2);
-    CHECK(read_i32(f, PG_A) == 1);
+    CHECK(read_i32(f, PG_A) == 9);
 
     /* a good commit replaces it (stopped); slots alternate over several commits */
     for (uint32_t v = 1; v <= 3; v++) {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
 from ..dtypes import slot_type
 from ..image import ARCH_NAMES, Image, check_data_range, parse
-from .errors import ImageLoadError, require_unicorn
+from .errors import ImageLoadError, check_memory, require_unicorn
 
 if TYPE_CHECKING:
     from .pysched import PyScheduler
@@ -64,6 +64,7 @@ class UnicornProgram:
             img = parse(image)
         except ValueError as exc:
             raise ImageLoadError(str(exc)) from exc
+        check_memory(img.data_offset + img.data_size)
         name = ARCH_NAMES.get(img.arch)
         if name != arch:
             raise ImageLoadError(f"image is for architecture {name} but this emulator runs {arch}")

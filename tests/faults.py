@@ -1,0 +1,39 @@
+"""Fault injection for tests: programs whose task faults, made by patching the machine code of
+a compiled image (the task's entry is overwritten with an instruction sequence that faults or
+never returns). Runner patches that would land in the overwritten bytes are dropped."""
+
+from __future__ import annotations
+
+from copapy import image as im
+
+#: per architecture: fault kind as the runner reports it -> the code that causes it
+SNIPPETS: dict[str, dict[str, bytes]] = {
+    "x86_64": {
+        # xor eax, eax; mov eax, [rax]
+        "SIGSEGV": bytes.fromhex("31c08b00"),
+        # ud2
+        "SIGILL": bytes.fromhex("0f0b"),
+        # pushfq; or dword [rsp], 0x40000 (EFLAGS.AC); popfq; mov eax, [rsp + 1]
+        "SIGBUS": bytes.fromhex("9c810c24000004009d8b442401"),
+        # xor ecx, ecx; xor eax, eax; cdq; idiv ecx
+        "SIGFPE": bytes.fromhex("31c931c099f7f9"),
+        # jmp $
+        "timeout": bytes.fromhex("ebfe"),
+    },
+}
+
+
+def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:
+    """The image with task ``task``'s entry replaced by the ``kind`` snippet of ``arch``."""
+    snippet = SNIPPETS[arch][kind]
+    img = im.parse(image)
+    start = img.tasks[task].entry & ~1
+    code = bytearray(img.code)
+    if start + len(snippet) > len(code):
+        raise ValueError(f"task {task}'s code is too short for the {kind} snippet")
+    code[start:start + len(snippet)] = snippet
+    img.code = bytes(code)
+    # a patch word overlapping the snippet would rewrite it at load time (words are <= 8 bytes)
+    img.patches = [p for p in img.patches
+                   if not (start - 8 < p.site < start + len(snippet))]
+    return img.to_bytes()
