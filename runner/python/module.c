@@ -1345,6 +1345,38 @@ static PyObject *runner_set_watchdog(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Test hooks: the runner's own SHA-256 and HMAC-SHA256 (runner/src/sha256.c). */
+static PyObject *runner_sha256(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_buffer data;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    cp_sha256 c;
+    uint8_t out[CP_SHA256_SIZE];
+    cp_sha256_init(&c);
+    cp_sha256_update(&c, (const uint8_t *)data.buf, (size_t)data.len);
+    cp_sha256_final(&c, out);
+    PyBuffer_Release(&data);
+    return PyBytes_FromStringAndSize((const char *)out, CP_SHA256_SIZE);
+}
+
+static PyObject *runner_hmac_sha256(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer key, msg;
+    if (!PyArg_ParseTuple(args, "y*y*:hmac_sha256", &key, &msg)) {
+        return NULL;
+    }
+    uint8_t out[CP_SHA256_SIZE];
+    cp_hmac_sha256((const uint8_t *)key.buf, (size_t)key.len, (const uint8_t *)msg.buf,
+                   (size_t)msg.len, out);
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&msg);
+    return PyBytes_FromStringAndSize((const char *)out, CP_SHA256_SIZE);
+}
+
 static PyObject *runner_noop(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     (void)module;
@@ -1368,6 +1400,10 @@ static PyMethodDef runner_methods[] = {
      "use factor x its budget of CPU time (at least min_ns; request_ns for a job without "
      "period, wcet or budget) before it is stopped with ProgramFault('timeout'); factor 0 "
      "disables it (copapy.runtime.native.set_watchdog)."},
+    {"sha256", (PyCFunction)runner_sha256, METH_O,
+     "sha256(data)\n--\n\nThe runner's SHA-256 digest of a buffer (test hook)."},
+    {"hmac_sha256", (PyCFunction)runner_hmac_sha256, METH_VARARGS,
+     "hmac_sha256(key, msg)\n--\n\nThe runner's HMAC-SHA256 (test hook)."},
     {"noop", (PyCFunction)runner_noop, METH_NOARGS,
      "noop()\n--\n\nDo nothing (baseline for call-overhead benchmarks)."},
     {NULL, NULL, 0, NULL},
