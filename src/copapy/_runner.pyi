@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from .runtime.errors import ProgramFault as ProgramFault
+
 Buffer = bytes | bytearray | memoryview | Any
 
 ARCH: int
@@ -80,8 +82,6 @@ class Program:
     def scheduler(self, tick_ns: int, deterministic: bool = True,
                   measure: bool = True) -> Scheduler: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
-
-from .runtime.errors import ProgramFault as ProgramFault
 
 def load(image: Buffer, arch: int | None = None, max_memory: int = ...,
          memory_option: str | None = None) -> Program: ...
