@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "copapy/platform_posix.h"
+#include "copapy/proto.h"
 #include "copapy/runner.h"
 #include "../src/internal.h"
 

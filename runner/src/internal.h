@@ -259,36 +259,6 @@ cp_status cp_image_check_io_binding(const cp_image *img, uint32_t index, cp_erro
 /* Checks a patch record against the kinds and the code size (used at parse and apply time). */
 cp_status cp_image_check_patch(const cp_image *img, uint32_t index, cp_error *err);
 
-/* ---- SHA-256 and HMAC-SHA256 (sha256.c) for the protocol's session authentication */
-
-enum { CP_SHA256_SIZE = 32 };
-
-typedef struct cp_sha256 {
-    uint32_t h[8];
-    uint64_t bytes;
-    uint8_t buf[64];
-    uint32_t fill;
-} cp_sha256;
-
-void cp_sha256_init(cp_sha256 *c);
-void cp_sha256_update(cp_sha256 *c, const uint8_t *p, size_t n);
-void cp_sha256_final(cp_sha256 *c, uint8_t out[CP_SHA256_SIZE]);
-
-/* A key prepared once: the hash states after the inner and the outer pad. */
-typedef struct cp_hmac {
-    cp_sha256 inner;
-    cp_sha256 outer;
-} cp_hmac;
-
-void cp_hmac_init(cp_hmac *m, const uint8_t *key, size_t len);
-/* HMAC of the concatenation a | b. */
-void cp_hmac_mac2(const cp_hmac *m, const uint8_t *a, size_t na, const uint8_t *b, size_t nb,
-                  uint8_t out[CP_SHA256_SIZE]);
-void cp_hmac_sha256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t n,
-                    uint8_t out[CP_SHA256_SIZE]);
-/* 1 if the n bytes are equal; the time does not depend on where they differ. */
-int cp_equal_ct(const uint8_t *a, const uint8_t *b, size_t n);
-
 /* ---- generic patches (patch.c) */
 
 enum {

@@ -3,6 +3,7 @@
  * byte-order independent (big-endian words are assembled byte by byte), so the host runner
  * and the firmware share it. Checked against Python's hashlib and hmac on random inputs
  * (tests/test_auth.py) and against the FIPS and RFC 4231 vectors (runner/tests). */
+#include "copapy/proto.h"
 #include "internal.h"
 
 static const uint32_t K[64] = {

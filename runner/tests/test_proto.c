@@ -294,6 +294,40 @@ static void test_random_bytes(void)
     CHECK(f.d.bad_frames == (uint32_t)f.bad);
 }
 
+/* Text is recognised by its first bytes (a v1 frame's second byte is the version 0x01). */
+static void test_text_frames(void)
+{
+    static uint8_t buf[1100], wire[CP_WIRE_MAX(1024)], frame[1100];
+    cp_decoder d;
+    cp_decoder_init(&d, buf, sizeof(buf), 1024);
+    cp_frame f;
+    const char *lines[] = {"POST / HTTP/1.1\r\n", "GET /", "\r\n\r\nxx", "hello\n"};
+    for (size_t k = 0; k < 4; k++) {
+        int text = 0;
+        for (const char *c = lines[k]; *c != '\0'; c++) {
+            text += cp_decoder_push(&d, (uint8_t)*c, &f) == CP_DEC_TEXT;
+        }
+        CHECK(text == 1 && d.text_frames == k + 1);
+        CHECK(cp_decoder_push(&d, 0, &f) == CP_DEC_BAD); /* dropped at its delimiter */
+    }
+    /* no frame of this protocol is ever text, whatever its header and payload */
+    for (int i = 0; i < 2000; i++) {
+        uint16_t n = (uint16_t)below(64);
+        for (uint16_t k = 0; k < n; k++) {
+            frame[CP_FRAME_HEADER + k] = (uint8_t)(0x20 + below(0x5f));
+        }
+        size_t w = cp_frame_encode(frame, (uint8_t)below(16), (uint16_t)rng(), (uint8_t)rng(), n,
+                                   wire, sizeof(wire));
+        int got = 0;
+        for (size_t k = 0; k < w; k++) {
+            int r = cp_decoder_push(&d, wire[k], &f);
+            CHECK(r != CP_DEC_TEXT);
+            got += r == CP_DEC_FRAME;
+        }
+        CHECK(got == 1);
+    }
+}
+
 /* ---- SHA-256 (FIPS 180-4 examples) and HMAC-SHA256 (RFC 4231) */
 
 static int hex_equal(const uint8_t *got, const char *hex, size_t n)
@@ -369,6 +403,7 @@ int main(void)
     test_frames();
     test_stream_splits();
     test_random_bytes();
+    test_text_frames();
     test_sha256_vectors();
     test_hmac_vectors();
     printf("test_proto: %d checks, %d failed\n", checks, failures);

@@ -102,6 +102,41 @@ static void test_happy_path(void)
     CHECK(ctx.frees == 1);
 }
 
+/* The ABI 3 entries (40-byte tasks, 24-byte bindings) and an optional unknown section. */
+static void test_extended_entries(void)
+{
+    tb_image img;
+    std_image_ext(&img);
+    cp_error err = tb_error();
+    tp_ctx ctx;
+    cp_platform pf = tp_platform(&ctx, CP_ARCH_X86_64);
+    cp_program prog = tb_program();
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    CHECK(prog.task_count == 4 && prog.tasks[1].period_ns == 1000000);
+    CHECK(prog.tasks[3].budget_ns == 3000 && prog.tasks[2].link_timeout_ns == 400000000);
+    CHECK(prog.io_binding_count == 2);
+    int seen = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        const cp_io_binding *b = &prog.io_bindings[i];
+        seen += b->direction == 2 && b->safe == 0.5;
+        seen += b->direction == 1 && b->safe == 0.0;
+    }
+    CHECK(seen == 2);
+    cp_program_unload(&prog);
+    /* the v1-sized image reads the appended fields as 0 */
+    std_image(&img);
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    CHECK(prog.tasks[3].budget_ns == 0 && prog.tasks[2].link_timeout_ns == 0 &&
+          prog.io_bindings[0].safe == 0.0 && prog.io_bindings[1].safe == 0.0);
+    cp_program_unload(&prog);
+    /* the TOO_LARGE error names the platform's option */
+    pf.max_region_size = 100;
+    pf.memory_option = "--max-memory BYTES";
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_TOO_LARGE);
+    CHECK(strstr(err.message, "at most 100") != NULL &&
+          strstr(err.message, "(--max-memory BYTES)") != NULL);
+}
+
 static void test_posix_platform(void)
 {
     const cp_platform *pf = cp_platform_posix();
@@ -778,6 +813,7 @@ int main(int argc, char **argv)
     test_crc();
     test_status_names();
     test_happy_path();
+    test_extended_entries();
     test_posix_platform();
     test_truncated();
     test_bit_flips();
