@@ -4,6 +4,11 @@ never returns). Runner patches that would land in the overwritten bytes are drop
 
 from __future__ import annotations
 
+import struct
+import threading
+from collections.abc import Sequence
+from typing import Any
+
 from copapy import image as im
 
 #: per architecture: fault kind as the runner reports it -> the code that causes it
@@ -37,3 +42,29 @@ def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:
     img.patches = [p for p in img.patches
                    if not (start - 8 < p.site < start + len(snippet))]
     return img.to_bytes()
+
+
+def deploy_faulty(tg: Any, tasks: Sequence[Any], task: int, kind: str, arch: str) -> None:
+    """Upload the tasks to a SerialTarget with task ``task``'s code replaced by ``kind``."""
+    compiled = tg._compile(tasks)
+    image = inject(compiled.image, task, kind, arch)
+    tg._upload(image, struct.unpack("<I", image[-4:])[0])
+    tg._adopt(compiled, tasks)
+
+
+class FaultWaiter:
+    """Collects a SerialTarget's FAULT events."""
+
+    def __init__(self, tg: Any) -> None:
+        self.faults: list[Any] = []
+        self.arrived = threading.Event()
+        tg.on_fault = self._on_fault
+
+    def _on_fault(self, fault: Any) -> None:
+        self.faults.append(fault)
+        self.arrived.set()
+
+    def wait(self, timeout: float) -> Any:
+        assert self.arrived.wait(timeout), f"no FAULT event within {timeout} s"
+        self.arrived.clear()
+        return self.faults[-1]

@@ -41,6 +41,27 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
         proc.wait(timeout=5)
 
 
+@contextmanager
+def runner_process(*args: str, asan: bool = False
+                   ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """(address, process) of a host runner started with ``args`` (a transport and options):
+    the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget."""
+    build("host-asan" if asan else "host")
+    exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
+    proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    kinds = {"PTY": "{}", "UNIX": "unix:{}", "TCP": "socket://{}"}
+    assert line[:1] and line[0] in kinds, (
+        f"runner did not start: {line} {proc.stderr.read() if proc.stderr else ''}")
+    try:
+        yield kinds[line[0]].format(line[1]), proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -239,6 +239,10 @@ def silent_server() -> _ContextServer:
 
 
 def _hello_reply(frame: p.Frame, version: int) -> bytes:
+    """HELLO answered; anything else BAD_COMMAND (a runner from before sessions)."""
+    if frame.command != p.HELLO:
+        return p.encode_frame(frame.seq, frame.command, b"\x01\x00\x00\x00\x00\x00\x00\x00no",
+                              p.FLAG_RESPONSE | p.FLAG_ERROR)
     payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
                                  0) + b"fake"
     return p.encode_frame(frame.seq, frame.command, payload, p.FLAG_RESPONSE)

@@ -211,8 +211,21 @@ static size_t signal_index(int sig)
     return i;
 }
 
+/* EFLAGS.AC (alignment check) of the faulting code is still set in the handler (the kernel
+ * keeps it): any unaligned access before it is cleared would be a second, fatal SIGBUS. */
+static inline void clear_alignment_check(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __asm__ volatile("pushfq\n\tandq $~0x40000, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+#endif
+}
+
+#if defined(__clang__) || defined(__GNUC__)
+__attribute__((no_sanitize("address", "undefined")))
+#endif
 static void on_fault(int sig, siginfo_t *si, void *uctx)
 {
+    clear_alignment_check();
     guard_slot *g = tls_slot;
     int watchdog = sig == CP_POSIX_WATCHDOG_SIGNAL;
     if (g != NULL && g->active &&
@@ -327,17 +340,14 @@ __attribute__((noinline)) static guard_slot *own_slot(void)
 }
 
 /* After a jump out of the handler: the signal is still blocked (sigsetjmp saved no mask, to
- * keep the system call off the hot path) and on x86 an alignment-check fault may have left
- * EFLAGS.AC set. */
+ * keep the system call off the hot path). */
 static void recover(int sig)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, sig);
     pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __asm__ volatile("pushfq\n\tandq $~0x40000, (%%rsp)\n\tpopfq" ::: "memory", "cc");
-#endif
+    clear_alignment_check();
 }
 
 static pthread_mutex_t watchdog_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -4,6 +4,9 @@
 #include "copapy/server.h"
 
 #include "internal.h"
+#ifdef CP_DEBUG_AUTH
+#include <stdio.h>
+#endif
 
 #define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -1102,8 +1105,8 @@ static void cmd_session(cp_server *s, const uint8_t *p, uint32_t n)
     if (owner_live(s) && (flags & SESSION_TAKEOVER) == 0 && s->req_sess != &s->owner) {
         uint64_t idle = now_ns(s) - s->owner.last_ns;
         FAIL(s, CP_PERR_BUSY, (uint32_t)(idle / 1000000u),
-             "BUSY: another client owns this runner (its last request %u ms ago); connect "
-             "with takeover (SerialTarget(..., takeover=True)) to replace it",
+             "another client owns this runner (its last request %u ms ago); take it "
+             "over with SerialTarget(..., takeover=True)",
              idle / 1000000u);
         return;
     }
@@ -1298,13 +1301,13 @@ static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
         }
         if (s->cfg.require_auth) {
             REFUSE(s, link, f, CP_PERR_AUTH_REQUIRED, 0,
-                   "AUTH_REQUIRED: this runner accepts authenticated requests only: connect "
+                   "this runner accepts authenticated requests only: connect "
                    "with the runner's key (SerialTarget(..., key=...))", 0);
             return 1;
         }
         if (link == CP_SERVER_GUEST || owner_live(s)) {
             REFUSE(s, link, f, CP_PERR_BUSY, 0,
-                   "BUSY: another client owns this runner; begin a session with takeover to "
+                   "another client owns this runner; begin a session with takeover to "
                    "replace it", 0);
             return 1;
         }
@@ -1317,8 +1320,12 @@ static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
         sess = &s->pending;
     }
     if (sess == NULL) {
+#ifdef CP_DEBUG_AUTH
+        fprintf(stderr, "auth failed: link %u pending link %u active %u owner %u\n", link,
+                s->pending.link, s->pending.active, s->owner.active);
+#endif
         REFUSE(s, link, f, CP_PERR_AUTH_FAILED, 0,
-               "AUTH_FAILED: the frame's tag is not valid for any session of this runner "
+               "the frame's tag is not valid for any session of this runner "
                "(wrong key, a changed frame, or the session ended)", 0);
         return 1;
     }
@@ -1328,7 +1335,7 @@ static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
             *retry = 1;
         } else if (counter <= sess->rx_counter) {
             REFUSE(s, link, f, CP_PERR_REPLAY, sess->rx_counter,
-                   "REPLAY: request counter %u was used already (the last one was %u)",
+                   "request counter %u was used already (the last one was %u)",
                    counter, sess->rx_counter);
             return 1;
         }
