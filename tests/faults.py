@@ -25,7 +25,22 @@ SNIPPETS: dict[str, dict[str, bytes]] = {
         # jmp $
         "timeout": bytes.fromhex("ebfe"),
     },
+    "cortex-m7": {  # Thumb-2, halfwords little-endian
+        # svc #0 from the SysTick handler: SVCall has the lowest priority, so it escalates
+        "HardFault": bytes.fromhex("00df"),
+        # movw r0, #1; movt r0, #0x4000; bx r0: execute from the peripheral region (XN)
+        "MemManage": bytes.fromhex("40f20100c4f200000047"),
+        # movw r0, #0; movt r0, #0x5000; ldr r0, [r0]: nothing is mapped at 0x50000000
+        "BusFault": bytes.fromhex("40f20000c5f200000068"),
+        # udf #0
+        "UsageFault": bytes.fromhex("00de"),
+        # b .
+        "timeout": bytes.fromhex("fee7"),
+    },
 }
+
+#: a chain that masks interrupts, then loops: only the watchdog's NMI reaches it
+WATCHDOG_M7 = bytes.fromhex("72b6fee7")
 
 
 def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:

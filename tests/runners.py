@@ -69,16 +69,18 @@ def free_port() -> int:
 
 
 @contextmanager
-def qemu_m7_runner() -> Iterator[str]:
-    """socket:// URL of the Cortex-M7 runner firmware in qemu mps2-an500."""
+def qemu_m7_runner(*make_args: str, build_dir: str = "build") -> Iterator[str]:
+    """socket:// URL of the Cortex-M7 runner firmware in qemu mps2-an500 (built with
+    ``make_args``, e.g. RUNNER_KEY=..., into runner/baremetal/<build_dir>)."""
     assert shutil.which("qemu-system-arm"), ("the firmware test needs qemu: apt-get install "
                                              "qemu-system-arm")
     assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross compiler: "
                                                "apt-get install gcc-arm-none-eabi "
                                                "libnewlib-arm-none-eabi")
-    build("all", directory="runner/baremetal")
+    build(f"{build_dir}/runner-cortex-m7.elf", f"BUILD={build_dir}", *make_args,
+          directory="runner/baremetal")
     port = free_port()
-    elf = ROOT / "runner" / "baremetal" / "build" / "runner-cortex-m7.elf"
+    elf = ROOT / "runner" / "baremetal" / build_dir / "runner-cortex-m7.elf"
     proc = subprocess.Popen(["qemu-system-arm", "-M", "mps2-an500", "-cpu", "cortex-m7",
                              "-display", "none", "-monitor", "none", "-serial",
                              f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
