@@ -256,6 +256,16 @@ frames = st.one_of(
     st.binary(min_size=0, max_size=300),  # noise
     st.builds(lambda seq, cmd, payload: p.encode_frame(seq, cmd, payload),
               st.integers(0, 0xFFFF), st.integers(0, 40), st.binary(max_size=200)),  # bad payloads
+    # authenticated frames of sessions the runner never began (guessed keys and nonces)
+    st.builds(lambda seq, cmd, payload, key, nonce, counter: p.encode_frame(
+                  seq, cmd, payload, session=p.Session(key, nonce, nonce), counter=counter),
+              st.integers(0, 0xFFFF), st.integers(0, 40), st.binary(max_size=200),
+              st.binary(max_size=40), st.binary(min_size=16, max_size=16),
+              st.integers(0, 0xFFFFFFFF)),
+    st.builds(lambda seq, flags: p.encode_frame(seq, p.SESSION, bytes([flags, 0, 0, 0]) +
+                                                bytes(16)),
+              st.integers(0, 0xFFFF), st.integers(0, 3)),  # session requests, takeovers
+    st.sampled_from([b"POST / HTTP/1.1\r\nHost: x\r\n\r\n", b"GET /\r\n"]),  # text
 )
 
 

@@ -134,7 +134,7 @@ const cp_platform *cp_platform_posix(void)
 enum {
     GUARD_SLOTS = 64,              /* threads that may run guarded code at the same time */
     ALT_STACK_SIZE = 64 * 1024,
-    DEFAULT_POLL_NS = 5000000
+    DEFAULT_POLL_NS = 50000000 /* in-process: budgets are >= 1 s there */
 };
 
 /* One per thread that runs guarded code. `seq` is odd while a job runs; the supervisor reads

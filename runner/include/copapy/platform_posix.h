@@ -36,7 +36,8 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
 int cp_posix_guard_install(void);
 
 /* Starts the supervisor (once per process; later calls change nothing and return 0).
- * poll_ns 0: 5 ms. rt_priority > 0: SCHED_FIFO at that priority (it must preempt a
+ * poll_ns 0: 50 ms (the in-process default; the host runner polls every 2 ms).
+ * rt_priority > 0: SCHED_FIFO at that priority (it must preempt a
  * real-time thread that loops); if that is not permitted it runs at normal priority.
  * cp_posix_guard starts it with the defaults when a job first has a budget. Returns 0, or
  * an errno value. */
