@@ -201,3 +201,43 @@ def test_image_strictness_in_process() -> None:
             struct.pack_into("<H", blob, at, 0x8042)
     blob[-4:] = struct.pack("<I", zlib.crc32(bytes(blob[:-4])))
     _runner.load(bytes(blob))
+
+
+def test_faults_are_contained_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After fork() the child has no supervisor thread and its thread slots are stale: the
+    guard starts over (a SIGILL and an endless loop are still contained there)."""
+    import os
+
+    x = cp.value(3.0)
+    y = x * x + 1.0
+    tg = cp.LocalTarget()
+    tg.compile(y)
+    tg.run()  # the parent uses the guard (and its slot) first
+    native.set_watchdog(10, 0.0, 0.2)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit status 0 only if both faults came back as exceptions
+            import signal
+
+            signal.alarm(60)  # a loop nobody stops ends the child, not the test run
+            status = 1
+            try:
+                for kind in ("SIGILL", "timeout"):
+                    faulty(monkeypatch, kind, task=0)
+                    child = cp.LocalTarget()
+                    child.compile(y)
+                    try:
+                        child.run()
+                    except cp.ProgramFault as exc:
+                        assert exc.kind == kind
+                    else:
+                        raise AssertionError("no fault")
+                status = 0
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        native.set_watchdog()
+    tg.run()
+    assert tg.read(y) == 10.0

@@ -1216,6 +1216,9 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->exports = 0;
     self->schedulers = 0;
     self->runnable = arch != 0 && arch == host_arch();
+    /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
+     * import: the replaced handler becomes the one faults outside guarded code go to */
+    (void)cp_posix_guard_install();
     cp_error err = new_error();
     cp_status st = cp_program_load(&self->prog, (const uint8_t *)image.buf, (size_t)image.len,
                                    &self->platform, &err);

@@ -289,9 +289,29 @@ static void release_slot(void *arg)
     __atomic_store_n(&g->in_use, 0, __ATOMIC_RELEASE);
 }
 
+static int watchdog_running;
+static pthread_mutex_t watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A forked child has only the forking thread and no supervisor: every slot is free again
+ * (the forking thread claims one at its next guarded call, keeping its alternate stack). */
+static void after_fork_child(void)
+{
+    for (size_t i = 0; i < GUARD_SLOTS; i++) {
+        slots[i].in_use = 0;
+        slots[i].seq = 0;
+        slots[i].active = 0;
+    }
+    tls_slot = NULL;
+    watchdog_running = 0;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER; /* another thread may have held them */
+    watchdog_lock = fresh;
+    install_lock = fresh;
+}
+
 static void make_slot_key(void)
 {
     (void)pthread_key_create(&slot_key, release_slot);
+    (void)pthread_atfork(NULL, NULL, after_fork_child);
 }
 
 /* The calling thread's slot, claimed (with an alternate signal stack) at its first use. Not
@@ -350,8 +370,6 @@ static void recover(int sig)
     clear_alignment_check();
 }
 
-static pthread_mutex_t watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
-static int watchdog_running;
 
 CP_CALLS_LOADED_CODE
 int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)

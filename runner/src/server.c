@@ -1284,13 +1284,13 @@ static void execute(cp_server *s, uint8_t command, const uint8_t *p, uint32_t n)
 
 /* Checks a request's authentication. Returns 0 and the session (NULL: unauthenticated,
  * allowed) with the payload length without the trailer, or nonzero after refusing it. A
- * retry of the session's last request (same counter and CRC) passes with *retry set. */
+ * retry of the session's last request (same counter and CRC) passes: the replay cache then
+ * answers it, or it is executed again if it has no effect. */
 static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
-                        cp_server_session **out, uint32_t *length, int *retry)
+                        cp_server_session **out, uint32_t *length)
 {
     *out = NULL;
     *length = f->length;
-    *retry = 0;
     const uint8_t *frame = f->payload - CP_FRAME_HEADER;
     if ((f->flags & CP_FLAG_AUTH) == 0) {
         int open = f->command == CP_CMD_HELLO ||
@@ -1331,9 +1331,8 @@ static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
     }
     uint32_t counter = cp_le32(f->payload + f->length - CP_AUTH_TRAILER);
     if (sess == &s->owner) {
-        if (counter == sess->rx_counter && f->crc == sess->rx_crc) {
-            *retry = 1;
-        } else if (counter <= sess->rx_counter) {
+        int retry = counter == sess->rx_counter && f->crc == sess->rx_crc;
+        if (!retry && counter <= sess->rx_counter) {
             REFUSE(s, link, f, CP_PERR_REPLAY, sess->rx_counter,
                    "request counter %u was used already (the last one was %u)",
                    counter, sess->rx_counter);
@@ -1365,15 +1364,14 @@ static void on_frame(cp_server *s, uint32_t link, const cp_frame *f)
     }
     cp_server_session *sess;
     uint32_t n;
-    int retry;
-    if (authenticate(s, link, f, &sess, &n, &retry) != 0) {
+    if (authenticate(s, link, f, &sess, &n) != 0) {
         return;
     }
     /* a link still a guest after authentication speaks only HELLO and SESSION */
     int guest = link == CP_SERVER_GUEST && sess == NULL;
     int effect = has_effect(f->command) && !guest;
     if (effect && s->cache_valid && f->seq == s->cache_seq && f->command == s->cache_cmd &&
-        f->crc == s->cache_crc && (sess != NULL || !retry)) {
+        f->crc == s->cache_crc) {
         s->replays++;
         send_tx(s);
         return;
