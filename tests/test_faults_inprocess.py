@@ -241,3 +241,23 @@ def test_faults_are_contained_in_a_forked_child(monkeypatch: pytest.MonkeyPatch)
         native.set_watchdog()
     tg.run()
     assert tg.read(y) == 10.0
+
+
+def test_faulthandler_enabled_later_does_not_disable_containment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """faulthandler.enable() after import replaces the fault handlers; the next load puts
+    ours back (faulthandler stays the handler for faults outside programs)."""
+    import faulthandler
+
+    was = faulthandler.is_enabled()
+    faulthandler.disable()
+    faulthandler.enable()
+    try:
+        faulty(monkeypatch, "SIGSEGV", task=0)
+        tg = cp.LocalTarget()
+        tg.compile(cp.value(2.0) * 3.0)
+        with pytest.raises(cp.ProgramFault, match="SIGSEGV"):
+            tg.run()
+    finally:
+        if not was:
+            faulthandler.disable()
