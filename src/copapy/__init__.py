@@ -15,6 +15,7 @@ from .functions import cast, clamp, grad
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .quaternion import Quaternion, quaternion
+from .runtime.errors import ProgramFault as ProgramFault
 from .signals import (
     angular_rate,
     delay,
