@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..dtypes import DType, int32
-from ..graph.build import live_nodes
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from .layout import DataLayout
+from .schedule import evaluation_order
 from .table import StencilTable
 
 NEVER = 1 << 62
@@ -460,7 +460,7 @@ def lower_chain(spec: ChainSpec, table: StencilTable,
                 layout: DataLayout) -> tuple[list[Instr], int]:
     """Stencils of one chain and the number of operations it computes (linear time)."""
     roots = list(spec.stores) + [src for src, _, _ in spec.end_copies]
-    order = live_nodes(roots, stop=spec.placed)
+    order = evaluation_order(roots, stop=spec.placed)
     check_types(order, table)
     lowerer = _Lowerer(table, layout, spec.stores)
     for node, offset in spec.placed.items():
