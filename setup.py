@@ -22,4 +22,11 @@ kernels = Extension(
     extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin"],
 )
 
-setup(ext_modules=[runner, kernels])
+# the C call slot of @cp.jit functions (no runner code: jitted calls on emulators use it too)
+dispatch = Extension(
+    "copapy._dispatch",
+    sources=["runner/python/dispatch.c"],
+    extra_compile_args=STRICT,
+)
+
+setup(ext_modules=[runner, kernels, dispatch])

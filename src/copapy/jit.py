@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes as dt
+from ._dispatch import Dispatcher
 from .arrays import Array, array_input
 from .compiler import compile_program
 from .runtime.load import check_architecture, host_architecture, load
@@ -123,6 +124,23 @@ def _sequence_signature(seq: Any) -> tuple[Any, ...]:
     return ("f" if arr.dtype.kind == "f" else arr.dtype.kind, arr.shape)
 
 
+class FastPlan(NamedTuple):
+    """One C call for write-run-read: ``invoke(args, inputs, outputs)``, then ``post`` on its
+    tuple (array results) or its only item (``unwrap``: a single scalar result)."""
+
+    invoke: Any
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+    post: Callable[[tuple[Any, ...]], Any] | None
+    unwrap: bool
+
+    def __call__(self, args: tuple[Any, ...]) -> Any:
+        r = self.invoke(args, self.inputs, self.outputs)
+        if self.post is not None:
+            return self.post(r)
+        return r[0] if self.unwrap else r
+
+
 class _Compiled:
     """One traced and loaded program, with its fast argument and result plans."""
 
@@ -210,7 +228,7 @@ class _Compiled:
                           for a, dtype in zip(args, self._dtypes, strict=True))
         return fast(converted)
 
-    def _generate_fast(self, program: Any, traced: list[Any]) -> Any:
+    def _generate_fast(self, program: Any, traced: list[Any]) -> FastPlan | None:
         """One C call for write-run-read (atomic under the GIL); None if not applicable."""
         invoke = getattr(program, "invoke", None)
         if invoke is None:
@@ -228,7 +246,7 @@ class _Compiled:
                 in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
                                 t.shape))
         out_plan = []
-        env: dict[str, Any] = {"invoke": invoke, "np": np, "IN": tuple(in_plan)}
+        env: dict[str, Any] = {"np": np}
         results = []
         for k, ((kind, where), (_, r, _)) in enumerate(zip(self.outputs, self.plan,
                                                            strict=True)):
@@ -249,10 +267,13 @@ class _Compiled:
                 out_plan.append((2, 0, 0, 0))
                 env[f"view{k}"] = where
                 results.append(f"view{k}")
-        env["OUT"] = tuple(out_plan)
+        outputs = tuple(out_plan)
+        if all(kind == "scalar" for kind, _ in self.outputs):
+            # the invoke tuple is the result (or its only item): no Python code per call
+            return FastPlan(invoke, tuple(in_plan), outputs, None, not self.tuple_result)
         body = f"({', '.join(results)},)" if self.tuple_result else results[0]
-        exec(f"def fast(args):\n    r = invoke(args, IN, OUT)\n    return {body}", env)
-        return env["fast"]
+        exec(f"def post(r):\n    return {body}", env)
+        return FastPlan(invoke, tuple(in_plan), outputs, env["post"], False)
 
     def _generate(self) -> Callable[[tuple[Any, ...]], Any]:
         """A call function specialised to this signature: no loops, no branches per call."""
@@ -302,8 +323,12 @@ def _const_value(x: bool | int | float) -> Value[Any]:
     return constant(x)
 
 
-class JitFunction:
-    """A jitted function: call it like the original; ``cache_info()`` reports the cache."""
+class JitFunction(Dispatcher):
+    """A jitted function: call it like the original; ``cache_info()`` reports the cache.
+
+    Calls go to the C slot of ``Dispatcher`` first, which runs the fast plan of the most
+    recent signature; anything else (another signature, keywords, no fast plan) comes to
+    ``_dispatch``."""
 
     def __init__(self, fn: Callable[..., Any], cache_size: int, arch: str | None) -> None:
         if cache_size < 1:
@@ -315,26 +340,15 @@ class JitFunction:
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
-        #: the fast call of the most recent signature (tried first, falls back on TypeError)
-        self._last: Any = None
         self._parameters: inspect.Signature | None = None
         self.__name__ = getattr(fn, "__name__", "jitted function")
         functools.update_wrapper(self, fn)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
+        """The general call: signature look-up (compiling a new one); the C slot calls it when
+        the fast plan of the most recent signature does not take the arguments."""
         if kwargs:
             args = self._bind(args, kwargs)
-        last = self._last
-        if last is not None:
-            try:
-                # exact: it accepts only arguments of its own signature (scalar types, buffer
-                # formats and shapes), so it may skip the signature look-up, never change it
-                result = last(args)
-            except TypeError:
-                pass  # another signature: the general path below finds or compiles it
-            else:
-                self._hits += 1
-                return result
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
             args = tuple(map(as_python_scalar, args))
@@ -350,10 +364,12 @@ class JitFunction:
             else:
                 self._hits += 1
                 self._cache.move_to_end(key)
-            self._last = compiled.fast
             if compiled.fast is None:
+                self._clear_fast()
                 # no fast path: no other thread can be running this program outside the lock
                 return compiled.call(args)
+            fast = compiled.fast
+            self._set_fast(fast.invoke, fast.inputs, fast.outputs, fast.post, fast.unwrap)
         # a program with a fast path runs only through it (one atomic C call), never through
         # the multi-step ``call``, because other threads may be on its fast path right now
         return compiled.invoke(args)
@@ -376,13 +392,14 @@ class JitFunction:
         return bound.args
 
     def cache_info(self) -> CacheInfo:
-        return CacheInfo(self._hits, self._misses, self.cache_size, len(self._cache))
+        return CacheInfo(self._hits + self._fast_hits, self._misses, self.cache_size,
+                         len(self._cache))
 
     def cache_clear(self) -> None:
         with self._lock:
             self._cache.clear()
-            self._hits = self._misses = 0
-            self._last = None
+            self._hits = self._misses = self._fast_hits = 0
+            self._clear_fast()
 
 
 def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
