@@ -1466,6 +1466,7 @@ PyMODINIT_FUNC PyInit__runner(void)
         PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) < 0 ||
         PyModule_AddObjectRef(m, "Scheduler", (PyObject *)&SchedulerType) < 0 ||
         PyModule_AddIntConstant(m, "ARCH", (long)host_arch()) < 0 ||
+        PyModule_AddStringConstant(m, "ARCH_NAME", cp_arch_name(host_arch())) < 0 ||
         PyModule_AddIntConstant(m, "ABI_VERSION", (long)CP_RUNNER_ABI_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "FORMAT_VERSION", (long)CP_IMAGE_FORMAT_VERSION) < 0) {
         Py_DECREF(m);

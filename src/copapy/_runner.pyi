@@ -7,6 +7,7 @@ from .runtime.errors import ProgramFault as ProgramFault
 Buffer = bytes | bytearray | memoryview | Any
 
 ARCH: int
+ARCH_NAME: str  # runner.h's name of ARCH (checked against the tomls by tests)
 ABI_VERSION: int
 FORMAT_VERSION: int
 

@@ -205,17 +205,21 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
 
 
 @functools.cache
+def _read(file_name: str) -> Target:
+    """One architecture's file, parsed once per process."""
+    origin = f"targets/{file_name}"
+    path = resources.files("copapy") / "targets" / file_name
+    target = parse_target(origin, tomllib.loads(path.read_text(encoding="utf-8")))
+    if target.name != file_name.removesuffix(".toml"):
+        raise TargetFileError(f"{origin}: name {target.name!r} differs from the file name")
+    return target
+
+
+@functools.cache
 def targets() -> tuple[Target, ...]:
     """Every architecture, in the order of their ids (parsed once per process)."""
-    found: list[Target] = []
-    for path in (resources.files("copapy") / "targets").iterdir():
-        if not path.name.endswith(".toml"):
-            continue
-        origin = f"targets/{path.name}"
-        target = parse_target(origin, tomllib.loads(path.read_text(encoding="utf-8")))
-        if target.name != path.name.removesuffix(".toml"):
-            raise TargetFileError(f"{origin}: name {target.name!r} differs from the file name")
-        found.append(target)
+    found = [_read(path.name) for path in (resources.files("copapy") / "targets").iterdir()
+             if path.name.endswith(".toml")]
     found.sort(key=lambda t: t.id)
     for a, b in itertools.pairwise(found):
         if a.id == b.id:
@@ -234,7 +238,11 @@ def _by_name() -> dict[str, Target]:
 
 
 def by_name(name: str) -> Target:
-    """The architecture called ``name``; UnknownArchitectureError lists the valid names."""
+    """The architecture called ``name``; UnknownArchitectureError lists the valid names.
+    Reads only that architecture's file (a process that uses one architecture parses one)."""
+    if (isinstance(name, str) and name.replace("-", "").replace("_", "").isalnum()
+            and (resources.files("copapy") / "targets" / f"{name}.toml").is_file()):
+        return _read(f"{name}.toml")
     target = _by_name().get(name)
     if target is None:
         raise UnknownArchitectureError(f"unknown architecture {name!r}; valid: "
@@ -268,6 +276,7 @@ def host_arch() -> str | None:
     except ImportError:
         return None
     try:
-        return by_id(_runner.ARCH).name
+        target = by_name(_runner.ARCH_NAME)
     except UnknownArchitectureError:
         return None
+    return target.name if target.id == _runner.ARCH else None
