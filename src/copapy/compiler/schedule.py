@@ -9,7 +9,8 @@ graph/node.canonical_key is a hash order, not one chosen for register pressure).
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+import itertools
+from collections.abc import Container, Iterable, Sequence
 
 from ..graph.node import Node
 from ..graph.traverse import live_nodes
@@ -19,11 +20,14 @@ def register_needs(order: Iterable[Node], stop: Container[Node]) -> dict[int, in
     """Registers each node needs to be computed (0 for values in memory), by node id."""
     need: dict[int, int] = {}
     for node in order:
-        if node in stop or not node.args:
+        args = node.args
+        if not args or node in stop:
             need[id(node)] = 0
-            continue
-        child = sorted((need[id(a)] for a in node.args), reverse=True)
-        need[id(node)] = max(1, *(n + k for k, n in enumerate(child)))
+        elif len(args) == 1:
+            need[id(node)] = max(1, need[id(args[0])])
+        else:
+            child = sorted((need[id(a)] for a in args), reverse=True)
+            need[id(node)] = max(1, *(n + k for k, n in enumerate(child)))
     return need
 
 
@@ -31,33 +35,37 @@ def evaluation_order(roots: Iterable[Node], stop: Container[Node] = ()) -> list[
     """``live_nodes`` order (operands before users), visiting the operand with the larger
     register need first; ties keep the operands' order."""
     roots = list(roots)
-    need = register_needs(live_nodes(roots, stop=stop), stop)
+    live = live_nodes(roots, stop=stop)
+    need = register_needs(live, stop)
+    reordered: dict[int, Sequence[Node]] = {}
+    for node in live:
+        operands = node.args
+        if len(operands) < 2 or node in stop:
+            continue
+        needs = [need[id(a)] for a in operands]
+        if any(later > earlier for earlier, later in itertools.pairwise(needs)):
+            ranked = sorted(range(len(operands)), key=needs.__getitem__, reverse=True)
+            reordered[id(node)] = [operands[i] for i in ranked]
+    if not reordered:
+        return live
     order: list[Node] = []
     seen: set[int] = set()
     for root in roots:
         if id(root) in seen:
             continue
         seen.add(id(root))
-        stack: list[tuple[Node, list[Node]]] = [(root, _visit_order(root, need, stop))]
+        stack: list[tuple[Node, Sequence[Node], int]] = [
+            (root, () if root in stop else reordered.get(id(root), root.args), 0)]
         while stack:
-            node, todo = stack[-1]
-            if todo:
-                child = todo.pop()
+            node, args, i = stack[-1]
+            if i < len(args):
+                stack[-1] = (node, args, i + 1)
+                child = args[i]
                 if id(child) not in seen:
                     seen.add(id(child))
-                    stack.append((child, _visit_order(child, need, stop)))
+                    stack.append((child, () if child in stop else
+                                  reordered.get(id(child), child.args), 0))
             else:
                 stack.pop()
                 order.append(node)
     return order
-
-
-def _visit_order(node: Node, need: dict[int, int], stop: Container[Node]) -> list[Node]:
-    """The operands to visit, the first one last (the caller pops from the end)."""
-    if node in stop or not node.args:
-        return []
-    args = node.args
-    if len(args) == 1:
-        return [args[0]]
-    ranked = sorted(range(len(args)), key=lambda i: (-need[id(args[i])], i))
-    return [args[i] for i in reversed(ranked)]
