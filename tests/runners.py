@@ -14,6 +14,14 @@ from copapy.arch.targets import by_name
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The firmware's clock in qemu: instruction counting, one instruction = 2^5 ns (31 MIPS, near
+# the mps2 board's 25 MHz), the CPU sleeping in real time when idle (sleep=on). Without it
+# qemu's guest clocks follow the host's wall clock, so a host that preempts the qemu thread
+# in the middle of a chain makes that job look milliseconds long to the firmware (a 0.5 ms
+# tick, overrun and a skipped release, correctly reported); with it a job takes the same
+# virtual time at any host load (docs/realtime.md, "Emulated firmware and host load").
+QEMU_CLOCK = ("-icount", "shift=5,sleep=on")
+
 
 def build(target: str, *args: str, directory: str = "runner", timeout: int = 900) -> str:
     """``make -C <directory> <target> <args...>`` (more targets, VAR=value); its stdout."""
@@ -74,6 +82,15 @@ def free_port() -> int:
 def qemu_runner(arch: str, *make_args: str, build_dir: str = "build") -> Iterator[str]:
     """socket:// URL of the runner firmware of ``arch`` on the qemu board of its toml (built
     with ``make_args``, e.g. RUNNER_KEY=..., into runner/baremetal/<build_dir>)."""
+    with qemu_process(arch, *make_args, build_dir=build_dir) as (url, _proc):
+        yield url
+
+
+@contextmanager
+def qemu_process(arch: str, *make_args: str, build_dir: str = "build",
+                 clock: tuple[str, ...] = QEMU_CLOCK
+                 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(URL, qemu process) of qemu_runner; ``clock``: qemu's timing options."""
     board = by_name(arch).qemu
     assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
     assert shutil.which(board.system), ("the firmware test needs qemu: apt-get install "
@@ -85,7 +102,8 @@ def qemu_runner(arch: str, *make_args: str, build_dir: str = "build") -> Iterato
           directory="runner/baremetal")
     port = free_port()
     elf = ROOT / "runner" / "baremetal" / build_dir / board.firmware
-    proc = subprocess.Popen([board.system, *board.args, "-display", "none", "-monitor", "none",
+    proc = subprocess.Popen([board.system, *board.args, *clock, "-display", "none",
+                             "-monitor", "none",
                              "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
                              "-kernel", str(elf)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -100,7 +118,7 @@ def qemu_runner(arch: str, *make_args: str, build_dir: str = "build") -> Iterato
             break
         # the probe connection above was the one qemu waited for; it restarts listening
         time.sleep(0.2)
-        yield f"socket://127.0.0.1:{port}"
+        yield f"socket://127.0.0.1:{port}", proc
     finally:
         proc.kill()
         proc.wait(timeout=5)

@@ -445,6 +445,8 @@ def test_user_drops_root_and_dma_latency_is_held_only_while_running() -> None:
         log = proc.stderr.read() if proc.stderr else ""
     assert "running as user nobody" in log
     if "cannot open /dev/cpu_dma_latency" not in log:
-        held = log.count("cpu_dma_latency held at 0")
-        released = log.count("cpu_dma_latency released")
-        assert held == 2 and released == 2, log  # two runs, each held and released
+        # two runs, each held and released at the request itself: the STOP and START above
+        # come within one tick, which the tick thread alone would not notice
+        events = [line.split("cpu_dma_latency ")[1] for line in log.splitlines()
+                  if "cpu_dma_latency " in line]
+        assert events == ["held at 0 (a program runs)", "released"] * 2, log

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import struct
 import threading
@@ -18,7 +19,7 @@ import copapy as cp
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .runners import host_runner, qemu_runner
+from .runners import host_runner, qemu_process, qemu_runner
 
 
 def control_program() -> dict[str, Any]:
@@ -81,6 +82,30 @@ def test_host_runner_end_to_end() -> None:
 def test_qemu_cortex_m7_firmware_end_to_end() -> None:
     with qemu_runner("cortex-m7") as url:
         run_and_compare(url, "cortex-m7", 0.5)
+
+
+def test_qemu_firmware_timing_does_not_follow_host_preemption() -> None:
+    """The host takes qemu off the CPU for 1 ms in every 4 (SIGSTOP/SIGCONT), as a loaded
+    machine does at random: every release still runs, none skipped, and the result equals
+    the simulation tick for tick. Without instruction counting (tests/runners.py QEMU_CLOCK)
+    a stop inside a chain makes that job milliseconds long in the guest's clock."""
+    with qemu_process("cortex-m7") as (url, proc):
+        done = threading.Event()
+
+        def preempt() -> None:
+            while not done.wait(0.003):
+                os.kill(proc.pid, signal.SIGSTOP)
+                time.sleep(0.001)
+                os.kill(proc.pid, signal.SIGCONT)
+
+        thread = threading.Thread(target=preempt)
+        thread.start()
+        try:
+            run_and_compare(url, "cortex-m7", 0.5)
+        finally:
+            done.set()
+            thread.join()
+            os.kill(proc.pid, signal.SIGCONT)
 
 
 def test_write_while_running_and_stream() -> None:

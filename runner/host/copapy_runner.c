@@ -115,7 +115,7 @@ typedef struct host {
     int want_rt;
     int rt_active;
     int dma_fd;
-    int dma_held;             /* the tick thread has written 0 */
+    int dma_held;             /* 0 is written (a program runs); under lock */
     int verbose;              /* --verbose: real-time state changes on stderr */
     cp_jitter_hist hist;      /* written by the tick thread only */
     uint32_t late_ticks;      /* atomic */
@@ -206,6 +206,8 @@ static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
     cp_jitter_rt_stats(out, &h->hist, &h->late_ticks);
 }
 
+static void dma_hold(host *h, int on);
+
 static void h_notify(void *ctx, uint32_t what)
 {
     host *h = ctx;
@@ -213,6 +215,8 @@ static void h_notify(void *ctx, uint32_t what)
     case CP_SERVER_NOTIFY_STATE:
     case CP_SERVER_NOTIFY_REPLACED:
         pthread_mutex_lock(&h->lock);
+        /* at the request itself: a STOP and START within one tick still release and hold */
+        dma_hold(h, cp_server_state(&h->srv) == CP_SERVER_RUNNING);
         pthread_cond_broadcast(&h->cond);
         pthread_mutex_unlock(&h->lock);
         break;
@@ -336,8 +340,10 @@ static void rt_setup_process(host *h)
     }
 }
 
-/* Tick thread: the CPU stays out of deep idle states (latency 0) only while a program runs;
- * otherwise the request on the open file says "no constraint". */
+/* The CPU stays out of deep idle states (latency 0) only while a program runs; otherwise the
+ * request on the open file says "no constraint". Called under the lock by the protocol thread
+ * at every state change (START, STOP, RESET, COMMIT, unload) and by the tick thread when it
+ * finds the program no longer running (a fault, a timeout, the dead-man switch). */
 static void dma_hold(host *h, int on)
 {
     if (h->dma_fd < 0 || h->dma_held == on) {
