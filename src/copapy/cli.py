@@ -22,18 +22,23 @@ def repo_root() -> Path:
 
 
 def runner_executable(rebuild: bool = False) -> Path:
-    """The host runner, kept up to date with `make -C runner host` in a source checkout."""
+    """The host runner, kept up to date with `make -C runner host` in a source checkout; the
+    one built into the wheel (copapy/_bin) in an installed copapy."""
     root = repo_root()
+    packaged = Path(__file__).resolve().parent / "_bin" / "copapy-runner"
+    if not (root / "runner" / "Makefile").exists() and packaged.exists() and not rebuild:
+        return packaged
     exe = root / "runner" / "build" / "copapy-runner"
     can_build = (root / "runner" / "Makefile").exists() and shutil.which("make") is not None \
         and shutil.which("cc") is not None
     if not can_build:
         if exe.exists() and not rebuild:
             return exe
+        if packaged.exists() and not rebuild:
+            return packaged
         if not (root / "runner" / "Makefile").exists():
-            raise SystemExit("the runner sources are not next to this copapy installation; "
-                             "install copapy from a source checkout (pip install -e .) to "
-                             "build the runner")
+            raise SystemExit("this copapy has no host runner (copapy/_bin/copapy-runner): "
+                             "reinstall it from a wheel or a source checkout")
         raise SystemExit("building the host runner needs make and a C compiler "
                          "(Debian: apt-get install build-essential)")
     argv = ["make", "-C", str(root / "runner"), *(["-B"] if rebuild else []), "host"]
