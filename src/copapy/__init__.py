@@ -15,6 +15,7 @@ from .functions import cast, clamp, grad
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .quaternion import Quaternion, quaternion
+from .saved import Program, load, save
 from .signals import (
     angular_rate,
     delay,
@@ -68,6 +69,7 @@ __all__ = [
     "Array",
     "DType",
     "LocalTarget",
+    "Program",
     "Quaternion",
     "SerialTarget",
     "Task",
@@ -100,6 +102,7 @@ __all__ = [
     "integrate_rotation",
     "io",
     "jit",
+    "load",
     "log",
     "logical_and",
     "logical_not",
@@ -115,6 +118,7 @@ __all__ = [
     "rate",
     "relu",
     "round",
+    "save",
     "sign",
     "simplify_options",
     "sin",

@@ -14,11 +14,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel
+from .saved import Program
 from .serial import protocol as p
 from .target_common import (
     TaskStats,
@@ -26,6 +27,7 @@ from .target_common import (
     decode_rows,
     find_port,
     io_specs,
+    same_value,
     task_specs,
     task_stats,
 )
@@ -178,9 +180,9 @@ class StreamTrace:
     def time(self) -> Any:
         return self._columns()[0].astype(float) * self._target.tick_ns * 1e-9
 
-    def __getitem__(self, value: Value[Any]) -> Any:
+    def __getitem__(self, value: Value[Any] | str) -> Any:
         for v, col in zip(self.values, self._columns()[1], strict=True):
-            if v.node is value.node:
+            if same_value(v, value):
                 return col.copy()
         raise KeyError(f"{value!r} is not traced")
 
@@ -246,18 +248,25 @@ class SerialTarget:
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
         return compile_tasks(task_specs(tasks), self.arch, io_specs(self._bindings))
 
-    def deploy(self, *tasks: Task) -> None:
+    def deploy(self, *tasks: Task | Program) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
-        this program, in which case this re-attaches without stopping it)."""
-        compiled = self._compile(tasks)
+        this program, in which case this re-attaches without stopping it). A saved program
+        (``cp.load(path)``) is uploaded as it is; its ports are read and written by name."""
+        if len(tasks) == 1 and isinstance(tasks[0], Program):
+            if tasks[0].arch != self.arch:
+                raise SerialTargetError(f"{tasks[0].source} holds {tasks[0].arch} code; the "
+                                        f"runner on {self._link.name} executes {self.arch}")
+            compiled, tasks = tasks[0].compiled(), cast(tuple[Task, ...], tasks[0].tasks)
+        else:
+            compiled = self._compile(cast(tuple[Task, ...], tasks))
         image = compiled.image
         crc = p.image_crc(image)
         info = self.info()
         if info.image_crc == crc and info.state != "empty":
-            self._adopt(compiled, tasks)
+            self._adopt(compiled, cast(tuple[Task, ...], tasks))
             return
         self._upload(image, crc)
-        self._adopt(compiled, tasks)
+        self._adopt(compiled, cast(tuple[Task, ...], tasks))
 
     def attach(self, *tasks: Task) -> None:
         """Connect to the program the runner already runs (must be exactly these tasks)."""
@@ -314,20 +323,20 @@ class SerialTarget:
 
     # ---- values ----------------------------------------------------------------------------
 
-    def _port(self, v: Value[Any]) -> Port:
+    def _port(self, v: Value[Any] | str) -> Port:
         port = find_port(self._ports, v)
         if port is None:
             raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
                                     f"program")
         return port
 
-    def read(self, v: Value[Any]) -> float | int | bool:
+    def read(self, v: Value[Any] | str) -> float | int | bool:
         port = self._port(v)
         raw = self._link.request(p.READ, struct.pack("<IH", port.offset, port.dtype.size))
         result: float | int | bool = port.dtype.unpack(raw)
         return result
 
-    def write(self, v: Value[Any], x: float | int | bool) -> None:
+    def write(self, v: Value[Any] | str, x: float | int | bool) -> None:
         port = self._port(v)
         if port.role != ROLE_INPUT:
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
