@@ -58,6 +58,9 @@ def runner_executable(rebuild: bool = False) -> Path:
 
 def cmd_runner(args: argparse.Namespace) -> int:
     exe = runner_executable(args.rebuild)
+    if args.path:
+        print(exe)
+        return 0
     argv = [str(exe)]
     if args.tcp is not None:
         argv += ["--tcp", str(args.tcp)]
@@ -130,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-rt", action="store_true", help="skip real-time scheduling setup")
     run.add_argument("--name", default="", help="name reported in HELLO")
     run.add_argument("--rebuild", action="store_true", help="rebuild the runner first")
+    run.add_argument("--path", action="store_true", help="print the runner executable's path")
     run.add_argument("--image", help="load a saved program (.cpimg) at start-up")
     run.add_argument("--start", action="store_true", help="start the --image program")
     run.set_defaults(fn=cmd_runner)

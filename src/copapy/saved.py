@@ -214,7 +214,10 @@ def load(path: str | os.PathLike[str]) -> Program:
 
 
 def is_image_file(path: str) -> bool:
-    """Whether ``path`` names a file that starts like a program image."""
+    """Whether ``path`` names a regular file that starts like a program image (a serial port
+    or pty is never opened here: reading one would block)."""
+    if not os.path.isfile(path):
+        return False
     try:
         with open(path, "rb") as f:
             return f.read(4) == im.MAGIC

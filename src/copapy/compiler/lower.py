@@ -9,7 +9,7 @@ slots are reused once their value is dead. Everything is linear in the number of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..dtypes import DType, int32
@@ -123,7 +123,9 @@ class _Lowerer:
             out.append(node)
         return out
 
-    def lower(self, order: Sequence[Node]) -> None:
+    def lower(self, order: Sequence[Node],
+              progress: Callable[[int, int], None] | None = None) -> None:
+        """``progress(done, total)`` is called every 1024 nodes (a compile's progress bar)."""
         self.fused = self.find_fusions(order)
         skipped = {f[1] for f in self.fused.values()}
         remaining = self.remaining
@@ -138,6 +140,8 @@ class _Lowerer:
                     else:
                         uses.append(i)
         for i, node in enumerate(order):
+            if progress is not None and not i & 1023:
+                progress(i, len(order))
             if node in skipped:
                 continue
             if node.shape or any(a.shape for a in node.args):
@@ -439,8 +443,8 @@ def check_types(nodes: Sequence[Node], table: StencilTable) -> None:
                                "deployed with cp.Task(..., period=...)")
 
 
-def lower_chain(spec: ChainSpec, table: StencilTable,
-                layout: DataLayout) -> tuple[list[Instr], int]:
+def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
+                progress: Callable[[int, int], None] | None = None) -> tuple[list[Instr], int]:
     """Stencils of one chain and the number of operations it computes (linear time)."""
     roots = list(spec.stores) + [src for src, _, _ in spec.end_copies]
     order = live_nodes(roots, stop=spec.placed)
@@ -455,7 +459,9 @@ def lower_chain(spec: ChainSpec, table: StencilTable,
             for offset in offsets:
                 lowerer.store(node, "m", offset, src)
     computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
-    lowerer.lower(computed)
+    lowerer.lower(computed, progress)
+    if progress is not None:
+        progress(len(computed), len(computed))
     for node, src, dst in spec.end_copies:
         lowerer.store(node, "m", dst, src)
     layout.end_temp_scope()

@@ -21,6 +21,7 @@ from ..image import (
     ImageTask,
     kinds_table,
 )
+from ..progress import Progress
 from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
 from .link import link
 from .lower import ChainSpec, CompileError, Instr, lower_chain
@@ -105,6 +106,8 @@ class _Builder:
         self.bindings: list[ImageIoBinding] = []
         self.ops = 0
         self.task_ops: list[int] = []
+        #: a bar for compiles longer than about a second
+        self.progress = Progress("compiling")
 
     def shared_input(self, node: Node) -> int:
         port = self.ports.get(node)
@@ -143,13 +146,17 @@ class _Builder:
                                               s.size))
 
     def add_chain(self, spec: ChainSpec) -> None:
-        instrs, ops = lower_chain(spec, self.table, self.layout)
+        instrs, ops = lower_chain(spec, self.table, self.layout, self.progress.part)
         self.chains.append(instrs)
         self.ops += ops
         self.task_ops.append(ops)
 
     def finish(self, tasks: Sequence[ImageTask], specs: list[TaskSpec]) -> CompiledProgram:
-        linked = link(self.chains, self.table)
+        self.progress.phase("linking")
+        try:
+            linked = link(self.chains, self.table)
+        finally:
+            self.progress.close()
         kinds, index = kinds_table([p.kind for p in linked.patches])
         data_size = -(-max(self.layout.size, 8) // 8) * 8
         image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns)

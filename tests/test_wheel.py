@@ -1,0 +1,183 @@
+"""The wheel is complete: built from the sdist (the same files as a wheel built from the tree),
+installed into a fresh venv and used with NO C compiler on PATH: the demo, a LocalTarget
+program, the packaged host runner serving a SerialTarget, a saved program in
+``copapy-runner --image``, @cp.jit, the firmware export, and the import time. The README states
+the platform tag ``auditwheel show`` reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: what a user's program does with an installed copapy (run by the venv's python)
+USER_PROGRAM = r'''
+import json, shutil, subprocess, sys, time
+import numpy as np
+import copapy as cp
+
+assert shutil.which("cc") is None and shutil.which("gcc") is None, "a C compiler is on PATH"
+assert "site-packages" in cp.__file__, cp.__file__
+out = {}
+
+x = cp.value(2.0, name="x")
+y = cp.sqrt(x * x + 1.0) + cp.sin(x)
+tg = cp.LocalTarget()
+tg.compile(y)
+tg.write(x, 2.0)
+tg.run()
+out["local"] = tg.read(y)
+
+@cp.jit
+def rms(a, b):
+    e = a - b
+    return cp.sqrt((e * e).sum() / e.size)
+
+a = np.arange(8, dtype=np.float32)
+out["jit"] = float(rms(a, a + 2.0))
+
+runner = subprocess.Popen([sys.executable, "-m", "copapy", "runner", "--pty", "--no-rt"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+try:
+    line = runner.stdout.readline().split()
+    assert line[:1] == ["PTY"], (line, runner.stderr.read())
+    setpoint = cp.value(1.0, name="setpoint")
+    doubled = 2.0 * setpoint
+    with cp.SerialTarget(line[1]) as st:
+        st.deploy(cp.Task(doubled, period=1e-3))
+        st.start()
+        st.write(setpoint, 21.0)
+        time.sleep(0.1)
+        out["serial"] = st.read(doubled)
+        out["runner_arch"] = st.info().arch
+finally:
+    runner.kill()
+    runner.wait()
+
+prog = cp.save("twice.cpimg", cp.Task(doubled, period=1e-3), names={"doubled": doubled})
+runner = subprocess.Popen([sys.executable, "-m", "copapy", "runner", "--pty", "--no-rt",
+                           "--image", "twice.cpimg", "--start"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+try:
+    line = runner.stdout.readline().split()
+    assert line[:1] == ["PTY"], (line, runner.stderr.read())
+    with cp.SerialTarget(line[1]) as st:
+        st.deploy(prog)
+        out["image_state"] = st.info().state
+        out["image_doubled"] = st.read("doubled")
+finally:
+    runner.kill()
+    runner.wait()
+print(json.dumps(out))
+'''
+
+
+def _run(argv: list[str], timeout: float = 900, **kw: object) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kw)  # type: ignore[call-overload]
+    assert proc.returncode == 0, f"{argv}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(wheel from the sdist, the sdist, wheel from the tree)."""
+    dist = tmp_path_factory.mktemp("dist")
+    # sdist, then a wheel built from the unpacked sdist (what pip does with an sdist)
+    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist / "sd"),
+          str(ROOT)])
+    _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
+          "-w", str(dist / "tree"), str(ROOT)])
+    (whl,) = (dist / "sd").glob("*.whl")
+    (sdist,) = (dist / "sd").glob("*.tar.gz")
+    (tree,) = (dist / "tree").glob("*.whl")
+    return whl, sdist, tree
+
+
+def test_wheel_contents(wheels: tuple[Path, Path, Path]) -> None:
+    whl, _sdist, tree = wheels
+    names = set(zipfile.ZipFile(whl).namelist())
+    tree_names = set(zipfile.ZipFile(tree).namelist())
+    assert names == tree_names, (f"the sdist builds another wheel: only from the sdist "
+                                 f"{sorted(names - tree_names)}, only from the tree "
+                                 f"{sorted(tree_names - names)}")
+    required = {"copapy/_bin/copapy-runner", "copapy/py.typed", "copapy/_runner.pyi",
+                "copapy/_kernels.pyi", "copapy/_firmware/runner/src/server.c",
+                "copapy/_firmware/runner/include/copapy/runner.h",
+                "copapy/_firmware/runner/baremetal/Makefile",
+                "copapy/_firmware/docs/protocol.md", "copapy/_tables/x86_64.cpst"}
+    assert required <= names, sorted(required - names)
+    assert any(re.fullmatch(r"copapy/_runner\.cpython-.*\.so", n) for n in names)
+    if (ROOT / "zephyr_app").is_dir():
+        assert any(n.startswith("copapy/_firmware/zephyr_app/") for n in names)
+    info = zipfile.ZipFile(whl).getinfo("copapy/_bin/copapy-runner")
+    assert (info.external_attr >> 16) & 0o111, "the runner is not executable in the wheel"
+
+
+def test_platform_tag_is_the_one_the_readme_states(wheels: tuple[Path, Path, Path]) -> None:
+    whl = wheels[0]
+    out = _run([sys.executable, "-m", "auditwheel", "show", str(whl)])
+    found = re.search(r'platform tag:\s*"(manylinux_\d+_\d+_\w+)"', out.stdout)
+    assert found, out.stdout
+    tag = found.group(1)
+    readme = (ROOT / "README.md").read_text()
+    stated = re.search(r"`auditwheel show`[^`]*`(manylinux_\d+_\d+)_x86_64`", readme)
+    assert stated, "README.md does not state the auditwheel platform tag"
+    if tag.endswith("_x86_64"):
+        assert tag == f"{stated.group(1)}_x86_64", f"auditwheel says {tag}, the README " \
+                                                    f"{stated.group(1)}_x86_64"
+
+
+def test_fresh_venv_without_a_compiler(wheels: tuple[Path, Path, Path],
+                                       tmp_path: Path) -> None:
+    whl = wheels[0]
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    _run([str(py), "-m", "pip", "install", "-q", f"{whl}[serial]"])
+    work = tmp_path / "work"
+    work.mkdir()
+    # PATH: the venv only (no cc, no gcc, no make); nothing of the checkout importable
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PATH"] = str(env_dir / "bin")
+    assert shutil.which("cc", path=env["PATH"]) is None
+
+    demo = _run([str(py), str(ROOT / "examples" / "demo.py")], cwd=work, env=env)
+    assert "tip" in demo.stdout.lower(), demo.stdout
+
+    user = _run([str(py), "-c", USER_PROGRAM], cwd=work, env=env, timeout=300)
+    out = json.loads(user.stdout.strip().splitlines()[-1])
+    assert abs(out["local"] - 3.1453655) < 1e-6
+    assert abs(out["jit"] - 2.0) < 1e-6
+    assert out["serial"] == 42.0 and out["runner_arch"] == "x86_64"
+    assert out["image_state"] == "running" and out["image_doubled"] == 2.0
+
+    version = _run([str(env_dir / "bin" / "copapy"), "--version"], cwd=work, env=env)
+    assert version.stdout.strip() == "copapy 0.1.0"
+    doctor = _run([str(env_dir / "bin" / "copapy"), "doctor"], cwd=work, env=env)
+    assert "ok  compiler-free core" in doctor.stdout and "ok  host runner" in doctor.stdout
+    assert "to add: pip install 'copapy[plot]'" in doctor.stdout
+    export = _run([str(env_dir / "bin" / "copapy"), "firmware", "export", "fw"], cwd=work,
+                  env=env)
+    assert (work / "fw" / "runner" / "src" / "server.c").is_file(), export.stdout
+    assert (work / "fw" / "runner" / "baremetal" / "runner_fw.c").is_file()
+
+    # import time: the best of five fresh interpreters
+    timing = _run([str(py), "-c", (
+        "import subprocess, sys, time\n"
+        "best = min(float(subprocess.run([sys.executable, '-c', 'import time; t = "
+        "time.perf_counter(); import copapy; print(time.perf_counter() - t)'], "
+        "capture_output=True, text=True, check=True).stdout) for _ in range(5))\n"
+        "print(best)")], cwd=work, env=env)
+    seconds = float(timing.stdout.strip())
+    print(f"import copapy from the wheel: {seconds * 1e3:.0f} ms")
+    assert seconds < 0.5, f"import copapy took {seconds:.3f} s"
