@@ -3,7 +3,9 @@ uses), the deterministic math kernels for the host as ``copapy._kernels``, and t
 process ``copapy/_bin/copapy-runner`` (``copapy runner`` starts it); a wheel also carries the
 firmware sources as ``copapy/_firmware`` (``copapy firmware export DIR`` writes them out)."""
 import os
+import platform
 import shutil
+import struct
 from glob import glob
 from pathlib import Path
 
@@ -21,12 +23,15 @@ runner = Extension(
     extra_compile_args=STRICT,
 )
 
-# -ffp-contract=off: no FMA contraction, so the host computes exactly what the stencils do
+# -ffp-contract=off: no FMA contraction, so the host computes exactly what the stencils do;
+# 32-bit x86 computes in SSE2 registers (x87's extended precision would round differently)
+X87 = struct.calcsize("P") == 4 and platform.machine() in ("i386", "i486", "i586", "i686", "x86")
 kernels = Extension(
     "copapy._kernels",
     sources=sorted(glob("stencils/math/*.c")) + ["stencils/host/kernels_module.c"],
     include_dirs=["stencils/include"],
-    extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin"],
+    extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin",
+                        *(["-msse2", "-mfpmath=sse"] if X87 else [])],
 )
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
