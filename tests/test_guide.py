@@ -119,3 +119,14 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     assert "Compile values into machine code and run them in this process." in api
     assert "Compile <code>cp.Task</code> objects" in api or "Compile cp.Task" in api or \
         "periodic tasks" in api
+
+
+def test_getting_started_quotes_the_readme_commands() -> None:
+    """The one skipped block of Getting started is the README's two set-up commands, verbatim."""
+    readme = (ROOT / "README.md").read_text()
+    setup = readme[readme.index("## Set up"):readme.index("## What it does")]
+    commands = [m["body"].strip() for m in BLOCK.finditer(setup)]
+    assert len(commands) == 2, commands
+    page = [b for b in blocks(ROOT / "docs" / "guide" / "getting-started.md")
+            if b.mark.startswith("skip")]
+    assert [b.body.strip() for b in page] == ["\n".join(commands)]
