@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import copapy as cp
+from copapy.runtime.load import host_architecture
 from copapy.saved import Program, ProgramFileError
 from tests.runners import build
 from tests.test_cli import copapy
@@ -104,8 +105,8 @@ def test_cli_info_lists_header_tasks_ports_bindings(tmp_path: Path) -> None:
     out = copapy("info", str(tmp_path / "pid.cpimg"))
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    for expected in ("arch           x86_64", "tick           100000 ns", "0: controller",
-                     "1: plant", "setpoint", "angle", "I/O bindings:",
+    for expected in (f"arch           {host_architecture()}", "tick           100000 ns",
+                     "0: controller", "1: plant", "setpoint", "angle", "I/O bindings:",
                      "encoder <- cp.io.Encoder(0) (task 0)", "pwm -> cp.io.PWM(0) (task 0)"):
         assert expected in text, f"{expected!r} missing in:\n{text}"
 

@@ -69,7 +69,11 @@ t2=$(date +%s)
 cd "$TREE"
 tests=$(for t in $SUBSET; do printf "tests/%s " "$t"; done)
 set +e
-../venv/bin/python -m pytest -q -p no:cacheprovider -o addopts="" $tests > ../pytest.log 2>&1
+# not in the subset: tests of the plot and emu extras (matplotlib, unicorn are not installed)
+../venv/bin/python -m pytest -q -p no:cacheprovider -o addopts="" $tests \
+    --deselect tests/test_realtime.py::test_motor_pid_example_converges \
+    --deselect tests/test_realtime.py::test_emulated_cpu_gives_the_same_trace \
+    > ../pytest.log 2>&1
 rc=$?
 set -e
 t3=$(date +%s)

@@ -79,6 +79,9 @@ def main() -> int:
         with cp.SerialTarget(pty, timeout=5.0) as st:
             st.deploy(prog)  # the same image: attaches
             out["image_state"] = st.info().state
+            deadline = time.monotonic() + 5.0
+            while st.read("doubled") != 2.0 and time.monotonic() < deadline:
+                time.sleep(0.02)  # the first period has not ended yet
             out["image_doubled"] = st.read("doubled")
     finally:
         proc.kill()

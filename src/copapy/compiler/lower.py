@@ -193,9 +193,17 @@ class _Lowerer:
 
     def consume(self, node: Node) -> None:
         """The operands of ``node`` are used: advance next-use pointers, free dead values."""
+        self.free_dead(self.use_operands(node))
+
+    def use_operands(self, node: Node) -> tuple[Node, ...]:
+        """Advance the operands' next-use pointers (without freeing anything yet)."""
         args = self.operands(node)
         for arg in args:
             self.advance(arg)
+        return args
+
+    def free_dead(self, args: Sequence[Node]) -> None:
+        """Free the registers and slots of operands that are not used again."""
         for arg in args:
             for x in self.chain_of(arg):
                 if self.next_use(x) == NEVER:
@@ -278,11 +286,14 @@ class _Lowerer:
             family, _, array, scalar, other = fusion
             slots = [("a", self.slot_of(array)), ("c", self.ensure_mem(scalar)),
                      ("b", self.slot_of(other)), ("n", self.const_int(array.size))]
-            self.consume(node)
+            # operands are freed only after the stencil: a spill by evict() must not land in
+            # a slot the stencil still reads
+            args = self.use_operands(node)
             regs = self.regs[_class(node.dtype)]
             dst = self.pick_register(regs)
             self.evict(regs, dst)
             self.emit(f"{family}_{node.dtype.stencil}__{dst}_v_m_v", slots)
+            self.free_dead(args)
             self.finish_scalar(node, regs, dst)
             return
         family, suffix = _stencil_name(node)
@@ -309,12 +320,13 @@ class _Lowerer:
             self.emit(f"{family}_{suffix}__v_{'_'.join(forms)}", [*slots, ("out", out)])
             self.copy_stores(node, skip_first=True)
             return
-        # reduction to a scalar register
-        self.consume(node)
+        # reduction to a scalar register (operands freed after the stencil, as above)
+        args = self.use_operands(node)
         regs = self.regs[_class(node.dtype)]
         dst = self.pick_register(regs)
         self.evict(regs, dst)
         self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+        self.free_dead(args)
         self.finish_scalar(node, regs, dst)
 
     def finish_scalar(self, node: Node, regs: list[Node | None], dst: int) -> None:
