@@ -70,7 +70,7 @@ cd "$TREE"
 tests=$(for t in $SUBSET; do printf "tests/%s " "$t"; done)
 set +e
 # not in the subset: tests of the plot and emu extras (matplotlib, unicorn are not installed)
-../venv/bin/python -m pytest -q -p no:cacheprovider -o addopts="" $tests \
+../venv/bin/python -m pytest -q -rs -p no:cacheprovider -o addopts="" $tests \
     --deselect tests/test_realtime.py::test_motor_pid_example_converges \
     --deselect tests/test_realtime.py::test_emulated_cpu_gives_the_same_trace \
     > ../pytest.log 2>&1
