@@ -4,6 +4,7 @@ was compiled in this process."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 import copapy as cp
 from copapy.runtime.load import host_architecture
 from copapy.saved import Program, ProgramFileError
+from copapy.serial_target import SerialTargetError
 from tests.runners import build
 from tests.test_cli import copapy
 
@@ -168,11 +170,13 @@ def test_runner_image_start_matches_local_target(tmp_path: Path) -> None:
 def test_runner_image_errors_are_one_line(tmp_path: Path) -> None:
     build("host")
     (tmp_path / "junk.cpimg").write_bytes(b"hello world")
-    out = subprocess.run([str(RUNNER), "--stdio", "--image", str(tmp_path / "junk.cpimg")],
+    out = subprocess.run([str(RUNNER), "--stdio", "--no-rt", "--image",
+                          str(tmp_path / "junk.cpimg")],
                          capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
     assert out.returncode == 2
-    assert out.stderr.strip() == (f"copapy-runner: error: {tmp_path / 'junk.cpimg'} is not a "
-                                  f"copapy program image (it does not start with CPIM)")
+    errors = [line for line in out.stderr.splitlines() if "warning:" not in line]  # root: a warning
+    assert errors == [f"copapy-runner: error: {tmp_path / 'junk.cpimg'} is not a copapy "
+                      f"program image (it does not start with CPIM)"]
     prog = _motor(tmp_path)
     broken = bytearray(prog.image)
     broken[60] ^= 0xFF
@@ -190,6 +194,28 @@ def test_runner_image_without_transport_runs(tmp_path: Path) -> None:
     try:
         time.sleep(0.5)
         assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+        proc.terminate()  # SIGTERM ends it cleanly (outputs safe first)
+        assert proc.wait(timeout=5) == 0
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def test_runner_image_with_a_key(tmp_path: Path) -> None:
+    """--image loads before any client exists; afterwards the key is required as usual."""
+    prog = _motor(tmp_path)
+    key = tmp_path / "runner.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    pty, proc = _start_runner("--key-file", str(key), "--image", str(tmp_path / "pid.cpimg"),
+                              "--start")
+    try:
+        with pytest.raises(SerialTargetError, match="AUTH_REQUIRED"):
+            cp.SerialTarget(pty, timeout=2.0).info()
+        with cp.SerialTarget(pty, key=key) as tg:
+            info = tg.info()
+            assert info.state == "running"
+            assert info.image_crc == int.from_bytes(prog.image[-4:], "little")
     finally:
         proc.kill()
         proc.wait(timeout=5)

@@ -34,8 +34,10 @@ def register(sub: Any) -> None:
     dep = sub.add_parser("deploy", help="upload a saved program to a runner and start it")
     dep.add_argument("image", help="a saved program (.cpimg)")
     dep.add_argument("--port", required=True,
-                     help="serial port, pty path or socket://host:port of the runner")
+                     help="serial port, pty path, Unix socket or socket://host:port of the "
+                          "runner")
     dep.add_argument("--baudrate", type=int, default=115200)
+    dep.add_argument("--key-file", metavar="F", help="the runner's key file")
     dep.add_argument("--no-start", action="store_true", help="upload only")
     dep.add_argument("--progress", action="store_true", help="show the upload progress bar "
                      "even for small images")
@@ -115,9 +117,11 @@ def cmd_image_info(path: str) -> int:
         print(f"tick           {prog.tick_ns} ns")
     print("tasks:" if prog.periodic else "runs on request (copapy run --steps N runs it N times)")
     for k, t in enumerate(prog.tasks if prog.periodic else []):
-        wcet = f", wcet {t.wcet * 1e6:g} µs" if t.wcet else ""
+        extra = "".join(f", {what} {v * scale:g} {unit}" for what, v, scale, unit in (
+            ("wcet", t.wcet, 1e6, "µs"), ("budget", t.budget, 1e6, "µs"),
+            ("link timeout", t.link_timeout, 1e3, "ms")) if v)
         print(f"  {k}: {t.name:16} period {t.period * 1e3:g} ms, offset {t.offset * 1e3:g} ms, "
-              f"priority {t.priority}{wcet}")
+              f"priority {t.priority}{extra}")
     print("ports:")
     for p in prog.ports:
         shape = f"[{p.count}]" if p.count != 1 else ""
@@ -135,7 +139,7 @@ def cmd_deploy(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
 
     prog = _load(args.image)
-    with SerialTarget(args.port, baudrate=args.baudrate,
+    with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file,
                       progress=True if args.progress else None) as tg:
         tg.deploy(prog)
         if not args.no_start:

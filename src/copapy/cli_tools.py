@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import __version__
+from .host_runner import runner_executable
+
 __all__ = ["Check", "checks", "firmware_sources", "register"]
 
 PACKAGE = Path(__file__).resolve().parent
@@ -108,17 +111,15 @@ def _program(name: str) -> str | None:
 def _core() -> Check:
     try:
         from . import _kernels, _runner  # noqa: F401
-        from .image import ARCH_NAMES
+        from .arch.targets import host_arch
     except ImportError as exc:
         return Check("compiler-free core", False, f"extension modules missing ({exc})",
                      "pip install --force-reinstall copapy")
-    arch = ARCH_NAMES.get(_runner.ARCH, "?")
+    arch = host_arch() or f"unknown id {_runner.ARCH}"
     return Check("compiler-free core", True, f"native runner for {arch} (LocalTarget, @cp.jit)")
 
 
 def _host_runner() -> Check:
-    from .cli import runner_executable
-
     try:
         exe = runner_executable()
     except SystemExit as exc:
@@ -212,8 +213,6 @@ def checks() -> list[Check]:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from . import __version__
-
     print(f"copapy {__version__} on Python {sys.version.split()[0]} ({sys.executable})")
     for c in checks():
         mark = "ok " if c.ok else "-- "

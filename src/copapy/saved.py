@@ -13,10 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from . import image as im
+from .arch import targets as arch_targets
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
 from .dtypes import BY_CODE, DType
 from .io import Channel
+from .runtime.load import check_architecture, host_architecture
+from .target_common import flatten, io_specs, task_specs
 from .task import Task
 from .value import Traced
 
@@ -55,6 +58,11 @@ class TaskInfo:
     offset: float
     priority: int
     wcet: float | None
+    #: the execution time a job may take before the runner's supervisor stops it (None: the
+    #: runner's default, wcet or the period)
+    budget: float | None = None
+    #: dead-man switch: the outputs go safe when the host link is silent this long
+    link_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -76,9 +84,10 @@ class Program:
             parsed = im.parse(image)
         except im.ImageFormatError as exc:
             raise ProgramFileError(f"{source}: {exc}") from None
-        arch = im.ARCH_NAMES.get(parsed.arch)
-        if arch is None:
-            raise ProgramFileError(f"{source}: unknown architecture id {parsed.arch}")
+        try:
+            arch = arch_targets.by_id(parsed.arch).name
+        except arch_targets.UnknownArchitectureError as exc:
+            raise ProgramFileError(f"{source}: {exc}") from None
         self.image = bytes(image)
         self.source = source
         self.arch: str = arch
@@ -90,12 +99,15 @@ class Program:
         names = self.metadata.get("tasks") or []
         self.tasks = [TaskInfo(names[k] if k < len(names) else f"task{k}", t.period_ns * 1e-9,
                                t.offset_ns * 1e-9, t.priority,
-                               t.wcet_ns * 1e-9 if t.wcet_ns else None)
+                               t.wcet_ns * 1e-9 if t.wcet_ns else None,
+                               t.budget_ns * 1e-9 if t.budget_ns else None,
+                               t.link_timeout_ns * 1e-9 if t.link_timeout_ns else None)
                       for k, t in enumerate(parsed.tasks)]
         by_offset = {p.offset: p.name for p in self.ports}
         self.bindings = [BindingInfo(b.task, "input" if b.direction == 1 else "output",
                                      Channel(b.kind, b.channel,
-                                             "out" if b.direction == 2 else "in"),
+                                             "out" if b.direction == 2 else "in",
+                                             safe=b.safe),
                                      by_offset.get(b.offset, f"@{b.offset}"))
                          for b in parsed.io_bindings]
 
@@ -181,9 +193,6 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
     ``tg.bind(value, channel)``). ``arch`` defaults to this machine's. Returns the saved
     :class:`Program`.
     """
-    from .runtime.load import check_architecture, host_architecture
-    from .target_common import flatten, io_specs, task_specs
-
     if not items:
         raise TypeError("save(path, ...) needs cp.Task objects or values to compile")
     arch = check_architecture(arch) if arch is not None else host_architecture()

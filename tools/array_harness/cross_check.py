@@ -10,8 +10,9 @@ there, as for the scalar stencils); everything else must match exactly.
 
     python tools/array_harness/cross_check.py [targets...]   # default: see TARGETS
 
-Stencils that call the math kernels (sin, pow, floordiv of floats, ...) are left out: the stub
-does not link the kernels. cortex-m55 needs qemu-system (MVE) and is not covered here.
+The math kernels (stencils/math) are linked in, so the loops that call them (sin, pow,
+floordiv of floats, ...) run too. Targets without a [unicorn] set-up in their toml (cortex-m55
+needs qemu-system for MVE) are not covered here.
 Needs ziglang, pyelftools and unicorn (the dev extra).
 """
 
@@ -34,14 +35,15 @@ sys.path.insert(0, str(HERE))
 import build_stencils  # type: ignore[import-not-found]  # noqa: E402
 import harness as hx  # noqa: E402
 
-TARGETS = ["x86_64", "x86", "aarch64", "armv6", "armv7a", "cortex-m4", "cortex-m7", "rv32",
-           "rv64"]
+from copapy.arch.targets import by_name, targets  # noqa: E402
+from copapy.runtime.unicorn_backend import Registers, new_emulator  # noqa: E402
+
+#: every C-stencil target that unicorn runs, in id order
+TARGETS = [t.name for t in targets() if t.builder == "clang" and t.unicorn is not None]
 CAP = 4096
 TEXT = 0x100000
 STACK_TOP = 0x0F000000
 STACK_SIZE = 0x100000
-CALLS_KERNEL = ("sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "tanh",
-                "floor", "ceil", "round", "trunc", "atan2")
 EXACT_OPS = ("mov", "fill", "where", "neg", "abs", "min", "max", "relu", "sign", "rmin", "rmax")
 
 STUB = r"""
@@ -79,8 +81,6 @@ SECTIONS
 
 def stencil_applicable(name: str, target: dict[str, Any]) -> bool:
     op, t = name.split("__")[0].rsplit("_", 1)
-    if op in CALLS_KERNEL or (t != "i32" and op in ("pow", "floordiv", "mod")):
-        return False
     if not target.get("float64", True) and (t == "f64" or op == "tof64"):
         return False
     return True
@@ -93,7 +93,10 @@ def build_elf(name: str, workdir: Path) -> Path:
     stub = workdir / "stub.c"
     stub.write_text(STUB.replace("CP_CROSS_CAP", str(CAP)))
     objs = []
-    for src in (ROOT / "stencils" / "array.c", stub):
+    # the math kernels are linked in (float64 ones call soft-float helpers where the target
+    # has no FP64; those stencils are not run there)
+    for src in (ROOT / "stencils" / "array.c", *sorted((ROOT / "stencils" / "math").glob("*.c")),
+                stub):
         obj = workdir / f"{src.stem}.o"
         subprocess.run([*cc, str(src), "-o", str(obj)], check=True)
         objs.append(str(obj))
@@ -111,7 +114,10 @@ class Machine:
     target: str
     emu: Any
     symbols: dict[str, int]
+    family: str  # unicorn architecture: X86, ARM64, ARM, RISCV
+    wide: bool  # 64-bit pointers (x86_64 and rv64 pass arguments differently)
     thumb: bool
+    pc: int  # unicorn's number of the program counter
     stop: int
 
     def write(self, symbol: str, values: np.ndarray[Any, Any]) -> None:
@@ -127,20 +133,10 @@ def load(name: str, elf: Path) -> Machine:
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
-    setup = {
-        "x86_64": ("UC_ARCH_X86", "UC_MODE_64", "", False),
-        "x86": ("UC_ARCH_X86", "UC_MODE_32", "", False),
-        "aarch64": ("UC_ARCH_ARM64", "UC_MODE_ARM", "", False),
-        "armv6": ("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_1176", False),
-        "armv7a": ("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_CORTEX_A7", False),
-        "cortex-m4": ("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
-        "cortex-m7": ("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
-        "rv32": ("UC_ARCH_RISCV", "UC_MODE_RISCV32", "", False),
-        "rv64": ("UC_ARCH_RISCV", "UC_MODE_RISCV64", "", False),
-    }[name]
-    emu = uc.Uc(getattr(uc, setup[0]), getattr(uc, setup[1]))
-    if setup[2]:
-        emu.ctl_set_cpu_model(getattr(uc.arm_const, setup[2]))
+    target = by_name(name)
+    setup = target.unicorn
+    assert setup is not None, f"{name}: no [unicorn] set-up"
+    emu = new_emulator(target)  # CPU model and FPU as the toml says
     symbols: dict[str, int] = {}
     with open(elf, "rb") as f:
         e = ELFFile(f)
@@ -157,14 +153,8 @@ def load(name: str, elf: Path) -> Machine:
                     if sym.name and sym["st_shndx"] != "SHN_UNDEF":
                         symbols[sym.name.split("@")[0]] = sym["st_value"]
     emu.mem_map(STACK_TOP - STACK_SIZE, STACK_SIZE)
-    if setup[0] == "UC_ARCH_ARM":
-        c = uc.arm_const
-        emu.reg_write(c.UC_ARM_REG_C1_C0_2, emu.reg_read(c.UC_ARM_REG_C1_C0_2) | (0xF << 20))
-        emu.reg_write(c.UC_ARM_REG_FPEXC, 0x40000000)
-    elif setup[0] == "UC_ARCH_RISCV":
-        c = uc.riscv_const
-        emu.reg_write(c.UC_RISCV_REG_MSTATUS, emu.reg_read(c.UC_RISCV_REG_MSTATUS) | (3 << 13))
-    return Machine(name, emu, symbols, setup[3], symbols["cp_next"] & ~1)
+    return Machine(name, emu, symbols, setup.arch, target.pointer_bits == 64, setup.thumb,
+                   Registers(uc, setup)[setup.pc], symbols["cp_next"] & ~1)
 
 
 def f32bits(x: Any) -> int:
@@ -185,12 +175,12 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
     f0, f1 = f32bits(regs.f0), f32bits(regs.f1)
     d0, d1 = f64bits(regs.d0), f64bits(regs.d1)
     i0, i1 = int(regs.i0) & 0xFFFFFFFF, int(regs.i1) & 0xFFFFFFFF
-    t = m.target
-    if t in ("x86_64", "x86"):
+    t, family = m.target, m.family
+    if family == "X86":
         c = uc.x86_const
         for reg, v in zip(("XMM0", "XMM1", "XMM2", "XMM3"), (f0, f1, d0, d1), strict=True):
             emu.reg_write(getattr(c, f"UC_X86_REG_{reg}"), v)
-        if t == "x86_64":
+        if m.wide:
             emu.reg_write(c.UC_X86_REG_RDI, i0)
             emu.reg_write(c.UC_X86_REG_RSI, i1)
             emu.reg_write(c.UC_X86_REG_RSP, sp - 8)
@@ -198,7 +188,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
             emu.reg_write(c.UC_X86_REG_ECX, i0)
             emu.reg_write(c.UC_X86_REG_EDX, i1)
             emu.reg_write(c.UC_X86_REG_ESP, sp - 4)
-    elif t == "aarch64":
+    elif family == "ARM64":
         c = uc.arm64_const
         emu.reg_write(c.UC_ARM64_REG_S0, f0)
         emu.reg_write(c.UC_ARM64_REG_S1, f1)
@@ -207,7 +197,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
         emu.reg_write(c.UC_ARM64_REG_X0, i0)
         emu.reg_write(c.UC_ARM64_REG_X1, i1)
         emu.reg_write(c.UC_ARM64_REG_SP, sp)
-    elif t.startswith(("arm", "cortex")):
+    elif family == "ARM":
         c = uc.arm_const
         emu.reg_write(c.UC_ARM_REG_S0, f0)
         emu.reg_write(c.UC_ARM_REG_S1, f1)
@@ -222,7 +212,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
         emu.reg_write(c.UC_RISCV_REG_FA0, box | f0)
         emu.reg_write(c.UC_RISCV_REG_FA1, box | f1)
         emu.reg_write(c.UC_RISCV_REG_SP, sp)
-        if t == "rv64":
+        if m.wide:
             emu.reg_write(c.UC_RISCV_REG_FA2, d0)
             emu.reg_write(c.UC_RISCV_REG_FA3, d1)
             emu.reg_write(c.UC_RISCV_REG_A0, i0)
@@ -234,27 +224,23 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
             emu.reg_write(c.UC_RISCV_REG_A4, i0)
             emu.reg_write(c.UC_RISCV_REG_A5, i1)
     emu.emu_start(entry | (1 if m.thumb else 0), m.stop, timeout=20_000_000)
-    pc = {"x86_64": (uc.x86_const, "UC_X86_REG_RIP"), "x86": (uc.x86_const, "UC_X86_REG_EIP"),
-          "aarch64": (uc.arm64_const, "UC_ARM64_REG_PC")}.get(
-        t, (uc.arm_const, "UC_ARM_REG_PC") if t.startswith(("arm", "cortex"))
-        else (uc.riscv_const, "UC_RISCV_REG_PC"))
-    if (emu.reg_read(getattr(*pc)) & ~1) != m.stop:
+    if (emu.reg_read(m.pc) & ~1) != m.stop:
         raise RuntimeError(f"{t}: {name} did not reach cp_next")
 
     def mask(v: int, bits: int) -> int:
         return v & ((1 << bits) - 1)
 
-    if t in ("x86_64", "x86"):
+    if family == "X86":
         c = uc.x86_const
         out = [emu.reg_read(getattr(c, f"UC_X86_REG_XMM{i}")) for i in range(4)]
-        ints = [emu.reg_read(c.UC_X86_REG_EDI if t == "x86_64" else c.UC_X86_REG_ECX),
-                emu.reg_read(c.UC_X86_REG_ESI if t == "x86_64" else c.UC_X86_REG_EDX)]
-    elif t == "aarch64":
+        ints = [emu.reg_read(c.UC_X86_REG_EDI if m.wide else c.UC_X86_REG_ECX),
+                emu.reg_read(c.UC_X86_REG_ESI if m.wide else c.UC_X86_REG_EDX)]
+    elif family == "ARM64":
         c = uc.arm64_const
         out = [emu.reg_read(c.UC_ARM64_REG_S0), emu.reg_read(c.UC_ARM64_REG_S1),
                emu.reg_read(c.UC_ARM64_REG_D2), emu.reg_read(c.UC_ARM64_REG_D3)]
         ints = [emu.reg_read(c.UC_ARM64_REG_X0), emu.reg_read(c.UC_ARM64_REG_X1)]
-    elif t.startswith(("arm", "cortex")):
+    elif family == "ARM":
         c = uc.arm_const
         out = [emu.reg_read(c.UC_ARM_REG_S0), emu.reg_read(c.UC_ARM_REG_S1),
                emu.reg_read(c.UC_ARM_REG_D1), emu.reg_read(c.UC_ARM_REG_D2)]
@@ -262,7 +248,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
     else:
         c = uc.riscv_const
         out = [emu.reg_read(c.UC_RISCV_REG_FA0), emu.reg_read(c.UC_RISCV_REG_FA1)]
-        if t == "rv64":
+        if m.wide:
             out += [emu.reg_read(c.UC_RISCV_REG_FA2), emu.reg_read(c.UC_RISCV_REG_FA3)]
             ints = [emu.reg_read(c.UC_RISCV_REG_A0), emu.reg_read(c.UC_RISCV_REG_A1)]
         else:
@@ -277,8 +263,8 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
 
 def check_target(target: str, host: hx.Harness | None = None) -> tuple[int, list[str]]:
     """(number of stencils run, differences from the host) for one emulated target."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    import test_array_stencils as tas  # type: ignore[import-not-found]
+    sys.path.insert(0, str(ROOT))
+    from tests import test_array_stencils as tas  # type: ignore[import-not-found]
 
     DEST, NAMES, REGS_IN = tas.DEST, tas.NAMES, tas.REGS_IN
     assert_same, parse, random_values = tas.assert_same, tas.parse, tas.random_values
@@ -295,7 +281,7 @@ def check_target(target: str, host: hx.Harness | None = None) -> tuple[int, list
         rng = np.random.default_rng(sum(name.encode()))
         for n, k, j in ((1, 1, 1), (7, 3, 5), (8, 9, 4), (37, 17, 3), (150, 8, 6)):
             slots, lengths, out = inputs(name, family, op, t, forms, n, k, j, rng,
-                                         random_values)
+                                         random_values, tas.types_of(name)[1])
             for sym, values in slots.items():
                 m.write(sym, values)
                 host.slot(sym)[: len(values)] = values
@@ -339,10 +325,10 @@ def main() -> int:
 
 
 def inputs(name: str, family: str, op: str, t: str, forms: list[str], n: int, k: int, j: int,
-           rng: np.random.Generator, random_values: Any
+           rng: np.random.Generator, random_values: Any, out_t: str
            ) -> tuple[dict[str, np.ndarray[Any, Any]], dict[str, int], tuple[str, Any, int] | None]:
-    """Random slot contents for one call: (slots, lengths, (out symbol, dtype, count) or None)."""
-    casts = {"tof64": "f64", "tof32": "f32", "toi32": "i32", "tobool": "i32"}
+    """Random slot contents for one call: (slots, lengths, (out symbol, dtype, count) or None);
+    out_t: the element type of the out array."""
     kind = str(rng.choice(["mixed", "special", "bits", "normal", "small"]))
     slots: dict[str, np.ndarray[Any, Any]] = {}
     dtypes = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
@@ -369,7 +355,6 @@ def inputs(name: str, family: str, op: str, t: str, forms: list[str], n: int, k:
         if op in ("shl", "shr") and role == "b":
             values = rng.integers(-40, 40, len(values)).astype(np.int32)
         slots[f"cp_v{role}_{rt}" if form == "v" else f"cp_{role}_{rt}"] = values
-    out_t = casts[op] if family == "cast" else "i32" if family == "compare" or op == "lnot" else t
     return slots, {"n": n}, (f"cp_vout_{out_t}", dtypes[out_t], n)
 
 

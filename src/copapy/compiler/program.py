@@ -12,7 +12,6 @@ from ..graph.build import live_nodes, rebuild
 from ..graph.node import Node, const, input_initial, input_name
 from ..graph.state import state_initial, update_of
 from ..image import (
-    ARCH_IDS,
     Image,
     ImageIoBinding,
     ImageLetCopy,
@@ -42,6 +41,8 @@ class TaskSpec:
     offset_ns: int = 0
     priority: int = 0
     wcet_ns: int = 0
+    budget_ns: int = 0  # execution budget (0: wcet, else the period; docs/realtime.md)
+    link_timeout_ns: int = 0  # dead-man switch (0: none)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class IoSpec:
     kind: int  # 1 GPIO, 2 PWM, 3 ENCODER, 4 ADC
     channel: int
     direction: int  # 1 input (channel -> value), 2 output (value -> channel)
+    safe: float = 0.0  # an output channel's value in the safe state
 
 
 @dataclass
@@ -159,11 +161,12 @@ class _Builder:
             self.progress.close()
         kinds, index = kinds_table([p.kind for p in linked.patches])
         data_size = -(-max(self.layout.size, 8) // 8) * 8
-        image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns)
+        image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns, 0,
+                                 t.budget_ns, t.link_timeout_ns)
                        for entry, t in zip(linked.entries, tasks, strict=True)]
         stencils = sum(len(c) for c in self.chains)
         image = Image(
-            arch=ARCH_IDS[self.arch],
+            arch=self.table.arch_id,
             code=linked.code,
             data_offset=linked.data_offset,
             data_size=data_size,
@@ -310,6 +313,8 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                 raise CompileError(f"{binding.node!r} drives an output channel but is not an "
                                    f"output of any deployed task")
             b.bindings.append(ImageIoBinding(k, IO_OUTPUT, binding.kind, binding.channel,
-                                             binding.node.dtype.code, shared_out[binding.node]))
-    image_tasks = [ImageTask(0, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns) for t in tasks]
+                                             binding.node.dtype.code, shared_out[binding.node],
+                                             float(binding.safe)))
+    image_tasks = [ImageTask(0, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns, 0,
+                             t.budget_ns, t.link_timeout_ns) for t in tasks]
     return b.finish(image_tasks, list(tasks))
