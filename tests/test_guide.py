@@ -1,6 +1,6 @@
 """The user guide cannot drift from the code: every code block of docs/index.md and
 docs/guide/ runs (python blocks with this interpreter, sh blocks with bash, in page order, in
-a scratch directory that sees the checkout's examples/, tools/, targets/ …), and the site
+a scratch directory that sees the checkout's examples/, tools/, src/ …), and the site
 builds with ``mkdocs build --strict`` (mkdocs.yml; API reference from the docstrings).
 
 A block preceded by ``<!-- guide-test: background -->`` is a long-running command: it must
@@ -31,7 +31,7 @@ SKIPPED = {
     ("teensy.md", "needs a Teensy 4.1 on USB"),
     ("add-operation.md", "rebuilds the stencil tables of every architecture (minutes)"),
 }
-LINKED = ("examples", "tools", "targets", "runner", "stencils", "src", "docs", "benchmarks",
+LINKED = ("examples", "tools", "runner", "stencils", "src", "docs", "benchmarks",
           "pyproject.toml")
 
 
@@ -130,3 +130,43 @@ def test_getting_started_quotes_the_readme_commands() -> None:
     page = [b for b in blocks(ROOT / "docs" / "guide" / "getting-started.md")
             if b.mark.startswith("skip")]
     assert [b.body.strip() for b in page] == ["\n".join(commands)]
+
+
+API_PAGE = ROOT / "docs" / "guide" / "reference" / "api.md"
+
+
+def _documented_names() -> set[str]:
+    """Names the API page documents: a ``::: module.name`` directive, an entry of a
+    ``members: [...]`` list, or a ``cp.<name>`` in its prose."""
+    text = API_PAGE.read_text()
+    names = set(re.findall(r"^::: copapy\.(?:\w+\.)*(\w+)$", text, re.M))
+    for members in re.findall(r"members: \[([^\]]*)\]", text):
+        names.update(m.strip() for m in members.split(","))
+    names.update(re.findall(r"`cp\.(\w+)", text))
+    return names
+
+
+def test_api_page_documents_every_public_name() -> None:
+    import copapy as cp
+
+    missing = sorted(set(cp.__all__) - _documented_names())
+    assert not missing, f"docs/guide/reference/api.md does not document cp.{missing}"
+
+
+def test_every_public_function_and_class_has_a_docstring() -> None:
+    import inspect
+
+    import copapy as cp
+
+    bare = []
+    for name in cp.__all__:
+        obj = getattr(cp, name)
+        if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+            continue  # dtypes, cp.dt, cp.io: described in prose / their module docstring
+        if not (inspect.getdoc(obj) or "").strip():
+            bare.append(name)
+        if inspect.isclass(obj):
+            bare += [f"{name}.{m}" for m, member in vars(obj).items()
+                     if not m.startswith("_") and inspect.isfunction(member)
+                     and not (inspect.getdoc(member) or "").strip()]
+    assert not bare, f"public names without a docstring: {bare}"

@@ -130,6 +130,7 @@ class Program:
         return self.tick_ns * 1e-9
 
     def port(self, name: str) -> PortInfo:
+        """The port called ``name``; KeyError lists the names there are."""
         for p in self.ports:
             if p.name == name:
                 return p
@@ -148,6 +149,7 @@ class Program:
                                len(self._parsed.patches), [], [])
 
     def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the image to ``path`` (the same bytes ``cp.save`` wrote)."""
         write_image(path, self.image)
 
     def __repr__(self) -> str:

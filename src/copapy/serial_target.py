@@ -482,9 +482,13 @@ class SerialTarget:
                            timeout=max(2.0, self._link.timeout))
 
     def start(self) -> None:
+        """Start (or continue) the deployed program from its current time; the first tick is
+        processed one tick later."""
         self._link.request(p.START)
 
     def stop(self) -> None:
+        """Stop: the periods ending now are published, the output channels take their safe
+        values; time, data and statistics are kept (``start`` continues)."""
         self._link.request(p.STOP)
 
     def reset(self) -> None:
@@ -509,12 +513,14 @@ class SerialTarget:
         return port
 
     def read(self, v: Value[Any] | str) -> float | int | bool:
+        """The current value of an input or a task output (a value or a port name)."""
         port = self._port(v)
         raw = self._link.request(p.READ, struct.pack("<IH", port.offset, port.dtype.size))
         result: float | int | bool = port.dtype.unpack(raw)
         return result
 
     def write(self, v: Value[Any] | str, x: float | int | bool) -> None:
+        """Set an input; it is read by the next release of the tasks that use it."""
         port = self._port(v)
         if port.role != ROLE_INPUT:
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
@@ -523,6 +529,7 @@ class SerialTarget:
         self._link.request(p.WRITE, struct.pack("<IH", port.offset, len(raw)) + raw)
 
     def stats(self) -> list[TaskStats]:
+        """Per-task run, skip, overrun and execution-time counters."""
         return task_stats(self._tasks, self.runner_stats().tasks)
 
     def runner_stats(self) -> p.RunnerStats:
@@ -562,11 +569,13 @@ class SerialTarget:
                 self.on_fault(self.last_fault)
 
     def io_value(self, channel: Channel) -> float:
+        """The current value of a simulated I/O channel of the runner."""
         raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
         value: float = struct.unpack("<d", raw)[0]
         return value
 
     def set_io(self, channel: Channel, value: float) -> None:
+        """Set a simulated I/O channel (e.g. an encoder the program reads)."""
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
 
