@@ -1,10 +1,20 @@
 """Builds the C parts: the runner core as ``copapy._runner`` (the same sources every runner
-uses) and the deterministic math kernels for the host as ``copapy._kernels``."""
+uses), the deterministic math kernels for the host as ``copapy._kernels``, and the host runner
+process ``copapy/_bin/copapy-runner`` (``copapy runner`` starts it); a wheel also carries the
+firmware sources as ``copapy/_firmware`` (``copapy firmware export DIR`` writes them out)."""
+import os
+import platform
+import shutil
+import struct
 from glob import glob
+from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 STRICT = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
+HERE = Path(__file__).resolve().parent
 
 runner = Extension(
     "copapy._runner",
@@ -13,13 +23,18 @@ runner = Extension(
     extra_compile_args=STRICT,
 )
 
-# -ffp-contract=off: no FMA contraction, so the host computes exactly what the stencils do
+# -ffp-contract=off: no FMA contraction, so the host computes exactly what the stencils do;
+# 32-bit x86 computes in SSE2 registers (x87's extended precision would round differently).
+# -Wno-attributes there: cp_stencil.h declares the stencils' i386 calling convention
+# (clang's vectorcall, which GCC does not know); the host module calls no stencil.
+X87 = struct.calcsize("P") == 4 and platform.machine() in ("i386", "i486", "i586", "i686", "x86")
 kernels = Extension(
     "copapy._kernels",
     sources=sorted(glob("stencils/math/*.c")) + ["stencils/host/kernels_module.c"],
     include_dirs=["stencils/include"],
     depends=sorted(glob("stencils/include/*.h")),
-    extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin"],
+    extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin",
+                        *(["-msse2", "-mfpmath=sse", "-Wno-attributes"] if X87 else [])],
 )
 
 # the C call slot of @cp.jit functions (no runner code: jitted calls on emulators use it too)
@@ -29,4 +44,49 @@ dispatch = Extension(
     extra_compile_args=STRICT,
 )
 
-setup(ext_modules=[runner, kernels, dispatch])
+#: what a user needs to build a runner for a board (copied into the wheel; globbed, so
+#: directories that do not exist in this checkout are simply left out)
+FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/host", "zephyr_app",
+            "runner/Makefile", "docs/protocol.md", "docs/image.md"]
+FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
+
+
+class BuildWithRunner(build_ext):
+    """The extension modules, then the host runner executable beside them (same compiler,
+    same strict flags as runner/Makefile's `host` target)."""
+
+    def run(self) -> None:
+        super().run()
+        out = Path(self.get_ext_fullpath("copapy._runner")).parent / "_bin" / "copapy-runner"
+        sources = sorted(glob("runner/host/*.c")) + sorted(glob("runner/src/*.c"))
+        tmp = Path(self.build_temp) / "copapy-runner"
+        objects = self.compiler.compile(
+            sources, output_dir=str(tmp), include_dirs=["runner/include", "runner/src"],
+            extra_preargs=["-std=c11", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread"])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.compiler.link_executable(objects, "copapy-runner", output_dir=str(tmp),
+                                      extra_preargs=["-pthread"])
+        shutil.copy2(tmp / "copapy-runner", out)
+        os.chmod(out, 0o755)
+
+
+class BuildWithFirmware(build_py):
+    """The Python package, plus the firmware sources under copapy/_firmware."""
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:  # a checkout: `copapy firmware export` reads the sources there
+            return
+        dest = Path(self.build_lib) / "copapy" / "_firmware"
+        shutil.rmtree(dest, ignore_errors=True)
+        for item in FIRMWARE:
+            src = HERE / item
+            if src.is_dir():
+                shutil.copytree(src, dest / item, ignore=FIRMWARE_SKIP)
+            elif src.is_file():
+                (dest / item).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest / item)
+
+
+setup(ext_modules=[runner, kernels, dispatch],
+      cmdclass={"build_ext": BuildWithRunner, "build_py": BuildWithFirmware})

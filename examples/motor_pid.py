@@ -7,6 +7,7 @@ Two periodic tasks on one LocalTarget, connected only through I/O channels:
 * controller (1 kHz): reads the encoder, runs a PID loop with anti-windup, writes the PWM.
 
     python examples/motor_pid.py            # prints the step response, writes motor_pid.png
+    python examples/motor_pid.py --save pid.cpimg   # the same program as a saved image
 """
 
 from __future__ import annotations
@@ -44,21 +45,35 @@ def pid_controller(setpoint: cp.Value[float], counts: cp.Value[float]) -> cp.Val
     return cp.clamp(duty, -1.0, 1.0)
 
 
-def simulate(seconds: float = 0.6, arch: str | None = None) -> tuple[cp.LocalTarget, dict[str, object]]:
-    setpoint = cp.value(0.0, name="setpoint")
+def program(setpoint0: float = 0.0) -> tuple[list[cp.Task],
+                                            list[tuple[cp.Value[float], cp.io.Channel]],
+                                            dict[str, cp.Value[float]]]:
+    """The two tasks, their I/O bindings and the named values (what simulate() deploys and
+    ``--save`` writes)."""
+    setpoint = cp.value(setpoint0, name="setpoint")
     encoder_in = cp.value(0.0, name="encoder")
     duty_in = cp.value(0.0, name="duty")
 
     duty = pid_controller(setpoint, encoder_in)
     angle = motor_plant(duty_in)
+    bindings = [
+        (encoder_in, cp.io.Encoder(0)),  # controller reads the encoder
+        (duty, cp.io.PWM(0)),  # controller drives the PWM
+        (duty_in, cp.io.plant(cp.io.PWM(0))),  # the simulated motor reads the PWM
+        (angle, cp.io.plant(cp.io.Encoder(0))),  # ... and moves the encoder
+    ]
+    tasks = [cp.Task(duty, period=1e-3, priority=0, name="controller"),
+             cp.Task(angle, period=1e-4, priority=1, name="plant")]
+    return tasks, bindings, {"setpoint": setpoint, "angle": angle, "pwm": duty}
 
+
+def simulate(seconds: float = 0.6, arch: str | None = None) -> tuple[cp.LocalTarget, dict[str, object]]:
+    tasks, bindings, named = program()
+    setpoint, angle, duty = named["setpoint"], named["angle"], named["pwm"]
     tg = cp.LocalTarget(arch, tick=1e-4)
-    tg.bind(encoder_in, cp.io.Encoder(0))  # controller reads the encoder
-    tg.bind(duty, cp.io.PWM(0))  # controller drives the PWM
-    tg.bind(duty_in, cp.io.plant(cp.io.PWM(0)))  # the simulated motor reads the PWM
-    tg.bind(angle, cp.io.plant(cp.io.Encoder(0)))  # ... and moves the encoder
-    tg.deploy(cp.Task(duty, period=1e-3, priority=0, name="controller"),
-              cp.Task(angle, period=1e-4, priority=1, name="plant"))
+    for value, channel in bindings:
+        tg.bind(value, channel)
+    tg.deploy(*tasks)
     trace = tg.trace(setpoint, angle, duty)
     tg.write(setpoint, 500.0)  # half a turn
     tg.step(seconds)
@@ -67,7 +82,18 @@ def simulate(seconds: float = 0.6, arch: str | None = None) -> tuple[cp.LocalTar
                 "final": final}
 
 
+def save(path: str, setpoint: float = 500.0) -> cp.Program:
+    """The controller and the simulated motor as a saved program: ``copapy run`` and
+    ``copapy-runner --image`` run it without this script (ports: setpoint, angle, pwm)."""
+    tasks, bindings, named = program(setpoint)
+    return cp.save(path, *tasks, bindings=bindings, names=named)
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--save"]:
+        prog = save(sys.argv[2])
+        print(f"saved {prog}")
+        return 0
     tg, r = simulate()
     final = float(r["final"])  # type: ignore[arg-type]
     trace = r["trace"]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from copapy.arch.targets import arch_names
+from copapy.runtime.load import host_architecture
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_PATH = str(ROOT / "src")
@@ -45,7 +46,7 @@ def test_runner_info_and_stats_end_to_end() -> None:
         info = copapy("info", line[1])
         assert info.returncode == 0, info.stderr
         fields = dict(row.split(None, 1) for row in info.stdout.splitlines())
-        assert fields["name"] == "cli-test" and fields["arch"] == "x86_64"
+        assert fields["name"] == "cli-test" and fields["arch"] == host_architecture()
         stats = copapy("stats", line[1])
         assert stats.returncode == 0, stats.stderr
         assert stats.stdout.startswith("ticks ") and "release jitter p50" in stats.stdout

@@ -9,6 +9,11 @@
  *   copapy-runner --tcp PORT --key-file F ...    (127.0.0.1 only; PORT 0 picks a free port)
  * common options: --name NAME, --max-image BYTES, --max-memory BYTES, --no-rt, --user NAME,
  *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS
+ *   copapy-runner [--pty|--stdio|--unix PATH|--tcp PORT] --image FILE [--start] ...
+ *
+ * --image loads a saved program (cp.save, `copapy run`) at start-up exactly as an upload
+ * would (LOAD_BEGIN/CHUNK/COMMIT through the protocol server, so the same checks apply) and
+ * --start starts it; without a transport the runner then just runs it (no Python anywhere).
  *
  * --pty prints "PTY /dev/pts/N", --unix "UNIX PATH" and --tcp "TCP 127.0.0.1:PORT" as the first
  * stdout line; stderr carries only warnings. A key (--key-file: the file's bytes, at least 16,
@@ -121,6 +126,12 @@ typedef struct host {
     uint32_t late_ticks;      /* atomic */
     /* simulated I/O: doubles as bits, atomics */
     uint64_t io[4][CHANNELS];
+    /* --image: responses of the server to the start-up requests are decoded here */
+    int preloading;
+    cp_decoder pre_dec;
+    uint8_t pre_buf[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
+    int pre_answered, pre_error;
+    char pre_message[CP_ERROR_MESSAGE_MAX + 1];
 } host;
 
 static host H;
@@ -249,11 +260,17 @@ static int is_socket(const host *h)
 
 /* Writes everything or gives up: a client that stops reading for WRITE_TIMEOUT_MS loses the
  * bytes (pty: the unread backlog is discarded; a socket client is dropped). */
+static void preload_reply(host *h, const uint8_t *bytes, size_t n);
+
 static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t n)
 {
     host *h = ctx;
     int guest = link == CP_SERVER_GUEST;
     int flushed = 0;
+    if (h->preloading) {
+        preload_reply(h, bytes, n);
+        return;
+    }
     for (;;) {
         int fd = guest ? h->guest_fd : h->fd_out;
         if (n == 0 || fd < 0) {
@@ -686,6 +703,101 @@ static void protocol_loop(host *h)
     }
 }
 
+/* ---- --image: a saved program loaded at start-up through the protocol server */
+
+static void preload_reply(host *h, const uint8_t *bytes, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cp_frame f;
+        if (cp_decoder_push(&h->pre_dec, bytes[i], &f) != CP_DEC_FRAME ||
+            !(f.flags & CP_FLAG_RESPONSE)) {
+            continue;
+        }
+        h->pre_answered = 1;
+        h->pre_error = 0;
+        if (f.flags & CP_FLAG_ERROR) {
+            h->pre_error = f.length > 0 ? f.payload[0] : -1;
+            size_t len = f.length > 8 ? (size_t)f.length - 8 : 0;
+            if (len > CP_ERROR_MESSAGE_MAX) {
+                len = CP_ERROR_MESSAGE_MAX;
+            }
+            memcpy(h->pre_message, f.payload + 8, len);
+            h->pre_message[len] = '\0';
+        }
+    }
+}
+
+/* One request to the server; dies with the server's message if it is refused. */
+static void preload_request(host *h, uint16_t seq, uint8_t command, const uint8_t *payload,
+                            uint16_t length, const char *path)
+{
+    static uint8_t frame[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
+    static uint8_t wire[CP_WIRE_MAX(MAX_PAYLOAD)];
+    memcpy(frame + CP_FRAME_HEADER, payload, length);
+    size_t n = cp_frame_encode(frame, 0, seq, command, length, wire, sizeof(wire));
+    h->pre_answered = 0;
+    cp_server_feed(&h->srv, wire, n);
+    if (!h->pre_answered) {
+        die("%s: the runner did not answer command %u", path, command);
+    }
+    if (h->pre_error != 0) {
+        die("%s: %s", path, h->pre_message);
+    }
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++) {
+        p[k] = (uint8_t)(v >> (8 * k));
+    }
+}
+
+static void preload_image(host *h, const char *path, int start)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        die("cannot open %s: %s", path, strerror(errno));
+    }
+    uint8_t *image = malloc(h->cfg.staging_size);
+    if (image == NULL) {
+        die("out of memory");
+    }
+    size_t size = fread(image, 1, h->cfg.staging_size, f);
+    int more = fgetc(f) != EOF;
+    fclose(f);
+    if (more) {
+        die("%s is larger than the largest image this runner accepts (%u bytes; --max-image)",
+            path, h->cfg.staging_size);
+    }
+    if (size < 8 || memcmp(image, "CPIM", 4) != 0) {
+        die("%s is not a copapy program image (it does not start with CPIM)", path);
+    }
+    if (cp_decoder_init(&h->pre_dec, h->pre_buf, sizeof(h->pre_buf), MAX_PAYLOAD) != 0) {
+        die("decoder set-up failed");
+    }
+    /* the image CRC of LOAD_BEGIN is the image's own trailing CRC field (docs/protocol.md) */
+    uint8_t p[MAX_PAYLOAD];
+    put_u32(p, (uint32_t)size);
+    memcpy(p + 4, image + size - 4, 4);
+    uint16_t seq = 1;
+    h->preloading = 1;
+    preload_request(h, seq++, CP_CMD_LOAD_BEGIN, p, 8, path);
+    const size_t chunk = MAX_PAYLOAD - 4;
+    for (size_t off = 0; off < size; off += chunk) {
+        size_t len = size - off < chunk ? size - off : chunk;
+        put_u32(p, (uint32_t)off);
+        memcpy(p + 4, image + off, len);
+        preload_request(h, seq++, CP_CMD_LOAD_CHUNK, p, (uint16_t)(len + 4), path);
+    }
+    preload_request(h, seq++, CP_CMD_LOAD_COMMIT, p, 0, path);
+    if (start) {
+        preload_request(h, seq++, CP_CMD_START, p, 0, path);
+    }
+    h->preloading = 0;
+    cp_server_disconnect(&h->srv);
+    free(image);
+}
+
 /* ---- main */
 
 static void usage(void)
@@ -693,7 +805,8 @@ static void usage(void)
     fputs("usage: copapy-runner (--pty | --stdio | --unix PATH | --tcp PORT) [--key-file F]\n"
           "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
           "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
-          "         [--session-lease SECONDS] [--no-rt] [--verbose]\n", stderr);
+          "         [--session-lease SECONDS] [--no-rt] [--verbose] [--image FILE [--start]]\n"
+          "       copapy-runner --image FILE --start [options]   (no transport)\n", stderr);
     exit(2);
 }
 
@@ -762,6 +875,8 @@ int main(int argc, char **argv)
     unsigned long budget_factor = DEFAULT_BUDGET_FACTOR;
     double link_timeout = 0.0, lease = 0.0;
     int tcp_port = -1, no_auth = 0;
+    const char *image_path = NULL;
+    int start_image = 0;
     static const struct option opts[] = {
         {"pty", no_argument, NULL, 'p'},
         {"stdio", no_argument, NULL, 's'},
@@ -778,6 +893,8 @@ int main(int argc, char **argv)
         {"session-lease", required_argument, NULL, 'L'},
         {"no-rt", no_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
+        {"image", required_argument, NULL, 'i'},
+        {"start", no_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -845,11 +962,18 @@ int main(int argc, char **argv)
         case 'v':
             h->verbose = 1;
             break;
+        case 'i':
+            image_path = optarg;
+            break;
+        case 'g':
+            start_image = 1;
+            break;
         default:
             usage();
         }
     }
-    if (h->mode == T_NONE || optind != argc) {
+    if (optind != argc || (start_image && image_path == NULL) ||
+        (h->mode == T_NONE && !(image_path != NULL && start_image))) {
         usage();
     }
     /* who may run native code here: sockets need a key (a Unix socket may rely on its file
@@ -944,7 +1068,9 @@ int main(int argc, char **argv)
     cfg->session_lease_ns = (uint64_t)(lease * 1e9);
     cfg->key = key;
     cfg->key_len = key_len;
-    cfg->require_auth = key != NULL;
+    /* --image feeds its requests unauthenticated, before any client can connect; the rule
+     * is switched on after it (the server reads it per request) */
+    cfg->require_auth = key != NULL && image_path == NULL;
 
     /* the threads first: whether the tick thread got SCHED_FIFO goes into HELLO's flags; the
      * supervisor must preempt a real-time chain that loops */
@@ -984,6 +1110,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "copapy-runner: running as user %s (uid %u)\n", pw->pw_name,
                     (unsigned)getuid());
         }
+    }
+    if (image_path != NULL) {
+        /* after dropping root: the program is loaded as the user it runs as */
+        preload_image(h, image_path, start_image);
+        h->srv.cfg.require_auth = key != NULL;
     }
     if (h->mode == T_PTY) {
         open_pty(h);

@@ -16,6 +16,7 @@ from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .quaternion import Quaternion, quaternion
 from .runtime.errors import ProgramFault as ProgramFault
+from .saved import Program, load, save
 from .signals import (
     angular_rate,
     delay,
@@ -73,6 +74,8 @@ __all__ = [
     "Array",
     "DType",
     "LocalTarget",
+    "Program",
+    "ProgramFault",
     "Quaternion",
     "SerialTarget",
     "Task",
@@ -108,6 +111,7 @@ __all__ = [
     "integrate_rotation",
     "io",
     "jit",
+    "load",
     "log",
     "log1p",
     "logical_and",
@@ -124,6 +128,7 @@ __all__ = [
     "rate",
     "relu",
     "round",
+    "save",
     "sign",
     "simplify_options",
     "sin",

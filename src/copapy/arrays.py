@@ -107,9 +107,11 @@ class Array:
         return build.stack([build.cast(n, common) for n in nodes], self.shape)
 
     def to_packed(self) -> Array:
+        """This array as one packed node (one data slot, loop stencils)."""
         return self if self.packed else Array(self.shape, node=self.node())
 
     def to_unpacked(self) -> Array:
+        """This array as one scalar node per element (constants fold per element)."""
         return self if not self.packed else Array(self.shape, items=self.items())
 
     def nodes(self) -> list[Node]:
@@ -227,18 +229,23 @@ class Array:
     # ---- reductions and products -----------------------------------------------------------
 
     def sum(self) -> Value[Any]:
+        """Σ of the elements in the fixed lane order (the same bits packed or unpacked)."""
         return _reduce(self, "rsum", "add")
 
     def mean(self) -> Value[float]:
+        """The sum divided by the number of elements."""
         return self.sum() / float(self.size)
 
     def min(self) -> Value[Any]:
+        """The smallest element; NaN if any element is NaN."""
         return _reduce(self, "rmin", "min")
 
     def max(self) -> Value[Any]:
+        """The largest element; NaN if any element is NaN."""
         return _reduce(self, "rmax", "max")
 
     def dot(self, other: Any) -> Value[Any]:
+        """``cp.dot(self, other)``."""
         return dot(self, other)
 
     def __matmul__(self, other: Any) -> Any:
@@ -262,6 +269,7 @@ class Array:
                                           for r in range(rows)])
 
     def reshape(self, *shape: int | tuple[int, ...]) -> Array:
+        """A view with another shape of the same size (no code is emitted)."""
         dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
         new = tuple(int(d) for d in dims)  # type: ignore[arg-type]
         if math.prod(new) != self.size:
@@ -271,6 +279,7 @@ class Array:
         return Array(new, items=self.items())
 
     def flatten(self) -> Array:
+        """A 1-D view of all elements, row-major."""
         return self.reshape((self.size,))
 
     # ---- indexing --------------------------------------------------------------------------

@@ -6,46 +6,29 @@
     copapy info /dev/pts/3           # what a connected runner reports (--key-file for a key)
     copapy stats /dev/pts/3          # per-task statistics and release jitter
     copapy archs                     # architectures copapy compiles for
+    copapy run prog.cpimg --steps 100 --print speed    # a saved program (cp.save), in-process
+    copapy info prog.cpimg           # header, tasks, ports and I/O bindings of a saved program
+    copapy deploy prog.cpimg --port /dev/ttyACM0       # upload a saved program and start it
+    copapy runner --pty --image prog.cpimg --start     # the host runner, running it at once
+    copapy doctor                    # what is installed for each feature
+    copapy firmware export DIR       # the runner sources for building a board's firmware
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
-from pathlib import Path
 
-
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
-def runner_executable(rebuild: bool = False) -> Path:
-    """The host runner, kept up to date with `make -C runner host` in a source checkout."""
-    root = repo_root()
-    exe = root / "runner" / "build" / "copapy-runner"
-    can_build = (root / "runner" / "Makefile").exists() and shutil.which("make") is not None \
-        and shutil.which("cc") is not None
-    if not can_build:
-        if exe.exists() and not rebuild:
-            return exe
-        if not (root / "runner" / "Makefile").exists():
-            raise SystemExit("the runner sources are not next to this copapy installation; "
-                             "install copapy from a source checkout (pip install -e .) to "
-                             "build the runner")
-        raise SystemExit("building the host runner needs make and a C compiler "
-                         "(Debian: apt-get install build-essential)")
-    argv = ["make", "-C", str(root / "runner"), *(["-B"] if rebuild else []), "host"]
-    proc = subprocess.run(argv, capture_output=True, text=True)  # a no-op when up to date
-    if proc.returncode or not exe.exists():
-        raise SystemExit(f"building the host runner failed:\n{proc.stdout}\n{proc.stderr}")
-    return exe
+from . import __version__, cli_program, cli_tools
+from .host_runner import runner_executable
 
 
 def cmd_runner(args: argparse.Namespace) -> int:
     exe = runner_executable(args.rebuild)
+    if args.path:
+        print(exe)
+        return 0
     argv = [str(exe)]
     if args.tcp is not None:
         argv += ["--tcp", str(args.tcp)]
@@ -67,6 +50,8 @@ def cmd_runner(args: argparse.Namespace) -> int:
             argv += [option, str(value)]
     if args.insecure_no_auth:
         argv += ["--insecure-no-auth"]
+    if args.image:
+        argv += ["--image", args.image, *(["--start"] if args.start else [])]
     sys.stdout.flush()
     os.execv(argv[0], argv)
     return 0  # not reached
@@ -74,6 +59,9 @@ def cmd_runner(args: argparse.Namespace) -> int:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
+
+    if cli_program.is_image_file(args.port):
+        return cli_program.cmd_image_info(args.port)
 
     with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
         info = tg.info()
@@ -117,6 +105,7 @@ def cmd_archs(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="copapy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"copapy {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("runner", help="start the host runner process")
     where = run.add_mutually_exclusive_group()
@@ -140,15 +129,21 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-rt", action="store_true", help="skip real-time scheduling setup")
     run.add_argument("--name", default="", help="name reported in HELLO")
     run.add_argument("--rebuild", action="store_true", help="rebuild the runner first")
+    run.add_argument("--path", action="store_true", help="print the runner executable's path")
+    run.add_argument("--image", help="load a saved program (.cpimg) at start-up")
+    run.add_argument("--start", action="store_true", help="start the --image program")
     run.set_defaults(fn=cmd_runner)
     for name, fn, text in (("info", cmd_info, "what a runner reports"),
                            ("stats", cmd_stats, "statistics of a running runner")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("port", help="serial port, pty path, Unix socket or socket://host:port")
+        p.add_argument("port", help="serial port, pty path, Unix socket or socket://host:port "
+                                    "(info: or a saved program)")
         p.add_argument("--baudrate", type=int, default=115200)
         p.add_argument("--key-file", metavar="F", help="the runner's key file")
         p.set_defaults(fn=fn)
     sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
+    cli_program.register(sub)
+    cli_tools.register(sub)
     args = parser.parse_args(argv)
     from .serial.protocol import ProtocolError
     from .serial_target import SerialTargetError

@@ -117,6 +117,7 @@ class DType:
         return self.slot.struct.pack(value)
 
     def unpack(self, raw: bytes) -> float | int | bool:
+        """The value of one element from its little-endian bytes."""
         return self.slot.decode(raw)
 
     def __repr__(self) -> str:

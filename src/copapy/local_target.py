@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
@@ -18,7 +18,9 @@ from .plot import step_plot
 from .quaternion import Quaternion
 from .runtime.errors import TargetError
 from .runtime.load import LoadedProgram, Scheduler, check_architecture, host_architecture, load
+from .saved import Program, write_image
 from .target_common import (
+    Named,
     TaskStats,
     checked_scalar,
     find_port,
@@ -68,7 +70,7 @@ class LocalTarget:
         self._fast_read: dict[Any, tuple[int, int]] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
         self._sched: Scheduler | None = None
-        self._tasks: list[Task] = []
+        self._tasks: list[Named] = []
         self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
         self._feeds: list[tuple[Value[Any], Any]] = []
         self._trace: Trace | None = None
@@ -102,8 +104,19 @@ class LocalTarget:
         check_binding(self._bindings, value.node, value.node.op == "input", channel)
         self._bindings[value.node] = channel
 
-    def deploy(self, *tasks: Task) -> None:
-        """Compile and load periodic tasks; simulated time starts at 0."""
+    def deploy(self, *items: Task | Program) -> None:
+        """Compile and load periodic tasks; simulated time starts at 0.
+
+        A saved program (``cp.load(path)``) is loaded as it is: periodic tasks run with
+        ``step`` (the tick defaults to the program's), one run on request with ``run``; its
+        ports are read and written by name (``tg.read("speed")``).
+        """
+        if len(items) == 1 and isinstance(items[0], Program):
+            self._deploy_program(items[0])
+            return
+        if any(isinstance(t, Program) for t in items):
+            raise TypeError("deploy() takes cp.Task objects or one saved program, not both")
+        tasks = cast(tuple[Task, ...], items)  # task_specs checks the types
         if self.tick is None:
             raise TargetError("deploy() needs the scheduler tick: LocalTarget(tick=1e-3)")
         tick_ns = to_ns(self.tick)
@@ -253,6 +266,8 @@ class LocalTarget:
         """
         if isinstance(v, Array):
             return self._read_array(v)
+        if isinstance(v, str):
+            return self._read_named(v)
         if isinstance(v, Quaternion):
             return np.array([self.read(c) for c in v.components()], dtype=v.w.dtype.numpy)
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
@@ -266,6 +281,9 @@ class LocalTarget:
         if isinstance(v, Array):
             self._write_array(v, x)
             return
+        if isinstance(v, str):
+            self._write_named(v, x)
+            return
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             # the program does not depend on this input: accept the value, nothing to do
             self._detached[v.node] = checked_scalar(x, v.node.dtype)
@@ -275,7 +293,59 @@ class LocalTarget:
                               f"with tg.set_io() instead")
         self._write_port(v, x)
 
+    def save(self, path: str) -> Program:
+        """Write the program of the last compile or deploy to ``path`` (``cp.load`` reads it;
+        ``copapy run`` and ``copapy-runner --image`` run it)."""
+        write_image(path, self.image)
+        return Program(self.image, path)
+
     # ---- internals -------------------------------------------------------------------------
+
+    def _deploy_program(self, prog: Program) -> None:
+        if prog.arch != self.arch:
+            raise TargetError(f"{prog.source} holds {prog.arch} code; this target runs "
+                              f"{self.arch}: LocalTarget(arch={prog.arch!r})")
+        program = load(prog.image, self.arch)
+        sched = None
+        if prog.periodic:
+            tick = self.tick if self.tick is not None else prog.tick
+            tick_ns = to_ns(tick)
+            if prog.tick_ns % tick_ns:
+                raise TargetError(f"{prog.source}: its task periods and offsets are not "
+                                  f"multiples of the tick {tick} s")
+            self.tick = tick
+            sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
+        self._bindings = {}
+        self._install(prog.compiled(), program)
+        self._run = program.run
+        self._sched = sched
+        self._tasks = list(prog.tasks)
+        self._trace = None
+        self._trace_epoch += 1
+
+    def _read_named(self, name: str) -> Any:
+        port = self._port(name)
+        assert self._program is not None
+        if port.count == 1:
+            return self._program.read(port.offset, port.dtype.code)
+        fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
+        out = np.frombuffer(self._bytes(port.offset, port.count * port.dtype.size), dtype=fmt)
+        return out.astype(bool) if port.dtype.is_bool else out.copy()
+
+    def _write_named(self, name: str, x: Any) -> None:
+        port = self._port(name)
+        if port.role != ROLE_INPUT:
+            raise TargetError(f"port {name!r} is computed by the program; only inputs can be "
+                              f"written")
+        if port.count == 1:
+            assert self._program is not None
+            self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
+            return
+        values = np.asarray(x).reshape(-1)
+        if values.size != port.count:
+            raise ValueError(f"port {name!r} holds {port.count} values, got {values.size}")
+        fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
+        self._put_bytes(port.offset, np.ascontiguousarray(values, dtype=fmt).tobytes())
 
     def _read_array(self, a: Any) -> Any:
         if not a.packed:  # one dtype rule for both forms: the array's own
@@ -362,9 +432,14 @@ class LocalTarget:
         return ring_rows(sched.trace_buffer(), sched.trace_capacity, sched.trace_rows,
                          sched.trace_row_size)
 
-    def _port(self, v: Value[Any]) -> Port:
+    def _port(self, v: Value[Any] | str) -> Port:
         port = find_port(self._ports, v)
         if port is None:
+            if isinstance(v, str):
+                names = ", ".join(k for k in self._ports if isinstance(k, str))
+                raise TargetError(f"no port named {v!r} in the loaded program"
+                                  + (f"; it has {names}" if names else
+                                     " (ports have names in saved programs: cp.load)"))
             if self._compiled is None:
                 raise TargetError("nothing compiled yet: call tg.compile(values) first")
             raise TargetError(f"{v!r} is not part of the compiled program: pass it to "

@@ -23,6 +23,7 @@ class Quaternion:
         return "<copapy quaternion>"
 
     def components(self) -> list[Value[Any]]:
+        """[w, x, y, z]."""
         return [self.w, self.x, self.y, self.z]
 
     def nodes(self) -> list[Node]:
@@ -45,12 +46,15 @@ class Quaternion:
         return Quaternion(-self.w, -self.x, -self.y, -self.z)
 
     def conjugate(self) -> Quaternion:
+        """w - x·i - y·j - z·k (the inverse rotation of a unit quaternion)."""
         return Quaternion(self.w, -self.x, -self.y, -self.z)
 
     def norm(self) -> Value[float]:
+        """sqrt(w² + x² + y² + z²)."""
         return sqrt(self.w * self.w + self.x * self.x + self.y * self.y + self.z * self.z)
 
     def normalize(self) -> Quaternion:
+        """This quaternion divided by its norm (a unit quaternion)."""
         n = self.norm()
         return Quaternion(self.w / n, self.x / n, self.y / n, self.z / n)
 
@@ -70,6 +74,7 @@ class Quaternion:
                                   vz + self.w * tz + (ux * ty - uy * tx)])
 
     def to_rotation_matrix(self) -> Array:
+        """The 3x3 rotation matrix of a unit quaternion (unpacked)."""
         w, x, y, z = self.components()
         return Array((3, 3), items=[
             1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
@@ -88,6 +93,7 @@ class Quaternion:
 
     @staticmethod
     def from_axis_angle(axis: Any, angle: Any) -> Quaternion:
+        """The rotation by ``angle`` radians about ``axis`` (a 3-vector; normalised here)."""
         ax = asarray(axis).to_unpacked()
         x, y, z = ax.items()
         n = sqrt(x * x + y * y + z * z)
@@ -139,4 +145,6 @@ class Quaternion:
 
 
 def quaternion(w: Any, x: Any, y: Any, z: Any) -> Quaternion:
+    """The quaternion w + x·i + y·j + z·k from four numbers or traced scalars (``cp.value``);
+    multiplication composes rotations, ``q.rotate(v)`` rotates a 3-vector."""
     return Quaternion(w, x, y, z)

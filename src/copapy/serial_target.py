@@ -22,12 +22,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel
 from .runtime.errors import ProgramFault
+from .saved import Program
 from .serial import protocol as p
 from .serial.transport import open_port
 from .target_common import (
@@ -36,6 +37,7 @@ from .target_common import (
     decode_rows,
     find_port,
     io_specs,
+    same_value,
     task_specs,
     task_stats,
 )
@@ -262,9 +264,9 @@ class StreamTrace:
     def time(self) -> Any:
         return self._columns()[0].astype(float) * self._target.tick_ns * 1e-9
 
-    def __getitem__(self, value: Value[Any]) -> Any:
+    def __getitem__(self, value: Value[Any] | str) -> Any:
         for v, col in zip(self.values, self._columns()[1], strict=True):
-            if v.node is value.node:
+            if same_value(v, value):
                 return col.copy()
         raise KeyError(f"{value!r} is not traced")
 
@@ -406,25 +408,32 @@ class SerialTarget:
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
         return compile_tasks(task_specs(tasks), self.arch, io_specs(self._bindings))
 
-    def deploy(self, *tasks: Task, start: bool = False) -> None:
+    def deploy(self, *tasks: Task | Program, start: bool = False) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
-        this program, in which case this re-attaches without stopping it).
+        this program, in which case this re-attaches without stopping it). A saved program
+        (``cp.load(path)``) is uploaded as it is; its ports are read and written by name.
 
         ``start=True`` commits and starts in one step: a running program is replaced between
         two ticks (the new one's first tick is the old one's next: none lost or doubled), its
         outputs that the new one drives keep their value until the new one publishes, the
         others take their safe values."""
-        compiled = self._compile(tasks)
+        if len(tasks) == 1 and isinstance(tasks[0], Program):
+            if tasks[0].arch != self.arch:
+                raise SerialTargetError(f"{tasks[0].source} holds {tasks[0].arch} code; the "
+                                        f"runner on {self._link.name} executes {self.arch}")
+            compiled, tasks = tasks[0].compiled(), cast(tuple[Task, ...], tasks[0].tasks)
+        else:
+            compiled = self._compile(cast(tuple[Task, ...], tasks))
         image = compiled.image
         crc = p.image_crc(image)
         info = self.info()
         if info.image_crc == crc and info.state not in ("empty", "faulted"):
-            self._adopt(compiled, tasks)
+            self._adopt(compiled, cast(tuple[Task, ...], tasks))
             if start and info.state != "running":
                 self.start()
             return
         self._upload(image, crc, start)
-        self._adopt(compiled, tasks)
+        self._adopt(compiled, cast(tuple[Task, ...], tasks))
 
     def attach(self, *tasks: Task) -> None:
         """Connect to the program the runner already runs (must be exactly these tasks)."""
@@ -473,9 +482,13 @@ class SerialTarget:
                            timeout=max(2.0, self._link.timeout))
 
     def start(self) -> None:
+        """Start (or continue) the deployed program from its current time; the first tick is
+        processed one tick later."""
         self._link.request(p.START)
 
     def stop(self) -> None:
+        """Stop: the periods ending now are published, the output channels take their safe
+        values; time, data and statistics are kept (``start`` continues)."""
         self._link.request(p.STOP)
 
     def reset(self) -> None:
@@ -492,20 +505,22 @@ class SerialTarget:
 
     # ---- values ----------------------------------------------------------------------------
 
-    def _port(self, v: Value[Any]) -> Port:
+    def _port(self, v: Value[Any] | str) -> Port:
         port = find_port(self._ports, v)
         if port is None:
             raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
                                     f"program")
         return port
 
-    def read(self, v: Value[Any]) -> float | int | bool:
+    def read(self, v: Value[Any] | str) -> float | int | bool:
+        """The current value of an input or a task output (a value or a port name)."""
         port = self._port(v)
         raw = self._link.request(p.READ, struct.pack("<IH", port.offset, port.dtype.size))
         result: float | int | bool = port.dtype.unpack(raw)
         return result
 
-    def write(self, v: Value[Any], x: float | int | bool) -> None:
+    def write(self, v: Value[Any] | str, x: float | int | bool) -> None:
+        """Set an input; it is read by the next release of the tasks that use it."""
         port = self._port(v)
         if port.role != ROLE_INPUT:
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
@@ -514,6 +529,7 @@ class SerialTarget:
         self._link.request(p.WRITE, struct.pack("<IH", port.offset, len(raw)) + raw)
 
     def stats(self) -> list[TaskStats]:
+        """Per-task run, skip, overrun and execution-time counters."""
         return task_stats(self._tasks, self.runner_stats().tasks)
 
     def runner_stats(self) -> p.RunnerStats:
@@ -553,11 +569,13 @@ class SerialTarget:
                 self.on_fault(self.last_fault)
 
     def io_value(self, channel: Channel) -> float:
+        """The current value of a simulated I/O channel of the runner."""
         raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
         value: float = struct.unpack("<d", raw)[0]
         return value
 
     def set_io(self, channel: Channel, value: float) -> None:
+        """Set a simulated I/O channel (e.g. an encoder the program reads)."""
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
 

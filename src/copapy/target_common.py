@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from . import dtypes as dt
 from .compiler import IoSpec, TaskSpec
@@ -47,7 +47,14 @@ def flatten(values: Iterable[Any], what: str) -> list[Any]:
     return nodes
 
 
-def task_name(task: Task, index: int) -> str:
+class Named(Protocol):
+    """A task as statistics name it: a cp.Task, or a saved program's TaskInfo."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def task_name(task: Named, index: int) -> str:
     return task.name or f"task{index}"
 
 
@@ -80,11 +87,21 @@ def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
 # ---- values
 
 
-def find_port(ports: Mapping[Node, Port], v: Value[Any]) -> Port | None:
-    """The port of a value in a compiled program (None if it has none)."""
+def find_port(ports: Mapping[Any, Port], v: Value[Any] | str) -> Port | None:
+    """The port of a value in a compiled program, or of a name in a saved one (cp.load);
+    None if it has none."""
+    if isinstance(v, str):
+        return ports.get(v)
     if not isinstance(v, Value):
         raise TypeError(f"expected a copapy value, got {type(v).__name__}")
     return ports.get(v.node)
+
+
+def same_value(a: Value[Any] | str, b: Value[Any] | str) -> bool:
+    """Whether two traced values (or two port names of a saved program) are the same."""
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    return a.node is b.node
 
 
 def checked_scalar(x: Any, dtype: dt.DType) -> float | int | bool:
@@ -130,7 +147,7 @@ class TaskStats:
         return cls(name, runs, skipped, overruns, mx, total / runs if runs else 0.0)
 
 
-def task_stats(tasks: Sequence[Task],
+def task_stats(tasks: Sequence[Named],
                counters: Iterable[tuple[int, int, int, int, int]]) -> list[TaskStats]:
     """TaskStats of each task, named like the compiled tasks."""
     return [TaskStats.from_counters(task_name(t, k), c)

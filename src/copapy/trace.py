@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .dtypes import DType
-from .target_common import decode_rows
+from .target_common import decode_rows, same_value
 from .value import Value
 
 if TYPE_CHECKING:
@@ -42,9 +42,9 @@ class Trace:
         """Simulated time of each row, in seconds."""
         return self._columns()[0].copy()
 
-    def __getitem__(self, value: Value[Any]) -> np.ndarray:
+    def __getitem__(self, value: Value[Any] | str) -> np.ndarray:
         for v, col in zip(self.values, self._columns()[1], strict=True):
-            if v.node is value.node:
+            if same_value(v, value):
                 return col.copy()
         raise KeyError(f"{value!r} is not traced")
 

@@ -9,7 +9,7 @@ slots are reused once their value is dead. Everything is linear in the number of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..dtypes import DType, int32
@@ -127,7 +127,9 @@ class _Lowerer:
             out.append(node)
         return out
 
-    def lower(self, order: Sequence[Node]) -> None:
+    def lower(self, order: Sequence[Node],
+              progress: Callable[[int, int], None] | None = None) -> None:
+        """``progress(done, total)`` is called every 1024 nodes (a compile's progress bar)."""
         self.fused = self.find_fusions(order)
         skipped = {f[1] for f in self.fused.values()}
         remaining = self.remaining
@@ -142,6 +144,8 @@ class _Lowerer:
                     else:
                         uses.append(i)
         for i, node in enumerate(order):
+            if progress is not None and not i & 1023:
+                progress(i, len(order))
             if node in skipped:
                 continue
             if node.shape or any(a.shape for a in node.args):
@@ -189,9 +193,17 @@ class _Lowerer:
 
     def consume(self, node: Node) -> None:
         """The operands of ``node`` are used: advance next-use pointers, free dead values."""
+        self.free_dead(self.use_operands(node))
+
+    def use_operands(self, node: Node) -> tuple[Node, ...]:
+        """Advance the operands' next-use pointers (without freeing anything yet)."""
         args = self.operands(node)
         for arg in args:
             self.advance(arg)
+        return args
+
+    def free_dead(self, args: Sequence[Node]) -> None:
+        """Free the registers and slots of operands that are not used again."""
         for arg in args:
             for x in self.chain_of(arg):
                 if self.next_use(x) == NEVER:
@@ -274,11 +286,14 @@ class _Lowerer:
             family, _, array, scalar, other = fusion
             slots = [("a", self.slot_of(array)), ("c", self.ensure_mem(scalar)),
                      ("b", self.slot_of(other)), ("n", self.const_int(array.size))]
-            self.consume(node)
+            # operands are freed only after the stencil: a spill by evict() must not land in
+            # a slot the stencil still reads
+            args = self.use_operands(node)
             regs = self.regs[_class(node.dtype)]
             dst = self.pick_register(regs)
             self.evict(regs, dst)
             self.emit(f"{family}_{node.dtype.stencil}__{dst}_v_m_v", slots)
+            self.free_dead(args)
             self.finish_scalar(node, regs, dst)
             return
         family, suffix = _stencil_name(node)
@@ -305,12 +320,13 @@ class _Lowerer:
             self.emit(f"{family}_{suffix}__v_{'_'.join(forms)}", [*slots, ("out", out)])
             self.copy_stores(node, skip_first=True)
             return
-        # reduction to a scalar register
-        self.consume(node)
+        # reduction to a scalar register (operands freed after the stencil, as above)
+        args = self.use_operands(node)
         regs = self.regs[_class(node.dtype)]
         dst = self.pick_register(regs)
         self.evict(regs, dst)
         self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+        self.free_dead(args)
         self.finish_scalar(node, regs, dst)
 
     def finish_scalar(self, node: Node, regs: list[Node | None], dst: int) -> None:
@@ -456,8 +472,8 @@ def check_types(nodes: Sequence[Node], table: StencilTable) -> None:
                                "deployed with cp.Task(..., period=...)")
 
 
-def lower_chain(spec: ChainSpec, table: StencilTable,
-                layout: DataLayout) -> tuple[list[Instr], int]:
+def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
+                progress: Callable[[int, int], None] | None = None) -> tuple[list[Instr], int]:
     """Stencils of one chain and the number of operations it computes (linear time)."""
     roots = list(spec.stores) + [src for src, _, _ in spec.end_copies]
     order = evaluation_order(roots, stop=spec.placed)
@@ -472,7 +488,9 @@ def lower_chain(spec: ChainSpec, table: StencilTable,
             for offset in offsets:
                 lowerer.store(node, "m", offset, src)
     computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
-    lowerer.lower(computed)
+    lowerer.lower(computed, progress)
+    if progress is not None:
+        progress(len(computed), len(computed))
     for node, src, dst in spec.end_copies:
         lowerer.store(node, "m", dst, src)
     layout.end_temp_scope()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from ..image import (
     ImageTask,
     kinds_table,
 )
+from ..progress import Progress
 from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
 from .link import link
 from .lower import ChainSpec, CompileError, Instr, lower_chain
@@ -93,8 +94,11 @@ def _align(node: Node) -> int:
 class _Builder:
     """Collects layout, chains, copies and ports, then links and writes the image."""
 
-    def __init__(self, arch: str) -> None:
+    def __init__(self, arch: str, names: Mapping[Node, str] | None = None) -> None:
         self.arch = arch
+        #: port names the caller chose (cp.save(..., names=...)); others get default names
+        self.names: Mapping[Node, str] = names or {}
+        self.used_names: dict[str, Node] = {}
         self.table: StencilTable = load_table(arch)
         self.layout = DataLayout()
         self.ports: dict[Node, Port] = {}
@@ -104,17 +108,28 @@ class _Builder:
         self.bindings: list[ImageIoBinding] = []
         self.ops = 0
         self.task_ops: list[int] = []
+        #: a bar for compiles longer than about a second
+        self.progress = Progress("compiling")
 
     def shared_input(self, node: Node) -> int:
         port = self.ports.get(node)
         if port is None:
             offset = self.layout.alloc(node.nbytes, input_initial(node), _align(node))
-            port = Port(input_name(node) or f"input{len(self.ports)}", offset, node.dtype,
-                        ROLE_INPUT, node.size)
+            port = Port(self.name(node, input_name(node) or f"input{len(self.ports)}"), offset,
+                        node.dtype, ROLE_INPUT, node.size)
             self.ports[node] = port
             self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT,
                                               count=node.size))
         return port.offset
+
+    def name(self, node: Node, default: str) -> str:
+        """The port name of ``node``: the caller's, else ``default``; unique per image."""
+        name = self.names.get(node, default)
+        other = self.used_names.setdefault(name, node)
+        if other is not node and (node in self.names or other in self.names):
+            raise CompileError(f"two ports of the program are named {name!r}: give them "
+                               f"different names")
+        return name
 
     def state_slots(self, states: Sequence[Node], task: int, spec: ChainSpec,
                     mapping: dict[Node, Node] | None = None) -> None:
@@ -133,13 +148,17 @@ class _Builder:
                                               s.size))
 
     def add_chain(self, spec: ChainSpec) -> None:
-        instrs, ops = lower_chain(spec, self.table, self.layout)
+        instrs, ops = lower_chain(spec, self.table, self.layout, self.progress.part)
         self.chains.append(instrs)
         self.ops += ops
         self.task_ops.append(ops)
 
     def finish(self, tasks: Sequence[ImageTask], specs: list[TaskSpec]) -> CompiledProgram:
-        linked = link(self.chains, self.table)
+        self.progress.phase("linking")
+        try:
+            linked = link(self.chains, self.table)
+        finally:
+            self.progress.close()
         kinds, index = kinds_table([p.kind for p in linked.patches])
         data_size = -(-max(self.layout.size, 8) // 8) * 8
         image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns, 0,
@@ -185,9 +204,11 @@ def _without_gc(fn: Callable[..., CompiledProgram]) -> Callable[..., CompiledPro
 
 
 @_without_gc
-def compile_program(outputs: Sequence[Node], arch: str) -> CompiledProgram:
-    """One chain, run on request (``tg.run()``): inputs and outputs are read in place."""
-    b = _Builder(arch)
+def compile_program(outputs: Sequence[Node], arch: str,
+                    names: Mapping[Node, str] | None = None) -> CompiledProgram:
+    """One chain, run on request (``tg.run()``): inputs and outputs are read in place.
+    ``names`` gives ports other names than the defaults (``outputK``, the inputs' names)."""
+    b = _Builder(arch, names)
     order, states = _closure(outputs, set())
     spec = ChainSpec({}, {}, [])
     for node in order:
@@ -203,9 +224,9 @@ def compile_program(outputs: Sequence[Node], arch: str) -> CompiledProgram:
             offset = b.layout.alloc(node.nbytes, align=_align(node))
             spec.stores.setdefault(node, []).append(offset)
             role = ROLE_OUTPUT
-        b.ports[node] = Port(f"output{k}", offset, node.dtype, role, node.size)
-        b.image_ports.append(ImagePort(f"output{k}", offset, node.dtype.code, role,
-                                       count=node.size))
+        name = b.name(node, f"output{k}")
+        b.ports[node] = Port(name, offset, node.dtype, role, node.size)
+        b.image_ports.append(ImagePort(name, offset, node.dtype.code, role, count=node.size))
     b.state_slots(states, 0xFFFF, spec)
     b.add_chain(spec)
     return b.finish([ImageTask(0)], [])
@@ -221,14 +242,15 @@ def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> d
 
 
 @_without_gc
-def compile_tasks(tasks: Sequence[TaskSpec], arch: str,
-                  io: Sequence[IoSpec] = ()) -> CompiledProgram:
-    """Periodic tasks with logical execution time (docs/realtime.md)."""
+def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (),
+                  names: Mapping[Node, str] | None = None) -> CompiledProgram:
+    """Periodic tasks with logical execution time (docs/realtime.md). ``names`` gives ports
+    other names than the defaults (``<task>.outK``, the inputs' names)."""
     if not tasks:
         raise CompileError("deploy() needs at least one cp.Task")
     if len(tasks) > 32:
         raise CompileError(f"{len(tasks)} tasks; a program holds at most 32")
-    b = _Builder(arch)
+    b = _Builder(arch, names)
     producer: dict[Node, int] = {}
     for k, t in enumerate(tasks):
         for node in t.outputs:
@@ -245,7 +267,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str,
         init: bytes | None = node.attr if node.op == "const" else None  # type: ignore[assignment]
         offset = b.layout.alloc(node.nbytes, init, _align(node))
         shared_out[node] = offset
-        name = f"{tasks[k].name}.out{tasks[k].outputs.index(node)}"
+        name = b.name(node, f"{tasks[k].name}.out{tasks[k].outputs.index(node)}")
         b.ports[node] = Port(name, offset, node.dtype, ROLE_OUTPUT, node.size, task=k)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k,
                                        node.size))

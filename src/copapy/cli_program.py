@@ -1,0 +1,150 @@
+"""``copapy run``, ``copapy info`` and ``copapy deploy`` for saved programs (``cp.save``).
+
+    copapy run prog.cpimg --steps 100 --write setpoint=2 --print speed
+    copapy info prog.cpimg
+    copapy deploy prog.cpimg --port /dev/ttyACM0
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .saved import Program, ProgramFileError, is_image_file, load
+
+__all__ = ["cmd_image_info", "is_image_file", "register"]
+
+
+def register(sub: Any) -> None:
+    """Add the saved-program commands to the ``copapy`` parser's subcommands."""
+    run = sub.add_parser("run", help="run a saved program in this process",
+                         description="Load a saved program (cp.save) into an in-process "
+                                     "runner, write inputs, run it and print ports.")
+    run.add_argument("image", help="a saved program (.cpimg)")
+    run.add_argument("--steps", type=int, default=1, metavar="N",
+                     help="ticks of the program's tick to run (runs, for a program run on "
+                          "request); default 1")
+    run.add_argument("--write", action="append", default=[], metavar="NAME=VALUE",
+                     help="set an input before running (repeatable)")
+    run.add_argument("--print", action="append", default=[], dest="print_", metavar="NAME",
+                     help="print a port after running (repeatable; default: every output)")
+    run.add_argument("--arch", help="run on an emulated CPU of this architecture (default: "
+                                    "the image's)")
+    run.set_defaults(fn=cmd_run)
+    dep = sub.add_parser("deploy", help="upload a saved program to a runner and start it")
+    dep.add_argument("image", help="a saved program (.cpimg)")
+    dep.add_argument("--port", required=True,
+                     help="serial port, pty path, Unix socket or socket://host:port of the "
+                          "runner")
+    dep.add_argument("--baudrate", type=int, default=115200)
+    dep.add_argument("--key-file", metavar="F", help="the runner's key file")
+    dep.add_argument("--no-start", action="store_true", help="upload only")
+    dep.add_argument("--progress", action="store_true", help="show the upload progress bar "
+                     "even for small images")
+    dep.set_defaults(fn=cmd_deploy)
+
+
+def _load(path: str) -> Program:
+    try:
+        return load(path)
+    except ProgramFileError as exc:
+        raise SystemExit(f"copapy: {exc}") from None
+
+
+def _parse_value(text: str, dtype: Any) -> float | int | bool:
+    if dtype.is_bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{text!r} is not a bool (true/false)")
+    return int(text, 0) if dtype.is_int else float(text)
+
+
+def _format(value: Any) -> str:
+    if hasattr(value, "tolist"):
+        return " ".join(_format(v) for v in value.reshape(-1).tolist())
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .local_target import LocalTarget
+
+    prog = _load(args.image)
+    if args.steps < 0:
+        raise SystemExit("copapy run: --steps must be >= 0")
+    tg = LocalTarget(arch=args.arch or prog.arch)
+    tg.deploy(prog)
+    for item in args.write:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise SystemExit(f"copapy run: --write {item!r}: use NAME=VALUE")
+        try:
+            port = prog.port(name)
+            value = _parse_value(text, port.dtype)
+        except (KeyError, ValueError) as exc:
+            raise SystemExit(f"copapy run: --write {item}: {exc.args[0]}") from None
+        tg.write(name, value)
+    if prog.periodic:
+        tg.step(args.steps * prog.tick)
+    else:
+        for _ in range(args.steps):
+            tg.run()
+    names = args.print_ or [p.name for p in prog.ports if p.role == "output"]
+    for name in names:
+        try:
+            prog.port(name)
+        except KeyError as exc:
+            raise SystemExit(f"copapy run: --print: {exc.args[0]}") from None
+        print(f"{name} {_format(tg.read(name))}")
+    return 0
+
+
+def cmd_image_info(path: str) -> int:
+    """``copapy info prog.cpimg``: header, tasks, ports and I/O bindings."""
+    prog = _load(path)
+    meta = prog.metadata
+    print(f"file           {path}")
+    print(f"arch           {prog.arch}")
+    print(f"size           {len(prog.image)} bytes (code {len(prog._parsed.code)}, data "
+          f"{prog._parsed.data_size}, {len(prog._parsed.patches)} runtime patches)")
+    print(f"image crc      {int.from_bytes(prog.image[-4:], 'little'):#010x}")
+    print(f"compiler       {meta.get('compiler', '?')} (stencil table "
+          f"{meta.get('stencil_table', '?')}), {meta.get('ops', '?')} operations")
+    if prog.periodic:
+        print(f"tick           {prog.tick_ns} ns")
+    print("tasks:" if prog.periodic else "runs on request (copapy run --steps N runs it N times)")
+    for k, t in enumerate(prog.tasks if prog.periodic else []):
+        extra = "".join(f", {what} {v * scale:g} {unit}" for what, v, scale, unit in (
+            ("wcet", t.wcet, 1e6, "µs"), ("budget", t.budget, 1e6, "µs"),
+            ("link timeout", t.link_timeout, 1e3, "ms")) if v)
+        print(f"  {k}: {t.name:16} period {t.period * 1e3:g} ms, offset {t.offset * 1e3:g} ms, "
+              f"priority {t.priority}{extra}")
+    print("ports:")
+    for p in prog.ports:
+        shape = f"[{p.count}]" if p.count != 1 else ""
+        task = f" (task {p.task})" if p.task is not None else ""
+        print(f"  {p.name:24} {p.role:8} {p.dtype.name}{shape} @ {p.offset}{task}")
+    if prog.bindings:
+        print("I/O bindings:")
+        for b in prog.bindings:
+            arrow = "->" if b.direction == "output" else "<-"
+            print(f"  {b.port} {arrow} {b.channel!r} (task {b.task})")
+    return 0
+
+
+def cmd_deploy(args: argparse.Namespace) -> int:
+    from .serial_target import SerialTarget
+
+    prog = _load(args.image)
+    with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file,
+                      progress=True if args.progress else None) as tg:
+        tg.deploy(prog)
+        if not args.no_start:
+            tg.start()
+        info = tg.info()
+        print(f"{args.image}: {info.state} on {args.port} ({info.name}, {info.arch}, image crc "
+              f"{info.image_crc:#010x})")
+    return 0

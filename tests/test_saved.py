@@ -1,0 +1,245 @@
+"""Saved programs (cp.save / cp.load): the image keeps its port names; LocalTarget, the host
+runner started with --image (no Python) and the CLI give the same outputs as the program that
+was compiled in this process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import copapy as cp
+from copapy.runtime.load import host_architecture
+from copapy.saved import Program, ProgramFileError
+from copapy.serial_target import SerialTargetError
+from tests.runners import build
+from tests.test_cli import copapy
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+import motor_pid  # noqa: E402
+
+RUNNER = ROOT / "runner" / "build" / "copapy-runner"
+
+
+def test_values_round_trip_with_names(tmp_path: Path) -> None:
+    x = cp.value(2.0, name="x")
+    n = cp.value(3, name="n")
+    y = cp.sqrt(x * x + 1.0) + n
+    prog = cp.save(tmp_path / "y.cpimg", y, n * 2, names={"y": y})
+    assert isinstance(prog, Program) and not prog.periodic
+    assert sorted((p.name, p.role) for p in prog.ports) == [
+        ("n", "input"), ("output1", "output"), ("x", "input"), ("y", "output")]
+    loaded = cp.load(tmp_path / "y.cpimg")
+    assert loaded.image == prog.image
+    tg = cp.LocalTarget()
+    tg.deploy(loaded)
+    tg.write("x", 3.0)
+    tg.run()
+    ref = cp.LocalTarget()
+    ref.compile(y)
+    ref.write(x, 3.0)
+    ref.run()
+    assert tg.read("y") == ref.read(y)
+    assert tg.read("output1") == 6
+    with pytest.raises(cp.local_target.TargetError, match=r"no port named .z.*y"):
+        tg.read("z")
+    with pytest.raises(cp.local_target.TargetError, match="only inputs"):
+        tg.write("y", 1.0)
+
+
+def test_arrays_by_name(tmp_path: Path) -> None:
+    v = cp.value([1.0, 2.0, 3.0, 4.0], packed=True, name="v")
+    s = (v * v).sum()
+    prog = cp.save(tmp_path / "a.cpimg", s, v * 2.0, names={"s": s})
+    tg = cp.LocalTarget()
+    tg.deploy(prog)
+    tg.write("v", [1.0, 1.0, 2.0, 2.0])
+    tg.run()
+    assert tg.read("s") == 10.0
+    assert tg.read("output1").tolist() == [2.0, 2.0, 4.0, 4.0]
+
+
+def test_name_clash_and_mixed_items_are_errors(tmp_path: Path) -> None:
+    x = cp.value(1.0, name="x")
+    with pytest.raises(Exception, match="two ports of the program are named 'x'"):
+        cp.save(tmp_path / "c.cpimg", x + 1.0, names={"x": x + 1.0})
+    with pytest.raises(TypeError, match=r"either cp\.Task"):
+        cp.save(tmp_path / "c.cpimg", cp.Task(x + 1.0, period=1e-3), x * 2.0)
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    (tmp_path / "bad.cpimg").write_bytes(b"CPIM" + bytes(60))
+    with pytest.raises(ProgramFileError, match=r"bad\.cpimg"):
+        cp.load(tmp_path / "bad.cpimg")
+    with pytest.raises(ProgramFileError, match="cannot read"):
+        cp.load(tmp_path / "missing.cpimg")
+    out = copapy("run", str(tmp_path / "bad.cpimg"))
+    assert out.returncode != 0 and "bad.cpimg" in out.stderr and "Traceback" not in out.stderr
+
+
+def _motor(tmp_path: Path) -> Program:
+    return motor_pid.save(str(tmp_path / "pid.cpimg"))
+
+
+def test_motor_pid_saved_equals_simulated(tmp_path: Path) -> None:
+    prog = _motor(tmp_path)
+    assert prog.periodic and prog.tick_ns == 100_000
+    assert [t.name for t in prog.tasks] == ["controller", "plant"]
+    assert {b.port for b in prog.bindings} == {"encoder", "pwm", "duty", "angle"}
+    _tg, r = motor_pid.simulate(0.6)
+    saved = cp.LocalTarget()
+    saved.deploy(cp.load(tmp_path / "pid.cpimg"))
+    saved.step(0.6)
+    assert saved.read("angle") == r["final"]
+    assert [s.name for s in saved.stats()] == ["controller", "plant"]
+    out = copapy("run", str(tmp_path / "pid.cpimg"), "--steps", "6000", "--print", "angle")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["angle", repr(r["final"])]
+
+
+def test_cli_info_lists_header_tasks_ports_bindings(tmp_path: Path) -> None:
+    _motor(tmp_path)
+    out = copapy("info", str(tmp_path / "pid.cpimg"))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    for expected in (f"arch           {host_architecture()}", "tick           100000 ns",
+                     "0: controller", "1: plant", "setpoint", "angle", "I/O bindings:",
+                     "encoder <- cp.io.Encoder(0) (task 0)", "pwm -> cp.io.PWM(0) (task 0)"):
+        assert expected in text, f"{expected!r} missing in:\n{text}"
+
+
+def test_cli_run_writes_inputs(tmp_path: Path) -> None:
+    x = cp.value(0.0, name="x")
+    flag = cp.value(False, name="flag")
+    cp.save(tmp_path / "w.cpimg", cp.where(flag, x * 2.0, x), names={"y": x * 0.0})
+    out = copapy("run", str(tmp_path / "w.cpimg"), "--write", "x=1.5", "--write", "flag=true",
+                 "--print", "output0")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["output0", "3.0"]
+    bad = copapy("run", str(tmp_path / "w.cpimg"), "--write", "nope=1")
+    assert bad.returncode != 0 and "no port 'nope'" in bad.stderr
+
+
+def _start_runner(*args: str) -> tuple[str, subprocess.Popen[str]]:
+    build("host")
+    proc = subprocess.Popen([str(RUNNER), "--pty", "--no-rt", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    assert line[:1] == ["PTY"], f"runner did not start: {line} {proc.stderr.read()}"  # type: ignore[union-attr]
+    return line[1], proc
+
+
+def test_runner_image_start_matches_local_target(tmp_path: Path) -> None:
+    """The acceptance check: the motor PID image runs in copapy-runner --image --start (real
+    time, no Python) and streams the same values, tick for tick, as LocalTarget computes."""
+    prog = _motor(tmp_path)
+    pty, proc = _start_runner("--image", str(tmp_path / "pid.cpimg"), "--start")
+    try:
+        with cp.SerialTarget(pty) as tg:
+            info = tg.info()
+            assert info.state == "running" and info.image_crc == int.from_bytes(
+                prog.image[-4:], "little")
+            tg.deploy(prog)  # the same image: attaches without uploading
+            stream = tg.trace("angle", "pwm")
+            deadline = time.monotonic() + 20
+            while len(stream.time) < 300 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ticks = (stream.time / prog.tick).round().astype(int)
+            angle, pwm = stream["angle"], stream["pwm"]
+            assert tg.read("angle") > 0.0
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+    assert len(ticks) >= 300, "the runner streamed too few samples"
+    local = cp.LocalTarget()
+    local.deploy(prog)
+    trace = local.trace("angle", "pwm")
+    local.step((int(ticks.max()) + 1) * prog.tick)
+    row = {round(t / prog.tick): i for i, t in enumerate(trace.time)}
+    la, lp = trace["angle"], trace["pwm"]
+    for k, a, p in zip(ticks, angle, pwm, strict=True):
+        assert (a, p) == (la[row[k]], lp[row[k]]), f"tick {k}"
+
+
+def test_runner_image_errors_are_one_line(tmp_path: Path) -> None:
+    build("host")
+    (tmp_path / "junk.cpimg").write_bytes(b"hello world")
+    out = subprocess.run([str(RUNNER), "--stdio", "--no-rt", "--image",
+                          str(tmp_path / "junk.cpimg")],
+                         capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2
+    errors = [line for line in out.stderr.splitlines() if "warning:" not in line]  # root: a warning
+    assert errors == [f"copapy-runner: error: {tmp_path / 'junk.cpimg'} is not a copapy "
+                      f"program image (it does not start with CPIM)"]
+    prog = _motor(tmp_path)
+    broken = bytearray(prog.image)
+    broken[60] ^= 0xFF
+    (tmp_path / "broken.cpimg").write_bytes(bytes(broken))
+    out = subprocess.run([str(RUNNER), "--no-rt", "--image", str(tmp_path / "broken.cpimg"),
+                          "--start"], capture_output=True, text=True, timeout=10)
+    assert out.returncode == 2 and "broken.cpimg" in out.stderr and "CRC" in out.stderr
+
+
+def test_runner_image_without_transport_runs(tmp_path: Path) -> None:
+    _motor(tmp_path)
+    build("host")
+    proc = subprocess.Popen([str(RUNNER), "--no-rt", "--image", str(tmp_path / "pid.cpimg"),
+                             "--start"], stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        assert proc.poll() is None, proc.stderr.read()  # type: ignore[union-attr]
+        proc.terminate()  # SIGTERM ends it cleanly (outputs safe first)
+        assert proc.wait(timeout=5) == 0
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def test_runner_image_with_a_key(tmp_path: Path) -> None:
+    """--image loads before any client exists; afterwards the key is required as usual."""
+    prog = _motor(tmp_path)
+    key = tmp_path / "runner.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    pty, proc = _start_runner("--key-file", str(key), "--image", str(tmp_path / "pid.cpimg"),
+                              "--start")
+    try:
+        with pytest.raises(SerialTargetError, match="AUTH_REQUIRED"):
+            cp.SerialTarget(pty, timeout=2.0).info()
+        with cp.SerialTarget(pty, key=key) as tg:
+            info = tg.info()
+            assert info.state == "running"
+            assert info.image_crc == int.from_bytes(prog.image[-4:], "little")
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def test_cli_deploy_uploads_and_starts(tmp_path: Path) -> None:
+    prog = _motor(tmp_path)
+    pty, proc = _start_runner()
+    try:
+        out = copapy("deploy", str(tmp_path / "pid.cpimg"), "--port", pty)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith(f"{tmp_path / 'pid.cpimg'}: running on {pty}")
+        with cp.SerialTarget(pty) as tg:
+            assert tg.info().image_crc == int.from_bytes(prog.image[-4:], "little")
+            tg.deploy(prog)
+            time.sleep(0.2)
+            assert tg.read("angle") > 0.0
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def test_wrong_architecture_is_refused(tmp_path: Path) -> None:
+    x = cp.value(1.0, name="x")
+    prog = cp.save(tmp_path / "m4.cpimg", x + 1.0, arch="cortex-m4")
+    with pytest.raises(cp.local_target.TargetError, match="holds cortex-m4 code"):
+        cp.LocalTarget().deploy(prog)
