@@ -47,7 +47,7 @@ def topological_orders(order: list[Node]) -> Iterator[list[Node]]:
 def results_over_orders(build: Callable[[], tuple[Any, list[Any]]],
                         monkeypatch: pytest.MonkeyPatch) -> set[tuple[float, ...]]:
     """Compile and run ``build()``'s outputs once per node order (at most LIMIT orders)."""
-    original = lower.live_nodes
+    original = lower.evaluation_order
     chosen: list[list[Node]] = []
 
     def reordered(roots: Any, stop: Any = None) -> list[Node]:
@@ -57,7 +57,7 @@ def results_over_orders(build: Callable[[], tuple[Any, list[Any]]],
     out, _inputs = build()
     natural = original([o.node for o in out], stop={})
     results = set()
-    monkeypatch.setattr(lower, "live_nodes", reordered)
+    monkeypatch.setattr(lower, "evaluation_order", reordered)
     for k, order in enumerate(topological_orders(natural)):
         if k == LIMIT:
             break
