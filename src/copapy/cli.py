@@ -5,6 +5,7 @@
     copapy info /dev/pts/3           # what a connected runner reports
     copapy stats /dev/pts/3          # per-task statistics and release jitter
     copapy archs                     # architectures copapy compiles for
+    copapy bench jitter --seconds 1  # wake-up latency of every way of running a program
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--baudrate", type=int, default=115200)
         p.set_defaults(fn=fn)
     sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
+    from . import cli_bench
+
+    cli_bench.register(sub)
     args = parser.parse_args(argv)
     from .serial.protocol import ProtocolError
     from .serial_target import SerialTargetError
