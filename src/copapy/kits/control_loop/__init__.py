@@ -179,14 +179,19 @@ class ControlLoop:
         self._period_ns = int(self._loop.tick_ns())
         self.options.period_ns = self._period_ns
         self._cycle = np.zeros(1, dtype=np.uint64)
-        # the call wrappers of the hot methods are JIT'ed now, not at the first timed call
+        # the call wrappers of the methods used while it runs are JIT'ed now (5-50 ms each at
+        # the first call), not at their first call beside a running loop
         warm(self._loop.stats)
         warm(self._loop.running)
+        warm(self._loop.wait, 0.0)
+        watched = [n for n in (*self._param_names, *self._command_names, *self._state_names) if n]
+        if watched:
+            warm(self._loop.read_port, watched[0], np.zeros(1), 1, self._cycle)
         if self._param_names:
             first = self._param_names[0]
-            buf = np.zeros(1)
-            warm(self._loop.read_port, first, buf, 1, self._cycle)
-            warm(self._loop.write_parameter, self._params[first], buf, 1)
+            current = np.zeros(int(self._loop.parameter_size()) or 1)
+            warm(self._loop.read_port, first, current, 1, self._cycle)
+            warm(self._loop.write_parameter, self._params[first], current, 1)
 
     # ---- set-up ---------------------------------------------------------------------------
 

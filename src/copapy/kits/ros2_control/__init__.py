@@ -293,7 +293,13 @@ def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
             node.kill()
             node.wait()
     text = node_log.read_text(errors="replace")
-    if drive.returncode != 0:
+    report: dict[str, Any] = {}
+    for line in reversed(drive.stdout.splitlines()):
+        if line.startswith("{"):
+            report = json.loads(line)
+            break
+    # the verdict is the driver's report: rclpy may still fail while shutting down
+    if not report.get("ok"):
         raise KitError(f"driving the controller_manager failed:\n{drive.stdout}\n"
                        f"{drive.stderr[-3000:]}\nnode log:\n{text[-3000:]}")
     sleeps = read_sleep_probe(probe_out)
