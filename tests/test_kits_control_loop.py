@@ -231,7 +231,7 @@ def test_runner_library_in_cppyy() -> None:
     import cppyy
 
     gbl = load_runner()
-    assert gbl.copapy_abi_version() == 1
+    assert gbl.copapy_abi_version() == 2
     assert gbl.copapy_status_name(gbl.COPAPY_E_NO_PORT) == "NO_PORT"
     x = cp.value(1.0, name="x")
     tg = cp.LocalTarget(tick=PERIOD)

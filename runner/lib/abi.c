@@ -17,6 +17,16 @@
 
 enum { IO_CHANNELS = 256, DEFAULT_TICK_NS = 1000000 };
 
+/* Fault containment defaults (copapy_options' budget fields): the budget factor of the host
+ * runner; a 20 ms minimum, polled every 10 ms, so the supervisor wakes rarely beside a 1 kHz
+ * loop (the host runner polls every 2 ms), and 60 s for copapy_run of a task that declares no
+ * time at all (the in-process on_request). The supervisor runs at SCHED_FIFO 90 where
+ * permitted: above a real-time loop thread (80) whose chain does not return. */
+#define DEFAULT_BUDGET_FACTOR 10u
+#define DEFAULT_BUDGET_MIN_NS 20000000ull
+#define REQUEST_BUDGET_NS 60000000000ull
+#define WATCHDOG_PRIORITY 90
+
 struct copapy_program {
     cp_program prog;
     cp_sched sched;
@@ -25,6 +35,8 @@ struct copapy_program {
     copapy_port *ports;
     char *strings;
     double io[4][IO_CHANNELS];
+    uint32_t budget_factor;        /* 0: no time limit */
+    uint64_t budget_min_ns;
 };
 
 /* ---- errors */
@@ -81,8 +93,14 @@ static void ok(copapy_error *err)
     (void)copapy_abi_fail(err, COPAPY_OK, 0, 0, "OK", "");
 }
 
-/* A caller struct is usable if it covers at least its ABI-1 fields. */
-#define USABLE(p, type) ((p) != NULL && (p)->struct_size >= sizeof(type))
+/* A caller struct is usable if it covers at least its ABI-1 fields (a struct that grew later
+ * names its ABI-1 end in ABI1_SIZE_<type>); an appended field is read only if covered. */
+#define ABI1_SIZE_copapy_options offsetof(copapy_options, budget_factor)
+#define ABI1_SIZE(type) (sizeof(type))
+#define USABLE(p, type) ((p) != NULL && (p)->struct_size >= ABI1_SIZE(type))
+#define USABLE_AT(p, type, size) ((p) != NULL && (p)->struct_size >= (size))
+#define COVERS(p, type, field) \
+    ((p)->struct_size >= offsetof(type, field) + sizeof(((type *)0)->field))
 
 /* ---- I/O and clock callbacks of the scheduler */
 
@@ -164,13 +182,23 @@ int copapy_load(const void *image, size_t len, const copapy_options *options,
         return copapy_abi_fail(err, COPAPY_E_ARGUMENT, 0, 0, NULL,
                                "copapy_load: image must not be NULL");
     }
-    if (options != NULL && !USABLE(options, copapy_options)) {
+    if (options != NULL && !USABLE_AT(options, copapy_options, ABI1_SIZE_copapy_options)) {
         return copapy_abi_fail(err, COPAPY_E_ARGUMENT, 0, 0, NULL,
                                "copapy_options.struct_size is too small: set it to "
                                "sizeof(copapy_options)");
     }
     uint32_t flags = options != NULL ? options->flags : 0;
     uint64_t tick_ns = options != NULL ? options->tick_ns : 0;
+    uint32_t budget_factor = 0;
+    uint64_t budget_min_ns = 0;
+    if (options != NULL && COVERS(options, copapy_options, budget_min_ns)) {
+        budget_factor = options->budget_factor;
+        budget_min_ns = options->budget_min_ns;
+    }
+    budget_factor = (flags & COPAPY_NO_BUDGET) != 0 ? 0u
+                    : budget_factor != 0            ? budget_factor
+                                                    : DEFAULT_BUDGET_FACTOR;
+    budget_min_ns = budget_min_ns != 0 ? budget_min_ns : DEFAULT_BUDGET_MIN_NS;
 
     copapy_program *p = calloc(1, sizeof(*p));
     if (p == NULL) {
@@ -210,12 +238,28 @@ int copapy_load(const void *image, size_t len, const copapy_options *options,
     cfg.io_read = io_read;
     cfg.io_write = io_write;
     cfg.io_ctx = p;
+    /* the core's guard: a fault in a chain stops the program, not the process */
+    cfg.guard = cp_posix_guard;
+    cfg.budget_factor = budget_factor;
+    cfg.budget_min_ns = budget_min_ns;
+    p->budget_factor = budget_factor;
+    p->budget_min_ns = budget_min_ns;
     p->sched.struct_size = sizeof(p->sched);
     st = cp_sched_init(&p->sched, &p->prog, &cfg, &ce);
     if (st != CP_OK) {
         copapy_free(p);
         return copapy_abi_fail(err, COPAPY_E_ARGUMENT, (uint32_t)st, ce.detail, "ARGUMENT",
                                ce.message);
+    }
+    /* on top of whatever handlers were installed since (another copy of the runner core in
+     * this process, faulthandler, ...); those stay the chain a foreign fault goes to */
+    if (cp_posix_guard_install() != 0) {
+        copapy_free(p);
+        return copapy_abi_fail(err, COPAPY_E_SYSTEM, 0, 0, NULL,
+                               "cannot install the fault handlers (sigaction failed)");
+    }
+    if (budget_factor != 0) {
+        (void)cp_posix_watchdog_start(budget_min_ns / 2, WATCHDOG_PRIORITY);
     }
     *out = p;
     ok(err);
@@ -394,7 +438,7 @@ int copapy_tick(copapy_program *p)
     }
     cp_sched_tick(&p->sched);
     cp_sched_settle(&p->sched);
-    return COPAPY_OK;
+    return cp_sched_fault(&p->sched) != NULL ? COPAPY_E_FAULTED : COPAPY_OK;
 }
 
 int copapy_advance(copapy_program *p, uint64_t ticks)
@@ -404,7 +448,7 @@ int copapy_advance(copapy_program *p, uint64_t ticks)
     }
     cp_sched_advance(&p->sched, ticks);
     cp_sched_settle(&p->sched);
-    return COPAPY_OK;
+    return cp_sched_fault(&p->sched) != NULL ? COPAPY_E_FAULTED : COPAPY_OK;
 }
 
 int copapy_run(copapy_program *p, uint32_t task)
@@ -412,7 +456,23 @@ int copapy_run(copapy_program *p, uint32_t task)
     if (p == NULL || task >= p->prog.task_count) {
         return COPAPY_E_ARGUMENT;
     }
-    return cp_program_run(&p->prog, task) == CP_OK ? COPAPY_OK : COPAPY_E_ARGUMENT;
+    if (cp_sched_fault(&p->sched) != NULL) {
+        return COPAPY_E_FAULTED;
+    }
+    const cp_task_entry *t = &p->prog.tasks[task];
+    if (t->entry == NULL) {
+        return COPAPY_E_ARGUMENT;
+    }
+    uint64_t budget = cp_task_budget_ns(t, p->budget_factor, p->budget_min_ns,
+                                        p->budget_factor != 0 ? REQUEST_BUDGET_NS : 0);
+    cp_fault f;
+    memset(&f, 0, sizeof(f));
+    if (cp_posix_guard(NULL, t->entry, budget, &f) != 0) {
+        f.task = task;
+        cp_sched_fail(&p->sched, &f); /* FAULTED, outputs safe, as in a tick */
+        return COPAPY_E_FAULTED;
+    }
+    return COPAPY_OK;
 }
 
 void copapy_reset(copapy_program *p)
@@ -447,6 +507,31 @@ int copapy_get_task_stats(const copapy_program *p, uint32_t task, copapy_task_st
                            s->exec_ns_sum};
     uint32_t size = out->struct_size < sizeof(t) ? out->struct_size : (uint32_t)sizeof(t);
     memcpy((uint8_t *)out + sizeof(uint32_t), (const uint8_t *)&t + sizeof(uint32_t),
+           size - sizeof(uint32_t));
+    return COPAPY_OK;
+}
+
+int copapy_get_fault(const copapy_program *p, copapy_fault *out)
+{
+    if (p == NULL || !USABLE(out, copapy_fault)) {
+        return COPAPY_E_ARGUMENT;
+    }
+    const cp_fault *f = cp_sched_fault(&p->sched);
+    copapy_fault r;
+    memset(&r, 0, sizeof(r));
+    r.struct_size = sizeof(r);
+    r.task = CP_FAULT_NO_TASK;
+    if (f != NULL) {
+        r.kind = f->kind;
+        r.task = f->task;
+        r.code = f->code;
+        r.address = f->address;
+        r.pc = f->pc;
+        r.tick = f->tick;
+    }
+    snprintf(r.name, sizeof(r.name), "%s", f != NULL ? cp_fault_name(f->kind) : "none");
+    uint32_t size = out->struct_size < sizeof(r) ? out->struct_size : (uint32_t)sizeof(r);
+    memcpy((uint8_t *)out + sizeof(uint32_t), (const uint8_t *)&r + sizeof(uint32_t),
            size - sizeof(uint32_t));
     return COPAPY_OK;
 }

@@ -1,6 +1,7 @@
 /* Unit tests of libcopapy's exported ABI (copapy.h) on the standard test image: loading and its
  * errors, ports by name, conversions, ticks, statistics, I/O channels, struct_size prefixes and
  * the periodic loop. Built with AddressSanitizer and UBSan (make -C runner test). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -211,11 +212,38 @@ static void test_loop(void)
     copapy_free(p);
 }
 
+/* ABI 2 appended copapy_options' budget fields: an ABI-1 caller (the struct without them)
+ * still loads; copapy_get_fault of a running program says none. */
+static void test_abi1_options_and_fault_query(void)
+{
+    tb_image img;
+    std_image(&img);
+    copapy_program *p = NULL;
+    copapy_error err = new_err();
+    copapy_options opt;
+    memset(&opt, 0, sizeof(opt));
+    opt.struct_size = (uint32_t)offsetof(copapy_options, budget_factor);
+    CHECK(copapy_load(img.bytes, img.len, &opt, &p, &err) == COPAPY_OK);
+    opt.struct_size = 8; /* not even tick_ns */
+    copapy_program *q = NULL;
+    CHECK(copapy_load(img.bytes, img.len, &opt, &q, &err) == COPAPY_E_ARGUMENT && q == NULL);
+    CHECK(copapy_tick(p) == COPAPY_OK);
+    copapy_fault f;
+    memset(&f, 0xAA, sizeof(f));
+    f.struct_size = sizeof(f);
+    CHECK(copapy_get_fault(p, &f) == COPAPY_OK);
+    CHECK(f.kind == COPAPY_FAULT_NONE && f.task == 0xFFFFFFFFu && strcmp(f.name, "none") == 0);
+    CHECK(copapy_get_fault(p, NULL) == COPAPY_E_ARGUMENT);
+    CHECK(copapy_run(p, 99) == COPAPY_E_ARGUMENT);
+    copapy_free(p);
+}
+
 int main(void)
 {
     test_load_and_ports();
     test_load_errors();
     test_loop();
+    test_abi1_options_and_fault_query();
     printf("test_abi: %d checks, %d failures\n", checks, failures);
     return failures != 0;
 }

@@ -10,7 +10,13 @@
  *   * every struct the caller passes in starts with `struct_size` (set it to sizeof() of the
  *     struct as your header knows it); fields are only ever appended, so an older caller gets
  *     the prefix it knows and a newer library never writes past it;
- *   * enum values are never renumbered; COPAPY_ABI_VERSION grows when something is appended.
+ *   * enum values are never renumbered; COPAPY_ABI_VERSION grows when something is appended
+ *     (2: fault containment: copapy_options' budget fields, copapy_fault, copapy_get_fault).
+ *
+ * Faults: every chain runs inside the runner core's POSIX guard (cp_posix_guard, docs/
+ * realtime.md "Faults and the safe state"): a SIGSEGV, SIGILL, SIGBUS or SIGFPE in generated
+ * code, or a job running past its time budget, stops the program (COPAPY_E_FAULTED, the fault
+ * in copapy_get_fault, its OUTPUT channels at their safe values) instead of the host process.
  *
  * Threads: one program is used by one thread at a time (the loop's). Different programs are
  * independent. copapy_loop_run() writes its statistics with relaxed atomic stores, so another
@@ -40,7 +46,7 @@
 extern "C" {
 #endif
 
-#define COPAPY_ABI_VERSION 1u
+#define COPAPY_ABI_VERSION 2u
 
 #if defined(COPAPY_BUILDING_LIBRARY) && (defined(__GNUC__) || defined(__clang__))
 #define COPAPY_API __attribute__((visibility("default")))
@@ -84,7 +90,9 @@ enum {
     /* a job's cost is its declared wcet (simulation, as LocalTarget); default: measured */
     COPAPY_DETERMINISTIC = 1u,
     /* do not time the chains (no clock reads; exec times in the statistics stay 0) */
-    COPAPY_NO_MEASURE = 2u
+    COPAPY_NO_MEASURE = 2u,
+    /* ABI 2: no time budget (a chain that never returns is not stopped) */
+    COPAPY_NO_BUDGET = 4u
 };
 
 typedef struct copapy_options {
@@ -92,6 +100,14 @@ typedef struct copapy_options {
     uint32_t flags;          /* COPAPY_DETERMINISTIC | COPAPY_NO_MEASURE */
     uint64_t tick_ns;        /* scheduler tick; 0: the program's own (the largest that divides
                               * every period and offset; 1 ms without periodic tasks) */
+    /* appended in ABI 2: a job may use budget_factor x its task's budget (cp.Task budget=,
+     * else wcet=, else its period) of CPU time, at least budget_min_ns, before it is stopped
+     * (fault kind COPAPY_FAULT_TIMEOUT). 0: the defaults, 10 and 20 ms. The supervisor that
+     * watches it (one per process, SCHED_FIFO 90 where permitted) polls every budget_min_ns / 2
+     * as the first program loaded sets it. */
+    uint32_t budget_factor;
+    uint32_t reserved;
+    uint64_t budget_min_ns;
 } copapy_options;
 
 typedef struct copapy_program copapy_program;  /* opaque */
@@ -116,6 +132,23 @@ typedef struct copapy_task_stats {
     uint64_t exec_ns_max;
     uint64_t exec_ns_sum;
 } copapy_task_stats;
+
+/* ---- faults (ABI 2) */
+
+/* copapy_fault.kind: the values of the runner core's cp_fault_kind */
+enum { COPAPY_FAULT_NONE = 0, COPAPY_FAULT_SIGSEGV = 1, COPAPY_FAULT_SIGILL = 2,
+       COPAPY_FAULT_SIGBUS = 3, COPAPY_FAULT_SIGFPE = 4, COPAPY_FAULT_TIMEOUT = 9 };
+
+typedef struct copapy_fault {
+    uint32_t struct_size;    /* sizeof(copapy_fault) */
+    uint32_t kind;           /* COPAPY_FAULT_*; 0: the program has not faulted */
+    uint32_t task;           /* the faulting task; 0xFFFFFFFF: none */
+    uint32_t code;           /* the signal's si_code */
+    uint64_t address;        /* the data address of a memory fault, else 0 */
+    uint64_t pc;             /* the interrupted instruction, 0 if unknown */
+    uint64_t tick;           /* the tick during which it happened */
+    char name[32];           /* "SIGSEGV", "timeout", ... ("none") */
+} copapy_fault;
 
 /* ---- library */
 
@@ -156,7 +189,8 @@ COPAPY_API void *copapy_data(copapy_program *program, uint32_t *size);
  * (what LocalTarget.step(tick) does). COPAPY_E_FAULTED if the program is faulted. */
 COPAPY_API int copapy_tick(copapy_program *program);
 COPAPY_API int copapy_advance(copapy_program *program, uint64_t ticks);
-/* Runs task's chain once, outside the schedule (programs compiled with LocalTarget.compile). */
+/* Runs task's chain once, outside the schedule (programs compiled with LocalTarget.compile),
+ * guarded like a tick (its budget: the task's, else 60 s); COPAPY_E_FAULTED if it faults. */
 COPAPY_API int copapy_run(copapy_program *program, uint32_t task);
 /* Time 0, data back to its initial contents, statistics and a fault cleared. */
 COPAPY_API void copapy_reset(copapy_program *program);
@@ -164,6 +198,8 @@ COPAPY_API void copapy_reset(copapy_program *program);
 COPAPY_API uint64_t copapy_tick_ns(const copapy_program *program);
 COPAPY_API uint64_t copapy_ticks(const copapy_program *program);
 COPAPY_API uint32_t copapy_task_count(const copapy_program *program);
+/* ABI 2: the fault that stopped the program (kind 0 if none; copapy_reset clears it). */
+COPAPY_API int copapy_get_fault(const copapy_program *program, copapy_fault *out);
 COPAPY_API int copapy_get_task_stats(const copapy_program *program, uint32_t task,
                                  copapy_task_stats *out);
 

@@ -19,7 +19,7 @@ else:
 
 OK, E_ARGUMENT, E_IMAGE, E_NO_PORT, E_NOMEM, E_IO, E_READ_ONLY, E_FAULTED, E_SYSTEM, \
     E_STOPPED = range(10)
-DETERMINISTIC, NO_MEASURE = 1, 2
+DETERMINISTIC, NO_MEASURE, NO_BUDGET = 1, 2, 4
 LOOP_FIFO, LOOP_MLOCK, LOOP_SLACK1, LOOP_DMA_LATENCY0 = 1, 2, 4, 8
 
 
@@ -29,7 +29,15 @@ class Error(C.Structure):
 
 
 class Options(C.Structure):
-    _fields_ = [("struct_size", C.c_uint32), ("flags", C.c_uint32), ("tick_ns", C.c_uint64)]
+    _fields_ = [("struct_size", C.c_uint32), ("flags", C.c_uint32), ("tick_ns", C.c_uint64),
+                ("budget_factor", C.c_uint32), ("reserved", C.c_uint32),
+                ("budget_min_ns", C.c_uint64)]
+
+
+class Fault(C.Structure):
+    _fields_ = [("struct_size", C.c_uint32), ("kind", C.c_uint32), ("task", C.c_uint32),
+                ("code", C.c_uint32), ("address", C.c_uint64), ("pc", C.c_uint64),
+                ("tick", C.c_uint64), ("name", C.c_char * 32)]
 
 
 class Port(C.Structure):
@@ -84,6 +92,9 @@ def lib() -> C.CDLL:
             "copapy_tick_ns": (C.c_uint64, [P]),
             "copapy_ticks": (C.c_uint64, [P]),
             "copapy_task_count": (C.c_uint32, [P]),
+            "copapy_get_fault": (C.c_int, [P, C.POINTER(Fault)]),
+            "copapy_io_get": (C.c_double, [P, C.c_int, C.c_int]),
+            "copapy_io_set": (C.c_int, [P, C.c_int, C.c_int, C.c_double]),
             "copapy_loop_run": (C.c_int, [C.POINTER(LoopConfig), C.POINTER(LoopStats),
                                           C.POINTER(Error)]),
             "copapy_now_ns": (C.c_int64, []),
@@ -112,6 +123,32 @@ class PortInfo:
 
 
 @dataclass(frozen=True)
+class FaultInfo:
+    """The fault that stopped a program (copapy_get_fault): kind as the runner names it
+    ("SIGSEGV", "timeout", ...), the task, the data address, pc and si_code, and the tick."""
+    kind: str
+    task: int
+    address: int
+    pc: int
+    code: int
+    tick: int
+
+    def __str__(self) -> str:
+        return (f"{self.kind} in task {self.task} at tick {self.tick} "
+                f"(pc 0x{self.pc:x}, address 0x{self.address:x})")
+
+
+def get_fault(dll: C.CDLL, handle: Any) -> FaultInfo | None:
+    """The fault of a loaded program (a copapy_program pointer), None if it runs."""
+    f = Fault(struct_size=C.sizeof(Fault))
+    if dll.copapy_get_fault(handle, C.byref(f)) != OK:
+        raise KitError("copapy_get_fault: no program")
+    if f.kind == 0:
+        return None
+    return FaultInfo(f.name.decode(), f.task, f.address, f.pc, f.code, f.tick)
+
+
+@dataclass(frozen=True)
 class LoopResult:
     status: int
     rt: int
@@ -125,11 +162,14 @@ class LoopResult:
 class CProgram:
     """A program image loaded by libcopapy (ctypes)."""
 
-    def __init__(self, image: bytes, deterministic: bool = False, tick_ns: int = 0) -> None:
+    def __init__(self, image: bytes, deterministic: bool = False, tick_ns: int = 0,
+                 budget_factor: int = 0, budget_min_ns: int = 0) -> None:
+        """``budget_factor``/``budget_min_ns``: the time budget of a job (copapy_options; 0:
+        the defaults, 10 x the task's budget, at least 20 ms)."""
         self._lib = lib()
         err = new_error()
         opt = Options(struct_size=C.sizeof(Options), flags=DETERMINISTIC if deterministic else 0,
-                      tick_ns=tick_ns)
+                      tick_ns=tick_ns, budget_factor=budget_factor, budget_min_ns=budget_min_ns)
         handle = C.c_void_p()
         rc = self._lib.copapy_load(image, len(image), C.byref(opt), C.byref(handle),
                                    C.byref(err))
@@ -180,7 +220,28 @@ class CProgram:
         return list(buf)
 
     def tick(self) -> int:
+        """One tick; OK, or E_FAULTED once the program has faulted (see ``fault``)."""
         return int(self._lib.copapy_tick(self.handle))
+
+    def run(self, task: int) -> int:
+        """Runs one task's chain once (guarded); OK or E_FAULTED."""
+        return int(self._lib.copapy_run(self.handle, task))
+
+    def reset(self) -> None:
+        """Time 0, initial data, statistics and a fault cleared."""
+        self._lib.copapy_reset(self.handle)
+
+    @property
+    def fault(self) -> FaultInfo | None:
+        return get_fault(self._lib, self.handle)
+
+    def io_get(self, kind: int, channel: int) -> float:
+        """A simulated I/O channel (kind 1 GPIO, 2 PWM, 3 encoder, 4 ADC)."""
+        return float(self._lib.copapy_io_get(self.handle, kind, channel))
+
+    def io_set(self, kind: int, channel: int, value: float) -> None:
+        if self._lib.copapy_io_set(self.handle, kind, channel, value) != OK:
+            raise KitError(f"copapy_io_set({kind}, {channel}): no such channel")
 
     @property
     def tick_ns(self) -> int:

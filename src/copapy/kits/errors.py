@@ -45,4 +45,12 @@ class LoopStateError(KitError):
 
 
 class ProgramFaultError(KitError):
-    """The program faulted inside the loop; the loop commanded the safe values."""
+    """The program faulted inside the loop (the runner core's guard caught it; the process
+    goes on); from that cycle on the loop commanded the safe values. ``fault`` is the
+    copapy.kits.abi.FaultInfo (kind, task, pc, address, tick), ``stats`` the loop's
+    statistics."""
+
+    def __init__(self, message: str, fault: object = None, stats: object = None) -> None:
+        super().__init__(message)
+        self.fault = fault
+        self.stats = stats

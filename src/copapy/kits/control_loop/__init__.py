@@ -23,7 +23,8 @@ from ...target_common import find_port, io_specs, task_specs
 from ...task import Task
 from ...value import Value
 from ..cppyy_tools import Built, import_cppyy, load_kit, nogil, warm
-from ..errors import BadImageError, KitError, LoopStateError, PortNotFoundError
+from ..abi import FaultInfo
+from ..errors import BadImageError, KitError, LoopStateError, PortNotFoundError, ProgramFaultError
 from ..paths import KIT_SOURCES, kit_include_dir
 
 if TYPE_CHECKING:
@@ -183,6 +184,7 @@ class ControlLoop:
         # the first call), not at their first call beside a running loop
         warm(self._loop.stats)
         warm(self._loop.running)
+        warm(self._loop.fault)
         warm(self._loop.wait, 0.0)
         watched = [n for n in (*self._param_names, *self._command_names, *self._state_names) if n]
         if watched:
@@ -262,10 +264,28 @@ class ControlLoop:
                 return False
 
     def run(self, cycles: int) -> LoopStats:
-        """Run ``cycles`` cycles and return when they are done."""
+        """Run ``cycles`` cycles and return when they are done. Raises ProgramFaultError if
+        the program faulted meanwhile (the loop ran on, commanding the safe values)."""
         self.start(cycles)
         self.wait()
-        return self.stats()
+        stats = self.stats()
+        fault = self.fault
+        if fault is not None:
+            raise ProgramFaultError(f"the program faulted: {fault}; the loop commanded the "
+                                    f"safe values from then on (reset() to run it again)",
+                                    fault, stats)
+        return stats
+
+    @property
+    def fault(self) -> FaultInfo | None:
+        """The fault that stopped the program (None while it runs fine): a SIGSEGV, SIGILL,
+        SIGBUS or SIGFPE in its code, or a job past its time budget ("timeout"), caught by
+        the runner core's guard. Readable while the loop runs; reset() clears it."""
+        f = self._loop.fault()
+        if int(f.kind) == 0:
+            return None
+        return FaultInfo(str(f.name), int(f.task), int(f.address), int(f.pc), int(f.code),
+                         int(f.tick))
 
     @property
     def running(self) -> bool:

@@ -104,6 +104,9 @@ struct ControlLoop::Impl {
     std::atomic<bool> finished{true};
     std::atomic<uint64_t> generation{0};
     std::atomic<bool> hook_failed{false};
+    // the fault, copied by the loop thread in the cycle it appears (then published)
+    copapy_fault fault_rec{};
+    std::atomic<bool> fault_ready{false};
 
     std::string error, error_name;
     uint32_t error_code = 0;
@@ -231,6 +234,11 @@ struct ControlLoop::Impl {
     int write_outputs(uint64_t cycle)
     {
         bool faulted = __atomic_load_n(&lstats.status, __ATOMIC_RELAXED) == COPAPY_E_FAULTED;
+        if (faulted && !fault_ready.load(std::memory_order_relaxed)) {
+            fault_rec.struct_size = sizeof fault_rec;
+            copapy_get_fault(prog, &fault_rec);
+            fault_ready.store(true, std::memory_order_release);
+        }
         for (std::size_t c = 0; c < commands.size(); ++c) {
             const Mapped &m = commands[c];
             if (faulted) {
@@ -296,6 +304,7 @@ int ControlLoop::load(const char *image, std::size_t len, uint32_t flags, int64_
     }
     copapy_free(m.prog);
     m.prog = p;
+    m.fault_ready.store(false);
     m.states.clear();
     m.commands.clear();
     m.params.clear();
@@ -438,6 +447,7 @@ int ControlLoop::start(const LoopOptions &options)
         }
     }
     m.hook_failed.store(false);
+    m.fault_ready.store(false);
     m.error.clear();
     m.error_name.clear();
 
@@ -518,6 +528,7 @@ int ControlLoop::reset()
         return m.fail(COPAPY_E_ARGUMENT, "no program loaded");
     }
     copapy_reset(m.prog);
+    m.fault_ready.store(false);
     return COPAPY_OK;
 }
 
@@ -603,6 +614,31 @@ LoopStats ControlLoop::stats() const
     out.rt = __atomic_load_n(&s.rt, __ATOMIC_RELAXED);
     out.running = m.is_running();
     out.generation = m.generation.load();
+    return out;
+}
+
+FaultRecord ControlLoop::fault() const
+{
+    const Impl &m = *impl_;
+    FaultRecord out;
+    copapy_fault f{};
+    f.struct_size = sizeof f;
+    if (m.fault_ready.load(std::memory_order_acquire)) {
+        f = m.fault_rec;  // written once, before fault_ready
+    } else if (m.is_running() || m.prog == nullptr ||
+               copapy_get_fault(m.prog, &f) != COPAPY_OK) {
+        return out;
+    }
+    if (f.kind == 0) {
+        return out;
+    }
+    out.kind = f.kind;
+    out.task = f.task;
+    out.code = f.code;
+    out.address = f.address;
+    out.pc = f.pc;
+    out.tick = f.tick;
+    out.name = f.name;
     return out;
 }
 

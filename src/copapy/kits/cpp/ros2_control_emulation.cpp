@@ -191,4 +191,9 @@ bool Ros2ControlEmulation::save_record(const char *path) const
 
 const char *Ros2ControlEmulation::error() const { return impl_->error.c_str(); }
 
+std::string Ros2ControlEmulation::fault() const
+{
+    return impl_->copapy ? impl_->core.fault_text() : std::string();
+}
+
 }  // namespace copapy_kit

@@ -123,6 +123,9 @@ class ControllerRun:
     real: bool = False
     log: str = ""
     updates: int = 0
+    #: the copapy program's fault ("" if none): the runner core's guard caught it, the
+    #: controller went on commanding the safe values
+    fault: str = ""
 
 
 def read_record(path: Path, run: ControllerRun) -> None:
@@ -182,7 +185,8 @@ def run_emulated(joints: int, cycles: int, *, image: Path | None = None,
         raise KitError(str(emu.error()))
     lat = np.zeros(cycles, dtype=np.int64)
     got = int(emu.latencies(lat, cycles))
-    run = ControllerRun(name, lat[1:got], fifo=int(emu.policy()) == 1)  # the first never slept
+    run = ControllerRun(name, lat[1:got], fifo=int(emu.policy()) == 1,  # the first never slept
+                        fault=str(emu.fault()))
     if record:
         with tempfile.TemporaryDirectory() as d:
             path = Path(d) / "record.csv"
@@ -234,13 +238,14 @@ def _yaml_list(items: list[str]) -> str:
 
 def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
                            image: Path | None = None, state_ports: list[str] | None = None,
-                           command_ports: list[str] | None = None, update_rate: int = 1000,
+                           command_ports: list[str] | None = None,
+                           safe_commands: list[float] | None = None, update_rate: int = 1000,
                            thread_priority: int = 50, gain: float = 0.01, target: float = 1.0,
                            workdir: Path | None = None) -> ControllerRun:
     """Runs ``ros2_control_node`` (mock_components/GenericSystem with ``joints`` position
     joints, ``update_rate`` Hz, ``thread_priority``: 50 = the node's default FIFO priority, 0 =
-    SCHED_OTHER) with the copapy controller (``image``) or the trivial one for ``seconds``.
-    ``prefix``: the install prefix of copapy_ros2_control (:func:`build_package`)."""
+    SCHED_OTHER) with the copapy controller (``image``; ``safe_commands``: what it commands
+    once the program has faulted, default 0) or the trivial one for ``seconds``. ``prefix``: the install prefix of copapy_ros2_control (:func:`build_package`)."""
     node_exe = os.environ.get("COPAPY_ROS2_CONTROL_NODE", "ros2_control_node")
     name = "copapy" if image is not None else "passthrough"
     cycles = int(seconds * update_rate * 1.5) + 1000
@@ -258,6 +263,8 @@ def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
         specific = (f"    image: {json.dumps(str(image))}\n"
                     f"    state_ports: {_yaml_list(state_ports or [])}\n"
                     f"    command_ports: {_yaml_list(command_ports or [])}\n")
+        if safe_commands:
+            specific += f"    safe_commands: {json.dumps([float(v) for v in safe_commands])}\n"
         kind = f"{PACKAGE}/CopapyController"
     else:
         specific = f"    gain: {gain}\n    target: {target}\n"
@@ -305,8 +312,11 @@ def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
     sleeps = read_sleep_probe(probe_out)
     # the controller_manager's thread is the one that slept most often
     cm = max(sleeps.values(), key=len) if sleeps else np.zeros((0, 2), np.int64)
+    faulted = [line for line in text.splitlines() if "the copapy program faulted" in line]
     run = ControllerRun(name, cm[:, 1], fifo="Successful set up FIFO RT scheduling" in text,
-                        real=True, log=text)
+                        real=True, log=text,
+                        fault=faulted[0].split("faulted: ", 1)[1].split("; commanding")[0]
+                        if faulted else "")
     if record.is_file():
         read_record(record, run)
         # only the wake-ups while the controller was active (its first to its last update)

@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <string>
+
 #include "copapy_kit/hardware.hpp"
 
 namespace copapy_kit {
@@ -47,6 +49,17 @@ struct LoopStats {
     uint32_t rt = 0;                // COPAPY_RT_* the set-up achieved
     bool running = false;
     uint64_t generation = 0;        // runs started so far
+};
+
+// The fault that stopped the program (copapy_get_fault); kind 0: none.
+struct FaultRecord {
+    uint32_t kind = 0;              // COPAPY_FAULT_* (1 SIGSEGV ... 9 timeout)
+    uint32_t task = 0xFFFFFFFFu;
+    uint32_t code = 0;              // si_code
+    uint64_t address = 0;
+    uint64_t pc = 0;
+    uint64_t tick = 0;
+    std::string name = "none";      // "SIGSEGV", "timeout", ...
 };
 
 class ControlLoop {
@@ -89,6 +102,9 @@ public:
     int read_port(const char *port, double *values, std::size_t n, uint64_t *cycle) const;
 
     LoopStats stats() const;
+    // Any thread, any time: the program's fault (the loop stops ticking it and commands the
+    // safe values from that cycle on; reset() clears it).
+    FaultRecord fault() const;
     // After the loop has ended: the newest n wake-up latencies (ns, oldest first) and the
     // recorded trace rows (states | parameters | commands per cycle). Return the count copied.
     std::size_t latencies(int64_t *out, std::size_t n) const;

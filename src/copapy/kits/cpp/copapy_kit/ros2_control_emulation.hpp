@@ -13,6 +13,7 @@
 #define COPAPY_KIT_ROS2_CONTROL_EMULATION_HPP
 
 #include <cstddef>
+#include <string>
 #include <cstdint>
 
 namespace copapy_kit {
@@ -48,6 +49,9 @@ public:
     std::size_t latencies(int64_t *out, std::size_t n) const;  // ns, one per iteration
     bool save_record(const char *path) const;  // the controller's record (CSV, hex floats)
     const char *error() const;
+    // The copapy program's fault after the run ("" if none): the commands were the safe
+    // values (0) from that update on.
+    std::string fault() const;
 
     struct Impl;
 

@@ -193,7 +193,8 @@ protected:
         if (!core_.update(states_.data(), commands_.data()) && !reported_) {
             reported_ = true;  // once; the safe commands go out every cycle from now on
             RCLCPP_ERROR(get_node()->get_logger(),
-                         "the copapy program faulted: commanding the safe values");
+                         "the copapy program faulted: %s; commanding the safe values",
+                         core_.fault_text().c_str());
         }
     }
 

@@ -109,9 +109,10 @@ public:
     {
         copapy_free(prog_);
         prog_ = nullptr;
-        if (copapy_abi_version() != COPAPY_ABI_VERSION) {
+        if (copapy_abi_version() < COPAPY_ABI_VERSION) {  // a newer library keeps our prefix
             return fail(error, "libcopapy has ABI " + std::to_string(copapy_abi_version()) +
-                        ", this controller was built for " + std::to_string(COPAPY_ABI_VERSION));
+                        ", this controller was built for " + std::to_string(COPAPY_ABI_VERSION) +
+                        " or later");
         }
         copapy_options opt{};
         opt.struct_size = sizeof opt;
@@ -160,6 +161,23 @@ public:
             copapy_read(prog_, b.port, commands + b.at, b.count);
         }
         return true;
+    }
+
+    // What stopped the program ("" if it runs): kind, task, tick and pc of the fault the
+    // runner core's guard caught (not real-time: for the log, once).
+    std::string fault_text() const
+    {
+        copapy_fault f{};
+        f.struct_size = sizeof f;
+        if (prog_ == nullptr || copapy_get_fault(prog_, &f) != COPAPY_OK || f.kind == 0) {
+            return "";
+        }
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "%s in task %u at tick %llu (pc 0x%llx, address 0x%llx)",
+                      f.name, f.task, static_cast<unsigned long long>(f.tick),
+                      static_cast<unsigned long long>(f.pc),
+                      static_cast<unsigned long long>(f.address));
+        return buf;
     }
 
     void reset()
