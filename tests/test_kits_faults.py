@@ -70,7 +70,8 @@ def test_libcopapy_contains_every_kind(kind: str) -> None:
         assert p.io_get(PWM, 0) == 3.0
         assert p.tick() == E_FAULTED
         fault = p.fault
-        assert fault is not None and (fault.kind, fault.task, fault.tick) == (kind, VICTIM, FAULT_TICK)
+        assert fault is not None
+        assert (fault.kind, fault.task, fault.tick) == (kind, VICTIM, FAULT_TICK)
         assert fault.pc != 0 or kind == "timeout"
         assert p.io_get(PWM, 0) == 0.25  # the safe state
         assert p.tick() == E_FAULTED  # stays stopped until reset

@@ -22,8 +22,8 @@ from ...runtime.load import host_architecture
 from ...target_common import find_port, io_specs, task_specs
 from ...task import Task
 from ...value import Value
-from ..cppyy_tools import Built, import_cppyy, load_kit, nogil, warm
 from ..abi import FaultInfo
+from ..cppyy_tools import Built, import_cppyy, load_kit, nogil, warm
 from ..errors import BadImageError, KitError, LoopStateError, PortNotFoundError, ProgramFaultError
 from ..paths import KIT_SOURCES, kit_include_dir
 

@@ -245,7 +245,8 @@ def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
     """Runs ``ros2_control_node`` (mock_components/GenericSystem with ``joints`` position
     joints, ``update_rate`` Hz, ``thread_priority``: 50 = the node's default FIFO priority, 0 =
     SCHED_OTHER) with the copapy controller (``image``; ``safe_commands``: what it commands
-    once the program has faulted, default 0) or the trivial one for ``seconds``. ``prefix``: the install prefix of copapy_ros2_control (:func:`build_package`)."""
+    once the program has faulted, default 0) or the trivial one for ``seconds``. ``prefix``:
+    the install prefix of copapy_ros2_control (:func:`build_package`)."""
     node_exe = os.environ.get("COPAPY_ROS2_CONTROL_NODE", "ros2_control_node")
     name = "copapy" if image is not None else "passthrough"
     cycles = int(seconds * update_rate * 1.5) + 1000
