@@ -1,7 +1,10 @@
 """Builds the C parts: the runner core as ``copapy._runner`` (the same sources every runner
-uses), the deterministic math kernels for the host as ``copapy._kernels``, and the host runner
-process ``copapy/_bin/copapy-runner`` (``copapy runner`` starts it); a wheel also carries the
-firmware sources as ``copapy/_firmware`` (``copapy firmware export DIR`` writes them out)."""
+uses), the deterministic math kernels for the host as ``copapy._kernels``, the C call slot of
+jitted functions as ``copapy._dispatch``, the host runner process ``copapy/_bin/copapy-runner``
+(``copapy runner`` starts it) and the runner as a shared library with its C ABI,
+``copapy/_lib/libcopapy.so`` + ``copapy/_lib/include/copapy`` (copapy.kits, C/C++ programs);
+a wheel also carries the firmware sources as ``copapy/_firmware`` (``copapy firmware export
+DIR`` writes them out)."""
 import os
 import platform
 import shutil
@@ -52,11 +55,15 @@ FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bi
 
 
 class BuildWithRunner(build_ext):
-    """The extension modules, then the host runner executable beside them (same compiler,
-    same strict flags as runner/Makefile's `host` target)."""
+    """The extension modules, then beside them the host runner executable (same compiler,
+    same strict flags as runner/Makefile's `host` target) and libcopapy.so (its `lib` flags)."""
 
     def run(self) -> None:
         super().run()
+        self.build_runner()
+        self.build_library()
+
+    def build_runner(self) -> None:
         out = Path(self.get_ext_fullpath("copapy._runner")).parent / "_bin" / "copapy-runner"
         sources = sorted(glob("runner/host/*.c")) + sorted(glob("runner/src/*.c"))
         tmp = Path(self.build_temp) / "copapy-runner"
@@ -68,6 +75,22 @@ class BuildWithRunner(build_ext):
                                       extra_preargs=["-pthread"])
         shutil.copy2(tmp / "copapy-runner", out)
         os.chmod(out, 0o755)
+
+    def build_library(self) -> None:
+        lib_dir = Path(self.get_ext_fullpath("copapy._runner")).parent / "_lib"
+        sources = ["runner/lib/abi.c", "runner/lib/loop.c", *sorted(glob("runner/src/*.c"))]
+        objects = self.compiler.compile(
+            sources, output_dir=str(Path(self.build_temp) / "libcopapy"),
+            include_dirs=["runner/include", "runner/src"],
+            extra_preargs=["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
+                           "-Werror", "-pthread"])
+        self.compiler.link_shared_object(objects, str(lib_dir / "libcopapy.so"),
+                                         extra_preargs=["-pthread",
+                                                        "-Wl,-soname,libcopapy.so"])
+        include = lib_dir / "include" / "copapy"
+        include.mkdir(parents=True, exist_ok=True)
+        for header in ("copapy.h", "runner.h"):
+            shutil.copy2(Path("runner/include/copapy") / header, include / header)
 
 
 class BuildWithFirmware(build_py):

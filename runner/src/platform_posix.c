@@ -168,6 +168,8 @@ static int handlers_installed;
 static const int fault_signals[] = {SIGSEGV, SIGILL, SIGBUS, SIGFPE, CP_POSIX_WATCHDOG_SIGNAL};
 #define FAULT_SIGNALS (sizeof(fault_signals) / sizeof(fault_signals[0]))
 static struct sigaction previous[FAULT_SIGNALS];
+/* si_errno of a fault passed on along the chain of handlers (ASCII "CPCH") */
+#define CHAIN_MARK 0x48435043
 
 static uint64_t ts_ns(const struct timespec *ts)
 {
@@ -238,13 +240,38 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
         g->fault.code = si->si_code >= 0 ? (uint32_t)si->si_code : 0u;
         siglongjmp(g->env, sig);
     }
-    if (watchdog) {
+    if (watchdog && g != NULL && g->active) {
         return; /* late: the job it was meant for has finished */
     }
-    /* not a fault of guarded code: hand it to whoever handled it before (or the default
-     * action). Returning re-executes the faulting instruction under that disposition; a
-     * signal that was sent rather than caused is raised again. */
-    sigaction(sig, &previous[signal_index(sig)], NULL);
+    /* Not ours. A handler installed before is called directly, staying installed: it may be
+     * another copy of this core in the process (the Python module and libcopapy each link
+     * one), whose guarded job this is; it jumps out if so. The siginfo is marked on the way,
+     * so a chain that comes back to a copy it passed (each copy took the other as the
+     * previous handler) ends here instead of going round. */
+    const struct sigaction *prev = &previous[signal_index(sig)];
+    int cycle = si->si_errno == CHAIN_MARK;
+    int callable = (prev->sa_flags & SA_SIGINFO) != 0
+                       ? prev->sa_sigaction != NULL
+                       : prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN;
+    if (!cycle && callable) {
+        si->si_errno = CHAIN_MARK;
+        if ((prev->sa_flags & SA_SIGINFO) != 0) {
+            prev->sa_sigaction(sig, si, uctx);
+        } else {
+            prev->sa_handler(sig);
+        }
+        return;
+    }
+    if (watchdog) {
+        return; /* nobody's job: never the default action (a core dump) for it */
+    }
+    /* the end of the chain: the default action (or the ignored signal). Returning re-executes
+     * the faulting instruction under that disposition; a signal that was sent rather than
+     * caused is raised again. */
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, cycle ? &dfl : prev, NULL);
     if (si->si_code <= 0) {
         raise(sig);
     }

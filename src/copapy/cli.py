@@ -12,6 +12,7 @@
     copapy runner --pty --image prog.cpimg --start     # the host runner, running it at once
     copapy doctor                    # what is installed for each feature
     copapy firmware export DIR       # the runner sources for building a board's firmware
+    copapy bench jitter --seconds 1  # wake-up latency of every way of running a program
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import argparse
 import os
 import sys
 
-from . import __version__, cli_program, cli_tools
+from . import __version__, cli_bench, cli_program, cli_tools
 from .host_runner import runner_executable
 
 
@@ -144,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
     cli_program.register(sub)
     cli_tools.register(sub)
+    cli_bench.register(sub)
     args = parser.parse_args(argv)
     from .serial.protocol import ProtocolError
     from .serial_target import SerialTargetError

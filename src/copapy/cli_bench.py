@@ -1,0 +1,25 @@
+"""``copapy bench jitter``: registered into copapy's command line by cli.py."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def cmd_bench_jitter(args: argparse.Namespace) -> int:
+    from .bench.jitter import main_from_args
+
+    return main_from_args(args)
+
+
+def register(sub: Any) -> None:
+    bench = sub.add_parser("bench", help="benchmarks (jitter: wake-up latency of every way "
+                                         "of running a program)")
+    kinds = bench.add_subparsers(dest="bench", required=True)
+    jitter = kinds.add_parser("jitter", help="1 kHz wake-up latency: Python loops, the C loop, "
+                                             "the cppyy ControlLoop, the host runner, "
+                                             "ros2_control and cyclictest side by side")
+    from .bench.jitter import add_arguments
+
+    add_arguments(jitter)
+    jitter.set_defaults(fn=cmd_bench_jitter)

@@ -1,0 +1,52 @@
+"""`copapy bench jitter`: a short smoke run of every variant gives the table, the JSON and the
+plots (no timing is asserted: the numbers are the benchmark's, benchmarks/RESULTS.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from copapy.bench.jitter import VARIANTS
+
+
+def bench(tmp_path: Path, *args: str) -> tuple[str, dict[str, object]]:
+    proc = subprocess.run([sys.executable, "-m", "copapy", "bench", "jitter", "--quiet",
+                           "--out", str(tmp_path), *args], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads((tmp_path / "jitter.json").read_text())
+
+
+def test_every_variant(tmp_path: Path) -> None:
+    out, result = bench(tmp_path, "--seconds", "0.3", "--conditions", "idle", "--policies",
+                        "fifo")
+    cells = result["cells"]
+    assert isinstance(cells, list) and [c["variant"] for c in cells] == VARIANTS
+    failed = [(c["variant"], c["note"]) for c in cells if not c["ok"]]
+    assert failed == []
+    for c in cells:
+        assert c["samples"] > 0 and c["p50_us"] is not None and c["p99_us"] is not None
+        assert c["max_us"] >= c["p99_us"] >= c["p50_us"] >= 0
+    for v in VARIANTS:
+        assert f"| {v} | idle | fifo |" in out
+    assert "cppyy_loop_fifo_p99_over_cyclictest_fifo_p99[idle]" in out
+    for name in ("jitter_ccdf.png", "jitter_hist.png", "jitter_samples.npz"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_conditions_and_policies(tmp_path: Path) -> None:
+    _, result = bench(tmp_path, "--seconds", "0.2", "--variants", "c_ctypes",
+                      "--conditions", "stress,gilhog", "--policies", "other,fifo")
+    cells = result["cells"]
+    assert isinstance(cells, list) and len(cells) == 4 and all(c["ok"] for c in cells)
+    assert {(c["condition"], c["policy"]) for c in cells} == {
+        (c, p) for c in ("stress", "gilhog") for p in ("other", "fifo")}
+
+
+def test_unknown_names_are_named(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "copapy", "bench", "jitter", "--variants",
+                           "py_turbo", "--out", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode != 0 and "unknown variant py_turbo" in proc.stderr
+    assert "cppyy_loop" in proc.stderr
