@@ -249,7 +249,7 @@ def worker(variant: str, policy: str, condition: str, seconds: float,
 
 def host_runner(seconds: float, fifo: bool) -> dict[str, Any]:
     import copapy as cp
-    from copapy.cli import runner_executable
+    from copapy.host_runner import runner_executable
 
     exe = runner_executable()
     argv = [str(exe), "--pty", *([] if fifo else ["--no-rt"])]
