@@ -109,6 +109,11 @@ typedef struct cp_server_config {
     double (*io_read)(void *ctx, uint8_t kind, uint16_t channel);   /* may be NULL: 0.0 */
     int (*io_write)(void *ctx, uint8_t kind, uint16_t channel, double value);  /* may be NULL */
     void (*rt_stats)(void *ctx, cp_server_rt_stats *out);          /* may be NULL: zeros */
+    /* LOAD_COMMIT, protocol context, lock not held: may this runner's hardware serve the
+     * binding (its kind and channel are below `channels`)? NULL to accept, else a short reason
+     * (e.g. "this board's encoders are inputs") that the OUT_OF_RANGE error quotes. The
+     * running program is untouched either way. May be NULL: every such binding is accepted. */
+    const char *(*io_check)(void *ctx, const cp_io_binding *binding);
 } cp_server_config;
 
 /* Bytes of the work area: receive frame, response frame (also the replay cache), their COBS
