@@ -1,0 +1,276 @@
+/* Ticks: the tick thread runs the scheduler on an absolute deadline grid (the catch-up rule of
+ * docs/protocol.md, shared with the host runner and the bare-metal firmware through
+ * cp_server_catch_up). What wakes it:
+ *   * CONFIG_COPAPY_TICK_COUNTER: a hardware counter's compare alarm (teensy41: GPT2 at
+ *     25 MHz), set to each next deadline; the counter is also the time base of the grid and
+ *     of the release jitter, so wake-ups and deadlines share one clock;
+ *   * CONFIG_COPAPY_TICK_KTIMER: a periodic k_timer on the kernel tick grid (every program tick
+ *     is a multiple of the kernel tick), its first expiry an absolute kernel tick; the time
+ *     base is the 64-bit cycle counter, whose kernel tick boundaries are the grid. (Re-arming
+ *     a one-shot timer every tick made Zephyr 3.4's tickless SysTick under qemu lose track of
+ *     time: the cycle counter jumped by seconds.)
+ * Either way an ISR only gives a semaphore; the thread (cooperative, the most urgent) takes
+ * the server's lock for the whole catch-up, so READ/WRITE land between ticks. */
+#include <zephyr/device.h>
+#include <zephyr/devicetree.h>
+#include <zephyr/drivers/counter.h>
+#include <zephyr/kernel.h>
+#include <zephyr/sys/printk.h>
+#include <zephyr/sys/util.h>
+
+#include "cpz.h"
+
+#define MAX_CATCHUP 16u
+#define NS_PER_S 1000000000ull
+
+static K_SEM_DEFINE(tick_sem, 0, 1);
+static K_THREAD_STACK_DEFINE(tick_stack, CONFIG_COPAPY_TICK_STACK_SIZE);
+static struct k_thread tick_thread;
+
+static struct {
+    uint8_t armed;       /* running, grid set up */
+    uint64_t deadline;   /* next deadline, time-base units */
+    uint64_t tick_units; /* the program's tick in time-base units */
+    uint64_t margin;
+} tk;
+
+static cp_jitter_hist hist;
+static uint32_t late_ticks;
+
+uint64_t cpz_clock_ns(void *ctx)
+{
+    ARG_UNUSED(ctx);
+    return k_cyc_to_ns_floor64(k_cycle_get_64());
+}
+
+void cpz_ticker_rt_stats(void *ctx, cp_server_rt_stats *out)
+{
+    ARG_UNUSED(ctx);
+    cp_jitter_rt_stats(out, &hist, &late_ticks);
+}
+
+#if defined(CONFIG_COPAPY_TICK_COUNTER)
+
+#define COUNTER_NODE DT_CHOSEN(copapy_tick_counter)
+static const struct device *const counter = DEVICE_DT_GET(COUNTER_NODE);
+static uint32_t counter_hz;
+static uint32_t tb_last;
+static uint64_t tb_high;
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The counter extended to 64 bits; read at least once per wrap while running (every tick). */
+static uint64_t now_units(void)
+{
+    uint32_t v = 0;
+    unsigned int key = irq_lock();
+    (void)counter_get_value(counter, &v);
+    if (v < tb_last) {
+        tb_high += 1ull << 32;
+    }
+    tb_last = v;
+    uint64_t t = tb_high | v;
+    irq_unlock(key);
+    return t;
+}
+
+static uint64_t units_to_ns(uint64_t u)
+{
+    return u * NS_PER_S / counter_hz;
+}
+
+static void alarm_cb(const struct device *dev, uint8_t chan, uint32_t ticks, void *user)
+{
+    ARG_UNUSED(dev);
+    ARG_UNUSED(chan);
+    ARG_UNUSED(ticks);
+    ARG_UNUSED(user);
+    k_sem_give(&tick_sem);
+}
+
+/* Lock held. The alarm for tk.deadline; a deadline already past wakes the thread at once (a
+ * compare value behind the counter would only match after a wrap). */
+static void arm_next(void)
+{
+    (void)counter_cancel_channel_alarm(counter, 0);
+    struct counter_alarm_cfg a = {
+        .callback = alarm_cb,
+        .ticks = (uint32_t)tk.deadline,
+        .user_data = NULL,
+        .flags = COUNTER_ALARM_CFG_ABSOLUTE,
+    };
+    if (counter_set_channel_alarm(counter, 0, &a) != 0 || now_units() >= tk.deadline) {
+        (void)counter_cancel_channel_alarm(counter, 0);
+        k_sem_give(&tick_sem);
+    }
+}
+
+static void source_start(uint64_t tick_ns)
+{
+    tk.tick_units = tick_ns * counter_hz / NS_PER_S;
+    tk.margin = 0; /* the alarm is on the grid itself */
+    tk.deadline = now_units() + tk.tick_units;
+    arm_next();
+}
+
+static void source_stop(void)
+{
+    (void)counter_cancel_channel_alarm(counter, 0);
+}
+
+static int source_init(void)
+{
+    if (!device_is_ready(counter)) {
+        printk("copapy: tick counter %s is not ready\n", counter->name);
+        return -ENODEV;
+    }
+    counter_hz = counter_get_frequency(counter);
+    if (counter_hz == 0 || counter_get_max_top_value(counter) != UINT32_MAX) {
+        printk("copapy: tick counter %s: needs a free-running 32-bit counter\n",
+               counter->name);
+        return -ENOTSUP;
+    }
+    return counter_start(counter);
+}
+
+uint32_t cpz_tick_quantum_ns(void)
+{
+    return (uint32_t)(NS_PER_S / gcd64(NS_PER_S, counter_hz));
+}
+
+const char *cpz_tick_source(void)
+{
+    return "counter";
+}
+
+#else /* CONFIG_COPAPY_TICK_KTIMER */
+
+static void timer_expiry(struct k_timer *t)
+{
+    ARG_UNUSED(t);
+    k_sem_give(&tick_sem);
+}
+
+static K_TIMER_DEFINE(tick_timer, timer_expiry, NULL);
+
+static uint64_t now_units(void)
+{
+    return k_cycle_get_64();
+}
+
+static uint64_t units_to_ns(uint64_t u)
+{
+    return k_cyc_to_ns_floor64(u);
+}
+
+static uint64_t cycles_per_ktick(void)
+{
+    return (uint64_t)sys_clock_hw_cycles_per_sec() / CONFIG_SYS_CLOCK_TICKS_PER_SEC;
+}
+
+/* Lock held: a one-shot k_timer at the kernel tick of tk.deadline (deadlines are whole
+ * kernel ticks); one already past wakes the thread at once. */
+static void arm_next(void)
+{
+    /* periodic: the timer re-arms itself on the same kernel tick grid (no drift) */
+}
+
+static void source_start(uint64_t tick_ns)
+{
+    uint64_t cpk = cycles_per_ktick();
+    tk.tick_units = tick_ns * (uint64_t)sys_clock_hw_cycles_per_sec() / NS_PER_S;
+    tk.margin = cpk / 2u;
+    /* the first deadline one tick after the next kernel tick boundary, then every tick (the
+     * kernel's periodic timeouts are added to the previous expiry, not to the wake-up) */
+    tk.deadline = (now_units() / cpk + 1u) * cpk + tk.tick_units;
+    k_timer_start(&tick_timer, K_TIMEOUT_ABS_TICKS(tk.deadline / cpk), K_NSEC(tick_ns));
+}
+
+static void source_stop(void)
+{
+    k_timer_stop(&tick_timer);
+}
+
+static int source_init(void)
+{
+    return 0;
+}
+
+uint32_t cpz_tick_quantum_ns(void)
+{
+    return (uint32_t)(NS_PER_S / CONFIG_SYS_CLOCK_TICKS_PER_SEC);
+}
+
+const char *cpz_tick_source(void)
+{
+    return "k_timer";
+}
+
+#endif
+
+/* Protocol context, lock not held: START, STOP, RESET, COMMIT, unload. */
+void cpz_ticker_notify(void *ctx, uint32_t what)
+{
+    ARG_UNUSED(ctx);
+    if (what != CP_SERVER_NOTIFY_STATE) {
+        return;
+    }
+    cpz_lock(NULL);
+    source_stop();
+    k_sem_reset(&tick_sem);
+    tk.armed = 0;
+    if (cp_server_state(&cpz_server) == CP_SERVER_RUNNING) {
+        cp_jitter_clear(&hist);
+        __atomic_store_n(&late_ticks, 0u, __ATOMIC_RELAXED);
+        tk.armed = 1;
+        source_start(cp_server_tick_ns(&cpz_server));
+    }
+    cpz_unlock(NULL);
+}
+
+static void tick_loop(void *p1, void *p2, void *p3)
+{
+    ARG_UNUSED(p1);
+    ARG_UNUSED(p2);
+    ARG_UNUSED(p3);
+    for (;;) {
+        (void)k_sem_take(&tick_sem, K_FOREVER);
+        cpz_lock(NULL);
+        if (!tk.armed || cp_server_state(&cpz_server) != CP_SERVER_RUNNING) {
+            cpz_unlock(NULL);
+            continue;
+        }
+        uint64_t now = now_units();
+        if (now + tk.margin >= tk.deadline) {
+            cp_jitter_record(&hist, units_to_ns(now > tk.deadline ? now - tk.deadline : 0));
+            uint32_t late = cp_server_catch_up(&cpz_server, &tk.deadline, tk.tick_units, now,
+                                               tk.margin, MAX_CATCHUP);
+            __atomic_store_n(&late_ticks, late_ticks + late, __ATOMIC_RELAXED);
+        }
+        if (cp_server_state(&cpz_server) == CP_SERVER_RUNNING) {
+            arm_next();
+        }
+        cpz_unlock(NULL);
+    }
+}
+
+int cpz_ticker_init(void)
+{
+    int rc = source_init();
+    if (rc != 0) {
+        return rc;
+    }
+    k_thread_create(&tick_thread, tick_stack, K_THREAD_STACK_SIZEOF(tick_stack), tick_loop,
+                    NULL, NULL, NULL, K_PRIO_COOP(CONFIG_COPAPY_TICK_PRIORITY), K_FP_REGS,
+                    K_NO_WAIT);
+    k_thread_name_set(&tick_thread, "copapy_tick");
+    return 0;
+}
