@@ -10,9 +10,10 @@
  *   fault.c     faults in loaded code
  *
  * Contexts (docs/zephyr.md): the link thread is the server's protocol context, the tick
- * thread its tick context. The tick thread is cooperative and more urgent than the link
- * thread, so it never preempts a section the link thread runs with the scheduler locked
- * (the server's lock); ISRs only move bytes and give semaphores. */
+ * thread its tick context; both preemptive, the link thread the more urgent, so overload (the
+ * chains keep the tick thread busy) cannot starve the link. The server's lock is a mutex the
+ * tick thread holds for a whole tick (priority inheritance lifts it while a request waits), so
+ * a READ or WRITE lands between two ticks. ISRs only move bytes and give semaphores. */
 #ifndef COPAPY_ZEPHYR_CPZ_H
 #define COPAPY_ZEPHYR_CPZ_H
 
@@ -60,8 +61,7 @@ const char *cpz_io_check(void *ctx, const cp_io_binding *binding);
 /* ---- fault.c */
 void cpz_fault_init(void);
 
-/* ---- the server's lock: the link thread locks the scheduler (the tick thread is the only
- * other context that touches the server, and cannot preempt a locked section) */
+/* ---- the server's lock (main.c): a k_mutex */
 void cpz_lock(void *ctx);
 void cpz_unlock(void *ctx);
 

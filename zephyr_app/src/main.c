@@ -1,8 +1,8 @@
 /* copapy runner firmware for Zephyr: the runner core's protocol server (runner/src/server.c,
  * unchanged) wired to the Zephyr platform layer of this directory (cpz.h lists the parts).
- * Thread plan: the tick thread (cooperative, most urgent) runs the scheduler; the link thread
- * (preemptive, below it) is the protocol context: it feeds received bytes to the server,
- * writes responses and STREAM events, and notices a host that closed the port. */
+ * Thread plan (cpz.h): the tick thread runs the scheduler; the link thread, more urgent, is
+ * the protocol context: it feeds received bytes to the server, writes responses and STREAM
+ * events, and notices a host that closed the port. */
 #include <zephyr/kernel.h>
 #include <zephyr/sys/printk.h>
 #include <zephyr/sys/util.h>
@@ -86,7 +86,12 @@ int main(void)
 {
     static char name[CP_SERVER_NAME_MAX];
     uint8_t simulated_only = 0;
-    int rc = cpz_io_init(cfg.channels, &simulated_only);
+    int rc = cpz_ticker_init(); /* picks the tick source (its quantum goes into cfg) */
+    if (rc != 0) {
+        printk("copapy: no tick source (%d)\n", rc);
+        return 0;
+    }
+    rc = cpz_io_init(cfg.channels, &simulated_only);
     if (rc != 0) {
         printk("copapy: an I/O device of copapy,io is not ready (%d); continuing\n", rc);
     }
@@ -126,11 +131,6 @@ int main(void)
         return 0;
     }
     cpz_fault_init();
-    rc = cpz_ticker_init();
-    if (rc != 0) {
-        printk("copapy: no tick source (%d)\n", rc);
-        return 0;
-    }
     printk("copapy: %s; slots %p and %p, %u bytes each; link %s\n", name,
            (void *)cfg.slot_mem[0], (void *)cfg.slot_mem[1], (unsigned int)cfg.slot_size,
            cpz_link_name());

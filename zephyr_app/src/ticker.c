@@ -3,14 +3,16 @@
  * cp_server_catch_up). What wakes it:
  *   * CONFIG_COPAPY_TICK_COUNTER: a hardware counter's compare alarm (teensy41: GPT2 at
  *     25 MHz), set to each next deadline; the counter is also the time base of the grid and
- *     of the release jitter, so wake-ups and deadlines share one clock;
- *   * CONFIG_COPAPY_TICK_KTIMER: a periodic k_timer on the kernel tick grid (every program tick
+ *     of the release jitter, so wake-ups and deadlines share one clock. A counter that is
+ *     not ready at start-up (Renode does not model GPT2) falls back to the k_timer;
+ *   * CONFIG_COPAPY_TICK_KTIMER (or the fallback): a periodic k_timer on the kernel tick grid (every program tick
  *     is a multiple of the kernel tick), its first expiry an absolute kernel tick; the time
  *     base is the 64-bit cycle counter, whose kernel tick boundaries are the grid. (Re-arming
  *     a one-shot timer every tick made Zephyr 3.4's tickless SysTick under qemu lose track of
  *     time: the cycle counter jumped by seconds.)
- * Either way an ISR only gives a semaphore; the thread (cooperative, the most urgent) takes
- * the server's lock for the whole catch-up, so READ/WRITE land between ticks. */
+ * Either way an ISR only gives a semaphore; the thread takes the server's lock for the whole
+ * catch-up, so READ/WRITE land between ticks. It is less urgent than the link thread, which
+ * overload therefore cannot starve (cpz.h). */
 #include <zephyr/device.h>
 #include <zephyr/devicetree.h>
 #include <zephyr/drivers/counter.h>
@@ -21,6 +23,9 @@
 #include "cpz.h"
 
 #define MAX_CATCHUP 16u
+
+BUILD_ASSERT(CONFIG_COPAPY_LINK_PRIORITY < CONFIG_COPAPY_TICK_PRIORITY,
+             "the link thread must be more urgent than the tick thread");
 #define NS_PER_S 1000000000ull
 
 static K_SEM_DEFINE(tick_sem, 0, 1);
@@ -49,7 +54,66 @@ void cpz_ticker_rt_stats(void *ctx, cp_server_rt_stats *out)
     cp_jitter_rt_stats(out, &hist, &late_ticks);
 }
 
+/* ---- k_timer (always available: the fallback when the counter is not ready) */
+
+static void timer_expiry(struct k_timer *t)
+{
+    ARG_UNUSED(t);
+    k_sem_give(&tick_sem);
+}
+
+static K_TIMER_DEFINE(tick_timer, timer_expiry, NULL);
+
+static uint64_t ktimer_now_units(void)
+{
+    return k_cycle_get_64();
+}
+
+static uint64_t ktimer_units_to_ns(uint64_t u)
+{
+    return k_cyc_to_ns_floor64(u);
+}
+
+static uint64_t cycles_per_ktick(void)
+{
+    return (uint64_t)sys_clock_hw_cycles_per_sec() / CONFIG_SYS_CLOCK_TICKS_PER_SEC;
+}
+
+/* Lock held: a one-shot k_timer at the kernel tick of tk.deadline (deadlines are whole
+ * kernel ticks); one already past wakes the thread at once. */
+static void ktimer_arm_next(void)
+{
+    /* periodic: the timer re-arms itself on the same kernel tick grid (no drift) */
+}
+
+static void ktimer_source_start(uint64_t tick_ns)
+{
+    uint64_t cpk = cycles_per_ktick();
+    tk.tick_units = tick_ns * (uint64_t)sys_clock_hw_cycles_per_sec() / NS_PER_S;
+    tk.margin = cpk / 2u;
+    /* the first deadline one tick after the next kernel tick boundary, then every tick (the
+     * kernel's periodic timeouts are added to the previous expiry, not to the wake-up) */
+    tk.deadline = (ktimer_now_units() / cpk + 1u) * cpk + tk.tick_units;
+    k_timer_start(&tick_timer, K_TIMEOUT_ABS_TICKS(tk.deadline / cpk), K_NSEC(tick_ns));
+}
+
+static void ktimer_source_stop(void)
+{
+    k_timer_stop(&tick_timer);
+}
+
+static uint32_t ktimer_tick_quantum_ns(void)
+{
+    return (uint32_t)(NS_PER_S / CONFIG_SYS_CLOCK_TICKS_PER_SEC);
+}
+
+static const char *ktimer_tick_source(void)
+{
+    return "k_timer";
+}
+
 #if defined(CONFIG_COPAPY_TICK_COUNTER)
+/* ---- counter alarms */
 
 #define COUNTER_NODE DT_CHOSEN(copapy_tick_counter)
 static const struct device *const counter = DEVICE_DT_GET(COUNTER_NODE);
@@ -68,7 +132,7 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 }
 
 /* The counter extended to 64 bits; read at least once per wrap while running (every tick). */
-static uint64_t now_units(void)
+static uint64_t counter_now_units(void)
 {
     uint32_t v = 0;
     unsigned int key = irq_lock();
@@ -82,7 +146,7 @@ static uint64_t now_units(void)
     return t;
 }
 
-static uint64_t units_to_ns(uint64_t u)
+static uint64_t counter_units_to_ns(uint64_t u)
 {
     return u * NS_PER_S / counter_hz;
 }
@@ -98,7 +162,7 @@ static void alarm_cb(const struct device *dev, uint8_t chan, uint32_t ticks, voi
 
 /* Lock held. The alarm for tk.deadline; a deadline already past wakes the thread at once (a
  * compare value behind the counter would only match after a wrap). */
-static void arm_next(void)
+static void counter_arm_next(void)
 {
     (void)counter_cancel_channel_alarm(counter, 0);
     struct counter_alarm_cfg a = {
@@ -107,26 +171,26 @@ static void arm_next(void)
         .user_data = NULL,
         .flags = COUNTER_ALARM_CFG_ABSOLUTE,
     };
-    if (counter_set_channel_alarm(counter, 0, &a) != 0 || now_units() >= tk.deadline) {
+    if (counter_set_channel_alarm(counter, 0, &a) != 0 || counter_now_units() >= tk.deadline) {
         (void)counter_cancel_channel_alarm(counter, 0);
         k_sem_give(&tick_sem);
     }
 }
 
-static void source_start(uint64_t tick_ns)
+static void counter_source_start(uint64_t tick_ns)
 {
     tk.tick_units = tick_ns * counter_hz / NS_PER_S;
     tk.margin = 0; /* the alarm is on the grid itself */
-    tk.deadline = now_units() + tk.tick_units;
-    arm_next();
+    tk.deadline = counter_now_units() + tk.tick_units;
+    counter_arm_next();
 }
 
-static void source_stop(void)
+static void counter_source_stop(void)
 {
     (void)counter_cancel_channel_alarm(counter, 0);
 }
 
-static int source_init(void)
+static int counter_source_init(void)
 {
     if (!device_is_ready(counter)) {
         printk("copapy: tick counter %s is not ready\n", counter->name);
@@ -141,80 +205,53 @@ static int source_init(void)
     return counter_start(counter);
 }
 
-uint32_t cpz_tick_quantum_ns(void)
+static uint32_t counter_tick_quantum_ns(void)
 {
     return (uint32_t)(NS_PER_S / gcd64(NS_PER_S, counter_hz));
 }
 
-const char *cpz_tick_source(void)
+static const char *counter_tick_source(void)
 {
     return "counter";
 }
 
-#else /* CONFIG_COPAPY_TICK_KTIMER */
+#endif
 
-static void timer_expiry(struct k_timer *t)
-{
-    ARG_UNUSED(t);
-    k_sem_give(&tick_sem);
-}
+/* The tick source chosen at start-up: the counter when configured and ready, else k_timer. */
+struct tick_source {
+    uint64_t (*now_units)(void);
+    uint64_t (*units_to_ns)(uint64_t u);
+    void (*arm_next)(void);
+    void (*start)(uint64_t tick_ns);
+    void (*stop)(void);
+    uint32_t (*quantum_ns)(void);
+    const char *(*name)(void);
+};
 
-static K_TIMER_DEFINE(tick_timer, timer_expiry, NULL);
+static const struct tick_source ktimer_source = {
+    ktimer_now_units, ktimer_units_to_ns, ktimer_arm_next, ktimer_source_start,
+    ktimer_source_stop, ktimer_tick_quantum_ns, ktimer_tick_source,
+};
 
-static uint64_t now_units(void)
-{
-    return k_cycle_get_64();
-}
+#if defined(CONFIG_COPAPY_TICK_COUNTER)
+static const struct tick_source counter_source = {
+    counter_now_units, counter_units_to_ns, counter_arm_next, counter_source_start,
+    counter_source_stop, counter_tick_quantum_ns, counter_tick_source,
+};
+#endif
 
-static uint64_t units_to_ns(uint64_t u)
-{
-    return k_cyc_to_ns_floor64(u);
-}
-
-static uint64_t cycles_per_ktick(void)
-{
-    return (uint64_t)sys_clock_hw_cycles_per_sec() / CONFIG_SYS_CLOCK_TICKS_PER_SEC;
-}
-
-/* Lock held: a one-shot k_timer at the kernel tick of tk.deadline (deadlines are whole
- * kernel ticks); one already past wakes the thread at once. */
-static void arm_next(void)
-{
-    /* periodic: the timer re-arms itself on the same kernel tick grid (no drift) */
-}
-
-static void source_start(uint64_t tick_ns)
-{
-    uint64_t cpk = cycles_per_ktick();
-    tk.tick_units = tick_ns * (uint64_t)sys_clock_hw_cycles_per_sec() / NS_PER_S;
-    tk.margin = cpk / 2u;
-    /* the first deadline one tick after the next kernel tick boundary, then every tick (the
-     * kernel's periodic timeouts are added to the previous expiry, not to the wake-up) */
-    tk.deadline = (now_units() / cpk + 1u) * cpk + tk.tick_units;
-    k_timer_start(&tick_timer, K_TIMEOUT_ABS_TICKS(tk.deadline / cpk), K_NSEC(tick_ns));
-}
-
-static void source_stop(void)
-{
-    k_timer_stop(&tick_timer);
-}
-
-static int source_init(void)
-{
-    return 0;
-}
+static const struct tick_source *src = &ktimer_source;
 
 uint32_t cpz_tick_quantum_ns(void)
 {
-    return (uint32_t)(NS_PER_S / CONFIG_SYS_CLOCK_TICKS_PER_SEC);
+    return src->quantum_ns();
 }
 
 const char *cpz_tick_source(void)
 {
-    return "k_timer";
+    return src->name();
 }
 
-#endif
 
 /* Protocol context, lock not held: START, STOP, RESET, COMMIT, unload. */
 void cpz_ticker_notify(void *ctx, uint32_t what)
@@ -224,14 +261,14 @@ void cpz_ticker_notify(void *ctx, uint32_t what)
         return;
     }
     cpz_lock(NULL);
-    source_stop();
+    src->stop();
     k_sem_reset(&tick_sem);
     tk.armed = 0;
     if (cp_server_state(&cpz_server) == CP_SERVER_RUNNING) {
         cp_jitter_clear(&hist);
         __atomic_store_n(&late_ticks, 0u, __ATOMIC_RELAXED);
         tk.armed = 1;
-        source_start(cp_server_tick_ns(&cpz_server));
+        src->start(cp_server_tick_ns(&cpz_server));
     }
     cpz_unlock(NULL);
 }
@@ -248,15 +285,22 @@ static void tick_loop(void *p1, void *p2, void *p3)
             cpz_unlock(NULL);
             continue;
         }
-        uint64_t now = now_units();
+        /* optionally the whole tick with interrupts masked, as the bare-metal runner's SysTick
+         * handler runs it: execution times then exclude interrupt handlers (under qemu a UART
+         * byte's interrupt costs tens of microseconds) */
+        unsigned int key = IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS) ? irq_lock() : 0u;
+        uint64_t now = src->now_units();
         if (now + tk.margin >= tk.deadline) {
-            cp_jitter_record(&hist, units_to_ns(now > tk.deadline ? now - tk.deadline : 0));
+            cp_jitter_record(&hist, src->units_to_ns(now > tk.deadline ? now - tk.deadline : 0));
             uint32_t late = cp_server_catch_up(&cpz_server, &tk.deadline, tk.tick_units, now,
                                                tk.margin, MAX_CATCHUP);
             __atomic_store_n(&late_ticks, late_ticks + late, __ATOMIC_RELAXED);
         }
+        if (IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS)) {
+            irq_unlock(key);
+        }
         if (cp_server_state(&cpz_server) == CP_SERVER_RUNNING) {
-            arm_next();
+            src->arm_next();
         }
         cpz_unlock(NULL);
     }
@@ -264,12 +308,15 @@ static void tick_loop(void *p1, void *p2, void *p3)
 
 int cpz_ticker_init(void)
 {
-    int rc = source_init();
-    if (rc != 0) {
-        return rc;
+#if defined(CONFIG_COPAPY_TICK_COUNTER)
+    if (counter_source_init() == 0) {
+        src = &counter_source;
+    } else {
+        printk("copapy: ticks from k_timer instead\n");
     }
+#endif
     k_thread_create(&tick_thread, tick_stack, K_THREAD_STACK_SIZEOF(tick_stack), tick_loop,
-                    NULL, NULL, NULL, K_PRIO_COOP(CONFIG_COPAPY_TICK_PRIORITY), K_FP_REGS,
+                    NULL, NULL, NULL, K_PRIO_PREEMPT(CONFIG_COPAPY_TICK_PRIORITY), K_FP_REGS,
                     K_NO_WAIT);
     k_thread_name_set(&tick_thread, "copapy_tick");
     return 0;
