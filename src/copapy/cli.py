@@ -5,6 +5,7 @@
     copapy info /dev/pts/3           # what a connected runner reports
     copapy stats /dev/pts/3          # per-task statistics and release jitter
     copapy archs                     # architectures copapy compiles for
+    copapy flash build/zephyr/zephyr.hex   # the Teensy 4.1 firmware, via teensy_loader_cli
 """
 
 from __future__ import annotations
@@ -99,6 +100,21 @@ def cmd_archs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_flash(args: argparse.Namespace) -> int:
+    from .serial import usb
+
+    try:
+        argv = usb.flash_command(Path(args.hex), args.mcu, not args.no_wait, args.soft_reboot)
+    except (FileNotFoundError, ValueError) as exc:
+        raise SystemExit(f"copapy flash: {exc}") from exc
+    if not args.no_wait and not args.soft_reboot:
+        print("press the button on the Teensy to start its loader", file=sys.stderr)
+    code = subprocess.run(argv).returncode
+    if code != 0:
+        print(f"copapy flash: {usb.TEENSY_LOADER} failed (exit status {code})", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="copapy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -119,6 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--baudrate", type=int, default=115200)
         p.set_defaults(fn=fn)
     sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
+    fl = sub.add_parser("flash", help="write the Zephyr firmware to a Teensy (teensy_loader_cli)")
+    fl.add_argument("hex", help="the firmware, e.g. build/zephyr/zephyr.hex")
+    fl.add_argument("--mcu", default="TEENSY41", help="teensy_loader_cli's --mcu (TEENSY41)")
+    fl.add_argument("--soft-reboot", action="store_true",
+                    help="reboot running copapy firmware into the loader (no button press)")
+    fl.add_argument("--no-wait", action="store_true",
+                    help="fail at once if no board is in loader mode")
+    fl.set_defaults(fn=cmd_flash)
     args = parser.parse_args(argv)
     from .serial.protocol import ProtocolError
     from .serial_target import SerialTargetError
