@@ -5,6 +5,8 @@
  *     25 MHz), set to each next deadline; the counter is also the time base of the grid and
  *     of the release jitter, so wake-ups and deadlines share one clock. A counter that is
  *     not ready at start-up (Renode does not model GPT2) falls back to the k_timer;
+ *   * CONFIG_COPAPY_TICK_CMSDK: qemu's CMSDK APB timers, one free-running as the time base, one
+ *     reloaded with the delay to each deadline (the bare-metal runner's time base);
  *   * CONFIG_COPAPY_TICK_KTIMER (or the fallback): a periodic k_timer on the kernel tick grid (every program tick
  *     is a multiple of the kernel tick), its first expiry an absolute kernel tick; the time
  *     base is the 64-bit cycle counter, whose kernel tick boundaries are the grid. (Re-arming
@@ -53,6 +55,18 @@ void cpz_ticker_rt_stats(void *ctx, cp_server_rt_stats *out)
     ARG_UNUSED(ctx);
     cp_jitter_rt_stats(out, &hist, &late_ticks);
 }
+
+#if defined(CONFIG_COPAPY_TICK_COUNTER) || defined(CONFIG_COPAPY_TICK_CMSDK)
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+#endif
 
 /* ---- k_timer (always available: the fallback when the counter is not ready) */
 
@@ -120,16 +134,6 @@ static const struct device *const counter = DEVICE_DT_GET(COUNTER_NODE);
 static uint32_t counter_hz;
 static uint32_t tb_last;
 static uint64_t tb_high;
-
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-    while (b != 0) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
 
 /* The counter extended to 64 bits; read at least once per wrap while running (every tick). */
 static uint64_t counter_now_units(void)
@@ -217,7 +221,109 @@ static const char *counter_tick_source(void)
 
 #endif
 
-/* The tick source chosen at start-up: the counter when configured and ready, else k_timer. */
+#if defined(CONFIG_COPAPY_TICK_CMSDK)
+/* ---- two CMSDK APB timers (qemu's mps2/mps3 boards): the first counts down freely from
+ * 0xffffffff as the time base, the second is reloaded with the delay to each deadline. Under
+ * qemu the time of one long-period timer stays exact, while Zephyr's SysTick-based clock
+ * falls behind the host's clock whenever qemu is starved (each late reload loses time). */
+
+#define TB_NODE DT_CHOSEN(copapy_cmsdk_time)
+#define AL_NODE DT_CHOSEN(copapy_cmsdk_alarm)
+#define TMR_CTRL(base) (*(volatile uint32_t *)((base) + 0x0u))
+#define TMR_VALUE(base) (*(volatile uint32_t *)((base) + 0x4u))
+#define TMR_RELOAD(base) (*(volatile uint32_t *)((base) + 0x8u))
+#define TMR_INT(base) (*(volatile uint32_t *)((base) + 0xcu))
+#define TMR_EN 1u
+#define TMR_IRQ_EN 8u
+#define TB_BASE ((uintptr_t)DT_REG_ADDR(TB_NODE))
+#define AL_BASE ((uintptr_t)DT_REG_ADDR(AL_NODE))
+#define CMSDK_HZ ((uint64_t)CONFIG_SYS_CLOCK_HW_CYCLES_PER_SEC) /* PCLK = SYSCLK */
+
+static uint32_t cm_last;
+static uint64_t cm_high;
+
+static uint64_t cmsdk_now_units(void)
+{
+    unsigned int key = irq_lock();
+    uint32_t v = 0xffffffffu - TMR_VALUE(TB_BASE);
+    if (v < cm_last) {
+        cm_high += 1ull << 32; /* read at least once per 171 s while running (every tick) */
+    }
+    cm_last = v;
+    uint64_t t = cm_high | v;
+    irq_unlock(key);
+    return t;
+}
+
+static uint64_t cmsdk_units_to_ns(uint64_t u)
+{
+    return u * NS_PER_S / CMSDK_HZ;
+}
+
+static void cmsdk_isr(const void *arg)
+{
+    ARG_UNUSED(arg);
+    TMR_CTRL(AL_BASE) = 0u; /* one shot */
+    TMR_INT(AL_BASE) = 1u;
+    k_sem_give(&tick_sem);
+}
+
+static void cmsdk_arm_next(void)
+{
+    TMR_CTRL(AL_BASE) = 0u;
+    TMR_INT(AL_BASE) = 1u;
+    uint64_t now = cmsdk_now_units();
+    if (now >= tk.deadline) {
+        k_sem_give(&tick_sem);
+        return;
+    }
+    uint64_t delay = tk.deadline - now;
+    uint32_t d = delay > 0xfffffff0u ? 0xfffffff0u : (uint32_t)delay;
+    TMR_RELOAD(AL_BASE) = d;
+    TMR_VALUE(AL_BASE) = d;
+    TMR_CTRL(AL_BASE) = TMR_EN | TMR_IRQ_EN;
+}
+
+static void cmsdk_source_start(uint64_t tick_ns)
+{
+    tk.tick_units = tick_ns * CMSDK_HZ / NS_PER_S;
+    tk.margin = 0;
+    tk.deadline = cmsdk_now_units() + tk.tick_units;
+    cmsdk_arm_next();
+}
+
+static void cmsdk_source_stop(void)
+{
+    TMR_CTRL(AL_BASE) = 0u;
+    TMR_INT(AL_BASE) = 1u;
+}
+
+static int cmsdk_source_init(void)
+{
+    TMR_CTRL(TB_BASE) = 0u;
+    TMR_RELOAD(TB_BASE) = 0xffffffffu;
+    TMR_VALUE(TB_BASE) = 0xffffffffu;
+    TMR_CTRL(TB_BASE) = TMR_EN;
+    TMR_CTRL(AL_BASE) = 0u;
+    TMR_INT(AL_BASE) = 1u;
+    IRQ_CONNECT(DT_IRQN(AL_NODE), DT_IRQ(AL_NODE, priority), cmsdk_isr, NULL, 0);
+    irq_enable(DT_IRQN(AL_NODE));
+    return 0;
+}
+
+static uint32_t cmsdk_tick_quantum_ns(void)
+{
+    return (uint32_t)(NS_PER_S / gcd64(NS_PER_S, CMSDK_HZ));
+}
+
+static const char *cmsdk_tick_source(void)
+{
+    return "CMSDK timers";
+}
+#endif
+
+/* The tick source chosen at start-up: the counter or the CMSDK timers when configured (and
+ * ready), else k_timer. */
 struct tick_source {
     uint64_t (*now_units)(void);
     uint64_t (*units_to_ns)(uint64_t u);
@@ -237,6 +343,13 @@ static const struct tick_source ktimer_source = {
 static const struct tick_source counter_source = {
     counter_now_units, counter_units_to_ns, counter_arm_next, counter_source_start,
     counter_source_stop, counter_tick_quantum_ns, counter_tick_source,
+};
+#endif
+
+#if defined(CONFIG_COPAPY_TICK_CMSDK)
+static const struct tick_source cmsdk_source = {
+    cmsdk_now_units, cmsdk_units_to_ns, cmsdk_arm_next, cmsdk_source_start,
+    cmsdk_source_stop, cmsdk_tick_quantum_ns, cmsdk_tick_source,
 };
 #endif
 
@@ -308,6 +421,11 @@ static void tick_loop(void *p1, void *p2, void *p3)
 
 int cpz_ticker_init(void)
 {
+#if defined(CONFIG_COPAPY_TICK_CMSDK)
+    if (cmsdk_source_init() == 0) {
+        src = &cmsdk_source;
+    }
+#endif
 #if defined(CONFIG_COPAPY_TICK_COUNTER)
     if (counter_source_init() == 0) {
         src = &counter_source;
