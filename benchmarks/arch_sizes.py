@@ -26,14 +26,14 @@ from pathlib import Path
 from bench_term import expected, packed_term, scalar_term
 
 import copapy as cp
+from copapy.arch.targets import arch_names
 from copapy.compiler import CompileError, compile_program
 from copapy.compiler.table import available_architectures, load_table
-from copapy.image import ARCH_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Per-architecture image size"
-ARCHS = sorted(available_architectures(), key=lambda a: (ARCH_IDS.get(a, len(ARCH_IDS) + 1), a))
+ARCHS = [a for a in arch_names() if a in available_architectures()]
 V_SIZE = 100
 COMMAND = "PYTHONPATH=src python benchmarks/arch_sizes.py --write"
 
@@ -84,7 +84,7 @@ def revision() -> str:
         rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                "src", "stencils", "targets"],
+                                "src", "stencils"],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown revision"

@@ -1,6 +1,7 @@
 """Shared helpers of the cross-architecture tests (tests/test_cross_arch.py).
 
-Which runner executes which architecture, and one way to drive all of them: a *batch* is a
+Which runner executes which architecture (read from src/copapy/targets/*.toml), and one way to
+drive all of them: a *batch* is a
 compiled image plus a list of input sets; every input set is written as raw bytes into the
 data region, the task runs once, and the raw bytes of the output slots are read back. Raw
 bytes on both sides keep the comparison free of any Python float conversion (a float32
@@ -10,10 +11,15 @@ Runners:
 
 * ``native``: the C runner extension ``copapy._runner`` (x86_64 only, this machine);
 * ``unicorn``: ``copapy.runtime.unicorn_backend.UnicornProgram`` (the Python runner on the
-  unicorn CPU emulator, Cortex-M code on the A-profile "max"/A15 CPU in Thumb mode);
+  unicorn CPU emulator, set up as the toml's ``[unicorn]`` table says);
 * ``qemu``: ``copapy.runtime.qemu_backend.run_jobs``, the real C runner core as bare-metal
-  firmware on qemu-system-arm (Cortex-M7 on mps2-an500, Cortex-M55 on mps3-an547); every input
-  set is one job (LOAD, WRITE, RUN, DUMP) and all jobs of a call share as few boots as possible.
+  firmware on the qemu-system board of the toml's ``[qemu]`` table; every input set is one job
+  (LOAD, WRITE, RUN, DUMP) and all jobs of a call share as few boots as possible.
+
+Every architecture with C stencils runs on the emulator its toml's ``emulator`` names (the one
+LocalTarget uses) and on those of ``[tests] extra_emulators`` (Cortex-M7 also on qemu's real M7
+model, since unicorn runs M7 code on an ARMv8-A CPU); x86_64 on unicorn runs the Python patcher
+and an emulated CPU on the baseline's own machine code.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from copapy.arch.targets import targets
 from copapy.dtypes import DType
 from copapy.graph.node import Node
 
@@ -32,14 +39,10 @@ REPO = Path(__file__).resolve().parents[1]
 UNICORN_INSTALL = "pip install 'copapy[emu]'  (or: pip install unicorn==2.1.4)"
 QEMU_INSTALL = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make"
 
-#: the ten configurations of targets/*.toml with C stencils, in the order of the image ids
-ARCHS = ["x86_64", "x86", "aarch64", "armv6", "armv7a", "cortex-m4", "cortex-m7", "cortex-m55",
-         "rv32", "rv64"]
-#: targets tested elsewhere, and why
-OTHER_TARGETS = {
-    "tricore": "hand-written assembly stencils for a subset of the operations; "
-               "tests/test_tricore.py compares them with native x86_64",
-}
+#: the architectures with C stencils (the whole operation set), in the order of the image ids;
+#: the others (hand-written assembly subsets: TriCore) have a tests/test_<name>.py of their own
+ARCHS = [t.name for t in targets() if t.builder == "clang"]
+OTHER_TARGETS = [t.name for t in targets() if t.builder != "clang"]
 
 
 @dataclass(frozen=True)
@@ -57,22 +60,8 @@ class Config:
 #: the baseline every other configuration is compared with, bit for bit
 NATIVE = Config("x86_64", "native")
 
-#: every architecture on the runner LocalTarget(arch=...) uses, plus two extra runs: x86_64
-#: on unicorn (the Python patcher and an emulated CPU on the baseline's own machine code) and
-#: cortex-m7 on qemu's real Cortex-M7 model (unicorn runs M7 code on an ARMv8-A CPU)
-CONFIGS = [
-    Config("x86_64", "unicorn"),
-    Config("x86", "unicorn"),
-    Config("aarch64", "unicorn"),
-    Config("armv6", "unicorn"),
-    Config("armv7a", "unicorn"),
-    Config("cortex-m4", "unicorn"),
-    Config("cortex-m7", "unicorn"),
-    Config("cortex-m7", "qemu"),
-    Config("cortex-m55", "qemu"),
-    Config("rv32", "unicorn"),
-    Config("rv64", "unicorn"),
-]
+#: every architecture on the emulator LocalTarget(arch=...) uses, then its toml's extra ones
+CONFIGS = [Config(t.name, e) for t in targets() if t.name in ARCHS for e in t.test_emulators]
 CONFIG_IDS = [c.id for c in CONFIGS]
 
 

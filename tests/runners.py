@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from copapy.arch.targets import by_name
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -48,19 +50,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def qemu_m7_runner() -> Iterator[str]:
-    """socket:// URL of the Cortex-M7 runner firmware in qemu mps2-an500."""
-    assert shutil.which("qemu-system-arm"), ("the firmware test needs qemu: apt-get install "
-                                             "qemu-system-arm")
+def qemu_runner(arch: str) -> Iterator[str]:
+    """socket:// URL of the runner firmware of ``arch`` on the qemu board of its toml."""
+    board = by_name(arch).qemu
+    assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
+    assert shutil.which(board.system), ("the firmware test needs qemu: apt-get install "
+                                        "qemu-system-arm")
     assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross compiler: "
                                                "apt-get install gcc-arm-none-eabi "
                                                "libnewlib-arm-none-eabi")
     build("all", directory="runner/baremetal")
     port = free_port()
-    elf = ROOT / "runner" / "baremetal" / "build" / "runner-cortex-m7.elf"
-    proc = subprocess.Popen(["qemu-system-arm", "-M", "mps2-an500", "-cpu", "cortex-m7",
-                             "-display", "none", "-monitor", "none", "-serial",
-                             f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
+    elf = ROOT / "runner" / "baremetal" / "build" / board.firmware
+    proc = subprocess.Popen([board.system, *board.args, "-display", "none", "-monitor", "none",
+                             "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
                              "-kernel", str(elf)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

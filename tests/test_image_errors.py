@@ -9,7 +9,7 @@ import pytest
 
 import copapy as cp
 from copapy import _runner
-from copapy.image import ARCH_IDS
+from copapy.arch.targets import by_name
 
 
 def compiled() -> tuple[cp.LocalTarget, cp.Value, cp.Value, bytes]:
@@ -62,7 +62,7 @@ def test_wrong_version_and_arch_have_their_own_errors() -> None:
         _runner.load(recrc(bad))
     assert info.value.name == "VERSION"
     bad = bytearray(image)
-    bad[8:10] = struct.pack("<H", ARCH_IDS["aarch64"])
+    bad[8:10] = struct.pack("<H", by_name("aarch64").id)
     with pytest.raises(_runner.ImageError) as info:
         _runner.load(recrc(bad))
     assert info.value.name == "ARCH"

@@ -12,14 +12,15 @@ import pytest
 
 import copapy as cp
 from copapy.arch.patchkind import THUMB32, PatchKind
+from copapy.arch.targets import by_name, targets
 from copapy.compiler import compile_program
-from copapy.image import ARCH_IDS, Image, ImagePatch, ImageTask
+from copapy.image import Image, ImagePatch, ImageTask
 from copapy.runtime import qemu_backend as qb
 from copapy.runtime.errors import ImageLoadError
 
 from .conftest import same_bits
 
-ARCHES = ["cortex-m7", "cortex-m55"]
+ARCHES = [t.name for t in targets() if t.qemu is not None]
 
 # Thumb-2 MOVW/MOVT imm16 = imm4:i:imm3:imm8 (docs/image.md THUMB32 word order)
 _IMM16 = ((0, 8, 0), (8, 3, 12), (11, 1, 26), (12, 4, 16))
@@ -70,7 +71,7 @@ def make_image(arch: str) -> bytes:
     """Three tasks patched through MOVW/MOVT runtime patches, as the compiler emits them."""
     patches = [ImagePatch(site, kind, DATA_OFFSET)
                for site, kind in ((0, 0), (4, 1), (0x34, 0), (0x38, 1))]
-    return Image(ARCH_IDS[arch], CODE, DATA_OFFSET, 80, 32, DATA_INIT,
+    return Image(by_name(arch).id, CODE, DATA_OFFSET, 80, 32, DATA_INIT,
                  [MOVW.pack(), MOVT.pack()], patches,
                  [ImageTask(0x00 | 1), ImageTask(0x32 | 1), ImageTask(0x34 | 1)]).to_bytes()
 
@@ -79,7 +80,7 @@ def make_image(arch: str) -> bytes:
 
 def tiny_image(arch: str, code: bytes) -> bytes:
     """One task at offset 0 with no data references."""
-    return Image(ARCH_IDS[arch], code, 64, 16, 32, b"", [], [], [ImageTask(1)]).to_bytes()
+    return Image(by_name(arch).id, code, 64, 16, 32, b"", [], [], [ImageTask(1)]).to_bytes()
 
 
 @pytest.fixture

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from copapy import _runner
 from copapy.arch.patchkind import PCREL, SIGNED, PatchKind
-from copapy.image import ARCH_IDS, Image, ImageIoBinding, ImageLetCopy, ImagePatch, ImageTask
+from copapy.arch.targets import by_name
+from copapy.image import Image, ImageIoBinding, ImageLetCopy, ImagePatch, ImageTask
 
-pytestmark = pytest.mark.skipif(_runner.ARCH != ARCH_IDS["x86_64"],
+pytestmark = pytest.mark.skipif(_runner.ARCH != by_name("x86_64").id,
                                 reason="the chains are hand-written x86_64 code")
 
 DATA_OFFSET = 4096
@@ -76,7 +77,7 @@ class Asm:
 def image(asm: Asm, tasks: list[ImageTask], data_size: int, data_init: bytes = b"",
           copies: list[ImageLetCopy] | None = None,
           bindings: list[ImageIoBinding] | None = None) -> bytes:
-    return Image(ARCH_IDS["x86_64"], bytes(asm.code), DATA_OFFSET, data_size, 4096, data_init,
+    return Image(by_name("x86_64").id, bytes(asm.code), DATA_OFFSET, data_size, 4096, data_init,
                  [REL32], list(asm.patches), tasks, let_copies=copies or [],
                  io_bindings=bindings or []).to_bytes()
 
@@ -653,8 +654,8 @@ def test_errors() -> None:
     with pytest.raises(ValueError, match="channel 300"):
         big.scheduler(1000)
     # a program for another architecture can be loaded but not scheduled
-    arm = _runner.load(Image(ARCH_IDS["aarch64"], b"\xc0\x03\x5f\xd6", 4096, 16, 4096,
-                             tasks=[ImageTask(0, 1000)]).to_bytes(), arch=ARCH_IDS["aarch64"])
+    arm = _runner.load(Image(by_name("aarch64").id, b"\xc0\x03\x5f\xd6", 4096, 16, 4096,
+                             tasks=[ImageTask(0, 1000)]).to_bytes(), arch=by_name("aarch64").id)
     with pytest.raises(RuntimeError, match="aarch64"):
         arm.scheduler(1000)
 

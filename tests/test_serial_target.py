@@ -18,7 +18,7 @@ import copapy as cp
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .runners import host_runner, qemu_m7_runner
+from .runners import host_runner, qemu_runner
 
 
 def control_program() -> dict[str, Any]:
@@ -79,7 +79,7 @@ def test_host_runner_end_to_end() -> None:
 
 
 def test_qemu_cortex_m7_firmware_end_to_end() -> None:
-    with qemu_m7_runner() as url:
+    with qemu_runner("cortex-m7") as url:
         run_and_compare(url, "cortex-m7", 0.5)
 
 

@@ -25,13 +25,14 @@ from hypothesis import assume, event, given
 import copapy as cp
 from copapy.arch.patchkind import apply_patch
 from copapy.arch.relocs import TABLES
+from copapy.arch.targets import by_name
 from copapy.compiler import CompileError
 from copapy.compiler.link import link
 from copapy.compiler.lower import Instr
 from copapy.compiler.table import load_table
 from copapy.graph.build import live_nodes
 from copapy.graph.reference import evaluate_graph
-from copapy.image import ARCH_IDS, Image, ImagePatch, ImageTask, kinds_table
+from copapy.image import Image, ImagePatch, ImageTask, kinds_table
 from copapy.runtime import unicorn_backend
 from copapy.runtime.native import load_native
 from copapy.runtime.unicorn_backend import UnicornProgram
@@ -193,7 +194,7 @@ def _chain_image(stencils: list[str], arch: str) -> tuple[bytes, int]:
                        Instr("store_i32__m_1", (("out", base + O_I1),))]
     linked = link([instrs], table)
     kinds, index = kinds_table([p.kind for p in linked.patches])
-    image = Image(arch=ARCH_IDS[arch], code=linked.code, data_offset=linked.data_offset,
+    image = Image(arch=by_name(arch).id, code=linked.code, data_offset=linked.data_offset,
                   data_size=len(data), base_align=table.base_align, data_init=bytes(data),
                   kinds=kinds,
                   patches=[ImagePatch(p.site, index[p.kind], p.addend) for p in linked.patches],

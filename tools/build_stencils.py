@@ -1,7 +1,7 @@
 """Compile the stencils for each target and pre-parse the objects into the tables copapy ships.
 
 Usage:
-    python tools/build_stencils.py                 # every targets/*.toml
+    python tools/build_stencils.py                 # every src/copapy/targets/*.toml
     python tools/build_stencils.py x86_64 aarch64  # some
     python tools/build_stencils.py --check         # rebuild in a temp dir, compare with the
                                                    # committed tables
@@ -21,7 +21,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,7 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from copapy.arch.patchkind import PCREL, PatchKind, read_word  # noqa: E402
-from copapy.arch.relocs import IGNORED, TABLES, RelocSpec, implicit_addend  # noqa: E402
+from copapy.arch.relocs import (  # noqa: E402
+    ELF_MACHINES,
+    IGNORED,
+    TABLES,
+    RelocSpec,
+    branch,
+    implicit_addend,
+)
+from copapy.arch.targets import by_name, targets  # noqa: E402
 
 TABLE_FORMAT = 1
 TABLE_DIR = ROOT / "src" / "copapy" / "_tables"
@@ -79,16 +86,14 @@ def sources() -> list[Path]:
 
 
 def load_target(name: str) -> dict[str, Any]:
-    with open(ROOT / "targets" / f"{name}.toml", "rb") as f:
-        return tomllib.load(f)
+    """The build keys of src/copapy/targets/<name>.toml (its top level, hashed into the table)."""
+    return dict(by_name(name).build)
 
 
 def clang_targets() -> list[str]:
     """The targets whose stencils are C compiled by this script (not hand-written assembly),
     in the order of their ids."""
-    targets = {p.stem: load_target(p.stem) for p in (ROOT / "targets").glob("*.toml")}
-    return sorted((n for n, t in targets.items() if t.get("builder", "clang") == "clang"),
-                  key=lambda n: targets[n]["id"])
+    return [t.name for t in targets() if t.builder == "clang"]
 
 
 def target_flags(target: dict[str, Any]) -> list[str]:
@@ -153,6 +158,7 @@ class TableBuilder:
         ignored = IGNORED.get(self.target["reloc_table"], frozenset())
         with open(path, "rb") as f:
             elf = ELFFile(f)
+            self._check_header(path, elf)
             symtab = next(s for s in elf.iter_sections() if isinstance(s, SymbolTableSection))
             symbols = list(symtab.iter_symbols())
             sections = list(elf.iter_sections())
@@ -191,6 +197,15 @@ class TableBuilder:
                 if rsec is not None:
                     self._translate(func, rsec, symbols, sections, func_in_section, table, ignored)
                 self.functions[name] = func
+
+    def _check_header(self, path: Path, elf: Any) -> None:
+        """The object is for the target's ELF machine and byte order (a wrong triple fails)."""
+        want = ELF_MACHINES[self.target["elf_machine"]]
+        little = self.target["endianness"] == "little"
+        if elf["e_machine"] != want or elf.little_endian != little:
+            raise BuildError(f"{path.name}: {elf['e_machine']} "
+                             f"{'little' if elf.little_endian else 'big'}-endian object, "
+                             f"{self.target['name']} needs {want} {self.target['endianness']}")
 
     def _translate(self, func: Function, rsec: Any, symbols: list[Any], sections: list[Any],
                    func_in_section: dict[int, Any], table: dict[int, RelocSpec],
@@ -235,23 +250,14 @@ class TableBuilder:
             offset, spec = max(next_jumps, key=lambda j: j[0])
             if spec.jump is not None:
                 start, length = spec.jump
-                if offset + start + length == len(func.code) and self._is_jump(func, offset):
+                if (offset + start + length == len(func.code)
+                        and branch(spec, func.code, offset) == "jump"):
                     func.strip = length
-
-    def _is_jump(self, func: Function, offset: int) -> bool:
-        if self.target["reloc_table"] in ("x86_64", "i386"):
-            return func.code[offset - 1] == 0xE9
-        return True
 
     def _check_next(self, func: Function, spec: RelocSpec, offset: int) -> None:
         """musttail must have produced jumps: a call to cp_next in a stencil would return
         into it."""
-        if func.name == "cp_entry":
-            return
-        is_call = spec.name in ("R_ARM_CALL", "R_AARCH64_CALL26", "R_ARM_THM_CALL")
-        if self.target["reloc_table"] in ("x86_64", "i386"):
-            is_call = func.code[offset - 1] == 0xE8
-        if is_call:
+        if func.name != "cp_entry" and branch(spec, func.code, offset) == "call":
             raise BuildError(f"{func.name}: calls cp_next instead of jumping (musttail failed)")
 
     def _target(self, func: Function, sym: Any, addend: int, sections: list[Any],
@@ -355,8 +361,7 @@ def main() -> int:
     parser.add_argument("targets", nargs="*")
     parser.add_argument("--check", action="store_true", help="compare with the committed tables")
     args = parser.parse_args()
-    names = args.targets or sorted(p.stem for p in (ROOT / "targets").glob("*.toml"))
-    names = [n for n in names if load_target(n).get("builder", "clang") == "clang"]
+    names = [n for n in args.targets or clang_targets() if by_name(n).builder == "clang"]
     failed = False
     for name in names:
         data = build_table(name)

@@ -33,7 +33,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import tomllib
 import zlib
 from pathlib import Path
 from typing import Any
@@ -51,11 +50,12 @@ from build_stencils import (  # noqa: E402
 )
 
 from copapy.arch.patchkind import PCREL  # noqa: E402
-from copapy.arch.relocs import TABLES, RelocSpec  # noqa: E402
+from copapy.arch.relocs import TABLES, RelocSpec, branch  # noqa: E402
+from copapy.arch.targets import by_name  # noqa: E402
 
-ASSEMBLER = "nyxstone-tricore-gcc"
-ASSEMBLER_VERSION = "0.2.1"
-TARGET = ROOT / "targets" / "tricore.toml"
+NAME = "tricore"
+#: the pinned assembler, as src/copapy/targets/tricore.toml names it (its `assembler` key)
+ASSEMBLER, ASSEMBLER_VERSION = str(by_name(NAME).build["assembler"]).split("==")
 SOURCES = ROOT / "stencils" / "tricore"
 TABLE = ROOT / "src" / "copapy" / "_tables" / "tricore.cpst"
 CPP_FLAGS = ["-E", "-P", "-x", "assembler-with-cpp", "-undef", "-nostdinc"]
@@ -64,7 +64,6 @@ INSTALL = (
     f"apt-get install libzstd-dev && pip install '{ASSEMBLER}=={ASSEMBLER_VERSION}' "
     "ziglang==0.17.1 (see docs/tricore.md)"
 )
-OP_J = 0x1D  # TriCore `j disp24` (B format); call is 0x6D, jl 0x5D
 
 SHIM_C = r"""
 #include <stdarg.h>
@@ -123,8 +122,8 @@ def assembler() -> Any:
 
 
 def load_target() -> dict[str, Any]:
-    with open(TARGET, "rb") as f:
-        return tomllib.load(f)
+    """The build keys of the TriCore target (its top level, hashed into the table)."""
+    return dict(by_name(NAME).build)
 
 
 def sources() -> list[Path]:
@@ -191,7 +190,7 @@ class TricoreTableBuilder(TableBuilder):
             addend = rel.addend or 0
             if sym == "cp_next":
                 target_type, target = "next", ""
-                if spec.jump is None or code[rel.offset] != OP_J:
+                if branch(spec, bytes(code), rel.offset) != "jump":
                     raise BuildError(f"{name}: refers to cp_next other than by `j` "
                                      f"(opcode {code[rel.offset]:#04x}); a call would return "
                                      f"into the stencil")
@@ -216,7 +215,7 @@ class TricoreTableBuilder(TableBuilder):
 def build_table() -> bytes:
     target = load_target()
     if target.get("builder") != "tricore-asm":
-        raise SystemExit(f"{TARGET} is not built by this tool")
+        raise SystemExit(f"targets/{NAME}.toml is not built by this tool")
     nx = assembler()
     builder = TricoreTableBuilder(target)
     for path in sources():

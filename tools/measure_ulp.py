@@ -36,6 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import build_stencils
 import host_build
 
+from copapy.arch.targets import host_arch, targets
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MATH_DIR = os.path.join(ROOT, "stencils", "math")
 INC_DIR = os.path.join(ROOT, "stencils", "include")
@@ -643,15 +645,13 @@ int main(void) {
   return 0;
 }
 """
-CROSS_TARGETS = [
-    ("x86_64", ["-target", "x86_64-linux-musl"], []),
-    ("x86", ["-target", "x86-linux-musl", "-march=pentium4", "-mfpmath=sse"], ["qemu-i386"]),
-    ("aarch64", ["-target", "aarch64-linux-musl", "-mcpu=cortex_a53"], ["qemu-aarch64"]),
-    ("armv6", ["-target", "arm-linux-musleabihf", "-mcpu=arm1176jzf_s"], ["qemu-arm"]),
-    ("armv7a", ["-target", "arm-linux-musleabihf", "-mcpu=cortex_a7"], ["qemu-arm"]),
-    ("rv32", ["-target", "riscv32-linux-musl"], ["qemu-riscv32"]),
-    ("rv64", ["-target", "riscv64-linux-musl"], ["qemu-riscv64"]),
-]
+def cross_targets():
+    """(name, zig cc flags, runner command) of every target with a [linux] table in its toml;
+    the host's own architecture runs directly, the others on qemu-user."""
+    host = host_arch()
+    return [(t.name, ["-target", t.linux.triple, *t.linux.cflags],
+             [] if t.name == host else [t.linux.qemu_user])
+            for t in targets() if t.linux is not None]
 
 
 def cross_run(verbose=True):
@@ -663,7 +663,7 @@ def cross_run(verbose=True):
     with open(src, "w") as f:
         f.write(CROSS_C)
     outs = {}
-    for name, flags, runner in CROSS_TARGETS:
+    for name, flags, runner in cross_targets():
         exe = os.path.join(tmp, "det_" + name)
         cmd = [sys.executable, "-m", "ziglang", "cc", *flags, "-O2", "-fno-builtin",
                "-fno-math-errno", "-ffp-contract=off", "-std=c11", "-static", "-I", INC_DIR,

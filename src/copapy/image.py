@@ -26,11 +26,6 @@ LET_COPIES, IO_BINDINGS = 9, 10
 ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: 24, PORTS: 16,
                STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: 16}
 
-ARCH_IDS = {"x86_64": 1, "x86": 2, "aarch64": 3, "armv6": 4, "armv7a": 5, "cortex-m4": 6,
-            "cortex-m7": 7, "cortex-m55": 8, "rv32": 9, "rv64": 10, "tricore": 11}
-ARCH_NAMES = {v: k for k, v in ARCH_IDS.items()}
-
-
 def check_data_range(data_size: int, offset: int, size: int, align: int = 1) -> None:
     """IndexError unless ``size`` bytes at ``offset`` lie inside a data region of ``data_size``
     bytes, with ``offset`` a multiple of ``align`` (what the runtimes check on read/write)."""

@@ -27,6 +27,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import build_stencils  # type: ignore[import-not-found]  # noqa: E402
 
+from copapy.arch.targets import by_name, targets  # noqa: E402
+
 TARGETS = build_stencils.clang_targets()
 X86_OP = re.compile(r"^(?:(?:add|sub|mul|div|min|max)p[sd]|cmp\w*p[sd]|p(?:add|sub|mul|cmp|max|"
                     r"min|sll|srl|sra|blend|shuf|and|andn|or|xor|unpck)\w*|cvt(?:dq2ps|dq2pd|"
@@ -56,9 +58,11 @@ def _a32(m: str, ops: str) -> tuple[bool, bool]:
     return mem, qreg and not A32_MEM.match(m) and not m.startswith("vmov")
 
 
-# per target: (mnemonic, operands) -> (vector load/store of an array, vector data processing)
-VECTOR = {"x86_64": _x86, "x86": _x86, "aarch64": _a64, "armv7a": _a32, "cortex-m55": _a32}
-FLUSHING = ("armv7a", "cortex-m55")
+# per [simd] disassembly of the targets' tomls: (mnemonic, operands) -> (vector load/store of
+# an array, vector data processing)
+VECTOR = {"x86": _x86, "a64": _a64, "a32": _a32}
+#: targets whose vector unit flushes float32 subnormals ([simd] flushes_subnormals)
+FLUSHING = [t.name for t in targets() if t.simd_flushes_subnormals]
 # float32 vector instructions that are exact on a flushing unit: bit moves, int -> float
 EXACT_F32 = re.compile(r"^(?:vmov|vneg|vabs|vcvt\.f32\.[su]32)(?:\.f32)?$")
 OBJDUMP = next((t for t in ("llvm-objdump-19", "llvm-objdump") if shutil.which(t)), None)
@@ -101,7 +105,7 @@ def analyse(target: str) -> tuple[dict[str, bool], list[str]]:
         obj = Path(tmp) / "array.o"
         compile_array(target, obj)
         funcs = disassemble(obj)
-    classify = VECTOR.get(target)
+    classify = VECTOR.get(by_name(target).simd)
     result = {}
     for f, ins in funcs.items():
         marks = [classify(m, ops) for m, ops in ins] if classify else []

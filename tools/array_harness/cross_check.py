@@ -11,7 +11,8 @@ there, as for the scalar stencils); everything else must match exactly.
     python tools/array_harness/cross_check.py [targets...]   # default: see TARGETS
 
 Stencils that call the math kernels (sin, pow, floordiv of floats, ...) are left out: the stub
-does not link the kernels. cortex-m55 needs qemu-system (MVE) and is not covered here.
+does not link the kernels. Targets without a [unicorn] set-up in their toml (cortex-m55 needs
+qemu-system for MVE) are not covered here.
 Needs ziglang, pyelftools and unicorn (the dev extra).
 """
 
@@ -34,8 +35,11 @@ sys.path.insert(0, str(HERE))
 import build_stencils  # type: ignore[import-not-found]  # noqa: E402
 import harness as hx  # noqa: E402
 
-TARGETS = ["x86_64", "x86", "aarch64", "armv6", "armv7a", "cortex-m4", "cortex-m7", "rv32",
-           "rv64"]
+from copapy.arch.targets import by_name, targets  # noqa: E402
+from copapy.runtime.unicorn_backend import Registers, new_emulator  # noqa: E402
+
+#: every C-stencil target that unicorn runs, in id order
+TARGETS = [t.name for t in targets() if t.builder == "clang" and t.unicorn is not None]
 CAP = 4096
 TEXT = 0x100000
 STACK_TOP = 0x0F000000
@@ -111,7 +115,10 @@ class Machine:
     target: str
     emu: Any
     symbols: dict[str, int]
+    family: str  # unicorn architecture: X86, ARM64, ARM, RISCV
+    wide: bool  # 64-bit pointers (x86_64 and rv64 pass arguments differently)
     thumb: bool
+    pc: int  # unicorn's number of the program counter
     stop: int
 
     def write(self, symbol: str, values: np.ndarray[Any, Any]) -> None:
@@ -127,20 +134,10 @@ def load(name: str, elf: Path) -> Machine:
     from elftools.elf.elffile import ELFFile
     from elftools.elf.sections import SymbolTableSection
 
-    setup = {
-        "x86_64": ("UC_ARCH_X86", "UC_MODE_64", "", False),
-        "x86": ("UC_ARCH_X86", "UC_MODE_32", "", False),
-        "aarch64": ("UC_ARCH_ARM64", "UC_MODE_ARM", "", False),
-        "armv6": ("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_1176", False),
-        "armv7a": ("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_CORTEX_A7", False),
-        "cortex-m4": ("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
-        "cortex-m7": ("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
-        "rv32": ("UC_ARCH_RISCV", "UC_MODE_RISCV32", "", False),
-        "rv64": ("UC_ARCH_RISCV", "UC_MODE_RISCV64", "", False),
-    }[name]
-    emu = uc.Uc(getattr(uc, setup[0]), getattr(uc, setup[1]))
-    if setup[2]:
-        emu.ctl_set_cpu_model(getattr(uc.arm_const, setup[2]))
+    target = by_name(name)
+    setup = target.unicorn
+    assert setup is not None, f"{name}: no [unicorn] set-up"
+    emu = new_emulator(target)  # CPU model and FPU as the toml says
     symbols: dict[str, int] = {}
     with open(elf, "rb") as f:
         e = ELFFile(f)
@@ -157,14 +154,8 @@ def load(name: str, elf: Path) -> Machine:
                     if sym.name and sym["st_shndx"] != "SHN_UNDEF":
                         symbols[sym.name.split("@")[0]] = sym["st_value"]
     emu.mem_map(STACK_TOP - STACK_SIZE, STACK_SIZE)
-    if setup[0] == "UC_ARCH_ARM":
-        c = uc.arm_const
-        emu.reg_write(c.UC_ARM_REG_C1_C0_2, emu.reg_read(c.UC_ARM_REG_C1_C0_2) | (0xF << 20))
-        emu.reg_write(c.UC_ARM_REG_FPEXC, 0x40000000)
-    elif setup[0] == "UC_ARCH_RISCV":
-        c = uc.riscv_const
-        emu.reg_write(c.UC_RISCV_REG_MSTATUS, emu.reg_read(c.UC_RISCV_REG_MSTATUS) | (3 << 13))
-    return Machine(name, emu, symbols, setup[3], symbols["cp_next"] & ~1)
+    return Machine(name, emu, symbols, setup.arch, target.pointer_bits == 64, setup.thumb,
+                   Registers(uc, setup)[setup.pc], symbols["cp_next"] & ~1)
 
 
 def f32bits(x: Any) -> int:
@@ -185,12 +176,12 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
     f0, f1 = f32bits(regs.f0), f32bits(regs.f1)
     d0, d1 = f64bits(regs.d0), f64bits(regs.d1)
     i0, i1 = int(regs.i0) & 0xFFFFFFFF, int(regs.i1) & 0xFFFFFFFF
-    t = m.target
-    if t in ("x86_64", "x86"):
+    t, family = m.target, m.family
+    if family == "X86":
         c = uc.x86_const
         for reg, v in zip(("XMM0", "XMM1", "XMM2", "XMM3"), (f0, f1, d0, d1), strict=True):
             emu.reg_write(getattr(c, f"UC_X86_REG_{reg}"), v)
-        if t == "x86_64":
+        if m.wide:
             emu.reg_write(c.UC_X86_REG_RDI, i0)
             emu.reg_write(c.UC_X86_REG_RSI, i1)
             emu.reg_write(c.UC_X86_REG_RSP, sp - 8)
@@ -198,7 +189,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
             emu.reg_write(c.UC_X86_REG_ECX, i0)
             emu.reg_write(c.UC_X86_REG_EDX, i1)
             emu.reg_write(c.UC_X86_REG_ESP, sp - 4)
-    elif t == "aarch64":
+    elif family == "ARM64":
         c = uc.arm64_const
         emu.reg_write(c.UC_ARM64_REG_S0, f0)
         emu.reg_write(c.UC_ARM64_REG_S1, f1)
@@ -207,7 +198,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
         emu.reg_write(c.UC_ARM64_REG_X0, i0)
         emu.reg_write(c.UC_ARM64_REG_X1, i1)
         emu.reg_write(c.UC_ARM64_REG_SP, sp)
-    elif t.startswith(("arm", "cortex")):
+    elif family == "ARM":
         c = uc.arm_const
         emu.reg_write(c.UC_ARM_REG_S0, f0)
         emu.reg_write(c.UC_ARM_REG_S1, f1)
@@ -222,7 +213,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
         emu.reg_write(c.UC_RISCV_REG_FA0, box | f0)
         emu.reg_write(c.UC_RISCV_REG_FA1, box | f1)
         emu.reg_write(c.UC_RISCV_REG_SP, sp)
-        if t == "rv64":
+        if m.wide:
             emu.reg_write(c.UC_RISCV_REG_FA2, d0)
             emu.reg_write(c.UC_RISCV_REG_FA3, d1)
             emu.reg_write(c.UC_RISCV_REG_A0, i0)
@@ -234,27 +225,23 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
             emu.reg_write(c.UC_RISCV_REG_A4, i0)
             emu.reg_write(c.UC_RISCV_REG_A5, i1)
     emu.emu_start(entry | (1 if m.thumb else 0), m.stop, timeout=20_000_000)
-    pc = {"x86_64": (uc.x86_const, "UC_X86_REG_RIP"), "x86": (uc.x86_const, "UC_X86_REG_EIP"),
-          "aarch64": (uc.arm64_const, "UC_ARM64_REG_PC")}.get(
-        t, (uc.arm_const, "UC_ARM_REG_PC") if t.startswith(("arm", "cortex"))
-        else (uc.riscv_const, "UC_RISCV_REG_PC"))
-    if (emu.reg_read(getattr(*pc)) & ~1) != m.stop:
+    if (emu.reg_read(m.pc) & ~1) != m.stop:
         raise RuntimeError(f"{t}: {name} did not reach cp_next")
 
     def mask(v: int, bits: int) -> int:
         return v & ((1 << bits) - 1)
 
-    if t in ("x86_64", "x86"):
+    if family == "X86":
         c = uc.x86_const
         out = [emu.reg_read(getattr(c, f"UC_X86_REG_XMM{i}")) for i in range(4)]
-        ints = [emu.reg_read(c.UC_X86_REG_EDI if t == "x86_64" else c.UC_X86_REG_ECX),
-                emu.reg_read(c.UC_X86_REG_ESI if t == "x86_64" else c.UC_X86_REG_EDX)]
-    elif t == "aarch64":
+        ints = [emu.reg_read(c.UC_X86_REG_EDI if m.wide else c.UC_X86_REG_ECX),
+                emu.reg_read(c.UC_X86_REG_ESI if m.wide else c.UC_X86_REG_EDX)]
+    elif family == "ARM64":
         c = uc.arm64_const
         out = [emu.reg_read(c.UC_ARM64_REG_S0), emu.reg_read(c.UC_ARM64_REG_S1),
                emu.reg_read(c.UC_ARM64_REG_D2), emu.reg_read(c.UC_ARM64_REG_D3)]
         ints = [emu.reg_read(c.UC_ARM64_REG_X0), emu.reg_read(c.UC_ARM64_REG_X1)]
-    elif t.startswith(("arm", "cortex")):
+    elif family == "ARM":
         c = uc.arm_const
         out = [emu.reg_read(c.UC_ARM_REG_S0), emu.reg_read(c.UC_ARM_REG_S1),
                emu.reg_read(c.UC_ARM_REG_D1), emu.reg_read(c.UC_ARM_REG_D2)]
@@ -262,7 +249,7 @@ def call(m: Machine, name: str, regs: hx.Regs) -> hx.Regs:
     else:
         c = uc.riscv_const
         out = [emu.reg_read(c.UC_RISCV_REG_FA0), emu.reg_read(c.UC_RISCV_REG_FA1)]
-        if t == "rv64":
+        if m.wide:
             out += [emu.reg_read(c.UC_RISCV_REG_FA2), emu.reg_read(c.UC_RISCV_REG_FA3)]
             ints = [emu.reg_read(c.UC_RISCV_REG_A0), emu.reg_read(c.UC_RISCV_REG_A1)]
         else:

@@ -21,12 +21,29 @@ class RelocPart:
 
 
 @dataclass(frozen=True)
+class Opcode:
+    """Tells the instruction of a relocation that several instructions share (x86 ``call`` and
+    ``jmp`` both use PLT32): the bits under ``mask`` of the little-endian word of ``size`` bytes
+    at ``offset`` from the relocation."""
+
+    offset: int
+    size: int
+    mask: int
+    jumps: tuple[int, ...]  # values of an unconditional jump
+    calls: tuple[int, ...] = ()  # values of a call (it would return into the stencil)
+
+
+@dataclass(frozen=True)
 class RelocSpec:
     name: str
     parts: tuple[RelocPart, ...]
     #: an unconditional jump the compiler may drop when its target follows directly:
     #: (instruction start relative to the relocation offset, instruction length)
     jump: tuple[int, int] | None = None
+    #: the relocation of a call instruction (BL and its kin)
+    call: bool = False
+    #: the opcode that decides between jump and call where the relocation type does not
+    opcode: Opcode | None = None
     #: for REL (implicit addend) architectures: how the addend is stored in the word
     implicit: str = ""
     #: a data relocation inside a literal pool (forces word alignment of the function)
@@ -45,19 +62,21 @@ def _one(name: str, kind: PatchKind, **kw: object) -> RelocSpec:
 
 
 _REL32 = _k(32, PCREL | SIGNED, 0, 32, 0, ((0, 32, 0),))
+#: the byte before an x86 rel32: E9 jmp, E8 call (anything else: data or a conditional jump)
+_X86_OPCODE = Opcode(-1, 1, 0xFF, jumps=(0xE9,), calls=(0xE8,))
 
 X86_64: dict[int, RelocSpec] = {
     1: _one("R_X86_64_64", _k(64, 0, 0, 0, 0, ((0, 64, 0),))),
-    2: _one("R_X86_64_PC32", _REL32),
-    4: _one("R_X86_64_PLT32", _REL32, jump=(-1, 5)),
+    2: _one("R_X86_64_PC32", _REL32, opcode=_X86_OPCODE),
+    4: _one("R_X86_64_PLT32", _REL32, jump=(-1, 5), opcode=_X86_OPCODE),
     10: _one("R_X86_64_32", _k(32, 0, 0, 32, 0, ((0, 32, 0),))),
     11: _one("R_X86_64_32S", _k(32, SIGNED, 0, 32, 0, ((0, 32, 0),))),
 }
 
 I386: dict[int, RelocSpec] = {
     1: _one("R_386_32", _k(32, 0, 0, 0, 0, ((0, 32, 0),)), implicit="word"),
-    2: _one("R_386_PC32", _REL32, jump=(-1, 5), implicit="word"),
-    4: _one("R_386_PLT32", _REL32, jump=(-1, 5), implicit="word"),
+    2: _one("R_386_PC32", _REL32, jump=(-1, 5), implicit="word", opcode=_X86_OPCODE),
+    4: _one("R_386_PLT32", _REL32, jump=(-1, 5), implicit="word", opcode=_X86_OPCODE),
 }
 
 _A64_BRANCH26 = _k(32, PCREL | SIGNED, 2, 26, 2, ((0, 26, 0),))
@@ -76,7 +95,7 @@ AARCH64: dict[int, RelocSpec] = {
     280: _one("R_AARCH64_CONDBR19", _k(32, PCREL | SIGNED, 2, 19, 2, ((0, 19, 5),))),
     279: _one("R_AARCH64_TSTBR14", _k(32, PCREL | SIGNED, 2, 14, 2, ((0, 14, 5),))),
     282: _one("R_AARCH64_JUMP26", _A64_BRANCH26, jump=(0, 4)),
-    283: _one("R_AARCH64_CALL26", _A64_BRANCH26),
+    283: _one("R_AARCH64_CALL26", _A64_BRANCH26, call=True),
     284: _one("R_AARCH64_LDST16_ABS_LO12_NC", _a64_ldst(1)),
     285: _one("R_AARCH64_LDST32_ABS_LO12_NC", _a64_ldst(2)),
     286: _one("R_AARCH64_LDST64_ABS_LO12_NC", _a64_ldst(3)),
@@ -92,14 +111,14 @@ _THM_MOVT = _k(32, THUMB32, 16, 0, 0, _THM_IMM16)
 
 ARM: dict[int, RelocSpec] = {
     2: _one("R_ARM_ABS32", _k(32, 0, 0, 0, 0, ((0, 32, 0),)), implicit="word", literal=True),
-    28: _one("R_ARM_CALL", _ARM_BRANCH24, implicit="arm_branch"),
+    28: _one("R_ARM_CALL", _ARM_BRANCH24, implicit="arm_branch", call=True),
     29: _one("R_ARM_JUMP24", _ARM_BRANCH24, jump=(0, 4), implicit="arm_branch"),
     43: _one("R_ARM_MOVW_ABS_NC", _ARM_MOVW, implicit="imm16"),
     44: _one("R_ARM_MOVT_ABS", _ARM_MOVT, implicit="imm16"),
     47: _one("R_ARM_THM_MOVW_ABS_NC", _THM_MOVW, implicit="imm16"),
     48: _one("R_ARM_THM_MOVT_ABS", _THM_MOVT, implicit="imm16"),
     10: _one("R_ARM_THM_CALL", _k(32, THUMB32 | PCREL, encoder="thumb_b25"),
-             implicit="thumb_b25"),
+             implicit="thumb_b25", call=True),
     30: _one("R_ARM_THM_JUMP24", _k(32, THUMB32 | PCREL, encoder="thumb_b25"),
              jump=(0, 4), implicit="thumb_b25"),
     51: _one("R_ARM_THM_JUMP19", _k(32, THUMB32 | PCREL, encoder="thumb_b21"),
@@ -136,6 +155,16 @@ IGNORED: dict[str, frozenset[int]] = {
     "arm": frozenset({40, 42}),  # R_ARM_V4BX, R_ARM_PREL31 (exception tables only)
 }
 
+#: the ELF header's e_machine for each ``elf_machine`` of targets/*.toml (checked per object)
+ELF_MACHINES: dict[str, str] = {
+    "x86_64": "EM_X86_64",
+    "x86": "EM_386",
+    "aarch64": "EM_AARCH64",
+    "arm": "EM_ARM",
+    "riscv": "EM_RISCV",
+    "tricore": "EM_TRICORE",
+}
+
 TABLES: dict[str, dict[int, RelocSpec]] = {
     "x86_64": X86_64,
     "i386": I386,
@@ -143,6 +172,19 @@ TABLES: dict[str, dict[int, RelocSpec]] = {
     "arm": ARM,
     "riscv": RISCV,
 }
+
+
+def branch(spec: RelocSpec, code: bytes, offset: int) -> str:
+    """What the instruction of a relocation at ``offset`` is: "jump" (unconditional, may be
+    dropped before its target), "call" or "" (data, a conditional branch, ...)."""
+    op = spec.opcode
+    if op is not None:
+        start = offset + op.offset
+        value = int.from_bytes(code[start : start + op.size], "little") & op.mask
+        return "call" if value in op.calls else "jump" if value in op.jumps else ""
+    if spec.call:
+        return "call"
+    return "jump" if spec.jump is not None else ""
 
 
 def _sign_extend(value: int, bits: int) -> int:
@@ -180,12 +222,14 @@ def implicit_addend(spec: RelocSpec, word: int) -> int:
 # range check on the shifted value cannot state); the stencils do not use it.
 _TC_CONST16 = ((0, 16, 12),)  # RLC format const16 (movh, movh.a, addi, ...)
 _TC_OFF16 = ((0, 6, 16), (6, 4, 28), (10, 6, 22))  # BOL format off16 (lea, ld.w, st.w, ...)
+#: the B-format opcode byte: 1D j; 6D call and 5D jl return into the stencil
+_TC_OPCODE = Opcode(0, 1, 0xFF, jumps=(0x1D,), calls=(0x6D, 0x5D))
 
 TRICORE: dict[int, RelocSpec] = {
     2: _one("R_TRICORE_32ABS", _k(32, 0, 0, 0, 0, ((0, 32, 0),))),
     # j/call/jl disp24 (B format): disp[15:0] in bits 31..16, disp[23:16] in bits 15..8
     3: _one("R_TRICORE_24REL", _k(32, PCREL | SIGNED, 1, 24, 1, ((0, 16, 16), (16, 8, 8))),
-            jump=(0, 4)),
+            jump=(0, 4), opcode=_TC_OPCODE),
     # hi: the upper half rounded, so that the sign-extended lo: half completes it
     6: _one("R_TRICORE_HIADJ", _k(32, ROUND, 16, 0, 0, _TC_CONST16)),
     7: _one("R_TRICORE_LO", _k(32, 0, 0, 0, 0, _TC_CONST16)),

@@ -3,10 +3,11 @@ turn the rest into generic runtime patches."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..arch.patchkind import PatchError, PatchKind, apply_patch
+from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from .lower import CompileError, Instr
 from .table import Function, StencilTable
 
@@ -34,6 +35,11 @@ class _Pending:
     target_type: str  # code (a resolved "next"), data (a slot), func, rodata
     target: str
     addend: int
+
+
+#: a PC-relative signed 32-bit word (x86 rel32): written directly, it is most of the patches
+_REL32 = PatchKind(32, PCREL | SIGNED, 0, 32, 0, ((0, 32, 0),))
+_I32 = struct.Struct("<i")
 
 
 def _align(value: int, align: int) -> int:
@@ -112,6 +118,7 @@ class _Linker:
     def resolve(self, data_offset: int) -> list[RuntimePatch]:
         patches: list[RuntimePatch] = []
         base_align = self.table.base_align
+        code = self.code
         for p in self.pending:
             if p.target_type == "code":
                 address = p.addend
@@ -123,9 +130,16 @@ class _Linker:
                 address = self.rodata_offsets[p.target] + p.addend
             else:
                 raise CompileError(f"unresolved reference to {p.target_type} {p.target!r}")
-            if p.kind.encoder or p.kind.base_independent(base_align):
+            kind = p.kind
+            if kind == _REL32:  # x86 rel32 (most patches): one signed little-endian word
+                value = address - p.site
+                if not -0x80000000 <= value < 0x80000000:
+                    raise CompileError(f"program too large for {self.table.arch}: value "
+                                       f"{value:#x} does not fit in 32 bits")
+                _I32.pack_into(code, p.site, value)
+            elif kind.encoder or kind.base_independent(base_align):
                 try:
-                    apply_patch(self.code, p.site, p.kind, p.site, address)
+                    apply_patch(code, p.site, kind, p.site, address)
                 except PatchError as exc:
                     raise CompileError(f"program too large for {self.table.arch}: {exc}") from exc
             else:

@@ -52,6 +52,10 @@ def _class(dtype: DType) -> str:
     return dtype.stencil
 
 
+_ROLES: dict[int, tuple[str, ...]] = {1: ("a",), 2: ("a", "b")}
+_ROLES_WHERE = ("c", "a", "b")
+
+
 def _stencil_name(node: Node) -> tuple[str, str]:
     """(family, operand type suffix) of the stencil that computes ``node``."""
     spec = REGISTRY[node.op]
@@ -340,11 +344,13 @@ class _Lowerer:
 
     def lower_node(self, i: int, node: Node) -> None:
         family, suffix = _stencil_name(node)
-        roles = ("c", "a", "b") if node.op == "where" else ("a", "b")[: len(node.args)]
+        args = node.args
+        roles = _ROLES_WHERE if node.op == "where" else _ROLES[len(args)]
         forms: list[str] = []
         slots: list[tuple[str, int]] = []
-        for role, arg in zip(roles, node.args, strict=True):
-            cls = self.regs[_class(arg.dtype)]
+        all_regs = self.regs
+        for role, arg in zip(roles, args, strict=True):
+            cls = all_regs[arg.dtype.stencil]
             if cls[0] is arg:
                 forms.append("0")
             elif cls[1] is arg:
@@ -353,22 +359,33 @@ class _Lowerer:
                 forms.append("m")
                 slots.append((role, self.slot_of(arg)))
         # the operands are consumed: advance their next-use pointers
-        for arg in node.args:
-            self.advance(arg)
-        cls_name = _class(node.dtype)
-        regs = self.regs[cls_name]
+        remaining = self.remaining
+        for arg in args:
+            if arg.op in VIEWS:
+                self.advance(arg)
+            else:
+                remaining[arg].pop()
+        regs = all_regs[node.dtype.stencil]
         dst = self.pick_register(regs)
         self.evict(regs, dst)
-        self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+        stencil = f"{family}_{suffix}__{dst}_{'_'.join(forms)}"
+        if stencil not in self.table:
+            raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
+        self.instrs.append(Instr(stencil, tuple(slots)))
         regs[dst] = node
-        for arg in node.args:
-            for x in self.chain_of(arg):
-                if self.next_use(x) == NEVER:
-                    self.forget(x)
-        for offset in self.stores.get(node, ()):
-            self.store(node, dst, offset)
-            self.mem.setdefault(id(node), offset)
-        if self.next_use(node) == NEVER:
+        for arg in args:
+            if arg.op in VIEWS:
+                for x in self.chain_of(arg):
+                    if self.next_use(x) == NEVER:
+                        self.forget(x)
+            elif not remaining[arg]:
+                self.forget(arg)
+        stores = self.stores.get(node)
+        if stores:
+            for offset in stores:
+                self.store(node, dst, offset)
+                self.mem.setdefault(id(node), offset)
+        if not remaining.get(node):
             regs[dst] = None
 
     def pick_register(self, regs: list[Node | None]) -> int:

@@ -12,7 +12,6 @@ from ..graph.build import live_nodes, rebuild
 from ..graph.node import Node, const, input_initial, input_name
 from ..graph.state import state_initial, update_of
 from ..image import (
-    ARCH_IDS,
     Image,
     ImageIoBinding,
     ImageLetCopy,
@@ -144,7 +143,7 @@ class _Builder:
                        for entry, t in zip(linked.entries, tasks, strict=True)]
         stencils = sum(len(c) for c in self.chains)
         image = Image(
-            arch=ARCH_IDS[self.arch],
+            arch=self.table.arch_id,
             code=linked.code,
             data_offset=linked.data_offset,
             data_size=data_size,

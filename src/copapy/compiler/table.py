@@ -14,13 +14,9 @@ from importlib import resources
 from typing import Any
 
 from ..arch.patchkind import PatchKind
+from ..arch.targets import UnknownArchitectureError
 
 TABLE_FORMAT = 1
-
-
-class UnknownArchitectureError(ValueError):
-    """No stencil table exists for the requested architecture."""
-
 
 @dataclass(frozen=True)
 class Reloc:

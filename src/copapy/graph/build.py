@@ -89,6 +89,13 @@ def _operand_types(spec: OpSpec, operands: tuple[Operand, ...]) -> DType:
     return common
 
 
+#: operand types an operation of each operand kind takes without conversion
+_TAKES = {"num": frozenset({"float32", "float64", "int32"}),
+          "float": frozenset({"float32", "float64"}),
+          "int": frozenset({"int32"}), "intbool": frozenset({"int32", "bool"}),
+          "bool": frozenset({"bool"}), "any": frozenset({"float32", "float64", "int32", "bool"})}
+
+
 def _result_type(spec: OpSpec, operand_type: DType) -> DType:
     if spec.result == "same":
         return operand_type
@@ -98,6 +105,12 @@ def _result_type(spec: OpSpec, operand_type: DType) -> DType:
 def apply(name: str, *operands: Operand) -> Node:
     """Build ``name(*operands)``: Python scalars become constants, operands are promoted."""
     spec = REGISTRY[name]
+    if len(operands) == 2 and spec.arity == 2:
+        a, b = operands
+        # the common case: two values of one type the operation takes as it is
+        if (type(a) is Node and type(b) is Node and a.dtype is b.dtype
+                and a.dtype.name in _TAKES[spec.operands]):
+            return make(spec, operands)  # type: ignore[arg-type]
     if len(operands) != spec.arity:
         raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
     checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
@@ -114,6 +127,8 @@ def apply(name: str, *operands: Operand) -> Node:
 
 def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[int, ...]:
     rule = spec.shape_rule
+    if rule == "elementwise" and not any(a.shape for a in args):
+        return ()
     shapes = [a.shape for a in args]
     if rule == "elementwise":
         distinct = {sh for sh in shapes if sh}

@@ -27,16 +27,25 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
             raise NotDifferentiableError(
                 f"gradient with respect to a {x.dtype.name} value is not defined: "
                 f"differentiate with respect to float values (cp.value(1.0))")
+    order = live_nodes([y])
+    # the nodes that depend on an x: only their gradients are built
+    relevant: set[int] = {id(x) for x in xs}
+    for node in order:
+        if node.args and any(id(a) in relevant for a in node.args):
+            relevant.add(id(node))
     adjoint: dict[int, Node] = {id(y): const(1.0, y.dtype)}
-    for node in reversed(live_nodes([y])):
+    for node in reversed(order):
         g = adjoint.get(id(node))
         if g is None or not node.args:
             continue
         rule = rule_for(node.op)
         if rule is None:
             continue  # bool/int results carry no gradient
-        for arg, contribution in zip(node.args, rule(node, g), strict=True):
-            if contribution is None or not arg.dtype.is_float:
+        need = tuple(id(a) in relevant and a.dtype.is_float for a in node.args)
+        if not any(need):
+            continue
+        for arg, needed, contribution in zip(node.args, need, rule(node, g, need), strict=True):
+            if contribution is None or not needed:
                 continue
             if contribution.shape != arg.shape:
                 # a scalar broadcast over an array: its gradient is the sum over the array

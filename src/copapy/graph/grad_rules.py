@@ -1,5 +1,7 @@
-"""Derivative rules, keyed by registry row name: (node, upstream gradient g) -> one gradient
-per operand (None: no gradient, e.g. for integer or bool operands).
+"""Derivative rules, keyed by registry row name: (node, upstream gradient g, need) -> one
+gradient per operand (None: no gradient, e.g. for integer or bool operands). ``need[i]`` says
+whether operand i depends on a value being differentiated for; a rule builds nothing for the
+others (a constant operand's gradient would be thrown away).
 
 They build nodes through build.apply, so the gradient is a graph like any other. An operation
 missing here has no gradient; tests/test_grad.py checks that every float operation of the
@@ -15,59 +17,66 @@ from .build import broadcast_to, cast, index, reshape, slice_
 from .errors import NotDifferentiableError
 from .node import Node
 
-GradRule = Callable[[Node, Node], tuple[Node | None, ...]]
+Need = tuple[bool, ...]
+GradRule = Callable[[Node, Node, Need], tuple[Node | None, ...]]
 
 
-def _g_add(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_add(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return g, g
 
 
-def _g_sub(n: Node, g: Node) -> tuple[Node | None, ...]:
-    return g, _a("neg", g)
+def _g_sub(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    return g, _a("neg", g) if need[1] else None
 
 
-def _g_mul(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_mul(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    return _a("mul", g, b), _a("mul", g, a)
+    return (_a("mul", g, b) if need[0] else None), (_a("mul", g, a) if need[1] else None)
 
 
-def _g_div(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_div(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     b = n.args[1]
-    return _a("div", g, b), _a("neg", _a("div", _a("mul", g, n), b))
+    return ((_a("div", g, b) if need[0] else None),
+            (_a("neg", _a("div", _a("mul", g, n), b)) if need[1] else None))
 
 
 def _g_minmax(first_wins: str) -> GradRule:
     """JAX's convention: the gradient goes to the selected operand, half to each on a tie."""
 
-    def rule(n: Node, g: Node) -> tuple[Node | None, ...]:
+    def rule(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
         a, b = n.args
         half = _a("mul", g, 0.5)
-        ga = _a("where", _a(first_wins, a, b), g, _a("where", _a("eq", a, b), half, 0.0))
-        gb = _a("where", _a(first_wins, b, a), g, _a("where", _a("eq", a, b), half, 0.0))
+        ga = (_a("where", _a(first_wins, a, b), g, _a("where", _a("eq", a, b), half, 0.0))
+              if need[0] else None)
+        gb = (_a("where", _a(first_wins, b, a), g, _a("where", _a("eq", a, b), half, 0.0))
+              if need[1] else None)
         return ga, gb
 
     return rule
 
 
-def _g_pow(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_pow(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    ga = _a("mul", g, _a("mul", b, _a("pow", a, _a("sub", b, 1.0))))
-    # d/db a**b = log(a) a**b, taken as 0 where a == 0 (as JAX)
-    log_a = _a("where", _a("eq", a, 0.0), 0.0, _a("log", a))
-    gb = _a("mul", g, _a("mul", log_a, n))
+    ga = _a("mul", g, _a("mul", b, _a("pow", a, _a("sub", b, 1.0)))) if need[0] else None
+    gb = None
+    if need[1]:
+        # d/db a**b = log(a) a**b, taken as 0 where a == 0 (as JAX)
+        log_a = _a("where", _a("eq", a, 0.0), 0.0, _a("log", a))
+        gb = _a("mul", g, _a("mul", log_a, n))
     return ga, gb
 
 
-def _g_atan2(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_atan2(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     y, x = n.args
     r2 = _a("add", _a("mul", x, x), _a("mul", y, y))
-    return _a("div", _a("mul", g, x), r2), _a("neg", _a("div", _a("mul", g, y), r2))
+    return ((_a("div", _a("mul", g, x), r2) if need[0] else None),
+            (_a("neg", _a("div", _a("mul", g, y), r2)) if need[1] else None))
 
 
 def _g_unary(f: Callable[[Node, Node], Node]) -> GradRule:
     """g * f(node, operand) for a function of one operand."""
 
-    def rule(n: Node, g: Node) -> tuple[Node | None, ...]:
+    def rule(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
         return (_a("mul", g, f(n, n.args[0])),)
 
     return rule
@@ -77,32 +86,33 @@ def _one_minus_sq_root(a: Node) -> Node:
     return _a("sqrt", _a("sub", 1.0, _a("mul", a, a)))
 
 
-def _g_zero(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_zero(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return tuple(None for _ in n.args)
 
 
-def _g_where(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_where(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     c = n.args[0]
-    return None, _a("where", c, g, 0.0), _a("where", c, 0.0, g)
+    return (None, _a("where", c, g, 0.0) if need[1] else None,
+            _a("where", c, 0.0, g) if need[2] else None)
 
 
-def _g_cast(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_cast(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a = n.args[0]
     if not a.dtype.is_float:
         return (None,)
     return (cast(g, a.dtype),)
 
 
-def _g_mod(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_mod(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    return g, _a("neg", _a("mul", g, _a("floordiv", a, b)))
+    return g, _a("neg", _a("mul", g, _a("floordiv", a, b))) if need[1] else None
 
 
-def _g_rsum(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_rsum(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return (broadcast_to(g, n.args[0].shape),)
 
 
-def _g_rminmax(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_rminmax(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     """JAX's convention: the gradient is shared equally by every element equal to the result."""
     a = n.args[0]
     mask = _a("cast_f32" if a.dtype.name == "float32" else "cast_f64", _a("eq", a, n))
@@ -110,35 +120,36 @@ def _g_rminmax(n: Node, g: Node) -> tuple[Node | None, ...]:
     return (_a("mul", mask, broadcast_to(share, a.shape)),)
 
 
-def _g_dot(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_dot(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    return _a("mul", g, b), _a("mul", g, a)
+    return (_a("mul", g, b) if need[0] else None), (_a("mul", g, a) if need[1] else None)
 
 
 def _outer(u: Node, v: Node) -> Node:
     return _a("matmul", reshape(u, (u.shape[0], 1)), reshape(v, (1, v.shape[0])))
 
 
-def _g_matvec(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_matvec(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     m, v = n.args
-    return _outer(g, v), _a("vecmat", g, m)
+    return (_outer(g, v) if need[0] else None), (_a("vecmat", g, m) if need[1] else None)
 
 
-def _g_vecmat(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_vecmat(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     v, m = n.args
-    return _a("matvec", m, g), _outer(v, g)
+    return (_a("matvec", m, g) if need[0] else None), (_outer(v, g) if need[1] else None)
 
 
-def _g_matmul(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_matmul(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    return _a("matmul", g, _a("transpose", b)), _a("matmul", _a("transpose", a), g)
+    return ((_a("matmul", g, _a("transpose", b)) if need[0] else None),
+            (_a("matmul", _a("transpose", a), g) if need[1] else None))
 
 
-def _g_transpose(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_transpose(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return (_a("transpose", g),)
 
 
-def _g_view(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_view(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     if n.op == "reshape":
         return (reshape(g, n.args[0].shape),)
     raise NotDifferentiableError(
@@ -146,20 +157,20 @@ def _g_view(n: Node, g: Node) -> tuple[Node | None, ...]:
         "use an unpacked vector (packed=False) to differentiate element by element")
 
 
-def _g_stack(n: Node, g: Node) -> tuple[Node | None, ...]:
-    return tuple(index(g, i) for i in range(len(n.args)))
+def _g_stack(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    return tuple(index(g, i) if need[i] else None for i in range(len(n.args)))
 
 
-def _g_concat(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_concat(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     out: list[Node | None] = []
     start = 0
-    for part in n.args:
-        out.append(slice_(g, start, part.size))
+    for needed, part in zip(need, n.args, strict=True):
+        out.append(slice_(g, start, part.size) if needed else None)
         start += part.size
     return tuple(out)
 
 
-def _g_fill(n: Node, g: Node) -> tuple[Node | None, ...]:
+def _g_fill(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return (_a("rsum", g),)
 
 
@@ -177,7 +188,7 @@ RULES: dict[str, GradRule] = {
     "max": _g_minmax("gt"),
     "pow": _g_pow,
     "atan2": _g_atan2,
-    "neg": lambda n, g: (_a("neg", g),),
+    "neg": lambda n, g, need: (_a("neg", g),),
     "abs": _g_unary(lambda n, a: _a("sign", a)),
     "relu": _g_unary(lambda n, a: _a("where", _a("gt", a, 0.0), 1.0, 0.0)),
     "sqrt": _g_unary(lambda n, a: _a("div", 0.5, n)),

@@ -11,11 +11,13 @@ import itertools
 import weakref
 import zlib
 from collections.abc import Hashable
+from typing import Any
 
 from ..dtypes import DType
 
 _serials = itertools.count()
-_interned: weakref.WeakValueDictionary[tuple[object, ...], Node] = weakref.WeakValueDictionary()
+#: structure -> weak reference to the node (hash-consing; nodes die with their last user)
+_interned: dict[tuple[object, ...], _KeyedRef] = {}
 
 
 class Node:
@@ -63,8 +65,9 @@ class Node:
 def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
            shape: tuple[int, ...] = ()) -> Node:
     """The unique node with this structure, created if it does not exist yet."""
-    key = (op, dtype.name, tuple(id(a) for a in args), attr, shape)
-    node = _interned.get(key)
+    key = (op, dtype.code, tuple(map(id, args)), attr, shape)
+    ref = _interned.get(key)
+    node = ref() if ref is not None else None
     if node is None:
         node = Node()
         node.op = op
@@ -74,15 +77,41 @@ def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
         node.serial = next(_serials)
         node.shape = shape
         # leaves made fresh on every call (inputs, states) are known by their name alone: their
-        # serial (attr[0]) depends on the history, and code must not depend on initial values
+        # serial (attr[0]) depends on the history, and code must not depend on initial values;
+        # the shape is left out too: the code of a packed loop does not depend on its length
         identity = attr[1] if op in _FRESH_LEAVES else attr  # type: ignore[index]
-        # (the shape is left out too: the code of a packed loop does not depend on its length)
-        node.fingerprint = hash((zlib.crc32(op.encode()), dtype.code, stable_hash(identity),
-                                 *(a.fingerprint for a in args)))
-        _interned[key] = node
+        op_hash = _OP_HASHES.get(op)
+        if op_hash is None:
+            op_hash = _OP_HASHES[op] = zlib.crc32(op.encode())
+        node.fingerprint = hash((op_hash, dtype.code,
+                                 0 if identity is None else stable_hash(identity),
+                                 *[a.fingerprint for a in args]))
+        _interned[key] = _KeyedRef(node, _forget, key)
     return node
 
 
+class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
+    """A weak reference to an interned node that knows its key (to drop the entry)."""
+
+    __slots__ = ("key",)
+    key: tuple[object, ...]
+
+    def __new__(cls, node: Node, callback: Any, key: tuple[object, ...]) -> _KeyedRef:
+        self = super().__new__(cls, node, callback)
+        self.key = key
+        return self
+
+    def __init__(self, node: Node, callback: Any, key: tuple[object, ...]) -> None:
+        super().__init__(node, callback)  # type: ignore[call-arg]
+
+
+def _forget(ref: _KeyedRef) -> None:
+    """A node was collected: drop its entry (unless a new node took the key meanwhile)."""
+    if _interned.get(ref.key) is ref:
+        del _interned[ref.key]
+
+
+_OP_HASHES: dict[str, int] = {}
 _FRESH_LEAVES = frozenset({"input", "state"})
 
 

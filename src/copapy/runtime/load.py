@@ -1,18 +1,14 @@
 """Load an image for an architecture: natively when it is this machine's, else on the
-emulator that runs it (unicorn, or qemu-system for ARMv8.1-M). The one place that picks a
+emulator its toml names (unicorn, or qemu-system for ARMv8.1-M). The one place that picks a
 runner, used by LocalTarget and @cp.jit."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..image import ARCH_IDS, ARCH_NAMES
+from ..arch.targets import by_name, host_arch
 from .errors import TargetError
 
-try:
-    from .. import _runner
-except ImportError:  # a source tree without the built extension: emulators only
-    _runner = None  # type: ignore[assignment]
 
 class Scheduler(Protocol):
     """The interface of ``_runner.Scheduler`` (and ``runtime.pysched.PyScheduler``) that
@@ -52,13 +48,9 @@ class LoadedProgram(Protocol):
                   measure: bool = True) -> Scheduler: ...
 
 
-#: architectures whose instructions only qemu-system executes (not unicorn)
-QEMU_ONLY = frozenset({"cortex-m55"})
-
-
 def host_architecture() -> str:
     """This machine's architecture, if copapy has a native runner for it."""
-    name = ARCH_NAMES.get(_runner.ARCH) if _runner is not None else None
+    name = host_arch()
     if name is None:
         raise TargetError("this machine's CPU has no native copapy runner; "
                           "use LocalTarget(arch=...) with the unicorn emulator")
@@ -66,15 +58,14 @@ def host_architecture() -> str:
 
 
 def check_architecture(arch: str) -> str:
-    """``arch`` if copapy knows it, else a ValueError listing the valid names."""
-    if arch not in ARCH_IDS:
-        raise ValueError(f"unknown architecture {arch!r}; copapy compiles for "
-                         f"{', '.join(ARCH_IDS)}")
-    return arch
+    """``arch`` if copapy knows it, else UnknownArchitectureError (a ValueError) listing the
+    valid names."""
+    return by_name(arch).name
 
 
 def is_native(arch: str) -> bool:
-    return _runner is not None and ARCH_IDS[arch] == _runner.ARCH
+    """True if this machine's native runner executes ``arch`` (no emulator needed)."""
+    return arch == host_arch()
 
 
 def load(image: bytes, arch: str) -> LoadedProgram:
@@ -84,7 +75,7 @@ def load(image: bytes, arch: str) -> LoadedProgram:
         from .native import load_native
 
         return load_native(image)
-    if arch in QEMU_ONLY:
+    if by_name(arch).emulator == "qemu":
         from .qemu_backend import QemuProgram
 
         return QemuProgram(image, arch)

@@ -1,10 +1,11 @@
-"""Run program images on Cortex-M7 and Cortex-M55 inside qemu-system-arm.
+"""Run program images of Cortex-M targets inside qemu-system-arm.
 
 unicorn cannot execute ARMv8.1-M (MVE/Helium) code and its Cortex-M7 lacks FP64, so these
-targets run the real C runner core as bare-metal firmware (runner/baremetal) on qemu's
-``mps2-an500`` (Cortex-M7, FPv5-D16) and ``mps3-an547`` (Cortex-M55) boards. The firmware
-executes a *job file* (LOAD / WRITE / RUN / DUMP records, runner/baremetal/README.md) read over
-semihosting and streams a result file back; one qemu boot costs about 0.1 s.
+targets run the real C runner core as bare-metal firmware (runner/baremetal) on the qemu board
+of their toml's ``[qemu]`` table (Cortex-M7: ``mps2-an500``, FPv5-D16; Cortex-M55:
+``mps3-an547``). The firmware executes a *job file* (LOAD / WRITE / RUN / DUMP records,
+runner/baremetal/README.md) read over semihosting and streams a result file back; one qemu boot
+costs about 0.1 s.
 
 ``QemuProgram`` offers the interface of ``UnicornProgram``. It validates the image at
 construction (one boot: LOAD + DUMP, so a rejected image raises ``ImageLoadError`` right away)
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..arch.targets import QemuSetup, by_name, targets
 from ..dtypes import slot_type
 from ..image import check_data_range
 from .errors import EmulatorMissingError, ImageLoadError
@@ -57,16 +59,13 @@ _LAYOUT = struct.Struct("<5I")
 _FAULT = struct.Struct("<12I")
 
 
-@dataclass(frozen=True)
-class _Board:
-    qemu_args: tuple[str, ...]
-    elf: str
-
-
-_BOARDS = {
-    "cortex-m7": _Board(("-M", "mps2-an500", "-cpu", "cortex-m7"), "harness-cortex-m7.elf"),
-    "cortex-m55": _Board(("-M", "mps3-an547"), "harness-cortex-m55.elf"),
-}
+def board(arch: str) -> QemuSetup:
+    """The [qemu] table of the architecture's toml; ValueError naming the ones qemu runs."""
+    setup = by_name(arch).qemu
+    if setup is None:
+        runs = ", ".join(t.name for t in targets() if t.qemu is not None)
+        raise ValueError(f"qemu runs {runs}, not {arch!r}")
+    return setup
 
 
 class GuestFault(RuntimeError):
@@ -147,19 +146,18 @@ class JobResult:
 
 def supported(arch: str) -> bool:
     """True if qemu can run images of ``arch`` here (architecture-wise; tools not checked)."""
-    return arch in _BOARDS
+    return by_name(arch).qemu is not None
 
 
 # ---- building the harness and running qemu
 
 
-def _require_tools() -> None:
+def _require_tools(systems: Sequence[str]) -> None:
     """Fail early with the install command instead of an obscure FileNotFoundError."""
-    missing = [t for t in ("arm-none-eabi-gcc", "qemu-system-arm", "make")
-               if shutil.which(t) is None]
+    missing = [t for t in ("arm-none-eabi-gcc", *systems, "make") if shutil.which(t) is None]
     if missing:
         raise EmulatorMissingError(
-            f"running Cortex-M7/M55 code in qemu needs {', '.join(missing)}: {INSTALL_HINT}")
+            f"running code in qemu needs {', '.join(missing)}: {INSTALL_HINT}")
     if not (HARNESS_DIR / "Makefile").is_file():
         raise EmulatorMissingError(
             f"the bare-metal harness sources are not at {HARNESS_DIR}: the qemu backend "
@@ -181,9 +179,8 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
 @functools.cache
 def harness_path(arch: str) -> Path:
     """Build the harness firmware once per process (make is incremental) and return it."""
-    if arch not in _BOARDS:
-        raise ValueError(f"qemu runs {', '.join(_BOARDS)}, not {arch!r}")
-    _require_tools()
+    setup = board(arch)
+    _require_tools([setup.system])
     build = HARNESS_DIR / "build"
     with _exclusive(build / ".lock"):
         proc = subprocess.run(["make", "-C", str(HARNESS_DIR)], capture_output=True, text=True,
@@ -191,12 +188,13 @@ def harness_path(arch: str) -> Path:
     if proc.returncode != 0:
         raise RuntimeError(f"building the bare-metal harness failed:\n{proc.stdout[-2000:]}"
                            f"{proc.stderr[-4000:]}")
-    return build / _BOARDS[arch].elf
+    return build / setup.harness
 
 
 def _qemu_command(arch: str) -> list[str]:
     """qemu with semihosting on host files; job.bin/result.bin are relative to its cwd."""
-    return ["qemu-system-arm", *_BOARDS[arch].qemu_args, "-nographic",
+    setup = board(arch)
+    return [setup.system, *setup.args, "-nographic",
             "-semihosting-config", "enable=on,target=native,arg=harness,arg=job.bin,arg=result.bin",
             "-kernel", str(harness_path(arch))]
 
@@ -425,8 +423,7 @@ class QemuProgram:
     """
 
     def __init__(self, image: bytes, arch: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        if arch not in _BOARDS:
-            raise ValueError(f"qemu runs {', '.join(_BOARDS)}, not {arch!r}")
+        board(arch)
         self.arch = arch
         self.timeout = timeout
         self._image = bytes(image)
@@ -497,7 +494,7 @@ class QemuProgram:
 def tools_available() -> bool:
     """True if the compiler, make and qemu are installed (for callers that pick a backend)."""
     try:
-        _require_tools()
+        _require_tools(sorted({t.qemu.system for t in targets() if t.qemu is not None}))
     except EmulatorMissingError:
         return False
     return True

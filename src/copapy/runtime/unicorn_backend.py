@@ -8,12 +8,13 @@ architecture's stencils.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
+from ..arch.targets import Target, UnicornSetup, by_name, id_name, targets
 from ..dtypes import slot_type
-from ..image import ARCH_NAMES, Image, check_data_range, parse
+from ..image import Image, check_data_range, parse
 from .errors import ImageLoadError, require_unicorn
 
 if TYPE_CHECKING:
@@ -26,28 +27,39 @@ STOP = 0x0E000000  # return address: execution stops when it is reached
 PAGE = 0x4000  # a multiple of every unicorn page size (16 KB on TriCore)
 
 
-@dataclass(frozen=True)
-class _ArchSetup:
-    uc_arch: str
-    uc_mode: str
-    cpu: str = ""
-    thumb: bool = False
+def setup_of(target: Target) -> UnicornSetup:
+    """The [unicorn] table of the target's toml; ValueError naming the ones unicorn runs."""
+    if target.unicorn is None:
+        runs = ", ".join(t.name for t in targets() if t.unicorn is not None)
+        raise ValueError(f"unicorn does not run {target.name} (no [unicorn] in "
+                         f"targets/{target.name}.toml; it runs on {target.emulator}); "
+                         f"unicorn runs {runs}")
+    return target.unicorn
 
 
-_SETUP = {
-    "x86_64": _ArchSetup("UC_ARCH_X86", "UC_MODE_64"),
-    "x86": _ArchSetup("UC_ARCH_X86", "UC_MODE_32"),
-    "aarch64": _ArchSetup("UC_ARCH_ARM64", "UC_MODE_ARM"),
-    "armv6": _ArchSetup("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_1176"),
-    "armv7a": _ArchSetup("UC_ARCH_ARM", "UC_MODE_ARM", "UC_CPU_ARM_CORTEX_A7"),
-    "cortex-m4": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_CORTEX_A15", True),
-    "cortex-m7": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
-    "cortex-m55": _ArchSetup("UC_ARCH_ARM", "UC_MODE_THUMB", "UC_CPU_ARM_MAX", True),
-    "rv32": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV32"),
-    "rv64": _ArchSetup("UC_ARCH_RISCV", "UC_MODE_RISCV64"),
-    # unicorn's default TriCore model (ctl_set_cpu_model gives UC_ERR_ARG); see _TriCore below
-    "tricore": _ArchSetup("UC_ARCH_TRICORE", "UC_MODE_LITTLE_ENDIAN"),
-}
+class Registers:
+    """unicorn's register numbers of one set-up, by the names the toml uses ("SP", "FPEXC")."""
+
+    def __init__(self, unicorn: ModuleType, setup: UnicornSetup) -> None:
+        self.const = getattr(unicorn, f"{setup.arch.lower()}_const")
+        self.prefix = f"UC_{setup.arch}_REG_"
+
+    def __getitem__(self, name: str) -> int:
+        return int(getattr(self.const, self.prefix + name))
+
+
+def new_emulator(target: Target) -> Any:
+    """A unicorn CPU set up as the target's toml says: architecture, mode, CPU model, FPU on."""
+    unicorn = require_unicorn()
+    s = setup_of(target)
+    emu = unicorn.Uc(getattr(unicorn, f"UC_ARCH_{s.arch}"), getattr(unicorn, f"UC_MODE_{s.mode}"))
+    regs = Registers(unicorn, s)
+    if s.cpu:
+        emu.ctl_set_cpu_model(getattr(regs.const, f"UC_CPU_{s.cpu}"))
+    for write in s.fpu:
+        old = emu.reg_read(regs[write.reg]) if write.keep else 0
+        emu.reg_write(regs[write.reg], old | write.value)
+    return emu
 
 
 def _align(value: int, align: int) -> int:
@@ -64,12 +76,14 @@ class UnicornProgram:
             img = parse(image)
         except ValueError as exc:
             raise ImageLoadError(str(exc)) from exc
-        name = ARCH_NAMES.get(img.arch)
+        name = id_name(img.arch)
         if name != arch:
             raise ImageLoadError(f"image is for architecture {name} but this emulator runs {arch}")
         self.arch = arch
         self.image = img
-        self.setup = _SETUP[arch]
+        self.target = by_name(arch)
+        self.setup = setup_of(self.target)
+        self._regs = Registers(unicorn, self.setup)
         self.code_size = len(img.code)
         self.data_offset = img.data_offset
         self.data_size = img.data_size
@@ -78,11 +92,7 @@ class UnicornProgram:
         self._load(img)
 
     def _load(self, img: Image) -> None:
-        uc = self._uc_mod
-        s = self.setup
-        emu = uc.Uc(getattr(uc, s.uc_arch), getattr(uc, s.uc_mode))
-        if s.cpu:
-            emu.ctl_set_cpu_model(getattr(uc.arm_const, s.cpu))
+        emu = new_emulator(self.target)
         region = bytearray(_align(img.data_offset + img.data_size, PAGE))
         region[: len(img.code)] = img.code
         region[img.data_offset : img.data_offset + len(img.data_init)] = img.data_init
@@ -97,21 +107,9 @@ class UnicornProgram:
         emu.mem_write(REGION_BASE, bytes(region))
         emu.mem_map(STACK_TOP - STACK_SIZE, STACK_SIZE)
         emu.mem_map(STOP, PAGE)
-        if s.uc_arch == "UC_ARCH_TRICORE":
+        if self.setup.arch == "TRICORE":
             _TriCore.map(emu)
         self._emu = emu
-        self._enable_fpu()
-
-    def _enable_fpu(self) -> None:
-        uc = self._uc_mod
-        emu = self._emu
-        if self.setup.uc_arch == "UC_ARCH_ARM":
-            c = uc.arm_const
-            emu.reg_write(c.UC_ARM_REG_C1_C0_2, emu.reg_read(c.UC_ARM_REG_C1_C0_2) | (0xF << 20))
-            emu.reg_write(c.UC_ARM_REG_FPEXC, 0x40000000)
-        elif self.setup.uc_arch == "UC_ARCH_RISCV":
-            c = uc.riscv_const
-            emu.reg_write(c.UC_RISCV_REG_MSTATUS, emu.reg_read(c.UC_RISCV_REG_MSTATUS) | (3 << 13))
 
     def run(self, task: int = 0) -> None:
         if not 0 <= task < self.task_count:
@@ -119,44 +117,23 @@ class UnicornProgram:
         uc = self._uc_mod
         emu = self._emu
         entry = REGION_BASE + self.image.tasks[task].entry
+        s, regs = self.setup, self._regs
         sp = STACK_TOP - 64
-        arch = self.setup.uc_arch
-        if arch == "UC_ARCH_X86":
-            width = 8 if self.arch == "x86_64" else 4
+        stop = STOP
+        if s.arch == "TRICORE":
+            entry, stop = _TriCore.prepare(uc, emu, entry), _TriCore.RETURN
+        elif s.return_address == "stack":
+            width = self.target.pointer_bits // 8
             sp -= width
             emu.mem_write(sp, STOP.to_bytes(width, "little"))
-            c = uc.x86_const
-            emu.reg_write(c.UC_X86_REG_RSP if width == 8 else c.UC_X86_REG_ESP, sp)
-        elif arch == "UC_ARCH_ARM64":
-            c = uc.arm64_const
-            emu.reg_write(c.UC_ARM64_REG_SP, sp)
-            emu.reg_write(c.UC_ARM64_REG_LR, STOP)
-        elif arch == "UC_ARCH_ARM":
-            c = uc.arm_const
-            emu.reg_write(c.UC_ARM_REG_SP, sp)
-            emu.reg_write(c.UC_ARM_REG_LR, STOP | (1 if self.setup.thumb else 0))
-        elif arch == "UC_ARCH_RISCV":
-            c = uc.riscv_const
-            emu.reg_write(c.UC_RISCV_REG_SP, sp)
-            emu.reg_write(c.UC_RISCV_REG_RA, STOP)
-        elif arch == "UC_ARCH_TRICORE":
-            entry = _TriCore.prepare(uc, emu, entry, sp)
+        else:
+            emu.reg_write(regs[s.return_address], STOP | (1 if s.thumb else 0))
+        emu.reg_write(regs[s.sp], sp)
         try:
-            emu.emu_start(entry, STOP if arch != "UC_ARCH_TRICORE" else _TriCore.RETURN,
-                          timeout=0, count=0)
+            emu.emu_start(entry, stop, timeout=0, count=0)
         except uc.UcError as exc:
-            pc = self._pc()
+            pc = int(emu.reg_read(regs[s.pc]))
             raise RuntimeError(f"emulated {self.arch} program faulted at {pc:#x}: {exc}") from exc
-
-    def _pc(self) -> int:
-        uc = self._uc_mod
-        arch = self.setup.uc_arch
-        reg = {"UC_ARCH_X86": (uc.x86_const, "UC_X86_REG_RIP"),
-               "UC_ARCH_ARM64": (uc.arm64_const, "UC_ARM64_REG_PC"),
-               "UC_ARCH_ARM": (uc.arm_const, "UC_ARM_REG_PC"),
-               "UC_ARCH_RISCV": (uc.riscv_const, "UC_RISCV_REG_PC"),
-               "UC_ARCH_TRICORE": (uc.tricore_const, "UC_TRICORE_REG_PC")}[arch]
-        return int(self._emu.reg_read(getattr(*reg)))
 
     def _address(self, offset: int, size: int, align: int = 1) -> int:
         check_data_range(self.data_size, offset, size, align)
@@ -196,7 +173,8 @@ def _unpack_kind(raw: bytes) -> PatchKind:
 
 
 def supported(arch: str) -> bool:
-    return arch in _SETUP
+    """True if unicorn runs ``arch`` (its toml has a [unicorn] table)."""
+    return by_name(arch).unicorn is not None
 
 
 class _TriCore:
@@ -228,8 +206,9 @@ class _TriCore:
         emu.mem_write(STOP, cls.TRAMPOLINE)
 
     @classmethod
-    def prepare(cls, uc: Any, emu: Any, entry: int, sp: int) -> int:
-        """Set the registers of a fresh call; returns where emulation starts."""
+    def prepare(cls, uc: Any, emu: Any, entry: int) -> int:
+        """Set the registers of a fresh call (the caller sets the stack pointer, a10); returns
+        where emulation starts."""
         c = uc.tricore_const
         csas = bytearray(64 * cls.CSA_COUNT)
         for i in range(cls.CSA_COUNT - 1):
@@ -239,6 +218,5 @@ class _TriCore:
         emu.reg_write(c.UC_TRICORE_REG_LCX, 0)
         emu.reg_write(c.UC_TRICORE_REG_PCXI, 0)
         emu.reg_write(c.UC_TRICORE_REG_PSW, cls.PSW)
-        emu.reg_write(c.UC_TRICORE_REG_A10, sp)
         emu.reg_write(c.UC_TRICORE_REG_A2, entry)
         return STOP

@@ -6,6 +6,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from ..arch.targets import id_name
+
 VERSION = 1
 HEADER = struct.Struct("<BBHBBH")  # version, flags, seq, command, reserved, length
 FLAG_RESPONSE, FLAG_EVENT, FLAG_ERROR = 1, 2, 4
@@ -169,13 +171,11 @@ HELLO_FIXED = struct.Struct("<HHHHHHIII4HBBIQ")
 
 
 def parse_hello(payload: bytes) -> RunnerInfo:
-    from ..image import ARCH_NAMES
-
     fields = HELLO_FIXED.unpack_from(payload)
     (proto, abi, arch, fmt, max_payload, max_tasks, code_cap, data_cap, tick_ns,
      c0, c1, c2, c3, state, flags, crc, ticks) = fields
     name = payload[HELLO_FIXED.size:].decode("utf-8", "replace")
-    return RunnerInfo(proto, abi, ARCH_NAMES.get(arch, f"unknown({arch})"), fmt, max_payload,
+    return RunnerInfo(proto, abi, id_name(arch), fmt, max_payload,
                       max_tasks, code_cap, data_cap, tick_ns, (c0, c1, c2, c3),
                       {0: "empty", 1: "stopped", 2: "running"}.get(state, f"state {state}"),
                       bool(flags & 1), bool(flags & 2), crc, ticks, name)

@@ -1,0 +1,273 @@
+"""The architectures, read from their one declaration: ``copapy/targets/<name>.toml``.
+
+Each file holds an architecture's identity (name, image id, pointer size, endianness), how its
+stencils are built (the top-level keys, read by tools/build_stencils.py and hashed into the
+stencil table) and how code for it runs without the hardware (the ``[unicorn]`` and ``[qemu]``
+tables, read by the emulator back ends, LocalTarget and the tests; ``[tests]`` for extra test
+runs; ``[linux]`` and ``[simd]`` for dev tools). The files are parsed on first use, never at
+``import copapy``; an unknown key is an error, so nothing unread can accumulate.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from .._lazy import lazy_import
+
+if TYPE_CHECKING:
+    import tomllib
+else:  # the runtime loader imports this module at `import copapy`; tomllib loads on first use
+    tomllib = lazy_import("tomllib")
+
+#: top-level keys: the build description, hashed into the stencil table (a change means a rebuild)
+_TOP = {"name", "id", "builder", "triple", "cflags", "assembler", "elf_machine", "reloc_table",
+        "pointer_bits", "endianness", "base_align", "code_align", "section_align", "nop",
+        "float64", "emulator"}
+_REQUIRED = {"name", "id", "elf_machine", "reloc_table", "pointer_bits", "endianness",
+             "base_align", "code_align", "nop", "float64", "emulator"}
+_TABLES = {"unicorn", "qemu", "tests", "linux", "simd"}
+_UNICORN = {"arch", "mode", "cpu", "sp", "pc", "return_address", "fpu"}
+_QEMU = {"system", "machine", "cpu", "harness", "firmware"}
+_TESTS = {"extra_emulators"}
+_LINUX = {"triple", "cflags", "qemu_user"}
+_SIMD = {"disassembly", "flushes_subnormals"}
+
+
+class UnknownArchitectureError(ValueError):
+    """No architecture of that name or id exists; the message lists the valid ones."""
+
+
+class TargetFileError(ValueError):
+    """A targets/<name>.toml is malformed; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class RegisterInit:
+    """One register write of an emulated CPU's set-up (e.g. switching the FPU on)."""
+
+    reg: str  # unicorn register name without its prefix, e.g. "FPEXC" for UC_ARM_REG_FPEXC
+    value: int
+    keep: bool  # OR ``value`` into the register's reset value instead of replacing it
+
+
+@dataclass(frozen=True)
+class UnicornSetup:
+    """How unicorn runs the code: names of unicorn constants without their prefixes."""
+
+    arch: str  # unicorn.UC_ARCH_<arch>; registers and CPU models in unicorn.<arch>_const
+    mode: str  # unicorn.UC_MODE_<mode>
+    cpu: str  # UC_CPU_<cpu>, or "" for unicorn's default model
+    sp: str  # stack pointer register
+    pc: str  # program counter register (fault reports)
+    return_address: str  # link register, "stack" (pushed, x86) or "" (TriCore: CSA call)
+    fpu: tuple[RegisterInit, ...]  # written in order after the CPU is created
+
+    @property
+    def thumb(self) -> bool:
+        return self.mode == "THUMB"
+
+
+@dataclass(frozen=True)
+class QemuSetup:
+    """How qemu-system runs the code: the board and the bare-metal harness (runner/baremetal)."""
+
+    system: str  # the qemu binary
+    machine: str
+    cpu: str  # "" for the board's default CPU
+    harness: str  # file name of the harness firmware in runner/baremetal/build
+    firmware: str  # file name of the protocol runner firmware there, "" if none is built
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        return ("-M", self.machine, *(("-cpu", self.cpu) if self.cpu else ()))
+
+
+@dataclass(frozen=True)
+class LinuxSetup:
+    """A hosted (linux-musl) build of the math kernels, for the determinism cross run."""
+
+    triple: str
+    cflags: tuple[str, ...]
+    qemu_user: str  # runs the program when this is not the host's architecture
+
+
+@dataclass(frozen=True)
+class Target:
+    """One architecture as its toml declares it."""
+
+    name: str
+    id: int  # the image header's architecture id (docs/image.md)
+    pointer_bits: int
+    endianness: str
+    float64: bool
+    builder: str  # "clang" (tools/build_stencils.py) or "tricore-asm"
+    reloc_table: str  # key of copapy.arch.relocs.TABLES
+    emulator: str  # what runs the code when it is not the host's: "unicorn" or "qemu"
+    unicorn: UnicornSetup | None
+    qemu: QemuSetup | None
+    test_emulators: tuple[str, ...]  # the emulator, then [tests] extra_emulators
+    linux: LinuxSetup | None
+    simd: str  # disassembly family of its vector unit for the vectorisation check, or ""
+    simd_flushes_subnormals: bool
+    #: the top-level keys as written: what the stencil build reads and hashes
+    build: Mapping[str, Any] = field(compare=False, repr=False)
+
+
+def _keys(origin: str, table: Mapping[str, Any], allowed: set[str],
+          required: set[str] | None = None) -> None:
+    """TargetFileError for a key the schema does not know, or a required one left out."""
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise TargetFileError(f"{origin}: unknown key {unknown[0]!r} (known: "
+                              f"{', '.join(sorted(allowed))})")
+    missing = sorted((required or set()) - set(table))
+    if missing:
+        raise TargetFileError(f"{origin}: missing key {missing[0]!r}")
+
+
+def _unicorn(origin: str, raw: Mapping[str, Any]) -> UnicornSetup:
+    _keys(origin, raw, _UNICORN, {"arch", "mode", "sp", "pc"})
+    fpu = []
+    for write in raw.get("fpu", []):
+        _keys(f"{origin}.fpu", write, {"reg", "value", "set_bits"}, {"reg"})
+        if ("value" in write) == ("set_bits" in write):
+            raise TargetFileError(f"{origin}.fpu: {write['reg']}: give value or set_bits")
+        fpu.append(RegisterInit(write["reg"], int(write.get("value", write.get("set_bits", 0))),
+                                "set_bits" in write))
+    return UnicornSetup(raw["arch"], raw["mode"], raw.get("cpu", ""), raw["sp"], raw["pc"],
+                        raw.get("return_address", ""), tuple(fpu))
+
+
+def _qemu(origin: str, raw: Mapping[str, Any]) -> QemuSetup:
+    _keys(origin, raw, _QEMU, {"system", "machine", "harness"})
+    return QemuSetup(raw["system"], raw["machine"], raw.get("cpu", ""), raw["harness"],
+                     raw.get("firmware", ""))
+
+
+def _emulator(origin: str, value: str, unicorn: UnicornSetup | None,
+              qemu: QemuSetup | None) -> str:
+    """The back end named by ``emulator = "<unicorn | qemu binary>:<summary>"``."""
+    backend, _, summary = value.partition(":")
+    if backend == "unicorn" and unicorn is not None:
+        return "unicorn"
+    if qemu is not None and backend == qemu.system:
+        if summary != qemu.machine:
+            raise TargetFileError(f"{origin}: emulator {value!r} names another board than "
+                                  f"[qemu] machine {qemu.machine!r}")
+        return "qemu"
+    raise TargetFileError(f"{origin}: emulator {value!r} has no matching [unicorn] or [qemu] "
+                          f"table")
+
+
+def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
+    """A Target from the parsed toml of ``origin`` (checked: no unknown or missing key)."""
+    top = {k: v for k, v in raw.items() if not isinstance(v, dict)}
+    tables = {k: v for k, v in raw.items() if isinstance(v, dict)}
+    _keys(origin, top, _TOP, _REQUIRED)
+    _keys(origin, tables, _TABLES)
+    builder = top.get("builder", "clang")
+    if builder == "clang" and not {"triple", "cflags"} <= set(top):
+        raise TargetFileError(f"{origin}: a clang-built target needs triple and cflags")
+    if top["endianness"] != "little":
+        raise TargetFileError(f"{origin}: images and patches are little-endian (docs/image.md)")
+    unicorn = _unicorn(f"{origin} [unicorn]", tables["unicorn"]) if "unicorn" in tables else None
+    qemu = _qemu(f"{origin} [qemu]", tables["qemu"]) if "qemu" in tables else None
+    emulator = _emulator(origin, top["emulator"], unicorn, qemu)
+    tests = tables.get("tests", {})
+    _keys(f"{origin} [tests]", tests, _TESTS)
+    extra = tuple(tests.get("extra_emulators", ()))
+    runs = {"unicorn": unicorn, "qemu": qemu}
+    for name in extra:
+        if runs.get(name) is None:
+            raise TargetFileError(f"{origin} [tests]: extra emulator {name!r} has no [{name}] "
+                                  f"table")
+    linux = None
+    if "linux" in tables:
+        _keys(f"{origin} [linux]", tables["linux"], _LINUX, _LINUX)
+        raw_linux = tables["linux"]
+        linux = LinuxSetup(raw_linux["triple"], tuple(raw_linux["cflags"]), raw_linux["qemu_user"])
+    simd = tables.get("simd", {})
+    _keys(f"{origin} [simd]", simd, _SIMD, {"disassembly"} if simd else set())
+    return Target(
+        name=top["name"], id=top["id"], pointer_bits=top["pointer_bits"],
+        endianness=top["endianness"], float64=top["float64"], builder=builder,
+        reloc_table=top["reloc_table"], emulator=emulator, unicorn=unicorn, qemu=qemu,
+        test_emulators=tuple(dict.fromkeys((emulator, *extra))), linux=linux,
+        simd=simd.get("disassembly", ""),
+        simd_flushes_subnormals=bool(simd.get("flushes_subnormals", False)),
+        build=MappingProxyType(top))
+
+
+@functools.cache
+def targets() -> tuple[Target, ...]:
+    """Every architecture, in the order of their ids (parsed once per process)."""
+    found: list[Target] = []
+    for path in (resources.files("copapy") / "targets").iterdir():
+        if not path.name.endswith(".toml"):
+            continue
+        origin = f"targets/{path.name}"
+        target = parse_target(origin, tomllib.loads(path.read_text(encoding="utf-8")))
+        if target.name != path.name.removesuffix(".toml"):
+            raise TargetFileError(f"{origin}: name {target.name!r} differs from the file name")
+        found.append(target)
+    found.sort(key=lambda t: t.id)
+    for a, b in itertools.pairwise(found):
+        if a.id == b.id:
+            raise TargetFileError(f"targets/{a.name}.toml and {b.name}.toml share id {a.id}")
+    return tuple(found)
+
+
+def arch_names() -> list[str]:
+    """The valid architecture names, in id order (for error messages and parametrisation)."""
+    return [t.name for t in targets()]
+
+
+@functools.cache
+def _by_name() -> dict[str, Target]:
+    return {t.name: t for t in targets()}
+
+
+def by_name(name: str) -> Target:
+    """The architecture called ``name``; UnknownArchitectureError lists the valid names."""
+    target = _by_name().get(name)
+    if target is None:
+        raise UnknownArchitectureError(f"unknown architecture {name!r}; valid: "
+                                       f"{', '.join(arch_names())}")
+    return target
+
+
+def by_id(arch_id: int) -> Target:
+    """The architecture with image id ``arch_id``; UnknownArchitectureError lists the ids."""
+    for target in targets():
+        if target.id == arch_id:
+            return target
+    known = ", ".join(f"{t.id} {t.name}" for t in targets())
+    raise UnknownArchitectureError(f"unknown architecture id {arch_id}; valid: {known}")
+
+
+def id_name(arch_id: int) -> str:
+    """The name of an image id, or ``unknown(<id>)`` (for reports about foreign images)."""
+    try:
+        return by_id(arch_id).name
+    except UnknownArchitectureError:
+        return f"unknown({arch_id})"
+
+
+@functools.cache
+def host_arch() -> str | None:
+    """The architecture the native runner executes, None without one (the extension is
+    optional, hence imported here and not at module level)."""
+    try:
+        from .. import _runner
+    except ImportError:
+        return None
+    try:
+        return by_id(_runner.ARCH).name
+    except UnknownArchitectureError:
+        return None

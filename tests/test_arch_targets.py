@@ -1,0 +1,181 @@
+"""src/copapy/targets/*.toml is the one declaration of every architecture: copapy.arch.targets
+reads it, and the copies that cannot read toml (the C ids of the runner, the id table of
+docs/image.md) are checked against it here."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+
+import pytest
+import unicorn
+
+from copapy import _runner
+from copapy.arch.relocs import ELF_MACHINES, TABLES
+from copapy.arch.targets import (
+    TargetFileError,
+    UnknownArchitectureError,
+    arch_names,
+    by_id,
+    by_name,
+    host_arch,
+    id_name,
+    parse_target,
+    targets,
+)
+from copapy.compiler.table import load_table
+from copapy.runtime.unicorn_backend import Registers, new_emulator
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = arch_names()
+
+
+def c_name(name: str) -> str:
+    """cortex-m4 -> CP_ARCH_CORTEX_M4"""
+    return "CP_ARCH_" + re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def raw(name: str) -> dict[str, object]:
+    text = (resources.files("copapy") / "targets" / f"{name}.toml").read_text()
+    return tomllib.loads(text)
+
+
+# ---------------------------------------------------------------- the module
+
+
+def test_every_architecture_is_declared_once_in_id_order() -> None:
+    ids = [t.id for t in targets()]
+    assert ids == sorted(set(ids)) and len(set(NAMES)) == len(NAMES)
+    assert [by_name(n).name for n in NAMES] == NAMES
+    assert [by_id(i).name for i in ids] == NAMES
+
+
+def test_unknown_name_lists_the_valid_ones() -> None:
+    with pytest.raises(UnknownArchitectureError) as info:
+        by_name("arm64")
+    message = str(info.value)
+    assert "'arm64'" in message
+    for name in NAMES:
+        assert name in message
+    assert isinstance(info.value, ValueError)
+
+
+def test_unknown_id_lists_the_valid_ones() -> None:
+    with pytest.raises(UnknownArchitectureError, match="unknown architecture id 99") as info:
+        by_id(99)
+    assert all(f"{t.id} {t.name}" in str(info.value) for t in targets())
+    assert id_name(99) == "unknown(99)" and id_name(targets()[0].id) == NAMES[0]
+
+
+def test_host_arch_is_the_native_runners() -> None:
+    assert host_arch() == by_id(_runner.ARCH).name
+
+
+def test_the_emulator_of_every_architecture_is_set_up() -> None:
+    for t in targets():
+        assert t.test_emulators[0] == t.emulator
+        assert {"unicorn": t.unicorn, "qemu": t.qemu}[t.emulator] is not None, t.name
+        for extra in t.test_emulators[1:]:
+            assert {"unicorn": t.unicorn, "qemu": t.qemu}[extra] is not None, t.name
+
+
+def test_emulator_summary_matches_its_set_up() -> None:
+    """The text after the colon of ``emulator`` is a summary for people; it names the set-up."""
+    for t in targets():
+        summary = str(t.build["emulator"]).partition(":")[2]
+        if t.emulator == "qemu":
+            assert t.qemu is not None and summary == t.qemu.machine, t.name
+        else:
+            assert t.unicorn is not None
+            words = f"{t.unicorn.arch} {t.unicorn.mode} {t.unicorn.cpu}".lower()
+            for token in summary.split(":"):
+                assert token in words, (t.name, token, words)
+
+
+@pytest.mark.parametrize("name", [t.name for t in targets() if t.unicorn is not None])
+def test_unicorn_set_up_of_every_architecture(name: str) -> None:
+    target = by_name(name)
+    assert target.unicorn is not None
+    emu = new_emulator(target)
+    regs = Registers(unicorn, target.unicorn)
+    for write in target.unicorn.fpu:
+        assert emu.reg_read(regs[write.reg]) & write.value == write.value, write
+    for reg in (target.unicorn.sp, target.unicorn.pc):
+        assert isinstance(regs[reg], int)  # the name resolves to a unicorn register
+
+
+def test_build_keys_match_the_tables_and_relocation_tables() -> None:
+    for t in targets():
+        table = load_table(t.name)
+        assert (table.arch, table.arch_id, table.float64) == (t.name, t.id, t.float64)
+        assert (table.base_align, table.code_align) == (t.build["base_align"],
+                                                        t.build["code_align"])
+        assert t.reloc_table in TABLES and t.build["elf_machine"] in ELF_MACHINES
+
+
+def test_a_key_nothing_reads_is_rejected() -> None:
+    good = raw("rv32")
+    parse_target("rv32", good)
+    with pytest.raises(TargetFileError, match="unknown key 'vendor'"):
+        parse_target("rv32", {**good, "vendor": "x"})
+    unicorn = dict(good["unicorn"])  # type: ignore[call-overload]
+    with pytest.raises(TargetFileError, match="unknown key 'model'"):
+        parse_target("rv32", {**good, "unicorn": {**unicorn, "model": "x"}})
+    with pytest.raises(TargetFileError, match="missing key 'id'"):
+        parse_target("rv32", {k: v for k, v in good.items() if k != "id"})
+    with pytest.raises(TargetFileError, match="no matching"):
+        parse_target("rv32", {**good, "emulator": "qemu-system-riscv32:virt"})
+
+
+def test_hashed_build_keys_exclude_the_run_set_up() -> None:
+    """tools/build_stencils.py hashes Target.build: the top level, none of the tables."""
+    for t in targets():
+        assert not any(isinstance(v, dict) for v in t.build.values())
+        assert set(raw(t.name)) - set(t.build) <= {"unicorn", "qemu", "tests", "linux", "simd"}
+
+
+# ---------------------------------------------------------------- copies that cannot read toml
+# The C side may lag behind (an architecture that only runs on unicorn needs no C at all, and
+# the runner then calls its id "unknown"), but whatever it names must be what the tomls say.
+
+
+def test_runner_header_ids_match_the_tomls() -> None:
+    text = (ROOT / "runner" / "include" / "copapy" / "runner.h").read_text()
+    enum = {k: int(v) for k, v in re.findall(r"\b(CP_ARCH_[A-Z0-9_]+)\s*=\s*(\d+)", text)}
+    want = {c_name(t.name): t.id for t in targets()}
+    assert enum, "no CP_ARCH_* constants found in runner.h"
+    wrong = {k: v for k, v in enum.items() if want.get(k) != v}
+    assert not wrong, (f"runner.h: {wrong} differ from src/copapy/targets/*.toml, which say "
+                       f"{ {k: want.get(k) for k in wrong} }")
+
+
+def test_runner_name_table_matches_the_tomls() -> None:
+    """cp_arch_name's table is indexed by id: entry k must be the name of id k."""
+    text = (ROOT / "runner" / "src" / "message.c").read_text()
+    body = re.search(r"cp_arch_name\(uint32_t arch\)\s*\{.*?\{(.*?)\};", text, re.S)
+    assert body is not None, "cp_arch_name's name table not found in message.c"
+    names = re.findall(r'"([^"]*)"', body.group(1))
+    assert names[0] == "unknown"
+    assert names[1:] == [id_name(i) for i in range(1, len(names))], names
+
+
+def test_image_spec_id_table_matches_the_tomls() -> None:
+    text = (ROOT / "docs" / "image.md").read_text()
+    section = text.split("## Architecture ids", 1)[1].split("\n## ", 1)[0]
+    pairs = re.findall(r"\|\s*(\d+)\s*\|\s*([a-z0-9_-]+)\s*\|", section)
+    assert {int(i): n for i, n in pairs} == {t.id: t.name for t in targets()}
+
+
+def test_firmware_builds_name_ids_symbolically() -> None:
+    """The bare-metal Makefile passes CP_ARCH_* constants of runner.h, never a number, and
+    builds the harness every [qemu] table names."""
+    header = (ROOT / "runner" / "include" / "copapy" / "runner.h").read_text()
+    text = (ROOT / "runner" / "baremetal" / "Makefile").read_text()
+    values = re.findall(r"-DCP_(?:HARNESS|RUNNER)_ARCH=(\S+)", text)
+    assert values and all(re.search(rf"\b{v}\s*=", header) for v in values), values
+    for t in targets():
+        if t.qemu is not None:
+            assert t.qemu.harness in text, f"the Makefile builds no {t.qemu.harness}"
+            assert c_name(t.name) in values, f"no harness built with {c_name(t.name)}"
