@@ -21,7 +21,7 @@ from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
 from . import zephyr_runners as zr
-from .runners import host_runner, qemu_m7_runner
+from .runners import host_runner, qemu_runner
 from .test_serial_target import control_program, deploy
 
 
@@ -48,7 +48,7 @@ def runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
         with host_runner() as (pty, _proc):
             yield Runner(name, pty, 2.0, True)
     elif name == "bare-metal-qemu":
-        with qemu_m7_runner() as url:
+        with qemu_runner("cortex-m7") as url:
             yield Runner(name, url, 3.0, True)
     elif name == "zephyr-qemu":
         zr.require_zephyr()
