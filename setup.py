@@ -18,6 +18,7 @@ kernels = Extension(
     "copapy._kernels",
     sources=sorted(glob("stencils/math/*.c")) + ["stencils/host/kernels_module.c"],
     include_dirs=["stencils/include"],
+    depends=sorted(glob("stencils/include/*.h")),
     extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin"],
 )
 

@@ -1,9 +1,8 @@
 /* Data movement and chain framing: loads/moves, stores, selects, entry and return. */
 #include "cp_stencil.h"
+#include "cp_elements.h"
 
-CP_UNARY(mov, f32, f32, a)
-CP_UNARY(mov, f64, f64, a)
-CP_UNARY(mov, i32, i32, a)
+CP_EL_MOVE(CP_SCALAR)
 CP_STORE(f32)
 CP_STORE(f64)
 CP_STORE(i32)

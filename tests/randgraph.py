@@ -10,11 +10,15 @@ import copapy as cp
 from copapy.graph.build import ShapeOrTypeError
 from copapy.graph.ops import REGISTRY
 
-FLOAT_OPS = ["add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "neg", "abs",
-             "sign", "relu", "lt", "le", "gt", "ge", "eq", "ne", "where", "sqrt", "floor",
-             "ceil", "round", "trunc", "cast_f32", "cast_i32", "cast_bool", "cast_f64"]
-INT_OPS = ["and", "or", "xor", "invert", "shl", "shr", "lnot", "pow"]
-KERNEL_OPS = ["sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "tanh", "atan2", "pow"]
+from .registry_ops import elementwise
+
+#: the exact operations on floats (comparisons, selects and conversions included)
+FLOAT_OPS = elementwise(dtype="float32", kernel=False)
+#: the operations without float forms, and the approximated ones that are exact on integers
+INT_OPS = ([n for n in elementwise(kernel=False) if n not in FLOAT_OPS]
+           + [n for n in elementwise(kernel=True) if REGISTRY[n].operands == "num"])
+#: the operations computed by the approximating math kernels on floats
+KERNEL_OPS = elementwise(kernel=True)
 
 DTYPES = {"float32": cp.float32, "int32": cp.int32, "bool": cp.bool_, "float64": cp.float64}
 

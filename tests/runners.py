@@ -43,6 +43,27 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
         proc.wait(timeout=5)
 
 
+@contextmanager
+def runner_process(*args: str, asan: bool = False
+                   ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """(address, process) of a host runner started with ``args`` (a transport and options):
+    the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget."""
+    build("host-asan" if asan else "host")
+    exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
+    proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    kinds = {"PTY": "{}", "UNIX": "unix:{}", "TCP": "socket://{}"}
+    assert line[:1] and line[0] in kinds, (
+        f"runner did not start: {line} {proc.stderr.read() if proc.stderr else ''}")
+    try:
+        yield kinds[line[0]].format(line[1]), proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -50,8 +71,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def qemu_runner(arch: str) -> Iterator[str]:
-    """socket:// URL of the runner firmware of ``arch`` on the qemu board of its toml."""
+def qemu_runner(arch: str, *make_args: str, build_dir: str = "build") -> Iterator[str]:
+    """socket:// URL of the runner firmware of ``arch`` on the qemu board of its toml (built
+    with ``make_args``, e.g. RUNNER_KEY=..., into runner/baremetal/<build_dir>)."""
     board = by_name(arch).qemu
     assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
     assert shutil.which(board.system), ("the firmware test needs qemu: apt-get install "
@@ -59,9 +81,10 @@ def qemu_runner(arch: str) -> Iterator[str]:
     assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross compiler: "
                                                "apt-get install gcc-arm-none-eabi "
                                                "libnewlib-arm-none-eabi")
-    build("all", directory="runner/baremetal")
+    build(f"{build_dir}/{board.firmware}", f"BUILD={build_dir}", *make_args,
+          directory="runner/baremetal")
     port = free_port()
-    elf = ROOT / "runner" / "baremetal" / "build" / board.firmware
+    elf = ROOT / "runner" / "baremetal" / build_dir / board.firmware
     proc = subprocess.Popen([board.system, *board.args, "-display", "none", "-monitor", "none",
                              "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
                              "-kernel", str(elf)],

@@ -3,7 +3,8 @@
 tools/array_harness builds stencils/array.c for the host (slots as real objects, a cp_next that
 records the registers), so every stencil can be called directly. Checked here:
 
-* the set of stencils is exactly the one the compiler emits names for;
+* the set of stencils is exactly the one the compiler emits names for (the element-wise ones
+  for every operation of the registry, read from the compiler's lowering);
 * element-wise operations, selects, broadcasts and casts against NumPy element by element, bit
   for bit (a NaN result may have any payload where the hardware chooses it: arithmetic; moves,
   selects, min/max, neg/abs keep payloads exactly); the math kernels against the host build of
@@ -24,6 +25,7 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import copapy as cp
+from copapy.graph import build
+from copapy.graph.ops import CASTS as CAST_ROWS
+from copapy.graph.ops import REGISTRY
+
+from . import registry_ops
+from .archs import stencils_used
+from .registry_ops import DTYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "array_harness"))
@@ -50,41 +61,63 @@ Array = np.ndarray[Any, Any]
 
 # ---------------------------------------------------------------------------- the stencil set
 
-FLOAT_BINARY = ["add", "sub", "mul", "div", "min", "max", "floordiv", "mod", "pow", "atan2"]
-INT_BINARY = ["add", "sub", "mul", "floordiv", "mod", "min", "max", "pow", "and", "or", "xor",
-              "shl", "shr"]
-COMPARISONS = ["lt", "le", "gt", "ge", "eq", "ne"]
 BIN_FORMS = [("v", "v"), ("v", "m"), ("m", "v")]
-UNARY_ALL = ["neg", "abs", "sign", "relu"]
-MATH = ["sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "tanh", "floor",
-        "ceil", "round", "trunc"]
-CASTS = {  # name: (input type, output type)
-    "tof64_f32": ("f32", "f64"), "tof32_f64": ("f64", "f32"), "tof32_i32": ("i32", "f32"),
-    "tof64_i32": ("i32", "f64"), "toi32_f32": ("f32", "i32"), "toi32_f64": ("f64", "i32"),
-    "tobool_f32": ("f32", "i32"), "tobool_f64": ("f64", "i32"), "tobool_i32": ("i32", "i32"),
-}
 WHERE_FORMS = [f for f in itertools.product("vm", repeat=3) if f != ("m", "m", "m")]
 REDUCTIONS = ["rsum", "rmin", "rmax"]
 FUSED_DOTS = ["dotadd", "dotsub", "dotrsub", "dotmul"]
 TYPES = ["f32", "f64", "i32"]
+CLASS = {"float32": "f32", "float64": "f64", "int32": "i32", "bool": "i32"}
 
 
-def binary_ops(t: str) -> list[str]:
-    return FLOAT_BINARY if t != "i32" else INT_BINARY
+@dataclass(frozen=True)
+class Element:
+    """A packed loop of a registry operation: its family, operation, operand and result type."""
+
+    family: str  # binary, compare, unary or cast
+    op: str      # the registry row
+    ti: str
+    to: str
+
+
+def _packed(dtype: str, form: str) -> Any:
+    from copapy.arrays import array_input
+
+    d = DTYPES[dtype]
+    if form == "m":
+        return cp.value(0, d).node
+    return array_input(np.zeros(4, d.numpy), packed=True, dtype=d).node()
+
+
+def elementwise_stencils() -> dict[str, Element]:
+    """The packed loops the compiler emits for every element-wise registry operation (read
+    from its lowering), each operand type the operation's type rule accepts, every form."""
+    out: dict[str, Element] = {}
+    for op in registry_ops.ELEMENTWISE:
+        spec = REGISTRY[op]
+        if spec.arity == 3:
+            continue  # where: a stencil family of its own (WHERE_FORMS)
+        family = ("cast" if op in CAST_ROWS.values() else "compare" if spec.result == "bool"
+                  else "binary" if spec.arity == 2 else "unary")
+        for dtype in DTYPES:
+            if not registry_ops.accepts(op, dtype):
+                continue
+            for forms in (BIN_FORMS if spec.arity == 2 else [("v",)]):
+                node = build.apply(op, *(_packed(dtype, f) for f in forms))
+                for name in stencils_used([node]):
+                    if name.startswith(f"{spec.stencil}_") and "__v" in name:
+                        ti = name.split("__")[0].rsplit("_", 1)[1]
+                        to = CLASS[node.dtype.name]
+                        out[name] = Element(family, op, ti, to)
+    return out
+
+
+ELEMENTS = elementwise_stencils()
 
 
 def expected_names() -> dict[str, str]:
     """Every stencil name the compiler may emit -> its family."""
-    names: dict[str, str] = {}
+    names = {name: e.family for name, e in ELEMENTS.items()}
     for t in TYPES:
-        for op in binary_ops(t):
-            for a, b in BIN_FORMS:
-                names[f"{op}_{t}__v_{a}_{b}"] = "binary"
-        for op in COMPARISONS:
-            for a, b in BIN_FORMS:
-                names[f"{op}_{t}__v_{a}_{b}"] = "compare"
-        for op in UNARY_ALL + (MATH if t != "i32" else ["invert", "lnot"]):
-            names[f"{op}_{t}__v_v"] = "unary"
         names[f"mov_{t}__v_v"] = "unary"
         for c, a, b in WHERE_FORMS:
             names[f"where_{t}__v_{c}_{a}_{b}"] = "where"
@@ -98,9 +131,15 @@ def expected_names() -> dict[str, str]:
                 names[f"{fused}_{t}__{d}_v_m_v"] = "fused"
         for op in ["matvec", "vecmat", "matmul"]:
             names[f"{op}_{t}__v_v_v"] = "matrix"
-    for cast in CASTS:
-        names[f"{cast}__v_v"] = "cast"
     return names
+
+
+def types_of(name: str) -> tuple[str, str]:
+    """(operand type, result type) of a stencil; the structural ones keep their type."""
+    if name in ELEMENTS:
+        return ELEMENTS[name].ti, ELEMENTS[name].to
+    t = parse(name)[1]
+    return t, t
 
 
 NAMES = expected_names()
@@ -336,69 +375,48 @@ def kernel1(name: str, t: str) -> Callable[[Array], Array]:
     return f
 
 
-# op -> (model, NaN payload significant)
-def binary_model(op: str, t: str) -> tuple[Callable[[Array, Array], Array], bool]:
-    if t == "i32":
-        return {
-            "add": np.add, "sub": np.subtract, "mul": np.multiply, "floordiv": int_floordiv,
-            "mod": int_mod, "min": np.minimum, "max": np.maximum, "pow": int_pow,
-            "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor, "shl": shl,
-            "shr": shr,
-        }[op], True
-    models: dict[str, tuple[Callable[[Array, Array], Array], bool]] = {
-        "add": (np.add, False), "sub": (np.subtract, False), "mul": (np.multiply, False),
-        "div": (np.divide, False), "min": (np_min, True), "max": (np_max, True),
-        "floordiv": (np.floor_divide, False), "mod": (np.remainder, False),
-        "pow": (kernel2("pow", t), True), "atan2": (kernel2("atan2", t), True),
-    }
-    return models[op]
-
-
-def compare_model(op: str) -> Callable[[Array, Array], Array]:
-    f = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-         "eq": np.equal, "ne": np.not_equal}[op]
-    return lambda a, b: f(a, b).astype(np.int32)
-
-
-def to_i32(a: Array) -> Array:
-    """cp_f32_to_i32 / cp_f64_to_i32: truncate, saturate, NaN -> 0."""
-    x = np.asarray(a, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        t = np.trunc(np.where(np.isnan(x), 0.0, x))
-    return np.clip(t, -(2**31), 2**31 - 1).astype(np.int32)
-
-
 def sign(a: Array) -> Array:
     one = np.ones_like(a)
     return np.where(a > 0, one, np.where(a < 0, -one, np.where(a == 0, np.zeros_like(a), a)))
 
 
-def unary_model(op: str, t: str) -> tuple[Callable[[Array], Array], bool]:
-    if op in MATH:
-        return kernel1(op, t), True  # the kernels return the canonical NaN
-    if t == "i32":
-        return {
-            "neg": lambda a: wrap32(-a.astype(np.int64)),
-            "abs": lambda a: wrap32(np.abs(a.astype(np.int64))),
-            "sign": lambda a: np.sign(a).astype(np.int32),
-            "relu": lambda a: np.maximum(a, 0).astype(np.int32),
-            "invert": np.invert, "lnot": lambda a: a ^ 1, "mov": lambda a: a,
-        }[op], True
-    return {
-        "neg": (np.negative, True), "abs": (np.abs, True), "sign": (sign, True),
-        "relu": (lambda a: np_max(a, np.zeros_like(a)), True), "mov": (lambda a: a, True),
-    }[op]
+def reference(op: str, to: str) -> Callable[..., Array]:
+    """The registry's NumPy reference of ``op``, its result in the stencil's type ``to``."""
+    ref = REGISTRY[op].reference
+    return lambda *xs: np.asarray(ref(np, *xs)).astype(DT[to])
 
 
-def cast_model(cast: str) -> tuple[Callable[[Array], Array], bool]:
-    op = cast.split("_")[0]
-    if op == "tof64":
-        return (lambda a: a.astype(np.float64)), False
-    if op == "tof32":
-        return (lambda a: a.astype(np.float32)), False
-    if op == "toi32":
-        return to_i32, True
-    return (lambda a: (a != 0).astype(np.int32)), True
+#: independent models of the integer operations whose edge cases (division by 0, INT32_MIN,
+#: shift counts out of range, bools as int32 0/1) are worked out in Python
+INT_MODELS: dict[str, Callable[..., Array]] = {
+    "floordiv": int_floordiv, "mod": int_mod, "pow": int_pow, "shl": shl, "shr": shr,
+    "neg": lambda a: wrap32(-a.astype(np.int64)),
+    "abs": lambda a: wrap32(np.abs(a.astype(np.int64))),
+    "lnot": lambda a: a ^ 1,
+}
+#: float operations that keep NaN payloads exactly (only move bits, or select an operand)
+FLOAT_MODELS: dict[str, Callable[..., Array]] = {
+    "min": np_min, "max": np_max, "neg": np.negative, "abs": np.abs, "sign": sign,
+    "relu": lambda a: np_max(a, np.zeros_like(a)),
+}
+
+
+def model(name: str) -> tuple[Callable[..., Array], bool]:
+    """(expected result of the stencil ``name``, NaN payloads significant): the approximated
+    float operations against the host build of the kernels (canonical NaNs), the others against
+    the registry's NumPy reference (a NaN may have any payload where the hardware chooses it:
+    arithmetic), or one of the models above."""
+    if name not in ELEMENTS:  # mov: a copy
+        return (lambda a: a), True
+    e = ELEMENTS[name]
+    spec = REGISTRY[e.op]
+    if e.ti == "i32":
+        return INT_MODELS.get(e.op, reference(e.op, e.to)), True
+    if spec.kernel:
+        return (kernel2 if spec.arity == 2 else kernel1)(spec.kernel, e.ti), True
+    if e.op in FLOAT_MODELS:
+        return FLOAT_MODELS[e.op], True
+    return reference(e.op, e.to), e.to == "i32"
 
 
 # ---------------------------------------------------------------------------- lane model
@@ -445,12 +463,15 @@ def test_the_library_defines_exactly_the_emitted_stencils(h: hx.Harness) -> None
 
 
 def test_families_count() -> None:
+    """The structural families have fixed sizes; every element-wise registry operation has a
+    packed loop for each operand type it accepts."""
     counts: dict[str, int] = {}
     for family in NAMES.values():
         counts[family] = counts.get(family, 0) + 1
-    assert counts == {"binary": 99, "compare": 54, "unary": 45, "where": 21, "fill": 3,
-                      "reduce": 24, "matrix": 9, "cast": 9, "fused": 24}
-    assert len(NAMES) == 288
+    assert {f: c for f, c in counts.items() if f not in ("binary", "compare", "unary", "cast")} \
+        == {"where": 21, "fill": 3, "reduce": 24, "matrix": 9, "fused": 24}
+    covered = {e.op for e in ELEMENTS.values()}
+    assert covered == set(registry_ops.ELEMENTWISE) - {"where"}
 
 
 @pytest.mark.parametrize("t", TYPES)
@@ -493,33 +514,24 @@ def elementwise_case(name: str, family: str, rng: np.random.Generator, n: int, k
                    **({f"cp_b_{t}": b[0]} if fb == "m" else {})}
         ea = a if fa == "v" else np.repeat(a, n)
         eb = b if fb == "v" else np.repeat(b, n)
-        if family == "compare":
-            return arrays, scalars, "i32", lambda: compare_model(op)(ea, eb), True
-        model, payload = binary_model(op, t)
+        fn, payload = model(name)
+        to = types_of(name)[1]
 
         def want() -> Array:
             with np.errstate(all="ignore"):
-                return np.asarray(model(ea, eb)).astype(DT[t])
-        return arrays, scalars, t, want, payload
-    if family == "cast":
-        ti, to = CASTS[f"{op}_{t}"]
+                return np.asarray(fn(ea, eb)).astype(DT[to])
+        return arrays, scalars, to, want, payload
+    if family in ("cast", "unary"):
+        ti, to = types_of(name)
         a = random_values(rng, ti, n, kind)
-        model, payload = cast_model(f"{op}_{t}")
-
-        def want_cast() -> Array:
-            with np.errstate(all="ignore"):
-                return model(a)
-        return {f"cp_va_{ti}": a}, {}, to, want_cast, payload
-    if family == "unary":
-        a = random_values(rng, t, n, kind)
         if op == "lnot" and rng.random() < 0.7:
             a = rng.integers(0, 2, n).astype(np.int32)
-        model, payload = unary_model(op, t)
+        fn1, payload = model(name)
 
         def want_un() -> Array:
             with np.errstate(all="ignore"):
-                return np.asarray(model(a)).astype(DT[t] if op not in ("lnot",) else np.int32)
-        return {f"cp_va_{t}": a}, {}, t, want_un, payload
+                return np.asarray(fn1(a)).astype(DT[to])
+        return {f"cp_va_{ti}": a}, {}, to, want_un, payload
     if family == "where":
         fc, fa, fb = forms[1], forms[2], forms[3]
         c = rng.integers(0, 2, n if fc == "v" else 1).astype(np.int32)
@@ -558,31 +570,25 @@ def test_elementwise(h: hx.Harness, kernels: Any, name: str, n: int, seed: int, 
 @pytest.mark.parametrize("name", [n for n in of("binary") + of("compare") if n.endswith("v_v_v")])
 def test_binary_special_pairs(h: hx.Harness, kernels: Any, name: str) -> None:
     """Every pair of special values, in one array of len(SPECIALS)**2 elements."""
-    op, t, _ = parse(name)
+    t, to = types_of(name)
     s = SPECIALS[t]
     a = np.repeat(s, len(s))
     b = np.tile(s, len(s))
-    if NAMES[name] == "compare":
-        model, payload = compare_model(op), True
-    else:
-        model, payload = binary_model(op, t)
-    got, _ = run(h, name, "i32" if NAMES[name] == "compare" else t, len(a),
-                 {f"cp_va_{t}": a, f"cp_vb_{t}": b}, {}, {"n": len(a)})
+    fn, payload = model(name)
+    got, _ = run(h, name, to, len(a), {f"cp_va_{t}": a, f"cp_vb_{t}": b}, {}, {"n": len(a)})
     with np.errstate(all="ignore"):
-        want = np.asarray(model(a, b)).astype(got.dtype)
+        want = np.asarray(fn(a, b)).astype(got.dtype)
     assert_same(got, want, payload, name)
 
 
 @pytest.mark.parametrize("name", of("unary") + of("cast"))
 def test_unary_specials(h: hx.Harness, kernels: Any, name: str) -> None:
-    op, t, _ = parse(name)
-    family = NAMES[name]
-    ti, to = CASTS[f"{op}_{t}"] if family == "cast" else (t, "i32" if op == "lnot" else t)
+    ti, to = types_of(name)
     a = SPECIALS[ti]
-    model, payload = cast_model(f"{op}_{t}") if family == "cast" else unary_model(op, t)
+    fn, payload = model(name)
     got, _ = run(h, name, to, len(a), {f"cp_va_{ti}": a}, {}, {"n": len(a)})
     with np.errstate(all="ignore"):
-        want = np.asarray(model(a)).astype(DT[to])
+        want = np.asarray(fn(a)).astype(DT[to])
     assert_same(got, want, payload, name)
 
 
@@ -613,14 +619,13 @@ def in_place_cases() -> list[tuple[str, str]]:
     an array operand (form v) of the out array's element type."""
     cases = []
     for name in ELEMENTWISE:
-        op, t, forms = parse(name)
+        _, _, forms = parse(name)
         family = NAMES[name]
         roles = {"binary": "ab", "compare": "ab", "unary": "a", "cast": "a", "where": "cab",
                  "fill": ""}[family]
-        out_t = (CASTS[f"{op}_{t}"][1] if family == "cast"
-                 else "i32" if family == "compare" or op == "lnot" else t)
+        t, out_t = types_of(name)
         for i, role in enumerate(roles):
-            in_t = CASTS[f"{op}_{t}"][0] if family == "cast" else ("i32" if role == "c" else t)
+            in_t = "i32" if role == "c" else t
             if forms[1 + i] == "v" and in_t == out_t:
                 cases.append((name, role))
     return cases
@@ -629,10 +634,8 @@ def in_place_cases() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("name", "role"), in_place_cases())
 def test_elementwise_in_place(kernels: Any, name: str, role: str) -> None:
     """out bound to the same memory as the a (b, c) array: the result is the same."""
-    op, t, _ = parse(name)
     family = NAMES[name]
-    out_t = (CASTS[f"{op}_{t}"][1] if family == "cast"
-             else "i32" if family == "compare" or op == "lnot" else t)
+    out_t = types_of(name)[1]
     h = aliased(role)
     for seed in range(4):
         rng = np.random.default_rng(seed)

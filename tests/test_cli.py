@@ -59,3 +59,29 @@ def test_bad_port_is_one_clear_line() -> None:
     assert out.returncode == 1
     assert out.stderr.startswith("copapy info: cannot open '/dev/does-not-exist'")
     assert "Traceback" not in out.stderr
+
+
+def test_runner_on_a_unix_socket_with_a_key(tmp_path: Path) -> None:
+    key = tmp_path / "runner.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    sock = tmp_path / "runner.sock"
+    runner = subprocess.Popen([sys.executable, "-m", "copapy", "runner", "--unix", str(sock),
+                               "--key-file", str(key), "--no-rt", "--budget-factor", "4",
+                               "--max-memory", str(1 << 24)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env())
+    try:
+        assert runner.stdout is not None
+        line = runner.stdout.readline().split()
+        assert line == ["UNIX", str(sock)], f"runner did not start: {line}"
+        info = copapy("info", f"unix:{sock}", "--key-file", str(key))
+        assert info.returncode == 0, info.stderr
+        fields = dict(row.split(None, 1) for row in info.stdout.splitlines())
+        assert fields["auth_required"] == "True"
+        refused = copapy("info", f"unix:{sock}")
+        assert refused.returncode == 1 and "AUTH_REQUIRED" in refused.stderr
+        assert "Traceback" not in refused.stderr
+    finally:
+        runner.kill()
+        runner.wait(timeout=5)

@@ -5,6 +5,7 @@ tests fail (the kernels cannot be checked), they are never skipped.
 """
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -129,6 +130,25 @@ EXPLICIT = [
     ("fmod", (INF, 2.0), NAN), ("fmod", (1.0, 0.0), NAN), ("fmod", (1.0, INF), 1.0),
     ("fmod", (-0.0, 3.0), -0.0),
     ("fmod", (NAN, 1.0), NAN), ("fmod", (1.0, NAN), NAN),
+    # hypot: C99 F.9.4.3 (an infinity wins over NaN), exact Pythagorean triples scaled by powers
+    # of two (subnormal and, for float32, overflowing), no overflow or underflow in between
+    ("hypot", (INF, NAN), INF), ("hypot", (NAN, -INF), INF), ("hypot", (-INF, 1.0), INF),
+    ("hypot", (NAN, 1.0), NAN), ("hypot", (1.0, NAN), NAN), ("hypot", (0.0, -0.0), 0.0),
+    ("hypot", (-0.0, -0.0), 0.0), ("hypot", (-7.5, 0.0), 7.5), ("hypot", (-3.0, 4.0), 5.0),
+    ("hypot", (3 * 2.0**100, -4 * 2.0**100), 5 * 2.0**100),
+    ("hypot", (3 * 2.0**-140, 4 * 2.0**-140), 5 * 2.0**-140),
+    ("hypot", (3 * 2.0**126, 4 * 2.0**126), 5 * 2.0**126),
+    ("hypot", (2.0**-149, -0.0), 2.0**-149), ("hypot", (1e300, 2.0**-149), 1e300),
+    # log1p: C99 F.9.3.9, and x itself for tiny x (both signs, subnormals)
+    ("log1p", (0.0,), 0.0), ("log1p", (-0.0,), -0.0), ("log1p", (-1.0,), -INF),
+    ("log1p", (-1.5,), NAN), ("log1p", (-INF,), NAN), ("log1p", (INF,), INF),
+    ("log1p", (NAN,), NAN), ("log1p", (2.0**-149,), 2.0**-149),
+    ("log1p", (-(2.0**-149),), -(2.0**-149)), ("log1p", (2.0**-30,), 2.0**-30 - 2.0**-61),
+    # expm1: C99 F.9.3.6, -1 for large negative x, x itself for tiny x
+    ("expm1", (0.0,), 0.0), ("expm1", (-0.0,), -0.0), ("expm1", (INF,), INF),
+    ("expm1", (-INF,), -1.0), ("expm1", (NAN,), NAN), ("expm1", (1000.0,), INF),
+    ("expm1", (-1000.0,), -1.0), ("expm1", (-50.0,), -1.0), ("expm1", (2.0**-149,), 2.0**-149),
+    ("expm1", (-(2.0**-149),), -(2.0**-149)), ("expm1", (2.0**-30,), 2.0**-30 + 2.0**-61),
 ]
 
 
@@ -137,12 +157,38 @@ EXPLICIT = [
 def test_explicit_special(name, args, expected, prec):
     dt = np.float32 if prec == 32 else np.float64
     kn = name + ("f" if prec == 32 else "")
-    y = f(kn, *[dt(a) for a in args])
     with np.errstate(all="ignore"):
+        y = f(kn, *[dt(a) for a in args])
         exp = np.asarray(expected, dtype=np.float64).astype(dt)
     assert same(y, exp), (
         f"{kn}{args!r} = {float(y)!r} (0x{bits(y):x}), expected {float(exp)!r}"
     )
+
+
+#: huge and tiny arguments of the kernels where scaling or cancellation is the difficulty
+EXTREMES = {
+    "hypot": [(1e308, 1e308), (1.7e308, 1.7e308), (1e-308, 1e-308), (5e-324, 5e-324),
+              (1e308, 1e-308), (3e38, 3e38), (1e-40, 1e-45), (1e-45, 3e-45), (1e20, 1e-20),
+              (1.0, 1e-8), (0.7, 0.7), (1e-200, 1e-210)],
+    "log1p": [(1e-300,), (-1e-300,), (1e-17,), (-1e-17,), (1e-8,), (-1e-8,), (-0.9999999,),
+              (-0.5,), (0.5,), (1e300,), (3e38,), (5e-324,), (1e-45,), (-0.29,), (0.41,)],
+    "expm1": [(1e-300,), (-1e-300,), (1e-17,), (-1e-17,), (1e-8,), (-1e-8,), (0.3,), (-0.3,),
+              (0.7,), (-0.7,), (709.7,), (88.7,), (-745.0,), (-38.0,), (-17.0,), (5e-324,),
+              (1e-45,), (30.0,), (-30.0,)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTREMES))
+def test_extreme_arguments(name):
+    """float64 against mpmath, float32 against NumPy's float64, in ulps."""
+    for args in EXTREMES[name]:
+        y = float(f(name, *args))
+        e = mu._mp_err_chunk((name, [np.array([a]) for a in args], np.array([y])))[0]
+        assert e <= F64_BOUND, (name, args, y, e)
+        with np.errstate(all="ignore"):
+            a32 = [np.float32(a) for a in args]
+            ref = mu.f32_ref(name, *[np.array([a]) for a in a32])[0]
+        assert _ulp_err32(f(name + "f", *a32), ref) <= F32_BOUND, (name, a32)
 
 
 def test_fmod_exact_and_subnormal():
@@ -187,58 +233,39 @@ def _ulp_err32(got, ref):
     return float(mu.err_f32(np.array([got], np.float32), np.array([ref], np.float64))[0])
 
 
-@settings(max_examples=200, deadline=None)
-@given(x=st.floats(min_value=-1e5, max_value=1e5, width=32))
-def test_prop_sinf_cosf(x):
-    for name, ref in (("sinf", np.sin), ("cosf", np.cos), ("tanf", np.tan)):
-        y = f(name, np.float32(x))
-        assert _ulp_err32(y, ref(np.float64(np.float32(x)))) <= F32_BOUND, (name, x)
+#: the approximated kernels of cp_math.h (CP_KERNELS) and their arities
+APPROX = [(n, a) for n, a, acc in mu.kernel_list() if acc == "approx"]
+f32_args = st.floats(min_value=-100, max_value=100, width=32) | f32s
+f64_args = st.floats(min_value=-1e9, max_value=1e9) | st.floats(allow_nan=False,
+                                                                allow_infinity=False)
 
 
+@pytest.mark.parametrize("name,arity", APPROX)
 @settings(max_examples=200, deadline=None)
-@given(x=f32s)
-def test_prop_expf_logf_atanf_tanhf(x):
-    x32 = np.float32(x)
+@given(data=st.data())
+def test_prop_f32_against_numpy(name, arity, data):
+    """Any finite float32 arguments: within the bound of NumPy's float64 value (NaN where
+    NumPy has NaN, the same infinities)."""
+    args = [np.float32(data.draw(f32_args)) for _ in range(arity)]
+    ref = mu.f32_ref(name, *[np.array([a]) for a in args])
+    assert _ulp_err32(f(name + "f", *args), ref[0]) <= F32_BOUND, (name, args)
+
+
+@pytest.mark.parametrize("name,arity", APPROX)
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_prop_f64_against_mpmath(name, arity, data):
+    """Any finite float64 arguments: within the bound of mpmath (at 120 bits); the C99 special
+    cases (a zero argument, a NaN, infinite or zero result) exactly as NumPy."""
+    args = [data.draw(f64_args) for _ in range(arity)]
+    y = f(name, *args)
     with np.errstate(all="ignore"):
-        for name, ref in (("expf", np.exp), ("atanf", np.arctan), ("tanhf", np.tanh)):
-            assert _ulp_err32(f(name, x32), ref(np.float64(x32))) <= F32_BOUND, (name, x)
-        if x32 > 0:
-            assert _ulp_err32(f("logf", x32), np.log(np.float64(x32))) <= F32_BOUND, x
-
-
-@settings(max_examples=200, deadline=None)
-@given(y=f32s, x=f32s)
-def test_prop_atan2f(y, x):
-    y32, x32 = np.float32(y), np.float32(x)
-    assert (
-        _ulp_err32(f("atan2f", y32, x32), np.arctan2(np.float64(y32), np.float64(x32)))
-        <= F32_BOUND
-    )
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    x=st.floats(min_value=2.0**-100, max_value=2.0**100, width=32),
-    y=st.floats(min_value=-40, max_value=40, width=32),
-)
-def test_prop_powf(x, y):
-    x32, y32 = np.float32(x), np.float32(y)
-    with np.errstate(all="ignore"):
-        ref = np.power(np.float64(x32), np.float64(y32))
-    assert _ulp_err32(f("powf", x32, y32), ref) <= F32_BOUND, (x, y)
-
-
-@settings(max_examples=200, deadline=None)
-@given(x=st.floats(min_value=-1e9, max_value=1e9))
-def test_prop_f64_vs_mpmath(x):
-    for name in ("sin", "cos", "exp", "atan", "tanh"):
-        if name == "exp" and abs(x) > 700:
-            continue
-        e = mu._mp_err_chunk((name, [np.array([x])], np.array([float(f(name, x))])))[0]
-        assert e <= F64_BOUND, (name, x, e)
-    if x > 0:
-        e = mu._mp_err_chunk(("log", [np.array([x])], np.array([float(f("log", x))])))[0]
-        assert e <= F64_BOUND, ("log", x, e)
+        numpy_ref = mu.NP_REF[name](*args)
+    if 0.0 in args or not np.isfinite(numpy_ref) or numpy_ref == 0:
+        assert same(y, numpy_ref), (name, args, y, numpy_ref)
+        return
+    e = mu._mp_err_chunk((name, [np.array([a]) for a in args], np.array([y])))[0]
+    assert e <= F64_BOUND, (name, args, y, e)
 
 
 # ---------------------------------------------------------------- freestanding build
@@ -263,3 +290,39 @@ def test_no_external_calls_on_single_precision_fpu_targets(monkeypatch):
         flags = " ".join(bs.target_flags(bs.load_target(name)))
         compiled = [c for c in commands if flags in " ".join(c)]
         assert len(compiled) == len(mu.kernel_sources()), f"{name}: not built with {flags}"
+
+
+# ---------------------------------------------------------------- kernel templates
+KERNEL_FIT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools",
+                          "kernel_fit")
+sys.path.insert(0, KERNEL_FIT)
+import assemble  # noqa: E402
+
+
+def test_kernel_sources_are_their_assembled_templates():
+    """Every kernel source with fitted constants is its template (tools/kernel_fit/templates)
+    with the committed constants (coefs.h, tables.h) pasted in: a hand edit of the source
+    fails here."""
+    names = assemble.templates()
+    assert names and all(os.path.join(mu.MATH_DIR, n) in mu.kernel_sources() for n in names)
+    bad = assemble.differences()
+    assert not bad, (f"{bad} differ from their templates: edit tools/kernel_fit/templates/"
+                     "<name>.c.in and run python tools/kernel_fit/assemble.py")
+
+
+def test_sources_without_template_have_no_fitted_constants():
+    fitted = re.compile(r"^#define \w+ -?0x1\.[0-9a-f]+p[-+]?\d+f?\s*$", re.M)
+    for src in mu.kernel_sources():
+        name = os.path.basename(src)
+        if name not in assemble.templates():
+            with open(src) as fh:
+                assert not fitted.search(fh.read()), f"{name} has fitted constants: make a template"
+
+
+def test_generated_tables_are_reproducible(tmp_path):
+    """gen_tab.py (seconds, unlike the fits of gen_coef.py) gives the committed tables.h."""
+    proc = subprocess.run([sys.executable, os.path.join(KERNEL_FIT, "gen_tab.py")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(KERNEL_FIT, "tables.h")) as fh:
+        assert (tmp_path / "tables.h").read_text() == fh.read()

@@ -132,3 +132,30 @@ def test_operation_matches_reference(name: str, dtype: str, data: st.DataObject)
 def test_every_operation_is_covered() -> None:
     assert {n for n, _ in CASES} == {n for n, s in REGISTRY.items()
                                      if s.shape_rule == "elementwise"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_copysign_special_values(dtype: str) -> None:
+    """copysign is NumPy's bit operation (signed zeros, infinities, subnormals, NaN x keep their
+    bits but the sign), except that a NaN y counts as positive: a NaN's sign is payload that CPUs
+    choose differently. Machine code and the host build (copapy._kernels) alike."""
+    from copapy import _kernels
+
+    ftype = np.float32 if dtype == "float32" else np.float64
+    tiny = np.finfo(ftype).smallest_subnormal
+    values = [ftype(v) for v in SPECIALS[dtype]] + [-ftype("nan"), tiny, -tiny]
+    x, y = cp.value(1.0, DTYPES[dtype]), cp.value(1.0, DTYPES[dtype])
+    out = cp.copysign(x, y)
+    tg = cp.LocalTarget()
+    tg.compile(out)
+    for a in values:
+        for b in values:
+            want = np.abs(a) if np.isnan(b) else np.copysign(a, b)
+            tg.write(x, a)
+            tg.write(y, b)
+            tg.run()
+            host = _kernels.call("copysign", dtype == "float64", float(a), float(b))
+            for got in (tg.read(out), host):
+                g = ftype(got)
+                assert np.signbit(g) == np.signbit(want), (a, b, got)
+                assert same_bits(g, want, dtype), (a, b, got, want)

@@ -239,6 +239,10 @@ def silent_server() -> _ContextServer:
 
 
 def _hello_reply(frame: p.Frame, version: int) -> bytes:
+    """HELLO answered; anything else BAD_COMMAND (a runner from before sessions)."""
+    if frame.command != p.HELLO:
+        return p.encode_frame(frame.seq, frame.command, b"\x01\x00\x00\x00\x00\x00\x00\x00no",
+                              p.FLAG_RESPONSE | p.FLAG_ERROR)
     payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
                                  0) + b"fake"
     return p.encode_frame(frame.seq, frame.command, payload, p.FLAG_RESPONSE)
@@ -252,6 +256,16 @@ frames = st.one_of(
     st.binary(min_size=0, max_size=300),  # noise
     st.builds(lambda seq, cmd, payload: p.encode_frame(seq, cmd, payload),
               st.integers(0, 0xFFFF), st.integers(0, 40), st.binary(max_size=200)),  # bad payloads
+    # authenticated frames of sessions the runner never began (guessed keys and nonces)
+    st.builds(lambda seq, cmd, payload, key, nonce, counter: p.encode_frame(
+                  seq, cmd, payload, session=p.Session(key, nonce, nonce), counter=counter),
+              st.integers(0, 0xFFFF), st.integers(0, 40), st.binary(max_size=200),
+              st.binary(max_size=40), st.binary(min_size=16, max_size=16),
+              st.integers(0, 0xFFFFFFFF)),
+    st.builds(lambda seq, flags: p.encode_frame(seq, p.SESSION, bytes([flags, 0, 0, 0]) +
+                                                bytes(16)),
+              st.integers(0, 0xFFFF), st.integers(0, 3)),  # session requests, takeovers
+    st.sampled_from([b"POST / HTTP/1.1\r\nHost: x\r\n\r\n", b"GET /\r\n"]),  # text
 )
 
 

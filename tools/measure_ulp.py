@@ -54,10 +54,21 @@ SOFT_HELPER_RE = re.compile(r"^(__aeabi_[a-z0-9]+|__(add|sub|mul|div|neg)[sd]f3"
                             r"|__fix(uns)?[sd]f[sd]i|__float(un)?[sd]i[sd]f"
                             r"|__extendsfdf2|__truncdfsf2)$")
 
-NAMES = ["sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log", "pow", "tanh",
-         "sqrt", "floor", "ceil", "round", "trunc", "fmod"]
-BINARY = {"atan2", "pow", "fmod"}
-EXACT = {"sqrt", "floor", "ceil", "round", "trunc", "fmod"}
+
+
+def kernel_list():
+    """[(name, arity, accuracy)] of the kernels, from CP_KERNELS in cp_math.h."""
+    with open(os.path.join(INC_DIR, "cp_math.h")) as f:
+        text = f.read()
+    block = text[text.index("#define CP_KERNELS(X)"):]
+    block = block[:block.index("\n\n")]
+    lines = re.findall(r"X\((\w+), ([12]), (exact|approx)\)", block)
+    return [(n, int(a), acc) for n, a, acc in lines]
+
+
+NAMES = [n for n, _, _ in kernel_list()]
+BINARY = {n for n, a, _ in kernel_list() if a == 2}
+EXACT = {n for n, _, acc in kernel_list() if acc == "exact"}
 # accuracy goals (ulp)
 BOUND_F32 = 2.0
 BOUND_F64 = 4.0
@@ -106,12 +117,10 @@ def evaluate(name, *args, libm=False):
 
 
 # --------------------------------------------------------------------------- references
-NP_REF = {
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "atan2": np.arctan2, "exp": np.exp, "log": np.log, "pow": np.power,
-    "tanh": np.tanh, "sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "round": np.round,
-    "trunc": np.trunc, "fmod": np.fmod,
-}
+# numpy's name of a kernel where it differs
+NP_ALIAS = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "atan2": "arctan2",
+            "pow": "power"}
+NP_REF = {n: getattr(np, NP_ALIAS.get(n, n)) for n in NAMES}
 
 
 def ulp32(ref):
@@ -143,11 +152,6 @@ def f32_ref(name, *args):
 
 import mpmath as mp  # noqa: E402
 
-MP_REF = {
-    "sin": mp.sin, "cos": mp.cos, "tan": mp.tan, "asin": mp.asin, "acos": mp.acos, "atan": mp.atan,
-    "atan2": mp.atan2, "exp": mp.exp, "log": mp.log, "tanh": mp.tanh, "sqrt": mp.sqrt,
-}
-
 
 def _mp_pow(x, y):
     if abs(x) == 1 and mp.isinf(y):
@@ -161,7 +165,9 @@ def _mp_pow(x, y):
     return mp.power(x, y)
 
 
-MP_REF["pow"] = _mp_pow
+# mpmath references of the kernels measured against mpmath (the approximated ones and sqrt)
+MP_REF = {n: _mp_pow if n == "pow" else getattr(mp, n) for n in NAMES
+          if n not in EXACT or n == "sqrt"}
 
 
 def _mp_err_chunk(args):
@@ -320,6 +326,26 @@ def domains(prec):
         y[:m] = sample_sym(rng, 1e-3, 1e3, m, dt, 0.3)
         return (x, y)
 
+    def s_hypot(rng, n):
+        y, x = s_atan2(rng, n)
+        m = n // 8   # one operand much smaller than the other (exponents up to ~70 apart)
+        x[:m] = (y[:m] * (2.0 ** rng.uniform(-70, 0, m))).astype(dt)
+        return (x, y)
+
+    def s_log1p(rng, n):
+        x = _bits_uniform(rng, tiny, big, n, dt)
+        m = n // 4   # near 0 (both signs), in (-1, 0), and next to -1
+        x[:m] = sample_sym(rng, tiny, 0.5, m, dt, 0.2)
+        x[m:2 * m] = -rng.uniform(0.0, 1.0, m).astype(dt)
+        x[2 * m:2 * m + m // 4] = (-1 + _bits_uniform(rng, tiny, 0.01, m // 4, dt)).astype(dt)
+        return (np.where(x <= -1, dt(-0.5), x).astype(dt),)
+
+    def s_expm1(rng, n):
+        x = rng.uniform(-40.0 if f else -80.0, exp_hi, n).astype(dt)
+        m = n // 2   # near 0 (both signs), where exp(x) - 1 cancels
+        x[:m] = sample_sym(rng, tiny, 1.0, m, dt, 0.2)
+        return (x,)
+
     tl = f"|x|<={trig:g}"
     return {
         "sin": (tl, s_trig), "cos": (tl, s_trig), "tan": (tl, s_trig),
@@ -330,14 +356,26 @@ def domains(prec):
         "asin": ("[-1,1]", s_unit), "acos": ("[-1,1]", s_unit), "atan": ("all", s_all),
         "atan2": ("all pairs", s_atan2), "exp": (f"[{exp_lo:g},{exp_hi:g}]", s_exp),
         "log": ("(0,inf)", s_log), "pow": ("finite results", s_pow), "tanh": ("all", s_tanh),
+        "hypot": ("all pairs", s_hypot), "log1p": ("(-1,inf)", s_log1p),
+        "expm1": (f"[{-40 if f else -80},{exp_hi:g}]", s_expm1),
         "sqrt": ("[0,inf]", s_sqrt), "floor": ("all", s_round), "ceil": ("all", s_round),
         "round": ("all", s_round), "trunc": ("all", s_round), "fmod": ("all pairs", s_fmod),
     }
 
 
-ROWS = ["sin", "cos", "tan", "sin_small", "cos_small", "tan_small", "sin_large", "cos_large",
-        "tan_large", "asin", "acos", "atan", "atan2", "exp", "log", "pow", "tanh", "sqrt", "floor",
-        "ceil", "round", "trunc", "fmod"]
+
+
+def _rows():
+    """The measured rows: per kernel of cp_math.h its domain (same name), then the narrower
+    ones (name_small, name_large); every kernel needs a domain."""
+    doms = domains(32)
+    missing = [n for n in NAMES if n not in doms]
+    if missing:
+        raise KeyError(f"kernels without a measurement domain in measure_ulp.domains: {missing}")
+    return [r for n in NAMES for r in doms if r == n or r.startswith(n + "_")]
+
+
+ROWS = _rows()
 EXHAUSTIVE_F32 = {"sqrt", "floor", "ceil", "round", "trunc"}
 EXHAUSTIVE_RANGE_F32 = {"sin_small": (0.0, 100.0), "cos_small": (0.0, 100.0),
                         "tan_small": (0.0, 100.0)}
@@ -635,13 +673,11 @@ static double rd(int i) {
 #define T2D(fn) { uint64_t h = 0xcbf29ce484222325ull; s = 1234; \
   for (int i = 0; i < N; i++) { double a = rd(i); U64 v; v.f = fn(a, rd(i >> 1)); H(h, v.u); } \
   printf("%-8s %016llx\n", #fn, (unsigned long long)h); }
+#define TF(name, arity, accuracy) T##arity##F(cp_##name##f)
+#define TD(name, arity, accuracy) T##arity##D(cp_##name)
 int main(void) {
-  T1F(cp_sinf) T1F(cp_cosf) T1F(cp_tanf) T1F(cp_asinf) T1F(cp_acosf) T1F(cp_atanf) T2F(cp_atan2f)
-  T1F(cp_expf) T1F(cp_logf) T2F(cp_powf) T1F(cp_tanhf) T1F(cp_sqrtf) T1F(cp_floorf) T1F(cp_ceilf)
-  T1F(cp_roundf) T1F(cp_truncf) T2F(cp_fmodf) T1F(cp_sqrtf_soft)
-  T1D(cp_sin) T1D(cp_cos) T1D(cp_tan) T1D(cp_asin) T1D(cp_acos) T1D(cp_atan) T2D(cp_atan2)
-  T1D(cp_exp) T1D(cp_log) T2D(cp_pow) T1D(cp_tanh) T1D(cp_sqrt) T1D(cp_floor) T1D(cp_ceil)
-  T1D(cp_round) T1D(cp_trunc) T2D(cp_fmod) T1D(cp_sqrt_soft)
+  CP_KERNELS(TF) T1F(cp_sqrtf_soft)
+  CP_KERNELS(TD) T1D(cp_sqrt_soft)
   return 0;
 }
 """
@@ -692,12 +728,17 @@ def cross_run(verbose=True):
     return equal, outs
 
 # --------------------------------------------------------------------------- driver
-def run_table(quick=False, seed=12345, n32=None, n64=None, workers=2, exhaustive=True, log=print):
+def run_table(quick=False, seed=12345, n32=None, n64=None, workers=2, exhaustive=True, log=print,
+              rows=None):
+    """Measure every row (one random stream in ROWS order), or only ``rows`` (each with its
+    own stream, seeded by the seed and the row's name)."""
     rng = np.random.default_rng(seed)
     n32 = n32 or (200_000 if quick else 20_000_000)
     n64 = n64 or (3_000 if quick else 200_000)
     res = {}
-    for row in ROWS:
+    for row in rows or ROWS:
+        if rows:
+            rng = np.random.default_rng([seed, sum(row.encode())])
         t0 = time.time()
         r32 = measure_f32(row, n32, rng, exhaustive=exhaustive and not quick)
         t1 = time.time()
@@ -715,20 +756,40 @@ def _fmt_arg(a):
     return ", ".join(f"{v:.9g}" for v in a)
 
 
-def table_markdown(res):
+def _label(row):
+    return row.replace("_large", " (large)").replace("_small", " (small)")
+
+
+def table_markdown(res, old=None):
+    """The accuracy table of the rows in ``res``; with ``old`` (the table in docs/math.md), its
+    lines of the rows not measured now are kept. Rows in ROWS order."""
     out = ["| function | domain (f32 / f64) | points f32 | max ulp f32 | argmax f32 | points f64 "
            "| max ulp f64 | argmax f64 |",
            "|---|---|---:|---:|---|---:|---:|---|"]
+    kept = {}
+    for line in (old or "").splitlines()[2:]:
+        kept[line.split("|")[1].strip()] = line
     for row in ROWS:
+        if row not in res:
+            if _label(row) in kept:
+                out.append(kept[_label(row)])
+            continue
         r32, r64 = res[row]
         dom = (r32["domain"] if r32["domain"] == r64["domain"]
                else f"{r32['domain']} / {r64['domain']}")
         dom = dom.replace("|", "\\|")
         out.append(
-            f"| {row.replace('_large', ' (large)').replace('_small', ' (small)')} | {dom} "
+            f"| {_label(row)} | {dom} "
             f"| {r32['points']:d} | {r32['max']:.3f} | {_fmt_arg(r32['arg'])} "
             f"| {r64['points']:d} | {r64['max']:.3f} | {_fmt_arg(r64['arg'])} |")
     return "\n".join(out)
+
+
+def doc_section(marker):
+    with open(DOC) as f:
+        doc = f.read()
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
+    return doc[doc.index(begin) + len(begin):doc.index(end)].strip()
 
 
 def write_doc_section(marker, text):
@@ -756,7 +817,13 @@ def main(argv=None):
     ap.add_argument("--write-doc", action="store_true", help="write the results into docs/math.md")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=12345)
+    ap.add_argument("--rows", help="measure only these rows (comma-separated, e.g. hypot,log1p); "
+                                   "--write-doc then replaces just their lines")
     a = ap.parse_args(argv)
+    rows = a.rows.split(",") if a.rows else None
+    unknown = sorted(set(rows or ()) - set(ROWS))
+    if unknown:
+        ap.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
     rc = 0
     if a.cross_run:
         eq, _ = cross_run()
@@ -787,11 +854,12 @@ def main(argv=None):
         print("  ", f)
     print(f"{'function':<10} {'domain f32':<22} {'points':>10} {'max f32':>9}   {'argmax':<26} "
           f"| {'points':>8} {'max f64':>9}   argmax")
-    res = run_table(quick=a.quick, seed=a.seed, workers=a.workers, exhaustive=not a.no_exhaustive)
-    md = table_markdown(res)
+    res = run_table(quick=a.quick, seed=a.seed, workers=a.workers, exhaustive=not a.no_exhaustive,
+                    rows=rows)
+    md = table_markdown(res, doc_section("ulp") if rows else None)
     print()
     print(md)
-    viol = [(row, r) for row in ROWS for r, b in zip(res[row], (BOUND_F32, BOUND_F64), strict=True)
+    viol = [(row, r) for row in res for r, b in zip(res[row], (BOUND_F32, BOUND_F64), strict=True)
             if r["max"] > b]
     if viol or fails:
         rc |= 2

@@ -10,18 +10,10 @@
 #define EVAL2(name, T) \
     void eval_##name(const T *x, const T *x2, T *y, size_t n) \
     { for (size_t i = 0; i < n; i++) y[i] = cp_##name(x[i], x2[i]); }
-
-EVAL1(sinf, float) EVAL1(cosf, float) EVAL1(tanf, float)
-EVAL1(asinf, float) EVAL1(acosf, float) EVAL1(atanf, float) EVAL2(atan2f, float)
-EVAL1(expf, float) EVAL1(logf, float) EVAL2(powf, float) EVAL1(tanhf, float)
-EVAL1(sqrtf, float) EVAL1(floorf, float) EVAL1(ceilf, float) EVAL1(roundf, float)
-EVAL1(truncf, float) EVAL2(fmodf, float) EVAL1(sqrtf_soft, float)
-
-EVAL1(sin, double) EVAL1(cos, double) EVAL1(tan, double)
-EVAL1(asin, double) EVAL1(acos, double) EVAL1(atan, double) EVAL2(atan2, double)
-EVAL1(exp, double) EVAL1(log, double) EVAL2(pow, double) EVAL1(tanh, double)
-EVAL1(sqrt, double) EVAL1(floor, double) EVAL1(ceil, double) EVAL1(round, double)
-EVAL1(trunc, double) EVAL2(fmod, double) EVAL1(sqrt_soft, double)
+/* eval_<name>f and eval_<name> for every kernel of cp_math.h */
+#define EVAL(name, arity, accuracy) EVAL##arity(name##f, float) EVAL##arity(name, double)
+CP_KERNELS(EVAL)
+EVAL1(sqrtf_soft, float) EVAL1(sqrt_soft, double)
 
 /* ---- host libm, for the speed comparison only ---- */
 float sinf(float); float cosf(float); float tanf(float); float asinf(float);

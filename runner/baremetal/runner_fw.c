@@ -16,7 +16,17 @@
  * back to the reference clock if the processor clock does not count. qemu does not model the
  * DWT cycle counter (CYCCNT stays 0), so the 64-bit time base for release jitter, late ticks
  * and job execution times is DWT CYCCNT when it counts, else the CMSDK TIMER0 (25 MHz,
- * 32 bits, extended in software). */
+ * 32 bits, extended in software).
+ *
+ * Fault containment (docs/realtime.md): chains run inside fw_guard, which saves the callee-
+ * saved registers; MemManage, BusFault and UsageFault (enabled, priority above SysTick),
+ * HardFault, the budget timer (TIMER1, armed per job, priority above SysTick) and the NMI of
+ * the CMSDK watchdog all enter fault_contain. When a guarded chain was running it builds a
+ * basic exception frame that returns, in the SysTick context, into a stub that restores the
+ * guard's registers: the chain is abandoned, the core records the fault (FAULTED, outputs
+ * safe) and the tick ends normally. The watchdog is kicked by the main loop (a 10 ms timer
+ * wakes it): a chain that masks interrupts and loops is caught by its NMI; a firmware that
+ * stops serving its link is reset by its second expiry. */
 #include <stdint.h>
 
 #include "copapy/server.h"
@@ -56,12 +66,40 @@
 #define CTRL_RXINT 8u
 #define INT_RX 2u
 #define UART0_RX_IRQ 0u
+#define BUDGET_IRQ 9u   /* TIMER1 */
+#define KICK_IRQ 10u    /* dual timer */
 
 /* CMSDK APB TIMER0: a free-running 32-bit down counter at CPU_HZ */
 #define TIMER0 0x40000000u
 #define TIMER_CTRL REG(TIMER0 + 0x00)
 #define TIMER_VALUE REG(TIMER0 + 0x04)
 #define TIMER_RELOAD REG(TIMER0 + 0x08)
+
+/* CMSDK APB TIMER1: the budget timer, armed for each guarded job */
+#define TIMER1 0x40001000u
+#define T1_CTRL REG(TIMER1 + 0x00)
+#define T1_VALUE REG(TIMER1 + 0x04)
+#define T1_RELOAD REG(TIMER1 + 0x08)
+#define T1_INTCLR REG(TIMER1 + 0x0C)
+#define TIMER_ENABLE 1u
+#define TIMER_INTEN 8u
+
+/* CMSDK APB dual timer, timer 1: a periodic wake-up of the main loop (watchdog kicks) */
+#define DUAL 0x40002000u
+#define DUAL_LOAD REG(DUAL + 0x00)
+#define DUAL_CTRL REG(DUAL + 0x08)
+#define DUAL_INTCLR REG(DUAL + 0x0C)
+#define KICK_HZ 100u
+
+/* CMSDK APB watchdog (qemu wires its interrupt to NMI and resets the board at the second
+ * expiry when RESEN is set) */
+#define WDOG 0x40008000u
+#define WDOG_LOAD REG(WDOG + 0x00)
+#define WDOG_CTRL REG(WDOG + 0x08)
+#define WDOG_INTCLR REG(WDOG + 0x0C)
+#define WDOG_LOCK REG(WDOG + 0xC00)
+#define WDOG_UNLOCK 0x1ACCE551u
+#define WDOG_MS 500u
 
 /* System control */
 #define SYST_CSR REG(0xE000E010u)
@@ -70,12 +108,24 @@
 #define SYST_CALIB REG(0xE000E01Cu)
 #define NVIC_ISER0 REG(0xE000E100u)
 #define NVIC_ICER0 REG(0xE000E180u)
+#define NVIC_ICPR0 REG(0xE000E280u)
 #define NVIC_IPR(n) (*(volatile uint8_t *)(0xE000E400u + (n)))
 #define SCB_ICSR REG(0xE000ED04u)
 #define SCB_AIRCR REG(0xE000ED0Cu)
+#define SCB_CCR REG(0xE000ED14u)
+#define SCB_SHPR1 REG(0xE000ED18u)
+#define SCB_SHPR2 REG(0xE000ED1Cu)
 #define SCB_SHPR3 REG(0xE000ED20u)
+#define SCB_SHCSR REG(0xE000ED24u)
 #define SCB_CFSR REG(0xE000ED28u)
 #define SCB_HFSR REG(0xE000ED2Cu)
+#define SCB_MMFAR REG(0xE000ED34u)
+#define SCB_BFAR REG(0xE000ED38u)
+#define SHCSR_SYSTICKACT (1u << 11)
+#define SHCSR_FAULTS_ENA (7u << 16) /* MemManage, BusFault, UsageFault */
+#define CCR_DIV_0_TRP (1u << 4)
+#define CFSR_MMARVALID (1u << 7)
+#define CFSR_BFARVALID (1u << 15)
 #define DEMCR REG(0xE000EDFCu)
 #define DWT_CTRL REG(0xE0001000u)
 #define DWT_CYCCNT REG(0xE0001004u)
@@ -97,6 +147,44 @@ static uint8_t work[CP_SERVER_WORK_SIZE(MAX_PAYLOAD, PORTS_CAPACITY, RING_SIZE)]
 
 static cp_server srv;
 static cp_server_config cfg;
+
+/* ---- configuration: the budget factor, the runner-wide link timeout and the shared key
+ * (make RUNNER_KEY=<hex>: at least 32 hex digits; none: sessions with an empty key) */
+#ifndef CP_BUDGET_FACTOR
+#define CP_BUDGET_FACTOR 10u
+#endif
+#ifndef CP_LINK_TIMEOUT_MS
+#define CP_LINK_TIMEOUT_MS 0u
+#endif
+#ifdef CP_RUNNER_KEY_HEX
+static const char key_hex[] = CP_RUNNER_KEY_HEX;
+#else
+static const char key_hex[] = "";
+#endif
+static uint8_t runner_key[64];
+static uint32_t runner_key_len;
+
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Decodes the configured key; 1 if there is one. */
+static int key_init(void)
+{
+    uint32_t n = 0;
+    for (const char *p = key_hex; p[0] != '\0' && p[1] != '\0' && n < sizeof(runner_key);
+         p += 2) {
+        int hi = hex_digit(p[0]), lo = hex_digit(p[1]);
+        if (hi < 0 || lo < 0) {
+            return 0;
+        }
+        runner_key[n++] = (uint8_t)(hi * 16 + lo);
+    }
+    runner_key_len = n;
+    return n >= 16;
+}
 
 /* ---- lock: PRIMASK, nestable */
 
@@ -228,6 +316,8 @@ void irq_handler(void)
     uint32_t irq = (ipsr & 0x1ffu) - 16u;
     if (irq == UART0_RX_IRQ) {
         uart_rx_isr();
+    } else if (irq == KICK_IRQ) {
+        DUAL_INTCLR = 1; /* only wakes the main loop, which kicks the watchdog */
     } else if (irq < 32) {
         NVIC_ICER0 = 1u << irq; /* nobody asked for it */
     }
@@ -344,6 +434,205 @@ void systick_handler(void)
     late_ticks += late;
 }
 
+/* ---- fault containment: the guard around every chain (a cp_guard_fn) */
+
+/* r4-r11, sp, lr, then d8-d15: what a chain may have changed that the caller relies on */
+typedef struct fw_jmp {
+    uint32_t r[10];
+    uint64_t d[8];
+} fw_jmp;
+
+__attribute__((naked, returns_twice)) static int fw_setjmp(fw_jmp *j)
+{
+    (void)j;
+    __asm__ volatile("mov r1, sp\n\t"
+                     "stmia r0!, {r4-r11}\n\t"
+                     "str r1, [r0], #4\n\t"
+                     "str lr, [r0], #4\n\t"
+                     "vstmia r0, {d8-d15}\n\t"
+                     "movs r0, #0\n\t"
+                     "bx lr\n\t");
+}
+
+__attribute__((naked, noreturn)) static void fw_longjmp(const fw_jmp *j)
+{
+    (void)j;
+    __asm__ volatile("ldmia r0!, {r4-r11}\n\t"
+                     "ldr r2, [r0], #4\n\t"
+                     "ldr lr, [r0], #4\n\t"
+                     "vldmia r0, {d8-d15}\n\t"
+                     "mov sp, r2\n\t"
+                     "movs r0, #1\n\t"
+                     "bx lr\n\t");
+}
+
+static fw_jmp guard_env;
+static volatile uint32_t guard_active;
+static cp_fault guard_fault;    /* filled by fault_contain */
+static cp_fault *guard_out;
+
+/* Where an abandoned chain resumes: in the SysTick context, back into fw_guard. */
+__attribute__((noreturn)) static void guard_resume(void)
+{
+    fw_longjmp(&guard_env);
+}
+
+/* After a fault (or a late interrupt): stopped, its interrupt cleared. */
+static void budget_disarm(void)
+{
+    T1_CTRL = 0;
+    T1_INTCLR = 1;
+    NVIC_ICPR0 = 1u << BUDGET_IRQ;
+}
+
+/* Per job the timer costs three register writes: VALUE and CTRL to arm (RELOAD only when
+ * the budget changes), CTRL to stop; an interrupt that comes after the job ended finds no
+ * guard active and is dismissed by fault_contain. */
+static uint32_t budget_reload;
+
+static void budget_arm(uint64_t budget_ns)
+{
+    uint64_t counts = budget_ns * (CPU_HZ / 1000000u) / 1000u;
+    uint32_t c = counts > 0xffffffffu ? 0xffffffffu : counts == 0 ? 1u : (uint32_t)counts;
+    if (c != budget_reload) {
+        T1_RELOAD = c;
+        budget_reload = c;
+    }
+    T1_VALUE = c;
+    T1_CTRL = TIMER_ENABLE | TIMER_INTEN;
+}
+
+static int fw_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+{
+    (void)ctx;
+    guard_out = fault;
+    if (fw_setjmp(&guard_env) != 0) {
+        budget_disarm();
+        cp_fault *out = guard_out;
+        out->kind = guard_fault.kind;
+        out->address = guard_fault.address;
+        out->pc = guard_fault.pc;
+        out->code = guard_fault.code;
+        return 1;
+    }
+    if (budget_ns != 0) {
+        budget_arm(budget_ns);
+    }
+    __asm__ volatile("" ::: "memory");
+    guard_active = 1;
+    entry();
+    guard_active = 0;
+    __asm__ volatile("" ::: "memory");
+    if (budget_ns != 0) {
+        T1_CTRL = 0;
+    }
+    return 0;
+}
+
+static void warm_up_chain(void)
+{
+}
+
+/* One guarded call of an empty chain at boot: under qemu the guard and the timer code are
+ * translated now, not inside the first job of the first program (whose time it would add). */
+static void guard_warm_up(void)
+{
+    cp_fault f;
+    (void)fw_guard((void *)0, warm_up_chain, 1000000u, &f);
+}
+
+/* 1 if `frame` lies in the main stack (a stacking fault leaves it anywhere). */
+static int frame_readable(const uint32_t *frame)
+{
+    uintptr_t f = (uintptr_t)frame;
+    return f >= (uintptr_t)__stack_limit && f + 32u <= (uintptr_t)__stack_top;
+}
+
+_Noreturn void fault_report(const uint32_t *frame, uint32_t exc_return);
+
+/* Every fault, the budget timer and the watchdog's NMI (startup.c, fault_entry). A guarded
+ * chain is running iff guard_active is set while the SysTick handler is active: chains run
+ * only there, and nothing that preempts it runs guarded code. No FP register is used: a lazy
+ * FP save may be pending. */
+__attribute__((target("general-regs-only")))
+uint32_t *fault_contain(uint32_t *frame, uint32_t exc_return)
+{
+    uint32_t ipsr;
+    __asm__ volatile("mrs %0, ipsr" : "=r"(ipsr));
+    ipsr &= 0x1ffu;
+    int guarded = guard_active && (SCB_SHCSR & SHCSR_SYSTICKACT) != 0;
+    if (ipsr == 16u + BUDGET_IRQ && !guarded) {
+        budget_disarm(); /* late: the job has finished */
+        return (uint32_t *)0;
+    }
+    if (!guarded) {
+        cancel_lazy_fp();
+        fault_report(frame, exc_return);
+    }
+    uint32_t cfsr = SCB_CFSR, hfsr = SCB_HFSR;
+    cp_fault f = {CP_FAULT_TIMEOUT, 0, 0, 0, 0, 0, 0};
+    switch (ipsr) {
+    case 2: f.kind = CP_FAULT_WATCHDOG; break;
+    case 3: f.kind = CP_FAULT_HARDFAULT; f.code = hfsr; break;
+    case 4: f.kind = CP_FAULT_MEMMANAGE; f.code = cfsr; break;
+    case 5: f.kind = CP_FAULT_BUSFAULT; f.code = cfsr; break;
+    case 6: f.kind = CP_FAULT_USAGEFAULT; f.code = cfsr; break;
+    default: break; /* the budget timer */
+    }
+    if (f.kind == CP_FAULT_MEMMANAGE && (cfsr & CFSR_MMARVALID) != 0) {
+        f.address = SCB_MMFAR;
+    } else if (f.kind == CP_FAULT_BUSFAULT && (cfsr & CFSR_BFARVALID) != 0) {
+        f.address = SCB_BFAR;
+    }
+    uint32_t xpsr = 0x01000000u | 15u; /* Thumb, resuming in the SysTick handler */
+    if (frame_readable(frame)) {
+        f.pc = frame[6];
+    }
+    SCB_CFSR = cfsr; /* write one to clear */
+    SCB_HFSR = hfsr;
+    if (ipsr == 2) {
+        WDOG_LOCK = WDOG_UNLOCK;
+        WDOG_INTCLR = 1; /* the warning is handled: reload */
+        WDOG_LOCK = 0;
+    }
+    budget_disarm();
+    guard_fault = f;
+    guard_active = 0;
+    cancel_lazy_fp();
+    /* a chain may have masked interrupts before it looped */
+    __asm__ volatile("cpsie i\n\tmsr basepri, %0" : : "r"(0u) : "memory");
+    /* a basic frame just below the guard's stack pointer: pc = the stub, the rest 0 */
+    uint32_t *resume = (uint32_t *)((guard_env.r[8] - 32u) & ~7u);
+    for (int i = 0; i < 5; i++) {
+        resume[i] = 0;
+    }
+    resume[5] = 0xffffffffu; /* lr: never returned to */
+    resume[6] = (uint32_t)(uintptr_t)guard_resume & ~1u;
+    resume[7] = xpsr;
+    return resume;
+}
+
+/* ---- the hardware watchdog, kicked by the main loop */
+
+static void watchdog_start(void)
+{
+    WDOG_LOCK = WDOG_UNLOCK;
+    WDOG_LOAD = CPU_HZ / 1000u * WDOG_MS;
+    WDOG_CTRL = 3u; /* INTEN (NMI) | RESEN (reset at the second expiry) */
+    WDOG_LOCK = 0;
+    DUAL_LOAD = CPU_HZ / KICK_HZ;
+    DUAL_CTRL = (1u << 7) | (1u << 6) | (1u << 5) | (1u << 1); /* on, periodic, int, 32 bit */
+    NVIC_IPR(KICK_IRQ) = 0xc0;
+    NVIC_ISER0 = 1u << KICK_IRQ;
+}
+
+static void watchdog_kick(void)
+{
+    WDOG_LOCK = WDOG_UNLOCK;
+    WDOG_INTCLR = 1;
+    WDOG_LOCK = 0;
+}
+
 /* ---- faults: report as one text line on the UART (a bad frame to a host), then reset */
 
 static void put_hex(uint32_t v)
@@ -421,9 +710,19 @@ _Noreturn void harness_main(void)
     /* the UART first: qemu 7.2's CMSDK UART never calls qemu_chr_fe_accept_input(), so bytes
      * that arrive while RX is still disabled can sit in the chardev for ~300 ms */
     uart_init();
-    SCB_SHPR3 = (SCB_SHPR3 & 0x00ffffffu); /* SysTick: highest priority */
+    /* priorities: faults 0 > budget timer 0x20 > SysTick 0x40 > UART, wake-up 0xc0; SVCall
+     * lowest, so an SVC in a chain escalates to HardFault */
+    SCB_SHPR1 = 0;
+    SCB_SHPR2 = 0xffu << 24;
+    SCB_SHPR3 = (SCB_SHPR3 & 0x00ffffffu) | (0x40u << 24);
+    SCB_SHCSR |= SHCSR_FAULTS_ENA;
+    SCB_CCR |= CCR_DIV_0_TRP; /* an integer division by zero traps (the stencils never do) */
+    NVIC_IPR(BUDGET_IRQ) = 0x20;
+    NVIC_ISER0 = 1u << BUDGET_IRQ;
     timebase_init();
     systick_probe();
+    watchdog_start();
+    guard_warm_up();
 
     cfg.struct_size = sizeof(cfg);
     cfg.platform = &platform;
@@ -456,6 +755,15 @@ _Noreturn void harness_main(void)
     cfg.io_read = fw_io_read;
     cfg.io_write = fw_io_write;
     cfg.rt_stats = fw_rt_stats;
+    cfg.guard = fw_guard;
+    cfg.budget_factor = CP_BUDGET_FACTOR;
+    cfg.budget_min_ns = 100000u; /* 0.1 ms: the timer resolves 40 ns */
+    cfg.link_timeout_ns = CP_LINK_TIMEOUT_MS * 1000000ull;
+    if (key_init() != 0) {
+        cfg.key = runner_key;
+        cfg.key_len = runner_key_len;
+        cfg.require_auth = 1;
+    }
     if (cp_server_init(&srv, &cfg, (cp_error *)0) != CP_OK) {
         put_str("copapy runner: server configuration rejected\n");
         for (;;) {
@@ -469,6 +777,7 @@ _Noreturn void harness_main(void)
 
     uint8_t batch[256];
     for (;;) {
+        watchdog_kick();
         uint32_t n = 0;
         while (rx_tail != rx_head && n < sizeof(batch)) {
             batch[n++] = rx_ring[rx_tail % RX_RING];

@@ -40,6 +40,9 @@ void irq_handler(void);
 
 #define IRQ_VECTORS 32
 #define IRQ4 irq_handler, irq_handler, irq_handler, irq_handler
+/* IRQ 9 (CMSDK TIMER1): the runner firmware's budget timer; it stops a task that runs too
+ * long, so it enters like a fault (fault_contain decides what it means) */
+#define BUDGET_IRQ 9
 
 typedef struct vector_table {
     uint32_t *initial_sp;
@@ -65,8 +68,10 @@ static const vector_table vectors = {
         fault_entry,   /* 14 PendSV */
         systick_handler, /* 15 SysTick */
     },
-    .irq = {IRQ4, IRQ4, IRQ4, IRQ4, IRQ4, IRQ4, IRQ4, IRQ4},
+    .irq = {IRQ4, IRQ4, irq_handler, fault_entry, irq_handler, irq_handler, IRQ4, IRQ4, IRQ4,
+            IRQ4, IRQ4},
 };
+_Static_assert(BUDGET_IRQ == 9, "the budget timer's vector is irq[9] above");
 
 /* CP10/CP11 full access: the FPU, and on ARMv8.1-M also MVE. Touches no FP register. */
 GENERAL_REGS_ONLY __attribute__((noinline))
@@ -138,10 +143,27 @@ void irq_handler(void)
     __asm__ volatile("b fault_entry");
 }
 
-/* Every fault and unexpected exception: leave the (possibly broken) stack for a private one,
- * cancel a pending lazy FP save into that stack, then report. Naked, so no prologue touches
- * the faulting stack; only basic asm is allowed here. */
-__attribute__((naked, noreturn))
+/* The job harness contains nothing: every fault is reported. The runner firmware defines its
+ * own fault_contain (runner_fw.c). */
+GENERAL_REGS_ONLY __attribute__((weak))
+uint32_t *fault_contain(uint32_t *frame, uint32_t exc_return)
+{
+    cancel_lazy_fp();
+    fault_report(frame, exc_return);
+}
+
+GENERAL_REGS_ONLY void cancel_lazy_fp(void)
+{
+    /* a pending lazy FP save would go into the (possibly broken) stack of the fault */
+    *(volatile uint32_t *)0xE000EF34u &= ~1u; /* FPCCR.LSPACT */
+}
+
+/* Every fault and unexpected exception: leave the (possibly broken) stack for a private one
+ * and ask fault_contain what to do: NULL returns to the interrupted code as it was (with the
+ * original MSP and EXC_RETURN); a frame on the stack of the context to resume is returned
+ * into, in handler mode with a basic frame (EXC_RETURN 0xFFFFFFF1). Naked, so no prologue
+ * touches the faulting stack; only basic asm is allowed here. */
+__attribute__((naked))
 void fault_entry(void)
 {
     __asm__ volatile(
@@ -151,13 +173,18 @@ void fault_entry(void)
         "movs r2, #0\n\t"
         "msr msplim, r2\n\t"
 #endif
-        "ldr r2, =0xE000EF34\n\t" /* FPCCR */
-        "ldr r3, [r2]\n\t"
-        "bic r3, r3, #1\n\t"      /* LSPACT */
-        "str r3, [r2]\n\t"
         "ldr r2, =__fault_stack_top\n\t"
         "mov sp, r2\n\t"
-        "b fault_report\n\t"
+        "push {r0, r1}\n\t"
+        "bl fault_contain\n\t"
+        "pop {r1, r2}\n\t"
+        "cbz r0, 1f\n\t"
+        "msr msp, r0\n\t"
+        "ldr lr, =0xFFFFFFF1\n\t"
+        "bx lr\n\t"
+        "1:\n\t"
+        "msr msp, r1\n\t"
+        "bx r2\n\t"
         ".ltorg\n\t");
 }
 

@@ -1,21 +1,34 @@
 /* copapy-runner: the host runner process. It speaks the wire protocol of docs/protocol.md over
- * a pty, stdio or a loopback TCP socket and runs the loaded program in real time.
+ * a pty, stdio, a Unix-domain socket or a loopback TCP socket and runs the loaded program in
+ * real time, with its chains under fault containment (docs/realtime.md).
  *
- *   copapy-runner --pty [--name NAME] [--max-image BYTES] [--no-rt]
+ *   copapy-runner --pty [--key-file F] [common options]
  *   copapy-runner --stdio ...
- *   copapy-runner --tcp PORT ...        (127.0.0.1 only; PORT 0 picks a free port)
+ *   copapy-runner --unix PATH --key-file F ...   (or --insecure-no-auth: the socket file's
+ *                                                 permissions alone decide who may connect)
+ *   copapy-runner --tcp PORT --key-file F ...    (127.0.0.1 only; PORT 0 picks a free port)
+ * common options: --name NAME, --max-image BYTES, --max-memory BYTES, --no-rt, --user NAME,
+ *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS
  *
- * --pty prints "PTY /dev/pts/N" and --tcp prints "TCP 127.0.0.1:PORT" as the first stdout line;
- * stderr carries only warnings. Threads:
+ * --pty prints "PTY /dev/pts/N", --unix "UNIX PATH" and --tcp "TCP 127.0.0.1:PORT" as the first
+ * stdout line; stderr carries only warnings. A key (--key-file: the file's bytes, at least 16,
+ * readable by its owner only) makes every request authenticated; socket transports require
+ * one. Threads:
  *   * main (protocol): reads the transport, feeds the server (runner/src/server.c), writes its
- *     responses and the queued STREAM events; survives disconnects (pty clients may come and
- *     go, a new TCP client replaces the old one) while the program keeps running;
+ *     responses and the queued events; survives disconnects (pty clients may come and go; on a
+ *     socket a second connection is the server's guest link: refused with BUSY, or promoted
+ *     when it takes the session over) while the program keeps running;
  *   * tick (real time, SCHED_FIFO 80 when permitted): sleeps to absolute deadlines with
  *     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), records the release jitter (wake time -
  *     deadline) in a histogram and runs cp_server_tick() under the server lock (a priority-
  *     inheritance mutex), so READ/WRITE from the protocol thread land between ticks.
- * Real-time set-up (skipped with --no-rt), each failure one warning: mlockall, SCHED_FIFO 80,
- * PR_SET_TIMERSLACK 1 ns, /dev/cpu_dma_latency held at 0.
+ *   * watchdog (SCHED_FIFO 90 when permitted): the budget supervisor of platform_posix.c; it
+ *     interrupts a chain that runs past its budget (FAULTED: timeout).
+ * Real-time set-up (skipped with --no-rt), each failure one warning: mlockall (RLIMIT_MEMLOCK
+ * raised first), SCHED_FIFO 80, PR_SET_TIMERSLACK 1 ns, /dev/cpu_dma_latency opened; it is
+ * held at 0 only while a program runs. --user NAME then drops root for good (groups, gid, uid)
+ * before the first client is served. SIGINT, SIGTERM and SIGHUP end the runner cleanly: the
+ * outputs take their safe values first.
  *
  * Ticks: the tick is the program's (the largest that divides every task period and offset).
  * A wake that is late by whole ticks runs the missed ticks back to back (each counted in
@@ -27,6 +40,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
+#include <pwd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -41,7 +56,11 @@
 #include <arpa/inet.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,15 +74,21 @@ enum {
     RING_SIZE = 64 * 1024,
     CHANNELS = 16,
     RT_PRIORITY = 80,
+    WATCHDOG_PRIORITY = 90,
+    WATCHDOG_POLL_NS = 2000000,
+    DEFAULT_BUDGET_FACTOR = 10,
+    MIN_KEY = 16,
+    MAX_KEY = 4096,
     MAX_CATCHUP = 16,
     MIN_TICK_NS = 10000,
     WRITE_TIMEOUT_MS = 500
 };
 
 #define DEFAULT_MAX_IMAGE (4u * 1024u * 1024u)
-#define REGION_LIMIT ((size_t)64 * 1024 * 1024)
+#define DEFAULT_MAX_MEMORY (64ul * 1024 * 1024)
+#define DMA_IDLE_US 2000000000 /* "no constraint" for /dev/cpu_dma_latency */
 
-typedef enum { T_NONE, T_PTY, T_STDIO, T_TCP } transport;
+typedef enum { T_NONE, T_PTY, T_STDIO, T_TCP, T_UNIX } transport;
 
 typedef struct host {
     cp_server srv;
@@ -78,7 +103,11 @@ typedef struct host {
     /* transport */
     transport mode;
     int fd_in, fd_out;        /* the current client (-1: none) */
+    int guest_fd;             /* a second connection on a socket transport (-1: none) */
     int listen_fd;
+    const char *unix_path;
+    /* set by notify in the protocol context, acted on after the feed returns */
+    int text_seen, refused, took_over;
     int pty_master, pty_slave;
     int wake_pipe[2];
     int wake_pending;         /* atomic */
@@ -86,6 +115,8 @@ typedef struct host {
     int want_rt;
     int rt_active;
     int dma_fd;
+    int dma_held;             /* the tick thread has written 0 */
+    int verbose;              /* --verbose: real-time state changes on stderr */
     cp_jitter_hist hist;      /* written by the tick thread only */
     uint32_t late_ticks;      /* atomic */
     /* simulated I/O: doubles as bits, atomics */
@@ -93,6 +124,7 @@ typedef struct host {
 } host;
 
 static host H;
+static volatile sig_atomic_t stop_requested;
 
 static void warn(const char *fmt, ...)
 {
@@ -177,27 +209,53 @@ static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
 static void h_notify(void *ctx, uint32_t what)
 {
     host *h = ctx;
-    if (what == CP_SERVER_NOTIFY_STATE) {
+    switch (what) {
+    case CP_SERVER_NOTIFY_STATE:
+    case CP_SERVER_NOTIFY_REPLACED:
         pthread_mutex_lock(&h->lock);
         pthread_cond_broadcast(&h->cond);
         pthread_mutex_unlock(&h->lock);
-    } else if (!__atomic_exchange_n(&h->wake_pending, 1, __ATOMIC_ACQ_REL)) {
-        /* tick thread: never blocks (the pipe is non-blocking; a full pipe is awake anyway) */
-        ssize_t r = write(h->wake_pipe[1], "e", 1);
-        (void)r;
+        break;
+    case CP_SERVER_NOTIFY_TEXT: /* protocol context: acted on when the feed returns */
+        h->text_seen = 1;
+        break;
+    case CP_SERVER_NOTIFY_REFUSE:
+        h->refused = 1;
+        break;
+    case CP_SERVER_NOTIFY_TAKEOVER:
+        h->took_over = 1;
+        break;
+    default:
+        if (!__atomic_exchange_n(&h->wake_pending, 1, __ATOMIC_ACQ_REL)) {
+            /* tick thread: never blocks (the pipe is non-blocking; a full pipe is awake) */
+            ssize_t r = write(h->wake_pipe[1], "e", 1);
+            (void)r;
+        }
+        break;
     }
 }
 
 static void drop_client(host *h);
+static void drop_guest(host *h);
+
+static int is_socket(const host *h)
+{
+    return h->mode == T_TCP || h->mode == T_UNIX;
+}
 
 /* Writes everything or gives up: a client that stops reading for WRITE_TIMEOUT_MS loses the
- * bytes (pty: the unread backlog is discarded; TCP: the client is dropped). */
-static void h_write(void *ctx, const uint8_t *bytes, size_t n)
+ * bytes (pty: the unread backlog is discarded; a socket client is dropped). */
+static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t n)
 {
     host *h = ctx;
+    int guest = link == CP_SERVER_GUEST;
     int flushed = 0;
-    while (n > 0 && h->fd_out >= 0) {
-        ssize_t w = write(h->fd_out, bytes, n);
+    for (;;) {
+        int fd = guest ? h->guest_fd : h->fd_out;
+        if (n == 0 || fd < 0) {
+            return;
+        }
+        ssize_t w = write(fd, bytes, n);
         if (w > 0) {
             bytes += w;
             n -= (size_t)w;
@@ -207,7 +265,7 @@ static void h_write(void *ctx, const uint8_t *bytes, size_t n)
             continue;
         }
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            struct pollfd p = {h->fd_out, POLLOUT, 0};
+            struct pollfd p = {fd, POLLOUT, 0};
             if (poll(&p, 1, WRITE_TIMEOUT_MS) > 0 && (p.revents & POLLOUT)) {
                 continue;
             }
@@ -217,19 +275,35 @@ static void h_write(void *ctx, const uint8_t *bytes, size_t n)
                 flushed = 1;
                 continue;
             }
-            if (h->mode == T_TCP) {
-                drop_client(h);
-            }
-            return;
+        } else if (h->mode == T_STDIO) {
+            exit(0); /* a hard error: the client is gone */
         }
-        /* a hard error: the client is gone */
-        if (h->mode == T_STDIO) {
-            exit(0);
-        }
-        if (h->mode == T_TCP) {
+        if (guest) {
+            drop_guest(h);
+        } else if (is_socket(h)) {
             drop_client(h);
         }
         return;
+    }
+}
+
+static void h_write(void *ctx, const uint8_t *bytes, size_t n)
+{
+    h_write_link(ctx, CP_SERVER_OWNER, bytes, n);
+}
+
+/* Nonces from the kernel's generator. */
+static void h_random(void *ctx, uint8_t *out, size_t n)
+{
+    (void)ctx;
+    while (n > 0) {
+        ssize_t r = getrandom(out, n, 0);
+        if (r > 0) {
+            out += r;
+            n -= (size_t)r;
+        } else if (r < 0 && errno != EINTR) {
+            die("getrandom: %s", strerror(errno));
+        }
     }
 }
 
@@ -240,19 +314,41 @@ static void rt_setup_process(host *h)
     if (!h->want_rt) {
         return;
     }
+    /* locked memory stays locked after dropping root only within RLIMIT_MEMLOCK: lift it
+     * while we may (every program region is mmap'd later, under MCL_FUTURE) */
+    struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
+    (void)setrlimit(RLIMIT_MEMLOCK, &unlimited);
     if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
         warn("mlockall failed (%s): page faults may delay ticks", strerror(errno));
     }
+    /* opened now (it needs root) but held at 0 only while a program runs (dma_hold) */
     h->dma_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
     if (h->dma_fd < 0) {
         warn("cannot open /dev/cpu_dma_latency (%s): CPU idle states may add wake-up latency",
              strerror(errno));
     } else {
-        int32_t zero = 0;
-        if (write(h->dma_fd, &zero, sizeof(zero)) != (ssize_t)sizeof(zero)) {
+        int32_t idle = DMA_IDLE_US;
+        if (write(h->dma_fd, &idle, sizeof(idle)) != (ssize_t)sizeof(idle)) {
             warn("cannot write /dev/cpu_dma_latency (%s)", strerror(errno));
             close(h->dma_fd);
             h->dma_fd = -1;
+        }
+    }
+}
+
+/* Tick thread: the CPU stays out of deep idle states (latency 0) only while a program runs;
+ * otherwise the request on the open file says "no constraint". */
+static void dma_hold(host *h, int on)
+{
+    if (h->dma_fd < 0 || h->dma_held == on) {
+        return;
+    }
+    int32_t v = on ? 0 : DMA_IDLE_US;
+    if (write(h->dma_fd, &v, sizeof(v)) == (ssize_t)sizeof(v)) {
+        __atomic_store_n(&h->dma_held, on, __ATOMIC_RELAXED);
+        if (h->verbose) {
+            fprintf(stderr, "copapy-runner: cpu_dma_latency %s\n",
+                    on ? "held at 0 (a program runs)" : "released");
         }
     }
 }
@@ -267,11 +363,13 @@ static void *tick_main(void *arg)
     pthread_mutex_lock(&h->lock);
     for (;;) {
         while (!h->quit && cp_server_state(&h->srv) != CP_SERVER_RUNNING) {
+            dma_hold(h, 0);
             pthread_cond_wait(&h->cond, &h->lock);
         }
         if (h->quit) {
             break;
         }
+        dma_hold(h, 1);
         uint32_t gen = cp_server_generation(&h->srv);
         uint64_t tick = cp_server_tick_ns(&h->srv);
         cp_jitter_clear(&h->hist);
@@ -290,6 +388,9 @@ static void *tick_main(void *arg)
                 cp_server_generation(&h->srv) != gen) {
                 break; /* locked: back to waiting for the next START */
             }
+            /* a program replaced between two ticks keeps the deadline grid (its first tick is
+             * the old one's next deadline); a new tick steps it from there */
+            tick = cp_server_tick_ns(&h->srv);
             /* a sleep to an absolute deadline never wakes early: no margin */
             uint32_t late = cp_server_catch_up(&h->srv, &deadline, tick, wake, 0, MAX_CATCHUP);
             if (late != 0) {
@@ -300,6 +401,7 @@ static void *tick_main(void *arg)
             pthread_mutex_unlock(&h->lock);
         }
     }
+    dma_hold(h, 0);
     pthread_mutex_unlock(&h->lock);
     return NULL;
 }
@@ -341,12 +443,22 @@ static void set_nonblock(int fd)
     }
 }
 
+/* The owner's connection closed (or was closed): its session ends with it. */
 static void drop_client(host *h)
 {
-    if (h->mode == T_TCP && h->fd_in >= 0) {
+    if (is_socket(h) && h->fd_in >= 0) {
         close(h->fd_in);
         h->fd_in = h->fd_out = -1;
-        cp_server_disconnect(&h->srv);
+        cp_server_disconnect_link(&h->srv, CP_SERVER_OWNER);
+    }
+}
+
+static void drop_guest(host *h)
+{
+    if (h->guest_fd >= 0) {
+        close(h->guest_fd);
+        h->guest_fd = -1;
+        cp_server_disconnect_link(&h->srv, CP_SERVER_GUEST);
     }
 }
 
@@ -402,33 +514,123 @@ static void open_tcp(host *h, int port)
     fflush(stdout);
 }
 
+/* A Unix-domain socket whose file (mode 0600, owned by the user the runner runs as) decides
+ * who may connect. A stale socket file is replaced; any other file is an error. */
+static void open_unix(host *h, const char *path, uid_t owner, gid_t group)
+{
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof(a));
+    a.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        die("--unix path '%s' is longer than %zu bytes", path, sizeof(a.sun_path) - 1);
+    }
+    strcpy(a.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            die("--unix %s exists and is not a socket", path);
+        }
+        unlink(path);
+    }
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        die("socket: %s", strerror(errno));
+    }
+    mode_t old = umask(0177); /* srw------- */
+    int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+    umask(old);
+    if (rc != 0 || listen(fd, 4) != 0) {
+        die("cannot listen on %s: %s", path, strerror(errno));
+    }
+    if (owner != (uid_t)-1 && chown(path, owner, group) != 0) {
+        die("cannot give %s to the --user: %s", path, strerror(errno));
+    }
+    h->listen_fd = fd;
+    h->unix_path = path;
+    printf("UNIX %s\n", path);
+    fflush(stdout);
+}
+
+/* The first connection is the owner's; a second one is the server's guest link (refused with
+ * BUSY, or promoted when it takes over); a third waits until one of them is gone. */
 static void accept_client(host *h)
 {
     int c = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) {
         return;
     }
-    int one = 1;
-    setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    drop_client(h); /* the newest client wins: the old one is most likely dead */
-    h->fd_in = h->fd_out = c;
+    if (h->mode == T_TCP) {
+        int one = 1;
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    if (h->fd_in < 0) {
+        h->fd_in = h->fd_out = c;
+    } else {
+        h->guest_fd = c;
+    }
+}
+
+/* Socket transports: the bytes of one link, and what the server reported while it took them:
+ * text closes that connection, a refused guest is closed, a guest that took over becomes the
+ * owner (the old owner's connection is closed) and the rest of its bytes are the owner's. */
+static void feed_socket(host *h, int guest, const uint8_t *buf, size_t n)
+{
+    while (n > 0) {
+        h->text_seen = h->refused = h->took_over = 0;
+        size_t used = cp_server_feed_link(&h->srv, guest ? CP_SERVER_GUEST : CP_SERVER_OWNER,
+                                          buf, n);
+        buf += used;
+        n -= used;
+        if (h->took_over) {
+            /* the server has made the guest's session the owner's: only the old connection
+             * goes (drop_client would end the new owner's session) */
+            if (h->fd_in >= 0) {
+                close(h->fd_in);
+            }
+            h->fd_in = h->fd_out = h->guest_fd;
+            h->guest_fd = -1;
+            guest = 0;
+        } else if (h->text_seen || h->refused) {
+            if (h->text_seen) {
+                /* most likely a browser or curl: tell it in its own terms, then hang up */
+                static const char reply[] =
+                    "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\n"
+                    "Connection: close\r\n\r\ncopapy runner: not an HTTP server; it speaks "
+                    "the copapy wire protocol (docs/protocol.md), authenticated by its key\n";
+                ssize_t w = write(guest ? h->guest_fd : h->fd_out, reply, sizeof(reply) - 1);
+                (void)w;
+            }
+            if (guest) {
+                drop_guest(h);
+            } else {
+                drop_client(h);
+            }
+            return;
+        }
+    }
 }
 
 static void protocol_loop(host *h)
 {
     uint8_t buf[4096];
-    for (;;) {
-        struct pollfd p[3];
-        int n = 0, i_client = -1, i_wake, i_listen = -1;
+    while (!stop_requested) {
+        struct pollfd p[4];
+        int n = 0, i_client = -1, i_wake, i_listen = -1, i_guest = -1;
         if (h->fd_in >= 0) {
             i_client = n;
             p[n++] = (struct pollfd){h->fd_in, POLLIN, 0};
         }
         i_wake = n;
         p[n++] = (struct pollfd){h->wake_pipe[0], POLLIN, 0};
-        if (h->mode == T_TCP) {
+        if (is_socket(h) && (h->fd_in < 0 || h->guest_fd < 0)) {
+            /* a third connection waits in the backlog until a slot is free (polling the
+             * listener without accepting would spin) */
             i_listen = n;
             p[n++] = (struct pollfd){h->listen_fd, POLLIN, 0};
+        }
+        if (h->guest_fd >= 0) {
+            i_guest = n;
+            p[n++] = (struct pollfd){h->guest_fd, POLLIN, 0};
         }
         if (poll(p, (nfds_t)n, -1) < 0) {
             if (errno == EINTR) {
@@ -446,15 +648,26 @@ static void protocol_loop(host *h)
             accept_client(h);
             continue;
         }
+        if (i_guest >= 0 && (p[i_guest].revents & (POLLIN | POLLHUP | POLLERR))) {
+            ssize_t r = read(h->guest_fd, buf, sizeof(buf));
+            if (r > 0) {
+                feed_socket(h, 1, buf, (size_t)r);
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK)) {
+                drop_guest(h);
+            }
+            continue; /* the owner's descriptor may have changed (a takeover) */
+        }
         if (i_client >= 0 && (p[i_client].revents & (POLLIN | POLLHUP | POLLERR))) {
             ssize_t r = read(h->fd_in, buf, sizeof(buf));
-            if (r > 0) {
+            if (r > 0 && is_socket(h)) {
+                feed_socket(h, 0, buf, (size_t)r);
+            } else if (r > 0) {
                 cp_server_feed(&h->srv, buf, (size_t)r);
             } else if (r == 0 || (errno != EAGAIN && errno != EINTR && errno != EWOULDBLOCK)) {
                 if (h->mode == T_STDIO) {
                     return; /* stdin closed: nobody can talk to us any more */
                 }
-                if (h->mode == T_TCP) {
+                if (is_socket(h)) {
                     drop_client(h);
                 } else {
                     /* a pty whose slave is held open does not hang up; be safe anyway */
@@ -471,9 +684,63 @@ static void protocol_loop(host *h)
 
 static void usage(void)
 {
-    fputs("usage: copapy-runner (--pty | --stdio | --tcp PORT) [--name NAME] "
-          "[--max-image BYTES] [--no-rt]\n", stderr);
+    fputs("usage: copapy-runner (--pty | --stdio | --unix PATH | --tcp PORT) [--key-file F]\n"
+          "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
+          "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
+          "         [--session-lease SECONDS] [--no-rt] [--verbose]\n", stderr);
     exit(2);
+}
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+    ssize_t r = write(H.wake_pipe[1], "q", 1); /* ends the protocol loop's poll */
+    (void)r;
+}
+
+/* The shared key: the whole file (16 .. 4096 bytes), which only its owner may read. */
+static uint8_t *read_key(const char *path, uint32_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        die("--key-file %s: %s", path, strerror(errno));
+    }
+    if ((st.st_mode & 077) != 0) {
+        die("--key-file %s can be read by other users (mode %03o): chmod 600 %s", path,
+            (unsigned)(st.st_mode & 0777), path);
+    }
+    static uint8_t key[MAX_KEY + 1];
+    ssize_t n = read(fd, key, sizeof(key));
+    close(fd);
+    if (n < MIN_KEY || n > MAX_KEY) {
+        die("--key-file %s has %zd bytes; a key has %d to %d (e.g. head -c 32 /dev/urandom)",
+            path, n, MIN_KEY, MAX_KEY);
+    }
+    *len = (uint32_t)n;
+    return key;
+}
+
+static double parse_seconds(const char *opt, const char *arg)
+{
+    char *end = NULL;
+    double v = strtod(arg, &end);
+    if (end == arg || *end != '\0' || !(v > 0.0) || v > 86400.0) {
+        die("%s needs a time in seconds (> 0), got '%s'", opt, arg);
+    }
+    return v;
+}
+
+/* --user: after the real-time set-up and the sockets, root is given up for good. */
+static void drop_root(const struct passwd *pw)
+{
+    if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
+        die("cannot drop root to user %s: %s", pw->pw_name, strerror(errno));
+    }
+    if (setuid(0) == 0 || geteuid() == 0) {
+        die("still root after dropping to %s", pw->pw_name);
+    }
 }
 
 int main(int argc, char **argv)
@@ -481,17 +748,30 @@ int main(int argc, char **argv)
     host *h = &H;
     h->mode = T_NONE;
     h->fd_in = h->fd_out = h->listen_fd = h->pty_master = h->pty_slave = h->dma_fd = -1;
+    h->guest_fd = -1;
     h->want_rt = 1;
     const char *name = "copapy host runner";
-    unsigned long max_image = DEFAULT_MAX_IMAGE;
-    int tcp_port = -1;
+    const char *key_file = NULL, *user = NULL, *unix_path = NULL;
+    unsigned long max_image = DEFAULT_MAX_IMAGE, max_memory = DEFAULT_MAX_MEMORY;
+    unsigned long budget_factor = DEFAULT_BUDGET_FACTOR;
+    double link_timeout = 0.0, lease = 0.0;
+    int tcp_port = -1, no_auth = 0;
     static const struct option opts[] = {
         {"pty", no_argument, NULL, 'p'},
         {"stdio", no_argument, NULL, 's'},
         {"tcp", required_argument, NULL, 't'},
+        {"unix", required_argument, NULL, 'u'},
+        {"key-file", required_argument, NULL, 'k'},
+        {"insecure-no-auth", no_argument, NULL, 'I'},
+        {"user", required_argument, NULL, 'U'},
         {"name", required_argument, NULL, 'n'},
         {"max-image", required_argument, NULL, 'm'},
+        {"max-memory", required_argument, NULL, 'M'},
+        {"budget-factor", required_argument, NULL, 'b'},
+        {"link-timeout", required_argument, NULL, 'l'},
+        {"session-lease", required_argument, NULL, 'L'},
         {"no-rt", no_argument, NULL, 'r'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -501,20 +781,29 @@ int main(int argc, char **argv)
         switch (c) {
         case 'p':
         case 's':
-            if (h->mode != T_NONE) {
-                usage();
-            }
-            h->mode = c == 'p' ? T_PTY : T_STDIO;
-            break;
         case 't':
+        case 'u':
             if (h->mode != T_NONE) {
                 usage();
             }
-            h->mode = T_TCP;
-            tcp_port = (int)strtol(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || tcp_port < 0 || tcp_port > 65535) {
-                die("--tcp needs a port number 0..65535, got '%s'", optarg);
+            h->mode = c == 'p' ? T_PTY : c == 's' ? T_STDIO : c == 't' ? T_TCP : T_UNIX;
+            if (c == 'u') {
+                unix_path = optarg;
+            } else if (c == 't') {
+                tcp_port = (int)strtol(optarg, &end, 10);
+                if (end == optarg || *end != '\0' || tcp_port < 0 || tcp_port > 65535) {
+                    die("--tcp needs a port number 0..65535, got '%s'", optarg);
+                }
             }
+            break;
+        case 'k':
+            key_file = optarg;
+            break;
+        case 'I':
+            no_auth = 1;
+            break;
+        case 'U':
+            user = optarg;
             break;
         case 'n':
             name = optarg;
@@ -525,8 +814,30 @@ int main(int argc, char **argv)
                 die("--max-image needs a size in bytes (64 .. 2^31-1), got '%s'", optarg);
             }
             break;
+        case 'M':
+            max_memory = strtoul(optarg, &end, 0);
+            if (end == optarg || *end != '\0' || max_memory < 4096) {
+                die("--max-memory needs a size in bytes (>= 4096), got '%s'", optarg);
+            }
+            break;
+        case 'b':
+            budget_factor = strtoul(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || budget_factor > 1000000) {
+                die("--budget-factor needs a whole number 0 .. 1000000 (0: no time limit), "
+                    "got '%s'", optarg);
+            }
+            break;
+        case 'l':
+            link_timeout = parse_seconds("--link-timeout", optarg);
+            break;
+        case 'L':
+            lease = parse_seconds("--session-lease", optarg);
+            break;
         case 'r':
             h->want_rt = 0;
+            break;
+        case 'v':
+            h->verbose = 1;
             break;
         default:
             usage();
@@ -535,6 +846,33 @@ int main(int argc, char **argv)
     if (h->mode == T_NONE || optind != argc) {
         usage();
     }
+    /* who may run native code here: sockets need a key (a Unix socket may rely on its file
+     * permissions alone, if asked explicitly); TCP always needs one */
+    if (h->mode == T_TCP && key_file == NULL) {
+        die("--tcp needs --key-file: any local user (and a browser's request) can reach a TCP "
+            "port; prefer --unix PATH, whose file permissions decide who may connect");
+    }
+    if (h->mode == T_UNIX && key_file == NULL && !no_auth) {
+        die("--unix needs --key-file, or --insecure-no-auth to let everyone who may open %s "
+            "run code as this user", unix_path);
+    }
+    if (no_auth && (h->mode != T_UNIX || key_file != NULL)) {
+        die("--insecure-no-auth is only for --unix, without --key-file");
+    }
+    const struct passwd *pw = NULL;
+    if (user != NULL) {
+        pw = getpwnam(user);
+        if (pw == NULL) {
+            die("--user %s: no such user", user);
+        }
+        if (geteuid() != 0) {
+            die("--user %s needs the runner to be started as root", user);
+        }
+    } else if (geteuid() == 0) {
+        warn("running as root: uploaded programs run as root too; use --user NAME");
+    }
+    uint32_t key_len = 0;
+    const uint8_t *key = key_file != NULL ? read_key(key_file, &key_len) : NULL;
     signal(SIGPIPE, SIG_IGN);
 
     h->staging = malloc(max_image);
@@ -546,6 +884,13 @@ int main(int argc, char **argv)
     if (pipe2(h->wake_pipe, O_NONBLOCK | O_CLOEXEC) != 0) {
         die("pipe: %s", strerror(errno));
     }
+    struct sigaction stop;
+    memset(&stop, 0, sizeof(stop));
+    stop.sa_handler = on_stop_signal;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     if (pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT) != 0) {
@@ -558,7 +903,8 @@ int main(int argc, char **argv)
     rt_setup_process(h);
 
     h->platform = *cp_platform_posix();
-    h->platform.max_region_size = REGION_LIMIT;
+    h->platform.max_region_size = max_memory;
+    h->platform.memory_option = "raise it with copapy-runner --max-memory BYTES";
     cp_server_config *cfg = &h->cfg;
     cfg->struct_size = sizeof(*cfg);
     cfg->platform = &h->platform;
@@ -576,6 +922,7 @@ int main(int argc, char **argv)
     cfg->name = name;
     cfg->ctx = h;
     cfg->write = h_write;
+    cfg->write_link = h_write_link;
     cfg->lock = h_lock;
     cfg->unlock = h_unlock;
     cfg->notify = h_notify;
@@ -583,9 +930,23 @@ int main(int argc, char **argv)
     cfg->io_read = h_io_read;
     cfg->io_write = h_io_write;
     cfg->rt_stats = h_rt_stats;
+    cfg->random = h_random;
+    cfg->guard = cp_posix_guard;
+    cfg->budget_factor = (uint32_t)budget_factor;
+    cfg->budget_min_ns = 2u * WATCHDOG_POLL_NS; /* what the supervisor can resolve */
+    cfg->link_timeout_ns = (uint64_t)(link_timeout * 1e9);
+    cfg->session_lease_ns = (uint64_t)(lease * 1e9);
+    cfg->key = key;
+    cfg->key_len = key_len;
+    cfg->require_auth = key != NULL;
 
-    /* the tick thread first: whether it got SCHED_FIFO goes into HELLO's flags */
+    /* the threads first: whether the tick thread got SCHED_FIFO goes into HELLO's flags; the
+     * supervisor must preempt a real-time chain that loops */
     start_tick_thread(h);
+    int wd = cp_posix_watchdog_start(WATCHDOG_POLL_NS, h->want_rt ? WATCHDOG_PRIORITY : 0);
+    if (wd != 0) {
+        die("cannot start the watchdog thread: %s", strerror(wd));
+    }
     cfg->flags = (uint8_t)(CP_SERVER_FLAG_SIMULATED_IO |
                            (h->rt_active ? CP_SERVER_FLAG_REALTIME : 0));
     cp_error err;
@@ -598,17 +959,31 @@ int main(int argc, char **argv)
         die("%s", err.message);
     }
 
+    /* sockets may need root (a path under /run, a port below 1024); the pty belongs to the
+     * user it is opened by, so it comes after dropping root */
     switch (h->mode) {
-    case T_PTY:
-        open_pty(h);
-        break;
     case T_TCP:
         open_tcp(h, tcp_port);
         break;
+    case T_UNIX:
+        open_unix(h, unix_path, pw != NULL ? pw->pw_uid : (uid_t)-1,
+                  pw != NULL ? pw->pw_gid : (gid_t)-1);
+        break;
     default:
+        break;
+    }
+    if (pw != NULL) {
+        drop_root(pw);
+        if (h->verbose) {
+            fprintf(stderr, "copapy-runner: running as user %s (uid %u)\n", pw->pw_name,
+                    (unsigned)getuid());
+        }
+    }
+    if (h->mode == T_PTY) {
+        open_pty(h);
+    } else if (h->mode == T_STDIO) {
         h->fd_in = STDIN_FILENO;
         h->fd_out = STDOUT_FILENO;
-        break;
     }
     protocol_loop(h);
 
@@ -617,6 +992,9 @@ int main(int argc, char **argv)
     pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
     pthread_join(h->tick_thread, NULL);
-    cp_server_close(&h->srv);
+    cp_server_close(&h->srv); /* the outputs take their safe values */
+    if (h->unix_path != NULL) {
+        unlink(h->unix_path);
+    }
     return 0;
 }

@@ -209,7 +209,9 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             b++;
         }
     }
-    self->prog.tasks[0].entry();
+    if (run_guarded(&self->prog, 0) < 0) {
+        goto done;
+    }
     Py_ssize_t m = PyTuple_GET_SIZE(outputs);
     result = PyTuple_New(m);
     if (result == NULL) {

@@ -9,10 +9,60 @@
 #include <time.h>
 
 #include "copapy/platform_posix.h"
+#include "copapy/proto.h"
 #include "copapy/runner.h"
 #include "../src/internal.h"
 
 static PyObject *ImageError;
+static PyObject *ProgramFault; /* copapy.runtime.errors.ProgramFault */
+
+/* The in-process supervisor (copapy.runtime.native.set_watchdog): a job may use `factor`
+ * times its budget of CPU time, at least `min_ns`; a job without period, wcet or budget
+ * (run(), invoke()) `request_ns`. */
+static uint32_t watchdog_factor = 10;
+static uint64_t watchdog_min_ns = 1000000000ull;
+static uint64_t watchdog_request_ns = 60000000000ull;
+
+#define DEFAULT_MAX_MEMORY ((size_t)64 * 1024 * 1024)
+#define DEFAULT_MEMORY_OPTION \
+    "COPAPY_MAX_MEMORY=<bytes> or copapy.runtime.set_max_memory(<bytes>)"
+
+/* Raises ProgramFault with the facts of a fault; tick < 0: outside the scheduler. */
+static void raise_fault(const cp_fault *f, long long tick)
+{
+    PyObject *task = f->task == CP_FAULT_NO_TASK ? Py_NewRef(Py_None)
+                                                 : PyLong_FromUnsignedLong(f->task);
+    PyObject *when = tick < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(tick);
+    if (task != NULL && when != NULL) {
+        PyObject *exc = PyObject_CallFunction(ProgramFault, "sOKKkO", cp_fault_name(f->kind),
+                                              task, (unsigned long long)f->address,
+                                              (unsigned long long)f->pc,
+                                              (unsigned long)f->code, when);
+        if (exc != NULL) {
+            PyErr_SetObject(ProgramFault, exc);
+            Py_DECREF(exc);
+        }
+    }
+    Py_XDECREF(task);
+    Py_XDECREF(when);
+}
+
+/* Runs one task of a loaded program inside the fault guard; raises ProgramFault and returns
+ * -1 if it faulted. */
+CP_CALLS_LOADED_CODE
+static int run_guarded(const cp_program *prog, uint32_t task)
+{
+    cp_fault f;
+    memset(&f, 0, sizeof(f));
+    uint64_t budget = cp_task_budget_ns(&prog->tasks[task], watchdog_factor, watchdog_min_ns,
+                                        watchdog_request_ns);
+    if (cp_posix_guard(NULL, prog->tasks[task].entry, budget, &f) == 0) {
+        return 0;
+    }
+    f.task = task;
+    raise_fault(&f, -1);
+    return -1;
+}
 
 typedef struct {
     PyObject_HEAD
@@ -134,7 +184,9 @@ static PyObject *Program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
                      cp_arch_name(host_arch()), (unsigned)host_arch());
         return NULL;
     }
-    (void)cp_program_run(&self->prog, (uint32_t)task);
+    if (run_guarded(&self->prog, (uint32_t)task) < 0) {
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -541,6 +593,9 @@ static PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject
     cfg.io_read = sim_io_read;
     cfg.io_write = sim_io_write;
     cfg.io_ctx = sched;
+    cfg.guard = cp_posix_guard;
+    cfg.budget_factor = watchdog_factor;
+    cfg.budget_min_ns = watchdog_min_ns;
     cp_error err = new_error();
     cp_status st = cp_sched_init(&sched->sched, &self->prog, &cfg, &err);
     if (st != CP_OK) {
@@ -595,15 +650,37 @@ static int check_idle(const SchedulerObject *self)
     return 0;
 }
 
+/* ProgramFault if the scheduler's program has faulted (-1), else 0. */
+static int check_fault(const SchedulerObject *self)
+{
+    const cp_fault *f = cp_sched_fault(&self->sched);
+    if (f == NULL) {
+        return 0;
+    }
+    raise_fault(f, (long long)f->tick);
+    return -1;
+}
+
+/* A faulted program stops: ticks after the fault are not processed. */
+static PyObject *advance_result(const SchedulerObject *self)
+{
+    if (check_fault(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *Scheduler_advance(SchedulerObject *self, PyObject *arg)
 {
     uint64_t ticks;
-    if (check_idle(self) < 0 || parse_u64(arg, "ticks", &ticks) < 0) {
+    if (check_idle(self) < 0 || parse_u64(arg, "ticks", &ticks) < 0 || check_fault(self) < 0) {
         return NULL;
     }
     if (ticks < GIL_FREE_TICKS) {
-        cp_sched_advance(&self->sched, ticks);
-        Py_RETURN_NONE;
+        for (uint64_t k = 0; k < ticks && cp_sched_fault(&self->sched) == NULL; k++) {
+            cp_sched_tick(&self->sched);
+        }
+        return advance_result(self);
     }
     /* the chains never call Python and every buffer the loop touches is pinned, so the GIL can
      * go; Ctrl-C is honoured between chunks (the ticks done so far stay done) */
@@ -611,25 +688,30 @@ static PyObject *Scheduler_advance(SchedulerObject *self, PyObject *arg)
     while (ticks > 0) {
         uint64_t n = ticks < SIGNAL_CHECK_TICKS ? ticks : SIGNAL_CHECK_TICKS;
         Py_BEGIN_ALLOW_THREADS
-        cp_sched_advance(&self->sched, n);
+        for (uint64_t k = 0; k < n && cp_sched_fault(&self->sched) == NULL; k++) {
+            cp_sched_tick(&self->sched);
+        }
         Py_END_ALLOW_THREADS
         ticks -= n;
+        if (cp_sched_fault(&self->sched) != NULL) {
+            break;
+        }
         if (ticks > 0 && PyErr_CheckSignals() < 0) {
             self->busy = 0;
             return NULL;
         }
     }
     self->busy = 0;
-    Py_RETURN_NONE;
+    return advance_result(self);
 }
 
 static PyObject *Scheduler_tick(SchedulerObject *self, PyObject *Py_UNUSED(ignored))
 {
-    if (check_idle(self) < 0) {
+    if (check_idle(self) < 0 || check_fault(self) < 0) {
         return NULL;
     }
     cp_sched_tick(&self->sched);
-    Py_RETURN_NONE;
+    return advance_result(self);
 }
 
 static PyObject *Scheduler_settle(SchedulerObject *self, PyObject *Py_UNUSED(ignored))
@@ -950,6 +1032,18 @@ static PyObject *Scheduler_get_measure(SchedulerObject *self, void *closure)
     return PyBool_FromLong(self->measure);
 }
 
+static PyObject *Scheduler_get_fault(SchedulerObject *self, void *closure)
+{
+    (void)closure;
+    const cp_fault *f = cp_sched_fault(&self->sched);
+    if (f == NULL) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(sIKKIK)", cp_fault_name(f->kind), (unsigned)f->task,
+                         (unsigned long long)f->address, (unsigned long long)f->pc,
+                         (unsigned)f->code, (unsigned long long)f->tick);
+}
+
 static PyObject *Scheduler_get_program(SchedulerObject *self, void *closure)
 {
     (void)closure;
@@ -983,6 +1077,9 @@ static PyGetSetDef Scheduler_getset[] = {
     {"measure", (getter)Scheduler_get_measure, NULL,
      "True: chains are timed with CLOCK_MONOTONIC for exec_ns statistics", NULL},
     {"program", (getter)Scheduler_get_program, NULL, "the Program being scheduled", NULL},
+    {"fault", (getter)Scheduler_get_fault, NULL,
+     "None, or (kind, task, address, pc, code, tick) of the fault that stopped the program "
+     "(cleared by reset())", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1077,15 +1174,29 @@ static PyTypeObject ProgramType = {
 
 /* ---- module functions */
 
+/* The option string a TOO_LARGE error names; kept for the life of the module. */
+static char memory_option[160] = DEFAULT_MEMORY_OPTION;
+
 static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *keywords[] = {"image", "arch", NULL};
+    static char *keywords[] = {"image", "arch", "max_memory", "memory_option", NULL};
     Py_buffer image;
     PyObject *arch_obj = Py_None;
+    Py_ssize_t max_memory = (Py_ssize_t)DEFAULT_MAX_MEMORY;
+    const char *option = NULL;
     uint16_t arch;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|O:load", keywords, &image, &arch_obj)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|Onz:load", keywords, &image, &arch_obj,
+                                     &max_memory, &option)) {
         return NULL;
+    }
+    if (max_memory <= 0) {
+        PyBuffer_Release(&image);
+        PyErr_SetString(PyExc_ValueError, "max_memory must be a positive number of bytes");
+        return NULL;
+    }
+    if (option != NULL) {
+        snprintf(memory_option, sizeof(memory_option), "%s", option);
     }
     if (parse_arch(arch_obj, &arch) < 0) {
         PyBuffer_Release(&image);
@@ -1100,9 +1211,14 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->prog.struct_size = sizeof(self->prog);
     self->platform = *cp_platform_posix();
     self->platform.arch = arch;
+    self->platform.max_region_size = (size_t)max_memory;
+    self->platform.memory_option = memory_option;
     self->exports = 0;
     self->schedulers = 0;
     self->runnable = arch != 0 && arch == host_arch();
+    /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
+     * import: the replaced handler becomes the one faults outside guarded code go to */
+    (void)cp_posix_guard_install();
     cp_error err = new_error();
     cp_status st = cp_program_load(&self->prog, (const uint8_t *)image.buf, (size_t)image.len,
                                    &self->platform, &err);
@@ -1219,6 +1335,52 @@ static PyObject *runner_apply_patch(PyObject *module, PyObject *args, PyObject *
     return result;
 }
 
+static PyObject *runner_set_watchdog(PyObject *module, PyObject *args)
+{
+    (void)module;
+    unsigned int factor;
+    unsigned long long min_ns, request_ns;
+    if (!PyArg_ParseTuple(args, "IKK:set_watchdog", &factor, &min_ns, &request_ns)) {
+        return NULL;
+    }
+    watchdog_factor = factor;
+    watchdog_min_ns = min_ns;
+    watchdog_request_ns = request_ns;
+    Py_RETURN_NONE;
+}
+
+/* Test hooks: the runner's own SHA-256 and HMAC-SHA256 (runner/src/sha256.c). */
+static PyObject *runner_sha256(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_buffer data;
+    if (PyObject_GetBuffer(arg, &data, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    cp_sha256 c;
+    uint8_t out[CP_SHA256_SIZE];
+    cp_sha256_init(&c);
+    cp_sha256_update(&c, (const uint8_t *)data.buf, (size_t)data.len);
+    cp_sha256_final(&c, out);
+    PyBuffer_Release(&data);
+    return PyBytes_FromStringAndSize((const char *)out, CP_SHA256_SIZE);
+}
+
+static PyObject *runner_hmac_sha256(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer key, msg;
+    if (!PyArg_ParseTuple(args, "y*y*:hmac_sha256", &key, &msg)) {
+        return NULL;
+    }
+    uint8_t out[CP_SHA256_SIZE];
+    cp_hmac_sha256((const uint8_t *)key.buf, (size_t)key.len, (const uint8_t *)msg.buf,
+                   (size_t)msg.len, out);
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&msg);
+    return PyBytes_FromStringAndSize((const char *)out, CP_SHA256_SIZE);
+}
+
 static PyObject *runner_noop(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     (void)module;
@@ -1237,6 +1399,15 @@ static PyMethodDef runner_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "apply_patch(word, site_addr, target_addr, kind)\n--\n\nApply the generic patch of a "
      "20-byte patch kind to a 2/4/8-byte word; returns the new word (test hook)."},
+    {"set_watchdog", (PyCFunction)runner_set_watchdog, METH_VARARGS,
+     "set_watchdog(factor, min_ns, request_ns)\n--\n\nThe in-process supervisor: a job may "
+     "use factor x its budget of CPU time (at least min_ns; request_ns for a job without "
+     "period, wcet or budget) before it is stopped with ProgramFault('timeout'); factor 0 "
+     "disables it (copapy.runtime.native.set_watchdog)."},
+    {"sha256", (PyCFunction)runner_sha256, METH_O,
+     "sha256(data)\n--\n\nThe runner's SHA-256 digest of a buffer (test hook)."},
+    {"hmac_sha256", (PyCFunction)runner_hmac_sha256, METH_VARARGS,
+     "hmac_sha256(key, msg)\n--\n\nThe runner's HMAC-SHA256 (test hook)."},
     {"noop", (PyCFunction)runner_noop, METH_NOARGS,
      "noop()\n--\n\nDo nothing (baseline for call-overhead benchmarks)."},
     {NULL, NULL, 0, NULL},
@@ -1270,7 +1441,28 @@ PyMODINIT_FUNC PyInit__runner(void)
             return NULL;
         }
     }
+    if (ProgramFault == NULL) {
+        PyObject *errors = PyImport_ImportModule("copapy.runtime.errors");
+        if (errors == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+        ProgramFault = PyObject_GetAttrString(errors, "ProgramFault");
+        Py_DECREF(errors);
+        if (ProgramFault == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    /* the fault handlers go in now, after anything (pytest's faulthandler, ASan) that was
+     * installed at start-up, so those stay the handlers for faults outside guarded code */
+    if (cp_posix_guard_install() != 0) {
+        Py_DECREF(m);
+        PyErr_SetString(PyExc_OSError, "cannot install the fault handlers (sigaction)");
+        return NULL;
+    }
     if (PyModule_AddObjectRef(m, "ImageError", ImageError) < 0 ||
+        PyModule_AddObjectRef(m, "ProgramFault", ProgramFault) < 0 ||
         PyModule_AddObjectRef(m, "Program", (PyObject *)&ProgramType) < 0 ||
         PyModule_AddObjectRef(m, "Scheduler", (PyObject *)&SchedulerType) < 0 ||
         PyModule_AddIntConstant(m, "ARCH", (long)host_arch()) < 0 ||

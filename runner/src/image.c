@@ -59,6 +59,12 @@ static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch,
                        "image is %u bytes but its header says total_size %u: the image was "
                        "cut off in transit or storage", len, total);
     }
+    if ((uint64_t)len > total) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, total,
+                       "image is %u bytes but its header says total_size %u: %u bytes follow "
+                       "the image (two images joined, or padding?); pass exactly one image",
+                       len, total, (uint64_t)len - total);
+    }
     if (total < CP_HEADER_SIZE + CP_CRC_SIZE) {
         return CP_FAIL(err, CP_ERR_LAYOUT, 0,
                        "header total_size %u is smaller than header plus CRC trailer (%u)",
@@ -131,6 +137,12 @@ static cp_status check_directory(cp_image *img, const uint8_t *p, cp_error *err)
         uint16_t type = cp_le16(e);
         cp_section s = {cp_le32(e + 8), cp_le16(e + 2), cp_le32(e + 4), cp_le32(e + 12)};
         uint32_t min_entry = v1_entry_size(type);
+        if (min_entry == 0 && (type & CP_SEC_OPTIONAL) == 0) {
+            return CP_FAIL(err, CP_ERR_UNSUPPORTED, type,
+                           "section %u has type %u, which this runner does not know, and the "
+                           "type is required (bit 15 clear): the program needs a newer runner",
+                           i, type);
+        }
         if (s.entry_size < min_entry) {
             return CP_FAIL(err, CP_ERR_LAYOUT, i,
                            "section %u (%S, type %u): entry_size %u is below the v1 size %u",
@@ -222,7 +234,12 @@ cp_task_record cp_image_task(const cp_image *img, uint32_t index)
 {
     const uint8_t *e = cp_image_entry(img, CP_SEC_TASKS, index);
     cp_task_record t = {cp_le32(e), cp_le32(e + 4), cp_le32(e + 8), cp_le16(e + 12),
-                        cp_le16(e + 14), cp_le32(e + 16), cp_le32(e + 20)};
+                        cp_le16(e + 14), cp_le32(e + 16), cp_le32(e + 20), 0, 0, 0};
+    if (img->sec[CP_SEC_TASKS].entry_size >= CP_TASK_SIZE_BUDGET) {
+        t.budget_ns = cp_le32(e + 24);
+        t.reserved2 = cp_le32(e + 28);
+        t.link_timeout_ns = cp_le64(e + 32);
+    }
     return t;
 }
 
@@ -233,12 +250,23 @@ cp_let_copy cp_image_let_copy(const cp_image *img, uint32_t index)
     return c;
 }
 
+static double f64_from_bits(uint64_t bits)
+{
+    double d;
+    cp_copy((uint8_t *)&d, (const uint8_t *)&bits, sizeof(d));
+    return d;
+}
+
 /* The second reserved word (bytes 12-15) is not part of cp_io_binding; it is checked by
- * check_io_bindings directly. */
+ * check_io_bindings directly. The safe value (bytes 16-23) is 0 in 16-byte entries. */
 cp_io_binding cp_image_io_binding(const cp_image *img, uint32_t index)
 {
     const uint8_t *e = cp_image_entry(img, CP_SEC_IO_BINDINGS, index);
-    cp_io_binding b = {cp_le16(e), e[2], e[3], cp_le16(e + 4), e[6], e[7], cp_le32(e + 8)};
+    cp_io_binding b = {cp_le16(e), e[2], e[3], cp_le16(e + 4), e[6], e[7], cp_le32(e + 8),
+                       0.0};
+    if (img->sec[CP_SEC_IO_BINDINGS].entry_size >= CP_IO_BINDING_SIZE_SAFE) {
+        b.safe = f64_from_bits(cp_le64(e + 16));
+    }
     return b;
 }
 
@@ -308,9 +336,9 @@ static cp_status check_tasks(const cp_image *img, cp_error *err)
                            "task %u: offset %u ns must be smaller than its period %u ns",
                            i, t.offset_ns, t.period_ns);
         }
-        if (t.reserved != 0) {
-            return CP_FAIL(err, CP_ERR_LAYOUT, i, "task %u: reserved bytes 20-23 must be 0",
-                           i);
+        if (t.reserved != 0 || t.reserved2 != 0) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                           "task %u: reserved bytes 20-23 and 28-31 must be 0", i);
         }
     }
     return CP_OK;
@@ -462,6 +490,11 @@ cp_status cp_image_check_io_binding(const cp_image *img, uint32_t i, cp_error *e
     if (b.reserved != 0 || cp_le32(cp_image_entry(img, CP_SEC_IO_BINDINGS, i) + 12) != 0) {
         return CP_FAIL(err, CP_ERR_LAYOUT, i,
                        "I/O binding %u (task %u): reserved bytes 7 and 12-15 must be 0",
+                       i, b.task);
+    }
+    if (b.safe != b.safe || b.safe - b.safe != 0.0) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, i,
+                       "I/O binding %u (task %u): the safe value is not a finite number",
                        i, b.task);
     }
     if ((uint64_t)b.offset + size > img->data_size) {

@@ -62,7 +62,8 @@ static inline void cp_fill(uint8_t *dst, uint8_t value, size_t n)
 
 /* Fills `err` (if given and large enough) and returns `code`. `fmt` understands
  * %u (unsigned), %d (signed 64-bit), %x (0x-prefixed hex), %a (architecture "name (id)"),
- * %S (section type name), each consuming the next element of `args`. */
+ * %S (section type name), %s (a NUL-terminated string passed as (uint64_t)(uintptr_t)p;
+ * NULL prints nothing), each consuming the next element of `args`. */
 cp_status cp_fail(cp_error *err, cp_status code, uint32_t detail, const char *fmt,
                   const uint64_t *args, size_t nargs);
 
@@ -95,7 +96,10 @@ enum {
     CP_SEC_METADATA = 8,
     CP_SEC_LET_COPIES = 9,
     CP_SEC_IO_BINDINGS = 10,
-    CP_SEC_KNOWN_MAX = 10
+    CP_SEC_KNOWN_MAX = 10,
+    /* must-understand rule: a reader may ignore a section type it does not know only if this
+     * bit is set; an unknown type without it is rejected (CP_ERR_UNSUPPORTED) */
+    CP_SEC_OPTIONAL = 0x8000
 };
 
 enum {
@@ -104,7 +108,11 @@ enum {
     CP_TASK_SIZE = 24,
     CP_PORT_SIZE = 16,
     CP_LET_COPY_SIZE = 16,
-    CP_IO_BINDING_SIZE = 16
+    CP_IO_BINDING_SIZE = 16,
+    /* entries with the fields appended in ABI 3 (docs/image.md); shorter entries read them
+     * as 0 */
+    CP_TASK_SIZE_BUDGET = 40,     /* + u32 budget_ns, u32 reserved, u64 link_timeout_ns */
+    CP_IO_BINDING_SIZE_SAFE = 24  /* + f64 safe */
 };
 
 typedef struct cp_section {
@@ -142,6 +150,9 @@ typedef struct cp_task_record {
     uint16_t flags;
     uint32_t wcet_ns;
     uint32_t reserved;
+    uint32_t budget_ns;
+    uint32_t reserved2;
+    uint64_t link_timeout_ns;
 } cp_task_record;
 
 /* Full validation of docs/image.md; on success `img` describes the image. */

@@ -68,10 +68,19 @@ const char *cp_status_name(cp_status status)
 {
     static const char *const names[] = {
         "OK", "TRUNCATED", "MAGIC", "VERSION", "CRC", "ARCH",
-        "LAYOUT", "PATCH", "NOMEM", "TOO_LARGE", "ARGUMENT",
+        "LAYOUT", "PATCH", "NOMEM", "TOO_LARGE", "ARGUMENT", "UNSUPPORTED",
     };
     unsigned s = (unsigned)status;
     return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+}
+
+const char *cp_fault_name(uint32_t kind)
+{
+    static const char *const names[] = {
+        "none", "SIGSEGV", "SIGILL", "SIGBUS", "SIGFPE", "HardFault", "MemManage",
+        "BusFault", "UsageFault", "timeout", "watchdog", "link timeout",
+    };
+    return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown fault";
 }
 
 /* Honours the caller's struct_size so an older, smaller cp_error is never overrun. */
@@ -144,6 +153,11 @@ cp_status cp_fail(cp_error *err, cp_status code, uint32_t detail, const char *fm
             break;
         case 'S':
             msg_str(&m, cp_section_name(v > UINT32_MAX ? 0u : (uint32_t)v));
+            break;
+        case 's':
+            if (v != 0) {
+                msg_str(&m, (const char *)(uintptr_t)v);
+            }
             break;
         default:
             msg_char(&m, '?');

@@ -1,16 +1,29 @@
 /* Host platform on POSIX systems: the region is mmap'd read-write, its code part is switched to
- * read-execute after patching (never writable and executable at once). */
+ * read-execute after patching (never writable and executable at once); and the POSIX half of
+ * fault containment (the guard, its signal handlers and the budget supervisor; design notes
+ * in copapy/platform_posix.h). */
 #if defined(__unix__) || defined(__APPLE__)
 
-/* MAP_ANONYMOUS is not POSIX.1-2008; -std=c11 hides it without these. */
+/* MAP_ANONYMOUS, sigaltstack, REG_RIP and pthread_getcpuclockid are not all in ISO C or
+ * POSIX.1-2008 as -std=c11 sees them; these expose them. */
+#define _GNU_SOURCE 1
 #define _DEFAULT_SOURCE 1
 #define _DARWIN_C_SOURCE 1
 
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "copapy/platform_posix.h"
+#include "internal.h"
 
 #ifndef MAP_ANONYMOUS
 #define MAP_ANONYMOUS MAP_ANON
@@ -114,6 +127,387 @@ static const cp_platform posix_platform = {
 const cp_platform *cp_platform_posix(void)
 {
     return &posix_platform;
+}
+
+/* ---- fault containment: the guard */
+
+enum {
+    GUARD_SLOTS = 64,              /* threads that may run guarded code at the same time */
+    ALT_STACK_SIZE = 64 * 1024,
+    DEFAULT_POLL_NS = 50000000 /* in-process: budgets are >= 1 s there */
+};
+
+/* One per thread that runs guarded code. `seq` is odd while a job runs; the supervisor reads
+ * it, `budget` and the thread's CPU clock; `kill_seq` is the job it interrupted. */
+typedef struct guard_slot {
+    sigjmp_buf env;
+    volatile sig_atomic_t active;  /* the chain is running: a fault is ours */
+    int in_use;                    /* atomic: claimed by a thread */
+    uint64_t seq;                  /* atomic */
+    uint64_t budget_ns;            /* atomic */
+    uint64_t kill_seq;             /* atomic */
+    pthread_t thread;
+    clockid_t cpu_clock;
+    int have_cpu_clock;
+    void *alt_stack;               /* ours, or NULL if the thread had one */
+    cp_fault fault;                /* filled by the signal handler */
+    cp_fault *out;                 /* the caller's fault record */
+    /* supervisor only */
+    uint64_t seen_seq;
+    uint64_t seen_cpu_ns;
+    uint64_t kill_cpu_ns;
+} guard_slot;
+
+static guard_slot slots[GUARD_SLOTS];
+static _Thread_local guard_slot *tls_slot;
+static pthread_key_t slot_key;
+static pthread_once_t slot_key_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+static int handlers_installed;
+
+static const int fault_signals[] = {SIGSEGV, SIGILL, SIGBUS, SIGFPE, CP_POSIX_WATCHDOG_SIGNAL};
+#define FAULT_SIGNALS (sizeof(fault_signals) / sizeof(fault_signals[0]))
+static struct sigaction previous[FAULT_SIGNALS];
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+static uint64_t interrupted_pc(const void *uctx)
+{
+#if defined(__linux__) && defined(__x86_64__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__linux__) && defined(__aarch64__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.pc;
+#else
+    (void)uctx;
+    return 0;
+#endif
+}
+
+static uint32_t fault_kind(int sig)
+{
+    switch (sig) {
+    case SIGSEGV:
+        return CP_FAULT_SIGSEGV;
+    case SIGILL:
+        return CP_FAULT_SIGILL;
+    case SIGBUS:
+        return CP_FAULT_SIGBUS;
+    case SIGFPE:
+        return CP_FAULT_SIGFPE;
+    default:
+        return CP_FAULT_TIMEOUT;
+    }
+}
+
+static size_t signal_index(int sig)
+{
+    size_t i = 0;
+    while (i < FAULT_SIGNALS - 1 && fault_signals[i] != sig) {
+        i++;
+    }
+    return i;
+}
+
+/* EFLAGS.AC (alignment check) of the faulting code is still set in the handler (the kernel
+ * keeps it): any unaligned access before it is cleared would be a second, fatal SIGBUS. */
+static inline void clear_alignment_check(void)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __asm__ volatile("pushfq\n\tandq $~0x40000, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+#endif
+}
+
+#if defined(__clang__) || defined(__GNUC__)
+__attribute__((no_sanitize("address", "undefined")))
+#endif
+static void on_fault(int sig, siginfo_t *si, void *uctx)
+{
+    clear_alignment_check();
+    guard_slot *g = tls_slot;
+    int watchdog = sig == CP_POSIX_WATCHDOG_SIGNAL;
+    if (g != NULL && g->active &&
+        (!watchdog || __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) ==
+                          __atomic_load_n(&g->seq, __ATOMIC_RELAXED))) {
+        g->active = 0;
+        g->fault.kind = fault_kind(sig);
+        g->fault.address = watchdog ? 0u : (uint64_t)(uintptr_t)si->si_addr;
+        g->fault.pc = interrupted_pc(uctx);
+        g->fault.code = si->si_code >= 0 ? (uint32_t)si->si_code : 0u;
+        siglongjmp(g->env, sig);
+    }
+    if (watchdog) {
+        return; /* late: the job it was meant for has finished */
+    }
+    /* not a fault of guarded code: hand it to whoever handled it before (or the default
+     * action). Returning re-executes the faulting instruction under that disposition; a
+     * signal that was sent rather than caused is raised again. */
+    sigaction(sig, &previous[signal_index(sig)], NULL);
+    if (si->si_code <= 0) {
+        raise(sig);
+    }
+}
+
+int cp_posix_guard_install(void)
+{
+    pthread_mutex_lock(&install_lock);
+    int rc = 0;
+    for (size_t i = 0; i < FAULT_SIGNALS; i++) {
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(fault_signals[i], &sa, &old) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (old.sa_sigaction != on_fault) {
+            previous[i] = old; /* keep the first foreign handler to chain to */
+        }
+    }
+    __atomic_store_n(&handlers_installed, rc == 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&install_lock);
+    return rc;
+}
+
+/* Thread exit: give the slot back (and our alternate stack). */
+static void release_slot(void *arg)
+{
+    guard_slot *g = arg;
+    if (g->alt_stack != NULL) {
+        stack_t off;
+        memset(&off, 0, sizeof(off));
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, NULL);
+        munmap(g->alt_stack, ALT_STACK_SIZE);
+        g->alt_stack = NULL;
+    }
+    __atomic_store_n(&g->seq, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->in_use, 0, __ATOMIC_RELEASE);
+}
+
+static int watchdog_running;
+static pthread_mutex_t watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A forked child has only the forking thread and no supervisor: every slot is free again
+ * (the forking thread claims one at its next guarded call, keeping its alternate stack). */
+static void after_fork_child(void)
+{
+    for (size_t i = 0; i < GUARD_SLOTS; i++) {
+        slots[i].in_use = 0;
+        slots[i].seq = 0;
+        slots[i].active = 0;
+    }
+    tls_slot = NULL;
+    watchdog_running = 0;
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER; /* another thread may have held them */
+    watchdog_lock = fresh;
+    install_lock = fresh;
+}
+
+static void make_slot_key(void)
+{
+    (void)pthread_key_create(&slot_key, release_slot);
+    (void)pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* The calling thread's slot, claimed (with an alternate signal stack) at its first use. Not
+ * inlined into cp_posix_guard: nothing of it must live across the sigsetjmp. */
+__attribute__((noinline)) static guard_slot *own_slot(void)
+{
+    if (tls_slot != NULL) {
+        return tls_slot;
+    }
+    pthread_once(&slot_key_once, make_slot_key);
+    if (!__atomic_load_n(&handlers_installed, __ATOMIC_ACQUIRE) && cp_posix_guard_install() != 0) {
+        return NULL;
+    }
+    for (size_t i = 0; i < GUARD_SLOTS; i++) {
+        int free_slot = 0;
+        if (__atomic_compare_exchange_n(&slots[i].in_use, &free_slot, 1, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            guard_slot *g = &slots[i];
+            g->active = 0;
+            g->thread = pthread_self();
+            g->have_cpu_clock = pthread_getcpuclockid(g->thread, &g->cpu_clock) == 0;
+            g->alt_stack = NULL;
+            g->seen_seq = 0;
+            stack_t cur;
+            if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) != 0) {
+                void *mem = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (mem != MAP_FAILED) {
+                    stack_t st;
+                    memset(&st, 0, sizeof(st));
+                    st.ss_sp = mem;
+                    st.ss_size = ALT_STACK_SIZE;
+                    if (sigaltstack(&st, NULL) == 0) {
+                        g->alt_stack = mem;
+                    } else {
+                        munmap(mem, ALT_STACK_SIZE);
+                    }
+                }
+            }
+            (void)pthread_setspecific(slot_key, g);
+            tls_slot = g;
+            return g;
+        }
+    }
+    return NULL;
+}
+
+/* After a jump out of the handler: the signal is still blocked (sigsetjmp saved no mask, to
+ * keep the system call off the hot path). */
+static void recover(int sig)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    clear_alignment_check();
+}
+
+
+CP_CALLS_LOADED_CODE
+int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+{
+    (void)ctx;
+    guard_slot *g = own_slot();
+    if (g == NULL) {
+        entry(); /* no slot left (more than GUARD_SLOTS threads at once): unguarded */
+        return 0;
+    }
+    if (budget_ns != 0 && !__atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
+        (void)cp_posix_watchdog_start(0, 0);
+    }
+    g->out = fault;
+    int sig = sigsetjmp(g->env, 0);
+    if (sig != 0) {
+        /* after the jump only memory is trusted: the slot is found again through the TLS */
+        guard_slot *j = tls_slot;
+        __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
+                         __ATOMIC_RELEASE);
+        recover(sig);
+        if (j->out != NULL) {
+            j->out->kind = j->fault.kind;
+            j->out->address = j->fault.address;
+            j->out->pc = j->fault.pc;
+            j->out->code = j->fault.code;
+        }
+        return 1;
+    }
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
+                     __ATOMIC_RELEASE);
+    g->active = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    entry();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g->active = 0;
+    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
+                     __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* ---- fault containment: the budget supervisor */
+
+static uint64_t poll_interval_ns = DEFAULT_POLL_NS;
+
+static uint64_t thread_cpu_ns(const guard_slot *g, uint64_t wall)
+{
+    struct timespec ts;
+    if (g->have_cpu_clock && clock_gettime(g->cpu_clock, &ts) == 0) {
+        return ts_ns(&ts);
+    }
+    return wall; /* no CPU clock for that thread: wall time */
+}
+
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {(time_t)(poll_interval_ns / 1000000000u),
+                              (long)(poll_interval_ns % 1000000000u)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+        }
+        struct timespec now_ts;
+        clock_gettime(CLOCK_MONOTONIC, &now_ts);
+        uint64_t wall = ts_ns(&now_ts);
+        for (size_t i = 0; i < GUARD_SLOTS; i++) {
+            guard_slot *g = &slots[i];
+            if (!__atomic_load_n(&g->in_use, __ATOMIC_ACQUIRE)) {
+                continue;
+            }
+            uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
+            uint64_t budget = __atomic_load_n(&g->budget_ns, __ATOMIC_RELAXED);
+            if ((seq & 1u) == 0 || budget == 0) {
+                g->seen_seq = 0;
+                continue;
+            }
+            uint64_t cpu = thread_cpu_ns(g, wall);
+            if (seq != g->seen_seq) {
+                /* first seen running now: it has used at least nothing of its budget */
+                g->seen_seq = seq;
+                g->seen_cpu_ns = cpu;
+                continue;
+            }
+            uint64_t used = cpu - g->seen_cpu_ns;
+            int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
+            /* interrupt once; again if the first signal did not end it within a budget */
+            if ((!fired && used >= budget) || (fired && cpu - g->kill_cpu_ns >= budget)) {
+                g->kill_cpu_ns = cpu;
+                __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
+                pthread_kill(g->thread, CP_POSIX_WATCHDOG_SIGNAL);
+            }
+        }
+    }
+    return NULL;
+}
+
+int cp_posix_watchdog_start(uint64_t poll_ns, int rt_priority)
+{
+    pthread_mutex_lock(&watchdog_lock);
+    if (watchdog_running) {
+        pthread_mutex_unlock(&watchdog_lock);
+        return 0;
+    }
+    if (poll_ns != 0) {
+        poll_interval_ns = poll_ns;
+    }
+    if (!__atomic_load_n(&handlers_installed, __ATOMIC_ACQUIRE)) {
+        (void)cp_posix_guard_install();
+    }
+    /* the supervisor itself must never take a fault signal meant for a guarded thread */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_t t;
+    int rc = EINVAL;
+    if (rt_priority > 0) {
+        struct sched_param sp;
+        memset(&sp, 0, sizeof(sp));
+        sp.sched_priority = rt_priority;
+        pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+        pthread_attr_setschedparam(&attr, &sp);
+        rc = pthread_create(&t, &attr, watchdog_main, NULL);
+        pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
+    }
+    if (rc != 0) {
+        rc = pthread_create(&t, &attr, watchdog_main, NULL);
+    }
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    __atomic_store_n(&watchdog_running, rc == 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&watchdog_lock);
+    return rc;
 }
 
 #else

@@ -66,6 +66,8 @@ static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
         tasks[i].priority = t.priority;
         tasks[i].flags = t.flags;
         tasks[i].wcet_ns = t.wcet_ns;
+        tasks[i].budget_ns = t.budget_ns;
+        tasks[i].link_timeout_ns = t.link_timeout_ns;
     }
 }
 
@@ -207,9 +209,14 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
     }
     uint64_t limit = platform->max_region_size != 0 ? platform->max_region_size : SIZE_MAX;
     if (need > limit) {
+        const char *option = platform->memory_option;
         return CP_FAIL(err, CP_ERR_TOO_LARGE, 0,
-                       "image needs %u bytes of memory but this runner offers at most %u: "
-                       "shrink the program or give the runner more memory", need, limit);
+                       option != NULL
+                           ? "image needs %u bytes of memory but this runner offers at most %u: "
+                             "shrink the program or raise the limit (%s)"
+                           : "image needs %u bytes of memory but this runner offers at most %u: "
+                             "shrink the program or give the runner more memory",
+                       need, limit, (uint64_t)(uintptr_t)option);
     }
     size_t size = (size_t)need;
 

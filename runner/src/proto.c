@@ -66,7 +66,7 @@ size_t cp_cobs_decode(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
     return o;
 }
 
-size_t cp_frame_seal(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
+void cp_frame_header(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
                      uint16_t length)
 {
     frame[0] = CP_PROTO_VERSION;
@@ -75,9 +75,20 @@ size_t cp_frame_seal(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t comman
     frame[4] = command;
     frame[5] = 0;
     cp_put16(frame + 6, length);
+}
+
+size_t cp_frame_seal(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
+                     uint16_t length)
+{
+    cp_frame_header(frame, flags, seq, command, length);
+    cp_frame_put_crc(frame, length);
+    return (size_t)CP_FRAME_HEADER + length + CP_FRAME_CRC;
+}
+
+void cp_frame_put_crc(uint8_t *frame, uint16_t length)
+{
     size_t body = (size_t)CP_FRAME_HEADER + length;
     cp_put32(frame + body, cp_crc32(0, frame, body));
-    return body + CP_FRAME_CRC;
 }
 
 size_t cp_frame_encode(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
@@ -118,6 +129,13 @@ void cp_decoder_reset(cp_decoder *d)
     d->block_code = 0;
     d->block_left = 0;
     d->state = DEC_IDLE;
+    d->prefix = 0;
+}
+
+/* What a line of text or an HTTP request consists of. */
+static int is_text(uint8_t b)
+{
+    return (b >= 0x20 && b <= 0x7e) || b == '\t' || b == '\n' || b == '\r';
 }
 
 static int dec_drop(cp_decoder *d)
@@ -168,6 +186,14 @@ int cp_decoder_push(cp_decoder *d, uint8_t byte, cp_frame *out)
     }
     if (d->state == DEC_DISCARD) {
         return CP_DEC_NONE;
+    }
+    if (d->prefix < CP_TEXT_PREFIX) {
+        d->prefix = is_text(byte) ? (uint8_t)(d->prefix + 1) : 0xff;
+        if (d->prefix == CP_TEXT_PREFIX) {
+            d->text_frames++;
+            d->state = DEC_DISCARD;
+            return CP_DEC_TEXT;
+        }
     }
     d->state = DEC_FRAME;
     if (d->block_left == 0) {

@@ -120,9 +120,21 @@ static void publish(cp_sched *s, uint32_t task, uint8_t *data)
     }
 }
 
-/* Release of a job: INPUT bindings into the shared slots, RELEASE copies, the chain. */
+/* Runs a task's chain, inside the platform's guard if there is one. 0: it returned. */
 CP_CALLS_LOADED_CODE
-static void release(cp_sched *s, uint32_t task, uint8_t *data)
+static int run_chain(cp_sched *s, uint32_t task, cp_fault *fault)
+{
+    void (*entry)(void) = s->prog->tasks[task].entry;
+    if (s->cfg.guard == NULL) {
+        entry();
+        return 0;
+    }
+    return s->cfg.guard(s->cfg.guard_ctx, entry, s->budget_ns[task], fault);
+}
+
+/* Release of a job: INPUT bindings into the shared slots, RELEASE copies, the chain.
+ * Returns 0, or nonzero if the chain faulted (the fault is recorded, the safe state applied). */
+static int release(cp_sched *s, uint32_t task, uint8_t *data)
 {
     const cp_program *prog = s->prog;
     const cp_io_binding *b = prog->io_bindings;
@@ -135,9 +147,12 @@ static void release(cp_sched *s, uint32_t task, uint8_t *data)
 
     cp_task_stats *stats = &s->stats[task];
     uint64_t exec_ns = 0;
+    cp_fault fault;
+    cp_fill((uint8_t *)&fault, 0, sizeof(fault));
+    int faulted;
     if (s->cfg.clock_ns != NULL) {
         uint64_t start = s->cfg.clock_ns(s->cfg.clock_ctx);
-        prog->tasks[task].entry();
+        faulted = run_chain(s, task, &fault);
         uint64_t stop = s->cfg.clock_ns(s->cfg.clock_ctx);
         exec_ns = stop >= start ? stop - start : 0;
         if (exec_ns > stats->exec_ns_max) {
@@ -145,11 +160,20 @@ static void release(cp_sched *s, uint32_t task, uint8_t *data)
         }
         stats->exec_ns_sum += exec_ns;
     } else {
-        prog->tasks[task].entry();
+        faulted = run_chain(s, task, &fault);
+    }
+    if (faulted) {
+        fault.task = task;
+        if (fault.kind == CP_FAULT_NONE) {
+            fault.kind = CP_FAULT_SIGSEGV; /* a guard that forgot to say: still a fault */
+        }
+        cp_sched_fail(s, &fault);
+        return 1;
     }
     stats->runs++;
     s->state[task].pending = 1;
     s->state[task].remaining_ns = s->cfg.deterministic ? prog->tasks[task].wcet_ns : exec_ns;
+    return 0;
 }
 
 static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
@@ -167,7 +191,7 @@ static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
 
 void cp_sched_tick(cp_sched *s)
 {
-    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+    if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
         return;
     }
     uint8_t *data = cp_program_data(s->prog);
@@ -224,8 +248,8 @@ void cp_sched_tick(cp_sched *s)
             }
             if (s->state[i].pending) {
                 s->stats[i].skipped++;
-            } else {
-                release(s, i, data);
+            } else if (release(s, i, data) != 0) {
+                return; /* faulted: nothing more happens in this program until a reset */
             }
         }
     }
@@ -251,7 +275,7 @@ void cp_sched_tick(cp_sched *s)
 
 void cp_sched_settle(cp_sched *s)
 {
-    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+    if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
         return;
     }
     uint8_t *data = cp_program_data(s->prog);
@@ -292,6 +316,7 @@ static void restart(cp_sched *s)
     s->now_ns = 0;
     s->trace_rows = 0;
     s->trace_next = 0;
+    cp_fill((uint8_t *)&s->fault, 0, sizeof(s->fault));
 }
 
 static uint64_t gcd(uint64_t a, uint64_t b)
@@ -415,9 +440,80 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
         s->offset_ticks[i] = prog->tasks[i].period_ns != 0 ? prog->tasks[i].offset_ns / tick_ns
                                                            : 0;
     }
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        s->budget_ns[i] = cp_task_budget_ns(&prog->tasks[i], cfg->budget_factor,
+                                            cfg->budget_min_ns, 0);
+    }
     restart(s);
     cp_ok(err);
     return CP_OK;
+}
+
+uint64_t cp_task_budget_ns(const cp_task_entry *task, uint32_t factor, uint64_t min_ns,
+                           uint64_t request_ns)
+{
+    if (factor == 0) {
+        return 0;
+    }
+    uint64_t base = task->budget_ns != 0  ? task->budget_ns
+                    : task->wcet_ns != 0  ? task->wcet_ns
+                                          : task->period_ns;
+    if (base == 0) {
+        return request_ns; /* a task run on request, with nothing declared */
+    }
+    uint64_t budget = base > UINT64_MAX / factor ? UINT64_MAX : base * factor;
+    return budget < min_ns ? min_ns : budget;
+}
+
+/* ---- the safe state */
+
+static void drive_safe(const cp_sched *s, const cp_io_binding *b)
+{
+    if (s->cfg.io_write != NULL && b->direction == 2) {
+        s->cfg.io_write(s->cfg.io_ctx, b->kind, b->channel, b->safe);
+    }
+}
+
+void cp_sched_safe_state(const cp_sched *s)
+{
+    cp_sched_release_outputs(s, NULL);
+}
+
+/* 1 if `prog` drives (kind, channel) from an OUTPUT binding. */
+static int drives(const cp_program *prog, uint8_t kind, uint16_t channel)
+{
+    for (uint32_t k = 0; prog != NULL && k < prog->io_binding_count; k++) {
+        const cp_io_binding *b = &prog->io_bindings[k];
+        if (b->direction == 2 && b->kind == kind && b->channel == channel) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cp_sched_release_outputs(const cp_sched *s, const cp_program *next)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+        return;
+    }
+    const cp_program *prog = s->prog;
+    for (uint32_t k = 0; k < prog->io_binding_count; k++) {
+        const cp_io_binding *b = &prog->io_bindings[k];
+        if (!drives(next, b->kind, b->channel)) {
+            drive_safe(s, b);
+        }
+    }
+}
+
+void cp_sched_fail(cp_sched *s, const cp_fault *fault)
+{
+    if (s == NULL || s->prog == NULL || fault == NULL || fault->kind == CP_FAULT_NONE ||
+        s->fault.kind != CP_FAULT_NONE) {
+        return; /* the first fault is the one reported */
+    }
+    s->fault = *fault;
+    s->fault.tick = s->tick;
+    cp_sched_safe_state(s);
 }
 
 void cp_sched_reset(cp_sched *s)

@@ -4,6 +4,9 @@
 #include "copapy/server.h"
 
 #include "internal.h"
+#ifdef CP_DEBUG_AUTH
+#include <stdio.h>
+#endif
 
 #define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
@@ -14,9 +17,16 @@ enum {
     HELLO_FIXED = 46,     /* HELLO response without the name */
     STATS_HEAD = 26,      /* STATS response before the per-task records */
     STATS_TASK = 40,
-    STATS_TAIL = 12,      /* appended: p50, stream_dropped, first_task, total_tasks */
-    PORTS_HEAD = 8        /* GET_PORTS block: u32 port_count, u32 strings_size */
+    /* appended: p50, stream_dropped, first_task, total_tasks; then the fault record */
+    STATS_TAIL = 12 + CP_SERVER_FAULT_RECORD,
+    PORTS_HEAD = 8,       /* GET_PORTS block: u32 port_count, u32 strings_size */
+    SESSION_REQUEST = 4 + CP_AUTH_NONCE,   /* u8 flags, 3 reserved, client nonce */
+    SESSION_TAKEOVER = 1, /* SESSION flags */
+    SESSION_CLOSE = 2
 };
+
+#define DEFAULT_LEASE_NS 10000000000ull
+static const char session_label[] = "copapy session v1";
 
 /* ---- small helpers */
 
@@ -36,6 +46,10 @@ static void do_unlock(cp_server *s)
 
 static void do_notify(cp_server *s, uint32_t what)
 {
+    if (what == CP_SERVER_NOTIFY_TEXT || what == CP_SERVER_NOTIFY_TAKEOVER ||
+        what == CP_SERVER_NOTIFY_REFUSE) {
+        s->stop_feed = 1; /* the link changes: cp_server_feed_link returns */
+    }
     if (s->cfg.notify != NULL) {
         s->cfg.notify(s->cfg.ctx, what);
     }
@@ -58,14 +72,14 @@ static uint8_t *resp(cp_server *s)
 /* Appending to the response; the handlers check sizes first, these only guard. */
 static void put_u8(cp_server *s, uint8_t v)
 {
-    if (s->resp_len + 1u <= s->cfg.max_payload) {
+    if (s->resp_len + 1u <= s->room) {
         resp(s)[s->resp_len++] = v;
     }
 }
 
 static void put_u16(cp_server *s, uint16_t v)
 {
-    if (s->resp_len + 2u <= s->cfg.max_payload) {
+    if (s->resp_len + 2u <= s->room) {
         cp_put16(resp(s) + s->resp_len, v);
         s->resp_len += 2;
     }
@@ -73,7 +87,7 @@ static void put_u16(cp_server *s, uint16_t v)
 
 static void put_u32(cp_server *s, uint32_t v)
 {
-    if (s->resp_len + 4u <= s->cfg.max_payload) {
+    if (s->resp_len + 4u <= s->room) {
         cp_put32(resp(s) + s->resp_len, v);
         s->resp_len += 4;
     }
@@ -81,7 +95,7 @@ static void put_u32(cp_server *s, uint32_t v)
 
 static void put_u64(cp_server *s, uint64_t v)
 {
-    if (s->resp_len + 8u <= s->cfg.max_payload) {
+    if (s->resp_len + 8u <= s->room) {
         cp_put64(resp(s) + s->resp_len, v);
         s->resp_len += 8;
     }
@@ -89,7 +103,7 @@ static void put_u64(cp_server *s, uint64_t v)
 
 static void put_bytes(cp_server *s, const uint8_t *p, uint32_t n)
 {
-    if (s->resp_len + n <= s->cfg.max_payload) {
+    if (s->resp_len + n <= s->room) {
         cp_copy(resp(s) + s->resp_len, p, n);
         s->resp_len += n;
     }
@@ -105,7 +119,7 @@ static void fail_msg(cp_server *s, uint8_t code, uint8_t status, uint32_t detail
     put_u8(s, status);
     put_u16(s, 0);
     put_u32(s, detail);
-    uint32_t room = s->cfg.max_payload - s->resp_len;
+    uint32_t room = s->room - s->resp_len;
     size_t n = str_len(msg, CP_ERROR_MESSAGE_MAX < room ? CP_ERROR_MESSAGE_MAX : room);
     put_bytes(s, (const uint8_t *)msg, (uint32_t)n);
 }
@@ -186,6 +200,22 @@ static void slot_free(void *ctx, void *base, size_t size)
     (void)size;
 }
 
+static uint64_t now_ns(const cp_server *s)
+{
+    return s->cfg.clock_ns != NULL ? s->cfg.clock_ns(s->cfg.ctx) : 0;
+}
+
+/* A session is live while its client keeps talking: a second client gets BUSY. */
+static int owner_live(const cp_server *s)
+{
+    if (!s->owner.active) {
+        return 0;
+    }
+    uint64_t lease = s->cfg.session_lease_ns != 0 ? s->cfg.session_lease_ns : DEFAULT_LEASE_NS;
+    uint64_t now = now_ns(s);
+    return s->cfg.clock_ns == NULL || now - s->owner.last_ns < lease;
+}
+
 /* The scheduler's I/O goes through the embedder's callbacks. */
 static double sched_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
@@ -235,6 +265,10 @@ cp_status cp_server_init(cp_server *srv, const cp_server_config *cfg, cp_error *
                        "cp_server_init: max_payload >= 128, a staging buffer, a write callback "
                        "and lock together with unlock are required", 0);
     }
+    if (cfg->key_len != 0 && cfg->key == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "cp_server_init: key_len %u without a key",
+                       cfg->key_len);
+    }
     if (cfg->ring_size != 0 && (cfg->ring_size & (cfg->ring_size - 1)) != 0) {
         return CP_FAIL(err, CP_ERR_ARGUMENT, cfg->ring_size,
                        "cp_server_init: ring_size %u is not a power of two", cfg->ring_size);
@@ -262,10 +296,18 @@ cp_status cp_server_init(cp_server *srv, const cp_server_config *cfg, cp_error *
     w += frame;
     srv->evenc = w;
     w += srv->wire_cap;
+    srv->rx2 = w;
+    w += frame;
+    srv->gtx = w;
+    w += frame;
+    srv->evraw = w;
+    w += frame;
     srv->ports = w;
     w += cfg->ports_capacity;
     srv->ring = w;
+    srv->room = (uint32_t)cfg->max_payload - CP_AUTH_TRAILER;
     (void)cp_decoder_init(&srv->dec, srv->rx, frame, cfg->max_payload);
+    (void)cp_decoder_init(&srv->dec2, srv->rx2, frame, cfg->max_payload);
     for (uint32_t i = 0; i < 2; i++) {
         srv->prog[i].struct_size = sizeof(cp_program);
         srv->sched[i].struct_size = sizeof(cp_sched);
@@ -288,6 +330,9 @@ cp_status cp_server_init(cp_server *srv, const cp_server_config *cfg, cp_error *
 void cp_server_close(cp_server *srv)
 {
     do_lock(srv);
+    if (srv->state != CP_SERVER_EMPTY) {
+        cp_sched_safe_state(&srv->sched[srv->active]);
+    }
     srv->state = CP_SERVER_EMPTY;
     srv->generation++;
     do_unlock(srv);
@@ -342,10 +387,11 @@ static void cmd_hello(cp_server *s, const uint8_t *p, uint32_t n)
         put_u16(s, s->cfg.channels[k]);
     }
     put_u8(s, (uint8_t)state);
-    put_u8(s, s->cfg.flags);
+    put_u8(s, (uint8_t)(s->cfg.flags | (s->cfg.require_auth ? CP_SERVER_FLAG_AUTH : 0u) |
+                        (owner_live(s) ? CP_SERVER_FLAG_SESSION : 0u)));
     put_u32(s, state == CP_SERVER_EMPTY ? 0 : s->image_crc);
     put_u64(s, ticks);
-    uint32_t room = s->cfg.max_payload - s->resp_len;
+    uint32_t room = s->room - s->resp_len;
     size_t len = str_len(s->cfg.name, CP_SERVER_NAME_MAX < room ? CP_SERVER_NAME_MAX : room);
     put_bytes(s, (const uint8_t *)s->cfg.name, (uint32_t)len);
 }
@@ -371,7 +417,7 @@ static void cmd_load_begin(cp_server *s, const uint8_t *p, uint32_t n)
     s->up_total = total;
     s->up_crc = cp_le32(p + 4);
     s->up_received = 0;
-    put_u32(s, (uint32_t)s->cfg.max_payload - 4u);
+    put_u32(s, s->room - 4u);
 }
 
 static void cmd_load_chunk(cp_server *s, const uint8_t *p, uint32_t n)
@@ -470,13 +516,20 @@ static int check_io_bindings(cp_server *s, const cp_image *img)
     return 1;
 }
 
+/* The smallest nonzero of a and b (0: neither). */
+static uint64_t min_nonzero(uint64_t a, uint64_t b)
+{
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
 static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
 {
-    (void)p;
-    if (n != 0) {
-        FAIL(s, CP_PERR_BAD_PAYLOAD, 0, "LOAD_COMMIT takes no payload (%u bytes given)", n);
+    if (n > 1 || (n == 1 && (p[0] & ~1u) != 0)) {
+        FAIL(s, CP_PERR_BAD_PAYLOAD, 0, "LOAD_COMMIT takes nothing or u8 flags (bit 0: "
+             "START), %u bytes given", n);
         return;
     }
+    int start = n == 1 && (p[0] & 1u) != 0;
     if (!s->up_active) {
         FAIL(s, CP_PERR_BAD_STATE, 0, "LOAD_COMMIT without LOAD_BEGIN", 0);
         return;
@@ -556,6 +609,10 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
     sc.io_read = sched_io_read;
     sc.io_write = sched_io_write;
     sc.io_ctx = s;
+    sc.guard = s->cfg.guard;
+    sc.guard_ctx = s->cfg.guard_ctx;
+    sc.budget_factor = s->cfg.budget_factor;
+    sc.budget_min_ns = s->cfg.budget_min_ns;
     s->sched[fresh].struct_size = sizeof(cp_sched);
     st = cp_sched_init(&s->sched[fresh], prog, &sc, &e);
     if (st != CP_OK) {
@@ -564,16 +621,34 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
 
-    /* swap: the old program stops; it is unloaded once the tick context cannot use it */
+    uint64_t link_timeout = s->cfg.link_timeout_ns;
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        link_timeout = min_nonzero(link_timeout, prog->tasks[i].link_timeout_ns);
+    }
+
+    /* swap between two ticks. Without START the old program stops and its outputs go safe;
+     * with START a running program is replaced and the new one runs from the next tick on
+     * (its first tick is the old one's next deadline: none lost, none doubled): the outputs
+     * it does not take over go safe, the others keep their value until it publishes. */
     do_lock(s);
     uint32_t old = s->active;
-    int had_old = s->state != CP_SERVER_EMPTY;
+    uint32_t old_state = s->state;
+    int had_old = old_state != CP_SERVER_EMPTY;
+    int replace = start && old_state == CP_SERVER_RUNNING;
+    if (had_old) {
+        cp_sched_release_outputs(&s->sched[old], replace ? prog : NULL);
+    }
     s->active = fresh;
-    s->state = CP_SERVER_STOPPED;
+    s->state = start ? CP_SERVER_RUNNING : CP_SERVER_STOPPED;
     s->tick_ns = tick;
     s->image_crc = crc;
     s->st_count = 0;
-    s->generation++;
+    s->st_countdown = 0;
+    s->link_timeout_ns = link_timeout;
+    s->last_rx_ns = now_ns(s);
+    if (!replace) {
+        s->generation++;
+    }
     do_unlock(s);
     if (had_old && old != fresh) {
         cp_program_unload(&s->prog[old]);
@@ -593,7 +668,7 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
     s->up_active = 0;
     s->up_total = 0;
     s->up_received = 0;
-    do_notify(s, CP_SERVER_NOTIFY_STATE);
+    do_notify(s, replace ? CP_SERVER_NOTIFY_REPLACED : CP_SERVER_NOTIFY_STATE);
 
     put_u32(s, crc);
     put_u16(s, (uint16_t)prog->task_count);
@@ -628,6 +703,12 @@ static void cmd_start(cp_server *s, const uint8_t *p, uint32_t n)
              0);
         return;
     }
+    if (state == CP_SERVER_FAULTED) {
+        FAIL(s, CP_PERR_BAD_STATE, s->sched[s->active].fault.kind,
+             "START of a faulted program (%u, task %u): RESET it or commit a new one",
+             s->sched[s->active].fault.kind, s->sched[s->active].fault.task);
+        return;
+    }
     if (state == CP_SERVER_STOPPED) {
         do_notify(s, CP_SERVER_NOTIFY_STATE);
     }
@@ -642,8 +723,10 @@ static void cmd_stop(cp_server *s, const uint8_t *p, uint32_t n)
     do_lock(s);
     uint32_t state = s->state;
     if (state == CP_SERVER_RUNNING) {
-        /* the state at the stop time shows every period that ended then */
+        /* the state at the stop time shows every period that ended then; the channels go
+         * to their safe values (the data region keeps what was published) */
         cp_sched_settle(&s->sched[s->active]);
+        cp_sched_safe_state(&s->sched[s->active]);
         s->state = CP_SERVER_STOPPED;
         s->generation++;
     }
@@ -664,7 +747,10 @@ static void cmd_reset(cp_server *s, const uint8_t *p, uint32_t n)
         do_lock(s);
         uint32_t state = s->state;
         if (state != CP_SERVER_EMPTY) {
-            cp_sched_reset(&s->sched[s->active]);
+            cp_sched_reset(&s->sched[s->active]); /* clears a fault */
+            if (state == CP_SERVER_FAULTED) {
+                s->state = CP_SERVER_STOPPED;
+            }
             s->st_countdown = 0;
             s->generation++;
         }
@@ -678,6 +764,9 @@ static void cmd_reset(cp_server *s, const uint8_t *p, uint32_t n)
     }
     do_lock(s);
     uint32_t state = s->state;
+    if (state != CP_SERVER_EMPTY) {
+        cp_sched_safe_state(&s->sched[s->active]);
+    }
     s->state = CP_SERVER_EMPTY;
     s->st_count = 0;
     s->generation++;
@@ -728,10 +817,10 @@ static void cmd_read(cp_server *s, const uint8_t *p, uint32_t n)
     if (total < 0) {
         return;
     }
-    if (total > s->cfg.max_payload) {
-        FAIL(s, CP_PERR_TOO_LARGE, s->cfg.max_payload,
+    if (total > s->room) {
+        FAIL(s, CP_PERR_TOO_LARGE, s->room,
              "READ of %u bytes; a response holds at most %u", (uint64_t)total,
-             s->cfg.max_payload);
+             s->room);
         return;
     }
     const uint8_t *data = cp_program_data(active_prog(s));
@@ -808,6 +897,34 @@ static void cmd_write(cp_server *s, const uint8_t *p, uint32_t n)
     do_unlock(s);
 }
 
+/* The fault record (CP_SERVER_FAULT_RECORD bytes). */
+static void write_fault(uint8_t *out, const cp_fault *f, uint32_t count)
+{
+    cp_put32(out, f->kind);
+    cp_put32(out + 4, f->task);
+    cp_put64(out + 8, f->address);
+    cp_put64(out + 16, f->pc);
+    cp_put32(out + 24, f->code);
+    cp_put32(out + 28, count);
+    cp_put64(out + 32, f->tick);
+}
+
+/* The loaded program's fault (zeros but the count if there is none), protocol context. */
+static void put_fault(cp_server *s, uint8_t *out)
+{
+    cp_fault f;
+    cp_fill((uint8_t *)&f, 0, sizeof(f));
+    do_lock(s);
+    const cp_fault *cur = s->state == CP_SERVER_EMPTY ? NULL
+                                                      : cp_sched_fault(&s->sched[s->active]);
+    if (cur != NULL) {
+        f = *cur;
+    }
+    uint32_t count = s->fault_count;
+    do_unlock(s);
+    write_fault(out, &f, count);
+}
+
 static void cmd_stats(cp_server *s, const uint8_t *p, uint32_t n)
 {
     if (n != 0 && n != 2) {
@@ -820,7 +937,7 @@ static void cmd_stats(cp_server *s, const uint8_t *p, uint32_t n)
     if (s->cfg.rt_stats != NULL) {
         s->cfg.rt_stats(s->cfg.ctx, &rt);
     }
-    uint32_t fit = ((uint32_t)s->cfg.max_payload - STATS_HEAD - STATS_TAIL) / STATS_TASK;
+    uint32_t fit = (s->room - STATS_HEAD - STATS_TAIL) / STATS_TASK;
     do_lock(s);
     uint32_t tasks = s->state == CP_SERVER_EMPTY ? 0 : active_prog(s)->task_count;
     uint32_t count = first < tasks ? tasks - first : 0;
@@ -844,6 +961,8 @@ static void cmd_stats(cp_server *s, const uint8_t *p, uint32_t n)
     put_u32(s, RELAXED_LOAD(&s->ev_dropped));
     put_u16(s, (uint16_t)first);
     put_u16(s, (uint16_t)tasks);
+    put_fault(s, resp(s) + s->resp_len);
+    s->resp_len += CP_SERVER_FAULT_RECORD;
 }
 
 static void cmd_stream(cp_server *s, const uint8_t *p, uint32_t n)
@@ -880,9 +999,10 @@ static void cmd_stream(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
     uint64_t payload = 8u + (uint64_t)total;
-    if (payload > s->cfg.max_payload || CP_WIRE_MAX(payload) > s->cfg.ring_size) {
-        uint64_t limit = s->cfg.max_payload - 8u;
-        while (limit > 0 && CP_WIRE_MAX(8u + limit) > s->cfg.ring_size) {
+    /* the ring holds a 2-byte length and the frame without CRC and trailer */
+    if (payload > s->room || 2u + CP_FRAME_HEADER + payload > s->cfg.ring_size) {
+        uint64_t limit = s->room - 8u;
+        while (limit > 0 && 2u + CP_FRAME_HEADER + 8u + limit > s->cfg.ring_size) {
             limit--;
         }
         FAIL(s, CP_PERR_TOO_LARGE, (uint32_t)limit,
@@ -920,9 +1040,9 @@ static void cmd_io_read(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
     uint32_t count = n / 3;
-    if (count * 8u > s->cfg.max_payload) {
-        FAIL(s, CP_PERR_TOO_LARGE, s->cfg.max_payload / 8u,
-             "IO_READ of %u channels; at most %u", count, s->cfg.max_payload / 8u);
+    if (count * 8u > s->room) {
+        FAIL(s, CP_PERR_TOO_LARGE, s->room / 8u,
+             "IO_READ of %u channels; at most %u", count, s->room / 8u);
         return;
     }
     for (uint32_t i = 0; i < count; i++) {
@@ -980,10 +1100,93 @@ static void cmd_get_ports(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
     uint32_t chunk = s->ports_len - off;
-    uint32_t room = (uint32_t)s->cfg.max_payload - 4u;
+    uint32_t room = s->room - 4u;
     chunk = chunk < room ? chunk : room;
     put_u32(s, s->ports_len);
     put_bytes(s, s->ports + off, chunk);
+}
+
+/* ---- sessions (docs/protocol.md, "Sessions and authentication") */
+
+/* Nonce bytes: the embedder's random source, else HMAC(key, counter | clock | mix). */
+static void make_nonce(cp_server *s, uint8_t *out, const uint8_t *mix, size_t mix_len)
+{
+    if (s->cfg.random != NULL) {
+        s->cfg.random(s->cfg.ctx, out, CP_AUTH_NONCE);
+        return;
+    }
+    uint8_t seed[12];
+    cp_put32(seed, ++s->nonce_count);
+    cp_put64(seed + 4, now_ns(s));
+    cp_hmac m;
+    cp_hmac_init(&m, s->cfg.key, s->cfg.key_len);
+    uint8_t digest[CP_SHA256_SIZE];
+    cp_hmac_mac2(&m, seed, sizeof(seed), mix, mix_len, digest);
+    cp_copy(out, digest, CP_AUTH_NONCE);
+}
+
+/* The session key HMAC(key, label | server nonce | client nonce), prepared for use. */
+static void session_key(const cp_server *s, const uint8_t *nonce_s, const uint8_t *nonce_c,
+                        cp_hmac *out)
+{
+    uint8_t nonces[2 * CP_AUTH_NONCE];
+    cp_copy(nonces, nonce_s, CP_AUTH_NONCE);
+    cp_copy(nonces + CP_AUTH_NONCE, nonce_c, CP_AUTH_NONCE);
+    cp_hmac k;
+    cp_hmac_init(&k, s->cfg.key, s->cfg.key_len);
+    uint8_t key[CP_SHA256_SIZE];
+    cp_hmac_mac2(&k, (const uint8_t *)session_label, sizeof(session_label) - 1, nonces,
+                 sizeof(nonces), key);
+    cp_hmac_init(out, key, sizeof(key));
+    cp_fill(key, 0, sizeof(key));
+}
+
+static void cmd_session(cp_server *s, const uint8_t *p, uint32_t n)
+{
+    if (n != SESSION_REQUEST || p[1] != 0 || p[2] != 0 || p[3] != 0) {
+        FAIL(s, CP_PERR_BAD_PAYLOAD, SESSION_REQUEST,
+             "SESSION needs u8 flags, 3 reserved bytes, a 16-byte nonce (%u bytes given)", n);
+        return;
+    }
+    uint8_t flags = p[0];
+    if ((flags & SESSION_CLOSE) != 0) {
+        if (s->req_sess != &s->owner) {
+            FAIL(s, CP_PERR_AUTH_REQUIRED, 0, "SESSION close must be authenticated by the "
+                 "session it closes", 0);
+            return;
+        }
+        s->req_close = 1;
+        return;
+    }
+    if (owner_live(s) && (flags & SESSION_TAKEOVER) == 0 && s->req_sess != &s->owner) {
+        uint64_t idle = now_ns(s) - s->owner.last_ns;
+        FAIL(s, CP_PERR_BUSY, (uint32_t)(idle / 1000000u),
+             "another client owns this runner (its last request %u ms ago); take it "
+             "over with SerialTarget(..., takeover=True)",
+             idle / 1000000u);
+        return;
+    }
+    uint8_t nonce_s[CP_AUTH_NONCE];
+    make_nonce(s, nonce_s, p + 4, CP_AUTH_NONCE);
+    cp_fill((uint8_t *)&s->pending, 0, sizeof(s->pending));
+    session_key(s, nonce_s, p + 4, &s->pending.mac);
+    s->pending.active = 1;
+    s->pending.link = (uint8_t)s->req_link;
+    s->pending.last_ns = now_ns(s);
+    /* the owner keeps its session until the new client proves the key */
+    put_u8(s, s->cfg.require_auth ? 1u : 0u);
+    put_u8(s, 0);
+    put_u16(s, 0);
+    put_bytes(s, nonce_s, CP_AUTH_NONCE);
+    uint64_t lease = s->cfg.session_lease_ns != 0 ? s->cfg.session_lease_ns : DEFAULT_LEASE_NS;
+    put_u32(s, (uint32_t)(lease / 1000000u));
+    put_u32(s, (uint32_t)(s->cfg.link_timeout_ns / 1000000u));
+}
+
+static void cmd_ping(cp_server *s, const uint8_t *p, uint32_t n)
+{
+    (void)p;
+    no_payload(s, "PING takes no payload (%u bytes given)", n);
 }
 
 /* ---- dispatch */
@@ -1007,14 +1210,106 @@ static int has_effect(uint8_t command)
     }
 }
 
-static void send_tx(cp_server *s)
+static void link_write(cp_server *s, uint32_t link, const uint8_t *bytes, size_t n)
 {
-    size_t w = cp_cobs_encode(s->tx, s->tx_len, s->txenc, s->wire_cap - 1);
+    if (s->cfg.write_link != NULL) {
+        s->cfg.write_link(s->cfg.ctx, link, bytes, n);
+    } else if (link == CP_SERVER_OWNER) {
+        s->cfg.write(s->cfg.ctx, bytes, n);
+    }
+}
+
+/* COBS-encodes a sealed frame into txenc and writes it to a link. */
+static void send_frame(cp_server *s, uint32_t link, const uint8_t *frame, size_t len)
+{
+    size_t w = cp_cobs_encode(frame, len, s->txenc, s->wire_cap - 1);
     if (w == 0) {
         return; /* cannot happen: wire_cap covers a full frame */
     }
     s->txenc[w] = 0;
-    s->cfg.write(s->cfg.ctx, s->txenc, w + 1);
+    link_write(s, link, s->txenc, w + 1);
+}
+
+static void send_tx(cp_server *s)
+{
+    send_frame(s, CP_SERVER_OWNER, s->tx, s->tx_len);
+}
+
+/* The authentication tag of a frame whose header (length including the trailer) and payload
+ * up to the counter are in place: HMAC over everything before the tag. */
+static void frame_tag(const cp_hmac *mac, const uint8_t *frame, uint32_t length,
+                      uint8_t tag[CP_SHA256_SIZE])
+{
+    cp_hmac_mac2(mac, frame, (size_t)CP_FRAME_HEADER + length - CP_AUTH_TAG, frame, 0, tag);
+}
+
+/* Header, trailer (counter, tag) and CRC around `length` payload bytes at frame + 8; the
+ * payload has room for the trailer (handlers use at most room bytes). */
+static size_t seal(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
+                   uint32_t length, const cp_server_session *sess, uint32_t counter)
+{
+    if (sess == NULL) {
+        return cp_frame_seal(frame, flags, seq, command, (uint16_t)length);
+    }
+    uint32_t total = length + CP_AUTH_TRAILER;
+    cp_frame_header(frame, (uint8_t)(flags | CP_FLAG_AUTH), seq, command, (uint16_t)total);
+    cp_put32(frame + CP_FRAME_HEADER + length, counter);
+    uint8_t tag[CP_SHA256_SIZE];
+    frame_tag(&sess->mac, frame, total, tag);
+    cp_copy(frame + CP_FRAME_HEADER + length + 4, tag, CP_AUTH_TAG);
+    cp_frame_put_crc(frame, (uint16_t)total);
+    return (size_t)CP_FRAME_HEADER + total + CP_FRAME_CRC;
+}
+
+/* 1 if the frame's trailer is a valid tag of `sess`. */
+static int tag_valid(const cp_server_session *sess, const uint8_t *frame, uint32_t length)
+{
+    if (!sess->active || length < CP_AUTH_TRAILER) {
+        return 0;
+    }
+    uint8_t tag[CP_SHA256_SIZE];
+    frame_tag(&sess->mac, frame, length, tag);
+    return cp_equal_ct(tag, frame + CP_FRAME_HEADER + length - CP_AUTH_TAG, CP_AUTH_TAG);
+}
+
+/* An unauthenticated ERROR response on a link, without touching the owner's replay cache. */
+static void refuse(cp_server *s, uint32_t link, const cp_frame *f, uint8_t code,
+                   uint32_t detail, const char *fmt, const uint64_t *args, size_t nargs)
+{
+    uint8_t *saved = s->tx;
+    s->tx = s->gtx;
+    s->resp_len = 0;
+    fail_fmt(s, code, 0, detail, fmt, args, nargs);
+    size_t len = cp_frame_seal(s->gtx, s->resp_flags, f->seq, f->command,
+                               (uint16_t)s->resp_len);
+    s->tx = saved;
+    s->refused++;
+    send_frame(s, link, s->gtx, len);
+    if (link == CP_SERVER_GUEST) {
+        do_notify(s, CP_SERVER_NOTIFY_REFUSE); /* a refused second connection is closed */
+    }
+}
+
+#define REFUSE(s, link, f, code, detail, fmt, ...) \
+    refuse((s), (link), (f), (code), (detail), (fmt), CP_ARGS(__VA_ARGS__))
+
+/* The guest's session proved the key: it is the owner now, on the guest's connection. */
+static void promote(cp_server *s, uint32_t link)
+{
+    s->owner = s->pending;
+    cp_fill((uint8_t *)&s->pending, 0, sizeof(s->pending));
+    s->owner.link = CP_SERVER_OWNER;
+    s->cache_valid = 0;
+    if (link == CP_SERVER_GUEST) {
+        cp_decoder d = s->dec;
+        s->dec = s->dec2;
+        s->dec2 = d;
+        uint8_t *rx = s->rx;
+        s->rx = s->rx2;
+        s->rx2 = rx;
+        cp_decoder_reset(&s->dec2);
+        do_notify(s, CP_SERVER_NOTIFY_TAKEOVER);
+    }
 }
 
 static void execute(cp_server *s, uint8_t command, const uint8_t *p, uint32_t n)
@@ -1035,52 +1330,167 @@ static void execute(cp_server *s, uint8_t command, const uint8_t *p, uint32_t n)
     case CP_CMD_IO_READ: cmd_io_read(s, p, n); break;
     case CP_CMD_IO_WRITE: cmd_io_write(s, p, n); break;
     case CP_CMD_GET_PORTS: cmd_get_ports(s, p, n); break;
+    case CP_CMD_SESSION: cmd_session(s, p, n); break;
+    case CP_CMD_PING: cmd_ping(s, p, n); break;
     default:
         FAIL(s, CP_PERR_BAD_COMMAND, command, "unknown command %u", command);
         break;
     }
 }
 
-static void on_frame(cp_server *s, const cp_frame *f)
+/* Checks a request's authentication. Returns 0 and the session (NULL: unauthenticated,
+ * allowed) with the payload length without the trailer, or nonzero after refusing it. A
+ * retry of the session's last request (same counter and CRC) passes: the replay cache then
+ * answers it, or it is executed again if it has no effect. */
+static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
+                        cp_server_session **out, uint32_t *length)
+{
+    *out = NULL;
+    *length = f->length;
+    const uint8_t *frame = f->payload - CP_FRAME_HEADER;
+    if ((f->flags & CP_FLAG_AUTH) == 0) {
+        int open = f->command == CP_CMD_HELLO ||
+                   (f->command == CP_CMD_SESSION && f->length >= 1 &&
+                    (f->payload[0] & SESSION_CLOSE) == 0);
+        if (open) {
+            return 0;
+        }
+        if (s->cfg.require_auth) {
+            REFUSE(s, link, f, CP_PERR_AUTH_REQUIRED, 0,
+                   "this runner accepts authenticated requests only: connect "
+                   "with the runner's key (SerialTarget(..., key=...))", 0);
+            return 1;
+        }
+        if (link == CP_SERVER_GUEST || owner_live(s)) {
+            REFUSE(s, link, f, CP_PERR_BUSY, 0,
+                   "another client owns this runner; begin a session with takeover to "
+                   "replace it", 0);
+            return 1;
+        }
+        return 0;
+    }
+    cp_server_session *sess = NULL;
+    if (link == CP_SERVER_OWNER && tag_valid(&s->owner, frame, f->length)) {
+        sess = &s->owner;
+    } else if (s->pending.link == link && tag_valid(&s->pending, frame, f->length)) {
+        sess = &s->pending;
+    }
+    if (sess == NULL) {
+#ifdef CP_DEBUG_AUTH
+        fprintf(stderr, "auth failed: link %u pending link %u active %u owner %u\n", link,
+                s->pending.link, s->pending.active, s->owner.active);
+#endif
+        REFUSE(s, link, f, CP_PERR_AUTH_FAILED, 0,
+               "the frame's tag is not valid for any session of this runner "
+               "(wrong key, a changed frame, or the session ended)", 0);
+        return 1;
+    }
+    uint32_t counter = cp_le32(f->payload + f->length - CP_AUTH_TRAILER);
+    if (sess == &s->owner) {
+        int retry = counter == sess->rx_counter && f->crc == sess->rx_crc;
+        if (!retry && counter <= sess->rx_counter) {
+            REFUSE(s, link, f, CP_PERR_REPLAY, sess->rx_counter,
+                   "request counter %u was used already (the last one was %u)",
+                   counter, sess->rx_counter);
+            return 1;
+        }
+    } else {
+        promote(s, link);
+        sess = &s->owner;
+    }
+    sess->rx_counter = counter;
+    sess->rx_crc = f->crc;
+    sess->last_ns = now_ns(s);
+    *out = sess;
+    *length = f->length - CP_AUTH_TRAILER;
+    return 0;
+}
+
+static void on_frame(cp_server *s, uint32_t link, const cp_frame *f)
 {
     if ((f->flags & (CP_FLAG_RESPONSE | CP_FLAG_EVENT | CP_FLAG_ERROR)) != 0) {
         s->non_requests++; /* e.g. our own output echoed back: never answer it */
         return;
     }
-    int effect = has_effect(f->command);
-    if (f->version == CP_PROTO_VERSION && effect && s->cache_valid && f->seq == s->cache_seq &&
-        f->command == s->cache_cmd && f->crc == s->cache_crc) {
+    if (f->version != CP_PROTO_VERSION) {
+        REFUSE(s, link, f, CP_PERR_VERSION, CP_PROTO_VERSION,
+               "protocol version %u is not supported; this runner speaks version %u",
+               f->version, CP_PROTO_VERSION);
+        return;
+    }
+    cp_server_session *sess;
+    uint32_t n;
+    if (authenticate(s, link, f, &sess, &n) != 0) {
+        return;
+    }
+    /* a link still a guest after authentication speaks only HELLO and SESSION */
+    int guest = link == CP_SERVER_GUEST && sess == NULL;
+    int effect = has_effect(f->command) && !guest;
+    if (effect && s->cache_valid && f->seq == s->cache_seq && f->command == s->cache_cmd &&
+        f->crc == s->cache_crc) {
         s->replays++;
         send_tx(s);
         return;
     }
+    if (!guest && (sess != NULL || !s->owner.active)) {
+        s->last_rx_ns = now_ns(s); /* the dead-man switch: the owner talks */
+    }
+    uint8_t *saved = s->tx;
+    if (guest) {
+        s->tx = s->gtx;
+    }
     s->resp_len = 0;
     s->resp_flags = CP_FLAG_RESPONSE;
-    if (f->version != CP_PROTO_VERSION) {
-        FAIL(s, CP_PERR_VERSION, CP_PROTO_VERSION,
-             "protocol version %u is not supported; this runner speaks version %u", f->version,
-             CP_PROTO_VERSION);
-        effect = 0;
-    } else {
-        execute(s, f->command, f->payload, f->length);
+    s->req_sess = sess;
+    s->req_link = link;
+    s->req_close = 0;
+    execute(s, f->command, f->payload, n);
+    uint32_t counter = sess != NULL ? sess->rx_counter : 0;
+    size_t len = seal(s->tx, s->resp_flags, f->seq, f->command, s->resp_len, sess, counter);
+    s->req_sess = NULL;
+    if (guest) {
+        s->tx = saved;
+        send_frame(s, link, s->gtx, len);
+        return;
     }
-    s->tx_len = (uint32_t)cp_frame_seal(s->tx, s->resp_flags, f->seq, f->command,
-                                        (uint16_t)s->resp_len);
+    s->tx_len = (uint32_t)len;
     s->cache_valid = (uint8_t)effect;
     s->cache_seq = f->seq;
     s->cache_cmd = f->command;
     s->cache_crc = f->crc;
-    send_tx(s);
+    send_frame(s, link, s->tx, len);
+    if (s->req_close) {
+        cp_fill((uint8_t *)&s->owner, 0, sizeof(s->owner));
+        s->cache_valid = 0;
+    }
+}
+
+size_t cp_server_feed_link(cp_server *srv, uint32_t link, const uint8_t *bytes, size_t n)
+{
+    srv->stop_feed = 0;
+    for (size_t i = 0; i < n; i++) {
+        cp_decoder *d = link == CP_SERVER_GUEST ? &srv->dec2 : &srv->dec;
+        cp_frame f;
+        int r = cp_decoder_push(d, bytes[i], &f);
+        if (r == CP_DEC_TEXT) {
+            do_notify(srv, CP_SERVER_NOTIFY_TEXT);
+        } else if (r == CP_DEC_FRAME) {
+            on_frame(srv, link, &f);
+            (void)cp_server_flush(srv);
+        }
+        if (srv->stop_feed) {
+            srv->stop_feed = 0;
+            return i + 1;
+        }
+    }
+    return n;
 }
 
 void cp_server_feed(cp_server *srv, const uint8_t *bytes, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        cp_frame f;
-        if (cp_decoder_push(&srv->dec, bytes[i], &f) == CP_DEC_FRAME) {
-            on_frame(srv, &f);
-            (void)cp_server_flush(srv);
-        }
+    size_t done = 0;
+    while (done < n) { /* text is discarded up to its delimiter; the rest is fed on */
+        done += cp_server_feed_link(srv, CP_SERVER_OWNER, bytes + done, n - done);
     }
 }
 
@@ -1089,7 +1499,35 @@ void cp_server_disconnect(cp_server *srv)
     cp_decoder_reset(&srv->dec);
 }
 
-/* ---- events: produced in the tick context, written in the protocol context */
+void cp_server_disconnect_link(cp_server *srv, uint32_t link)
+{
+    if (link == CP_SERVER_GUEST) {
+        cp_decoder_reset(&srv->dec2);
+        if (srv->pending.link == CP_SERVER_GUEST) {
+            cp_fill((uint8_t *)&srv->pending, 0, sizeof(srv->pending));
+        }
+        return;
+    }
+    cp_decoder_reset(&srv->dec);
+    cp_fill((uint8_t *)&srv->owner, 0, sizeof(srv->owner));
+    if (srv->pending.link == CP_SERVER_OWNER) {
+        cp_fill((uint8_t *)&srv->pending, 0, sizeof(srv->pending));
+    }
+    srv->cache_valid = 0;
+}
+
+/* ---- events: produced in the tick context, sealed and written in the protocol context
+ * The ring holds records: u16 length, then the frame without CRC (header and payload). The
+ * protocol context adds the session's trailer and the CRC, so the tick context never hashes
+ * and never encodes. */
+
+static void ring_copy_out(const cp_server *s, uint32_t from, uint8_t *dst, uint32_t n)
+{
+    uint32_t mask = s->cfg.ring_size - 1;
+    for (uint32_t k = 0; k < n; k++) {
+        dst[k] = s->ring[(from + k) & mask];
+    }
+}
 
 size_t cp_server_flush(cp_server *srv)
 {
@@ -1100,18 +1538,50 @@ size_t cp_server_flush(cp_server *srv)
     uint32_t head = ATOMIC_LOAD(&srv->ring_head);
     uint32_t tail = srv->ring_tail;
     size_t written = 0;
-    while (tail != head) {
-        uint32_t at = tail & (size - 1);
-        uint32_t chunk = head - tail;
-        if (chunk > size - at) {
-            chunk = size - at;
-        }
-        srv->cfg.write(srv->cfg.ctx, srv->ring + at, chunk);
-        tail += chunk;
-        written += chunk;
+    while (head - tail >= 2u) {
+        uint8_t len_bytes[2];
+        ring_copy_out(srv, tail, len_bytes, 2);
+        uint32_t len = cp_le16(len_bytes);
+        ring_copy_out(srv, tail + 2u, srv->evraw, len);
+        tail += 2u + len;
         ATOMIC_STORE(&srv->ring_tail, tail);
+        uint32_t payload = len - CP_FRAME_HEADER;
+        cp_server_session *sess = srv->owner.active ? &srv->owner : NULL;
+        uint32_t counter = sess != NULL ? ++sess->ev_counter : 0;
+        size_t frame = seal(srv->evraw, srv->evraw[1], cp_le16(srv->evraw + 2), srv->evraw[4],
+                            payload, sess, counter);
+        size_t w = cp_cobs_encode(srv->evraw, frame, srv->evenc, srv->wire_cap - 1);
+        if (w != 0) {
+            srv->evenc[w] = 0;
+            link_write(srv, CP_SERVER_OWNER, srv->evenc, w + 1);
+            written += w + 1;
+        }
     }
     return written;
+}
+
+/* Tick context: queues the event built in s->ev (payload of `len` bytes). */
+static void queue_event(cp_server *s, uint8_t command, uint32_t len)
+{
+    uint8_t *f = s->ev;
+    cp_frame_header(f, CP_FLAG_EVENT, s->ev_seq++, command, (uint16_t)len);
+    uint32_t record = 2u + CP_FRAME_HEADER + len;
+    uint32_t size = s->cfg.ring_size;
+    uint32_t head = s->ring_head;
+    uint32_t tail = ATOMIC_LOAD(&s->ring_tail);
+    if (size == 0 || record > size - (head - tail)) {
+        RELAXED_STORE(&s->ev_dropped, RELAXED_LOAD(&s->ev_dropped) + 1u);
+        return;
+    }
+    uint32_t mask = size - 1;
+    s->ring[head & mask] = (uint8_t)(record - 2u);
+    s->ring[(head + 1u) & mask] = (uint8_t)((record - 2u) >> 8);
+    for (uint32_t k = 0; k < record - 2u; k++) {
+        s->ring[(head + 2u + k) & mask] = f[k];
+    }
+    ATOMIC_STORE(&s->ring_head, head + record);
+    s->ev_sent++;
+    do_notify(s, CP_SERVER_NOTIFY_OUTPUT);
 }
 
 static void emit_event(cp_server *s, uint64_t tick)
@@ -1124,22 +1594,17 @@ static void emit_event(cp_server *s, uint64_t tick)
         cp_copy(payload + len, data + s->st_offset[i], s->st_size[i]);
         len += s->st_size[i];
     }
-    uint16_t seq = s->ev_seq++;
-    size_t w = cp_frame_encode(s->ev, CP_FLAG_EVENT, seq, CP_CMD_STREAM, (uint16_t)len,
-                               s->evenc, s->wire_cap);
-    uint32_t size = s->cfg.ring_size;
-    uint32_t head = s->ring_head;
-    uint32_t tail = ATOMIC_LOAD(&s->ring_tail);
-    if (w == 0 || w > size - (head - tail)) {
-        RELAXED_STORE(&s->ev_dropped, RELAXED_LOAD(&s->ev_dropped) + 1u);
-        return;
-    }
-    for (size_t k = 0; k < w; k++) {
-        s->ring[(head + (uint32_t)k) & (size - 1)] = s->evenc[k];
-    }
-    ATOMIC_STORE(&s->ring_head, head + (uint32_t)w);
-    s->ev_sent++;
-    do_notify(s, CP_SERVER_NOTIFY_OUTPUT);
+    queue_event(s, CP_CMD_STREAM, len);
+}
+
+/* Tick context, lock held: the program faulted (in this tick, or by the link timeout). */
+static void faulted(cp_server *s, const cp_fault *f)
+{
+    s->state = CP_SERVER_FAULTED;
+    s->generation++;
+    s->fault_count++;
+    write_fault(s->ev + CP_FRAME_HEADER, f, s->fault_count);
+    queue_event(s, CP_CMD_FAULT, CP_SERVER_FAULT_RECORD);
 }
 
 int cp_server_tick(cp_server *srv)
@@ -1148,7 +1613,20 @@ int cp_server_tick(cp_server *srv)
         return 0;
     }
     cp_sched *sc = &srv->sched[srv->active];
+    if (srv->link_timeout_ns != 0) {
+        uint64_t silent = now_ns(srv) - srv->last_rx_ns;
+        if (silent > srv->link_timeout_ns && silent < (UINT64_MAX >> 1)) {
+            cp_fault link = {CP_FAULT_LINK, CP_FAULT_NO_TASK, 0, 0,
+                             (uint32_t)(silent / 1000000u), 0, 0};
+            cp_sched_fail(sc, &link);
+        }
+    }
     cp_sched_tick(sc);
+    const cp_fault *fault = cp_sched_fault(sc);
+    if (fault != NULL) {
+        faulted(srv, fault);
+        return 1;
+    }
     if (srv->st_count != 0) {
         if (srv->st_countdown == 0) {
             emit_event(srv, sc->tick - 1);

@@ -223,18 +223,20 @@ int main(int argc, char **argv)
         rng_state = 1;
     }
 
-    tb_image seed;
-    std_image(&seed);
+    static tb_image seeds[2]; /* v1-sized entries, and the ABI 3 entries with an optional section */
+    std_image(&seeds[0]);
+    std_image_ext(&seeds[1]);
     tp_ctx ctx;
     cp_platform pf = tp_platform(&ctx, CP_ARCH_X86_64);
     pf.max_region_size = 1u << 20; /* mutated sizes would otherwise zero gigabytes */
-    unsigned long by_status[CP_ERR_ARGUMENT + 1] = {0};
+    unsigned long by_status[CP_ERR_UNSUPPORTED + 1] = {0};
     enum { CAP = TB_CAP };
     static uint8_t buf[CAP];
 
     for (unsigned long it = 0; it < iterations; it++) {
-        size_t len = seed.len;
-        memcpy(buf, seed.bytes, len);
+        const tb_image *seed = &seeds[it % 2];
+        size_t len = seed->len;
+        memcpy(buf, seed->bytes, len);
         mutate(buf, &len, CAP);
         maybe_repair(buf, len);
 
@@ -243,7 +245,7 @@ int main(int argc, char **argv)
         memcpy(image, buf, len);
         cp_error err = tb_error();
         cp_status vs = cp_image_validate(image, len, CP_ARCH_X86_64, &err);
-        if (vs > CP_ERR_ARGUMENT || strlen(err.message) >= sizeof(err.message)) {
+        if (vs > CP_ERR_UNSUPPORTED || strlen(err.message) >= sizeof(err.message)) {
             fprintf(stderr, "iteration %lu: bad status %d\n", it, (int)vs);
             return 1;
         }
@@ -274,7 +276,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("fuzz_image: %lu iterations, no crash; validate results:", iterations);
-    for (int s = 0; s <= CP_ERR_ARGUMENT; s++) {
+    for (int s = 0; s <= CP_ERR_UNSUPPORTED; s++) {
         if (by_status[s] != 0) {
             printf(" %s=%lu", cp_status_name((cp_status)s), by_status[s]);
         }

@@ -4,7 +4,12 @@
  * running program in between. Invariants: no crash or undefined behaviour, every intact
  * request gets exactly one well-formed response with its seq, and nothing the server writes is
  * a malformed frame. Ticks run only while a known-good image is loaded (a mutated image that
- * passes validation could hold any machine code).
+ * passes validation could hold any machine code); one of them faults (ud2 in a task, under the
+ * POSIX guard). Runners alternate between no key, an empty-key session and a required key:
+ * the generator begins real sessions (SESSION, the derived key) and then sends authenticated
+ * frames, mutated before the tag (valid, the server must judge the payload) or after it
+ * (invalid), replays old ones, and feeds a guest link now and then. Every authenticated
+ * response must carry a valid tag with the request's counter.
  * Usage: fuzz_server [iterations] [seed] */
 #include "server_fixture.h"
 #include "rng.h"
@@ -18,7 +23,7 @@ static uint32_t interesting(void)
     return v[below(sizeof(v) / sizeof(v[0]))];
 }
 
-enum { NGOOD = 4 };
+enum { NGOOD = 6 };
 static tb_image good[NGOOD];
 static uint32_t good_crc[NGOOD];
 
@@ -57,6 +62,20 @@ static uint32_t small_offset(void)
     return below(8) == 0 ? interesting() : below(PG_DATA_SIZE + 8);
 }
 
+/* The generator's session (what a host tracks): key, counter; the runner's key. */
+static const uint8_t KEY[] = "fuzz-key-0123456789";
+static int sess_on;
+static cp_hmac sess_mac;
+static uint32_t sess_counter;
+static uint32_t req_counter;    /* the counter of the request in flight */
+static int last_sent_auth, last_tampered;
+static cp_hmac req_mac;         /* and the session key it was sent with */
+static cp_hmac own_mac;         /* the key of the session the runner answered last */
+static uint32_t ev_counter;     /* the last event counter seen in the session */
+static uint8_t sess_nonce[16];
+static const uint8_t *runner_key;
+static size_t runner_key_len;
+
 /* Upload state of the generator (what a host would track). */
 static int up_image = -1;
 static uint32_t up_off;
@@ -66,7 +85,13 @@ static tb_image up_bytes;
 static uint8_t gen_request(void)
 {
     plen = 0;
-    uint32_t pick = below(16);
+    uint32_t pick = below(17);
+    if (!sess_on && below(6) == 0) {
+        pick = 14; /* hosts begin sessions */
+    }
+    if (pick == 15 && below(2)) {
+        return CP_CMD_PING;
+    }
     if (up_image >= 0 && below(2) == 0) { /* a host keeps uploading, then commits */
         pick = up_off < up_bytes.len ? 2 : 4;
     }
@@ -193,6 +218,17 @@ static uint8_t gen_request(void)
     case 13:
         p32(below(4) == 0 ? interesting() : below(200));
         return CP_CMD_GET_PORTS;
+    case 14: { /* SESSION: begin (sometimes taking over, sometimes closing) */
+        for (int i = 0; i < 16; i++) {
+            sess_nonce[i] = (uint8_t)rng();
+        }
+        p8((uint8_t)(below(4) == 0 ? below(4) : below(2)));
+        p8(0);
+        p16(0);
+        memcpy(payload + plen, sess_nonce, 16);
+        plen += 16;
+        return CP_CMD_SESSION;
+    }
     default: { /* anything */
         uint32_t n = below(40);
         for (uint32_t i = 0; i < n; i++) {
@@ -272,7 +308,7 @@ static size_t mutate_wire(uint8_t *w, size_t n, size_t cap)
 
 typedef struct tally {
     uint64_t requests, intact, responses, errors[16], events, ticks, replays_sent;
-    uint64_t commits_ok, bad_client_frames;
+    uint64_t commits_ok, bad_client_frames, authenticated, sessions, faults, guest_bytes;
 } tally;
 
 static tally T;
@@ -286,10 +322,23 @@ static void drain(fx *f, int expect_response, uint16_t seq, uint8_t cmd)
     while (fx_next(f, &r)) {
         if (r.flags & CP_FLAG_EVENT) {
             T.events++;
-            if (r.command != CP_CMD_STREAM || r.len < 8) {
+            int auth = (r.flags & CP_FLAG_AUTH) != 0;
+            uint32_t body = auth ? (uint32_t)r.len - CP_AUTH_TRAILER : r.len;
+            if (auth) { /* events of our session: valid tags, increasing counters */
+                uint32_t c = tb_get32(r.p + body);
+                if (c <= ev_counter ||
+                    !fx_tag_ok(r.flags, r.seq, r.command, r.p, r.len, &own_mac, c)) {
+                    fprintf(stderr, "event with a bad tag or counter\n");
+                    abort();
+                }
+                ev_counter = c;
+            }
+            if ((r.command != CP_CMD_STREAM || body < 8) &&
+                (r.command != CP_CMD_FAULT || body != CP_SERVER_FAULT_RECORD)) {
                 fprintf(stderr, "malformed event\n");
                 abort();
             }
+            T.faults += r.command == CP_CMD_FAULT;
             continue;
         }
         responses++;
@@ -300,13 +349,35 @@ static void drain(fx *f, int expect_response, uint16_t seq, uint8_t cmd)
                     r.command, cmd, r.len, r.flags);
             abort();
         }
+        if ((r.flags & CP_FLAG_AUTH) != 0) {
+            /* a response in a session answers our last counter with a valid tag */
+            if (!fx_tag_ok(r.flags, r.seq, r.command, r.p, r.len, &req_mac, req_counter)) {
+                fprintf(stderr, "response with a bad tag\n");
+                abort();
+            }
+            if (memcmp(&own_mac, &req_mac, sizeof(own_mac)) != 0) {
+                own_mac = req_mac; /* that session owns the runner now: its events follow */
+                ev_counter = 0;
+            }
+            T.authenticated++;
+            r.len -= CP_AUTH_TRAILER;
+        }
         if (r.flags & CP_FLAG_ERROR) {
-            if (r.len < 8 || r.len > 8 + CP_ERROR_MESSAGE_MAX || r.p[0] == 0 || r.p[0] > 9) {
+            if (r.len < 8 || r.len > 8 + CP_ERROR_MESSAGE_MAX || r.p[0] == 0 || r.p[0] > 13) {
                 fprintf(stderr, "bad error payload\n");
                 abort();
             }
             T.errors[r.p[0]]++;
+            if (r.p[0] == CP_PERR_AUTH_FAILED && last_sent_auth && !last_tampered) {
+                sess_on = 0; /* our session ended (taken over, closed): begin a new one */
+            }
         } else {
+            if (cmd == CP_CMD_SESSION && r.len == 28) { /* a new session: derive its key */
+                fx_session_key(runner_key, runner_key_len, r.p + 4, sess_nonce, &sess_mac);
+                sess_on = 1;
+                sess_counter = 0;
+                T.sessions++;
+            }
             T.errors[0]++;
             if (cmd == CP_CMD_LOAD_COMMIT) {
                 T.commits_ok++;
@@ -344,13 +415,19 @@ int main(int argc, char **argv)
     if (rng_state == 0) {
         rng_state = 1;
     }
+    static const uint8_t ud2[] = {0x0f, 0x0b};
     for (int i = 0; i < NGOOD; i++) {
-        pg_build(&good[i], (uint32_t)i);
+        /* 0-3 with v1 entries; 4 with ABI 3 entries; 5 too, and task 1 faults */
+        pg_options o = {i == 5 ? ud2 : NULL, i == 5 ? sizeof(ud2) : 0, 0.5, 0,
+                        i == 4 ? 1000000u : 0u};
+        pg_build_opts(&good[i], (uint32_t)i, i >= 4 ? &o : NULL);
         good_crc[i] = tb_get32(good[i].bytes + good[i].len - 4);
     }
     static uint8_t wire[CP_WIRE_MAX(70000)];
     static uint8_t last_wire[CP_WIRE_MAX(70000)];
     size_t last_len = 0;
+    uint32_t last_counter = 0;
+    static cp_hmac last_mac;
     uint16_t last_seq = 0;
     uint8_t last_cmd = 0;
     fx *f = malloc(sizeof(*f));
@@ -366,6 +443,20 @@ int main(int argc, char **argv)
                 f->cfg.max_payload = 128 + (uint16_t)below(512);
                 f->cfg.ring_size = 512;
             }
+            f->cfg.guard = cp_posix_guard;
+            f->cfg.budget_factor = 10;
+            runner_key = NULL;
+            runner_key_len = 0;
+            if (session % 4 >= 2) { /* a key; required on every other one */
+                runner_key = KEY;
+                runner_key_len = sizeof(KEY) - 1;
+                f->cfg.key = KEY;
+                f->cfg.key_len = (uint32_t)runner_key_len;
+                f->cfg.require_auth = session % 4 == 3;
+            }
+            sess_on = 0;
+            memset(&own_mac, 0, sizeof(own_mac));
+            ev_counter = 0;
             if (fx_start(f) != CP_OK) {
                 return 2;
             }
@@ -374,6 +465,7 @@ int main(int argc, char **argv)
         }
         uint8_t cmd = gen_request();
         uint8_t version = 1, flags = 0;
+        int auth = sess_on && below(8) != 0, tamper = 0, sent_auth = 0;
         uint16_t seq = f->seq++;
         int replay = 0;
         switch (below(10)) {
@@ -385,7 +477,10 @@ int main(int argc, char **argv)
             if (below(4) == 0) {
                 version = (uint8_t)below(4);
             } else if (below(3) == 0) {
-                flags = (uint8_t)below(8);
+                flags = (uint8_t)below(16);
+                auth = 0;
+            } else if (below(4) == 0) {
+                tamper = auth; /* a valid tag, then a changed byte */
             } else {
                 cmd = (uint8_t)below(20);
             }
@@ -406,6 +501,17 @@ int main(int argc, char **argv)
             seq = last_seq;
             cmd = last_cmd;
             T.replays_sent++;
+            req_counter = last_counter;
+            req_mac = last_mac;
+        } else if (auth && version == 1 && plen + CP_AUTH_TRAILER <= FX_CLIENT_MAXP) {
+            uint32_t c = below(16) == 0 ? (uint32_t)rng() : ++sess_counter;
+            if (c > sess_counter) {
+                sess_counter = c; /* a jump ahead is a valid new counter */
+            }
+            n = fx_frame_auth(wire, sizeof(wire), seq, cmd, payload, plen, &sess_mac, c, tamper);
+            req_counter = c;
+            req_mac = sess_mac;
+            sent_auth = 1;
         } else {
             n = fx_frame(wire, sizeof(wire), version, flags, seq, cmd, payload, plen);
         }
@@ -415,6 +521,8 @@ int main(int argc, char **argv)
             intact = 0;
         }
         T.requests++;
+        last_sent_auth = sent_auth;
+        last_tampered = tamper;
         /* feed in random pieces */
         size_t at = 0;
         while (at < n) {
@@ -434,9 +542,12 @@ int main(int argc, char **argv)
         if (intact) {
             T.intact++;
             /* a replay repeats the last request that was answered */
-            int answered = replay || ((flags & 7) == 0 && plen <= f->cfg.max_payload);
+            size_t len = plen + (sent_auth ? CP_AUTH_TRAILER : 0);
+            int answered = replay || ((flags & 7) == 0 && len <= f->cfg.max_payload);
             expect = answered ? 1 : 0;
             if (answered && !replay) {
+                last_counter = req_counter;
+                last_mac = req_mac;
                 memcpy(last_wire, wire, n);
                 last_len = n;
                 last_seq = seq;
@@ -447,6 +558,30 @@ int main(int argc, char **argv)
             fprintf(stderr, "it %llu seq %u cmd %u plen %zu flags %u version %u max %u intact %d replay %d\n", (unsigned long long)it, seq, cmd, plen, flags, version, f->cfg.max_payload, intact, replay);
         }
         drain(f, expect, seq, cmd);
+        if (below(64) == 0) { /* a second connection's bytes: no crash, own buffers */
+            uint8_t guest[256];
+            size_t gn = below(2) ? fx_frame(guest, sizeof(guest), 1, (uint8_t)below(16),
+                                            (uint16_t)rng(), (uint8_t)below(20), payload,
+                                            plen < 100 ? plen : 100)
+                                 : (size_t)below(200);
+            if (gn != 0 && below(2) == 0) {
+                gn = mutate_wire(guest, gn, sizeof(guest));
+            }
+            size_t used = 0;
+            while (used < gn) {
+                used += cp_server_feed_link(&f->srv, CP_SERVER_GUEST, guest + used, gn - used);
+                if (f->notify_takeover != 0) { /* cannot prove a key it does not have */
+                    fprintf(stderr, "a guest took over without the key\n");
+                    abort();
+                }
+            }
+            T.guest_bytes += gn;
+            f->gwire_len = 0;
+            if (below(2)) {
+                cp_server_disconnect_link(&f->srv, CP_SERVER_GUEST);
+            }
+            drain(f, 0, 0, 0);
+        }
         run_ticks(f);
         cp_server_flush(&f->srv);
         drain(f, 0, 0, 0);
@@ -455,16 +590,22 @@ int main(int argc, char **argv)
     free(f);
     printf("fuzz_server: %llu iterations, no crash; %llu intact requests, %llu responses "
            "(OK %llu, BAD_COMMAND %llu, BAD_PAYLOAD %llu, BAD_STATE %llu, TOO_LARGE %llu, "
-           "GAP %llu, IMAGE_INVALID %llu, OUT_OF_RANGE %llu, NOT_WRITABLE %llu, VERSION %llu); "
-           "%llu commits, %llu replays sent, %llu ticks, %llu events, %d runners\n",
+           "GAP %llu, IMAGE_INVALID %llu, OUT_OF_RANGE %llu, NOT_WRITABLE %llu, VERSION %llu, "
+           "BUSY %llu, AUTH_REQUIRED %llu, AUTH_FAILED %llu, REPLAY %llu); "
+           "%llu commits, %llu replays sent, %llu ticks, %llu events (%llu faults), "
+           "%llu sessions, %llu authenticated responses, %llu guest bytes, %d runners\n",
            (unsigned long long)iterations, (unsigned long long)T.intact,
            (unsigned long long)T.responses, (unsigned long long)T.errors[0],
            (unsigned long long)T.errors[1], (unsigned long long)T.errors[2],
            (unsigned long long)T.errors[3], (unsigned long long)T.errors[4],
            (unsigned long long)T.errors[5], (unsigned long long)T.errors[6],
            (unsigned long long)T.errors[7], (unsigned long long)T.errors[8],
-           (unsigned long long)T.errors[9], (unsigned long long)T.commits_ok,
+           (unsigned long long)T.errors[9], (unsigned long long)T.errors[10],
+           (unsigned long long)T.errors[11], (unsigned long long)T.errors[12],
+           (unsigned long long)T.errors[13], (unsigned long long)T.commits_ok,
            (unsigned long long)T.replays_sent, (unsigned long long)T.ticks,
-           (unsigned long long)T.events, session + 1);
+           (unsigned long long)T.events, (unsigned long long)T.faults,
+           (unsigned long long)T.sessions, (unsigned long long)T.authenticated,
+           (unsigned long long)T.guest_bytes, session + 1);
     return 0;
 }

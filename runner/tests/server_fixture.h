@@ -46,10 +46,10 @@ typedef struct pg {
     uint8_t kind[20];
     uint8_t patches[32][12];
     uint32_t npatches;
-    uint8_t tasks[2][24];
+    uint8_t tasks[2][40];
     uint8_t copies[8][16];
     uint32_t ncopies;
-    uint8_t bindings[2][16];
+    uint8_t bindings[2][24];
     uint8_t ports[PG_PORTS][16];
     char strings[64];
     uint32_t strings_size;
@@ -95,8 +95,20 @@ static inline void pg_ret(pg *b)
     pg_emit(b, op, sizeof(op));
 }
 
-/* Builds the program; `variant` changes the initial value of `in` (so images differ). */
-static inline void pg_build(tb_image *img, uint32_t variant)
+/* Options of the program with ABI 3 entries (40-byte tasks, 24-byte bindings): task 1's
+ * code replaced (e.g. by a fault), the PWM output's safe value, task 1's budget and task 0's
+ * link timeout. */
+typedef struct pg_options {
+    const uint8_t *task1_code;  /* NULL: the counter */
+    size_t task1_len;
+    double pwm_safe;
+    uint32_t budget_ns;
+    uint64_t link_timeout_ns;
+} pg_options;
+
+/* Builds the program; `variant` changes the initial value of `in` (so images differ); `o`
+ * (may be NULL: v1-sized entries) the ABI 3 fields. */
+static inline void pg_build_opts(tb_image *img, uint32_t variant, const pg_options *o)
 {
     static const uint8_t rel32[][3] = {{0, 32, 0}};
     pg b;
@@ -112,10 +124,14 @@ static inline void pg_build(tb_image *img, uint32_t variant)
     pg_store(&b, PG_B_PRIV);
     pg_ret(&b);
     uint32_t task1 = b.code_size;
-    pg_load(&b, PG_COUNTER2);
-    pg_inc(&b);
-    pg_store(&b, PG_COUNTER2);
-    pg_ret(&b);
+    if (o != NULL && o->task1_code != NULL) {
+        pg_emit(&b, o->task1_code, o->task1_len);
+    } else {
+        pg_load(&b, PG_COUNTER2);
+        pg_inc(&b);
+        pg_store(&b, PG_COUNTER2);
+        pg_ret(&b);
+    }
     tb_task_full(b.tasks[0], 0, 1000000, 0, 0, 0);
     tb_task_full(b.tasks[1], task1, 2000000, 1000000, 1, 0);
     tb_copy(b.copies[b.ncopies++], 0, 0, 4, PG_IN, PG_IN_PRIV);
@@ -125,6 +141,23 @@ static inline void pg_build(tb_image *img, uint32_t variant)
     tb_copy(b.copies[b.ncopies++], 0, 1, 4, PG_B_PRIV, PG_B);
     tb_binding(b.bindings[0], 0, 1, CP_IO_ADC, 0, 1, PG_ADC);
     tb_binding(b.bindings[1], 0, 2, CP_IO_PWM, 0, 3, PG_OUT);
+    uint32_t tsize = 24, bsize = 16;
+    if (o != NULL) {
+        tsize = 40;
+        bsize = 24;
+        uint64_t bits;
+        memcpy(&bits, &o->pwm_safe, 8);
+        tb_put32(b.bindings[1] + 16, (uint32_t)bits);
+        tb_put32(b.bindings[1] + 20, (uint32_t)(bits >> 32));
+        tb_put32(b.tasks[1] + 24, o->budget_ns);
+        tb_put32(b.tasks[0] + 32, (uint32_t)o->link_timeout_ns);
+        tb_put32(b.tasks[0] + 36, (uint32_t)(o->link_timeout_ns >> 32));
+    }
+    static uint8_t tasks[2 * 40], bindings[2 * 24];
+    for (int i = 0; i < 2; i++) {
+        memcpy(tasks + i * tsize, b.tasks[i], tsize);
+        memcpy(bindings + i * bsize, b.bindings[i], bsize);
+    }
     static const char names[] = "in\0out\0a\0b\0counter\0in2\0in3\0adc";
     memcpy(b.strings, names, sizeof(names));
     b.strings_size = sizeof(names);
@@ -152,19 +185,25 @@ static inline void pg_build(tb_image *img, uint32_t variant)
     spec.sec[n++] = (tb_section){2, 1, b.data_init, sizeof(b.data_init)};
     spec.sec[n++] = (tb_section){3, 20, b.kind, 20};
     spec.sec[n++] = (tb_section){4, 12, b.patches, 12 * b.npatches};
-    spec.sec[n++] = (tb_section){5, 24, b.tasks, sizeof(b.tasks)};
+    spec.sec[n++] = (tb_section){5, (uint16_t)tsize, tasks, 2 * tsize};
     spec.sec[n++] = (tb_section){6, 16, b.ports, sizeof(b.ports)};
     spec.sec[n++] = (tb_section){7, 1, b.strings, b.strings_size};
     spec.sec[n++] = (tb_section){9, 16, b.copies, 16 * b.ncopies};
-    spec.sec[n++] = (tb_section){10, 16, b.bindings, sizeof(b.bindings)};
+    spec.sec[n++] = (tb_section){10, (uint16_t)bsize, bindings, 2 * bsize};
     spec.nsec = n;
     tb_build(&spec, img);
+}
+
+static inline void pg_build(tb_image *img, uint32_t variant)
+{
+    pg_build_opts(img, variant, NULL);
 }
 
 /* ---- the fixture */
 
 enum { FX_MAXP = 1024, FX_PORTS = 2048, FX_RING = 4096, FX_STAGING = 8192,
-       FX_WIRE = 1 << 20, FX_CLIENT_MAXP = 65535 - 12 };
+       FX_WIRE = 1 << 20, FX_CLIENT_MAXP = 65535 - 12,
+       FX_ROOM = FX_MAXP - CP_AUTH_TRAILER /* what a response may carry */ };
 
 typedef struct fx_reply {
     uint8_t flags;
@@ -183,12 +222,15 @@ typedef struct fx {
     /* everything the server wrote, not yet parsed */
     uint8_t wire[FX_WIRE];
     size_t wire_len;
+    uint8_t gwire[1 << 16];    /* what the server wrote to the guest link */
+    size_t gwire_len;
     cp_decoder client;
     uint8_t client_buf[FX_CLIENT_MAXP + 12];
     uint16_t seq;
     /* hooks */
     pthread_mutex_t mutex;
     int locked, lock_calls, notify_state, notify_output;
+    int notify_text, notify_takeover, notify_refuse, notify_replaced;
     double io[4][8];
     int io_writes;
     int io_write_fail;
@@ -222,13 +264,27 @@ static inline void fx_unlock(void *ctx)
     pthread_mutex_unlock(&f->mutex);
 }
 
+static inline void fx_write_link(void *ctx, uint32_t link, const uint8_t *b, size_t n)
+{
+    fx *f = ctx;
+    if (link == CP_SERVER_OWNER) {
+        fx_write(ctx, b, n);
+    } else if (f->gwire_len + n <= sizeof(f->gwire)) {
+        memcpy(f->gwire + f->gwire_len, b, n);
+        f->gwire_len += n;
+    }
+}
+
 static inline void fx_notify(void *ctx, uint32_t what)
 {
     fx *f = ctx;
-    if (what == CP_SERVER_NOTIFY_STATE) {
-        f->notify_state++;
-    } else {
-        f->notify_output++;
+    switch (what) {
+    case CP_SERVER_NOTIFY_STATE: f->notify_state++; break;
+    case CP_SERVER_NOTIFY_OUTPUT: f->notify_output++; break;
+    case CP_SERVER_NOTIFY_TEXT: f->notify_text++; break;
+    case CP_SERVER_NOTIFY_TAKEOVER: f->notify_takeover++; break;
+    case CP_SERVER_NOTIFY_REFUSE: f->notify_refuse++; break;
+    default: f->notify_replaced++; break;
     }
 }
 
@@ -312,6 +368,7 @@ static inline void fx_config(fx *f, int use_slots)
     c->name = "test-runner";
     c->ctx = f;
     c->write = fx_write;
+    c->write_link = fx_write_link;
     c->lock = fx_lock;
     c->unlock = fx_unlock;
     c->notify = fx_notify;
@@ -363,6 +420,64 @@ static inline size_t fx_frame(uint8_t *out, size_t cap, uint8_t version, uint8_t
         w = e + 1;
     }
     return w;
+}
+
+/* A request frame with a session's trailer (u32 counter, 16-byte tag); returns the wire
+ * length. `tamper` flips a payload bit after the tag was computed (before the CRC). */
+static inline size_t fx_frame_auth(uint8_t *out, size_t cap, uint16_t seq, uint8_t command,
+                                   const void *payload, size_t n, const cp_hmac *mac,
+                                   uint32_t counter, int tamper)
+{
+    static uint8_t frame[70000];
+    size_t total = n + CP_AUTH_TRAILER;
+    if (total > 65535) {
+        return 0;
+    }
+    cp_frame_header(frame, CP_FLAG_AUTH, seq, command, (uint16_t)total);
+    if (n > 0) {
+        memcpy(frame + CP_FRAME_HEADER, payload, n);
+    }
+    tb_put32(frame + CP_FRAME_HEADER + n, counter);
+    uint8_t tag[32];
+    cp_hmac_mac2(mac, frame, CP_FRAME_HEADER + n + 4, frame, 0, tag);
+    memcpy(frame + CP_FRAME_HEADER + n + 4, tag, CP_AUTH_TAG);
+    if (tamper && n > 0) {
+        frame[CP_FRAME_HEADER] ^= 0x01;
+    }
+    cp_frame_put_crc(frame, (uint16_t)total);
+    size_t e = cp_cobs_encode(frame, CP_FRAME_HEADER + total + 4, out, cap - 1);
+    out[e] = 0;
+    return e + 1;
+}
+
+/* The session key a client derives from the key and both nonces (docs/protocol.md). */
+static inline void fx_session_key(const uint8_t *key, size_t key_len, const uint8_t *nonce_s,
+                                  const uint8_t *nonce_c, cp_hmac *out)
+{
+    static const char label[] = "copapy session v1";
+    uint8_t msg[sizeof(label) - 1 + 32], k[32];
+    memcpy(msg, label, sizeof(label) - 1);
+    memcpy(msg + sizeof(label) - 1, nonce_s, 16);
+    memcpy(msg + sizeof(label) - 1 + 16, nonce_c, 16);
+    cp_hmac_sha256(key, key_len, msg, sizeof(msg), k);
+    cp_hmac_init(out, k, sizeof(k));
+}
+
+/* 1 if a decoded frame (header fields and payload) carries a valid tag of `mac` and the
+ * counter `counter`. */
+static inline int fx_tag_ok(uint8_t flags, uint16_t seq, uint8_t command, const uint8_t *p,
+                            uint16_t len, const cp_hmac *mac, uint32_t counter)
+{
+    if (!(flags & CP_FLAG_AUTH) || len < CP_AUTH_TRAILER ||
+        tb_get32(p + len - CP_AUTH_TRAILER) != counter) {
+        return 0;
+    }
+    static uint8_t frame[70000];
+    cp_frame_header(frame, flags, seq, command, len);
+    memcpy(frame + CP_FRAME_HEADER, p, len);
+    uint8_t tag[32];
+    cp_hmac_mac2(mac, frame, CP_FRAME_HEADER + len - CP_AUTH_TAG, frame, 0, tag);
+    return memcmp(tag, p + len - CP_AUTH_TAG, CP_AUTH_TAG) == 0;
 }
 
 /* Pops the next frame the server wrote; returns 0 if none is complete. */

@@ -274,6 +274,32 @@ static inline void std_image(tb_image *img)
     tb_build(&spec, img);
 }
 
+/* The standard image with the ABI 3 entries: 40-byte tasks (budget, link timeout) and
+ * 24-byte I/O bindings (safe values), plus an optional section of an unknown type (bit 15). */
+static inline void std_image_ext(tb_image *img)
+{
+    tb_spec spec;
+    std_parts parts;
+    std_spec(&spec, &parts);
+    static uint8_t tasks[4][40], bindings[2][24];
+    static const uint8_t extra[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    memset(tasks, 0, sizeof(tasks));
+    memset(bindings, 0, sizeof(bindings));
+    for (int i = 0; i < 4; i++) {
+        memcpy(tasks[i], parts.tasks[i], 24);
+        tb_put32(tasks[i] + 24, 1000u * (uint32_t)i);       /* budget_ns */
+        tb_put32(tasks[i] + 32, 200000000u * (uint32_t)i);  /* link_timeout_ns */
+    }
+    for (int i = 0; i < 2; i++) {
+        memcpy(bindings[i], parts.bindings[i], 16);
+    }
+    tb_put32(bindings[1] + 20, 0x3fe00000u); /* safe = 0.5 */
+    spec.sec[STD_SEC_TASKS] = (tb_section){5, 40, tasks, sizeof(tasks)};
+    spec.sec[STD_SEC_BINDINGS] = (tb_section){10, 24, bindings, sizeof(bindings)};
+    spec.sec[spec.nsec++] = (tb_section){0x8000 | 42, 1, extra, sizeof(extra)};
+    tb_build(&spec, img);
+}
+
 /* ---- a platform that forwards to POSIX and counts, or fails on request */
 
 typedef struct tp_ctx {

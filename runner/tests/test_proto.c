@@ -294,6 +294,108 @@ static void test_random_bytes(void)
     CHECK(f.d.bad_frames == (uint32_t)f.bad);
 }
 
+/* Text is recognised by its first bytes (a v1 frame's second byte is the version 0x01). */
+static void test_text_frames(void)
+{
+    static uint8_t buf[1100], wire[CP_WIRE_MAX(1024)], frame[1100];
+    cp_decoder d;
+    cp_decoder_init(&d, buf, sizeof(buf), 1024);
+    cp_frame f;
+    const char *lines[] = {"POST / HTTP/1.1\r\n", "GET /", "\r\n\r\nxx", "hello\n"};
+    for (size_t k = 0; k < 4; k++) {
+        int text = 0;
+        for (const char *c = lines[k]; *c != '\0'; c++) {
+            text += cp_decoder_push(&d, (uint8_t)*c, &f) == CP_DEC_TEXT;
+        }
+        CHECK(text == 1 && d.text_frames == k + 1);
+        CHECK(cp_decoder_push(&d, 0, &f) == CP_DEC_BAD); /* dropped at its delimiter */
+    }
+    /* no frame of this protocol is ever text, whatever its header and payload */
+    for (int i = 0; i < 2000; i++) {
+        uint16_t n = (uint16_t)below(64);
+        for (uint16_t k = 0; k < n; k++) {
+            frame[CP_FRAME_HEADER + k] = (uint8_t)(0x20 + below(0x5f));
+        }
+        size_t w = cp_frame_encode(frame, (uint8_t)below(16), (uint16_t)rng(), (uint8_t)rng(), n,
+                                   wire, sizeof(wire));
+        int got = 0;
+        for (size_t k = 0; k < w; k++) {
+            int r = cp_decoder_push(&d, wire[k], &f);
+            CHECK(r != CP_DEC_TEXT);
+            got += r == CP_DEC_FRAME;
+        }
+        CHECK(got == 1);
+    }
+}
+
+/* ---- SHA-256 (FIPS 180-4 examples) and HMAC-SHA256 (RFC 4231) */
+
+static int hex_equal(const uint8_t *got, const char *hex, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1 || got[i] != v) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void sha256_of(const void *msg, size_t n, uint8_t out[32])
+{
+    cp_sha256 c;
+    cp_sha256_init(&c);
+    cp_sha256_update(&c, msg, n);
+    cp_sha256_final(&c, out);
+}
+
+static void test_sha256_vectors(void)
+{
+    uint8_t out[32];
+    sha256_of("abc", 3, out);
+    CHECK(hex_equal(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", 32));
+    sha256_of("", 0, out);
+    CHECK(hex_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", 32));
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    sha256_of(two, strlen(two), out);
+    CHECK(hex_equal(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", 32));
+    /* one million 'a' in pieces of every size 1..100: the buffering is split-independent */
+    static uint8_t a[1000];
+    memset(a, 'a', sizeof(a));
+    cp_sha256 c;
+    cp_sha256_init(&c);
+    size_t done = 0;
+    for (size_t k = 1; done < 1000000; k = k % 100 + 1) {
+        size_t n = done + k > 1000000 ? 1000000 - done : k;
+        cp_sha256_update(&c, a, n);
+        done += n;
+    }
+    cp_sha256_final(&c, out);
+    CHECK(hex_equal(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0", 32));
+}
+
+static void test_hmac_vectors(void)
+{
+    uint8_t out[32], key[131];
+    memset(key, 0x0b, 20); /* RFC 4231 test case 1 */
+    cp_hmac_sha256(key, 20, (const uint8_t *)"Hi There", 8, out);
+    CHECK(hex_equal(out, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7", 32));
+    cp_hmac_sha256((const uint8_t *)"Jefe", 4, /* case 2 */
+                   (const uint8_t *)"what do ya want for nothing?", 28, out);
+    CHECK(hex_equal(out, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843", 32));
+    memset(key, 0xaa, sizeof(key)); /* case 6: a key longer than the block is hashed first */
+    const char *m6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+    cp_hmac_sha256(key, 131, (const uint8_t *)m6, strlen(m6), out);
+    CHECK(hex_equal(out, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54", 32));
+    /* the prepared key and a split message give the same */
+    cp_hmac m;
+    cp_hmac_init(&m, key, 131);
+    uint8_t split[32];
+    cp_hmac_mac2(&m, (const uint8_t *)m6, 10, (const uint8_t *)m6 + 10, strlen(m6) - 10, split);
+    CHECK(memcmp(out, split, 32) == 0);
+    CHECK(cp_equal_ct(out, split, 32) && !cp_equal_ct(out, split + 1, 31));
+}
+
 int main(void)
 {
     test_cobs_vectors();
@@ -301,6 +403,9 @@ int main(void)
     test_frames();
     test_stream_splits();
     test_random_bytes();
+    test_text_frames();
+    test_sha256_vectors();
+    test_hmac_vectors();
     printf("test_proto: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

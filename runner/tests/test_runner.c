@@ -102,6 +102,41 @@ static void test_happy_path(void)
     CHECK(ctx.frees == 1);
 }
 
+/* The ABI 3 entries (40-byte tasks, 24-byte bindings) and an optional unknown section. */
+static void test_extended_entries(void)
+{
+    tb_image img;
+    std_image_ext(&img);
+    cp_error err = tb_error();
+    tp_ctx ctx;
+    cp_platform pf = tp_platform(&ctx, CP_ARCH_X86_64);
+    cp_program prog = tb_program();
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    CHECK(prog.task_count == 4 && prog.tasks[1].period_ns == 1000000);
+    CHECK(prog.tasks[3].budget_ns == 3000 && prog.tasks[2].link_timeout_ns == 400000000);
+    CHECK(prog.io_binding_count == 2);
+    int seen = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        const cp_io_binding *b = &prog.io_bindings[i];
+        seen += b->direction == 2 && b->safe == 0.5;
+        seen += b->direction == 1 && b->safe == 0.0;
+    }
+    CHECK(seen == 2);
+    cp_program_unload(&prog);
+    /* the v1-sized image reads the appended fields as 0 */
+    std_image(&img);
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    CHECK(prog.tasks[3].budget_ns == 0 && prog.tasks[2].link_timeout_ns == 0 &&
+          prog.io_bindings[0].safe == 0.0 && prog.io_bindings[1].safe == 0.0);
+    cp_program_unload(&prog);
+    /* the TOO_LARGE error names the platform's option */
+    pf.max_region_size = 100;
+    pf.memory_option = "--max-memory BYTES";
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_TOO_LARGE);
+    CHECK(strstr(err.message, "at most 100") != NULL &&
+          strstr(err.message, "(--max-memory BYTES)") != NULL);
+}
+
 static void test_posix_platform(void)
 {
     const cp_platform *pf = cp_platform_posix();
@@ -146,8 +181,9 @@ static void test_truncated(void)
     }
     cp_error err = tb_error();
     CHECK_STATUS(validate(NULL, 0, &err), CP_ERR_TRUNCATED);
-    /* trailing bytes beyond total_size are ignored */
-    CHECK_STATUS(validate(img.bytes, img.len + 7, &err), CP_OK);
+    /* bytes after total_size are rejected, naming the total size */
+    CHECK_STATUS(validate(img.bytes, img.len + 7, &err), CP_ERR_LAYOUT);
+    CHECK(err.detail == img.len && strstr(err.message, "7 bytes follow the image") != NULL);
 }
 
 static int in_field(size_t byte, size_t off, size_t size)
@@ -266,9 +302,10 @@ static const edit edits[] = {
     {"size != count * entry_size", DIR, 3 * 16 + 4, 4, 2, CP_ERR_LAYOUT},
     {"entry_size below v1", DIR, 3 * 16 + 2, 2, 11, CP_ERR_LAYOUT},
     {"duplicate type", DIR, 7 * 16, 2, 1, CP_ERR_LAYOUT},
-    {"unknown type ignored", DIR, 7 * 16, 2, 200, CP_OK},
-    {"CODE missing", DIR, 0 * 16, 2, 300, CP_ERR_LAYOUT},
-    {"TASKS missing", DIR, 4 * 16, 2, 301, CP_ERR_LAYOUT},
+    {"unknown required type rejected", DIR, 7 * 16, 2, 200, CP_ERR_UNSUPPORTED},
+    {"unknown optional type ignored", DIR, 7 * 16, 2, 0x8000 | 200, CP_OK},
+    {"CODE missing", DIR, 0 * 16, 2, 0x8000 | 300, CP_ERR_LAYOUT},
+    {"TASKS missing", DIR, 4 * 16, 2, 0x8000 | 301, CP_ERR_LAYOUT},
     {"kind word_bits 24", STD_SEC_KINDS, 0, 1, 24, CP_ERR_LAYOUT},
     {"kind word_bits 0", STD_SEC_KINDS, 0, 1, 0, CP_ERR_LAYOUT},
     {"kind unknown flag", STD_SEC_KINDS, 1, 1, 0x20, CP_ERR_LAYOUT},
@@ -776,6 +813,7 @@ int main(int argc, char **argv)
     test_crc();
     test_status_names();
     test_happy_path();
+    test_extended_entries();
     test_posix_platform();
     test_truncated();
     test_bit_flips();

@@ -32,12 +32,13 @@ typedef struct sb {
     uint8_t kind[20];
     uint8_t patches[SB_MAX_PATCHES][12];
     uint32_t npatches;
-    uint8_t tasks[SB_MAX_TASKS][24];
+    uint8_t tasks[SB_MAX_TASKS][40];
     uint32_t ntasks;
     uint8_t copies[SB_MAX_COPIES][16];
     uint32_t ncopies;
-    uint8_t bindings[SB_MAX_BINDINGS][16];
+    uint8_t bindings[SB_MAX_BINDINGS][24];
     uint32_t nbindings;
+    int ext;  /* 40-byte task entries and 24-byte bindings (budget, link timeout, safe) */
     uint8_t data_init[SB_MAX_DATA_INIT];
     uint32_t data_init_size;
     uint32_t data_size;
@@ -172,8 +173,17 @@ static void sb_build(const sb *b, tb_image *img)
     spec.data_size = b->data_size;
     spec.base_align = 4096;
     size_t n = 0;
+    /* the arrays hold 40-byte tasks and 24-byte bindings; 24/16 are their v1 prefixes */
+    static uint8_t tasks[SB_MAX_TASKS * 40], bindings[SB_MAX_BINDINGS * 24];
+    uint32_t tsize = b->ext ? 40u : 24u, bsize = b->ext ? 24u : 16u;
+    for (uint32_t i = 0; i < b->ntasks; i++) {
+        memcpy(tasks + i * tsize, b->tasks[i], tsize);
+    }
+    for (uint32_t i = 0; i < b->nbindings; i++) {
+        memcpy(bindings + i * bsize, b->bindings[i], bsize);
+    }
     spec.sec[n++] = (tb_section){1, 1, b->code, b->code_size};
-    spec.sec[n++] = (tb_section){5, 24, b->tasks, 24 * b->ntasks};
+    spec.sec[n++] = (tb_section){5, (uint16_t)tsize, tasks, tsize * b->ntasks};
     if (b->data_init_size > 0) {
         spec.sec[n++] = (tb_section){2, 1, b->data_init, b->data_init_size};
     }
@@ -185,7 +195,7 @@ static void sb_build(const sb *b, tb_image *img)
         spec.sec[n++] = (tb_section){9, 16, b->copies, 16 * b->ncopies};
     }
     if (b->nbindings > 0) {
-        spec.sec[n++] = (tb_section){10, 16, b->bindings, 16 * b->nbindings};
+        spec.sec[n++] = (tb_section){10, (uint16_t)bsize, bindings, bsize * b->nbindings};
     }
     spec.nsec = n;
     tb_build(&spec, img);
@@ -1169,6 +1179,190 @@ static void test_random_against_model(void)
     }
 }
 
+
+/* ---- faults, budgets and the safe state */
+
+static void put_f64(uint8_t *p, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    tb_put32(p, (uint32_t)bits);
+    tb_put32(p + 4, (uint32_t)(bits >> 32));
+}
+
+/* An extended task entry: budget (bytes 24-27) and link timeout (32-39). */
+static void sb_task_ext(sb *b, uint32_t task, uint32_t budget_ns, uint64_t link_ns)
+{
+    tb_put32(b->tasks[task] + 24, budget_ns);
+    tb_put32(b->tasks[task] + 32, (uint32_t)link_ns);
+    tb_put32(b->tasks[task] + 36, (uint32_t)(link_ns >> 32));
+}
+
+static uint32_t raw_task(sb *b, const uint8_t *code, size_t n, uint32_t period, uint16_t prio)
+{
+    uint32_t entry = b->code_size;
+    emit(b, code, n);
+    return sb_task(b, entry, period, 0, prio, 0);
+}
+
+/* Task 0 counts and drives PWM 0 (safe 0.25) and GPIO 1 (safe 1); task 1 runs every 3 ticks,
+ * its chain faults (ud2, or an endless loop). */
+static void fault_program(sb *b, const uint8_t *bad, size_t n, uint32_t budget_ns)
+{
+    enum { CNT = 0, OUT = 4, OUT2 = 8 };
+    sb_init(b, 64);
+    b->ext = 1;
+    inc_task(b, CNT, CNT, 1, 1000, 0, 0, 0);
+    sb_copy(b, 0, 1, 4, CNT, OUT);
+    sb_copy(b, 0, 1, 4, CNT, OUT2);
+    uint32_t t1 = raw_task(b, bad, n, 3000, 1);
+    tb_task_full(b->tasks[t1], b->code_size - (uint32_t)n, 3000, 2000, 1, 0);
+    sb_task_ext(b, t1, budget_ns, 0);
+    sb_binding(b, 0, 2, CP_IO_PWM, 0, 3, OUT);
+    put_f64(b->bindings[0] + 16, 0.25);
+    sb_binding(b, 0, 2, CP_IO_GPIO, 1, 3, OUT2);
+    put_f64(b->bindings[1] + 16, 1.0);
+}
+
+/* The fault program with `bad` as task 1, scheduled with the POSIX guard (1 us ticks). */
+static int start_faulting(fx *f, io_sim *io, const uint8_t *bad, size_t n, uint32_t budget_ns,
+                          uint32_t factor)
+{
+    sb b;
+    fault_program(&b, bad, n, budget_ns);
+    memset(io, 0, sizeof(*io));
+    cp_sched_config cfg = default_config(1000);
+    cfg.io_write = sim_write;
+    cfg.io_read = sim_read;
+    cfg.io_ctx = io;
+    cfg.guard = cp_posix_guard;
+    cfg.budget_factor = factor;
+    if (fx_start(f, &b, &cfg) != 0) {
+        return -1;
+    }
+    io->s = &f->s;
+    return 0;
+}
+
+static void test_fault_contained(void)
+{
+    static const uint8_t ud2[] = {0x0f, 0x0b};
+    io_sim io;
+    fx f;
+    if (start_faulting(&f, &io, ud2, sizeof(ud2), 0, 10) != 0) {
+        return;
+    }
+    CHECK(f.prog.io_bindings[0].safe == 0.25 && f.prog.io_bindings[1].safe == 1.0);
+    for (int round = 0; round < 50; round++) {
+        cp_sched_advance(&f.s, 2);
+        CHECK(cp_sched_fault(&f.s) == NULL);
+        CHECK(io.ch[CP_IO_PWM][0] == 1.0); /* published after tick 0 ends (at tick 1) */
+        cp_sched_tick(&f.s); /* tick 2: task 1's release faults */
+        const cp_fault *fault = cp_sched_fault(&f.s);
+        CHECK(fault != NULL && fault->kind == CP_FAULT_SIGILL && fault->task == 1 &&
+              fault->tick == 2 && fault->pc != 0);
+        CHECK(io.ch[CP_IO_PWM][0] == 0.25 && io.ch[CP_IO_GPIO][1] == 1.0);
+        uint64_t before = f.s.tick;
+        int32_t cnt = rd32(&f, 0);
+        cp_sched_advance(&f.s, 5); /* a faulted program does nothing */
+        cp_sched_settle(&f.s);
+        CHECK(f.s.tick == before && rd32(&f, 0) == cnt && io.ch[CP_IO_PWM][0] == 0.25);
+        cp_sched_reset(&f.s);
+        CHECK(cp_sched_fault(&f.s) == NULL && f.s.tick == 0 && rd32(&f, 0) == 0);
+    }
+    /* the safe state alone, and a second fault never overwrites the first */
+    io.ch[CP_IO_PWM][0] = 0.9;
+    cp_sched_safe_state(&f.s);
+    CHECK(io.ch[CP_IO_PWM][0] == 0.25);
+    cp_fault link = {CP_FAULT_LINK, CP_FAULT_NO_TASK, 0, 0, 0, 0, 0};
+    cp_sched_fail(&f.s, &link);
+    cp_fault other = {CP_FAULT_SIGSEGV, 0, 0, 0, 0, 0, 0};
+    cp_sched_fail(&f.s, &other);
+    CHECK(cp_sched_fault(&f.s) != NULL && cp_sched_fault(&f.s)->kind == CP_FAULT_LINK);
+    fx_end(&f);
+}
+
+static void test_fault_timeout(void)
+{
+    static const uint8_t loop[] = {0xeb, 0xfe}; /* jmp $ */
+    io_sim io;
+    fx f;
+    if (start_faulting(&f, &io, loop, sizeof(loop), 2000000, 2) != 0) { /* 2 ms budget */
+        return;
+    }
+    CHECK(f.s.budget_ns[1] == 4000000 && f.s.budget_ns[0] == 2000);
+    CHECK(f.prog.tasks[1].budget_ns == 2000000);
+    for (int round = 0; round < 3; round++) {
+        cp_sched_advance(&f.s, 3);
+        const cp_fault *fault = cp_sched_fault(&f.s);
+        CHECK(fault != NULL && fault->kind == CP_FAULT_TIMEOUT && fault->task == 1);
+        CHECK(io.ch[CP_IO_PWM][0] == 0.25);
+        cp_sched_reset(&f.s);
+    }
+    fx_end(&f);
+}
+
+static void test_budgets(void)
+{
+    cp_task_entry t;
+    memset(&t, 0, sizeof(t));
+    CHECK(cp_task_budget_ns(&t, 10, 0, 777) == 777);      /* on request */
+    t.period_ns = 1000;
+    CHECK(cp_task_budget_ns(&t, 10, 0, 777) == 10000);    /* period */
+    CHECK(cp_task_budget_ns(&t, 10, 50000, 777) == 50000); /* at least min */
+    t.wcet_ns = 300;
+    CHECK(cp_task_budget_ns(&t, 10, 0, 0) == 3000);       /* wcet */
+    t.budget_ns = 40;
+    CHECK(cp_task_budget_ns(&t, 3, 0, 0) == 120);         /* budget */
+    CHECK(cp_task_budget_ns(&t, 0, 50000, 777) == 0);     /* factor 0: no limit */
+    t.budget_ns = 0xffffffffu;
+    CHECK(cp_task_budget_ns(&t, 0xffffffffu, 0, 0) == 0xffffffffull * 0xffffffffull);
+}
+
+/* A program replaced by one that drives PWM 0 too: only GPIO 1 goes safe; the link timeout
+ * field reaches the task table. */
+static void test_release_outputs(void)
+{
+    static const uint8_t ret[] = {0xc3};
+    sb b;
+    fault_program(&b, ret, sizeof(ret), 0);
+    sb_task_ext(&b, 0, 0, 250000000);
+    io_sim io;
+    memset(&io, 0, sizeof(io));
+    cp_sched_config cfg = default_config(1000);
+    cfg.io_write = sim_write;
+    cfg.io_ctx = &io;
+    fx f, g;
+    if (fx_start(&f, &b, &cfg) != 0) {
+        return;
+    }
+    io.s = &f.s;
+    CHECK(f.prog.tasks[0].link_timeout_ns == 250000000 && f.prog.tasks[1].budget_ns == 0);
+    sb c;
+    sb_init(&c, 64);
+    c.ext = 1;
+    inc_task(&c, 0, 0, 1, 1000, 0, 0, 0);
+    sb_binding(&c, 0, 2, CP_IO_PWM, 0, 3, 0);
+    if (fx_start(&g, &c, &cfg) != 0) {
+        fx_end(&f);
+        return;
+    }
+    io.ch[CP_IO_PWM][0] = io.ch[CP_IO_GPIO][1] = 0.5;
+    cp_sched_release_outputs(&f.s, &g.prog);
+    CHECK(io.ch[CP_IO_PWM][0] == 0.5 && io.ch[CP_IO_GPIO][1] == 1.0);
+    cp_sched_release_outputs(&f.s, NULL);
+    CHECK(io.ch[CP_IO_PWM][0] == 0.25);
+    fx_end(&g);
+    fx_end(&f);
+
+    /* a safe value that is not finite is rejected at load time */
+    put_f64(b.bindings[0] + 16, __builtin_inf());
+    CHECK_STATUS(fx_load(&f, &b), CP_ERR_LAYOUT);
+    put_f64(b.bindings[0] + 16, 0.0);
+    tb_put32(b.tasks[0] + 28, 1); /* reserved */
+    CHECK_STATUS(fx_load(&f, &b), CP_ERR_LAYOUT);
+}
+
 int main(int argc, char **argv)
 {
     rng_state = 0x853c49e6748fea9bull;
@@ -1187,6 +1381,10 @@ int main(int argc, char **argv)
     test_init_errors();
     test_tables_at_load();
     test_random_against_model();
+    test_fault_contained();
+    test_fault_timeout();
+    test_budgets();
+    test_release_outputs();
 #else
     printf("test_sched: not an x86_64 host, the chains cannot run; skipped\n");
 #endif

@@ -145,7 +145,7 @@ static int upload(fx *f, const uint8_t *img, size_t len, uint32_t crc, size_t ch
         return e;
     }
     size_t max_chunk = tb_get32(R.p);
-    CHECK(max_chunk == f->cfg.max_payload - 4u);
+    CHECK(max_chunk == f->cfg.max_payload - CP_AUTH_TRAILER - 4u);
     chunk = chunk < max_chunk ? chunk : max_chunk;
     for (size_t off = 0; off < len; off += chunk) {
         size_t n = len - off < chunk ? len - off : chunk;
@@ -415,14 +415,15 @@ static void test_bad_commit_keeps_program(int slots)
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
 
-    /* an upload longer than the header's total_size: the image CRC covers total_size only */
+    /* an upload longer than the header's total_size is rejected (LAYOUT, detail = the
+     * total_size) and the old program keeps running */
     tb_image longer = good;
     longer.bytes[longer.len] = 0xa5;
     CHECK(upload(f, longer.bytes, longer.len + 1, cp_crc32(0, longer.bytes, longer.len - 3),
-                 300) == 0);
-    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+                 300) == CP_PERR_IMAGE_INVALID);
+    CHECK(R.p[1] == CP_ERR_LAYOUT && cp_le32(R.p + 4) == longer.len);
     ticks(f, 2);
-    CHECK(read_i32(f, PG_A) == 1);
+    CHECK(read_i32(f, PG_A) == 9);
 
     /* a good commit replaces it (stopped); slots alternate over several commits */
     for (uint32_t v = 1; v <= 3; v++) {
@@ -556,7 +557,7 @@ static void test_run_read_write(void)
         pb32(0);
         pb16(PG_DATA_SIZE);
     }
-    CHECK(send_p(f, CP_CMD_READ) == CP_PERR_TOO_LARGE && err_detail() == FX_MAXP);
+    CHECK(send_p(f, CP_CMD_READ) == CP_PERR_TOO_LARGE && err_detail() == FX_ROOM);
 
     /* WRITE: only input ports; several adjacent input ports may be covered at once */
     CHECK(write_i32(f, PG_OUT, 5) == CP_PERR_NOT_WRITABLE);
@@ -648,7 +649,7 @@ static void test_stats(void)
 {
     fx *f = new_fx(0);
     CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
-    CHECK(R.len == 26 + 12 && g64(R.p) == 0 && g16(R.p + 24) == 0);
+    CHECK(R.len == 26 + 12 + 40 && g64(R.p) == 0 && g16(R.p + 24) == 0);
     CHECK(load_program(f, 0) == 0);
     CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
     ticks(f, 10);
@@ -664,7 +665,7 @@ static void test_stats(void)
     cp_server_feed(&f->srv, wire, w);
     CHECK(f->wire_len == 0); /* never answered */
     CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
-    CHECK(R.len == 26 + 2 * 40 + 12);
+    CHECK(R.len == 26 + 2 * 40 + 12 + 40);
     CHECK(g64(R.p) == 10 && tb_get32(R.p + 8) == 2 && tb_get32(R.p + 12) == 3 &&
           tb_get32(R.p + 16) == 900 && tb_get32(R.p + 20) == 800 && g16(R.p + 24) == 2);
     const uint8_t *t0 = R.p + 26, *t1 = R.p + 66, *tail = R.p + 106;
@@ -780,7 +781,7 @@ static void test_stream(void)
         pb32(0);
         pb16(PG_DATA_SIZE);
     }
-    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_TOO_LARGE && err_detail() == FX_MAXP - 8);
+    CHECK(send_p(f, CP_CMD_STREAM) == CP_PERR_TOO_LARGE && err_detail() == FX_ROOM - 8);
     /* a new commit ends the subscription */
     pb_reset();
     pb16(1);
@@ -855,7 +856,7 @@ static void test_io(void)
         pb8(CP_IO_ADC);
         pb16(0);
     }
-    CHECK(send_p(f, CP_CMD_IO_READ) == CP_PERR_TOO_LARGE && err_detail() == FX_MAXP / 8);
+    CHECK(send_p(f, CP_CMD_IO_READ) == CP_PERR_TOO_LARGE && err_detail() == FX_ROOM / 8);
     f->io_write_fail = 1;
     pb_reset();
     pb8(CP_IO_GPIO);
@@ -1155,6 +1156,430 @@ static void test_catch_up(void)
     free_fx(f);
 }
 
+
+/* ---- faults, the safe state and atomic replace */
+
+static const uint8_t UD2[] = {0x0f, 0x0b};
+
+/* upload + commit with flags (0: none, 1: START) */
+static int load_opts(fx *f, uint32_t variant, const pg_options *o, int start)
+{
+    tb_image img;
+    pg_build_opts(&img, variant, o);
+    pb_reset();
+    pb32((uint32_t)img.len);
+    pb32(image_crc(&img));
+    if (send_p(f, CP_CMD_LOAD_BEGIN) != 0) {
+        return R.p[0];
+    }
+    for (size_t off = 0; off < img.len; off += 500) {
+        size_t n = img.len - off < 500 ? img.len - off : 500;
+        pb_reset();
+        pb32((uint32_t)off);
+        pbbytes(img.bytes + off, n);
+        CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0);
+    }
+    uint8_t flags = (uint8_t)start;
+    return req(f, CP_CMD_LOAD_COMMIT, &flags, start ? 1 : 0);
+}
+
+static uint8_t hello_state(fx *f)
+{
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0);
+    return R.p[32];
+}
+
+/* The fault record at the end of a STATS response. */
+static const uint8_t *stats_fault(fx *f)
+{
+    CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
+    return R.p + R.len - CP_SERVER_FAULT_RECORD;
+}
+
+static fx *new_guarded_fx(void)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, 0);
+    f->cfg.guard = cp_posix_guard;
+    f->cfg.budget_factor = 10;
+    CHECK(fx_start(f) == CP_OK);
+    return f;
+}
+
+static void test_faults_and_safe_state(void)
+{
+    fx *f = new_guarded_fx();
+    pg_options o = {UD2, sizeof(UD2), 0.5, 0, 0};
+    CHECK(load_opts(f, 0, &o, 0) == 0);
+    for (uint32_t round = 1; round <= 100; round++) {
+        CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+        nev = 0;
+        ticks(f, 1); /* tick 0: task 0 runs */
+        ticks(f, 1); /* tick 1: task 0 publishes out = 101 to PWM 0; task 1 faults */
+        CHECK(hello_state(f) == CP_SERVER_FAULTED);
+        CHECK(f->io[CP_IO_PWM - 1][0] == 0.5);
+        const uint8_t *rec = stats_fault(f);
+        CHECK(tb_get32(rec) == CP_FAULT_SIGILL && tb_get32(rec + 4) == 1 && g64(rec + 16) != 0 &&
+              tb_get32(rec + 28) == round && g64(rec + 32) == 1);
+        int events = 0;
+        for (int i = 0; i < nev; i++) {
+            if (EV[i].command == CP_CMD_FAULT) {
+                events++;
+                CHECK(EV[i].len == CP_SERVER_FAULT_RECORD && tb_get32(EV[i].p) == CP_FAULT_SIGILL &&
+                      tb_get32(EV[i].p + 28) == round);
+            }
+        }
+        CHECK(events == 1);
+        ticks(f, 3); /* nothing runs */
+        CHECK(read_i32(f, PG_COUNTER) == 2);
+        CHECK(req(f, CP_CMD_START, NULL, 0) == CP_PERR_BAD_STATE);
+        pb_reset();
+        pb8(0);
+        CHECK(send_p(f, CP_CMD_RESET) == 0 && hello_state(f) == CP_SERVER_STOPPED);
+        rec = stats_fault(f);
+        CHECK(tb_get32(rec) == 0 && tb_get32(rec + 28) == round);
+    }
+    /* a healthy program: STOP and unload drive the safe value */
+    o.task1_code = NULL;
+    CHECK(load_opts(f, 1, &o, 1) == 0 && hello_state(f) == CP_SERVER_RUNNING);
+    ticks(f, 3);
+    CHECK(f->io[CP_IO_PWM - 1][0] == 102.0);
+    CHECK(req(f, CP_CMD_STOP, NULL, 0) == 0 && f->io[CP_IO_PWM - 1][0] == 0.5);
+    CHECK(read_i32(f, PG_OUT) == 102); /* the data keep what was published */
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 2);
+    CHECK(f->io[CP_IO_PWM - 1][0] == 102.0);
+    pb_reset();
+    pb8(1);
+    CHECK(send_p(f, CP_CMD_RESET) == 0 && f->io[CP_IO_PWM - 1][0] == 0.5);
+    /* a commit without START replaces a running program: its outputs go safe */
+    CHECK(load_opts(f, 1, &o, 1) == 0);
+    ticks(f, 2);
+    CHECK(f->io[CP_IO_PWM - 1][0] == 102.0);
+    CHECK(load_opts(f, 2, &o, 0) == 0 && f->io[CP_IO_PWM - 1][0] == 0.5);
+    free_fx(f);
+}
+
+static void test_timeout_fault(void)
+{
+    static const uint8_t loop[] = {0xeb, 0xfe};
+    fx *f = new_guarded_fx();
+    pg_options o = {loop, sizeof(loop), 0.25, 1000000, 0}; /* 1 ms budget x 10 */
+    CHECK(load_opts(f, 0, &o, 1) == 0);
+    ticks(f, 2);
+    CHECK(hello_state(f) == CP_SERVER_FAULTED && f->io[CP_IO_PWM - 1][0] == 0.25);
+    CHECK(tb_get32(stats_fault(f)) == CP_FAULT_TIMEOUT);
+    free_fx(f);
+}
+
+/* A commit with START replaces the running program between two ticks: the next tick is the
+ * new program's first, a channel both drive keeps its value until the new one publishes. */
+static void test_atomic_replace(void)
+{
+    fx *f = new_guarded_fx();
+    pg_options o = {NULL, 0, 0.5, 0, 0};
+    CHECK(load_opts(f, 0, &o, 1) == 0);
+    ticks(f, 5);
+    CHECK(read_i32(f, PG_COUNTER) == 5 && f->io[CP_IO_PWM - 1][0] == 101.0);
+    uint32_t gen = cp_server_generation(&f->srv);
+    int replaced = f->notify_replaced;
+    for (uint32_t v = 1; v <= 20; v++) {
+        CHECK(load_opts(f, v, &o, 1) == 0);
+        CHECK(hello_state(f) == CP_SERVER_RUNNING && cp_server_ticks(&f->srv) == 0);
+        CHECK(read_i32(f, PG_COUNTER) == 0 && f->io[CP_IO_PWM - 1][0] == 100.0 + v);
+        ticks(f, 1); /* the new program's tick 0 */
+        CHECK(read_i32(f, PG_COUNTER) == 1 && cp_server_ticks(&f->srv) == 1);
+        CHECK(f->io[CP_IO_PWM - 1][0] == 100.0 + v); /* held, not safe */
+        ticks(f, 1);
+        CHECK(f->io[CP_IO_PWM - 1][0] == 101.0 + v); /* published by the new program */
+    }
+    CHECK(cp_server_generation(&f->srv) == gen && f->notify_replaced == replaced + 20);
+    /* an invalid image with START leaves the running program as it was */
+    tb_image img;
+    pg_build_opts(&img, 30, &o);
+    img.bytes[60] ^= 1;
+    CHECK(upload(f, img.bytes, img.len, image_crc(&img), 300) == CP_PERR_IMAGE_INVALID);
+    ticks(f, 3);
+    CHECK(read_i32(f, PG_COUNTER) == 5 && hello_state(f) == CP_SERVER_RUNNING);
+    uint8_t bad = 3;
+    CHECK(req(f, CP_CMD_LOAD_COMMIT, &bad, 1) == CP_PERR_BAD_PAYLOAD);
+    /* START on a stopped program's commit starts the new one */
+    CHECK(req(f, CP_CMD_STOP, NULL, 0) == 0);
+    CHECK(load_opts(f, 31, &o, 1) == 0 && hello_state(f) == CP_SERVER_RUNNING);
+    free_fx(f);
+}
+
+static void test_link_timeout(void)
+{
+    fx *f = new_guarded_fx();
+    pg_options o = {NULL, 0, 0.75, 0, 300000}; /* the fake clock runs 1 us per reading */
+    CHECK(load_opts(f, 0, &o, 1) == 0);
+    for (int i = 0; i < 300; i++) { /* a request per tick keeps it alive */
+        ticks(f, 1);
+        CHECK(req(f, CP_CMD_PING, NULL, 0) == 0);
+    }
+    CHECK(hello_state(f) == CP_SERVER_RUNNING);
+    int n = 0;
+    while (cp_server_state(&f->srv) == CP_SERVER_RUNNING && n < 1000) {
+        for (int k = 0; k < 50; k++) {
+            ticks(f, 1);
+        }
+        n++;
+    }
+    CHECK(hello_state(f) == CP_SERVER_FAULTED && f->io[CP_IO_PWM - 1][0] == 0.75);
+    const uint8_t *rec = stats_fault(f);
+    CHECK(tb_get32(rec) == CP_FAULT_LINK && tb_get32(rec + 4) == CP_FAULT_NO_TASK);
+    free_fx(f);
+}
+
+/* ---- sessions and authentication */
+
+static const uint8_t KEY[] = "0123456789abcdef-the-runner-key";
+
+typedef struct client {
+    cp_hmac mac;
+    uint32_t counter;
+    uint8_t last[CP_WIRE_MAX(2048)];
+    size_t last_len;
+} client;
+
+/* SESSION as a client with `key`; returns the error code. */
+static int begin_session(fx *f, client *c, const uint8_t *key, size_t key_len, uint8_t flags)
+{
+    uint8_t nonce_c[16];
+    for (int i = 0; i < 16; i++) {
+        nonce_c[i] = (uint8_t)below(256);
+    }
+    pb_reset();
+    pb8(flags);
+    pb8(0);
+    pb16(0);
+    pbbytes(nonce_c, 16);
+    int e = send_p(f, CP_CMD_SESSION);
+    if (e != 0) {
+        return e;
+    }
+    CHECK(R.len == 28 && (R.flags & CP_FLAG_AUTH) == 0);
+    fx_session_key(key, key_len, R.p + 4, nonce_c, &c->mac);
+    c->counter = 0;
+    return 0;
+}
+
+/* An authenticated request (new counter unless `again`); returns the error code; a success
+ * must carry a valid tag with the request's counter. */
+static int areq(fx *f, client *c, uint8_t cmd, const void *p, size_t n, int tamper)
+{
+    uint16_t seq = f->seq++;
+    c->counter++;
+    c->last_len = fx_frame_auth(c->last, sizeof(c->last), seq, cmd, p, n, &c->mac, c->counter,
+                                tamper);
+    feed_split(f, c->last, c->last_len);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(responses == 1 && R.seq == seq && R.command == cmd);
+    if (R.flags & CP_FLAG_ERROR) {
+        return R.p[0];
+    }
+    CHECK(fx_tag_ok(R.flags, R.seq, R.command, R.p, R.len, &c->mac, c->counter));
+    R.len -= CP_AUTH_TRAILER;
+    return 0;
+}
+
+/* Sends the client's last frame again. */
+static int again(fx *f, client *c)
+{
+    feed_split(f, c->last, c->last_len);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(responses == 1);
+    return (R.flags & CP_FLAG_ERROR) ? R.p[0] : 0;
+}
+
+static fx *new_auth_fx(int require)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, 0);
+    f->cfg.key = KEY;
+    f->cfg.key_len = sizeof(KEY) - 1;
+    f->cfg.require_auth = (uint32_t)require;
+    CHECK(fx_start(f) == CP_OK);
+    return f;
+}
+
+static void test_authentication(void)
+{
+    fx *f = new_auth_fx(1);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && (R.p[33] & CP_SERVER_FLAG_AUTH) != 0);
+    CHECK(req(f, CP_CMD_STATS, NULL, 0) == CP_PERR_AUTH_REQUIRED); /* no key */
+    CHECK(load_program(f, 0) == CP_PERR_AUTH_REQUIRED);
+    client owner, other;
+    CHECK(begin_session(f, &owner, KEY, sizeof(KEY) - 1, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_STATS, NULL, 0, 0) == 0 && R.len == 26 + 12 + 40);
+    /* an upload and START in the session */
+    tb_image img;
+    pg_build(&img, 0);
+    pb_reset();
+    pb32((uint32_t)img.len);
+    pb32(image_crc(&img));
+    CHECK(areq(f, &owner, CP_CMD_LOAD_BEGIN, P.b, P.n, 0) == 0);
+    for (size_t off = 0; off < img.len; off += 400) {
+        size_t n = img.len - off < 400 ? img.len - off : 400;
+        pb_reset();
+        pb32((uint32_t)off);
+        pbbytes(img.bytes + off, n);
+        CHECK(areq(f, &owner, CP_CMD_LOAD_CHUNK, P.b, P.n, 0) == 0);
+    }
+    CHECK(areq(f, &owner, CP_CMD_LOAD_COMMIT, NULL, 0, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_START, NULL, 0, 0) == 0);
+    ticks(f, 4);
+    /* a retry of the last request is answered from the cache (START is not run twice) */
+    CHECK(areq(f, &owner, CP_CMD_STOP, NULL, 0, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == CP_PERR_AUTH_REQUIRED);
+    uint32_t gen = cp_server_generation(&f->srv);
+    CHECK(again(f, &owner) == 0 && cp_server_generation(&f->srv) == gen);
+    /* replayed frame: an older counter */
+    uint8_t old[CP_WIRE_MAX(2048)];
+    memcpy(old, owner.last, owner.last_len);
+    size_t old_len = owner.last_len;
+    CHECK(areq(f, &owner, CP_CMD_START, NULL, 0, 0) == 0);
+    feed_split(f, old, old_len);
+    int responses = 0;
+    collect(f, &responses);
+    CHECK(responses == 1 && (R.flags & CP_FLAG_ERROR) && R.p[0] == CP_PERR_REPLAY);
+    CHECK(hello_state(f) == CP_SERVER_RUNNING); /* STOP was not replayed */
+    /* tampered frame */
+    pb_reset();
+    pb8(1);
+    CHECK(areq(f, &owner, CP_CMD_RESET, P.b, P.n, 1) == CP_PERR_AUTH_FAILED);
+    CHECK(hello_state(f) == CP_SERVER_RUNNING);
+    /* a second client: BUSY; with takeover but the wrong key: AUTH_FAILED */
+    CHECK(begin_session(f, &other, KEY, sizeof(KEY) - 1, 0) == CP_PERR_BUSY);
+    static const uint8_t wrong[] = "not the key";
+    CHECK(begin_session(f, &other, wrong, sizeof(wrong) - 1, 1) == 0);
+    CHECK(areq(f, &other, CP_CMD_STOP, NULL, 0, 0) == CP_PERR_AUTH_FAILED);
+    CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == 0); /* the owner is undisturbed */
+    ticks(f, 2);
+    pb_reset();
+    pb32(PG_COUNTER);
+    pb16(4);
+    CHECK(areq(f, &owner, CP_CMD_READ, P.b, P.n, 0) == 0 && tb_get32(R.p) == 6);
+    CHECK(hello_state(f) == CP_SERVER_RUNNING);
+    /* takeover with the key: the old owner's session ends */
+    CHECK(begin_session(f, &other, KEY, sizeof(KEY) - 1, 1) == 0);
+    CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == 0); /* still the owner until proven */
+    CHECK(areq(f, &other, CP_CMD_PING, NULL, 0, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == CP_PERR_AUTH_FAILED);
+    /* close: then a new client needs no takeover */
+    pb_reset();
+    pb8(2);
+    pb8(0);
+    pb16(0);
+    pbbytes(KEY, 16);
+    CHECK(areq(f, &other, CP_CMD_SESSION, P.b, P.n, 0) == 0);
+    CHECK(areq(f, &other, CP_CMD_PING, NULL, 0, 0) == CP_PERR_AUTH_FAILED);
+    CHECK(begin_session(f, &owner, KEY, sizeof(KEY) - 1, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == 0);
+    free_fx(f);
+}
+
+/* Without a required key: unauthenticated requests work while nobody holds a session; a
+ * session (empty key) makes the runner BUSY for others until it ends or its lease runs out. */
+static void test_sessions_without_key(void)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, 0);
+    f->cfg.session_lease_ns = 200000; /* 200 readings of the fake clock */
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == 0);
+    client a, b;
+    CHECK(begin_session(f, &a, NULL, 0, 0) == 0);
+    CHECK(areq(f, &a, CP_CMD_START, NULL, 0, 0) == 0);
+    CHECK(req(f, CP_CMD_STOP, NULL, 0) == CP_PERR_BUSY);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && (R.p[33] & CP_SERVER_FLAG_SESSION) != 0);
+    CHECK(begin_session(f, &b, NULL, 0, 0) == CP_PERR_BUSY);
+    /* the lease runs out without requests */
+    for (int i = 0; i < 300; i++) {
+        (void)fx_clock(f);
+    }
+    CHECK(begin_session(f, &b, NULL, 0, 0) == 0);
+    CHECK(areq(f, &b, CP_CMD_STOP, NULL, 0, 0) == 0);
+    CHECK(areq(f, &a, CP_CMD_PING, NULL, 0, 0) == CP_PERR_AUTH_FAILED);
+    cp_server_disconnect_link(&f->srv, CP_SERVER_OWNER); /* a socket client went away */
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    free_fx(f);
+}
+
+/* Text (an HTTP request) is rejected: the link is reported for closing and nothing in it is
+ * executed, even valid frames after the text in the same buffer. */
+static void test_text_and_guest_link(void)
+{
+    fx *f = new_auth_fx(0);
+    CHECK(load_program(f, 0) == 0);
+    static uint8_t buf[4096];
+    static const char http[] = "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99\r\n\r\n";
+    size_t n = sizeof(http) - 1;
+    memcpy(buf, http, n);
+    n += fx_frame(buf + n, sizeof(buf) - n, 1, 0, 7, CP_CMD_START, NULL, 0);
+    size_t used = cp_server_feed_link(&f->srv, CP_SERVER_OWNER, buf, n);
+    CHECK(f->notify_text == 1 && used == 4 && f->wire_len == 0);
+    CHECK(f->srv.dec.text_frames == 1);
+    cp_server_disconnect_link(&f->srv, CP_SERVER_OWNER); /* the host closed it */
+    CHECK(hello_state(f) == CP_SERVER_STOPPED);
+    /* pty: text is dropped up to its delimiter, the link stays */
+    cp_server_feed(&f->srv, (const uint8_t *)"GET /\r\n\0", 8);
+    CHECK(f->notify_text == 2 && hello_state(f) == CP_SERVER_STOPPED);
+
+    /* a guest connection: HELLO is answered, anything else refused (BUSY) while the owner
+     * holds a session; a takeover with the key promotes it */
+    client owner, guest;
+    CHECK(begin_session(f, &owner, KEY, sizeof(KEY) - 1, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_START, NULL, 0, 0) == 0);
+    uint8_t wire[256];
+    size_t w = fx_frame(wire, sizeof(wire), 1, 0, 50, CP_CMD_STOP, NULL, 0);
+    CHECK(cp_server_feed_link(&f->srv, CP_SERVER_GUEST, wire, w) == w);
+    CHECK(f->notify_refuse == 1 && f->gwire_len > 0 && f->wire_len == 0);
+    f->gwire_len = 0;
+    cp_server_disconnect_link(&f->srv, CP_SERVER_GUEST);
+    uint8_t nonce_c[16] = {1, 2, 3};
+    pb_reset();
+    pb8(1); /* takeover */
+    pb8(0);
+    pb16(0);
+    pbbytes(nonce_c, 16);
+    w = fx_frame(wire, sizeof(wire), 1, 0, 51, CP_CMD_SESSION, P.b, P.n);
+    CHECK(cp_server_feed_link(&f->srv, CP_SERVER_GUEST, wire, w) == w);
+    cp_decoder d;
+    uint8_t dbuf[2048];
+    cp_decoder_init(&d, dbuf, sizeof(dbuf), 1024);
+    cp_frame fr;
+    int got = 0;
+    for (size_t i = 0; i < f->gwire_len; i++) {
+        if (cp_decoder_push(&d, f->gwire[i], &fr) == CP_DEC_FRAME) {
+            got = 1;
+            break;
+        }
+    }
+    CHECK(got && fr.command == CP_CMD_SESSION && !(fr.flags & CP_FLAG_ERROR));
+    fx_session_key(KEY, sizeof(KEY) - 1, fr.payload + 4, nonce_c, &guest.mac);
+    f->gwire_len = 0;
+    CHECK(hello_state(f) == CP_SERVER_RUNNING); /* the owner still runs its program */
+    w = fx_frame_auth(wire, sizeof(wire), 52, CP_CMD_STOP, NULL, 0, &guest.mac, 1, 0);
+    CHECK(cp_server_feed_link(&f->srv, CP_SERVER_GUEST, wire, w) == w);
+    CHECK(f->notify_takeover == 1 && f->gwire_len > 0 && hello_state(f) == CP_SERVER_STOPPED);
+    /* the former guest is the owner link now */
+    guest.counter = 1;
+    CHECK(areq(f, &guest, CP_CMD_PING, NULL, 0, 0) == 0);
+    CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == CP_PERR_AUTH_FAILED);
+    free_fx(f);
+}
+
 int main(void)
 {
     rng_state = 12345;
@@ -1174,6 +1599,13 @@ int main(void)
     test_concurrent_access();
     test_jitter_hist();
     test_catch_up();
+    test_faults_and_safe_state();
+    test_timeout_fault();
+    test_atomic_replace();
+    test_link_timeout();
+    test_authentication();
+    test_sessions_without_key();
+    test_text_and_guest_link();
     printf("test_server: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -1,8 +1,9 @@
 """Command line: ``copapy runner`` starts the host runner, ``copapy info PORT`` inspects one.
 
     copapy runner --pty              # prints "PTY /dev/pts/N"; connect cp.SerialTarget to it
-    copapy runner --tcp 5555         # serve on 127.0.0.1:5555 (socket://127.0.0.1:5555)
-    copapy info /dev/pts/3           # what a connected runner reports
+    copapy runner --unix /run/cp.sock --key-file cp.key   # a Unix socket; only the key's owner
+    copapy runner --tcp 5555 --key-file cp.key            # 127.0.0.1:5555, a key is required
+    copapy info /dev/pts/3           # what a connected runner reports (--key-file for a key)
     copapy stats /dev/pts/3          # per-task statistics and release jitter
     copapy archs                     # architectures copapy compiles for
     copapy flash build/zephyr/zephyr.hex   # the Teensy 4.1 firmware, via teensy_loader_cli
@@ -49,6 +50,8 @@ def cmd_runner(args: argparse.Namespace) -> int:
     argv = [str(exe)]
     if args.tcp is not None:
         argv += ["--tcp", str(args.tcp)]
+    elif args.unix is not None:
+        argv += ["--unix", args.unix]
     elif args.stdio:
         argv += ["--stdio"]
     else:
@@ -57,6 +60,14 @@ def cmd_runner(args: argparse.Namespace) -> int:
         argv += ["--no-rt"]
     if args.name:
         argv += ["--name", args.name]
+    for option, value in (("--key-file", args.key_file), ("--user", args.user),
+                          ("--max-memory", args.max_memory),
+                          ("--budget-factor", args.budget_factor),
+                          ("--link-timeout", args.link_timeout)):
+        if value is not None:
+            argv += [option, str(value)]
+    if args.insecure_no_auth:
+        argv += ["--insecure-no-auth"]
     sys.stdout.flush()
     os.execv(argv[0], argv)
     return 0  # not reached
@@ -65,7 +76,7 @@ def cmd_runner(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
 
-    with SerialTarget(args.port, baudrate=args.baudrate) as tg:
+    with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
         info = tg.info()
         for field, value in info.__dict__.items():
             if field == "image_crc":
@@ -78,7 +89,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
     from .target_common import TaskStats
 
-    with SerialTarget(args.port, baudrate=args.baudrate) as tg:
+    with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
         s = tg.runner_stats()
         print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
               f"release jitter p50 {s.jitter_p50_ns / 1e3:.1f} µs, "
@@ -87,6 +98,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
             t = TaskStats.from_counters(f"task {k}", counters)
             print(f"{t.name}: {t.runs} runs, {t.skipped} skipped, {t.overruns} overruns, "
                   f"exec max {t.max_exec_ns} ns, mean {t.mean_exec_ns:.0f} ns")
+        if s.fault is not None and s.fault.active:
+            print(f"FAULTED: {s.fault.kind} in task {s.fault.task} at tick {s.fault.tick} "
+                  f"(address {s.fault.address:#x}, pc {s.fault.pc:#x}); {s.fault.count} "
+                  f"faults since the runner started")
     return 0
 
 
@@ -122,8 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("runner", help="start the host runner process")
     where = run.add_mutually_exclusive_group()
     where.add_argument("--pty", action="store_true", help="serve on a new pty (default)")
-    where.add_argument("--tcp", type=int, metavar="PORT", help="serve on 127.0.0.1:PORT")
+    where.add_argument("--unix", metavar="PATH",
+                       help="serve on a Unix-domain socket (mode 0600; needs --key-file)")
+    where.add_argument("--tcp", type=int, metavar="PORT",
+                       help="serve on 127.0.0.1:PORT (needs --key-file)")
     where.add_argument("--stdio", action="store_true", help="serve on stdin/stdout")
+    run.add_argument("--key-file", metavar="F",
+                     help="the shared key (16+ bytes, mode 0600): requests must prove it")
+    run.add_argument("--insecure-no-auth", action="store_true",
+                     help="--unix without a key: the socket's permissions alone decide")
+    run.add_argument("--user", metavar="NAME", help="drop root after the real-time set-up")
+    run.add_argument("--max-memory", type=int, metavar="BYTES",
+                     help="memory a program may occupy (default 64 MiB)")
+    run.add_argument("--budget-factor", type=int, metavar="N",
+                     help="a job may run N times its budget before it is stopped (default 10)")
+    run.add_argument("--link-timeout", type=float, metavar="SECONDS",
+                     help="dead-man switch: outputs go safe when the host is silent this long")
     run.add_argument("--no-rt", action="store_true", help="skip real-time scheduling setup")
     run.add_argument("--name", default="", help="name reported in HELLO")
     run.add_argument("--rebuild", action="store_true", help="rebuild the runner first")
@@ -131,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, fn, text in (("info", cmd_info, "what a runner reports"),
                            ("stats", cmd_stats, "statistics of a running runner")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("port", help="serial port, pty path or socket://host:port")
+        p.add_argument("port", help="serial port, pty path, Unix socket or socket://host:port")
         p.add_argument("--baudrate", type=int, default=115200)
+        p.add_argument("--key-file", metavar="F", help="the runner's key file")
         p.set_defaults(fn=fn)
     sub.add_parser("archs", help="architectures copapy compiles for").set_defaults(fn=cmd_archs)
     fl = sub.add_parser("flash", help="write the Zephyr firmware to a Teensy (teensy_loader_cli)")

@@ -259,6 +259,46 @@ def trunc(x: Any) -> Any:
 def where(cond: Any, a: Any, b: Any) -> Value[Any]:
     """a where cond is true, else b: a select, both sides computed, nothing leaks."""
     return _op("where", cond, a, b)
+
+
+@overload
+def hypot(a: Array, b: Any) -> Array: ...
+@overload
+def hypot(a: Any, b: Array) -> Array: ...
+@overload
+def hypot(a: Any, b: Any) -> Value[float]: ...
+def hypot(a: Any, b: Any) -> Any:
+    """sqrt(a*a + b*b), no overflow or underflow in between (C99 hypot: hypot(inf, nan) = inf)."""
+    return _op("hypot", a, b)
+
+
+@overload
+def copysign(a: Array, b: Any) -> Array: ...
+@overload
+def copysign(a: Any, b: Array) -> Array: ...
+@overload
+def copysign(a: Any, b: Any) -> Value[float]: ...
+def copysign(a: Any, b: Any) -> Any:
+    """|a| with the sign of b; a NaN b counts as positive (NaN signs differ between CPUs)."""
+    return _op("copysign", a, b)
+
+
+@overload
+def log1p(x: Array) -> Array: ...
+@overload
+def log1p(x: Any) -> Value[float]: ...
+def log1p(x: Any) -> Any:
+    """log(1 + x), accurate near 0."""
+    return _op("log1p", x)
+
+
+@overload
+def expm1(x: Array) -> Array: ...
+@overload
+def expm1(x: Any) -> Value[float]: ...
+def expm1(x: Any) -> Any:
+    """exp(x) - 1, accurate near 0."""
+    return _op("expm1", x)
 # ---- end of generated code ----
 
 

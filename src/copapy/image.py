@@ -15,16 +15,19 @@ FORMAT_VERSION = 1
 HEADER = struct.Struct("<4sHHHHIIIIIIIII")  # 48 bytes
 SECTION = struct.Struct("<HHIII")
 PATCH = struct.Struct("<IHBBi")
-TASK = struct.Struct("<IIIHHII")
+TASK = struct.Struct("<IIIHHIIIIQ")  # 40 bytes: the v1 fields, then budget and link timeout
 PORT = struct.Struct("<IIBBHI")
 
 LET_COPY = struct.Struct("<HBBIII")
-IO_BINDING = struct.Struct("<HBBHBBII")
+IO_BINDING = struct.Struct("<HBBHBBIId")  # 24 bytes: the v1 fields, then the safe value
 
 CODE, DATA_INIT, PATCH_KINDS, PATCHES, TASKS, PORTS, STRINGS, METADATA = range(1, 9)
 LET_COPIES, IO_BINDINGS = 9, 10
-ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: 24, PORTS: 16,
-               STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: 16}
+ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: TASK.size,
+               PORTS: 16, STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: IO_BINDING.size}
+#: a section type with this bit may be ignored by a reader that does not know it; any other
+#: unknown type makes runners reject the image (must-understand rule, docs/image.md)
+OPTIONAL_SECTION = 0x8000
 
 def check_data_range(data_size: int, offset: int, size: int, align: int = 1) -> None:
     """IndexError unless ``size`` bytes at ``offset`` lie inside a data region of ``data_size``
@@ -53,6 +56,8 @@ class ImageTask:
     flags: int = 0
     wcet_ns: int = 0
     reserved: int = 0
+    budget_ns: int = 0  # 0: wcet_ns, else the period (docs/realtime.md, "Time budgets")
+    link_timeout_ns: int = 0  # dead-man switch; 0: none
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class ImageIoBinding:
     channel: int
     dtype: int
     offset: int
+    safe: float = 0.0  # what an output channel is driven to in the safe state
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,8 @@ class Image:
         bodies: list[tuple[int, int, bytes]] = [
             (CODE, len(self.code), self.code),
             (TASKS, len(self.tasks), b"".join(
-                TASK.pack(t.entry, t.period_ns, t.offset_ns, t.priority, t.flags, t.wcet_ns, 0)
+                TASK.pack(t.entry, t.period_ns, t.offset_ns, t.priority, t.flags, t.wcet_ns, 0,
+                          t.budget_ns, 0, t.link_timeout_ns)
                 for t in self.tasks)),
         ]
         if self.data_init:
@@ -130,7 +137,8 @@ class Image:
                 LET_COPY.pack(c.task, c.phase, 0, c.size, c.src, c.dst) for c in self.let_copies)))
         if self.io_bindings:
             bodies.append((IO_BINDINGS, len(self.io_bindings), b"".join(
-                IO_BINDING.pack(b.task, b.direction, b.kind, b.channel, b.dtype, 0, b.offset, 0)
+                IO_BINDING.pack(b.task, b.direction, b.kind, b.channel, b.dtype, 0, b.offset, 0,
+                                b.safe)
                 for b in self.io_bindings)))
         if self.metadata:
             meta = json.dumps(self.metadata, sort_keys=True, separators=(",", ":")).encode()
@@ -180,16 +188,28 @@ def parse(blob: bytes) -> Image:
         raise ImageFormatError(f"truncated: header says {total} bytes, got {len(blob)}")
     if zlib.crc32(blob[:-4]) != struct.unpack_from("<I", blob, total - 4)[0]:
         raise ImageFormatError("CRC mismatch: the image is corrupted")
-    sections: dict[int, tuple[int, int, int]] = {}
+    sections: dict[int, tuple[int, int, int, int]] = {}
     for k in range(count):
-        stype, _esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
-        sections[stype] = (n, off, size)
+        stype, esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
+        sections[stype] = (n, off, size, esize)
 
     def body(stype: int) -> bytes:
         if stype not in sections:
             return b""
-        _, off, size = sections[stype]
+        _, off, size, _esize = sections[stype]
         return blob[off : off + size]
+
+    def entries(stype: int, record: struct.Struct) -> list[tuple[object, ...]]:
+        """The records of a section, each padded with zeros or cut to the struct: entries of
+        older images are shorter (appended fields read as 0), newer ones may be longer."""
+        if stype not in sections:
+            return []
+        n, off, _size, esize = sections[stype]
+        rows = []
+        for i in range(n):
+            raw = blob[off + i * esize : off + (i + 1) * esize][: record.size]
+            rows.append(record.unpack(raw + bytes(record.size - len(raw))))
+        return rows
 
     strings = body(STRINGS)
 
@@ -200,13 +220,14 @@ def parse(blob: bytes) -> Image:
     kb = body(PATCH_KINDS)
     img.kinds = [kb[i : i + 20] for i in range(0, len(kb), 20)]
     img.patches = [ImagePatch(s, k, a) for s, k, _b, _r, a in PATCH.iter_unpack(body(PATCHES))]
-    img.tasks = [ImageTask(*t) for t in TASK.iter_unpack(body(TASKS))]
+    img.tasks = [ImageTask(e, p, o, pr, f, w, r, b, lt)  # type: ignore[arg-type]
+                 for e, p, o, pr, f, w, r, b, _r2, lt in entries(TASKS, TASK)]
     img.ports = [ImagePort(name_at(n), o, d, r, t, c)
                  for n, o, d, r, t, c in PORT.iter_unpack(body(PORTS))]
     img.let_copies = [ImageLetCopy(t, p, n, a, b)
                       for t, p, _r, n, a, b in LET_COPY.iter_unpack(body(LET_COPIES))]
-    img.io_bindings = [ImageIoBinding(t, d, k, c, dt, o)
-                       for t, d, k, c, dt, _r, o, _r2 in IO_BINDING.iter_unpack(body(IO_BINDINGS))]
+    img.io_bindings = [ImageIoBinding(t, d, k, c, dt, o, sv)  # type: ignore[arg-type]
+                       for t, d, k, c, dt, _r, o, _r2, sv in entries(IO_BINDINGS, IO_BINDING)]
     meta = body(METADATA)
     img.metadata = json.loads(meta) if meta else {}
     assert len(img.code) == code_size

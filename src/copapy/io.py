@@ -2,6 +2,11 @@
 
 The same descriptors are used by LocalTarget (simulated channels, recorded and drivable) and
 by SerialTarget (the runner's hardware channels).
+
+Every output channel has a **safe value** (``cp.io.PWM(0, safe=0.0)``; default 0, GPIO low),
+stored in the program image. A runner drives it whenever the program does not: on STOP, on a
+fault, on unload, when another program replaces it, and when the host link is silent longer
+than a task's ``link_timeout`` (docs/realtime.md, "Faults and the safe state").
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ class Channel:
     direction: str = "in"
     #: the simulated plant's side of the channel (cp.io.plant): in LocalTarget only
     plant: bool = False
+    #: outputs: the value in the safe state
+    safe: float = 0.0
 
     @property
     def kind_name(self) -> str:
@@ -34,9 +41,10 @@ class Channel:
     def __repr__(self) -> str:
         if self.plant:
             return f"cp.io.plant({replace(self, plant=False, direction=_FLIP[self.direction])!r})"
+        extra = f", safe={self.safe!r}" if self.safe else ""
         if self.kind == GPIO_KIND:
-            return f"cp.io.GPIO({self.channel}, {self.direction!r})"
-        return f"cp.io.{self.kind_name}({self.channel})"
+            return f"cp.io.GPIO({self.channel}, {self.direction!r}{extra})"
+        return f"cp.io.{self.kind_name}({self.channel}{extra})"
 
 
 _FLIP = {"in": "out", "out": "in"}
@@ -48,17 +56,25 @@ def _check(channel: int) -> int:
     return channel
 
 
-def GPIO(pin: int, direction: str = "in") -> Channel:
+def GPIO(pin: int, direction: str = "in", safe: bool | int = False) -> Channel:
     """A digital pin (0/1); direction "in" (read into an input) or "out" (driven by a task
-    output), checked when bound."""
+    output), checked when bound. ``safe``: the level of an output pin in the safe state
+    (default low)."""
     if direction not in ("in", "out"):
         raise ValueError(f"GPIO direction must be 'in' or 'out', not {direction!r}")
-    return Channel(GPIO_KIND, _check(pin), direction)
+    if safe not in (0, 1):
+        raise ValueError(f"a GPIO's safe level is 0/False or 1/True, not {safe!r}")
+    if safe and direction != "out":
+        raise ValueError("only an output pin (direction='out') has a safe level")
+    return Channel(GPIO_KIND, _check(pin), direction, safe=float(bool(safe)))
 
 
-def PWM(channel: int) -> Channel:
-    """A PWM output; the value is the duty cycle 0..1."""
-    return Channel(PWM_KIND, _check(channel), "out")
+def PWM(channel: int, safe: float = 0.0) -> Channel:
+    """A PWM output; the value is the duty cycle 0..1. ``safe``: the duty cycle in the safe
+    state (default 0)."""
+    if not isinstance(safe, int | float) or not 0.0 <= safe <= 1.0:
+        raise ValueError(f"a PWM's safe duty cycle must be in 0..1, not {safe!r}")
+    return Channel(PWM_KIND, _check(channel), "out", safe=float(safe))
 
 
 def Encoder(channel: int) -> Channel:

@@ -1,25 +1,35 @@
-"""SerialTarget: deploy tasks to a runner over a serial port, pty or TCP socket (pyserial).
+"""SerialTarget: deploy tasks to a runner over a serial port, pty, Unix-domain socket or TCP
+socket (pyserial).
 
 The runner may be the host runner process (``copapy runner --pty``), the bare-metal
 Cortex-M7 firmware in qemu, or the Zephyr firmware on a Teensy 4.1. The API follows
 LocalTarget where it applies; values are read and written while the tasks run.
+
+Every connection is a session (docs/protocol.md, "Sessions and authentication"): the target
+proves the runner's key (``key=...``; none: an empty key, ownership without secrecy) with
+every request and checks every response and event; a runner that another client owns answers
+BUSY unless ``takeover=True``.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import struct
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel
+from .runtime.errors import ProgramFault
 from .serial import protocol as p
+from .serial.transport import open_port
 from .target_common import (
     TaskStats,
     checked_scalar,
@@ -38,7 +48,9 @@ class SerialTargetError(RuntimeError):
 
 
 class _Link:
-    """Request/response over a byte stream, with retries; events go to a callback."""
+    """Request/response over a byte stream, with retries; events go to a callback. Once a
+    session is set, requests carry its trailer and only answers with a valid tag (and the
+    request's counter) are taken; events must carry increasing counters."""
 
     def __init__(self, port: str, baudrate: int, timeout: float) -> None:
         try:
@@ -47,7 +59,7 @@ class _Link:
             raise SerialTargetError("SerialTarget needs pyserial: pip install 'copapy[serial]'"
                                     ) from exc
         try:
-            self.port = serial.serial_for_url(port, baudrate=baudrate, timeout=0.05)
+            self.port = open_port(port, baudrate, 0.05)
         except (serial.SerialException, OSError, ValueError) as exc:
             raise SerialTargetError(f"cannot open {port!r}: {exc}. Is the runner connected "
                                     f"(e.g. `copapy runner --pty` prints its pty)?") from exc
@@ -60,11 +72,27 @@ class _Link:
         self.pending: tuple[int, int] | None = None  # (seq, command) of the open request
         self.response: p.Frame | None = None
         self.stale_responses = 0  # replies to nothing open (late retries, other sessions)
+        self.forged = 0  # frames whose tag or counter was wrong (dropped)
+        self.attempts = 0  # frames written, retries included
         self.arrived = threading.Condition()
         self.on_event: Any = None
+        self.session: p.Session | None = None
+        self.counter = 0  # of the last request in the session
+        self.event_counter = 0
+        self.last_request = time.monotonic()
         self.closed = False
+        # a frame delimiter first: a half frame a killed client left behind cannot swallow
+        # this session's first request
+        self._write(b"\0")
         self.thread = threading.Thread(target=self._receive, name="copapy-serial", daemon=True)
         self.thread.start()
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self.port.write(data)
+            self.port.flush()
+        except Exception as exc:
+            raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
 
     def _receive(self) -> None:
         while not self.closed:
@@ -81,24 +109,46 @@ class _Link:
             if not data:
                 continue
             for frame in self.reader.feed(data):
-                if frame.is_event:
-                    if self.on_event is not None:
-                        self.on_event(frame)
-                elif frame.is_response:
-                    with self.arrived:
-                        if self.pending == (frame.seq, frame.command):
-                            self.response = frame
-                            self.arrived.notify_all()
-                        else:
-                            self.stale_responses += 1
+                self._dispatch(frame)
+
+    def _dispatch(self, frame: p.Frame) -> None:
+        session = self.session
+        if frame.is_event:
+            if session is not None:
+                counter = session.verify(frame)
+                if counter is None or counter <= self.event_counter:
+                    self.forged += 1
+                    return
+                self.event_counter = counter
+            if self.on_event is not None:
+                self.on_event(frame)
+            return
+        if not frame.is_response:
+            return
+        with self.arrived:
+            if self.pending != (frame.seq, frame.command):
+                self.stale_responses += 1
+                return
+            if session is not None and frame.is_authenticated:
+                if session.verify(frame) != self.counter:
+                    self.forged += 1
+                    return
+            elif session is not None and not frame.is_error:
+                self.forged += 1  # a session's answers are authenticated; errors may not be
+                return
+            self.response = frame
+            self.arrived.notify_all()
 
     def request(self, command: int, payload: bytes = b"", timeout: float | None = None,
-                retries: int = 3) -> bytes:
+                retries: int = 3, authenticated: bool = True) -> bytes:
         """Send a request, wait for its response (same seq on retry: never executed twice)."""
         with self.lock:
             self.seq = (self.seq + 1) & 0xFFFF
             seq = self.seq
-            frame = p.encode_frame(seq, command, payload)
+            session = self.session if authenticated else None
+            if session is not None:
+                self.counter += 1
+            frame = p.encode_frame(seq, command, payload, session=session, counter=self.counter)
             wait = self.timeout if timeout is None else timeout
             with self.arrived:
                 self.pending, self.response = (seq, command), None
@@ -107,15 +157,13 @@ class _Link:
             finally:
                 with self.arrived:
                     self.pending, self.response = None, None
+                self.last_request = time.monotonic()
 
     def _exchange(self, frame: bytes, command: int, wait: float, retries: int) -> bytes:
         """Write the request until the receive thread hands over its response."""
         for _attempt in range(retries + 1):
-            try:
-                self.port.write(frame)
-                self.port.flush()
-            except Exception as exc:
-                raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
+            self.attempts += 1
+            self._write(frame)
             deadline = time.monotonic() + wait
             with self.arrived:
                 while self.response is None:
@@ -136,6 +184,42 @@ class _Link:
         self.closed = True
         self.thread.join(timeout=1.0)
         self.port.close()
+
+
+class _Heartbeat:
+    """Keeps a session and the runner's dead-man switch alive: a PING whenever the link has
+    been quiet for ``interval`` seconds."""
+
+    def __init__(self, link: _Link, interval: float) -> None:
+        self.link = link
+        self.interval = interval
+        self.paused = False  # tests: let the link go silent
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="copapy-heartbeat", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval / 2):
+            if self.paused or time.monotonic() - self.link.last_request < self.interval:
+                continue
+            try:
+                self.link.request(p.PING, timeout=self.interval, retries=1)
+            except Exception:  # the next request reports the problem
+                pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(timeout=2.0)
+
+
+def _key_bytes(key: bytes | str | os.PathLike[str] | None) -> bytes | None:
+    """The key itself, or read from a key file (the runner's --key-file)."""
+    if key is None or isinstance(key, bytes | bytearray):
+        return None if key is None else bytes(key)
+    try:
+        return Path(key).read_bytes()
+    except OSError as exc:
+        raise SerialTargetError(f"cannot read the key file {key}: {exc}") from exc
 
 
 class StreamTrace:
@@ -186,12 +270,21 @@ class StreamTrace:
 
 
 class SerialTarget:
-    """Deploy periodic tasks to a runner and interact with them while they run."""
+    """Deploy periodic tasks to a runner and interact with them while they run.
 
-    CHUNK = 4096  # capped by the runner's max_chunk (max_payload - 4)
+    ``key``: the runner's shared key (bytes, or the path of its key file); required by a runner
+    started with ``--key-file`` (every socket transport). ``takeover``: replace another
+    client's session instead of failing with BUSY. ``heartbeat``: seconds between keep-alive
+    PINGs while the link is quiet (default: a quarter of the runner's or the deployed
+    program's link timeout, if any).
+    """
+
+    CHUNK = 4096  # capped by the runner's max_chunk (max_payload - 24)
 
     def __init__(self, port: str | None = None, baudrate: int = 115200, timeout: float = 1.0,
                  progress: bool | None = None, arch: str | None = None,
+                 key: bytes | str | os.PathLike[str] | None = None, takeover: bool = False,
+                 heartbeat: float | None = None,
                  usb_ids: Sequence[tuple[int, int]] | None = None) -> None:
         """Connect to a runner on `port` (a serial device, pty path or socket:// URL); without
         a port, to the one runner connected by USB (found by its USB ids, `usb_ids` or
@@ -206,20 +299,28 @@ class SerialTarget:
                                         "'copapy[serial]'") from exc
             except usb.RunnerNotFound as exc:
                 raise SerialTargetError(str(exc)) from exc
+        secret = _key_bytes(key)
         self._link = _Link(port, baudrate, timeout)
         self._progress = progress
+        self._heartbeat: _Heartbeat | None = None
+        self._heartbeat_interval = heartbeat
+        self._runner_link_timeout = 0.0
+        #: called with a ProgramFault when the runner reports that the program faulted
+        self.on_fault: Callable[[ProgramFault], Any] | None = None
+        self.last_fault: ProgramFault | None = None
         try:
             self._info = p.parse_hello(self._link.request(p.HELLO, struct.pack("<H", p.VERSION)))
+            if self._info.protocol_version != p.VERSION:
+                raise SerialTargetError(f"the runner speaks protocol "
+                                        f"v{self._info.protocol_version}, this copapy speaks "
+                                        f"v{p.VERSION}: update one of them")
+            self._begin_session(secret, takeover)
         except Exception:
             self._link.close()
             raise
-        if self._info.protocol_version != p.VERSION:
-            self._link.close()
-            raise SerialTargetError(f"the runner speaks protocol v{self._info.protocol_version}, "
-                                    f"this copapy speaks v{p.VERSION}: update one of them")
         self.arch = self._info.arch
         if arch is not None and arch != self.arch:
-            self._link.close()
+            self.close()
             raise SerialTargetError(f"the runner on {port} executes {self.arch} code, not "
                                     f"{arch}: leave arch out (SerialTarget compiles for the "
                                     f"runner's architecture) or connect to a {arch} runner")
@@ -229,8 +330,58 @@ class SerialTarget:
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
         self._link.on_event = self._on_event
+        self._keep_alive(self._runner_link_timeout)
 
     # ---- connection ------------------------------------------------------------------------
+
+    def _begin_session(self, key: bytes | None, takeover: bool) -> None:
+        """SESSION (nonces), then a PING under the session key: a wrong key fails here."""
+        if self._info.auth_required and key is None:
+            raise SerialTargetError(f"AUTH_REQUIRED: the runner on {self._link.name} accepts "
+                                    f"authenticated requests only: SerialTarget(..., "
+                                    f"key=b'...' or key='path/to/keyfile')")
+        nonce = os.urandom(16)
+        flags = p.SESSION_TAKEOVER if takeover else 0
+        try:
+            reply = self._link.request(p.SESSION, struct.pack("<BBH", flags, 0, 0) + nonce,
+                                       authenticated=False)
+        except p.ProtocolError as err:
+            if err.code == p.BAD_COMMAND:  # a runner without sessions
+                if key is not None:
+                    raise SerialTargetError(f"the runner on {self._link.name} does not support "
+                                            f"authentication: update it or connect without "
+                                            f"a key") from err
+                return
+            if err.code == p.BUSY:
+                raise SerialTargetError(f"{err} (on {self._link.name})") from err
+            raise
+        _required, _r1, _r2, server_nonce, _lease_ms, link_ms = struct.unpack_from(
+            "<BBH16sII", reply)
+        self._link.session = p.Session(key or b"", server_nonce, nonce)
+        self._link.counter = 0
+        self._link.event_counter = 0
+        self._runner_link_timeout = link_ms / 1000.0
+        try:
+            self._link.request(p.PING)
+        except p.ProtocolError as err:
+            self._link.session = None
+            if err.code == p.AUTH_FAILED:
+                raise SerialTargetError(f"AUTH_FAILED: the runner on {self._link.name} did not "
+                                        f"accept the key (a wrong key file?)") from err
+            raise
+
+    def _keep_alive(self, link_timeout: float) -> None:
+        """Start the heartbeat if the runner or the program has a dead-man switch."""
+        interval = self._heartbeat_interval
+        if interval is None and link_timeout > 0:
+            interval = link_timeout / 4
+        if interval is None or interval <= 0:
+            return
+        if self._heartbeat is not None and self._heartbeat.interval <= interval:
+            return
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        self._heartbeat = _Heartbeat(self._link, interval)
 
     def info(self) -> p.RunnerInfo:
         """The runner's HELLO: architecture, capacities, channels, state, loaded image."""
@@ -238,7 +389,16 @@ class SerialTarget:
         return self._info
 
     def close(self) -> None:
-        """Disconnect; the runner keeps running its program."""
+        """End the session and disconnect; the runner keeps running its program (unless it
+        has a link timeout: then the outputs go safe when it expires)."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+        if self._link.session is not None:
+            try:
+                self._link.request(p.SESSION, struct.pack("<BBH", p.SESSION_CLOSE, 0, 0) +
+                                   bytes(16), timeout=0.5, retries=1)
+            except Exception:  # best effort: the lease ends it anyway
+                pass
         self._link.close()
 
     def __enter__(self) -> SerialTarget:
@@ -260,17 +420,24 @@ class SerialTarget:
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
         return compile_tasks(task_specs(tasks), self.arch, io_specs(self._bindings))
 
-    def deploy(self, *tasks: Task) -> None:
+    def deploy(self, *tasks: Task, start: bool = False) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
-        this program, in which case this re-attaches without stopping it)."""
+        this program, in which case this re-attaches without stopping it).
+
+        ``start=True`` commits and starts in one step: a running program is replaced between
+        two ticks (the new one's first tick is the old one's next: none lost or doubled), its
+        outputs that the new one drives keep their value until the new one publishes, the
+        others take their safe values."""
         compiled = self._compile(tasks)
         image = compiled.image
         crc = p.image_crc(image)
         info = self.info()
-        if info.image_crc == crc and info.state != "empty":
+        if info.image_crc == crc and info.state not in ("empty", "faulted"):
             self._adopt(compiled, tasks)
+            if start and info.state != "running":
+                self.start()
             return
-        self._upload(image, crc)
+        self._upload(image, crc, start)
         self._adopt(compiled, tasks)
 
     def attach(self, *tasks: Task) -> None:
@@ -286,8 +453,10 @@ class SerialTarget:
         self._compiled = compiled
         self._ports = compiled.ports
         self._tasks = list(tasks)
+        timeouts = [t.link_timeout for t in tasks if t.link_timeout]
+        self._keep_alive(min(timeouts) if timeouts else 0.0)
 
-    def _upload(self, image: bytes, crc: int) -> None:
+    def _upload(self, image: bytes, crc: int, start: bool = False) -> None:
         try:
             (max_chunk,) = struct.unpack("<I", self._link.request(
                 p.LOAD_BEGIN, struct.pack("<II", len(image), crc)))
@@ -314,7 +483,8 @@ class SerialTarget:
                 bar.update(received)
         if bar is not None:
             bar.close()
-        self._link.request(p.LOAD_COMMIT, timeout=max(2.0, self._link.timeout))
+        self._link.request(p.LOAD_COMMIT, bytes([p.COMMIT_START]) if start else b"",
+                           timeout=max(2.0, self._link.timeout))
 
     def start(self) -> None:
         self._link.request(p.START)
@@ -323,8 +493,16 @@ class SerialTarget:
         self._link.request(p.STOP)
 
     def reset(self) -> None:
-        """Time 0, initial data (inputs, state, outputs)."""
+        """Time 0, initial data (inputs, state, outputs); a faulted program is stopped and
+        ready to start again."""
         self._link.request(p.RESET, b"\0")
+
+    @property
+    def fault(self) -> ProgramFault | None:
+        """The fault that stopped the program (None while it has not faulted), as the
+        ProgramFault a LocalTarget would raise."""
+        record = self.runner_stats().fault
+        return _program_fault(record) if record is not None and record.active else None
 
     # ---- values ----------------------------------------------------------------------------
 
@@ -364,7 +542,7 @@ class SerialTarget:
             if first >= total or not page.tasks:
                 return p.RunnerStats(page.ticks, page.bad_frames, page.late_ticks,
                                      page.jitter_max_ns, page.jitter_p99_ns, page.jitter_p50_ns,
-                                     page.stream_dropped, tasks)
+                                     page.stream_dropped, tasks, page.fault)
 
     @property
     def tick_ns(self) -> int:
@@ -383,6 +561,10 @@ class SerialTarget:
     def _on_event(self, frame: p.Frame) -> None:
         if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:
             self._trace._add(frame.payload)
+        elif frame.command == p.FAULT and len(frame.payload) >= p.FAULT_RECORD.size:
+            self.last_fault = _program_fault(p.parse_fault(frame.payload))
+            if self.on_fault is not None:
+                self.on_fault(self.last_fault)
 
     def io_value(self, channel: Channel) -> float:
         raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
@@ -392,6 +574,11 @@ class SerialTarget:
     def set_io(self, channel: Channel, value: float) -> None:
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
+
+
+def _program_fault(record: p.FaultRecord) -> ProgramFault:
+    return ProgramFault(record.kind, record.task, record.address, record.pc, record.code,
+                        record.tick)
 
 
 class _Progress:

@@ -59,7 +59,9 @@ def task_specs(tasks: Sequence[Task]) -> list[TaskSpec]:
             raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
         specs.append(TaskSpec(task_name(t, k), tuple(flatten(t.outputs, "Task")),
                               to_ns(t.period), to_ns(t.offset), t.priority,
-                              to_ns(t.wcet) if t.wcet else 0))
+                              to_ns(t.wcet) if t.wcet else 0,
+                              round(t.budget * 1e9) if t.budget else 0,
+                              round(t.link_timeout * 1e9) if t.link_timeout else 0))
     return specs
 
 
@@ -71,7 +73,7 @@ def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
     for node, ch in bindings.items():
         check_binding(checked, node, node.op == "input", ch)
         checked[node] = ch
-    return [IoSpec(node, ch.kind, ch.channel, 1 if node.op == "input" else 2)
+    return [IoSpec(node, ch.kind, ch.channel, 1 if node.op == "input" else 2, ch.safe)
             for node, ch in bindings.items()]
 
 

@@ -14,6 +14,14 @@ class Task:
 
     ``priority``: 0 is the most important. ``wcet``: declared execution time (seconds) used to
     model overload in simulation; None means "free".
+
+    ``budget``: the execution time (seconds) a job may need; a runner's supervisor stops a job
+    that runs longer than the budget times its factor (FAULTED: timeout, outputs safe).
+    Default: ``wcet`` if given, else the period (docs/realtime.md, "Time budgets").
+
+    ``link_timeout``: a dead-man switch (seconds): if the host link to a runner is silent for
+    longer, the runner faults the program and drives every output to its safe value.
+    ``SerialTarget`` keeps the link alive while it is connected. None: no switch.
     """
 
     outputs: tuple[Any, ...]
@@ -22,9 +30,12 @@ class Task:
     offset: float = 0.0
     wcet: float | None = None
     name: str = ""
+    budget: float | None = None
+    link_timeout: float | None = None
 
     def __init__(self, *outputs: Any, period: float, priority: int = 0,
-                 offset: float = 0.0, wcet: float | None = None, name: str = "") -> None:
+                 offset: float = 0.0, wcet: float | None = None, name: str = "",
+                 budget: float | None = None, link_timeout: float | None = None) -> None:
         if not outputs:
             raise ValueError("a Task needs at least one output value")
         for v in outputs:
@@ -37,9 +48,15 @@ class Task:
             raise ValueError(f"offset must be in [0, period), got {offset!r}")
         if not 0 <= priority < 65536:
             raise ValueError(f"priority must be in 0..65535, got {priority!r}")
+        if budget is not None and not 0 < budget < 4.294967295:
+            raise ValueError(f"budget must be > 0 and < 4.29 seconds, got {budget!r}")
+        if link_timeout is not None and not link_timeout > 0:
+            raise ValueError(f"link_timeout must be > 0 seconds, got {link_timeout!r}")
         object.__setattr__(self, "outputs", tuple(outputs))
         object.__setattr__(self, "period", float(period))
         object.__setattr__(self, "priority", int(priority))
         object.__setattr__(self, "offset", float(offset))
         object.__setattr__(self, "wcet", wcet)
         object.__setattr__(self, "name", name)
+        object.__setattr__(self, "budget", budget)
+        object.__setattr__(self, "link_timeout", link_timeout)

@@ -1,51 +1,68 @@
-/* copapy._kernels: the deterministic math kernels built for the host, so that constant folding
- * and the test oracle compute exactly what the stencils compute on every target. */
+/* copapy._kernels: the float element operations of cp_elements.h (the deterministic math
+ * kernels among them) built for the host, so that constant folding and the test oracle compute
+ * exactly what the stencils compute on every target. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
 
+#include "cp_elements.h"
 #include "cp_math.h"
+#include "cp_ops.h"
+#include "cp_stencil.h"
 
 typedef float (*f32_1)(float);
 typedef double (*f64_1)(double);
 typedef float (*f32_2)(float, float);
 typedef double (*f64_2)(double, double);
 
+/* One host function per float line of cp_elements.h (operand and result of the same float
+ * type): the element expression, compiled for this machine. SAME_<TI>_<TO>(M, ...) is
+ * M(T, ...) for those lines and nothing for the others (integer operations, comparisons,
+ * conversions). */
+#define SAME_f32_f32(M, ...) M(f32, __VA_ARGS__)
+#define SAME_f64_f64(M, ...) M(f64, __VA_ARGS__)
+#define SAME_i32_i32(M, ...)
+#define SAME_i32_bool(M, ...)
+#define SAME_f32_bool(M, ...)
+#define SAME_f64_bool(M, ...)
+#define SAME_f32_f64(M, ...)
+#define SAME_f64_f32(M, ...)
+#define SAME_i32_f32(M, ...)
+#define SAME_i32_f64(M, ...)
+#define SAME_f32_i32(M, ...)
+#define SAME_f64_i32(M, ...)
+
+#define HOST_FN1(T, op, EXPR)                                                                  \
+    static CT_##T host_##op##_##T(CT_##T a) { return (CT_##T)(EXPR); }
+#define HOST_FN2(T, op, EXPR)                                                                  \
+    static CT_##T host_##op##_##T(CT_##T a, CT_##T b) { return (CT_##T)(EXPR); }
+#define HOST_LINE(arity, op, TI, TO, kind, EXPR) SAME_##TI##_##TO(HOST_FN##arity, op, EXPR)
+
+CP_ELEMENTS(HOST_LINE)
+
 typedef struct kernel {
     const char *name;
+    int is_f64;
     int arity;
-    void *f32;
-    void *f64;
+    void (*fn)(void); /* f32_1, f32_2, f64_1 or f64_2 by is_f64 and arity */
 } kernel;
 
-static const kernel KERNELS[] = {
-    {"sqrt", 1, (void *)cp_sqrtf, (void *)cp_sqrt},
-    {"sin", 1, (void *)cp_sinf, (void *)cp_sin},
-    {"cos", 1, (void *)cp_cosf, (void *)cp_cos},
-    {"tan", 1, (void *)cp_tanf, (void *)cp_tan},
-    {"asin", 1, (void *)cp_asinf, (void *)cp_asin},
-    {"acos", 1, (void *)cp_acosf, (void *)cp_acos},
-    {"atan", 1, (void *)cp_atanf, (void *)cp_atan},
-    {"exp", 1, (void *)cp_expf, (void *)cp_exp},
-    {"log", 1, (void *)cp_logf, (void *)cp_log},
-    {"tanh", 1, (void *)cp_tanhf, (void *)cp_tanh},
-    {"floor", 1, (void *)cp_floorf, (void *)cp_floor},
-    {"ceil", 1, (void *)cp_ceilf, (void *)cp_ceil},
-    {"round", 1, (void *)cp_roundf, (void *)cp_round},
-    {"trunc", 1, (void *)cp_truncf, (void *)cp_trunc},
-    {"atan2", 2, (void *)cp_atan2f, (void *)cp_atan2},
-    {"pow", 2, (void *)cp_powf, (void *)cp_pow},
-    {"fmod", 2, (void *)cp_fmodf, (void *)cp_fmod},
-};
+#define IS_F64_f32 0
+#define IS_F64_f64 1
+#define ENTRY(T, op, arity) {#op, IS_F64_##T, arity, (void (*)(void))host_##op##_##T},
+#define ENTRY_LINE(arity, op, TI, TO, kind, EXPR) SAME_##TI##_##TO(ENTRY, op, arity)
 
-static const kernel *find_kernel(const char *name)
+static const kernel KERNELS[] = {CP_ELEMENTS(ENTRY_LINE)};
+
+static const kernel *find_kernel(const char *name, int is_f64)
 {
     for (size_t i = 0; i < sizeof KERNELS / sizeof KERNELS[0]; i++) {
-        if (strcmp(KERNELS[i].name, name) == 0) {
+        if (KERNELS[i].is_f64 == is_f64 && strcmp(KERNELS[i].name, name) == 0) {
             return &KERNELS[i];
         }
     }
-    PyErr_Format(PyExc_KeyError, "no math kernel named %s", name);
+    PyErr_Format(PyExc_KeyError, "no float%d element operation named %s", is_f64 ? 64 : 32,
+                 name);
     return NULL;
 }
 
@@ -61,7 +78,11 @@ static PyObject *kernels_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (name == NULL) {
         return NULL;
     }
-    const kernel *k = find_kernel(name);
+    int is_f64 = PyObject_IsTrue(args[1]);
+    if (is_f64 < 0) {
+        return NULL;
+    }
+    const kernel *k = find_kernel(name, is_f64);
     if (k == NULL) {
         return NULL;
     }
@@ -69,7 +90,6 @@ static PyObject *kernels_call(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_Format(PyExc_TypeError, "%s takes %d arguments", name, k->arity);
         return NULL;
     }
-    int is_f64 = PyObject_IsTrue(args[1]);
     double x = PyFloat_AsDouble(args[2]);
     double y = k->arity == 2 ? PyFloat_AsDouble(args[3]) : 0.0;
     if (PyErr_Occurred()) {
@@ -77,9 +97,9 @@ static PyObject *kernels_call(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     double r;
     if (is_f64) {
-        r = k->arity == 1 ? ((f64_1)k->f64)(x) : ((f64_2)k->f64)(x, y);
+        r = k->arity == 1 ? ((f64_1)k->fn)(x) : ((f64_2)k->fn)(x, y);
     } else {
-        r = k->arity == 1 ? ((f32_1)k->f32)((float)x) : ((f32_2)k->f32)((float)x, (float)y);
+        r = k->arity == 1 ? ((f32_1)k->fn)((float)x) : ((f32_2)k->fn)((float)x, (float)y);
     }
     return PyFloat_FromDouble(r);
 }
@@ -96,7 +116,11 @@ static PyObject *kernels_apply(PyObject *self, PyObject *const *args, Py_ssize_t
     if (name == NULL) {
         return NULL;
     }
-    const kernel *k = find_kernel(name);
+    int is_f64 = PyObject_IsTrue(args[1]);
+    if (is_f64 < 0) {
+        return NULL;
+    }
+    const kernel *k = find_kernel(name, is_f64);
     if (k == NULL) {
         return NULL;
     }
@@ -104,7 +128,6 @@ static PyObject *kernels_apply(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_Format(PyExc_TypeError, "%s takes %d arrays", name, k->arity);
         return NULL;
     }
-    int is_f64 = PyObject_IsTrue(args[1]);
     size_t elem = is_f64 ? sizeof(double) : sizeof(float);
     Py_buffer views[3];
     int got = 0;
@@ -126,14 +149,14 @@ static PyObject *kernels_apply(PyObject *self, PyObject *const *args, Py_ssize_t
         const double *a = views[1].buf;
         const double *b = k->arity == 2 ? views[2].buf : NULL;
         for (size_t i = 0; i < n; i++) {
-            out[i] = b ? ((f64_2)k->f64)(a[i], b[i]) : ((f64_1)k->f64)(a[i]);
+            out[i] = b ? ((f64_2)k->fn)(a[i], b[i]) : ((f64_1)k->fn)(a[i]);
         }
     } else {
         float *out = views[0].buf;
         const float *a = views[1].buf;
         const float *b = k->arity == 2 ? views[2].buf : NULL;
         for (size_t i = 0; i < n; i++) {
-            out[i] = b ? ((f32_2)k->f32)(a[i], b[i]) : ((f32_1)k->f32)(a[i]);
+            out[i] = b ? ((f32_2)k->fn)(a[i], b[i]) : ((f32_1)k->fn)(a[i]);
         }
     }
     result = Py_NewRef(Py_None);

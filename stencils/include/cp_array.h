@@ -137,6 +137,17 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
     CP_VBIN1(op, TI, TO, EXPR, v, v) CP_VBIN1(op, TI, TO, EXPR, v, m)                          \
     CP_VBIN1(op, TI, TO, EXPR, m, v)
 
+/* Lines of cp_elements.h as loops: CP_VLOOP_BINARY passes on the binary lines (CP_VBINARY),
+ * CP_VLOOP_UNARY the unary ones (CP_VUNARY, or CP_VUNARY_BITS for the kind bits). */
+#define CP_VLOOP_BINARY(arity, op, TI, TO, kind, EXPR) CP_VLB_##arity(op, TI, TO, EXPR)
+#define CP_VLB_1(op, TI, TO, EXPR)
+#define CP_VLB_2 CP_VBINARY
+#define CP_VLOOP_UNARY(arity, op, TI, TO, kind, EXPR) CP_VLU_##arity##_##kind(op, TI, TO, EXPR)
+#define CP_VLU_1_num CP_VUNARY
+#define CP_VLU_1_bits(op, TI, TO, EXPR) CP_VUNARY_BITS(op, TI, EXPR)
+#define CP_VLU_2_num(op, TI, TO, EXPR)
+#define CP_VLU_2_bits(op, TI, TO, EXPR)
+
 /* Select: out[i] = c ? a : b, the condition an int32 bool array or scalar slot; both values are
  * loaded unconditionally (so the loop can be vectorised with a blend). */
 #define CP_VSEL1(T, C, A, B)                                                                   \

@@ -31,43 +31,40 @@
 extern "C" {
 #endif
 
-/* ---- float32 ---------------------------------------------------------- */
-float cp_sinf(float x);
-float cp_cosf(float x);
-float cp_tanf(float x);
-float cp_asinf(float x);
-float cp_acosf(float x);
-float cp_atanf(float x);
-float cp_atan2f(float y, float x);
-float cp_expf(float x);
-float cp_logf(float x);
-float cp_powf(float x, float y);
-float cp_tanhf(float x);
-float cp_sqrtf(float x);
-float cp_floorf(float x);
-float cp_ceilf(float x);
-float cp_roundf(float x);   /* round half to even (like numpy.round) */
-float cp_truncf(float x);
-float cp_fmodf(float x, float y);
+/* ---- the kernels --------------------------------------------------------
+ * X(name, arity, accuracy) per kernel: cp_<name>f (float32) and cp_<name>
+ * (float64) of one or two arguments; accuracy exact (exactly or correctly
+ * rounded: tested bit for bit) or approx (the ulp bounds of docs/math.md).
+ * The list declares the kernels here and drives their measurement
+ * (tools/ulp_harness.c, tools/measure_ulp.py).  round is half to even (like
+ * numpy.round); atan2 takes (y, x). */
+#define CP_KERNELS(X)                                                          \
+    X(sin, 1, approx)                                                          \
+    X(cos, 1, approx)                                                          \
+    X(tan, 1, approx)                                                          \
+    X(asin, 1, approx)                                                         \
+    X(acos, 1, approx)                                                         \
+    X(atan, 1, approx)                                                         \
+    X(atan2, 2, approx)                                                        \
+    X(exp, 1, approx)                                                          \
+    X(log, 1, approx)                                                          \
+    X(pow, 2, approx)                                                          \
+    X(tanh, 1, approx)                                                         \
+    X(hypot, 2, approx)                                                        \
+    X(log1p, 1, approx)                                                        \
+    X(expm1, 1, approx)                                                        \
+    X(sqrt, 1, exact)                                                          \
+    X(floor, 1, exact)                                                         \
+    X(ceil, 1, exact)                                                          \
+    X(round, 1, exact)                                                         \
+    X(trunc, 1, exact)                                                         \
+    X(fmod, 2, exact)
 
-/* ---- float64 ---------------------------------------------------------- */
-double cp_sin(double x);
-double cp_cos(double x);
-double cp_tan(double x);
-double cp_asin(double x);
-double cp_acos(double x);
-double cp_atan(double x);
-double cp_atan2(double y, double x);
-double cp_exp(double x);
-double cp_log(double x);
-double cp_pow(double x, double y);
-double cp_tanh(double x);
-double cp_sqrt(double x);
-double cp_floor(double x);
-double cp_ceil(double x);
-double cp_round(double x);  /* round half to even (like numpy.round) */
-double cp_trunc(double x);
-double cp_fmod(double x, double y);
+#define CP_KERNEL_PROTO_1(name) float cp_##name##f(float x); double cp_##name(double x);
+#define CP_KERNEL_PROTO_2(name)                                                \
+    float cp_##name##f(float x, float y); double cp_##name(double x, double y);
+#define CP_KERNEL_PROTO(name, arity, accuracy) CP_KERNEL_PROTO_##arity(name)
+CP_KERNELS(CP_KERNEL_PROTO)
 
 /* Correctly rounded integer-only square roots.  cp_sqrtf/cp_sqrt use these
  * on targets without a hardware square root; exported so that tests can

@@ -132,6 +132,18 @@ static inline double cp_max_f64(double a, double b)
     return a != a ? a : (a > b ? a : b);
 }
 
+/* |a| with the sign of b. A NaN b counts as positive: the sign of a NaN belongs to its payload,
+ * which CPUs choose differently (x86 makes negative NaNs, RISC-V positive ones), so a sign read
+ * from a NaN would make results differ between CPUs. Otherwise a bit operation, exact. */
+static inline float cp_copysign_f32(float a, float b)
+{
+    return b != b ? __builtin_fabsf(a) : __builtin_copysignf(a, b);
+}
+static inline double cp_copysign_f64(double a, double b)
+{
+    return b != b ? __builtin_fabs(a) : __builtin_copysign(a, b);
+}
+
 static inline float cp_sign_f32(float a)
 {
     return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : (a == 0.0f ? 0.0f : a));

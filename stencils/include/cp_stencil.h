@@ -97,6 +97,11 @@ extern int32_t cp_a_i32, cp_b_i32, cp_c_i32, cp_out_i32;
 
 #define CP_BINARY(op, TI, TO, EXPR) CP_BIN_D(op, TI, TO, EXPR, 0) CP_BIN_D(op, TI, TO, EXPR, 1)
 
+/* A line of cp_elements.h as the scalar stencils of every register form. */
+#define CP_SCALAR(arity, op, TI, TO, kind, EXPR) CP_SCALAR_##arity(op, TI, TO, EXPR)
+#define CP_SCALAR_1 CP_UNARY
+#define CP_SCALAR_2 CP_BINARY
+
 /* Select: c is the bool condition (int32 class), a and b the two values of type T. */
 #define CP_SEL1(T, D, C, A, B)                                                                 \
     CP_STENCIL(where_##T##__##D##_##C##_##A##_##B)                                             \

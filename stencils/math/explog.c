@@ -1,4 +1,4 @@
-/* exp, log, pow, tanh (float32 and float64).
+/* exp, expm1, log, log1p, pow, tanh (float32 and float64).
  *
  * exp:  x = k ln2 + r (Cody-Waite, ln2 split so k*ln2_hi is exact),
  *       |r| <= ln2/2, e^r = 1 + r + r^2 Q(r) (minimax), scaled by 2^k with a
@@ -11,6 +11,11 @@
  *       (hi + lo parts, exact r^2 by Dekker), times y in double-word, then
  *       2^z = 2^k * e^(f ln2) with f in double-word.  C99 Annex F special
  *       cases.
+ * expm1: the reduction of exp; k = 0: r + r^2 Q(r) (Q fitted for the
+ *       relative error of e^r - 1); |k| <= 24 (53): (2^k - 1) + 2^k (e^r - 1)
+ *       with the exact 2^k - 1 (TwoSum); else 2^k (e^r - 2^-k), or e^x - 1.
+ * log1p: 1 + x = u_hi + u_lo exactly (TwoSum), log(u_hi) as for log with
+ *       u_lo / u_hi added to the low part: no loss near 0.
  * tanh: |x| < 0.55: x + x^3 H(x^2);  otherwise
  *       tanh|x| = 1 - 2/(e^{2|x|} + 1) with e^{2|x|} + 1 = (2^k + 1) + 2^k p,
  *       p = e^r - 1 from the exp polynomial (keeps p's relative accuracy).
@@ -400,23 +405,53 @@ CP_INLINE float cp_expm1_tailf(float r)
     return (r * r) * (EXPF0 + r * (EXPF1 + r * (EXPF2 + r * (EXPF3 + r * (EXPF4 + r * EXPF5)))));
 }
 
+/* x = k ln2 + r + rl (|r| <= ln2/2, rl the rounding error of r); returns k */
+CP_INLINE int32_t cp_exp_reducef(float x, float *r, float *rl)
+{
+    float kf = x * CPF_INVLN2 + 0x1.8p23f;
+    kf = kf - 0x1.8p23f;
+    int32_t k = (int32_t)kf;
+    float r1 = x - kf * CPF_LN2_CW_HI;           /* exact */
+    float t2 = kf * CPF_LN2_CW_LO;
+    *r = r1 - t2;
+    *rl = (r1 - *r) - t2;
+    return k;
+}
+
 float cp_expf(float x)
 {
     uint32_t u = cp_f2u(x);
     if ((u & 0x7fffffffu) > 0x7f800000u) return CP_NANF;
     if (x > 89.0f) return CP_INFF;
     if (x < -104.0f) return 0.0f;
-    float kf = x * CPF_INVLN2 + 0x1.8p23f;
-    kf = kf - 0x1.8p23f;
-    int32_t k = (int32_t)kf;
-    float r1 = x - kf * CPF_LN2_CW_HI;           /* exact */
-    float t2 = kf * CPF_LN2_CW_LO;
-    float r = r1 - t2;
-    float rl = (r1 - r) - t2;
+    float r, rl;
+    int32_t k = cp_exp_reducef(x, &r, &rl);
     float s = 1.0f + r;
     float e = (1.0f - s) + r;
     float y = s + (e + (rl + cp_expm1_tailf(r)));
     return cp_scalef(y, k);
+}
+
+float cp_expm1f(float x)
+{
+    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu;
+    if (ax > 0x7f800000u) return CP_NANF;
+    if (x > 89.0f) return CP_INFF;
+    if (x < -18.0f) return -1.0f;                /* e^x < 2^-25: -1 (also -inf) */
+    if (ax < 0x33000000u) return x;              /* |x| < 2^-25: x (+-0, subnormals) */
+    float r, rl;
+    int32_t k = cp_exp_reducef(x, &r, &rl);
+    float pl = rl + cp_expm1_tailf(r);           /* e^(r + rl) - 1 = r + pl */
+    if (k == 0) return r + pl;
+    if (k >= -24 && k <= 24) {                   /* (2^k - 1) + 2^k (r + pl), 2^k - 1 exact */
+        float p2 = cp_pow2f(k), s, se;
+        CP_TWO_SUM(s, se, p2 - 1.0f, p2 * r);
+        return s + (se + p2 * pl);
+    }
+    float s = 1.0f + r;
+    float e = (1.0f - s) + r;
+    if (k > 24) return cp_scalef(s + (e + (pl - (k < 64 ? cp_pow2f(-k) : 0.0f))), k);
+    return cp_scalef(s + (e + pl), k) - 1.0f;    /* k < -24: e^x < 2^-24 */
 }
 
 /* x > 0 finite normal or subnormal, bits u: e, index, exact r */
@@ -442,15 +477,10 @@ CP_INLINE uint32_t cp_log_splitf(uint32_t u, int32_t *e, float *r)
     return idx;
 }
 
-float cp_logf(float x)
+/* log x = s + (*mid + *low) for x > 0 finite (bits u): the sum of the high
+ * parts, the error terms, the polynomial tail */
+CP_INLINE float cp_log_partsf(uint32_t u, float *mid, float *low)
 {
-    uint32_t u = cp_f2u(x);
-    if (u >= 0x7f800000u) {                      /* +inf, NaN, negative */
-        if (u == 0x7f800000u) return x;
-        if (u == 0x80000000u) return -CP_INFF;   /* -0 */
-        return CP_NANF;
-    }
-    if (u == 0) return -CP_INFF;
     int32_t e;
     float r;
     uint32_t idx = cp_log_splitf(u, &e, &r);
@@ -462,7 +492,34 @@ float cp_logf(float x)
     CP_TWO_SUM(s, se, th, r);
     float r2 = r * r;
     float tail = (r2 * r) * (LOGF0 + r * (LOGF1 + r * LOGF2));
-    return s + ((se + tl) + (tail - 0.5f * r2));
+    *mid = se + tl;
+    *low = tail - 0.5f * r2;
+    return s;
+}
+
+float cp_logf(float x)
+{
+    uint32_t u = cp_f2u(x);
+    if (u >= 0x7f800000u) {                      /* +inf, NaN, negative */
+        if (u == 0x7f800000u) return x;
+        if (u == 0x80000000u) return -CP_INFF;   /* -0 */
+        return CP_NANF;
+    }
+    if (u == 0) return -CP_INFF;
+    float mid, low, s = cp_log_partsf(u, &mid, &low);
+    return s + (mid + low);
+}
+
+float cp_log1pf(float x)
+{
+    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu;
+    if (ax >= 0x7f800000u) return u == 0x7f800000u ? x : CP_NANF;   /* +inf; -inf, NaN */
+    if (x <= -1.0f) return x == -1.0f ? -CP_INFF : CP_NANF;
+    if (ax < 0x33000000u) return x;              /* |x| < 2^-25: x (+-0, subnormals) */
+    float uh, ul;
+    CP_TWO_SUM(uh, ul, 1.0f, x);                 /* 1 + x = uh + ul, uh >= 2^-24 */
+    float mid, low, s = cp_log_partsf(cp_f2u(uh), &mid, &low);
+    return s + (mid + (low + ul / uh));          /* log(uh + ul) = log uh + ul/uh */
 }
 
 /* log2(x) as hi + lo, x > 0 finite (bits u) */
@@ -554,14 +611,8 @@ float cp_tanhf(float x)
     } else if (a > 9.5f) {
         y = 1.0f;
     } else {
-        float z = 2.0f * a;
-        float kf = z * CPF_INVLN2 + 0x1.8p23f;
-        kf = kf - 0x1.8p23f;
-        int32_t k = (int32_t)kf;
-        float r1 = z - kf * CPF_LN2_CW_HI;
-        float t2 = kf * CPF_LN2_CW_LO;
-        float r = r1 - t2;
-        float rl = (r1 - r) - t2;
+        float r, rl;
+        int32_t k = cp_exp_reducef(2.0f * a, &r, &rl);
         float p = r + (rl + cp_expm1_tailf(r));  /* e^r - 1 */
         float p2 = cp_pow2f(k);
         float d = (p2 + 1.0f) + p2 * p;          /* e^{2a} + 1 */
@@ -581,23 +632,52 @@ CP_INLINE double cp_expm1_tail(double r)
     return (r * r) * p;
 }
 
+CP_INLINE int32_t cp_exp_reduce(double x, double *r, double *rl)
+{
+    double kf = x * CPD_INVLN2 + 0x1.8p52;
+    kf = kf - 0x1.8p52;
+    int32_t k = (int32_t)kf;
+    double r1 = x - kf * CPD_LN2_CW_HI;
+    double t2 = kf * CPD_LN2_CW_LO;
+    *r = r1 - t2;
+    *rl = (r1 - *r) - t2;
+    return k;
+}
+
 double cp_exp(double x)
 {
     uint64_t u = cp_d2u(x);
     if ((u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) return CP_NAN;
     if (x > 710.0) return CP_INF;
     if (x < -746.0) return 0.0;
-    double kf = x * CPD_INVLN2 + 0x1.8p52;
-    kf = kf - 0x1.8p52;
-    int32_t k = (int32_t)kf;
-    double r1 = x - kf * CPD_LN2_CW_HI;
-    double t2 = kf * CPD_LN2_CW_LO;
-    double r = r1 - t2;
-    double rl = (r1 - r) - t2;
+    double r, rl;
+    int32_t k = cp_exp_reduce(x, &r, &rl);
     double s = 1.0 + r;
     double e = (1.0 - s) + r;
     double y = s + (e + (rl + cp_expm1_tail(r)));
     return cp_scaled(y, k);
+}
+
+double cp_expm1(double x)
+{
+    uint64_t u = cp_d2u(x), ax = u & 0x7fffffffffffffffull;
+    if (ax > 0x7ff0000000000000ull) return CP_NAN;
+    if (x > 710.0) return CP_INF;
+    if (x < -38.0) return -1.0;                  /* e^x < 2^-54: -1 (also -inf) */
+    if (ax < 0x3c90000000000000ull) return x;    /* |x| < 2^-54: x (+-0, subnormals) */
+    double r, rl;
+    int32_t k = cp_exp_reduce(x, &r, &rl);
+    double pl = rl + cp_expm1_tail(r);
+    if (k == 0) return r + pl;
+    if (k >= -53 && k <= 53) {
+        double p2 = cp_pow2d(k), s, se;
+        CP_TWO_SUM(s, se, p2 - 1.0, p2 * r);
+        return s + (se + p2 * pl);
+    }
+    double s = 1.0 + r;
+    double e = (1.0 - s) + r;
+    if (k > 53) return cp_scaled(s + (e + (pl - (k < 128 ? cp_pow2d(-k) : 0.0))), k);
+    return cp_scaled(s + (e + pl), k) - 1.0;
 }
 
 CP_INLINE uint32_t cp_log_split(uint64_t u, int32_t *e, double *r)
@@ -622,15 +702,8 @@ CP_INLINE uint32_t cp_log_split(uint64_t u, int32_t *e, double *r)
     return idx;
 }
 
-double cp_log(double x)
+CP_INLINE double cp_log_parts(uint64_t u, double *mid, double *low)
 {
-    uint64_t u = cp_d2u(x);
-    if (u >= 0x7ff0000000000000ull) {
-        if (u == 0x7ff0000000000000ull) return x;
-        if (u == 0x8000000000000000ull) return -CP_INF;
-        return CP_NAN;
-    }
-    if (u == 0) return -CP_INF;
     int32_t e;
     double r;
     uint32_t idx = cp_log_split(u, &e, &r);
@@ -645,7 +718,34 @@ double cp_log(double x)
     p = LOGD5 + r * p; p = LOGD4 + r * p; p = LOGD3 + r * p; p = LOGD2 + r * p;
     p = LOGD1 + r * p; p = LOGD0 + r * p;
     double tail = (r2 * r) * p;
-    return s + ((se + tl) + (tail - 0.5 * r2));
+    *mid = se + tl;
+    *low = tail - 0.5 * r2;
+    return s;
+}
+
+double cp_log(double x)
+{
+    uint64_t u = cp_d2u(x);
+    if (u >= 0x7ff0000000000000ull) {
+        if (u == 0x7ff0000000000000ull) return x;
+        if (u == 0x8000000000000000ull) return -CP_INF;
+        return CP_NAN;
+    }
+    if (u == 0) return -CP_INF;
+    double mid, low, s = cp_log_parts(u, &mid, &low);
+    return s + (mid + low);
+}
+
+double cp_log1p(double x)
+{
+    uint64_t u = cp_d2u(x), ax = u & 0x7fffffffffffffffull;
+    if (ax >= 0x7ff0000000000000ull) return u == 0x7ff0000000000000ull ? x : CP_NAN;
+    if (x <= -1.0) return x == -1.0 ? -CP_INF : CP_NAN;
+    if (ax < 0x3c90000000000000ull) return x;    /* |x| < 2^-54 */
+    double uh, ul;
+    CP_TWO_SUM(uh, ul, 1.0, x);
+    double mid, low, s = cp_log_parts(cp_d2u(uh), &mid, &low);
+    return s + (mid + (low + ul / uh));
 }
 
 CP_INLINE double cp_log2_dd(uint64_t u, double *lo)
@@ -741,14 +841,8 @@ double cp_tanh(double x)
     } else if (a > 20.0) {
         y = 1.0;
     } else {
-        double z = 2.0 * a;
-        double kf = z * CPD_INVLN2 + 0x1.8p52;
-        kf = kf - 0x1.8p52;
-        int32_t k = (int32_t)kf;
-        double r1 = z - kf * CPD_LN2_CW_HI;
-        double t2 = kf * CPD_LN2_CW_LO;
-        double r = r1 - t2;
-        double rl = (r1 - r) - t2;
+        double r, rl;
+        int32_t k = cp_exp_reduce(2.0 * a, &r, &rl);
         double p = r + (rl + cp_expm1_tail(r));
         double p2 = cp_pow2d(k);
         double d = (p2 + 1.0) + p2 * p;

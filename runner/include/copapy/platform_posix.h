@@ -1,4 +1,5 @@
-/* The POSIX platform for cp_program_load: mmap'd regions, W^X via mprotect. */
+/* The POSIX platform for cp_program_load (mmap'd regions, W^X via mprotect) and the POSIX half
+ * of fault containment (docs/realtime.md, "Faults and the safe state"). */
 #ifndef COPAPY_PLATFORM_POSIX_H
 #define COPAPY_PLATFORM_POSIX_H
 
@@ -12,6 +13,35 @@ extern "C" {
  * every load fails with CP_ERR_ARCH). Defined only where __unix__ or __APPLE__ is. Sealing
  * needs data_offset to be a multiple of the page size, else the load fails with NOMEM. */
 const cp_platform *cp_platform_posix(void);
+
+/* ---- fault containment
+ *
+ * cp_posix_guard is a cp_guard_fn. It runs a chain with SIGSEGV, SIGILL, SIGBUS and SIGFPE
+ * handled on an alternate signal stack (set up per thread at its first guarded call, unless
+ * the thread has one already): a fault inside the chain jumps back into the guard, which
+ * returns it as a cp_fault. A fault anywhere else is passed on to the handler that was
+ * installed before (or the default action), so a bug in the runner itself still crashes.
+ *
+ * The time budget is watched by one supervisor thread per process: it samples, every poll
+ * interval, which guarded job each thread runs and how much CPU time that thread has used;
+ * a job that has used more than its budget is interrupted with CP_POSIX_WATCHDOG_SIGNAL and
+ * comes back as CP_FAULT_TIMEOUT. CPU time, not wall time: a job that is preempted (an
+ * overloaded machine, --no-rt) is never mistaken for one that does not return. The hot
+ * path costs no system call: a sigsetjmp without the signal mask and two relaxed stores. */
+#define CP_POSIX_WATCHDOG_SIGNAL SIGXCPU
+
+int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault);
+
+/* (Re)installs the fault handlers, e.g. after another library replaced them. 0 or -1. */
+int cp_posix_guard_install(void);
+
+/* Starts the supervisor (once per process; later calls change nothing and return 0).
+ * poll_ns 0: 50 ms (the in-process default; the host runner polls every 2 ms).
+ * rt_priority > 0: SCHED_FIFO at that priority (it must preempt a
+ * real-time thread that loops); if that is not permitted it runs at normal priority.
+ * cp_posix_guard starts it with the defaults when a job first has a budget. Returns 0, or
+ * an errno value. */
+int cp_posix_watchdog_start(uint64_t poll_ns, int rt_priority);
 
 #ifdef __cplusplus
 }

@@ -21,8 +21,15 @@ enum {
     CP_FRAME_OVERHEAD = 12  /* header + CRC */
 };
 
-/* Frame flags. */
-enum { CP_FLAG_RESPONSE = 1u, CP_FLAG_EVENT = 2u, CP_FLAG_ERROR = 4u };
+/* Frame flags. AUTH: the payload ends in the 20-byte authentication trailer of a session
+ * (u32 counter, 16-byte truncated HMAC-SHA256; docs/protocol.md). */
+enum { CP_FLAG_RESPONSE = 1u, CP_FLAG_EVENT = 2u, CP_FLAG_ERROR = 4u, CP_FLAG_AUTH = 8u };
+
+enum {
+    CP_AUTH_TAG = 16,       /* bytes of the truncated HMAC-SHA256 */
+    CP_AUTH_TRAILER = 20,   /* u32 counter + tag, at the end of the payload */
+    CP_AUTH_NONCE = 16
+};
 
 /* Commands. */
 enum {
@@ -40,7 +47,10 @@ enum {
     CP_CMD_RESET = 12,
     CP_CMD_IO_READ = 13,
     CP_CMD_IO_WRITE = 14,
-    CP_CMD_GET_PORTS = 15
+    CP_CMD_GET_PORTS = 15,
+    CP_CMD_SESSION = 16,    /* begin (or close) a session: nonces, takeover */
+    CP_CMD_PING = 17,       /* no effect: keeps a session and the dead-man switch alive */
+    CP_CMD_FAULT = 18       /* EVENT only: the program faulted (the fault record) */
 };
 
 /* Error codes of an ERROR response. */
@@ -53,7 +63,11 @@ enum {
     CP_PERR_IMAGE_INVALID = 6,
     CP_PERR_OUT_OF_RANGE = 7,
     CP_PERR_NOT_WRITABLE = 8,
-    CP_PERR_VERSION = 9
+    CP_PERR_VERSION = 9,
+    CP_PERR_BUSY = 10,          /* another client owns the runner */
+    CP_PERR_AUTH_REQUIRED = 11, /* the request must be authenticated */
+    CP_PERR_AUTH_FAILED = 12,   /* wrong key, tampered frame, or no such session */
+    CP_PERR_REPLAY = 13         /* the counter was used already */
 };
 
 #define CP_ERROR_MESSAGE_MAX 120u
@@ -89,6 +103,13 @@ typedef struct cp_frame {
 size_t cp_frame_seal(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
                      uint16_t length);
 
+/* Writes the 8-byte header (version 1, reserved 0). */
+void cp_frame_header(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
+                     uint16_t length);
+
+/* The CRC of a frame whose header and payload (length bytes) are in place. */
+void cp_frame_put_crc(uint8_t *frame, uint16_t length);
+
 /* cp_frame_seal, then COBS into out with the trailing delimiter. Returns the wire length, or
  * 0 if cap is too small. */
 size_t cp_frame_encode(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
@@ -107,11 +128,17 @@ typedef struct cp_decoder {
     uint8_t block_code;   /* code byte of the current COBS block (0 before the first) */
     uint8_t block_left;   /* data bytes still expected in the current block */
     uint8_t state;        /* private */
-    uint8_t reserved[3];
+    uint8_t prefix;       /* private: printable bytes seen at the frame's start */
+    uint8_t reserved[2];
+    uint32_t text_frames; /* frames discarded as text (also counted in bad_frames) */
 } cp_decoder;
 
-/* Results of cp_decoder_push. */
-enum { CP_DEC_NONE = 0, CP_DEC_FRAME = 1, CP_DEC_BAD = 2 };
+/* Results of cp_decoder_push. CP_DEC_TEXT: the frame being received starts with printable
+ * text (an HTTP request, a line typed into a terminal): it is no frame of this protocol (a
+ * v1 frame's second byte is the version 0x01); it is discarded up to its delimiter and
+ * counted in text_frames. A transport that can, closes the connection. */
+enum { CP_DEC_NONE = 0, CP_DEC_FRAME = 1, CP_DEC_BAD = 2, CP_DEC_TEXT = 3 };
+enum { CP_TEXT_PREFIX = 4 };  /* printable bytes at a frame's start that make it text */
 
 /* max_payload >= 1; buf of max_payload + CP_FRAME_OVERHEAD bytes. Returns 0, or -1 if the
  * arguments are unusable. */
@@ -123,6 +150,36 @@ void cp_decoder_reset(cp_decoder *d);
 /* One received byte. CP_DEC_FRAME: *out describes a complete frame whose CRC and length are
  * valid (valid until the next push). CP_DEC_BAD: a frame was dropped (bad_frames counted). */
 int cp_decoder_push(cp_decoder *d, uint8_t byte, cp_frame *out);
+
+/* ---- SHA-256 and HMAC-SHA256 (runner/src/sha256.c) for the session authentication */
+
+enum { CP_SHA256_SIZE = 32 };
+
+typedef struct cp_sha256 {
+    uint32_t h[8];
+    uint64_t bytes;
+    uint8_t buf[64];
+    uint32_t fill;
+} cp_sha256;
+
+void cp_sha256_init(cp_sha256 *c);
+void cp_sha256_update(cp_sha256 *c, const uint8_t *p, size_t n);
+void cp_sha256_final(cp_sha256 *c, uint8_t out[CP_SHA256_SIZE]);
+
+/* A key prepared once: the hash states after the inner and the outer pad. */
+typedef struct cp_hmac {
+    cp_sha256 inner;
+    cp_sha256 outer;
+} cp_hmac;
+
+void cp_hmac_init(cp_hmac *m, const uint8_t *key, size_t len);
+/* HMAC of the concatenation a | b. */
+void cp_hmac_mac2(const cp_hmac *m, const uint8_t *a, size_t na, const uint8_t *b, size_t nb,
+                  uint8_t out[CP_SHA256_SIZE]);
+void cp_hmac_sha256(const uint8_t *key, size_t key_len, const uint8_t *msg, size_t n,
+                    uint8_t out[CP_SHA256_SIZE]);
+/* 1 if the n bytes are equal; the time does not depend on where they differ. */
+int cp_equal_ct(const uint8_t *a, const uint8_t *b, size_t n);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 2u
+#define CP_RUNNER_ABI_VERSION 3u
 #define CP_IMAGE_FORMAT_VERSION 1u
 
 /* Architecture ids of docs/image.md. */
@@ -46,7 +46,8 @@ typedef enum cp_status {
     CP_ERR_PATCH = 7,
     CP_ERR_NOMEM = 8,
     CP_ERR_TOO_LARGE = 9,
-    CP_ERR_ARGUMENT = 10
+    CP_ERR_ARGUMENT = 10,
+    CP_ERR_UNSUPPORTED = 11  /* a required section type this runner does not know (ABI 3) */
 } cp_status;
 
 typedef struct cp_error {
@@ -70,6 +71,9 @@ typedef struct cp_platform {
     int (*region_seal)(void *ctx, void *base, size_t code_len, size_t size);
     void (*region_free)(void *ctx, void *base, size_t size);
     size_t max_region_size; /* 0 = no limit */
+    /* appended in ABI 3: how a user raises max_region_size (e.g. "copapy-runner --max-memory"),
+     * named by the TOO_LARGE error; NULL if it cannot be changed */
+    const char *memory_option;
 } cp_platform;
 
 typedef struct cp_task_entry {
@@ -79,6 +83,9 @@ typedef struct cp_task_entry {
     uint16_t priority;
     uint16_t flags;
     uint32_t wcet_ns;
+    /* appended in ABI 3 (TASKS entries of 40 bytes; 0 in older images) */
+    uint32_t budget_ns;        /* execution budget; 0: wcet_ns, else the period */
+    uint64_t link_timeout_ns;  /* dead-man switch: host link silence that faults the program */
 } cp_task_entry;
 
 /* A LET copy (docs/realtime.md): phase 0 at release, 1 at the end of the period. */
@@ -100,6 +107,7 @@ typedef struct cp_io_binding {
     uint8_t dtype;
     uint8_t reserved;
     uint32_t offset;
+    double safe;  /* appended in ABI 3: the value an OUTPUT channel takes in the safe state */
 } cp_io_binding;
 
 enum { CP_IO_GPIO = 1, CP_IO_PWM = 2, CP_IO_ENCODER = 3, CP_IO_ADC = 4 };
@@ -147,6 +155,58 @@ static inline uint8_t *cp_program_data(const cp_program *prog)
     return prog->base + prog->data_offset;
 }
 
+/* ---- Fault containment (docs/realtime.md, "Faults and the safe state") -------------------
+ *
+ * A chain runs inside a platform GUARD: POSIX runs it with fault signals handled on an
+ * alternate signal stack and jumps back into the guard (runner/src/platform_posix.c); the
+ * Cortex-M firmware's fault handlers and its budget timer return into the guard
+ * (runner/baremetal). The core only calls the guard and decides what a fault means: the
+ * scheduler stops, every output channel takes its safe value, and the fault is kept until
+ * cp_sched_reset. */
+
+typedef enum cp_fault_kind {
+    CP_FAULT_NONE = 0,
+    CP_FAULT_SIGSEGV = 1,     /* host: invalid memory access */
+    CP_FAULT_SIGILL = 2,      /* host: illegal instruction */
+    CP_FAULT_SIGBUS = 3,      /* host: bus error (e.g. alignment check) */
+    CP_FAULT_SIGFPE = 4,      /* host: arithmetic exception (integer division by zero) */
+    CP_FAULT_HARDFAULT = 5,   /* Cortex-M exceptions */
+    CP_FAULT_MEMMANAGE = 6,
+    CP_FAULT_BUSFAULT = 7,
+    CP_FAULT_USAGEFAULT = 8,
+    CP_FAULT_TIMEOUT = 9,     /* a job ran longer than its budget x factor: stopped */
+    CP_FAULT_WATCHDOG = 10,   /* the hardware watchdog's warning caught a blocked CPU */
+    CP_FAULT_LINK = 11,       /* dead-man switch: the host link was silent too long */
+    CP_FAULT_KIND_COUNT = 12
+} cp_fault_kind;
+
+#define CP_FAULT_NO_TASK 0xFFFFFFFFu
+
+typedef struct cp_fault {
+    uint32_t kind;       /* cp_fault_kind; 0: no fault */
+    uint32_t task;       /* the faulting task, CP_FAULT_NO_TASK if none (LINK) */
+    uint64_t address;    /* data address of a memory fault (si_addr, MMFAR/BFAR), else 0 */
+    uint64_t pc;         /* the interrupted instruction if the platform knows it, else 0 */
+    uint32_t code;       /* platform detail: si_code; CFSR (| HFSR for a HardFault) */
+    uint32_t reserved;
+    uint64_t tick;       /* index of the tick during which it happened */
+} cp_fault;
+
+/* Runs entry() so that a synchronous fault inside it, or running past budget_ns (0: no
+ * limit), comes back here instead of ending the runner. Returns 0 when entry returned;
+ * otherwise fills fault->kind, address, pc and code and returns nonzero. */
+typedef int (*cp_guard_fn)(void *ctx, void (*entry)(void), uint64_t budget_ns,
+                           cp_fault *fault);
+
+/* The time a job of `task` may take before the supervisor stops it: the task's budget_ns,
+ * else its wcet_ns, else its period, times `factor`, at least min_ns; request_ns for a task
+ * that declares none of them (run on request). 0: no limit (always if factor is 0). */
+uint64_t cp_task_budget_ns(const cp_task_entry *task, uint32_t factor, uint64_t min_ns,
+                           uint64_t request_ns);
+
+/* Name of a fault kind ("SIGSEGV", "UsageFault", "timeout", ...). */
+const char *cp_fault_name(uint32_t kind);
+
 /* ---- Scheduler (docs/realtime.md) ------------------------------------------------------ */
 
 #define CP_MAX_TASKS 32u
@@ -168,6 +228,13 @@ typedef struct cp_sched_config {
     double (*io_read)(void *ctx, uint8_t kind, uint16_t channel);   /* may be NULL: 0.0 */
     void (*io_write)(void *ctx, uint8_t kind, uint16_t channel, double value);  /* may be NULL */
     void *io_ctx;
+    /* appended in ABI 3: fault containment (NULL guard: chains are called directly) and the
+     * time budget of every job (cp_task_budget_ns; budget_factor 0: no time limit) */
+    cp_guard_fn guard;
+    void *guard_ctx;
+    uint32_t budget_factor;
+    uint32_t reserved;
+    uint64_t budget_min_ns;
 } cp_sched_config;
 
 /* Per-tick input samples written to a slot before the releases of tick k (k < count). */
@@ -219,6 +286,10 @@ typedef struct cp_sched {
     uint32_t copies[CP_MAX_TASKS][3];     /* RELEASE copies [c0, c1), PUBLISH copies [c1, c2) */
     uint32_t bindings[CP_MAX_TASKS][3];   /* INPUT bindings [b0, b1), OUTPUT bindings [b1, b2) */
     uint64_t trace_next;                  /* ring slot of the next row = trace_rows % capacity */
+    /* appended in ABI 3: the fault that stopped the program (kind 0: none) and each task's
+     * budget (cp_task_budget_ns at init) */
+    cp_fault fault;
+    uint64_t budget_ns[CP_MAX_TASKS];
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
@@ -241,8 +312,27 @@ void cp_sched_advance(cp_sched *s, uint64_t ticks);
  * simulation that stops at T shows the outputs of every period ending at or before T). */
 void cp_sched_settle(cp_sched *s);
 
-/* Time 0, statistics and pending jobs cleared, data region back to its initial contents. */
+/* Time 0, statistics and pending jobs cleared, data region back to its initial contents; a
+ * fault is cleared too. */
 void cp_sched_reset(cp_sched *s);
+
+/* Drives every OUTPUT binding's channel to its safe value (docs/realtime.md). */
+void cp_sched_safe_state(const cp_sched *s);
+
+/* The outputs of `s` that `next` does not drive take their safe value (a program replaced by
+ * `next`, which takes the others over at its first publication). next may be NULL: all. */
+void cp_sched_release_outputs(const cp_sched *s, const cp_program *next);
+
+/* Stops the program with a fault (kind != 0; its tick is set to the current tick): the safe
+ * state is applied and cp_sched_tick does nothing until cp_sched_reset. A fault during a
+ * tick (from the guard) is recorded the same way. */
+void cp_sched_fail(cp_sched *s, const cp_fault *fault);
+
+/* The fault that stopped the program, or NULL. */
+static inline const cp_fault *cp_sched_fault(const cp_sched *s)
+{
+    return s->fault.kind != CP_FAULT_NONE ? &s->fault : (const cp_fault *)0;
+}
 
 cp_status cp_sched_add_feed(cp_sched *s, const cp_sched_feed *feed, cp_error *err);
 void cp_sched_clear_feeds(cp_sched *s);

@@ -32,6 +32,24 @@
  *
  * ---- Program memory
  *
+ * ---- Faults, sessions, links (docs/protocol.md, docs/realtime.md)
+ *
+ * The scheduler runs chains inside cfg.guard (the platform's fault containment): a fault or a
+ * budget overrun puts the program into CP_SERVER_FAULTED in the tick context (safe outputs,
+ * a FAULT event queued); the protocol context keeps answering. A runner-wide or program
+ * link timeout faults the program (CP_FAULT_LINK) when no request of the owner arrives for
+ * that long: a dead-man switch.
+ *
+ * Sessions: a client begins one with SESSION (nonces), then authenticates every request with
+ * HMAC-SHA256 under a key derived from cfg.key (an empty key when none is configured:
+ * integrity and ownership without secrecy). cfg.require_auth refuses unauthenticated
+ * requests (except HELLO and SESSION). While a session is live (a request within
+ * session_lease_ns) a second client is refused with BUSY unless it asks to take over and
+ * proves the key. A socket transport feeds a second connection as the GUEST link
+ * (cp_server_feed_link): it is answered on its own buffers, and promoted to the owner link
+ * when it takes over (notify TAKEOVER: the embedder closes the old connection); refused
+ * guests and text on a link are reported (notify REFUSE / TEXT) so the embedder closes them.
+ *
  * COMMIT loads into the slot that is not active, then swaps. The regions come either from two
  * fixed slots the embedder provides (slot_mem[0..1], slot_size bytes each; region_seal of the
  * given platform is still called, region_alloc/free are not), or, when slot_mem[0] is NULL,
@@ -55,11 +73,22 @@ extern "C" {
 #define CP_SERVER_IDLE_TICK_NS 1000000u  /* tick of a program without periodic tasks */
 #define CP_SERVER_NAME_MAX 64u
 
-/* Program states (HELLO `state`). */
-enum { CP_SERVER_EMPTY = 0, CP_SERVER_STOPPED = 1, CP_SERVER_RUNNING = 2 };
+/* Program states (HELLO `state`). FAULTED: stopped by a fault (outputs safe) until RESET or
+ * a new program. */
+enum { CP_SERVER_EMPTY = 0, CP_SERVER_STOPPED = 1, CP_SERVER_RUNNING = 2,
+       CP_SERVER_FAULTED = 3 };
 
-/* HELLO flags. */
-enum { CP_SERVER_FLAG_REALTIME = 1u, CP_SERVER_FLAG_SIMULATED_IO = 2u };
+/* HELLO flags. AUTH: requests must be authenticated (cfg.require_auth); SESSION: a client's
+ * session is live (a second one gets BUSY). */
+enum { CP_SERVER_FLAG_REALTIME = 1u, CP_SERVER_FLAG_SIMULATED_IO = 2u,
+       CP_SERVER_FLAG_AUTH = 4u, CP_SERVER_FLAG_SESSION = 8u };
+
+/* Links: the owner's connection, and a second connection on a socket transport. */
+enum { CP_SERVER_OWNER = 0, CP_SERVER_GUEST = 1 };
+
+/* Bytes of the fault record (FAULT events, STATS): u32 kind, u32 task, u64 address, u64 pc,
+ * u32 code, u32 count (faults since the runner started), u64 tick. */
+#define CP_SERVER_FAULT_RECORD 40u
 
 /* What `notify` reports. */
 enum {
@@ -68,7 +97,18 @@ enum {
     CP_SERVER_NOTIFY_STATE = 1,
     /* event bytes are waiting: call cp_server_flush() in the protocol context. Called in the
      * tick context (from cp_server_tick), lock held; must not block. */
-    CP_SERVER_NOTIFY_OUTPUT = 2
+    CP_SERVER_NOTIFY_OUTPUT = 2,
+    /* the link being fed sent text (an HTTP request?): close it if the transport can. Called
+     * in the protocol context; cp_server_feed_link returns right after. */
+    CP_SERVER_NOTIFY_TEXT = 3,
+    /* the guest link took the session over and is the owner link now: close the old owner
+     * connection and feed the former guest as the owner (the rest of the buffer too). */
+    CP_SERVER_NOTIFY_TAKEOVER = 4,
+    /* the guest link was refused (BUSY): close it. */
+    CP_SERVER_NOTIFY_REFUSE = 5,
+    /* a commit replaced the running program between two ticks and it runs on (tick_ns may
+     * have changed): keep the deadline grid, step it by the new tick. Protocol context. */
+    CP_SERVER_NOTIFY_REPLACED = 6
 };
 
 /* Real-time statistics the embedder measures (STATS). */
@@ -109,6 +149,22 @@ typedef struct cp_server_config {
     double (*io_read)(void *ctx, uint8_t kind, uint16_t channel);   /* may be NULL: 0.0 */
     int (*io_write)(void *ctx, uint8_t kind, uint16_t channel, double value);  /* may be NULL */
     void (*rt_stats)(void *ctx, cp_server_rt_stats *out);          /* may be NULL: zeros */
+    /* appended in ABI 3 */
+    /* sends on a link (CP_SERVER_OWNER or CP_SERVER_GUEST); NULL: `write` (owner only) */
+    void (*write_link)(void *ctx, uint32_t link, const uint8_t *bytes, size_t n);
+    cp_guard_fn guard;                /* fault containment for the chains; NULL: none */
+    void *guard_ctx;
+    uint32_t budget_factor;           /* cp_task_budget_ns; 0: no time limit */
+    uint32_t require_auth;            /* 1: authenticated requests only */
+    uint64_t budget_min_ns;
+    uint64_t link_timeout_ns;         /* runner-wide dead-man switch; 0: the program's only */
+    uint64_t session_lease_ns;        /* a session is live this long after a request; 0: 10 s */
+    const uint8_t *key;               /* the shared key (NULL with key_len 0: none) */
+    uint32_t key_len;
+    uint32_t reserved2;
+    /* fills n bytes with unpredictable data (nonces); NULL: derived from the key, clock_ns
+     * and a counter (unique, not unpredictable without a secret key) */
+    void (*random)(void *ctx, uint8_t *out, size_t n);
     /* LOAD_COMMIT, protocol context, lock not held: may this runner's hardware serve the
      * binding (its kind and channel are below `channels`)? NULL to accept, else a short reason
      * (e.g. "this board's encoders are inputs") that the OUT_OF_RANGE error quotes. The
@@ -116,16 +172,30 @@ typedef struct cp_server_config {
     const char *(*io_check)(void *ctx, const cp_io_binding *binding);
 } cp_server_config;
 
-/* Bytes of the work area: receive frame, response frame (also the replay cache), their COBS
- * encoding, the event frame and its encoding, the ports block and the event ring. */
+/* Bytes of the work area: receive frames (owner, guest), response frames (the owner's is also
+ * the replay cache, one for the guest), their COBS encoding, the event frame (tick context),
+ * an event frame and its encoding for the protocol context, the ports block and the event
+ * ring. */
 #define CP_SERVER_WORK_SIZE(max_payload, ports_capacity, ring_size) \
-    (3u * ((size_t)(max_payload) + 12u) + 2u * CP_WIRE_MAX((size_t)(max_payload)) + \
+    (6u * ((size_t)(max_payload) + 12u) + 2u * CP_WIRE_MAX((size_t)(max_payload)) + \
      (size_t)(ports_capacity) + (size_t)(ring_size) + 16u)
 
 typedef struct cp_server_slot {
     struct cp_server *server;
     uint32_t index;
 } cp_server_slot;
+
+/* A session's key and counters (private to server.c). */
+typedef struct cp_server_session {
+    cp_hmac mac;                      /* HMAC-SHA256 keyed with the session key */
+    uint32_t rx_counter;              /* the last request counter accepted */
+    uint32_t rx_crc;                  /* that request's CRC (a retry repeats it) */
+    uint32_t ev_counter;              /* the last event counter sent */
+    uint8_t active;
+    uint8_t link;                     /* the link that began it */
+    uint8_t reserved[2];
+    uint64_t last_ns;                 /* when the last request was accepted */
+} cp_server_session;
 
 /* Embeddable; every field is private to server.c. */
 typedef struct cp_server {
@@ -170,6 +240,24 @@ typedef struct cp_server {
     /* response being built */
     uint32_t resp_len;
     uint8_t resp_flags;
+
+    /* appended in ABI 3 */
+    cp_decoder dec2;                  /* the guest link */
+    uint8_t *rx2, *gtx, *evraw;
+    uint32_t room;                    /* payload bytes a response may use (max_payload - 20) */
+    uint32_t fault_count;             /* faults since init */
+    uint64_t link_timeout_ns;         /* of the loaded program and the runner, 0: none */
+    uint64_t last_rx_ns;              /* the owner's last accepted request (under the lock) */
+    cp_server_session owner, pending;
+    uint32_t nonce_count;
+    uint32_t refused;                 /* requests refused: BUSY, AUTH_*, REPLAY, VERSION */
+    /* the request being executed: its session (NULL: none), link, and whether its session
+     * closes after the response; stop_feed: cp_server_feed_link returns (a link change) */
+    cp_server_session *req_sess;
+    uint32_t req_link;
+    uint8_t req_close;
+    uint8_t stop_feed;
+    uint8_t reserved3[2];
 } cp_server;
 
 size_t cp_server_work_size(uint16_t max_payload, uint32_t ports_capacity, uint32_t ring_size);
@@ -177,11 +265,22 @@ size_t cp_server_work_size(uint16_t max_payload, uint32_t ports_capacity, uint32
 /* Checks the configuration and sets up an empty server. */
 cp_status cp_server_init(cp_server *srv, const cp_server_config *cfg, cp_error *err);
 
-/* Protocol context: received bytes (any sequence, any split). Responses go to `write`. */
+/* Protocol context: received bytes of the owner link (any sequence, any split). Responses go
+ * to `write`. Text is discarded frame by frame (a transport without connections cannot
+ * close one). */
 void cp_server_feed(cp_server *srv, const uint8_t *bytes, size_t n);
+
+/* Protocol context: bytes of a link. Returns how many were consumed: all, unless the link
+ * sent text (notify TEXT), was refused (REFUSE) or took over (TAKEOVER); then the embedder
+ * acts on the notification and feeds the rest accordingly (after TAKEOVER: as the owner). */
+size_t cp_server_feed_link(cp_server *srv, uint32_t link, const uint8_t *bytes, size_t n);
 
 /* Protocol context: forget a partly received frame (after a disconnect). */
 void cp_server_disconnect(cp_server *srv);
+
+/* Protocol context: a link's connection closed: its partial frame is forgotten; for the owner
+ * link its session ends too (a socket transport: a reconnecting client is not BUSY). */
+void cp_server_disconnect_link(cp_server *srv, uint32_t link);
 
 /* Protocol context: write queued event bytes. Returns the bytes written. */
 size_t cp_server_flush(cp_server *srv);

@@ -40,6 +40,8 @@ class TaskSpec:
     offset_ns: int = 0
     priority: int = 0
     wcet_ns: int = 0
+    budget_ns: int = 0  # execution budget (0: wcet, else the period; docs/realtime.md)
+    link_timeout_ns: int = 0  # dead-man switch (0: none)
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class IoSpec:
     kind: int  # 1 GPIO, 2 PWM, 3 ENCODER, 4 ADC
     channel: int
     direction: int  # 1 input (channel -> value), 2 output (value -> channel)
+    safe: float = 0.0  # an output channel's value in the safe state
 
 
 @dataclass
@@ -139,7 +142,8 @@ class _Builder:
         linked = link(self.chains, self.table)
         kinds, index = kinds_table([p.kind for p in linked.patches])
         data_size = -(-max(self.layout.size, 8) // 8) * 8
-        image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns)
+        image_tasks = [ImageTask(entry, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns, 0,
+                                 t.budget_ns, t.link_timeout_ns)
                        for entry, t in zip(linked.entries, tasks, strict=True)]
         stencils = sum(len(c) for c in self.chains)
         image = Image(
@@ -287,6 +291,8 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str,
                 raise CompileError(f"{binding.node!r} drives an output channel but is not an "
                                    f"output of any deployed task")
             b.bindings.append(ImageIoBinding(k, IO_OUTPUT, binding.kind, binding.channel,
-                                             binding.node.dtype.code, shared_out[binding.node]))
-    image_tasks = [ImageTask(0, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns) for t in tasks]
+                                             binding.node.dtype.code, shared_out[binding.node],
+                                             float(binding.safe)))
+    image_tasks = [ImageTask(0, t.period_ns, t.offset_ns, t.priority, 0, t.wcet_ns, 0,
+                             t.budget_ns, t.link_timeout_ns) for t in tasks]
     return b.finish(image_tasks, list(tasks))

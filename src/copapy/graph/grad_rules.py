@@ -174,6 +174,20 @@ def _g_fill(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return (_a("rsum", g),)
 
 
+def _g_hypot(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """(x/h, y/h), taken as 0 where h == 0 (the select keeps the untaken 0/0 out)."""
+    zero = _a("eq", n, 0.0)
+    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), n)) if need[i] else None
+                 for i, a in enumerate(n.args))
+
+
+def _g_copysign(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """d/dx: +1 where the signs of x and y agree, -1 where not; d/dy: 0."""
+    a, b = n.args
+    sign_match = _a("mul", _a("copysign", 1.0, a), _a("copysign", 1.0, b))
+    return (_a("mul", g, sign_match) if need[0] else None), None
+
+
 #: operations whose gradient is zero almost everywhere (steps, rounding, integer results)
 ZERO_GRADIENT = frozenset({"floordiv", "sign", "floor", "ceil", "round", "trunc", "cast_i32",
                            "cast_bool"})
@@ -201,6 +215,10 @@ RULES: dict[str, GradRule] = {
     "exp": _g_unary(lambda n, a: n),
     "log": _g_unary(lambda n, a: _a("div", 1.0, a)),
     "tanh": _g_unary(lambda n, a: _a("sub", 1.0, _a("mul", n, n))),
+    "hypot": _g_hypot,
+    "copysign": _g_copysign,
+    "log1p": _g_unary(lambda n, a: _a("div", 1.0, _a("add", 1.0, a))),
+    "expm1": _g_unary(lambda n, a: _a("add", n, 1.0)),
     "where": _g_where,
     "cast_f32": _g_cast,
     "cast_f64": _g_cast,

@@ -211,3 +211,18 @@ _row("concat", -1, "any", "same", _np_concat, shape_rule="stack")
 _row("fill", 1, "any", "same", lambda np, shape, a: np.full(shape, a), shape_rule="fill")
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}
+
+
+# ---- hypot, copysign, log1p, expm1 -----------------------------------------------------------
+_row("hypot", 2, "float", "same", kernel="hypot", approx=True, commutative=True, api="hypot",
+     numpy="hypot", doc="sqrt(a*a + b*b), no overflow or underflow in between (C99 "
+                        "hypot: hypot(inf, nan) = inf).")
+# a NaN y counts as positive: the sign of a NaN is hardware-chosen payload (cp_ops.h)
+_row("copysign", 2, "float", "same",
+     lambda np, a, b: np.where(np.isnan(b), np.abs(a), np.copysign(a, b)), api="copysign",
+     numpy="copysign", doc="|a| with the sign of b; a NaN b counts as positive (NaN signs "
+                           "differ between CPUs).")
+_row("log1p", 1, "float", "same", kernel="log1p", approx=True, api="log1p", numpy="log1p",
+     doc="log(1 + x), accurate near 0.")
+_row("expm1", 1, "float", "same", kernel="expm1", approx=True, api="expm1", numpy="expm1",
+     doc="exp(x) - 1, accurate near 0.")

@@ -1,7 +1,9 @@
-"""Errors of the runtimes that execute program images."""
+"""Errors of the runtimes that execute program images, and the one memory cap every loader
+applies."""
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 
 
@@ -11,6 +13,40 @@ class ImageLoadError(ValueError):
 
 class EmulatorMissingError(RuntimeError):
     """Running foreign machine code needs the unicorn emulator."""
+
+
+class ProgramFault(RuntimeError):
+    """A program faulted while it ran and was stopped; the runner (here: Python) survived.
+
+    ``kind`` names what happened: ``"SIGSEGV"``, ``"SIGILL"``, ``"SIGBUS"``, ``"SIGFPE"``
+    (host), ``"HardFault"``, ``"MemManage"``, ``"BusFault"``, ``"UsageFault"`` (Cortex-M),
+    ``"timeout"`` (a job ran longer than its budget times the factor), ``"watchdog"`` or
+    ``"link timeout"`` (the dead-man switch). ``task`` is the faulting task (None for a link
+    timeout), ``address`` the data address of a memory fault, ``pc`` the interrupted
+    instruction (0 when unknown), ``code`` the platform's detail (si_code, CFSR) and ``tick``
+    the scheduler tick (None for a call outside the scheduler). Outputs bound to I/O channels
+    were driven to their safe values (docs/realtime.md, "Faults and the safe state").
+    """
+
+    def __init__(self, kind: str, task: int | None = None, address: int = 0, pc: int = 0,
+                 code: int = 0, tick: int | None = None, message: str | None = None) -> None:
+        self.kind = kind
+        self.task = task
+        self.address = address
+        self.pc = pc
+        self.code = code
+        self.tick = tick
+        where = f"task {task}" if task is not None else "the program"
+        when = f" at tick {tick}" if tick is not None else ""
+        detail = f" (address {address:#x})" if address else ""
+        at = f", pc {pc:#x}" if pc else ""
+        after = ("the program was stopped and its outputs driven to their safe values (reset "
+                 "it to run again)" if tick is not None else "the call was abandoned")
+        super().__init__(message or f"{where} faulted{when}: {kind}{detail}{at}; {after}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.kind, self.task, self.address, self.pc, self.code, self.tick,
+                             str(self)))
 
 
 def require_unicorn() -> ModuleType:
@@ -26,3 +62,47 @@ def require_unicorn() -> ModuleType:
 
 class TargetError(RuntimeError):
     """A target was used in a way that cannot work (nothing compiled, wrong value, ...)."""
+
+
+# ---- the memory cap of the in-process loaders (the native runner and the emulators)
+
+DEFAULT_MAX_MEMORY = 64 * 1024 * 1024  # as the host runner's --max-memory
+MEMORY_OPTION = "COPAPY_MAX_MEMORY=<bytes> or copapy.runtime.set_max_memory(<bytes>)"
+_max_memory: int | None = None
+
+
+def max_memory() -> int:
+    """Bytes a program may occupy in this process (default 64 MiB; COPAPY_MAX_MEMORY)."""
+    if _max_memory is not None:
+        return _max_memory
+    env = os.environ.get("COPAPY_MAX_MEMORY")
+    if env:
+        try:
+            value = int(env, 0)
+        except ValueError:
+            raise ValueError(f"COPAPY_MAX_MEMORY={env!r} is not a number of bytes") from None
+        if value <= 0:
+            raise ValueError(f"COPAPY_MAX_MEMORY={env!r} must be > 0")
+        return value
+    return DEFAULT_MAX_MEMORY
+
+
+def set_max_memory(nbytes: int | None) -> None:
+    """Change the in-process memory cap for programs loaded from now on (None: default)."""
+    global _max_memory
+    if nbytes is not None and (not isinstance(nbytes, int) or nbytes <= 0):
+        raise ValueError(f"the memory cap must be a positive number of bytes, got {nbytes!r}")
+    _max_memory = nbytes
+
+
+def check_memory(need: int) -> None:
+    """ImageLoadError (TOO_LARGE) naming the size and the option if a program needs more
+    than the cap; the emulated runtimes call it before they allocate anything."""
+    limit = max_memory()
+    if need > limit:
+        err = ImageLoadError(f"TOO_LARGE: image needs {need} bytes of memory but this runner "
+                             f"offers at most {limit}: shrink the program or raise the limit "
+                             f"({MEMORY_OPTION})")
+        err.code = 9  # type: ignore[attr-defined]
+        err.name = "TOO_LARGE"  # type: ignore[attr-defined]
+        raise err

@@ -4,20 +4,33 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import ImageLoadError
+from .errors import MEMORY_OPTION, ImageLoadError, max_memory
 
 if TYPE_CHECKING:
     from .._runner import Program
 
 
 def load_native(image: bytes) -> Program:
-    """Validate and load an image for this machine; raises ImageLoadError naming the problem."""
+    """Validate and load an image for this machine; raises ImageLoadError naming the problem
+    (an image larger than the memory cap, runtime.errors.max_memory(), names the option)."""
     from .. import _runner
 
     try:
-        return _runner.load(image)
+        return _runner.load(image, max_memory=max_memory(), memory_option=MEMORY_OPTION)
     except _runner.ImageError as exc:
         err = ImageLoadError(f"{exc.name}: {exc}")
         err.code = exc.code  # type: ignore[attr-defined]
         err.name = exc.name  # type: ignore[attr-defined]
         raise err from None
+
+
+def set_watchdog(factor: int = 10, minimum: float = 1.0, on_request: float = 60.0) -> None:
+    """The in-process supervisor: a job may use ``factor`` times its budget (its ``budget``,
+    else ``wcet``, else its period) of CPU time, at least ``minimum`` seconds; a job without
+    any of them (a compiled program's ``run()``, a jitted call) ``on_request`` seconds. Longer
+    and it is stopped with ``cp.ProgramFault`` (kind "timeout"). factor 0: no limit."""
+    from .. import _runner
+
+    if factor < 0 or minimum < 0 or on_request < 0:
+        raise ValueError("the watchdog's factor and times must be >= 0")
+    _runner.set_watchdog(int(factor), round(minimum * 1e9), round(on_request * 1e9))

@@ -15,7 +15,7 @@ from ..arch.patchkind import PatchError, PatchKind, apply_patch
 from ..arch.targets import Target, UnicornSetup, by_name, id_name, targets
 from ..dtypes import slot_type
 from ..image import Image, check_data_range, parse
-from .errors import ImageLoadError, require_unicorn
+from .errors import ImageLoadError, check_memory, require_unicorn
 
 if TYPE_CHECKING:
     from .pysched import PyScheduler
@@ -76,6 +76,7 @@ class UnicornProgram:
             img = parse(image)
         except ValueError as exc:
             raise ImageLoadError(str(exc)) from exc
+        check_memory(img.data_offset + img.data_size)
         name = id_name(img.arch)
         if name != arch:
             raise ImageLoadError(f"image is for architecture {name} but this emulator runs {arch}")

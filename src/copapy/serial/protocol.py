@@ -1,7 +1,10 @@
-"""Wire protocol v1 (docs/protocol.md): COBS framing, frame layout, commands and errors."""
+"""Wire protocol v1 (docs/protocol.md): COBS framing, frame layout, commands and errors,
+sessions (HMAC-SHA256 over a session key, a counter and the frame) and the fault record."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import struct
 import zlib
 from dataclasses import dataclass
@@ -10,15 +13,28 @@ from ..arch.targets import id_name
 
 VERSION = 1
 HEADER = struct.Struct("<BBHBBH")  # version, flags, seq, command, reserved, length
-FLAG_RESPONSE, FLAG_EVENT, FLAG_ERROR = 1, 2, 4
+FLAG_RESPONSE, FLAG_EVENT, FLAG_ERROR, FLAG_AUTH = 1, 2, 4, 8
 
 HELLO, LOAD_BEGIN, LOAD_CHUNK, LOAD_STATUS, LOAD_COMMIT = 1, 2, 3, 4, 5
 START, STOP, READ, WRITE, STATS, STREAM, RESET = 6, 7, 8, 9, 10, 11, 12
 IO_READ, IO_WRITE, GET_PORTS = 13, 14, 15
+SESSION, PING, FAULT = 16, 17, 18  # FAULT: events only
 
 ERROR_NAMES = {1: "BAD_COMMAND", 2: "BAD_PAYLOAD", 3: "BAD_STATE", 4: "TOO_LARGE", 5: "GAP",
-               6: "IMAGE_INVALID", 7: "OUT_OF_RANGE", 8: "NOT_WRITABLE", 9: "VERSION"}
+               6: "IMAGE_INVALID", 7: "OUT_OF_RANGE", 8: "NOT_WRITABLE", 9: "VERSION",
+               10: "BUSY", 11: "AUTH_REQUIRED", 12: "AUTH_FAILED", 13: "REPLAY"}
 GAP = 5
+BAD_COMMAND, BUSY, AUTH_REQUIRED, AUTH_FAILED, REPLAY = 1, 10, 11, 12, 13
+COMMIT_START = 1  # LOAD_COMMIT flags: replace a running program and run the new one at once
+SESSION_TAKEOVER, SESSION_CLOSE = 1, 2
+TRAILER = 20  # u32 counter + 16-byte tag
+TAG = 16
+SESSION_LABEL = b"copapy session v1"
+STATES = {0: "empty", 1: "stopped", 2: "running", 3: "faulted"}
+FAULT_KINDS = {0: "none", 1: "SIGSEGV", 2: "SIGILL", 3: "SIGBUS", 4: "SIGFPE", 5: "HardFault",
+               6: "MemManage", 7: "BusFault", 8: "UsageFault", 9: "timeout", 10: "watchdog",
+               11: "link timeout"}
+NO_TASK = 0xFFFFFFFF
 
 
 class ProtocolError(RuntimeError):
@@ -76,6 +92,11 @@ class Frame:
     seq: int
     command: int
     payload: bytes
+    raw_payload: bytes = b""  # with the authentication trailer, if any
+
+    @property
+    def is_authenticated(self) -> bool:
+        return bool(self.flags & FLAG_AUTH)
 
     @property
     def is_response(self) -> bool:
@@ -95,14 +116,47 @@ class Frame:
                              self.payload[8:].decode("utf-8", "replace"))
 
 
-def encode_frame(seq: int, command: int, payload: bytes = b"", flags: int = 0) -> bytes:
-    body = HEADER.pack(VERSION, flags, seq & 0xFFFF, command, 0, len(payload)) + payload
+class Session:
+    """A session's key: HMAC-SHA256(key, label | server nonce | client nonce). Frames of the
+    session end in a trailer: u32 counter, then the first 16 bytes of HMAC-SHA256(session key,
+    everything before the tag)."""
+
+    def __init__(self, key: bytes, server_nonce: bytes, client_nonce: bytes) -> None:
+        self._key = hmac.new(key, SESSION_LABEL + server_nonce + client_nonce,
+                             hashlib.sha256).digest()
+
+    def tag(self, data: bytes) -> bytes:
+        return hmac.new(self._key, data, hashlib.sha256).digest()[:TAG]
+
+    def verify(self, frame: Frame) -> int | None:
+        """The counter of an authenticated frame of this session; None if its tag is wrong."""
+        if not frame.flags & FLAG_AUTH or len(frame.raw_payload) < TRAILER:
+            return None
+        head = HEADER.pack(VERSION, frame.flags, frame.seq, frame.command, 0,
+                           len(frame.raw_payload))
+        body = head + frame.raw_payload[:-TAG]
+        if not hmac.compare_digest(self.tag(body), frame.raw_payload[-TAG:]):
+            return None
+        return int(struct.unpack_from("<I", frame.raw_payload, len(frame.raw_payload) - TRAILER)[0])
+
+
+def encode_frame(seq: int, command: int, payload: bytes = b"", flags: int = 0,
+                 session: Session | None = None, counter: int = 0) -> bytes:
+    """A request (or, for tests, any frame); with a session it carries the trailer."""
+    if session is not None:
+        flags |= FLAG_AUTH
+        head = HEADER.pack(VERSION, flags, seq & 0xFFFF, command, 0, len(payload) + TRAILER)
+        body = head + payload + struct.pack("<I", counter & 0xFFFFFFFF)
+        body += session.tag(body)
+    else:
+        body = HEADER.pack(VERSION, flags, seq & 0xFFFF, command, 0, len(payload)) + payload
     body += struct.pack("<I", zlib.crc32(body))
     return cobs_encode(body) + b"\0"
 
 
 def decode_frame(encoded: bytes) -> Frame | None:
-    """A frame from its COBS bytes (without the delimiter); None if damaged."""
+    """A frame from its COBS bytes (without the delimiter); None if damaged. The payload of an
+    authenticated frame is given without its trailer (``raw_payload`` keeps it)."""
     try:
         raw = cobs_decode(encoded)
     except ValueError:
@@ -114,7 +168,11 @@ def decode_frame(encoded: bytes) -> Frame | None:
         return None
     if zlib.crc32(raw[:-4]) != struct.unpack_from("<I", raw, len(raw) - 4)[0]:
         return None
-    return Frame(flags, seq, command, raw[HEADER.size:HEADER.size + length])
+    data = raw[HEADER.size:HEADER.size + length]
+    if flags & FLAG_AUTH and length < TRAILER:
+        return None
+    payload = data[:-TRAILER] if flags & FLAG_AUTH else data
+    return Frame(flags, seq, command, payload, data)
 
 
 class FrameReader:
@@ -159,12 +217,14 @@ class RunnerInfo:
     data_capacity: int
     tick_ns: int
     channels: tuple[int, int, int, int]  # GPIO, PWM, ENCODER, ADC
-    state: str  # empty, stopped, running
+    state: str  # empty, stopped, running, faulted
     realtime: bool
     simulated_io: bool
     image_crc: int
     ticks: int
     name: str
+    auth_required: bool = False  # the runner accepts authenticated requests only
+    session_active: bool = False  # a client's session is live (another one gets BUSY)
 
 
 HELLO_FIXED = struct.Struct("<HHHHHHIII4HBBIQ")
@@ -177,8 +237,34 @@ def parse_hello(payload: bytes) -> RunnerInfo:
     name = payload[HELLO_FIXED.size:].decode("utf-8", "replace")
     return RunnerInfo(proto, abi, id_name(arch), fmt, max_payload,
                       max_tasks, code_cap, data_cap, tick_ns, (c0, c1, c2, c3),
-                      {0: "empty", 1: "stopped", 2: "running"}.get(state, f"state {state}"),
-                      bool(flags & 1), bool(flags & 2), crc, ticks, name)
+                      STATES.get(state, f"state {state}"), bool(flags & 1), bool(flags & 2),
+                      crc, ticks, name, bool(flags & 4), bool(flags & 8))
+
+
+@dataclass(frozen=True)
+class FaultRecord:
+    """A runner's fault record (STATS and FAULT events): what stopped the program."""
+
+    kind: str
+    task: int | None
+    address: int
+    pc: int
+    code: int
+    count: int  # faults since the runner started
+    tick: int
+
+    @property
+    def active(self) -> bool:
+        return self.kind != "none"
+
+
+FAULT_RECORD = struct.Struct("<IIQQIIQ")
+
+
+def parse_fault(payload: bytes, offset: int = 0) -> FaultRecord:
+    kind, task, address, pc, code, count, tick = FAULT_RECORD.unpack_from(payload, offset)
+    return FaultRecord(FAULT_KINDS.get(kind, f"fault {kind}"), None if task == NO_TASK else task,
+                       address, pc, code, count, tick)
 
 
 @dataclass(frozen=True)
@@ -191,6 +277,7 @@ class RunnerStats:
     jitter_p50_ns: int
     stream_dropped: int
     tasks: list[tuple[int, int, int, int, int]]  # runs, skipped, overruns, exec max, exec sum
+    fault: FaultRecord | None = None  # None from a runner that reports none
 
 
 STATS_FIXED = struct.Struct("<QIIIIH")
@@ -205,7 +292,9 @@ def parse_stats_page(payload: bytes) -> tuple[RunnerStats, int, int]:
              for k in range(count)]
     tail = STATS_FIXED.size + count * TASK_STATS.size
     jp50, dropped, first, total = STATS_TAIL.unpack_from(payload, tail)
-    return RunnerStats(ticks, bad, late, jmax, jp99, jp50, dropped, tasks), first, total
+    at = tail + STATS_TAIL.size
+    fault = parse_fault(payload, at) if len(payload) >= at + FAULT_RECORD.size else None
+    return RunnerStats(ticks, bad, late, jmax, jp99, jp50, dropped, tasks, fault), first, total
 
 
 def image_crc(image: bytes) -> int:

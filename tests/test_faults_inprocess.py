@@ -1,0 +1,263 @@
+"""Fault containment in-process: a faulting chain raises cp.ProgramFault from tg.step(),
+tg.run() and jitted calls instead of killing Python, the outputs take their safe values, and
+the interpreter goes on to run new programs correctly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import copapy as cp
+from copapy.runtime import native
+
+from .faults import SNIPPETS, inject
+
+KINDS = list(SNIPPETS["x86_64"])
+ROUNDS = 200  # per kind: 5 kinds, 1000 faults
+
+
+@pytest.fixture
+def fast_watchdog() -> Iterator[None]:
+    native.set_watchdog(10, 0.0, 0.2)  # endless loops end after 10 periods of CPU time
+    yield
+    native.set_watchdog()
+
+
+def faulty(monkeypatch: pytest.MonkeyPatch, kind: str | None, task: int = 1) -> None:
+    """Loads from now on go through the fault injection (kind None: no injection)."""
+    real = native.load_native.__wrapped__ if hasattr(native.load_native, "__wrapped__") \
+        else native.load_native
+
+    def load(image: bytes) -> Any:
+        return real(image if kind is None else inject(image, task, kind))
+
+    load.__wrapped__ = real  # type: ignore[attr-defined]
+    monkeypatch.setattr(native, "load_native", load)
+
+
+def two_task_target() -> tuple[cp.LocalTarget, dict[str, Any]]:
+    """Task 0 (1 kHz) counts and drives PWM 0 (safe 0.25) and GPIO 2 (safe high); task 1
+    (500 Hz, first release at 5 ms) is the one whose code gets replaced."""
+    gain = cp.value(0.75)
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    duty = cp.min(gain, 1.0)
+    level = cp.where(counter > 0, 0, 1)
+    work = cp.sin(gain) * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(duty, cp.io.PWM(0, safe=0.25))
+    tg.bind(level, cp.io.GPIO(2, "out", safe=True))
+    tg.deploy(cp.Task(duty, counter, level, period=1e-3, name="healthy"),
+              cp.Task(work, period=2e-3, offset=1e-3, priority=1, name="victim"))
+    return tg, {"counter": counter, "duty": duty, "work": work, "gain": gain}
+
+
+def test_every_fault_kind_is_contained_1000_times(monkeypatch: pytest.MonkeyPatch,
+                                                  fast_watchdog: None) -> None:
+    seen: Counter[str] = Counter()
+    for kind in KINDS:
+        faulty(monkeypatch, kind)
+        tg, v = two_task_target()
+        for _ in range(ROUNDS):
+            tg.reset()
+            tg.set_io(cp.io.GPIO(2), 0.0)  # (a GPIO is readable either way)
+            with pytest.raises(cp.ProgramFault) as info:
+                tg.step(0.01)
+            fault = info.value
+            assert (fault.kind, fault.task, fault.tick) == (kind, 1, 1), fault
+            assert tg.io_value(cp.io.PWM(0)) == 0.25
+            assert tg.io_value(cp.io.GPIO(2)) == 1.0
+            assert tg.read(v["counter"]) == 1  # task 0 published once, at tick 1
+            with pytest.raises(cp.ProgramFault, match="reset it"):
+                tg.step(0.001)  # a faulted program stays stopped until reset
+            seen[fault.kind] += 1
+    assert seen == {kind: ROUNDS for kind in KINDS}
+    assert sum(seen.values()) >= 1000
+
+    # the interpreter is intact: a new program loads and computes correctly
+    faulty(monkeypatch, None)
+    tg, v = two_task_target()
+    tg.step(0.1)
+    assert tg.read(v["counter"]) == 100
+    assert tg.read(v["work"]) == pytest.approx(np.sin(0.75) * 2.0, rel=1e-6)
+    assert tg.io_value(cp.io.PWM(0)) == 0.75 and tg.io_value(cp.io.GPIO(2)) == 0.0
+
+
+def test_fault_reports_the_address_and_instruction(monkeypatch: pytest.MonkeyPatch) -> None:
+    faulty(monkeypatch, "SIGSEGV")
+    tg, _v = two_task_target()
+    with pytest.raises(cp.ProgramFault) as info:
+        tg.step(0.01)
+    assert info.value.address == 0 and info.value.pc != 0 and info.value.code > 0
+    assert "task 1 faulted at tick 1: SIGSEGV" in str(info.value)
+    assert "safe values" in str(info.value)
+
+
+def test_run_and_jit_raise_program_fault(monkeypatch: pytest.MonkeyPatch,
+                                         fast_watchdog: None) -> None:
+    x = cp.value(3.0)
+    y = x * x + 1.0
+    for kind in KINDS:
+        faulty(monkeypatch, kind, task=0)
+        tg = cp.LocalTarget()
+        tg.compile(y)
+        for _ in range(3):
+            with pytest.raises(cp.ProgramFault) as info:
+                tg.run()
+            assert info.value.kind == kind and info.value.tick is None
+            assert "abandoned" in str(info.value)
+
+        @cp.jit
+        def f(a: Any) -> Any:
+            return a * 2.0 + 1.0
+
+        with pytest.raises(cp.ProgramFault) as info:
+            f(1.5)
+        assert info.value.kind == kind
+    faulty(monkeypatch, None)
+    tg = cp.LocalTarget()
+    tg.compile(y)
+    tg.run()
+    assert tg.read(y) == 10.0
+
+    @cp.jit
+    def g(a: Any) -> Any:
+        return a * 2.0 + 1.0
+
+    assert g(1.5) == 4.0
+
+
+def test_budget_stops_a_slow_task_but_not_a_preempted_one(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The watchdog counts CPU time: sleeping (being preempted) is not running."""
+    native.set_watchdog(1, 0.0, 0.05)
+    try:
+        faulty(monkeypatch, "timeout", task=0)
+        tg = cp.LocalTarget()
+        tg.compile(cp.value(1.0) + 1.0)
+        with pytest.raises(cp.ProgramFault, match="timeout"):
+            tg.run()
+    finally:
+        native.set_watchdog()
+
+
+def test_memory_cap_names_size_and_option() -> None:
+    from copapy import image as im
+    from copapy.runtime.errors import ImageLoadError, check_memory, set_max_memory
+
+    tg = cp.LocalTarget()
+    tg.compile(cp.value(1.0) * 2.0)
+    img = im.parse(tg.image)
+    img.data_size = 0xFFFFF000  # a small image once made the loader zero ~8 GiB
+    huge = img.to_bytes()
+    with pytest.raises(ImageLoadError) as info:
+        native.load_native(huge)
+    msg = str(info.value)
+    need = int(msg.split("needs ")[1].split(" bytes")[0])
+    assert need > 2 * 0xFFFFF000 and len(huge) < 4096
+    assert "TOO_LARGE" in msg and f"at most {64 << 20}" in msg and "COPAPY_MAX_MEMORY" in msg
+    set_max_memory(1 << 20)
+    try:
+        img.data_size = 2 << 20
+        with pytest.raises(ImageLoadError, match="at most 1048576"):
+            native.load_native(img.to_bytes())
+        with pytest.raises(ImageLoadError, match="set_max_memory"):
+            check_memory(2 << 20)  # the emulated runtimes' check
+    finally:
+        set_max_memory(None)
+
+
+def test_image_strictness_in_process() -> None:
+    """Bytes after total_size and an unknown required section are rejected by name."""
+    import struct
+    import zlib
+
+    from copapy import _runner
+
+    x = cp.value(7.0)
+    tg = cp.LocalTarget()
+    tg.compile(x + 0.0)
+    image = tg.image
+    with pytest.raises(_runner.ImageError) as info:
+        _runner.load(image + b"\0")
+    assert info.value.name == "LAYOUT" and "1 bytes follow" in str(info.value)
+    # rename DATA_INIT (type 2) to an unknown type: once silently ignored (0.0 instead of 7.0)
+    blob = bytearray(image)
+    count = struct.unpack_from("<I", blob, 32)[0]
+    for k in range(count):
+        at = 48 + 16 * k
+        if struct.unpack_from("<H", blob, at)[0] == 2:
+            struct.pack_into("<H", blob, at, 0x0042)
+    blob[-4:] = struct.pack("<I", zlib.crc32(bytes(blob[:-4])))
+    with pytest.raises(_runner.ImageError) as info:
+        _runner.load(bytes(blob))
+    assert info.value.name == "UNSUPPORTED" and "type 66" in str(info.value)
+    for k in range(count):  # marked optional (bit 15), a reader may ignore it
+        at = 48 + 16 * k
+        if struct.unpack_from("<H", blob, at)[0] == 0x0042:
+            struct.pack_into("<H", blob, at, 0x8042)
+    blob[-4:] = struct.pack("<I", zlib.crc32(bytes(blob[:-4])))
+    _runner.load(bytes(blob))
+
+
+def test_faults_are_contained_in_a_forked_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After fork() the child has no supervisor thread and its thread slots are stale: the
+    guard starts over (a SIGILL and an endless loop are still contained there)."""
+    import os
+
+    x = cp.value(3.0)
+    y = x * x + 1.0
+    tg = cp.LocalTarget()
+    tg.compile(y)
+    tg.run()  # the parent uses the guard (and its slot) first
+    native.set_watchdog(10, 0.0, 0.2)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exit status 0 only if both faults came back as exceptions
+            import signal
+
+            signal.alarm(60)  # a loop nobody stops ends the child, not the test run
+            status = 1
+            try:
+                for kind in ("SIGILL", "timeout"):
+                    faulty(monkeypatch, kind, task=0)
+                    child = cp.LocalTarget()
+                    child.compile(y)
+                    try:
+                        child.run()
+                    except cp.ProgramFault as exc:
+                        assert exc.kind == kind
+                    else:
+                        raise AssertionError("no fault")
+                status = 0
+            finally:
+                os._exit(status)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        native.set_watchdog()
+    tg.run()
+    assert tg.read(y) == 10.0
+
+
+def test_faulthandler_enabled_later_does_not_disable_containment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """faulthandler.enable() after import replaces the fault handlers; the next load puts
+    ours back (faulthandler stays the handler for faults outside programs)."""
+    import faulthandler
+
+    was = faulthandler.is_enabled()
+    faulthandler.disable()
+    faulthandler.enable()
+    try:
+        faulty(monkeypatch, "SIGSEGV", task=0)
+        tg = cp.LocalTarget()
+        tg.compile(cp.value(2.0) * 3.0)
+        with pytest.raises(cp.ProgramFault, match="SIGSEGV"):
+            tg.run()
+    finally:
+        if not was:
+            faulthandler.disable()
