@@ -30,6 +30,10 @@ BUILD_ROOT = APP / "build"
 DOC = "docs/zephyr.md"
 
 
+#: the key of the keyed test builds (CONFIG_COPAPY_KEY)
+TEST_KEY = bytes(range(1, 33))
+
+
 @dataclass(frozen=True)
 class Variant:
     board: str
@@ -41,6 +45,10 @@ VARIANTS = {
     "teensy41": Variant("teensy41"),  # USB CDC ACM: the product
     "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",)),
     "mps3_an547": Variant("mps3_an547"),
+    # sessions with a key: only its owner gets in
+    "mps2_an500_keyed": Variant("mps2_an500", (f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"',)),
+    "teensy41_lpuart_keyed": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",
+                                                  f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"')),
 }
 
 
@@ -161,7 +169,7 @@ def qemu_runner(variant: str = "mps2_an500") -> Iterator[str]:
     assert shutil.which("qemu-system-arm"), "the Zephyr qemu tests need qemu-system-arm (apt)"
     out = build(variant)
     machine = {"mps2_an500": ["-M", "mps2-an500", "-cpu", "cortex-m7"],
-               "mps3_an547": ["-M", "mps3-an547"]}[variant]
+               "mps3_an547": ["-M", "mps3-an547"]}[VARIANTS[variant].board]
     port = free_port()
     log = out / "console.log"
     # no "-net none" on mps2-an500 (it made host->guest bytes go missing); nodelay: no Nagle

@@ -7,7 +7,10 @@
  *   ticker.c    the tick source (counter alarm or k_timer) and the tick thread, the time base
  *   codemem.c   the program slots (ITCM or a devicetree memory node) and sealing them
  *   io.c        copapy channels -> devicetree copapy,io (GPIO, PWM, QDEC, ADC) or simulated
- *   fault.c     faults in loaded code
+ *   guard.c     fault containment: the chains' guard, Zephyr's fault entries wrapped
+ *   budget.c    the budget timer that stops a chain running past its budget
+ *   watchdog.c  the hardware watchdog (watchdog0), the last resort
+ *   fault.c     faults outside a guarded chain: report, reboot
  *
  * Contexts (docs/zephyr.md): the link thread is the server's protocol context, the tick
  * thread its tick context; both preemptive, the link thread the more urgent, so overload (the
@@ -45,6 +48,7 @@ uint64_t cpz_clock_ns(void *ctx);              /* monotonic ns since boot */
 void cpz_ticker_notify(void *ctx, uint32_t what); /* the server's notify */
 void cpz_ticker_rt_stats(void *ctx, cp_server_rt_stats *out);
 uint32_t cpz_tick_quantum_ns(void);            /* every tick is a multiple of this */
+uint32_t cpz_ticker_busy_ms(void);             /* how long the tick in progress lasts; 0 */
 const char *cpz_tick_source(void);             /* "counter gpt@401f0000", "k_timer" */
 
 /* ---- codemem.c */
@@ -57,6 +61,23 @@ int cpz_io_init(uint16_t channels[4], uint8_t *simulated_only);
 double cpz_io_read(void *ctx, uint8_t kind, uint16_t channel);
 int cpz_io_write(void *ctx, uint8_t kind, uint16_t channel, double value);
 const char *cpz_io_check(void *ctx, const cp_io_binding *binding);
+
+/* ---- guard.c: a cp_guard_fn; from an exception taken in the tick thread, stops the guarded
+ * chain it interrupted (1) with that fault kind, else 0 */
+int cpz_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault);
+int cpz_guard_abandon(uint32_t kind);
+int cpz_guard_active(void);
+
+/* ---- budget.c */
+void cpz_budget_init(void);
+void cpz_budget_arm(uint64_t budget_ns);
+void cpz_budget_disarm(void);
+const char *cpz_budget_source(void);
+
+/* ---- watchdog.c */
+void cpz_watchdog_init(void);
+void cpz_watchdog_feed(void);                  /* link thread: unless a tick is stuck */
+const char *cpz_watchdog_name(void);
 
 /* ---- fault.c */
 void cpz_fault_init(void);

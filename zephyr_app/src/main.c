@@ -7,6 +7,8 @@
 #include <zephyr/sys/printk.h>
 #include <zephyr/sys/util.h>
 
+#include <string.h>
+
 #include "cpz.h"
 
 #define PORTS_CAPACITY CONFIG_COPAPY_PORTS_CAPACITY
@@ -25,6 +27,9 @@ cp_server cpz_server;
 static cp_server_config cfg;
 static uint8_t work[CP_SERVER_WORK_SIZE(MAX_PAYLOAD, PORTS_CAPACITY, RING_SIZE)] __aligned(8);
 static uint8_t staging[CONFIG_COPAPY_STAGING_SIZE] __aligned(8) __noinit;
+
+/* the shared key (CONFIG_COPAPY_KEY, hex): sessions as on every runner (docs/protocol.md) */
+static uint8_t key[64];
 
 static K_MUTEX_DEFINE(server_mutex);
 static atomic_t events_pending;
@@ -76,6 +81,7 @@ static void link_loop(void *p1, void *p2, void *p3)
         if (cpz_link_take_reset()) {
             cp_server_disconnect(&cpz_server); /* the host closed or reopened the port */
         }
+        cpz_watchdog_feed();
         if (n == 0 && !events) {
             (void)cpz_link_wait(100); /* also polls the USB line state */
         }
@@ -124,6 +130,21 @@ int main(void)
     cfg.io_write = cpz_io_write;
     cfg.rt_stats = cpz_ticker_rt_stats;
     cfg.io_check = cpz_io_check;
+    cfg.guard = cpz_guard;
+    cfg.budget_factor = CONFIG_COPAPY_BUDGET_FACTOR;
+    cfg.budget_min_ns = (uint64_t)CONFIG_COPAPY_BUDGET_MIN_US * 1000u;
+    cfg.link_timeout_ns = (uint64_t)CONFIG_COPAPY_LINK_TIMEOUT_MS * 1000000u;
+    size_t key_hex = strlen(CONFIG_COPAPY_KEY);
+    if (key_hex != 0) {
+        size_t n = hex2bin(CONFIG_COPAPY_KEY, key_hex, key, sizeof(key));
+        if (n < 16 || n * 2 != key_hex) {
+            printk("copapy: CONFIG_COPAPY_KEY: at least 32 hex digits, at most 128\n");
+            return 0;
+        }
+        cfg.key = key;
+        cfg.key_len = (uint32_t)n;
+        cfg.require_auth = 1;
+    }
     cp_error err;
     err.struct_size = sizeof(err);
     if (cp_server_init(&cpz_server, &cfg, &err) != CP_OK) {
@@ -131,9 +152,12 @@ int main(void)
         return 0;
     }
     cpz_fault_init();
-    printk("copapy: %s; slots %p and %p, %u bytes each; link %s\n", name,
-           (void *)cfg.slot_mem[0], (void *)cfg.slot_mem[1], (unsigned int)cfg.slot_size,
-           cpz_link_name());
+    cpz_budget_init();
+    cpz_watchdog_init();
+    printk("copapy: %s; slots %p and %p, %u bytes each; link %s; budget %s; watchdog %s%s\n",
+           name, (void *)cfg.slot_mem[0], (void *)cfg.slot_mem[1],
+           (unsigned int)cfg.slot_size, cpz_link_name(), cpz_budget_source(),
+           cpz_watchdog_name(), cfg.require_auth ? "; key required" : "");
     rc = cpz_link_init();
     if (rc != 0) {
         return 0;

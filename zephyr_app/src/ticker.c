@@ -43,6 +43,13 @@ static struct {
 
 static cp_jitter_hist hist;
 static uint32_t late_ticks;
+static uint32_t busy_since; /* k_uptime_get_32() + 1 at the start of the tick in progress; 0 */
+
+uint32_t cpz_ticker_busy_ms(void)
+{
+    uint32_t since = __atomic_load_n(&busy_since, __ATOMIC_RELAXED);
+    return since == 0 ? 0u : k_uptime_get_32() + 1u - since;
+}
 
 uint64_t cpz_clock_ns(void *ctx)
 {
@@ -401,6 +408,7 @@ static void tick_loop(void *p1, void *p2, void *p3)
         /* optionally the whole tick with interrupts masked, as the bare-metal runner's SysTick
          * handler runs it: execution times then exclude interrupt handlers (under qemu a UART
          * byte's interrupt costs tens of microseconds) */
+        __atomic_store_n(&busy_since, k_uptime_get_32() + 1u, __ATOMIC_RELAXED);
         unsigned int key = IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS) ? irq_lock() : 0u;
         uint64_t now = src->now_units();
         if (now + tk.margin >= tk.deadline) {
@@ -412,6 +420,7 @@ static void tick_loop(void *p1, void *p2, void *p3)
         if (IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS)) {
             irq_unlock(key);
         }
+        __atomic_store_n(&busy_since, 0u, __ATOMIC_RELAXED);
         if (cp_server_state(&cpz_server) == CP_SERVER_RUNNING) {
             src->arm_next();
         }
