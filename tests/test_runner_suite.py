@@ -53,6 +53,8 @@ class Runner:
     simulated_channels: bool
     #: why the watchdog case cannot run here (None: it can)
     no_watchdog: str | None = None
+    #: fault kinds of the architecture the emulator cannot cause, and why
+    unmodelled_faults: tuple[tuple[str, str], ...] = ()
 
     def target(self, **kw: Any) -> SerialTarget:
         return SerialTarget(self.url, timeout=self.timeout, **kw)
@@ -79,7 +81,8 @@ def runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
         with zr.renode_runner("teensy41_lpuart") as url:
             yield Runner(name, url, 10.0, False,
                          "teensy41's WDOG1 resets the SoC, it has no warning to contain; "
-                         "Renode does not model it (docs/zephyr.md, Safety)")
+                         "Renode does not model it (docs/zephyr.md, Safety)",
+                         (("BusFault", "Renode reads 0 from unmapped addresses, no bus error"),))
 
 
 def retry_unskipped(attempt: Callable[[], bool], tries: int = 5) -> None:
@@ -386,8 +389,11 @@ def test_injected_faults_are_contained(runner: Runner) -> None:
     """Each fault kind of the runner's architecture from the second task of a two-task
     program: the program is FAULTED with that kind and task, the outputs take their safe
     values, the FAULT event and STATS say so, and a new program runs afterwards."""
+    missing = dict(runner.unmodelled_faults)
     with runner.target() as tg:
-        kinds = list(SNIPPETS[tg.arch])
+        kinds = [kind for kind in SNIPPETS[tg.arch] if kind not in missing]
+        for kind, why in missing.items():
+            print(f"{runner.name}: {kind} not injected: {why}")
         seen = inject_all(tg, tg.arch, kinds, FAULT_ROUNDS)
         assert seen == {kind: FAULT_ROUNDS for kind in kinds}
         healthy_program_runs(tg)

@@ -62,6 +62,12 @@ size_t cpz_slot_size(void)
     return CONFIG_COPAPY_SLOT_SIZE > 0 ? MIN((size_t)CONFIG_COPAPY_SLOT_SIZE, half) : half;
 }
 
+int cpz_in_slots(uint32_t address)
+{
+    uintptr_t start = area_start();
+    return address >= start && address - start < 2u * cpz_slot_size();
+}
+
 uint8_t *cpz_slot(uint32_t index)
 {
     return (uint8_t *)(area_start() + (index != 0 ? cpz_slot_size() : 0u));

@@ -55,6 +55,7 @@ const char *cpz_tick_source(void);             /* "counter gpt@401f0000", "k_tim
 const cp_platform *cpz_platform(void);
 uint8_t *cpz_slot(uint32_t index);             /* index 0 or 1 */
 size_t cpz_slot_size(void);
+int cpz_in_slots(uint32_t address);            /* 1: inside one of the two slots */
 
 /* ---- io.c */
 int cpz_io_init(uint16_t channels[4], uint8_t *simulated_only);

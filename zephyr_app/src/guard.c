@@ -27,7 +27,6 @@
 #define SCB_MMFAR (*(volatile uint32_t *)0xE000ED34u)
 #define SCB_BFAR (*(volatile uint32_t *)0xE000ED38u)
 #define ICSR_VECTACTIVE 0x1FFu
-#define ICSR_RETTOBASE (1u << 11)
 #define CFSR_MMARVALID (1u << 7)
 #define CFSR_BFARVALID (1u << 15)
 /* stacking, unstacking and lazy FP state preservation errors: the frame is not to be trusted */
@@ -108,11 +107,11 @@ int cpz_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *faul
     return 0;
 }
 
-/* The exception being handled interrupted a guarded chain directly (thread mode, the tick
- * thread, nothing else active). */
-__attribute__((target("general-regs-only"))) static int interrupted_chain(void)
+/* A guarded chain runs in the thread that is current (the exception interrupted it, or an
+ * interrupt handler that did). */
+__attribute__((target("general-regs-only"))) static int chain_is_current(void)
 {
-    return active && (SCB_ICSR & ICSR_RETTOBASE) != 0 && k_current_get() == guarded_thread;
+    return active && k_current_get() == guarded_thread;
 }
 
 /* Stops the chain whose exception frame is `frame`: the exception returns into guard_resume. */
@@ -133,13 +132,21 @@ int cpz_guard_active(void)
     return active != 0;
 }
 
+/* From an interrupt: the thread's stacked frame is at PSP (thread mode always runs on PSP under
+ * Zephyr, handlers on MSP) whether the interrupt took it from the chain or from a handler that
+ * did; it belongs to the chain if its PC lies in a program slot (a context switch in progress,
+ * with PSP not yet the current thread's, fails that test). ICSR.RETTOBASE would say so more
+ * directly, but Renode does not model it. */
 __attribute__((target("general-regs-only"))) int cpz_guard_abandon(uint32_t kind)
 {
-    if (!interrupted_chain()) {
+    if (!chain_is_current()) {
         return 0;
     }
     uint32_t *frame;
     __asm__ volatile("mrs %0, psp" : "=r"(frame));
+    if (!cpz_in_slots(frame[6])) {
+        return 0;
+    }
     abandon(frame, kind, 0, 0);
     return 1;
 }
@@ -156,7 +163,8 @@ void __wrap_z_arm_fault(uint32_t msp, uint32_t psp, uint32_t exc_return, void *c
 {
     uint32_t cfsr = SCB_CFSR, hfsr = SCB_HFSR;
     uint32_t vect = SCB_ICSR & ICSR_VECTACTIVE;
-    if ((exc_return & CPZ_EXC_THREAD_PSP) != CPZ_EXC_THREAD_PSP || !interrupted_chain() ||
+    /* taken from thread mode (EXC_RETURN), in the thread that runs the guarded chain */
+    if ((exc_return & CPZ_EXC_THREAD_PSP) != CPZ_EXC_THREAD_PSP || !chain_is_current() ||
         (cfsr & CFSR_STACK_ERRORS) != 0 || vect < 3u || vect > 6u) {
         __real_z_arm_fault(msp, psp, exc_return, callee_regs);
         return;
@@ -181,7 +189,8 @@ void __wrap_z_do_kernel_oops(const void *esf, void *callee_regs)
 {
     uint32_t psp;
     __asm__ volatile("mrs %0, psp" : "=r"(psp));
-    if ((uintptr_t)esf != psp || !interrupted_chain()) {
+    const uint32_t *frame = esf;
+    if ((uintptr_t)esf != psp || !chain_is_current() || !cpz_in_slots(frame[6])) {
         __real_z_do_kernel_oops(esf, callee_regs);
         return;
     }
