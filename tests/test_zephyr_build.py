@@ -37,7 +37,7 @@ def test_teensy41_usb_build() -> None:
     # the app's files are compiled with the stencils' FPU flags
     commands = json.loads((out / "compile_commands.json").read_text())
     main_c = next(c["command"] for c in commands if c["file"].endswith("zephyr_app/src/main.c"))
-    for flag in by_name("cortex-m7").cflags:
+    for flag in by_name("cortex-m7").build["cflags"]:
         assert flag in main_c.split(), flag
     syms = symbols(out)
     for name in ("__wrap_z_arm_fault", "__wrap_z_do_kernel_oops", "cpz_guard",
