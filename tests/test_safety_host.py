@@ -1,8 +1,8 @@
 """The host runner contains faults, fails safe and lets only its owner in (issue 12):
 fault injection (SIGSEGV, SIGILL, SIGBUS, SIGFPE, an endless loop) from a task of a two-task
-program, the safe state after every event that stops a program, atomic replace, the
-dead-man switch, and the authentication of every request on pty, Unix-socket and TCP
-transports."""
+program, the runner-wide dead-man switch, and the authentication of every request on pty,
+Unix-socket and TCP transports. The safe state, atomic replace and a program's dead-man
+switch are cases of the SerialTarget suite on every runner (tests/test_runner_suite.py)."""
 
 from __future__ import annotations
 
@@ -125,79 +125,9 @@ def test_faults_under_sanitizers_with_real_time() -> None:
         assert "ERROR: AddressSanitizer" not in stderr and "runtime error" not in stderr, stderr
 
 
-def test_safe_state_on_stop_unload_and_replacement() -> None:
-    with runner_process("--pty", "--no-rt") as (pty, _proc), SerialTarget(pty) as tg:
-        tasks, v = two_tasks()
-        bind_two(tg, v)
-        tg.deploy(*tasks)
-        tg.start()
-        wait_running(tg, v["counter"])
-        assert tg.io_value(cp.io.PWM(0)) == 0.75
-        tg.stop()
-        assert_safe(tg)
-        assert tg.read(v["duty"]) == 0.75  # the data keep the last publication
-        tg.start()
-        wait_running(tg, v["counter"], tg.read(v["counter"]) + 5)
-        assert tg.io_value(cp.io.PWM(0)) == 0.75
-        tg._link.request(p.RESET, b"\1")  # unload
-        assert_safe(tg)
-        assert tg.info().state == "empty"
-        # replacement: a commit without start stops the old program, its outputs go safe
-        tg.deploy(*tasks)
-        tg.start()
-        wait_running(tg, v["counter"])
-        other = cp.feedback(lambda n: n + 2, init=0)
-        tg._bindings.clear()
-        tg.deploy(cp.Task(other, period=1e-3))
-        assert tg.info().state == "stopped"
-        assert_safe(tg)
-
-
-def test_atomic_replace_keeps_running() -> None:
-    """deploy(start=True) on a running target: no STOP in between, the tick grid goes on."""
-    with runner_process("--pty", "--no-rt") as (pty, _proc), SerialTarget(pty) as tg:
-        tasks, v = two_tasks()
-        bind_two(tg, v)
-        tg.deploy(*tasks, start=True)
-        wait_running(tg, v["counter"], 20)
-        for k in range(5):
-            counter = cp.feedback(lambda n: n + 1, init=0)
-            duty = cp.min(cp.value(0.1 * (k + 1)), 1.0)
-            tg._bindings.clear()
-            tg.bind(duty, cp.io.PWM(0, safe=PWM_SAFE))
-            began = time.monotonic()
-            tg.deploy(cp.Task(duty, counter, period=1e-3), start=True)
-            info = tg.info()
-            assert info.state == "running"
-            time.sleep(0.1)
-            elapsed = time.monotonic() - began
-            n = tg.read(counter)
-            # running without a START; never more ticks than wall time allows (none doubled;
-            # exactly the next tick is the C server test's check, test_atomic_replace)
-            assert 0 < n <= elapsed * 1000 + 2
-            assert tg.io_value(cp.io.PWM(0)) == pytest.approx(0.1 * (k + 1))
-
-
-def test_link_timeout_is_a_dead_man_switch() -> None:
-    with runner_process("--pty", "--no-rt") as (pty, _proc), SerialTarget(pty) as tg:
-        tasks, v = two_tasks()
-        bind_two(tg, v)
-        tasks[0] = cp.Task(*tasks[0].outputs, period=1e-3, name="healthy", link_timeout=0.2)
-        tg.deploy(*tasks, start=True)
-        assert tg._heartbeat is not None and tg._heartbeat.interval == pytest.approx(0.05)
-        time.sleep(0.6)  # the heartbeat keeps it alive
-        assert tg.info().state == "running" and tg.io_value(cp.io.PWM(0)) == 0.75
-        tg._heartbeat.paused = True
-        time.sleep(0.6)  # silence
-        assert tg.info().state == "faulted"
-        assert_safe(tg)
-        fault = tg.fault
-        assert fault is not None and fault.kind == "link timeout" and fault.task is None
-        tg.reset()
-        tg._heartbeat.paused = False
-        tg.start()
-        wait_running(tg, v["counter"])
-    # the runner's option applies to every program
+def test_runner_link_timeout_applies_to_every_program() -> None:
+    """The runner's --link-timeout (a program's own link_timeout: the SerialTarget suite,
+    tests/test_runner_suite.py, on every runner)."""
     with runner_process("--pty", "--no-rt", "--link-timeout", "0.1") as (pty, _proc):
         tg = SerialTarget(pty, heartbeat=10.0)  # too slow on purpose
         try:

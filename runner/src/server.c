@@ -464,6 +464,58 @@ static void cmd_load_status(cp_server *s, const uint8_t *p, uint32_t n)
     put_u32(s, s->up_active ? s->up_received : 0);
 }
 
+/* LOAD_COMMIT: every I/O binding of the image must name a channel this runner has (kind and
+ * number below HELLO's counts) that its hardware can serve in that direction (cfg.io_check).
+ * Returns 1 if so; else the OUT_OF_RANGE error (detail = the binding's index in the image) is
+ * the response. */
+static int check_io_bindings(cp_server *s, const cp_image *img)
+{
+    static const char *const kind_fmt[4] = {
+        "I/O binding %u: GPIO channel %u does not exist on this runner (%u GPIO channels)",
+        "I/O binding %u: PWM channel %u does not exist on this runner (%u PWM channels)",
+        "I/O binding %u: ENCODER channel %u does not exist on this runner (%u ENCODER "
+        "channels)",
+        "I/O binding %u: ADC channel %u does not exist on this runner (%u ADC channels)",
+    };
+    static const char *const kind_refused[4][2] = {
+        {"I/O binding %u (input from GPIO channel %u) refused: ",
+         "I/O binding %u (output to GPIO channel %u) refused: "},
+        {"I/O binding %u (input from PWM channel %u) refused: ",
+         "I/O binding %u (output to PWM channel %u) refused: "},
+        {"I/O binding %u (input from ENCODER channel %u) refused: ",
+         "I/O binding %u (output to ENCODER channel %u) refused: "},
+        {"I/O binding %u (input from ADC channel %u) refused: ",
+         "I/O binding %u (output to ADC channel %u) refused: "},
+    };
+    uint32_t count = img->sec[CP_SEC_IO_BINDINGS].count;
+    for (uint32_t i = 0; i < count; i++) {
+        cp_io_binding b = cp_image_io_binding(img, i);
+        uint32_t k = (uint32_t)b.kind - 1u; /* the image parser checked kind 1..4 */
+        if (k >= 4u) {
+            FAIL(s, CP_PERR_OUT_OF_RANGE, i, "I/O binding %u: kind %u is unknown", i, b.kind);
+            return 0;
+        }
+        if (b.channel >= s->cfg.channels[k]) {
+            FAIL(s, CP_PERR_OUT_OF_RANGE, i, kind_fmt[k], i, b.channel, s->cfg.channels[k]);
+            return 0;
+        }
+        const char *why = s->cfg.io_check != NULL ? s->cfg.io_check(s->cfg.ctx, &b) : NULL;
+        if (why != NULL) {
+            cp_error e;
+            e.struct_size = sizeof(e);
+            (void)CP_FAIL(&e, CP_ERR_ARGUMENT, 0, kind_refused[k][b.direction == 2 ? 1 : 0], i,
+                          b.channel);
+            size_t n = str_len(e.message, sizeof(e.message) - 1u);
+            size_t w = str_len(why, sizeof(e.message) - 1u - n);
+            cp_copy((uint8_t *)e.message + n, (const uint8_t *)why, w);
+            e.message[n + w] = '\0';
+            fail_msg(s, CP_PERR_OUT_OF_RANGE, 0, i, e.message);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The smallest nonzero of a and b (0: neither). */
 static uint64_t min_nonzero(uint64_t a, uint64_t b)
 {
@@ -512,6 +564,10 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
     }
     if (st != CP_OK) {
         fail_msg(s, CP_PERR_IMAGE_INVALID, (uint8_t)st, e.detail, e.message);
+        return;
+    }
+    if (!check_io_bindings(s, &img)) {
+        cp_program_unload(prog);
         return;
     }
     uint64_t tick = cp_program_tick_ns(prog);

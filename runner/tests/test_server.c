@@ -463,6 +463,44 @@ static void test_min_tick(void)
     free_fx(f);
 }
 
+/* LOAD_COMMIT refuses an image binding a channel the runner lacks (HELLO's counts) or one its
+ * hardware cannot serve in that direction (cfg.io_check); the running program stays. */
+static const char *refuse_pwm_out(void *ctx, const cp_io_binding *b)
+{
+    (void)ctx;
+    return b->kind == CP_IO_PWM && b->direction == 2 ? "no PWM on this board" : NULL;
+}
+
+static void test_io_bindings_checked(void)
+{
+    fx *f = malloc(sizeof(*f));
+    fx_config(f, 0);
+    f->cfg.channels[CP_IO_ADC - 1] = 0; /* the program samples ADC 0 (binding 0) */
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == CP_PERR_OUT_OF_RANGE && err_detail() == 0);
+    CHECK(R.len > 8 && memmem(R.p + 8, R.len - 8u, "ADC channel 0 does not exist", 28) != NULL);
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_EMPTY);
+    fx_close(f);
+
+    fx_config(f, 0);
+    CHECK(fx_start(f) == CP_OK);
+    CHECK(load_program(f, 0) == 0);
+    CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
+    ticks(f, 2);
+    f->srv.cfg.io_check = refuse_pwm_out; /* as if configured so from the start */
+    CHECK(load_program(f, 1) == CP_PERR_OUT_OF_RANGE && err_detail() == 1);
+    CHECK(R.len > 8 && memmem(R.p + 8, R.len - 8u, "(output to PWM channel 0) refused: no PWM "
+                              "on this board", 50) != NULL);
+    ticks(f, 1);
+    CHECK(read_i32(f, PG_IN) == 100 && read_i32(f, PG_A) == 2); /* the old program runs on */
+    pb_reset();
+    pb16(1);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
+    free_fx(f);
+}
+
 static void test_run_read_write(void)
 {
     fx *f = new_fx(0);
@@ -1551,6 +1589,7 @@ int main(void)
     test_bad_commit_keeps_program(0);
     test_bad_commit_keeps_program(1);
     test_min_tick();
+    test_io_bindings_checked();
     test_run_read_write();
     test_stats();
     test_stream();

@@ -13,6 +13,7 @@
     copapy doctor                    # what is installed for each feature
     copapy firmware export DIR       # the runner sources for building a board's firmware
     copapy bench jitter --seconds 1  # wake-up latency of every way of running a program
+    copapy flash build/zephyr/zephyr.hex   # the Teensy 4.1 firmware, via teensy_loader_cli
 """
 
 from __future__ import annotations
@@ -103,6 +104,21 @@ def cmd_archs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_flash(args: argparse.Namespace) -> int:
+    from .serial import usb
+
+    try:
+        argv = usb.flash_command(Path(args.hex), args.mcu, not args.no_wait, args.soft_reboot)
+    except (FileNotFoundError, ValueError) as exc:
+        raise SystemExit(f"copapy flash: {exc}") from exc
+    if not args.no_wait and not args.soft_reboot:
+        print("press the button on the Teensy to start its loader", file=sys.stderr)
+    code = subprocess.run(argv).returncode
+    if code != 0:
+        print(f"copapy flash: {usb.TEENSY_LOADER} failed (exit status {code})", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="copapy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -146,6 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     cli_program.register(sub)
     cli_tools.register(sub)
     cli_bench.register(sub)
+    fl = sub.add_parser("flash", help="write the Zephyr firmware to a Teensy (teensy_loader_cli)")
+    fl.add_argument("hex", help="the firmware, e.g. build/zephyr/zephyr.hex")
+    fl.add_argument("--mcu", default="TEENSY41", help="teensy_loader_cli's --mcu (TEENSY41)")
+    fl.add_argument("--soft-reboot", action="store_true",
+                    help="reboot running copapy firmware into the loader (no button press)")
+    fl.add_argument("--no-wait", action="store_true",
+                    help="fail at once if no board is in loader mode")
+    fl.set_defaults(fn=cmd_flash)
     args = parser.parse_args(argv)
     from .serial.protocol import ProtocolError
     from .serial_target import SerialTargetError

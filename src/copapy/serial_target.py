@@ -283,10 +283,24 @@ class SerialTarget:
 
     CHUNK = 4096  # capped by the runner's max_chunk (max_payload - 24)
 
-    def __init__(self, port: str, baudrate: int = 115200, timeout: float = 1.0,
+    def __init__(self, port: str | None = None, baudrate: int = 115200, timeout: float = 1.0,
                  progress: bool | None = None, arch: str | None = None,
                  key: bytes | str | os.PathLike[str] | None = None, takeover: bool = False,
-                 heartbeat: float | None = None) -> None:
+                 heartbeat: float | None = None,
+                 usb_ids: Sequence[tuple[int, int]] | None = None) -> None:
+        """Connect to a runner on `port` (a serial device, pty path or socket:// URL); without
+        a port, to the one runner connected by USB (found by its USB ids, `usb_ids` or
+        copapy.serial.usb.USB_IDS)."""
+        if port is None:
+            from .serial import usb
+
+            try:
+                port = usb.find_runner(usb.USB_IDS if usb_ids is None else usb_ids)
+            except ImportError as exc:
+                raise SerialTargetError("finding a runner on USB needs pyserial: pip install "
+                                        "'copapy[serial]'") from exc
+            except usb.RunnerNotFound as exc:
+                raise SerialTargetError(str(exc)) from exc
         secret = _key_bytes(key)
         self._link = _Link(port, baudrate, timeout)
         self._progress = progress

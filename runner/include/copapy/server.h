@@ -165,6 +165,11 @@ typedef struct cp_server_config {
     /* fills n bytes with unpredictable data (nonces); NULL: derived from the key, clock_ns
      * and a counter (unique, not unpredictable without a secret key) */
     void (*random)(void *ctx, uint8_t *out, size_t n);
+    /* LOAD_COMMIT, protocol context, lock not held: may this runner's hardware serve the
+     * binding (its kind and channel are below `channels`)? NULL to accept, else a short reason
+     * (e.g. "this board's encoders are inputs") that the OUT_OF_RANGE error quotes. The
+     * running program is untouched either way. May be NULL: every such binding is accepted. */
+    const char *(*io_check)(void *ctx, const cp_io_binding *binding);
 } cp_server_config;
 
 /* Bytes of the work area: receive frames (owner, guest), response frames (the owner's is also

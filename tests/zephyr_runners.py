@@ -1,0 +1,225 @@
+"""The Zephyr firmware (zephyr_app/) for tests: builds with west, boots in qemu or Renode.
+
+A Zephyr workspace is found through ZEPHYR_BASE (with its toolchain settings, e.g.
+ZEPHYR_TOOLCHAIN_VARIANT, and `west` on PATH); Renode through COPAPY_RENODE (its launcher) and
+COPAPY_RENODE_REPL (a Teensy 4.1 platform description, default: teensy41.repl next to the
+launcher's directory, .../copapy/teensy41.repl). Without them the tests skip with a one-line
+reason naming docs/zephyr.md. Build directories are zephyr_app/build/<variant> (git-ignored).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .runners import ROOT, free_port
+
+APP = ROOT / "zephyr_app"
+BUILD_ROOT = APP / "build"
+DOC = "docs/zephyr.md"
+
+
+#: the key of the keyed test builds (CONFIG_COPAPY_KEY)
+TEST_KEY = bytes(range(1, 33))
+
+
+@dataclass(frozen=True)
+class Variant:
+    board: str
+    extra: tuple[str, ...] = ()
+
+
+VARIANTS = {
+    "mps2_an500": Variant("mps2_an500"),
+    "teensy41": Variant("teensy41"),  # USB CDC ACM: the product
+    "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",)),
+    "mps3_an547": Variant("mps3_an547"),
+    # sessions with a key: only its owner gets in
+    "mps2_an500_keyed": Variant("mps2_an500", (f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"',)),
+    "teensy41_lpuart_keyed": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",
+                                                  f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"')),
+}
+
+
+def zephyr_missing() -> str | None:
+    """Why the Zephyr tests cannot run here (None: they can)."""
+    base = os.environ.get("ZEPHYR_BASE")
+    if not base:
+        return f"ZEPHYR_BASE is not set: the Zephyr firmware tests need a Zephyr workspace ({DOC})"
+    if not (Path(base) / "VERSION").is_file():
+        return f"ZEPHYR_BASE={base} is no Zephyr tree (no VERSION file; see {DOC})"
+    if shutil.which("west") is None:
+        return f"west is not on PATH: pip install west, or activate the workspace's venv ({DOC})"
+    return None
+
+
+def require_zephyr() -> None:
+    reason = zephyr_missing()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+def renode_missing() -> str | None:
+    renode = os.environ.get("COPAPY_RENODE")
+    if not renode:
+        return f"COPAPY_RENODE is not set: the Renode tests need Renode 1.15 ({DOC})"
+    if not os.access(renode, os.X_OK):
+        return f"COPAPY_RENODE={renode} is not executable ({DOC})"
+    if not renode_repl().is_file():
+        return (f"no Teensy 4.1 platform description at {renode_repl()}: set "
+                f"COPAPY_RENODE_REPL ({DOC})")
+    return None
+
+
+def renode_repl() -> Path:
+    given = os.environ.get("COPAPY_RENODE_REPL")
+    if given:
+        return Path(given)
+    return Path(os.environ.get("COPAPY_RENODE", "renode")).resolve().parent.parent / "copapy" / \
+        "teensy41.repl"
+
+
+def _config_hash(v: Variant) -> str:
+    """What the build system does not re-read by itself: Kconfig, conf and devicetree files."""
+    h = hashlib.sha256(repr(v).encode())
+    files = [APP / "Kconfig", APP / "CMakeLists.txt", *sorted(APP.glob("*.conf")),
+             *sorted((APP / "boards").rglob("*")), *sorted((APP / "soc").rglob("*")),
+             *sorted((APP / "dts").rglob("*"))]
+    for f in files:
+        if f.is_file():
+            h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()
+
+
+def build(variant: str, timeout: int = 1800) -> Path:
+    """``west build`` of a variant (incremental; from scratch when a Kconfig, conf or
+    devicetree file changed); its build directory. Serialised across test workers by a lock
+    file (one Zephyr build at a time)."""
+    require_zephyr()
+    v = VARIANTS[variant]
+    out = BUILD_ROOT / variant
+    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_ROOT / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = out / "copapy-config.sha256"
+        digest = _config_hash(v)
+        fresh = not stamp.is_file() or stamp.read_text() != digest
+        cmd = ["west", "build", "-p", "always" if fresh else "auto", "-b", v.board, "-d",
+               str(out), str(APP), "--", "-DBUILD_VERSION=copapy", *v.extra]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        assert proc.returncode == 0, (" ".join(cmd) + "\n" + proc.stdout[-6000:] +
+                                      proc.stderr[-3000:])
+        stamp.write_text(digest)
+    return out
+
+
+def elf(build_dir: Path) -> Path:
+    return build_dir / "zephyr" / "zephyr.elf"
+
+
+def sizes(build_dir: Path) -> dict[str, int]:
+    """Flash (text + data) and static RAM (data + bss) of a build, from arm-none-eabi-size."""
+    proc = subprocess.run(["arm-none-eabi-size", str(elf(build_dir))], capture_output=True,
+                          text=True, check=True)
+    text, data, bss = (int(x) for x in proc.stdout.splitlines()[1].split()[:3])
+    return {"flash": text + data, "ram": data + bss}
+
+
+def _wait_ready(port: int, deadline: float) -> None:
+    """Connect once, wait for the firmware's ready byte (0x00), then hang up: qemu listens
+    again and the test's SerialTarget becomes the next client."""
+    while True:
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    with sock:
+        seen = b""
+        while b"\x00" not in seen:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no ready byte from the firmware: {seen[-200:]!r}")
+            try:
+                chunk = sock.recv(4096)
+            except TimeoutError:
+                continue
+            if not chunk:
+                raise EOFError(f"connection closed before the ready byte: {seen[-200:]!r}")
+            seen += chunk
+    time.sleep(0.2)
+
+
+@contextmanager
+def qemu_runner(variant: str = "mps2_an500") -> Iterator[str]:
+    """socket:// URL of the firmware in qemu (the link on the second UART, console to a log
+    file in the build directory)."""
+    assert shutil.which("qemu-system-arm"), "the Zephyr qemu tests need qemu-system-arm (apt)"
+    out = build(variant)
+    machine = {"mps2_an500": ["-M", "mps2-an500", "-cpu", "cortex-m7"],
+               "mps3_an547": ["-M", "mps3-an547"]}[VARIANTS[variant].board]
+    port = free_port()
+    log = out / "console.log"
+    # no "-net none" on mps2-an500 (it made host->guest bytes go missing); nodelay: no Nagle
+    proc = subprocess.Popen(["qemu-system-arm", *machine, "-display", "none", "-monitor", "none",
+                             "-serial", f"file:{log}", "-serial",
+                             f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
+                             "-kernel", str(elf(out))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_ready(port, time.monotonic() + 30)
+        yield f"socket://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+@contextmanager
+def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
+    """socket:// URL of the teensy41 firmware (LPUART6 link) on Renode's Teensy 4.1."""
+    reason = renode_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    out = build(variant)
+    port = free_port()
+    repl = renode_repl()
+    script = "; ".join([
+        "mach create \"teensy41\"",
+        f"machine LoadPlatformDescription @{repl}",
+        f"emulation CreateServerSocketTerminal {port} \"term\" false",
+        "connector Connect sysbus.lpuart6 term",
+        "logLevel 3",
+        f"sysbus LoadELF @{elf(out)}",
+        "sysbus.cpu VectorTableOffset 0x60002000",
+        "start",
+    ])
+    log = open(out / "renode.log", "wb")
+    # stdin stays an open pipe: with --console, EOF on stdin makes Renode quit
+    proc = subprocess.Popen([os.environ["COPAPY_RENODE"], "--disable-xwt", "--console",
+                             "--plain", "-e", script], stdin=subprocess.PIPE, stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(port, time.monotonic() + 180)
+        yield f"socket://127.0.0.1:{port}"
+    finally:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(b"quit\n")
+            proc.stdin.flush()
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait(timeout=5)
+        log.close()

@@ -1,0 +1,304 @@
+/* copapy I/O channels on Zephyr's driver APIs. The map from channel numbers to pins lives in
+ * the devicetree (a node compatible with copapy,io, dts/bindings/copapy,io.yaml): channel n of
+ * a kind is entry n of its list (gpios, pwms, encoders, io-channels), then the `simulated`
+ * ones. Without such a node every channel is simulated (CONFIG_COPAPY_SIM_IO_CHANNELS each).
+ *
+ * Values are doubles (docs/realtime.md): GPIO 0/1; PWM the duty cycle 0..1 (pulse = duty x the
+ * specifier's period); ENCODER counts (rotation x counts-per-revolution / 360 of the sensor
+ * API); ADC the reading normalised to 0..1 of full scale. A simulated channel is a stored
+ * value either side may set. Called from the tick thread (bindings) and from the link thread
+ * (IO_READ, IO_WRITE); the drivers serialise themselves, stored values take a spinlock. */
+#include <zephyr/device.h>
+#include <zephyr/devicetree.h>
+#include <zephyr/kernel.h>
+#include <zephyr/spinlock.h>
+#include <zephyr/sys/util.h>
+
+#include "cpz.h"
+
+#define IO_NODE DT_COMPAT_GET_ANY_STATUS_OKAY(copapy_io)
+#define HAS_IO_NODE DT_NODE_EXISTS(IO_NODE)
+
+#if HAS_IO_NODE
+#define N_GPIO DT_PROP_LEN_OR(IO_NODE, gpios, 0)
+#define N_PWM DT_PROP_LEN_OR(IO_NODE, pwms, 0)
+#define N_ENC DT_PROP_LEN_OR(IO_NODE, encoders, 0)
+#define N_ADC DT_PROP_LEN_OR(IO_NODE, io_channels, 0)
+#define SIM_OF(i) \
+    COND_CODE_1(DT_NODE_HAS_PROP(IO_NODE, simulated), (DT_PROP_BY_IDX(IO_NODE, simulated, i)), (0))
+#if DT_NODE_HAS_PROP(IO_NODE, simulated) && DT_PROP_LEN(IO_NODE, simulated) != 4
+#error "copapy,io: simulated = <gpio pwm encoder adc> (four numbers)"
+#endif
+#else
+#define N_GPIO 0
+#define N_PWM 0
+#define N_ENC 0
+#define N_ADC 0
+#define SIM_OF(i) CONFIG_COPAPY_SIM_IO_CHANNELS
+#endif
+
+static const uint16_t n_real[4] = {N_GPIO, N_PWM, N_ENC, N_ADC};
+static const uint16_t n_sim[4] = {SIM_OF(0), SIM_OF(1), SIM_OF(2), SIM_OF(3)};
+#define SIM_MAX MAX(MAX(SIM_OF(0), SIM_OF(1)), MAX(MAX(SIM_OF(2), SIM_OF(3)), 1))
+
+static double sim[4][SIM_MAX];
+static struct k_spinlock sim_lock;
+
+/* ---- GPIO */
+#if N_GPIO > 0
+#if !defined(CONFIG_GPIO)
+#error "copapy,io has gpios: set CONFIG_GPIO=y"
+#endif
+#include <zephyr/drivers/gpio.h>
+#define GPIO_ENTRY(node, prop, idx) GPIO_DT_SPEC_GET_BY_IDX(node, prop, idx),
+static const struct gpio_dt_spec gpios[] = {DT_FOREACH_PROP_ELEM(IO_NODE, gpios, GPIO_ENTRY)};
+/* 0 not configured yet, 1 input, 2 output; set on first use in that direction */
+static uint8_t gpio_dir[N_GPIO];
+static double gpio_out[N_GPIO];
+
+static int gpio_use(uint16_t ch, uint8_t dir)
+{
+    if (gpio_dir[ch] == dir) {
+        return 0;
+    }
+    int rc = gpio_pin_configure_dt(&gpios[ch], dir == 2 ? GPIO_OUTPUT_INACTIVE : GPIO_INPUT);
+    if (rc == 0) {
+        gpio_dir[ch] = dir;
+    }
+    return rc;
+}
+
+static double gpio_read(uint16_t ch)
+{
+    if (gpio_dir[ch] == 2) {
+        return gpio_out[ch]; /* an output reads back what drives it */
+    }
+    if (gpio_use(ch, 1) != 0) {
+        return 0.0;
+    }
+    return gpio_pin_get_dt(&gpios[ch]) > 0 ? 1.0 : 0.0;
+}
+
+static int gpio_write(uint16_t ch, double v)
+{
+    if (gpio_use(ch, 2) != 0) {
+        return 1;
+    }
+    int on = v != 0.0 && v == v; /* NaN: off */
+    gpio_out[ch] = on ? 1.0 : 0.0;
+    return gpio_pin_set_dt(&gpios[ch], on) != 0;
+}
+#endif
+
+/* ---- PWM */
+#if N_PWM > 0
+#if !defined(CONFIG_PWM)
+#error "copapy,io has pwms: set CONFIG_PWM=y"
+#endif
+#include <zephyr/drivers/pwm.h>
+#define PWM_ENTRY(node, prop, idx) PWM_DT_SPEC_GET_BY_IDX(node, idx),
+static const struct pwm_dt_spec pwms[] = {DT_FOREACH_PROP_ELEM(IO_NODE, pwms, PWM_ENTRY)};
+static double pwm_duty[N_PWM];
+
+static int pwm_write(uint16_t ch, double v)
+{
+    double duty = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0; /* NaN: 0 */
+    uint32_t period = pwms[ch].period;
+    uint32_t pulse = (uint32_t)(duty * (double)period + 0.5);
+    pwm_duty[ch] = duty;
+    return pwm_set_dt(&pwms[ch], period, pulse > period ? period : pulse) != 0;
+}
+#endif
+
+/* ---- quadrature encoders (sensor API) */
+#if N_ENC > 0
+#if !defined(CONFIG_SENSOR)
+#error "copapy,io has encoders: set CONFIG_SENSOR=y (and the decoder's driver, e.g. QDEC_MCUX)"
+#endif
+#include <zephyr/drivers/sensor.h>
+#define ENC_NODE(idx) DT_PHANDLE_BY_IDX(IO_NODE, encoders, idx)
+#define ENC_DEV(node, prop, idx) DEVICE_DT_GET(ENC_NODE(idx)),
+#define ENC_CPR(node, prop, idx) DT_PROP_OR(ENC_NODE(idx), counts_per_revolution, 360),
+static const struct device *const encoders[] = {DT_FOREACH_PROP_ELEM(IO_NODE, encoders,
+                                                                     ENC_DEV)};
+static const uint32_t enc_cpr[] = {DT_FOREACH_PROP_ELEM(IO_NODE, encoders, ENC_CPR)};
+
+static double enc_read(uint16_t ch)
+{
+    struct sensor_value rot;
+    if (sensor_sample_fetch(encoders[ch]) != 0 ||
+        sensor_channel_get(encoders[ch], SENSOR_CHAN_ROTATION, &rot) != 0) {
+        return 0.0;
+    }
+    /* degrees -> counts, rounded (the MCUX driver computes degrees in float: exact up to a
+     * few million counts) */
+    double counts = sensor_value_to_double(&rot) * (double)enc_cpr[ch] / 360.0;
+    return (double)(int64_t)(counts + (counts >= 0.0 ? 0.5 : -0.5));
+}
+#endif
+
+/* ---- ADC */
+#if N_ADC > 0
+#if !defined(CONFIG_ADC)
+#error "copapy,io has io-channels: set CONFIG_ADC=y"
+#endif
+#include <zephyr/drivers/adc.h>
+#define ADC_ENTRY(node, prop, idx) ADC_DT_SPEC_GET_BY_IDX(node, idx),
+static const struct adc_dt_spec adcs[] = {DT_FOREACH_PROP_ELEM(IO_NODE, io_channels,
+                                                               ADC_ENTRY)};
+
+static double adc_sample(uint16_t ch)
+{
+    int16_t raw = 0;
+    struct adc_sequence seq = {
+        .buffer = &raw,
+        .buffer_size = sizeof(raw),
+    };
+    if (adc_sequence_init_dt(&adcs[ch], &seq) != 0 || adc_read(adcs[ch].dev, &seq) != 0) {
+        return 0.0;
+    }
+    uint32_t full = (1u << seq.resolution) - 1u;
+    return raw <= 0 ? 0.0 : (double)raw / (double)full;
+}
+#endif
+
+/* ---- dispatch */
+
+static int split(uint8_t kind, uint16_t channel, uint16_t *sim_index)
+{
+    if (kind < 1 || kind > 4) {
+        return -1;
+    }
+    uint32_t k = kind - 1u;
+    if (channel < n_real[k]) {
+        return 1; /* real */
+    }
+    if (channel - n_real[k] < n_sim[k]) {
+        *sim_index = (uint16_t)(channel - n_real[k]);
+        return 0; /* simulated */
+    }
+    return -1;
+}
+
+double cpz_io_read(void *ctx, uint8_t kind, uint16_t channel)
+{
+    ARG_UNUSED(ctx);
+    uint16_t si = 0;
+    int where = split(kind, channel, &si);
+    if (where == 0) {
+        k_spinlock_key_t key = k_spin_lock(&sim_lock);
+        double v = sim[kind - 1][si];
+        k_spin_unlock(&sim_lock, key);
+        return v;
+    }
+    if (where < 0) {
+        return 0.0;
+    }
+    switch (kind) {
+#if N_GPIO > 0
+    case CP_IO_GPIO:
+        return gpio_read(channel);
+#endif
+#if N_PWM > 0
+    case CP_IO_PWM:
+        return pwm_duty[channel];
+#endif
+#if N_ENC > 0
+    case CP_IO_ENCODER:
+        return enc_read(channel);
+#endif
+#if N_ADC > 0
+    case CP_IO_ADC:
+        return adc_sample(channel);
+#endif
+    default:
+        return 0.0;
+    }
+}
+
+int cpz_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
+{
+    ARG_UNUSED(ctx);
+    uint16_t si = 0;
+    int where = split(kind, channel, &si);
+    if (where == 0) {
+        k_spinlock_key_t key = k_spin_lock(&sim_lock);
+        sim[kind - 1][si] = value;
+        k_spin_unlock(&sim_lock, key);
+        return 0;
+    }
+    if (where < 0) {
+        return 1;
+    }
+    switch (kind) {
+#if N_GPIO > 0
+    case CP_IO_GPIO:
+        return gpio_write(channel, value);
+#endif
+#if N_PWM > 0
+    case CP_IO_PWM:
+        return pwm_write(channel, value);
+#endif
+    default:
+        return 1; /* encoders and ADC inputs cannot be driven */
+    }
+}
+
+/* LOAD_COMMIT: real PWM channels are outputs, real encoders and ADC inputs (a simulated
+ * plant's bindings, cp.io.plant, need simulated channels); GPIO goes either way. */
+const char *cpz_io_check(void *ctx, const cp_io_binding *b)
+{
+    ARG_UNUSED(ctx);
+    uint16_t si = 0;
+    if (split(b->kind, b->channel, &si) != 1) {
+        return NULL; /* simulated (the server checked the count already) */
+    }
+    switch (b->kind) {
+    case CP_IO_PWM:
+        return b->direction == 2 ? NULL : "this board's PWM channels are outputs";
+    case CP_IO_ENCODER:
+        return b->direction == 1 ? NULL : "this board's encoders are inputs";
+    case CP_IO_ADC:
+        return b->direction == 1 ? NULL : "this board's ADC channels are inputs";
+    default:
+        return NULL;
+    }
+}
+
+int cpz_io_init(uint16_t channels[4], uint8_t *simulated_only)
+{
+    int rc = 0;
+#if N_GPIO > 0
+    for (size_t i = 0; i < N_GPIO; i++) {
+        if (!gpio_is_ready_dt(&gpios[i])) {
+            rc = -ENODEV;
+        }
+    }
+#endif
+#if N_PWM > 0
+    for (size_t i = 0; i < N_PWM; i++) {
+        if (!pwm_is_ready_dt(&pwms[i])) {
+            rc = -ENODEV;
+        }
+    }
+#endif
+#if N_ENC > 0
+    for (size_t i = 0; i < N_ENC; i++) {
+        if (!device_is_ready(encoders[i])) {
+            rc = -ENODEV;
+        }
+    }
+#endif
+#if N_ADC > 0
+    for (size_t i = 0; i < N_ADC; i++) {
+        if (!adc_is_ready_dt(&adcs[i]) || adc_channel_setup_dt(&adcs[i]) != 0) {
+            rc = -ENODEV;
+        }
+    }
+#endif
+    for (int k = 0; k < 4; k++) {
+        channels[k] = (uint16_t)(n_real[k] + n_sim[k]);
+    }
+    *simulated_only = (N_GPIO + N_PWM + N_ENC + N_ADC) == 0;
+    return rc;
+}
