@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 from . import __version__, cli_bench, cli_program, cli_tools
 from .host_runner import runner_executable
@@ -113,7 +115,7 @@ def cmd_flash(args: argparse.Namespace) -> int:
         raise SystemExit(f"copapy flash: {exc}") from exc
     if not args.no_wait and not args.soft_reboot:
         print("press the button on the Teensy to start its loader", file=sys.stderr)
-    code = subprocess.run(argv).returncode
+    code: int = subprocess.run(argv).returncode
     if code != 0:
         print(f"copapy flash: {usb.TEENSY_LOADER} failed (exit status {code})", file=sys.stderr)
     return code
