@@ -141,7 +141,8 @@ def _test_subset_against_the_wheel(py: Path, sdist: Path, tmp_path: Path) -> Non
     (tree,) = (tmp_path / "sd").iterdir()
     (tree / "src" / "copapy").rename(tree / "src" / "copapy.sources")
     for name in ("tests", "examples"):
-        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"),
+                        dirs_exist_ok=True)
     args = [line.strip() for line in (ROOT / "tools" / "wheel_tests.txt").read_text().splitlines()
             if line.strip() and not line.startswith("#")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
