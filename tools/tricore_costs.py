@@ -8,6 +8,7 @@ operand sets. Used to compare the C stencils with the hand-written assembly they
 
     git show 4374602:src/copapy/_tables/tricore.cpst > /tmp/tricore-asm.cpst
     PYTHONPATH=src python tools/tricore_costs.py /tmp/tricore-asm.cpst
+    PYTHONPATH=src python tools/tricore_costs.py          # every scalar family of this table
 
 Needs unicorn (``pip install 'copapy[emu]'``).
 """
@@ -98,9 +99,21 @@ def costs(table: StencilTable, names: list[str]) -> dict[str, tuple[float, float
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("other", type=Path, help="the other tricore.cpst (e.g. the assembly one)")
+    parser.add_argument("other", type=Path, nargs="?",
+                        help="the other tricore.cpst (e.g. the assembly one)")
     args = parser.parse_args()
-    ours, other = load_table(ARCH), read_table(args.other)
+    ours = load_table(ARCH)
+    if args.other is None:
+        names = sorted(n for n in ours.names() if "__" in n and "v" not in n.split("__")[1])
+        forms_of: dict[str, int] = defaultdict(int)
+        for n in names:
+            forms_of[n.split("__")[0]] += 1
+        print("| family | forms | bytes | instructions |")
+        print("|---|---:|---:|---:|")
+        for f, (size, steps) in sorted(costs(ours, names).items()):
+            print(f"| {f} | {forms_of[f]} | {size:.1f} | {steps:.1f} |")
+        return 0
+    other = read_table(args.other)
     names = sorted(n for n in other.names() if "__" in n and n in ours and "v" not in
                    n.split("__")[1])
     a, b = costs(other, names), costs(ours, names)
