@@ -473,6 +473,25 @@ def _compiler() -> list[str]:
         pytest.skip(str(exc))
 
 
+def test_the_compiler_is_the_pinned_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another GCC version, or none, is refused with the reason and docs/tricore.md."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_stencils
+
+    target = build_stencils.load_target(ARCH)
+    fake = tmp_path / "tricore-elf-gcc"
+    fake.write_text("#!/bin/sh\necho 12.2.0\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("COPAPY_TRICORE_GCC", str(fake))
+    with pytest.raises(build_stencils.CompilerMissing, match=r"GCC 12\.2\.0, the table is "
+                       r"built with tricore-elf-gcc 11\.3\.0 .*docs/tricore\.md"):
+        build_stencils.gcc_command(target)
+    monkeypatch.setenv("COPAPY_TRICORE_GCC", str(tmp_path / "missing"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(build_stencils.CompilerMissing, match=r"not found .*COPAPY_TRICORE_GCC"):
+        build_stencils.gcc_command(target)
+
+
 def test_table_is_reproducible_from_sources() -> None:
     _compiler()
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_stencils.py"), "--check",
