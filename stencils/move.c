@@ -14,15 +14,15 @@ CP_SELECT(i32)
  * final return lands here, whatever calling convention the stencils use. */
 void cp_entry(void)
 {
-    cp_next(0.0f, 0.0f, 0.0, 0.0, 0, 0);
+    cp_next(CP_ZERO_ARGS);
 }
 
 CP_STENCIL(cp_ret)
 {
     (void)f0;
     (void)f1;
-    (void)d0;
-    (void)d1;
+    (void)REG_f64_0;
+    (void)REG_f64_1;
     (void)i0;
     (void)i1;
 }

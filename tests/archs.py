@@ -41,8 +41,8 @@ QEMU_INSTALL = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-s
 
 #: the architectures with C stencils (the whole operation set), in the order of the image ids;
 #: the others (hand-written assembly subsets: TriCore) have a tests/test_<name>.py of their own
-ARCHS = [t.name for t in targets() if t.builder == "clang"]
-OTHER_TARGETS = [t.name for t in targets() if t.builder != "clang"]
+ARCHS = [t.name for t in targets() if t.builder in ("clang", "gcc")]
+OTHER_TARGETS = [t.name for t in targets() if t.builder not in ("clang", "gcc")]
 
 
 @dataclass(frozen=True)

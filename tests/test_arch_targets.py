@@ -129,6 +129,17 @@ def test_a_key_nothing_reads_is_rejected() -> None:
         parse_target("rv32", {**good, "emulator": "qemu-system-riscv32:virt"})
 
 
+def test_a_builder_needs_its_compiler_keys() -> None:
+    good = raw("tricore")
+    assert parse_target("tricore", good).builder == "gcc"
+    with pytest.raises(TargetFileError, match="gcc-built target needs compiler"):
+        parse_target("tricore", {k: v for k, v in good.items() if k != "compiler"})
+    with pytest.raises(TargetFileError, match="builder 'tricore-asm' is neither"):
+        parse_target("tricore", {**good, "builder": "tricore-asm"})
+    assert parse_target("tricore", good).flushes_subnormals
+    assert not parse_target("rv32", raw("rv32")).flushes_subnormals
+
+
 def test_hashed_build_keys_exclude_the_run_set_up() -> None:
     """tools/build_stencils.py hashes Target.build: the top level, none of the tables."""
     for t in targets():

@@ -9,6 +9,11 @@ Usage:
 Needs the build extra (``pip install -e '.[build]'``: ziglang's clang and pyelftools). Users never
 run this: the tables in src/copapy/_tables are committed, and ``--check`` (run by the test suite)
 proves they are reproducible from the sources.
+
+A target with ``builder = "gcc"`` (TriCore: no clang backend) is compiled by the GCC cross
+compiler its ``compiler`` key pins (``<driver>==<version>``), found as ``$COPAPY_<NAME>_GCC`` or
+the driver on PATH (docs/tricore.md says where to get it). Without it, a run over all targets
+skips that target with a printed reason; naming the target explicitly makes it an error.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,6 +69,11 @@ class ZiglangMissing(SystemExit):
     scripts end with just that message)."""
 
 
+class CompilerMissing(SystemExit):
+    """A gcc-built target's pinned cross compiler is not found (or is another version); the
+    message names the environment variable and the document that says where to get it."""
+
+
 def clang_command() -> list[str]:
     """ziglang's clang with its own resource directory (the pinned compiler of the stencils)."""
     try:
@@ -71,6 +82,26 @@ def clang_command() -> list[str]:
         raise ZiglangMissing("the stencil build needs ziglang: pip install -e '.[build]'") from exc
     resource = Path(ziglang.__file__).parent / "lib"
     return [sys.executable, "-m", "ziglang", "clang", f"-resource-dir={resource}"]
+
+
+def gcc_env(target: dict[str, Any]) -> str:
+    """The environment variable that names a gcc-built target's compiler driver."""
+    return f"COPAPY_{str(target['name']).upper().replace('-', '_')}_GCC"
+
+
+def gcc_command(target: dict[str, Any]) -> list[str]:
+    """The pinned GCC cross compiler of a ``builder = "gcc"`` target (CompilerMissing if it is
+    not there or reports another version)."""
+    driver, version = str(target["compiler"]).split("==")
+    where = f"set {gcc_env(target)} or put {driver} on PATH; docs/{target['name']}.md"
+    path = os.environ.get(gcc_env(target)) or shutil.which(driver)
+    if not path or not Path(path).is_file():
+        raise CompilerMissing(f"{target['name']}: {driver} {version} not found ({where})")
+    proc = subprocess.run([path, "-dumpversion"], capture_output=True, text=True)
+    if proc.returncode or proc.stdout.strip() != version:
+        raise CompilerMissing(f"{target['name']}: {path} is GCC {proc.stdout.strip() or '?'}, "
+                              f"the table is built with {driver} {version} ({where})")
+    return [path]
 
 
 EXTRA = [Path(p) for p in os.environ.get("CP_STENCIL_EXTRA", "").split(os.pathsep) if p]
@@ -91,18 +122,32 @@ def load_target(name: str) -> dict[str, Any]:
 
 
 def clang_targets() -> list[str]:
-    """The targets whose stencils are C compiled by this script (not hand-written assembly),
-    in the order of their ids."""
+    """The targets whose stencils are C compiled by ziglang's clang, in the order of their ids
+    (the dev tools that run clang on the stencils use these)."""
     return [t.name for t in targets() if t.builder == "clang"]
 
 
+def c_targets() -> list[str]:
+    """Every target whose stencils this script compiles (clang or its pinned GCC)."""
+    return [t.name for t in targets() if t.builder in ("clang", "gcc")]
+
+
 def target_flags(target: dict[str, Any]) -> list[str]:
-    """The clang flags of a stencil object for ``target`` (include directories aside)."""
+    """The compiler flags of a stencil object for ``target`` (include directories aside)."""
+    if target.get("builder", "clang") == "gcc":
+        return [*COMMON_FLAGS, *target["cflags"]]
     return [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"]]
 
 
+def compiler_command(target: dict[str, Any]) -> list[str]:
+    """The compiler of ``target``'s stencils."""
+    if target.get("builder", "clang") == "gcc":
+        return gcc_command(target)
+    return clang_command()
+
+
 def compile_objects(target: dict[str, Any], workdir: Path) -> list[Path]:
-    clang = clang_command()
+    clang = compiler_command(target)
     flags = [*target_flags(target), *[f"-I{d}" for d in EXTRA],
              f"-I{ROOT / 'stencils' / 'include'}"]
 
@@ -361,10 +406,16 @@ def main() -> int:
     parser.add_argument("targets", nargs="*")
     parser.add_argument("--check", action="store_true", help="compare with the committed tables")
     args = parser.parse_args()
-    names = [n for n in args.targets or clang_targets() if by_name(n).builder == "clang"]
+    names = [n for n in args.targets or c_targets() if by_name(n).builder in ("clang", "gcc")]
     failed = False
     for name in names:
-        data = build_table(name)
+        try:
+            data = build_table(name)
+        except CompilerMissing as exc:
+            if args.targets:
+                raise
+            print(f"{name}: skipped: {exc}")
+            continue
         path = TABLE_DIR / f"{name}.cpst"
         if args.check:
             same = path.exists() and path.read_bytes() == data

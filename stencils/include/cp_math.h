@@ -91,6 +91,31 @@ CP_INLINE float cp_u2f(uint32_t u) { cp_u32f v; v.u = u; return v.f; }
 CP_INLINE uint64_t cp_d2u(double x) { cp_u64d v; v.f = x; return v.u; }
 CP_INLINE double cp_u2d(uint64_t u) { cp_u64d v; v.u = u; return v.f; }
 
+/* 64-bit shifts by a variable count s (0 <= s < 64) in the float32 kernels. TriCore: GCC
+ * builds them from the register form of DEXTR, which unicorn and qemu (7.2) compute wrongly
+ * for a count of 0 mod 32 (docs/tricore.md); the halves below compile without it. */
+#if defined(__TRICORE__)
+CP_INLINE uint64_t cp_shl64_tc(uint64_t x, uint32_t s)
+{
+    uint32_t hi = (uint32_t)(x >> 32), lo = (uint32_t)x;
+    if (s >= 32u) { hi = lo << (s - 32u); lo = 0u; }
+    else if (s != 0u) { hi = (hi << s) | ((lo >> 1) >> (31u - s)); lo <<= s; }
+    return ((uint64_t)hi << 32) | lo;
+}
+CP_INLINE uint64_t cp_shr64_tc(uint64_t x, uint32_t s)
+{
+    uint32_t hi = (uint32_t)(x >> 32), lo = (uint32_t)x;
+    if (s >= 32u) { lo = hi >> (s - 32u); hi = 0u; }
+    else if (s != 0u) { lo = (lo >> s) | ((hi << 1) << (31u - s)); hi >>= s; }
+    return ((uint64_t)hi << 32) | lo;
+}
+#define CP_SHL64(x, s) cp_shl64_tc((x), (uint32_t)(s))
+#define CP_SHR64(x, s) cp_shr64_tc((x), (uint32_t)(s))
+#else
+#define CP_SHL64(x, s) ((x) << (s))
+#define CP_SHR64(x, s) ((x) >> (s))
+#endif
+
 #define CP_NANF   cp_u2f(0x7fc00000u)
 #define CP_INFF   cp_u2f(0x7f800000u)
 #define CP_NAN    cp_u2d(0x7ff8000000000000ull)
@@ -186,7 +211,7 @@ CP_INLINE float cp_sqrtf_sw(float x)
     uint64_t X = (uint64_t)m << 23;
     uint32_t q = 0, r = 0;
     for (int i = 23; i >= 0; i--) {
-        r = (r << 2) | (uint32_t)((X >> (2 * i)) & 3u);
+        r = (r << 2) | (uint32_t)(CP_SHR64(X, 2 * i) & 3u);
         uint32_t t = (q << 2) | 1u;
         q <<= 1;
         if (r >= t) { r -= t; q |= 1u; }

@@ -228,6 +228,12 @@ static inline double cp_mod_f64(double a, double b)
 /* Float to int32: truncate toward zero, saturate, NaN gives 0 (C leaves these undefined). */
 static inline int32_t cp_f32_to_i32(float a)
 {
+#if defined(__TRICORE__)
+    /* TriCore's FTOIZ truncates, saturates and gives 0 for NaN: exactly these semantics */
+    int32_t r;
+    __asm__("ftoiz %0, %1" : "=d"(r) : "d"(a));
+    return r;
+#else
     if (a != a) {
         return 0;
     }
@@ -238,6 +244,7 @@ static inline int32_t cp_f32_to_i32(float a)
         return INT32_MIN;
     }
     return (int32_t)a;
+#endif
 }
 static inline int32_t cp_f64_to_i32(double a)
 {

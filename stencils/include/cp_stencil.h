@@ -30,10 +30,29 @@
 #define CP_CC
 #endif
 
+#if defined(__TRICORE__)
+/* TriCore (docs/tricore.md): the EABI passes non-pointer arguments in d4..d7 only, so the six
+ * registers do not fit, and TC1.6.1 has no float64 unit. The chain passes f0 f1 i0 i1 in
+ * d4 d5 d6 d7; the float64 registers are an extern placeholder, so that the float64 stencils
+ * still compile (the table build drops them: float64 = false). GCC 11 has no musttail: at -O2
+ * the final call is a sibling call (j cp_next), and the table build rejects any other. */
+#define CP_REGS float f0, float f1, int32_t i0, int32_t i1
+#define CP_ARGS f0, f1, i0, i1
+#define CP_ZERO_ARGS 0.0f, 0.0f, 0, 0
+#define CP_MUSTTAIL
+extern double cp_nof64_d0, cp_nof64_d1;
+#define REG_f64_0 cp_nof64_d0
+#define REG_f64_1 cp_nof64_d1
+#else
 #define CP_REGS float f0, float f1, double d0, double d1, int32_t i0, int32_t i1
 #define CP_ARGS f0, f1, d0, d1, i0, i1
+#define CP_ZERO_ARGS 0.0f, 0.0f, 0.0, 0.0, 0, 0
+#define CP_MUSTTAIL __attribute__((musttail))
+#define REG_f64_0 d0
+#define REG_f64_1 d1
+#endif
 #define CP_STENCIL(name) CP_CC void name(CP_REGS)
-#define CP_NEXT() __attribute__((musttail)) return cp_next(CP_ARGS)
+#define CP_NEXT() CP_MUSTTAIL return cp_next(CP_ARGS)
 
 extern CP_CC void cp_next(CP_REGS);
 
@@ -48,8 +67,6 @@ extern int32_t cp_a_i32, cp_b_i32, cp_c_i32, cp_out_i32;
 #define CT_bool int32_t
 #define REG_f32_0 f0
 #define REG_f32_1 f1
-#define REG_f64_0 d0
-#define REG_f64_1 d1
 #define REG_i32_0 i0
 #define REG_i32_1 i1
 #define REG_bool_0 i0

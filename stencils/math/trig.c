@@ -106,7 +106,7 @@ CP_INLINE uint64_t cp_mulhi64(uint64_t a, uint64_t b)
 CP_INLINE uint32_t cp_tpo_word(uint32_t wi, uint32_t sh)
 {
     uint64_t w = ((uint64_t)cp_two_over_pi[wi] << 32) | cp_two_over_pi[wi + 1];
-    return (uint32_t)((w << sh) >> 32);
+    return (uint32_t)(CP_SHL64(w, sh) >> 32);
 }
 
 /* ------------------------------------------------------------ float32 */
@@ -149,7 +149,7 @@ CP_INLINE uint32_t cp_rem_pio2f(uint32_t ax, float *rh, float *rl)
     float h = 0.0f, l = 0.0f;
     if (R != 0) {
         int32_t lz = (int32_t)__builtin_clzll(R);
-        uint64_t N = R << lz;
+        uint64_t N = CP_SHL64(R, lz);
         h = (float)(int32_t)(uint32_t)(N >> 40) * cp_pow2f(-22 - lz);
         l = (float)(int32_t)((uint32_t)(N >> 9) & 0x7fffffffu) * cp_pow2f(-53 - lz);
     }
