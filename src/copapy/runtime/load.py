@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..arch.targets import by_name, host_arch
+from ..arch.targets import best_host_arch, by_name, host_arch, host_variants
 from .errors import TargetError
 
 
@@ -49,8 +49,9 @@ class LoadedProgram(Protocol):
 
 
 def host_architecture() -> str:
-    """This machine's architecture, if copapy has a native runner for it."""
-    name = host_arch()
+    """This machine's architecture, if copapy has a native runner for it: the widest variant
+    its CPU supports (x86_64-v3 on an AVX2 machine, same results as x86_64)."""
+    name = best_host_arch()
     if name is None:
         raise TargetError("this machine's CPU has no native copapy runner; "
                           "use LocalTarget(arch=...) with the unicorn emulator")
@@ -65,7 +66,7 @@ def check_architecture(arch: str) -> str:
 
 def is_native(arch: str) -> bool:
     """True if this machine's native runner executes ``arch`` (no emulator needed)."""
-    return arch == host_arch()
+    return arch == host_arch() or arch in host_variants()
 
 
 def load(image: bytes, arch: str) -> LoadedProgram:
@@ -75,7 +76,12 @@ def load(image: bytes, arch: str) -> LoadedProgram:
         from .native import load_native
 
         return load_native(image)
-    if by_name(arch).emulator == "qemu":
+    target = by_name(arch)
+    if target.emulator == "native":
+        raise TargetError(f"{arch} needs a {target.variant_of} CPU with "
+                          f"{', '.join(target.cpu_features)}; this machine lacks some (use arch="
+                          f"{target.variant_of!r})")
+    if target.emulator == "qemu":
         from .qemu_backend import QemuProgram
 
         return QemuProgram(image, arch)
