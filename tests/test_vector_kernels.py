@@ -157,7 +157,7 @@ def test_aarch64_block_forms_match_host(h: hx.Harness) -> None:
     assert not bad, "\n".join(bad)
 
 
-@pytest.mark.parametrize("target", ["x86_64", "x86_64-v3", "aarch64"])
+@pytest.mark.parametrize("target", ["x86_64", "x86_64-v3", "x86_64-v4", "aarch64"])
 def test_block_forms_are_vectorised(target: str) -> None:
     import check_vectorisation as cv
 

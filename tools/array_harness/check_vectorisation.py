@@ -41,6 +41,8 @@ A32_MEM = re.compile(r"^(?:vld|vst)[1-4]|^(?:vldr|vstr)[bhw]")
 
 
 def _x86(m: str, ops: str) -> tuple[bool, bool]:
+    if m.startswith("v") and ("mm" in ops):  # VEX/EVEX forms (x86-64-v3/v4): vmulps, vpaddd
+        m = m[1:]
     mem = "(" in ops and "sp)" not in ops and (bool(X86_MEM.match(m)) or bool(X86_OP.match(m)))
     return mem, bool(X86_OP.match(m)) and not m.startswith(("xorp", "andp", "orp", "andnp"))
 
