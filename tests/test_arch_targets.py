@@ -46,10 +46,33 @@ def raw(name: str) -> dict[str, object]:
 
 
 def test_every_architecture_is_declared_once_in_id_order() -> None:
-    ids = [t.id for t in targets()]
+    bases = [t for t in targets() if not t.variant_of]
+    ids = [t.id for t in bases]
     assert ids == sorted(set(ids)) and len(set(NAMES)) == len(NAMES)
     assert [by_name(n).name for n in NAMES] == NAMES
-    assert [by_id(i).name for i in ids] == NAMES
+    assert [by_id(i).name for i in ids] == [t.name for t in bases]
+    assert [t.id for t in targets()] == sorted(t.id for t in targets())
+
+
+def test_a_variant_shares_its_base_id_and_runs_natively() -> None:
+    """x86_64-v3: the images of x86_64 (its id), another table; by_id names the base."""
+    variants = [t for t in targets() if t.variant_of]
+    assert [t.name for t in variants] == ["x86_64-v3", "x86_64-v4"]
+    for t in variants:
+        base = by_name(t.variant_of)
+        assert t.id == base.id and by_id(t.id) is base and not base.variant_of
+        assert t.emulator == "native" and t.cpu_features
+        assert t.build["cflags"][: len(base.build["cflags"])] == base.build["cflags"]
+
+
+def test_variant_declarations_are_checked() -> None:
+    top = dict(by_name("x86_64-v3").build)
+    with pytest.raises(TargetFileError, match="variants"):
+        parse_target("t", {**top, "variant_of": ""} | {"simd": {"disassembly": "x86"}})
+    base = dict(by_name("x86_64").build)
+    with pytest.raises(TargetFileError, match="variants"):
+        parse_target("t", {**base, "emulator": "native:x", "unicorn": {
+            "arch": "X86", "mode": "64", "sp": "RSP", "pc": "RIP"}})
 
 
 def test_unknown_name_lists_the_valid_ones() -> None:
@@ -76,6 +99,9 @@ def test_host_arch_is_the_native_runners() -> None:
 def test_the_emulator_of_every_architecture_is_set_up() -> None:
     for t in targets():
         assert t.test_emulators[0] == t.emulator
+        if t.emulator == "native":  # a variant: the host's runner on a CPU with its features
+            assert t.variant_of and t.test_emulators == ("native",), t.name
+            continue
         assert {"unicorn": t.unicorn, "qemu": t.qemu}[t.emulator] is not None, t.name
         for extra in t.test_emulators[1:]:
             assert {"unicorn": t.unicorn, "qemu": t.qemu}[extra] is not None, t.name
@@ -87,6 +113,8 @@ def test_emulator_summary_matches_its_set_up() -> None:
         summary = str(t.build["emulator"]).partition(":")[2]
         if t.emulator == "qemu":
             assert t.qemu is not None and summary == t.qemu.machine, t.name
+        elif t.emulator == "native":
+            assert t.variant_of in summary, t.name
         else:
             assert t.unicorn is not None
             words = f"{t.unicorn.arch} {t.unicorn.mode} {t.unicorn.cpu}".lower()
@@ -176,7 +204,7 @@ def test_image_spec_id_table_matches_the_tomls() -> None:
     text = (ROOT / "docs" / "image.md").read_text()
     section = text.split("## Architecture ids", 1)[1].split("\n## ", 1)[0]
     pairs = re.findall(r"\|\s*(\d+)\s*\|\s*([a-z0-9_-]+)\s*\|", section)
-    assert {int(i): n for i, n in pairs} == {t.id: t.name for t in targets()}
+    assert {int(i): n for i, n in pairs} == {t.id: t.name for t in targets() if not t.variant_of}
 
 
 def test_firmware_builds_name_ids_symbolically() -> None:
@@ -190,3 +218,27 @@ def test_firmware_builds_name_ids_symbolically() -> None:
         if t.qemu is not None:
             assert t.qemu.harness in text, f"the Makefile builds no {t.qemu.harness}"
             assert c_name(t.name) in values, f"no harness built with {c_name(t.name)}"
+
+
+def test_cpu_flags_are_read_from_cpuinfo() -> None:
+    from copapy.arch.cpu import parse_flags
+
+    text = "processor\t: 0\nvendor_id\t: X\nflags\t\t: fpu sse2 avx2 fma\n\nprocessor\t: 1\n"
+    assert parse_flags(text) == {"fpu", "sse2", "avx2", "fma"}
+    assert parse_flags("Features\t: fp asimd\n") == {"fp", "asimd"}
+    assert parse_flags("") == frozenset()
+
+
+def test_host_variant_follows_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    import copapy.arch.targets as at
+    from copapy.runtime import load
+
+    v3 = by_name("x86_64-v3")
+    monkeypatch.setattr(at, "host_flags", lambda: frozenset(v3.cpu_features))
+    assert at.best_host_arch() == "x86_64-v3" and load.fastest_host_architecture() == "x86_64-v3"
+    assert load.host_architecture() == "x86_64"  # images that may be saved stay portable
+    assert load.is_native("x86_64-v3") and load.is_native("x86_64")
+    monkeypatch.setattr(at, "host_flags", lambda: frozenset(v3.cpu_features[:-1]))
+    assert at.best_host_arch() == "x86_64" and not load.is_native("x86_64-v3")
+    with pytest.raises(load.TargetError, match="x86_64-v3 needs"):
+        load.load(b"", "x86_64-v3")

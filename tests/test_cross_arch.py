@@ -60,6 +60,7 @@ from copapy.graph.node import Node
 from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph
 from copapy.graph.traverse import live_nodes
+from copapy.runtime.load import is_native
 
 from .archs import (
     ARCHS,
@@ -134,8 +135,9 @@ def test_local_target_runs_every_architecture(arch: str) -> None:
         tg.run()
         results.append(tg.read(out))
         kind = type(tg._program).__name__
-    emulated = {"unicorn": "UnicornProgram", "qemu": "QemuProgram"}[by_name(arch).emulator]
-    expected = "Program" if arch == host_arch() else emulated
+    emulated = {"unicorn": "UnicornProgram", "qemu": "QemuProgram",
+                "native": "Program"}[by_name(arch).emulator]
+    expected = "Program" if is_native(arch) else emulated
     assert kind == expected
     assert struct.pack("<f", results[1]) == struct.pack("<f", results[0]), results
 
@@ -385,8 +387,8 @@ KINDS = {
 }
 #: hypothesis examples per (configuration, family), and graphs per example: qemu gets large
 #: batches (one boot per example), the in-process emulators one graph at a time
-EXAMPLES = {"unicorn": scaled(100), "qemu": scaled(30)}
-GRAPHS_PER_EXAMPLE = {"unicorn": (1, 3), "qemu": (4, 20)}
+EXAMPLES = {"unicorn": scaled(100), "qemu": scaled(30), "native": scaled(30)}
+GRAPHS_PER_EXAMPLE = {"unicorn": (1, 3), "qemu": (4, 20), "native": (4, 20)}
 
 
 def graph_prog(g: Graph, arch: str) -> Prog | None:

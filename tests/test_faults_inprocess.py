@@ -47,7 +47,7 @@ def two_task_target() -> tuple[cp.LocalTarget, dict[str, Any]]:
     duty = cp.min(gain, 1.0)
     level = cp.where(counter > 0, 0, 1)
     work = cp.sin(gain) * 2.0
-    tg = cp.LocalTarget(tick=1e-3)
+    tg = cp.LocalTarget("x86_64", tick=1e-3)  # the snippets overwrite x86_64-table code
     tg.bind(duty, cp.io.PWM(0, safe=0.25))
     tg.bind(level, cp.io.GPIO(2, "out", safe=True))
     tg.deploy(cp.Task(duty, counter, level, period=1e-3, name="healthy"),

@@ -27,7 +27,7 @@ from . import dtypes as dt
 from ._dispatch import Dispatcher
 from .arrays import Array, array_input
 from .compiler import compile_program
-from .runtime.load import check_architecture, host_architecture, load
+from .runtime.load import check_architecture, fastest_host_architecture, load
 from .target_common import flatten
 from .value import Value, constant, value
 
@@ -357,7 +357,7 @@ class JitFunction(Dispatcher):
             compiled = self._cache.get(key)
             if compiled is None:
                 self._misses += 1
-                compiled = _Compiled(self.fn, args, self.arch or host_architecture())
+                compiled = _Compiled(self.fn, args, self.arch or fastest_host_architecture())
                 self._cache[key] = compiled
                 if len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)

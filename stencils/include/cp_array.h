@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cp_math.h"
 #include "cp_ops.h"
 #include "cp_stencil.h"
 
@@ -118,6 +119,15 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
     CP_VUN1(op, TI, TO, EXPR, CP_VFIN_##TI, CP_VUNARY_OUT_##TI(TO))
 #define CP_VUNARY_BITS(op, T, EXPR) CP_VUN1(op, T, T, EXPR, CP_VNOFENCE, CP_VNOFENCE)
 
+/* Element-wise math kernel with a block form (cp_math.h, CP_VMATH targets): the loop is the
+ * kernel's, vectorised and bit-identical to the scalar kernel per element. */
+#define CP_VUNARY_BLOCK(op, T)                                                                 \
+    CP_STENCIL(op##_##T##__v_v)                                                                \
+    {                                                                                          \
+        cp_v##op##_##T(VSLOT_##T(out), VSLOT_##T(a), CP_LEN(cp_n_i32));                        \
+        CP_NEXT();                                                                             \
+    }
+
 /* Element-wise binary operation, forms (v,v), (v,m), (m,v). */
 #define CP_VBIN1(op, TI, TO, EXPR, A, B)                                                       \
     CP_STENCIL(op##_##TI##__v_##A##_##B)                                                       \
@@ -145,6 +155,12 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 #define CP_VLOOP_UNARY(arity, op, TI, TO, kind, EXPR) CP_VLU_##arity##_##kind(op, TI, TO, EXPR)
 #define CP_VLU_1_num CP_VUNARY
 #define CP_VLU_1_bits(op, TI, TO, EXPR) CP_VUNARY_BITS(op, TI, EXPR)
+#if CP_VMATH
+#define CP_VLU_1_vec(op, TI, TO, EXPR) CP_VUNARY_BLOCK(op, TI)
+#else
+#define CP_VLU_1_vec CP_VUNARY
+#endif
+#define CP_VLU_2_vec(op, TI, TO, EXPR)
 #define CP_VLU_2_num(op, TI, TO, EXPR)
 #define CP_VLU_2_bits(op, TI, TO, EXPR)
 

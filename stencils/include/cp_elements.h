@@ -6,7 +6,9 @@
  *   op     the stencil family (OpSpec.stencil in src/copapy/graph/ops.py)
  *   TI TO  operand and result type: f32 f64 i32 bool (bool is int32 0/1)
  *   kind   num: computes; bits: only moves or flips bits (copies, float neg and abs), which
- *          every vector unit does exactly, so the packed loops need not fence it (cp_array.h)
+ *          every vector unit does exactly, so the packed loops need not fence it (cp_array.h);
+ *          vec: computes a math kernel that has a block form cp_v<op>_<TI> (cp_math.h
+ *          CP_VKERNELS), which the packed loop calls where the vector unit is exact
  *   EXPR   the result, a C expression of a (and b) with the semantics of cp_ops.h/cp_math.h
  *
  * The lines feed, through the consumer's X:
@@ -59,16 +61,16 @@
 
 /* ---- elementary functions (mathfn.c) ----------------------------------------------------- */
 #define CP_EL_MATH_F(X, T, S)                                                                  \
-    X(1, sqrt, T, T, num, cp_sqrt##S(a))                                                       \
-    X(1, sin, T, T, num, cp_sin##S(a))                                                         \
-    X(1, cos, T, T, num, cp_cos##S(a))                                                         \
+    X(1, sqrt, T, T, vec, cp_sqrt##S(a))                                                       \
+    X(1, sin, T, T, vec, cp_sin##S(a))                                                         \
+    X(1, cos, T, T, vec, cp_cos##S(a))                                                         \
     X(1, tan, T, T, num, cp_tan##S(a))                                                         \
     X(1, asin, T, T, num, cp_asin##S(a))                                                       \
     X(1, acos, T, T, num, cp_acos##S(a))                                                       \
     X(1, atan, T, T, num, cp_atan##S(a))                                                       \
-    X(1, exp, T, T, num, cp_exp##S(a))                                                         \
-    X(1, log, T, T, num, cp_log##S(a))                                                         \
-    X(1, tanh, T, T, num, cp_tanh##S(a))                                                       \
+    X(1, exp, T, T, vec, cp_exp##S(a))                                                         \
+    X(1, log, T, T, vec, cp_log##S(a))                                                         \
+    X(1, tanh, T, T, vec, cp_tanh##S(a))                                                       \
     X(1, floor, T, T, num, cp_floor##S(a))                                                     \
     X(1, ceil, T, T, num, cp_ceil##S(a))                                                       \
     X(1, round, T, T, num, cp_round##S(a))                                                     \

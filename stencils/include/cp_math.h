@@ -66,6 +66,37 @@ extern "C" {
 #define CP_KERNEL_PROTO(name, arity, accuracy) CP_KERNEL_PROTO_##arity(name)
 CP_KERNELS(CP_KERNEL_PROTO)
 
+/* ---- block forms for the packed loops ----------------------------------
+ * cp_v<name>_f32(out, a, n) / cp_v<name>_f64(out, a, n): out[i] = the scalar
+ * kernel of a[i] for i < n, bit for bit (out may be a itself, never a partial
+ * overlap).  Defined where the vector unit is IEEE-754 exact (CP_VMATH: x86
+ * SSE2 and up, AArch64 Advanced SIMD; not the 32-bit ARM units, which flush
+ * float32 denormals, see cp_array.h).  A block form evaluates blocks of
+ * CP_VBLOCK elements with a branch-free copy of the kernel's operation
+ * sequence (its fast path: selects instead of branches, so the C compiler
+ * vectorises it; no FMA contraction), and recomputes a block with the scalar
+ * kernel when one of its elements needs a path the copy does not have (a
+ * large argument reduction, say).  The packed loops of the element lines of
+ * kind vec call them (cp_elements.h). */
+#if defined(__SSE2__) || defined(__aarch64__)
+#define CP_VMATH 1
+#else
+#define CP_VMATH 0
+#endif
+#define CP_VKERNELS(X)                                                         \
+    X(sqrt)                                                                    \
+    X(sin)                                                                     \
+    X(cos)                                                                     \
+    X(exp)                                                                     \
+    X(log)                                                                     \
+    X(tanh)
+#if CP_VMATH
+#define CP_VKERNEL_PROTO(name)                                                 \
+    void cp_v##name##_f32(float *out, const float *a, size_t n);               \
+    void cp_v##name##_f64(double *out, const double *a, size_t n);
+CP_VKERNELS(CP_VKERNEL_PROTO)
+#endif
+
 /* Correctly rounded integer-only square roots.  cp_sqrtf/cp_sqrt use these
  * on targets without a hardware square root; exported so that tests can
  * check them bit-for-bit against the hardware instruction. */
@@ -270,6 +301,42 @@ CP_INLINE double cp_sqrt_i(double x)
     return cp_sqrt_sw(x);
 #endif
 }
+
+/* --- block forms (CP_VMATH) ---------------------------------------------
+ * CP_VBLOCK_FORM(name, T, FAST, SCALAR) defines cp_v<name>_<sfx>: FAST(x, &bad)
+ * is the branch-free copy of SCALAR(x), equal to it wherever it leaves bad 0.
+ * Full blocks run FAST over CP_VBLOCK elements into a local buffer (the
+ * inputs of a block are read before its outputs are written, so out == a is
+ * fine); a block with a bad element is recomputed by SCALAR; the tail (fewer
+ * than CP_VBLOCK elements) runs SCALAR. */
+#define CP_VBLOCK 16u
+#if defined(__clang__)
+#define CP_VECTOR_LOOP _Pragma("clang loop vectorize(enable)")
+#else
+#define CP_VECTOR_LOOP
+#endif
+#define CP_VBLOCK_FORM(fname, T, FAST, SCALAR)                                 \
+    void fname(T *out, const T *a, size_t n)                                   \
+    {                                                                          \
+        size_t i = 0;                                                          \
+        for (; n - i >= CP_VBLOCK; i += CP_VBLOCK) {                           \
+            T y[CP_VBLOCK];                                                    \
+            uint32_t bad = 0;                                                  \
+            CP_VECTOR_LOOP                                                     \
+            for (size_t j = 0; j < CP_VBLOCK; j++) {                           \
+                uint32_t b;                                                    \
+                y[j] = FAST(a[i + j], &b);                                     \
+                bad |= b;                                                      \
+            }                                                                  \
+            if (bad) {                                                         \
+                for (size_t j = 0; j < CP_VBLOCK; j++) y[j] = SCALAR(a[i + j]); \
+            }                                                                  \
+            for (size_t j = 0; j < CP_VBLOCK; j++) out[i + j] = y[j];          \
+        }                                                                      \
+        for (; i < n; i++) out[i] = SCALAR(a[i]);                              \
+    }
+/* select without a branch on the condition's evaluation order */
+#define CP_SEL(c, x, y) ((c) ? (x) : (y))
 
 #endif /* CP_MATH_IMPL */
 #endif /* CP_MATH_H */

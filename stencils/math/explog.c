@@ -850,3 +850,192 @@ double cp_tanh(double x)
     }
     return cp_u2d(cp_d2u(y) ^ sg);
 }
+
+#if CP_VMATH
+/* ------------------------------------------------------------ block forms
+ * The operation sequences of cp_expf/cp_exp, cp_logf/cp_log, cp_tanhf/cp_tanh
+ * with selects: every case is evaluated (on an argument clamped into the
+ * range where its conversions and table indices are defined) and the case of
+ * the scalar kernel is selected.  They never need the scalar kernel (bad is
+ * always 0). */
+
+/* cp_scalef/cp_scaled, every case evaluated */
+CP_INLINE float cp_vk_scalef(float x, int32_t k)
+{
+    int32_t k1 = CP_SEL(k - 127 > 127, 127, k - 127);
+    int32_t kc = CP_SEL(k > 127 || k < -126, 0, k);
+    int32_t kl = CP_SEL(k < -126, k + 100, 0);
+    float hi = (x * cp_pow2f(127)) * cp_pow2f(CP_SEL(k > 127, k1, 0));
+    float lo = (x * cp_pow2f(kl)) * cp_pow2f(-100);
+    float mid = x * cp_pow2f(kc);
+    return CP_SEL(k > 127, hi, CP_SEL(k < -126, lo, mid));
+}
+CP_INLINE double cp_vk_scaled(double x, int32_t k)
+{
+    int32_t k1 = CP_SEL(k - 1023 > 1023, 1023, k - 1023);
+    int32_t kc = CP_SEL(k > 1023 || k < -1022, 0, k);
+    int32_t kl = CP_SEL(k < -1022, k + 600, 0);
+    double hi = (x * cp_pow2d(1023)) * cp_pow2d(CP_SEL(k > 1023, k1, 0));
+    double lo = (x * cp_pow2d(kl)) * cp_pow2d(-600);
+    double mid = x * cp_pow2d(kc);
+    return CP_SEL(k > 1023, hi, CP_SEL(k < -1022, lo, mid));
+}
+
+CP_INLINE float cp_vk_expf(float x, uint32_t *bad)
+{
+    float xc = CP_SEL(x <= 89.0f && x >= -104.0f, x, 0.0f);   /* NaN too */
+    float r, rl;
+    int32_t k = cp_exp_reducef(xc, &r, &rl);
+    float s = 1.0f + r;
+    float e = (1.0f - s) + r;
+    float y = s + (e + (rl + cp_expm1_tailf(r)));
+    float v = cp_vk_scalef(y, k);
+    v = CP_SEL(x > 89.0f, CP_INFF, CP_SEL(x < -104.0f, 0.0f, v));
+    *bad = 0;
+    return CP_SEL(x != x, CP_NANF, v);
+}
+CP_INLINE double cp_vk_exp(double x, uint32_t *bad)
+{
+    double xc = CP_SEL(x <= 710.0 && x >= -746.0, x, 0.0);
+    double r, rl;
+    int32_t k = cp_exp_reduce(xc, &r, &rl);
+    double s = 1.0 + r;
+    double e = (1.0 - s) + r;
+    double y = s + (e + (rl + cp_expm1_tail(r)));
+    double v = cp_vk_scaled(y, k);
+    v = CP_SEL(x > 710.0, CP_INF, CP_SEL(x < -746.0, 0.0, v));
+    *bad = 0;
+    return CP_SEL(x != x, CP_NAN, v);
+}
+
+/* cp_log_partsf/cp_log_parts of a positive finite x (bits u), the subnormal
+ * scaling and the index cases selected */
+CP_INLINE float cp_vk_log_partsf(uint32_t u, float *mid, float *low)
+{
+    uint32_t sub = u < 0x00800000u;
+    u = CP_SEL(sub, cp_f2u(cp_u2f(u) * 0x1p23f), u);
+    int32_t eadj = CP_SEL(sub, -23, 0);
+    uint32_t E = (u + 0x00400000u) >> 23;
+    int32_t ee = (int32_t)E - 127;
+    uint32_t mb = u - ((uint32_t)ee << 23);
+    uint32_t M = mb & 0x7fffffu;
+    uint32_t idx = CP_SEL(mb >= 0x3f800000u, ((M + 0x8000u) >> 16) + 32u, ((M + 0x10000u) >> 17) - 32u);
+    float m = cp_u2f(mb);
+    float mh = cp_hi12(m), ml = m - mh;
+    float ic = cp_log_invcf[idx];
+    float r = (mh * ic - 1.0f) + ml * ic;
+    float ef = (float)(ee + eadj);
+    float th, tl;
+    CP_TWO_SUM(th, tl, ef * CPF_LN2_CW_HI, cp_log_ln_hif[idx]);
+    tl = tl + (ef * CPF_LN2_CW_LO + cp_log_ln_lof[idx]);
+    float s, se;
+    CP_TWO_SUM(s, se, th, r);
+    float r2 = r * r;
+    float tail = (r2 * r) * (LOGF0 + r * (LOGF1 + r * LOGF2));
+    *mid = se + tl;
+    *low = tail - 0.5f * r2;
+    return s;
+}
+CP_INLINE double cp_vk_log_parts(uint64_t u, double *mid, double *low)
+{
+    uint32_t sub = u < 0x0010000000000000ull;
+    u = CP_SEL(sub, cp_d2u(cp_u2d(u) * 0x1p52), u);
+    int32_t eadj = CP_SEL(sub, -52, 0);
+    uint32_t E = (uint32_t)((u + 0x0008000000000000ull) >> 52);
+    int32_t ee = (int32_t)E - 1023;
+    uint64_t mb = u - ((uint64_t)(uint32_t)ee << 52);
+    uint64_t M = mb & 0x000fffffffffffffull;
+    uint32_t idx = CP_SEL(mb >= 0x3ff0000000000000ull, (uint32_t)((M + (1ull << 44)) >> 45) + 32u,
+                          (uint32_t)((M + (1ull << 45)) >> 46) - 32u);
+    double m = cp_u2d(mb);
+    double mh = cp_u2d(mb & 0xfffffffffc000000ull), ml = m - mh;
+    double ic = cp_log_invc[idx];
+    double r = (mh * ic - 1.0) + ml * ic;
+    double ef = (double)(ee + eadj);
+    double th, tl;
+    CP_TWO_SUM(th, tl, ef * CPD_LN2_CW_HI, cp_log_ln_hi[idx]);
+    tl = tl + (ef * CPD_LN2_CW_LO + cp_log_ln_lo[idx]);
+    double s, se;
+    CP_TWO_SUM(s, se, th, r);
+    double r2 = r * r;
+    double p = LOGD6;
+    p = LOGD5 + r * p; p = LOGD4 + r * p; p = LOGD3 + r * p; p = LOGD2 + r * p;
+    p = LOGD1 + r * p; p = LOGD0 + r * p;
+    double tail = (r2 * r) * p;
+    *mid = se + tl;
+    *low = tail - 0.5 * r2;
+    return s;
+}
+
+CP_INLINE float cp_vk_logf(float x, uint32_t *bad)
+{
+    uint32_t u = cp_f2u(x);
+    uint32_t fin = u - 1u < 0x7f7fffffu;         /* 0 < x < inf */
+    float mid, low, s = cp_vk_log_partsf(CP_SEL(fin, u, 0x3f800000u), &mid, &low);
+    float v = s + (mid + low);
+    v = CP_SEL(u == 0x7f800000u, x, CP_SEL((u & 0x7fffffffu) == 0u, -CP_INFF, CP_SEL(fin, v, CP_NANF)));
+    *bad = 0;
+    return v;
+}
+CP_INLINE double cp_vk_log(double x, uint32_t *bad)
+{
+    uint64_t u = cp_d2u(x);
+    uint32_t fin = u - 1u < 0x7fefffffffffffffull;
+    double mid, low, s = cp_vk_log_parts(CP_SEL(fin, u, 0x3ff0000000000000ull), &mid, &low);
+    double v = s + (mid + low);
+    v = CP_SEL(u == 0x7ff0000000000000ull, x,
+               CP_SEL((u & 0x7fffffffffffffffull) == 0u, -CP_INF, CP_SEL(fin, v, CP_NAN)));
+    *bad = 0;
+    return v;
+}
+
+CP_INLINE float cp_vk_tanhf(float x, uint32_t *bad)
+{
+    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu, sg = u & 0x80000000u;
+    float a = cp_u2f(ax);
+    float t = a * a;
+    float ys = a + (a * t) * (TANHF0 + t * (TANHF1 + t * (TANHF2 + t * (TANHF3 + t * TANHF4))));
+    float ac = CP_SEL(a <= 9.5f, a, 0.0f);      /* NaN too */
+    float r, rl;
+    int32_t k = cp_exp_reducef(2.0f * ac, &r, &rl);
+    float p = r + (rl + cp_expm1_tailf(r));
+    float p2 = cp_pow2f(k);
+    float d = (p2 + 1.0f) + p2 * p;
+    float ym = 1.0f - 2.0f / d;
+    float y = CP_SEL(a < 0.55f, ys, CP_SEL(a > 9.5f, 1.0f, ym));
+    float v = cp_u2f(cp_f2u(y) ^ sg);
+    v = CP_SEL(ax < 0x39800000u, x, v);
+    *bad = 0;
+    return CP_SEL(ax > 0x7f800000u, CP_NANF, v);
+}
+CP_INLINE double cp_vk_tanh(double x, uint32_t *bad)
+{
+    uint64_t u = cp_d2u(x), sg = u & 0x8000000000000000ull;
+    double a = __builtin_fabs(x);
+    double t = a * a;
+    double p = TANHD10;
+    p = TANHD9 + t * p; p = TANHD8 + t * p; p = TANHD7 + t * p; p = TANHD6 + t * p;
+    p = TANHD5 + t * p; p = TANHD4 + t * p; p = TANHD3 + t * p; p = TANHD2 + t * p;
+    p = TANHD1 + t * p; p = TANHD0 + t * p;
+    double ys = a + (a * t) * p;
+    double ac = CP_SEL(a <= 20.0, a, 0.0);
+    double r, rl;
+    int32_t k = cp_exp_reduce(2.0 * ac, &r, &rl);
+    double q = r + (rl + cp_expm1_tail(r));
+    double p2 = cp_pow2d(k);
+    double d = (p2 + 1.0) + p2 * q;
+    double ym = 1.0 - 2.0 / d;
+    double y = CP_SEL(a < 0.55, ys, CP_SEL(a > 20.0, 1.0, ym));
+    double v = cp_u2d(cp_d2u(y) ^ sg);
+    v = CP_SEL(a < 0x1p-27, x, v);
+    *bad = 0;
+    return CP_SEL(x != x, CP_NAN, v);
+}
+
+CP_VBLOCK_FORM(cp_vexp_f32, float, cp_vk_expf, cp_expf)
+CP_VBLOCK_FORM(cp_vexp_f64, double, cp_vk_exp, cp_exp)
+CP_VBLOCK_FORM(cp_vlog_f32, float, cp_vk_logf, cp_logf)
+CP_VBLOCK_FORM(cp_vlog_f64, double, cp_vk_log, cp_log)
+CP_VBLOCK_FORM(cp_vtanh_f32, float, cp_vk_tanhf, cp_tanhf)
+CP_VBLOCK_FORM(cp_vtanh_f64, double, cp_vk_tanh, cp_tanh)
+#endif

@@ -361,3 +361,105 @@ double cp_tan(double x)
     double y = cp_tan_k(r, rl, n & 1u);
     return cp_u2d(cp_d2u(y) ^ sg);
 }
+
+#if CP_VMATH
+/* ------------------------------------------------------------ block forms
+ * The operation sequence of cp_sinf/cp_cosf/cp_sin/cp_cos with selects: the
+ * direct case |x| <= pi/4 and the Cody-Waite reduction are both evaluated
+ * (on |x| clamped to the Cody-Waite range, so no conversion overflows), both
+ * polynomials too; an element that needs the Payne-Hanek reduction (float32:
+ * |x| >= 100 or a Cody-Waite r below 2^-20; float64: |x| >= 2^30) sets bad. */
+
+/* r + rl and the quadrant of |x| = bits ax as cp_sinf/cp_cosf reduce it */
+CP_INLINE uint32_t cp_vk_reducef(uint32_t ax, float *rh, float *rl, uint32_t *bad)
+{
+    float x = cp_u2f(CP_SEL(ax < 0x42c80000u, ax, 0u));
+    float kf = x * CPF_INVPIO2 + 0x1.8p23f;
+    kf = kf - 0x1.8p23f;
+    float r1 = x - kf * CPF_PIO2_C1;
+    float w2 = kf * CPF_PIO2_C2;
+    float s, se, h, l;
+    CP_TWO_SUM(s, se, r1, -w2);
+    float tail = se - kf * CPF_PIO2_C3;
+    CP_TWO_SUM(h, l, s, tail);
+    uint32_t direct = ax <= 0x3f490fdau;
+    uint32_t cw_ok = ax < 0x42c80000u && (cp_f2u(h) & 0x7fffffffu) >= 0x35800000u;
+    *bad = !direct && ax < 0x7f800000u && !cw_ok;
+    *rh = CP_SEL(direct, cp_u2f(ax), h);
+    *rl = CP_SEL(direct, 0.0f, l);
+    return CP_SEL(direct, 0u, (uint32_t)(int32_t)kf & 3u);
+}
+
+CP_INLINE float cp_vk_sinf(float x, uint32_t *bad)
+{
+    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu, sg = u & 0x80000000u;
+    float r, rl;
+    uint32_t n = cp_vk_reducef(ax, &r, &rl, bad);
+    float y = CP_SEL(n & 1u, cp_cos_kf(r, rl), cp_sin_kf(r, rl));
+    float v = cp_u2f(cp_f2u(y) ^ sg ^ ((n & 2u) << 30));
+    v = CP_SEL(ax < 0x39800000u, x, v);
+    return CP_SEL(ax >= 0x7f800000u, CP_NANF, v);
+}
+
+CP_INLINE float cp_vk_cosf(float x, uint32_t *bad)
+{
+    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu;
+    float r, rl;
+    uint32_t n = cp_vk_reducef(ax, &r, &rl, bad);
+    float y = CP_SEL(n & 1u, cp_sin_kf(r, rl), cp_cos_kf(r, rl));
+    float v = cp_u2f(cp_f2u(y) ^ (((n + 1u) & 2u) << 30));
+    v = CP_SEL(ax < 0x39800000u, 1.0f, v);
+    return CP_SEL(ax >= 0x7f800000u, CP_NANF, v);
+}
+
+/* float64: |x| < 2^30 is always reduced by Cody-Waite (comparisons of |x| as
+ * doubles: the vector units compare 64-bit floats, not always 64-bit integers) */
+CP_INLINE uint32_t cp_vk_reduce(double ax, double *rh, double *rl, uint32_t *bad)
+{
+    uint32_t cw = ax < 0x1p30;
+    double xd = CP_SEL(cw, ax, 0.0);
+    double k = xd * CPD_INVPIO2 + 0x1.8p52;
+    k = k - 0x1.8p52;
+    uint32_t n = (uint32_t)(int32_t)k;
+    double r1 = xd - k * CPD_PIO2_CW1;
+    double r2 = r1 - k * CPD_PIO2_CW2;
+    double s, se, s2, se2, h, l;
+    CP_TWO_SUM(s, se, r2, -(k * CPD_PIO2_CW3));
+    CP_TWO_SUM(s2, se2, s, -(k * CPD_PIO2_CW4));
+    double a = (se + se2) - k * CPD_PIO2_CW5;
+    CP_TWO_SUM(h, l, s2, a);
+    uint32_t direct = ax <= 0x1.921fb54442d18p-1;
+    *bad = !cw && ax <= 0x1.fffffffffffffp1023;   /* finite, Payne-Hanek */
+    *rh = CP_SEL(direct, ax, h);
+    *rl = CP_SEL(direct, 0.0, l);
+    return CP_SEL(direct, 0u, n & 3u);
+}
+
+CP_INLINE double cp_vk_sin(double x, uint32_t *bad)
+{
+    uint64_t u = cp_d2u(x), sg = u & 0x8000000000000000ull;
+    double ax = __builtin_fabs(x);
+    double r, rl;
+    uint32_t n = cp_vk_reduce(ax, &r, &rl, bad);
+    double y = CP_SEL(n & 1u, cp_cos_k(r, rl), cp_sin_k(r, rl));
+    double v = cp_u2d(cp_d2u(y) ^ sg ^ ((uint64_t)(n & 2u) << 62));
+    v = CP_SEL(ax < 0x1p-26, x, v);
+    return CP_SEL(ax <= 0x1.fffffffffffffp1023, v, CP_NAN);   /* inf, NaN */
+}
+
+CP_INLINE double cp_vk_cos(double x, uint32_t *bad)
+{
+    double ax = __builtin_fabs(x);
+    double r, rl;
+    uint32_t n = cp_vk_reduce(ax, &r, &rl, bad);
+    double y = CP_SEL(n & 1u, cp_sin_k(r, rl), cp_cos_k(r, rl));
+    double v = cp_u2d(cp_d2u(y) ^ ((uint64_t)((n + 1u) & 2u) << 62));
+    v = CP_SEL(ax < 0x1p-27, 1.0, v);
+    return CP_SEL(ax <= 0x1.fffffffffffffp1023, v, CP_NAN);
+}
+
+CP_VBLOCK_FORM(cp_vsin_f32, float, cp_vk_sinf, cp_sinf)
+CP_VBLOCK_FORM(cp_vcos_f32, float, cp_vk_cosf, cp_cosf)
+CP_VBLOCK_FORM(cp_vsin_f64, double, cp_vk_sin, cp_sin)
+CP_VBLOCK_FORM(cp_vcos_f64, double, cp_vk_cos, cp_cos)
+#endif

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,8 @@ A32_MEM = re.compile(r"^(?:vld|vst)[1-4]|^(?:vldr|vstr)[bhw]")
 
 
 def _x86(m: str, ops: str) -> tuple[bool, bool]:
+    if m.startswith("v") and ("mm" in ops):  # VEX/EVEX forms (x86-64-v3/v4): vmulps, vpaddd
+        m = m[1:]
     mem = "(" in ops and "sp)" not in ops and (bool(X86_MEM.match(m)) or bool(X86_OP.match(m)))
     return mem, bool(X86_OP.match(m)) and not m.startswith(("xorp", "andp", "orp", "andnp"))
 
@@ -82,8 +85,9 @@ def compile_array(target: str, out: Path) -> None:
     subprocess.run(cmd, check=True, cwd=ROOT)
 
 
-def disassemble(obj: Path) -> dict[str, list[tuple[str, str]]]:
-    """stencil name -> [(mnemonic, operands)]"""
+def disassemble(obj: Path, keep: Callable[[str], bool] = lambda f: "__" in f
+                ) -> dict[str, list[tuple[str, str]]]:
+    """function name -> [(mnemonic, operands)], for the functions keep accepts (stencils)"""
     text = subprocess.run([objdump(), "-d", "--no-show-raw-insn", str(obj)], check=True,
                           capture_output=True, text=True).stdout
     funcs: dict[str, list[tuple[str, str]]] = {}
@@ -91,7 +95,7 @@ def disassemble(obj: Path) -> dict[str, list[tuple[str, str]]]:
     for line in text.splitlines():
         m = re.match(r"^[0-9a-f]+ <([^>]+)>:", line)
         if m:
-            cur = funcs.setdefault(m.group(1), []) if "__" in m.group(1) else None
+            cur = funcs.setdefault(m.group(1), []) if keep(m.group(1)) else None
         elif cur is not None and "\t" in line:
             parts = line.split("\t")[1:]
             if parts:
@@ -119,6 +123,27 @@ def analyse(target: str) -> tuple[dict[str, bool], list[str]]:
                 if vector_float and not EXACT_F32.match(m):
                     bad.append(f"{target}: {f}: {m} {ops}")
     return result, bad
+
+
+BLOCK_FORM = re.compile(r"^cp_v[a-z0-9]+_f(?:32|64)$")
+
+
+def analyse_blocks(target: str) -> dict[str, bool]:
+    """block form of a math kernel (cp_math.h CP_VKERNELS) -> its loop is vectorised (elements
+    loaded or stored several at a time, and vector arithmetic)"""
+    t = build_stencils.load_target(target)
+    classify = VECTOR[by_name(target).simd]
+    result: dict[str, bool] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for src in sorted((ROOT / "stencils" / "math").glob("*.c")):
+            obj = Path(tmp) / (src.stem + ".o")
+            cmd = [*build_stencils.clang_command(), *build_stencils.target_flags(t),
+                   f"-I{ROOT / 'stencils' / 'include'}", str(src), "-o", str(obj)]
+            subprocess.run(cmd, check=True, cwd=ROOT)
+            for f, ins in disassemble(obj, lambda f: bool(BLOCK_FORM.match(f))).items():
+                marks = [classify(m, ops) for m, ops in ins]
+                result[f] = any(a for a, _ in marks) and any(b for _, b in marks)
+    return result
 
 
 def family(name: str) -> str:

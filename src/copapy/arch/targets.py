@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_import
+from .cpu import host_flags
 
 if TYPE_CHECKING:
     import tomllib
@@ -28,7 +29,7 @@ else:  # the runtime loader imports this module at `import copapy`; tomllib load
 #: top-level keys: the build description, hashed into the stencil table (a change means a rebuild)
 _TOP = {"name", "id", "builder", "triple", "cflags", "compiler", "elf_machine", "reloc_table",
         "pointer_bits", "endianness", "base_align", "code_align", "section_align", "nop",
-        "float64", "emulator"}
+        "float64", "emulator", "variant_of", "cpu_features"}
 _REQUIRED = {"name", "id", "elf_machine", "reloc_table", "pointer_bits", "endianness",
              "base_align", "code_align", "nop", "float64", "emulator"}
 _TABLES = {"unicorn", "qemu", "tests", "linux", "simd"}
@@ -118,6 +119,11 @@ class Target:
     #: the scalar FPU flushes float32 subnormals to zero ([tests]; the cross-architecture
     #: tests compare under their subnormal rule, docs/tricore.md)
     flushes_subnormals: bool
+    #: a variant: the same images (its id is the base's), runner and ABI, another stencil table
+    #: (wider vector instructions); "" for a base architecture
+    variant_of: str
+    #: the CPU flags (/proc/cpuinfo names) a variant's code needs
+    cpu_features: tuple[str, ...]
     #: the top-level keys as written: what the stencil build reads and hashes
     build: Mapping[str, Any] = field(compare=False, repr=False)
 
@@ -155,8 +161,11 @@ def _qemu(origin: str, raw: Mapping[str, Any]) -> QemuSetup:
 
 def _emulator(origin: str, value: str, unicorn: UnicornSetup | None,
               qemu: QemuSetup | None) -> str:
-    """The back end named by ``emulator = "<unicorn | qemu binary>:<summary>"``."""
+    """The back end named by ``emulator = "<unicorn | qemu binary | native>:<summary>"``
+    (native: a variant that runs only on a host CPU with its features)."""
     backend, _, summary = value.partition(":")
+    if backend == "native":
+        return "native"
     if backend == "unicorn" and unicorn is not None:
         return "unicorn"
     if qemu is not None and backend == qemu.system:
@@ -199,6 +208,9 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         _keys(f"{origin} [linux]", tables["linux"], _LINUX, _LINUX)
         raw_linux = tables["linux"]
         linux = LinuxSetup(raw_linux["triple"], tuple(raw_linux["cflags"]), raw_linux["qemu_user"])
+    variant_of = str(top.get("variant_of", ""))
+    if (emulator == "native") != bool(variant_of):
+        raise TargetFileError(f"{origin}: emulator 'native' is for variants (variant_of) only")
     simd = tables.get("simd", {})
     _keys(f"{origin} [simd]", simd, _SIMD, {"disassembly"} if simd else set())
     return Target(
@@ -209,6 +221,7 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         simd=simd.get("disassembly", ""),
         simd_flushes_subnormals=bool(simd.get("flushes_subnormals", False)),
         flushes_subnormals=bool(tests.get("flushes_subnormals", False)),
+        variant_of=variant_of, cpu_features=tuple(top.get("cpu_features", ())),
         build=MappingProxyType(top))
 
 
@@ -228,10 +241,17 @@ def targets() -> tuple[Target, ...]:
     """Every architecture, in the order of their ids (parsed once per process)."""
     found = [_read(path.name) for path in (resources.files("copapy") / "targets").iterdir()
              if path.name.endswith(".toml")]
-    found.sort(key=lambda t: t.id)
-    for a, b in itertools.pairwise(found):
+    found.sort(key=lambda t: (t.id, t.variant_of != "", t.name))
+    bases = [t for t in found if not t.variant_of]
+    for a, b in itertools.pairwise(bases):
         if a.id == b.id:
             raise TargetFileError(f"targets/{a.name}.toml and {b.name}.toml share id {a.id}")
+    by = {t.name: t for t in bases}
+    for t in found:
+        base = by.get(t.variant_of) if t.variant_of else t
+        if base is None or base.id != t.id:
+            raise TargetFileError(f"targets/{t.name}.toml: variant_of {t.variant_of!r} is no base "
+                                  f"architecture of id {t.id}")
     return tuple(found)
 
 
@@ -259,9 +279,10 @@ def by_name(name: str) -> Target:
 
 
 def by_id(arch_id: int) -> Target:
-    """The architecture with image id ``arch_id``; UnknownArchitectureError lists the ids."""
+    """The base architecture with image id ``arch_id``; UnknownArchitectureError lists the
+    ids."""
     for target in targets():
-        if target.id == arch_id:
+        if target.id == arch_id and not target.variant_of:
             return target
     known = ", ".join(f"{t.id} {t.name}" for t in targets())
     raise UnknownArchitectureError(f"unknown architecture id {arch_id}; valid: {known}")
@@ -288,3 +309,19 @@ def host_arch() -> str | None:
     except UnknownArchitectureError:
         return None
     return target.name if target.id == _runner.ARCH else None
+
+
+def host_variants() -> list[str]:
+    """The variants of the host architecture whose CPU features this machine has (the native
+    runner executes them), in id order."""
+    base = host_arch()
+    flags = host_flags()
+    return [t.name for t in targets()
+            if base is not None and t.variant_of == base and set(t.cpu_features) <= flags]
+
+
+def best_host_arch() -> str | None:
+    """The architecture copapy compiles for by default here: the last variant of the host
+    architecture the CPU supports, else the host architecture itself."""
+    variants = host_variants()
+    return variants[-1] if variants else host_arch()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..arch.targets import by_name, host_arch
+from ..arch.targets import best_host_arch, by_name, host_arch, host_variants
 from .errors import TargetError
 
 
@@ -49,12 +49,26 @@ class LoadedProgram(Protocol):
 
 
 def host_architecture() -> str:
-    """This machine's architecture, if copapy has a native runner for it."""
+    """This machine's architecture, if copapy has a native runner for it: the base table
+    (x86_64, not a variant), so images built here run on every CPU of the architecture —
+    LocalTarget, cp.save and SerialTarget programs can be saved and moved."""
     name = host_arch()
     if name is None:
-        raise TargetError("this machine's CPU has no native copapy runner; "
-                          "use LocalTarget(arch=...) with the unicorn emulator")
+        raise TargetError(_NO_RUNNER)
     return name
+
+
+def fastest_host_architecture() -> str:
+    """The widest variant this machine's CPU supports (x86_64-v3 on an AVX2 machine, same
+    results as x86_64): for @cp.jit, whose programs never leave the process."""
+    name = best_host_arch()
+    if name is None:
+        raise TargetError(_NO_RUNNER)
+    return name
+
+
+_NO_RUNNER = ("this machine's CPU has no native copapy runner; use LocalTarget(arch=...) with "
+              "the unicorn emulator")
 
 
 def check_architecture(arch: str) -> str:
@@ -65,7 +79,7 @@ def check_architecture(arch: str) -> str:
 
 def is_native(arch: str) -> bool:
     """True if this machine's native runner executes ``arch`` (no emulator needed)."""
-    return arch == host_arch()
+    return arch == host_arch() or arch in host_variants()
 
 
 def load(image: bytes, arch: str) -> LoadedProgram:
@@ -75,7 +89,12 @@ def load(image: bytes, arch: str) -> LoadedProgram:
         from .native import load_native
 
         return load_native(image)
-    if by_name(arch).emulator == "qemu":
+    target = by_name(arch)
+    if target.emulator == "native":
+        raise TargetError(f"{arch} needs a {target.variant_of} CPU with "
+                          f"{', '.join(target.cpu_features)}; this machine lacks some (use arch="
+                          f"{target.variant_of!r})")
+    if target.emulator == "qemu":
         from .qemu_backend import QemuProgram
 
         return QemuProgram(image, arch)

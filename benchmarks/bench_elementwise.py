@@ -1,0 +1,244 @@
+"""Benchmark: element-wise float32 operations and the expression sqrt(a*a+b*b)*0.5+sin(a), in
+copapy (@cp.jit, packed arrays, both x86_64 tables) and the strongest baselines, measured
+side by side in one process: every repetition runs every variant once, in a shuffled order,
+and the tables give medians and ratios (the machine is shared: compare ratios).
+
+    python benchmarks/bench_elementwise.py            # sizes 1e3, 1e5, 1e6
+    python benchmarks/bench_elementwise.py --quick    # fewer repetitions
+
+Variants (each called with the same NumPy float32 inputs, writing or returning a float32 array):
+  cp x86_64     @cp.jit(arch="x86_64"), the SSE2 stencil table, result as a view (map_to_numpy)
+  cp x86_64-v3  @cp.jit(arch="x86_64-v3"), the AVX2 table (same bits); skipped without AVX2
+  cp x86_64-v4  @cp.jit(arch="x86_64-v4"), the AVX-512 table (same bits); skipped without it
+  numpy         the NumPy expression (vectorised ufuncs, temporaries per operation)
+  numba         @numba.njit loop over the elements into a preallocated output (default flags)
+  numba fm      the same loop with fastmath=True
+  C O3          gcc -O3 loop into a preallocated output (libm), called through ctypes
+  C O3 fm       gcc -O3 -ffast-math
+  C O3 nat      gcc -O3 -march=native
+  C O3 fm nat   gcc -O3 -ffast-math -march=native
+Every result is checked against a float64 NumPy reference (max error in float32 ulps printed),
+and the two copapy tables against each other bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import random
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import copapy as cp
+from copapy.arch.targets import host_variants
+
+Array = np.ndarray[Any, Any]
+SIZES = [1_000, 100_000, 1_000_000]
+# name -> (arity, copapy/NumPy expression of x (and y), C expression, float64 reference)
+OPS: dict[str, tuple[int, Callable[..., Any], str]] = {
+    "add": (2, lambda x, y: x + y, "x + y"),
+    "mul": (2, lambda x, y: x * y, "x * y"),
+    "sqrt": (1, lambda x: cp.sqrt(x), "sqrtf(x)"),
+    "sin": (1, lambda x: cp.sin(x), "sinf(x)"),
+    "cos": (1, lambda x: cp.cos(x), "cosf(x)"),
+    "exp": (1, lambda x: cp.exp(x), "expf(x)"),
+    "log": (1, lambda x: cp.log(x), "logf(x)"),
+    "tanh": (1, lambda x: cp.tanh(x), "tanhf(x)"),
+    "expr": (2, lambda x, y: cp.sqrt(x * x + y * y) * 0.5 + cp.sin(x),
+             "sqrtf(x * x + y * y) * 0.5f + sinf(x)"),
+}
+NP = {"add": np.add, "mul": np.multiply, "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos,
+      "exp": np.exp, "log": np.log, "tanh": np.tanh}
+C_FLAGS = {"C O3": ["-O3"], "C O3 fm": ["-O3", "-ffast-math"],
+           "C O3 nat": ["-O3", "-march=native"],
+           "C O3 fm nat": ["-O3", "-ffast-math", "-march=native"]}
+
+
+def numpy_fn(op: str) -> Callable[..., Array]:
+    if op == "expr":
+        half = np.float32(0.5)
+        return lambda x, y: np.sqrt(x * x + y * y) * half + np.sin(x)
+    return NP[op]
+
+
+def inputs(op: str, n: int) -> tuple[Array, ...]:
+    rng = np.random.default_rng(n)
+    lo = 1e-3 if op in ("sqrt", "log") else -10.0  # |a| < 10 (the issue's sin range)
+    a = rng.uniform(lo, 10.0, n).astype(np.float32)
+    b = rng.uniform(-10.0, 10.0, n).astype(np.float32)
+    return (a, b) if OPS[op][0] == 2 else (a,)
+
+
+def copapy_fn(op: str, arch: str) -> Callable[..., Array]:
+    expr = OPS[op][1]
+
+    @cp.jit(arch=arch)
+    def f(*args: Any) -> Any:
+        return cp.map_to_numpy(expr(*args))
+    return f
+
+
+def c_library(flags: list[str], tmp: Path) -> ctypes.CDLL:
+    """op_<arity>(o, x, y, n, reps): the loop, reps times (timed as one call: no ctypes
+    overhead per repetition)"""
+    body = "\n".join(
+        f"__attribute__((noinline)) void {op}_1x(float *restrict o, const float *restrict x_, "
+        f"const float *restrict y_, int n) {{ for (int i = 0; i < n; i++) {{ float x = x_[i]; "
+        f"float y = y_[i]; (void)y; o[i] = {c}; }} }}\n"
+        f"void {op}_{arity}(float *o, const float *x, const float *y, int n, int reps) {{ "
+        f"for (int r = 0; r < reps; r++) {{ {op}_1x(o, x, y, n); "
+        f"__asm__ volatile(\"\" ::: \"memory\"); }} }}"
+        for op, (arity, _, c) in OPS.items())
+    src = tmp / "ops.c"
+    src.write_text("#include <math.h>\n" + body + "\n")
+    lib = tmp / f"ops{abs(hash(tuple(flags)))}.so"
+    subprocess.run([shutil.which("gcc") or "cc", *flags, "-shared", "-fPIC", str(src), "-o",
+                    str(lib), "-lm"], check=True)
+    return ctypes.CDLL(str(lib))
+
+
+class CLoop:
+    """a C loop of the library: call(*args) once, run(args, number) number times in C"""
+
+    def __init__(self, lib: ctypes.CDLL, op: str, n: int) -> None:
+        self.fn = getattr(lib, f"{op}_{OPS[op][0]}")
+        self.fn.restype = None
+        self.fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int, ctypes.c_int]
+        self.out = np.empty(n, np.float32)
+
+    def run(self, args: tuple[Array, ...], number: int) -> None:
+        y = args[1] if len(args) == 2 else args[0]
+        self.fn(self.out.ctypes.data, args[0].ctypes.data, y.ctypes.data, len(self.out), number)
+
+    def __call__(self, *args: Array) -> Array:
+        self.run(args, 1)
+        return self.out
+
+
+def numba_body(op: str) -> Callable[[Any, Any], Any]:
+    """the element expression of op for numba (two operands; unary ones ignore y)"""
+    half = np.float32(0.5)
+    if op == "expr":
+        return lambda x, y: np.sqrt(x * x + y * y) * half + np.sin(x)
+    ufunc = NP[op]
+    if OPS[op][0] == 2:
+        return lambda x, y: ufunc(x, y)
+    return lambda x, y: ufunc(x)
+
+
+def numba_loop(numba: Any, body: Callable[[Any, Any], Any], fm: bool) -> Callable[..., Array]:
+    """an explicit njit loop over the elements into the preallocated call.out"""
+    elem = numba.njit(fastmath=fm, inline="always")(body)
+
+    @numba.njit(fastmath=fm)
+    def loop(o: Any, x: Any, y: Any) -> None:
+        for i in range(o.shape[0]):
+            o[i] = elem(x[i], y[i])
+
+    def call(*args: Array) -> Array:
+        out = call.out  # type: ignore[attr-defined]
+        loop(out, args[0], args[1] if len(args) == 2 else args[0])
+        return out
+    return call
+
+
+def numba_fns(op: str) -> dict[str, Callable[..., Array]]:
+    try:
+        import numba
+    except ImportError:
+        return {}
+    body = numba_body(op)
+    return {"numba": numba_loop(numba, body, False), "numba fm": numba_loop(numba, body, True)}
+
+
+def ulps(got: Array, ref: Array, mag: Array) -> float:
+    """max |got - ref| in float32 ulps of mag (the magnitude of the terms: ref itself for one
+    operation, the sum of the absolute terms for the expression, where the result cancels)."""
+    spacing = np.spacing(np.abs(mag).astype(np.float32)).astype(np.float64)
+    return float(np.max(np.abs(got.astype(np.float64) - ref) / spacing))
+
+
+def measure(variants: dict[str, Callable[..., Array]], args: tuple[Array, ...], reps: int,
+            budget: float) -> dict[str, float]:
+    """median seconds per call, all variants interleaved in a shuffled order per repetition
+    (a C loop runs its calls of one repetition inside C)"""
+    for f in variants.values():
+        f(*args)
+    t0 = time.perf_counter()
+    variants[next(iter(variants))](*args)
+    number = max(1, int(budget / max(time.perf_counter() - t0, 1e-7) / len(variants)))
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    order = list(variants)
+    for _ in range(reps):
+        random.shuffle(order)
+        for k in order:
+            f = variants[k]
+            t = time.perf_counter()
+            if isinstance(f, CLoop):
+                f.run(args, number)
+            else:
+                for _ in range(number):
+                    f(*args)
+            times[k].append((time.perf_counter() - t) / number)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--ops", default=",".join(OPS))
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    opts = ap.parse_args()
+    reps, budget = (5, 0.01) if opts.quick else (15, 0.03)
+    archs = ["x86_64", *host_variants()]
+    with tempfile.TemporaryDirectory() as tmp:
+        libs = {name: c_library(flags, Path(tmp)) for name, flags in C_FLAGS.items()}
+        print("| op | n | " + " | ".join(["cp " + a for a in archs] + ["numpy", "numba",
+              "numba fm", *C_FLAGS]) + " | cp/numpy | cp/numba | cp/numba fm | cp/C O3 fm nat |")
+        print("|" + "---|" * (6 + len(archs) + len(C_FLAGS) + 4))
+        for op in opts.ops.split(","):
+            for n in map(int, opts.sizes.split(",")):
+                args = inputs(op, n)
+                variants: dict[str, Callable[..., Array]] = {
+                    f"cp {a}": copapy_fn(op, a) for a in archs}
+                variants["numpy"] = numpy_fn(op)
+                for name, f in numba_fns(op).items():
+                    f.out = np.empty(n, np.float32)  # type: ignore[attr-defined]
+                    variants[name] = f
+                for name, lib in libs.items():
+                    variants[name] = CLoop(lib, op, n)
+                a64 = [x.astype(np.float64) for x in args]
+                with np.errstate(all="ignore"):
+                    if op == "expr":
+                        terms = (np.sqrt(a64[0] ** 2 + a64[1] ** 2) * 0.5, np.sin(a64[0]))
+                        ref, mag = terms[0] + terms[1], np.abs(terms[0]) + np.abs(terms[1])
+                    else:
+                        ref = mag = NP[op](*a64)
+                err = {k: ulps(np.array(f(*args)), ref, mag) for k, f in variants.items()}
+                first, *others = (np.array(variants[f"cp {a}"](*args)).view(np.uint32)
+                                  for a in archs)
+                assert all(np.array_equal(first, o) for o in others), op  # same bits
+                t = measure(variants, args, reps, budget)
+                best = min(t[f"cp {a}"] for a in archs)
+                cols = [f"{t[k] / n * 1e9:.2f}" if k in t else "-" for k in
+                        [*(f"cp {a}" for a in archs), "numpy", "numba", "numba fm", *C_FLAGS]]
+                ratio = [f"{best / t[k]:.2f}" if k in t else "-" for k in
+                         ("numpy", "numba", "numba fm", "C O3 fm nat")]
+                print(f"| {op} | {n:.0e} | " + " | ".join(cols + ratio) + " |", flush=True)
+                bad = {k: round(e, 1) for k, e in err.items() if not e <= 4.0}
+                if bad:
+                    print(f"<!-- {op} n={n}: error above 4 ulp vs float64: {bad} -->")
+    print("\nns per element, medians; cp/X = best copapy table time / X time "
+          "(below 1: copapy faster)")
+
+
+if __name__ == "__main__":
+    main()
