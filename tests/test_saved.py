@@ -150,8 +150,11 @@ def test_runner_image_start_matches_local_target(tmp_path: Path) -> None:
             deadline = time.monotonic() + 20
             while len(stream.time) < 300 and time.monotonic() < deadline:
                 time.sleep(0.05)
+            # one length: the stream keeps growing between the three reads
             ticks = (stream.time / prog.tick).round().astype(int)
             angle, pwm = stream["angle"], stream["pwm"]
+            n = min(len(ticks), len(angle), len(pwm))
+            ticks, angle, pwm = ticks[:n], angle[:n], pwm[:n]
             assert tg.read("angle") > 0.0
     finally:
         proc.kill()

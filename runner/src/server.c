@@ -473,8 +473,7 @@ static int check_io_bindings(cp_server *s, const cp_image *img)
     static const char *const kind_fmt[4] = {
         "I/O binding %u: GPIO channel %u does not exist on this runner (%u GPIO channels)",
         "I/O binding %u: PWM channel %u does not exist on this runner (%u PWM channels)",
-        "I/O binding %u: ENCODER channel %u does not exist on this runner (%u ENCODER "
-        "channels)",
+        "I/O binding %u: ENCODER channel %u does not exist on this runner (%u ENCODER channels)",
         "I/O binding %u: ADC channel %u does not exist on this runner (%u ADC channels)",
     };
     static const char *const kind_refused[4][2] = {
