@@ -35,7 +35,6 @@ from copapy.compiler.lower import Instr
 from copapy.compiler.table import load_table
 from copapy.graph.build import live_nodes
 from copapy.graph.reference import evaluate_graph
-from copapy.graph.traverse import live_nodes
 from copapy.image import Image, ImagePatch, ImageTask, kinds_table
 from copapy.runtime import unicorn_backend
 from copapy.runtime.native import load_native
