@@ -277,9 +277,10 @@ def heavy_value(passes: int, n: int = 4096) -> Any:
 def test_overload_degrades_the_lowest_priority_first(runner: Runner) -> None:
     """A light task (priority 0) and a heavy one (priority 1) that needs three periods: the
     heavy one overruns and is skipped, the light one is not, and the link still answers.
-    (Under qemu the host may deschedule the emulator in the middle of a light job, which then
-    measures as long as the pause: there the tick is at least 1 ms and a rare skip of the light
-    task is that noise, not the scheduler.)"""
+    (The host OS may deschedule the runner -- a host runner without SCHED_FIFO, or the emulator
+    under qemu -- in the middle of a light job, which then measures as long as the pause: a rare
+    skip of the light task (at most 1 in 100 runs) is that noise, not the scheduler. Under qemu the
+    tick is at least 1 ms.)"""
     emulated = runner.name.endswith("-qemu")
     shortest = 1e-3 if emulated else TICKS_S[0]
     with runner.target(progress=False) as tg:
@@ -313,7 +314,9 @@ def test_overload_degrades_the_lowest_priority_first(runner: Runner) -> None:
     light_s, heavy_s = stats
     assert heavy_s.overruns > 0 and heavy_s.skipped > 0, (cost, tick, stats)
     assert light_s.runs > 50, (cost, tick, stats)
-    assert light_s.skipped <= (light_s.runs // 100 if emulated else 0), (cost, tick, stats)
+    assert light_s.skipped <= light_s.runs // 100, (cost, tick, stats)
+    # the heavy task takes the degradation: its skip rate is far above the light one's
+    assert heavy_s.skipped * light_s.runs >= 10 * light_s.skipped * heavy_s.runs, stats
     assert len(rtts) > 5 and sorted(rtts)[len(rtts) // 2] < runner.timeout, rtts
 
 
