@@ -57,4 +57,4 @@ def test_register_needs_are_ershov_numbers() -> None:
     e = (a + b) * (c + d)  # both operands need 1: the product needs 2
     f = e + a              # a is in memory: still 2
     need = register_needs(live_nodes([f.node]), ())
-    assert [need[id(n.node)] for n in (a, a + b, e, f)] == [0, 1, 2, 2]
+    assert [need[n.node] for n in (a, a + b, e, f)] == [0, 1, 2, 2]

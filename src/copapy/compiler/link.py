@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from .lower import CompileError, Instr
-from .table import Function, StencilTable
+from .table import Function, Reloc, StencilTable
 
 
 @dataclass(frozen=True)
@@ -53,31 +53,45 @@ class _Linker:
         self.pending: list[_Pending] = []
         self.func_offsets: dict[str, int] = {}
         self.rodata_offsets: dict[str, int] = {}
+        self.forms: dict[tuple[str, bool], tuple[bytes, tuple[Reloc, ...]]] = {}
 
     def pad_to(self, align: int) -> None:
         target = _align(len(self.code), align)
         while len(self.code) < target:
             self.code += self.table.nop[: target - len(self.code)]
 
+    def _form(self, func: Function, strip: bool) -> tuple[bytes, tuple[Reloc, ...]]:
+        """The code placed for ``func`` (without its trailing jump if ``strip``) and the
+        relocations inside it; computed once per function and form."""
+        key = (func.name, strip)
+        form = self.forms.get(key)
+        if form is None:
+            code = func.code[: len(func.code) - func.strip] if strip else func.code
+            # relocations inside the dropped trailing jump are dropped with it
+            form = code, tuple(r for r in func.relocs if r.offset < len(code))
+            self.forms[key] = form
+        return form
+
     def place(self, func: Function, strip: bool, slots: dict[str, int],
               next_refs: list[_Pending] | None = None) -> int:
         """Append a function; "next" references are collected for the caller to resolve."""
-        self.pad_to(func.align)
-        start = len(self.code)
-        code = func.code[: len(func.code) - func.strip] if strip else func.code
-        self.code += code
-        for r in func.relocs:
-            if r.offset >= len(code):
-                continue  # inside the dropped trailing jump
+        code_buf = self.code
+        if len(code_buf) % func.align:
+            self.pad_to(func.align)
+        start = len(code_buf)
+        code, relocs = self._form(func, strip)
+        code_buf += code
+        pending_list = self.pending
+        for r in relocs:
             if r.target_type == "slot":
                 pending = _Pending(start + r.offset, r.kind, "data", "", slots[r.target] + r.addend)
             else:
                 pending = _Pending(start + r.offset, r.kind, r.target_type, r.target, r.addend)
-            if r.target_type == "next":
-                if next_refs is None:
-                    raise CompileError(f"helper {func.name} refers to cp_next")
-                next_refs.append(pending)
-            self.pending.append(pending)
+                if r.target_type == "next":
+                    if next_refs is None:
+                        raise CompileError(f"helper {func.name} refers to cp_next")
+                    next_refs.append(pending)
+            pending_list.append(pending)
         return start
 
     def chain(self, instrs: Sequence[Instr]) -> int:
@@ -119,6 +133,9 @@ class _Linker:
         patches: list[RuntimePatch] = []
         base_align = self.table.base_align
         code = self.code
+        #: whether a kind is the x86 rel32 (by identity: the table's kinds are shared objects,
+        #: and comparing two frozen dataclasses field by field per patch is slow)
+        rel32: dict[int, bool] = {}
         for p in self.pending:
             if p.target_type == "code":
                 address = p.addend
@@ -131,7 +148,10 @@ class _Linker:
             else:
                 raise CompileError(f"unresolved reference to {p.target_type} {p.target!r}")
             kind = p.kind
-            if kind == _REL32:  # x86 rel32 (most patches): one signed little-endian word
+            is_rel32 = rel32.get(id(kind))
+            if is_rel32 is None:
+                is_rel32 = rel32[id(kind)] = kind == _REL32
+            if is_rel32:  # x86 rel32 (most patches): one signed little-endian word
                 value = address - p.site
                 if not -0x80000000 <= value < 0x80000000:
                     raise CompileError(f"program too large for {self.table.arch}: value "

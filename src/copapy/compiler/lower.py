@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..dtypes import DType, int32
 from ..graph.node import Node
@@ -26,9 +27,9 @@ class CompileError(ValueError):
     """The graph cannot be compiled for the chosen architecture."""
 
 
-@dataclass(frozen=True)
-class Instr:
-    """One stencil instance and the data slots its operand roles refer to."""
+class Instr(NamedTuple):
+    """One stencil instance and the data slots its operand roles refer to (a named tuple:
+    one is made per operation, and a tuple is the cheapest immutable record)."""
 
     stencil: str
     slots: tuple[tuple[str, int], ...]  # (role, data offset)
@@ -81,6 +82,8 @@ class _Lowerer:
         #: remaining use positions of each value, latest first (consumed with pop())
         self.remaining: dict[Node, list[int]] = {}
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
+        #: stencil names already checked against the table
+        self.known: set[str] = set()
 
     def next_use(self, node: Node) -> int:
         uses = self.remaining.get(node)
@@ -130,14 +133,15 @@ class _Lowerer:
     def lower(self, order: Sequence[Node],
               progress: Callable[[int, int], None] | None = None) -> None:
         """``progress(done, total)`` is called every 1024 nodes (a compile's progress bar)."""
-        self.fused = self.find_fusions(order)
-        skipped = {f[1] for f in self.fused.values()}
+        self.fused = fused = self.find_fusions(order)
+        skipped = {f[1] for f in fused.values()}
         remaining = self.remaining
         for i in range(len(order) - 1, -1, -1):
-            if order[i] in skipped:
+            node = order[i]
+            if node in skipped:
                 continue
-            for a in self.operands(order[i]):
-                for x in self.chain_of(a):
+            for a in self.operands(node) if node in fused else node.args:
+                for x in self.chain_of(a) if a.op in VIEWS else (a,):
                     uses = remaining.get(x)
                     if uses is None:
                         remaining[x] = [i]
@@ -148,7 +152,7 @@ class _Lowerer:
                 progress(i, len(order))
             if node in skipped:
                 continue
-            if node.shape or any(a.shape for a in node.args):
+            if node.shape or _reads_array(node):
                 self.lower_array(node)
             else:
                 self.lower_node(i, node)
@@ -382,11 +386,17 @@ class _Lowerer:
             else:
                 remaining[arg].pop()
         regs = all_regs[node.dtype.stencil]
-        dst = self.pick_register(regs)
-        self.evict(regs, dst)
+        # a free first register needs neither the Belady choice nor an eviction
+        if regs[0] is None:
+            dst = 0
+        else:
+            dst = self.pick_register(regs)
+            self.evict(regs, dst)
         stencil = f"{family}_{suffix}__{dst}_{'_'.join(forms)}"
-        if stencil not in self.table:
-            raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
+        if stencil not in self.known:
+            if stencil not in self.table:
+                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
+            self.known.add(stencil)
         self.instrs.append(Instr(stencil, tuple(slots)))
         regs[dst] = node
         for arg in args:
@@ -432,9 +442,16 @@ class _Lowerer:
 
 
 MEMORY_OPS = ("input", "const", "state")
-VIEWS = ("index", "slice", "reshape")
+VIEWS = frozenset({"index", "slice", "reshape"})
 ARRAY_ALIGN = 16
 INT32 = int32
+
+
+def _reads_array(node: Node) -> bool:
+    for a in node.args:
+        if a.shape:
+            return True
+    return False
 
 
 def _view_base(node: Node) -> tuple[Node, int]:

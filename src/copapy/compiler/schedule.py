@@ -16,18 +16,21 @@ from ..graph.node import Node
 from ..graph.traverse import live_nodes
 
 
-def register_needs(order: Iterable[Node], stop: Container[Node]) -> dict[int, int]:
-    """Registers each node needs to be computed (0 for values in memory), by node id."""
-    need: dict[int, int] = {}
+def register_needs(order: Iterable[Node], stop: Container[Node]) -> dict[Node, int]:
+    """Registers each node needs to be computed (0 for values in memory)."""
+    need: dict[Node, int] = {}
     for node in order:
         args = node.args
         if not args or node in stop:
-            need[id(node)] = 0
+            need[node] = 0
+        elif len(args) == 2:
+            a, b = need[args[0]], need[args[1]]
+            need[node] = a + 1 if a == b else max(a, b, 1)
         elif len(args) == 1:
-            need[id(node)] = max(1, need[id(args[0])])
+            need[node] = max(1, need[args[0]])
         else:
-            child = sorted((need[id(a)] for a in args), reverse=True)
-            need[id(node)] = max(1, *(n + k for k, n in enumerate(child)))
+            child = sorted((need[a] for a in args), reverse=True)
+            need[node] = max(1, *(n + k for k, n in enumerate(child)))
     return need
 
 
@@ -37,35 +40,19 @@ def evaluation_order(roots: Iterable[Node], stop: Container[Node] = ()) -> list[
     roots = list(roots)
     live = live_nodes(roots, stop=stop)
     need = register_needs(live, stop)
-    reordered: dict[int, Sequence[Node]] = {}
+    reordered: dict[Node, Sequence[Node]] = {}
     for node in live:
         operands = node.args
         if len(operands) < 2 or node in stop:
             continue
-        needs = [need[id(a)] for a in operands]
+        if len(operands) == 2:
+            if need[operands[1]] > need[operands[0]]:
+                reordered[node] = (operands[1], operands[0])
+            continue
+        needs = [need[a] for a in operands]
         if any(later > earlier for earlier, later in itertools.pairwise(needs)):
             ranked = sorted(range(len(operands)), key=needs.__getitem__, reverse=True)
-            reordered[id(node)] = [operands[i] for i in ranked]
+            reordered[node] = [operands[i] for i in ranked]
     if not reordered:
         return live
-    order: list[Node] = []
-    seen: set[int] = set()
-    for root in roots:
-        if id(root) in seen:
-            continue
-        seen.add(id(root))
-        stack: list[tuple[Node, Sequence[Node], int]] = [
-            (root, () if root in stop else reordered.get(id(root), root.args), 0)]
-        while stack:
-            node, args, i = stack[-1]
-            if i < len(args):
-                stack[-1] = (node, args, i + 1)
-                child = args[i]
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append((child, () if child in stop else
-                                  reordered.get(id(child), child.args), 0))
-            else:
-                stack.pop()
-                order.append(node)
-    return order
+    return live_nodes(roots, stop=stop, reorder=reordered)

@@ -2,32 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping, Sequence
 
 from .node import Node
 
+_NO_REORDER: Mapping[Node, Sequence[Node]] = {}
 
-def live_nodes(outputs: Iterable[Node], stop: Container[Node] = ()) -> list[Node]:
+
+def live_nodes(outputs: Iterable[Node], stop: Container[Node] = (),
+               reorder: Mapping[Node, Sequence[Node]] = _NO_REORDER) -> list[Node]:
     """Every node the outputs depend on, operands before users (dead code excluded).
 
-    Nodes in ``stop`` are treated as leaves (their operands are not visited).
+    Nodes in ``stop`` are treated as leaves (their operands are not visited). ``reorder``
+    gives, for some nodes, the order their operands are visited in (default: ``node.args``).
+    One iterative depth-first walk; leaves are emitted without being pushed.
     """
     order: list[Node] = []
-    seen: set[int] = set()
+    emit = order.append
+    seen: set[Node] = set()
+    mark = seen.add
+    operands = reorder.get
     for root in outputs:
-        if id(root) in seen:
+        if root in seen:
             continue
-        stack: list[tuple[Node, int]] = [(root, 0)]
-        seen.add(id(root))
+        mark(root)
+        if not root.args or root in stop:
+            emit(root)
+            continue
+        stack = [(root, iter(operands(root, root.args)))]
+        push = stack.append
         while stack:
-            node, i = stack[-1]
-            if i < len(node.args) and node not in stop:
-                stack[-1] = (node, i + 1)
-                child = node.args[i]
-                if id(child) not in seen:
-                    seen.add(id(child))
-                    stack.append((child, 0))
+            node, pending = stack[-1]
+            for child in pending:
+                if child not in seen:
+                    mark(child)
+                    if child.args and child not in stop:
+                        push((child, iter(operands(child, child.args))))
+                        break
+                    emit(child)
             else:
                 stack.pop()
-                order.append(node)
+                emit(node)
     return order
