@@ -112,13 +112,14 @@ class DType:
     def pack(self, value: float | int | bool) -> bytes:
         """The slot bytes of a Python value already converted to this type (strict: a float
         beyond the float32 range raises OverflowError, unlike ``SlotType.encode``)."""
-        if self.is_bool:
-            return self.slot.struct.pack(1 if value else 0)
-        return self.slot.struct.pack(value)
+        pack = SLOT_TYPES[self.code].struct.pack  # (not the properties: a node is built per call)
+        if self.rank == 0:
+            return pack(1 if value else 0)
+        return pack(value)
 
     def unpack(self, raw: bytes) -> float | int | bool:
         """The value of one element from its little-endian bytes."""
-        return self.slot.decode(raw)
+        return SLOT_TYPES[self.code].decode(raw)
 
     def __repr__(self) -> str:
         return f"cp.{self.name}"

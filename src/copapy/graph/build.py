@@ -96,6 +96,12 @@ _TAKES = {"num": frozenset({"float32", "float64", "int32"}),
           "bool": frozenset({"bool"}), "any": frozenset({"float32", "float64", "int32", "bool"})}
 
 
+#: operand kinds whose common type with float operands is the float type itself
+_FLOAT_KINDS = frozenset({"num", "float", "any"})
+#: registry rows that convert their operand
+_CAST_NAMES = frozenset(CASTS.values())
+
+
 def _result_type(spec: OpSpec, operand_type: DType) -> DType:
     if spec.result == "same":
         return operand_type
@@ -108,9 +114,16 @@ def apply(name: str, *operands: Operand) -> Node:
     if len(operands) == 2 and spec.arity == 2:
         a, b = operands
         # the common case: two values of one type the operation takes as it is
-        if (type(a) is Node and type(b) is Node and a.dtype is b.dtype
-                and a.dtype.name in _TAKES[spec.operands]):
-            return make(spec, operands)  # type: ignore[arg-type]
+        if type(a) is Node:
+            if type(b) is Node:
+                if a.dtype is b.dtype and a.dtype.name in _TAKES[spec.operands]:
+                    return make(spec, operands)  # type: ignore[arg-type]
+            elif type(b) is float and a.dtype.is_float and spec.operands in _FLOAT_KINDS:
+                # a float value and a Python float: the constant takes the value's type
+                return make(spec, (a, const(b, a.dtype)))
+        elif (type(a) is float and type(b) is Node and b.dtype.is_float
+              and spec.operands in _FLOAT_KINDS):
+            return make(spec, (const(a, b.dtype), b))
     if len(operands) != spec.arity:
         raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
     checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
@@ -127,8 +140,12 @@ def apply(name: str, *operands: Operand) -> Node:
 
 def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[int, ...]:
     rule = spec.shape_rule
-    if rule == "elementwise" and not any(a.shape for a in args):
-        return ()
+    if rule == "elementwise":
+        for arg in args:
+            if arg.shape:
+                break
+        else:
+            return ()
     shapes = [a.shape for a in args]
     if rule == "elementwise":
         distinct = {sh for sh in shapes if sh}
@@ -166,14 +183,14 @@ def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[i
 
 def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
     """The simplified node for ``spec(*args)``; args already have the operand type."""
-    if spec.name in CASTS.values():
+    if spec.name in _CAST_NAMES:
         dtype = dt.BY_NAME[spec.result]
         if args[0].dtype is dtype:
             return args[0]
     else:
         dtype = _result_type(spec, args[-1].dtype if args else dt.float32)
     shape = _result_shape(spec, args, attr)
-    if all(is_const(a) for a in args) and spec.arity != 0:
+    if spec.arity != 0 and _all_const(args):
         value = fold(spec, args, dtype, attr)
         if shape:
             return const_array(value, dtype, shape)  # type: ignore[arg-type]
@@ -256,8 +273,29 @@ def broadcast_to(node: Node, shape: tuple[int, ...]) -> Node:
     return make(REGISTRY["fill"], (node,), tuple(shape))
 
 
-def _is(node: Node, value: float) -> bool:
-    return is_const(node) and not node.shape and const_value(node) == value
+def _all_const(args: tuple[Node, ...]) -> bool:
+    for a in args:
+        if a.op != "const":
+            return False
+    return True
+
+
+#: (value, dtype code) -> the slot bytes of every scalar constant of that type equal to value
+_EQUAL_RAW: dict[tuple[int, int], frozenset[bytes]] = {}
+
+
+def _is(node: Node, value: int) -> bool:
+    """``node`` is a scalar constant equal to ``value`` (0 or 1; -0.0 == 0), decided on the
+    constant's bytes: called several times per node built, decoding would dominate."""
+    if node.op != "const" or node.shape:
+        return False
+    dtype = node.dtype
+    raws = _EQUAL_RAW.get((value, dtype.code))
+    if raws is None:
+        raws = frozenset({dtype.pack(value), dtype.pack(-0.0)} if dtype.is_float and value == 0
+                         else {dtype.pack(value)})
+        _EQUAL_RAW[value, dtype.code] = raws
+    return node.attr in raws
 
 
 def _power_of_two(node: Node) -> bool:

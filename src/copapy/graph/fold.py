@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _kernels  # the C kernels built for the host
 from ..dtypes import DType, saturate_f32
-from .node import Node, const_value
+from .node import Node
 from .ops import OpSpec
 from .reference import evaluate_reference, kernel_eval, leaf_array
 
@@ -27,10 +27,10 @@ def fold(spec: OpSpec, args: tuple[Node, ...], dtype: DType,
     pow ...) fold through the same C kernels the stencils call, so a folded constant equals the
     run-time result bit for bit and does not depend on which NumPy build did the folding.
     """
-    if any(a.shape for a in args) or spec.shape_rule != "elementwise":
+    if spec.shape_rule != "elementwise" or _any_array(args):
         folded: float | int | bool | bytes = _fold_array(spec, args, dtype, attr)
         return folded
-    values = [const_value(a) for a in args]
+    values = [a.dtype.unpack(a.attr) for a in args]  # type: ignore[arg-type]
     if spec.kernel and dtype.is_float:
         return _kernel(spec.kernel, dtype, values)
     quick = _QUICK.get((spec.name, args[0].dtype.name))
@@ -41,6 +41,13 @@ def fold(spec: OpSpec, args: tuple[Node, ...], dtype: DType,
     operands = [(v, a.dtype) for v, a in zip(values, args, strict=True)]
     result: Any = evaluate_reference(spec, operands)
     return result.item()  # type: ignore[no-any-return]
+
+
+def _any_array(args: tuple[Node, ...]) -> bool:
+    for a in args:
+        if a.shape:
+            return True
+    return False
 
 
 def _fold_array(spec: OpSpec, args: tuple[Node, ...], dtype: DType, attr: object) -> Any:

@@ -28,21 +28,23 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
                 f"gradient with respect to a {x.dtype.name} value is not defined: "
                 f"differentiate with respect to float values (cp.value(1.0))")
     order = live_nodes([y])
-    # the nodes that depend on an x: only their gradients are built
-    relevant: set[int] = {id(x) for x in xs}
+    # the nodes that depend on an x: only their gradients are built (nodes are keys by identity)
+    relevant: set[Node] = set(xs)
     for node in order:
-        if node.args and any(id(a) in relevant for a in node.args):
-            relevant.add(id(node))
-    adjoint: dict[int, Node] = {id(y): const(1.0, y.dtype)}
+        for a in node.args:
+            if a in relevant:
+                relevant.add(node)
+                break
+    adjoint: dict[Node, Node] = {y: const(1.0, y.dtype)}
     for node in reversed(order):
-        g = adjoint.get(id(node))
+        g = adjoint.get(node)
         if g is None or not node.args:
             continue
         rule = rule_for(node.op)
         if rule is None:
             continue  # bool/int results carry no gradient
-        need = tuple(id(a) in relevant and a.dtype.is_float for a in node.args)
-        if not any(need):
+        need = tuple([a in relevant and a.dtype.is_float for a in node.args])
+        if True not in need:
             continue
         for arg, needed, contribution in zip(node.args, need, rule(node, g, need), strict=True):
             if contribution is None or not needed:
@@ -51,7 +53,7 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
                 # a scalar broadcast over an array: its gradient is the sum over the array
                 contribution = apply("rsum", contribution) if not arg.shape else broadcast_to(
                     contribution, arg.shape)
-            previous = adjoint.get(id(arg))
-            adjoint[id(arg)] = contribution if previous is None else apply("add", previous,
-                                                                           contribution)
-    return [adjoint.get(id(x), const(0.0, x.dtype)) for x in xs]
+            previous = adjoint.get(arg)
+            adjoint[arg] = contribution if previous is None else apply("add", previous,
+                                                                      contribution)
+    return [adjoint.get(x, const(0.0, x.dtype)) for x in xs]

@@ -11,7 +11,6 @@ import itertools
 import weakref
 import zlib
 from collections.abc import Hashable
-from typing import Any
 
 from ..dtypes import DType
 
@@ -65,7 +64,9 @@ class Node:
 def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
            shape: tuple[int, ...] = ()) -> Node:
     """The unique node with this structure, created if it does not exist yet."""
-    key = (op, dtype.code, tuple(map(id, args)), attr, shape)
+    # operands are keys by identity (Node has no __eq__); the entry dies with the node, so
+    # the key holding its operands keeps nothing alive that the node does not
+    key = (op, dtype.code, args, attr, shape)
     ref = _interned.get(key)
     node = ref() if ref is not None else None
     if node is None:
@@ -83,26 +84,29 @@ def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
         op_hash = _OP_HASHES.get(op)
         if op_hash is None:
             op_hash = _OP_HASHES[op] = zlib.crc32(op.encode())
-        node.fingerprint = hash((op_hash, dtype.code,
-                                 0 if identity is None else stable_hash(identity),
-                                 *[a.fingerprint for a in args]))
-        _interned[key] = _KeyedRef(node, _forget, key)
+        own = 0 if identity is None else stable_hash(identity)
+        # the hash of (op, type, attribute, operand fingerprints...), without building a list
+        # for the common arities
+        if len(args) == 2:
+            node.fingerprint = hash((op_hash, dtype.code, own, args[0].fingerprint,
+                                     args[1].fingerprint))
+        elif not args:
+            node.fingerprint = hash((op_hash, dtype.code, own))
+        else:
+            node.fingerprint = hash((op_hash, dtype.code, own, *[a.fingerprint for a in args]))
+        ref = _KeyedRef(node, _forget)
+        ref.key = key
+        _interned[key] = ref
     return node
 
 
 class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
-    """A weak reference to an interned node that knows its key (to drop the entry)."""
+    """A weak reference to an interned node that knows its key (to drop the entry). The key
+    is set after construction: overriding ``__new__``/``__init__`` would cost two Python calls
+    per node built."""
 
     __slots__ = ("key",)
     key: tuple[object, ...]
-
-    def __new__(cls, node: Node, callback: Any, key: tuple[object, ...]) -> _KeyedRef:
-        self = super().__new__(cls, node, callback)
-        self.key = key
-        return self
-
-    def __init__(self, node: Node, callback: Any, key: tuple[object, ...]) -> None:
-        super().__init__(node, callback)  # type: ignore[call-arg]
 
 
 def _forget(ref: _KeyedRef) -> None:
@@ -118,6 +122,9 @@ _FRESH_LEAVES = frozenset({"input", "state"})
 def stable_hash(x: object) -> int:
     """A hash of an attribute that is the same in every process (str and bytes hashes are
     randomised per process, ints and tuples of ints are not)."""
+    kind = type(x)
+    if kind is bytes:  # constants' slot bytes: the most common attribute (checked first)
+        return hash((len(x), zlib.crc32(x)))  # type: ignore[arg-type]
     if x is None:
         return 0  # hash(None) is its address before Python 3.12
     if isinstance(x, bool | int | float):
