@@ -5,14 +5,16 @@ docs/image.md) are checked against it here."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
-from importlib import resources
 from pathlib import Path
 
 import pytest
 import unicorn
 
 from copapy import _runner
+from copapy.arch import targets as targets_module
 from copapy.arch.relocs import ELF_MACHINES, TABLES
 from copapy.arch.targets import (
     TargetFileError,
@@ -38,7 +40,7 @@ def c_name(name: str) -> str:
 
 
 def raw(name: str) -> dict[str, object]:
-    text = (resources.files("copapy") / "targets" / f"{name}.toml").read_text()
+    text = (ROOT / "src" / "copapy" / "targets" / f"{name}.toml").read_text()
     return tomllib.loads(text)
 
 
@@ -242,3 +244,28 @@ def test_host_variant_follows_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> 
     assert at.best_host_arch() == "x86_64" and not load.is_native("x86_64-v3")
     with pytest.raises(load.TargetError, match="x86_64-v3 needs"):
         load.load(b"", "x86_64-v3")
+
+
+# ---------------------------------------------------------------- the parsed cache
+
+
+def test_the_shipped_parse_cache_is_current() -> None:
+    """_tables/targets.json holds exactly what tomllib reads from every declaration."""
+    tool = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_target_cache.py"),
+                           "--check"], capture_output=True, text=True)
+    assert tool.returncode == 0, tool.stdout + tool.stderr
+    for name in NAMES:
+        assert targets_module.parse_file(f"{name}.toml") == raw(name)
+
+
+def test_an_edited_declaration_is_parsed_not_read_from_the_cache(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache entry whose length/crc32 key differs from the file's bytes is ignored."""
+    stale = {"x86_64.toml": {"key": [1, 2], "toml": {"name": "stale"}}}
+    monkeypatch.setattr(targets_module, "_cache", lambda: stale)
+    assert targets_module.parse_file("x86_64.toml") == raw("x86_64")
+    current = targets_module.file_key((ROOT / "src" / "copapy" / "targets" / "x86_64.toml")
+                                      .read_bytes())
+    monkeypatch.setattr(targets_module, "_cache",
+                        lambda: {"x86_64.toml": {"key": current, "toml": {"name": "cached"}}})
+    assert targets_module.parse_file("x86_64.toml") == {"name": "cached"}

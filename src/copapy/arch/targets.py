@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from .._files import is_data_file, list_data, read_data
 from .._lazy import lazy_import
 from .cpu import host_flags
 
@@ -225,12 +227,42 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         build=MappingProxyType(top))
 
 
+#: the parsed toml of every declaration, shipped beside the stencil tables (written by
+#: tools/gen_target_cache.py): tomllib's import and parse cost ~40 ms of the first jit call
+CACHE_FILE = "targets.json"
+CACHE_FORMAT = 1
+
+
+def file_key(raw: bytes) -> list[int]:
+    """What identifies a declaration's contents in the cache: its length and crc32."""
+    return [len(raw), zlib.crc32(raw)]
+
+
+@functools.cache
+def _cache() -> dict[str, Any]:
+    """file name -> {"key": file_key, "toml": parsed}; empty without a (current) cache file."""
+    if not is_data_file("_tables", CACHE_FILE):
+        return {}
+    cache = json.loads(read_data("_tables", CACHE_FILE))
+    return cache["files"] if cache.get("format") == CACHE_FORMAT else {}
+
+
+def parse_file(file_name: str) -> dict[str, Any]:
+    """The parsed toml of ``targets/<file_name>``: from the cache when it holds these exact
+    bytes, else parsed (an edited declaration is never read from a stale cache)."""
+    raw = read_data("targets", file_name)
+    cached = _cache().get(file_name)
+    if cached is not None and cached["key"] == file_key(raw):
+        parsed: dict[str, Any] = cached["toml"]
+        return parsed
+    return tomllib.loads(raw.decode("utf-8"))
+
+
 @functools.cache
 def _read(file_name: str) -> Target:
     """One architecture's file, parsed once per process."""
     origin = f"targets/{file_name}"
-    path = resources.files("copapy") / "targets" / file_name
-    target = parse_target(origin, tomllib.loads(path.read_text(encoding="utf-8")))
+    target = parse_target(origin, parse_file(file_name))
     if target.name != file_name.removesuffix(".toml"):
         raise TargetFileError(f"{origin}: name {target.name!r} differs from the file name")
     return target
@@ -239,8 +271,7 @@ def _read(file_name: str) -> Target:
 @functools.cache
 def targets() -> tuple[Target, ...]:
     """Every architecture, in the order of their ids (parsed once per process)."""
-    found = [_read(path.name) for path in (resources.files("copapy") / "targets").iterdir()
-             if path.name.endswith(".toml")]
+    found = [_read(name) for name in list_data("targets", ".toml")]
     found.sort(key=lambda t: (t.id, t.variant_of != "", t.name))
     bases = [t for t in found if not t.variant_of]
     for a, b in itertools.pairwise(bases):
@@ -269,7 +300,7 @@ def by_name(name: str) -> Target:
     """The architecture called ``name``; UnknownArchitectureError lists the valid names.
     Reads only that architecture's file (a process that uses one architecture parses one)."""
     if (isinstance(name, str) and name.replace("-", "").replace("_", "").isalnum()
-            and (resources.files("copapy") / "targets" / f"{name}.toml").is_file()):
+            and is_data_file("targets", f"{name}.toml")):
         return _read(f"{name}.toml")
     target = _by_name().get(name)
     if target is None:

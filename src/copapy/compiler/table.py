@@ -10,9 +10,9 @@ import json
 import zlib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Any
 
+from .._files import is_data_file, list_data, read_data
 from ..arch.patchkind import PatchKind
 from ..arch.targets import UnknownArchitectureError
 
@@ -79,14 +79,14 @@ class StencilTable:
 
 
 def available_architectures() -> list[str]:
-    folder = resources.files("copapy") / "_tables"
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".cpst"))
+    return [name[:-5] for name in list_data("_tables", ".cpst")]
 
 
 @cache
 def load_table(arch: str) -> StencilTable:
-    path = resources.files("copapy") / "_tables" / f"{arch}.cpst"
-    if not path.is_file():
+    file_name = f"{arch}.cpst"
+    plain = arch.replace("-", "").replace("_", "").isalnum()  # a name, not a path
+    if not (plain and is_data_file("_tables", file_name)):
         known = ", ".join(available_architectures())
         raise UnknownArchitectureError(f"no stencils for architecture {arch!r}; available: {known}")
-    return StencilTable(json.loads(zlib.decompress(path.read_bytes())))
+    return StencilTable(json.loads(zlib.decompress(read_data("_tables", file_name))))

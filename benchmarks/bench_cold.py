@@ -1,0 +1,64 @@
+"""Cold process: `import copapy` and the first @cp.jit call, in fresh interpreters.
+
+Usage:
+    python benchmarks/bench_cold.py [--runs 15]
+
+Three programs run in fresh interpreters, interleaved (every round runs each once, shuffled):
+*numpy* (`import numpy`, the baseline every jit user pays), *import* (numpy, then copapy) and
+*first jit* (numpy, copapy, then the first call of the benchmark term
+`sum((v1 + i) @ v2 for i in range(10))` at v_size 500: architecture choice, stencil table,
+trace, compile, load, run). Wall time per process, medians; copapy's share is the difference
+to *numpy*. Bytecode is cached in a temporary folder (warmed once), as for an installed wheel
+(this machine sets PYTHONDONTWRITEBYTECODE, which would compile every module on every start).
+Goal of issue 13: import + first jit call <= 150 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PROGRAMS = {
+    "numpy": "import numpy",
+    "import": "import numpy; import copapy",
+    "first jit": (
+        "import numpy as np; import copapy as cp\n"
+        "f = cp.jit(lambda v1, v2: sum((v1 + i) @ v2 for i in range(10)))\n"
+        "assert f(np.arange(500, dtype=np.float32), np.full(500, 5, np.float32)) == 6350000\n"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        for code in PROGRAMS.values():
+            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        times: dict[str, list[float]] = {k: [] for k in PROGRAMS}
+        order = list(PROGRAMS)
+        for _ in range(args.runs):
+            random.shuffle(order)
+            for k in order:
+                t = time.perf_counter()
+                subprocess.run([sys.executable, "-c", PROGRAMS[k]], env=env, check=True)
+                times[k].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    print(f"load average {os.getloadavg()[0]:.2f}, {args.runs} runs each")
+    print("| process | wall ms (median) | min | copapy's share (minus numpy) |")
+    print("|---|---:|---:|---:|")
+    for k, v in med.items():
+        share = "" if k == "numpy" else f"{v - med['numpy']:.0f}"
+        print(f"| {k} | {v:.0f} | {min(times[k]) * 1e3:.0f} | {share} |")
+
+
+if __name__ == "__main__":
+    main()
