@@ -97,9 +97,15 @@ class _Lowerer:
             self.remaining[node].pop()
 
     def emit(self, stencil: str, slots: list[tuple[str, int]]) -> None:
-        if stencil not in self.table:
-            raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
+        self.check_stencil(stencil)
         self.instrs.append(Instr(stencil, tuple(slots)))
+
+    def check_stencil(self, stencil: str) -> None:
+        """CompileError if the table lacks ``stencil`` (each name is looked up once)."""
+        if stencil not in self.known:
+            if stencil not in self.table:
+                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
+            self.known.add(stencil)
 
     def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
         slots = [("out", offset)] if src is None else [("a", src), ("out", offset)]
@@ -392,12 +398,7 @@ class _Lowerer:
         else:
             dst = self.pick_register(regs)
             self.evict(regs, dst)
-        stencil = f"{family}_{suffix}__{dst}_{'_'.join(forms)}"
-        if stencil not in self.known:
-            if stencil not in self.table:
-                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
-            self.known.add(stencil)
-        self.instrs.append(Instr(stencil, tuple(slots)))
+        self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
         regs[dst] = node
         for arg in args:
             if arg.op in VIEWS:
@@ -417,13 +418,15 @@ class _Lowerer:
     def pick_register(self, regs: list[Node | None]) -> int:
         """Belady: a free register, else the one whose value is needed furthest ahead."""
         best, best_key = 0, -1
+        remaining = self.remaining
         for r in (0, 1):
             v = regs[r]
             if v is None:
                 return r
-            use = self.next_use(v)
-            if use == NEVER:
+            uses = remaining.get(v)
+            if not uses:
                 return r
+            use = uses[-1]
             # prefer values already in memory (no store needed), then the furthest use
             key = use + (NEVER // 2 if id(v) in self.mem else 0)
             if key > best_key:
