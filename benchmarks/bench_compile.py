@@ -1,15 +1,21 @@
 """Compile and gradient speed: µs per operation for scalar graphs of 1k to 256k nodes.
 
 Usage:
-    PYTHONPATH=src python benchmarks/bench_compile.py [--max-nodes 262144] [--profile]
+    PYTHONPATH=src python benchmarks/bench_compile.py [--max-nodes 262144] [--profile KIND:N]
+    PYTHONPATH=src python benchmarks/bench_compile.py --against /tmp/base/src [--rounds 2]
+
+``--against`` compares with another copapy source tree (e.g. ``git archive <commit> src | tar
+-x -C /tmp/base``, then copy the built ``*.so`` of src/copapy beside it): every row runs in
+fresh interpreters, alternating between the two trees, and reports the best of ``--rounds``
+(CPU time) for each, so both see the same machine load.
 
 Graphs: *chain* (a running multiply-add over fresh inputs, the shape of a controller), *dag* (a
 random DAG: every node combines two random earlier nodes, seeded, so the live set is large),
 *term* (the benchmark term of bench_term.py with scalar vectors). Per graph: tracing (building the
 nodes), compiling (schedule, registers, stencil selection, link, image) and ``cp.grad`` of the sum
 of the outputs with respect to every input (building the gradient graph), each as µs per forward
-operation (median of 3). Goal of issue 13: compile <= 10 µs/op, flat from 1k to 256k nodes;
-``cp.grad`` <= 10 µs per forward op.
+operation (median of 3, CPU time: the machine is shared). Goal of issue 13: compile <= 10
+µs/op, flat from 1k to 256k nodes; ``cp.grad`` <= 10 µs per forward op.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import os
 import pstats
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -72,16 +80,16 @@ def measure(kind: str, n: int) -> tuple[int, float, float, float]:
     ops = 0
     for _ in range(3):
         gc.collect()
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         inputs, outputs = GRAPHS[kind](n)
-        t1 = time.perf_counter()
+        t1 = time.process_time()
         compile_program([o.node for o in outputs], "x86_64")
-        t2 = time.perf_counter()
+        t2 = time.process_time()
         total = outputs[0]
         for o in outputs[1:]:
             total = total + o
         cp.grad(total, inputs)
-        t3 = time.perf_counter()
+        t3 = time.process_time()
         ops = ops_of(outputs)
         traces.append(t1 - t0)
         compiles.append(t2 - t1)
@@ -92,12 +100,56 @@ def measure(kind: str, n: int) -> tuple[int, float, float, float]:
             statistics.median(grads) * us)
 
 
+def row(kind: str, n: int) -> str:
+    ops, trace, comp, grad = measure(kind, n)
+    return f"{ops} {trace:.1f} {comp:.1f} {grad:.1f}"
+
+
+def compare(other: str, max_nodes: int, rounds: int) -> None:
+    """Rows of this tree and of ``other`` (a src folder), alternating fresh interpreters."""
+    trees = {"this": os.path.dirname(os.path.dirname(os.path.abspath(cp.__file__))),
+             "other": os.path.abspath(other)}
+    print(f"other tree: {trees['other']}; load average {os.getloadavg()[0]:.1f}")
+    print("| graph | nodes | ops | trace µs/op this / other | compile this / other "
+          "| grad this / other |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for kind in GRAPHS:
+        n = 1024
+        while n <= max_nodes:
+            best: dict[str, list[float]] = {}
+            ops = 0
+            for _ in range(rounds):
+                for name, tree in trees.items():
+                    out = subprocess.run(
+                        [sys.executable, __file__, "--row", f"{kind}:{n}"], check=True,
+                        capture_output=True, text=True,
+                        env={**os.environ, "PYTHONPATH": tree}).stdout.split()
+                    ops = int(out[0])
+                    values = [float(v) for v in out[1:]]
+                    best[name] = [min(a, b) for a, b in zip(best.get(name, values), values,
+                                                            strict=True)]
+            cells = " | ".join(f"{a:.1f} / {b:.1f}" for a, b in zip(best["this"], best["other"],
+                                                                   strict=True))
+            print(f"| {kind} | {n} | {ops} | {cells} |", flush=True)
+            n *= 4
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-nodes", type=int, default=262144)
     parser.add_argument("--profile", metavar="KIND:N", help="profile one graph, e.g. dag:65536")
+    parser.add_argument("--against", metavar="SRC", help="compare with another source tree")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--row", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.setrecursionlimit(100000)
+    if args.row:
+        kind, n = args.row.split(":")
+        print(row(kind, int(n)))
+        return
+    if args.against:
+        compare(args.against, args.max_nodes, args.rounds)
+        return
     if args.profile:
         kind, n = args.profile.split(":")
         inputs, outputs = GRAPHS[kind](int(n))
