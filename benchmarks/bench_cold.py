@@ -1,7 +1,7 @@
 """Cold process: `import copapy` and the first @cp.jit call, in fresh interpreters.
 
 Usage:
-    python benchmarks/bench_cold.py [--runs 15]
+    python benchmarks/bench_cold.py [--runs 15] [--against /tmp/base/src]
 
 Three programs run in fresh interpreters, interleaved (every round runs each once, shuffled):
 *numpy* (`import numpy`, the baseline every jit user pays), *import* (numpy, then copapy) and
@@ -10,7 +10,8 @@ Three programs run in fresh interpreters, interleaved (every round runs each onc
 trace, compile, load, run). Wall time per process, medians; copapy's share is the difference
 to *numpy*. Bytecode is cached in a temporary folder (warmed once), as for an installed wheel
 (this machine sets PYTHONDONTWRITEBYTECODE, which would compile every module on every start).
-Goal of issue 13: import + first jit call <= 150 ms.
+``--against`` runs the copapy programs of another source tree too (see bench_compile.py), in
+the same shuffled rounds. Goal of issue 13: import + first jit call <= 150 ms.
 """
 
 from __future__ import annotations
@@ -37,20 +38,33 @@ PROGRAMS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--against", metavar="SRC", help="another source tree to compare")
     args = parser.parse_args()
+    trees = {"": os.environ.get("PYTHONPATH", "")}
+    if args.against:
+        trees[" (other)"] = os.path.abspath(args.against)
+    runs = {"numpy": (PROGRAMS["numpy"], trees[""])}
+    for suffix, tree in trees.items():
+        runs.update({k + suffix: (code, tree) for k, code in PROGRAMS.items() if k != "numpy"})
     with tempfile.TemporaryDirectory() as cache:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
-        for code in PROGRAMS.values():
-            subprocess.run([sys.executable, "-c", code], env=env, check=True)
-        times: dict[str, list[float]] = {k: [] for k in PROGRAMS}
-        order = list(PROGRAMS)
+
+        def start(name: str) -> float:
+            code, tree = runs[name]
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": tree},
+                           check=True)
+            return time.perf_counter() - t
+
+        for name in runs:
+            start(name)  # bytecode written once
+        times: dict[str, list[float]] = {k: [] for k in runs}
+        order = list(runs)
         for _ in range(args.runs):
             random.shuffle(order)
-            for k in order:
-                t = time.perf_counter()
-                subprocess.run([sys.executable, "-c", PROGRAMS[k]], env=env, check=True)
-                times[k].append(time.perf_counter() - t)
+            for name in order:
+                times[name].append(start(name))
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     print(f"load average {os.getloadavg()[0]:.2f}, {args.runs} runs each")
     print("| process | wall ms (median) | min | copapy's share (minus numpy) |")
