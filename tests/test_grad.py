@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.graph import build
+from copapy.graph import grad as grad_module
+from copapy.graph.errors import NotDifferentiableError
 from copapy.graph.grad_rules import RULES, rule_for
 from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph
@@ -197,3 +200,31 @@ def test_gradient_graphs_compile_on_float32() -> None:
     tg.run()
     want = np.cos(np.float32(0.3)) * np.float32(0.3) + np.sin(np.float32(0.3))
     assert math.isclose(tg.read(g), float(want), rel_tol=1e-6)
+
+
+def test_grad_runs_without_the_collector_and_restores_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """cp.grad switches the cyclic GC off while it builds (copapy/_gc.py) and restores the
+    caller's setting, also when it raises."""
+    seen: list[bool] = []
+
+    def rule_spy(name: str) -> object:
+        seen.append(gc.isenabled())
+        return rule_for(name)
+
+    monkeypatch.setattr(grad_module, "rule_for", rule_spy)
+    x = cp.value(2.0)
+    y = x * x + 1.0
+    assert gc.isenabled()
+    assert cp.grad(y, x) is not None
+    assert seen and not any(seen)  # off while the gradient graph was built
+    assert gc.isenabled()
+    with pytest.raises(NotDifferentiableError):
+        cp.grad(cp.value(1) + 1, x)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        cp.grad(y, x)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

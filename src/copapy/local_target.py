@@ -55,7 +55,8 @@ class LocalTarget:
     def __init__(self, arch: str | None = None, tick: float | None = None,
                  measure: bool = True) -> None:
         self.arch = check_architecture(arch) if arch is not None else host_architecture()
-        #: measure each run's wall time for stats() (one clock read per run, plus one per tick with releases)
+        #: measure each run's wall time for stats() (one clock read per run, plus one per tick
+        #: with releases)
         self.measure = measure
         if tick is not None and not tick > 0:
             raise ValueError(f"tick must be > 0 seconds, got {tick!r}")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import functools
-import gc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from .._gc import without_gc
 from ..graph.build import live_nodes, rebuild
 from ..graph.node import Node, const, input_initial, input_name
 from ..graph.state import state_initial, update_of
@@ -187,23 +185,7 @@ class _Builder:
                                len(linked.patches), list(specs), self.task_ops)
 
 
-def _without_gc(fn: Callable[..., CompiledProgram]) -> Callable[..., CompiledProgram]:
-    """Compiling allocates many small objects; the cyclic GC only slows it down."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> CompiledProgram:
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
-
-    return wrapper
-
-
-@_without_gc
+@without_gc
 def compile_program(outputs: Sequence[Node], arch: str,
                     names: Mapping[Node, str] | None = None) -> CompiledProgram:
     """One chain, run on request (``tg.run()``): inputs and outputs are read in place.
@@ -241,7 +223,7 @@ def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> d
     return rebuild(order, mapping, stop)
 
 
-@_without_gc
+@without_gc
 def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (),
                   names: Mapping[Node, str] | None = None) -> CompiledProgram:
     """Periodic tasks with logical execution time (docs/realtime.md). ``names`` gives ports

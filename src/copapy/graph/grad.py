@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._gc import without_gc
 from .build import apply, broadcast_to
 from .errors import NotDifferentiableError
 from .grad_rules import rule_for
@@ -17,6 +18,7 @@ from .traverse import live_nodes
 __all__ = ["NotDifferentiableError", "gradients"]
 
 
+@without_gc
 def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
     """d y / d x for each x: one sweep backwards over the nodes y depends on."""
     if not y.dtype.is_float:
