@@ -105,7 +105,7 @@ def row(kind: str, n: int) -> str:
     return f"{ops} {trace:.1f} {comp:.1f} {grad:.1f}"
 
 
-def compare(other: str, max_nodes: int, rounds: int) -> None:
+def compare(other: str, min_nodes: int, max_nodes: int, rounds: int) -> None:
     """Rows of this tree and of ``other`` (a src folder), alternating fresh interpreters."""
     trees = {"this": os.path.dirname(os.path.dirname(os.path.abspath(cp.__file__))),
              "other": os.path.abspath(other)}
@@ -114,7 +114,7 @@ def compare(other: str, max_nodes: int, rounds: int) -> None:
           "| grad this / other |")
     print("|---|---:|---:|---:|---:|---:|")
     for kind in GRAPHS:
-        n = 1024
+        n = min_nodes
         while n <= max_nodes:
             best: dict[str, list[float]] = {}
             ops = 0
@@ -136,6 +136,7 @@ def compare(other: str, max_nodes: int, rounds: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--min-nodes", type=int, default=1024)
     parser.add_argument("--max-nodes", type=int, default=262144)
     parser.add_argument("--profile", metavar="KIND:N", help="profile one graph, e.g. dag:65536")
     parser.add_argument("--against", metavar="SRC", help="compare with another source tree")
@@ -148,7 +149,7 @@ def main() -> None:
         print(row(kind, int(n)))
         return
     if args.against:
-        compare(args.against, args.max_nodes, args.rounds)
+        compare(args.against, args.min_nodes, args.max_nodes, args.rounds)
         return
     if args.profile:
         kind, n = args.profile.split(":")
@@ -166,7 +167,7 @@ def main() -> None:
     print("| graph | nodes | ops | trace µs/op | compile µs/op | grad µs/op |")
     print("|---|---:|---:|---:|---:|---:|")
     for kind in GRAPHS:
-        n = 1024
+        n = args.min_nodes
         while n <= args.max_nodes:
             ops, trace, comp, grad = measure(kind, n)
             print(f"| {kind} | {n} | {ops} | {trace:.1f} | {comp:.1f} | {grad:.1f} |", flush=True)
