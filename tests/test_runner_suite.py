@@ -464,13 +464,18 @@ def test_safe_state_on_stop_unload_and_replacement(runner: Runner) -> None:
 
 
 def test_atomic_replace_keeps_running(runner: Runner) -> None:
-    """deploy(start=True) on a running target: no STOP in between, the tick grid goes on."""
+    """deploy(start=True) on a running target: no STOP in between, the tick grid goes on.
+    (A replaced program's first tick is the old one's next deadline: when the tick thread was
+    starved before the swap, the new program runs the ticks the old one missed, so the "none
+    doubled" bound counts every program's ticks against the wall time since the first START.)"""
     with runner.target() as tg:
         tasks, v = two_tasks()
         bind_two(tg, v)
+        first_start = time.monotonic()
         tg.deploy(*tasks, start=True)
         tg.reset()
         wait_running(tg, v["counter"], 20)
+        ticks = tg.read(v["counter"])  # a lower bound of the first program's ticks
         for k in range(3):
             counter = cp.feedback(lambda n: n + 1, init=0)
             duty = cp.min(cp.value(0.1 * (k + 1)), 1.0)
@@ -480,17 +485,19 @@ def test_atomic_replace_keeps_running(runner: Runner) -> None:
             tg.deploy(cp.Task(duty, counter, period=1e-3), start=True)
             assert tg.info().state == "running"
             time.sleep(0.1)
-            elapsed = time.monotonic() - began
             n = tg.read(counter)
+            ticks += n
             # running without a START; never more ticks than wall time allows (none doubled)
-            assert 0 < n <= elapsed * 1000 + 2
+            assert 0 < n and ticks <= (time.monotonic() - first_start) * 1000 + 2
             assert tg.io_value(cp.io.PWM(0)) == pytest.approx(0.1 * (k + 1))
         tg.stop()
 
 
 def test_link_timeout_is_a_dead_man_switch(runner: Runner) -> None:
     """A program with link_timeout: the heartbeat keeps it alive, silence faults it safe."""
-    timeout = 0.2 if runner.timeout <= 3.0 else 1.0  # Renode: a slower link
+    # a loaded CI machine can starve the heartbeat thread for a few 100 ms (then the switch
+    # rightly trips); Renode: a slower link
+    timeout = 0.5 if runner.timeout <= 3.0 else 1.0
     with runner.target() as tg:
         waiter = FaultWaiter(tg)
         tasks, v = two_tasks()
