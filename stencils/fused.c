@@ -9,7 +9,7 @@
  *     vloop_i32__begin   vi = 0, vn = cp_n_i32 (the element count)
  *     <body>             the operations of one block of L = CP_FUSE_BYTES / sizeof(T) elements
  *                        from index vi, intermediate values in the vector registers v0, v1
- *     store_<T>__v_V<d>  the block of register d into the out array
+ *     vrstore_<T>__p_0   the block of register 0 (the tree's root) into the out array
  *     vloop_<T>__end     vi += L; while vi < vn jump back to the body (cp_vloop, patched by
  *                        the linker to the stencil after vloop_i32__begin)
  * Every stencil of it has the signature CP_VREGS: the six scalar registers first (so they pass
@@ -17,8 +17,12 @@
  * stencil before the loop jumps to vloop_i32__begin, vloop_i32__end's cp_vnext jumps to the
  * scalar stencil after it), then the index, the count and the two vector registers.
  *
- * Naming: <op>_<type>__V<d>_<a>[_<b>] with the operand forms V0, V1 (vector register), v (the
- * block of array slot a or b at index vi) and m (scalar slot a or b, broadcast). The last
+ * Naming: vr<op>_<type>__<d>_<a>[_<b>] (vr: vector register) with the operand forms 0, 1 (the
+ * vector register v0, v1), p (the packed block of array slot a or b at index vi) and m (scalar
+ * slot a or b, broadcast); the result goes to register d. Only the forms the compiler's
+ * register order can reach are defined (below, CP_FUN_D).
+ * The prefix keeps them apart from the scalar stencils (<op>_<type>__...) and the packed loops
+ * (forms v), which the cross-architecture tests enumerate by name. The last
  * block may be partial: loads fill the missing lanes with zeros, the store writes only the
  * lanes present. Each lane computes the element line's expression, so each element sees the
  * operation sequence of the unfused loop and the results are the same bits. Operations whose
@@ -92,10 +96,10 @@ CP_FUSE_MEMORY(i32)
 #define cp_fload_bool cp_fload_i32
 #define cp_fbcast_bool cp_fbcast_i32
 
-/* Operand fetch of form V0, V1, v, m (role r, block type T). */
-#define CP_FSRC_V0(T, r) ((cp_fv_##T)v0)
-#define CP_FSRC_V1(T, r) ((cp_fv_##T)v1)
-#define CP_FSRC_v(T, r) cp_fload_##T(VSLOT_##T(r), vi, vn)
+/* Operand fetch of form 0, 1, p, m (role r, block type T). */
+#define CP_FSRC_0(T, r) ((cp_fv_##T)v0)
+#define CP_FSRC_1(T, r) ((cp_fv_##T)v1)
+#define CP_FSRC_p(T, r) cp_fload_##T(VSLOT_##T(r), vi, vn)
 #define CP_FSRC_m(T, r) cp_fbcast_##T(SLOT_##T(r))
 
 /* The lanes of a block: y = EXPR of the lanes of x (and z) as a and b. kind vec calls the
@@ -115,7 +119,7 @@ CP_FUSE_MEMORY(i32)
     }
 
 #define CP_FUN1(op, TI, TO, kind, EXPR, D, A)                                                  \
-    CP_VSTENCIL(op##_##TI##__V##D##_##A)                                                       \
+    CP_VSTENCIL(vr##op##_##TI##__##D##_##A)                                                  \
     {                                                                                          \
         const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
         cp_fv_##TO y_;                                                                         \
@@ -123,12 +127,15 @@ CP_FUSE_MEMORY(i32)
         v##D = (cp_vreg)y_;                                                                    \
         CP_VNEXT();                                                                            \
     }
+/* The forms the compiler's register order reaches (compiler/fuse.py): a result goes to the
+ * register an operand computed in the loop is in, or to register 1 only while register 0
+ * holds a value; so a unary D_D, D_p, a binary D_D_p, D_p_D, D_D_m, D_m_D, D_p_p, D_p_m,
+ * D_m_p, and 0_0_1, 0_1_0 (both operands computed in the loop). */
 #define CP_FUN_D(op, TI, TO, kind, EXPR, D)                                                    \
-    CP_FUN1(op, TI, TO, kind, EXPR, D, V0)                                                     \
-    CP_FUN1(op, TI, TO, kind, EXPR, D, V1) CP_FUN1(op, TI, TO, kind, EXPR, D, v)
+    CP_FUN1(op, TI, TO, kind, EXPR, D, D) CP_FUN1(op, TI, TO, kind, EXPR, D, p)
 
 #define CP_FBIN1(op, TI, TO, EXPR, D, A, B)                                                    \
-    CP_VSTENCIL(op##_##TI##__V##D##_##A##_##B)                                                 \
+    CP_VSTENCIL(vr##op##_##TI##__##D##_##A##_##B)                                            \
     {                                                                                          \
         const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
         const cp_fv_##TI z_ = CP_FSRC_##B(TI, b);                                              \
@@ -141,14 +148,11 @@ CP_FUSE_MEMORY(i32)
         v##D = (cp_vreg)y_;                                                                    \
         CP_VNEXT();                                                                            \
     }
-#define CP_FBIN_A(op, TI, TO, EXPR, D, A)                                                      \
-    CP_FBIN1(op, TI, TO, EXPR, D, A, V0) CP_FBIN1(op, TI, TO, EXPR, D, A, V1)                  \
-    CP_FBIN1(op, TI, TO, EXPR, D, A, v) CP_FBIN1(op, TI, TO, EXPR, D, A, m)
 #define CP_FBIN_D(op, TI, TO, EXPR, D)                                                         \
-    CP_FBIN_A(op, TI, TO, EXPR, D, V0) CP_FBIN_A(op, TI, TO, EXPR, D, V1)                      \
-    CP_FBIN_A(op, TI, TO, EXPR, D, v)                                                          \
-    CP_FBIN1(op, TI, TO, EXPR, D, m, V0) CP_FBIN1(op, TI, TO, EXPR, D, m, V1)                  \
-    CP_FBIN1(op, TI, TO, EXPR, D, m, v)
+    CP_FBIN1(op, TI, TO, EXPR, D, D, p) CP_FBIN1(op, TI, TO, EXPR, D, p, D)                    \
+    CP_FBIN1(op, TI, TO, EXPR, D, D, m) CP_FBIN1(op, TI, TO, EXPR, D, m, D)                    \
+    CP_FBIN1(op, TI, TO, EXPR, D, p, p) CP_FBIN1(op, TI, TO, EXPR, D, p, m)                    \
+    CP_FBIN1(op, TI, TO, EXPR, D, m, p)
 
 /* A line of cp_elements.h as its vector-register forms, if its operand and result have the
  * same size (the same lane count). */
@@ -157,7 +161,8 @@ CP_FUSE_MEMORY(i32)
 #define CP_FVREG_1(op, TI, TO, kind, EXPR)                                                     \
     CP_FUN_D(op, TI, TO, kind, EXPR, 0) CP_FUN_D(op, TI, TO, kind, EXPR, 1)
 #define CP_FVREG_2(op, TI, TO, kind, EXPR)                                                     \
-    CP_FBIN_D(op, TI, TO, EXPR, 0) CP_FBIN_D(op, TI, TO, EXPR, 1)
+    CP_FBIN_D(op, TI, TO, EXPR, 0) CP_FBIN_D(op, TI, TO, EXPR, 1)                              \
+    CP_FBIN1(op, TI, TO, EXPR, 0, 0, 1) CP_FBIN1(op, TI, TO, EXPR, 0, 1, 0)
 #define CP_FSAME(F, op, TI, TO, kind, EXPR) F(op, TI, TO, kind, EXPR)
 #define CP_FDIFF(F, op, TI, TO, kind, EXPR)
 #define CP_FSIZE_f32_f32 CP_FSAME
@@ -185,14 +190,9 @@ CP_VSTENCIL(vloop_i32__begin)
 }
 
 #define CP_FUSE_LOOP(T)                                                                        \
-    CP_VSTENCIL(store_##T##__v_V0)                                                             \
+    CP_VSTENCIL(vrstore_##T##__p_0)                                                             \
     {                                                                                          \
         cp_fstore_##T(VSLOT_##T(out), vi, vn, (cp_fv_##T)v0);                                  \
-        CP_VNEXT();                                                                            \
-    }                                                                                          \
-    CP_VSTENCIL(store_##T##__v_V1)                                                             \
-    {                                                                                          \
-        cp_fstore_##T(VSLOT_##T(out), vi, vn, (cp_fv_##T)v1);                                  \
         CP_VNEXT();                                                                            \
     }                                                                                          \
     CP_VSTENCIL(vloop_##T##__end)                                                              \

@@ -134,7 +134,9 @@ def c_targets() -> list[str]:
 
 def target_flags(target: dict[str, Any]) -> list[str]:
     """The compiler flags of a stencil object for ``target`` (include directories aside)."""
-    fuse = [f"-DCP_FUSE_BYTES={target['fuse_vector_bytes']}"] if "fuse_vector_bytes" in target else []
+    # fused element-wise loops (stencils/fused.c): the vector register width the toml declares
+    width = target.get("fuse_vector_bytes")
+    fuse = [] if width is None else [f"-DCP_FUSE_BYTES={width}"]
     if target.get("builder", "clang") == "gcc":
         return [*COMMON_FLAGS, *target["cflags"], *fuse]
     return [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"], *fuse]

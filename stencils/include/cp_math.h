@@ -354,8 +354,7 @@ CP_INLINE double cp_sqrt_i(double x)
         enum { W_ = CP_FUSE_BYTES / sizeof(T) };                               \
         T r[W_];                                                               \
         uint32_t bad = 0;                                                      \
-        CP_VECTOR_LOOP                                                         \
-        for (size_t j = 0; j < W_; j++) {                                      \
+        for (size_t j = 0; j < W_; j++) { /* unrolled where W_ is small */     \
             uint32_t b;                                                        \
             r[j] = FAST(a[j], &b);                                             \
             bad |= b;                                                          \

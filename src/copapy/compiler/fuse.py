@@ -3,8 +3,8 @@ pass over the data, and plan their vector-register stencils (stencils/fused.c).
 
 A fused loop computes a tree of element-wise nodes of one shape: its root, and every operand
 that is itself a fusable element-wise array feeding nothing else (not an output, not in memory
-already). The other operands are the leaves: arrays, read block by block (form ``v``), and
-scalars, broadcast (form ``m``). The tree is evaluated with the two vector registers V0 and V1
+already). The other operands are the leaves: arrays, read block by block (form ``p``), and
+scalars, broadcast (form ``m``). The tree is evaluated with the two vector registers 0 and 1
 (Sethi-Ullman order: the operand that needs more registers first); where both operands of a
 node would need both registers, the second is cut off and becomes a leaf, computed before as
 a loop of its own. Each element sees the operation sequence of the unfused loops, so the
@@ -76,7 +76,7 @@ class _Planner:
                 or any(a.shape not in ((), node.shape) for a in node.args)):
             return False
         family, suffix = self.stencil_name(node)
-        return f"{family}_{suffix}__V0{'_V0' * len(node.args)}" in self.table
+        return f"vr{family}_{suffix}__0{'_p' * len(node.args)}" in self.table
 
     def inner(self, node: Node) -> bool:
         """Can ``node`` be an operand kept in a register (fused into its single user)?"""
@@ -128,25 +128,25 @@ class _Planner:
                 first, second = (0, 1) if need[args[0]] >= need[args[1]] else (1, 0)
                 gen(args[first], d)
                 gen(args[second], o)
-                forms[first], forms[second] = f"V{d}", f"V{o}"
+                forms[first], forms[second] = str(d), str(o)
             else:
                 for k, a in enumerate(args):
                     if inner[k]:
                         gen(a, d)
-                        forms[k] = f"V{d}"
+                        forms[k] = str(d)
             operands = []
             for k, a in enumerate(args):
                 if not inner[k]:
-                    forms[k] = "v" if a.shape else "m"
+                    forms[k] = "p" if a.shape else "m"
                     operands.append(("ab"[k], a))
                     leaves.append(a)
             family, suffix = self.stencil_name(node)
-            body.append(Step(f"{family}_{suffix}__V{d}_{'_'.join(forms)}", tuple(operands)))
+            body.append(Step(f"vr{family}_{suffix}__{d}_{'_'.join(forms)}", tuple(operands)))
 
         gen(root, 0)
         kind = root.dtype.stencil
         loop = Loop(root, tuple(interior), tuple(leaves), tuple(body),
-                    f"store_{kind}__v_V0", f"vloop_{kind}__end")
+                    f"vrstore_{kind}__p_0", f"vloop_{kind}__end")
         if any(s.stencil not in self.table for s in loop.body) or loop.end not in self.table:
             return None
         return loop
