@@ -64,11 +64,18 @@ class _Planner:
         self.skip = skip
         self.stores = stores
         self.in_memory = in_memory
-        self.users: dict[Node, int] = {}
-        for node in order:
-            for a in node.args:
-                self.users[a] = self.users.get(a, 0) + 1
-        self.computed = set(order)
+        self.order = order
+        self._users: dict[Node, int] | None = None  # counted on first use (array graphs only)
+        self._computed: set[Node] = set()
+
+    def users(self, node: Node) -> int:
+        if self._users is None:
+            self._users = {}
+            for x in self.order:
+                for a in x.args:
+                    self._users[a] = self._users.get(a, 0) + 1
+            self._computed = set(self.order)
+        return self._users.get(node, 0) if node in self._computed else 0
 
     def fusable(self, node: Node) -> bool:
         if (not node.shape or node.op == "where" or node in self.skip
@@ -80,8 +87,8 @@ class _Planner:
 
     def inner(self, node: Node) -> bool:
         """Can ``node`` be an operand kept in a register (fused into its single user)?"""
-        return (node in self.computed and self.users.get(node) == 1 and node not in self.stores
-                and not self.in_memory(node) and self.fusable(node))
+        return (self.users(node) == 1 and node not in self.stores and not self.in_memory(node)
+                and self.fusable(node))
 
     def tree(self, root: Node) -> tuple[set[Node], dict[Node, int]]:
         """The fused operands of the tree at ``root`` and each node's register need."""
