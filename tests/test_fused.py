@@ -476,3 +476,19 @@ def test_every_fused_stencil_is_exercised() -> None:
         assert used <= table
         missing = sorted(table - used)
         assert not missing, f"{arch}: {len(missing)} of {len(table)} unused: {missing[:20]}"
+
+
+def test_loop_end_without_begin_is_an_error() -> None:
+    """The linker resolves the backward branch to the stencil after the loop's begin; a loop
+    end without one is a CompileError, not a branch to nowhere."""
+    from copapy.compiler.link import link
+    from copapy.compiler.lower import CompileError, Instr
+
+    table = load_table("x86_64")
+    assert any(r.target_type == "loop" for r in table.function("vloop_f32__end").relocs)
+    with pytest.raises(CompileError, match="branches back"):
+        link([[Instr("vloop_f32__end", ())]], table)
+    linked = link([[Instr(fuse.LOOP_BEGIN, (("n", 0),)), Instr("vrneg_f32__0_p", (("a", 0),)),
+                    Instr("vrstore_f32__p_0", (("out", 0),)), Instr("vloop_f32__end", ())]],
+                  table)
+    assert linked.patches == []
