@@ -10,6 +10,7 @@ Variants (each called with the same NumPy float32 inputs, writing or returning a
   cp x86_64     @cp.jit(arch="x86_64"), the SSE2 stencil table, result as a view (map_to_numpy)
   cp x86_64-v3  @cp.jit(arch="x86_64-v3"), the AVX2 table (same bits); skipped without AVX2
   cp x86_64-v4  @cp.jit(arch="x86_64-v4"), the AVX-512 table (same bits); skipped without it
+  cp unfused    expr only: the best table with fused loops switched off (one pass per operation)
   numpy         the NumPy expression (vectorised ufuncs, temporaries per operation)
   numba         @numba.njit loop over the elements into a preallocated output (default flags)
   numba fm      the same loop with fastmath=True
@@ -39,6 +40,7 @@ import numpy as np
 
 import copapy as cp
 from copapy.arch.targets import host_variants
+from copapy.compiler import fuse
 
 Array = np.ndarray[Any, Any]
 SIZES = [1_000, 100_000, 1_000_000]
@@ -83,6 +85,17 @@ def copapy_fn(op: str, arch: str) -> Callable[..., Array]:
     @cp.jit(arch=arch)
     def f(*args: Any) -> Any:
         return cp.map_to_numpy(expr(*args))
+    return f
+
+
+def unfused_fn(op: str, arch: str, args: tuple[Array, ...]) -> Callable[..., Array]:
+    """copapy_fn compiled (at its first call) with the fused loops switched off"""
+    f = copapy_fn(op, arch)
+    saved, fuse.ENABLED = fuse.ENABLED, False
+    try:
+        f(*args)
+    finally:
+        fuse.ENABLED = saved
     return f
 
 
@@ -201,14 +214,17 @@ def main() -> None:
     archs = ["x86_64", *host_variants()]
     with tempfile.TemporaryDirectory() as tmp:
         libs = {name: c_library(flags, Path(tmp)) for name, flags in C_FLAGS.items()}
-        print("| op | n | " + " | ".join(["cp " + a for a in archs] + ["numpy", "numba",
-              "numba fm", *C_FLAGS]) + " | cp/numpy | cp/numba | cp/numba fm | cp/C O3 fm nat |")
-        print("|" + "---|" * (6 + len(archs) + len(C_FLAGS) + 4))
+        print("| op | n | " + " | ".join(["cp " + a for a in archs] + ["cp unfused", "numpy",
+              "numba", "numba fm", *C_FLAGS])
+              + " | cp/numpy | cp/numba | cp/numba fm | cp/C O3 fm nat | cp/cp unfused |")
+        print("|" + "---|" * (7 + len(archs) + len(C_FLAGS) + 5))
         for op in opts.ops.split(","):
             for n in map(int, opts.sizes.split(",")):
                 args = inputs(op, n)
                 variants: dict[str, Callable[..., Array]] = {
                     f"cp {a}": copapy_fn(op, a) for a in archs}
+                if op == "expr":
+                    variants["cp unfused"] = unfused_fn(op, archs[-1], args)
                 variants["numpy"] = numpy_fn(op)
                 for name, f in numba_fns(op).items():
                     f.out = np.empty(n, np.float32)  # type: ignore[attr-defined]
@@ -223,15 +239,17 @@ def main() -> None:
                     else:
                         ref = mag = NP[op](*a64)
                 err = {k: ulps(np.array(f(*args)), ref, mag) for k, f in variants.items()}
-                first, *others = (np.array(variants[f"cp {a}"](*args)).view(np.uint32)
-                                  for a in archs)
+                first, *others = (np.array(variants[k](*args)).view(np.uint32)
+                                  for k in [f"cp {a}" for a in archs] + (
+                                      ["cp unfused"] if op == "expr" else []))
                 assert all(np.array_equal(first, o) for o in others), op  # same bits
                 t = measure(variants, args, reps, budget)
                 best = min(t[f"cp {a}"] for a in archs)
                 cols = [f"{t[k] / n * 1e9:.2f}" if k in t else "-" for k in
-                        [*(f"cp {a}" for a in archs), "numpy", "numba", "numba fm", *C_FLAGS]]
+                        [*(f"cp {a}" for a in archs), "cp unfused", "numpy", "numba",
+                         "numba fm", *C_FLAGS]]
                 ratio = [f"{best / t[k]:.2f}" if k in t else "-" for k in
-                         ("numpy", "numba", "numba fm", "C O3 fm nat")]
+                         ("numpy", "numba", "numba fm", "C O3 fm nat", "cp unfused")]
                 print(f"| {op} | {n:.0e} | " + " | ".join(cols + ratio) + " |", flush=True)
                 bad = {k: round(e, 1) for k, e in err.items() if not e <= 4.0}
                 if bad:

@@ -134,9 +134,12 @@ def c_targets() -> list[str]:
 
 def target_flags(target: dict[str, Any]) -> list[str]:
     """The compiler flags of a stencil object for ``target`` (include directories aside)."""
+    # fused element-wise loops (stencils/fused.c): the vector register width the toml declares
+    width = target.get("fuse_vector_bytes")
+    fuse = [] if width is None else [f"-DCP_FUSE_BYTES={width}"]
     if target.get("builder", "clang") == "gcc":
-        return [*COMMON_FLAGS, *target["cflags"]]
-    return [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"]]
+        return [*COMMON_FLAGS, *target["cflags"], *fuse]
+    return [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"], *fuse]
 
 
 def compiler_command(target: dict[str, Any]) -> list[str]:
@@ -310,8 +313,10 @@ class TableBuilder:
         name = sym.name.split("@")[0]
         shndx = sym["st_shndx"]
         if shndx == "SHN_UNDEF":
-            if name == "cp_next":
+            if name in ("cp_next", "cp_vnext"):  # cp_vnext: the same, in a fused loop
                 return "next", "", addend
+            if name == "cp_vloop":  # a fused loop's backward branch (stencils/fused.c)
+                return "loop", "", addend
             m = SLOT_RE.match(name)
             if m:
                 return "slot", m.group(1), addend

@@ -96,6 +96,17 @@ CP_KERNELS(CP_KERNEL_PROTO)
     void cp_v##name##_f64(double *out, const double *a, size_t n);
 CP_VKERNELS(CP_VKERNEL_PROTO)
 #endif
+/* The same per lane over one block of a fused loop (stencils/fused.c): y = the kernel of the
+ * CP_FUSE_BYTES / sizeof(T) lanes of a, fast path or, if a lane needs it, the scalar kernel. */
+#if defined(CP_FUSE_BYTES)
+#if !CP_VMATH
+#error "CP_FUSE_BYTES (fused loops) needs an IEEE-exact vector unit (CP_VMATH)"
+#endif
+#define CP_VKERNEL_WPROTO(name)                                                \
+    void cp_v##name##_f32_w(float *y, const float *a);                         \
+    void cp_v##name##_f64_w(double *y, const double *a);
+CP_VKERNELS(CP_VKERNEL_WPROTO)
+#endif
 
 /* Correctly rounded integer-only square roots.  cp_sqrtf/cp_sqrt use these
  * on targets without a hardware square root; exported so that tests can
@@ -334,7 +345,28 @@ CP_INLINE double cp_sqrt_i(double x)
             for (size_t j = 0; j < CP_VBLOCK; j++) out[i + j] = y[j];          \
         }                                                                      \
         for (; i < n; i++) out[i] = SCALAR(a[i]);                              \
+    }                                                                          \
+    CP_VBLOCK_LANES(fname, T, FAST, SCALAR)
+#if defined(CP_FUSE_BYTES)
+#define CP_VBLOCK_LANES(fname, T, FAST, SCALAR)                                \
+    void fname##_w(T *y, const T *a)                                           \
+    {                                                                          \
+        enum { W_ = CP_FUSE_BYTES / sizeof(T) };                               \
+        T r[W_];                                                               \
+        uint32_t bad = 0;                                                      \
+        for (size_t j = 0; j < W_; j++) { /* unrolled where W_ is small */     \
+            uint32_t b;                                                        \
+            r[j] = FAST(a[j], &b);                                             \
+            bad |= b;                                                          \
+        }                                                                      \
+        if (bad) {                                                             \
+            for (size_t j = 0; j < W_; j++) r[j] = SCALAR(a[j]);               \
+        }                                                                      \
+        for (size_t j = 0; j < W_; j++) y[j] = r[j];                           \
     }
+#else
+#define CP_VBLOCK_LANES(fname, T, FAST, SCALAR)
+#endif
 /* select without a branch on the condition's evaluation order */
 #define CP_SEL(c, x, y) ((c) ? (x) : (y))
 

@@ -31,7 +31,7 @@ else:  # the runtime loader imports this module at `import copapy`; tomllib load
 #: top-level keys: the build description, hashed into the stencil table (a change means a rebuild)
 _TOP = {"name", "id", "builder", "triple", "cflags", "compiler", "elf_machine", "reloc_table",
         "pointer_bits", "endianness", "base_align", "code_align", "section_align", "nop",
-        "float64", "emulator", "variant_of", "cpu_features"}
+        "float64", "emulator", "variant_of", "cpu_features", "fuse_vector_bytes"}
 _REQUIRED = {"name", "id", "elf_machine", "reloc_table", "pointer_bits", "endianness",
              "base_align", "code_align", "nop", "float64", "emulator"}
 _TABLES = {"unicorn", "qemu", "tests", "linux", "simd"}

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
+from .fuse import LOOP_BEGIN
 from .lower import CompileError, Instr
 from .table import Function, Reloc, StencilTable
 
@@ -87,9 +88,9 @@ class _Linker:
                 pending = _Pending(start + r.offset, r.kind, "data", "", slots[r.target] + r.addend)
             else:
                 pending = _Pending(start + r.offset, r.kind, r.target_type, r.target, r.addend)
-                if r.target_type == "next":
+                if r.target_type in ("next", "loop"):
                     if next_refs is None:
-                        raise CompileError(f"helper {func.name} refers to cp_next")
+                        raise CompileError(f"helper {func.name} refers to cp_{r.target_type}")
                     next_refs.append(pending)
             pending_list.append(pending)
         return start
@@ -100,6 +101,7 @@ class _Linker:
         slot_sets = [{}, *(dict(i.slots) for i in instrs), {}]
         entry = -1
         waiting: list[_Pending] = []
+        loop_start = -1  # the body of the current fused loop: the stencil after its begin
         for k, name in enumerate(names):
             func = self.table.function(name)
             last = k == len(names) - 1
@@ -109,7 +111,16 @@ class _Linker:
             start = self.place(func, strip=not last, slots=slot_sets[k], next_refs=refs)
             for p in waiting:
                 p.target_type, p.addend = "code", p.addend + start
-            waiting = refs
+            if k and names[k - 1] == LOOP_BEGIN:
+                loop_start = start
+            waiting = []
+            for p in refs:
+                if p.target_type == "next":
+                    waiting.append(p)
+                elif loop_start < 0:
+                    raise CompileError(f"{name} branches back without a {LOOP_BEGIN} before it")
+                else:  # the backward branch of a fused loop (compiler/fuse.py)
+                    p.target_type, p.addend = "code", p.addend + loop_start
             if k == 0:
                 entry = start | (1 if func.thumb else 0)
         return entry

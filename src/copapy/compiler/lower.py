@@ -16,6 +16,7 @@ from typing import NamedTuple
 from ..dtypes import DType, int32
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
+from .fuse import LOOP_BEGIN, Loop, find_loops
 from .layout import DataLayout
 from .schedule import evaluation_order
 from .table import StencilTable
@@ -84,6 +85,7 @@ class _Lowerer:
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
         #: stencil names already checked against the table
         self.known: set[str] = set()
+        self.loops: dict[Node, Loop] = {}
 
     def next_use(self, node: Node) -> int:
         uses = self.remaining.get(node)
@@ -141,12 +143,15 @@ class _Lowerer:
         """``progress(done, total)`` is called every 1024 nodes (a compile's progress bar)."""
         self.fused = fused = self.find_fusions(order)
         skipped = {f[1] for f in fused.values()}
+        self.loops = loops = find_loops(order, self.table, self.stores,
+                                        lambda n: id(n) in self.mem, skipped, _stencil_name)
+        skipped.update(n for loop in loops.values() for n in loop.interior)
         remaining = self.remaining
         for i in range(len(order) - 1, -1, -1):
             node = order[i]
             if node in skipped:
                 continue
-            for a in self.operands(node) if node in fused else node.args:
+            for a in self.operands(node) if node in fused or node in loops else node.args:
                 for x in self.chain_of(a) if a.op in VIEWS else (a,):
                     uses = remaining.get(x)
                     if uses is None:
@@ -198,7 +203,8 @@ class _Lowerer:
         """What a node reads: a fused dot reads its element-wise operand's operands."""
         fusion = self.fused.get(node)
         if fusion is None:
-            return node.args
+            loop = self.loops.get(node)
+            return node.args if loop is None else loop.leaves
         return fusion[2], fusion[3], fusion[4]
 
     def consume(self, node: Node) -> None:
@@ -291,6 +297,10 @@ class _Lowerer:
             self.consume(node)
             self.copy_stores(node, skip_first=True)
             return
+        loop = self.loops.get(node)
+        if loop is not None:
+            self.lower_loop(node, loop)
+            return
         fusion = self.fused.get(node)
         if fusion is not None:
             family, _, array, scalar, other = fusion
@@ -338,6 +348,20 @@ class _Lowerer:
         self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
         self.free_dead(args)
         self.finish_scalar(node, regs, dst)
+
+    def lower_loop(self, node: Node, loop: Loop) -> None:
+        """A fused element-wise loop (compiler/fuse.py); its result may reuse an operand's
+        slot, as an unfused element-wise result may (block i is read before it is stored)."""
+        body = [(step.stencil, [(role, self.slot_of(x) if x.shape else self.ensure_mem(x))
+                                for role, x in step.operands]) for step in loop.body]
+        self.consume(node)
+        out = self.array_out(node)
+        self.emit(LOOP_BEGIN, [("n", self.const_int(node.size))])
+        for stencil, slots in body:
+            self.emit(stencil, slots)
+        self.emit(loop.store, [("out", out)])
+        self.emit(loop.end, [])
+        self.copy_stores(node, skip_first=True)
 
     def finish_scalar(self, node: Node, regs: list[Node | None], dst: int) -> None:
         """A scalar result is in register ``dst``: store it where it must go."""

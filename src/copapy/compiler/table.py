@@ -22,7 +22,7 @@ TABLE_FORMAT = 1
 class Reloc:
     offset: int
     kind: PatchKind
-    target_type: str  # next | slot | func | rodata
+    target_type: str  # next | loop (fused loops) | slot | func | rodata
     target: str  # slot role, function name or rodata blob id
     addend: int
 
