@@ -180,8 +180,12 @@ static uint64_t interrupted_pc(const void *uctx)
 {
 #if defined(__linux__) && defined(__x86_64__)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__linux__) && defined(__i386__)
+    return (uint64_t)(uint32_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_EIP];
 #elif defined(__linux__) && defined(__aarch64__)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.pc;
+#elif defined(__linux__) && defined(__arm__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.arm_pc;
 #else
     (void)uctx;
     return 0;
@@ -219,6 +223,8 @@ static inline void clear_alignment_check(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __asm__ volatile("pushfq\n\tandq $~0x40000, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+#elif defined(__i386__) && (defined(__GNUC__) || defined(__clang__))
+    __asm__ volatile("pushfl\n\tandl $~0x40000, (%%esp)\n\tpopfl" ::: "memory", "cc");
 #endif
 }
 
