@@ -417,6 +417,9 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
         (void)cp_posix_watchdog_start(0, 0);
     }
     g->out = fault;
+    /* before the sigsetjmp: a 32-bit CPU holds budget_ns in two registers, which GCC says
+     * the jump may clobber (the supervisor reads it only once seq is odd) */
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     int sig = sigsetjmp(g->env, 0);
     if (sig != 0) {
         /* after the jump only memory is trusted: the slot is found again through the TLS */
@@ -432,7 +435,6 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
         }
         return 1;
     }
-    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
     g->active = 1;
