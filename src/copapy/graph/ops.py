@@ -99,10 +99,14 @@ _row("mul", 2, "num", "same", commutative=True, operator="mul", numpy="multiply"
 _row("div", 2, "float", "same", operator="truediv", numpy="divide")
 _row("floordiv", 2, "num", "same", operator="floordiv", numpy="floor_divide")
 _row("mod", 2, "num", "same", operator="mod", numpy="remainder")
-_row("min", 2, "num", "same", api="min", numpy="minimum",
-     doc="Smaller of a and b; NaN if either is NaN (as numpy.minimum).")
-_row("max", 2, "num", "same", api="max", numpy="maximum",
-     doc="Larger of a and b; NaN if either is NaN (as numpy.maximum).")
+# min and max say which of two equal values they give (+0 and -0: b, as the machine code);
+# numpy.minimum/maximum leave it to the platform (NumPy 1.24 on aarch64 gives +0 for max)
+_row("min", 2, "num", "same", lanes.np_min, api="min", numpy="minimum",
+     doc="Smaller of a and b; NaN if either is NaN (as numpy.minimum); of equal ones "
+         "(-0.0, 0.0) b.")
+_row("max", 2, "num", "same", lanes.np_max, api="max", numpy="maximum",
+     doc="Larger of a and b; NaN if either is NaN (as numpy.maximum); of equal ones "
+         "(0.0, -0.0) b.")
 _row("pow", 2, "num", "same",
      lambda np, a, b: _int_pow(np, a, b) if a.dtype == np.int32 else np.power(a, b),
      kernel="pow", approx=True, api="pow", operator="pow", numpy="power",
@@ -114,7 +118,7 @@ _row("abs", 1, "num", "same", api="abs", operator="abs", numpy="absolute",
      doc="Absolute value.")
 _row("sign", 1, "num", "same", api="sign", numpy="sign",
      doc="-1, 0 or 1 by the sign of x (NaN stays NaN).")
-_row("relu", 1, "num", "same", lambda np, a: np.maximum(a, a.dtype.type(0)), api="relu",
+_row("relu", 1, "num", "same", lambda np, a: lanes.np_max(np, a, a.dtype.type(0)), api="relu",
      doc="max(x, 0).")
 
 # comparisons
