@@ -137,10 +137,24 @@ def test_every_operation_is_covered() -> None:
 
 class _ArmNumPy:
     """numpy whose maximum/minimum order -0.0 below 0.0 (IEEE 754-2019 maximum, AArch64 FMAX),
-    as NumPy 1.24 on aarch64 does; x86 NumPy gives the second operand."""
+    as NumPy 1.24 on aarch64 does (x86 NumPy gives the second operand), and whose float32 ceil
+    and floor flush subnormals, as NumPy 1.24 on armv7 does."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(np, name)
+
+    @staticmethod
+    def _flushed(a: Any) -> Any:
+        a = np.asarray(a)
+        if a.dtype != np.float32:
+            return a
+        return np.where(np.abs(a) < np.finfo(np.float32).tiny, a * np.float32(0), a)
+
+    def ceil(self, a: Any) -> Any:
+        return np.ceil(self._flushed(a))
+
+    def floor(self, a: Any) -> Any:
+        return np.floor(self._flushed(a))
 
     @staticmethod
     def maximum(a: Any, b: Any) -> Any:
@@ -174,6 +188,21 @@ def test_min_max_of_signed_zeros_are_the_machine_codes(name: str, dtype: str) ->
         assert np.signbit(ftype(tg.read(folded))) == np.signbit(got), (name, pair)
     if name == "max":
         assert np.signbit(op([ftype(0.0), ftype(-0.0)]))  # b, not the larger zero
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc"])
+def test_rounding_of_subnormals_is_the_machine_codes(name: str) -> None:
+    """ceil(1e-40) is 1.0 on every NumPy: the reference (and constant folding) once used
+    NumPy's float32 loop, which flushes subnormals on armv7 (the armv7l wheel's test failed)."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    op = compiled(name, "float32")
+    for x in (np.float32(1e-40), np.float32(-1e-40), tiny, -tiny):
+        got = np.float32(op([x]))
+        assert got == {"floor": np.floor, "ceil": np.ceil, "round": np.rint,
+                       "trunc": np.trunc}[name](np.float64(x))
+        for numpy_like in (np, _ArmNumPy()):
+            ref = np.float32(op.spec.reference(numpy_like, np.asarray(x)))
+            assert ref == got and np.signbit(ref) == np.signbit(got), (name, x, got, ref)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
