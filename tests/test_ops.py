@@ -138,7 +138,7 @@ def test_every_operation_is_covered() -> None:
 class _ArmNumPy:
     """numpy whose maximum/minimum order -0.0 below 0.0 (IEEE 754-2019 maximum, AArch64 FMAX),
     as NumPy 1.24 on aarch64 does (x86 NumPy gives the second operand), and whose float32 ceil
-    and floor flush subnormals, as NumPy 1.24 on armv7 does."""
+    and floor flush subnormals and sqrt is not correctly rounded, as NumPy 1.24 on armv7."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(np, name)
@@ -155,6 +155,12 @@ class _ArmNumPy:
 
     def floor(self, a: Any) -> Any:
         return np.floor(self._flushed(a))
+
+    @staticmethod
+    def sqrt(a: Any) -> Any:  # NEON's estimate, 1 ulp low: sqrt(384) gave 19.595917
+        a = np.asarray(a)
+        exact = np.sqrt(a)
+        return np.nextafter(exact, a.dtype.type(0)) if a.dtype == np.float32 else exact
 
     @staticmethod
     def maximum(a: Any, b: Any) -> Any:
@@ -203,6 +209,16 @@ def test_rounding_of_subnormals_is_the_machine_codes(name: str) -> None:
         for numpy_like in (np, _ArmNumPy()):
             ref = np.float32(op.spec.reference(numpy_like, np.asarray(x)))
             assert ref == got and np.signbit(ref) == np.signbit(got), (name, x, got, ref)
+
+
+def test_sqrt_reference_is_correctly_rounded() -> None:
+    """The float32 sqrt reference is float64's, rounded: NumPy 1.24's float32 loop on armv7
+    gave sqrt(384) 1 ulp low, and the armv7l wheel's test of the (exact) machine code failed."""
+    op = compiled("sqrt", "float32")
+    for x in (384.0, 2.0, 3.0, 1e-40, 3.4e38, 0.1):
+        got = np.float32(op([np.float32(x)]))
+        assert got == np.float32(np.sqrt(np.float64(np.float32(x))))
+        assert np.float32(op.spec.reference(_ArmNumPy(), np.asarray(np.float32(x)))) == got
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

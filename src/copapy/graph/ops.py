@@ -87,8 +87,9 @@ def _int_pow(np: ModuleType, a: Any, b: Any) -> Any:
 
 def _exact_in_float64(ufunc: str) -> Reference:
     """``ufunc`` through float64, rounded back: exact for these (an integral float32 is a
-    float32), and independent of NumPy's float32 loops (NumPy 1.24 on armv7 flushes float32
-    subnormals in ceil and floor: ceil(1e-40) gave 0.0)."""
+    float32; float64's 53 bits round sqrt to float32 correctly), and independent of NumPy's
+    float32 loops, which on armv7 flush subnormals in ceil and floor (ceil(1e-40) gave 0.0)
+    and take sqrt from NEON's estimate (sqrt(384) was 1 ulp low) in NumPy 1.24."""
     return lambda np, a: getattr(np, ufunc)(np.asarray(a, np.float64)).astype(a.dtype)
 
 
@@ -107,7 +108,7 @@ _row("div", 2, "float", "same", operator="truediv", numpy="divide")
 _row("floordiv", 2, "num", "same", operator="floordiv", numpy="floor_divide")
 _row("mod", 2, "num", "same", operator="mod", numpy="remainder")
 # min and max say which of two equal values they give (+0 and -0: b, as the machine code);
-# numpy.minimum/maximum leave it to the platform (NumPy 1.24 on aarch64 gives +0 for max)
+# numpy.minimum/maximum leave it to the platform (NumPy 1.24 on ARM gives a for min(0.0, -0.0))
 _row("min", 2, "num", "same", lanes.np_min, api="min", numpy="minimum",
      doc="Smaller of a and b; NaN if either is NaN (as numpy.minimum); of equal ones "
          "(-0.0, 0.0) b.")
@@ -166,8 +167,8 @@ for _name, _np, _doc in [
     ("tanh", "tanh", "Hyperbolic tangent."),
 ]:
     _approx = _name != "sqrt"
-    _row(_name, 1, "float", "same", kernel=_name if _approx else "", approx=_approx, api=_name,
-         numpy=_np, doc=_doc)
+    _row(_name, 1, "float", "same", None if _approx else _exact_in_float64(_np),
+         kernel=_name if _approx else "", approx=_approx, api=_name, numpy=_np, doc=_doc)
 for _name, _np, _doc in [("floor", "floor", "Largest integer value <= x."),
                          ("ceil", "ceil", "Smallest integer value >= x."),
                          ("round", "rint", "Nearest integer value, ties to even (as numpy)."),
