@@ -25,6 +25,29 @@ SNIPPETS: dict[str, dict[str, bytes]] = {
         # jmp $
         "timeout": bytes.fromhex("ebfe"),
     },
+    # the wheels of other CPUs (tests/test_faults_inprocess.py in their userlands); encodings
+    # checked with llvm-mc-19 -show-encoding. Neither ARM traps an integer division by zero
+    # (it gives 0) and Linux leaves FP traps off: no code of theirs raises SIGFPE.
+    "aarch64": {
+        # mov x0, #0; ldr w0, [x0]
+        "SIGSEGV": bytes.fromhex("000080d2000040b9"),
+        # udf #0
+        "SIGILL": bytes.fromhex("00000000"),
+        # add x0, sp, #1; ldxr x1, [x0]: an exclusive load must be aligned (no fix-up)
+        "SIGBUS": bytes.fromhex("e0070091017c5fc8"),
+        # b .
+        "timeout": bytes.fromhex("00000014"),
+    },
+    "armv7a": {  # ARM mode
+        # mov r0, #0; ldr r0, [r0]
+        "SIGSEGV": bytes.fromhex("0000a0e3000090e5"),
+        # udf #0
+        "SIGILL": bytes.fromhex("f000f0e7"),
+        # add r0, sp, #1; ldrex r1, [r0]: an exclusive load must be aligned (no fix-up)
+        "SIGBUS": bytes.fromhex("01008de29f1f90e1"),
+        # b .
+        "timeout": bytes.fromhex("feffffea"),
+    },
     "cortex-m7": {  # Thumb-2, halfwords little-endian
         # svc #0 from the SysTick handler: SVCall has the lowest priority, so it escalates
         "HardFault": bytes.fromhex("00df"),
@@ -39,6 +62,9 @@ SNIPPETS: dict[str, dict[str, bytes]] = {
     },
 }
 
+# i386 decodes the x86_64 snippets the same (none uses a REX prefix; pushfq is pushfd there)
+SNIPPETS["x86"] = SNIPPETS["x86_64"]
+
 #: a chain that masks interrupts, then loops: only the watchdog's NMI reaches it
 WATCHDOG_M7 = bytes.fromhex("72b6fee7")
 
@@ -47,15 +73,19 @@ def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:
     """The image with task ``task``'s entry replaced by the ``kind`` snippet of ``arch``."""
     snippet = SNIPPETS[arch][kind]
     img = im.parse(image)
-    start = img.tasks[task].entry & ~1
+    start = img.tasks[task].entry
+    if arch.startswith("cortex-m"):
+        start &= ~1  # a Thumb address; x86 code may start at an odd byte
     code = bytearray(img.code)
     if start + len(snippet) > len(code):
         raise ValueError(f"task {task}'s code is too short for the {kind} snippet")
     code[start:start + len(snippet)] = snippet
     img.code = bytes(code)
-    # a patch word overlapping the snippet would rewrite it at load time (words are <= 8 bytes)
+    # a patch word overlapping the snippet would rewrite it at load time; the one ending just
+    # before it belongs to the task in front (word_bits is a kind descriptor's first byte)
+    end = start + len(snippet)
     img.patches = [p for p in img.patches
-                   if not (start - 8 < p.site < start + len(snippet))]
+                   if not (p.site < end and p.site + img.kinds[p.kind][0] // 8 > start)]
     return img.to_bytes()
 
 

@@ -8,6 +8,7 @@ and bit-identical to the host build of our kernels.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -134,6 +135,92 @@ def test_every_operation_is_covered() -> None:
                                      if s.shape_rule == "elementwise"}
 
 
+class _ArmNumPy:
+    """numpy whose maximum/minimum order -0.0 below 0.0 (IEEE 754-2019 maximum, AArch64 FMAX),
+    as NumPy 1.24 on aarch64 does (x86 NumPy gives the second operand), and whose float32 ceil
+    and floor flush subnormals and sqrt is not correctly rounded, as NumPy 1.24 on armv7."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
+
+    @staticmethod
+    def _flushed(a: Any) -> Any:
+        a = np.asarray(a)
+        if a.dtype != np.float32:
+            return a
+        return np.where(np.abs(a) < np.finfo(np.float32).tiny, a * np.float32(0), a)
+
+    def ceil(self, a: Any) -> Any:
+        return np.ceil(self._flushed(a))
+
+    def floor(self, a: Any) -> Any:
+        return np.floor(self._flushed(a))
+
+    @staticmethod
+    def sqrt(a: Any) -> Any:  # NEON's estimate, 1 ulp low: sqrt(384) gave 19.595917
+        a = np.asarray(a)
+        exact = np.sqrt(a)
+        return np.nextafter(exact, a.dtype.type(0)) if a.dtype == np.float32 else exact
+
+    @staticmethod
+    def maximum(a: Any, b: Any) -> Any:
+        return np.where((a == b) & (a == 0), np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+    @staticmethod
+    def minimum(a: Any, b: Any) -> Any:
+        return np.where((a == b) & (a == 0), np.where(np.signbit(a), a, b), np.minimum(a, b))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["min", "max", "relu"])
+def test_min_max_of_signed_zeros_are_the_machine_codes(name: str, dtype: str) -> None:
+    """Of two equal zeros min and max give b, as the stencils compute it, on every NumPy: the
+    reference (and so constant folding) once used numpy.maximum, whose choice depends on the
+    platform, and the aarch64 wheel's test of max(0.0, -0.0) failed."""
+    ftype = np.float32 if dtype == "float32" else np.float64
+    pairs = [(0.0, -0.0), (-0.0, 0.0), (0.0, 0.0), (-0.0, -0.0)]
+    op = compiled(name, dtype)
+    for pair in pairs:
+        args = [ftype(a) for a in pair[:op.spec.arity]]
+        got = ftype(op(list(args)))
+        for numpy_like in (np, _ArmNumPy()):
+            ref = ftype(op.spec.reference(numpy_like, *(np.asarray(a) for a in args)))
+            assert np.signbit(ref) == np.signbit(got), (name, pair, got, ref)
+        folded = Value(build.apply(name, *(cp.constant(a, DTYPES[dtype]).node for a in args)))
+        assert folded.node.op == "const"
+        tg = cp.LocalTarget()
+        tg.compile(folded)
+        tg.run()
+        assert np.signbit(ftype(tg.read(folded))) == np.signbit(got), (name, pair)
+    if name == "max":
+        assert np.signbit(op([ftype(0.0), ftype(-0.0)]))  # b, not the larger zero
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "round", "trunc"])
+def test_rounding_of_subnormals_is_the_machine_codes(name: str) -> None:
+    """ceil(1e-40) is 1.0 on every NumPy: the reference (and constant folding) once used
+    NumPy's float32 loop, which flushes subnormals on armv7 (the armv7l wheel's test failed)."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    op = compiled(name, "float32")
+    for x in (np.float32(1e-40), np.float32(-1e-40), tiny, -tiny):
+        got = np.float32(op([x]))
+        assert got == {"floor": np.floor, "ceil": np.ceil, "round": np.rint,
+                       "trunc": np.trunc}[name](np.float64(x))
+        for numpy_like in (np, _ArmNumPy()):
+            ref = np.float32(op.spec.reference(numpy_like, np.asarray(x)))
+            assert ref == got and np.signbit(ref) == np.signbit(got), (name, x, got, ref)
+
+
+def test_sqrt_reference_is_correctly_rounded() -> None:
+    """The float32 sqrt reference is float64's, rounded: NumPy 1.24's float32 loop on armv7
+    gave sqrt(384) 1 ulp low, and the armv7l wheel's test of the (exact) machine code failed."""
+    op = compiled("sqrt", "float32")
+    for x in (384.0, 2.0, 3.0, 1e-40, 3.4e38, 0.1):
+        got = np.float32(op([np.float32(x)]))
+        assert got == np.float32(np.sqrt(np.float64(np.float32(x))))
+        assert np.float32(op.spec.reference(_ArmNumPy(), np.asarray(np.float32(x)))) == got
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_copysign_special_values(dtype: str) -> None:
     """copysign is NumPy's bit operation (signed zeros, infinities, subnormals, NaN x keep their
@@ -150,7 +237,8 @@ def test_copysign_special_values(dtype: str) -> None:
     tg.compile(out)
     for a in values:
         for b in values:
-            want = np.abs(a) if np.isnan(b) else np.copysign(a, b)
+            # (not np.abs: NumPy 1.24 on armv7 keeps a NaN's sign bit in abs)
+            want = np.copysign(a, ftype(1.0) if np.isnan(b) else b)
             tg.write(x, a)
             tg.write(y, b)
             tg.run()

@@ -67,7 +67,7 @@ env PATH=/root/copapy-test/venv/bin venv/bin/python smoke.py  # no compiler on P
 t2=$(date +%s)
 cd "$TREE"
 set +e
-../venv/bin/python -m pytest -q -rfs -p no:cacheprovider -o addopts="" $SUBSET \
+../venv/bin/python -m pytest -v -rfs -p no:cacheprovider -o addopts="" $SUBSET \
     > ../pytest.log 2>&1
 rc=$?
 set -e

@@ -180,8 +180,12 @@ static uint64_t interrupted_pc(const void *uctx)
 {
 #if defined(__linux__) && defined(__x86_64__)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__linux__) && defined(__i386__)
+    return (uint64_t)(uint32_t)((const ucontext_t *)uctx)->uc_mcontext.gregs[REG_EIP];
 #elif defined(__linux__) && defined(__aarch64__)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.pc;
+#elif defined(__linux__) && defined(__arm__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.arm_pc;
 #else
     (void)uctx;
     return 0;
@@ -219,6 +223,8 @@ static inline void clear_alignment_check(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     __asm__ volatile("pushfq\n\tandq $~0x40000, (%%rsp)\n\tpopfq" ::: "memory", "cc");
+#elif defined(__i386__) && (defined(__GNUC__) || defined(__clang__))
+    __asm__ volatile("pushfl\n\tandl $~0x40000, (%%esp)\n\tpopfl" ::: "memory", "cc");
 #endif
 }
 
@@ -411,6 +417,9 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
         (void)cp_posix_watchdog_start(0, 0);
     }
     g->out = fault;
+    /* before the sigsetjmp: a 32-bit CPU holds budget_ns in two registers, which GCC says
+     * the jump may clobber (the supervisor reads it only once seq is odd) */
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     int sig = sigsetjmp(g->env, 0);
     if (sig != 0) {
         /* after the jump only memory is trusted: the slot is found again through the TLS */
@@ -426,7 +435,6 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
         }
         return 1;
     }
-    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
     g->active = 1;

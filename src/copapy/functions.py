@@ -24,7 +24,7 @@ def min(a: Any, b: Array) -> Array: ...
 @overload
 def min(a: Any, b: Any) -> Value[Any]: ...
 def min(a: Any, b: Any) -> Any:
-    """Smaller of a and b; NaN if either is NaN (as numpy.minimum)."""
+    """Smaller of a and b; NaN if either is NaN (as numpy.minimum); of equal ones (-0.0, 0.0) b."""
     return _op("min", a, b)
 
 
@@ -35,7 +35,7 @@ def max(a: Any, b: Array) -> Array: ...
 @overload
 def max(a: Any, b: Any) -> Value[Any]: ...
 def max(a: Any, b: Any) -> Any:
-    """Larger of a and b; NaN if either is NaN (as numpy.maximum)."""
+    """Larger of a and b; NaN if either is NaN (as numpy.maximum); of equal ones (0.0, -0.0) b."""
     return _op("max", a, b)
 
 

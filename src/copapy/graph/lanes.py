@@ -41,18 +41,20 @@ def np_reduce(np: Any, a: Any, op: str) -> Any:
         return reduce_in_lane_order(items, lambda x, y: combine(np, x, y))
 
 
-def _np_min(np: Any, x: Any, y: Any) -> Any:
+def np_min(np: Any, x: Any, y: Any) -> Any:
+    """x if it is NaN or smaller, else y (the C stencils' choice; -0.0 and 0.0 give y)."""
     return np.where(np.isnan(x) | (x < y), x, y) if x.dtype.kind == "f" else np.minimum(x, y)
 
 
-def _np_max(np: Any, x: Any, y: Any) -> Any:
+def np_max(np: Any, x: Any, y: Any) -> Any:
+    """x if it is NaN or larger, else y (the C stencils' choice; 0.0 and -0.0 give y)."""
     return np.where(np.isnan(x) | (x > y), x, y) if x.dtype.kind == "f" else np.maximum(x, y)
 
 
 _NP_COMBINE: dict[str, Callable[[Any, Any, Any], Any]] = {
     "sum": lambda np, x, y: (x + y).astype(x.dtype),
-    "min": _np_min,
-    "max": _np_max,
+    "min": np_min,
+    "max": np_max,
 }
 
 

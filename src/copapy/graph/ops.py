@@ -85,6 +85,14 @@ def _int_pow(np: ModuleType, a: Any, b: Any) -> Any:
     return np.where(b < 0, neg, positive).astype(np.int32)
 
 
+def _exact_in_float64(ufunc: str) -> Reference:
+    """``ufunc`` through float64, rounded back: exact for these (an integral float32 is a
+    float32; float64's 53 bits round sqrt to float32 correctly), and independent of NumPy's
+    float32 loops, which on armv7 flush subnormals in ceil and floor (ceil(1e-40) gave 0.0)
+    and take sqrt from NEON's estimate (sqrt(384) was 1 ulp low) in NumPy 1.24."""
+    return lambda np, a: getattr(np, ufunc)(np.asarray(a, np.float64)).astype(a.dtype)
+
+
 def _to_i32(np: ModuleType, a: Any) -> Any:
     a = np.asarray(a)
     clipped = np.clip(np.nan_to_num(a, nan=0.0), -2147483648.0, 2147483647.0)
@@ -99,10 +107,14 @@ _row("mul", 2, "num", "same", commutative=True, operator="mul", numpy="multiply"
 _row("div", 2, "float", "same", operator="truediv", numpy="divide")
 _row("floordiv", 2, "num", "same", operator="floordiv", numpy="floor_divide")
 _row("mod", 2, "num", "same", operator="mod", numpy="remainder")
-_row("min", 2, "num", "same", api="min", numpy="minimum",
-     doc="Smaller of a and b; NaN if either is NaN (as numpy.minimum).")
-_row("max", 2, "num", "same", api="max", numpy="maximum",
-     doc="Larger of a and b; NaN if either is NaN (as numpy.maximum).")
+# min and max say which of two equal values they give (+0 and -0: b, as the machine code);
+# numpy.minimum/maximum leave it to the platform (NumPy 1.24 on ARM gives a for min(0.0, -0.0))
+_row("min", 2, "num", "same", lanes.np_min, api="min", numpy="minimum",
+     doc="Smaller of a and b; NaN if either is NaN (as numpy.minimum); of equal ones "
+         "(-0.0, 0.0) b.")
+_row("max", 2, "num", "same", lanes.np_max, api="max", numpy="maximum",
+     doc="Larger of a and b; NaN if either is NaN (as numpy.maximum); of equal ones "
+         "(0.0, -0.0) b.")
 _row("pow", 2, "num", "same",
      lambda np, a, b: _int_pow(np, a, b) if a.dtype == np.int32 else np.power(a, b),
      kernel="pow", approx=True, api="pow", operator="pow", numpy="power",
@@ -114,7 +126,7 @@ _row("abs", 1, "num", "same", api="abs", operator="abs", numpy="absolute",
      doc="Absolute value.")
 _row("sign", 1, "num", "same", api="sign", numpy="sign",
      doc="-1, 0 or 1 by the sign of x (NaN stays NaN).")
-_row("relu", 1, "num", "same", lambda np, a: np.maximum(a, a.dtype.type(0)), api="relu",
+_row("relu", 1, "num", "same", lambda np, a: lanes.np_max(np, a, a.dtype.type(0)), api="relu",
      doc="max(x, 0).")
 
 # comparisons
@@ -155,13 +167,13 @@ for _name, _np, _doc in [
     ("tanh", "tanh", "Hyperbolic tangent."),
 ]:
     _approx = _name != "sqrt"
-    _row(_name, 1, "float", "same", kernel=_name if _approx else "", approx=_approx, api=_name,
-         numpy=_np, doc=_doc)
+    _row(_name, 1, "float", "same", None if _approx else _exact_in_float64(_np),
+         kernel=_name if _approx else "", approx=_approx, api=_name, numpy=_np, doc=_doc)
 for _name, _np, _doc in [("floor", "floor", "Largest integer value <= x."),
                          ("ceil", "ceil", "Smallest integer value >= x."),
                          ("round", "rint", "Nearest integer value, ties to even (as numpy)."),
                          ("trunc", "trunc", "Integer value toward zero.")]:
-    _row(_name, 1, "float", "same", api=_name, numpy=_np, doc=_doc)
+    _row(_name, 1, "float", "same", _exact_in_float64(_np), api=_name, numpy=_np, doc=_doc)
 
 # selection: where(cond, a, b); cond is bool, a and b share the result type
 _row("where", 3, "any", "same", lambda np, c, a, b: np.where(c, a, b), api="where",
