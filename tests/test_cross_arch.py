@@ -52,7 +52,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
-from copapy.arch.targets import arch_names, by_name, host_arch, targets
+from copapy.arch.targets import arch_names, by_name, targets
 from copapy.compiler import CompiledProgram, CompileError, compile_program
 from copapy.dtypes import DType
 from copapy.graph import build

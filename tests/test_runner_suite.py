@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
@@ -30,7 +30,7 @@ from copapy.serial_target import SerialTarget, SerialTargetError
 from . import faults
 from . import zephyr_runners as zr
 from .faults import SNIPPETS, FaultWaiter, deploy_faulty
-from .runners import host_runner, qemu_runner, runner_process
+from .runners import host_runner, qemu_runner, retry_unskipped, runner_process
 from .test_safety_host import (
     PWM_SAFE,
     assert_safe,
@@ -83,16 +83,6 @@ def runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
                          "teensy41's WDOG1 resets the SoC, it has no warning to contain; "
                          "Renode does not model it (docs/zephyr.md, Safety)",
                          (("BusFault", "Renode reads 0 from unmapped addresses, no bus error"),))
-
-
-def retry_unskipped(attempt: Callable[[], bool], tries: int = 5) -> None:
-    """LET makes results independent of timing unless a release was skipped: under an
-    emulator, a host hiccup in the middle of a chain can make a job overrun. `attempt` returns
-    False when that happened; the comparison then means nothing and runs again."""
-    for _ in range(tries):
-        if attempt():
-            return
-    pytest.fail(f"a release was skipped in each of {tries} runs (emulator starved by its host?)")
 
 
 def counter_task(period: float = 1e-3) -> tuple[cp.Task, Any]:
@@ -481,7 +471,6 @@ def test_atomic_replace_keeps_running(runner: Runner) -> None:
             duty = cp.min(cp.value(0.1 * (k + 1)), 1.0)
             tg._bindings.clear()
             tg.bind(duty, cp.io.PWM(0, safe=PWM_SAFE))
-            began = time.monotonic()
             tg.deploy(cp.Task(duty, counter, period=1e-3), start=True)
             assert tg.info().state == "running"
             time.sleep(0.1)

@@ -16,7 +16,7 @@ import copapy as cp
 from copapy.runtime.load import host_architecture
 from copapy.saved import Program, ProgramFileError
 from copapy.serial_target import SerialTargetError
-from tests.runners import build
+from tests.runners import build, retry_unskipped
 from tests.test_cli import copapy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,37 +137,48 @@ def _start_runner(*args: str) -> tuple[str, subprocess.Popen[str]]:
 
 def test_runner_image_start_matches_local_target(tmp_path: Path) -> None:
     """The acceptance check: the motor PID image runs in copapy-runner --image --start (real
-    time, no Python) and streams the same values, tick for tick, as LocalTarget computes."""
+    time, no Python) and streams the same values, tick for tick, as LocalTarget computes
+    (unless the 10 kHz runner skipped a release: on a loaded machine without real-time
+    scheduling a preempted job overruns, and the run is repeated)."""
     prog = _motor(tmp_path)
-    pty, proc = _start_runner("--image", str(tmp_path / "pid.cpimg"), "--start")
-    try:
-        with cp.SerialTarget(pty) as tg:
-            info = tg.info()
-            assert info.state == "running" and info.image_crc == int.from_bytes(
-                prog.image[-4:], "little")
-            tg.deploy(prog)  # the same image: attaches without uploading
-            stream = tg.trace("angle", "pwm")
-            deadline = time.monotonic() + 20
-            while len(stream.time) < 300 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            # one length: the stream keeps growing between the three reads
-            ticks = (stream.time / prog.tick).round().astype(int)
-            angle, pwm = stream["angle"], stream["pwm"]
-            n = min(len(ticks), len(angle), len(pwm))
-            ticks, angle, pwm = ticks[:n], angle[:n], pwm[:n]
-            assert tg.read("angle") > 0.0
-    finally:
-        proc.kill()
-        proc.wait(timeout=5)
-    assert len(ticks) >= 300, "the runner streamed too few samples"
-    local = cp.LocalTarget()
-    local.deploy(prog)
-    trace = local.trace("angle", "pwm")
-    local.step((int(ticks.max()) + 1) * prog.tick)
-    row = {round(t / prog.tick): i for i, t in enumerate(trace.time)}
-    la, lp = trace["angle"], trace["pwm"]
-    for k, a, p in zip(ticks, angle, pwm, strict=True):
-        assert (a, p) == (la[row[k]], lp[row[k]]), f"tick {k}"
+
+    def attempt() -> bool:
+        pty, proc = _start_runner("--image", str(tmp_path / "pid.cpimg"), "--start")
+        try:
+            with cp.SerialTarget(pty) as tg:
+                info = tg.info()
+                assert info.state == "running" and info.image_crc == int.from_bytes(
+                    prog.image[-4:], "little")
+                tg.deploy(prog)  # the same image: attaches without uploading
+                stream = tg.trace("angle", "pwm")
+                deadline = time.monotonic() + 20
+                while len(stream.time) < 300 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                # one length: the stream keeps growing between the three reads
+                ticks = (stream.time / prog.tick).round().astype(int)
+                angle, pwm = stream["angle"], stream["pwm"]
+                n = min(len(ticks), len(angle), len(pwm))
+                ticks, angle, pwm = ticks[:n], angle[:n], pwm[:n]
+                assert tg.read("angle") > 0.0
+                stats = tg.stats()  # a fresh runner: every skip since it started
+        finally:
+            proc.kill()
+            proc.wait(timeout=5)
+        assert len(ticks) >= 300, "the runner streamed too few samples"
+        if any(st.skipped for st in stats):
+            print(f"skipped releases, run again: {stats}")
+            return False
+        local = cp.LocalTarget()
+        local.deploy(prog)
+        trace = local.trace("angle", "pwm")
+        local.step((int(ticks.max()) + 1) * prog.tick)
+        row = {round(t / prog.tick): i for i, t in enumerate(trace.time)}
+        la, lp = trace["angle"], trace["pwm"]
+        for k, a, p in zip(ticks, angle, pwm, strict=True):
+            assert (a, p) == (la[row[k]], lp[row[k]]), f"tick {k}"
+        return True
+
+    retry_unskipped(attempt)
 
 
 def test_runner_image_errors_are_one_line(tmp_path: Path) -> None:
