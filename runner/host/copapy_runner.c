@@ -596,6 +596,21 @@ static void accept_client(host *h)
 /* Socket transports: the bytes of one link, and what the server reported while it took them:
  * text closes that connection, a refused guest is closed, a guest that took over becomes the
  * owner (the old owner's connection is closed) and the rest of its bytes are the owner's. */
+/* Hangs up on a peer that got a text reply without resetting the connection: a close with
+ * unread bytes (an HTTP body still arriving) sends RST, and the peer may lose the reply. FIN
+ * after the reply, then discard what comes until the peer's FIN (at most ~200 ms). */
+static void linger_reply(int fd)
+{
+    (void)shutdown(fd, SHUT_WR);
+    uint8_t sink[1024];
+    for (int waited = 0; waited < 200; waited += 20) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 20) > 0 && read(fd, sink, sizeof sink) <= 0) {
+            return; /* the peer's FIN (or an error): nothing is left to reset */
+        }
+    }
+}
+
 static void feed_socket(host *h, int guest, const uint8_t *buf, size_t n)
 {
     while (n > 0) {
@@ -620,8 +635,10 @@ static void feed_socket(host *h, int guest, const uint8_t *buf, size_t n)
                     "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain\r\n"
                     "Connection: close\r\n\r\ncopapy runner: not an HTTP server; it speaks "
                     "the copapy wire protocol (docs/protocol.md), authenticated by its key\n";
-                ssize_t w = write(guest ? h->guest_fd : h->fd_out, reply, sizeof(reply) - 1);
+                int fd = guest ? h->guest_fd : h->fd_out;
+                ssize_t w = write(fd, reply, sizeof(reply) - 1);
                 (void)w;
+                linger_reply(fd);
             }
             if (guest) {
                 drop_guest(h);
