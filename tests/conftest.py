@@ -15,6 +15,11 @@ settings.register_profile(
     "dev", max_examples=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# under qemu-user (tools/userland_test.sh) Python runs ~20x slower: fewer examples per property
+settings.register_profile(
+    "emulated", max_examples=10, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -55,7 +55,7 @@ cp "$root/tools/wheel_smoke.py" "$work/smoke.py"
 personality=()
 [ "$arch" = i686 ] && personality=(setarch i686)
 "${personality[@]}" chroot "$dir" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 \
-    HYPOTHESIS_PROFILE=dev SUBSET="$subset" TREE="$tree" /bin/bash -euo pipefail -c '
+    HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-emulated} SUBSET="$subset" TREE="$tree" /bin/bash -euo pipefail -c '
 cd /root/copapy-test
 t0=$(date +%s)
 python3 -m pip wheel -q --no-build-isolation --no-deps -w dist ./*.tar.gz
