@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import venv
 import zipfile
 from pathlib import Path
@@ -156,3 +157,28 @@ def _test_subset_against_the_wheel(py: Path, sdist: Path, tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     imported = _run([str(py), "-c", "import copapy; print(copapy.__file__)"], cwd=tree, env=env)
     assert "site-packages" in imported.stdout, imported.stdout
+
+
+def test_sdist_leaves_out_firmware_build_output(tmp_path: Path) -> None:
+    """A Zephyr build inside zephyr_app/ (docs/zephyr.md builds there) stays out of the sdist
+    (it once broke `python -m build`: a dangling link in the build tree)."""
+    tree = tmp_path / "tree"
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
+    for build in ("build/teensy41/zephyr", "build-m7/zephyr"):
+        objects = tree / "zephyr_app" / build / "kernel" / "CMakeFiles" / "kernel.dir"
+        objects.mkdir(parents=True)
+        (objects / "work.c.obj").write_bytes(b"\x7fELF")
+        (tree / "zephyr_app" / build / "kernel" / "libkernel.a").write_bytes(b"!<arch>\n")
+    _run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--outdir",
+          str(tmp_path / "sd"), str(tree)])
+    (sdist,) = (tmp_path / "sd").glob("*.tar.gz")
+    with tarfile.open(sdist) as tar:
+        names = tar.getnames()
+    assert any("/zephyr_app/src/" in n for n in names), "the Zephyr app sources are missing"
+    leaked = [n for n in names if "/zephyr_app/build" in n]
+    assert not leaked, f"build output in the sdist: {leaked[:5]}"
