@@ -49,7 +49,8 @@ dispatch = Extension(
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
-FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/host", "zephyr_app",
+FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
+            "zephyr_app",
             "runner/Makefile", "docs/protocol.md", "docs/image.md"]
 FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 
