@@ -138,7 +138,8 @@ def test_every_operation_is_covered() -> None:
 class _ArmNumPy:
     """numpy whose maximum/minimum order -0.0 below 0.0 (IEEE 754-2019 maximum, AArch64 FMAX),
     as NumPy 1.24 on aarch64 does (x86 NumPy gives the second operand), and whose float32 ceil
-    and floor flush subnormals and sqrt is not correctly rounded, as NumPy 1.24 on armv7."""
+    and floor flush subnormals and sqrt is not correctly rounded, and whose float32
+    comparisons and sign flush subnormal operands (NEON), as NumPy 1.24 on armv7."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(np, name)
@@ -165,6 +166,27 @@ class _ArmNumPy:
     @staticmethod
     def maximum(a: Any, b: Any) -> Any:
         return np.where((a == b) & (a == 0), np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+    def less(self, a: Any, b: Any) -> Any:
+        return np.less(self._flushed(a), self._flushed(b))
+
+    def less_equal(self, a: Any, b: Any) -> Any:
+        return np.less_equal(self._flushed(a), self._flushed(b))
+
+    def greater(self, a: Any, b: Any) -> Any:
+        return np.greater(self._flushed(a), self._flushed(b))
+
+    def greater_equal(self, a: Any, b: Any) -> Any:
+        return np.greater_equal(self._flushed(a), self._flushed(b))
+
+    def equal(self, a: Any, b: Any) -> Any:
+        return np.equal(self._flushed(a), self._flushed(b))
+
+    def not_equal(self, a: Any, b: Any) -> Any:
+        return np.not_equal(self._flushed(a), self._flushed(b))
+
+    def sign(self, a: Any) -> Any:
+        return np.sign(self._flushed(a))
 
     @staticmethod
     def minimum(a: Any, b: Any) -> Any:
@@ -209,6 +231,30 @@ def test_rounding_of_subnormals_is_the_machine_codes(name: str) -> None:
         for numpy_like in (np, _ArmNumPy()):
             ref = np.float32(op.spec.reference(numpy_like, np.asarray(x)))
             assert ref == got and np.signbit(ref) == np.signbit(got), (name, x, got, ref)
+
+
+@pytest.mark.parametrize("name", ["lt", "le", "gt", "ge", "eq", "ne", "min", "max", "relu",
+                                  "sign", "cast_bool"])
+def test_comparisons_of_subnormals_are_the_machine_codes(name: str) -> None:
+    """-0.0 != 1e-45 on every NumPy: the references (and constant folding) once compared float32
+    values in NumPy's float32 loops, which on armv7 run on NEON and flush subnormals (the
+    armv7l wheel's test of packed `!=` failed: the machine code said 1, the reference 0)."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    values = [np.float32(v) for v in (0.0, -0.0, tiny, -tiny, 1e-40, -1e-40)]
+    op = compiled(name, "float32")
+    pairs = [(a, b) for a in values for b in values][:: 1 if op.spec.arity == 2 else 7]
+    for pair in pairs:
+        args = list(pair[:op.spec.arity])
+        got = np.asarray(op(args))
+        for numpy_like in (np, _ArmNumPy()):
+            ref = np.asarray(op.spec.reference(numpy_like, *(np.asarray(a) for a in args)))
+            assert same_bits(ref.astype(got.dtype), got, got.dtype.name), (name, pair, got, ref)
+        folded = Value(build.apply(name, *(cp.constant(a, DTYPES["float32"]).node for a in args)))
+        assert folded.node.op == "const"
+        tg = cp.LocalTarget()
+        tg.compile(folded)
+        tg.run()
+        assert same_bits(np.asarray(tg.read(folded), got.dtype), got, got.dtype.name), (name, pair)
 
 
 def test_sqrt_reference_is_correctly_rounded() -> None:

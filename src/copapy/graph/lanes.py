@@ -41,14 +41,31 @@ def np_reduce(np: Any, a: Any, op: str) -> Any:
         return reduce_in_lane_order(items, lambda x, y: combine(np, x, y))
 
 
+def exact(np: Any, x: Any) -> Any:
+    """float32 values as float64 (exactly) for a comparison: NumPy's float32 loops on armv7
+    run on NEON, which flushes subnormals (NumPy 1.24 there: -0.0 == 1e-45); float64 has no
+    NEON form, and every float32 is a normal float64."""
+    x = np.asarray(x)
+    return x.astype(np.float64) if x.dtype == np.float32 else x
+
+
+def np_compare(ufunc: str) -> Callable[[Any, Any, Any], Any]:
+    """The NumPy comparison ``ufunc`` on exact operands."""
+    return lambda np, x, y: getattr(np, ufunc)(exact(np, x), exact(np, y))
+
+
 def np_min(np: Any, x: Any, y: Any) -> Any:
     """x if it is NaN or smaller, else y (the C stencils' choice; -0.0 and 0.0 give y)."""
-    return np.where(np.isnan(x) | (x < y), x, y) if x.dtype.kind == "f" else np.minimum(x, y)
+    if x.dtype.kind != "f":
+        return np.minimum(x, y)
+    return np.where(np.isnan(x) | np.less(exact(np, x), exact(np, y)), x, y)
 
 
 def np_max(np: Any, x: Any, y: Any) -> Any:
     """x if it is NaN or larger, else y (the C stencils' choice; 0.0 and -0.0 give y)."""
-    return np.where(np.isnan(x) | (x > y), x, y) if x.dtype.kind == "f" else np.maximum(x, y)
+    if x.dtype.kind != "f":
+        return np.maximum(x, y)
+    return np.where(np.isnan(x) | np.greater(exact(np, x), exact(np, y)), x, y)
 
 
 _NP_COMBINE: dict[str, Callable[[Any, Any, Any], Any]] = {

@@ -88,8 +88,8 @@ def _int_pow(np: ModuleType, a: Any, b: Any) -> Any:
 def _exact_in_float64(ufunc: str) -> Reference:
     """``ufunc`` through float64, rounded back: exact for these (an integral float32 is a
     float32; float64's 53 bits round sqrt to float32 correctly), and independent of NumPy's
-    float32 loops, which on armv7 flush subnormals in ceil and floor (ceil(1e-40) gave 0.0)
-    and take sqrt from NEON's estimate (sqrt(384) was 1 ulp low) in NumPy 1.24."""
+    float32 loops, which on armv7 flush subnormals in ceil, floor and sign (ceil(1e-40) gave
+    0.0) and take sqrt from NEON's estimate (sqrt(384) was 1 ulp low) in NumPy 1.24."""
     return lambda np, a: getattr(np, ufunc)(np.asarray(a, np.float64)).astype(a.dtype)
 
 
@@ -124,18 +124,24 @@ _row("atan2", 2, "float", "same", kernel="atan2", approx=True, api="atan2", nump
 _row("neg", 1, "num", "same", operator="neg", numpy="negative")
 _row("abs", 1, "num", "same", api="abs", operator="abs", numpy="absolute",
      doc="Absolute value.")
-_row("sign", 1, "num", "same", api="sign", numpy="sign",
+_row("sign", 1, "num", "same", _exact_in_float64("sign"), api="sign", numpy="sign",
      doc="-1, 0 or 1 by the sign of x (NaN stays NaN).")
 _row("relu", 1, "num", "same", lambda np, a: lanes.np_max(np, a, a.dtype.type(0)), api="relu",
      doc="max(x, 0).")
 
 # comparisons
-_row("lt", 2, "num", "bool", operator="lt", numpy="less")
-_row("le", 2, "num", "bool", operator="le", numpy="less_equal")
-_row("gt", 2, "num", "bool", operator="gt", numpy="greater")
-_row("ge", 2, "num", "bool", operator="ge", numpy="greater_equal")
-_row("eq", 2, "any", "bool", commutative=True, operator="eq", numpy="equal")
-_row("ne", 2, "any", "bool", commutative=True, operator="ne", numpy="not_equal")
+_row("lt", 2, "num", "bool", lanes.np_compare("less"), operator="lt",
+     numpy="less")
+_row("le", 2, "num", "bool", lanes.np_compare("less_equal"), operator="le",
+     numpy="less_equal")
+_row("gt", 2, "num", "bool", lanes.np_compare("greater"), operator="gt",
+     numpy="greater")
+_row("ge", 2, "num", "bool", lanes.np_compare("greater_equal"), operator="ge",
+     numpy="greater_equal")
+_row("eq", 2, "any", "bool", lanes.np_compare("equal"), commutative=True,
+     operator="eq", numpy="equal")
+_row("ne", 2, "any", "bool", lanes.np_compare("not_equal"), commutative=True,
+     operator="ne", numpy="not_equal")
 
 # bitwise (int32) and logical (bool) operations share the int32 stencils
 _row("and", 2, "intbool", "same", commutative=True, operator="and", numpy="bitwise_and",
@@ -184,7 +190,7 @@ _row("cast_f32", 1, "any", "float32", lambda np, a: a.astype(np.float32), "tof32
 _row("cast_f64", 1, "any", "float64", lambda np, a: a.astype(np.float64), "tof64")
 _row("cast_i32", 1, "any", "int32",
      lambda np, a: _to_i32(np, a) if a.dtype.kind == "f" else a.astype(np.int32), "toi32")
-_row("cast_bool", 1, "any", "bool", lambda np, a: a != 0, "tobool")
+_row("cast_bool", 1, "any", "bool", lambda np, a: np.not_equal(lanes.exact(np, a), 0), "tobool")
 
 # ---- packed arrays ------------------------------------------------------------------------
 # Reductions and products use the fixed lane order of graph/lanes.py; views (index, slice,
