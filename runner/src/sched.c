@@ -100,22 +100,22 @@ static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
 }
 
 /* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by copy_slot. */
-static inline void apply_copies(uint8_t *data, const cp_let_copy *c, uint32_t begin,
+static inline void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_t begin,
                                 uint32_t end)
 {
-    for (uint32_t k = begin; k < end; k++) {
-        uint8_t *dst = data + c[k].dst;
-        const uint8_t *src = data + c[k].src;
-        if (c[k].size == 4) {
+    for (const cp_let_copy *c = table + begin, *stop = table + end; c != stop; c++) {
+        uint8_t *dst = data + c->dst;
+        const uint8_t *src = data + c->src;
+        if (c->size == 4) {
             uint32_t w;
             cp_copy((uint8_t *)&w, src, 4);
             cp_copy(dst, (const uint8_t *)&w, 4);
-        } else if (c[k].size == 8) {
+        } else if (c->size == 8) {
             uint64_t w;
             cp_copy((uint8_t *)&w, src, 8);
             cp_copy(dst, (const uint8_t *)&w, 8);
         } else {
-            copy_slot(dst, src, c[k].size);
+            copy_slot(dst, src, c->size);
         }
     }
 }
@@ -306,8 +306,13 @@ void cp_sched_tick(cp_sched *s)
         }
     }
 
-    /* 4. processor model: the tick's time to pending jobs by priority (preemptive) */
-    uint64_t left = s->cfg.tick_ns;
+    /* 4. processor model: the tick's time to pending jobs by priority (preemptive); nothing
+     * to do when no pending job has time left (a deterministic run without wcets) */
+    uint32_t busy = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        busy |= (uint32_t)(s->state[i].pending != 0) & (uint32_t)(s->state[i].remaining_ns != 0);
+    }
+    uint64_t left = busy ? s->cfg.tick_ns : 0;
     for (uint32_t k = 0; k < n && left != 0; k++) {
         cp_sched_task_state *st = &s->state[s->order[k]];
         if (st->pending && st->remaining_ns != 0) {
