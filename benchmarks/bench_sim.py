@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/bench_sim.py
     PYTHONPATH=src python benchmarks/bench_sim.py --against /tmp/base/src [--rounds 5]
+    PYTHONPATH=src python benchmarks/bench_sim.py --image /tmp/pid10.img
 
 Each row steps 20 simulated seconds (20,000 ticks) five times and reports the median wall
 time and the median CPU time of the process (``time.process_time``; on a shared machine the
@@ -12,7 +13,8 @@ wall time includes the time other processes had the CPU, the CPU time does not).
 --inplace``): each round runs every row in a fresh interpreter of this tree, then of the
 other, so both see the same machine load; the table gives the best round of each.
 ``COPAPY_CLOCK=monotonic`` makes the job clock ``clock_gettime`` again (docs/design.md,
-"The job clock").
+"The job clock"). ``--image PATH`` writes the 10-task program's image for
+``benchmarks/sched_floor.c`` (the same ticks in C, against the chains alone).
 """
 
 from __future__ import annotations
@@ -124,9 +126,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", metavar="SRC", help="compare with another source tree")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--image", metavar="PATH", help="write the 10-task image and exit")
     parser.add_argument("--row", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.row:
+    if args.image:
+        tasks, _ = pid_program(10)
+        tg = cp.LocalTarget(tick=1e-3)
+        tg.deploy(*tasks)
+        with open(args.image, "wb") as f:
+            f.write(tg.image)
+    elif args.row:
         n, timed = args.row.split(":")
         wall, cpu = measure(int(n), timed == "1")
         print(wall, cpu)
