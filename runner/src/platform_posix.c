@@ -566,8 +566,8 @@ int cp_posix_watchdog_start(uint64_t poll_ns, int rt_priority)
 #endif
 
 enum {
-    CAL_NS = 2000000,     /* calibration interval */
-    CAL_TRIES = 4,        /* intervals tried before falling back to CLOCK_MONOTONIC */
+    CAL_NS = 2000000,     /* calibration interval (doubled while too uncertain) */
+    CAL_TRIES = 7,        /* 2, 4, .. 128 ms before falling back to CLOCK_MONOTONIC */
     CAL_PAIRS = 16,       /* counter/CLOCK_MONOTONIC pairs per end point, the tightest kept */
     CAL_ERROR_PPM = 200   /* the two end points' uncertainty may be at most this of the span */
 };
@@ -670,23 +670,26 @@ static uint64_t clock_pair(uint64_t *count, uint64_t *ns)
     return best;
 }
 
-/* Counts per ns over about CAL_NS, from two pairs whose uncertainty is small against the
- * span. 0 if the counter does not behave like a clock of 1 MHz to 100 GHz. */
+/* The counter's rate from two pairs CAL_NS apart, or further apart while their uncertainty is
+ * not small against the span (a preempted or an emulated CPU, where each read is slow): the
+ * second pair is taken again after twice the wait, up to CAL_TRIES times (~0.25 s in all).
+ * 0 if that never fits, or if the counter does not behave like a clock of 1 MHz to 100 GHz. */
 static int calibrate(void)
 {
-    for (int attempt = 0; attempt < CAL_TRIES; attempt++) {
-        uint64_t c0 = 0, t0 = 0, c1 = 0, t1 = 0;
-        uint64_t w0 = clock_pair(&c0, &t0);
-        struct timespec nap = {0, CAL_NS};
+    uint64_t c0 = 0, t0 = 0, c1 = 0, t1 = 0;
+    uint64_t w0 = clock_pair(&c0, &t0);
+    uint64_t wait_ns = CAL_NS;
+    for (int attempt = 0; attempt < CAL_TRIES && w0 != UINT64_MAX; attempt++, wait_ns *= 2) {
+        struct timespec nap = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
         while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
         }
         uint64_t w1 = clock_pair(&c1, &t1);
-        if (w0 == UINT64_MAX || w1 == UINT64_MAX || c1 <= c0 || t1 <= t0) {
+        if (w1 == UINT64_MAX || c1 <= c0 || t1 <= t0) {
             return 0; /* the counter does not advance (or the clock does not) */
         }
         uint64_t span = c1 - c0;
         if ((unsigned __int128)(w0 + w1) * 1000000u > (unsigned __int128)span * CAL_ERROR_PPM) {
-            continue; /* a wide bracket (preempted at every try): again */
+            continue; /* too uncertain for this span: wait longer */
         }
         unsigned __int128 mult = ((unsigned __int128)(t1 - t0) << 32) / span;
         /* 1 MHz .. 100 GHz: 1000 ns .. 0.01 ns per count */
