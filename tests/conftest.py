@@ -23,6 +23,11 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def examples(n: int) -> int:
+    """A test's own example count, capped by the profile's (the emulated runs lower it)."""
+    return min(n, settings.default.max_examples)
+
+
 def same_bits(got: object, want: object, dtype: str) -> bool:
     """Equal bit for bit; any NaN equals any NaN (NaN payloads differ between CPUs)."""
     g = np.asarray(got, dtype=dtype)

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy.graph.reference import evaluate_graph
 
+from .conftest import examples
+
 F32 = np.float32
 element = st.floats(-100, 100, width=32) | st.sampled_from([0.0, -0.0, 1.0, 2.0, 3.0, -1.5])
 vectors = st.lists(element, min_size=1, max_size=24)
@@ -54,7 +56,7 @@ def assert_same(got: Any, want: Any) -> None:
 
 @pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("name", sorted(EXACT))
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(xs=vectors, s0=element)
 def test_scalar_value_with_vector(name: str, packed: bool, xs: list[float], s0: float) -> None:
     op, np_op = EXACT[name]
@@ -70,7 +72,7 @@ def test_scalar_value_with_vector(name: str, packed: bool, xs: list[float], s0: 
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(xs=vectors, s0=element)
 def test_python_and_numpy_operands_with_value(packed: bool, xs: list[float], s0: float) -> None:
     s = cp.value(s0)
@@ -83,7 +85,7 @@ def test_python_and_numpy_operands_with_value(packed: bool, xs: list[float], s0:
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(xs=st.lists(st.floats(0.0625, 20, width=32), min_size=1, max_size=24),
        e0=st.floats(-3, 3, width=32))
 def test_pow_with_arrays(packed: bool, xs: list[float], e0: float) -> None:
@@ -102,7 +104,7 @@ def test_pow_with_arrays(packed: bool, xs: list[float], e0: float) -> None:
 
 
 @pytest.mark.parametrize("packed", [False, True])
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=examples(12), deadline=None)
 @given(xs=vectors, ys=vectors)
 def test_logical_functions_on_arrays(packed: bool, xs: list[float], ys: list[float]) -> None:
     n = min(len(xs), len(ys))

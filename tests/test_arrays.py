@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy.graph.reference import evaluate_graph
 
-from .conftest import same_bits
+from .conftest import examples, same_bits
 from .registry_ops import elementwise
 
 #: the element-wise operations on float32 (registry rows; conversions are tested apart)
@@ -82,7 +82,7 @@ def check_bits(got: Any, want: Any) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(EXPRESSIONS))
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(data=st.data())
 def test_array_operation(name: str, data: st.DataObject) -> None:
     arity, expr = EXPRESSIONS[name]
@@ -94,7 +94,7 @@ def test_array_operation(name: str, data: st.DataObject) -> None:
     check_bits(packed, reference(out_p))  # NumPy reference (kernels for sin, exp, ...)
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(st.integers(1, 12), st.integers(1, 12), st.integers(1, 12), st.data())
 def test_matrix_products(m: int, k: int, j: int, data: st.DataObject) -> None:
     a = data.draw(floats(m * k)).reshape(m, k)

@@ -12,6 +12,8 @@ from hypothesis.extra import numpy as hnp
 
 import copapy as cp
 
+from .conftest import examples
+
 
 @cp.jit
 def rms_error(measured, reference):  # type: ignore[no-untyped-def]
@@ -169,7 +171,7 @@ NP_OPS = {
 }
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.sampled_from(sorted(OPS)),
        hnp.arrays(np.float32, st.integers(1, 300), elements=st.floats(-50, 50, width=32)))
 def test_random_functions_match_numpy_float32(name: str, x: np.ndarray) -> None:

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 import copapy as cp
 
+from .conftest import examples
+
 F32 = np.float32
 samples = st.lists(st.floats(-100, 100, width=32), min_size=1, max_size=60)
 
@@ -29,7 +31,7 @@ def simulate(output: cp.Value, inp: cp.Value, xs: list[float], period: float = 1
     return trace[output][1:]
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(samples, st.integers(1, 4), st.floats(-5, 5, width=32))
 def test_delay(xs: list[float], n: int, init: float) -> None:
     x = cp.value(0.0)
@@ -38,7 +40,7 @@ def test_delay(xs: list[float], n: int, init: float) -> None:
     assert got.tolist() == [float(v) for v in want[: len(xs)]]
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(samples, st.sampled_from(["euler", "trapezoid"]), st.floats(-5, 5, width=32))
 def test_integrate(xs: list[float], method: str, init: float) -> None:
     x = cp.value(0.0)
@@ -57,7 +59,7 @@ def test_integrate(xs: list[float], method: str, init: float) -> None:
     assert got.tolist() == [float(w) for w in want]
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(samples)
 def test_rate(xs: list[float]) -> None:
     x = cp.value(0.0)
@@ -66,7 +68,7 @@ def test_rate(xs: list[float]) -> None:
     assert got.tolist() == [float(w) for w in want]
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(samples, st.floats(0.0625, 0.9375, width=32))
 def test_feedback_smoothing(xs: list[float], alpha: float) -> None:
     x = cp.value(0.0)

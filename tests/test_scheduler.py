@@ -21,6 +21,8 @@ from copapy.arch.patchkind import PCREL, SIGNED, PatchKind
 from copapy.arch.targets import by_name
 from copapy.image import Image, ImageIoBinding, ImageLetCopy, ImagePatch, ImageTask
 
+from .conftest import examples
+
 pytestmark = pytest.mark.skipif(_runner.ARCH != by_name("x86_64").id,
                                 reason="the chains are hand-written x86_64 code")
 
@@ -330,7 +332,7 @@ def specs(draw: st.DrawFn) -> Spec:
     return Spec(tick_ns, tasks)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(specs(), st.integers(0, 2**32 - 1), st.integers(1, 9))
 def test_matches_the_model(spec: Spec, seed: int, capacity: int) -> None:
     rng = random.Random(seed)
