@@ -125,12 +125,6 @@ int64_t copapy_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
 }
 
-static uint64_t clock_ns(void *ctx)
-{
-    (void)ctx;
-    return (uint64_t)copapy_now_ns();
-}
-
 /* ---- loading */
 
 static int image_error(copapy_error *err, cp_status st, const cp_error *ce)
@@ -234,7 +228,11 @@ int copapy_load(const void *image, size_t len, const copapy_options *options,
     cfg.struct_size = sizeof(cfg);
     cfg.deterministic = (flags & COPAPY_DETERMINISTIC) != 0;
     cfg.tick_ns = tick_ns;
-    cfg.clock_ns = (flags & COPAPY_NO_MEASURE) != 0 ? NULL : clock_ns;
+    /* jobs are timed by the calibrated cycle counter where there is one (platform_posix.h) */
+    cfg.clock_ns = (flags & COPAPY_NO_MEASURE) != 0 ? NULL : cp_posix_clock_ns;
+    if (cfg.clock_ns != NULL) {
+        (void)cp_posix_clock_init();
+    }
     cfg.io_read = io_read;
     cfg.io_write = io_write;
     cfg.io_ctx = p;

@@ -6,7 +6,6 @@
 #include <Python.h>
 
 #include <string.h>
-#include <time.h>
 
 #include "copapy/platform_posix.h"
 #include "copapy/proto.h"
@@ -474,18 +473,6 @@ typedef struct {
 
 static PyTypeObject SchedulerType;
 
-static uint64_t monotonic_ns(void *ctx)
-{
-    (void)ctx;
-    struct timespec ts;
-#if defined(CLOCK_MONOTONIC)
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-#else
-    timespec_get(&ts, TIME_UTC);
-#endif
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static double sim_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     const SchedulerObject *self = ctx;
@@ -583,13 +570,16 @@ static PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject
     /* everything after the object header starts zeroed */
     memset((char *)sched + sizeof(PyObject), 0, sizeof(*sched) - sizeof(PyObject));
     sched->measure = measure;
+    if (measure) {
+        (void)cp_posix_clock_init(); /* the calibration (once, ~2 ms) is not part of a job */
+    }
     sched->sched.struct_size = sizeof(sched->sched);
     cp_sched_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.struct_size = sizeof(cfg);
     cfg.deterministic = deterministic ? 1u : 0u;
     cfg.tick_ns = tick_ns;
-    cfg.clock_ns = measure ? monotonic_ns : NULL;
+    cfg.clock_ns = measure ? cp_posix_clock_ns : NULL;
     cfg.io_read = sim_io_read;
     cfg.io_write = sim_io_write;
     cfg.io_ctx = sched;
@@ -1075,7 +1065,7 @@ static PyGetSetDef Scheduler_getset[] = {
     {"deterministic", (getter)Scheduler_get_deterministic, NULL,
      "True: job cost = wcet_ns; False: the measured chain time", NULL},
     {"measure", (getter)Scheduler_get_measure, NULL,
-     "True: chains are timed with CLOCK_MONOTONIC for exec_ns statistics", NULL},
+     "True: chains are timed (job_clock()) for exec_ns statistics", NULL},
     {"program", (getter)Scheduler_get_program, NULL, "the Program being scheduled", NULL},
     {"fault", (getter)Scheduler_get_fault, NULL,
      "None, or (kind, task, address, pc, code, tick) of the fault that stopped the program "
@@ -1149,7 +1139,7 @@ static PyMethodDef Program_methods[] = {
     {"scheduler", (PyCFunction)(void (*)(void))Program_scheduler, METH_VARARGS | METH_KEYWORDS,
      "scheduler(tick_ns, deterministic=True, measure=True)\n--\n\nA Scheduler for this "
      "program (docs/realtime.md) with simulated I/O. deterministic: job cost = wcet_ns, else "
-     "the measured time; measure: time the chains (CLOCK_MONOTONIC) for the statistics. "
+     "the measured time; measure: time the chains (job_clock()) for the statistics. "
      "Raises ValueError if a period or offset is not a multiple of tick_ns."},
     {NULL, NULL, 0, NULL},
 };
@@ -1381,6 +1371,24 @@ static PyObject *runner_hmac_sha256(PyObject *module, PyObject *args)
     return PyBytes_FromStringAndSize((const char *)out, CP_SHA256_SIZE);
 }
 
+static PyObject *runner_job_clock(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    const char *name;
+    uint64_t hz;
+    Py_BEGIN_ALLOW_THREADS
+    name = cp_posix_clock_name(); /* the first call calibrates: ~2 ms without the GIL */
+    hz = cp_posix_clock_hz();
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(sK)", name, (unsigned long long)hz);
+}
+
+static PyObject *runner_job_clock_ns(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    (void)module;
+    return PyLong_FromUnsignedLongLong((unsigned long long)cp_posix_clock_ns(NULL));
+}
+
 static PyObject *runner_noop(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     (void)module;
@@ -1408,6 +1416,12 @@ static PyMethodDef runner_methods[] = {
      "sha256(data)\n--\n\nThe runner's SHA-256 digest of a buffer (test hook)."},
     {"hmac_sha256", (PyCFunction)runner_hmac_sha256, METH_VARARGS,
      "hmac_sha256(key, msg)\n--\n\nThe runner's HMAC-SHA256 (test hook)."},
+    {"job_clock", (PyCFunction)runner_job_clock, METH_NOARGS,
+     "job_clock()\n--\n\nThe clock that times jobs (measure=True): (name, counts per second), "
+     "name 'tsc' or 'cntvct' (a cycle counter calibrated against CLOCK_MONOTONIC) or "
+     "'monotonic' (clock_gettime; also with COPAPY_CLOCK=monotonic)."},
+    {"job_clock_ns", (PyCFunction)runner_job_clock_ns, METH_NOARGS,
+     "job_clock_ns()\n--\n\nA reading of that clock in ns (test hook)."},
     {"noop", (PyCFunction)runner_noop, METH_NOARGS,
      "noop()\n--\n\nDo nothing (baseline for call-overhead benchmarks)."},
     {NULL, NULL, 0, NULL},

@@ -11,10 +11,12 @@
 #define _DARWIN_C_SOURCE 1
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -24,6 +26,10 @@
 
 #include "copapy/platform_posix.h"
 #include "internal.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 #ifndef MAP_ANONYMOUS
 #define MAP_ANONYMOUS MAP_ANON
@@ -347,13 +353,11 @@ static void make_slot_key(void)
     (void)pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-/* The calling thread's slot, claimed (with an alternate signal stack) at its first use. Not
- * inlined into cp_posix_guard: nothing of it must live across the sigsetjmp. */
-__attribute__((noinline)) static guard_slot *own_slot(void)
+/* The calling thread's slot (own_slot), claimed with an alternate signal stack at its first
+ * use (claim_slot, kept out of own_slot's frame). Neither is inlined into cp_posix_guard:
+ * nothing of them must live across the sigsetjmp. */
+__attribute__((noinline)) static guard_slot *claim_slot(void)
 {
-    if (tls_slot != NULL) {
-        return tls_slot;
-    }
     pthread_once(&slot_key_once, make_slot_key);
     if (!__atomic_load_n(&handlers_installed, __ATOMIC_ACQUIRE) && cp_posix_guard_install() != 0) {
         return NULL;
@@ -390,6 +394,12 @@ __attribute__((noinline)) static guard_slot *own_slot(void)
         }
     }
     return NULL;
+}
+
+__attribute__((noinline)) static guard_slot *own_slot(void)
+{
+    guard_slot *g = tls_slot;
+    return g != NULL ? g : claim_slot();
 }
 
 /* After a jump out of the handler: the signal is still blocked (sigsetjmp saved no mask, to
@@ -543,6 +553,220 @@ int cp_posix_watchdog_start(uint64_t poll_ns, int rt_priority)
     __atomic_store_n(&watchdog_running, rc == 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&watchdog_lock);
     return rc;
+}
+
+/* ---- the job clock: a calibrated cycle counter where one is invariant (design notes in
+ * copapy/platform_posix.h) */
+
+#if (defined(__x86_64__) || defined(__aarch64__)) && (defined(__GNUC__) || defined(__clang__)) && \
+    defined(__SIZEOF_INT128__)
+#define HAVE_COUNTER 1
+#else
+#define HAVE_COUNTER 0
+#endif
+
+enum {
+    CAL_NS = 2000000,     /* calibration interval (doubled while too uncertain) */
+    CAL_TRIES = 7,        /* 2, 4, .. 128 ms before falling back to CLOCK_MONOTONIC */
+    CAL_PAIRS = 16,       /* counter/CLOCK_MONOTONIC pairs per end point, the tightest kept */
+    CAL_ERROR_PPM = 200   /* the two end points' uncertainty may be at most this of the span */
+};
+
+/* What cp_posix_clock_ns reads: set once (clock_once), published by the release store of
+ * clock_kind, never changed after. ns = base_ns + ((count - base_count) * mult) >> 32. */
+static struct {
+    uint64_t base_count;
+    uint64_t base_ns;
+    uint64_t mult;  /* ns per count, 32.32 fixed point */
+    uint64_t hz;    /* counts per second (for reports) */
+} job_clock;
+static int clock_kind; /* atomic: 0 until chosen, then a CP_POSIX_CLOCK_* value */
+static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts_ns(&ts);
+}
+
+#if HAVE_COUNTER
+static inline uint64_t read_counter(void)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+#else
+    uint64_t v;
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#endif
+}
+
+#if defined(__x86_64__)
+/* 1 if the kernel names `want` as its clock source, or says nothing (no sysfs): it has
+ * checked the counter (synchronised across CPUs, steady) and would have switched away from
+ * it otherwise. */
+static int kernel_clocksource_is(const char *want)
+{
+#if defined(__linux__)
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return 1;
+    }
+    char buf[32];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0) {
+        return 1;
+    }
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) {
+        n--;
+    }
+    buf[n] = '\0';
+    return strcmp(buf, want) == 0;
+#else
+    (void)want;
+    return 1;
+#endif
+}
+#endif
+
+/* 1 if the counter ticks at a constant rate, also through sleep states, on every CPU. */
+static int counter_invariant(void)
+{
+#if defined(__x86_64__)
+    /* CPUID 0x80000007 EDX bit 8: invariant TSC (Linux: constant_tsc + nonstop_tsc) */
+    unsigned a, b, c, d;
+    if (__get_cpuid(0x80000000u, &a, &b, &c, &d) == 0 || a < 0x80000007u ||
+        __get_cpuid(0x80000007u, &a, &b, &c, &d) == 0 || (d & (1u << 8)) == 0) {
+        return 0;
+    }
+    return kernel_clocksource_is("tsc");
+#else
+    /* the Arm generic timer's system counter has a fixed frequency and is one counter for
+     * all CPUs by architecture; Linux gives EL0 access to it (or traps and emulates it) */
+    return 1;
+#endif
+}
+
+/* One (count, ns) pair: a CLOCK_MONOTONIC read between two counter reads, from the tightest
+ * of CAL_PAIRS tries (a preemption only widens a try). Returns the bracket's width. */
+static uint64_t clock_pair(uint64_t *count, uint64_t *ns)
+{
+    uint64_t best = UINT64_MAX;
+    for (int k = 0; k < CAL_PAIRS; k++) {
+        uint64_t c0 = read_counter();
+        uint64_t t = monotonic_ns();
+        uint64_t c1 = read_counter();
+        if (c1 >= c0 && c1 - c0 < best) {
+            best = c1 - c0;
+            *count = c0 + (c1 - c0) / 2;
+            *ns = t;
+        }
+    }
+    return best;
+}
+
+/* The counter's rate from two pairs CAL_NS apart, or further apart while their uncertainty is
+ * not small against the span (a preempted or an emulated CPU, where each read is slow): the
+ * second pair is taken again after twice the wait, up to CAL_TRIES times (~0.25 s in all).
+ * 0 if that never fits, or if the counter does not behave like a clock of 1 MHz to 100 GHz. */
+static int calibrate(void)
+{
+    uint64_t c0 = 0, t0 = 0, c1 = 0, t1 = 0;
+    uint64_t w0 = clock_pair(&c0, &t0);
+    uint64_t wait_ns = CAL_NS;
+    for (int attempt = 0; attempt < CAL_TRIES && w0 != UINT64_MAX; attempt++, wait_ns *= 2) {
+        struct timespec nap = {(time_t)(wait_ns / 1000000000u), (long)(wait_ns % 1000000000u)};
+        while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+        }
+        uint64_t w1 = clock_pair(&c1, &t1);
+        if (w1 == UINT64_MAX || c1 <= c0 || t1 <= t0) {
+            return 0; /* the counter does not advance (or the clock does not) */
+        }
+        uint64_t span = c1 - c0;
+        if ((unsigned __int128)(w0 + w1) * 1000000u > (unsigned __int128)span * CAL_ERROR_PPM) {
+            continue; /* too uncertain for this span: wait longer */
+        }
+        unsigned __int128 mult = ((unsigned __int128)(t1 - t0) << 32) / span;
+        /* 1 MHz .. 100 GHz: 1000 ns .. 0.01 ns per count */
+        if (mult > (unsigned __int128)1000u << 32 || mult < ((unsigned __int128)1 << 32) / 100u) {
+            return 0;
+        }
+        job_clock.base_count = c1;
+        job_clock.base_ns = t1;
+        job_clock.mult = (uint64_t)mult;
+        job_clock.hz = (uint64_t)(((unsigned __int128)span * 1000000000u) / (t1 - t0));
+        return 1;
+    }
+    return 0;
+}
+#endif
+
+static void choose_clock(void)
+{
+    int kind = CP_POSIX_CLOCK_MONOTONIC;
+    const char *force = getenv("COPAPY_CLOCK");
+    int allowed = force == NULL || strcmp(force, "monotonic") != 0;
+#if HAVE_COUNTER
+    if (allowed && counter_invariant() && calibrate()) {
+        kind = CP_POSIX_CLOCK_COUNTER;
+    }
+#else
+    (void)allowed;
+#endif
+    __atomic_store_n(&clock_kind, kind, __ATOMIC_RELEASE);
+}
+
+int cp_posix_clock_init(void)
+{
+    int kind = __atomic_load_n(&clock_kind, __ATOMIC_ACQUIRE);
+    if (kind == 0) {
+        pthread_once(&clock_once, choose_clock);
+        kind = __atomic_load_n(&clock_kind, __ATOMIC_ACQUIRE);
+    }
+    return kind;
+}
+
+uint64_t cp_posix_clock_ns(void *ctx)
+{
+    (void)ctx;
+#if HAVE_COUNTER
+    int kind = __atomic_load_n(&clock_kind, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(kind == 0, 0)) {
+        kind = cp_posix_clock_init();
+    }
+    if (kind == CP_POSIX_CLOCK_COUNTER) {
+        uint64_t d = read_counter() - job_clock.base_count;
+        if (d > UINT64_MAX / 2) {
+            return job_clock.base_ns; /* a CPU a few counts behind the one that calibrated */
+        }
+        return job_clock.base_ns + (uint64_t)(((unsigned __int128)d * job_clock.mult) >> 32);
+    }
+#endif
+    return monotonic_ns();
+}
+
+const char *cp_posix_clock_name(void)
+{
+    switch (cp_posix_clock_init()) {
+    case CP_POSIX_CLOCK_COUNTER:
+#if defined(__x86_64__)
+        return "tsc";
+#else
+        return "cntvct";
+#endif
+    default:
+        return "monotonic";
+    }
+}
+
+uint64_t cp_posix_clock_hz(void)
+{
+    return cp_posix_clock_init() == CP_POSIX_CLOCK_COUNTER ? job_clock.hz : 1000000000u;
 }
 
 #else

@@ -99,30 +99,61 @@ static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
     cp_copy(dst, src, n);
 }
 
-static void apply_copies(uint8_t *data, const cp_let_copy *c, uint32_t begin, uint32_t end)
+/* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by copy_slot. */
+static inline void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_t begin,
+                                uint32_t end)
 {
-    for (uint32_t k = begin; k < end; k++) {
-        copy_slot(data + c[k].dst, data + c[k].src, c[k].size);
-    }
-}
-
-/* Period end of a finished job: PUBLISH copies, then OUTPUT bindings from the shared slots. */
-static void publish(cp_sched *s, uint32_t task, uint8_t *data)
-{
-    const cp_program *prog = s->prog;
-    apply_copies(data, prog->let_copies, s->copies[task][1], s->copies[task][2]);
-    if (s->cfg.io_write != NULL) {
-        const cp_io_binding *b = prog->io_bindings;
-        for (uint32_t k = s->bindings[task][1]; k < s->bindings[task][2]; k++) {
-            s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel,
-                            load_slot(data + b[k].offset, b[k].dtype));
+    for (const cp_let_copy *c = table + begin, *stop = table + end; c != stop; c++) {
+        uint8_t *dst = data + c->dst;
+        const uint8_t *src = data + c->src;
+        if (c->size == 4) {
+            uint32_t w;
+            cp_copy((uint8_t *)&w, src, 4);
+            cp_copy(dst, (const uint8_t *)&w, 4);
+        } else if (c->size == 8) {
+            uint64_t w;
+            cp_copy((uint8_t *)&w, src, 8);
+            cp_copy(dst, (const uint8_t *)&w, 8);
+        } else {
+            copy_slot(dst, src, c->size);
         }
     }
 }
 
-/* Runs a task's chain, inside the platform's guard if there is one. 0: it returned. */
+/* OUTPUT bindings [begin, end) from the shared slots. */
+static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel,
+                        load_slot(data + b[k].offset, b[k].dtype));
+    }
+}
+
+/* INPUT bindings [begin, end) into the shared slots. */
+static void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        double v = s->cfg.io_read != NULL
+                       ? s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel) : 0.0;
+        store_slot(data + b[k].offset, b[k].dtype, v);
+    }
+}
+
+/* Period end of a finished job: PUBLISH copies, then OUTPUT bindings from the shared slots. */
+static inline void publish(cp_sched *s, uint32_t task, uint8_t *data)
+{
+    apply_copies(data, s->prog->let_copies, s->copies[task][1], s->copies[task][2]);
+    if (s->bindings[task][1] < s->bindings[task][2] && s->cfg.io_write != NULL) {
+        write_outputs(s, data, s->bindings[task][1], s->bindings[task][2]);
+    }
+}
+
+/* Runs a task's chain, inside the platform's guard if there is one. 0: it returned; else the
+ * fault is in *fault (kind, address, pc, code: the rest is the caller's). */
 CP_CALLS_LOADED_CODE
-static int run_chain(cp_sched *s, uint32_t task, cp_fault *fault)
+static inline int run_chain(const cp_sched *s, uint32_t task, cp_fault *fault)
 {
     void (*entry)(void) = s->prog->tasks[task].entry;
     if (s->cfg.guard == NULL) {
@@ -132,50 +163,56 @@ static int run_chain(cp_sched *s, uint32_t task, cp_fault *fault)
     return s->cfg.guard(s->cfg.guard_ctx, entry, s->budget_ns[task], fault);
 }
 
+/* A chain faulted: record it (the safe state applied). */
+static void job_faulted(cp_sched *s, uint32_t task, const cp_fault *by_guard)
+{
+    cp_fault fault;
+    cp_fill((uint8_t *)&fault, 0, sizeof(fault));
+    fault.kind = by_guard->kind != CP_FAULT_NONE ? by_guard->kind
+                                                 : CP_FAULT_SIGSEGV; /* a guard that forgot */
+    fault.address = by_guard->address;
+    fault.pc = by_guard->pc;
+    fault.code = by_guard->code;
+    fault.task = task;
+    cp_sched_fail(s, &fault);
+}
+
 /* Release of a job: INPUT bindings into the shared slots, RELEASE copies, the chain.
  * With a clock, *mark is the clock read just before this release (the previous job's end, or
  * the start of the tick's releases): the job's time runs from it to the read after its chain,
  * which becomes the next job's mark, so back-to-back jobs cost one clock read each, not two.
  * Returns 0, or nonzero if the chain faulted (the fault is recorded, the safe state applied). */
-static int release(cp_sched *s, uint32_t task, uint8_t *data, uint64_t *mark)
+static inline int release(cp_sched *s, uint32_t task, uint8_t *data, uint64_t *mark)
 {
-    const cp_program *prog = s->prog;
-    const cp_io_binding *b = prog->io_bindings;
-    for (uint32_t k = s->bindings[task][0]; k < s->bindings[task][1]; k++) {
-        double v = s->cfg.io_read != NULL
-                       ? s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel) : 0.0;
-        store_slot(data + b[k].offset, b[k].dtype, v);
+    if (s->bindings[task][0] < s->bindings[task][1]) {
+        read_inputs(s, data, s->bindings[task][0], s->bindings[task][1]);
     }
-    apply_copies(data, prog->let_copies, s->copies[task][0], s->copies[task][1]);
+    apply_copies(data, s->prog->let_copies, s->copies[task][0], s->copies[task][1]);
 
-    cp_task_stats *stats = &s->stats[task];
+    cp_fault fault; /* the guard fills kind, address, pc and code when it returns nonzero */
+    fault.kind = CP_FAULT_NONE;
+    fault.address = 0;
+    fault.pc = 0;
+    fault.code = 0;
+    int faulted = run_chain(s, task, &fault);
     uint64_t exec_ns = 0;
-    cp_fault fault;
-    cp_fill((uint8_t *)&fault, 0, sizeof(fault));
-    int faulted;
     if (s->cfg.clock_ns != NULL) {
-        faulted = run_chain(s, task, &fault);
         uint64_t stop = s->cfg.clock_ns(s->cfg.clock_ctx);
         exec_ns = stop >= *mark ? stop - *mark : 0;
         *mark = stop;
+        cp_task_stats *stats = &s->stats[task];
         if (exec_ns > stats->exec_ns_max) {
             stats->exec_ns_max = exec_ns;
         }
         stats->exec_ns_sum += exec_ns;
-    } else {
-        faulted = run_chain(s, task, &fault);
     }
     if (faulted) {
-        fault.task = task;
-        if (fault.kind == CP_FAULT_NONE) {
-            fault.kind = CP_FAULT_SIGSEGV; /* a guard that forgot to say: still a fault */
-        }
-        cp_sched_fail(s, &fault);
+        job_faulted(s, task, &fault);
         return 1;
     }
-    stats->runs++;
+    s->stats[task].runs++;
     s->state[task].pending = 1;
-    s->state[task].remaining_ns = s->cfg.deterministic ? prog->tasks[task].wcet_ns : exec_ns;
+    s->state[task].remaining_ns = s->cfg.deterministic ? s->prog->tasks[task].wcet_ns : exec_ns;
     return 0;
 }
 
@@ -192,6 +229,39 @@ static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
     s->trace_next = s->trace_next + 1 < s->trace_capacity ? s->trace_next + 1 : 0;
 }
 
+/* Which tasks have a release instant (= a period boundary after the first) at `tick`, as a
+ * bit mask; their next releases move on by a period. */
+static uint32_t due_tasks(cp_sched *s, uint64_t tick)
+{
+    uint32_t due = 0;
+    uint64_t next_event = UINT64_MAX;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        if (s->period_ticks[i] == 0) {
+            continue;
+        }
+        if (s->next_release[i] == tick) {
+            due |= (uint32_t)1 << i;
+            s->next_release[i] += s->period_ticks[i];
+        }
+        if (s->next_release[i] < next_event) {
+            next_event = s->next_release[i];
+        }
+    }
+    s->next_event = next_event;
+    return due;
+}
+
+static void apply_feeds(cp_sched *s, uint8_t *data, uint64_t tick)
+{
+    for (uint32_t f = 0; f < s->feed_count; f++) {
+        const cp_sched_feed *feed = &s->feeds[f];
+        if (tick >= feed->first_tick && tick - feed->first_tick < feed->count) {
+            copy_slot(data + feed->offset,
+                      feed->samples + (size_t)(tick - feed->first_tick) * feed->size, feed->size);
+        }
+    }
+}
+
 void cp_sched_tick(cp_sched *s)
 {
     if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
@@ -200,25 +270,7 @@ void cp_sched_tick(cp_sched *s)
     uint8_t *data = cp_program_data(s->prog);
     uint32_t n = s->task_count;
     uint64_t tick = s->tick;
-
-    /* which tasks have a release instant (= a period boundary after the first) now */
-    uint32_t due = 0;
-    if (tick >= s->next_event) {
-        uint64_t next_event = UINT64_MAX;
-        for (uint32_t i = 0; i < n; i++) {
-            if (s->period_ticks[i] == 0) {
-                continue;
-            }
-            if (s->next_release[i] == tick) {
-                due |= (uint32_t)1 << i;
-                s->next_release[i] += s->period_ticks[i];
-            }
-            if (s->next_release[i] < next_event) {
-                next_event = s->next_release[i];
-            }
-        }
-        s->next_event = next_event;
-    }
+    uint32_t due = tick >= s->next_event ? due_tasks(s, tick) : 0;
 
     /* 1. period ends, in task index order (a pending job implies t > offset) */
     for (uint32_t i = 0; i < n && (due >> i) != 0; i++) {
@@ -234,12 +286,8 @@ void cp_sched_tick(cp_sched *s)
     }
 
     /* 2. feeds */
-    for (uint32_t f = 0; f < s->feed_count; f++) {
-        const cp_sched_feed *feed = &s->feeds[f];
-        if (tick >= feed->first_tick && tick - feed->first_tick < feed->count) {
-            copy_slot(data + feed->offset,
-                      feed->samples + (size_t)(tick - feed->first_tick) * feed->size, feed->size);
-        }
+    if (s->feed_count != 0) {
+        apply_feeds(s, data, tick);
     }
 
     /* 3. releases in priority order */
@@ -258,8 +306,13 @@ void cp_sched_tick(cp_sched *s)
         }
     }
 
-    /* 4. processor model: the tick's time to pending jobs by priority (preemptive) */
-    uint64_t left = s->cfg.tick_ns;
+    /* 4. processor model: the tick's time to pending jobs by priority (preemptive); nothing
+     * to do when no pending job has time left (a deterministic run without wcets) */
+    uint32_t busy = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        busy |= (uint32_t)(s->state[i].pending != 0) & (uint32_t)(s->state[i].remaining_ns != 0);
+    }
+    uint64_t left = busy ? s->cfg.tick_ns : 0;
     for (uint32_t k = 0; k < n && left != 0; k++) {
         cp_sched_task_state *st = &s->state[s->order[k]];
         if (st->pending && st->remaining_ns != 0) {

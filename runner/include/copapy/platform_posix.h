@@ -43,6 +43,32 @@ int cp_posix_guard_install(void);
  * an errno value. */
 int cp_posix_watchdog_start(uint64_t poll_ns, int rt_priority);
 
+/* ---- the job clock
+ *
+ * cp_posix_clock_ns is a cp_sched_config.clock_ns: monotonic nanoseconds for the execution
+ * time of jobs, at the cost of a cycle-counter read where the counter is invariant (x86_64:
+ * rdtsc when CPUID says invariant TSC and Linux runs on the tsc clock source; AArch64:
+ * cntvct_el0, the architected system counter), calibrated once per process against
+ * CLOCK_MONOTONIC over 2 ms (docs/design.md, "The job clock"). Elsewhere, or with the
+ * environment variable COPAPY_CLOCK=monotonic, it reads CLOCK_MONOTONIC. Its origin is
+ * CLOCK_MONOTONIC's at the calibration; its rate may differ from it by ~1e-4, so use it for
+ * durations, not to wait for CLOCK_MONOTONIC deadlines. */
+enum {
+    CP_POSIX_CLOCK_MONOTONIC = 1, /* clock_gettime(CLOCK_MONOTONIC) */
+    CP_POSIX_CLOCK_COUNTER = 2    /* the calibrated cycle counter */
+};
+
+/* Chooses (and calibrates) the clock once per process, thread-safe; later calls return the
+ * choice at once. cp_posix_clock_ns calls it on first use; call it beforehand to keep the
+ * calibration off a measured path. Returns CP_POSIX_CLOCK_*. */
+int cp_posix_clock_init(void);
+
+uint64_t cp_posix_clock_ns(void *ctx);
+
+/* "tsc", "cntvct" or "monotonic", and the counts per second it reads (1e9 for monotonic). */
+const char *cp_posix_clock_name(void);
+uint64_t cp_posix_clock_hz(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,144 @@
+/* Where a timed simulation tick goes: the chains of an image back to back, the chains with a
+ * clock read after each (the floor of timing every job), and the scheduler untimed and timed,
+ * set up as LocalTarget does (guard, watchdog budgets, simulated I/O). docs/design.md, "The
+ * job clock"; benchmarks/RESULTS.md.
+ *
+ *     PYTHONPATH=src python benchmarks/bench_sim.py --image /tmp/pid10.img
+ *     cc -std=c11 -O2 -Irunner/include -Irunner/src -pthread benchmarks/sched_floor.c \
+ *         runner/src/[a-z]*.c -o /tmp/sched_floor && /tmp/sched_floor /tmp/pid10.img
+ *
+ * ns per job, CPU time of the process, best of 15 runs of 20,000 ticks (every task is
+ * released every tick in that image). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "copapy/platform_posix.h"
+#include "copapy/runner.h"
+
+enum { TICKS = 20000, ROUNDS = 15, IMAGE_MAX = 1 << 24 };
+
+static double io[4][256];
+static uint64_t sink;
+
+static double read_io(void *ctx, uint8_t kind, uint16_t channel)
+{
+    (void)ctx;
+    return kind >= 1 && kind <= 4 ? io[kind - 1][channel & 255u] : 0.0;
+}
+
+static void write_io(void *ctx, uint8_t kind, uint16_t channel, double value)
+{
+    (void)ctx;
+    if (kind >= 1 && kind <= 4) {
+        io[kind - 1][channel & 255u] = value;
+    }
+}
+
+static uint64_t monotonic_ns(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* the chains alone, tick after tick; with a clock: one read after each */
+static double chains(const cp_program *prog, uint64_t (*clock)(void *))
+{
+    double best = 1e9;
+    for (int r = 0; r < ROUNDS; r++) {
+        double t0 = cpu_s();
+        for (int t = 0; t < TICKS; t++) {
+            for (uint32_t i = 0; i < prog->task_count; i++) {
+                prog->tasks[i].entry();
+                if (clock != NULL) {
+                    sink += clock(NULL);
+                }
+            }
+        }
+        double dt = cpu_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / ((double)TICKS * prog->task_count) * 1e9;
+}
+
+static double scheduled(const cp_program *prog, uint64_t (*clock)(void *))
+{
+    static cp_sched s;
+    memset(&s, 0, sizeof(s));
+    s.struct_size = sizeof(s);
+    cp_sched_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.struct_size = sizeof(cfg);
+    cfg.deterministic = 1;
+    cfg.tick_ns = cp_program_tick_ns(prog);
+    cfg.clock_ns = clock;
+    cfg.io_read = read_io;
+    cfg.io_write = write_io;
+    cfg.guard = cp_posix_guard;
+    cfg.budget_factor = 10;            /* the in-process defaults of module.c */
+    cfg.budget_min_ns = 1000000000u;
+    cp_error err;
+    memset(&err, 0, sizeof(err));
+    err.struct_size = sizeof(err);
+    if (cp_sched_init(&s, prog, &cfg, &err) != CP_OK) {
+        fprintf(stderr, "cp_sched_init: %s\n", err.message);
+        exit(1);
+    }
+    double best = 1e9;
+    for (int r = 0; r < ROUNDS; r++) {
+        cp_sched_reset(&s);
+        double t0 = cpu_s();
+        cp_sched_advance(&s, TICKS);
+        double dt = cpu_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / ((double)TICKS * prog->task_count) * 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: sched_floor IMAGE\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    static uint8_t image[IMAGE_MAX];
+    size_t len = f != NULL ? fread(image, 1, sizeof(image), f) : 0;
+    if (f != NULL) {
+        fclose(f);
+    }
+    cp_program prog;
+    memset(&prog, 0, sizeof(prog));
+    prog.struct_size = sizeof(prog);
+    cp_error err;
+    memset(&err, 0, sizeof(err));
+    err.struct_size = sizeof(err);
+    if (len == 0 || cp_program_load(&prog, image, len, cp_platform_posix(), &err) != CP_OK) {
+        fprintf(stderr, "cannot load %s: %s\n", argv[1], err.message);
+        return 1;
+    }
+    if (cp_posix_guard_install() != 0) {
+        return 1;
+    }
+    printf("job clock: %s (%.3f MHz), %u tasks\n", cp_posix_clock_name(),
+           (double)cp_posix_clock_hz() * 1e-6, prog.task_count);
+    printf("chains back to back          %6.1f ns/job\n", chains(&prog, NULL));
+    printf("chains + job clock read      %6.1f ns/job\n", chains(&prog, cp_posix_clock_ns));
+    printf("chains + clock_gettime       %6.1f ns/job\n", chains(&prog, monotonic_ns));
+    printf("scheduler, untimed           %6.1f ns/job\n", scheduled(&prog, NULL));
+    printf("scheduler, job clock         %6.1f ns/job\n", scheduled(&prog, cp_posix_clock_ns));
+    printf("scheduler, clock_gettime     %6.1f ns/job\n", scheduled(&prog, monotonic_ns));
+    cp_program_unload(&prog);
+    return (int)(sink & 0u);
+}
