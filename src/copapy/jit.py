@@ -28,8 +28,7 @@ from ._dispatch import Dispatcher
 from .arrays import Array, array_input
 from .compiler import compile_program
 from .runtime.load import check_architecture, fastest_host_architecture, load
-from .target_common import flatten
-from .value import Value, constant, value
+from .value import Value, constant, flatten, value
 
 if TYPE_CHECKING:
     import numpy as np
