@@ -6,8 +6,8 @@ are materialised only when a program uses them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 from .._files import is_data_file, list_data, read_data
 from ..arch.patchkind import PatchKind
@@ -15,8 +15,7 @@ from ..arch.targets import UnknownArchitectureError
 from .tablefile import TableFile
 
 
-@dataclass(frozen=True)
-class Reloc:
+class Reloc(NamedTuple):
     offset: int
     kind: PatchKind
     target_type: str  # next | loop (fused loops) | slot | func | rodata
@@ -24,8 +23,7 @@ class Reloc:
     addend: int
 
 
-@dataclass(frozen=True)
-class Function:
+class Function(NamedTuple):
     name: str
     code: bytes
     thumb: bool

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields, replace
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class SimplifyOptions:
+class SimplifyOptions(NamedTuple):
     #: x * 0 -> 0 for floats (drops the branch; differs from IEEE when x is NaN or inf and in
     #: the sign of the zero). Integer x * 0 -> 0 is always exact and always done.
     multiply_by_zero: bool = True
@@ -28,12 +27,12 @@ def current() -> SimplifyOptions:
 def simplify_options(**changes: bool) -> Iterator[SimplifyOptions]:
     """Change simplification rules while tracing inside the ``with`` block."""
     global _current
-    known = {f.name for f in fields(SimplifyOptions)}
+    known = set(SimplifyOptions._fields)
     unknown = set(changes) - known
     if unknown:
         raise TypeError(f"unknown simplify option(s) {sorted(unknown)}; known: {sorted(known)}")
     previous = _current
-    _current = replace(_current, **changes)
+    _current = _current._replace(**changes)
     try:
         yield _current
     finally:
