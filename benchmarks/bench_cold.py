@@ -10,6 +10,9 @@ Three programs run in fresh interpreters, interleaved (every round runs each onc
 trace, compile, load, run). Wall time per process, medians; copapy's share is the difference
 to *numpy*. Bytecode is cached in a temporary folder (warmed once), as for an installed wheel
 (this machine sets PYTHONDONTWRITEBYTECODE, which would compile every module on every start).
+Besides wall time, each process's CPU time (user + system, from ``os.wait4``) is reported: on
+a loaded machine it stays close to what a quiet one measures, where wall time includes the
+wait for a core.
 ``--against`` runs the copapy programs of another source tree too (see bench_compile.py), in
 the same shuffled rounds. Goal of issue 13: import + first jit call <= 150 ms.
 """
@@ -50,28 +53,41 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = cache
 
-        def start(name: str) -> float:
+        def start(name: str) -> tuple[float, float]:
+            """Wall and CPU seconds of one fresh interpreter running ``name``."""
             code, tree = runs[name]
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": tree},
-                           check=True)
-            return time.perf_counter() - t
+            proc = subprocess.Popen([sys.executable, "-c", code],
+                                    env={**env, "PYTHONPATH": tree})
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode:
+                raise subprocess.CalledProcessError(proc.returncode, name)
+            return wall, usage.ru_utime + usage.ru_stime
 
         for name in runs:
             start(name)  # bytecode written once
         times: dict[str, list[float]] = {k: [] for k in runs}
+        cpu: dict[str, list[float]] = {k: [] for k in runs}
         order = list(runs)
         for _ in range(args.runs):
             random.shuffle(order)
             for name in order:
-                times[name].append(start(name))
+                wall, used = start(name)
+                times[name].append(wall)
+                cpu[name].append(used)
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    med_cpu = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
     print(f"load average {os.getloadavg()[0]:.2f}, {args.runs} runs each")
-    print("| process | wall ms (median) | min | copapy's share (minus numpy) |")
-    print("|---|---:|---:|---:|")
+    print("| process | wall ms (median) | min | copapy's share (minus numpy) | CPU ms (median) "
+          "| copapy's CPU share |")
+    print("|---|---:|---:|---:|---:|---:|")
     for k, v in med.items():
         share = "" if k == "numpy" else f"{v - med['numpy']:.0f}"
-        print(f"| {k} | {v:.0f} | {min(times[k]) * 1e3:.0f} | {share} |")
+        cpu_share = "" if k == "numpy" else f"{med_cpu[k] - med_cpu['numpy']:.0f}"
+        print(f"| {k} | {v:.0f} | {min(times[k]) * 1e3:.0f} | {share} | {med_cpu[k]:.0f} "
+              f"| {cpu_share} |")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-import threading
+from _thread import allocate_lock  # threading.Lock itself; importing threading costs ~1 ms
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -339,7 +339,7 @@ class JitFunction(Dispatcher):
         self.cache_size = cache_size
         self.arch = check_architecture(arch) if arch is not None else None
         self._cache: OrderedDict[tuple[Any, ...], _Compiled] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._hits = 0
         self._misses = 0
         self._parameters: inspect.Signature | None = None

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 import zlib
-from array import array
 from typing import Any
 
 MAGIC = b"CPST"
@@ -41,14 +39,8 @@ class TableFormatError(ValueError):
     """A stencil table file that is not format 2 or is damaged."""
 
 
-def _u32_array(data: bytes) -> array[int]:
-    words = array("I")
-    if words.itemsize != 4:  # pragma: no cover - every supported platform has a 4-byte int
-        words = array("L")
-    words.frombytes(data)
-    if sys.byteorder == "big":  # pragma: no cover - the file is little-endian
-        words.byteswap()
-    return words
+def _u32s(data: bytes) -> tuple[int, ...]:
+    return struct.unpack(f"<{len(data) // 4}I", data)
 
 
 def _compact(value: Any) -> bytes:
@@ -62,7 +54,7 @@ def encode(table: dict[str, Any]) -> bytes:
     names = sorted(table["functions"])
     chunks: list[bytes] = []
     current = bytearray()
-    index = _u32_array(b"")
+    index: list[int] = []
     for name in names:
         f = table["functions"][name]
         if len(current) >= CHUNK_SIZE:
@@ -83,9 +75,8 @@ def encode(table: dict[str, Any]) -> bytes:
     meta: dict[str, Any] = {k: table[k] for k in _SCALARS}
     meta.update(kinds=table["kinds"], names="\n".join(names), rodata=places,
                 chunks=[len(c) for c in packed])
-    if sys.byteorder == "big":  # pragma: no cover
-        index.byteswap()
-    segments = [zlib.compress(_compact(meta), 9), zlib.compress(index.tobytes(), 9),
+    segments = [zlib.compress(_compact(meta), 9),
+                zlib.compress(struct.pack(f"<{len(index)}I", *index), 9),
                 zlib.compress(bytes(rodata), 9)]
     head = HEADER.pack(MAGIC, FORMAT, *(len(s) for s in segments))
     return b"".join([head, *segments, *packed])
@@ -105,7 +96,7 @@ class TableFile:
         try:
             self.meta: dict[str, Any] = json.loads(zlib.decompress(data[at : at + meta_len]))
             at += meta_len
-            self._index = _u32_array(zlib.decompress(data[at : at + index_len]))
+            self._index = _u32s(zlib.decompress(data[at : at + index_len]))
             at += index_len
             rodata = zlib.decompress(data[at : at + rodata_len])
         except (zlib.error, ValueError) as exc:
