@@ -415,7 +415,7 @@ def write_table(content: dict[str, Any]) -> bytes:
 
 def read_content(data: bytes) -> dict[str, Any]:
     """A committed table's content, from the current file format or from format 1 (one
-    zlib-compressed JSON document, before copapy 0.1's format 2)."""
+    zlib-compressed JSON document: the tables before format 2, e.g. in the history)."""
     if data.startswith(tablefile.MAGIC):
         return tablefile.decode(data)
     content: dict[str, Any] = json.loads(zlib.decompress(data))

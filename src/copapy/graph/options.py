@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from dataclasses import dataclass, fields, replace
 
 
-class SimplifyOptions(NamedTuple):
+@dataclass(frozen=True)
+class SimplifyOptions:
     #: x * 0 -> 0 for floats (drops the branch; differs from IEEE when x is NaN or inf and in
     #: the sign of the zero). Integer x * 0 -> 0 is always exact and always done.
     multiply_by_zero: bool = True
@@ -27,12 +28,12 @@ def current() -> SimplifyOptions:
 def simplify_options(**changes: bool) -> Iterator[SimplifyOptions]:
     """Change simplification rules while tracing inside the ``with`` block."""
     global _current
-    known = set(SimplifyOptions._fields)
+    known = {f.name for f in fields(SimplifyOptions)}
     unknown = set(changes) - known
     if unknown:
         raise TypeError(f"unknown simplify option(s) {sorted(unknown)}; known: {sorted(known)}")
     previous = _current
-    _current = _current._replace(**changes)
+    _current = replace(_current, **changes)
     try:
         yield _current
     finally:
