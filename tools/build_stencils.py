@@ -5,6 +5,9 @@ Usage:
     python tools/build_stencils.py x86_64 aarch64  # some
     python tools/build_stencils.py --check         # rebuild in a temp dir, compare with the
                                                    # committed tables
+    python tools/build_stencils.py --convert       # rewrite the committed tables in the
+                                                   # current file format, from their content
+                                                   # (no compiler; the content stays the same)
 
 Needs the build extra (``pip install -e '.[build]'``: ziglang's clang and pyelftools). Users never
 run this: the tables in src/copapy/_tables are committed, and ``--check`` (run by the test suite)
@@ -46,8 +49,9 @@ from copapy.arch.relocs import (  # noqa: E402
     implicit_addend,
 )
 from copapy.arch.targets import by_name, targets  # noqa: E402
+from copapy.compiler import tablefile  # noqa: E402
 
-TABLE_FORMAT = 1
+TABLE_FORMAT = tablefile.FORMAT
 TABLE_DIR = ROOT / "src" / "copapy" / "_tables"
 COMMON_FLAGS = [
     "-std=c11", "-O2", "-c", "-ffreestanding", "-fno-builtin", "-fno-pic", "-fno-pie",
@@ -400,8 +404,39 @@ def build_table(name: str) -> bytes:
             builder.add_object(obj)
     builder.prune()
     builder.check_resolved()
-    text = json.dumps(builder.to_json(source_hash(target)), sort_keys=True, separators=(",", ":"))
-    return zlib.compress(text.encode(), 9)
+    return write_table(builder.to_json(source_hash(target)))
+
+
+def write_table(content: dict[str, Any]) -> bytes:
+    """The output step: a table's content as the bytes of its file (both the build and
+    ``--convert`` write through here)."""
+    return tablefile.encode(content)
+
+
+def read_content(data: bytes) -> dict[str, Any]:
+    """A committed table's content, from the current file format or from format 1 (one
+    zlib-compressed JSON document: the tables before format 2, e.g. in the history)."""
+    if data.startswith(tablefile.MAGIC):
+        return tablefile.decode(data)
+    content: dict[str, Any] = json.loads(zlib.decompress(data))
+    if content.get("format") != 1:
+        raise BuildError(f"unknown stencil table format {content.get('format')}")
+    content["format"] = TABLE_FORMAT
+    return content
+
+
+def convert(names: list[str]) -> None:
+    """Rewrite committed tables in the current format; their content (code, relocations,
+    rodata, source hash) is checked to be unchanged."""
+    for name in names:
+        path = TABLE_DIR / f"{name}.cpst"
+        old = path.read_bytes()
+        content = read_content(old)
+        data = write_table(content)
+        if tablefile.decode(data) != content:
+            raise BuildError(f"{name}: converted table does not hold the same content")
+        path.write_bytes(data)
+        print(f"{name}: {len(old)} -> {len(data)} bytes ({path.relative_to(ROOT)})")
 
 
 def main() -> int:
@@ -410,8 +445,13 @@ def main() -> int:
     )
     parser.add_argument("targets", nargs="*")
     parser.add_argument("--check", action="store_true", help="compare with the committed tables")
+    parser.add_argument("--convert", action="store_true",
+                        help="rewrite the committed tables in the current format (no compiler)")
     args = parser.parse_args()
     names = [n for n in args.targets or c_targets() if by_name(n).builder in ("clang", "gcc")]
+    if args.convert:
+        convert(names)
+        return 0
     failed = False
     for name in names:
         try:
@@ -428,7 +468,7 @@ def main() -> int:
             failed |= not same
         else:
             path.write_bytes(data)
-            table = json.loads(zlib.decompress(data))
+            table = tablefile.decode(data)
             print(f"{name}: {len(table['functions'])} functions, "
                   f"{len(table['kinds'])} patch kinds, "
                   f"{len(data)} bytes -> {path.relative_to(ROOT)}")

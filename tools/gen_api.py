@@ -45,9 +45,6 @@ END = "# ---- end of generated code ----"
 COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 #: operators Python has no reflected form for (it swaps the comparison instead)
 NOT_REFLECTED = COMPARISONS
-LAZY_EXPORTS = ("LocalTarget", "SerialTarget")
-
-
 def operator_rows() -> dict[str, list[OpSpec]]:
     """Rows by operator stem (``invert`` has two: int32 bitwise and bool logical not)."""
     out: dict[str, list[OpSpec]] = {}
@@ -175,13 +172,15 @@ def public_functions() -> list[str]:
 def init_exports(init_source: str) -> list[str]:
     """The imports of the generated functions and the package's ``__all__``."""
     api = sorted(spec.api for spec in REGISTRY.values() if spec.api)
-    others: set[str] = set(LAZY_EXPORTS)
+    others: set[str] = set()
     tree = ast.parse(_without_region(init_source))
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
             others.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, ast.Import | ast.ImportFrom) and node.level == 0:
-            continue
+        elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+              and [ast.unparse(t) for t in node.targets] == ["_LAZY"]):
+            # names the package imports on first use (its module __getattr__)
+            others.update(k.value for k in node.value.keys if isinstance(k, ast.Constant))
     others.discard("annotations")
     lines = ["from .functions import ("]
     lines += [f"    {name}," for name in api]

@@ -16,16 +16,17 @@ Needs unicorn (``pip install 'copapy[emu]'``).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import struct
 import sys
-import zlib
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from build_stencils import read_content, write_table  # noqa: E402
 
 from copapy.arch.targets import by_name  # noqa: E402
 from copapy.compiler.link import link  # noqa: E402
@@ -42,7 +43,8 @@ F0, F1, I0, I1, A_F, B_F, A_I, B_I, C_I, OUT = range(0, 40, 4)
 
 
 def read_table(path: Path) -> StencilTable:
-    return StencilTable(json.loads(zlib.decompress(path.read_bytes())))
+    """A table file of this or an earlier format (an old table from the history)."""
+    return StencilTable(write_table(read_content(path.read_bytes())))
 
 
 def _image(table: StencilTable, stencil: str | None, values: tuple[float, float, int, int, int]

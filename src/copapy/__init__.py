@@ -6,33 +6,34 @@ target (``LocalTarget`` in-process). See README.md and docs/.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from . import io
 from .arrays import Array, cross, dot, matrix, norm, vector
 from .dtypes import DType, bool_, float32, float64, int32
 from .functions import cast, clamp, grad
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
-from .quaternion import Quaternion, quaternion
 from .runtime.errors import ProgramFault as ProgramFault
-from .saved import Program, load, save
-from .signals import (
-    angular_rate,
-    delay,
-    dt,
-    feedback,
-    first_run,
-    integrate,
-    integrate_rotation,
-    rate,
-)
-from .task import Task
 from .value import Value, constant, value
 
 if TYPE_CHECKING:
+    from . import io
     from .local_target import LocalTarget
+    from .quaternion import Quaternion, quaternion
+    from .saved import Program, load, save
     from .serial_target import SerialTarget
+    from .signals import (
+        angular_rate,
+        delay,
+        dt,
+        feedback,
+        first_run,
+        integrate,
+        integrate_rotation,
+        rate,
+    )
+    from .task import Task
 
 __version__ = "0.1.0"
 
@@ -143,14 +144,35 @@ __all__ = [
 # ---- end of generated code ----
 
 
+#: names imported on first use (PEP 562), by module: what ``import copapy`` and the first
+#: ``@cp.jit`` call never need (targets pull in the runner extension; saving, tasks, I/O
+#: channels, signals and quaternions are not on the jit path) stays unimported
+_LAZY = {
+    "io": "io",
+    "LocalTarget": "local_target",
+    "Program": "saved",
+    "Quaternion": "quaternion",
+    "SerialTarget": "serial_target",
+    "Task": "task",
+    "angular_rate": "signals",
+    "delay": "signals",
+    "dt": "signals",
+    "feedback": "signals",
+    "first_run": "signals",
+    "integrate": "signals",
+    "integrate_rotation": "signals",
+    "load": "saved",
+    "quaternion": "quaternion",
+    "rate": "signals",
+    "save": "saved",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # targets pull in the runner extension; load them on first use to keep import fast
-    if name == "LocalTarget":
-        from .local_target import LocalTarget
-
-        return LocalTarget
-    if name == "SerialTarget":
-        from .serial_target import SerialTarget
-
-        return SerialTarget
-    raise AttributeError(f"module 'copapy' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'copapy' has no attribute {name!r}")
+    loaded = importlib.import_module(f"{__name__}.{module}")
+    found = loaded if name == module else getattr(loaded, name)
+    globals()[name] = found
+    return found

@@ -24,7 +24,6 @@ from .target_common import (
     TaskStats,
     checked_scalar,
     find_port,
-    flatten,
     io_specs,
     task_specs,
     task_stats,
@@ -32,7 +31,7 @@ from .target_common import (
 )
 from .task import Task
 from .trace import Trace, ring_rows
-from .value import Value
+from .value import Value, flatten
 
 if TYPE_CHECKING:
     import numpy as np

@@ -19,9 +19,9 @@ from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE,
 from .dtypes import BY_CODE, DType
 from .io import Channel
 from .runtime.load import check_architecture, host_architecture
-from .target_common import flatten, io_specs, task_specs
+from .target_common import io_specs, task_specs
 from .task import Task
-from .value import Traced
+from .value import Traced, flatten
 
 __all__ = ["Program", "ProgramFileError", "load", "save"]
 

@@ -12,7 +12,7 @@ from . import dtypes as dt
 from .compiler import IoSpec, TaskSpec
 from .io import Channel, check_binding
 from .task import Task
-from .value import Traced, Value
+from .value import Value, flatten
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,18 +33,6 @@ def to_ns(seconds: float) -> int:
     if not math.isclose(ns, seconds * 1e9, rel_tol=1e-9, abs_tol=1e-3):
         raise ValueError(f"{seconds} s is not a whole number of nanoseconds")
     return int(ns)
-
-
-def flatten(values: Iterable[Any], what: str) -> list[Any]:
-    """The graph nodes behind values, arrays and quaternions."""
-    nodes: list[Any] = []
-    for v in values:
-        if isinstance(v, Traced):
-            nodes.extend(v.nodes())
-        else:
-            raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
-                            f"{type(v).__name__}")
-    return nodes
 
 
 class Named(Protocol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -41,6 +41,18 @@ class Traced(Protocol):
     (values, arrays, quaternions)."""
 
     def nodes(self) -> list[Node]: ...
+
+
+def flatten(values: Iterable[Any], what: str) -> list[Any]:
+    """The graph nodes behind values, arrays and quaternions."""
+    nodes: list[Any] = []
+    for v in values:
+        if isinstance(v, Traced):
+            nodes.extend(v.nodes())
+        else:
+            raise TypeError(f"{what} takes copapy values, arrays or quaternions, got "
+                            f"{type(v).__name__}")
+    return nodes
 
 
 def is_array(x: Any) -> bool:

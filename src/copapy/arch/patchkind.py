@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 PCREL = 1
 PAGE = 2
@@ -20,8 +20,7 @@ class PatchError(ValueError):
     """A patch value does not fit its encoding (out of range or misaligned)."""
 
 
-@dataclass(frozen=True)
-class PatchKind:
+class PatchKind(NamedTuple):
     """How a value is written into an instruction or data word.
 
     ``encoder`` names a compile-time-only encoding the generic descriptor cannot express

@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._files import is_data_file, list_data, read_data
 from .._lazy import lazy_import
@@ -50,8 +50,7 @@ class TargetFileError(ValueError):
     """A targets/<name>.toml is malformed; the message names the file and the key."""
 
 
-@dataclass(frozen=True)
-class RegisterInit:
+class RegisterInit(NamedTuple):
     """One register write of an emulated CPU's set-up (e.g. switching the FPU on)."""
 
     reg: str  # unicorn register name without its prefix, e.g. "FPEXC" for UC_ARM_REG_FPEXC
@@ -59,8 +58,7 @@ class RegisterInit:
     keep: bool  # OR ``value`` into the register's reset value instead of replacing it
 
 
-@dataclass(frozen=True)
-class UnicornSetup:
+class UnicornSetup(NamedTuple):
     """How unicorn runs the code: names of unicorn constants without their prefixes."""
 
     arch: str  # unicorn.UC_ARCH_<arch>; registers and CPU models in unicorn.<arch>_const
@@ -76,8 +74,7 @@ class UnicornSetup:
         return self.mode == "THUMB"
 
 
-@dataclass(frozen=True)
-class QemuSetup:
+class QemuSetup(NamedTuple):
     """How qemu-system runs the code: the board and the bare-metal harness (runner/baremetal)."""
 
     system: str  # the qemu binary
@@ -91,8 +88,7 @@ class QemuSetup:
         return ("-M", self.machine, *(("-cpu", self.cpu) if self.cpu else ()))
 
 
-@dataclass(frozen=True)
-class LinuxSetup:
+class LinuxSetup(NamedTuple):
     """A hosted (linux-musl) build of the math kernels, for the determinism cross run."""
 
     triple: str

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
@@ -32,16 +32,14 @@ ENABLED: bool = os.environ.get("COPAPY_FUSE", "1") != "0"
 MAX_DEPTH = 64
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One stencil of a loop body and the leaves its roles a and b read."""
 
     stencil: str
     operands: tuple[tuple[str, Node], ...]
 
 
-@dataclass(frozen=True)
-class Loop:
+class Loop(NamedTuple):
     """A fused loop: the body's stencils, the store of the root's block, the loop's end."""
 
     root: Node

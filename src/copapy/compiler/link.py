@@ -6,6 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from .fuse import LOOP_BEGIN
@@ -13,8 +14,7 @@ from .lower import CompileError, Instr
 from .table import Function, Reloc, StencilTable
 
 
-@dataclass(frozen=True)
-class RuntimePatch:
+class RuntimePatch(NamedTuple):
     site: int
     kind: PatchKind
     addend: int

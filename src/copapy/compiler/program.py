@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .._gc import without_gc
 from ..graph.build import live_nodes, rebuild
@@ -29,8 +30,7 @@ RELEASE, PUBLISH = 0, 1
 IO_INPUT, IO_OUTPUT = 1, 2
 
 
-@dataclass(frozen=True)
-class TaskSpec:
+class TaskSpec(NamedTuple):
     """A periodic task as the compiler sees it (graph nodes, times in nanoseconds)."""
 
     name: str
@@ -43,8 +43,7 @@ class TaskSpec:
     link_timeout_ns: int = 0  # dead-man switch (0: none)
 
 
-@dataclass(frozen=True)
-class IoSpec:
+class IoSpec(NamedTuple):
     node: Node
     kind: int  # 1 GPIO, 2 PWM, 3 ENCODER, 4 ADC
     channel: int

@@ -6,20 +6,16 @@ are materialised only when a program uses them.
 
 from __future__ import annotations
 
-import json
-import zlib
-from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import NamedTuple
 
 from .._files import is_data_file, list_data, read_data
 from ..arch.patchkind import PatchKind
 from ..arch.targets import UnknownArchitectureError
+from .tablefile import TableFile
 
-TABLE_FORMAT = 1
 
-@dataclass(frozen=True)
-class Reloc:
+class Reloc(NamedTuple):
     offset: int
     kind: PatchKind
     target_type: str  # next | loop (fused loops) | slot | func | rodata
@@ -27,8 +23,7 @@ class Reloc:
     addend: int
 
 
-@dataclass(frozen=True)
-class Function:
+class Function(NamedTuple):
     name: str
     code: bytes
     thumb: bool
@@ -40,40 +35,36 @@ class Function:
 class StencilTable:
     """Stencils, helper functions and constant blobs of one architecture."""
 
-    def __init__(self, raw: dict[str, Any]) -> None:
-        if raw.get("format") != TABLE_FORMAT:
-            raise ValueError(f"stencil table format {raw.get('format')} is not {TABLE_FORMAT}; "
-                             "rebuild with tools/build_stencils.py")
-        self.arch: str = raw["arch"]
-        self.arch_id: int = raw["arch_id"]
-        self.base_align: int = raw["base_align"]
-        self.code_align: int = raw["code_align"]
-        self.nop: bytes = bytes.fromhex(raw["nop"])
-        self.float64: bool = raw["float64"]
-        self.source_hash: str = raw["source_hash"]
-        self.kinds = [PatchKind.from_json(k) for k in raw["kinds"]]
-        self._raw_functions: dict[str, Any] = raw["functions"]
+    def __init__(self, data: bytes) -> None:
+        self._file = f = TableFile(data)
+        meta = f.meta
+        self.arch: str = meta["arch"]
+        self.arch_id: int = meta["arch_id"]
+        self.base_align: int = meta["base_align"]
+        self.code_align: int = meta["code_align"]
+        self.nop: bytes = bytes.fromhex(meta["nop"])
+        self.float64: bool = meta["float64"]
+        self.source_hash: str = meta["source_hash"]
+        self.kinds = [PatchKind.from_json(k) for k in meta["kinds"]]
         self._functions: dict[str, Function] = {}
-        self.rodata: dict[str, tuple[bytes, int]] = {
-            k: (bytes.fromhex(v["data"]), v["align"]) for k, v in raw["rodata"].items()
-        }
+        self.rodata: dict[str, tuple[bytes, int]] = f.rodata
 
     def __contains__(self, name: str) -> bool:
-        return name in self._raw_functions
+        return name in self._file.position
 
     def names(self) -> list[str]:
-        return list(self._raw_functions)
+        return list(self._file.names)
 
     def function(self, name: str) -> Function:
         func = self._functions.get(name)
         if func is None:
             try:
-                raw = self._raw_functions[name]
+                i = self._file.position[name]
             except KeyError:
                 raise KeyError(f"no stencil {name!r} for {self.arch}") from None
-            relocs = tuple(Reloc(off, self.kinds[k], t, n, a) for off, k, t, n, a in raw["relocs"])
-            func = Function(name, bytes.fromhex(raw["code"]), raw["thumb"], raw["align"],
-                            raw["strip"], relocs)
+            code, (thumb, align, strip, raw_relocs) = self._file.record(i)
+            relocs = tuple(Reloc(off, self.kinds[k], t, n, a) for off, k, t, n, a in raw_relocs)
+            func = Function(name, code, thumb, align, strip, relocs)
             self._functions[name] = func
         return func
 
@@ -89,4 +80,4 @@ def load_table(arch: str) -> StencilTable:
     if not (plain and is_data_file("_tables", file_name)):
         known = ", ".join(available_architectures())
         raise UnknownArchitectureError(f"no stencils for architecture {arch!r}; available: {known}")
-    return StencilTable(json.loads(zlib.decompress(read_data("_tables", file_name))))
+    return StencilTable(read_data("_tables", file_name))

@@ -13,9 +13,8 @@ the row's name). Tests enumerate this table, so a new row is tested without touc
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from . import lanes
 
@@ -26,8 +25,7 @@ Result = Literal["same", "bool", "float32", "float64", "int32"]
 Reference = Callable[..., Any]
 
 
-@dataclass(frozen=True)
-class OpSpec:
+class OpSpec(NamedTuple):
     name: str
     arity: int
     operands: Operands

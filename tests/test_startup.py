@@ -1,0 +1,39 @@
+"""What ``import copapy`` and the first ``@cp.jit`` call load: only the jit path."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import pytest
+
+import copapy
+
+NOT_ON_THE_JIT_PATH = ["copapy.io", "copapy.saved", "copapy.task", "copapy.signals",
+                       "copapy.quaternion", "copapy.local_target", "copapy.serial_target",
+                       "copapy.target_common", "pathlib", "inspect"]
+
+
+def test_first_jit_call_loads_only_the_jit_path() -> None:
+    code = ("import sys, numpy as np, copapy as cp\n"
+            "f = cp.jit(lambda v1, v2: sum((v1 + i) @ v2 for i in range(10)))\n"
+            "assert f(np.arange(500, dtype=np.float32), np.full(500, 5, np.float32)) == 6350000\n"
+            f"print(sorted(m for m in {NOT_ON_THE_JIT_PATH!r} if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    # numpy imports inspect and pathlib itself on some versions: only copapy's modules count
+    assert [m for m in ast.literal_eval(out) if m.startswith("copapy")] == []
+
+
+@pytest.mark.parametrize("name", sorted(copapy._LAZY))
+def test_lazy_names_resolve_to_their_module_attribute(name: str) -> None:
+    module = __import__(f"copapy.{copapy._LAZY[name]}", fromlist=["_"])
+    expected = module if name == copapy._LAZY[name] else getattr(module, name)
+    assert getattr(copapy, name) is expected
+    assert name in copapy.__all__
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        copapy.no_such_name  # noqa: B018
