@@ -209,9 +209,9 @@ static cp_status check_cpu_features(cp_image *img, const uint8_t *p, cp_error *e
             bit++;
         }
         return CP_FAIL(err, CP_ERR_UNSUPPORTED, bit,
-                       "the image needs CPU feature bit %u of %a, which this runner does not "
-                       "know (features %x): a corrupted image, or one that needs a newer "
-                       "runner", bit, img->arch, mask);
+                       "CPU feature bit %u of %s is unknown to this runner: the image is "
+                       "corrupted or needs a newer runner", bit,
+                       (uint64_t)(uintptr_t)cp_arch_name(img->arch));
     }
     img->cpu_features = mask;
     return CP_OK;

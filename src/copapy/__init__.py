@@ -15,6 +15,7 @@ from .functions import cast, clamp, grad
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .quaternion import Quaternion, quaternion
+from .runtime.errors import CpuFeatureError as CpuFeatureError
 from .runtime.errors import ProgramFault as ProgramFault
 from .saved import Program, load, save
 from .signals import (
@@ -72,6 +73,7 @@ from .functions import (
 
 __all__ = [
     "Array",
+    "CpuFeatureError",
     "DType",
     "LocalTarget",
     "Program",

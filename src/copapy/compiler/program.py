@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .._gc import without_gc
+from ..arch.features import feature_mask
+from ..arch.targets import by_name
 from ..graph.build import live_nodes, rebuild
 from ..graph.node import Node, const, input_initial, input_name
 from ..graph.state import state_initial, update_of
@@ -179,6 +181,7 @@ class _Builder:
             metadata={"compiler": COMPILER_VERSION, "ops": self.ops, "stencils": stencils,
                       "stencil_table": self.table.source_hash[:16],
                       "tasks": [t.name for t in specs]},
+            cpu_features=feature_mask(by_name(self.arch)),
         )
         return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
                                len(linked.code), linked.stencil_bytes, data_size,
