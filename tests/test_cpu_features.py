@@ -234,7 +234,8 @@ def test_runner_image_flag_refuses_with_the_named_error(
         assert tg.info().state == "running" and proc.poll() is None  # the baseline runs
 
 
-def test_cli_info_prints_the_required_features(tmp_path: Path) -> None:
+def test_cli_info_prints_the_required_features(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     _periodic_program(tmp_path / "v3.cpimg", "x86_64-v3")
     _periodic_program(tmp_path / "base.cpimg", "x86_64")
     out = copapy("info", str(tmp_path / "v3.cpimg"))
@@ -243,3 +244,9 @@ def test_cli_info_prints_the_required_features(tmp_path: Path) -> None:
             "code") in out.stdout
     out = copapy("info", str(tmp_path / "base.cpimg"))
     assert "cpu features   none (baseline: runs on every x86_64 CPU)" in out.stdout
+    monkeypatch.setenv(MASK_ENV, "fma")
+    out = copapy("run", str(tmp_path / "v3.cpimg"), "--steps", "2")
+    assert out.returncode == 1 and out.stderr.startswith("copapy run: CPU_FEATURES: "), out.stderr
+    assert "lacks fma" in out.stderr and "arch='x86_64'" in out.stderr
+    out = copapy("run", str(tmp_path / "base.cpimg"), "--steps", "2", "--print", "count")
+    assert out.returncode == 0 and out.stdout.split() == ["count", "2"], out.stderr
