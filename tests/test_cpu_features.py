@@ -22,6 +22,8 @@ from copapy import image as im
 from copapy.arch.cpu import MASK_ENV, host_flags, masked
 from copapy.arch.features import feature_mask, feature_names, variant_name
 from copapy.arch.targets import Target, best_host_arch, by_name, targets
+from copapy.kits import BadImageError
+from copapy.kits.abi import CProgram
 from copapy.runtime import load as runtime_load
 from copapy.runtime.errors import CpuFeatureError, ImageLoadError
 from copapy.saved import ProgramFileError
@@ -189,6 +191,19 @@ def test_a_corrupted_marker_is_refused(tmp_path: Path) -> None:
                           str(tmp_path / "bad.cpimg")], capture_output=True, text=True,
                          timeout=10, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "bad.cpimg: UNSUPPORTED: CPU feature bit 40" in out.stderr
+
+
+def test_libcopapy_refuses_with_the_named_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner as a shared library (kits, cppyy loops): the same platform hook."""
+    _needs_cpu()
+    v3 = _periodic_program(tmp_path / "v3.cpimg", "x86_64-v3")
+    CProgram(v3.image).close()
+    monkeypatch.setenv(MASK_ENV, "bmi2")
+    with pytest.raises(BadImageError, match="lacks bmi2") as info:
+        CProgram(v3.image)
+    assert info.value.name == "IMAGE/CPU_FEATURES" and info.value.code == 12
+    CProgram(_periodic_program(tmp_path / "base.cpimg", "x86_64").image).close()
 
 
 # ---------------------------------------------------------------- the host runner
