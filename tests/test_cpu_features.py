@@ -172,6 +172,16 @@ def test_compiling_for_a_variant_the_cpu_lacks_names_the_features(
     assert info.value.missing == ("avx512vl",)
 
 
+def test_an_emulator_counts_as_a_cpu_without_features(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off an x86_64 host, x86_64 code runs on unicorn, which has no AVX: refused, named."""
+    prog = cp.save(tmp_path / "v3.cpimg", cp.value(1.0, name="x") * 2.0, arch="x86_64-v3")
+    monkeypatch.setattr(runtime_load, "host_arch", lambda: "aarch64")
+    with pytest.raises(CpuFeatureError, match="the unicorn emulator that runs x86_64") as info:
+        runtime_load.load(prog.image, "x86_64")
+    assert info.value.missing == V3.cpu_features
+
+
 def test_a_corrupted_marker_is_refused(tmp_path: Path) -> None:
     prog = _periodic_program(tmp_path / "v3.cpimg", "x86_64-v3")
     bad = _with_features(prog.image, feature_mask(V3) | 1 << 40)

@@ -115,7 +115,10 @@ def check_features(image: bytes, target: Target) -> None:
     missing = tuple(f for f in needed if f not in runner_features(target))
     if missing:
         variant = target.name if target.variant_of else variant_name(target.id, mask)
-        raise CpuFeatureError(variant, base_of(target).name, needed, missing)
+        native = base_of(target).name == host_arch()
+        raise CpuFeatureError(variant, base_of(target).name, needed, missing,
+                              "this CPU" if native else f"the {base_of(target).emulator} "
+                              f"emulator that runs {base_of(target).name} code here")
 
 
 def features_error(arch_id: int, image: bytes, missing_bits: int,
