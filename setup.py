@@ -28,8 +28,6 @@ runner = Extension(
 
 # -ffp-contract=off: no FMA contraction, so the host computes exactly what the stencils do;
 # 32-bit x86 computes in SSE2 registers (x87's extended precision would round differently).
-# -Wno-attributes there: cp_stencil.h declares the stencils' i386 calling convention
-# (clang's vectorcall, which GCC does not know); the host module calls no stencil.
 X87 = struct.calcsize("P") == 4 and platform.machine() in ("i386", "i486", "i586", "i686", "x86")
 kernels = Extension(
     "copapy._kernels",
@@ -37,7 +35,7 @@ kernels = Extension(
     include_dirs=["stencils/include"],
     depends=sorted(glob("stencils/include/*.h")),
     extra_compile_args=[*STRICT, "-ffp-contract=off", "-fno-math-errno", "-fno-builtin",
-                        *(["-msse2", "-mfpmath=sse", "-Wno-attributes"] if X87 else [])],
+                        *(["-msse2", "-mfpmath=sse"] if X87 else [])],
 )
 
 # the C call slot of @cp.jit functions (no runner code: jitted calls on emulators use it too)
@@ -49,7 +47,8 @@ dispatch = Extension(
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
-FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/host", "zephyr_app",
+FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
+            "zephyr_app",
             "runner/Makefile", "docs/protocol.md", "docs/image.md"]
 FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 

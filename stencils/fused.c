@@ -14,7 +14,7 @@
  *                        the linker to the stencil after vloop_i32__begin)
  * Every stencil of it has the signature CP_VREGS: the six scalar registers first (so they pass
  * through the loop unchanged, in the same machine registers as in a scalar chain: the scalar
- * stencil before the loop jumps to vloop_i32__begin, vloop_i32__end's cp_vnext jumps to the
+ * stencil before the loop jumps to vloop_i32__begin, vloop_<T>__end's cp_vnext jumps to the
  * scalar stencil after it), then the index, the count and the two vector registers.
  *
  * Naming: vr<op>_<type>__<d>_<a>[_<b>] (vr: vector register) with the operand forms 0, 1 (the

@@ -50,3 +50,19 @@ def test_unknown_names_are_named(tmp_path: Path) -> None:
                            "py_turbo", "--out", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode != 0 and "unknown variant py_turbo" in proc.stderr
     assert "cppyy_loop" in proc.stderr
+
+
+def test_rounds_give_each_ratio_per_round(tmp_path: Path) -> None:
+    """With --rounds the ratios come with their range over the rounds alone (on a VM the
+    pooled p99 ratio of one run can swing by 2x) and every cell with the vCPUs' steal time."""
+    out, result = bench(tmp_path, "--seconds", "0.3", "--variants", "cppyy_loop,cyclictest",
+                        "--conditions", "idle", "--policies", "fifo", "--rounds", "2")
+    name = "cppyy_loop_fifo_p99_over_cyclictest_fifo_p99[idle]"
+    rounds = result["ratio_rounds"]
+    assert isinstance(rounds, dict) and len(rounds[name]) == 2
+    assert all(isinstance(r, float) and r > 0 for r in rounds[name])
+    assert f"{name}: " in out and "(rounds alone: " in out
+    cells = result["cells"]
+    assert isinstance(cells, list)
+    assert all(c["steal_ms"] >= 0 for c in cells)
+    assert "| steal ms |" in out

@@ -61,6 +61,7 @@ def _contents(wheels: tuple[Path, Path, Path]) -> None:
                 "copapy/_kernels.pyi", "copapy/_firmware/runner/src/server.c",
                 "copapy/_firmware/runner/include/copapy/runner.h",
                 "copapy/_firmware/runner/baremetal/Makefile",
+                "copapy/_firmware/runner/cortexm/cm_guard.h",
                 "copapy/_firmware/docs/protocol.md", "copapy/_tables/x86_64.cpst"}
     assert required <= names, sorted(required - names)
     assert any(re.fullmatch(r"copapy/_runner\.cpython-.*\.so", n) for n in names)

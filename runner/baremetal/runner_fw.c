@@ -29,6 +29,7 @@
  * stops serving its link is reset by its second expiry. */
 #include <stdint.h>
 
+#include "cm_guard.h"
 #include "copapy/server.h"
 #include "internal.h"
 #include "startup.h"
@@ -119,13 +120,9 @@
 #define SCB_SHCSR REG(0xE000ED24u)
 #define SCB_CFSR REG(0xE000ED28u)
 #define SCB_HFSR REG(0xE000ED2Cu)
-#define SCB_MMFAR REG(0xE000ED34u)
-#define SCB_BFAR REG(0xE000ED38u)
 #define SHCSR_SYSTICKACT (1u << 11)
 #define SHCSR_FAULTS_ENA (7u << 16) /* MemManage, BusFault, UsageFault */
 #define CCR_DIV_0_TRP (1u << 4)
-#define CFSR_MMARVALID (1u << 7)
-#define CFSR_BFARVALID (1u << 15)
 #define DEMCR REG(0xE000EDFCu)
 #define DWT_CTRL REG(0xE0001000u)
 #define DWT_CYCCNT REG(0xE0001004u)
@@ -436,37 +433,7 @@ void systick_handler(void)
 
 /* ---- fault containment: the guard around every chain (a cp_guard_fn) */
 
-/* r4-r11, sp, lr, then d8-d15: what a chain may have changed that the caller relies on */
-typedef struct fw_jmp {
-    uint32_t r[10];
-    uint64_t d[8];
-} fw_jmp;
-
-__attribute__((naked, returns_twice)) static int fw_setjmp(fw_jmp *j)
-{
-    (void)j;
-    __asm__ volatile("mov r1, sp\n\t"
-                     "stmia r0!, {r4-r11}\n\t"
-                     "str r1, [r0], #4\n\t"
-                     "str lr, [r0], #4\n\t"
-                     "vstmia r0, {d8-d15}\n\t"
-                     "movs r0, #0\n\t"
-                     "bx lr\n\t");
-}
-
-__attribute__((naked, noreturn)) static void fw_longjmp(const fw_jmp *j)
-{
-    (void)j;
-    __asm__ volatile("ldmia r0!, {r4-r11}\n\t"
-                     "ldr r2, [r0], #4\n\t"
-                     "ldr lr, [r0], #4\n\t"
-                     "vldmia r0, {d8-d15}\n\t"
-                     "mov sp, r2\n\t"
-                     "movs r0, #1\n\t"
-                     "bx lr\n\t");
-}
-
-static fw_jmp guard_env;
+static cm_jmp guard_env;
 static volatile uint32_t guard_active;
 static cp_fault guard_fault;    /* filled by fault_contain */
 static cp_fault *guard_out;
@@ -474,7 +441,7 @@ static cp_fault *guard_out;
 /* Where an abandoned chain resumes: in the SysTick context, back into fw_guard. */
 __attribute__((noreturn)) static void guard_resume(void)
 {
-    fw_longjmp(&guard_env);
+    cm_longjmp(&guard_env);
 }
 
 /* After a fault (or a late interrupt): stopped, its interrupt cleared. */
@@ -506,7 +473,7 @@ static int fw_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault
 {
     (void)ctx;
     guard_out = fault;
-    if (fw_setjmp(&guard_env) != 0) {
+    if (cm_setjmp(&guard_env) != 0) {
         budget_disarm();
         cp_fault *out = guard_out;
         out->kind = guard_fault.kind;
@@ -579,17 +546,12 @@ uint32_t *fault_contain(uint32_t *frame, uint32_t exc_return)
     case 6: f.kind = CP_FAULT_USAGEFAULT; f.code = cfsr; break;
     default: break; /* the budget timer */
     }
-    if (f.kind == CP_FAULT_MEMMANAGE && (cfsr & CFSR_MMARVALID) != 0) {
-        f.address = SCB_MMFAR;
-    } else if (f.kind == CP_FAULT_BUSFAULT && (cfsr & CFSR_BFARVALID) != 0) {
-        f.address = SCB_BFAR;
-    }
+    f.address = cm_fault_address(f.kind, cfsr);
     uint32_t xpsr = 0x01000000u | 15u; /* Thumb, resuming in the SysTick handler */
     if (frame_readable(frame)) {
         f.pc = frame[6];
     }
-    SCB_CFSR = cfsr; /* write one to clear */
-    SCB_HFSR = hfsr;
+    cm_fault_clear(cfsr, hfsr);
     if (ipsr == 2) {
         WDOG_LOCK = WDOG_UNLOCK;
         WDOG_INTCLR = 1; /* the warning is handled: reload */
@@ -602,7 +564,7 @@ uint32_t *fault_contain(uint32_t *frame, uint32_t exc_return)
     /* a chain may have masked interrupts before it looped */
     __asm__ volatile("cpsie i\n\tmsr basepri, %0" : : "r"(0u) : "memory");
     /* a basic frame just below the guard's stack pointer: pc = the stub, the rest 0 */
-    uint32_t *resume = (uint32_t *)((guard_env.r[8] - 32u) & ~7u);
+    uint32_t *resume = (uint32_t *)((CM_JMP_SP(&guard_env) - 32u) & ~7u);
     for (int i = 0; i < 5; i++) {
         resume[i] = 0;
     }

@@ -22,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parent
 #: a source checkout's root (the package lives in src/copapy)
 CHECKOUT = PACKAGE.parents[1]
 #: what `copapy firmware export` writes (relative paths; globbed, so missing ones are skipped)
-FIRMWARE = ("runner/src", "runner/include", "runner/baremetal", "runner/host", "zephyr_app",
+FIRMWARE = ("runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
+            "zephyr_app",
             "runner/Makefile", "docs/protocol.md", "docs/image.md")
 SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 

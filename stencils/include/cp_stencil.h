@@ -23,8 +23,10 @@
  * references PC-relative and direct (no GOT, no PLT), so x86-64 code runs at any address. */
 #pragma GCC visibility push(hidden)
 
-#if defined(__i386__)
-/* cdecl passes floats on the stack; vectorcall keeps them in XMM registers. */
+#if defined(__i386__) && defined(__clang__)
+/* cdecl passes floats on the stack; vectorcall keeps them in XMM registers. The stencil tables
+ * are built with clang; GCC (the host module of an i686 wheel, which calls no stencil) has no
+ * vectorcall. */
 #define CP_CC __attribute__((vectorcall))
 #else
 #define CP_CC

@@ -479,12 +479,10 @@ CP_INLINE uint32_t cp_log_splitf(uint32_t u, int32_t *e, float *r)
 
 /* log x = s + (*mid + *low) for x > 0 finite (bits u): the sum of the high
  * parts, the error terms, the polynomial tail */
-CP_INLINE float cp_log_partsf(uint32_t u, float *mid, float *low)
+/* log x = s + (mid + low) from the split's table index, exponent and reduced argument:
+ * the scalar and the vector kernels share it, so they compute the same bits */
+CP_INLINE float cp_log_combinef(uint32_t idx, float ef, float r, float *mid, float *low)
 {
-    int32_t e;
-    float r;
-    uint32_t idx = cp_log_splitf(u, &e, &r);
-    float ef = (float)e;
     float th, tl;
     CP_TWO_SUM(th, tl, ef * CPF_LN2_CW_HI, cp_log_ln_hif[idx]);
     tl = tl + (ef * CPF_LN2_CW_LO + cp_log_ln_lof[idx]);
@@ -495,6 +493,15 @@ CP_INLINE float cp_log_partsf(uint32_t u, float *mid, float *low)
     *mid = se + tl;
     *low = tail - 0.5f * r2;
     return s;
+}
+
+CP_INLINE float cp_log_partsf(uint32_t u, float *mid, float *low)
+{
+    int32_t e;
+    float r;
+    uint32_t idx = cp_log_splitf(u, &e, &r);
+    float ef = (float)e;
+    return cp_log_combinef(idx, ef, r, mid, low);
 }
 
 float cp_logf(float x)
@@ -702,12 +709,9 @@ CP_INLINE uint32_t cp_log_split(uint64_t u, int32_t *e, double *r)
     return idx;
 }
 
-CP_INLINE double cp_log_parts(uint64_t u, double *mid, double *low)
+/* the float64 twin of cp_log_combinef */
+CP_INLINE double cp_log_combine(uint32_t idx, double ef, double r, double *mid, double *low)
 {
-    int32_t e;
-    double r;
-    uint32_t idx = cp_log_split(u, &e, &r);
-    double ef = (double)e;
     double th, tl;
     CP_TWO_SUM(th, tl, ef * CPD_LN2_CW_HI, cp_log_ln_hi[idx]);
     tl = tl + (ef * CPD_LN2_CW_LO + cp_log_ln_lo[idx]);
@@ -721,6 +725,15 @@ CP_INLINE double cp_log_parts(uint64_t u, double *mid, double *low)
     *mid = se + tl;
     *low = tail - 0.5 * r2;
     return s;
+}
+
+CP_INLINE double cp_log_parts(uint64_t u, double *mid, double *low)
+{
+    int32_t e;
+    double r;
+    uint32_t idx = cp_log_split(u, &e, &r);
+    double ef = (double)e;
+    return cp_log_combine(idx, ef, r, mid, low);
 }
 
 double cp_log(double x)
@@ -925,16 +938,7 @@ CP_INLINE float cp_vk_log_partsf(uint32_t u, float *mid, float *low)
     float ic = cp_log_invcf[idx];
     float r = (mh * ic - 1.0f) + ml * ic;
     float ef = (float)(ee + eadj);
-    float th, tl;
-    CP_TWO_SUM(th, tl, ef * CPF_LN2_CW_HI, cp_log_ln_hif[idx]);
-    tl = tl + (ef * CPF_LN2_CW_LO + cp_log_ln_lof[idx]);
-    float s, se;
-    CP_TWO_SUM(s, se, th, r);
-    float r2 = r * r;
-    float tail = (r2 * r) * (LOGF0 + r * (LOGF1 + r * LOGF2));
-    *mid = se + tl;
-    *low = tail - 0.5f * r2;
-    return s;
+    return cp_log_combinef(idx, ef, r, mid, low);
 }
 CP_INLINE double cp_vk_log_parts(uint64_t u, double *mid, double *low)
 {
@@ -952,19 +956,7 @@ CP_INLINE double cp_vk_log_parts(uint64_t u, double *mid, double *low)
     double ic = cp_log_invc[idx];
     double r = (mh * ic - 1.0) + ml * ic;
     double ef = (double)(ee + eadj);
-    double th, tl;
-    CP_TWO_SUM(th, tl, ef * CPD_LN2_CW_HI, cp_log_ln_hi[idx]);
-    tl = tl + (ef * CPD_LN2_CW_LO + cp_log_ln_lo[idx]);
-    double s, se;
-    CP_TWO_SUM(s, se, th, r);
-    double r2 = r * r;
-    double p = LOGD6;
-    p = LOGD5 + r * p; p = LOGD4 + r * p; p = LOGD3 + r * p; p = LOGD2 + r * p;
-    p = LOGD1 + r * p; p = LOGD0 + r * p;
-    double tail = (r2 * r) * p;
-    *mid = se + tl;
-    *low = tail - 0.5 * r2;
-    return s;
+    return cp_log_combine(idx, ef, r, mid, low);
 }
 
 CP_INLINE float cp_vk_logf(float x, uint32_t *bad)

@@ -19,52 +19,16 @@
 #include <zephyr/kernel.h>
 #include <zephyr/sys/util.h>
 
+#include "cm_guard.h"
 #include "cpz.h"
 
-#define SCB_ICSR (*(volatile uint32_t *)0xE000ED04u)
-#define SCB_CFSR (*(volatile uint32_t *)0xE000ED28u)
-#define SCB_HFSR (*(volatile uint32_t *)0xE000ED2Cu)
-#define SCB_MMFAR (*(volatile uint32_t *)0xE000ED34u)
-#define SCB_BFAR (*(volatile uint32_t *)0xE000ED38u)
 #define ICSR_VECTACTIVE 0x1FFu
-#define CFSR_MMARVALID (1u << 7)
-#define CFSR_BFARVALID (1u << 15)
 /* stacking, unstacking and lazy FP state preservation errors: the frame is not to be trusted */
 #define CFSR_STACK_ERRORS ((1u << 3) | (1u << 4) | (1u << 5) | (1u << 11) | (1u << 12) | \
                            (1u << 13))
 #define CPZ_EXC_THREAD_PSP 0xCu
 
-/* r4-r11, sp, lr, then d8-d15 */
-typedef struct cpz_jmp {
-    uint32_t r[10];
-    uint64_t d[8];
-} cpz_jmp;
-
-__attribute__((naked, returns_twice)) static int cpz_setjmp(cpz_jmp *j)
-{
-    (void)j;
-    __asm__ volatile("mov r1, sp\n\t"
-                     "stmia r0!, {r4-r11}\n\t"
-                     "str r1, [r0], #4\n\t"
-                     "str lr, [r0], #4\n\t"
-                     "vstmia r0, {d8-d15}\n\t"
-                     "movs r0, #0\n\t"
-                     "bx lr\n\t");
-}
-
-__attribute__((naked, noreturn)) static void cpz_longjmp(const cpz_jmp *j)
-{
-    (void)j;
-    __asm__ volatile("ldmia r0!, {r4-r11}\n\t"
-                     "ldr r2, [r0], #4\n\t"
-                     "ldr lr, [r0], #4\n\t"
-                     "vldmia r0, {d8-d15}\n\t"
-                     "mov sp, r2\n\t"
-                     "movs r0, #1\n\t"
-                     "bx lr\n\t");
-}
-
-static cpz_jmp env;
+static cm_jmp env;
 static volatile uint32_t active;  /* a guarded chain runs in the tick thread */
 static k_tid_t guarded_thread;    /* the thread that runs the chains */
 static cp_fault caught;           /* filled where the chain was stopped */
@@ -73,13 +37,13 @@ static uint32_t saved_primask, saved_basepri;
 /* Where an abandoned chain resumes: in the tick thread, back into cpz_guard. */
 __attribute__((noreturn)) static void guard_resume(void)
 {
-    cpz_longjmp(&env);
+    cm_longjmp(&env);
 }
 
 int cpz_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
 {
     ARG_UNUSED(ctx);
-    if (cpz_setjmp(&env) != 0) {
+    if (cm_setjmp(&env) != 0) {
         cpz_budget_disarm();
         /* a chain may have masked interrupts (cpsid i, basepri) before it was stopped */
         __asm__ volatile("msr basepri, %0" : : "r"(saved_basepri) : "memory");
@@ -161,8 +125,8 @@ void __wrap_z_do_kernel_oops(const void *esf, void *callee_regs);
 __attribute__((target("general-regs-only")))
 void __wrap_z_arm_fault(uint32_t msp, uint32_t psp, uint32_t exc_return, void *callee_regs)
 {
-    uint32_t cfsr = SCB_CFSR, hfsr = SCB_HFSR;
-    uint32_t vect = SCB_ICSR & ICSR_VECTACTIVE;
+    uint32_t cfsr = CM_SCB_CFSR, hfsr = CM_SCB_HFSR;
+    uint32_t vect = CM_SCB_ICSR & ICSR_VECTACTIVE;
     /* taken from thread mode (EXC_RETURN), in the thread that runs the guarded chain */
     if ((exc_return & CPZ_EXC_THREAD_PSP) != CPZ_EXC_THREAD_PSP || !chain_is_current() ||
         (cfsr & CFSR_STACK_ERRORS) != 0 || vect < 3u || vect > 6u) {
@@ -172,14 +136,8 @@ void __wrap_z_arm_fault(uint32_t msp, uint32_t psp, uint32_t exc_return, void *c
     static const uint32_t kinds[4] = {CP_FAULT_HARDFAULT, CP_FAULT_MEMMANAGE,
                                       CP_FAULT_BUSFAULT, CP_FAULT_USAGEFAULT};
     uint32_t kind = kinds[vect - 3u];
-    uint64_t address = 0;
-    if (kind == CP_FAULT_MEMMANAGE && (cfsr & CFSR_MMARVALID) != 0) {
-        address = SCB_MMFAR;
-    } else if (kind == CP_FAULT_BUSFAULT && (cfsr & CFSR_BFARVALID) != 0) {
-        address = SCB_BFAR;
-    }
-    SCB_CFSR = cfsr; /* write one to clear */
-    SCB_HFSR = hfsr;
+    uint64_t address = cm_fault_address(kind, cfsr);
+    cm_fault_clear(cfsr, hfsr);
     abandon((uint32_t *)(uintptr_t)psp, kind, kind == CP_FAULT_HARDFAULT ? cfsr | hfsr : cfsr,
             address);
 }

@@ -76,6 +76,7 @@ class Cell:
     missed: int
     note: str = ""
     ok: bool = True
+    steal_ms: float = 0.0  # CPU time the hypervisor took from this machine's vCPUs meanwhile
 
 
 def summarize(lat_ns: NDArray[np.int64], drop: int) -> dict[str, float | int | None]:
@@ -378,14 +379,25 @@ def dma_latency0(active: bool) -> Iterator[bool]:
             os.close(fd)
 
 
+def steal_ms() -> float:
+    """All vCPUs' steal time so far (/proc/stat): a VM's stalls that no guest loop can avoid."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+        return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def run_cell(variant: str, condition: str, policy: str, seconds: float,
              tmp: Path) -> tuple[dict[str, Any], NDArray[np.int64]]:
     """One cell in a fresh process: (what the worker reported, latencies in ns)."""
     out = tmp / f"{variant}-{condition}-{policy}.npy"
     argv = [sys.executable, "-m", "copapy.bench.jitter", "--worker", variant, policy,
             condition, str(seconds), str(out)]
+    stolen = steal_ms()
     with stress(condition == "stress"), dma_latency0(policy == "fifo"):
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=600 + 5 * seconds)
+    stolen = steal_ms() - stolen
     info: dict[str, Any] = {}
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
@@ -393,6 +405,7 @@ def run_cell(variant: str, condition: str, policy: str, seconds: float,
             break
     if proc.returncode != 0 or not info:
         info = {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+    info["steal_ms"] = stolen
     lat = np.load(out) if out.is_file() and "error" not in info else np.zeros(0, np.int64)
     if variant != "cyclictest":  # cyclictest's histogram is of the whole run
         lat = lat[drop_count(lat.size):]
@@ -412,6 +425,7 @@ def combine(variant: str, condition: str, policy: str, infos: list[dict[str, Any
     if errors:
         notes.append(f"{len(errors)} of {len(infos)} rounds failed: {str(errors[0])[:80]}")
     missed = sum(int(i.get("missed", 0)) for i in good)
+    stolen = sum(float(i.get("steal_ms", 0.0)) for i in infos)
     summaries = [i["summary"] for i in good if "summary" in i]
     if summaries:
         def med(key: str) -> float | None:
@@ -421,14 +435,14 @@ def combine(variant: str, condition: str, policy: str, infos: list[dict[str, Any
         maxes = [s["max_us"] for s in summaries if s.get("max_us") is not None]
         return Cell(variant, condition, policy, sum(int(s["samples"]) for s in summaries),
                     med("p50_us"), med("p99_us"), None, max(maxes) if maxes else None, missed,
-                    "; ".join(notes)), np.zeros(0, np.int64)
+                    "; ".join(notes), steal_ms=stolen), np.zeros(0, np.int64)
     lat = np.concatenate(lats) if lats else np.zeros(0, np.int64)
     st = summarize(lat, 0)
     maxes = [i["max_us"] for i in good if i.get("max_us") is not None]
     if maxes:  # cyclictest reports its exact maximum beside the histogram
         st["max_us"] = max(maxes)
     return Cell(variant, condition, policy, int(st["samples"] or 0), st["p50_us"], st["p99_us"],
-                st["p999_us"], st["max_us"], missed, "; ".join(notes)), lat
+                st["p999_us"], st["max_us"], missed, "; ".join(notes), steal_ms=stolen), lat
 
 
 def progress(done: int, total: int, label: str, t0: float) -> None:
@@ -450,11 +464,12 @@ def fmt(v: float | None) -> str:
 
 def table(cells: Sequence[Cell]) -> str:
     lines = ["| variant | condition | policy | p50 µs | p99 µs | p99.9 µs | max µs | missed | "
-             "samples | note |", "|---|---|---|--:|--:|--:|--:|--:|--:|---|"]
+             "samples | steal ms | note |", "|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|"]
     for c in cells:
         lines.append(f"| {c.variant} | {c.condition} | {c.policy} | {fmt(c.p50_us)} | "
                      f"{fmt(c.p99_us)} | {fmt(c.p999_us)} | {fmt(c.max_us)} | "
-                     f"{c.missed if c.ok else '-'} | {c.samples} | {c.note} |")
+                     f"{c.missed if c.ok else '-'} | {c.samples} | {c.steal_ms:.0f} | "
+                     f"{c.note} |")
     return "\n".join(lines)
 
 
@@ -580,10 +595,18 @@ def run(variants: Sequence[str], conditions: Sequence[str], policies: Sequence[s
         cell, lat = combine(*k, infos[k], lats[k])
         cells.append(cell)
         samples[k] = lat
+    # the same ratios from each round alone: how far one run's ratio can be trusted here
+    per_round: dict[str, list[float | None]] = {}
+    for r in range(rounds):
+        round_cells = [combine(*k, infos[k][r:r + 1], lats[k][r:r + 1])[0] for k in keys]
+        for name, value in ratios(round_cells).items():
+            per_round.setdefault(name, []).append(value)
     result = {"started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
               "seconds_per_cell": seconds, "rounds": rounds, "period_us": PERIOD_NS / 1e3,
               "machine": machine(), "cells": [asdict(c) for c in cells],
-              "ratios": ratios(cells)}
+              "ratios": ratios(cells),
+              "ratio_rounds": {n: v for n, v in per_round.items()
+                               if any(x is not None for x in v)}}
     (out_dir / "jitter.json").write_text(json.dumps(result, indent=1))
     arrays: dict[str, Any] = {"/".join(k): v for k, v in samples.items()}
     np.savez_compressed(out_dir / "jitter_samples.npz", **arrays)
@@ -615,6 +638,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def spread(values: Sequence[float | None]) -> str:
+    """The range of one ratio over the rounds, when there are several."""
+    got = [v for v in values if v is not None]
+    if len(got) < 2:
+        return ""
+    return f" (rounds alone: {min(got):.2f}-{max(got):.2f}, median {float(np.median(got)):.2f})"
+
+
 def main_from_args(args: argparse.Namespace) -> int:
     result = run(parse_list(args.variants, VARIANTS, "variant"),
                  parse_list(args.conditions, CONDITIONS, "condition"),
@@ -624,7 +655,7 @@ def main_from_args(args: argparse.Namespace) -> int:
     print()
     for name, value in result["ratios"].items():
         if value is not None:
-            print(f"{name}: {value:.2f}")
+            print(f"{name}: {value:.2f}{spread(result['ratio_rounds'].get(name, []))}")
     print(f"\nJSON: {Path(args.out) / 'jitter.json'}; plots: {', '.join(result['plots'])}")
     return 0
 
