@@ -183,7 +183,9 @@ def required_features(blob: bytes, arch: int) -> int:
     """The CPU_FEATURES bits of an image for architecture id ``arch``, read from its
     directory alone (cheap: before every in-process load); 0 for none, for an image of
     another architecture or for bytes too malformed to tell (the runner rejects those)."""
-    if len(blob) < HEADER.size or blob[:4] != MAGIC or struct.unpack_from("<H", blob, 8)[0] != arch:
+    if len(blob) < HEADER.size or blob[:4] != MAGIC:
+        return 0
+    if struct.unpack_from("<H", blob, 8)[0] != arch:
         return 0
     (header_size,) = struct.unpack_from("<H", blob, 6)
     (count,) = struct.unpack_from("<I", blob, 32)

@@ -10,7 +10,7 @@ from types import ModuleType
 LOAD_ERROR_NAMES = {1: "TRUNCATED", 2: "MAGIC", 3: "VERSION", 4: "CRC", 5: "ARCH", 6: "LAYOUT",
                     7: "PATCH", 8: "NOMEM", 9: "TOO_LARGE", 10: "ARGUMENT", 11: "UNSUPPORTED",
                     12: "CPU_FEATURES"}
-CPU_FEATURES = 12
+UNSUPPORTED, CPU_FEATURES = 11, 12
 
 
 class ImageLoadError(ValueError):

@@ -17,7 +17,7 @@ from ..arch.targets import (
     host_variants,
     usable_flags,
 )
-from .errors import CpuFeatureError, ImageLoadError, TargetError
+from .errors import UNSUPPORTED, CpuFeatureError, ImageLoadError, TargetError
 
 
 class Scheduler(Protocol):
@@ -105,20 +105,20 @@ def check_features(image: bytes, target: Target) -> None:
     mask = im.required_features(image, target.id)
     if not mask and not target.variant_of:
         return  # the baseline: every CPU of the architecture
+    base = base_of(target)
     try:
-        needed = feature_names(base_of(target), mask)
+        needed = tuple(dict.fromkeys((*target.cpu_features, *feature_names(base, mask))))
     except UnknownFeatureError as exc:
         err = ImageLoadError(f"UNSUPPORTED: {exc}")
-        err.code, err.name = 11, "UNSUPPORTED"  # type: ignore[attr-defined]
+        err.code, err.name = UNSUPPORTED, "UNSUPPORTED"  # type: ignore[attr-defined]
         raise err from None
-    needed = tuple(dict.fromkeys((*target.cpu_features, *needed)))
-    missing = tuple(f for f in needed if f not in runner_features(target))
+    have = runner_features(target)
+    missing = tuple(f for f in needed if f not in have)
     if missing:
+        where = ("this CPU" if base.name == host_arch()
+                 else f"the {base.emulator} emulator that runs {base.name} code here")
         variant = target.name if target.variant_of else variant_name(target.id, mask)
-        native = base_of(target).name == host_arch()
-        raise CpuFeatureError(variant, base_of(target).name, needed, missing,
-                              "this CPU" if native else f"the {base_of(target).emulator} "
-                              f"emulator that runs {base_of(target).name} code here")
+        raise CpuFeatureError(variant, base.name, needed, missing, where)
 
 
 def features_error(arch_id: int, image: bytes, missing_bits: int,
@@ -126,10 +126,10 @@ def features_error(arch_id: int, image: bytes, missing_bits: int,
     """The CpuFeatureError of a runner's CPU_FEATURES refusal (its detail: the missing
     bits), naming the features from the architecture's declaration."""
     base = by_id(arch_id)
-    needed = feature_names(base, im.required_features(image, arch_id))
+    mask = im.required_features(image, arch_id)
     missing = feature_names(base, missing_bits)
-    return CpuFeatureError(variant_name(arch_id, im.required_features(image, arch_id)),
-                           base.name, needed or missing, missing, where)
+    return CpuFeatureError(variant_name(arch_id, mask), base.name,
+                           feature_names(base, mask) or missing, missing, where)
 
 
 def load(image: bytes, arch: str) -> LoadedProgram:
