@@ -7,6 +7,7 @@ variant's image runs)."""
 
 from __future__ import annotations
 
+import functools
 import re
 import struct
 import subprocess
@@ -15,12 +16,14 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copapy as cp
 from copapy import _runner
 from copapy import image as im
 from copapy.arch.cpu import MASK_ENV, host_flags, masked
-from copapy.arch.features import feature_mask, feature_names, variant_name
+from copapy.arch.features import feature_mask, feature_names, mask_of, variant_name
 from copapy.arch.targets import Target, best_host_arch, by_name, targets
 from copapy.kits import BadImageError
 from copapy.kits.abi import CProgram
@@ -112,6 +115,35 @@ def test_variant_images_carry_the_marker_and_baseline_images_do_not(tmp_path: Pa
     types = [im.SECTION.unpack_from(blob, 48 + 16 * k)[0]
              for k in range(struct.unpack_from("<I", blob, 32)[0])]
     assert im.CPU_FEATURES not in types
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 64) - 1)))
+def test_any_mask_round_trips_or_is_refused_by_both_readers(mask: int) -> None:
+    """Python's reader and the runner core agree on every u64: the known bits round-trip and
+    load-check, any other bit is refused (naming the lowest), by both."""
+    parsed = im.parse(_baseline_image())
+    parsed.cpu_features = mask
+    blob = parsed.to_bytes()
+    known = mask < 1 << len(BASE.feature_bits)
+    assert im.parse(blob).cpu_features == mask and im.required_features(blob, BASE.id) == mask
+    if known:
+        _runner.validate(blob)
+        assert mask_of(BASE, frozenset(feature_names(BASE, mask))) == mask
+        return
+    lowest = next(k for k in range(len(BASE.feature_bits), 64) if mask >> k & 1)
+    with pytest.raises(_runner.ImageError) as core:
+        _runner.validate(blob)
+    assert core.value.name == "UNSUPPORTED" and core.value.detail == lowest
+    with pytest.raises(ProgramFileError, match=f"bit {lowest} of x86_64"):
+        cp.Program(blob)
+
+
+@functools.cache
+def _baseline_image() -> bytes:
+    tg = cp.LocalTarget(arch="x86_64")
+    tg.compile(cp.value(1.0, name="x") * 2.0)
+    return tg.image
 
 
 def test_the_mask_hides_features_from_copapy(monkeypatch: pytest.MonkeyPatch) -> None:
