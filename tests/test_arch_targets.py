@@ -28,6 +28,7 @@ from copapy.arch.targets import (
     targets,
 )
 from copapy.compiler.table import load_table
+from copapy.runtime.errors import LOAD_ERROR_NAMES, CpuFeatureError
 from copapy.runtime.unicorn_backend import Registers, new_emulator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,7 +175,8 @@ def test_hashed_build_keys_exclude_the_run_set_up() -> None:
     """tools/build_stencils.py hashes Target.build: the top level, none of the tables."""
     for t in targets():
         assert not any(isinstance(v, dict) for v in t.build.values())
-        assert set(raw(t.name)) - set(t.build) <= {"unicorn", "qemu", "tests", "linux", "simd"}
+        assert set(raw(t.name)) - set(t.build) <= {"unicorn", "qemu", "tests", "linux", "simd",
+                                                   "image_features"}
 
 
 # ---------------------------------------------------------------- copies that cannot read toml
@@ -200,6 +202,24 @@ def test_runner_name_table_matches_the_tomls() -> None:
     names = re.findall(r'"([^"]*)"', body.group(1))
     assert names[0] == "unknown"
     assert names[1:] == [id_name(i) for i in range(1, len(names))], names
+
+
+def test_load_error_names_agree_everywhere() -> None:
+    """The runner core's load errors (cp_status): runner.h's enum, cp_status_name's table,
+    the table of docs/image.md and Python's names (LOAD_ERROR_NAMES, what the emulated and
+    serial loaders report) are one list."""
+    header = (ROOT / "runner" / "include" / "copapy" / "runner.h").read_text()
+    enum = {int(v): k for k, v in re.findall(r"\bCP_ERR_([A-Z_]+)\s*=\s*(\d+)", header)}
+    text = (ROOT / "runner" / "src" / "message.c").read_text()
+    body = re.search(r"cp_status_name\(cp_status status\)\s*\{.*?\{(.*?)\};", text, re.S)
+    assert body is not None, "cp_status_name's table not found in message.c"
+    names = re.findall(r'"([A-Z_]+)"', body.group(1))
+    assert names[0] == "OK" and dict(enumerate(names[1:], 1)) == enum == LOAD_ERROR_NAMES
+    spec = (ROOT / "docs" / "image.md").read_text().split("## Load errors", 1)[1]
+    rows = dict(re.findall(r"^\|\s*(\d+)\s*\|\s*([A-Z_]+)\s*\|", spec.split("\n## ")[0],
+                           re.M))
+    documented = {int(k): v for k, v in rows.items()} | {10: "ARGUMENT"}  # 10: prose
+    assert documented == enum
 
 
 def test_image_spec_id_table_matches_the_tomls() -> None:
@@ -242,8 +262,9 @@ def test_host_variant_follows_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> 
     assert load.is_native("x86_64-v3") and load.is_native("x86_64")
     monkeypatch.setattr(at, "host_flags", lambda: frozenset(v3.cpu_features[:-1]))
     assert at.best_host_arch() == "x86_64" and not load.is_native("x86_64-v3")
-    with pytest.raises(load.TargetError, match="x86_64-v3 needs"):
+    with pytest.raises(CpuFeatureError, match=r"x86_64-v3 code.*lacks xsave") as info:
         load.load(b"", "x86_64-v3")
+    assert info.value.missing == ("xsave",)
 
 
 # ---------------------------------------------------------------- the parsed cache

@@ -130,7 +130,7 @@ typedef struct host {
     int preloading;
     cp_decoder pre_dec;
     uint8_t pre_buf[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
-    int pre_answered, pre_error;
+    int pre_answered, pre_error, pre_status; /* pre_status: the cp_status of IMAGE_INVALID */
     char pre_message[CP_ERROR_MESSAGE_MAX + 1];
 } host;
 
@@ -732,8 +732,10 @@ static void preload_reply(host *h, const uint8_t *bytes, size_t n)
         }
         h->pre_answered = 1;
         h->pre_error = 0;
+        h->pre_status = 0;
         if (f.flags & CP_FLAG_ERROR) {
             h->pre_error = f.length > 0 ? f.payload[0] : -1;
+            h->pre_status = f.length > 1 ? f.payload[1] : 0;
             size_t len = f.length > 8 ? (size_t)f.length - 8 : 0;
             if (len > CP_ERROR_MESSAGE_MAX) {
                 len = CP_ERROR_MESSAGE_MAX;
@@ -756,6 +758,9 @@ static void preload_request(host *h, uint16_t seq, uint8_t command, const uint8_
     cp_server_feed(&h->srv, wire, n);
     if (!h->pre_answered) {
         die("%s: the runner did not answer command %u", path, command);
+    }
+    if (h->pre_error != 0 && h->pre_status != 0) { /* a load error: its name, then why */
+        die("%s: %s: %s", path, cp_status_name((cp_status)h->pre_status), h->pre_message);
     }
     if (h->pre_error != 0) {
         die("%s: %s", path, h->pre_message);

@@ -21,6 +21,8 @@ static uint32_t v1_entry_size(uint32_t type)
         return CP_LET_COPY_SIZE;
     case CP_SEC_IO_BINDINGS:
         return CP_IO_BINDING_SIZE;
+    case CP_SEC_CPU_FEATURES:
+        return CP_CPU_FEATURES_SIZE;
     case CP_SEC_CODE:
     case CP_SEC_DATA_INIT:
     case CP_SEC_STRINGS:
@@ -181,6 +183,37 @@ static cp_status check_directory(cp_image *img, const uint8_t *p, cp_error *err)
             img->sec[type] = s;
         }
     }
+    return CP_OK;
+}
+
+/* CPU_FEATURES: one u64 of feature bits (docs/image.md). A bit this runner does not know is
+ * a feature it cannot check: the image is refused as needing a newer runner, like an unknown
+ * required section. Whether this CPU has the features is the loader's check
+ * (cp_check_cpu_features), not the image's. */
+static cp_status check_cpu_features(cp_image *img, const uint8_t *p, cp_error *err)
+{
+    const cp_section *s = &img->sec[CP_SEC_CPU_FEATURES];
+    if (s->count == 0) {
+        return CP_OK; /* absent or empty: the baseline */
+    }
+    if (s->count != 1) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "the CPU_FEATURES section has %u entries, it must have exactly 1",
+                       s->count);
+    }
+    uint64_t mask = cp_le64(p + s->offset);
+    uint64_t unknown = mask & ~cp_cpu_features_known(img->arch);
+    if (unknown != 0) {
+        uint32_t bit = 0;
+        while (((unknown >> bit) & 1u) == 0) {
+            bit++;
+        }
+        return CP_FAIL(err, CP_ERR_UNSUPPORTED, bit,
+                       "CPU feature bit %u of %s is unknown to this runner: the image is "
+                       "corrupted or needs a newer runner", bit,
+                       (uint64_t)(uintptr_t)cp_arch_name(img->arch));
+    }
+    img->cpu_features = mask;
     return CP_OK;
 }
 
@@ -542,6 +575,7 @@ static cp_status parse(cp_image *img, const uint8_t *image, size_t len, uint16_t
     v.base_align = cp_le32(image + 28);
     if ((st = check_header(&v, image, err)) != CP_OK ||
         (st = check_directory(&v, image, err)) != CP_OK ||
+        (st = check_cpu_features(&v, image, err)) != CP_OK ||
         (st = check_sections(&v, image, err)) != CP_OK ||
         (st = check_patches(&v, err)) != CP_OK ||
         (st = check_tasks(&v, err)) != CP_OK ||

@@ -96,7 +96,8 @@ enum {
     CP_SEC_METADATA = 8,
     CP_SEC_LET_COPIES = 9,
     CP_SEC_IO_BINDINGS = 10,
-    CP_SEC_KNOWN_MAX = 10,
+    CP_SEC_CPU_FEATURES = 11,
+    CP_SEC_KNOWN_MAX = 11,
     /* must-understand rule: a reader may ignore a section type it does not know only if this
      * bit is set; an unknown type without it is rejected (CP_ERR_UNSUPPORTED) */
     CP_SEC_OPTIONAL = 0x8000
@@ -109,6 +110,7 @@ enum {
     CP_PORT_SIZE = 16,
     CP_LET_COPY_SIZE = 16,
     CP_IO_BINDING_SIZE = 16,
+    CP_CPU_FEATURES_SIZE = 8,
     /* entries with the fields appended in ABI 3 (docs/image.md); shorter entries read them
      * as 0 */
     CP_TASK_SIZE_BUDGET = 40,     /* + u32 budget_ns, u32 reserved, u64 link_timeout_ns */
@@ -132,6 +134,7 @@ typedef struct cp_image {
     uint32_t data_size;
     uint32_t base_align;
     cp_section sec[CP_SEC_KNOWN_MAX + 1]; /* by type; absent sections are all zero */
+    uint64_t cpu_features;                /* CPU_FEATURES bits the code needs; 0: baseline */
 } cp_image;
 
 typedef struct cp_patch_record {
@@ -288,6 +291,30 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
  * or range failure returns CP_ERR_PATCH with `index` as detail and leaves the word unchanged. */
 cp_status cp_patch_apply(const cp_patch_kind *kind, uint8_t *word, uint64_t site_addr,
                          uint64_t target_addr, uint32_t index, cp_error *err);
+
+/* ---- CPU features (cpu_features.c) */
+
+/* Where CPUID reports an x86_64 CPU_FEATURES bit, and the XCR0 state bits the operating
+ * system must have enabled for its registers (AVX: SSE|YMM, AVX-512: also opmask|ZMM). */
+typedef struct cp_cpuid_bit {
+    const char *name;   /* the /proc/cpuinfo flag, as targets/x86_64.toml spells it */
+    uint32_t leaf;
+    uint8_t reg;        /* 0 eax, 1 ebx, 2 ecx, 3 edx */
+    uint8_t bit;
+    uint8_t xcr0;       /* required XCR0 bits, 0: none */
+    uint8_t reserved;
+} cp_cpuid_bit;
+
+/* The x86_64 table, indexed by bit; *count receives its length. */
+const cp_cpuid_bit *cp_x86_64_features(uint32_t *count);
+
+/* Writes the names of the bits of `mask` ("avx2, fma") into buf (NUL-terminated, cut short
+ * with ", ..." when it does not fit); libc-free. */
+void cp_cpu_feature_list(uint16_t arch, uint64_t mask, char *buf, size_t cap);
+
+/* CP_ERR_CPU_FEATURES unless the platform's CPU has every feature the image needs. */
+cp_status cp_check_cpu_features(const cp_image *img, const cp_platform *platform,
+                                cp_error *err);
 
 /* ---- loading (program.c) */
 

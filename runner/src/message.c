@@ -59,7 +59,7 @@ const char *cp_section_name(uint32_t type)
 {
     static const char *const names[] = {
         "unknown", "CODE", "DATA_INIT", "PATCH_KINDS", "PATCHES",
-        "TASKS", "PORTS", "STRINGS", "METADATA", "LET_COPIES", "IO_BINDINGS",
+        "TASKS", "PORTS", "STRINGS", "METADATA", "LET_COPIES", "IO_BINDINGS", "CPU_FEATURES",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : names[0];
 }
@@ -68,7 +68,7 @@ const char *cp_status_name(cp_status status)
 {
     static const char *const names[] = {
         "OK", "TRUNCATED", "MAGIC", "VERSION", "CRC", "ARCH",
-        "LAYOUT", "PATCH", "NOMEM", "TOO_LARGE", "ARGUMENT", "UNSUPPORTED",
+        "LAYOUT", "PATCH", "NOMEM", "TOO_LARGE", "ARGUMENT", "UNSUPPORTED", "CPU_FEATURES",
     };
     unsigned s = (unsigned)status;
     return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";

@@ -128,6 +128,8 @@ static const cp_platform posix_platform = {
     .region_seal = posix_seal,
     .region_free = posix_free,
     .max_region_size = 0,
+    .memory_option = NULL,
+    .cpu_features = cp_posix_cpu_features,
 };
 
 const cp_platform *cp_platform_posix(void)

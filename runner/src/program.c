@@ -18,11 +18,11 @@ static cp_status check_arguments(const cp_program *out, const cp_platform *pf, c
                        "out already holds a loaded program: load into another cp_program "
                        "or unload it first", 0);
     }
-    if (pf->struct_size < sizeof(cp_platform) || pf->abi_version == 0 ||
+    if (pf->struct_size < CP_PLATFORM_SIZE_ABI3 || pf->abi_version == 0 ||
         pf->region_alloc == NULL || pf->region_seal == NULL || pf->region_free == NULL) {
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
                        "platform is incomplete: struct_size must be >= %u, abi_version set and "
-                       "region_alloc/seal/free given", sizeof(cp_platform));
+                       "region_alloc/seal/free given", CP_PLATFORM_SIZE_ABI3);
     }
     return CP_OK;
 }
@@ -188,6 +188,10 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
                        "image is for architecture %a but this runner executes %a: compile "
                        "with LocalTarget(arch=...) matching the runner", img->arch,
                        platform->arch);
+    }
+    st = cp_check_cpu_features(img, platform, err);
+    if (st != CP_OK) {
+        return st;
     }
     const uint8_t *image = img->bytes;
 

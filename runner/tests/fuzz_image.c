@@ -215,6 +215,12 @@ static void fuzz_patch(void)
     free(exact);
 }
 
+static uint64_t fuzz_cpu(void *ctx, uint16_t arch)
+{
+    (void)ctx;
+    return arch == CP_ARCH_X86_64 ? (1u << CP_X86_64_AVX) | (1u << CP_X86_64_FMA) : 0;
+}
+
 int main(int argc, char **argv)
 {
     unsigned long iterations = argc > 1 ? strtoul(argv[1], NULL, 10) : 200000ul;
@@ -223,18 +229,21 @@ int main(int argc, char **argv)
         rng_state = 1;
     }
 
-    static tb_image seeds[2]; /* v1-sized entries, and the ABI 3 entries with an optional section */
+    /* v1-sized entries, the ABI 3 entries with an optional section, and CPU_FEATURES */
+    static tb_image seeds[3];
     std_image(&seeds[0]);
     std_image_ext(&seeds[1]);
+    std_image_features(&seeds[2], 0x7, 1); /* avx, avx2, fma */
     tp_ctx ctx;
     cp_platform pf = tp_platform(&ctx, CP_ARCH_X86_64);
+    pf.cpu_features = fuzz_cpu; /* a CPU with avx and fma: some mutants lack a feature */
     pf.max_region_size = 1u << 20; /* mutated sizes would otherwise zero gigabytes */
-    unsigned long by_status[CP_ERR_UNSUPPORTED + 1] = {0};
+    unsigned long by_status[CP_ERR_CPU_FEATURES + 1] = {0};
     enum { CAP = TB_CAP };
     static uint8_t buf[CAP];
 
     for (unsigned long it = 0; it < iterations; it++) {
-        const tb_image *seed = &seeds[it % 2];
+        const tb_image *seed = &seeds[it % 3];
         size_t len = seed->len;
         memcpy(buf, seed->bytes, len);
         mutate(buf, &len, CAP);
@@ -245,7 +254,7 @@ int main(int argc, char **argv)
         memcpy(image, buf, len);
         cp_error err = tb_error();
         cp_status vs = cp_image_validate(image, len, CP_ARCH_X86_64, &err);
-        if (vs > CP_ERR_UNSUPPORTED || strlen(err.message) >= sizeof(err.message)) {
+        if (vs > CP_ERR_CPU_FEATURES || strlen(err.message) >= sizeof(err.message)) {
             fprintf(stderr, "iteration %lu: bad status %d\n", it, (int)vs);
             return 1;
         }
@@ -253,9 +262,9 @@ int main(int argc, char **argv)
 
         cp_program prog = tb_program();
         cp_status ls = cp_program_load(&prog, image, len, &pf, &err);
-        /* load may only add failures that need a base address */
+        /* load may only add failures that need a base address or the platform's CPU */
         if (ls != vs && !(vs == CP_OK && (ls == CP_ERR_PATCH || ls == CP_ERR_TOO_LARGE ||
-                                          ls == CP_ERR_NOMEM))) {
+                                          ls == CP_ERR_NOMEM || ls == CP_ERR_CPU_FEATURES))) {
             fprintf(stderr, "iteration %lu: validate %s but load %s\n", it,
                     cp_status_name(vs), cp_status_name(ls));
             return 1;
@@ -276,7 +285,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("fuzz_image: %lu iterations, no crash; validate results:", iterations);
-    for (int s = 0; s <= CP_ERR_UNSUPPORTED; s++) {
+    for (int s = 0; s <= CP_ERR_CPU_FEATURES; s++) {
         if (by_status[s] != 0) {
             printf(" %s=%lu", cp_status_name((cp_status)s), by_status[s]);
         }

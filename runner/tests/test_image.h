@@ -274,6 +274,22 @@ static inline void std_image(tb_image *img)
     tb_build(&spec, img);
 }
 
+/* The standard image with a CPU_FEATURES section (type 11) of `count` entries of `mask`. */
+static inline void std_image_features(tb_image *img, uint64_t mask, uint32_t count)
+{
+    tb_spec spec;
+    std_parts parts;
+    std_spec(&spec, &parts);
+    static uint8_t entries[2][8];
+    memset(entries, 0, sizeof(entries));
+    for (uint32_t i = 0; i < 2; i++) {
+        tb_put32(entries[i], (uint32_t)mask);
+        tb_put32(entries[i] + 4, (uint32_t)(mask >> 32));
+    }
+    spec.sec[spec.nsec++] = (tb_section){11, 8, entries, 8u * (count < 2 ? count : 2)};
+    tb_build(&spec, img);
+}
+
 /* The standard image with the ABI 3 entries: 40-byte tasks (budget, link timeout) and
  * 24-byte I/O bindings (safe values), plus an optional section of an unknown type (bit 15). */
 static inline void std_image_ext(tb_image *img)

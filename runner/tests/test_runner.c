@@ -1,5 +1,6 @@
 /* Unit tests of the runner core: image validation (every error code), loading, running and the
  * generic patch against hand-computed (and llvm-mc verified) instruction words. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -807,6 +808,105 @@ static void test_foreign_image_patched(void)
     cp_program_unload(&prog);
 }
 
+/* ---- CPU_FEATURES (docs/image.md): the image says what it needs, the platform what it has */
+
+static uint64_t fake_features;
+
+static uint64_t fake_cpu(void *ctx, uint16_t arch)
+{
+    (void)ctx;
+    return arch == CP_ARCH_X86_64 ? fake_features : 0;
+}
+
+static void test_cpu_features(void)
+{
+    const uint64_t v3 = (1u << CP_X86_64_AVX) | (1u << CP_X86_64_AVX2) | (1u << CP_X86_64_FMA);
+    tb_image img;
+    cp_error err = tb_error();
+    tp_ctx ctx;
+    cp_platform pf = tp_platform(&ctx, CP_ARCH_X86_64);
+    pf.cpu_features = fake_cpu;
+
+    std_image_features(&img, v3, 1);
+    CHECK_STATUS(validate(img.bytes, img.len, &err), CP_OK); /* well-formed: any CPU */
+    fake_features = v3 | (1u << CP_X86_64_BMI1);
+    cp_program prog = tb_program();
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    CHECK_STATUS(cp_program_run(&prog, 1), CP_OK);
+    cp_program_unload(&prog);
+
+    /* a CPU without AVX2: refused before anything is allocated, the missing bits as detail */
+    fake_features = v3 & ~(uint64_t)(1u << CP_X86_64_AVX2);
+    int allocs = ctx.allocs;
+    prog = tb_program();
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_CPU_FEATURES);
+    CHECK(err.detail == (1u << CP_X86_64_AVX2) && prog.loaded == 0 && ctx.allocs == allocs);
+    CHECK(strstr(err.message, "lacks avx2 that") != NULL);
+    CHECK(strstr(err.message, "arch=\"x86_64\"") != NULL);
+    if (verbose) {
+        printf("  %s\n", err.message);
+    }
+    /* no hook, or a platform of ABI 3 (struct_size before the hook): the baseline only */
+    pf.cpu_features = NULL;
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_CPU_FEATURES);
+    CHECK(err.detail == v3);
+    pf.cpu_features = fake_cpu;
+    fake_features = v3;
+    pf.struct_size = (uint32_t)CP_PLATFORM_SIZE_ABI3;
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_CPU_FEATURES);
+    pf.struct_size = (uint32_t)CP_PLATFORM_SIZE_ABI3 - 1u;
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_ARGUMENT);
+    pf.struct_size = sizeof(pf);
+
+    /* every missing feature of x86_64-v4: the list is cut to fit the wire's 120 bytes */
+    uint64_t all = cp_cpu_features_known(CP_ARCH_X86_64);
+    CHECK(all == 0x3fffu && cp_cpu_features_known(CP_ARCH_AARCH64) == 0);
+    std_image_features(&img, all, 1);
+    fake_features = 0;
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_ERR_CPU_FEATURES);
+    CHECK(err.detail == all && strlen(err.message) <= 120);
+    CHECK(strstr(err.message, ", ...") != NULL && strstr(err.message, "arch=") != NULL);
+
+    /* the baseline image loads with no features at all */
+    std_image(&img);
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    cp_program_unload(&prog);
+
+    /* a bit this runner does not know (a corrupted marker): UNSUPPORTED, as a validation */
+    std_image_features(&img, v3 | ((uint64_t)1 << 40), 1);
+    CHECK_STATUS(validate(img.bytes, img.len, &err), CP_ERR_UNSUPPORTED);
+    CHECK(err.detail == 40 && strstr(err.message, "bit 40") != NULL);
+    std_image_features(&img, 1, 1);
+    CHECK_STATUS(cp_image_validate(img.bytes, img.len, CP_ARCH_AARCH64, &err), CP_ERR_ARCH);
+    /* two entries are a layout error; none is an empty section: no requirement */
+    std_image_features(&img, v3, 2);
+    CHECK_STATUS(validate(img.bytes, img.len, &err), CP_ERR_LAYOUT);
+    std_image_features(&img, v3, 0);
+    CHECK_STATUS(cp_program_load(&prog, img.bytes, img.len, &pf, &err), CP_OK);
+    cp_program_unload(&prog);
+    CHECK(strcmp(cp_status_name(CP_ERR_CPU_FEATURES), "CPU_FEATURES") == 0);
+    CHECK(strcmp(cp_cpu_feature_name(CP_ARCH_X86_64, CP_X86_64_AVX512VL), "avx512vl") == 0);
+    CHECK(cp_cpu_feature_name(CP_ARCH_X86_64, 14) == NULL);
+    CHECK(cp_cpu_feature_name(CP_ARCH_RV32, 0) == NULL);
+}
+
+static void test_posix_cpu_features(void)
+{
+    uint64_t have = cp_posix_cpu_features(NULL, CP_ARCH_X86_64);
+    CHECK((have & ~cp_cpu_features_known(CP_ARCH_X86_64)) == 0);
+    CHECK(cp_posix_cpu_features(NULL, CP_ARCH_AARCH64) == 0); /* no AArch64 bits exist */
+    setenv("COPAPY_CPU_FEATURES_MASK", "avx2, fma,nosuch", 1);
+    uint64_t masked = cp_posix_cpu_features(NULL, CP_ARCH_X86_64);
+    CHECK(masked == (have & ~(uint64_t)((1u << CP_X86_64_AVX2) | (1u << CP_X86_64_FMA))));
+    setenv("COPAPY_CPU_FEATURES_MASK", "all", 1);
+    CHECK(cp_posix_cpu_features(NULL, CP_ARCH_X86_64) == 0);
+    unsetenv("COPAPY_CPU_FEATURES_MASK");
+    CHECK(cp_posix_cpu_features(NULL, CP_ARCH_X86_64) == have);
+    if (verbose) {
+        printf("  this CPU's x86_64 features: %x\n", (unsigned)have);
+    }
+}
+
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && strcmp(argv[1], "-v") == 0;
@@ -824,6 +924,8 @@ int main(int argc, char **argv)
     test_failed_load_keeps_previous();
     test_patch_vectors();
     test_foreign_image_patched();
+    test_cpu_features();
+    test_posix_cpu_features();
     printf("test_runner: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;
 }

@@ -14,6 +14,7 @@ from .dtypes import DType, bool_, float32, float64, int32
 from .functions import cast, clamp, grad
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
+from .runtime.errors import CpuFeatureError as CpuFeatureError
 from .runtime.errors import ProgramFault as ProgramFault
 from .value import Value, constant, value
 
@@ -73,6 +74,7 @@ from .functions import (
 
 __all__ = [
     "Array",
+    "CpuFeatureError",
     "DType",
     "LocalTarget",
     "Program",

@@ -173,12 +173,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="fail at once if no board is in loader mode")
     fl.set_defaults(fn=cmd_flash)
     args = parser.parse_args(argv)
+    from .runtime.errors import ImageLoadError
     from .serial.protocol import ProtocolError
     from .serial_target import SerialTargetError
 
     try:
         result: int = args.fn(args)
-    except (SerialTargetError, ProtocolError) as exc:  # the message names the problem and the fix
+    except (SerialTargetError, ProtocolError, ImageLoadError) as exc:  # names problem and fix
         print(f"copapy {args.command}: {exc}", file=sys.stderr)
         return 1
     return result

@@ -108,6 +108,9 @@ def cmd_image_info(path: str) -> int:
     meta = prog.metadata
     print(f"file           {path}")
     print(f"arch           {prog.arch}")
+    needs = (f"{', '.join(prog.cpu_features)} ({prog.variant} code: a CPU without them refuses "
+             f"it)" if prog.cpu_features else f"none (baseline: runs on every {prog.arch} CPU)")
+    print(f"cpu features   {needs}")
     print(f"size           {len(prog.image)} bytes (code {len(prog._parsed.code)}, data "
           f"{prog._parsed.data_size}, {len(prog._parsed.patches)} runtime patches)")
     print(f"image crc      {int.from_bytes(prog.image[-4:], 'little'):#010x}")

@@ -22,9 +22,11 @@ LET_COPY = struct.Struct("<HBBIII")
 IO_BINDING = struct.Struct("<HBBHBBIId")  # 24 bytes: the v1 fields, then the safe value
 
 CODE, DATA_INIT, PATCH_KINDS, PATCHES, TASKS, PORTS, STRINGS, METADATA = range(1, 9)
-LET_COPIES, IO_BINDINGS = 9, 10
+LET_COPIES, IO_BINDINGS, CPU_FEATURES = 9, 10, 11
+FEATURES = struct.Struct("<Q")  # CPU_FEATURES: one entry, the feature bits the code needs
 ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: TASK.size,
-               PORTS: 16, STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: IO_BINDING.size}
+               PORTS: 16, STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: IO_BINDING.size,
+               CPU_FEATURES: FEATURES.size}
 #: a section type with this bit may be ignored by a reader that does not know it; any other
 #: unknown type makes runners reject the image (must-understand rule, docs/image.md)
 OPTIONAL_SECTION = 0x8000
@@ -105,6 +107,8 @@ class Image:
     let_copies: list[ImageLetCopy] = field(default_factory=list)
     io_bindings: list[ImageIoBinding] = field(default_factory=list)
     metadata: dict[str, object] = field(default_factory=dict)
+    #: CPU_FEATURES bits the code needs (copapy.arch.features); 0: the baseline, no section
+    cpu_features: int = 0
 
     def to_bytes(self) -> bytes:
         strings = bytearray()
@@ -140,6 +144,8 @@ class Image:
                 IO_BINDING.pack(b.task, b.direction, b.kind, b.channel, b.dtype, 0, b.offset, 0,
                                 b.safe)
                 for b in self.io_bindings)))
+        if self.cpu_features:
+            bodies.append((CPU_FEATURES, 1, FEATURES.pack(self.cpu_features)))
         if self.metadata:
             meta = json.dumps(self.metadata, sort_keys=True, separators=(",", ":")).encode()
             bodies.append((METADATA, len(meta), meta))
@@ -171,6 +177,26 @@ def kinds_table(kinds: Sequence[PatchKind]) -> tuple[list[bytes], dict[PatchKind
             index[k] = len(packed)
             packed.append(k.pack())
     return packed, index
+
+
+def required_features(blob: bytes, arch: int) -> int:
+    """The CPU_FEATURES bits of an image for architecture id ``arch``, read from its
+    directory alone (cheap: before every in-process load); 0 for none, for an image of
+    another architecture or for bytes too malformed to tell (the runner rejects those)."""
+    if len(blob) < HEADER.size or blob[:4] != MAGIC:
+        return 0
+    if struct.unpack_from("<H", blob, 8)[0] != arch:
+        return 0
+    (header_size,) = struct.unpack_from("<H", blob, 6)
+    (count,) = struct.unpack_from("<I", blob, 32)
+    for k in range(min(count, 64)):
+        at = header_size + k * SECTION.size
+        if at + SECTION.size > len(blob):
+            return 0
+        stype, esize, n, off, _size = SECTION.unpack_from(blob, at)
+        if stype == CPU_FEATURES and n >= 1 and esize >= FEATURES.size:
+            return int(FEATURES.unpack_from(blob, off)[0]) if off + 8 <= len(blob) else 0
+    return 0
 
 
 def parse(blob: bytes) -> Image:
@@ -230,5 +256,10 @@ def parse(blob: bytes) -> Image:
                        for t, d, k, c, dt, _r, o, _r2, sv in entries(IO_BINDINGS, IO_BINDING)]
     meta = body(METADATA)
     img.metadata = json.loads(meta) if meta else {}
+    features = entries(CPU_FEATURES, FEATURES)
+    if len(features) > 1:
+        raise ImageFormatError(f"the CPU_FEATURES section has {len(features)} entries, it must "
+                               f"have one")
+    img.cpu_features = int(features[0][0]) if features else 0  # type: ignore[call-overload]
     assert len(img.code) == code_size
     return img

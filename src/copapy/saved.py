@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import image as im
+from .arch import features
 from .arch import targets as arch_targets
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
@@ -85,12 +86,19 @@ class Program:
         except im.ImageFormatError as exc:
             raise ProgramFileError(f"{source}: {exc}") from None
         try:
-            arch = arch_targets.by_id(parsed.arch).name
-        except arch_targets.UnknownArchitectureError as exc:
+            base = arch_targets.by_id(parsed.arch)
+            needs = features.feature_names(base, parsed.cpu_features)
+        except (arch_targets.UnknownArchitectureError, features.UnknownFeatureError) as exc:
             raise ProgramFileError(f"{source}: {exc}") from None
         self.image = bytes(image)
         self.source = source
-        self.arch: str = arch
+        #: the architecture whose CPUs execute it (the image's id: x86_64 for x86_64-v3 code)
+        self.arch: str = base.name
+        #: the CPU features its code needs beyond the architecture's baseline (its
+        #: CPU_FEATURES section): () for baseline code, which runs on every CPU of ``arch``
+        self.cpu_features: tuple[str, ...] = needs
+        #: the stencil table it was compiled with: ``arch``, or a variant (x86_64-v3)
+        self.variant: str = features.variant_name(base.id, parsed.cpu_features)
         self.metadata: dict[str, Any] = dict(parsed.metadata)
         self._parsed = parsed
         self.ports = [PortInfo(p.name, p.offset, BY_CODE[p.dtype], ROLE_NAMES.get(p.role, "?"),
@@ -154,7 +162,7 @@ class Program:
 
     def __repr__(self) -> str:
         what = f"{len(self.tasks)} tasks" if self.periodic else "on request"
-        return f"<copapy Program {self.source} {self.arch}, {what}, {len(self.ports)} ports>"
+        return f"<copapy Program {self.source} {self.variant}, {what}, {len(self.ports)} ports>"
 
 
 def _role_code(role: str) -> int:

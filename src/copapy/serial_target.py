@@ -24,10 +24,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from .arch.targets import by_name
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel
-from .runtime.errors import ProgramFault
+from .runtime.errors import CPU_FEATURES, ProgramFault
+from .runtime.load import features_error
 from .saved import Program
 from .serial import protocol as p
 from .serial.transport import open_port
@@ -492,8 +494,14 @@ class SerialTarget:
                 bar.update(received)
         if bar is not None:
             bar.close()
-        self._link.request(p.LOAD_COMMIT, bytes([p.COMMIT_START]) if start else b"",
-                           timeout=max(2.0, self._link.timeout))
+        try:
+            self._link.request(p.LOAD_COMMIT, bytes([p.COMMIT_START]) if start else b"",
+                               timeout=max(2.0, self._link.timeout))
+        except p.ProtocolError as err:
+            if err.name == "IMAGE_INVALID" and err.status == CPU_FEATURES:
+                raise features_error(by_name(self.arch).id, image, err.detail,
+                                     f"the CPU of the runner on {self._link.name}") from err
+            raise
 
     def start(self) -> None:
         """Start (or continue) the deployed program from its current time; the first tick is

@@ -14,6 +14,12 @@ extern "C" {
  * needs data_offset to be a multiple of the page size, else the load fails with NOMEM. */
 const cp_platform *cp_platform_posix(void);
 
+/* The platform's cpu_features hook: the CPU_FEATURES bits of `arch` this CPU executes (x86_64:
+ * CPUID, with XGETBV for the operating system's AVX/AVX-512 state; 0 for any other arch),
+ * minus those COPAPY_CPU_FEATURES_MASK names (comma- or space-separated feature names, or
+ * "all"), read at every call. */
+uint64_t cp_posix_cpu_features(void *ctx, uint16_t arch);
+
 /* ---- fault containment
  *
  * cp_posix_guard is a cp_guard_fn. It runs a chain with SIGSEGV, SIGILL, SIGBUS and SIGFPE

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 3u
+#define CP_RUNNER_ABI_VERSION 4u
 #define CP_IMAGE_FORMAT_VERSION 1u
 
 /* Architecture ids of docs/image.md. */
@@ -47,8 +47,29 @@ typedef enum cp_status {
     CP_ERR_NOMEM = 8,
     CP_ERR_TOO_LARGE = 9,
     CP_ERR_ARGUMENT = 10,
-    CP_ERR_UNSUPPORTED = 11  /* a required section type this runner does not know (ABI 3) */
+    CP_ERR_UNSUPPORTED = 11, /* a required section type this runner does not know (ABI 3) */
+    CP_ERR_CPU_FEATURES = 12 /* the image needs CPU features this CPU lacks (ABI 4) */
 } cp_status;
+
+/* Bits of an image's CPU_FEATURES section for architecture x86_64 (docs/image.md), in the
+ * order of src/copapy/targets/x86_64.toml's [image_features] (tests/test_cpu_features.py
+ * checks both and the names of cp_cpu_feature_name against it). */
+enum {
+    CP_X86_64_AVX = 0,
+    CP_X86_64_AVX2 = 1,
+    CP_X86_64_FMA = 2,
+    CP_X86_64_BMI1 = 3,
+    CP_X86_64_BMI2 = 4,
+    CP_X86_64_F16C = 5,
+    CP_X86_64_MOVBE = 6,
+    CP_X86_64_ABM = 7,
+    CP_X86_64_XSAVE = 8,
+    CP_X86_64_AVX512F = 9,
+    CP_X86_64_AVX512BW = 10,
+    CP_X86_64_AVX512CD = 11,
+    CP_X86_64_AVX512DQ = 12,
+    CP_X86_64_AVX512VL = 13
+};
 
 typedef struct cp_error {
     uint32_t struct_size;   /* sizeof(cp_error) as known by the caller */
@@ -74,7 +95,15 @@ typedef struct cp_platform {
     /* appended in ABI 3: how a user raises max_region_size (e.g. "copapy-runner --max-memory"),
      * named by the TOO_LARGE error; NULL if it cannot be changed */
     const char *memory_option;
+    /* appended in ABI 4: the optional instruction-set features of `arch` this CPU executes,
+     * as CPU_FEATURES bits (docs/image.md); an image needing others is refused with
+     * CP_ERR_CPU_FEATURES before anything is allocated. NULL (or a platform whose
+     * struct_size ends before this field): the architecture's baseline only. */
+    uint64_t (*cpu_features)(void *ctx, uint16_t arch);
 } cp_platform;
+
+/* cp_platform as ABI 3 knew it (without cpu_features): still accepted by cp_program_load. */
+#define CP_PLATFORM_SIZE_ABI3 offsetof(cp_platform, cpu_features)
 
 typedef struct cp_task_entry {
     void (*entry)(void);
@@ -347,6 +376,12 @@ uint32_t cp_crc32(uint32_t crc, const uint8_t *data, size_t len);
 
 /* Name of a status code, for messages. */
 const char *cp_status_name(cp_status status);
+
+/* Name of CPU_FEATURES bit `bit` of architecture `arch` ("avx2"), NULL if there is none. */
+const char *cp_cpu_feature_name(uint16_t arch, uint32_t bit);
+
+/* The CPU_FEATURES bits this runner knows for `arch` (0: the architecture has none). */
+uint64_t cp_cpu_features_known(uint16_t arch);
 
 #ifdef __cplusplus
 }

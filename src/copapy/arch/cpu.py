@@ -1,12 +1,18 @@
 """The host CPU's feature flags, for choosing a variant stencil table (targets/*.toml
-``variant_of``, ``cpu_features``): the flags of /proc/cpuinfo on Linux, none elsewhere (then
-only the base tables are used)."""
+``variant_of``, ``cpu_features``) and for refusing an image whose code needs features this CPU
+lacks: the flags of /proc/cpuinfo on Linux, none elsewhere (then only the base tables are
+used). ``COPAPY_CPU_FEATURES_MASK`` hides flags, as it does from the runners (docs/image.md)."""
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 
 CPUINFO = "/proc/cpuinfo"  # read with open(): pathlib costs ~3 ms of imports at start-up
+#: names flags to hide ("avx2,fma", or "all"): the CPU then looks like one without them to
+#: copapy and to the runners (the runner core reads it too, runner/src/cpu_posix.c)
+MASK_ENV = "COPAPY_CPU_FEATURES_MASK"
 
 
 def parse_flags(cpuinfo: str) -> frozenset[str]:
@@ -26,3 +32,11 @@ def host_flags() -> frozenset[str]:
             return parse_flags(f.read())
     except OSError:
         return frozenset()
+
+
+def masked(flags: frozenset[str]) -> frozenset[str]:
+    """``flags`` without those ``COPAPY_CPU_FEATURES_MASK`` names (read at every call):
+    comma- or space-separated names, or ``all`` for none left."""
+    names = frozenset(re.split(r"[,\s]+", os.environ.get(MASK_ENV, "").strip())) - {""}
+    return frozenset() if "all" in names else flags - names
+

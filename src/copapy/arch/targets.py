@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._files import is_data_file, list_data, read_data
 from .._lazy import lazy_import
-from .cpu import host_flags
+from .cpu import host_flags, masked
 
 if TYPE_CHECKING:
     import tomllib
@@ -34,7 +34,7 @@ _TOP = {"name", "id", "builder", "triple", "cflags", "compiler", "elf_machine", 
         "float64", "emulator", "variant_of", "cpu_features", "fuse_vector_bytes"}
 _REQUIRED = {"name", "id", "elf_machine", "reloc_table", "pointer_bits", "endianness",
              "base_align", "code_align", "nop", "float64", "emulator"}
-_TABLES = {"unicorn", "qemu", "tests", "linux", "simd"}
+_TABLES = {"unicorn", "qemu", "tests", "linux", "simd", "image_features"}
 _UNICORN = {"arch", "mode", "cpu", "sp", "pc", "return_address", "fpu"}
 _QEMU = {"system", "machine", "cpu", "harness", "firmware"}
 _TESTS = {"extra_emulators", "flushes_subnormals"}
@@ -122,6 +122,9 @@ class Target:
     variant_of: str
     #: the CPU flags (/proc/cpuinfo names) a variant's code needs
     cpu_features: tuple[str, ...]
+    #: a base architecture's optional CPU features, in the order of their bits in an image's
+    #: CPU_FEATURES section ([image_features] bits; docs/image.md); () for none
+    feature_bits: tuple[str, ...]
     #: the top-level keys as written: what the stencil build reads and hashes
     build: Mapping[str, Any] = field(compare=False, repr=False)
 
@@ -211,6 +214,14 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         raise TargetFileError(f"{origin}: emulator 'native' is for variants (variant_of) only")
     simd = tables.get("simd", {})
     _keys(f"{origin} [simd]", simd, _SIMD, {"disassembly"} if simd else set())
+    features = tables.get("image_features", {})
+    _keys(f"{origin} [image_features]", features, {"bits"}, {"bits"} if features else set())
+    bits = tuple(features.get("bits", ()))
+    if variant_of and bits:
+        raise TargetFileError(f"{origin}: [image_features] belongs to the base architecture")
+    if len(set(bits)) != len(bits) or len(bits) > 64:
+        raise TargetFileError(f"{origin} [image_features]: bits must be at most 64 distinct "
+                              f"names")
     return Target(
         name=top["name"], id=top["id"], pointer_bits=top["pointer_bits"],
         endianness=top["endianness"], float64=top["float64"], builder=builder,
@@ -220,7 +231,7 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         simd_flushes_subnormals=bool(simd.get("flushes_subnormals", False)),
         flushes_subnormals=bool(tests.get("flushes_subnormals", False)),
         variant_of=variant_of, cpu_features=tuple(top.get("cpu_features", ())),
-        build=MappingProxyType(top))
+        feature_bits=bits, build=MappingProxyType(top))
 
 
 #: the parsed toml of every declaration, shipped beside the stencil tables (written by
@@ -279,6 +290,10 @@ def targets() -> tuple[Target, ...]:
         if base is None or base.id != t.id:
             raise TargetFileError(f"targets/{t.name}.toml: variant_of {t.variant_of!r} is no base "
                                   f"architecture of id {t.id}")
+        undeclared = sorted(set(t.cpu_features) - set(base.feature_bits))
+        if undeclared:
+            raise TargetFileError(f"targets/{t.name}.toml: cpu_features {undeclared} are not in "
+                                  f"{base.name}.toml's [image_features] bits")
     return tuple(found)
 
 
@@ -338,11 +353,16 @@ def host_arch() -> str | None:
     return target.name if target.id == _runner.ARCH else None
 
 
+def usable_flags() -> frozenset[str]:
+    """This CPU's flags as copapy may use them: /proc/cpuinfo minus COPAPY_CPU_FEATURES_MASK."""
+    return masked(host_flags())
+
+
 def host_variants() -> list[str]:
     """The variants of the host architecture whose CPU features this machine has (the native
     runner executes them), in id order."""
     base = host_arch()
-    flags = host_flags()
+    flags = usable_flags()
     return [t.name for t in targets()
             if base is not None and t.variant_of == base and set(t.cpu_features) <= flags]
 

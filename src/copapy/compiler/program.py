@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .._gc import without_gc
+from ..arch.features import feature_mask
+from ..arch.targets import by_name
 from ..graph.build import live_nodes, rebuild
 from ..graph.node import Node, const, input_initial, input_name
 from ..graph.state import state_initial, update_of
@@ -178,6 +180,7 @@ class _Builder:
             metadata={"compiler": COMPILER_VERSION, "ops": self.ops, "stencils": stencils,
                       "stencil_table": self.table.source_hash[:16],
                       "tasks": [t.name for t in specs]},
+            cpu_features=feature_mask(by_name(self.arch)),
         )
         return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
                                len(linked.code), linked.stencil_bytes, data_size,

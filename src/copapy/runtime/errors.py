@@ -6,9 +6,41 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+#: the runner core's load errors (cp_status, docs/image.md "Load errors"), by code
+LOAD_ERROR_NAMES = {1: "TRUNCATED", 2: "MAGIC", 3: "VERSION", 4: "CRC", 5: "ARCH", 6: "LAYOUT",
+                    7: "PATCH", 8: "NOMEM", 9: "TOO_LARGE", 10: "ARGUMENT", 11: "UNSUPPORTED",
+                    12: "CPU_FEATURES"}
+UNSUPPORTED, CPU_FEATURES = 11, 12
+
 
 class ImageLoadError(ValueError):
     """An image was rejected at load time; the previously loaded program keeps running."""
+
+
+class CpuFeatureError(ImageLoadError):
+    """The program's code needs CPU features (AVX2, AVX-512) the CPU that would run it lacks:
+    it was compiled for a variant (``arch="x86_64-v3"``, the default on such a machine for
+    ``@cp.jit``) and nothing of it ran. ``missing`` and ``needed`` name the features,
+    ``variant`` the architecture the code is for, ``base`` the one to compile for instead.
+    ``code``/``name`` are the runner's load error (12, ``CPU_FEATURES``)."""
+
+    code = CPU_FEATURES
+    name = "CPU_FEATURES"
+
+    def __init__(self, variant: str, base: str, needed: tuple[str, ...],
+                 missing: tuple[str, ...], where: str = "this CPU") -> None:
+        self.variant = variant
+        self.base = base
+        self.needed = needed
+        self.missing = missing
+        self.where = where
+        super().__init__(
+            f"CPU_FEATURES: the program is {variant} code and needs the CPU features "
+            f"{', '.join(needed)}; {where} lacks {', '.join(missing)}. Compile it with "
+            f"arch={base!r} (runs on every {base} CPU, same results) to run it there")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.variant, self.base, self.needed, self.missing, self.where))
 
 
 class EmulatorMissingError(RuntimeError):

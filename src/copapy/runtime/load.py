@@ -6,8 +6,18 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..arch.targets import best_host_arch, by_name, host_arch, host_variants
-from .errors import TargetError
+from .. import image as im
+from ..arch.features import UnknownFeatureError, base_of, feature_names, variant_name
+from ..arch.targets import (
+    Target,
+    best_host_arch,
+    by_id,
+    by_name,
+    host_arch,
+    host_variants,
+    usable_flags,
+)
+from .errors import UNSUPPORTED, CpuFeatureError, ImageLoadError, TargetError
 
 
 class Scheduler(Protocol):
@@ -82,18 +92,56 @@ def is_native(arch: str) -> bool:
     return arch == host_arch() or arch in host_variants()
 
 
+def runner_features(target: Target) -> frozenset[str]:
+    """The CPU features of what would execute ``target``'s code here: this CPU's usable flags
+    (COPAPY_CPU_FEATURES_MASK applied) natively, none on an emulator."""
+    return usable_flags() if base_of(target).name == host_arch() else frozenset()
+
+
+def check_features(image: bytes, target: Target) -> None:
+    """CpuFeatureError if the image's code needs CPU features (its CPU_FEATURES section, or
+    a variant ``target``) that the runner of ``target`` here lacks; ImageLoadError
+    (UNSUPPORTED) for a feature bit the architecture does not declare."""
+    mask = im.required_features(image, target.id)
+    if not mask and not target.variant_of:
+        return  # the baseline: every CPU of the architecture
+    base = base_of(target)
+    try:
+        needed = tuple(dict.fromkeys((*target.cpu_features, *feature_names(base, mask))))
+    except UnknownFeatureError as exc:
+        err = ImageLoadError(f"UNSUPPORTED: {exc}")
+        err.code, err.name = UNSUPPORTED, "UNSUPPORTED"  # type: ignore[attr-defined]
+        raise err from None
+    have = runner_features(target)
+    missing = tuple(f for f in needed if f not in have)
+    if missing:
+        where = ("this CPU" if base.name == host_arch()
+                 else f"the {base.emulator} emulator that runs {base.name} code here")
+        variant = target.name if target.variant_of else variant_name(target.id, mask)
+        raise CpuFeatureError(variant, base.name, needed, missing, where)
+
+
+def features_error(arch_id: int, image: bytes, missing_bits: int,
+                   where: str = "this CPU") -> CpuFeatureError:
+    """The CpuFeatureError of a runner's CPU_FEATURES refusal (its detail: the missing
+    bits), naming the features from the architecture's declaration."""
+    base = by_id(arch_id)
+    mask = im.required_features(image, arch_id)
+    missing = feature_names(base, missing_bits)
+    return CpuFeatureError(variant_name(arch_id, mask), base.name,
+                           feature_names(base, mask) or missing, missing, where)
+
+
 def load(image: bytes, arch: str) -> LoadedProgram:
     """A loaded program (native ``_runner.Program``, ``QemuProgram`` or ``UnicornProgram``);
-    ImageLoadError names what is wrong with a bad image."""
+    ImageLoadError names what is wrong with a bad image, CpuFeatureError (before anything
+    runs) code that needs CPU features the runner here lacks."""
+    target = by_name(arch)
+    check_features(image, target)
     if is_native(arch):
         from .native import load_native
 
         return load_native(image)
-    target = by_name(arch)
-    if target.emulator == "native":
-        raise TargetError(f"{arch} needs a {target.variant_of} CPU with "
-                          f"{', '.join(target.cpu_features)}; this machine lacks some (use arch="
-                          f"{target.variant_of!r})")
     if target.emulator == "qemu":
         from .qemu_backend import QemuProgram
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import MEMORY_OPTION, ImageLoadError, max_memory
+from .errors import CPU_FEATURES, MEMORY_OPTION, ImageLoadError, max_memory
+from .load import features_error
 
 if TYPE_CHECKING:
     from .._runner import Program
@@ -18,6 +19,8 @@ def load_native(image: bytes) -> Program:
     try:
         return _runner.load(image, max_memory=max_memory(), memory_option=MEMORY_OPTION)
     except _runner.ImageError as exc:
+        if exc.code == CPU_FEATURES:  # the runner's CPUID check (the Python one passed)
+            raise features_error(_runner.ARCH, image, exc.detail) from None
         err = ImageLoadError(f"{exc.name}: {exc}")
         err.code = exc.code  # type: ignore[attr-defined]
         err.name = exc.name  # type: ignore[attr-defined]

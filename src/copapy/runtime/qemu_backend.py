@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..arch.targets import QemuSetup, by_name, targets
 from ..dtypes import slot_type
 from ..image import check_data_range
-from .errors import EmulatorMissingError, ImageLoadError
+from .errors import LOAD_ERROR_NAMES, EmulatorMissingError, ImageLoadError
 
 if TYPE_CHECKING:
     from .pysched import PyScheduler
@@ -49,8 +49,6 @@ RESULT_MAGIC = b"CPRS"
 JOB_VERSION = 1
 REC_END, REC_LOAD, REC_WRITE, REC_RUN, REC_DUMP, REC_ERROR, REC_FAULT = 0, 1, 2, 3, 4, 14, 15
 EXIT_OK, EXIT_BAD_JOB, EXIT_FAULT, EXIT_NO_RESULT = 0, 2, 3, 4
-LOAD_STATUS_NAMES = {1: "TRUNCATED", 2: "MAGIC", 3: "VERSION", 4: "CRC", 5: "ARCH", 6: "LAYOUT",
-                     7: "PATCH", 8: "NOMEM", 9: "TOO_LARGE", 10: "ARGUMENT"}
 
 _U32 = struct.Struct("<I")
 _RESULT_HEAD = struct.Struct("<4sIII")
@@ -291,7 +289,7 @@ def _text(payload: bytes) -> str:
 
 def _load_error(rec: _Rec) -> ImageLoadError:
     """The runner core's message, prefixed with its status name like the native runner."""
-    name = LOAD_STATUS_NAMES.get(rec.status, str(rec.status))
+    name = LOAD_ERROR_NAMES.get(rec.status, str(rec.status))
     err = ImageLoadError(f"{name}: {_text(rec.payload[4:])}")
     err.code = rec.status  # type: ignore[attr-defined]
     err.name = name  # type: ignore[attr-defined]
