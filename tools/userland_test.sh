@@ -20,6 +20,13 @@ dir=${3:-${COPAPY_USERLANDS:-$root/.userlands}/$arch}
 # the subset of the tests (tools/wheel_tests.txt; SUBSET overrides it with other pytest
 # arguments), run against the installed wheel from the unpacked sdist
 subset=${SUBSET:-$(grep -v '^#' "$root/tools/wheel_tests.txt" | tr '\n' ' ')}
+# under qemu-user the 10 kHz motor PID cannot run in real time: qemu translates each new code
+# block when it first runs (the runner's first jobs take 2-4 ms against a 100 µs period), so
+# every attempt skips releases and the tick-for-tick comparison with LocalTarget never runs
+# (docs/architectures.md); the smoke run checks a saved program in `--image --start` instead
+if [ "$arch" != i686 ] && [ -z "${SUBSET:-}" ]; then
+    subset="$subset --deselect=tests/test_saved.py::test_runner_image_start_matches_local_target"
+fi
 
 work=$dir/root/copapy-test
 rm -rf "$work"
