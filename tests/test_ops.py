@@ -141,7 +141,13 @@ class _ArmNumPy:
     and floor flush subnormals and sqrt is not correctly rounded, and whose float32
     comparisons and sign flush subnormal operands (NEON), as NumPy 1.24 on armv7."""
 
+    #: float32 loops that run on NEON there: their operands' subnormals are flushed
+    FLUSHING = frozenset({"less", "less_equal", "greater", "greater_equal", "equal",
+                          "not_equal", "sign"})
+
     def __getattr__(self, name: str) -> Any:
+        if name in self.FLUSHING:
+            return lambda *args: getattr(np, name)(*(self._flushed(a) for a in args))
         return getattr(np, name)
 
     @staticmethod
@@ -166,27 +172,6 @@ class _ArmNumPy:
     @staticmethod
     def maximum(a: Any, b: Any) -> Any:
         return np.where((a == b) & (a == 0), np.where(np.signbit(a), b, a), np.maximum(a, b))
-
-    def less(self, a: Any, b: Any) -> Any:
-        return np.less(self._flushed(a), self._flushed(b))
-
-    def less_equal(self, a: Any, b: Any) -> Any:
-        return np.less_equal(self._flushed(a), self._flushed(b))
-
-    def greater(self, a: Any, b: Any) -> Any:
-        return np.greater(self._flushed(a), self._flushed(b))
-
-    def greater_equal(self, a: Any, b: Any) -> Any:
-        return np.greater_equal(self._flushed(a), self._flushed(b))
-
-    def equal(self, a: Any, b: Any) -> Any:
-        return np.equal(self._flushed(a), self._flushed(b))
-
-    def not_equal(self, a: Any, b: Any) -> Any:
-        return np.not_equal(self._flushed(a), self._flushed(b))
-
-    def sign(self, a: Any) -> Any:
-        return np.sign(self._flushed(a))
 
     @staticmethod
     def minimum(a: Any, b: Any) -> Any:
