@@ -8,6 +8,7 @@ variant's image runs)."""
 from __future__ import annotations
 
 import functools
+import platform
 import re
 import struct
 import subprocess
@@ -32,6 +33,11 @@ from copapy.runtime.errors import CpuFeatureError, ImageLoadError
 from copapy.saved import ProgramFileError
 from tests.runners import build, host_runner, runner_process
 from tests.test_cli import copapy
+
+#: these check an x86_64 CPU's features (CPUID, the mask, the x86_64 runners); on another host
+#: an x86_64 image is refused by its architecture first (tests/test_image_errors.py)
+X86_64_HOST = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                                 reason="x86_64 CPU features need an x86_64 host")
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "runner" / "build" / "copapy-runner"
@@ -117,6 +123,7 @@ def test_variant_images_carry_the_marker_and_baseline_images_do_not(tmp_path: Pa
     assert im.CPU_FEATURES not in types
 
 
+@X86_64_HOST
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 64) - 1)))
 def test_any_mask_round_trips_or_is_refused_by_both_readers(mask: int) -> None:
@@ -146,6 +153,7 @@ def _baseline_image() -> bytes:
     return tg.image
 
 
+@X86_64_HOST
 def test_the_mask_hides_features_from_copapy(monkeypatch: pytest.MonkeyPatch) -> None:
     flags = frozenset({"sse2", "avx", "avx2", "fma"})
     monkeypatch.setenv(MASK_ENV, "avx2, fma")
@@ -161,6 +169,7 @@ def test_the_mask_hides_features_from_copapy(monkeypatch: pytest.MonkeyPatch) ->
 # ---------------------------------------------------------------- in-process
 
 
+@X86_64_HOST
 def test_in_process_load_refuses_code_the_cpu_cannot_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _needs_cpu()
@@ -194,6 +203,7 @@ def test_in_process_load_refuses_code_the_cpu_cannot_run(
     assert cp.jit(lambda a: a * 2.0)(1.5) == 3.0  # jit compiles for the unmasked table
 
 
+@X86_64_HOST
 def test_compiling_for_a_variant_the_cpu_lacks_names_the_features(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MASK_ENV, "avx512vl")
@@ -214,6 +224,7 @@ def test_an_emulator_counts_as_a_cpu_without_features(
     assert info.value.missing == V3.cpu_features
 
 
+@X86_64_HOST
 def test_a_corrupted_marker_is_refused(tmp_path: Path) -> None:
     prog = _periodic_program(tmp_path / "v3.cpimg", "x86_64-v3")
     bad = _with_features(prog.image, feature_mask(V3) | 1 << 40)
@@ -235,6 +246,7 @@ def test_a_corrupted_marker_is_refused(tmp_path: Path) -> None:
     assert out.returncode == 2 and "bad.cpimg: UNSUPPORTED: CPU feature bit 40" in out.stderr
 
 
+@X86_64_HOST
 def test_libcopapy_refuses_with_the_named_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The runner as a shared library (kits, cppyy loops): the same platform hook."""
@@ -251,6 +263,7 @@ def test_libcopapy_refuses_with_the_named_error(
 # ---------------------------------------------------------------- the host runner
 
 
+@X86_64_HOST
 def test_host_runner_refuses_over_the_wire_and_stays_up(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _needs_cpu()
@@ -273,6 +286,7 @@ def test_host_runner_refuses_over_the_wire_and_stays_up(
         assert tg.read("count") >= 3 and tg.read("y") == 7.0 and proc.poll() is None
 
 
+@X86_64_HOST
 def test_runner_image_flag_refuses_with_the_named_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _periodic_program(tmp_path / "v4.cpimg", "x86_64-v4")
@@ -291,6 +305,7 @@ def test_runner_image_flag_refuses_with_the_named_error(
         assert tg.info().state == "running" and proc.poll() is None  # the baseline runs
 
 
+@X86_64_HOST
 def test_cli_info_prints_the_required_features(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     _periodic_program(tmp_path / "v3.cpimg", "x86_64-v3")
