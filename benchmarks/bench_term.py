@@ -8,10 +8,14 @@ shared and noisy: compare ratios, not absolute times).
 
 Variants:
   scalar   copapy, v1/v2 as lists of cp.value (one stencil chain, registers across the chain)
+  unpacked copapy, v1/v2 as unpacked input vectors (cp.value(array, packed=False)) and `@`:
+           the dot products in the fixed lane order (graph/lanes.py) as scalar nodes
   packed   copapy, v1/v2 as packed input vectors (loop stencils, vectorised by the C compiler)
   jit      @cp.jit of the same function, called with two NumPy float32 arrays
   numpy    the same expression on NumPy float32 arrays
   C -O3    plain C, sequential float32 sums, gcc -O3 (what the scalar form is compared with)
+  C lanes  plain C in the lane order (8 accumulators, the fixed tree; what the unpacked form is
+           compared with), gcc -O3, -O3 -march=native, and with -ffast-math (which may reorder)
   C fast   the same C with -O3 -ffast-math (vectorised reductions; the packed goal)
   numba    @numba.njit (default and fastmath=True), if numba is installed
 """
@@ -34,8 +38,16 @@ from typing import Any
 import numpy as np
 
 import copapy as cp
+from copapy.graph.lanes import np_dot
 
 SCALAR_SIZES = [10, 50, 100, 200, 500]
+#: the lane-order C baselines of the unpacked form: row key -> gcc flags
+LANE_FLAGS = {
+    "cl_o3": ["-O3"],
+    "cl_nat": ["-O3", "-march=native"],
+    "cl_fast": ["-O3", "-ffast-math"],
+    "cl_fast_nat": ["-O3", "-ffast-math", "-march=native"],
+}
 C_SOURCE = textwrap.dedent(
     """
     #include <stdio.h>
@@ -87,10 +99,44 @@ C_SOURCE = textwrap.dedent(
 )
 
 
-def build_c(flags: list[str], workdir: Path) -> Path:
-    exe = workdir / ("term_" + "_".join(f.strip("-").replace("=", "") for f in flags))
-    src = workdir / "term.c"
-    src.write_text(C_SOURCE)
+#: the term in copapy's reduction order (graph/lanes.py): lane j sums the products of the
+#: elements i = j mod 8 in increasing i, the lanes present are combined by the fixed tree
+C_LANES_TERM = textwrap.dedent(
+    """
+    __attribute__((noinline)) float term(const float *v1, const float *v2, int n)
+    {
+        float s = 0.0f;
+        for (int i = 0; i < 10; i++) {
+            float acc[8];
+            int lanes = n < 8 ? n : 8, j = 8;
+            for (int k = 0; k < lanes; k++) acc[k] = (v1[k] + (float)i) * v2[k];
+            for (; j + 8 <= n; j += 8)
+                for (int k = 0; k < 8; k++) acc[k] += (v1[j + k] + (float)i) * v2[j + k];
+            for (int k = 0; j + k < n; k++) acc[k] += (v1[j + k] + (float)i) * v2[j + k];
+            while (lanes > 1) {
+                int m = 0;
+                for (int k = 0; k < lanes; k += 2, m++)
+                    acc[m] = k + 1 < lanes ? acc[k] + acc[k + 1] : acc[k];
+                lanes = m;
+            }
+            s += acc[0];
+        }
+        return s;
+    }
+    """
+)
+
+
+def build_c(flags: list[str], workdir: Path, lanes: bool = False) -> Path:
+    exe = workdir / ("term_" + ("lanes_" if lanes else "")
+                     + "_".join(f.strip("-").replace("=", "") for f in flags))
+    src = workdir / ("term_lanes.c" if lanes else "term.c")
+    source = C_SOURCE
+    if lanes:
+        start = source.index("__attribute__((noinline))")
+        end = source.index("static double now")
+        source = source[:start] + C_LANES_TERM.lstrip() + "\n" + source[end:]
+    src.write_text(source)
     subprocess.run(["gcc", *flags, str(src), "-o", str(exe)], check=True)
     return exe
 
@@ -141,6 +187,24 @@ def packed_term(n: int) -> Any:
     return term_expr(v1, v2)
 
 
+def unpacked_term(n: int) -> Any:
+    """The term with v1, v2 as unpacked input vectors (one scalar input per element; ``@``
+    builds the lane order of graph/lanes.py from scalar nodes)."""
+    v1 = cp.value(np.arange(n, dtype=np.float32), packed=False)
+    v2 = cp.value(np.full(n, 5.0, np.float32), packed=False)
+    return term_expr(v1, v2)
+
+
+def lane_reference(n: int) -> float:
+    """The term in the lane order on NumPy float32 (graph/lanes.np_dot), summed as copapy does."""
+    a1 = np.arange(n, dtype=np.float32)
+    a2 = np.full(n, 5.0, np.float32)
+    total = np.float32(0.0)
+    for i in range(10):
+        total = np.float32(total + np_dot(np, a1 + np.float32(i), a2))
+    return float(total)
+
+
 def scalar_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
     term = scalar_term(n)
     tg = cp.LocalTarget()
@@ -149,9 +213,10 @@ def scalar_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
     return tg, term, time.perf_counter() - t0
 
 
-def packed_variant(n: int) -> tuple[cp.LocalTarget, Any, float]:
+def traced_variant(make: Callable[[int], Any], n: int) -> tuple[cp.LocalTarget, Any, float]:
+    """A target running ``make(n)`` and the seconds tracing and compiling took."""
     t0 = time.perf_counter()
-    term = packed_term(n)
+    term = make(n)
     tg = cp.LocalTarget()
     tg.compile(term)
     return tg, term, time.perf_counter() - t0
@@ -202,6 +267,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         c_o3 = build_c(["-O3"], Path(tmp))
         c_fast = build_c(["-O3", "-ffast-math"], Path(tmp))
+        c_lanes = {key: build_c(flags, Path(tmp), lanes=True) for key, flags in LANE_FLAGS.items()}
         jitted = cp.jit(term_expr)
         for n in SCALAR_SIZES:
             want = expected(n)
@@ -211,9 +277,12 @@ def main() -> None:
             tg_s, term_s, row["compile_scalar"] = scalar_variant(n)
             tg_s.run()
             assert tg_s.read(term_s) == want
-            tg_p, term_p, row["compile_packed"] = packed_variant(n)
+            tg_p, term_p, row["compile_packed"] = traced_variant(packed_term, n)
             tg_p.run()
             assert tg_p.read(term_p) == want, (tg_p.read(term_p), want)
+            tg_u, term_u, row["compile_unpacked"] = traced_variant(unpacked_term, n)
+            tg_u.run()
+            assert tg_u.read(term_u) == want == lane_reference(n), (tg_u.read(term_u), want)
             jitted.cache_clear()
             t0 = time.perf_counter()
             assert jitted(a1, a2) == want
@@ -223,6 +292,7 @@ def main() -> None:
                 fn(a1, a2)  # compile outside the timing
             row["scalar"] = median_call(tg_s.run, quick)
             row["packed"] = median_call(tg_p.run, quick)
+            row["unpacked"] = median_call(tg_u.run, quick)
             row["jit"] = median_call(lambda a1=a1, a2=a2: jitted(a1, a2), quick)
             row["numpy"] = median_call(lambda a1=a1, a2=a2: sum((a1 + i) @ a2 for i in range(10)),
                                        quick)
@@ -231,6 +301,10 @@ def main() -> None:
             row["c_o3"], c_val = time_c(c_o3, n, quick)
             row["c_fast"], _ = time_c(c_fast, n, quick)
             assert c_val == want
+            for key, exe in c_lanes.items():
+                row[key], lane_val = time_c(exe, n, quick)
+                assert lane_val == want, (key, lane_val, want)
+            row["info_u"] = tg_u.program_info
             row["info_s"] = tg_s.program_info
             row["info_p"] = tg_p.program_info
             rows.append(row)
@@ -255,6 +329,18 @@ def main() -> None:
         print(f"| {r['n']} | {r['scalar'] / r['c_o3']:.2f} | {r['packed'] / r['c_fast']:.2f} | "
               f"{r['scalar'] / r['numpy']:.3f} | {r['packed'] / r['numpy']:.3f} | "
               f"{r['jit'] / r['numpy']:.3f}{extra} |")
+    print("\n### Unpacked `@` vs C in the same lane order (median µs, ratios)\n")
+    print("| v_size | unpacked | C lanes -O3 | -O3 -march=native | -O3 -ffast-math | "
+          "-O3 -ffast-math -march=native | unpacked/C lanes -O3 | unpacked/C lanes native | "
+          "stencils |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        u = r["info_u"]
+        print(f"| {r['n']} | {r['unpacked'] * us:.3f} | {r['cl_o3'] * us:.3f} | "
+              f"{r['cl_nat'] * us:.3f} | {r['cl_fast'] * us:.3f} | {r['cl_fast_nat'] * us:.3f} | "
+              f"{r['unpacked'] / r['cl_o3']:.2f} | {r['unpacked'] / r['cl_nat']:.2f} | "
+              f"{u.stencil_count} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print("\n### Compile time and code size\n")
     print("| v_size | scalar compile ms | packed compile ms | jit first call ms | scalar ops | "
           "scalar stencils | scalar code B | B per op | packed stencils | packed code B |")
@@ -311,7 +397,8 @@ def plot(rows: list[dict[str, Any]], numbas: list[str], path: str) -> None:
 
     sizes = [r["n"] for r in rows]
     fig, ax = plt.subplots(figsize=(8, 5))
-    for key, label in [("scalar", "copapy scalar"), ("packed", "copapy packed"),
+    for key, label in [("scalar", "copapy scalar"), ("unpacked", "copapy unpacked @"),
+                       ("packed", "copapy packed"), ("cl_o3", "C -O3, lane order"),
                        ("jit", "copapy @jit"), ("numpy", "NumPy"), ("c_o3", "C -O3"),
                        ("c_fast", "C -O3 -ffast-math"), *[(k, k) for k in numbas]]:
         ax.plot(sizes, [r[key] * 1e6 for r in rows], marker="o", label=label)

@@ -258,6 +258,14 @@ def has_live_float64(outputs: Iterable[Node]) -> bool:
 def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = False) -> Any:
     """Names of the stencils ``compile_program(outputs, arch)`` chains (read from the
     compiler's lowering step); with ``last``, the name of the last one that is not a store."""
+    names = stencil_sequence(outputs, arch)
+    if last:
+        return [n for n in names if not n.startswith("store_")][-1]
+    return set(names)
+
+
+def stencil_sequence(outputs: Sequence[Node], arch: str = "x86_64") -> list[str]:
+    """The stencils of the chains ``compile_program(outputs, arch)`` lowers, in order."""
     from copapy.compiler import compile_program, program
 
     chains: list[list[Any]] = []
@@ -277,7 +285,4 @@ def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = Fa
         pass
     finally:
         program.lower_chain = real  # type: ignore[assignment]
-    names = [instr.stencil for chain in chains for instr in chain]
-    if last:
-        return [n for n in names if not n.startswith("store_")][-1]
-    return set(names)
+    return [instr.stencil for chain in chains for instr in chain]
