@@ -8,7 +8,7 @@ as in the cross-architecture suite), for float32, float64 and int32, lengths 1 t
 hundred (hypothesis).
 
 And the lowering keeps each lane's accumulator in a register while the lane's elements are
-added (docs/design.md, "Unpacked reductions: the lane accumulators are not spilled"): the
+added (docs/design.md, "Unpacked reductions: the accumulators are not spilled"): the
 stores of an unpacked reduction are the lanes' partial results and the output, a number that
 does not grow with the length.
 """
