@@ -6,11 +6,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import numpy as np
 
 import copapy as cp
 from copapy import dtypes as dt
@@ -85,6 +84,6 @@ def test_simplified_x_op_x_and_x_op_constant_keep_the_reference(key: tuple[str, 
         values = [(v if a is x else c, dtype) for a in args]
         want = np.asarray(evaluate_reference(spec, values), dtype=node.dtype.numpy)
         same = got.tobytes() == want.tobytes() or (
-            got.dtype.kind == "f" and (bool(np.isnan(got)) and bool(np.isnan(want))
-                                       or name == "add" and got == want == 0))
+            got.dtype.kind == "f" and ((bool(np.isnan(got)) and bool(np.isnan(want)))
+                                       or (name == "add" and got == want == 0)))
         assert same, (name, tname, args, v, c, got, want)

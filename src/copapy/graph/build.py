@@ -347,7 +347,7 @@ def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
         # no constant operand (most nodes): only the rewrites of x op x below apply
         if a is not b:
             return None
-        if name == "sub" and not a.dtype.is_float or name == "xor":
+        if (name == "sub" and not a.dtype.is_float) or name == "xor":
             return const(0, a.dtype)
         return a if name in ("and", "or") else None
     is_int = not a.dtype.is_float
