@@ -50,8 +50,8 @@ def results_over_orders(build: Callable[[], tuple[Any, list[Any]]],
     original = lower.evaluation_order
     chosen: list[list[Node]] = []
 
-    def reordered(roots: Any, stop: Any = None) -> list[Node]:
-        natural = original(roots, stop=stop)
+    def reordered(roots: Any, stop: Any = None, live: Any = None) -> list[Node]:
+        natural = original(roots, stop=stop, live=live)
         return chosen[0] if chosen and set(chosen[0]) == set(natural) else natural
 
     out, _inputs = build()

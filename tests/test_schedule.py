@@ -8,10 +8,16 @@ computed the long chain s: the benchmark term's 10-element form went from 299 to
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import copapy as cp
 from copapy.compiler import compile_program
 from copapy.compiler.schedule import evaluation_order, register_needs
+from copapy.graph import build
 from copapy.graph.traverse import live_nodes
+
+from .conftest import examples
 
 
 def stores(n_stencils: int, n_ops: int) -> int:
@@ -58,3 +64,20 @@ def test_register_needs_are_ershov_numbers() -> None:
     f = e + a              # a is in memory: still 2
     need = register_needs(live_nodes([f.node]), ())
     assert [need[n.node] for n in (a, a + b, e, f)] == [0, 1, 2, 2]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.booleans()),
+                min_size=1, max_size=60), st.integers(0, 3))
+def test_a_walk_given_by_the_caller_gives_the_same_order(steps: list[tuple[int, int, bool]],
+                                                        extra: int) -> None:
+    # the compiler passes the closure it walked already (another root order, more leaves):
+    # the schedule must be the one of its own walk, node for node
+    pool = [cp.value(float(i)).node for i in range(4)]
+    for i, j, mul in steps:
+        a, b = pool[i % len(pool)], pool[j % len(pool)]
+        pool.append(build.apply("mul" if mul else "add", a, b))
+    roots = pool[-1 - extra:]
+    stop = {pool[0]}
+    walked = live_nodes([*reversed(roots), *pool[:4]], stop=stop)
+    assert evaluation_order(roots, stop, live=walked) == evaluation_order(roots, stop)

@@ -158,13 +158,6 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- server callbacks */
 
 static void h_lock(void *ctx)
@@ -182,7 +175,7 @@ static void h_unlock(void *ctx)
 static uint64_t h_clock(void *ctx)
 {
     (void)ctx;
-    return now_ns();
+    return cp_posix_monotonic_ns();
 }
 
 static double h_io_read(void *ctx, uint8_t kind, uint16_t channel)
@@ -398,13 +391,13 @@ static void *tick_main(void *arg)
         cp_jitter_clear(&h->hist);
         __atomic_store_n(&h->late_ticks, 0u, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&h->lock);
-        uint64_t deadline = now_ns() + tick;
+        uint64_t deadline = cp_posix_monotonic_ns() + tick;
         for (;;) {
             struct timespec ts = {(time_t)(deadline / 1000000000u),
                                   (long)(deadline % 1000000000u)};
             while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
             }
-            uint64_t wake = now_ns();
+            uint64_t wake = cp_posix_monotonic_ns();
             cp_jitter_record(&h->hist, wake > deadline ? wake - deadline : 0);
             pthread_mutex_lock(&h->lock);
             if (h->quit || cp_server_state(&h->srv) != CP_SERVER_RUNNING ||

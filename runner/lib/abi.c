@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "copapy/copapy.h"
 #include "copapy/platform_posix.h"
@@ -120,9 +119,7 @@ static void io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 
 int64_t copapy_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+    return (int64_t)cp_posix_monotonic_ns();
 }
 
 /* ---- loading */

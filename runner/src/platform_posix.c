@@ -480,9 +480,7 @@ static void *watchdog_main(void *arg)
                               (long)(poll_interval_ns % 1000000000u)};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
-        struct timespec now_ts;
-        clock_gettime(CLOCK_MONOTONIC, &now_ts);
-        uint64_t wall = ts_ns(&now_ts);
+        uint64_t wall = cp_posix_monotonic_ns();
         for (size_t i = 0; i < GUARD_SLOTS; i++) {
             guard_slot *g = &slots[i];
             if (!__atomic_load_n(&g->in_use, __ATOMIC_ACQUIRE)) {
@@ -585,7 +583,7 @@ static struct {
 static int clock_kind; /* atomic: 0 until chosen, then a CP_POSIX_CLOCK_* value */
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;
 
-static uint64_t monotonic_ns(void)
+uint64_t cp_posix_monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -661,7 +659,7 @@ static uint64_t clock_pair(uint64_t *count, uint64_t *ns)
     uint64_t best = UINT64_MAX;
     for (int k = 0; k < CAL_PAIRS; k++) {
         uint64_t c0 = read_counter();
-        uint64_t t = monotonic_ns();
+        uint64_t t = cp_posix_monotonic_ns();
         uint64_t c1 = read_counter();
         if (c1 >= c0 && c1 - c0 < best) {
             best = c1 - c0;
@@ -749,7 +747,7 @@ uint64_t cp_posix_clock_ns(void *ctx)
         return job_clock.base_ns + (uint64_t)(((unsigned __int128)d * job_clock.mult) >> 32);
     }
 #endif
-    return monotonic_ns();
+    return cp_posix_monotonic_ns();
 }
 
 const char *cp_posix_clock_name(void)

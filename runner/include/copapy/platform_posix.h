@@ -71,6 +71,10 @@ int cp_posix_clock_init(void);
 
 uint64_t cp_posix_clock_ns(void *ctx);
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock of timeouts and periodic deadlines (sessions,
+ * the watchdog, loops), which must follow the system clock, not a job clock. */
+uint64_t cp_posix_monotonic_ns(void);
+
 /* "tsc", "cntvct" or "monotonic", and the counts per second it reads (1e9 for monotonic). */
 const char *cp_posix_clock_name(void);
 uint64_t cp_posix_clock_hz(void);

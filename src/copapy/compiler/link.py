@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from .fuse import LOOP_BEGIN
@@ -29,13 +29,22 @@ class Linked:
     stencil_bytes: int = 0  # bytes of the chains (without helpers and constants)
 
 
-@dataclass(slots=True)
-class _Pending:
-    site: int
-    kind: PatchKind
-    target_type: str  # code (a resolved "next"), data (a slot), func, rodata
-    target: str
-    addend: int
+#: a reference to resolve: [site, kind, target type, target, addend], where the target type is
+#: code (a resolved "next"), data (a slot), func, rodata, or next/loop until the chain resolves
+#: it (a list, not a record class: the linker makes one per patch and updates next/loop refs)
+_Pending = list[Any]
+SITE, KIND, TYPE, TARGET, ADDEND = range(5)
+
+
+class _Form(NamedTuple):
+    """A function as it is placed: code (without its trailing jump if stripped), and the
+    relocations inside it, the slot ones apart (most of them: resolved by the role)."""
+
+    func: Function
+    code: bytes
+    slots: tuple[tuple[int, PatchKind, str, int], ...]  # (offset, kind, role, addend)
+    others: tuple[Reloc, ...]
+    order: tuple[bool, ...]  # per relocation in table order: is it a slot one
 
 
 #: a PC-relative signed 32-bit word (x86 rel32): written directly, it is most of the patches
@@ -54,90 +63,107 @@ class _Linker:
         self.pending: list[_Pending] = []
         self.func_offsets: dict[str, int] = {}
         self.rodata_offsets: dict[str, int] = {}
-        self.forms: dict[tuple[str, bool], tuple[bytes, tuple[Reloc, ...]]] = {}
+        #: placed forms by name: stripped (a stencil followed by another) and whole
+        self.forms: tuple[dict[str, _Form], dict[str, _Form]] = ({}, {})
 
     def pad_to(self, align: int) -> None:
         target = _align(len(self.code), align)
         while len(self.code) < target:
             self.code += self.table.nop[: target - len(self.code)]
 
-    def _form(self, func: Function, strip: bool) -> tuple[bytes, tuple[Reloc, ...]]:
-        """The code placed for ``func`` (without its trailing jump if ``strip``) and the
-        relocations inside it; computed once per function and form."""
-        key = (func.name, strip)
-        form = self.forms.get(key)
+    def _form(self, name: str, strip: bool) -> _Form:
+        """The placed form of function ``name``; computed once per function and form."""
+        forms = self.forms[0 if strip else 1]
+        form = forms.get(name)
         if form is None:
+            func = self.table.function(name)
             code = func.code[: len(func.code) - func.strip] if strip else func.code
             # relocations inside the dropped trailing jump are dropped with it
-            form = code, tuple(r for r in func.relocs if r.offset < len(code))
-            self.forms[key] = form
+            relocs = [r for r in func.relocs if r.offset < len(code)]
+            form = _Form(func, code,
+                         tuple((r.offset, r.kind, r.target, r.addend) for r in relocs
+                               if r.target_type == "slot"),
+                         tuple(r for r in relocs if r.target_type != "slot"),
+                         tuple(r.target_type == "slot" for r in relocs))
+            forms[name] = form
         return form
 
-    def place(self, func: Function, strip: bool, slots: dict[str, int],
+    def place(self, form: _Form, slots: Sequence[tuple[str, int]],
               next_refs: list[_Pending] | None = None) -> int:
-        """Append a function; "next" references are collected for the caller to resolve."""
+        """Append a function; "next" references are collected for the caller to resolve.
+        ``slots``: (role, data offset) of the stencil's operands."""
         code_buf = self.code
+        func = form.func
         if len(code_buf) % func.align:
             self.pad_to(func.align)
         start = len(code_buf)
-        code, relocs = self._form(func, strip)
-        code_buf += code
+        code_buf += form.code
         pending_list = self.pending
-        for r in relocs:
-            if r.target_type == "slot":
-                pending = _Pending(start + r.offset, r.kind, "data", "", slots[r.target] + r.addend)
-            else:
-                pending = _Pending(start + r.offset, r.kind, r.target_type, r.target, r.addend)
-                if r.target_type in ("next", "loop"):
-                    if next_refs is None:
-                        raise CompileError(f"helper {func.name} refers to cp_{r.target_type}")
-                    next_refs.append(pending)
+        if not form.others:  # the common case: slot references only (in table order)
+            for offset, kind, role, addend in form.slots:
+                slot = slots[0][1] if len(slots) == 1 and slots[0][0] == role else dict(slots)[role]
+                pending_list.append([start + offset, kind, "data", "", slot + addend])
+            return start
+        slot_refs, other_refs = iter(form.slots), iter(form.others)
+        for is_slot in form.order:
+            if is_slot:
+                offset, kind, role, addend = next(slot_refs)
+                pending_list.append([start + offset, kind, "data", "", dict(slots)[role] + addend])
+                continue
+            r = next(other_refs)
+            pending = [start + r.offset, r.kind, r.target_type, r.target, r.addend]
+            if r.target_type in ("next", "loop"):
+                if next_refs is None:
+                    raise CompileError(f"helper {func.name} refers to cp_{r.target_type}")
+                next_refs.append(pending)
             pending_list.append(pending)
         return start
 
     def chain(self, instrs: Sequence[Instr]) -> int:
         """Place one task's chain: entry, stencils, return. Returns the entry offset."""
-        names = ["cp_entry", *(i.stencil for i in instrs), "cp_ret"]
-        slot_sets = [{}, *(dict(i.slots) for i in instrs), {}]
+        entry_form = self._form("cp_entry", True)
         entry = -1
         waiting: list[_Pending] = []
         loop_start = -1  # the body of the current fused loop: the stencil after its begin
-        for k, name in enumerate(names):
-            func = self.table.function(name)
-            last = k == len(names) - 1
-            if last and func.relocs:
+        previous = ""
+        last = len(instrs) + 1
+        steps = [("cp_entry", ()), *instrs, ("cp_ret", ())]
+        for k, (name, slots) in enumerate(steps):
+            form = entry_form if k == 0 else self._form(name, k != last)
+            if k == last and form.func.relocs:
                 raise CompileError("cp_ret must not refer to anything")
             refs: list[_Pending] = []
-            start = self.place(func, strip=not last, slots=slot_sets[k], next_refs=refs)
+            start = self.place(form, slots, refs)
             for p in waiting:
-                p.target_type, p.addend = "code", p.addend + start
-            if k and names[k - 1] == LOOP_BEGIN:
+                p[TYPE], p[ADDEND] = "code", p[ADDEND] + start
+            if previous == LOOP_BEGIN:
                 loop_start = start
+            previous = name
             waiting = []
             for p in refs:
-                if p.target_type == "next":
+                if p[TYPE] == "next":
                     waiting.append(p)
                 elif loop_start < 0:
                     raise CompileError(f"{name} branches back without a {LOOP_BEGIN} before it")
                 else:  # the backward branch of a fused loop (compiler/fuse.py)
-                    p.target_type, p.addend = "code", p.addend + loop_start
+                    p[TYPE], p[ADDEND] = "code", p[ADDEND] + loop_start
             if k == 0:
-                entry = start | (1 if func.thumb else 0)
+                entry = start | (1 if form.func.thumb else 0)
         return entry
 
     def helpers(self) -> None:
         """Place every helper function and constant blob the placed code refers to."""
         j = 0
         while j < len(self.pending):
-            p = self.pending[j]
+            _, _, target_type, target, _ = self.pending[j]
             j += 1
-            if p.target_type == "func" and p.target not in self.func_offsets:
-                self.func_offsets[p.target] = self.place(self.table.function(p.target), False, {})
-        for p in self.pending:
-            if p.target_type == "rodata" and p.target not in self.rodata_offsets:
-                data, align = self.table.rodata[p.target]
+            if target_type == "func" and target not in self.func_offsets:
+                self.func_offsets[target] = self.place(self._form(target, False), ())
+        for _, _, target_type, target, _ in self.pending:
+            if target_type == "rodata" and target not in self.rodata_offsets:
+                data, align = self.table.rodata[target]
                 self.pad_to(align)
-                self.rodata_offsets[p.target] = len(self.code)
+                self.rodata_offsets[target] = len(self.code)
                 self.code += data
 
     def resolve(self, data_offset: int) -> list[RuntimePatch]:
@@ -147,34 +173,34 @@ class _Linker:
         #: whether a kind is the x86 rel32 (by identity: the table's kinds are shared objects,
         #: and comparing two frozen dataclasses field by field per patch is slow)
         rel32: dict[int, bool] = {}
-        for p in self.pending:
-            if p.target_type == "code":
-                address = p.addend
-            elif p.target_type == "data":
-                address = data_offset + p.addend
-            elif p.target_type == "func":
-                address = self.func_offsets[p.target] + p.addend
-            elif p.target_type == "rodata":
-                address = self.rodata_offsets[p.target] + p.addend
+        pack_into = _I32.pack_into
+        for site, kind, target_type, target, addend in self.pending:
+            if target_type == "data":
+                address = data_offset + addend
+            elif target_type == "code":
+                address = addend
+            elif target_type == "func":
+                address = self.func_offsets[target] + addend
+            elif target_type == "rodata":
+                address = self.rodata_offsets[target] + addend
             else:
-                raise CompileError(f"unresolved reference to {p.target_type} {p.target!r}")
-            kind = p.kind
+                raise CompileError(f"unresolved reference to {target_type} {target!r}")
             is_rel32 = rel32.get(id(kind))
             if is_rel32 is None:
                 is_rel32 = rel32[id(kind)] = kind == _REL32
             if is_rel32:  # x86 rel32 (most patches): one signed little-endian word
-                value = address - p.site
+                value = address - site
                 if not -0x80000000 <= value < 0x80000000:
                     raise CompileError(f"program too large for {self.table.arch}: value "
                                        f"{value:#x} does not fit in 32 bits")
-                _I32.pack_into(code, p.site, value)
+                pack_into(code, site, value)
             elif kind.encoder or kind.base_independent(base_align):
                 try:
-                    apply_patch(code, p.site, kind, p.site, address)
+                    apply_patch(code, site, kind, site, address)
                 except PatchError as exc:
                     raise CompileError(f"program too large for {self.table.arch}: {exc}") from exc
             else:
-                patches.append(RuntimePatch(p.site, p.kind, address))
+                patches.append(RuntimePatch(site, kind, address))
         return patches
 
 

@@ -85,6 +85,8 @@ class _Lowerer:
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
         #: stencil names already checked against the table
         self.known: set[str] = set()
+        #: (op, first operand's type) -> the stencil name's family and type part
+        self.names: dict[tuple[str, DType], str] = {}
         self.loops: dict[Node, Loop] = {}
 
     def next_use(self, node: Node) -> int:
@@ -147,17 +149,26 @@ class _Lowerer:
                                         lambda n: id(n) in self.mem, skipped, _stencil_name)
         skipped.update(n for loop in loops.values() for n in loop.interior)
         remaining = self.remaining
+        special = fused.keys() | loops.keys()
         for i in range(len(order) - 1, -1, -1):
             node = order[i]
             if node in skipped:
                 continue
-            for a in self.operands(node) if node in fused or node in loops else node.args:
-                for x in self.chain_of(a) if a.op in VIEWS else (a,):
-                    uses = remaining.get(x)
-                    if uses is None:
-                        remaining[x] = [i]
-                    else:
-                        uses.append(i)
+            for a in self.operands(node) if node in special else node.args:
+                if a.op in VIEWS:
+                    for x in self.chain_of(a):
+                        uses = remaining.get(x)
+                        if uses is None:
+                            remaining[x] = [i]
+                        else:
+                            uses.append(i)
+                    continue
+                uses = remaining.get(a)
+                if uses is None:
+                    remaining[a] = [i]
+                else:
+                    uses.append(i)
+        lower_node = self.lower_node
         for i, node in enumerate(order):
             if progress is not None and not i & 1023:
                 progress(i, len(order))
@@ -166,21 +177,22 @@ class _Lowerer:
             if node.shape or _reads_array(node):
                 self.lower_array(node)
             else:
-                self.lower_node(i, node)
+                lower_node(i, node)
 
     def find_fusions(self, order: Sequence[Node]) -> dict[Node, tuple[str, Node, Node, Node, Node]]:
         """dot(a op s, b) whose element-wise operand feeds nothing else: one pass, no temp.
 
         Returns dot -> (stencil family, fused operand, array a, scalar s, array b).
         """
+        dots = [node for node in order if node.op == "dot"]
+        if not dots:
+            return {}
         counts: dict[Node, int] = {}
         for node in order:
             for a in node.args:
                 counts[a] = counts.get(a, 0) + 1
         fused = {}
-        for node in order:
-            if node.op != "dot":
-                continue
+        for node in dots:
             for k, cand in enumerate(node.args):
                 if (cand.op not in ("add", "sub", "mul") or counts.get(cand) != 1
                         or cand in self.stores or id(cand) in self.mem):
@@ -393,8 +405,13 @@ class _Lowerer:
             self.temp_of[id(victim)] = offset
 
     def lower_node(self, i: int, node: Node) -> None:
-        family, suffix = _stencil_name(node)
+        """A scalar operation: operands from registers or slots, the result into a register.
+        (The per-node hot path of the compiler: the helpers it needs are inlined.)"""
         args = node.args
+        key = (node.op, args[0].dtype)
+        name = self.names.get(key)
+        if name is None or node.op == "where":
+            name = self.names[key] = "{}_{}__".format(*_stencil_name(node))
         roles = _ROLES_WHERE if node.op == "where" else _ROLES[len(args)]
         forms: list[str] = []
         slots: list[tuple[str, int]] = []
@@ -407,7 +424,8 @@ class _Lowerer:
                 forms.append("1")
             else:
                 forms.append("m")
-                slots.append((role, self.slot_of(arg)))
+                offset = self.mem.get(id(arg))
+                slots.append((role, self.slot_of(arg) if offset is None else offset))
         # the operands are consumed: advance their next-use pointers
         remaining = self.remaining
         for arg in args:
@@ -416,21 +434,44 @@ class _Lowerer:
             else:
                 remaining[arg].pop()
         regs = all_regs[node.dtype.stencil]
-        # a free first register needs neither the Belady choice nor an eviction
-        if regs[0] is None:
+        # pick_register and evict, inlined: a free or dead register first, else Belady's
+        # choice (values in memory first, then the furthest next use) and a spill
+        v0 = regs[0]
+        uses0 = None if v0 is None else remaining.get(v0)
+        if not uses0:
             dst = 0
         else:
-            dst = self.pick_register(regs)
-            self.evict(regs, dst)
-        self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+            v1 = regs[1]
+            uses1 = None if v1 is None else remaining.get(v1)
+            if not uses1:
+                dst = 1
+            else:
+                mem = self.mem
+                key0 = uses0[-1] + (NEVER // 2 if id(v0) in mem else 0)
+                key1 = uses1[-1] + (NEVER // 2 if id(v1) in mem else 0)
+                dst = 1 if key1 > key0 else 0
+                self.evict(regs, dst)
+        stencil = f"{name}{dst}_{'_'.join(forms)}"
+        if stencil not in self.known:
+            self.check_stencil(stencil)
+        self.instrs.append(Instr(stencil, tuple(slots)))
         regs[dst] = node
+        temp_of = self.temp_of
         for arg in args:
             if arg.op in VIEWS:
                 for x in self.chain_of(arg):
                     if self.next_use(x) == NEVER:
                         self.forget(x)
             elif not remaining[arg]:
-                self.forget(arg)
+                cls = all_regs[arg.dtype.stencil]
+                if cls[0] is arg:
+                    cls[0] = None
+                elif cls[1] is arg:
+                    cls[1] = None
+                if temp_of:
+                    temp = temp_of.pop(id(arg), None)
+                    if temp is not None:
+                        self.layout.release(temp, arg.nbytes)
         stores = self.stores.get(node)
         if stores:
             for offset in stores:
@@ -517,10 +558,12 @@ def check_types(nodes: Sequence[Node], table: StencilTable) -> None:
 
 
 def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
-                progress: Callable[[int, int], None] | None = None) -> tuple[list[Instr], int]:
-    """Stencils of one chain and the number of operations it computes (linear time)."""
+                progress: Callable[[int, int], None] | None = None,
+                live: Sequence[Node] | None = None) -> tuple[list[Instr], int]:
+    """Stencils of one chain and the number of operations it computes (linear time).
+    ``live``: what the chain's roots depend on, operands first, if the caller has it."""
     roots = list(spec.stores) + [src for src, _, _ in spec.end_copies]
-    order = evaluation_order(roots, stop=spec.placed)
+    order = evaluation_order(roots, stop=spec.placed, live=live)
     check_types(order, table)
     lowerer = _Lowerer(table, layout, spec.stores)
     for node, offset in spec.placed.items():

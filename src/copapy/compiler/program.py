@@ -146,8 +146,9 @@ class _Builder:
                                               offset, s.dtype.code, ROLE_STATE, task,
                                               s.size))
 
-    def add_chain(self, spec: ChainSpec) -> None:
-        instrs, ops = lower_chain(spec, self.table, self.layout, self.progress.part)
+    def add_chain(self, spec: ChainSpec, live: Sequence[Node]) -> None:
+        """``live``: the chain's closure (saves the schedule a walk over the graph)."""
+        instrs, ops = lower_chain(spec, self.table, self.layout, self.progress.part, live)
         self.chains.append(instrs)
         self.ops += ops
         self.task_ops.append(ops)
@@ -212,7 +213,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
         b.ports[node] = Port(name, offset, node.dtype, role, node.size)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, role, count=node.size))
     b.state_slots(states, 0xFFFF, spec)
-    b.add_chain(spec)
+    b.add_chain(spec, order)
     return b.finish([ImageTask(0)], [])
 
 
@@ -281,7 +282,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
             spec.stores.setdefault(mapping.get(node, node), []).append(private)
             b.copies.append(ImageLetCopy(k, PUBLISH, node.nbytes, private, shared_out[node]))
         b.state_slots(states, k, spec, mapping)
-        b.add_chain(spec)
+        b.add_chain(spec, order)
     for binding in io:
         if binding.direction == IO_INPUT:
             if binding.node.op != "input":

@@ -18,41 +18,46 @@ from ..graph.traverse import live_nodes
 
 def register_needs(order: Iterable[Node], stop: Container[Node]) -> dict[Node, int]:
     """Registers each node needs to be computed (0 for values in memory)."""
+    return _needs(order, stop)[0]
+
+
+def _needs(order: Iterable[Node], stop: Container[Node]
+           ) -> tuple[dict[Node, int], dict[Node, Sequence[Node]]]:
+    """The register needs, and the nodes whose operands are visited in another order (the
+    larger need first; ties keep the operands' order): one pass, operands come first."""
     need: dict[Node, int] = {}
-    for node in order:
-        args = node.args
-        if not args or node in stop:
-            need[node] = 0
-        elif len(args) == 2:
-            a, b = need[args[0]], need[args[1]]
-            need[node] = a + 1 if a == b else max(a, b, 1)
-        elif len(args) == 1:
-            need[node] = max(1, need[args[0]])
-        else:
-            child = sorted((need[a] for a in args), reverse=True)
-            need[node] = max(1, *(n + k for k, n in enumerate(child)))
-    return need
-
-
-def evaluation_order(roots: Iterable[Node], stop: Container[Node] = ()) -> list[Node]:
-    """``live_nodes`` order (operands before users), visiting the operand with the larger
-    register need first; ties keep the operands' order."""
-    roots = list(roots)
-    live = live_nodes(roots, stop=stop)
-    need = register_needs(live, stop)
     reordered: dict[Node, Sequence[Node]] = {}
-    for node in live:
+    for node in order:
         operands = node.args
-        if len(operands) < 2 or node in stop:
-            continue
-        if len(operands) == 2:
-            if need[operands[1]] > need[operands[0]]:
+        if not operands or node in stop:
+            need[node] = 0
+        elif len(operands) == 2:
+            a, b = need[operands[0]], need[operands[1]]
+            need[node] = a + 1 if a == b else max(a, b, 1)
+            if b > a:
                 reordered[node] = (operands[1], operands[0])
-            continue
-        needs = [need[a] for a in operands]
-        if any(later > earlier for earlier, later in itertools.pairwise(needs)):
-            ranked = sorted(range(len(operands)), key=needs.__getitem__, reverse=True)
-            reordered[node] = [operands[i] for i in ranked]
+        elif len(operands) == 1:
+            need[node] = max(1, need[operands[0]])
+        else:
+            needs = [need[a] for a in operands]
+            child = sorted(needs, reverse=True)
+            need[node] = max(1, *(n + k for k, n in enumerate(child)))
+            if any(later > earlier for earlier, later in itertools.pairwise(needs)):
+                ranked = sorted(range(len(operands)), key=needs.__getitem__, reverse=True)
+                reordered[node] = [operands[i] for i in ranked]
+    return need, reordered
+
+
+def evaluation_order(roots: Iterable[Node], stop: Container[Node] = (),
+                     live: Sequence[Node] | None = None) -> list[Node]:
+    """``live_nodes`` order (operands before users), visiting the operand with the larger
+    register need first; ties keep the operands' order. ``live``: the nodes the roots depend
+    on in any operands-first order (or more leaves), if the caller walked them already."""
+    roots = list(roots)
+    walked = live is None
+    if live is None:
+        live = live_nodes(roots, stop=stop)
+    reordered = _needs(live, stop)[1]
     if not reordered:
-        return live
+        return list(live) if walked else live_nodes(roots, stop=stop)
     return live_nodes(roots, stop=stop, reorder=reordered)

@@ -100,6 +100,10 @@ _TAKES = {"num": frozenset({"float32", "float64", "int32"}),
 _FLOAT_KINDS = frozenset({"num", "float", "any"})
 #: registry rows that convert their operand
 _CAST_NAMES = frozenset(CASTS.values())
+#: element-wise operations of two operands that are not casts (make's fast path)
+_SCALAR_BINARY = frozenset(name for name, spec in REGISTRY.items()
+                           if spec.arity == 2 and spec.shape_rule == "elementwise"
+                           and name not in _CAST_NAMES)
 
 
 def _result_type(spec: OpSpec, operand_type: DType) -> DType:
@@ -183,6 +187,18 @@ def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[i
 
 def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
     """The simplified node for ``spec(*args)``; args already have the operand type."""
+    if len(args) == 2 and spec.name in _SCALAR_BINARY:
+        a, b = args
+        if not a.shape and not b.shape and (a.op != "const" or b.op != "const"):
+            # the most common node (tracing, cp.grad): what follows, without the cases that
+            # cannot apply to two scalar operands that are not both constants
+            simpler = _identity(spec, args)
+            if simpler is not None:
+                return simpler
+            if spec.commutative and canonical_key(a) > canonical_key(b):
+                args = (b, a)
+            dtype = b.dtype if spec.result == "same" else dt.BY_NAME[spec.result]
+            return intern(spec.name, dtype, args, attr, ())
     if spec.name in _CAST_NAMES:
         dtype = dt.BY_NAME[spec.result]
         if args[0].dtype is dtype:
@@ -327,6 +343,13 @@ def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
             return a.args[0]  # -(-x), not(not(x)), ~~x
         return None
     a, b = args
+    if a.op != "const" and b.op != "const":
+        # no constant operand (most nodes): only the rewrites of x op x below apply
+        if a is not b:
+            return None
+        if (name == "sub" and not a.dtype.is_float) or name == "xor":
+            return const(0, a.dtype)
+        return a if name in ("and", "or") else None
     is_int = not a.dtype.is_float
     if name == "add":
         if _is(b, 0) and not a.dtype.is_bool:
