@@ -48,6 +48,9 @@ class Loop(NamedTuple):
     body: tuple[Step, ...]
     store: str
     end: str
+    #: the body is one stencil over the whole array (vb<op>: a lone math kernel's block form
+    #: through pointer slots), without the loop skeleton
+    whole: bool = False
 
 
 StencilName = Callable[[Node], tuple[str, str]]
@@ -56,8 +59,9 @@ StencilName = Callable[[Node], tuple[str, str]]
 class _Planner:
     def __init__(self, order: Sequence[Node], table: StencilTable, stores: Collection[Node],
                  in_memory: Callable[[Node], bool], skip: Collection[Node],
-                 stencil_name: StencilName) -> None:
+                 stencil_name: StencilName, single: Collection[Node]) -> None:
         self.table = table
+        self.single = single
         self.stencil_name = stencil_name
         self.skip = skip
         self.stores = stores
@@ -120,7 +124,13 @@ class _Planner:
     def plan(self, root: Node) -> Loop | None:
         interior, need = self.tree(root)
         if not interior:
-            return None
+            if not any(a in self.single for a in root.args):
+                return None
+            family, suffix = self.stencil_name(root)
+            whole = f"vb{family}_{suffix}__p_p"
+            if len(root.args) == 1 and root.args[0].shape and whole in self.table:
+                return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
+                            True)
         body: list[Step] = []
         leaves: list[Node] = []
 
@@ -159,13 +169,15 @@ class _Planner:
 
 def find_loops(order: Sequence[Node], table: StencilTable, stores: Collection[Node],
                in_memory: Callable[[Node], bool], skip: Collection[Node],
-               stencil_name: StencilName) -> dict[Node, Loop]:
+               stencil_name: StencilName, single: Collection[Node] = ()) -> dict[Node, Loop]:
     """root -> its fused loop, for the element-wise trees of ``order`` (operands before users)
-    with at least two operations. ``skip``: nodes another fusion consumes; ``stencil_name``:
-    (family, type suffix) of a node's stencil (the lowering's)."""
+    with at least two operations, or one that reads an array of ``single`` (the arguments
+    @cp.jit reads in place: only a fused loop reads through a pointer slot). ``skip``: nodes
+    another fusion consumes; ``stencil_name``: (family, type suffix) of a node's stencil (the
+    lowering's)."""
     if not ENABLED or LOOP_BEGIN not in table:
         return {}
-    planner = _Planner(order, table, stores, in_memory, skip, stencil_name)
+    planner = _Planner(order, table, stores, in_memory, skip, stencil_name, single)
     loops: dict[Node, Loop] = {}
     absorbed: set[Node] = set()
     for node in reversed(order):  # users before operands: a root before its tree
