@@ -255,9 +255,11 @@ def has_live_float64(outputs: Iterable[Node]) -> bool:
     return False
 
 
-def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = False) -> Any:
-    """Names of the stencils ``compile_program(outputs, arch)`` chains (read from the
-    compiler's lowering step); with ``last``, the name of the last one that is not a store."""
+def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = False,
+                  in_place: bool = False) -> Any:
+    """Names of the stencils ``compile_program(outputs, arch, in_place=...)`` chains (read
+    from the compiler's lowering step); with ``last``, the name of the last one that is not a
+    store."""
     from copapy.compiler import compile_program, program
 
     chains: list[list[Any]] = []
@@ -272,7 +274,7 @@ def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = Fa
 
     program.lower_chain = spy  # type: ignore[assignment]
     try:
-        compile_program(list(outputs), arch)
+        compile_program(list(outputs), arch, in_place=in_place)
     except Lowered:
         pass
     finally:
