@@ -130,6 +130,8 @@ def expressions(draw: st.DrawFn) -> tuple[Callable[..., Any], list[Any], str]:
             steps.append((draw(st.sampled_from(binary)),
                           (draw(st.integers(0, 99)), draw(st.integers(0, 99))), scalar))
 
+    form = draw(st.sampled_from(["view", "copy", "list"]))
+
     def fn(*xs: Any) -> Any:
         pool = list(xs)
         for op, picks, scalar in steps:
@@ -137,19 +139,24 @@ def expressions(draw: st.DrawFn) -> tuple[Callable[..., Any], list[Any], str]:
             if scalar is not None:
                 operands[1] = 2 if dtype == "int32" else scalar
             pool.append(op(*operands))
-        return cp.map_to_numpy(pool[-1])
+        if form == "list":  # a nested list (written into a new array, then converted)
+            return pool[-1]
+        return cp.map_to_numpy(pool[-1], copy=form == "copy")
 
     return fn, args, dtype
 
 
-def reference(fn: Callable[..., Any], args: list[Any]) -> Any:
-    """The host-kernel reference: trace ``fn`` on input arrays and evaluate the graph."""
+def reference(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
+    """The host-kernel reference: trace ``fn`` on input arrays and evaluate the graph; and
+    whether the result is an argument itself (simplified, e.g. max(x, x))."""
     traced = [array_input(a, packed=True, dtype=BY_NAME[a.dtype.name]) for a in args]
-    out = fn(*traced).value
+    out = fn(*traced)
+    out = getattr(out, "value", out)
     assert isinstance(out, Array)
     (value,) = evaluate_graph([out.node()], {t.node(): a for t, a in zip(traced, args,
                                                                          strict=True)})
-    return np.asarray(value, dtype=NP[out.dtype.name]).reshape(out.shape)
+    return (np.asarray(value, dtype=NP[out.dtype.name]).reshape(out.shape),
+            out.node().op == "input")
 
 
 @pytest.mark.parametrize("arch", NATIVE)
@@ -158,26 +165,31 @@ def reference(fn: Callable[..., Any], args: list[Any]) -> Any:
 def test_in_place_equals_copying_and_reference(arch: str,
                                                case: tuple[Callable[..., Any], list[Any], str]
                                                ) -> None:
-    fn, args, _ = case
+    fn, args, dtype = case
     before = [a.copy() for a in args]
     in_place = cp.jit(fn, arch=arch)
-    got = in_place(*args)
+
+    def call(f: Any, *xs: Any) -> Any:
+        return np.asarray(f(*xs), dtype=NP[dtype])
+
+    got = call(in_place, *args)
     program = program_of(in_place)
     kinds = [entry[0] for entry in compiled_of(in_place).fast.inputs]
-    assert 1 not in kinds, "an argument only element-wise operations read is copied"
+    want, returned = reference(fn, args)
+    # an argument is copied only when it is the result itself (then its port is the result's)
+    assert 1 not in kinds or returned, "an argument only element-wise operations read is copied"
     copies = program.invoke_copies
-    again = in_place(*args)
+    again = call(in_place, *args)
     assert program.invoke_copies == copies + kinds.count(1), "an in-place argument was copied"
     with copying():
-        copied = cp.jit(fn, arch=arch)(*args)
-    want = reference(fn, args)
+        copied = call(cp.jit(fn, arch=arch), *args)
     assert same_bits(got, want), f"in place differs from the reference ({kinds})"
     assert same_bits(again, want)
     assert same_bits(copied, want), "the copying path differs from the reference"
     for a, b in zip(args, before, strict=True):
         assert same_bits(a, b), "the program wrote into the caller's array"
     # the slow path (arguments written into the program's copies) gives the same bits
-    assert same_bits(compiled_of(in_place).call(tuple(args)), want)
+    assert same_bits(np.asarray(compiled_of(in_place).call(tuple(args)), NP[dtype]), want)
 
 
 def sqrt_fn(x: Any) -> Any:
@@ -190,7 +202,7 @@ def test_lone_operation_reads_the_callers_buffer_without_a_copy() -> None:
     assert same_bits(f(a), np.sqrt(a))
     compiled = compiled_of(f)
     (entry,) = compiled.fast.inputs
-    assert entry[0] == 3 and len(compiled.pointers) == 1
+    assert entry[0] == 3 and len(compiled.pointers) == 2  # the argument and the result
     program = program_of(f)
     copies = program.invoke_copies
     for _ in range(3):
@@ -377,7 +389,7 @@ def test_emulated_in_place_programs_read_their_own_copy(n: int) -> None:
     x, y = array_input(a, packed=True), array_input(b, packed=True)
     outputs = [cp.sqrt(x).node(), (x * 2.0).node(), (x - y).node(), cp.sin(y).node()]
     compiled = compile_program(outputs, "aarch64", in_place=True)
-    assert len(compiled.pointers) == 2
+    assert sum(node.op == "input" for node in compiled.pointers) == 2
     ports = compiled.ports
     writes = [(ports[x.node()].offset, a.tobytes()), (ports[y.node()].offset, b.tobytes())]
     batch = Batch(compiled.image, [writes], [(ports[o].offset, o.nbytes) for o in outputs])
@@ -387,3 +399,50 @@ def test_emulated_in_place_programs_read_their_own_copy(n: int) -> None:
         assert same_bits(np.frombuffer(raw, np.float32), np.asarray(w, np.float32))
     table = load_table("aarch64")
     assert "vbsqrt_f32__p_p" in table
+
+
+@pytest.mark.parametrize("form", ["copy", "list"])
+def test_copied_result_is_written_into_a_new_array(form: str) -> None:
+    """A result the caller owns (copy=True, or a list) whose only writer is a fused loop is
+    written through its pointer slot into a new array per call, not copied out; the slot
+    designates the program's own buffer again afterwards."""
+    def fn(x: Any, y: Any) -> Any:
+        r = cp.sqrt(x * x + y * y) * 0.5 + cp.sin(x)
+        return cp.map_to_numpy(r, copy=True) if form == "copy" else r
+
+    a = np.linspace(-4, 4, 1003, dtype=np.float32)
+    b = np.linspace(1, 3, 1003, dtype=np.float32)
+    with copying():
+        want = np.asarray(cp.jit(fn)(a, b), np.float32)
+    f = cp.jit(fn)
+    first = f(a, b)
+    second = f(b, a)
+    assert same_bits(np.asarray(first, np.float32), want)
+    compiled = compiled_of(f)
+    (entry,) = compiled.fast.outputs
+    assert entry[0] == 3
+    if form == "copy":
+        assert not np.shares_memory(first, second) and first.flags.writeable
+        assert not np.shares_memory(first, memoryview(program_of(f)))
+    held = struct.unpack_from("<q", memoryview(program_of(f)), entry[5])[0]
+    assert held == entry[1] - entry[5]
+    # the slow path reads the program's own buffer, which the program writes there
+    assert same_bits(np.asarray(compiled.call((a, b)), np.float32), want)
+
+
+def test_result_also_read_is_copied_out() -> None:
+    """A result that another operation reads (or returned twice) is in the program's memory
+    and copied out as before."""
+    def fn(x: Any) -> Any:
+        y = cp.sqrt(x)
+        return cp.map_to_numpy(y, copy=True), cp.map_to_numpy(y + 1.0, copy=True)
+
+    f = cp.jit(fn)
+    a = np.linspace(0, 4, 100, dtype=np.float32)
+    got = f(a)
+    assert same_bits(got[0], np.sqrt(a)) and same_bits(got[1], np.sqrt(a) + np.float32(1))
+    assert compiled_of(f).fast.outputs[0][0] == 1
+    g = cp.jit(lambda x: (cp.map_to_numpy(cp.sqrt(x), copy=True), cp.map_to_numpy(cp.sqrt(x))))
+    got = g(a)
+    assert same_bits(got[0], np.sqrt(a)) and same_bits(got[1], np.sqrt(a))
+    assert [e[0] for e in compiled_of(g).fast.outputs] == [1, 2]

@@ -11,8 +11,10 @@
  * read the caller's buffer. A buffer not aligned to its element size is copied as for kind 1.
  * The caller's buffer stays exported (PyObject_GetBuffer) for the whole call, which holds the
  * GIL: it cannot be freed or resized meanwhile. invoke_copies counts the buffers copied.
- * Result plan entries: (kind, offset, dtype, nbytes); kind 0 scalar, 1 bytearray copy,
- * 2 None (the caller returns its own view). A mismatching argument raises TypeError before
+ * Result plan entries: (kind, offset, dtype, nbytes[, shape, pointer slot]); kind 0 scalar,
+ * 1 bytearray copy, 2 None (the caller returns its own view), 3 a new bytearray that the
+ * program writes through the pointer slot (the result's only writer is a fused loop's store):
+ * no copy out of the program; restored like an argument's slot after the run. A mismatching argument raises TypeError before
  * anything is written, so the caller can fall back to its general path. */
 
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
@@ -195,6 +197,8 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     long plan[32][4];
     long slots[32]; /* kind 3: the pointer slot; else -1 */
     Py_ssize_t held = 0, pointed = 0;
+    long out_slots[32][3]; /* results written in place: pointer slot, program offset, index */
+    Py_ssize_t out_pointed = 0;
     PyObject *result = NULL;
     /* check everything before writing anything */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -234,6 +238,41 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             }
         }
     }
+    Py_ssize_t m = PyTuple_GET_SIZE(outputs);
+    result = PyTuple_New(m);
+    if (result == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        long entry[4];
+        if (plan_entry(outputs, i, entry) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        if (entry[1] < 0 || entry[3] < 0 ||
+            (uint64_t)entry[1] + (uint64_t)entry[3] > self->prog.data_size) {
+            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
+            Py_CLEAR(result);
+            goto done;
+        }
+        if (entry[0] != 3) {
+            continue;
+        }
+        long slot = pointer_slot(PyTuple_GET_ITEM(outputs, i), self->prog.data_size);
+        PyObject *item = slot < 0 ? NULL : PyByteArray_FromStringAndSize(NULL, entry[3]);
+        if (item == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, i, item);
+        if (out_pointed < 32 && (uintptr_t)PyByteArray_AS_STRING(item) % 8 == 0) {
+            set_pointer(data + slot, PyByteArray_AS_STRING(item));
+            out_slots[out_pointed][0] = slot;
+            out_slots[out_pointed][1] = entry[1];
+            out_slots[out_pointed][2] = (long)i;
+            out_pointed++;
+        }
+    }
     Py_ssize_t b = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         long kind = plan[i][0];
@@ -254,24 +293,23 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         }
     }
     if (run_guarded(&self->prog, 0) < 0) {
+        Py_CLEAR(result);
         goto done;
     }
-    Py_ssize_t m = PyTuple_GET_SIZE(outputs);
-    result = PyTuple_New(m);
-    if (result == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < m; i++) {
+    for (Py_ssize_t i = 0, k = 0; i < m; i++) {
         long entry[4];
         if (plan_entry(outputs, i, entry) < 0) {
             Py_CLEAR(result);
             goto done;
         }
-        if (entry[1] < 0 || entry[3] < 0 ||
-            (uint64_t)entry[1] + (uint64_t)entry[3] > self->prog.data_size) {
-            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
-            Py_CLEAR(result);
-            goto done;
+        if (entry[0] == 3) {
+            if (k < out_pointed && out_slots[k][2] == (long)i) {
+                k++; /* written in place */
+            } else { /* the program wrote its own buffer (an unaligned bytearray) */
+                memcpy(PyByteArray_AS_STRING(PyTuple_GET_ITEM(result, i)), data + entry[1],
+                       (size_t)entry[3]);
+            }
+            continue;
         }
         PyObject *item;
         if (entry[0] == 0) {
@@ -293,8 +331,14 @@ done:
             set_pointer(data + slots[k], data + plan[k][1]);
         }
     }
+    for (Py_ssize_t k = 0; k < out_pointed; k++) {
+        set_pointer(data + out_slots[k][0], data + out_slots[k][1]);
+    }
     for (Py_ssize_t k = 0; k < held; k++) {
         PyBuffer_Release(&views[k]);
+    }
+    if (PyErr_Occurred()) { /* a failed argument: the results made before the run go */
+        Py_CLEAR(result);
     }
     return result;
 }

@@ -185,7 +185,8 @@ class _Compiled:
                                    in_place=True)
         program: Any = load(compiled.image, arch)
         self.ports = ports = compiled.ports
-        #: array inputs the fast path hands over by address (compile_program(in_place))
+        #: array inputs the fast path hands over by address, and results it has written into a
+        #: new array (compile_program(in_place))
         self.pointers = compiled.pointers
         self.run = program.run
         self.read = program.read
@@ -258,9 +259,10 @@ class _Compiled:
                 else:  # read in place: the buffer's address goes into the pointer slot
                     in_plan.append((3, port.offset, port.dtype.code, port.dtype.size * t.size,
                                     t.shape, slot))
-        out_plan = []
+        out_plan: list[tuple[Any, ...]] = []
         env: dict[str, Any] = {"np": np}
         results = []
+        nodes = [r.node() if isinstance(r, Array) else r.node for _, r, _ in self.plan]
         for k, ((kind, where), (_, r, _)) in enumerate(zip(self.outputs, self.plan,
                                                            strict=True)):
             if kind == "scalar":
@@ -269,7 +271,13 @@ class _Compiled:
                 continue
             port = self.ports[r.node()]
             if kind in ("list", "copy"):
-                out_plan.append((1, port.offset, port.dtype.code, port.dtype.size * r.size))
+                slot = self.pointers.get(r.node())
+                nbytes = port.dtype.size * r.size
+                if slot is not None and nodes.count(r.node()) == 1:
+                    # written through its pointer slot into a new bytearray: no copy out
+                    out_plan.append((3, port.offset, port.dtype.code, nbytes, (), slot))
+                else:
+                    out_plan.append((1, port.offset, port.dtype.code, nbytes))
                 fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
                 env[f"shape{k}"] = r.shape
                 array = f"np.frombuffer(r[{k}], '{fmt}').reshape(shape{k})"

@@ -45,7 +45,9 @@ class ChainSpec:
     ``end_copies``: (src, dst) slot copies after everything else (state takes its update).
     ``in_place``: array inputs to read through a pointer slot where they can be (@cp.jit):
     each element-wise use runs in a fused loop, a single operation too. ``pointers`` (filled
-    by ``lower_chain``): those whose every read goes through their pointer slot -> its offset.
+    by ``lower_chain``): those whose every read goes through their pointer slot -> its offset;
+    with ``in_place``, also the outputs whose only write is a fused loop's store through their
+    pointer slot and that nothing reads (a caller may point it at a fresh array).
     """
 
     placed: dict[Node, int]
@@ -85,6 +87,8 @@ class _Lowerer:
         self.pointer_slots: dict[int, int] = {}
         #: the in-place candidates that something other than a fused loop reads
         self.copied: set[Node] = set()
+        #: every node something computed reads (with in_place only)
+        self.read: set[Node] = set()
         self.instrs: list[Instr] = []
         self.regs: dict[str, list[Node | None]] = {"f32": [None, None], "f64": [None, None],
                                                    "i32": [None, None]}
@@ -158,6 +162,7 @@ class _Lowerer:
                                         self.in_place)
         skipped.update(n for loop in loops.values() for n in loop.interior)
         if self.in_place:
+            self.read = {a for node in order for a in node.args}
             self.copied = {a for node in order if node not in loops and node not in skipped
                            for a in node.args if a in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
@@ -375,12 +380,17 @@ class _Lowerer:
         return slot
 
     def pointer_inputs(self) -> dict[Node, int]:
-        """The in-place candidates read only through their pointer slot -> the slot."""
+        """The in-place candidates read only through their pointer slot -> the slot; and the
+        outputs written only by a fused loop's store, which nothing reads -> their slot."""
         out = {}
         for node in self.in_place:
             offset = self.mem.get(id(node))
             if node not in self.copied and offset is not None and offset in self.pointer_slots:
                 out[node] = self.pointer_slots[offset]
+        if self.in_place:
+            for node, offsets in self.stores.items():
+                if len(offsets) == 1 and node in self.loops and node not in self.read:
+                    out[node] = self.pointer_slots[offsets[0]]
         return out
 
     def lower_loop(self, node: Node, loop: Loop) -> None:

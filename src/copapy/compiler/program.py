@@ -66,7 +66,8 @@ class CompiledProgram:
     runtime_patches: int
     tasks: list[TaskSpec] = field(default_factory=list)
     task_ops: list[int] = field(default_factory=list)
-    #: array inputs read only through a pointer slot -> the slot (compile_program(in_place))
+    #: array inputs read only through a pointer slot, and outputs written only through one
+    #: that nothing reads -> the slot (compile_program(in_place))
     pointers: dict[Node, int] = field(default_factory=dict)
 
 
