@@ -266,12 +266,17 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         }
         PyTuple_SET_ITEM(result, i, item);
         if (out_pointed < 32 && (uintptr_t)PyByteArray_AS_STRING(item) % 8 == 0) {
-            set_pointer(data + slot, PyByteArray_AS_STRING(item));
             out_slots[out_pointed][0] = slot;
             out_slots[out_pointed][1] = entry[1];
             out_slots[out_pointed][2] = (long)i;
             out_pointed++;
         }
+    }
+    /* the slots only now, after every allocation: an allocation may collect garbage and run
+     * a finalizer that calls this program, whose own invoke restores every slot it uses */
+    for (Py_ssize_t k = 0; k < out_pointed; k++) {
+        set_pointer(data + out_slots[k][0],
+                    PyByteArray_AS_STRING(PyTuple_GET_ITEM(result, out_slots[k][2])));
     }
     Py_ssize_t b = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
