@@ -28,8 +28,9 @@
  * array in the data region into the data's initial bytes (position-independent: no load-time
  * patch), and @cp.jit's Program.invoke points the slot of an argument at the caller's buffer
  * for the length of one call and restores it afterwards, so the loop reads the caller's array
- * in place (docs/design.md, "@cp.jit in place"). One load per block and stencil. Only the forms the compiler's
- * register order can reach are defined (below, CP_FUN_D).
+ * in place (docs/design.md, "@cp.jit in place"). One load per block and stencil.
+ *
+ * Only the forms the compiler's register order can reach are defined (below, CP_FUN_D).
  * The prefix keeps them apart from the scalar stencils (<op>_<type>__...) and the packed loops
  * (forms v), which the cross-architecture tests enumerate by name. The last
  * block may be partial: loads fill the missing lanes with zeros, the store writes only the

@@ -445,3 +445,35 @@ def test_result_also_read_is_copied_out() -> None:
     got = g(a)
     assert same_bits(got[0], np.sqrt(a)) and same_bits(got[1], np.sqrt(a))
     assert [e[0] for e in compiled_of(g).fast.outputs] == [1, 2]
+
+
+KERNELS = ["sqrt", "sin", "cos", "exp", "log", "tanh"]
+
+
+@pytest.mark.parametrize("config", [Config(a, "native") for a in NATIVE]
+                         + [Config("aarch64", "unicorn")], ids=lambda c: c.id)
+def test_every_whole_array_kernel(config: Config) -> None:
+    """Each vb<op>_<T>__p_p stencil (a lone math kernel through pointer slots), at lengths
+    around its 16-element blocks, equals the host-kernel reference bit for bit."""
+    table = load_table(config.arch)
+    names = {n for n in table.names() if n.startswith("vb")}
+    assert names == {f"vb{op}_{t}__p_p" for op in KERNELS for t in ("f32", "f64")}
+    rng = np.random.default_rng(11)
+    used: set[str] = set()
+    for dtype in ("float32", "float64"):
+        for n in (1, 15, 16, 17, 100):
+            a = (rng.standard_normal(n) * 30).astype(NP[dtype])
+            a[:: 7] = np.abs(a[:: 7])
+            x = array_input(a, packed=True, dtype=BY_NAME[dtype])
+            outputs = [getattr(cp, op)(x).node() for op in KERNELS]
+            compiled = compile_program(outputs, config.arch, in_place=True)
+            used |= stencils_used(outputs, config.arch, in_place=True) & names
+            ports = compiled.ports
+            batch = Batch(compiled.image, [[(ports[x.node()].offset, a.tobytes())]],
+                          [(ports[o].offset, o.nbytes) for o in outputs])
+            execute(config, [batch])
+            want = evaluate_graph(outputs, {x.node(): a})
+            for op, raw, w in zip(KERNELS, batch.results[0], want, strict=True):
+                assert same_bits(np.frombuffer(raw, NP[dtype]), np.asarray(w, NP[dtype])), \
+                    f"{config.id}: {op} {dtype} n={n}"
+    assert used == names

@@ -14,8 +14,9 @@
  * Result plan entries: (kind, offset, dtype, nbytes[, shape, pointer slot]); kind 0 scalar,
  * 1 bytearray copy, 2 None (the caller returns its own view), 3 a new bytearray that the
  * program writes through the pointer slot (the result's only writer is a fused loop's store):
- * no copy out of the program; restored like an argument's slot after the run. A mismatching argument raises TypeError before
- * anything is written, so the caller can fall back to its general path. */
+ * no copy out of the program; restored like an argument's slot after the run. A mismatching
+ * argument raises TypeError before anything is written, so the caller can fall back to its
+ * general path. */
 
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
 {

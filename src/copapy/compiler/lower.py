@@ -379,7 +379,7 @@ class _Lowerer:
             slot = self.pointer_slots[offset] = self.layout.pointer(offset)
         return slot
 
-    def pointer_inputs(self) -> dict[Node, int]:
+    def pointer_ports(self) -> dict[Node, int]:
         """The in-place candidates read only through their pointer slot -> the slot; and the
         outputs written only by a fused loop's store, which nothing reads -> their slot."""
         out = {}
@@ -586,7 +586,7 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
                 lowerer.store(node, "m", offset, src)
     computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
     lowerer.lower(computed, progress)
-    spec.pointers.update(lowerer.pointer_inputs())
+    spec.pointers.update(lowerer.pointer_ports())
     if progress is not None:
         progress(len(computed), len(computed))
     for node, src, dst in spec.end_copies:
