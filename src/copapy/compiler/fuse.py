@@ -124,13 +124,15 @@ class _Planner:
     def plan(self, root: Node) -> Loop | None:
         interior, need = self.tree(root)
         if not interior:
-            if not any(a in self.single for a in root.args):
-                return None
+            # a lone operation: only a math kernel on an in-place argument, as its block form
+            # through pointer slots; a cheap one keeps array.c's loop (a one-operation fused
+            # loop costs more per block than that loop, and the copy it saves is cheaper)
             family, suffix = self.stencil_name(root)
             whole = f"vb{family}_{suffix}__p_p"
-            if len(root.args) == 1 and root.args[0].shape and whole in self.table:
+            if len(root.args) == 1 and root.args[0] in self.single and whole in self.table:
                 return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
                             True)
+            return None
         body: list[Step] = []
         leaves: list[Node] = []
 
@@ -171,8 +173,9 @@ def find_loops(order: Sequence[Node], table: StencilTable, stores: Collection[No
                in_memory: Callable[[Node], bool], skip: Collection[Node],
                stencil_name: StencilName, single: Collection[Node] = ()) -> dict[Node, Loop]:
     """root -> its fused loop, for the element-wise trees of ``order`` (operands before users)
-    with at least two operations, or one that reads an array of ``single`` (the arguments
-    @cp.jit reads in place: only a fused loop reads through a pointer slot). ``skip``: nodes
+    with at least two operations, or a lone math kernel that reads an array of ``single`` (the
+    arguments @cp.jit reads in place: only fused loops and the whole-array kernels ``vb<op>``
+    read through pointer slots). ``skip``: nodes
     another fusion consumes; ``stencil_name``: (family, type suffix) of a node's stencil (the
     lowering's)."""
     if not ENABLED or LOOP_BEGIN not in table:
