@@ -2,14 +2,16 @@
 pointer slots, Program.invoke's kind 3), executing generated code.
 
 Random element-wise expressions (hypothesis: float32, float64 and int32 arrays, scalars and
-constants, lengths around every block size, arguments that are slices at odd element offsets)
-give the same bits in place as on the copying path and as the NumPy / host-kernel reference
-(graph/reference.py); the caller's arrays are never written; only the arguments the plan
-copies are copied (Program.invoke_copies); and a pointer slot designates the program's own
-copy again after each call, so a run after the caller's array died reads nothing of it. Arguments the fast path
-cannot take as they are (non-contiguous, another element type, unaligned) fall back to a
-converted or copied argument, an argument that a reduction also reads stays a copied input,
-and images compiled without ``in_place`` (LocalTarget, cp.save) have no pointer inputs.
+constants, lengths around every block size, arguments that are slices at odd element offsets,
+view, copy and list results) give the same bits in place as on the copying path and as the
+NumPy / host-kernel reference (graph/reference.py); the caller's arrays are never written;
+only the arguments the plan copies are copied (Program.invoke_copies); and a pointer slot
+designates the program's own copy again after each call, so a run after the caller's array
+died reads nothing of it. Arguments the fast path cannot take as they are (non-contiguous,
+another element type, unaligned) fall back to a converted or copied argument; an argument
+that a reduction, a view or a lone cheap operation also reads stays a copied input; results
+the caller owns are written into new arrays; images compiled without ``in_place``
+(LocalTarget, cp.save) have no pointer inputs.
 """
 
 from __future__ import annotations
