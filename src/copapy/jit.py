@@ -2,12 +2,14 @@
 
 Signature: for each argument its kind (number, sequence, buffer), element type and shape.
 A new signature compiles a new program; programs live in a bounded LRU cache. Array
-arguments are packed inputs. One that only element-wise operations read is read in place:
-the program's fused loops read the caller's buffer through a pointer slot that the call sets
-(when the buffer is C-contiguous, of the element type and aligned to it). Any other array is
-copied once, straight into the program's memory (converting the element type in the same
-copy when needed: uint8/int8/int16/int64 to int32, float16 to float32). Results are numbers,
-nested lists, or NumPy arrays where the function returned ``cp.map_to_numpy(value)``.
+arguments are packed inputs. One that only fused element-wise loops (two operations or more)
+and lone math kernels read is read in place: the program reads the caller's buffer through a
+pointer slot that the call sets (when the buffer is C-contiguous, of the element type and
+aligned to it). Any other array is copied once, straight into the program's memory
+(converting the element type in the same copy when needed: uint8/int8/int16/int64 to int32,
+float16 to float32). Results are numbers, nested lists, or NumPy arrays where the function
+returned ``cp.map_to_numpy(value)``; one the caller owns (a copy, a list) that a fused loop
+writes is written straight into a new array.
 
 Thread safety: a program runs as one C call that writes the arguments, runs and reads the
 results while holding the GIL, so concurrent calls from several threads never see each other's
