@@ -18,9 +18,19 @@
  * scalar stencil after it), then the index, the count and the two vector registers.
  *
  * Naming: vr<op>_<type>__<d>_<a>[_<b>] (vr: vector register) with the operand forms 0, 1 (the
- * vector register v0, v1), p (the packed block of array slot a or b at index vi) and m (scalar
- * slot a or b, broadcast); the result goes to register d. Only the forms the compiler's
- * register order can reach are defined (below, CP_FUN_D).
+ * vector register v0, v1), p (the packed block at index vi of the array that the pointer slot
+ * of role a or b designates, below) and m (scalar slot a or b, broadcast); the result goes to
+ * register d.
+ *
+ * Arrays through pointer slots: form p and the store do not address an array slot directly
+ * but through an 8-byte pointer slot cp_p<role>_ptr that holds the array's address *relative
+ * to the pointer slot itself* (base = &slot + slot). The compiler writes the offset of the
+ * array in the data region into the data's initial bytes (position-independent: no load-time
+ * patch), and @cp.jit's Program.invoke points the slot of an argument at the caller's buffer
+ * for the length of one call and restores it afterwards, so the loop reads the caller's array
+ * in place (docs/design.md, "@cp.jit in place"). One load per block and stencil.
+ *
+ * Only the forms the compiler's register order can reach are defined (below, CP_FUN_D).
  * The prefix keeps them apart from the scalar stencils (<op>_<type>__...) and the packed loops
  * (forms v), which the cross-architecture tests enumerate by name. The last
  * block may be partial: loads fill the missing lanes with zeros, the store writes only the
@@ -47,6 +57,7 @@ typedef int32_t cp_vreg __attribute__((vector_size(CP_FUSE_BYTES)));
 
 extern CP_CC void cp_vnext(CP_VREGS);
 extern CP_CC void cp_vloop(CP_VREGS);
+extern int64_t cp_pa_ptr, cp_pb_ptr, cp_pout_ptr;
 
 #pragma GCC visibility pop
 
@@ -96,10 +107,20 @@ CP_FUSE_MEMORY(i32)
 #define cp_fload_bool cp_fload_i32
 #define cp_fbcast_bool cp_fbcast_i32
 
+/* The array a pointer slot designates: the slot's own address plus the offset it holds (in
+ * unsigned arithmetic: an integer-to-pointer conversion, never pointer arithmetic beyond an
+ * object). Fused tables are 64-bit only. */
+_Static_assert(sizeof(void *) == sizeof(int64_t), "fused loops need 64-bit pointers");
+static inline __attribute__((always_inline)) void *cp_fbase(const int64_t *slot)
+{
+    return (void *)((uintptr_t)slot + (uintptr_t)*slot);
+}
+#define CP_FARRAY(T, r) ((CT_##T *)cp_fbase(&cp_p##r##_ptr))
+
 /* Operand fetch of form 0, 1, p, m (role r, block type T). */
 #define CP_FSRC_0(T, r) ((cp_fv_##T)v0)
 #define CP_FSRC_1(T, r) ((cp_fv_##T)v1)
-#define CP_FSRC_p(T, r) cp_fload_##T(VSLOT_##T(r), vi, vn)
+#define CP_FSRC_p(T, r) cp_fload_##T(CP_FARRAY(T, r), vi, vn)
 #define CP_FSRC_m(T, r) cp_fbcast_##T(SLOT_##T(r))
 
 /* The lanes of a block: y = EXPR of the lanes of x (and z) as a and b. kind vec calls the
@@ -192,7 +213,7 @@ CP_VSTENCIL(vloop_i32__begin)
 #define CP_FUSE_LOOP(T)                                                                        \
     CP_VSTENCIL(vrstore_##T##__p_0)                                                             \
     {                                                                                          \
-        cp_fstore_##T(VSLOT_##T(out), vi, vn, (cp_fv_##T)v0);                                  \
+        cp_fstore_##T(CP_FARRAY(T, out), vi, vn, (cp_fv_##T)v0);                               \
         CP_VNEXT();                                                                            \
     }                                                                                          \
     CP_VSTENCIL(vloop_##T##__end)                                                              \
@@ -206,5 +227,25 @@ CP_VSTENCIL(vloop_i32__begin)
 CP_FUSE_LOOP(f32)
 CP_FUSE_LOOP(f64)
 CP_FUSE_LOOP(i32)
+
+/* ---- a lone math kernel over a whole array, through pointer slots ------------------------ */
+
+/* vb<op>_<T>__p_p: a lone operation of kind vec (a math kernel with a block form) on an array
+ * that @cp.jit reads in place runs the kernel's block form over the whole array, as array.c's
+ * <op>_<T>__v_v does, with the operand and the result through pointer slots. In a fused loop
+ * it would call the kernel's lane form once per register, which costs more than the pass of
+ * a cheap kernel (sqrt: 2.5x). Same kernel, so the same bits. */
+#if CP_VMATH
+#define CP_FWHOLE(arity, op, TI, TO, kind, EXPR) CP_FWHOLE_##kind(op, TI)
+#define CP_FWHOLE_vec(op, T)                                                                   \
+    CP_STENCIL(vb##op##_##T##__p_p)                                                            \
+    {                                                                                          \
+        cp_v##op##_##T(CP_FARRAY(T, out), CP_FARRAY(T, a), CP_LEN(cp_n_i32));                  \
+        CP_NEXT();                                                                             \
+    }
+#define CP_FWHOLE_num(op, T)
+#define CP_FWHOLE_bits(op, T)
+CP_ELEMENTS(CP_FWHOLE)
+#endif
 
 #endif /* CP_FUSE_BYTES */

@@ -255,17 +255,21 @@ def has_live_float64(outputs: Iterable[Node]) -> bool:
     return False
 
 
-def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = False) -> Any:
-    """Names of the stencils ``compile_program(outputs, arch)`` chains (read from the
-    compiler's lowering step); with ``last``, the name of the last one that is not a store."""
-    names = stencil_sequence(outputs, arch)
+def stencils_used(outputs: Sequence[Node], arch: str = "x86_64", last: bool = False,
+                  in_place: bool = False) -> Any:
+    """Names of the stencils ``compile_program(outputs, arch, in_place=...)`` chains (read
+    from the compiler's lowering step); with ``last``, the name of the last one that is not a
+    store."""
+    names = stencil_sequence(outputs, arch, in_place)
     if last:
         return [n for n in names if not n.startswith("store_")][-1]
     return set(names)
 
 
-def stencil_sequence(outputs: Sequence[Node], arch: str = "x86_64") -> list[str]:
-    """The stencils of the chains ``compile_program(outputs, arch)`` lowers, in order."""
+def stencil_sequence(outputs: Sequence[Node], arch: str = "x86_64",
+                     in_place: bool = False) -> list[str]:
+    """The stencils of the chains ``compile_program(outputs, arch, in_place=...)`` lowers, in
+    order."""
     from copapy.compiler import compile_program, program
 
     chains: list[list[Any]] = []
@@ -280,7 +284,7 @@ def stencil_sequence(outputs: Sequence[Node], arch: str = "x86_64") -> list[str]
 
     program.lower_chain = spy  # type: ignore[assignment]
     try:
-        compile_program(list(outputs), arch)
+        compile_program(list(outputs), arch, in_place=in_place)
     except Lowered:
         pass
     finally:

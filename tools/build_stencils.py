@@ -60,7 +60,10 @@ COMMON_FLAGS = [
     "-fdata-sections", "-fno-jump-tables", "-Wall", "-Wextra", "-Werror",
     "-Wno-unused-parameter",
 ]
-SLOT_RE = re.compile(r"^cp_(?:v(?=(?:a|b|c|out)_))?(a|b|c|out|[nkj](?=_i32$))_(f32|f64|i32)$")
+# a slot symbol: cp_<role>_<type> (scalar), cp_v<role>_<type> (array), cp_p<role>_ptr (the
+# pointer slot of a fused loop's array operand, stencils/fused.c); the role is what counts
+SLOT_RE = re.compile(r"^cp_(?:v(?=(?:a|b|c|out)_)|p(?=(?:a|b|out)_ptr$))?"
+                     r"(a|b|c|out|[nkj](?=_i32$))_(f32|f64|i32|ptr)$")
 STENCIL_RE = re.compile(r"^([a-z0-9]+)_(f32|f64|i32)__")
 
 

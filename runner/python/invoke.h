@@ -2,12 +2,21 @@
  * call. Holding the GIL throughout makes the call atomic for other Python threads, and there
  * is no per-argument Python work: this is the fast path of @cp.jit. Included by module.c. */
 
-/* Argument plan entries: (kind, offset, dtype, nbytes[, shape]); kind 0 scalar, 1 buffer (its
- * shape tuple must match the argument's exactly: the signature decides, never the byte count
- * alone), 2 unused.
- * Result plan entries: (kind, offset, dtype, nbytes); kind 0 scalar, 1 bytearray copy,
- * 2 None (the caller returns its own view). A mismatching argument raises TypeError before
- * anything is written, so the caller can fall back to its general path. */
+/* Argument plan entries: (kind, offset, dtype, nbytes[, shape[, pointer slot]]); kind 0 scalar,
+ * 1 buffer (its shape tuple must match the argument's exactly: the signature decides, never
+ * the byte count alone), 2 unused, 3 buffer read in place: checked like kind 1, then the
+ * 8-byte pointer slot at `pointer slot` gets the buffer's address relative to the slot
+ * (stencils/fused.c) instead of the bytes being copied to `offset`; after the run, whatever
+ * happened, the slot points at `offset` again (the program's own copy), so no later run can
+ * read the caller's buffer. A buffer not aligned to its element size is copied as for kind 1.
+ * The caller's buffer stays exported (PyObject_GetBuffer) for the whole call, which holds the
+ * GIL: it cannot be freed or resized meanwhile. invoke_copies counts the buffers copied.
+ * Result plan entries: (kind, offset, dtype, nbytes[, shape, pointer slot]); kind 0 scalar,
+ * 1 bytearray copy, 2 None (the caller returns its own view), 3 a new bytearray that the
+ * program writes through the pointer slot (the result's only writer is a fused loop's store):
+ * no copy out of the program; restored like an argument's slot after the run. A mismatching
+ * argument raises TypeError before anything is written, so the caller can fall back to its
+ * general path. */
 
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
 {
@@ -66,8 +75,8 @@ static int write_value(uint8_t *p, uint8_t dtype, PyObject *arg)
 static int plan_entry(PyObject *plan, Py_ssize_t i, long out[4])
 {
     PyObject *e = PyTuple_GET_ITEM(plan, i);
-    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 4 || PyTuple_GET_SIZE(e) > 5) {
-        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4- or 5-tuples");
+    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 4 || PyTuple_GET_SIZE(e) > 6) {
+        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4- to 6-tuples");
         return -1;
     }
     for (int k = 0; k < 4; k++) {
@@ -127,6 +136,31 @@ static int shape_matches(const Py_buffer *view, PyObject *entry)
     return 1;
 }
 
+/* The pointer slot of an in-place entry (kind 3), inside the data region and 8-aligned
+ * relative to it (the compiler aligns it); -1 with an exception otherwise. */
+static long pointer_slot(PyObject *entry, uint32_t data_size)
+{
+    long slot = -1;
+    if (PyTuple_GET_SIZE(entry) == 6) {
+        slot = PyLong_AsLong(PyTuple_GET_ITEM(entry, 5));
+        if (slot == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    if (slot < 0 || slot % 8 != 0 || (uint64_t)slot + 8 > data_size) {
+        PyErr_SetString(PyExc_ValueError, "invoke: pointer slot outside the data region");
+        return -1;
+    }
+    return slot;
+}
+
+/* The offset a pointer slot holds to designate `target` (addresses relative to the slot). */
+static void set_pointer(uint8_t *slot, const void *target)
+{
+    int64_t rel = (int64_t)((uintptr_t)target - (uintptr_t)slot);
+    memcpy(slot, &rel, sizeof rel);
+}
+
 static int scalar_matches(PyObject *arg, long dtype)
 {
     switch (dtype) {
@@ -162,7 +196,10 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     uint8_t *data = cp_program_data(&self->prog);
     Py_buffer views[32];
     long plan[32][4];
-    Py_ssize_t held = 0;
+    long slots[32]; /* kind 3: the pointer slot; else -1 */
+    Py_ssize_t held = 0, pointed = 0;
+    long out_slots[32][3]; /* results written in place: pointer slot, program offset, index */
+    Py_ssize_t out_pointed = 0;
     PyObject *result = NULL;
     /* check everything before writing anything */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -175,12 +212,19 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
             goto done;
         }
+        slots[i] = -1;
+        if (kind == 3) {
+            slots[i] = pointer_slot(PyTuple_GET_ITEM(inputs, i), self->prog.data_size);
+            if (slots[i] < 0) {
+                goto done;
+            }
+        }
         PyObject *arg = PyTuple_GET_ITEM(call_args, i);
         if (kind == 0 && !scalar_matches(arg, dtype)) {
             PyErr_SetString(PyExc_TypeError, "invoke: argument type differs from the plan");
             goto done;
         }
-        if (kind == 1) {
+        if (kind == 1 || kind == 3) {
             if (PyObject_GetBuffer(arg, &views[held], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
                                                           PyBUF_ND) < 0) {
                 PyErr_Clear();
@@ -194,23 +238,6 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
                 goto done;
             }
         }
-    }
-    Py_ssize_t b = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        long kind = plan[i][0];
-        uint8_t *dst = data + plan[i][1];
-        PyObject *arg = PyTuple_GET_ITEM(call_args, i);
-        if (kind == 0) {
-            if (write_value(dst, (uint8_t)plan[i][2], arg) < 0) {
-                goto done;
-            }
-        } else if (kind == 1) {
-            memcpy(dst, views[b].buf, (size_t)views[b].len);
-            b++;
-        }
-    }
-    if (run_guarded(&self->prog, 0) < 0) {
-        goto done;
     }
     Py_ssize_t m = PyTuple_GET_SIZE(outputs);
     result = PyTuple_New(m);
@@ -229,6 +256,67 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             Py_CLEAR(result);
             goto done;
         }
+        if (entry[0] != 3) {
+            continue;
+        }
+        long slot = pointer_slot(PyTuple_GET_ITEM(outputs, i), self->prog.data_size);
+        PyObject *item = slot < 0 ? NULL : PyByteArray_FromStringAndSize(NULL, entry[3]);
+        if (item == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, i, item);
+        if (out_pointed < 32 && (uintptr_t)PyByteArray_AS_STRING(item) % 8 == 0) {
+            out_slots[out_pointed][0] = slot;
+            out_slots[out_pointed][1] = entry[1];
+            out_slots[out_pointed][2] = (long)i;
+            out_pointed++;
+        }
+    }
+    /* the slots only now, after every allocation: an allocation may collect garbage and run
+     * a finalizer that calls this program, whose own invoke restores every slot it uses */
+    for (Py_ssize_t k = 0; k < out_pointed; k++) {
+        set_pointer(data + out_slots[k][0],
+                    PyByteArray_AS_STRING(PyTuple_GET_ITEM(result, out_slots[k][2])));
+    }
+    Py_ssize_t b = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long kind = plan[i][0];
+        uint8_t *dst = data + plan[i][1];
+        PyObject *arg = PyTuple_GET_ITEM(call_args, i);
+        if (kind == 0) {
+            if (write_value(dst, (uint8_t)plan[i][2], arg) < 0) {
+                goto done;
+            }
+        } else if (kind == 3 && (uintptr_t)views[b].buf % (uintptr_t)views[b].itemsize == 0) {
+            set_pointer(data + slots[i], views[b].buf);
+            pointed = n; /* from here on, the slots are restored at the end */
+            b++;
+        } else if (kind == 1 || kind == 3) {
+            memcpy(dst, views[b].buf, (size_t)views[b].len);
+            self->invoke_copies++;
+            b++;
+        }
+    }
+    if (run_guarded(&self->prog, 0) < 0) {
+        Py_CLEAR(result);
+        goto done;
+    }
+    for (Py_ssize_t i = 0, k = 0; i < m; i++) {
+        long entry[4];
+        if (plan_entry(outputs, i, entry) < 0) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        if (entry[0] == 3) {
+            if (k < out_pointed && out_slots[k][2] == (long)i) {
+                k++; /* written in place */
+            } else { /* the program wrote its own buffer (an unaligned bytearray) */
+                memcpy(PyByteArray_AS_STRING(PyTuple_GET_ITEM(result, i)), data + entry[1],
+                       (size_t)entry[3]);
+            }
+            continue;
+        }
         PyObject *item;
         if (entry[0] == 0) {
             item = read_value(data + entry[1], (uint8_t)entry[2]);
@@ -244,8 +332,19 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         PyTuple_SET_ITEM(result, i, item);
     }
 done:
+    for (Py_ssize_t k = 0; k < pointed; k++) {
+        if (slots[k] >= 0) {
+            set_pointer(data + slots[k], data + plan[k][1]);
+        }
+    }
+    for (Py_ssize_t k = 0; k < out_pointed; k++) {
+        set_pointer(data + out_slots[k][0], data + out_slots[k][1]);
+    }
     for (Py_ssize_t k = 0; k < held; k++) {
         PyBuffer_Release(&views[k]);
+    }
+    if (PyErr_Occurred()) { /* a failed argument: the results made before the run go */
+        Py_CLEAR(result);
     }
     return result;
 }

@@ -70,6 +70,7 @@ typedef struct {
     Py_ssize_t exports;   /* live buffer views of the data region */
     Py_ssize_t schedulers; /* live Scheduler objects driving this program */
     int runnable;         /* the image's code is for this machine */
+    uint64_t invoke_copies; /* argument buffers invoke() copied into the data region */
 } ProgramObject;
 
 static uint16_t host_arch(void)
@@ -427,6 +428,12 @@ static PyObject *Program_get_code(ProgramObject *self, void *closure)
                                      (Py_ssize_t)self->prog.code_size);
 }
 
+static PyObject *Program_get_invoke_copies(ProgramObject *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromUnsignedLongLong(self->invoke_copies);
+}
+
 static PyObject *Program_get_arch(ProgramObject *self, void *closure)
 {
     (void)closure;
@@ -447,6 +454,8 @@ static PyGetSetDef Program_getset[] = {
     {"code", (getter)Program_get_code, NULL, "bytes of the patched code region", NULL},
     {"arch", (getter)Program_get_arch, NULL, "architecture id the program was loaded for",
      NULL},
+    {"invoke_copies", (getter)Program_get_invoke_copies, NULL,
+     "argument buffers invoke() copied (those it read in place are not counted)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1205,6 +1214,7 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->platform.memory_option = memory_option;
     self->exports = 0;
     self->schedulers = 0;
+    self->invoke_copies = 0;
     self->runnable = arch != 0 && arch == host_arch();
     /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
      * import: the replaced handler becomes the one faults outside guarded code go to */

@@ -2,10 +2,14 @@
 
 Signature: for each argument its kind (number, sequence, buffer), element type and shape.
 A new signature compiles a new program; programs live in a bounded LRU cache. Array
-arguments are packed inputs: each call copies every array once, straight into the program's
-memory (converting the element type in the same copy when needed: uint8/int8/int16/int64 to
-int32, float16 to float32). Results are numbers, nested lists, or NumPy arrays where the
-function returned ``cp.map_to_numpy(value)``.
+arguments are packed inputs. One that only fused element-wise loops (two operations or more)
+and lone math kernels read is read in place: the program reads the caller's buffer through a
+pointer slot that the call sets (when the buffer is C-contiguous, of the element type and
+aligned to it). Any other array is copied once, straight into the program's memory
+(converting the element type in the same copy when needed: uint8/int8/int16/int64 to int32,
+float16 to float32). Results are numbers, nested lists, or NumPy arrays where the function
+returned ``cp.map_to_numpy(value)``; one the caller owns (a copy, a list) that a fused loop
+writes is written straight into a new array.
 
 Thread safety: a program runs as one C call that writes the arguments, runs and reads the
 results while holding the GIL, so concurrent calls from several threads never see each other's
@@ -179,9 +183,13 @@ class _Compiled:
                 self.plan[-1] = ("list", r, False)
             elif isinstance(r, Array) and copy:
                 self.plan[-1] = ("copy", r, False)
-        compiled = compile_program(flatten(outputs, "a jitted function's results"), arch)
+        compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
+                                   in_place=True)
         program: Any = load(compiled.image, arch)
         self.ports = ports = compiled.ports
+        #: array inputs the fast path hands over by address, and results it has written into a
+        #: new array (compile_program(in_place))
+        self.pointers = compiled.pointers
         self.run = program.run
         self.read = program.read
         self.write = program.write
@@ -245,11 +253,18 @@ class _Compiled:
                 port = self.ports[t.nodes()[0]]
                 if port.dtype.is_bool:
                     return None  # bool arrays are stored as int32: converted on the slow path
-                in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
-                                t.shape))
-        out_plan = []
+                node = t.nodes()[0]
+                slot = self.pointers.get(node)
+                if slot is None:
+                    in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
+                                    t.shape))
+                else:  # read in place: the buffer's address goes into the pointer slot
+                    in_plan.append((3, port.offset, port.dtype.code, port.dtype.size * t.size,
+                                    t.shape, slot))
+        out_plan: list[tuple[Any, ...]] = []
         env: dict[str, Any] = {"np": np}
         results = []
+        nodes = [r.node() if isinstance(r, Array) else r.node for _, r, _ in self.plan]
         for k, ((kind, where), (_, r, _)) in enumerate(zip(self.outputs, self.plan,
                                                            strict=True)):
             if kind == "scalar":
@@ -258,7 +273,13 @@ class _Compiled:
                 continue
             port = self.ports[r.node()]
             if kind in ("list", "copy"):
-                out_plan.append((1, port.offset, port.dtype.code, port.dtype.size * r.size))
+                slot = self.pointers.get(r.node())
+                nbytes = port.dtype.size * r.size
+                if slot is not None and nodes.count(r.node()) == 1:
+                    # written through its pointer slot into a new bytearray: no copy out
+                    out_plan.append((3, port.offset, port.dtype.code, nbytes, (), slot))
+                else:
+                    out_plan.append((1, port.offset, port.dtype.code, nbytes))
                 fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
                 env[f"shape{k}"] = r.shape
                 array = f"np.frombuffer(r[{k}], '{fmt}').reshape(shape{k})"

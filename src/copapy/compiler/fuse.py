@@ -48,6 +48,9 @@ class Loop(NamedTuple):
     body: tuple[Step, ...]
     store: str
     end: str
+    #: the body is one stencil over the whole array (vb<op>: a lone math kernel's block form
+    #: through pointer slots), without the loop skeleton
+    whole: bool = False
 
 
 StencilName = Callable[[Node], tuple[str, str]]
@@ -56,8 +59,9 @@ StencilName = Callable[[Node], tuple[str, str]]
 class _Planner:
     def __init__(self, order: Sequence[Node], table: StencilTable, stores: Collection[Node],
                  in_memory: Callable[[Node], bool], skip: Collection[Node],
-                 stencil_name: StencilName) -> None:
+                 stencil_name: StencilName, single: Collection[Node]) -> None:
         self.table = table
+        self.single = single
         self.stencil_name = stencil_name
         self.skip = skip
         self.stores = stores
@@ -120,6 +124,14 @@ class _Planner:
     def plan(self, root: Node) -> Loop | None:
         interior, need = self.tree(root)
         if not interior:
+            # a lone operation: only a math kernel on an in-place argument, as its block form
+            # through pointer slots; a cheap one keeps array.c's loop (a one-operation fused
+            # loop costs more per block than that loop, and the copy it saves is cheaper)
+            family, suffix = self.stencil_name(root)
+            whole = f"vb{family}_{suffix}__p_p"
+            if len(root.args) == 1 and root.args[0] in self.single and whole in self.table:
+                return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
+                            True)
             return None
         body: list[Step] = []
         leaves: list[Node] = []
@@ -159,13 +171,16 @@ class _Planner:
 
 def find_loops(order: Sequence[Node], table: StencilTable, stores: Collection[Node],
                in_memory: Callable[[Node], bool], skip: Collection[Node],
-               stencil_name: StencilName) -> dict[Node, Loop]:
+               stencil_name: StencilName, single: Collection[Node] = ()) -> dict[Node, Loop]:
     """root -> its fused loop, for the element-wise trees of ``order`` (operands before users)
-    with at least two operations. ``skip``: nodes another fusion consumes; ``stencil_name``:
-    (family, type suffix) of a node's stencil (the lowering's)."""
+    with at least two operations, or a lone math kernel that reads an array of ``single`` (the
+    arguments @cp.jit reads in place: only fused loops and the whole-array kernels ``vb<op>``
+    read through pointer slots). ``skip``: nodes
+    another fusion consumes; ``stencil_name``: (family, type suffix) of a node's stencil (the
+    lowering's)."""
     if not ENABLED or LOOP_BEGIN not in table:
         return {}
-    planner = _Planner(order, table, stores, in_memory, skip, stencil_name)
+    planner = _Planner(order, table, stores, in_memory, skip, stencil_name, single)
     loops: dict[Node, Loop] = {}
     absorbed: set[Node] = set()
     for node in reversed(order):  # users before operands: a root before its tree

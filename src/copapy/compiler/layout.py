@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from ..dtypes import DType
@@ -20,6 +21,8 @@ class Port:
 
 
 ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, ROLE_CONSTANT = 1, 2, 3, 4
+#: bytes of a pointer slot (fused loops exist on 64-bit little-endian targets only)
+POINTER_SIZE = 8
 
 
 @dataclass
@@ -61,6 +64,15 @@ class DataLayout:
         if offset is None:
             offset = self.alloc(len(raw), raw, align or dtype.size)
             self._consts[key] = offset
+        return offset
+
+    def pointer(self, target: int) -> int:
+        """An 8-byte pointer slot designating offset ``target``: it holds ``target`` relative to
+        the slot itself (little-endian; stencils/fused.c adds it to the slot's address), so the
+        initial data stays position-independent. Never shared: @cp.jit redirects the slot of
+        an argument for one call (compiler/lower.py)."""
+        offset = self.alloc(POINTER_SIZE, align=POINTER_SIZE)
+        self.init[offset : offset + POINTER_SIZE] = struct.pack("<q", target - offset)
         return offset
 
     def init_bytes(self) -> bytes:

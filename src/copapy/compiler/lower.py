@@ -10,7 +10,7 @@ slots are reused once their value is dead. Everything is linear in the number of
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..dtypes import DType, int32
@@ -43,11 +43,18 @@ class ChainSpec:
     ``placed``: leaves already in memory (inputs, values of other tasks, state) -> offset.
     ``stores``: nodes whose value must be written to these offsets (outputs, next state).
     ``end_copies``: (src, dst) slot copies after everything else (state takes its update).
+    ``in_place``: array inputs to read through a pointer slot where they can be (@cp.jit):
+    each element-wise use runs in a fused loop, a single operation too. ``pointers`` (filled
+    by ``lower_chain``): those whose every read goes through their pointer slot -> its offset;
+    with ``in_place``, also the outputs whose only write is a fused loop's store through their
+    pointer slot and that nothing reads (a caller may point it at a fresh array).
     """
 
     placed: dict[Node, int]
     stores: dict[Node, list[int]]
     end_copies: list[tuple[Node, int, int]]
+    in_place: set[Node] = field(default_factory=set)
+    pointers: dict[Node, int] = field(default_factory=dict)
 
 
 def _class(dtype: DType) -> str:
@@ -71,10 +78,17 @@ def _stencil_name(node: Node) -> tuple[str, str]:
 
 class _Lowerer:
     def __init__(self, table: StencilTable, layout: DataLayout,
-                 stores: dict[Node, list[int]]) -> None:
+                 stores: dict[Node, list[int]], in_place: set[Node] | None = None) -> None:
         self.table = table
         self.layout = layout
         self.stores = stores
+        self.in_place: set[Node] = in_place or set()
+        #: data offset -> the pointer slot a fused loop reads or writes that array through
+        self.pointer_slots: dict[int, int] = {}
+        #: the in-place candidates that something other than a fused loop reads
+        self.copied: set[Node] = set()
+        #: every node something computed reads (with in_place only)
+        self.read: set[Node] = set()
         self.instrs: list[Instr] = []
         self.regs: dict[str, list[Node | None]] = {"f32": [None, None], "f64": [None, None],
                                                    "i32": [None, None]}
@@ -146,8 +160,15 @@ class _Lowerer:
         self.fused = fused = self.find_fusions(order)
         skipped = {f[1] for f in fused.values()}
         self.loops = loops = find_loops(order, self.table, self.stores,
-                                        lambda n: id(n) in self.mem, skipped, _stencil_name)
+                                        lambda n: id(n) in self.mem, skipped, _stencil_name,
+                                        self.in_place)
         skipped.update(n for loop in loops.values() for n in loop.interior)
+        if self.in_place:
+            self.read = {a for node in order for a in node.args}
+            self.copied = {a for node in order if node not in loops and node not in skipped
+                           for a in node.args if a in self.in_place}
+            self.copied.update(a for node in fused for a in self.operands(node)
+                               if a in self.in_place)
         remaining = self.remaining
         special = fused.keys() | loops.keys()
         for i in range(len(order) - 1, -1, -1):
@@ -361,17 +382,48 @@ class _Lowerer:
         self.free_dead(args)
         self.finish_scalar(node, regs, dst)
 
+    def pointer_to(self, offset: int) -> int:
+        """The pointer slot designating the array at ``offset`` (one per array offset, so an
+        in-place input's reads all go through its one slot). Never an input's own slot for a
+        result: inputs are placed, not temporaries, so no result takes their offset."""
+        slot = self.pointer_slots.get(offset)
+        if slot is None:
+            slot = self.pointer_slots[offset] = self.layout.pointer(offset)
+        return slot
+
+    def pointer_ports(self) -> dict[Node, int]:
+        """The in-place candidates read only through their pointer slot -> the slot; and the
+        outputs written only by a fused loop's store, which nothing reads -> their slot."""
+        out = {}
+        for node in self.in_place:
+            offset = self.mem.get(id(node))
+            if node not in self.copied and offset is not None and offset in self.pointer_slots:
+                out[node] = self.pointer_slots[offset]
+        if self.in_place:
+            for node, offsets in self.stores.items():
+                if len(offsets) == 1 and node in self.loops and node not in self.read:
+                    out[node] = self.pointer_slots[offsets[0]]
+        return out
+
     def lower_loop(self, node: Node, loop: Loop) -> None:
         """A fused element-wise loop (compiler/fuse.py); its result may reuse an operand's
-        slot, as an unfused element-wise result may (block i is read before it is stored)."""
-        body = [(step.stencil, [(role, self.slot_of(x) if x.shape else self.ensure_mem(x))
-                                for role, x in step.operands]) for step in loop.body]
+        slot, as an unfused element-wise result may (block i is read before it is stored).
+        Its arrays are addressed through pointer slots (stencils/fused.c)."""
+        body = [(step.stencil, [(role, self.pointer_to(self.slot_of(x)) if x.shape
+                                 else self.ensure_mem(x)) for role, x in step.operands])
+                for step in loop.body]
         self.consume(node)
         out = self.array_out(node)
+        if loop.whole:
+            stencil, slots = body[0]
+            self.emit(stencil, [*slots, ("out", self.pointer_to(out)),
+                                ("n", self.const_int(node.size))])
+            self.copy_stores(node, skip_first=True)
+            return
         self.emit(LOOP_BEGIN, [("n", self.const_int(node.size))])
         for stencil, slots in body:
             self.emit(stencil, slots)
-        self.emit(loop.store, [("out", out)])
+        self.emit(loop.store, [("out", self.pointer_to(out))])
         self.emit(loop.end, [])
         self.copy_stores(node, skip_first=True)
 
@@ -565,7 +617,8 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
     roots = list(spec.stores) + [src for src, _, _ in spec.end_copies]
     order = evaluation_order(roots, stop=spec.placed, live=live)
     check_types(order, table)
-    lowerer = _Lowerer(table, layout, spec.stores)
+    lowerer = _Lowerer(table, layout, spec.stores,
+                       {n for n in spec.in_place if n in spec.placed and n not in spec.stores})
     for node, offset in spec.placed.items():
         lowerer.mem[id(node)] = offset
     # outputs that are values in memory already: copied first, before state changes
@@ -576,6 +629,7 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
                 lowerer.store(node, "m", offset, src)
     computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
     lowerer.lower(computed, progress)
+    spec.pointers.update(lowerer.pointer_ports())
     if progress is not None:
         progress(len(computed), len(computed))
     for node, src, dst in spec.end_copies:

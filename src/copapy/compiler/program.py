@@ -66,6 +66,9 @@ class CompiledProgram:
     runtime_patches: int
     tasks: list[TaskSpec] = field(default_factory=list)
     task_ops: list[int] = field(default_factory=list)
+    #: array inputs read only through a pointer slot, and outputs written only through one
+    #: that nothing reads -> the slot (compile_program(in_place))
+    pointers: dict[Node, int] = field(default_factory=dict)
 
 
 def _closure(roots: Sequence[Node],
@@ -190,15 +193,23 @@ class _Builder:
 
 @without_gc
 def compile_program(outputs: Sequence[Node], arch: str,
-                    names: Mapping[Node, str] | None = None) -> CompiledProgram:
+                    names: Mapping[Node, str] | None = None,
+                    in_place: bool = False) -> CompiledProgram:
     """One chain, run on request (``tg.run()``): inputs and outputs are read in place.
-    ``names`` gives ports other names than the defaults (``outputK``, the inputs' names)."""
+    ``names`` gives ports other names than the defaults (``outputK``, the inputs' names).
+    ``in_place`` (@cp.jit only): array inputs that only element-wise operations read are read
+    through pointer slots, which the caller may point at its own buffer for one call
+    (``CompiledProgram.pointers``; docs/design.md, "@cp.jit in place"). Images for
+    LocalTarget, cp.save and SerialTarget never ask for it."""
     b = _Builder(arch, names)
     order, states = _closure(outputs, set())
     spec = ChainSpec({}, {}, [])
     for node in order:
         if node.op == "input":
             spec.placed[node] = b.shared_input(node)
+            if in_place and node.shape:
+                spec.in_place.add(node)
+    spec.in_place.difference_update(outputs)  # an output port that is an input reads its bytes
     for k, node in enumerate(outputs):
         if node in b.ports:
             continue
@@ -214,7 +225,9 @@ def compile_program(outputs: Sequence[Node], arch: str,
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, role, count=node.size))
     b.state_slots(states, 0xFFFF, spec)
     b.add_chain(spec, order)
-    return b.finish([ImageTask(0)], [])
+    compiled = b.finish([ImageTask(0)], [])
+    compiled.pointers = spec.pointers
+    return compiled
 
 
 def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> dict[Node, Node]:
