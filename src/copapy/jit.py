@@ -427,7 +427,16 @@ class JitFunction(Dispatcher):
 
 def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
         arch: str | None = None) -> Any:
-    """Decorator: ``@cp.jit`` or ``@cp.jit(cache_size=8)``."""
+    """Decorator: ``@cp.jit`` or ``@cp.jit(cache_size=8)``; compiles once per argument
+    signature (kind, element type, shape), keeping ``cache_size`` programs.
+
+    Arrays: a C-contiguous argument of the traced element type that only element-wise
+    expressions of two operations or more, or a lone math function (sqrt, sin, exp, ...),
+    read is read in place, during the call only (on x86_64 and aarch64); the program never
+    writes an argument. Others are copied once into the program (and converted: int8 to
+    int32, float16 to float32, ...). ``arch`` picks the stencil table (default: the best one the
+    CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays.
+    """
     if fn is None:
         return lambda f: JitFunction(f, cache_size, arch)
     return JitFunction(fn, cache_size, arch)
