@@ -36,6 +36,7 @@ from copapy.compiler import compile_program
 from copapy.compiler.table import load_table
 from copapy.dtypes import BY_NAME
 from copapy.graph.reference import evaluate_graph
+from copapy.runtime.load import host_architecture
 
 from .archs import Batch, Config, execute, stencils_used
 
@@ -50,8 +51,14 @@ def _native(arch: str) -> bool:
     return True
 
 
-#: the fused tables this machine runs natively (x86_64 always where the tests run natively)
-NATIVE = [a for a in ("x86_64", "x86_64-v3", "x86_64-v4") if _native(a)]
+#: the fused tables (the ones with pointer slots) this machine runs natively: the x86_64
+#: variants its CPU has, or aarch64 on an AArch64 host (the userland run of the wheel); none
+#: on the other CPUs, where every argument is copied
+FUSED_TABLES = {"x86_64": ("x86_64", "x86_64-v3", "x86_64-v4"), "aarch64": ("aarch64",)}
+NATIVE = [a for a in FUSED_TABLES.get(host_architecture(), ()) if _native(a)]
+pytestmark = pytest.mark.skipif(not NATIVE, reason="this CPU's stencil table has no fused "
+                                "loops, so @cp.jit copies every argument (docs/design.md, "
+                                "'@cp.jit in place: arrays through pointer slots')")
 LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 1003]
 NP = {"float32": np.float32, "float64": np.float64, "int32": np.int32}
 
