@@ -37,14 +37,12 @@ SITE, KIND, TYPE, TARGET, ADDEND = range(5)
 
 
 class _Form(NamedTuple):
-    """A function as it is placed: code (without its trailing jump if stripped), and the
-    relocations inside it, the slot ones apart (most of them: resolved by the role)."""
+    """A function as it is placed: code (without its trailing jump if stripped) and the
+    relocations inside it."""
 
     func: Function
     code: bytes
-    slots: tuple[tuple[int, PatchKind, str, int], ...]  # (offset, kind, role, addend)
-    others: tuple[Reloc, ...]
-    order: tuple[bool, ...]  # per relocation in table order: is it a slot one
+    relocs: tuple[Reloc, ...]
 
 
 #: a PC-relative signed 32-bit word (x86 rel32): written directly, it is most of the patches
@@ -79,12 +77,7 @@ class _Linker:
             func = self.table.function(name)
             code = func.code[: len(func.code) - func.strip] if strip else func.code
             # relocations inside the dropped trailing jump are dropped with it
-            relocs = [r for r in func.relocs if r.offset < len(code)]
-            form = _Form(func, code,
-                         tuple((r.offset, r.kind, r.target, r.addend) for r in relocs
-                               if r.target_type == "slot"),
-                         tuple(r for r in relocs if r.target_type != "slot"),
-                         tuple(r.target_type == "slot" for r in relocs))
+            form = _Form(func, code, tuple(r for r in func.relocs if r.offset < len(code)))
             forms[name] = form
         return form
 
@@ -99,22 +92,16 @@ class _Linker:
         start = len(code_buf)
         code_buf += form.code
         pending_list = self.pending
-        if not form.others:  # the common case: slot references only (in table order)
-            for offset, kind, role, addend in form.slots:
-                slot = slots[0][1] if len(slots) == 1 and slots[0][0] == role else dict(slots)[role]
+        for offset, kind, target_type, target, addend in form.relocs:
+            if target_type == "slot":  # most references: the operand slot of a role
+                slot = (slots[0][1] if len(slots) == 1 and slots[0][0] == target
+                        else dict(slots)[target])
                 pending_list.append([start + offset, kind, "data", "", slot + addend])
-            return start
-        slot_refs, other_refs = iter(form.slots), iter(form.others)
-        for is_slot in form.order:
-            if is_slot:
-                offset, kind, role, addend = next(slot_refs)
-                pending_list.append([start + offset, kind, "data", "", dict(slots)[role] + addend])
                 continue
-            r = next(other_refs)
-            pending = [start + r.offset, r.kind, r.target_type, r.target, r.addend]
-            if r.target_type in ("next", "loop"):
+            pending = [start + offset, kind, target_type, target, addend]
+            if target_type in ("next", "loop"):
                 if next_refs is None:
-                    raise CompileError(f"helper {func.name} refers to cp_{r.target_type}")
+                    raise CompileError(f"helper {func.name} refers to cp_{target_type}")
                 next_refs.append(pending)
             pending_list.append(pending)
         return start

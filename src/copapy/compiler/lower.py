@@ -457,8 +457,8 @@ class _Lowerer:
             self.temp_of[id(victim)] = offset
 
     def lower_node(self, i: int, node: Node) -> None:
-        """A scalar operation: operands from registers or slots, the result into a register.
-        (The per-node hot path of the compiler: the helpers it needs are inlined.)"""
+        """A scalar operation: operands from registers or slots, the result into a register
+        (the compiler's per-node hot path)."""
         args = node.args
         key = (node.op, args[0].dtype)
         name = self.names.get(key)
@@ -486,44 +486,24 @@ class _Lowerer:
             else:
                 remaining[arg].pop()
         regs = all_regs[node.dtype.stencil]
-        # pick_register and evict, inlined: a free or dead register first, else Belady's
-        # choice (values in memory first, then the furthest next use) and a spill
-        v0 = regs[0]
-        uses0 = None if v0 is None else remaining.get(v0)
-        if not uses0:
+        # a free first register needs neither the Belady choice nor an eviction
+        if regs[0] is None:
             dst = 0
         else:
-            v1 = regs[1]
-            uses1 = None if v1 is None else remaining.get(v1)
-            if not uses1:
-                dst = 1
-            else:
-                mem = self.mem
-                key0 = uses0[-1] + (NEVER // 2 if id(v0) in mem else 0)
-                key1 = uses1[-1] + (NEVER // 2 if id(v1) in mem else 0)
-                dst = 1 if key1 > key0 else 0
-                self.evict(regs, dst)
+            dst = self.pick_register(regs)
+            self.evict(regs, dst)
         stencil = f"{name}{dst}_{'_'.join(forms)}"
         if stencil not in self.known:
             self.check_stencil(stencil)
         self.instrs.append(Instr(stencil, tuple(slots)))
         regs[dst] = node
-        temp_of = self.temp_of
         for arg in args:
             if arg.op in VIEWS:
                 for x in self.chain_of(arg):
                     if self.next_use(x) == NEVER:
                         self.forget(x)
             elif not remaining[arg]:
-                cls = all_regs[arg.dtype.stencil]
-                if cls[0] is arg:
-                    cls[0] = None
-                elif cls[1] is arg:
-                    cls[1] = None
-                if temp_of:
-                    temp = temp_of.pop(id(arg), None)
-                    if temp is not None:
-                        self.layout.release(temp, arg.nbytes)
+                self.forget(arg)
         stores = self.stores.get(node)
         if stores:
             for offset in stores:
