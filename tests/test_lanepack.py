@@ -34,6 +34,7 @@ from copapy.graph.node import Node
 from copapy.value import Value
 
 from .archs import ARCHS, Batch, Config, execute, first_difference, has_float64, stencil_sequence
+from .archs import CONFIGS as ALL_CONFIGS
 from .conftest import examples
 from .test_fused import random_elements
 
@@ -132,38 +133,57 @@ PACKED = ("dot", "sum", "min", "max", "term", "shared", "outer")
 @pytest.mark.parametrize("dtype", TYPES)
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.id for c in CONFIGS])
 def test_packed_equals_scalar_lowering(config: Config, dtype: str) -> None:
-    count = examples(100 if config.runner == "native" else 40)
+    prop_packed_equals_scalar(config, dtype, examples(100 if config.runner == "native" else 40))
 
+
+OTHER_CONFIGS = [c for c in ALL_CONFIGS if c.id not in {k.id for k in CONFIGS}]
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+@pytest.mark.parametrize("config", OTHER_CONFIGS, ids=[c.id for c in OTHER_CONFIGS])
+def test_packed_equals_scalar_lowering_everywhere(config: Config, dtype: str) -> None:
+    """Every other table and emulator, a few examples each (float64 where it exists)."""
+    if dtype == "float64" and not has_float64(config.arch):
+        return  # no float64 unit: the scalar lowering refuses these programs too
+    prop_packed_equals_scalar(config, dtype, examples(6))
+
+
+def prop_packed_equals_scalar(config: Config, dtype: str, count: int) -> None:
     @settings(max_examples=count, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(st.sampled_from(CASES), LENGTHS, st.integers(0, 2**32 - 1))
     def prop(name: str, n: int, seed: int) -> None:
-        rng = np.random.default_rng(seed)
-        case = Case(name, n, dtype, rng)
-        a, b, s = values(rng, n, dtype), values(rng, n, dtype), values(rng, 1, dtype)[0]
-        changed = a.copy()
-        changed[rng.integers(0, n)] = a.dtype.type(7)
-        sets = [(a, b, s), (changed, b, s)]
-        packed, program = run(case, config, sets)
-        with scalar_lowering():
-            scalar, scalar_program = run(case, config, sets)
-        label = f"{config.id} {name} {dtype} n={n}"
-        for k, (got_set, want_set) in enumerate(zip(packed, scalar, strict=True)):
-            for j, (got, want) in enumerate(zip(got_set, want_set, strict=True)):
-                assert first_difference(got, want, case.kind) < 0, (
-                    f"{label}: input set {k}, output {j}: packed {show(got, case.kind)} != "
-                    f"scalar {show(want, case.kind)}")
-        ref = reference(case, a, b)
-        if ref is not None:
-            want = np.asarray(ref, dtype=case.kind.numpy).tobytes()
-            assert first_difference(packed[0][0], want, case.kind) < 0, label
-        if name in PACKED and n >= lanepack.MIN_ELEMENTS:
-            assert program.stencil_count < scalar_program.stencil_count, label
-            assert program.stencil_count <= 40, (label, program.stencil_count)
-        if name == "irregular" or n < lanepack.MIN_ELEMENTS:
-            assert program.image == scalar_program.image, label
+        check(config, dtype, name, n, seed)
 
     prop()
+
+
+def check(config: Config, dtype: str, name: str, n: int, seed: int) -> None:
+    """One program, packed and scalar lowering, two input sets (one element changed)."""
+    rng = np.random.default_rng(seed)
+    case = Case(name, n, dtype, rng)
+    a, b, s = values(rng, n, dtype), values(rng, n, dtype), values(rng, 1, dtype)[0]
+    changed = a.copy()
+    changed[rng.integers(0, n)] = a.dtype.type(7)
+    sets = [(a, b, s), (changed, b, s)]
+    packed, program = run(case, config, sets)
+    with scalar_lowering():
+        scalar, scalar_program = run(case, config, sets)
+    label = f"{config.id} {name} {dtype} n={n}"
+    for k, (got_set, want_set) in enumerate(zip(packed, scalar, strict=True)):
+        for j, (got, want) in enumerate(zip(got_set, want_set, strict=True)):
+            assert first_difference(got, want, case.kind) < 0, (
+                f"{label}: input set {k}, output {j}: packed {show(got, case.kind)} != "
+                f"scalar {show(want, case.kind)}")
+    ref = reference(case, a, b)
+    if ref is not None:
+        want = np.asarray(ref, dtype=case.kind.numpy).tobytes()
+        assert first_difference(packed[0][0], want, case.kind) < 0, label
+    if name in PACKED and n >= lanepack.MIN_ELEMENTS:
+        assert program.stencil_count < scalar_program.stencil_count, label
+        assert program.stencil_count <= 40, (label, program.stencil_count)
+    if name == "irregular" or n < lanepack.MIN_ELEMENTS:
+        assert program.image == scalar_program.image, label
 
 
 def show(raw: bytes, kind: dt.DType) -> str:
