@@ -67,17 +67,19 @@ class _Packer:
     def run(self, order: Sequence[Node]) -> Packing:
         self.budget = _BUDGET_PER_NODE * len(order) + 1024
         out = self.packing.replaced
+        consumed = self.consumed
         for node in order:
-            if (node.op in _REDUCTIONS and not node.shape and node.args[0].op == node.op
-                    and node not in self.consumed and self.budget > 0):
+            op = node.op
+            # a root of the fixed tree combines two combinations
+            if (op in _REDUCTIONS and node.args[0].op == op and node.args[1].op == op
+                    and not node.shape and node not in consumed and self.budget > 0):
                 new = self.try_pack(node, out)
                 if new is not None:
                     out[node] = new
                     continue
-            if out and node.args:
+            if out and not out.keys().isdisjoint(node.args):  # a user of a rewritten node
                 args = tuple(out.get(a, a) for a in node.args)
-                if any(x is not y for x, y in zip(args, node.args, strict=True)):
-                    out[node] = make(REGISTRY[node.op], args, node.attr)
+                out[node] = make(REGISTRY[op], args, node.attr)
         return self.packing
 
     # ---- recognising the lane tree -------------------------------------------------------
@@ -105,17 +107,20 @@ class _Packer:
     def items(self, root: Node) -> list[Node] | None:
         """The items of the lane-order tree rooted at ``root``, in element order, or None."""
         op = root.op
-        lanes_raw: list[Node] = [root]
-        inner: list[Node] = []
-        for _ in range(3):  # the fixed tree over eight lanes
-            nxt: list[Node] = []
-            for node in lanes_raw:
-                if node.op != op or node.shape or node in self.consumed:
-                    return None
-                inner.append(node)
-                nxt.extend(node.args)
-            lanes_raw = nxt
+        (a, b), consumed = root.args, self.consumed
+        inner = [root, a, b, *a.args, *b.args]  # the fixed tree over eight lanes
+        for node in inner[3:]:
+            if node.op != op:
+                return None
+        for node in inner:
+            if node.shape or node in consumed:
+                return None
+        lanes_raw = [lane for node in inner[3:] for lane in node.args]
         self.budget -= 8
+        # the lanes are chains of isomorphic items: of two lengths at most, so of two
+        # structures (most adds of adds that are no lane tree fail here)
+        if len({lane.fingerprint for lane in lanes_raw}) > 2:
+            return None
         commutative = REGISTRY[op].commutative
         # the items' fingerprint is an operand's of every lane with two items or more
         candidates: list[int] = []
