@@ -343,3 +343,35 @@ def test_gradient_of_the_unpacked_term_compiles_with_it() -> None:
     for i in range(10):
         total = np.float32(total + lanes.np_dot(np, x + np.float32(i), y))
     assert results[0][0] == struct.pack("<f", total)
+
+
+def deployed(scalar: bool, n: int) -> tuple[list[bytes], int]:
+    """Two periodic tasks over the same unpacked inputs (one reads the other's result through
+    its LET port), stepped after element writes: the outputs' bits per step, the stencils."""
+    v1, v2 = unpacked(n, "float32"), unpacked(n, "float32")
+    gain = cp.value(2.0)
+    fast = sum((v1 + float(i)) @ v2 for i in range(3)) * cp.dt
+    slow = (v1 * gain) @ v2 + (v1 - fast) @ v2 + v1.max() + (v2 - v2.sum()) @ v1
+    tg = cp.LocalTarget(arch="x86_64", tick=1e-3)
+    with scalar_lowering() if scalar else nullcontext():
+        tg.deploy(cp.Task(fast, period=1e-3), cp.Task(slow, period=2e-3, offset=1e-3))
+    rng = np.random.default_rng(5)
+    out = []
+    for step in range(4):
+        tg.write(v1, rng.standard_normal(n).astype(np.float32))
+        if step == 2:
+            tg.write(v2[n // 3], 9.5)  # one element, between two releases
+        else:
+            tg.write(v2, rng.standard_normal(n).astype(np.float32))
+        tg.step(1e-3)
+        out.append(struct.pack("<ff", tg.read(fast), tg.read(slow)))
+    return out, tg.program_info.stencil_count
+
+
+def test_deployed_tasks_pack_with_one_let_copy_per_block() -> None:
+    """Periodic tasks: the same bits as the scalar lowering (cp.dt substituted, another
+    task's value a broadcast scalar, the blocks copied in at each release)."""
+    packed, count = deployed(False, 48)
+    scalar, scalar_count = deployed(True, 48)
+    assert packed == scalar
+    assert count < scalar_count // 10, (count, scalar_count)

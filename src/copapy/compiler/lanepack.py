@@ -14,7 +14,7 @@ rewrite works on the compiler's copy of the outputs' closure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..graph.build import make, slice_
@@ -47,19 +47,27 @@ class Packing:
 
 
 def pack_reductions(order: Sequence[Node], table: StencilTable,
-                    min_elements: int | None = None) -> Packing:
+                    min_elements: int | None = None, stop: Collection[Node] = (),
+                    blocks: Mapping[Node, tuple[Node, int]] | None = None) -> Packing:
     """Find the packable lane-order reductions of ``order`` (operands first) and rewrite
-    them; an empty ``Packing`` (no node created) when there are none."""
-    return _Packer(table, MIN_ELEMENTS if min_elements is None else min_elements).run(order)
+    them; an empty ``Packing`` (no node created) when there are none. ``stop``: values
+    another task computes (leaves here; an element only as a broadcast scalar). ``blocks``:
+    the inputs already in blocks (another task's) -> (stand-in, index); ``Packing.blocks``
+    holds only the new blocks."""
+    packer = _Packer(table, MIN_ELEMENTS if min_elements is None else min_elements, stop)
+    packer.member.update(blocks or {})
+    return packer.run(order)
 
 
 class _Packer:
-    def __init__(self, table: StencilTable, min_elements: int) -> None:
+    def __init__(self, table: StencilTable, min_elements: int, stop: Collection[Node]) -> None:
         self.table = table
         self.min_elements = max(min_elements, LANES + 1)
-        #: inner nodes and roots of recognised lane trees (never part of another one)
-        self.consumed: set[Node] = set()
-        #: input -> (its block's stand-in, index); stand-in -> members
+        self.stop = stop
+        #: inner nodes and roots of recognised lane trees, and the stop nodes (never part of
+        #: a lane tree; an element only as a broadcast scalar)
+        self.consumed: set[Node] = set(stop)
+        #: input -> (its block's stand-in, index)
         self.member: dict[Node, tuple[Node, int]] = {}
         self.packing = Packing()
         self.budget = 0
@@ -77,7 +85,8 @@ class _Packer:
                 if new is not None:
                     out[node] = new
                     continue
-            if out and not out.keys().isdisjoint(node.args):  # a user of a rewritten node
+            if out and not out.keys().isdisjoint(node.args) and node not in self.stop:
+                # a user of a rewritten node
                 args = tuple(out.get(a, a) for a in node.args)
                 out[node] = make(REGISTRY[op], args, node.attr)
         return self.packing

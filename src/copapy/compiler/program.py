@@ -140,18 +140,24 @@ class _Builder:
         self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT,
                                           count=node.size))
 
-    def pack(self, order: list[Node], states: list[Node], outputs: Sequence[Node]
+    def pack(self, order: list[Node], states: list[Node], outputs: Sequence[Node],
+             stop: set[Node] | None = None, mapping: Mapping[Node, Node] | None = None
              ) -> tuple[list[Node], list[Node], dict[Node, Node]]:
         """Unpacked lane-order reductions rewritten to packed ones (compiler/lanepack.py):
-        the closure of the rewritten outputs and the rewrite (unchanged if nothing packs)."""
-        packing = pack_reductions(order, self.table)
+        the closure of the rewritten outputs and the rewrite composed with ``mapping`` (the
+        task's cp.dt substitution), which are unchanged if nothing packs. ``stop``: values
+        of other tasks."""
+        mapping = mapping or {}
+        packing = pack_reductions(order, self.table, stop=stop or (), blocks=self.member)
         if not packing.replaced:
-            return order, states, {}
-        self.blocks = packing.blocks
-        self.member = {m: (stand, k) for stand, members in packing.blocks.items()
-                       for k, m in enumerate(members)}
-        order, states = _closure(outputs, set(), packing.replaced)
-        return order, states, packing.replaced
+            return order, states, dict(mapping)
+        self.blocks.update(packing.blocks)
+        self.member.update({m: (stand, k) for stand, members in packing.blocks.items()
+                            for k, m in enumerate(members)})
+        replaced = packing.replaced
+        combined = {**replaced, **{n: replaced.get(m, m) for n, m in mapping.items()}}
+        order, states = _closure(outputs, stop or set(), combined)
+        return order, states, combined
 
     def input_block(self, stand: Node) -> int:
         """The offset of an input block: its scalar inputs side by side, aligned as a packed
@@ -319,6 +325,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
         others = {n for n, p in producer.items() if p != k}
         mapping = _substitute_dt(t.outputs, t.period_ns * 1e-9, others)
         order, states = _closure([mapping.get(n, n) for n in t.outputs], others)
+        order, states, mapping = b.pack(order, states, t.outputs, others, mapping)
         for s in states:
             if s in state_owner:
                 raise CompileError(
@@ -327,8 +334,22 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                     f"through a LET port")
             state_owner[s] = k
         spec = ChainSpec({}, {}, [])
+        private_blocks: dict[Node, int] = {}
         for node in order:
-            if node.op == "input" or node in others:
+            block = b.member.get(node) if node.op == "input" else None
+            if node in b.blocks or block is not None:
+                # an input block: one copy of the whole block per release
+                stand, index = (node, 0) if block is None else block
+                private = private_blocks.get(stand)
+                if private is None:
+                    private = private_blocks[stand] = b.layout.alloc(stand.nbytes,
+                                                                     align=_align(stand))
+                    b.copies.append(ImageLetCopy(k, RELEASE, stand.nbytes,
+                                                 b.input_block(stand), private))
+                    for member in b.blocks[stand]:
+                        readers.setdefault(member, []).append(k)
+                spec.placed[node] = private + index * node.dtype.size
+            elif node.op == "input" or node in others:
                 shared = b.shared_input(node) if node.op == "input" else shared_out[node]
                 private = b.layout.alloc(node.nbytes, align=_align(node))
                 spec.placed[node] = private
