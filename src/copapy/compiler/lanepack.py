@@ -14,7 +14,7 @@ rewrite works on the compiler's copy of the outputs' closure.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..graph.build import make, slice_
@@ -25,7 +25,7 @@ from .lower import VIEWS, _stencil_name
 from .table import StencilTable
 
 #: reductions of fewer elements stay scalar (their straight-line code is as fast as the
-#: packed loop's set-up; tests lower it to cover the packed path at every length >= 9)
+#: packed loop's set-up); at least 16, two items in every lane, which the search assumes
 MIN_ELEMENTS = 16
 #: the packed reduction of each combining operation
 _REDUCTIONS = {"add": "rsum", "min": "rmin", "max": "rmax"}
@@ -33,6 +33,10 @@ _REDUCTIONS = {"add": "rsum", "min": "rmin", "max": "rmax"}
 _BUDGET_PER_NODE = 8
 #: element expressions deeper than this stay scalar
 _MAX_DEPTH = 64
+#: structure numbers recurse this deep, then iterate
+_RECURSION = 200
+_BY_TYPE = frozenset({"input", "const"})
+_COMMUTATIVE = frozenset(name for name, spec in REGISTRY.items() if spec.commutative)
 
 
 @dataclass
@@ -62,7 +66,7 @@ def pack_reductions(order: Sequence[Node], table: StencilTable,
 class _Packer:
     def __init__(self, table: StencilTable, min_elements: int, stop: Collection[Node]) -> None:
         self.table = table
-        self.min_elements = max(min_elements, LANES + 1)
+        self.min_elements = max(min_elements, 2 * LANES)
         self.stop = stop
         #: inner nodes and roots of recognised lane trees, and the stop nodes (never part of
         #: a lane tree; an element only as a broadcast scalar)
@@ -71,6 +75,9 @@ class _Packer:
         self.member: dict[Node, tuple[Node, int]] = {}
         self.packing = Packing()
         self.budget = 0
+        #: node -> its structure's number; structure -> number (``shape``)
+        self.shapes: dict[Node, int] = {}
+        self.structures: dict[tuple[object, ...], int] = {}
 
     def run(self, order: Sequence[Node]) -> Packing:
         self.budget = _BUDGET_PER_NODE * len(order) + 1024
@@ -125,24 +132,18 @@ class _Packer:
             if node.shape or node in consumed:
                 return None
         lanes_raw = [lane for node in inner[3:] for lane in node.args]
+        for lane in lanes_raw:  # two items or more in each lane (min_elements >= 16)
+            if lane.op != op:
+                return None
         self.budget -= 8
-        # the lanes are chains of isomorphic items: of two lengths at most, so of two
-        # structures (most adds of adds that are no lane tree fail here)
-        if len({lane.fingerprint for lane in lanes_raw}) > 2:
-            return None
         commutative = REGISTRY[op].commutative
-        # the items' fingerprint is an operand's of every lane with two items or more
-        candidates: list[int] = []
-        for lane in lanes_raw:
-            if lane.op == op and not lane.shape:
-                for arg in lane.args[::-1] if commutative else lane.args[1:]:
-                    if arg.fingerprint not in candidates:
-                        candidates.append(arg.fingerprint)
-        best: tuple[list[list[Node]], list[Node]] | None = None
-        for fp in candidates:
-            found = self.tree(root, op, fp, 0, commutative)
-            if found is not None and (best is None or _count(found[0]) > _count(best[0])):
-                best = found
+        best = None
+        # items told apart by fingerprint (cheap: elements that read unnamed inputs and the
+        # same constants), else by structure (per-element constants)
+        for key in (_fingerprint, self.shape):
+            best = self.lanes(root, lanes_raw, key, commutative)
+            if best is not None:
+                break
         if best is None:
             return None
         lanes, chains = best
@@ -155,49 +156,71 @@ class _Packer:
         self.consumed.update(chains)
         return [lanes[k % LANES][k // LANES] for k in range(n)]
 
-    def tree(self, node: Node, op: str, fp: int, depth: int, commutative: bool
-             ) -> tuple[list[list[Node]], list[Node]] | None:
+    def lanes(self, root: Node, lanes_raw: list[Node], key: Callable[[Node], int],
+              commutative: bool) -> tuple[list[list[Node]], list[Node]] | None:
+        """(lanes in lane order, chain nodes) of the tree ``root`` whose items ``key`` tells
+        apart from the chains, or None."""
+        # the lanes are chains of isomorphic items: of two lengths at most, so of two
+        # structures (most adds of adds that are no lane tree fail here)
+        if len({key(lane) for lane in lanes_raw}) > 2:
+            return None
+        # the items' key is an operand's of every lane
+        candidates: list[int] = []
+        for lane in lanes_raw:
+            for arg in lane.args[::-1] if commutative else lane.args[1:]:
+                if key(arg) not in candidates:
+                    candidates.append(key(arg))
+        best: tuple[list[list[Node]], list[Node]] | None = None
+        for fp in candidates:
+            found = self.tree(root, root.op, fp, 0, commutative, key)
+            if found is not None and (best is None or _count(found[0]) > _count(best[0])):
+                best = found
+        return best
+
+    def tree(self, node: Node, op: str, fp: int, depth: int, commutative: bool,
+             key: Callable[[Node], int]) -> tuple[list[list[Node]], list[Node]] | None:
         """(lanes in lane order, chain nodes) of the subtree ``node`` of the fixed tree; the
         operands of a commutative combination may be either way round (the canonical operand
         order swaps them): the subtree with more elements first, then the earlier-made one."""
         if depth == 3:
-            chain = self.chain(node, op, fp, commutative)
+            chain = self.chain(node, op, fp, commutative, key)
             return None if chain is None else ([chain[0]], chain[1])
-        left = self.tree(node.args[0], op, fp, depth + 1, commutative)
-        right = self.tree(node.args[1], op, fp, depth + 1, commutative)
+        left = self.tree(node.args[0], op, fp, depth + 1, commutative, key)
+        right = self.tree(node.args[1], op, fp, depth + 1, commutative, key)
         if left is None or right is None:
             return None
         if commutative and _key(right[0]) < _key(left[0]):
             left, right = right, left
         return left[0] + right[0], left[1] + right[1]
 
-    def chain(self, node: Node, op: str, fp: int, commutative: bool
-              ) -> tuple[list[Node], list[Node]] | None:
+    def chain(self, node: Node, op: str, fp: int, commutative: bool,
+              shape: Callable[[Node], int]) -> tuple[list[Node], list[Node]] | None:
         """(items, chain nodes) of one lane ``((t0 op t1) op t2) ...`` whose items have the
-        fingerprint ``fp``."""
+        key ``fp`` (a fingerprint or ``_Packer.shape``)."""
         items: list[Node] = []
         chain: list[Node] = []
         c = node
-        while c.fingerprint != fp:
+        while shape(c) != fp:
             self.budget -= 1
             if c.op != op or c.shape or c in self.consumed or self.budget <= 0:
                 return None
             chain.append(c)
             x, y = c.args
             if not commutative:
-                if y.fingerprint != fp:
+                if shape(y) != fp:
                     return None
                 items.append(y)
                 c = x
                 continue
-            if x.fingerprint == fp and y.fingerprint == fp:
+            sx, sy = shape(x), shape(y)
+            if sx == fp and sy == fp:
                 first, second = (x, y) if x.serial < y.serial else (y, x)
                 items += [second, first]
                 break
-            if y.fingerprint == fp:
+            if sy == fp:
                 items.append(y)
                 c = x
-            elif x.fingerprint == fp:
+            elif sx == fp:
                 items.append(x)
                 c = y
             else:
@@ -206,6 +229,47 @@ class _Packer:
             items.append(c)
         items.reverse()
         return items, chain
+
+    def shape(self, node: Node, depth: int = 0) -> int:
+        """A number for the structure of ``node``'s expression: equal for two expressions
+        that differ only in which inputs and constants they read and in the order of a
+        commutative operation's operands (exact: structures are interned, no hash decides).
+        Each node once; recursive, and iterative below ``_RECURSION`` levels."""
+        known = self.shapes.get(node)
+        if known is not None:
+            return known
+        if depth > _RECURSION:
+            return self.shape_deep(node)
+        ids = [self.shape(a, depth + 1) for a in node.args if node not in self.stop]
+        return self.number(node, ids)
+
+    def shape_deep(self, node: Node) -> int:
+        stack, shapes = [node], self.shapes
+        while stack:
+            top = stack[-1]
+            pending = [] if top in self.stop else [a for a in top.args if a not in shapes]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            if top not in shapes:
+                self.number(top, [] if top in self.stop else [shapes[a] for a in top.args])
+        return shapes[node]
+
+    def number(self, node: Node, ids: list[int]) -> int:
+        """The structure number of ``node`` from its operands' (``ids``)."""
+        op = node.op
+        if not ids:
+            # inputs and constants by type; states, cp.dt, other tasks' values: themselves
+            key: tuple[object, ...] = ((op, node.dtype.code, node.shape) if op in _BY_TYPE
+                                       else ("leaf", id(node)))
+        else:
+            self.budget -= 1
+            if op in _COMMUTATIVE:
+                ids.sort()  # the canonical operand order may differ per element
+            key = (op, node.dtype.code, node.shape, node.attr, *ids)
+        number = self.shapes[node] = self.structures.setdefault(key, len(self.structures))
+        return number
 
     # ---- what the table must hold -------------------------------------------------------
 
@@ -260,8 +324,6 @@ class _Classifier:
         if op == "const":
             return const_array(b"".join(n.attr for n in nodes),  # type: ignore[misc]
                                dtype, (len(nodes),))
-        if op == "index":
-            return self.run_of(nodes)
         spec = REGISTRY.get(op)
         if (spec is None or spec.shape_rule != "elementwise" or op in STRUCTURAL
                 or depth > _MAX_DEPTH):
@@ -269,9 +331,15 @@ class _Classifier:
         for n in nodes:
             if n.attr != attr or len(n.args) != arity:
                 return None
+        rows = [n.args for n in nodes]
+        if spec.commutative and arity == 2:
+            # the canonical operand order compares fingerprints, which differ with the
+            # constants: line the operands up by structure
+            shape, first = self.packer.shape, self.packer.shape(head.args[0])
+            rows = [r if shape(r[0]) == first else (r[1], r[0]) for r in rows]
         args = []
         for k in range(arity):
-            packed = self.classify(tuple(n.args[k] for n in nodes), depth + 1)
+            packed = self.classify(tuple(r[k] for r in rows), depth + 1)
             if packed is None:
                 return None
             args.append(packed)
@@ -299,14 +367,9 @@ class _Classifier:
                 return None
         return slice_(stand, start, len(members))
 
-    def run_of(self, views: tuple[Node, ...]) -> Node | None:
-        """N consecutive elements of one packed array: a slice of it."""
-        base = views[0].args[0]
-        start: int = views[0].attr  # type: ignore[assignment]
-        for k, v in enumerate(views):
-            if v.args[0] is not base or v.attr != start + k:
-                return None
-        return slice_(self.out.get(base, base), start, len(views))
+
+def _fingerprint(node: Node) -> int:
+    return node.fingerprint
 
 
 def _count(lanes: list[list[Node]]) -> int:
