@@ -5,8 +5,9 @@ An unpacked ``sum``/``@``/``min``/``max`` is a tree of scalar nodes in the lane 
 graph/lanes.py: eight lane chains ``((t_j op t_{j+8}) op t_{j+16}) ...`` under a fixed tree.
 When its N items ``t_k`` are isomorphic element-wise expressions whose leaves are, at each
 position, one scalar for every k (a broadcast), N distinct scalar inputs (placed side by side:
-an input block) or N constants (a packed constant), the tree is replaced by the packed reduction of the packed element expression: the
-same operations on the same values in the same order, so the same bits, at the packed speed.
+an input block) or N constants (a packed constant), the tree is replaced by the packed
+reduction of the packed element expression: the same operations on the same values in the
+same order, so the same bits, at the packed speed.
 Anything else stays scalar. The graph the user built (gradients, folding) is not touched: the
 rewrite works on the compiler's copy of the outputs' closure.
 """
