@@ -383,3 +383,21 @@ def test_deployed_tasks_pack_with_one_let_copy_per_block() -> None:
     scalar, scalar_count = deployed(True, 48)
     assert packed == scalar
     assert count < scalar_count // 10, (count, scalar_count)
+
+
+def test_saved_program_writes_an_element_by_name(tmp_path: Any) -> None:
+    """A saved image keeps one port per element of a block: written by name after cp.load."""
+    n = 20
+    a = cp.value(np.arange(n, dtype=np.float32), packed=False)
+    b = cp.value(np.ones(n, np.float32), packed=False)
+    out = a @ b
+    path = str(tmp_path / "dot.cpimg")
+    cp.save(path, out, names={"dot": out, "a3": a[3]}, arch="x86_64")
+    tg = cp.LocalTarget(arch="x86_64")
+    tg.deploy(cp.load(path))
+    assert tg.program_info.stencil_count <= 3
+    tg.run()
+    assert tg.read("dot") == 190.0
+    tg.write("a3", 100.0)
+    tg.run()
+    assert tg.read("dot") == 190.0 - 3.0 + 100.0
