@@ -332,14 +332,15 @@ def main() -> None:
     print("\n### Unpacked `@` vs C in the same lane order (median µs, ratios)\n")
     print("| v_size | unpacked | C lanes -O3 | -O3 -march=native | -O3 -ffast-math | "
           "-O3 -ffast-math -march=native | unpacked/C lanes -O3 | unpacked/C lanes native | "
-          "stencils |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "packed (same run) | unpacked/packed | stencils | unpacked compile ms |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         u = r["info_u"]
         print(f"| {r['n']} | {r['unpacked'] * us:.3f} | {r['cl_o3'] * us:.3f} | "
               f"{r['cl_nat'] * us:.3f} | {r['cl_fast'] * us:.3f} | {r['cl_fast_nat'] * us:.3f} | "
               f"{r['unpacked'] / r['cl_o3']:.2f} | {r['unpacked'] / r['cl_nat']:.2f} | "
-              f"{u.stencil_count} |")
+              f"{r['packed'] * us:.3f} | {r['unpacked'] / r['packed']:.2f} | "
+              f"{u.stencil_count} | {r['compile_unpacked'] * 1e3:.1f} |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print("\n### Compile time and code size\n")
     print("| v_size | scalar compile ms | packed compile ms | jit first call ms | scalar ops | "

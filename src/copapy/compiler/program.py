@@ -22,6 +22,7 @@ from ..image import (
     kinds_table,
 )
 from ..progress import Progress
+from .lanepack import pack_reductions
 from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
 from .link import link
 from .lower import ChainSpec, CompileError, Instr, lower_chain
@@ -71,10 +72,12 @@ class CompiledProgram:
     pointers: dict[Node, int] = field(default_factory=dict)
 
 
-def _closure(roots: Sequence[Node],
-             stop: set[Node] | dict[Node, int]) -> tuple[list[Node], list[Node]]:
-    """Nodes the roots depend on, following state leaves to their updates; and the states."""
-    roots = list(roots)
+def _closure(roots: Sequence[Node], stop: set[Node] | dict[Node, int],
+             mapping: Mapping[Node, Node] | None = None) -> tuple[list[Node], list[Node]]:
+    """Nodes the roots depend on, following state leaves to their updates (``mapping``: the
+    nodes the compiler rewrote -> their new form); and the states."""
+    mapping = mapping or {}
+    roots = [mapping.get(r, r) for r in roots]
     states: list[Node] = []
     seen_states: set[int] = set()
     while True:
@@ -85,7 +88,8 @@ def _closure(roots: Sequence[Node],
         for s in new:
             seen_states.add(id(s))
             states.append(s)
-            roots.append(update_of(s))
+            update = update_of(s)
+            roots.append(mapping.get(update, update))
 
 
 def _align(node: Node) -> int:
@@ -110,19 +114,63 @@ class _Builder:
         self.bindings: list[ImageIoBinding] = []
         self.ops = 0
         self.task_ops: list[int] = []
+        #: input blocks (compiler/lanepack.py): stand-in -> members; member -> (stand-in,
+        #: index); stand-in -> offset once placed
+        self.blocks: dict[Node, tuple[Node, ...]] = {}
+        self.member: dict[Node, tuple[Node, int]] = {}
+        self.block_offsets: dict[Node, int] = {}
         #: a bar for compiles longer than about a second
         self.progress = Progress("compiling")
 
     def shared_input(self, node: Node) -> int:
         port = self.ports.get(node)
         if port is None:
+            block = self.member.get(node)
+            if block is not None:  # one of the scalar inputs an input block holds
+                return self.input_block(block[0]) + block[1] * node.dtype.size
             offset = self.layout.alloc(node.nbytes, input_initial(node), _align(node))
-            port = Port(self.name(node, input_name(node) or f"input{len(self.ports)}"), offset,
-                        node.dtype, ROLE_INPUT, node.size)
-            self.ports[node] = port
-            self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT,
-                                              count=node.size))
+            self.input_port(node, offset)
+            return offset
         return port.offset
+
+    def input_port(self, node: Node, offset: int) -> None:
+        port = Port(self.name(node, input_name(node) or f"input{len(self.ports)}"), offset,
+                    node.dtype, ROLE_INPUT, node.size)
+        self.ports[node] = port
+        self.image_ports.append(ImagePort(port.name, offset, node.dtype.code, ROLE_INPUT,
+                                          count=node.size))
+
+    def pack(self, order: list[Node], states: list[Node], outputs: Sequence[Node],
+             stop: set[Node] | None = None, mapping: Mapping[Node, Node] | None = None
+             ) -> tuple[list[Node], list[Node], dict[Node, Node]]:
+        """Unpacked lane-order reductions rewritten to packed ones (compiler/lanepack.py):
+        the closure of the rewritten outputs and the rewrite composed with ``mapping`` (the
+        task's cp.dt substitution), which are unchanged if nothing packs. ``stop``: values
+        of other tasks."""
+        mapping = mapping or {}
+        packing = pack_reductions(order, self.table, stop=stop or (), blocks=self.member)
+        if not packing.replaced:
+            return order, states, dict(mapping)
+        self.blocks.update(packing.blocks)
+        self.member.update({m: (stand, k) for stand, members in packing.blocks.items()
+                            for k, m in enumerate(members)})
+        replaced = packing.replaced
+        combined = {**replaced, **{n: replaced.get(m, m) for n, m in mapping.items()}}
+        order, states = _closure(outputs, stop or set(), combined)
+        return order, states, combined
+
+    def input_block(self, stand: Node) -> int:
+        """The offset of an input block: its scalar inputs side by side, aligned as a packed
+        array's data, each with its own port (so the host writes each element)."""
+        offset = self.block_offsets.get(stand)
+        if offset is None:
+            members = self.blocks[stand]
+            offset = self.layout.alloc(stand.nbytes, input_initial(stand), _align(stand))
+            self.block_offsets[stand] = offset
+            for k, m in enumerate(members):
+                if m not in self.ports:
+                    self.input_port(m, offset + k * m.dtype.size)
+        return offset
 
     def name(self, node: Node, default: str) -> str:
         """The port name of ``node``: the caller's, else ``default``; unique per image."""
@@ -203,9 +251,12 @@ def compile_program(outputs: Sequence[Node], arch: str,
     LocalTarget, cp.save and SerialTarget never ask for it."""
     b = _Builder(arch, names)
     order, states = _closure(outputs, set())
+    order, states, mapping = b.pack(order, states, outputs)
     spec = ChainSpec({}, {}, [])
     for node in order:
-        if node.op == "input":
+        if node in b.blocks:
+            spec.placed[node] = b.input_block(node)
+        elif node.op == "input":
             spec.placed[node] = b.shared_input(node)
             if in_place and node.shape:
                 spec.in_place.add(node)
@@ -218,12 +269,12 @@ def compile_program(outputs: Sequence[Node], arch: str,
             role = ROLE_CONSTANT
         else:
             offset = b.layout.alloc(node.nbytes, align=_align(node))
-            spec.stores.setdefault(node, []).append(offset)
+            spec.stores.setdefault(mapping.get(node, node), []).append(offset)
             role = ROLE_OUTPUT
         name = b.name(node, f"output{k}")
         b.ports[node] = Port(name, offset, node.dtype, role, node.size)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, role, count=node.size))
-    b.state_slots(states, 0xFFFF, spec)
+    b.state_slots(states, 0xFFFF, spec, mapping)
     b.add_chain(spec, order)
     compiled = b.finish([ImageTask(0)], [])
     compiled.pointers = spec.pointers
@@ -274,6 +325,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
         others = {n for n, p in producer.items() if p != k}
         mapping = _substitute_dt(t.outputs, t.period_ns * 1e-9, others)
         order, states = _closure([mapping.get(n, n) for n in t.outputs], others)
+        order, states, mapping = b.pack(order, states, t.outputs, others, mapping)
         for s in states:
             if s in state_owner:
                 raise CompileError(
@@ -282,8 +334,22 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                     f"through a LET port")
             state_owner[s] = k
         spec = ChainSpec({}, {}, [])
+        private_blocks: dict[Node, int] = {}
         for node in order:
-            if node.op == "input" or node in others:
+            block = b.member.get(node) if node.op == "input" else None
+            if node in b.blocks or block is not None:
+                # an input block: one copy of the whole block per release
+                stand, index = (node, 0) if block is None else block
+                private = private_blocks.get(stand)
+                if private is None:
+                    private = private_blocks[stand] = b.layout.alloc(stand.nbytes,
+                                                                     align=_align(stand))
+                    b.copies.append(ImageLetCopy(k, RELEASE, stand.nbytes,
+                                                 b.input_block(stand), private))
+                    for member in b.blocks[stand]:
+                        readers.setdefault(member, []).append(k)
+                spec.placed[node] = private + index * node.dtype.size
+            elif node.op == "input" or node in others:
                 shared = b.shared_input(node) if node.op == "input" else shared_out[node]
                 private = b.layout.alloc(node.nbytes, align=_align(node))
                 spec.placed[node] = private
