@@ -165,3 +165,28 @@ def test_where_does_not_leak_nan_or_inf() -> None:
     a = cp.where(x > 0, 1.0 / x, -1.0)  # 1/0 = inf on the untaken side
     b = cp.where(x != 0, cp.sqrt(-x - 1.0), 2.0)  # NaN on the untaken side
     assert run(a, b) == [-1.0, 2.0]
+
+
+def test_run_is_the_programs_entry_point_and_follows_recompiles() -> None:
+    """tg.run calls the loaded program without a Python frame in between; a new compile or
+    deploy rebinds it, so it never runs a stale program."""
+    tg = cp.LocalTarget()
+    with pytest.raises(TargetError, match="nothing compiled yet"):
+        tg.run()
+    x = cp.value(2.0)
+    first = x + 1.0
+    tg.compile(first)
+    assert getattr(tg.run, "__func__", None) is not cp.LocalTarget.run
+    tg.write(x, 5.0)
+    tg.run()
+    assert tg.read(first) == 6.0
+    second = x * 3.0
+    tg.compile(second)
+    tg.write(x, 4.0)
+    tg.run(task=0)
+    assert tg.read(second) == 12.0
+    with pytest.raises(TargetError, match="not part of the compiled program"):
+        tg.read(first)
+    other = cp.LocalTarget()
+    with pytest.raises(TargetError, match="nothing compiled yet"):
+        other.run(0)

@@ -62,7 +62,6 @@ class LocalTarget:
         self.tick = tick
         self._compiled: CompiledProgram | None = None
         self._program: LoadedProgram | None = None
-        self._run: Callable[..., None] = _nothing_compiled
         self._ports: dict[Any, Port] = {}
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
@@ -86,11 +85,16 @@ class LocalTarget:
         compiled = compile_program(flatten(values, "compile()"), self.arch)
         program = load(compiled.image, self.arch)
         self._install(compiled, program)
-        self._run = program.run
+        self._bind_run(program.run)
 
     def run(self, task: int = 0) -> None:
         """Execute the compiled program once."""
-        self._run(task)
+        _nothing_compiled(task)
+
+    def _bind_run(self, run: Callable[[int], None]) -> None:
+        """``run`` becomes the loaded program's own entry point: no Python frame between the
+        caller and the program (a frame cost 55 of a run's 100 ns here, RESULTS.md)."""
+        vars(self)["run"] = run
 
     # ---- periodic tasks ------------------------------------------------------------------
 
@@ -130,7 +134,7 @@ class LocalTarget:
         program = load(compiled.image, self.arch)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._install(compiled, program)
-        self._run = program.run
+        self._bind_run(program.run)
         self._sched = sched
         self._tasks = list(tasks)
         self._trace = None
@@ -317,7 +321,7 @@ class LocalTarget:
             sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._bindings = {}
         self._install(prog.compiled(), program)
-        self._run = program.run
+        self._bind_run(program.run)
         self._sched = sched
         self._tasks = list(prog.tasks)
         self._trace = None
