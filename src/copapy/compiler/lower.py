@@ -5,6 +5,11 @@ from a data slot, and writes its result into a register. The allocator is a line
 the schedule with Belady's rule (evict the value used furthest in the future); a value is
 stored to a slot only if it is evicted while still needed, or if it is an output. Temporary
 slots are reused once their value is dead. Everything is linear in the number of nodes.
+
+The per-node loops (the uses of every value, the lowering of scalar operations) run in C
+(``compiler/_lower.c``) on this module's ``_Lowerer`` state; arrays, fused loops and the
+rarer steps (spills, stores, releasing temporaries) are the methods below, which the C loop
+calls.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import NamedTuple
 from ..dtypes import DType, int32
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
+from ._lower import lower_nodes, remaining_uses
 from .fuse import LOOP_BEGIN, Loop, find_loops
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -61,8 +67,11 @@ def _class(dtype: DType) -> str:
     return dtype.stencil
 
 
-_ROLES: dict[int, tuple[str, ...]] = {1: ("a",), 2: ("a", "b")}
-_ROLES_WHERE = ("c", "a", "b")
+
+
+def _name_prefix(node: Node) -> str:
+    """A scalar stencil's name up to its register and operand forms: ``family_type__``."""
+    return "{}_{}__".format(*_stencil_name(node))
 
 
 def _stencil_name(node: Node) -> tuple[str, str]:
@@ -99,8 +108,8 @@ class _Lowerer:
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
         #: stencil names already checked against the table
         self.known: set[str] = set()
-        #: (op, first operand's type) -> the stencil name's family and type part
-        self.names: dict[tuple[str, DType], str] = {}
+        #: op -> first operand's type -> the stencil name's family and type part (_lower.c)
+        self.names: dict[str, dict[DType, str]] = {}
         self.loops: dict[Node, Loop] = {}
 
     def next_use(self, node: Node) -> int:
@@ -154,7 +163,7 @@ class _Lowerer:
             out.append(node)
         return out
 
-    def lower(self, order: Sequence[Node],
+    def lower(self, order: list[Node],
               progress: Callable[[int, int], None] | None = None) -> None:
         """``progress(done, total)`` is called every 1024 nodes (a compile's progress bar)."""
         self.fused = fused = self.find_fusions(order)
@@ -169,36 +178,11 @@ class _Lowerer:
                            for a in node.args if a in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
-        remaining = self.remaining
-        special = fused.keys() | loops.keys()
-        for i in range(len(order) - 1, -1, -1):
-            node = order[i]
-            if node in skipped:
-                continue
-            for a in self.operands(node) if node in special else node.args:
-                if a.op in VIEWS:
-                    for x in self.chain_of(a):
-                        uses = remaining.get(x)
-                        if uses is None:
-                            remaining[x] = [i]
-                        else:
-                            uses.append(i)
-                    continue
-                uses = remaining.get(a)
-                if uses is None:
-                    remaining[a] = [i]
-                else:
-                    uses.append(i)
-        lower_node = self.lower_node
-        for i, node in enumerate(order):
-            if progress is not None and not i & 1023:
-                progress(i, len(order))
-            if node in skipped:
-                continue
-            if node.shape or _reads_array(node):
-                self.lower_array(node)
-            else:
-                lower_node(i, node)
+        # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
+        # nodes (scalar operations there, arrays through lower_array)
+        remaining_uses(self.remaining, order, skipped, fused.keys() | loops.keys(),
+                       self.operands, VIEWS)
+        lower_nodes(self, order, skipped, progress, Instr, _name_prefix, VIEWS)
 
     def find_fusions(self, order: Sequence[Node]) -> dict[Node, tuple[str, Node, Node, Node, Node]]:
         """dot(a op s, b) whose element-wise operand feeds nothing else: one pass, no temp.
@@ -455,62 +439,6 @@ class _Lowerer:
             self.store(victim, dst, offset)
             self.mem[id(victim)] = offset
             self.temp_of[id(victim)] = offset
-
-    def lower_node(self, i: int, node: Node) -> None:
-        """A scalar operation: operands from registers or slots, the result into a register
-        (the compiler's per-node hot path)."""
-        args = node.args
-        key = (node.op, args[0].dtype)
-        name = self.names.get(key)
-        if name is None or node.op == "where":
-            name = self.names[key] = "{}_{}__".format(*_stencil_name(node))
-        roles = _ROLES_WHERE if node.op == "where" else _ROLES[len(args)]
-        forms: list[str] = []
-        slots: list[tuple[str, int]] = []
-        all_regs = self.regs
-        for role, arg in zip(roles, args, strict=True):
-            cls = all_regs[arg.dtype.stencil]
-            if cls[0] is arg:
-                forms.append("0")
-            elif cls[1] is arg:
-                forms.append("1")
-            else:
-                forms.append("m")
-                offset = self.mem.get(id(arg))
-                slots.append((role, self.slot_of(arg) if offset is None else offset))
-        # the operands are consumed: advance their next-use pointers
-        remaining = self.remaining
-        for arg in args:
-            if arg.op in VIEWS:
-                self.advance(arg)
-            else:
-                remaining[arg].pop()
-        regs = all_regs[node.dtype.stencil]
-        # a free first register needs neither the Belady choice nor an eviction
-        if regs[0] is None:
-            dst = 0
-        else:
-            dst = self.pick_register(regs)
-            self.evict(regs, dst)
-        stencil = f"{name}{dst}_{'_'.join(forms)}"
-        if stencil not in self.known:
-            self.check_stencil(stencil)
-        self.instrs.append(Instr(stencil, tuple(slots)))
-        regs[dst] = node
-        for arg in args:
-            if arg.op in VIEWS:
-                for x in self.chain_of(arg):
-                    if self.next_use(x) == NEVER:
-                        self.forget(x)
-            elif not remaining[arg]:
-                self.forget(arg)
-        stores = self.stores.get(node)
-        if stores:
-            for offset in stores:
-                self.store(node, dst, offset)
-                self.mem.setdefault(id(node), offset)
-        if not remaining.get(node):
-            regs[dst] = None
 
     def pick_register(self, regs: list[Node | None]) -> int:
         """Belady: a free register, else the one whose value is needed furthest ahead."""
