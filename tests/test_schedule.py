@@ -81,3 +81,61 @@ def test_a_walk_given_by_the_caller_gives_the_same_order(steps: list[tuple[int, 
     stop = {pool[0]}
     walked = live_nodes([*reversed(roots), *pool[:4]], stop=stop)
     assert evaluation_order(roots, stop, live=walked) == evaluation_order(roots, stop)
+
+
+def reference_walk(roots: list[build.Node], stop: set[build.Node],
+                   reorder: dict[build.Node, list[build.Node]]) -> list[build.Node]:
+    """The post-order of graph/traverse.py written as the plain recursion it stands for."""
+    order: list[build.Node] = []
+    seen: set[build.Node] = set()
+
+    def visit(node: build.Node) -> None:
+        seen.add(node)
+        if node.args and node not in stop:
+            for child in reorder.get(node, node.args):
+                if child not in seen:
+                    visit(child)
+        order.append(node)
+
+    for root in roots:
+        if root not in seen:
+            visit(root)
+    return order
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 2)),
+                min_size=1, max_size=80),
+       st.lists(st.integers(0, 10**6), min_size=1, max_size=5),
+       st.sets(st.integers(0, 10**6), max_size=6), st.sets(st.integers(0, 10**6), max_size=6),
+       st.sampled_from(["set", "dict", "tuple"]))
+def test_live_nodes_is_the_recursive_post_order(steps: list[tuple[int, int, int]],
+                                                picks: list[int], stops: set[int],
+                                                flips: set[int], stop_kind: str) -> None:
+    # live_nodes runs in C (graph/_walk.c): the same order as the recursion, with leaves in
+    # ``stop`` (any container the compiler passes: a set, the placed dict, a tuple), operands
+    # visited in a given order for some nodes, unary nodes, shared operands, repeated roots
+    pool = [cp.value(float(i)).node for i in range(3)]
+    for i, j, kind in steps:
+        a, b = pool[i % len(pool)], pool[j % len(pool)]
+        pool.append(build.apply("neg", a) if kind == 2 else
+                    build.apply("mul" if kind else "add", a, b))
+    roots = [pool[k % len(pool)] for k in picks]
+    stop_set = {pool[k % len(pool)] for k in stops}
+    reorder = {n: list(reversed(n.args)) for n in (pool[k % len(pool)] for k in flips)
+               if len(n.args) == 2}
+    stop: set[build.Node] | dict[build.Node, int] | tuple[build.Node, ...] = (
+        stop_set if stop_kind == "set" else dict.fromkeys(stop_set, 0) if stop_kind == "dict"
+        else tuple(stop_set))
+    expected = reference_walk(roots, stop_set, reorder)
+    assert live_nodes(roots, stop, reorder) == expected
+    assert live_nodes(iter(roots), stop, reorder or None) == expected
+
+
+def test_live_nodes_walks_a_deep_chain_without_recursion() -> None:
+    x = cp.value(1.0).node
+    node = x
+    for _ in range(200_000):
+        node = build.apply("add", node, x)
+    order = live_nodes([node])
+    assert len(order) == 200_001 and order[0] is x and order[-1] is node

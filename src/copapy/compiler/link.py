@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
+from . import _link
 from .fuse import LOOP_BEGIN
 from .lower import CompileError, Instr
 from .table import Function, Reloc, StencilTable
@@ -84,59 +85,13 @@ class _Linker:
     def place(self, form: _Form, slots: Sequence[tuple[str, int]],
               next_refs: list[_Pending] | None = None) -> int:
         """Append a function; "next" references are collected for the caller to resolve.
-        ``slots``: (role, data offset) of the stencil's operands."""
-        code_buf = self.code
-        func = form.func
-        if len(code_buf) % func.align:
-            self.pad_to(func.align)
-        start = len(code_buf)
-        code_buf += form.code
-        pending_list = self.pending
-        for offset, kind, target_type, target, addend in form.relocs:
-            if target_type == "slot":  # most references: the operand slot of a role
-                slot = (slots[0][1] if len(slots) == 1 and slots[0][0] == target
-                        else dict(slots)[target])
-                pending_list.append([start + offset, kind, "data", "", slot + addend])
-                continue
-            pending = [start + offset, kind, target_type, target, addend]
-            if target_type in ("next", "loop"):
-                if next_refs is None:
-                    raise CompileError(f"helper {func.name} refers to cp_{target_type}")
-                next_refs.append(pending)
-            pending_list.append(pending)
-        return start
+        ``slots``: (role, data offset) of the stencil's operands (in C: compiler/_link.c)."""
+        return _link.place(self, form, slots, next_refs)
 
     def chain(self, instrs: Sequence[Instr]) -> int:
-        """Place one task's chain: entry, stencils, return. Returns the entry offset."""
-        entry_form = self._form("cp_entry", True)
-        entry = -1
-        waiting: list[_Pending] = []
-        loop_start = -1  # the body of the current fused loop: the stencil after its begin
-        previous = ""
-        last = len(instrs) + 1
-        steps = [("cp_entry", ()), *instrs, ("cp_ret", ())]
-        for k, (name, slots) in enumerate(steps):
-            form = entry_form if k == 0 else self._form(name, k != last)
-            if k == last and form.func.relocs:
-                raise CompileError("cp_ret must not refer to anything")
-            refs: list[_Pending] = []
-            start = self.place(form, slots, refs)
-            for p in waiting:
-                p[TYPE], p[ADDEND] = "code", p[ADDEND] + start
-            if previous == LOOP_BEGIN:
-                loop_start = start
-            previous = name
-            waiting = []
-            for p in refs:
-                if p[TYPE] == "next":
-                    waiting.append(p)
-                elif loop_start < 0:
-                    raise CompileError(f"{name} branches back without a {LOOP_BEGIN} before it")
-                else:  # the backward branch of a fused loop (compiler/fuse.py)
-                    p[TYPE], p[ADDEND] = "code", p[ADDEND] + loop_start
-            if k == 0:
-                entry = start | (1 if form.func.thumb else 0)
-        return entry
+        """Place one task's chain: entry, stencils, return. Returns the entry offset (in C:
+        compiler/_link.c)."""
+        return _link.chain(self, instrs, LOOP_BEGIN)
 
     def helpers(self) -> None:
         """Place every helper function and constant blob the placed code refers to."""
@@ -189,6 +144,9 @@ class _Linker:
             else:
                 patches.append(RuntimePatch(site, kind, address))
         return patches
+
+
+_link.configure(CompileError)
 
 
 def link(chains: Sequence[Sequence[Instr]], table: StencilTable) -> Linked:

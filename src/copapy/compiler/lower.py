@@ -21,7 +21,7 @@ from typing import NamedTuple
 from ..dtypes import DType, int32
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
-from ._lower import lower_nodes, remaining_uses
+from . import _lower
 from .fuse import LOOP_BEGIN, Loop, find_loops
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -108,8 +108,9 @@ class _Lowerer:
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
         #: stencil names already checked against the table
         self.known: set[str] = set()
-        #: op -> first operand's type -> the stencil name's family and type part (_lower.c)
-        self.names: dict[str, dict[DType, str]] = {}
+        #: op -> its name's operand type -> the scalar stencil names by register and operand
+        #: forms (filled by _lower.c)
+        self.names: dict[str, dict[DType, list[str | None]]] = {}
         self.loops: dict[Node, Loop] = {}
 
     def next_use(self, node: Node) -> int:
@@ -135,8 +136,9 @@ class _Lowerer:
             self.known.add(stencil)
 
     def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
-        slots = [("out", offset)] if src is None else [("a", src), ("out", offset)]
-        self.emit(f"store_{_class(node.dtype)}__m_{reg}", slots)
+        """``store_<class>__m_<reg>``: the value from register ``reg`` (or, for ``"m"``, from
+        the slot ``src``) into the slot ``offset``."""
+        _lower.store(self, node, reg, offset, src)
 
     def slot_of(self, node: Node) -> int:
         if node.op in VIEWS:
@@ -180,9 +182,8 @@ class _Lowerer:
                                if a in self.in_place)
         # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
         # nodes (scalar operations there, arrays through lower_array)
-        remaining_uses(self.remaining, order, skipped, fused.keys() | loops.keys(),
-                       self.operands, VIEWS)
-        lower_nodes(self, order, skipped, progress, Instr, _name_prefix, VIEWS)
+        _lower.remaining_uses(self, order, skipped, fused.keys() | loops.keys())
+        _lower.lower_nodes(self, order, skipped, progress)
 
     def find_fusions(self, order: Sequence[Node]) -> dict[Node, tuple[str, Node, Node, Node, Node]]:
         """dot(a op s, b) whose element-wise operand feeds nothing else: one pass, no temp.
@@ -432,54 +433,23 @@ class _Lowerer:
                 self.store(node, "m", offset, src)
 
     def evict(self, regs: list[Node | None], dst: int) -> None:
-        """Save the value in ``dst`` if it is still needed and not in memory."""
-        victim = regs[dst]
-        if victim is not None and self.next_use(victim) != NEVER and id(victim) not in self.mem:
-            offset = self.layout.temp(victim.dtype.size)
-            self.store(victim, dst, offset)
-            self.mem[id(victim)] = offset
-            self.temp_of[id(victim)] = offset
+        """Save the value in ``dst`` if it is still needed and not in memory (a spill)."""
+        _lower.evict(self, regs, dst)
 
     def pick_register(self, regs: list[Node | None]) -> int:
-        """Belady: a free register, else the one whose value is needed furthest ahead."""
-        best, best_key = 0, -1
-        remaining = self.remaining
-        for r in (0, 1):
-            v = regs[r]
-            if v is None:
-                return r
-            uses = remaining.get(v)
-            if not uses:
-                return r
-            use = uses[-1]
-            # prefer values already in memory (no store needed), then the furthest use
-            key = use + (NEVER // 2 if id(v) in self.mem else 0)
-            if key > best_key:
-                best, best_key = r, key
-        return best
+        """Belady: a free register, else the one whose value is needed furthest ahead
+        (values already in memory first: they need no store)."""
+        return _lower.pick_register(self, regs)
 
     def forget(self, node: Node) -> None:
         """A value is dead: free its register and its temporary slot."""
-        regs = self.regs[_class(node.dtype)]
-        for r in (0, 1):
-            if regs[r] is node:
-                regs[r] = None
-        temp = self.temp_of.pop(id(node), None)
-        if temp is not None:
-            self.layout.release(temp, node.nbytes)
-
+        _lower.forget(self, node)
 
 MEMORY_OPS = ("input", "const", "state")
 VIEWS = frozenset({"index", "slice", "reshape"})
 ARRAY_ALIGN = 16
 INT32 = int32
-
-
-def _reads_array(node: Node) -> bool:
-    for a in node.args:
-        if a.shape:
-            return True
-    return False
+_lower.configure(Instr, _name_prefix, VIEWS)
 
 
 def _view_base(node: Node) -> tuple[Node, int]:

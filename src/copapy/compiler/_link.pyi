@@ -1,0 +1,9 @@
+"""Type stub of the C extension copapy.compiler._link (compiler/_link.c)."""
+
+from collections.abc import Sequence
+from typing import Any
+
+def configure(error: type[Exception], /) -> None: ...
+def place(linker: Any, form: Any, slots: Sequence[tuple[str, int]],
+          next_refs: list[list[Any]] | None, /) -> int: ...
+def chain(linker: Any, instrs: Sequence[Any], loop_begin: str, /) -> int: ...
