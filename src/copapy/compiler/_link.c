@@ -3,13 +3,15 @@
  * A chain places one stencil per instruction: append its code, record a pending patch per
  * relocation (the operand slot of a role, a helper, a constant blob, the next stencil, a
  * fused loop's start). In the interpreter that was a few microseconds per instruction. This
- * is the one implementation of place and chain; the _Linker (link.py) keeps the placed forms
- * (_form), the helpers and the resolution of the patches.
+ * is the one implementation of place, chain and the patches' addresses; the _Linker (link.py)
+ * keeps the placed forms (_form), the helpers and the encodings other than x86's rel32.
  *
  * A pending patch is a list [site, kind, target type, target, addend] (link.py's _Pending).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include <stdint.h>
 
 static PyObject *s_code, *s_pending, *s_forms, *s_form, *s_pad_to, *s_data, *s_code_type,
     *s_empty;
@@ -295,6 +297,119 @@ static PyObject *py_place(PyObject *module, PyObject *const *argv, Py_ssize_t ar
     return start < 0 ? NULL : PyLong_FromSsize_t(start);
 }
 
+/* the 64-bit value of an int item, or -1 with an error set */
+static int as_i64(PyObject *x, long long *out) {
+    *out = PyLong_AsLongLong(x);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* offsets[target] + addend */
+static int offset_plus(PyObject *linker, const char *offsets, PyObject *target, long long addend,
+                       long long *out) {
+    PyObject *table = PyObject_GetAttrString(linker, offsets);
+    if (table == NULL) return -1;
+    PyObject *base = PyObject_GetItem(table, target);
+    Py_DECREF(table);
+    if (base == NULL) return -1;
+    long long b;
+    int r = as_i64(base, &b);
+    Py_DECREF(base);
+    *out = b + addend;
+    return r;
+}
+
+PyDoc_STRVAR(resolve_doc,
+             "resolve(linker, data_offset, rel32, arch)\n\n"
+             "The address of every pending patch (data: data_offset + addend; code: addend;\n"
+             "func and rodata: the placed offset + addend). Patches of the kind ``rel32`` (the\n"
+             "x86 PC-relative word, most patches there) are written into ``linker.code`` here;\n"
+             "the others are returned as (site, kind, address) for link.py to encode.");
+
+static PyObject *resolve(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
+    (void)module;
+    if (argc != 4 || g_error == NULL) {
+        PyErr_SetString(PyExc_TypeError, "resolve(linker, data_offset, rel32, arch), configured");
+        return NULL;
+    }
+    Linker ln;
+    long long data_offset;
+    if (load(&ln, argv[0]) < 0 || as_i64(argv[1], &data_offset) < 0) return NULL;
+    PyObject *rel32 = argv[2], *arch = argv[3];
+    PyObject *others = PyList_New(0);
+    if (others == NULL) return NULL;
+    /* whether a kind is rel32, by identity (the table's kinds are shared objects, and
+     * comparing frozen dataclasses field by field per patch is slow) */
+    PyObject *seen_kind[16];
+    int seen_rel32[16];
+    int n_seen = 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(ln.pending); k++) {
+        PyObject *p = PyList_GET_ITEM(ln.pending, k);
+        if (!PyList_Check(p) || PyList_GET_SIZE(p) != 5) {
+            PyErr_SetString(PyExc_TypeError, "a pending patch is a list of 5");
+            goto fail;
+        }
+        PyObject *kind = PyList_GET_ITEM(p, KIND), *type = PyList_GET_ITEM(p, TYPE);
+        PyObject *target = PyList_GET_ITEM(p, TARGET);
+        long long site, addend, address;
+        if (as_i64(PyList_GET_ITEM(p, SITE), &site) < 0 ||
+            as_i64(PyList_GET_ITEM(p, ADDEND), &addend) < 0)
+            goto fail;
+        if (PyUnicode_CompareWithASCIIString(type, "data") == 0) {
+            address = data_offset + addend;
+        } else if (PyUnicode_CompareWithASCIIString(type, "code") == 0) {
+            address = addend;
+        } else if (PyUnicode_CompareWithASCIIString(type, "func") == 0) {
+            if (offset_plus(ln.linker, "func_offsets", target, addend, &address) < 0) goto fail;
+        } else if (PyUnicode_CompareWithASCIIString(type, "rodata") == 0) {
+            if (offset_plus(ln.linker, "rodata_offsets", target, addend, &address) < 0) goto fail;
+        } else {
+            PyErr_Format(g_error, "unresolved reference to %S %R", type, target);
+            goto fail;
+        }
+        int is_rel32 = -1;
+        for (int j = 0; j < n_seen; j++)
+            if (seen_kind[j] == kind) is_rel32 = seen_rel32[j];
+        if (is_rel32 < 0) {
+            is_rel32 = PyObject_RichCompareBool(kind, rel32, Py_EQ);
+            if (is_rel32 < 0) goto fail;
+            if (n_seen < 16) {
+                seen_kind[n_seen] = kind; /* alive: the pending list holds it */
+                seen_rel32[n_seen++] = is_rel32;
+            }
+        }
+        if (is_rel32) {
+            long long value = address - site;
+            if (value < -0x80000000LL || value >= 0x80000000LL) {
+                PyObject *v = PyLong_FromLongLong(value);
+                PyObject *hex = v ? PyNumber_ToBase(v, 16) : NULL;
+                if (hex != NULL)
+                    PyErr_Format(g_error, "program too large for %S: value %S does not fit in 32 "
+                                 "bits", arch, hex);
+                Py_XDECREF(hex);
+                Py_XDECREF(v);
+                goto fail;
+            }
+            if (site < 0 || site + 4 > PyByteArray_GET_SIZE(ln.code)) {
+                PyErr_SetString(PyExc_IndexError, "a patch site outside the code");
+                goto fail;
+            }
+            uint32_t word = (uint32_t)(int32_t)value;
+            unsigned char *at = (unsigned char *)PyByteArray_AS_STRING(ln.code) + site;
+            for (int b = 0; b < 4; b++) at[b] = (unsigned char)(word >> (8 * b));
+            continue;
+        }
+        PyObject *item = Py_BuildValue("(LOL)", site, kind, address);
+        if (item == NULL) goto fail;
+        int r = PyList_Append(others, item);
+        Py_DECREF(item);
+        if (r < 0) goto fail;
+    }
+    return others;
+fail:
+    Py_DECREF(others);
+    return NULL;
+}
+
 static PyObject *configure(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
     (void)module;
     if (argc != 1 || !PyExceptionClass_Check(argv[0])) {
@@ -311,6 +426,7 @@ static PyObject *configure(PyObject *module, PyObject *const *argv, Py_ssize_t a
 static PyMethodDef methods[] = {
     {"chain", FASTCALL(chain), chain_doc},
     {"place", FASTCALL(py_place), place_doc},
+    {"resolve", FASTCALL(resolve), resolve_doc},
     {"configure", FASTCALL(configure), "configure(CompileError): the error type raised."},
     {NULL, NULL, 0, NULL},
 };

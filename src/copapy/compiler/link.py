@@ -3,7 +3,6 @@ turn the rest into generic runtime patches."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -48,7 +47,6 @@ class _Form(NamedTuple):
 
 #: a PC-relative signed 32-bit word (x86 rel32): written directly, it is most of the patches
 _REL32 = PatchKind(32, PCREL | SIGNED, 0, 32, 0, ((0, 32, 0),))
-_I32 = struct.Struct("<i")
 
 
 def _align(value: int, align: int) -> int:
@@ -109,34 +107,14 @@ class _Linker:
                 self.code += data
 
     def resolve(self, data_offset: int) -> list[RuntimePatch]:
+        """Write the patches that do not depend on the load address; the others are left for
+        the runner. The addresses and x86's rel32 words (most patches there) in C
+        (compiler/_link.c); the other encodings here."""
         patches: list[RuntimePatch] = []
         base_align = self.table.base_align
         code = self.code
-        #: whether a kind is the x86 rel32 (by identity: the table's kinds are shared objects,
-        #: and comparing two frozen dataclasses field by field per patch is slow)
-        rel32: dict[int, bool] = {}
-        pack_into = _I32.pack_into
-        for site, kind, target_type, target, addend in self.pending:
-            if target_type == "data":
-                address = data_offset + addend
-            elif target_type == "code":
-                address = addend
-            elif target_type == "func":
-                address = self.func_offsets[target] + addend
-            elif target_type == "rodata":
-                address = self.rodata_offsets[target] + addend
-            else:
-                raise CompileError(f"unresolved reference to {target_type} {target!r}")
-            is_rel32 = rel32.get(id(kind))
-            if is_rel32 is None:
-                is_rel32 = rel32[id(kind)] = kind == _REL32
-            if is_rel32:  # x86 rel32 (most patches): one signed little-endian word
-                value = address - site
-                if not -0x80000000 <= value < 0x80000000:
-                    raise CompileError(f"program too large for {self.table.arch}: value "
-                                       f"{value:#x} does not fit in 32 bits")
-                pack_into(code, site, value)
-            elif kind.encoder or kind.base_independent(base_align):
+        for site, kind, address in _link.resolve(self, data_offset, _REL32, self.table.arch):
+            if kind.encoder or kind.base_independent(base_align):
                 try:
                     apply_patch(code, site, kind, site, address)
                 except PatchError as exc:

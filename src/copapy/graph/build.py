@@ -128,6 +128,10 @@ def apply(name: str, *operands: Operand) -> Node:
         elif (type(a) is float and type(b) is Node and b.dtype.is_float
               and spec.operands in _FLOAT_KINDS):
             return make(spec, (const(a, b.dtype), b))
+    elif len(operands) == 1 and spec.arity == 1:
+        (a,) = operands
+        if type(a) is Node and a.dtype.name in _TAKES[spec.operands]:
+            return make(spec, operands)  # type: ignore[arg-type]
     if len(operands) != spec.arity:
         raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
     checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
