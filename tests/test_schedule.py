@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.compiler import compile_program
-from copapy.compiler.schedule import evaluation_order, register_needs
+from copapy.compiler.schedule import _needs, evaluation_order, register_needs
 from copapy.graph import build
 from copapy.graph.traverse import live_nodes
 
@@ -139,3 +139,43 @@ def test_live_nodes_walks_a_deep_chain_without_recursion() -> None:
         node = build.apply("add", node, x)
     order = live_nodes([node])
     assert len(order) == 200_001 and order[0] is x and order[-1] is node
+
+
+def reference_needs(order: list[build.Node], stop: set[build.Node]) -> dict[build.Node, int]:
+    """Ershov numbers as the definition gives them (sorted operand needs)."""
+    need: dict[build.Node, int] = {}
+    for node in order:
+        if not node.args or node in stop:
+            need[node] = 0
+        else:
+            child = sorted((need[a] for a in node.args), reverse=True)
+            need[node] = max(1, *(n + k for k, n in enumerate(child)))
+    return need
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6),
+                          st.integers(0, 3)), min_size=1, max_size=60),
+       st.sets(st.integers(0, 10**6), max_size=4))
+def test_register_needs_and_operand_order(steps: list[tuple[int, int, int, int]],
+                                          stops: set[int]) -> None:
+    # the needs and the reordering run in C (compiler/_lower.c), selects in Python: both
+    # against the definition, and every reordered node visits its larger need first
+    pool = [cp.value(float(i)).node for i in range(3)]
+    for i, j, k, kind in steps:
+        a, b, c = (pool[x % len(pool)] for x in (i, j, k))
+        pool.append(build.apply("neg", a) if kind == 0 else build.apply("add", a, b)
+                    if kind == 1 else build.apply("where", build.apply("lt", a, b), b, c)
+                    if kind == 2 else build.apply("mul", a, c))
+    stop = {pool[x % len(pool)] for x in stops}
+    order = live_nodes([pool[-1]], stop=stop)
+    need, reordered = _needs(order, stop)
+    assert need == reference_needs(order, stop)
+    for node in order:
+        if node.args and node not in stop:
+            visit = reordered.get(node, node.args)
+            assert sorted(map(id, visit)) == sorted(map(id, node.args))
+            needs = [need[a] for a in visit]
+            assert needs == sorted(needs, reverse=True)
+            if node in reordered:  # only where the listed order is not already the best
+                assert [need[a] for a in node.args] != needs

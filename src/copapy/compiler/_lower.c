@@ -629,6 +629,101 @@ done:
     return result;
 }
 
+/* 1 if node is in stop (a set, a dict or another container), 0 if not, -1 on error */
+static int in_container(PyObject *stop, PyObject *node) {
+    if (PyAnySet_Check(stop)) return PySet_Contains(stop, node);
+    if (PyDict_Check(stop)) return PyDict_Contains(stop, node);
+    return PySequence_Contains(stop, node);
+}
+
+/* need[node] as a C long, -1 on error */
+static long need_of(PyObject *need, PyObject *node) {
+    PyObject *v = PyDict_GetItemWithError(need, node);
+    if (v == NULL) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_KeyError, "%R comes before its operands", node);
+        return -1;
+    }
+    return PyLong_AsLong(v);
+}
+
+static int set_need(PyObject *need, PyObject *node, long value) {
+    PyObject *v = PyLong_FromLong(value);
+    if (v == NULL) return -1;
+    int r = PyDict_SetItem(need, node, v);
+    Py_DECREF(v);
+    return r;
+}
+
+PyDoc_STRVAR(register_needs_doc,
+             "register_needs(order, stop, need, reordered, general)\n\n"
+             "Fill ``need`` (node -> the registers computing it needs; 0 for leaves and nodes in\n"
+             "``stop``) and ``reordered`` (node -> its operands, the larger need first, where\n"
+             "that is not their order; ties keep it) in one pass over ``order``, operands\n"
+             "first. Nodes of one or two operands here, others by ``general(node, need)``,\n"
+             "which returns (need, operands in visiting order or None).");
+
+static PyObject *register_needs(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
+    (void)module;
+    if (argc != 5 || !PyDict_Check(argv[2]) || !PyDict_Check(argv[3])) {
+        PyErr_SetString(PyExc_TypeError, "register_needs(order, stop, need, reordered, general)");
+        return NULL;
+    }
+    PyObject *stop = argv[1], *need = argv[2], *reordered = argv[3], *general = argv[4];
+    PyObject *order = PySequence_Fast(argv[0], "order must be a sequence");
+    if (order == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(order); i++) {
+        PyObject *node = PySequence_Fast_GET_ITEM(order, i);
+        PyObject *args = attr(node, s_args);
+        if (args == NULL) goto fail;
+        if (!PyTuple_Check(args)) {
+            Py_DECREF(args);
+            PyErr_SetString(PyExc_TypeError, "a node's operands are a tuple");
+            goto fail;
+        }
+        Py_ssize_t n = PyTuple_GET_SIZE(args);
+        int stopped = n ? in_container(stop, node) : 1;
+        int r = stopped < 0 ? -1 : 0;
+        if (r == 0 && stopped) {
+            r = set_need(need, node, 0);
+        } else if (r == 0 && n <= 2) {
+            long a = need_of(need, PyTuple_GET_ITEM(args, 0));
+            long b = n == 2 && !PyErr_Occurred() ? need_of(need, PyTuple_GET_ITEM(args, 1)) : 0;
+            if (PyErr_Occurred()) {
+                r = -1;
+            } else if (n == 1) {
+                r = set_need(need, node, a > 1 ? a : 1);
+            } else {
+                long most = a > b ? a : b;
+                r = set_need(need, node, a == b ? a + 1 : (most > 1 ? most : 1));
+                if (r == 0 && b > a) {
+                    PyObject *swapped =
+                        PyTuple_Pack(2, PyTuple_GET_ITEM(args, 1), PyTuple_GET_ITEM(args, 0));
+                    r = swapped == NULL ? -1 : PyDict_SetItem(reordered, node, swapped);
+                    Py_XDECREF(swapped);
+                }
+            }
+        } else if (r == 0) {
+            PyObject *res = PyObject_CallFunctionObjArgs(general, node, need, NULL);
+            if (res == NULL || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+                if (res != NULL) PyErr_SetString(PyExc_TypeError, "general returns a pair");
+                r = -1;
+            } else {
+                r = PyDict_SetItem(need, node, PyTuple_GET_ITEM(res, 0));
+                PyObject *ops = PyTuple_GET_ITEM(res, 1);
+                if (r == 0 && ops != Py_None) r = PyDict_SetItem(reordered, node, ops);
+            }
+            Py_XDECREF(res);
+        }
+        Py_DECREF(args);
+        if (r < 0) goto fail;
+    }
+    Py_DECREF(order);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(order);
+    return NULL;
+}
+
 /* the _Lowerer's methods for the array nodes (same code as the scalar path above) */
 
 static PyObject *py_pick_register(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
@@ -702,6 +797,7 @@ static PyObject *configure(PyObject *module, PyObject *const *argv, Py_ssize_t a
 static PyMethodDef methods[] = {
     {"lower_nodes", FASTCALL(lower_nodes), lower_nodes_doc},
     {"remaining_uses", FASTCALL(remaining_uses), remaining_uses_doc},
+    {"register_needs", FASTCALL(register_needs), register_needs_doc},
     {"pick_register", FASTCALL(py_pick_register),
      "pick_register(lowerer, regs): Belady's choice of a register of the pair regs."},
     {"evict", FASTCALL(py_evict),
