@@ -28,8 +28,8 @@ static PyObject *g_instr, *g_prefix, *g_views;
 typedef struct {
     PyObject *lowerer;
     PyObject *regs;      /* class name -> [Node | None, Node | None] */
-    PyObject *mem;       /* id(node) -> offset */
-    PyObject *temp_of;   /* id(node) -> temporary offset */
+    PyObject *mem;       /* node -> offset */
+    PyObject *temp_of;   /* node -> temporary offset */
     PyObject *remaining; /* node -> list of use positions, latest first */
     PyObject *stores;    /* node -> list of offsets */
     PyObject *known;     /* checked stencil names */
@@ -161,33 +161,20 @@ static int pop_use(State *st, PyObject *node) {
     return PyList_SetSlice(uses, n - 1, n, NULL);
 }
 
-/* 1 if the dict keyed by id() holds node, 0 if not, -1 on error */
-static int has_id(PyObject *dict, PyObject *node) {
-    PyObject *key = PyLong_FromVoidPtr(node);
-    if (key == NULL) return -1;
-    int r = PyDict_Contains(dict, key);
-    Py_DECREF(key);
-    return r;
-}
+/* 1 if the dict holds node, 0 if not, -1 on error */
+static int in_dict(PyObject *dict, PyObject *node) { return PyDict_Contains(dict, node); }
 
-/* new reference to dict[id(node)], NULL without error if absent */
-static PyObject *get_id(PyObject *dict, PyObject *node) {
-    PyObject *key = PyLong_FromVoidPtr(node);
-    if (key == NULL) return NULL;
-    PyObject *v = PyDict_GetItemWithError(dict, key);
-    Py_DECREF(key);
+/* new reference to dict[node], NULL without error if absent */
+static PyObject *dict_get(PyObject *dict, PyObject *node) {
+    PyObject *v = PyDict_GetItemWithError(dict, node);
     Py_XINCREF(v);
     return v;
 }
 
-/* dict[id(node)] = value (setdefault: only if absent) */
-static int set_id(PyObject *dict, PyObject *node, PyObject *value, int setdefault) {
-    PyObject *key = PyLong_FromVoidPtr(node);
-    if (key == NULL) return -1;
-    int r = setdefault ? (PyDict_SetDefault(dict, key, value) == NULL ? -1 : 0)
-                       : PyDict_SetItem(dict, key, value);
-    Py_DECREF(key);
-    return r;
+/* dict[node] = value (setdefault: only if absent) */
+static int dict_set(PyObject *dict, PyObject *node, PyObject *value, int setdefault) {
+    return setdefault ? (PyDict_SetDefault(dict, node, value) == NULL ? -1 : 0)
+                      : PyDict_SetItem(dict, node, value);
 }
 
 /* append Instr(stencil, slots); checks a name against the table the first time */
@@ -250,8 +237,8 @@ static int forget(State *st, PyObject *node) {
             if (PyList_SetItem(regs, r, Py_None) < 0) return -1;
         }
     }
-    PyObject *key = PyLong_FromVoidPtr(node);
-    if (key == NULL) return -1;
+    PyObject *key = node;
+    Py_INCREF(key);
     PyObject *temp = PyDict_GetItemWithError(st->temp_of, key);
     int ok = 0;
     if (temp != NULL) {
@@ -289,7 +276,7 @@ static int pick_register(State *st, PyObject *regs) {
         int64_t use = next_use(st, v);
         if (use < 0) return -1;
         if (use == NEVER) return r;
-        int in_mem = has_id(st->mem, v);
+        int in_mem = in_dict(st->mem, v);
         if (in_mem < 0) return -1;
         int64_t key = use + (in_mem ? NEVER / 2 : 0);
         if (key > best_key) {
@@ -306,7 +293,7 @@ static int evict(State *st, PyObject *regs, int dst) {
     if (victim == Py_None) return 0;
     int64_t use = next_use(st, victim);
     if (use < 0) return -1;
-    int in_mem = has_id(st->mem, victim);
+    int in_mem = in_dict(st->mem, victim);
     if (in_mem < 0) return -1;
     if (use == NEVER || in_mem) return 0;
     Py_INCREF(victim);
@@ -316,7 +303,7 @@ static int evict(State *st, PyObject *regs, int dst) {
     PyObject *offset = size ? PyObject_CallMethodObjArgs(st->layout, s_temp, size, NULL) : NULL;
     PyObject *reg = offset ? PyLong_FromLong(dst) : NULL;
     if (reg != NULL && store(st, victim, reg, offset, Py_None) == 0 &&
-        set_id(st->mem, victim, offset, 0) == 0 && set_id(st->temp_of, victim, offset, 0) == 0)
+        dict_set(st->mem, victim, offset, 0) == 0 && dict_set(st->temp_of, victim, offset, 0) == 0)
         ok = 0;
     Py_XDECREF(reg);
     Py_XDECREF(offset);
@@ -417,7 +404,7 @@ static int lower_node(State *st, PyObject *node) {
         } else {
             forms[nf++] = 'm';
             code += 2 * (int)weight;
-            PyObject *offset = get_id(st->mem, arg);
+            PyObject *offset = dict_get(st->mem, arg);
             if (offset == NULL) {
                 if (PyErr_Occurred()) goto done;
                 offset = call(st, s_slot_of, arg, NULL);
@@ -465,7 +452,7 @@ static int lower_node(State *st, PyObject *node) {
         for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(offsets) && r == 0; k++) {
             PyObject *offset = PySequence_Fast_GET_ITEM(offsets, k);
             r = store(st, node, reg, offset, Py_None);
-            if (r == 0) r = set_id(st->mem, node, offset, 1);
+            if (r == 0) r = dict_set(st->mem, node, offset, 1);
         }
         Py_XDECREF(reg);
         Py_DECREF(offsets);

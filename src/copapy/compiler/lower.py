@@ -101,8 +101,8 @@ class _Lowerer:
         self.instrs: list[Instr] = []
         self.regs: dict[str, list[Node | None]] = {"f32": [None, None], "f64": [None, None],
                                                    "i32": [None, None]}
-        self.mem: dict[int, int] = {}  # id(node) -> slot offset
-        self.temp_of: dict[int, int] = {}  # id(node) -> temporary slot offset (to release)
+        self.mem: dict[Node, int] = {}  # node -> slot offset
+        self.temp_of: dict[Node, int] = {}  # node -> temporary slot offset (to release)
         #: remaining use positions of each value, latest first (consumed with pop())
         self.remaining: dict[Node, list[int]] = {}
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
@@ -144,7 +144,7 @@ class _Lowerer:
         if node.op in VIEWS:
             base, shift = _view_base(node)
             return self.slot_of(base) + shift
-        offset = self.mem.get(id(node))
+        offset = self.mem.get(node)
         if offset is not None:
             return offset
         if node.op != "const":
@@ -152,7 +152,7 @@ class _Lowerer:
         align = ARRAY_ALIGN if node.shape else node.dtype.size
         raw: bytes = node.attr  # type: ignore[assignment]
         offset = self.layout.constant(node.dtype, raw, align)
-        self.mem[id(node)] = offset
+        self.mem[node] = offset
         return offset
 
     def chain_of(self, node: Node) -> list[Node]:
@@ -171,7 +171,7 @@ class _Lowerer:
         self.fused = fused = self.find_fusions(order)
         skipped = {f[1] for f in fused.values()}
         self.loops = loops = find_loops(order, self.table, self.stores,
-                                        lambda n: id(n) in self.mem, skipped, _stencil_name,
+                                        lambda n: n in self.mem, skipped, _stencil_name,
                                         self.in_place)
         skipped.update(n for loop in loops.values() for n in loop.interior)
         if self.in_place:
@@ -201,7 +201,7 @@ class _Lowerer:
         for node in dots:
             for k, cand in enumerate(node.args):
                 if (cand.op not in ("add", "sub", "mul") or counts.get(cand) != 1
-                        or cand in self.stores or id(cand) in self.mem):
+                        or cand in self.stores or cand in self.mem):
                     continue
                 x, y = cand.args
                 if x.shape == cand.shape and not y.shape:
@@ -245,15 +245,15 @@ class _Lowerer:
 
     def ensure_mem(self, node: Node) -> int:
         """A memory slot holding the scalar ``node`` (stored from its register if needed)."""
-        if id(node) in self.mem or node.op == "const" or node.op in VIEWS:
+        if node in self.mem or node.op == "const" or node.op in VIEWS:
             return self.slot_of(node)
         regs = self.regs[_class(node.dtype)]
         reg = 0 if regs[0] is node else 1
         assert regs[reg] is node, f"{node!r} is neither in a register nor in memory"
         offset = self.layout.temp(node.dtype.size)
         self.store(node, reg, offset)
-        self.mem[id(node)] = offset
-        self.temp_of[id(node)] = offset
+        self.mem[node] = offset
+        self.temp_of[node] = offset
         return offset
 
     def const_int(self, value: int) -> int:
@@ -265,8 +265,8 @@ class _Lowerer:
             offset = offsets[0]
         else:
             offset = self.layout.temp(node.nbytes, ARRAY_ALIGN)
-            self.temp_of[id(node)] = offset
-        self.mem[id(node)] = offset
+            self.temp_of[node] = offset
+        self.mem[node] = offset
         return offset
 
     def copy_array(self, node: Node, src: int, dst: int) -> None:
@@ -381,7 +381,7 @@ class _Lowerer:
         outputs written only by a fused loop's store, which nothing reads -> their slot."""
         out = {}
         for node in self.in_place:
-            offset = self.mem.get(id(node))
+            offset = self.mem.get(node)
             if node not in self.copied and offset is not None and offset in self.pointer_slots:
                 out[node] = self.pointer_slots[offset]
         if self.in_place:
@@ -417,7 +417,7 @@ class _Lowerer:
         regs[dst] = node
         for offset in self.stores.get(node, ()):
             self.store(node, dst, offset)
-            self.mem.setdefault(id(node), offset)
+            self.mem.setdefault(node, offset)
         if self.next_use(node) == NEVER:
             regs[dst] = None
 
@@ -498,7 +498,7 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
     lowerer = _Lowerer(table, layout, spec.stores,
                        {n for n in spec.in_place if n in spec.placed and n not in spec.stores})
     for node, offset in spec.placed.items():
-        lowerer.mem[id(node)] = offset
+        lowerer.mem[node] = offset
     # outputs that are values in memory already: copied first, before state changes
     for node, offsets in spec.stores.items():
         if node in spec.placed or node.op == "const":
