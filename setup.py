@@ -1,10 +1,11 @@
 """Builds the C parts: the runner core as ``copapy._runner`` (the same sources every runner
 uses), the deterministic math kernels for the host as ``copapy._kernels``, the C call slot of
-jitted functions as ``copapy._dispatch``, the host runner process ``copapy/_bin/copapy-runner``
-(``copapy runner`` starts it) and the runner as a shared library with its C ABI,
-``copapy/_lib/libcopapy.so`` + ``copapy/_lib/include/copapy`` (copapy.kits, C/C++ programs);
-a wheel also carries the firmware sources as ``copapy/_firmware`` (``copapy firmware export
-DIR`` writes them out)."""
+jitted functions as ``copapy._dispatch``, the compiler's and the graph's per-node loops as
+``copapy.compiler._lower``/``_link`` and ``copapy.graph._walk``, the host runner
+process ``copapy/_bin/copapy-runner`` (``copapy runner`` starts it) and the runner as a shared
+library with its C ABI, ``copapy/_lib/libcopapy.so`` + ``copapy/_lib/include/copapy``
+(copapy.kits, C/C++ programs); a wheel also carries the firmware sources as
+``copapy/_firmware`` (``copapy firmware export DIR`` writes them out)."""
 import os
 import platform
 import shutil
@@ -42,6 +43,28 @@ kernels = Extension(
 dispatch = Extension(
     "copapy._dispatch",
     sources=["runner/python/dispatch.c"],
+    extra_compile_args=STRICT,
+)
+
+# the scalar lowering loop of the compiler (compiler/lower.py; docs/design.md, "Compile,
+# gradient and start-up speed")
+lowering = Extension(
+    "copapy.compiler._lower",
+    sources=["src/copapy/compiler/_lower.c"],
+    extra_compile_args=STRICT,
+)
+
+# placing stencils (compiler/link.py)
+linking = Extension(
+    "copapy.compiler._link",
+    sources=["src/copapy/compiler/_link.c"],
+    extra_compile_args=STRICT,
+)
+
+# the post-order walk of the graph (graph/traverse.py)
+walk = Extension(
+    "copapy.graph._walk",
+    sources=["src/copapy/graph/_walk.c"],
     extra_compile_args=STRICT,
 )
 
@@ -110,5 +133,5 @@ class BuildWithFirmware(build_py):
                 shutil.copy2(src, dest / item)
 
 
-setup(ext_modules=[runner, kernels, dispatch],
+setup(ext_modules=[runner, kernels, dispatch, lowering, linking, walk],
       cmdclass={"build_ext": BuildWithRunner, "build_py": BuildWithFirmware})

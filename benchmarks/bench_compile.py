@@ -3,6 +3,7 @@
 Usage:
     PYTHONPATH=src python benchmarks/bench_compile.py [--max-nodes 262144] [--profile KIND:N]
     PYTHONPATH=src python benchmarks/bench_compile.py --against /tmp/base/src [--rounds 2]
+    PYTHONPATH=src python benchmarks/bench_compile.py --phases dag:262144
 
 ``--against`` compares with another copapy source tree (e.g. ``git archive <commit> src | tar
 -x -C /tmp/base``, then copy the built ``*.so`` of src/copapy beside it): every row runs in
@@ -105,6 +106,43 @@ def row(kind: str, n: int) -> str:
     return f"{ops} {trace:.1f} {comp:.1f} {grad:.1f}"
 
 
+def phases(kind: str, n: int) -> None:
+    """µs per operation of one compile's phases: the closure walk, the schedule, the lowering
+    (its C loops included), the link (process time around each, best of 3 compiles)."""
+    from copapy.compiler import lower, program
+
+    spent: dict[str, float] = {}
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.process_time() - t0
+
+        setattr(owner, name, wrapper)
+
+    timed(program, "_closure", "walk")
+    timed(lower, "evaluation_order", "schedule")
+    timed(lower._Lowerer, "lower", "lowering")
+    timed(program, "link", "link")
+    _, outputs = GRAPHS[kind](n)
+    ops = ops_of(outputs)
+    best: dict[str, float] = {}
+    for _ in range(3):
+        spent.clear()
+        gc.collect()
+        t0 = time.process_time()
+        compile_program([o.node for o in outputs], "x86_64")
+        spent["total"] = time.process_time() - t0
+        best = {k: min(v, best.get(k, v)) for k, v in spent.items()}
+    print(f"{kind}:{n} ({ops} ops), µs/op: " + ", ".join(f"{k} {v * 1e6 / ops:.1f}"
+                                                        for k, v in best.items()))
+
+
 def compare(other: str, min_nodes: int, max_nodes: int, rounds: int) -> None:
     """Rows of this tree and of ``other`` (a src folder), alternating fresh interpreters."""
     trees = {"this": os.path.dirname(os.path.dirname(os.path.abspath(cp.__file__))),
@@ -139,6 +177,7 @@ def main() -> None:
     parser.add_argument("--min-nodes", type=int, default=1024)
     parser.add_argument("--max-nodes", type=int, default=262144)
     parser.add_argument("--profile", metavar="KIND:N", help="profile one graph, e.g. dag:65536")
+    parser.add_argument("--phases", metavar="KIND:N", help="time one compile's phases")
     parser.add_argument("--against", metavar="SRC", help="compare with another source tree")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--row", help=argparse.SUPPRESS)
@@ -147,6 +186,10 @@ def main() -> None:
     if args.row:
         kind, n = args.row.split(":")
         print(row(kind, int(n)))
+        return
+    if args.phases:
+        kind, n = args.phases.split(":")
+        phases(kind, int(n))
         return
     if args.against:
         compare(args.against, args.min_nodes, args.max_nodes, args.rounds)

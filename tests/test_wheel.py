@@ -62,9 +62,12 @@ def _contents(wheels: tuple[Path, Path, Path]) -> None:
                 "copapy/_firmware/runner/include/copapy/runner.h",
                 "copapy/_firmware/runner/baremetal/Makefile",
                 "copapy/_firmware/runner/cortexm/cm_guard.h",
-                "copapy/_firmware/docs/protocol.md", "copapy/_tables/x86_64.cpst"}
+                "copapy/_firmware/docs/protocol.md", "copapy/_tables/x86_64.cpst",
+                "copapy/compiler/_lower.pyi", "copapy/compiler/_link.pyi",
+                "copapy/graph/_walk.pyi"}
     assert required <= names, sorted(required - names)
-    assert any(re.fullmatch(r"copapy/_runner\.cpython-.*\.so", n) for n in names)
+    for module in ("_runner", "compiler/_lower", "compiler/_link", "graph/_walk"):
+        assert any(re.fullmatch(rf"copapy/{module}\.cpython-.*\.so", n) for n in names), module
     if (ROOT / "zephyr_app").is_dir():
         assert any(n.startswith("copapy/_firmware/zephyr_app/") for n in names)
     info = zipfile.ZipFile(whl).getinfo("copapy/_bin/copapy-runner")

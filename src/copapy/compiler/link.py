@@ -3,12 +3,12 @@ turn the rest into generic runtime patches."""
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
+from . import _link
 from .fuse import LOOP_BEGIN
 from .lower import CompileError, Instr
 from .table import Function, Reloc, StencilTable
@@ -47,7 +47,6 @@ class _Form(NamedTuple):
 
 #: a PC-relative signed 32-bit word (x86 rel32): written directly, it is most of the patches
 _REL32 = PatchKind(32, PCREL | SIGNED, 0, 32, 0, ((0, 32, 0),))
-_I32 = struct.Struct("<i")
 
 
 def _align(value: int, align: int) -> int:
@@ -84,59 +83,13 @@ class _Linker:
     def place(self, form: _Form, slots: Sequence[tuple[str, int]],
               next_refs: list[_Pending] | None = None) -> int:
         """Append a function; "next" references are collected for the caller to resolve.
-        ``slots``: (role, data offset) of the stencil's operands."""
-        code_buf = self.code
-        func = form.func
-        if len(code_buf) % func.align:
-            self.pad_to(func.align)
-        start = len(code_buf)
-        code_buf += form.code
-        pending_list = self.pending
-        for offset, kind, target_type, target, addend in form.relocs:
-            if target_type == "slot":  # most references: the operand slot of a role
-                slot = (slots[0][1] if len(slots) == 1 and slots[0][0] == target
-                        else dict(slots)[target])
-                pending_list.append([start + offset, kind, "data", "", slot + addend])
-                continue
-            pending = [start + offset, kind, target_type, target, addend]
-            if target_type in ("next", "loop"):
-                if next_refs is None:
-                    raise CompileError(f"helper {func.name} refers to cp_{target_type}")
-                next_refs.append(pending)
-            pending_list.append(pending)
-        return start
+        ``slots``: (role, data offset) of the stencil's operands (in C: compiler/_link.c)."""
+        return _link.place(self, form, slots, next_refs)
 
     def chain(self, instrs: Sequence[Instr]) -> int:
-        """Place one task's chain: entry, stencils, return. Returns the entry offset."""
-        entry_form = self._form("cp_entry", True)
-        entry = -1
-        waiting: list[_Pending] = []
-        loop_start = -1  # the body of the current fused loop: the stencil after its begin
-        previous = ""
-        last = len(instrs) + 1
-        steps = [("cp_entry", ()), *instrs, ("cp_ret", ())]
-        for k, (name, slots) in enumerate(steps):
-            form = entry_form if k == 0 else self._form(name, k != last)
-            if k == last and form.func.relocs:
-                raise CompileError("cp_ret must not refer to anything")
-            refs: list[_Pending] = []
-            start = self.place(form, slots, refs)
-            for p in waiting:
-                p[TYPE], p[ADDEND] = "code", p[ADDEND] + start
-            if previous == LOOP_BEGIN:
-                loop_start = start
-            previous = name
-            waiting = []
-            for p in refs:
-                if p[TYPE] == "next":
-                    waiting.append(p)
-                elif loop_start < 0:
-                    raise CompileError(f"{name} branches back without a {LOOP_BEGIN} before it")
-                else:  # the backward branch of a fused loop (compiler/fuse.py)
-                    p[TYPE], p[ADDEND] = "code", p[ADDEND] + loop_start
-            if k == 0:
-                entry = start | (1 if form.func.thumb else 0)
-        return entry
+        """Place one task's chain: entry, stencils, return. Returns the entry offset (in C:
+        compiler/_link.c)."""
+        return _link.chain(self, instrs, LOOP_BEGIN)
 
     def helpers(self) -> None:
         """Place every helper function and constant blob the placed code refers to."""
@@ -154,34 +107,14 @@ class _Linker:
                 self.code += data
 
     def resolve(self, data_offset: int) -> list[RuntimePatch]:
+        """Write the patches that do not depend on the load address; the others are left for
+        the runner. The addresses and x86's rel32 words (most patches there) in C
+        (compiler/_link.c); the other encodings here."""
         patches: list[RuntimePatch] = []
         base_align = self.table.base_align
         code = self.code
-        #: whether a kind is the x86 rel32 (by identity: the table's kinds are shared objects,
-        #: and comparing two frozen dataclasses field by field per patch is slow)
-        rel32: dict[int, bool] = {}
-        pack_into = _I32.pack_into
-        for site, kind, target_type, target, addend in self.pending:
-            if target_type == "data":
-                address = data_offset + addend
-            elif target_type == "code":
-                address = addend
-            elif target_type == "func":
-                address = self.func_offsets[target] + addend
-            elif target_type == "rodata":
-                address = self.rodata_offsets[target] + addend
-            else:
-                raise CompileError(f"unresolved reference to {target_type} {target!r}")
-            is_rel32 = rel32.get(id(kind))
-            if is_rel32 is None:
-                is_rel32 = rel32[id(kind)] = kind == _REL32
-            if is_rel32:  # x86 rel32 (most patches): one signed little-endian word
-                value = address - site
-                if not -0x80000000 <= value < 0x80000000:
-                    raise CompileError(f"program too large for {self.table.arch}: value "
-                                       f"{value:#x} does not fit in 32 bits")
-                pack_into(code, site, value)
-            elif kind.encoder or kind.base_independent(base_align):
+        for site, kind, address in _link.resolve(self, data_offset, _REL32, self.table.arch):
+            if kind.encoder or kind.base_independent(base_align):
                 try:
                     apply_patch(code, site, kind, site, address)
                 except PatchError as exc:
@@ -189,6 +122,9 @@ class _Linker:
             else:
                 patches.append(RuntimePatch(site, kind, address))
         return patches
+
+
+_link.configure(CompileError)
 
 
 def link(chains: Sequence[Sequence[Instr]], table: StencilTable) -> Linked:

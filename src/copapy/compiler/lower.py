@@ -5,6 +5,11 @@ from a data slot, and writes its result into a register. The allocator is a line
 the schedule with Belady's rule (evict the value used furthest in the future); a value is
 stored to a slot only if it is evicted while still needed, or if it is an output. Temporary
 slots are reused once their value is dead. Everything is linear in the number of nodes.
+
+The per-node loops (the uses of every value, the lowering of scalar operations) run in C
+(``compiler/_lower.c``) on this module's ``_Lowerer`` state; arrays, fused loops and the
+rarer steps (spills, stores, releasing temporaries) are the methods below, which the C loop
+calls.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import NamedTuple
 from ..dtypes import DType, int32
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
+from . import _lower
 from .fuse import LOOP_BEGIN, Loop, find_loops
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -61,8 +67,11 @@ def _class(dtype: DType) -> str:
     return dtype.stencil
 
 
-_ROLES: dict[int, tuple[str, ...]] = {1: ("a",), 2: ("a", "b")}
-_ROLES_WHERE = ("c", "a", "b")
+
+
+def _name_prefix(node: Node) -> str:
+    """A scalar stencil's name up to its register and operand forms: ``family_type__``."""
+    return "{}_{}__".format(*_stencil_name(node))
 
 
 def _stencil_name(node: Node) -> tuple[str, str]:
@@ -92,15 +101,16 @@ class _Lowerer:
         self.instrs: list[Instr] = []
         self.regs: dict[str, list[Node | None]] = {"f32": [None, None], "f64": [None, None],
                                                    "i32": [None, None]}
-        self.mem: dict[int, int] = {}  # id(node) -> slot offset
-        self.temp_of: dict[int, int] = {}  # id(node) -> temporary slot offset (to release)
+        self.mem: dict[Node, int] = {}  # node -> slot offset
+        self.temp_of: dict[Node, int] = {}  # node -> temporary slot offset (to release)
         #: remaining use positions of each value, latest first (consumed with pop())
         self.remaining: dict[Node, list[int]] = {}
         self.fused: dict[Node, tuple[str, Node, Node, Node, Node]] = {}
         #: stencil names already checked against the table
         self.known: set[str] = set()
-        #: (op, first operand's type) -> the stencil name's family and type part
-        self.names: dict[tuple[str, DType], str] = {}
+        #: op -> its name's operand type -> the scalar stencil names by register and operand
+        #: forms (filled by _lower.c)
+        self.names: dict[str, dict[DType, list[str | None]]] = {}
         self.loops: dict[Node, Loop] = {}
 
     def next_use(self, node: Node) -> int:
@@ -126,14 +136,15 @@ class _Lowerer:
             self.known.add(stencil)
 
     def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
-        slots = [("out", offset)] if src is None else [("a", src), ("out", offset)]
-        self.emit(f"store_{_class(node.dtype)}__m_{reg}", slots)
+        """``store_<class>__m_<reg>``: the value from register ``reg`` (or, for ``"m"``, from
+        the slot ``src``) into the slot ``offset``."""
+        _lower.store(self, node, reg, offset, src)
 
     def slot_of(self, node: Node) -> int:
         if node.op in VIEWS:
             base, shift = _view_base(node)
             return self.slot_of(base) + shift
-        offset = self.mem.get(id(node))
+        offset = self.mem.get(node)
         if offset is not None:
             return offset
         if node.op != "const":
@@ -141,7 +152,7 @@ class _Lowerer:
         align = ARRAY_ALIGN if node.shape else node.dtype.size
         raw: bytes = node.attr  # type: ignore[assignment]
         offset = self.layout.constant(node.dtype, raw, align)
-        self.mem[id(node)] = offset
+        self.mem[node] = offset
         return offset
 
     def chain_of(self, node: Node) -> list[Node]:
@@ -154,13 +165,13 @@ class _Lowerer:
             out.append(node)
         return out
 
-    def lower(self, order: Sequence[Node],
+    def lower(self, order: list[Node],
               progress: Callable[[int, int], None] | None = None) -> None:
         """``progress(done, total)`` is called every 1024 nodes (a compile's progress bar)."""
         self.fused = fused = self.find_fusions(order)
         skipped = {f[1] for f in fused.values()}
         self.loops = loops = find_loops(order, self.table, self.stores,
-                                        lambda n: id(n) in self.mem, skipped, _stencil_name,
+                                        lambda n: n in self.mem, skipped, _stencil_name,
                                         self.in_place)
         skipped.update(n for loop in loops.values() for n in loop.interior)
         if self.in_place:
@@ -169,36 +180,10 @@ class _Lowerer:
                            for a in node.args if a in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
-        remaining = self.remaining
-        special = fused.keys() | loops.keys()
-        for i in range(len(order) - 1, -1, -1):
-            node = order[i]
-            if node in skipped:
-                continue
-            for a in self.operands(node) if node in special else node.args:
-                if a.op in VIEWS:
-                    for x in self.chain_of(a):
-                        uses = remaining.get(x)
-                        if uses is None:
-                            remaining[x] = [i]
-                        else:
-                            uses.append(i)
-                    continue
-                uses = remaining.get(a)
-                if uses is None:
-                    remaining[a] = [i]
-                else:
-                    uses.append(i)
-        lower_node = self.lower_node
-        for i, node in enumerate(order):
-            if progress is not None and not i & 1023:
-                progress(i, len(order))
-            if node in skipped:
-                continue
-            if node.shape or _reads_array(node):
-                self.lower_array(node)
-            else:
-                lower_node(i, node)
+        # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
+        # nodes (scalar operations there, arrays through lower_array)
+        _lower.remaining_uses(self, order, skipped, fused.keys() | loops.keys())
+        _lower.lower_nodes(self, order, skipped, progress)
 
     def find_fusions(self, order: Sequence[Node]) -> dict[Node, tuple[str, Node, Node, Node, Node]]:
         """dot(a op s, b) whose element-wise operand feeds nothing else: one pass, no temp.
@@ -216,7 +201,7 @@ class _Lowerer:
         for node in dots:
             for k, cand in enumerate(node.args):
                 if (cand.op not in ("add", "sub", "mul") or counts.get(cand) != 1
-                        or cand in self.stores or id(cand) in self.mem):
+                        or cand in self.stores or cand in self.mem):
                     continue
                 x, y = cand.args
                 if x.shape == cand.shape and not y.shape:
@@ -260,15 +245,15 @@ class _Lowerer:
 
     def ensure_mem(self, node: Node) -> int:
         """A memory slot holding the scalar ``node`` (stored from its register if needed)."""
-        if id(node) in self.mem or node.op == "const" or node.op in VIEWS:
+        if node in self.mem or node.op == "const" or node.op in VIEWS:
             return self.slot_of(node)
         regs = self.regs[_class(node.dtype)]
         reg = 0 if regs[0] is node else 1
         assert regs[reg] is node, f"{node!r} is neither in a register nor in memory"
         offset = self.layout.temp(node.dtype.size)
         self.store(node, reg, offset)
-        self.mem[id(node)] = offset
-        self.temp_of[id(node)] = offset
+        self.mem[node] = offset
+        self.temp_of[node] = offset
         return offset
 
     def const_int(self, value: int) -> int:
@@ -280,8 +265,8 @@ class _Lowerer:
             offset = offsets[0]
         else:
             offset = self.layout.temp(node.nbytes, ARRAY_ALIGN)
-            self.temp_of[id(node)] = offset
-        self.mem[id(node)] = offset
+            self.temp_of[node] = offset
+        self.mem[node] = offset
         return offset
 
     def copy_array(self, node: Node, src: int, dst: int) -> None:
@@ -396,7 +381,7 @@ class _Lowerer:
         outputs written only by a fused loop's store, which nothing reads -> their slot."""
         out = {}
         for node in self.in_place:
-            offset = self.mem.get(id(node))
+            offset = self.mem.get(node)
             if node not in self.copied and offset is not None and offset in self.pointer_slots:
                 out[node] = self.pointer_slots[offset]
         if self.in_place:
@@ -432,7 +417,7 @@ class _Lowerer:
         regs[dst] = node
         for offset in self.stores.get(node, ()):
             self.store(node, dst, offset)
-            self.mem.setdefault(id(node), offset)
+            self.mem.setdefault(node, offset)
         if self.next_use(node) == NEVER:
             regs[dst] = None
 
@@ -448,110 +433,23 @@ class _Lowerer:
                 self.store(node, "m", offset, src)
 
     def evict(self, regs: list[Node | None], dst: int) -> None:
-        """Save the value in ``dst`` if it is still needed and not in memory."""
-        victim = regs[dst]
-        if victim is not None and self.next_use(victim) != NEVER and id(victim) not in self.mem:
-            offset = self.layout.temp(victim.dtype.size)
-            self.store(victim, dst, offset)
-            self.mem[id(victim)] = offset
-            self.temp_of[id(victim)] = offset
-
-    def lower_node(self, i: int, node: Node) -> None:
-        """A scalar operation: operands from registers or slots, the result into a register
-        (the compiler's per-node hot path)."""
-        args = node.args
-        key = (node.op, args[0].dtype)
-        name = self.names.get(key)
-        if name is None or node.op == "where":
-            name = self.names[key] = "{}_{}__".format(*_stencil_name(node))
-        roles = _ROLES_WHERE if node.op == "where" else _ROLES[len(args)]
-        forms: list[str] = []
-        slots: list[tuple[str, int]] = []
-        all_regs = self.regs
-        for role, arg in zip(roles, args, strict=True):
-            cls = all_regs[arg.dtype.stencil]
-            if cls[0] is arg:
-                forms.append("0")
-            elif cls[1] is arg:
-                forms.append("1")
-            else:
-                forms.append("m")
-                offset = self.mem.get(id(arg))
-                slots.append((role, self.slot_of(arg) if offset is None else offset))
-        # the operands are consumed: advance their next-use pointers
-        remaining = self.remaining
-        for arg in args:
-            if arg.op in VIEWS:
-                self.advance(arg)
-            else:
-                remaining[arg].pop()
-        regs = all_regs[node.dtype.stencil]
-        # a free first register needs neither the Belady choice nor an eviction
-        if regs[0] is None:
-            dst = 0
-        else:
-            dst = self.pick_register(regs)
-            self.evict(regs, dst)
-        stencil = f"{name}{dst}_{'_'.join(forms)}"
-        if stencil not in self.known:
-            self.check_stencil(stencil)
-        self.instrs.append(Instr(stencil, tuple(slots)))
-        regs[dst] = node
-        for arg in args:
-            if arg.op in VIEWS:
-                for x in self.chain_of(arg):
-                    if self.next_use(x) == NEVER:
-                        self.forget(x)
-            elif not remaining[arg]:
-                self.forget(arg)
-        stores = self.stores.get(node)
-        if stores:
-            for offset in stores:
-                self.store(node, dst, offset)
-                self.mem.setdefault(id(node), offset)
-        if not remaining.get(node):
-            regs[dst] = None
+        """Save the value in ``dst`` if it is still needed and not in memory (a spill)."""
+        _lower.evict(self, regs, dst)
 
     def pick_register(self, regs: list[Node | None]) -> int:
-        """Belady: a free register, else the one whose value is needed furthest ahead."""
-        best, best_key = 0, -1
-        remaining = self.remaining
-        for r in (0, 1):
-            v = regs[r]
-            if v is None:
-                return r
-            uses = remaining.get(v)
-            if not uses:
-                return r
-            use = uses[-1]
-            # prefer values already in memory (no store needed), then the furthest use
-            key = use + (NEVER // 2 if id(v) in self.mem else 0)
-            if key > best_key:
-                best, best_key = r, key
-        return best
+        """Belady: a free register, else the one whose value is needed furthest ahead
+        (values already in memory first: they need no store)."""
+        return _lower.pick_register(self, regs)
 
     def forget(self, node: Node) -> None:
         """A value is dead: free its register and its temporary slot."""
-        regs = self.regs[_class(node.dtype)]
-        for r in (0, 1):
-            if regs[r] is node:
-                regs[r] = None
-        temp = self.temp_of.pop(id(node), None)
-        if temp is not None:
-            self.layout.release(temp, node.nbytes)
-
+        _lower.forget(self, node)
 
 MEMORY_OPS = ("input", "const", "state")
 VIEWS = frozenset({"index", "slice", "reshape"})
 ARRAY_ALIGN = 16
 INT32 = int32
-
-
-def _reads_array(node: Node) -> bool:
-    for a in node.args:
-        if a.shape:
-            return True
-    return False
+_lower.configure(Instr, _name_prefix, VIEWS)
 
 
 def _view_base(node: Node) -> tuple[Node, int]:
@@ -600,7 +498,7 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
     lowerer = _Lowerer(table, layout, spec.stores,
                        {n for n in spec.in_place if n in spec.placed and n not in spec.stores})
     for node, offset in spec.placed.items():
-        lowerer.mem[id(node)] = offset
+        lowerer.mem[node] = offset
     # outputs that are values in memory already: copied first, before state changes
     for node, offsets in spec.stores.items():
         if node in spec.placed or node.op == "const":

@@ -14,6 +14,7 @@ from collections.abc import Container, Iterable, Sequence
 
 from ..graph.node import Node
 from ..graph.traverse import live_nodes
+from . import _lower
 
 
 def register_needs(order: Iterable[Node], stop: Container[Node]) -> dict[Node, int]:
@@ -24,28 +25,24 @@ def register_needs(order: Iterable[Node], stop: Container[Node]) -> dict[Node, i
 def _needs(order: Iterable[Node], stop: Container[Node]
            ) -> tuple[dict[Node, int], dict[Node, Sequence[Node]]]:
     """The register needs, and the nodes whose operands are visited in another order (the
-    larger need first; ties keep the operands' order): one pass, operands come first."""
+    larger need first; ties keep the operands' order): one pass, operands come first (in C,
+    compiler/_lower.c; nodes of more than two operands by ``_general``)."""
     need: dict[Node, int] = {}
     reordered: dict[Node, Sequence[Node]] = {}
-    for node in order:
-        operands = node.args
-        if not operands or node in stop:
-            need[node] = 0
-        elif len(operands) == 2:
-            a, b = need[operands[0]], need[operands[1]]
-            need[node] = a + 1 if a == b else max(a, b, 1)
-            if b > a:
-                reordered[node] = (operands[1], operands[0])
-        elif len(operands) == 1:
-            need[node] = max(1, need[operands[0]])
-        else:
-            needs = [need[a] for a in operands]
-            child = sorted(needs, reverse=True)
-            need[node] = max(1, *(n + k for k, n in enumerate(child)))
-            if any(later > earlier for earlier, later in itertools.pairwise(needs)):
-                ranked = sorted(range(len(operands)), key=needs.__getitem__, reverse=True)
-                reordered[node] = [operands[i] for i in ranked]
+    _lower.register_needs(order, stop, need, reordered, _general)
     return need, reordered
+
+
+def _general(node: Node, need: dict[Node, int]) -> tuple[int, list[Node] | None]:
+    """Need and visiting order of a node of more than two operands (a select, a stack)."""
+    operands = node.args
+    needs = [need[a] for a in operands]
+    child = sorted(needs, reverse=True)
+    value = max(1, *(n + k for k, n in enumerate(child)))
+    if any(later > earlier for earlier, later in itertools.pairwise(needs)):
+        ranked = sorted(range(len(operands)), key=needs.__getitem__, reverse=True)
+        return value, [operands[i] for i in ranked]
+    return value, None
 
 
 def evaluation_order(roots: Iterable[Node], stop: Container[Node] = (),

@@ -128,6 +128,10 @@ def apply(name: str, *operands: Operand) -> Node:
         elif (type(a) is float and type(b) is Node and b.dtype.is_float
               and spec.operands in _FLOAT_KINDS):
             return make(spec, (const(a, b.dtype), b))
+    elif len(operands) == 1 and spec.arity == 1:
+        (a,) = operands
+        if type(a) is Node and a.dtype.name in _TAKES[spec.operands]:
+            return make(spec, operands)  # type: ignore[arg-type]
     if len(operands) != spec.arity:
         raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
     checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
@@ -189,15 +193,17 @@ def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
     """The simplified node for ``spec(*args)``; args already have the operand type."""
     if len(args) == 2 and spec.name in _SCALAR_BINARY:
         a, b = args
-        if not a.shape and not b.shape and (a.op != "const" or b.op != "const"):
-            # the most common node (tracing, cp.grad): what follows, without the cases that
-            # cannot apply to two scalar operands that are not both constants
+        if not a.shape and not b.shape:
+            # the most common nodes (tracing, cp.grad): what follows, without the cases that
+            # cannot apply to two scalar operands
+            dtype = b.dtype if spec.result == "same" else dt.BY_NAME[spec.result]
+            if a.op == "const" and b.op == "const":  # cp.grad of a chain folds one per node
+                return const(fold(spec, args, dtype, attr), dtype)  # type: ignore[arg-type]
             simpler = _identity(spec, args)
             if simpler is not None:
                 return simpler
             if spec.commutative and canonical_key(a) > canonical_key(b):
                 args = (b, a)
-            dtype = b.dtype if spec.result == "same" else dt.BY_NAME[spec.result]
             return intern(spec.name, dtype, args, attr, ())
     if spec.name in _CAST_NAMES:
         dtype = dt.BY_NAME[spec.result]

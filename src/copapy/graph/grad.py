@@ -32,30 +32,37 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
     order = live_nodes([y])
     # the nodes that depend on an x: only their gradients are built (nodes are keys by identity)
     relevant: set[Node] = set(xs)
+    add = relevant.add
     for node in order:
         for a in node.args:
             if a in relevant:
-                relevant.add(node)
+                add(node)
                 break
+    # a gradient flows to an operand that depends on an x and is a float
+    wanted = {n for n in relevant if n.dtype.is_float}
     adjoint: dict[Node, Node] = {y: const(1.0, y.dtype)}
+    upstream = adjoint.get
     for node in reversed(order):
-        g = adjoint.get(node)
-        if g is None or not node.args:
+        g = upstream(node)
+        if g is None:
+            continue
+        args = node.args
+        if not args:
             continue
         rule = rule_for(node.op)
         if rule is None:
             continue  # bool/int results carry no gradient
-        need = tuple([a in relevant and a.dtype.is_float for a in node.args])
+        need = tuple([a in wanted for a in args])
         if True not in need:
             continue
-        for arg, needed, contribution in zip(node.args, need, rule(node, g, need), strict=True):
+        for arg, needed, contribution in zip(args, need, rule(node, g, need), strict=True):
             if contribution is None or not needed:
                 continue
             if contribution.shape != arg.shape:
                 # a scalar broadcast over an array: its gradient is the sum over the array
                 contribution = apply("rsum", contribution) if not arg.shape else broadcast_to(
                     contribution, arg.shape)
-            previous = adjoint.get(arg)
+            previous = upstream(arg)
             adjoint[arg] = contribution if previous is None else apply("add", previous,
                                                                       contribution)
     return [adjoint.get(x, const(0.0, x.dtype)) for x in xs]
