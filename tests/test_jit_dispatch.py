@@ -109,3 +109,31 @@ def test_dispatcher_falls_back_to_dispatch_without_a_plan() -> None:
         p(1)
     with pytest.raises(TypeError, match="callable"):
         p._set_fast(1, (), (), None, True)
+
+
+def test_invoke_parses_each_plan_it_is_given() -> None:
+    """Program.invoke keeps the plan it parsed last (a signature passes the same tuples on
+    every call); any other plan on the same program — an equal copy, another output plan, a
+    bad one — is parsed anew, never answered from the kept one."""
+    @cp.jit
+    def f(x: float) -> object:
+        return x * 2.0, x + 1.0
+
+    assert f(1.5) == (3.0, 2.5)
+    (compiled,) = f._cache.values()
+    fast = compiled.fast
+    program = fast.invoke.__self__
+    if not hasattr(program, "invoke_copies"):
+        pytest.skip("the jit runs on an emulator here (no native Program.invoke)")
+    assert program.invoke((2.0,), fast.inputs, fast.outputs) == (4.0, 3.0)
+    copies = (tuple(tuple(e) for e in fast.inputs), tuple(tuple(e) for e in fast.outputs))
+    assert program.invoke((2.5,), *copies) == (5.0, 3.5)
+    assert program.invoke((2.0,), fast.inputs, fast.outputs[1:]) == (3.0,)
+    first = fast.outputs[0]
+    bad = ((first[0], program.data_size, *first[2:]),)
+    with pytest.raises(ValueError, match="outside the data region"):
+        program.invoke((2.0,), fast.inputs, bad)
+    with pytest.raises(TypeError, match="argument type differs"):
+        program.invoke((2,), fast.inputs, fast.outputs)
+    assert program.invoke((3.0,), fast.inputs, fast.outputs) == (6.0, 4.0)
+    assert f(4.0) == (8.0, 5.0)

@@ -16,7 +16,8 @@
  * program writes through the pointer slot (the result's only writer is a fused loop's store):
  * no copy out of the program; restored like an argument's slot after the run. A mismatching
  * argument raises TypeError before anything is written, so the caller can fall back to its
- * general path. */
+ * general path. Every entry's bytes must lie inside the data region (a scalar's: its type's
+ * size, whatever nbytes says); the plan last parsed is kept (struct invoke_plan below). */
 
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
 {
@@ -176,6 +177,104 @@ static int scalar_matches(PyObject *arg, long dtype)
     }
 }
 
+/* A plan's numbers, parsed and checked once: a jitted function passes the same two tuples on
+ * every call of a signature, so a call with the tuples of the previous one skips the parse
+ * (four PyLong conversions per entry, the outputs twice). Entry: kind, offset, dtype, nbytes,
+ * pointer slot (-1: none). The tuples are held, so an equal id() always means the same plan. */
+struct invoke_plan {
+    PyObject *inputs, *outputs;
+    Py_ssize_t n, m;
+    long (*in)[5];
+    long (*out)[5];
+};
+
+static void invoke_plan_free(struct invoke_plan *plan)
+{
+    if (plan == NULL) {
+        return;
+    }
+    Py_XDECREF(plan->inputs);
+    Py_XDECREF(plan->outputs);
+    PyMem_Free(plan->in);
+    PyMem_Free(plan->out);
+    PyMem_Free(plan);
+}
+
+/* Parse one plan tuple's entries into out[count][5], checking them against the data region. */
+static int parse_entries(PyObject *plan, Py_ssize_t count, long (*out)[5], uint32_t data_size)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (plan_entry(plan, i, out[i]) < 0) {
+            return -1;
+        }
+        long kind = out[i][0], offset = out[i][1], dtype = out[i][2], nbytes = out[i][3];
+        if (kind == 0) { /* a scalar's entry says 0 bytes: its type's size is what is read */
+            if (dtype < 1 || dtype > 4) {
+                PyErr_SetString(PyExc_ValueError, "invoke: unknown scalar type in the plan");
+                return -1;
+            }
+            nbytes = dtype == 2 ? 8 : 4;
+        }
+        if (offset < 0 || nbytes < 0 || (uint64_t)offset + (uint64_t)nbytes > data_size) {
+            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
+            return -1;
+        }
+        out[i][4] = -1;
+        if (kind == 3) {
+            out[i][4] = pointer_slot(PyTuple_GET_ITEM(plan, i), data_size);
+            if (out[i][4] < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The parsed plan of (inputs, outputs), taken out of the program for this call (a finalizer
+ * that calls the program while this call allocates finds none there and parses its own); the
+ * caller gives it back with plan_release. NULL with an exception on a bad plan. */
+static struct invoke_plan *plan_take(ProgramObject *self, PyObject *inputs, PyObject *outputs)
+{
+    struct invoke_plan *plan = self->plan;
+    self->plan = NULL;
+    if (plan != NULL && plan->inputs == inputs && plan->outputs == outputs) {
+        return plan;
+    }
+    invoke_plan_free(plan);
+    Py_ssize_t n = PyTuple_GET_SIZE(inputs), m = PyTuple_GET_SIZE(outputs);
+    plan = PyMem_Calloc(1, sizeof *plan);
+    if (plan == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    plan->in = PyMem_Calloc((size_t)n + 1, sizeof *plan->in);
+    plan->out = PyMem_Calloc((size_t)m + 1, sizeof *plan->out);
+    if (plan->in == NULL || plan->out == NULL) {
+        invoke_plan_free(plan);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    plan->n = n;
+    plan->m = m;
+    if (parse_entries(inputs, n, plan->in, self->prog.data_size) < 0 ||
+        parse_entries(outputs, m, plan->out, self->prog.data_size) < 0) {
+        invoke_plan_free(plan);
+        return NULL;
+    }
+    plan->inputs = Py_NewRef(inputs);
+    plan->outputs = Py_NewRef(outputs);
+    return plan;
+}
+
+static void plan_release(ProgramObject *self, struct invoke_plan *plan)
+{
+    if (self->plan == NULL) {
+        self->plan = plan;
+    } else {
+        invoke_plan_free(plan);
+    }
+}
+
 static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[1]) ||
@@ -193,32 +292,20 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         PyErr_SetString(PyExc_TypeError, "invoke: wrong number of arguments");
         return NULL;
     }
+    struct invoke_plan *parsed = plan_take(self, inputs, outputs);
+    if (parsed == NULL) {
+        return NULL;
+    }
+    long (*plan)[5] = parsed->in;
     uint8_t *data = cp_program_data(&self->prog);
     Py_buffer views[32];
-    long plan[32][4];
-    long slots[32]; /* kind 3: the pointer slot; else -1 */
     Py_ssize_t held = 0, pointed = 0;
     long out_slots[32][3]; /* results written in place: pointer slot, program offset, index */
     Py_ssize_t out_pointed = 0;
     PyObject *result = NULL;
     /* check everything before writing anything */
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (plan_entry(inputs, i, plan[i]) < 0) {
-            goto done;
-        }
-        long kind = plan[i][0], offset = plan[i][1], dtype = plan[i][2], nbytes = plan[i][3];
-        if (offset < 0 || nbytes < 0 || (uint64_t)offset + (uint64_t)nbytes >
-                                            self->prog.data_size) {
-            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
-            goto done;
-        }
-        slots[i] = -1;
-        if (kind == 3) {
-            slots[i] = pointer_slot(PyTuple_GET_ITEM(inputs, i), self->prog.data_size);
-            if (slots[i] < 0) {
-                goto done;
-            }
-        }
+        long kind = plan[i][0], dtype = plan[i][2], nbytes = plan[i][3];
         PyObject *arg = PyTuple_GET_ITEM(call_args, i);
         if (kind == 0 && !scalar_matches(arg, dtype)) {
             PyErr_SetString(PyExc_TypeError, "invoke: argument type differs from the plan");
@@ -239,35 +326,24 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             }
         }
     }
-    Py_ssize_t m = PyTuple_GET_SIZE(outputs);
+    Py_ssize_t m = parsed->m;
     result = PyTuple_New(m);
     if (result == NULL) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        long entry[4];
-        if (plan_entry(outputs, i, entry) < 0) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        if (entry[1] < 0 || entry[3] < 0 ||
-            (uint64_t)entry[1] + (uint64_t)entry[3] > self->prog.data_size) {
-            PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
-            Py_CLEAR(result);
-            goto done;
-        }
+        const long *entry = parsed->out[i];
         if (entry[0] != 3) {
             continue;
         }
-        long slot = pointer_slot(PyTuple_GET_ITEM(outputs, i), self->prog.data_size);
-        PyObject *item = slot < 0 ? NULL : PyByteArray_FromStringAndSize(NULL, entry[3]);
+        PyObject *item = PyByteArray_FromStringAndSize(NULL, entry[3]);
         if (item == NULL) {
             Py_CLEAR(result);
             goto done;
         }
         PyTuple_SET_ITEM(result, i, item);
         if (out_pointed < 32 && (uintptr_t)PyByteArray_AS_STRING(item) % 8 == 0) {
-            out_slots[out_pointed][0] = slot;
+            out_slots[out_pointed][0] = entry[4];
             out_slots[out_pointed][1] = entry[1];
             out_slots[out_pointed][2] = (long)i;
             out_pointed++;
@@ -289,7 +365,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
                 goto done;
             }
         } else if (kind == 3 && (uintptr_t)views[b].buf % (uintptr_t)views[b].itemsize == 0) {
-            set_pointer(data + slots[i], views[b].buf);
+            set_pointer(data + plan[i][4], views[b].buf);
             pointed = n; /* from here on, the slots are restored at the end */
             b++;
         } else if (kind == 1 || kind == 3) {
@@ -303,11 +379,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         goto done;
     }
     for (Py_ssize_t i = 0, k = 0; i < m; i++) {
-        long entry[4];
-        if (plan_entry(outputs, i, entry) < 0) {
-            Py_CLEAR(result);
-            goto done;
-        }
+        const long *entry = parsed->out[i];
         if (entry[0] == 3) {
             if (k < out_pointed && out_slots[k][2] == (long)i) {
                 k++; /* written in place */
@@ -333,8 +405,8 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     }
 done:
     for (Py_ssize_t k = 0; k < pointed; k++) {
-        if (slots[k] >= 0) {
-            set_pointer(data + slots[k], data + plan[k][1]);
+        if (plan[k][4] >= 0) {
+            set_pointer(data + plan[k][4], data + plan[k][1]);
         }
     }
     for (Py_ssize_t k = 0; k < out_pointed; k++) {
@@ -343,6 +415,7 @@ done:
     for (Py_ssize_t k = 0; k < held; k++) {
         PyBuffer_Release(&views[k]);
     }
+    plan_release(self, parsed);
     if (PyErr_Occurred()) { /* a failed argument: the results made before the run go */
         Py_CLEAR(result);
     }

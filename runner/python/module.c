@@ -71,7 +71,10 @@ typedef struct {
     Py_ssize_t schedulers; /* live Scheduler objects driving this program */
     int runnable;         /* the image's code is for this machine */
     uint64_t invoke_copies; /* argument buffers invoke() copied into the data region */
+    struct invoke_plan *plan; /* the last plan invoke() parsed (invoke.h), or NULL */
 } ProgramObject;
+
+static void invoke_plan_free(struct invoke_plan *plan);
 
 static uint16_t host_arch(void)
 {
@@ -374,6 +377,7 @@ static PyObject *Program_unload(ProgramObject *self, PyObject *Py_UNUSED(ignored
 
 static void Program_dealloc(ProgramObject *self)
 {
+    invoke_plan_free(self->plan);
     cp_program_unload(&self->prog); /* views hold a reference, so none can be alive here */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1215,6 +1219,7 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->exports = 0;
     self->schedulers = 0;
     self->invoke_copies = 0;
+    self->plan = NULL;
     self->runnable = arch != 0 && arch == host_arch();
     /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
      * import: the replaced handler becomes the one faults outside guarded code go to */
