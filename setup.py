@@ -39,34 +39,20 @@ kernels = Extension(
                         *(["-msse2", "-mfpmath=sse"] if X87 else [])],
 )
 
+
+def strict_module(name: str, source: str) -> Extension:
+    """A one-file extension module of the CPython API alone, with the strict flags."""
+    return Extension(name, sources=[source], extra_compile_args=STRICT)
+
+
 # the C call slot of @cp.jit functions (no runner code: jitted calls on emulators use it too)
-dispatch = Extension(
-    "copapy._dispatch",
-    sources=["runner/python/dispatch.c"],
-    extra_compile_args=STRICT,
-)
-
+dispatch = strict_module("copapy._dispatch", "runner/python/dispatch.c")
 # the scalar lowering loop of the compiler (compiler/lower.py; docs/design.md, "Compile,
-# gradient and start-up speed")
-lowering = Extension(
-    "copapy.compiler._lower",
-    sources=["src/copapy/compiler/_lower.c"],
-    extra_compile_args=STRICT,
-)
-
-# placing stencils (compiler/link.py)
-linking = Extension(
-    "copapy.compiler._link",
-    sources=["src/copapy/compiler/_link.c"],
-    extra_compile_args=STRICT,
-)
-
-# the post-order walk of the graph (graph/traverse.py)
-walk = Extension(
-    "copapy.graph._walk",
-    sources=["src/copapy/graph/_walk.c"],
-    extra_compile_args=STRICT,
-)
+# gradient and start-up speed"), placing stencils (compiler/link.py), the post-order walk of
+# the graph (graph/traverse.py)
+lowering = strict_module("copapy.compiler._lower", "src/copapy/compiler/_lower.c")
+linking = strict_module("copapy.compiler._link", "src/copapy/compiler/_link.c")
+walk = strict_module("copapy.graph._walk", "src/copapy/graph/_walk.c")
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
