@@ -17,4 +17,6 @@ def live_nodes(outputs: Iterable[Node], stop: Container[Node] = (),
     One iterative depth-first walk; leaves are emitted without being pushed (in C,
     graph/_walk.c: it runs for every compile and every ``cp.grad``).
     """
-    return _walk.live_nodes(outputs, stop, None if reorder is None else dict(reorder))
+    if reorder is not None and not isinstance(reorder, dict):
+        reorder = dict(reorder)  # the walk reads a dict; the schedule's already is one
+    return _walk.live_nodes(outputs, stop, reorder)
