@@ -6,6 +6,7 @@
  *     PYTHONPATH=src python benchmarks/bench_sim.py --image /tmp/pid10.img
  *     cc -std=c11 -O2 -Irunner/include -Irunner/src -pthread benchmarks/sched_floor.c \
  *         runner/src/[a-z]*.c -o /tmp/sched_floor && /tmp/sched_floor /tmp/pid10.img
+ *     valgrind --tool=callgrind /tmp/sched_floor /tmp/pid10.img timed   # instructions
  *
  * ns per job, CPU time of the process, best of 15 runs of 20,000 ticks (every task is
  * released every tick in that image). The scheduler rows arm the guard once per tick
@@ -113,8 +114,12 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int g
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: sched_floor IMAGE\n");
+    /* ONLY: "read" or "timed" runs just the chains with a read after each, or the timed
+     * scheduler (one function to count under valgrind --tool=callgrind) */
+    const char *only = argc == 3 ? argv[2] : "";
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(only, "read") != 0 &&
+                                 strcmp(only, "timed") != 0)) {
+        fprintf(stderr, "usage: sched_floor IMAGE [read|timed]\n");
         return 2;
     }
     FILE *f = fopen(argv[1], "rb");
@@ -138,6 +143,14 @@ int main(int argc, char **argv)
     }
     printf("job clock: %s (%.3f MHz), %u tasks\n", cp_posix_clock_name(),
            (double)cp_posix_clock_hz() * 1e-6, prog.task_count);
+    if (only[0] != '\0') {
+        printf("%s %6.1f ns/job\n", only, only[0] == 'r'
+                                              ? chains(&prog, cp_posix_clock_ns)
+                                              : scheduled(&prog, cp_posix_clock_ns,
+                                                          GUARD_PER_TICK));
+        cp_program_unload(&prog);
+        return (int)(sink & 0u);
+    }
     printf("chains back to back          %6.1f ns/job\n", chains(&prog, NULL));
     printf("chains + job clock read      %6.1f ns/job\n", chains(&prog, cp_posix_clock_ns));
     printf("chains + clock_gettime       %6.1f ns/job\n", chains(&prog, monotonic_ns));
