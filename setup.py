@@ -121,5 +121,6 @@ class BuildWithFirmware(build_py):
                 shutil.copy2(src, dest / item)
 
 
-setup(ext_modules=[runner, kernels, dispatch, lowering, linking, walk, sweep],
+setup(license="MIT",  # pyproject.toml marks it dynamic (why: there)
+      ext_modules=[runner, kernels, dispatch, lowering, linking, walk, sweep],
       cmdclass={"build_ext": BuildWithRunner, "build_py": BuildWithFirmware})
