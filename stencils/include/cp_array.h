@@ -459,7 +459,7 @@ CP_LANE_VECTOR_HELPERS(i32)
 /* The lane-order sum of the n elements ELEM8 (vectors) / ELEM (scalars, below 8) describe. */
 #define CP_LANES_SUM(T, n, ELEM8, ELEM)                                                        \
     const size_t n_ = (n);                                                                     \
-    if (n_ < 8u) {                                                                             \
+    if (__builtin_expect(n_ < 8u, 0)) {                                                        \
         CT_##T q_[8];                                                                          \
         for (size_t l_ = 0; l_ < 7u; l_++) {                                                   \
             if (l_ < n_) {                                                                     \
@@ -471,13 +471,11 @@ CP_LANE_VECTOR_HELPERS(i32)
     }                                                                                          \
     cp_l8_##T acc_ = ELEM8(T, 0u);                                                             \
     size_t i_ = 8u;                                                                            \
+    CP_SCALAR_LOOP                                                                             \
     for (; n_ - i_ >= 8u; i_ += 8u) {                                                          \
         acc_ = acc_ + ELEM8(T, i_);                                                            \
     }                                                                                          \
-    if (n_ != i_) {                                                                            \
-        acc_ = cp_ltail_##T(acc_, ELEM8(T, n_ - 8u), n_ - i_);                                 \
-    }                                                                                          \
-    return cp_ltree_##T(acc_)
+    return cp_ltree_##T(cp_ltail_##T(acc_, ELEM8(T, n_ - 8u), n_ - i_))
 #endif
 
 /* a lane-order sum (rsum, dot, the fused dots): in vector registers where CP_LANE_VECTORS */
