@@ -14,10 +14,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "copapy/platform_posix.h"
 #include "copapy/runner.h"
+#include "load_image.h"
 
-enum { BATCHES = 9, IMAGE_MAX = 1 << 24 };
+enum { BATCHES = 9 };
 
 static double now(void)
 {
@@ -40,20 +40,8 @@ int main(int argc, char **argv)
     }
     const long offset = atol(argv[2]);
     const long reps = atol(argv[3]);
-    FILE *f = fopen(argv[1], "rb");
-    static uint8_t image[IMAGE_MAX];
-    const size_t len = f != NULL ? fread(image, 1, sizeof(image), f) : 0;
-    if (f != NULL) {
-        fclose(f);
-    }
     cp_program prog;
-    memset(&prog, 0, sizeof(prog));
-    prog.struct_size = sizeof(prog);
-    cp_error err;
-    memset(&err, 0, sizeof(err));
-    err.struct_size = sizeof(err);
-    if (len == 0 || cp_program_load(&prog, image, len, cp_platform_posix(), &err) != CP_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", argv[1], err.message);
+    if (cp_bench_load_image(argv[1], &prog) != 0) {
         return 1;
     }
     if (prog.task_count == 0 || reps < 1 || offset < 0 ||
