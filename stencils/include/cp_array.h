@@ -354,9 +354,10 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 /* ---- The lane order in vector registers (targets with an IEEE-exact vector unit) ---------
  *
  * Where the build declares one (CP_FUSE_BYTES: x86_64 and its variants, AArch64, the targets
- * of the fused loops; clang builds them), the sums of the lane order (rsum, dot and the fused dots) keep the eight
- * lanes in one eight-lane vector (two SSE or NEON registers, one AVX register) from the first
- * block to the tree; no lane goes through memory. Each lane still computes the same operations
+ * of the fused loops; clang builds them), the sums of the lane order (rsum, dot and the fused
+ * dots) keep the eight lanes in one eight-lane vector (two SSE or NEON registers, one AVX
+ * register) from the first block to the tree; no lane goes through memory (docs/design.md,
+ * "Lane-order sums in vector registers"). Each lane still computes the same operations
  * in the same order (lane l: its elements in increasing index; then the fixed tree), so the
  * bits are those of CP_LANES_SCALAR. For n >= 8:
  *   - blocks of eight: acc = acc + elements[i .. i + 8);
@@ -377,6 +378,9 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 #if defined(CP_LANE_VECTORS)
 #if !defined(__clang__)
 #error "CP_LANE_VECTORS needs clang (__builtin_shufflevector)"
+#endif
+#if defined(__arm__)
+#error "CP_LANE_VECTORS on a flushing vector unit (ARMv7 NEON, MVE): the fences above are needed"
 #endif
 
 /* eight lanes of T (int32 as uint32: wrapping arithmetic, the bits of cp_wrap_add/mul) */
