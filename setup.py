@@ -1,7 +1,7 @@
 """Builds the C parts: the runner core as ``copapy._runner`` (the same sources every runner
 uses), the deterministic math kernels for the host as ``copapy._kernels``, the C call slot of
 jitted functions as ``copapy._dispatch``, the compiler's and the graph's per-node loops as
-``copapy.compiler._lower``/``_link`` and ``copapy.graph._walk``, the host runner
+``copapy.compiler._lower``/``_link`` and ``copapy.graph._walk``/``_sweep``, the host runner
 process ``copapy/_bin/copapy-runner`` (``copapy runner`` starts it) and the runner as a shared
 library with its C ABI, ``copapy/_lib/libcopapy.so`` + ``copapy/_lib/include/copapy``
 (copapy.kits, C/C++ programs); a wheel also carries the firmware sources as
@@ -53,6 +53,8 @@ dispatch = strict_module("copapy._dispatch", "runner/python/dispatch.c")
 lowering = strict_module("copapy.compiler._lower", "src/copapy/compiler/_lower.c")
 linking = strict_module("copapy.compiler._link", "src/copapy/compiler/_link.c")
 walk = strict_module("copapy.graph._walk", "src/copapy/graph/_walk.c")
+# the gradient sweep's loops (graph/grad.py)
+sweep = strict_module("copapy.graph._sweep", "src/copapy/graph/_sweep.c")
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
@@ -119,5 +121,6 @@ class BuildWithFirmware(build_py):
                 shutil.copy2(src, dest / item)
 
 
-setup(ext_modules=[runner, kernels, dispatch, lowering, linking, walk],
+setup(license="MIT",  # pyproject.toml marks it dynamic (why: there)
+      ext_modules=[runner, kernels, dispatch, lowering, linking, walk, sweep],
       cmdclass={"build_ext": BuildWithRunner, "build_py": BuildWithFirmware})

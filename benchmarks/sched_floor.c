@@ -6,9 +6,12 @@
  *     PYTHONPATH=src python benchmarks/bench_sim.py --image /tmp/pid10.img
  *     cc -std=c11 -O2 -Irunner/include -Irunner/src -pthread benchmarks/sched_floor.c \
  *         runner/src/[a-z]*.c -o /tmp/sched_floor && /tmp/sched_floor /tmp/pid10.img
+ *     valgrind --tool=callgrind /tmp/sched_floor /tmp/pid10.img timed   # instructions
  *
  * ns per job, CPU time of the process, best of 15 runs of 20,000 ticks (every task is
- * released every tick in that image). */
+ * released every tick in that image). The scheduler rows arm the guard once per tick
+ * (cp_posix_guard_run, as LocalTarget does); the last two rows: the per-job guard
+ * (cp_posix_guard alone, as the host runner and the firmware), and no guard at all. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +76,9 @@ static double chains(const cp_program *prog, uint64_t (*clock)(void *))
     return best / ((double)TICKS * prog->task_count) * 1e9;
 }
 
-static double scheduled(const cp_program *prog, uint64_t (*clock)(void *))
+enum { NO_GUARD, GUARD_PER_JOB, GUARD_PER_TICK };
+
+static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int guard)
 {
     static cp_sched s;
     memset(&s, 0, sizeof(s));
@@ -86,7 +91,8 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *))
     cfg.clock_ns = clock;
     cfg.io_read = read_io;
     cfg.io_write = write_io;
-    cfg.guard = cp_posix_guard;
+    cfg.guard = guard != NO_GUARD ? cp_posix_guard : NULL;
+    cfg.guard_run = guard == GUARD_PER_TICK ? cp_posix_guard_run : NULL;
     cfg.budget_factor = 10;            /* the in-process defaults of module.c */
     cfg.budget_min_ns = 1000000000u;
     cp_error err;
@@ -109,8 +115,12 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *))
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: sched_floor IMAGE\n");
+    /* ONLY: "read" or "timed" runs just the chains with a read after each, or the timed
+     * scheduler (one function to count under valgrind --tool=callgrind) */
+    const char *only = argc == 3 ? argv[2] : "";
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(only, "read") != 0 &&
+                                 strcmp(only, "timed") != 0)) {
+        fprintf(stderr, "usage: sched_floor IMAGE [read|timed]\n");
         return 2;
     }
     cp_program prog;
@@ -122,12 +132,27 @@ int main(int argc, char **argv)
     }
     printf("job clock: %s (%.3f MHz), %u tasks\n", cp_posix_clock_name(),
            (double)cp_posix_clock_hz() * 1e-6, prog.task_count);
+    if (only[0] != '\0') {
+        printf("%s %6.1f ns/job\n", only, only[0] == 'r'
+                                              ? chains(&prog, cp_posix_clock_ns)
+                                              : scheduled(&prog, cp_posix_clock_ns,
+                                                          GUARD_PER_TICK));
+        cp_program_unload(&prog);
+        return (int)(sink & 0u);
+    }
     printf("chains back to back          %6.1f ns/job\n", chains(&prog, NULL));
     printf("chains + job clock read      %6.1f ns/job\n", chains(&prog, cp_posix_clock_ns));
     printf("chains + clock_gettime       %6.1f ns/job\n", chains(&prog, monotonic_ns));
-    printf("scheduler, untimed           %6.1f ns/job\n", scheduled(&prog, NULL));
-    printf("scheduler, job clock         %6.1f ns/job\n", scheduled(&prog, cp_posix_clock_ns));
-    printf("scheduler, clock_gettime     %6.1f ns/job\n", scheduled(&prog, monotonic_ns));
+    printf("scheduler, untimed           %6.1f ns/job\n",
+           scheduled(&prog, NULL, GUARD_PER_TICK));
+    printf("scheduler, job clock         %6.1f ns/job\n",
+           scheduled(&prog, cp_posix_clock_ns, GUARD_PER_TICK));
+    printf("scheduler, clock_gettime     %6.1f ns/job\n",
+           scheduled(&prog, monotonic_ns, GUARD_PER_TICK));
+    printf("  job clock, guard per job   %6.1f ns/job\n",
+           scheduled(&prog, cp_posix_clock_ns, GUARD_PER_JOB));
+    printf("  job clock, no guard        %6.1f ns/job\n",
+           scheduled(&prog, cp_posix_clock_ns, NO_GUARD));
     cp_program_unload(&prog);
     return (int)(sink & 0u);
 }

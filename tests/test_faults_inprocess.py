@@ -90,6 +90,33 @@ def test_every_fault_kind_is_contained_1000_times(monkeypatch: pytest.MonkeyPatc
     assert tg.io_value(cp.io.PWM(0)) == 0.75 and tg.io_value(cp.io.GPIO(2)) == 0.0
 
 
+def test_a_fault_in_the_fourth_job_of_a_tick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LocalTarget arms the guard once per tick's releases (cp_posix_guard_run): a fault in
+    the fourth of ten jobs is still that task's, the three before it ran and are counted
+    (timed), the six after it do not run, and the program stops there, as with a guard per
+    job; a reset runs the same again."""
+    faulty(monkeypatch, "SIGSEGV", task=3)
+    counters = [cp.feedback(lambda n, k=k: n + (k + 1), init=0) for k in range(10)]
+    tg = cp.LocalTarget(HOST, tick=1e-3, measure=True)
+    # task 3 is first released at tick 2 (period 3 ticks, offset 2); the others every tick
+    tg.deploy(*(cp.Task(c, period=3e-3 if k == 3 else 1e-3, offset=2e-3 if k == 3 else 0.0,
+                        priority=k, name=f"t{k}") for k, c in enumerate(counters)))
+    for _ in range(3):
+        with pytest.raises(cp.ProgramFault) as info:
+            tg.step(0.01)
+        assert (info.value.kind, info.value.task, info.value.tick) == ("SIGSEGV", 3, 2)
+        stats = tg.stats()
+        assert [s.runs for s in stats] == [3, 3, 3, 0, 2, 2, 2, 2, 2, 2]
+        assert [s.skipped + s.overruns for s in stats] == [0] * 10
+        # timed: every job that ran, and the faulting one up to the fault; none after it
+        assert all(s.max_exec_ns > 0 for s in stats)
+        assert [s.mean_exec_ns > 0 for s in stats] == [True] * 3 + [False] + [True] * 6
+        # the jobs of ticks 0 and 1 published at the starts of ticks 1 and 2; tick 2's never
+        assert [tg.read(c) for c in counters] == [0 if k == 3 else 2 * (k + 1)
+                                                  for k in range(10)]
+        tg.reset()
+
+
 def test_fault_reports_the_address_and_instruction(monkeypatch: pytest.MonkeyPatch) -> None:
     faulty(monkeypatch, "SIGSEGV")
     tg, _v = two_task_target()

@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import copapy as cp
-from copapy.graph import build
+from copapy.graph import _sweep, build
 from copapy.graph import grad as grad_module
 from copapy.graph.errors import NotDifferentiableError
 from copapy.graph.grad_rules import RULES, rule_for
@@ -89,6 +89,8 @@ DOMAINS: dict[str, tuple[tuple[float, float], ...]] = {
     "asin": ((-0.9, 0.9),), "acos": ((-0.9, 0.9),), "log": ((0.1, 5),), "tanh": ((-3, 3),),
     "div": (DEFAULT, (0.2, 5)), "pow": ((0.2, 3), (-2, 2)), "atan2": ((0.2, 3), (0.2, 3)),
     "mod": ((0.1, 5), (0.7, 2)), "log1p": ((-0.9, 5),),
+    # near b = 0 the steps of a // b are closer than the difference step: they look smooth
+    "floordiv": (DEFAULT, (0.7, 2)),
 }
 
 
@@ -214,7 +216,7 @@ def test_grad_runs_without_the_collector_and_restores_it(
 
     monkeypatch.setattr(grad_module, "rule_for", rule_spy)
     x = cp.value(2.0)
-    y = x * x + 1.0
+    y = cp.sin(x) * x + 1.0  # sin: a rule (the sweep builds + and * itself)
     assert gc.isenabled()
     assert cp.grad(y, x) is not None
     assert seen and not any(seen)  # off while the gradient graph was built
@@ -228,3 +230,93 @@ def test_grad_runs_without_the_collector_and_restores_it(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+ARITH_STEPS = ["add", "sub", "mul", "neg", "sin", "const_mul", "const_add", "cast", "square"]
+
+
+@st.composite
+def arith_graph(draw: st.DrawFn) -> tuple[list[Value], Value]:
+    """Scalar graphs of mostly +, -, * and negation (the sweep's own path), mixed with a rule
+    (sin), constants (folded gradients), casts between float32 and float64 and x * x."""
+    dtype = draw(st.sampled_from([cp.float32, F64]))
+    xs = [cp.value(float(i) + 0.5, dtype) for i in range(draw(st.integers(1, 4)))]
+    pool: list[Value] = list(xs)
+    for op, i, j in draw(st.lists(st.tuples(st.sampled_from(ARITH_STEPS), st.integers(0, 99),
+                                            st.integers(0, 99)), min_size=1, max_size=30)):
+        a, b = pool[i % len(pool)], pool[j % len(pool)]
+        if op in ("add", "sub", "mul"):
+            b = cp.cast(b, a.dtype)
+            pool.append(Value(build.apply(op, a.node, b.node)))
+        elif op == "neg":
+            pool.append(-a)
+        elif op == "sin":
+            pool.append(cp.sin(a))
+        elif op == "const_mul":
+            pool.append(a * 0.75)
+        elif op == "const_add":
+            pool.append(2.0 + a)
+        elif op == "cast":
+            pool.append(cp.cast(a, cp.float32 if a.dtype is F64 else F64))
+        else:
+            pool.append(a * a)
+    y = pool[-1]
+    for extra in pool[-4:-1]:
+        y = y + cp.cast(extra, y.dtype)
+    return xs, y
+
+
+def rules_only_gradients(y: build.Node, xs: list[build.Node]) -> list[build.Node]:
+    """The sweep in plain Python with every node's rule (what graph/grad.py did before the
+    sweep moved to C and built +, -, * and negation itself)."""
+    order = build.live_nodes([y])
+    relevant = set(xs)
+    for node in order:
+        if any(a in relevant for a in node.args):
+            relevant.add(node)
+    wanted = {n for n in relevant if n.dtype.is_float}
+    adjoint = {y: build.const(1.0, y.dtype)}
+    for node in reversed(order):
+        g = adjoint.get(node)
+        rule = rule_for(node.op)
+        if g is None or not node.args or rule is None:
+            continue
+        need = tuple(a in wanted for a in node.args)
+        for arg, needed, c in zip(node.args, need, rule(node, g, need), strict=True):
+            if c is None or not needed:
+                continue
+            if c.shape != arg.shape:
+                c = build.apply("rsum", c) if not arg.shape else build.broadcast_to(c, arg.shape)
+            adjoint[arg] = c if arg not in adjoint else build.apply("add", adjoint[arg], c)
+    return [adjoint.get(x, build.const(0.0, x.dtype)) for x in xs]
+
+
+@given(arith_graph())
+def test_the_sweep_builds_the_nodes_of_the_rules(case) -> None:  # type: ignore[no-untyped-def]
+    """The C sweep (graph/_sweep.c) builds the gradients of scalar +, -, * and negation itself:
+    they must be the very nodes the rules build (nodes are hash-consed, so the same structure
+    is the same object), in graphs that mix them with other rules, folded constants, casts,
+    x * x and operands used many times."""
+    xs, y = case
+    fast = cp.grad(y, xs)
+    assert [g.node for g in fast] == rules_only_gradients(y.node, [x.node for x in xs])
+
+
+def test_the_sweep_reports_a_rules_error_and_keeps_the_collector_setting() -> None:
+    """An error raised by a rule called back from the C sweep reaches the caller as it is."""
+    v = cp.value(np.arange(4, dtype=np.float32), packed=True)
+    x = cp.value(2.0)
+    y = v[1] * x + x * x  # index of a packed array: the view rule raises
+    with pytest.raises(NotDifferentiableError, match="indexing or slicing"):
+        cp.grad(y, [v, x])
+    assert gc.isenabled()
+
+
+def test_the_c_sweep_refuses_wrong_arguments() -> None:
+    with pytest.raises(TypeError, match="float_dependents"):
+        _sweep.float_dependents((), [])
+    with pytest.raises(TypeError, match="specs: tuple of 4"):
+        _sweep.sweep([], {}, set(), build.make, (), lambda n, g: None)
+    x = cp.value(1.0)
+    with pytest.raises(TypeError, match=r"node\.args must be a tuple"):
+        _sweep.float_dependents([type("NotANode", (), {"args": [x.node]})()], [x.node])

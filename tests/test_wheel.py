@@ -64,9 +64,10 @@ def _contents(wheels: tuple[Path, Path, Path]) -> None:
                 "copapy/_firmware/runner/cortexm/cm_guard.h",
                 "copapy/_firmware/docs/protocol.md", "copapy/_tables/x86_64.cpst",
                 "copapy/compiler/_lower.pyi", "copapy/compiler/_link.pyi",
-                "copapy/graph/_walk.pyi"}
+                "copapy/graph/_walk.pyi", "copapy/graph/_sweep.pyi"}
     assert required <= names, sorted(required - names)
-    for module in ("_runner", "compiler/_lower", "compiler/_link", "graph/_walk"):
+    for module in ("_runner", "compiler/_lower", "compiler/_link", "graph/_walk",
+                   "graph/_sweep"):
         assert any(re.fullmatch(rf"copapy/{module}\.cpython-.*\.so", n) for n in names), module
     if (ROOT / "zephyr_app").is_dir():
         assert any(n.startswith("copapy/_firmware/zephyr_app/") for n in names)

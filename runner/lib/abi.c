@@ -235,6 +235,7 @@ int copapy_load(const void *image, size_t len, const copapy_options *options,
     cfg.io_ctx = p;
     /* the core's guard: a fault in a chain stops the program, not the process */
     cfg.guard = cp_posix_guard;
+    cfg.guard_run = cp_posix_guard_run;
     cfg.budget_factor = budget_factor;
     cfg.budget_min_ns = budget_min_ns;
     p->budget_factor = budget_factor;

@@ -597,6 +597,7 @@ static PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject
     cfg.io_write = sim_io_write;
     cfg.io_ctx = sched;
     cfg.guard = cp_posix_guard;
+    cfg.guard_run = cp_posix_guard_run;
     cfg.budget_factor = watchdog_factor;
     cfg.budget_min_ns = watchdog_min_ns;
     cp_error err = new_error();

@@ -337,4 +337,12 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
 #define CP_CALLS_LOADED_CODE
 #endif
 
+/* A function whose copies specialise it on a constant argument (the job loop, timed or not):
+ * inlined into each, whatever the compiler's size heuristics say. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CP_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define CP_ALWAYS_INLINE inline
+#endif
+
 #endif /* COPAPY_INTERNAL_H */

@@ -416,37 +416,28 @@ static void recover(int sig)
 }
 
 
-CP_CALLS_LOADED_CODE
-int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+/* The way back from a jump out of the handler: the job is over (seq even again), the signal
+ * unblocked, the fault copied to the caller's record. Only memory is trusted after the jump:
+ * the slot is found again through the TLS. */
+static int jumped_back(int sig)
 {
-    (void)ctx;
-    guard_slot *g = own_slot();
-    if (g == NULL) {
-        entry(); /* no slot left (more than GUARD_SLOTS threads at once): unguarded */
-        return 0;
+    guard_slot *j = tls_slot;
+    __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
+                     __ATOMIC_RELEASE);
+    recover(sig);
+    if (j->out != NULL) {
+        j->out->kind = j->fault.kind;
+        j->out->address = j->fault.address;
+        j->out->pc = j->fault.pc;
+        j->out->code = j->fault.code;
     }
-    if (budget_ns != 0 && !__atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
-        (void)cp_posix_watchdog_start(0, 0);
-    }
-    g->out = fault;
-    /* before the sigsetjmp: a 32-bit CPU holds budget_ns in two registers, which GCC says
-     * the jump may clobber (the supervisor reads it only once seq is odd) */
-    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
-    int sig = sigsetjmp(g->env, 0);
-    if (sig != 0) {
-        /* after the jump only memory is trusted: the slot is found again through the TLS */
-        guard_slot *j = tls_slot;
-        __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
-                         __ATOMIC_RELEASE);
-        recover(sig);
-        if (j->out != NULL) {
-            j->out->kind = j->fault.kind;
-            j->out->address = j->fault.address;
-            j->out->pc = j->fault.pc;
-            j->out->code = j->fault.code;
-        }
-        return 1;
-    }
+    return 1;
+}
+
+/* One job under an armed slot: seq is odd and the fault is ours while the chain runs. */
+CP_CALLS_LOADED_CODE
+static inline void run_armed(guard_slot *g, void (*entry)(void))
+{
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
     g->active = 1;
@@ -456,7 +447,63 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
     g->active = 0;
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
+}
+
+static inline void need_watchdog(uint64_t budget_ns)
+{
+    if (budget_ns != 0 && !__atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
+        (void)cp_posix_watchdog_start(0, 0);
+    }
+}
+
+CP_CALLS_LOADED_CODE
+int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+{
+    (void)ctx;
+    guard_slot *g = own_slot();
+    if (g == NULL) {
+        entry(); /* no slot left (more than GUARD_SLOTS threads at once): unguarded */
+        return 0;
+    }
+    need_watchdog(budget_ns);
+    g->out = fault;
+    /* before the sigsetjmp: a 32-bit CPU holds budget_ns in two registers, which GCC says
+     * the jump may clobber (the supervisor reads it only once seq is odd) */
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
+    int sig = sigsetjmp(g->env, 0);
+    if (sig != 0) {
+        return jumped_back(sig);
+    }
+    run_armed(g, entry);
     return 0;
+}
+
+/* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
+ * budget and run_armed; a fault jumps back into cp_posix_guard_run, never returns here. */
+CP_CALLS_LOADED_CODE
+static int armed_job(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+{
+    (void)fault; /* filled through the record cp_posix_guard_run was given */
+    guard_slot *g = ctx;
+    need_watchdog(budget_ns);
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
+    run_armed(g, entry);
+    return 0;
+}
+
+int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
+{
+    (void)ctx;
+    guard_slot *g = own_slot();
+    if (g == NULL) {
+        return body(arg, NULL, NULL); /* no slot left: unguarded, as cp_posix_guard */
+    }
+    g->out = fault;
+    int sig = sigsetjmp(g->env, 0);
+    if (sig != 0) {
+        return jumped_back(sig);
+    }
+    return body(arg, armed_job, g);
 }
 
 /* ---- fault containment: the budget supervisor */

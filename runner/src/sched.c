@@ -150,19 +150,6 @@ static inline void publish(cp_sched *s, uint32_t task, uint8_t *data)
     }
 }
 
-/* Runs a task's chain, inside the platform's guard if there is one. 0: it returned; else the
- * fault is in *fault (kind, address, pc, code: the rest is the caller's). */
-CP_CALLS_LOADED_CODE
-static inline int run_chain(const cp_sched *s, uint32_t task, cp_fault *fault)
-{
-    void (*entry)(void) = s->prog->tasks[task].entry;
-    if (s->cfg.guard == NULL) {
-        entry();
-        return 0;
-    }
-    return s->cfg.guard(s->cfg.guard_ctx, entry, s->budget_ns[task], fault);
-}
-
 /* A chain faulted: record it (the safe state applied). */
 static void job_faulted(cp_sched *s, uint32_t task, const cp_fault *by_guard)
 {
@@ -177,43 +164,149 @@ static void job_faulted(cp_sched *s, uint32_t task, const cp_fault *by_guard)
     cp_sched_fail(s, &fault);
 }
 
-/* Release of a job: INPUT bindings into the shared slots, RELEASE copies, the chain.
- * With a clock, *mark is the clock read just before this release (the previous job's end, or
- * the start of the tick's releases): the job's time runs from it to the read after its chain,
- * which becomes the next job's mark, so back-to-back jobs cost one clock read each, not two.
- * Returns 0, or nonzero if the chain faulted (the fault is recorded, the safe state applied). */
-static inline int release(cp_sched *s, uint32_t task, uint8_t *data, uint64_t *mark)
+/* Release of a job before its chain: INPUT bindings into the shared slots, RELEASE copies. */
+static inline void prepare(cp_sched *s, uint32_t task, uint8_t *data,
+                           const cp_let_copy *copies)
 {
     if (s->bindings[task][0] < s->bindings[task][1]) {
         read_inputs(s, data, s->bindings[task][0], s->bindings[task][1]);
     }
-    apply_copies(data, s->prog->let_copies, s->copies[task][0], s->copies[task][1]);
+    apply_copies(data, copies, s->copies[task][0], s->copies[task][1]);
+}
 
-    cp_fault fault; /* the guard fills kind, address, pc and code when it returns nonzero */
-    fault.kind = CP_FAULT_NONE;
-    fault.address = 0;
-    fault.pc = 0;
-    fault.code = 0;
-    int faulted = run_chain(s, task, &fault);
-    uint64_t exec_ns = 0;
-    if (s->cfg.clock_ns != NULL) {
-        uint64_t stop = s->cfg.clock_ns(s->cfg.clock_ctx);
-        exec_ns = stop >= *mark ? stop - *mark : 0;
-        *mark = stop;
-        cp_task_stats *stats = &s->stats[task];
-        if (exec_ns > stats->exec_ns_max) {
-            stats->exec_ns_max = exec_ns;
+/* Time between two clock reads (0 if the clock went back). */
+static inline uint64_t elapsed(uint64_t start, uint64_t stop)
+{
+    return stop >= start ? stop - start : 0;
+}
+
+static inline void add_exec(cp_task_stats *stats, uint64_t exec_ns)
+{
+    if (exec_ns > stats->exec_ns_max) {
+        stats->exec_ns_max = exec_ns;
+    }
+    stats->exec_ns_sum += exec_ns;
+}
+
+/* Step 3, the releases of the due tasks in priority order. The job loop may run inside the
+ * platform's guard_run and be left by a fault (a jump back into the guard): everything it has
+ * done is in memory here, in the caller's frame. */
+typedef struct release_run {
+    cp_sched *s;
+    uint8_t *data;
+    uint32_t due;
+    uint32_t jobs;                     /* chains that returned, in ran[0, jobs) */
+    uint8_t ran[CP_MAX_TASKS];         /* ran[jobs]: the one that faulted, if one did */
+    uint64_t stamp[CP_MAX_TASKS + 1];  /* clock reads: before the first job, after each */
+    cp_fault fault;                    /* filled by the guard when a chain faulted */
+} release_run;
+
+/* The job loop (`timed`: a constant in each copy, there is a clock). A job's time runs from
+ * the clock read before its release (the end of the previous job, or the start of the tick's
+ * releases) to the read after its chain, so back-to-back jobs cost one read each. Between two
+ * reads only the job's release work (bindings, copies), its chain and its guard run; the
+ * statistics, pending state and cost of every job are recorded by the caller after the
+ * tick's last chain. A skipped release (counted between two reads) adds its few instructions
+ * to the next job's time: a job's time is an upper bound of its chain's (docs/design.md, "The
+ * job clock"). Returns nonzero if a per-job guard reported a fault. */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int run_jobs(release_run *r, cp_guard_fn job, void *job_ctx, int timed)
+{
+    /* the loop's reads in locals: the byte stores of the copies may alias anything in memory */
+    cp_sched *s = r->s;
+    uint8_t *data = r->data;
+    uint32_t due = r->due, n = s->task_count, jobs = 0;
+    const cp_task_entry *tasks = s->prog->tasks;
+    const cp_let_copy *copies = s->prog->let_copies;
+    uint64_t (*clock_ns)(void *) = s->cfg.clock_ns;
+    void *clock_ctx = s->cfg.clock_ctx;
+    if (timed) {
+        r->stamp[0] = clock_ns(clock_ctx);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = s->order[k];
+        if ((due >> i & 1u) == 0) {
+            continue;
         }
-        stats->exec_ns_sum += exec_ns;
+        if (s->state[i].pending) {
+            s->stats[i].skipped++;
+            continue;
+        }
+        prepare(s, i, data, copies);
+        r->ran[jobs] = (uint8_t)i;
+        if (job == NULL) {
+            tasks[i].entry();
+        } else if (job(job_ctx, tasks[i].entry, s->budget_ns[i], &r->fault) != 0) {
+            return 1;
+        }
+        r->jobs = ++jobs;
+        if (timed) {
+            r->stamp[jobs] = clock_ns(clock_ctx);
+        }
+    }
+    return 0;
+}
+
+CP_CALLS_LOADED_CODE
+static int run_jobs_timed(void *arg, cp_guard_fn job, void *job_ctx)
+{
+    return run_jobs(arg, job, job_ctx, 1);
+}
+
+CP_CALLS_LOADED_CODE
+static int run_jobs_untimed(void *arg, cp_guard_fn job, void *job_ctx)
+{
+    return run_jobs(arg, job, job_ctx, 0);
+}
+
+/* Runs the tick's releases: inside one guard_run if the platform has one and more than one
+ * task is due, else with the per-job guard (or none). Then the bookkeeping: the jobs whose chain returned are finished,
+ * a faulting one gets its time (up to a read after the guard came back) but no run, the
+ * fault is recorded and the safe state applied; no job after it has run. Returns nonzero on
+ * a fault. */
+static CP_ALWAYS_INLINE int releases(cp_sched *s, uint8_t *data, uint32_t due)
+{
+    release_run r;
+    r.s = s;
+    r.data = data;
+    r.due = due;
+    r.jobs = 0;
+    r.fault.kind = CP_FAULT_NONE;
+    r.fault.address = 0;
+    r.fault.pc = 0;
+    r.fault.code = 0;
+    int timed = s->cfg.clock_ns != NULL;
+    int faulted;
+    if (s->cfg.guard_run != NULL && (due & (due - 1u)) != 0) {
+        faulted = s->cfg.guard_run(s->cfg.guard_ctx, timed ? run_jobs_timed : run_jobs_untimed,
+                                   &r, &r.fault);
+    } else { /* at most one release (or no guard_run): per job is as cheap, and a call less */
+        faulted = timed ? run_jobs(&r, s->cfg.guard, s->cfg.guard_ctx, 1)
+                        : run_jobs(&r, s->cfg.guard, s->cfg.guard_ctx, 0);
+    }
+    /* each finished job: statistics, pending with its cost (its declared wcet, deterministic,
+     * or its measured time) */
+    uint32_t jobs = r.jobs;
+    const cp_task_entry *tasks = s->prog->tasks;
+    int deterministic = s->cfg.deterministic != 0;
+    for (uint32_t j = 0; j < jobs; j++) {
+        uint32_t i = r.ran[j];
+        uint64_t exec_ns = timed ? elapsed(r.stamp[j], r.stamp[j + 1]) : 0;
+        if (timed) {
+            add_exec(&s->stats[i], exec_ns);
+        }
+        s->stats[i].runs++;
+        s->state[i].remaining_ns = deterministic ? tasks[i].wcet_ns : exec_ns;
+        s->state[i].pending = 1;
     }
     if (faulted) {
-        job_faulted(s, task, &fault);
-        return 1;
+        uint32_t i = r.ran[jobs];
+        if (timed) {
+            add_exec(&s->stats[i], elapsed(r.stamp[jobs], s->cfg.clock_ns(s->cfg.clock_ctx)));
+        }
+        job_faulted(s, i, &r.fault);
     }
-    s->stats[task].runs++;
-    s->state[task].pending = 1;
-    s->state[task].remaining_ns = s->cfg.deterministic ? s->prog->tasks[task].wcet_ns : exec_ns;
-    return 0;
+    return faulted;
 }
 
 static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
@@ -291,25 +384,15 @@ void cp_sched_tick(cp_sched *s)
     }
 
     /* 3. releases in priority order */
-    if (due != 0) {
-        uint64_t mark = s->cfg.clock_ns != NULL ? s->cfg.clock_ns(s->cfg.clock_ctx) : 0;
-        for (uint32_t k = 0; k < n; k++) {
-            uint32_t i = s->order[k];
-            if ((due >> i & 1u) == 0) {
-                continue;
-            }
-            if (s->state[i].pending) {
-                s->stats[i].skipped++;
-            } else if (release(s, i, data, &mark) != 0) {
-                return; /* faulted: nothing more happens in this program until a reset */
-            }
-        }
+    if (due != 0 && releases(s, data, due) != 0) {
+        return; /* faulted: nothing more happens in this program until a reset */
     }
 
     /* 4. processor model: the tick's time to pending jobs by priority (preemptive); nothing
-     * to do when no pending job has time left (a deterministic run without wcets) */
+     * to do when no pending job has time left, never in a deterministic run without wcets
+     * (job_costs 0: every job costs nothing) */
     uint32_t busy = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && s->job_costs; i++) {
         busy |= (uint32_t)(s->state[i].pending != 0) & (uint32_t)(s->state[i].remaining_ns != 0);
     }
     uint64_t left = busy ? s->cfg.tick_ns : 0;
@@ -432,12 +515,12 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
                        "cp_sched_init: scheduler, program and config must not be NULL", 0);
     }
-    if (s->struct_size < sizeof(cp_sched) || cfg->struct_size < sizeof(cp_sched_config)) {
+    if (s->struct_size < sizeof(cp_sched) || cfg->struct_size < CP_SCHED_CONFIG_SIZE_ABI3) {
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
                        "cp_sched.struct_size is %u and cp_sched_config.struct_size %u, "
                        "expected >= %u and >= %u: set them to sizeof() before cp_sched_init",
                        s->struct_size, cfg->struct_size, sizeof(cp_sched),
-                       sizeof(cp_sched_config));
+                       CP_SCHED_CONFIG_SIZE_ABI3);
     }
     if (!prog->loaded || prog->task_count > CP_MAX_TASKS) {
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
@@ -483,7 +566,10 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
     }
     s->task_count = prog->task_count;
     s->prog = prog;
-    s->cfg = *cfg;
+    /* a config of ABI 3 or 4 ends before guard_run (left NULL by the fill above) */
+    cp_copy((uint8_t *)&s->cfg, (const uint8_t *)cfg,
+            cfg->struct_size < sizeof(cp_sched_config) ? cfg->struct_size
+                                                       : sizeof(cp_sched_config));
     s->cfg.struct_size = sizeof(cp_sched_config);
     /* priority order: lower number first, ties by task index (a stable insertion sort) */
     for (uint32_t i = 0; i < prog->task_count; i++) {
@@ -497,9 +583,11 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
         s->offset_ticks[i] = prog->tasks[i].period_ns != 0 ? prog->tasks[i].offset_ns / tick_ns
                                                            : 0;
     }
+    s->job_costs = s->cfg.deterministic == 0;
     for (uint32_t i = 0; i < prog->task_count; i++) {
         s->budget_ns[i] = cp_task_budget_ns(&prog->tasks[i], cfg->budget_factor,
                                             cfg->budget_min_ns, 0);
+        s->job_costs |= prog->tasks[i].wcet_ns != 0;
     }
     restart(s);
     cp_ok(err);

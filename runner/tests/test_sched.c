@@ -1085,6 +1085,9 @@ static void ref_tick(ref_task *t, uint32_t n, uint8_t *d, uint64_t now, uint64_t
     }
 }
 
+/* 0: no guard, 1: the POSIX guard per job, 2: armed once per tick (the same rules) */
+static int random_guard;
+
 static void random_case(uint32_t n, uint32_t ticks)
 {
     const uint64_t tick_ns = 1000;
@@ -1126,6 +1129,8 @@ static void random_case(uint32_t n, uint32_t ticks)
     }
     fx f;
     cp_sched_config cfg = default_config(tick_ns);
+    cfg.guard = random_guard != 0 ? cp_posix_guard : NULL;
+    cfg.guard_run = random_guard == 2 ? cp_posix_guard_run : NULL;
     if (fx_start(&f, &b, &cfg) != 0) {
         return;
     }
@@ -1173,11 +1178,13 @@ static void random_case(uint32_t n, uint32_t ticks)
 
 static void test_random_against_model(void)
 {
-    for (int k = 0; k < 300; k++) {
-        random_case(1 + rnd(8), 60);
-    }
-    for (int k = 0; k < 10; k++) {
-        random_case(32, 40); /* bit 31 of the due mask */
+    for (random_guard = 0; random_guard < 3; random_guard++) {
+        for (int k = 0; k < 300; k++) {
+            random_case(1 + rnd(8), 60);
+        }
+        for (int k = 0; k < 10; k++) {
+            random_case(32, 40); /* bit 31 of the due mask */
+        }
     }
 }
 
@@ -1226,9 +1233,10 @@ static void fault_program(sb *b, const uint8_t *bad, size_t n, uint32_t budget_n
     put_f64(b->bindings[1] + 16, 1.0);
 }
 
-/* The fault program with `bad` as task 1, scheduled with the POSIX guard (1 us ticks). */
+/* The fault program with `bad` as task 1, scheduled with the POSIX guard (1 us ticks), armed
+ * per job (cp_posix_guard) or once per tick's releases (cp_posix_guard_run too). */
 static int start_faulting(fx *f, io_sim *io, const uint8_t *bad, size_t n, uint32_t budget_ns,
-                          uint32_t factor)
+                          uint32_t factor, int per_tick)
 {
     sb b;
     fault_program(&b, bad, n, budget_ns);
@@ -1238,6 +1246,7 @@ static int start_faulting(fx *f, io_sim *io, const uint8_t *bad, size_t n, uint3
     cfg.io_read = sim_read;
     cfg.io_ctx = io;
     cfg.guard = cp_posix_guard;
+    cfg.guard_run = per_tick ? cp_posix_guard_run : NULL;
     cfg.budget_factor = factor;
     if (fx_start(f, &b, &cfg) != 0) {
         return -1;
@@ -1246,12 +1255,12 @@ static int start_faulting(fx *f, io_sim *io, const uint8_t *bad, size_t n, uint3
     return 0;
 }
 
-static void test_fault_contained(void)
+static void test_fault_contained(int per_tick)
 {
     static const uint8_t ud2[] = {0x0f, 0x0b};
     io_sim io;
     fx f;
-    if (start_faulting(&f, &io, ud2, sizeof(ud2), 0, 10) != 0) {
+    if (start_faulting(&f, &io, ud2, sizeof(ud2), 0, 10, per_tick) != 0) {
         return;
     }
     CHECK(f.prog.io_bindings[0].safe == 0.25 && f.prog.io_bindings[1].safe == 1.0);
@@ -1284,12 +1293,12 @@ static void test_fault_contained(void)
     fx_end(&f);
 }
 
-static void test_fault_timeout(void)
+static void test_fault_timeout(int per_tick)
 {
     static const uint8_t loop[] = {0xeb, 0xfe}; /* jmp $ */
     io_sim io;
     fx f;
-    if (start_faulting(&f, &io, loop, sizeof(loop), 2000000, 2) != 0) { /* 2 ms budget */
+    if (start_faulting(&f, &io, loop, sizeof(loop), 2000000, 2, per_tick) != 0) { /* 2 ms */
         return;
     }
     CHECK(f.s.budget_ns[1] == 4000000 && f.s.budget_ns[0] == 2000);
@@ -1301,6 +1310,117 @@ static void test_fault_timeout(void)
         CHECK(io.ch[CP_IO_PWM][0] == 0.25);
         cp_sched_reset(&f.s);
     }
+    fx_end(&f);
+}
+
+/* A clock whose k-th read returns 100 * (1 + 2 + ... + k): the interval ending at read k is
+ * 100 * k ns, so every job's time says which reads bound it. */
+static uint64_t counting_now(void *ctx)
+{
+    fake_clock *c = ctx;
+    c->calls++;
+    c->now += 100u * (uint64_t)c->calls;
+    return c->now;
+}
+
+/* Ten tasks, priority order 9, 8, ..., 0, released every tick but task 6 (period 3 ticks,
+ * offset 2), whose chain faults (ud2) at its first release, tick 2. Each task counts its
+ * runs in slot 4i. Reads per tick: one before the releases, one after each chain (and after
+ * the guard came back). */
+static void fault_in_the_fourth_job(int per_tick)
+{
+    static const uint8_t ud2[] = {0x0f, 0x0b};
+    sb b;
+    sb_init(&b, 64);
+    for (uint32_t i = 0; i < 10; i++) {
+        if (i == 6) {
+            uint32_t t = raw_task(&b, ud2, sizeof(ud2), 3000, 3);
+            tb_task_full(b.tasks[t], b.code_size - (uint32_t)sizeof(ud2), 3000, 2000, 3, 0);
+        } else {
+            inc_task(&b, 4 * i, 4 * i, 1, 1000, 0, (uint16_t)(9 - i), 0);
+        }
+    }
+    fake_clock clock = {0, 0, 0};
+    cp_sched_config cfg = default_config(1000);
+    cfg.clock_ns = counting_now;
+    cfg.clock_ctx = &clock;
+    cfg.guard = cp_posix_guard;
+    cfg.guard_run = per_tick ? cp_posix_guard_run : NULL;
+    cfg.budget_factor = 10;
+    fx f;
+    if (fx_start(&f, &b, &cfg) != 0) {
+        return;
+    }
+    cp_sched_advance(&f.s, 5);
+    const cp_fault *fault = cp_sched_fault(&f.s);
+    CHECK(fault != NULL && fault->kind == CP_FAULT_SIGILL && fault->task == 6 &&
+          fault->tick == 2);
+    CHECK(f.s.tick == 2); /* tick 2 never completes; ticks 3 and 4 do nothing */
+    /* ticks 0 and 1: reads 1..10 and 11..20, nine jobs each; tick 2: read 21, then tasks 9,
+     * 8, 7 (reads 22..24), task 6 faults (read 25), tasks 5..0 do not run */
+    CHECK(clock.calls == 25);
+    for (uint32_t i = 0; i < 10; i++) {
+        uint64_t p = i >= 7 ? 9 - i : 8 - i; /* position in the order of ticks 0 and 1 */
+        uint64_t t0 = 100 * (p + 2), t1 = 100 * (p + 12), t2 = 100 * (p + 22);
+        const cp_task_stats *st = &f.s.stats[i];
+        if (i >= 7) { /* ran in all three ticks */
+            CHECK(st->runs == 3 && st->exec_ns_sum == t0 + t1 + t2 && st->exec_ns_max == t2);
+            CHECK(rd32(&f, 4 * i) == 3);
+        } else if (i == 6) { /* the faulting job: its time, no run */
+            CHECK(st->runs == 0 && st->exec_ns_sum == 2500 && st->exec_ns_max == 2500);
+        } else { /* ticks 0 and 1 only */
+            CHECK(st->runs == 2 && st->exec_ns_sum == t0 + t1 && st->exec_ns_max == t1);
+            CHECK(rd32(&f, 4 * i) == 2);
+        }
+        CHECK(st->skipped == 0 && st->overruns == 0);
+        /* tick 2 published every job of tick 1; only tasks 9, 8, 7 were released again */
+        CHECK(f.s.state[i].pending == (i >= 7) && f.s.state[i].remaining_ns == 0);
+    }
+    /* after a reset the same again: the guard is armed afresh */
+    cp_sched_reset(&f.s);
+    clock.now = 0;
+    clock.calls = 0;
+    cp_sched_advance(&f.s, 3);
+    fault = cp_sched_fault(&f.s);
+    CHECK(fault != NULL && fault->task == 6 && clock.calls == 25 &&
+          f.s.stats[9].exec_ns_sum == 3600 && f.s.stats[0].exec_ns_sum == 3000);
+    fx_end(&f);
+}
+
+static int not_called;
+
+static int never_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
+{
+    (void)ctx;
+    (void)fault;
+    not_called = 0;
+    return body(arg, NULL, NULL);
+}
+
+/* guard_run is ABI 5: a config of ABI 3/4 size ends before it, and its value there is not
+ * read; a config shorter than that is refused. */
+static void test_config_sizes(void)
+{
+    sb b;
+    sb_init(&b, 16);
+    inc_task(&b, 0, 0, 1, 1000, 0, 0, 0);
+    fx f;
+    if (fx_load(&f, &b) != CP_OK) {
+        CHECK(0);
+        return;
+    }
+    cp_sched_config cfg = default_config(1000);
+    cfg.guard_run = never_run; /* beyond struct_size: must not be used */
+    not_called = 1;
+    cfg.struct_size = (uint32_t)CP_SCHED_CONFIG_SIZE_ABI3;
+    memset(&f.s, 0, sizeof(f.s));
+    f.s.struct_size = sizeof(f.s);
+    CHECK_STATUS(cp_sched_init(&f.s, &f.prog, &cfg, &f.err), CP_OK);
+    CHECK(f.s.cfg.guard_run == NULL && f.s.cfg.struct_size == sizeof(cp_sched_config));
+    cp_sched_advance(&f.s, 3);
+    CHECK(rd32(&f, 0) == 3 && f.s.stats[0].runs == 3 && not_called);
+    cfg.struct_size = (uint32_t)CP_SCHED_CONFIG_SIZE_ABI3 - 8;
+    CHECK_STATUS(cp_sched_init(&f.s, &f.prog, &cfg, &f.err), CP_ERR_ARGUMENT);
     fx_end(&f);
 }
 
@@ -1383,8 +1503,12 @@ int main(int argc, char **argv)
     test_init_errors();
     test_tables_at_load();
     test_random_against_model();
-    test_fault_contained();
-    test_fault_timeout();
+    for (int per_tick = 0; per_tick < 2; per_tick++) {
+        test_fault_contained(per_tick);
+        test_fault_timeout(per_tick);
+        fault_in_the_fourth_job(per_tick);
+    }
+    test_config_sizes();
     test_budgets();
     test_release_outputs();
 #else

@@ -38,6 +38,11 @@ uint64_t cp_posix_cpu_features(void *ctx, uint16_t arch);
 
 int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault);
 
+/* cp_posix_guard_run is a cp_guard_run_fn (cp_sched_config.guard_run): the same containment,
+ * armed once (one sigsetjmp) for a run of jobs; each job is then the budget store and the two
+ * seq stores around its chain, so faults and budgets are per job as with cp_posix_guard. */
+int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault);
+
 /* (Re)installs the fault handlers, e.g. after another library replaced them. 0 or -1. */
 int cp_posix_guard_install(void);
 

@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 4u
+#define CP_RUNNER_ABI_VERSION 5u
 #define CP_IMAGE_FORMAT_VERSION 1u
 
 /* Architecture ids of docs/image.md. */
@@ -227,6 +227,17 @@ typedef struct cp_fault {
 typedef int (*cp_guard_fn)(void *ctx, void (*entry)(void), uint64_t budget_ns,
                            cp_fault *fault);
 
+/* Appended in ABI 5: a guard armed once around a run of jobs. It calls body(arg, job,
+ * job_ctx) with fault containment armed; body runs each chain as job(job_ctx, entry,
+ * budget_ns, fault), a cp_guard_fn that guards exactly that chain with its own budget, as a
+ * cp_guard_fn call would, without arming anew. A chain that faults or overruns its budget
+ * does not come back into body: cp_guard_run_fn returns nonzero with fault->kind, address,
+ * pc and code filled. Otherwise it returns what body returned. A guard that cannot arm (no
+ * containment on this thread) calls body with job NULL: body then calls the chains
+ * directly. */
+typedef int (*cp_guard_body_fn)(void *arg, cp_guard_fn job, void *job_ctx);
+typedef int (*cp_guard_run_fn)(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault);
+
 /* The time a job of `task` may take before the supervisor stops it: the task's budget_ns,
  * else its wcet_ns, else its period, times `factor`, at least min_ns; request_ns for a task
  * that declares none of them (run on request). 0: no limit (always if factor is 0). */
@@ -264,7 +275,14 @@ typedef struct cp_sched_config {
     uint32_t budget_factor;
     uint32_t reserved;
     uint64_t budget_min_ns;
+    /* appended in ABI 5: the same containment armed once per tick's releases (guard_ctx is
+     * its ctx); used instead of guard when set. NULL: guard, per job. */
+    cp_guard_run_fn guard_run;
 } cp_sched_config;
+
+/* cp_sched_config as ABI 3 and 4 knew it (without guard_run): still accepted by
+ * cp_sched_init. */
+#define CP_SCHED_CONFIG_SIZE_ABI3 offsetof(cp_sched_config, guard_run)
 
 /* Per-tick input samples written to a slot before the releases of tick k (k < count). */
 typedef struct cp_sched_feed {
@@ -319,6 +337,10 @@ typedef struct cp_sched {
      * budget (cp_task_budget_ns at init) */
     cp_fault fault;
     uint64_t budget_ns[CP_MAX_TASKS];
+    /* appended in ABI 5, private: 0 if no job ever costs time in the processor model (a
+     * deterministic run where no task declares a wcet) */
+    uint32_t job_costs;
+    uint32_t reserved5;
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):

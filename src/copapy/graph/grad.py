@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._gc import without_gc
-from .build import apply, broadcast_to
+from . import _sweep
+from .build import apply, broadcast_to, make
 from .errors import NotDifferentiableError
 from .grad_rules import rule_for
 from .node import Node, const
+from .ops import REGISTRY
 from .traverse import live_nodes
 
 __all__ = ["NotDifferentiableError", "gradients"]
+
+#: the registry rows the C sweep builds the gradients of itself, in its order
+_ARITHMETIC = tuple(REGISTRY[name] for name in ("add", "sub", "mul", "neg"))
 
 
 @without_gc
@@ -30,31 +35,20 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
                 f"gradient with respect to a {x.dtype.name} value is not defined: "
                 f"differentiate with respect to float values (cp.value(1.0))")
     order = live_nodes([y])
-    # the nodes that depend on an x: only their gradients are built (nodes are keys by identity)
-    relevant: set[Node] = set(xs)
-    add = relevant.add
-    for node in order:
-        for a in node.args:
-            if a in relevant:
-                add(node)
-                break
     # a gradient flows to an operand that depends on an x and is a float
-    wanted = {n for n in relevant if n.dtype.is_float}
+    wanted = _sweep.float_dependents(order, xs)
     adjoint: dict[Node, Node] = {y: const(1.0, y.dtype)}
     upstream = adjoint.get
-    for node in reversed(order):
-        g = upstream(node)
-        if g is None:
-            continue
-        args = node.args
-        if not args:
-            continue
+
+    def by_rule(node: Node, g: Node) -> None:
+        """Node's gradient g handed to its operands by the operation's rule."""
         rule = rule_for(node.op)
         if rule is None:
-            continue  # bool/int results carry no gradient
+            return  # bool/int results carry no gradient
+        args = node.args
         need = tuple([a in wanted for a in args])
         if True not in need:
-            continue
+            return
         for arg, needed, contribution in zip(args, need, rule(node, g, need), strict=True):
             if contribution is None or not needed:
                 continue
@@ -65,4 +59,8 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
             previous = upstream(arg)
             adjoint[arg] = contribution if previous is None else apply("add", previous,
                                                                       contribution)
+
+    # users before operands; scalar +, -, * and negation are handed on in C (graph/_sweep.c)
+    # by the same nodes their rules build, every other node by_rule
+    _sweep.sweep(order, adjoint, wanted, make, _ARITHMETIC, by_rule)
     return [adjoint.get(x, const(0.0, x.dtype)) for x in xs]
