@@ -10,13 +10,18 @@ Variants:
   scalar   copapy, v1/v2 as lists of cp.value (one stencil chain, registers across the chain)
   unpacked copapy, v1/v2 as unpacked input vectors (cp.value(array, packed=False)) and `@`:
            the dot products in the fixed lane order (graph/lanes.py) as scalar nodes
-  packed   copapy, v1/v2 as packed input vectors (loop stencils, vectorised by the C compiler)
+  packed   copapy, v1/v2 as packed input vectors (loop stencils, vectorised by the C compiler),
+           through `tg.run()`; "code alone": the same image's task called in a C loop
+           (benchmarks/term_code.c, the runner linked in, timed as the C rows are), so the
+           generated code is compared with C without the Python call; "packed vN": the same on
+           the widest stencil table this CPU runs (x86_64-v4 on AVX-512), code alone too
   jit      @cp.jit of the same function, called with two NumPy float32 arrays
   numpy    the same expression on NumPy float32 arrays
   C -O3    plain C, sequential float32 sums, gcc -O3 (what the scalar form is compared with)
   C lanes  plain C in the lane order (8 accumulators, the fixed tree; what the unpacked form is
            compared with), gcc -O3, -O3 -march=native, and with -ffast-math (which may reorder)
-  C fast   the same C with -O3 -ffast-math (vectorised reductions; the packed goal)
+  C fast   the same C with -O3 -ffast-math (vectorised reductions), and with
+           -O3 -ffast-math -march=native (the packed goal of issue 13: <= 1.2x)
   numba    @numba.njit (default and fastmath=True), if numba is installed
 """
 
@@ -39,8 +44,10 @@ import numpy as np
 
 import copapy as cp
 from copapy.graph.lanes import np_dot
+from copapy.runtime.load import fastest_host_architecture
 
 SCALAR_SIZES = [10, 50, 100, 200, 500]
+ROOT = Path(__file__).resolve().parent.parent
 #: the lane-order C baselines of the unpacked form: row key -> gcc flags
 LANE_FLAGS = {
     "cl_o3": ["-O3"],
@@ -144,6 +151,29 @@ def build_c(flags: list[str], workdir: Path, lanes: bool = False) -> Path:
 def time_c(exe: Path, n: int, quick: bool) -> tuple[float, float]:
     reps = max(10, int((20000 if quick else 100000) / n))
     out = subprocess.run([str(exe), str(n), str(reps)], capture_output=True, text=True, check=True)
+    seconds, value = out.stdout.split()
+    return float(seconds), float(value)
+
+
+def build_code_runner(workdir: Path) -> Path:
+    """benchmarks/term_code.c with the runner's sources: runs an image's task in a C loop."""
+    exe = workdir / "term_code"
+    runner = sorted(str(p) for p in (ROOT / "runner" / "src").glob("[a-z]*.c"))
+    subprocess.run(["gcc", "-std=c11", "-O2", f"-I{ROOT / 'runner' / 'include'}",
+                    f"-I{ROOT / 'runner' / 'src'}", "-pthread",
+                    str(ROOT / "benchmarks" / "term_code.c"), *runner, "-o", str(exe)], check=True)
+    return exe
+
+
+def time_code(exe: Path, tg: cp.LocalTarget, term: Any, workdir: Path, n: int,
+              quick: bool) -> tuple[float, float]:
+    """Seconds per run of ``tg``'s program in a C loop (as time_c times C), and its result."""
+    image = workdir / f"term_{tg.arch}_{n}.img"
+    image.write_bytes(tg.image)
+    offset = tg.program_info.ports[term.node].offset
+    reps = max(10, int((20000 if quick else 100000) / n))
+    out = subprocess.run([str(exe), str(image), str(offset), str(reps)], capture_output=True,
+                         text=True, check=True)
     seconds, value = out.stdout.split()
     return float(seconds), float(value)
 
@@ -267,6 +297,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         c_o3 = build_c(["-O3"], Path(tmp))
         c_fast = build_c(["-O3", "-ffast-math"], Path(tmp))
+        c_fast_nat = build_c(["-O3", "-ffast-math", "-march=native"], Path(tmp))
+        code_runner = build_code_runner(Path(tmp))
+        wide = fastest_host_architecture()
         c_lanes = {key: build_c(flags, Path(tmp), lanes=True) for key, flags in LANE_FLAGS.items()}
         jitted = cp.jit(term_expr)
         for n in SCALAR_SIZES:
@@ -280,6 +313,11 @@ def main() -> None:
             tg_p, term_p, row["compile_packed"] = traced_variant(packed_term, n)
             tg_p.run()
             assert tg_p.read(term_p) == want, (tg_p.read(term_p), want)
+            term_w = packed_term(n)
+            tg_w = cp.LocalTarget(arch=wide)
+            tg_w.compile(term_w)
+            tg_w.run()
+            assert tg_w.read(term_w) == want, (tg_w.read(term_w), want)
             tg_u, term_u, row["compile_unpacked"] = traced_variant(unpacked_term, n)
             tg_u.run()
             assert tg_u.read(term_u) == want == lane_reference(n), (tg_u.read(term_u), want)
@@ -292,6 +330,7 @@ def main() -> None:
                 fn(a1, a2)  # compile outside the timing
             row["scalar"] = median_call(tg_s.run, quick)
             row["packed"] = median_call(tg_p.run, quick)
+            row["packed_wide"] = median_call(tg_w.run, quick)
             row["unpacked"] = median_call(tg_u.run, quick)
             row["jit"] = median_call(lambda a1=a1, a2=a2: jitted(a1, a2), quick)
             row["numpy"] = median_call(lambda a1=a1, a2=a2: sum((a1 + i) @ a2 for i in range(10)),
@@ -300,6 +339,11 @@ def main() -> None:
                 row[name] = median_call(lambda fn=fn, a1=a1, a2=a2: fn(a1, a2), quick)
             row["c_o3"], c_val = time_c(c_o3, n, quick)
             row["c_fast"], _ = time_c(c_fast, n, quick)
+            row["c_fast_nat"], fast_val = time_c(c_fast_nat, n, quick)
+            assert fast_val == want
+            for key, tg_c, term_c in (("code", tg_p, term_p), ("code_wide", tg_w, term_w)):
+                row[key], code_val = time_code(code_runner, tg_c, term_c, Path(tmp), n, quick)
+                assert code_val == want, (key, code_val, want)
             assert c_val == want
             for key, exe in c_lanes.items():
                 row[key], lane_val = time_c(exe, n, quick)
@@ -341,6 +385,19 @@ def main() -> None:
               f"{r['unpacked'] / r['cl_o3']:.2f} | {r['unpacked'] / r['cl_nat']:.2f} | "
               f"{r['packed'] * us:.3f} | {r['unpacked'] / r['packed']:.2f} | "
               f"{u.stencil_count} | {r['compile_unpacked'] * 1e3:.1f} |")
+    print(f"\n### Packed against C -O3 -ffast-math -march=native (median µs, ratios; *code*: the "
+          f"image's task in a C loop, no Python call; wide: {wide})\n")
+    print("| v_size | packed tg.run() | packed code alone | wide tg.run() | wide code alone | "
+          "C fm native | C lanes fm native | run / C fm nat | code / C fm nat | "
+          "wide code / C fm nat | run / C lanes fm nat | code / C lanes fm nat |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['n']} | {r['packed'] * us:.3f} | {r['code'] * us:.3f} | "
+              f"{r['packed_wide'] * us:.3f} | {r['code_wide'] * us:.3f} | "
+              f"{r['c_fast_nat'] * us:.3f} | {r['cl_fast_nat'] * us:.3f} | "
+              f"{r['packed'] / r['c_fast_nat']:.2f} | {r['code'] / r['c_fast_nat']:.2f} | "
+              f"{r['code_wide'] / r['c_fast_nat']:.2f} | {r['packed'] / r['cl_fast_nat']:.2f} | "
+              f"{r['code'] / r['cl_fast_nat']:.2f} |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print("\n### Compile time and code size\n")
     print("| v_size | scalar compile ms | packed compile ms | jit first call ms | scalar ops | "

@@ -20,8 +20,9 @@
 
 #include "copapy/platform_posix.h"
 #include "copapy/runner.h"
+#include "load_image.h"
 
-enum { TICKS = 20000, ROUNDS = 15, IMAGE_MAX = 1 << 24 };
+enum { TICKS = 20000, ROUNDS = 15 };
 
 static double io[4][256];
 static uint64_t sink;
@@ -122,20 +123,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: sched_floor IMAGE [read|timed]\n");
         return 2;
     }
-    FILE *f = fopen(argv[1], "rb");
-    static uint8_t image[IMAGE_MAX];
-    size_t len = f != NULL ? fread(image, 1, sizeof(image), f) : 0;
-    if (f != NULL) {
-        fclose(f);
-    }
     cp_program prog;
-    memset(&prog, 0, sizeof(prog));
-    prog.struct_size = sizeof(prog);
-    cp_error err;
-    memset(&err, 0, sizeof(err));
-    err.struct_size = sizeof(err);
-    if (len == 0 || cp_program_load(&prog, image, len, cp_platform_posix(), &err) != CP_OK) {
-        fprintf(stderr, "cannot load %s: %s\n", argv[1], err.message);
+    if (cp_bench_load_image(argv[1], &prog) != 0) {
         return 1;
     }
     if (cp_posix_guard_install() != 0) {

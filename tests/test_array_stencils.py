@@ -156,6 +156,17 @@ def h() -> hx.Harness:
     return hx.Harness()  # HarnessError (a failure) without a C compiler
 
 
+@pytest.fixture(scope="module", params=["scalar", "vectors"])
+def hr(request: pytest.FixtureRequest, h: hx.Harness) -> hx.Harness:
+    """The reductions in both of their C forms (cp_array.h): the lanes as scalars (every
+    target's tables) and in vector registers (CP_LANE_VECTORS: x86_64, its variants, aarch64)."""
+    if request.param == "scalar":
+        return h
+    hv = hx.Harness(lane_vectors=True)
+    assert hv.lane_vectors, "the vector form of the reductions was not built"
+    return hv
+
+
 @pytest.fixture(scope="module")
 def kernels() -> Any:
     if _kernels is None:
@@ -476,7 +487,7 @@ def test_families_count() -> None:
 
 @pytest.mark.parametrize("t", TYPES)
 @pytest.mark.parametrize("fused", FUSED_DOTS)
-def test_fused_dot_equals_elementwise_then_dot(h: hx.Harness, t: str, fused: str) -> None:
+def test_fused_dot_equals_elementwise_then_dot(hr: hx.Harness, t: str, fused: str) -> None:
     """dot(a op s, b) in one pass gives the bits of the element-wise result fed to dot."""
     from copapy.graph import lanes
 
@@ -490,7 +501,7 @@ def test_fused_dot_equals_elementwise_then_dot(h: hx.Harness, t: str, fused: str
             temp = {"dotadd": a + s[0], "dotsub": a - s[0], "dotrsub": s[0] - a,
                     "dotmul": a * s[0]}[fused].astype(dt_)
             want = lanes.np_dot(np, temp, b)
-        _, regs = run(h, f"{fused}_{t}__0_v_m_v", None, 0, {f"cp_va_{t}": a, f"cp_vb_{t}": b},
+        _, regs = run(hr, f"{fused}_{t}__0_v_m_v", None, 0, {f"cp_va_{t}": a, f"cp_vb_{t}": b},
                       {f"cp_c_{t}": s[0]}, {"n": n}, dest=DEST[(t, "0")])
         assert_same(np.asarray([getattr(regs, DEST[(t, "0")])]), np.asarray([want]),
                     t == "i32", f"{fused}_{t} n={n}")
@@ -662,16 +673,16 @@ def check_reduction(h: hx.Harness, name: str, a: Array, b: Array | None = None) 
 @pytest.mark.parametrize("name", of("reduce"))
 @capped(150)
 @given(n=st.integers(1, 200), seed=SEEDS, kind=KINDS)
-def test_reduction(h: hx.Harness, name: str, n: int, seed: int, kind: str) -> None:
+def test_reduction(hr: hx.Harness, name: str, n: int, seed: int, kind: str) -> None:
     _, t, _ = parse(name)
     rng = np.random.default_rng(seed)
     a = random_values(rng, t, n, kind)
     b = random_values(rng, t, n, kind) if name.startswith("dot") else None
-    check_reduction(h, name, a, b)
+    check_reduction(hr, name, a, b)
 
 
 @pytest.mark.parametrize("name", of("reduce"))
-def test_reduction_every_length(h: hx.Harness, name: str) -> None:
+def test_reduction_every_length(hr: hx.Harness, name: str) -> None:
     """n = 1..40: every lane count and tail length, with values whose order matters."""
     _, t, _ = parse(name)
     rng = np.random.default_rng(7)
@@ -679,40 +690,40 @@ def test_reduction_every_length(h: hx.Harness, name: str) -> None:
         for kind in ("normal", "special", "bits"):
             a = random_values(rng, t, n, kind)
             b = random_values(rng, t, n, kind) if name.startswith("dot") else None
-            check_reduction(h, name, a, b)
+            check_reduction(hr, name, a, b)
 
 
 @pytest.mark.parametrize("t", ["f32", "f64"])
-def test_reduction_special_placements(h: hx.Harness, t: str) -> None:
+def test_reduction_special_placements(hr: hx.Harness, t: str) -> None:
     """-0.0 sums stay -0.0 (no +0.0 start), NaNs and infinities at every position, distinct NaN
     payloads in min/max (the first NaN in lane and tree order wins, as in the model)."""
     dt = DT[t]
     for n in (1, 2, 3, 7, 8, 9, 15, 16, 17, 33):
         zeros = np.full(n, -0.0, dtype=dt)
         for name in (f"rsum_{t}__0_v", f"rmin_{t}__1_v", f"rmax_{t}__0_v"):
-            check_reduction(h, name, zeros)
-        check_reduction(h, f"dot_{t}__1_v_v", zeros, np.ones(n, dtype=dt))
+            check_reduction(hr, name, zeros)
+        check_reduction(hr, f"dot_{t}__1_v_v", zeros, np.ones(n, dtype=dt))
         for pos in range(n):
             for special in (np.nan, np.inf, -np.inf, -0.0):
                 a = np.arange(1, n + 1, dtype=dt)
                 a[pos] = special
                 for name in (f"rsum_{t}__0_v", f"rmin_{t}__0_v", f"rmax_{t}__1_v"):
-                    check_reduction(h, name, a)
+                    check_reduction(hr, name, a)
         payloads = (f32_bits if t == "f32" else f64_bits)(
             *([0x7FC00001 + i for i in range(n)] if t == "f32"
               else [0x7FF8000000000001 + i for i in range(n)]))
         for name in (f"rmin_{t}__0_v", f"rmax_{t}__0_v"):
-            check_reduction(h, name, payloads)
+            check_reduction(hr, name, payloads)
             mixed = np.where(np.arange(n) % 3 == 1, payloads, np.arange(n, dtype=dt))
-            check_reduction(h, name, mixed.astype(dt))
+            check_reduction(hr, name, mixed.astype(dt))
 
 
-def test_int_sum_wraps(h: hx.Harness) -> None:
+def test_int_sum_wraps(hr: hx.Harness) -> None:
     a = np.full(100, 2**31 - 1, dtype=np.int32)
-    check_reduction(h, "rsum_i32__0_v", a)
-    _, regs = run(h, "rsum_i32__1_v", None, 0, {"cp_va_i32": a}, {}, {"n": 100}, dest="i1")
+    check_reduction(hr, "rsum_i32__0_v", a)
+    _, regs = run(hr, "rsum_i32__1_v", None, 0, {"cp_va_i32": a}, {}, {"n": 100}, dest="i1")
     assert int(regs.i1) == int(wrap32(100 * (2**31 - 1)))
-    _, regs = run(h, "dot_i32__0_v_v", None, 0, {"cp_va_i32": a, "cp_vb_i32": a}, {},
+    _, regs = run(hr, "dot_i32__0_v_v", None, 0, {"cp_va_i32": a, "cp_vb_i32": a}, {},
                   {"n": 100}, dest="i0")
     assert int(regs.i0) == int(wrap32(100 * wrap32((2**31 - 1) ** 2).item()))
 
@@ -773,19 +784,19 @@ def matrix_operands(rng: np.random.Generator, name: str, n: int, k: int, j: int,
 @capped(80)
 @given(n=st.integers(1, 12), k=st.integers(1, 40), j=st.integers(1, 12), seed=SEEDS,
        kind=KINDS)
-def test_matrix(h: hx.Harness, name: str, n: int, k: int, j: int, seed: int, kind: str) -> None:
+def test_matrix(hr: hx.Harness, name: str, n: int, k: int, j: int, seed: int, kind: str) -> None:
     a, b = matrix_operands(np.random.default_rng(seed), name, n, k, j, kind)
-    check_matrix(h, name, n, k, j, a, b)
+    check_matrix(hr, name, n, k, j, a, b)
 
 
 @pytest.mark.parametrize("name", of("matrix"))
-def test_matrix_shapes(h: hx.Harness, name: str) -> None:
+def test_matrix_shapes(hr: hx.Harness, name: str) -> None:
     """Every inner dimension 1..20 and column counts around the block widths."""
     rng = np.random.default_rng(3)
     for k in range(1, 21):
         for n, j in ((1, 1), (3, 5), (2, 8), (1, 9), (4, 2)):
             a, b = matrix_operands(rng, name, n, k, j, "mixed")
-            check_matrix(h, name, n, k, j, a, b)
+            check_matrix(hr, name, n, k, j, a, b)
 
 
 # ---------------------------------------------------------------------------- ARM rule
@@ -831,7 +842,7 @@ def test_emulated_target_matches_host(h: hx.Harness, target: str) -> None:
 
 
 @pytest.mark.parametrize("t", TYPES)
-def test_agrees_with_the_compilers_lane_model(h: hx.Harness, t: str) -> None:
+def test_agrees_with_the_compilers_lane_model(hr: hx.Harness, t: str) -> None:
     """copapy.graph.lanes (the order the compiler folds and unpacks with) gives the same bits as
     the stencils, for reductions and matrix products."""
     from copapy.graph import lanes
@@ -842,12 +853,12 @@ def test_agrees_with_the_compilers_lane_model(h: hx.Harness, t: str) -> None:
         a = random_values(rng, t, n, "mixed")
         b = random_values(rng, t, n, "mixed")
         for op, name in (("sum", "rsum"), ("min", "rmin"), ("max", "rmax")):
-            _, regs = run(h, f"{name}_{t}__0_v", None, 0, {f"cp_va_{t}": a}, {}, {"n": n},
+            _, regs = run(hr, f"{name}_{t}__0_v", None, 0, {f"cp_va_{t}": a}, {}, {"n": n},
                           dest=DEST[(t, "0")])
             assert_same(np.asarray([getattr(regs, DEST[(t, "0")])]),
                         np.asarray([lanes.np_reduce(np, a, op)]), payload or op != "sum",
                         f"{name}_{t} n={n}")
-        _, regs = run(h, f"dot_{t}__1_v_v", None, 0, {f"cp_va_{t}": a, f"cp_vb_{t}": b}, {},
+        _, regs = run(hr, f"dot_{t}__1_v_v", None, 0, {f"cp_va_{t}": a, f"cp_vb_{t}": b}, {},
                       {"n": n}, dest=DEST[(t, "1")])
         assert_same(np.asarray([getattr(regs, DEST[(t, "1")])]),
                     np.asarray([lanes.np_dot(np, a, b)]), payload, f"dot_{t} n={n}")
@@ -861,6 +872,6 @@ def test_agrees_with_the_compilers_lane_model(h: hx.Harness, t: str) -> None:
                 ("matmul", {f"cp_va_{t}": am.ravel(), f"cp_vb_{t}": bm.ravel()},
                  lanes.np_matmul(np, am, bm))):
             want = np.asarray(want).ravel()
-            got, _ = run(h, f"{name}_{t}__v_v_v", t, len(want), arrays, {},
+            got, _ = run(hr, f"{name}_{t}__v_v_v", t, len(want), arrays, {},
                          {"n": n, "k": k, "j": j})
             assert_same(got, want, payload, f"{name}_{t} {n}x{k}x{j}")

@@ -337,11 +337,11 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
     for (size_t w_ = 0; w_ < w; w_++) q_[x][w_] = CP_RADD_##T(q_[x][w_], q_[y][w_])
 
 /* sum over i of (a_i op s) * b_i in the lane order */
-#define CP_FUSED_DOT_HELPER(T, name, ELEM)                                                     \
+#define CP_FUSED_DOT_HELPER(T, name, ELEM8, ELEM)                                              \
     CP_ALWAYS_INLINE CT_##T cp_##name##_##T(const CT_##T *a, CT_##T s, const CT_##T *b,        \
                                             size_t n)                                          \
     {                                                                                          \
-        CP_LANES_SCALAR(T, n, ELEM, CP_RADD_##T);                                              \
+        CP_LANES_ADD(T, n, ELEM8, ELEM);                                                       \
     }
 
 /* Columns per block of the vector-matrix product: 16 bytes of lane state per lane. */
@@ -351,13 +351,151 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 
 #define CP_ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* ---- The lane order in vector registers (targets with an IEEE-exact vector unit) ---------
+ *
+ * Where the build declares one (CP_FUSE_BYTES: x86_64 and its variants, AArch64, the targets
+ * of the fused loops; clang builds them), the sums of the lane order (rsum, dot and the fused
+ * dots) keep the eight lanes in one eight-lane vector (two SSE or NEON registers, one AVX
+ * register) from the first block to the tree; no lane goes through memory (docs/design.md,
+ * "Lane-order sums in vector registers"). Each lane still computes the same operations
+ * in the same order (lane l: its elements in increasing index; then the fixed tree), so the
+ * bits are those of CP_LANES_SCALAR. For n >= 8:
+ *   - blocks of eight: acc = acc + elements[i .. i + 8);
+ *   - the r = n mod 8 elements left (lanes 0 .. r-1) are the last r of the block that ends at
+ *     n, elements[n - 8 .. n), which are valid because n >= 8: that block rotated by 8 - r
+ *     lanes is added to acc in lanes l < r, the other lanes keep acc as it is (a blend, not an
+ *     addition of zero, which would turn -0 into +0). One case per r: n is a constant of the
+ *     program, so the branch is predicted;
+ *   - the tree: the even lanes plus the odd lanes (pairs (0,1) (2,3) (4,5) (6,7), the left
+ *     lane the left operand), then lanes 0, 2 plus 1, 3 of that, then lane 0 plus lane 1.
+ * Below eight elements each lane holds one element: the scalar tree over the lanes present.
+ * Why not let the vectoriser find this in CP_LANES_SCALAR: with the lanes in registers after
+ * the block loop it pairs the lanes for the tree's first level, (0,1) (2,3) ..., and then
+ * vectorises the block loop in that pairing, with a shuffle per load (measured, x86_64). */
+#if !defined(CP_LANE_VECTORS) && defined(CP_FUSE_BYTES) && defined(__clang__)
+#define CP_LANE_VECTORS 1 /* the host harness sets it itself (tools/array_harness) */
+#endif
+#if defined(CP_LANE_VECTORS)
+#if !defined(__clang__)
+#error "CP_LANE_VECTORS needs clang (__builtin_shufflevector)"
+#endif
+#if defined(__arm__)
+#error "CP_LANE_VECTORS on a flushing vector unit (ARMv7 NEON, MVE): the fences above are needed"
+#endif
+
+/* eight lanes of T (int32 as uint32: wrapping arithmetic, the bits of cp_wrap_add/mul) */
+typedef float cp_l8_f32 __attribute__((vector_size(32)));
+typedef double cp_l8_f64 __attribute__((vector_size(64)));
+typedef uint32_t cp_l8_i32 __attribute__((vector_size(32)));
+typedef float cp_l8u_f32 __attribute__((vector_size(32), aligned(4)));
+typedef double cp_l8u_f64 __attribute__((vector_size(64), aligned(8)));
+typedef uint32_t cp_l8u_i32 __attribute__((vector_size(32), aligned(4)));
+typedef float cp_l4_f32 __attribute__((vector_size(16)));
+typedef double cp_l4_f64 __attribute__((vector_size(32)));
+typedef uint32_t cp_l4_i32 __attribute__((vector_size(16)));
+typedef float cp_l2_f32 __attribute__((vector_size(8)));
+typedef double cp_l2_f64 __attribute__((vector_size(16)));
+typedef uint32_t cp_l2_i32 __attribute__((vector_size(8)));
+#define CP_LSCALAR_f32 float
+#define CP_LSCALAR_f64 double
+#define CP_LSCALAR_i32 uint32_t
+
+/* rot: lane l < r takes lane 8 - r + l of w; blend: lanes l < r of x, the others of acc */
+#define CP_LTAIL_CASE(r, ...)                                                                  \
+    case r: {                                                                                  \
+        const __typeof__(acc) x_ = acc + __builtin_shufflevector(w, w, __VA_ARGS__);           \
+        return __builtin_shufflevector(acc, x_, CP_LBLEND_##r);                                \
+    }
+#define CP_LBLEND_1 8, 1, 2, 3, 4, 5, 6, 7
+#define CP_LBLEND_2 8, 9, 2, 3, 4, 5, 6, 7
+#define CP_LBLEND_3 8, 9, 10, 3, 4, 5, 6, 7
+#define CP_LBLEND_4 8, 9, 10, 11, 4, 5, 6, 7
+#define CP_LBLEND_5 8, 9, 10, 11, 12, 5, 6, 7
+#define CP_LBLEND_6 8, 9, 10, 11, 12, 13, 6, 7
+#define CP_LBLEND_7 8, 9, 10, 11, 12, 13, 14, 7
+
+#define CP_LANE_VECTOR_HELPERS(T)                                                              \
+    CP_ALWAYS_INLINE cp_l8_##T cp_lload_##T(const CT_##T *p)                                   \
+    {                                                                                          \
+        return *(const cp_l8u_##T *)(const void *)p;                                           \
+    }                                                                                          \
+    CP_ALWAYS_INLINE cp_l8_##T cp_lsplat_##T(CT_##T s)                                         \
+    {                                                                                          \
+        const CP_LSCALAR_##T x = (CP_LSCALAR_##T)s;                                            \
+        return (cp_l8_##T){x, x, x, x, x, x, x, x};                                            \
+    }                                                                                          \
+    /* acc plus the last r (1..7) elements w[8 - r .. 8) in lanes 0 .. r-1 */                  \
+    CP_ALWAYS_INLINE cp_l8_##T cp_ltail_##T(cp_l8_##T acc, cp_l8_##T w, size_t r)              \
+    {                                                                                          \
+        switch (r) {                                                                           \
+            CP_LTAIL_CASE(1, 7, -1, -1, -1, -1, -1, -1, -1)                                    \
+            CP_LTAIL_CASE(2, 6, 7, -1, -1, -1, -1, -1, -1)                                     \
+            CP_LTAIL_CASE(3, 5, 6, 7, -1, -1, -1, -1, -1)                                      \
+            CP_LTAIL_CASE(4, 4, 5, 6, 7, -1, -1, -1, -1)                                       \
+            CP_LTAIL_CASE(5, 3, 4, 5, 6, 7, -1, -1, -1)                                        \
+            CP_LTAIL_CASE(6, 2, 3, 4, 5, 6, 7, -1, -1)                                         \
+            CP_LTAIL_CASE(7, 1, 2, 3, 4, 5, 6, 7, -1)                                          \
+        default:                                                                               \
+            return acc;                                                                        \
+        }                                                                                      \
+    }                                                                                          \
+    /* the fixed tree over eight lanes */                                                      \
+    CP_ALWAYS_INLINE CT_##T cp_ltree_##T(cp_l8_##T v)                                          \
+    {                                                                                          \
+        const cp_l4_##T p = __builtin_shufflevector(v, v, 0, 2, 4, 6) +                        \
+                            __builtin_shufflevector(v, v, 1, 3, 5, 7);                         \
+        const cp_l2_##T q = __builtin_shufflevector(p, p, 0, 2) +                              \
+                            __builtin_shufflevector(p, p, 1, 3);                               \
+        return (CT_##T)(CP_LSCALAR_##T)(q[0] + q[1]);                                          \
+    }
+CP_LANE_VECTOR_HELPERS(f32)
+CP_LANE_VECTOR_HELPERS(f64)
+CP_LANE_VECTOR_HELPERS(i32)
+
+/* Eight elements from index i as a vector (a, b the arrays, s the fused dots' scalar). */
+#define CP_L8_A(T, i) cp_lload_##T(a + (i))
+#define CP_L8_DOT(T, i) (cp_lload_##T(a + (i)) * cp_lload_##T(b + (i)))
+#define CP_L8_DOTADD(T, i) ((cp_lload_##T(a + (i)) + cp_lsplat_##T(s)) * cp_lload_##T(b + (i)))
+#define CP_L8_DOTSUB(T, i) ((cp_lload_##T(a + (i)) - cp_lsplat_##T(s)) * cp_lload_##T(b + (i)))
+#define CP_L8_DOTRSUB(T, i) ((cp_lsplat_##T(s) - cp_lload_##T(a + (i))) * cp_lload_##T(b + (i)))
+#define CP_L8_DOTMUL(T, i) ((cp_lload_##T(a + (i)) * cp_lsplat_##T(s)) * cp_lload_##T(b + (i)))
+
+/* The lane-order sum of the n elements ELEM8 (vectors) / ELEM (scalars, below 8) describe. */
+#define CP_LANES_SUM(T, n, ELEM8, ELEM)                                                        \
+    const size_t n_ = (n);                                                                     \
+    if (__builtin_expect(n_ < 8u, 0)) {                                                        \
+        CT_##T q_[8];                                                                          \
+        for (size_t l_ = 0; l_ < 7u; l_++) {                                                   \
+            if (l_ < n_) {                                                                     \
+                q_[l_] = ELEM(l_);                                                             \
+            }                                                                                  \
+        }                                                                                      \
+        CP_LANE_TREE(n_, CP_RCOMB, ELEM, CP_RADD_##T);                                         \
+        return q_[0];                                                                          \
+    }                                                                                          \
+    cp_l8_##T acc_ = ELEM8(T, 0u);                                                             \
+    size_t i_ = 8u;                                                                            \
+    CP_SCALAR_LOOP                                                                             \
+    for (; n_ - i_ >= 8u; i_ += 8u) {                                                          \
+        acc_ = acc_ + ELEM8(T, i_);                                                            \
+    }                                                                                          \
+    return cp_ltree_##T(cp_ltail_##T(acc_, ELEM8(T, n_ - 8u), n_ - i_))
+#endif
+
+/* a lane-order sum (rsum, dot, the fused dots): in vector registers where CP_LANE_VECTORS */
+#if defined(CP_LANE_VECTORS)
+#define CP_LANES_ADD(T, n, ELEM8, ELEM) CP_LANES_SUM(T, n, ELEM8, ELEM)
+#else
+#define CP_LANES_ADD(T, n, ELEM8, ELEM) CP_LANES_SCALAR(T, n, ELEM, CP_RADD_##T)
+#endif
+
 /* Helpers per type T: lane-ordered sum, min and max of an array, the lane-ordered dot product,
  * and the vector-matrix product (w columns at a time; w is a constant where it is inlined, so
  * each block becomes straight-line code that vectorises across the columns). */
 #define CP_ARRAY_HELPERS(T)                                                                    \
     CP_ALWAYS_INLINE CT_##T cp_rsum_##T(const CT_##T *a, size_t n)                             \
     {                                                                                          \
-        CP_LANES_SCALAR(T, n, CP_ELEM_A_##T, CP_RADD_##T);                                     \
+        CP_LANES_ADD(T, n, CP_L8_A, CP_ELEM_A_##T);                                            \
     }                                                                                          \
     CP_ALWAYS_INLINE CT_##T cp_rmin_##T(const CT_##T *a, size_t n)                             \
     {                                                                                          \
@@ -369,12 +507,12 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
     }                                                                                          \
     CP_ALWAYS_INLINE CT_##T cp_dot_##T(const CT_##T *a, const CT_##T *b, size_t n)             \
     {                                                                                          \
-        CP_LANES_SCALAR(T, n, CP_ELEM_DOT_##T, CP_RADD_##T);                                   \
+        CP_LANES_ADD(T, n, CP_L8_DOT, CP_ELEM_DOT_##T);                                        \
     }                                                                                          \
-    CP_FUSED_DOT_HELPER(T, dotadd, CP_ELEM_DOTADD_##T)                                         \
-    CP_FUSED_DOT_HELPER(T, dotsub, CP_ELEM_DOTSUB_##T)                                         \
-    CP_FUSED_DOT_HELPER(T, dotrsub, CP_ELEM_DOTRSUB_##T)                                       \
-    CP_FUSED_DOT_HELPER(T, dotmul, CP_ELEM_DOTMUL_##T)                                         \
+    CP_FUSED_DOT_HELPER(T, dotadd, CP_L8_DOTADD, CP_ELEM_DOTADD_##T)                           \
+    CP_FUSED_DOT_HELPER(T, dotsub, CP_L8_DOTSUB, CP_ELEM_DOTSUB_##T)                           \
+    CP_FUSED_DOT_HELPER(T, dotrsub, CP_L8_DOTRSUB, CP_ELEM_DOTRSUB_##T)                        \
+    CP_FUSED_DOT_HELPER(T, dotmul, CP_L8_DOTMUL, CP_ELEM_DOTMUL_##T)                           \
     /* out[c] = sum over r < k of a[r] * B[r * ld + c] for c < w, lane order over r */         \
     CP_ALWAYS_INLINE void cp_vecmat_cols_##T(const CT_##T *a, const CT_##T *B, CT_##T *out,    \
                                              size_t k, size_t ld, size_t w)                    \

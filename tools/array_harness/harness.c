@@ -50,6 +50,16 @@ typedef struct cp_harness_state {
 
 static cp_harness_state state;
 
+/* 1 if the reductions were built in vector registers (cp_array.h, CP_LANE_VECTORS) */
+int cp_harness_lane_vectors(void)
+{
+#if defined(CP_LANE_VECTORS)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 CP_CC void cp_next(CP_REGS)
 {
     state.f0 = f0;

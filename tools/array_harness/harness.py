@@ -55,12 +55,16 @@ def sources() -> list[Path]:
     return [ARRAY_SRC, *sorted((ROOT / "stencils" / "math").glob("*.c")), HARNESS_SRC]
 
 
-def build(verbose: bool = False, alias_out: str | None = None) -> Path:
+def build(verbose: bool = False, alias_out: str | None = None,
+          lane_vectors: bool = False) -> Path:
     """Compile (or reuse) the harness library; return its path. alias_out "a", "b" or "c" makes
-    the out arrays the same memory as that role's arrays (in-place operation)."""
+    the out arrays the same memory as that role's arrays (in-place operation). lane_vectors
+    builds the reductions in vector registers, as the tables of targets with an IEEE-exact
+    vector unit have them (cp_array.h, CP_LANE_VECTORS; needs clang, the default compiler)."""
     alias = [f"-DCP_HARNESS_ALIAS_OUT={alias_out}"] if alias_out else []
-    units = [(src, [*HARNESS_CFLAGS, *alias] if src == HARNESS_SRC else CFLAGS)
-             for src in sources()]
+    vectors = ["-DCP_LANE_VECTORS=1"] if lane_vectors else []
+    units = [(src, [*HARNESS_CFLAGS, *alias, *vectors] if src == HARNESS_SRC
+              else [*CFLAGS, *vectors]) for src in sources()]
     return build_shared("cparray", units, depends=sorted(INCLUDE.glob("*.h")),
                         env="CP_ARRAY_HARNESS_CC", verbose=verbose)
 
@@ -91,9 +95,12 @@ class Regs:
 class Harness:
     """The loaded library: slots as NumPy views, stencils as callables."""
 
-    def __init__(self, path: Path | None = None, alias_out: str | None = None) -> None:
-        self.path = path or build(alias_out=alias_out)
+    def __init__(self, path: Path | None = None, alias_out: str | None = None,
+                 lane_vectors: bool = False) -> None:
+        self.path = path or build(alias_out=alias_out, lane_vectors=lane_vectors)
         self.lib = ctypes.CDLL(str(self.path))
+        #: the reductions keep their lanes in vector registers (build(lane_vectors=True))
+        self.lane_vectors = bool(self.lib.cp_harness_lane_vectors())
         self.lib.cp_harness_slot.restype = ctypes.c_void_p
         self.lib.cp_harness_slot.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t)]
         self.lib.cp_harness_regs.restype = ctypes.POINTER(_State)
