@@ -7,6 +7,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .arch.patchkind import PatchKind
 
@@ -42,15 +43,15 @@ class ImageFormatError(ValueError):
     """The bytes are not a well-formed image (Python-side reader; the runner re-validates)."""
 
 
-@dataclass(frozen=True)
-class ImagePatch:
+# the records are NamedTuples: a compile makes one per patch (a frozen dataclass's __init__
+# costs a setattr per field) and each dataclass costs ~1 ms of import
+class ImagePatch(NamedTuple):
     site: int
     kind: int  # index into kinds
     addend: int
 
 
-@dataclass(frozen=True)
-class ImageTask:
+class ImageTask(NamedTuple):
     entry: int
     period_ns: int = 0
     offset_ns: int = 0
@@ -62,8 +63,7 @@ class ImageTask:
     link_timeout_ns: int = 0  # dead-man switch; 0: none
 
 
-@dataclass(frozen=True)
-class ImageLetCopy:
+class ImageLetCopy(NamedTuple):
     task: int
     phase: int  # 0 release, 1 publish (docs/realtime.md)
     size: int
@@ -71,8 +71,7 @@ class ImageLetCopy:
     dst: int
 
 
-@dataclass(frozen=True)
-class ImageIoBinding:
+class ImageIoBinding(NamedTuple):
     task: int
     direction: int  # 1 input, 2 output
     kind: int  # 1 GPIO, 2 PWM, 3 ENCODER, 4 ADC
@@ -82,7 +81,7 @@ class ImageIoBinding:
     safe: float = 0.0  # what an output channel is driven to in the safe state
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # not a NamedTuple: its field count would hide tuple.count
 class ImagePort:
     name: str
     offset: int
