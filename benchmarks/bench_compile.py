@@ -14,7 +14,8 @@ Graphs: *chain* (a running multiply-add over fresh inputs, the shape of a contro
 random DAG: every node combines two random earlier nodes, seeded, so the live set is large),
 *term* (the benchmark term of bench_term.py with scalar vectors). Per graph: tracing (building the
 nodes), compiling (schedule, registers, stencil selection, link, image) and ``cp.grad`` of the sum
-of the outputs with respect to every input (building the gradient graph), each as µs per forward
+of the outputs with respect to every input (building the gradient graph; its *teardown*, the
+nodes only the gradient held dying when it is dropped, is timed apart), each as µs per forward
 operation (median of 3, CPU time: the machine is shared). Goal of issue 13: compile <= 10
 µs/op, flat from 1k to 256k nodes; ``cp.grad`` <= 10 µs per forward op.
 """
@@ -76,8 +77,8 @@ def ops_of(outputs: list[Any]) -> int:
     return sum(1 for n in live_nodes([o.node for o in outputs]) if n.args)
 
 
-def measure(kind: str, n: int) -> tuple[int, float, float, float]:
-    traces, compiles, grads = [], [], []
+def measure(kind: str, n: int) -> tuple[int, float, float, float, float]:
+    traces, compiles, grads, teardowns = [], [], [], []
     ops = 0
     for _ in range(3):
         gc.collect()
@@ -89,21 +90,24 @@ def measure(kind: str, n: int) -> tuple[int, float, float, float]:
         total = outputs[0]
         for o in outputs[1:]:
             total = total + o
-        cp.grad(total, inputs)
+        gradient = cp.grad(total, inputs)
         t3 = time.process_time()
+        del gradient  # what is only the gradient's dies here (weak-reference callbacks)
+        t4 = time.process_time()
         ops = ops_of(outputs)
         traces.append(t1 - t0)
         compiles.append(t2 - t1)
         grads.append(t3 - t2)
+        teardowns.append(t4 - t3)
         del inputs, outputs, total
     us = 1e6 / max(ops, 1)
     return (ops, statistics.median(traces) * us, statistics.median(compiles) * us,
-            statistics.median(grads) * us)
+            statistics.median(grads) * us, statistics.median(teardowns) * us)
 
 
 def row(kind: str, n: int) -> str:
-    ops, trace, comp, grad = measure(kind, n)
-    return f"{ops} {trace:.1f} {comp:.1f} {grad:.1f}"
+    ops, trace, comp, grad, teardown = measure(kind, n)
+    return f"{ops} {trace:.1f} {comp:.1f} {grad:.1f} {teardown:.1f}"
 
 
 def phases(kind: str, n: int) -> None:
@@ -149,8 +153,8 @@ def compare(other: str, min_nodes: int, max_nodes: int, rounds: int) -> None:
              "other": os.path.abspath(other)}
     print(f"other tree: {trees['other']}; load average {os.getloadavg()[0]:.1f}")
     print("| graph | nodes | ops | trace µs/op this / other | compile this / other "
-          "| grad this / other |")
-    print("|---|---:|---:|---:|---:|---:|")
+          "| grad this / other | grad teardown this / other |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in GRAPHS:
         n = min_nodes
         while n <= max_nodes:
@@ -207,13 +211,15 @@ def main() -> None:
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         return
-    print("| graph | nodes | ops | trace µs/op | compile µs/op | grad µs/op |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| graph | nodes | ops | trace µs/op | compile µs/op | grad µs/op "
+          "| grad teardown µs/op |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in GRAPHS:
         n = args.min_nodes
         while n <= args.max_nodes:
-            ops, trace, comp, grad = measure(kind, n)
-            print(f"| {kind} | {n} | {ops} | {trace:.1f} | {comp:.1f} | {grad:.1f} |", flush=True)
+            ops, trace, comp, grad, teardown = measure(kind, n)
+            print(f"| {kind} | {n} | {ops} | {trace:.1f} | {comp:.1f} | {grad:.1f} "
+                  f"| {teardown:.1f} |", flush=True)
             n *= 4
 
 
