@@ -48,10 +48,15 @@ def test_signature_changes_recompile() -> None:
 
     assert triple(2) == 6 and isinstance(triple(2), int)
     assert triple(2.5) == 7.5  # int then float: not truncated
-    assert triple(np.array([1.5, 2.0], np.float32)) == [4.5, 6.0]
+    # an array result is a NumPy array the caller owns, of the program's element type
+    got = triple(np.array([1.5, 2.0], np.float32))
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.tolist() == [4.5, 6.0]
     got = triple(np.array([1.5, 2.0], np.float64))
-    assert got == [4.5, 6.0]
-    assert triple(np.array([[1, 2], [3, 4]], np.int32)) == [[3, 6], [9, 12]]
+    assert got.dtype == np.float64 and got.tolist() == [4.5, 6.0]
+    got = triple(np.array([[1, 2], [3, 4]], np.int32))
+    assert got.dtype == np.int32 and got.shape == (2, 2) and got.tolist() == [[3, 6], [9, 12]]
+    again = triple(np.array([[1, 2], [3, 4]], np.int32))
+    assert again is not got and got.tolist() == [[3, 6], [9, 12]]  # not a view: kept as it was
 
 
 def test_float64_arrays_keep_precision() -> None:

@@ -7,8 +7,8 @@ and lone math kernels read is read in place: the program reads the caller's buff
 pointer slot that the call sets (when the buffer is C-contiguous, of the element type and
 aligned to it). Any other array is copied once, straight into the program's memory
 (converting the element type in the same copy when needed: uint8/int8/int16/int64 to int32,
-float16 to float32). Results are numbers, nested lists, or NumPy arrays where the function
-returned ``cp.map_to_numpy(value)``; one the caller owns (a copy, a list) that a fused loop
+float16 to float32). Results are numbers or NumPy arrays: an array the caller owns, or with
+``cp.map_to_numpy(value)`` a view of the program's memory; one the caller owns that a fused loop
 writes is written straight into a new array.
 
 Thread safety: a program runs as one C call that writes the arguments, runs and reads the
@@ -54,10 +54,11 @@ class MapToNumpy:
 
 
 def map_to_numpy(value: Any, copy: bool = False) -> Any:
-    """Return this result as a NumPy array.
+    """Return this result as a NumPy view of the program's memory (no copy).
 
-    ``copy=False``: a view of the program's memory, valid until the next call of the jitted
-    function (which overwrites it). ``copy=True``: an array the caller owns.
+    ``copy=False``: the view, valid until the next call of the jitted function (which
+    overwrites it). ``copy=True``: an array the caller owns, which is what an array result
+    without ``map_to_numpy`` is.
     """
     if not isinstance(value, Array | Value):
         raise TypeError("map_to_numpy takes a copapy value or array")
@@ -179,9 +180,7 @@ class _Compiled:
             outputs.append(r)
             self.plan.append(("array" if isinstance(r, Array) else "scalar", r,
                               as_numpy and not copy))
-            if isinstance(r, Array) and not as_numpy:
-                self.plan[-1] = ("list", r, False)
-            elif isinstance(r, Array) and copy:
+            if isinstance(r, Array) and copy:
                 self.plan[-1] = ("copy", r, False)
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
@@ -272,7 +271,7 @@ class _Compiled:
                 results.append(f"r[{k}]")
                 continue
             port = self.ports[r.node()]
-            if kind in ("list", "copy"):
+            if kind == "copy":
                 slot = self.pointers.get(r.node())
                 nbytes = port.dtype.size * r.size
                 if slot is not None and nodes.count(r.node()) == 1:
@@ -285,7 +284,7 @@ class _Compiled:
                 array = f"np.frombuffer(r[{k}], '{fmt}').reshape(shape{k})"
                 if port.dtype.is_bool:
                     array += ".astype(bool)"
-                results.append(f"{array}.tolist()" if kind == "list" else array)
+                results.append(array)
             else:
                 out_plan.append((2, 0, 0, 0))
                 env[f"view{k}"] = where
@@ -316,8 +315,7 @@ class _Compiled:
                 results.append(f"read({where[0]}, {where[1]})")
             else:
                 env[f"out{k}"] = where
-                results.append({"list": f"out{k}.tolist()", "copy": f"out{k}.copy()"}.get(
-                    kind, f"out{k}"))
+                results.append(f"out{k}.copy()" if kind == "copy" else f"out{k}")
         if self.tuple_result:
             lines.append(f"    return ({', '.join(results)},)")
         else:
