@@ -165,11 +165,12 @@ class _Compiled:
         self.tuple_result = isinstance(result, tuple)
         results = list(result) if self.tuple_result else [result]
         outputs = []
-        self.plan: list[tuple[str, Any, bool]] = []
+        #: per result: its kind ("scalar", "copy": an array the caller owns, "array": a view)
+        self.plan: list[tuple[str, Any]] = []
         for r in results:
-            as_numpy, copy = False, True
+            copy = True
             if isinstance(r, MapToNumpy):
-                r, as_numpy, copy = r.value, True, r.copy
+                r, copy = r.value, r.copy
             if isinstance(r, bool | int | float):
                 r = _const_value(r)
             if not isinstance(r, Value | Array):
@@ -178,10 +179,8 @@ class _Compiled:
             if isinstance(r, Array) and not r.packed:
                 r = r.to_packed()
             outputs.append(r)
-            self.plan.append(("array" if isinstance(r, Array) else "scalar", r,
-                              as_numpy and not copy))
-            if isinstance(r, Array) and copy:
-                self.plan[-1] = ("copy", r, False)
+            kind = "scalar" if not isinstance(r, Array) else "copy" if copy else "array"
+            self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
         program: Any = load(compiled.image, arch)
@@ -204,7 +203,7 @@ class _Compiled:
             else:
                 self.inputs.append(("scalar", (port.offset, port.dtype.code, port.dtype)))
         self.outputs: list[tuple[str, Any]] = []
-        for kind, r, _ in self.plan:
+        for kind, r in self.plan:
             if kind == "scalar":
                 port = ports[r.node]
                 self.outputs.append(("scalar", (port.offset, port.dtype.code)))
@@ -263,8 +262,8 @@ class _Compiled:
         out_plan: list[tuple[Any, ...]] = []
         env: dict[str, Any] = {"np": np}
         results = []
-        nodes = [r.node() if isinstance(r, Array) else r.node for _, r, _ in self.plan]
-        for k, ((kind, where), (_, r, _)) in enumerate(zip(self.outputs, self.plan,
+        nodes = [r.node() if isinstance(r, Array) else r.node for _, r in self.plan]
+        for k, ((kind, where), (_, r)) in enumerate(zip(self.outputs, self.plan,
                                                            strict=True)):
             if kind == "scalar":
                 out_plan.append((0, where[0], where[1], 0))
