@@ -213,7 +213,7 @@ static int parse_entries(PyObject *plan, Py_ssize_t count, long (*out)[5], uint3
                 PyErr_SetString(PyExc_ValueError, "invoke: unknown scalar type in the plan");
                 return -1;
             }
-            nbytes = dtype == 2 ? 8 : 4;
+            nbytes = (long)cp_dtype_size(dtype);
         }
         if (offset < 0 || nbytes < 0 || (uint64_t)offset + (uint64_t)nbytes > data_size) {
             PyErr_SetString(PyExc_ValueError, "invoke: plan outside the data region");
