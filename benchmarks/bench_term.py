@@ -11,10 +11,11 @@ Variants:
   unpacked copapy, v1/v2 as unpacked input vectors (cp.value(array, packed=False)) and `@`:
            the dot products in the fixed lane order (graph/lanes.py) as scalar nodes
   packed   copapy, v1/v2 as packed input vectors (loop stencils, vectorised by the C compiler),
-           through `tg.run()`; "code alone": the same image's task called in a C loop
+           through `tg.run()` of `LocalTarget()` (the widest stencil table this CPU runs:
+           x86_64-v4 on AVX-512); "code alone": the same image's task called in a C loop
            (benchmarks/term_code.c, the runner linked in, timed as the C rows are), so the
-           generated code is compared with C without the Python call; "packed vN": the same on
-           the widest stencil table this CPU runs (x86_64-v4 on AVX-512), code alone too
+           generated code is compared with C without the Python call; "base": the same on the
+           base table (`LocalTarget(arch="x86_64")`, SSE2, what `tg.save()` writes)
   jit      @cp.jit of the same function, called with two NumPy float32 arrays
   numpy    the same expression on NumPy float32 arrays
   C -O3    plain C, sequential float32 sums, gcc -O3 (what the scalar form is compared with)
@@ -44,7 +45,7 @@ import numpy as np
 
 import copapy as cp
 from copapy.graph.lanes import np_dot
-from copapy.runtime.load import fastest_host_architecture
+from copapy.runtime.load import fastest_host_architecture, host_architecture
 
 SCALAR_SIZES = [10, 50, 100, 200, 500]
 ROOT = Path(__file__).resolve().parent.parent
@@ -299,7 +300,7 @@ def main() -> None:
         c_fast = build_c(["-O3", "-ffast-math"], Path(tmp))
         c_fast_nat = build_c(["-O3", "-ffast-math", "-march=native"], Path(tmp))
         code_runner = build_code_runner(Path(tmp))
-        wide = fastest_host_architecture()
+        wide, base = fastest_host_architecture(), host_architecture()
         c_lanes = {key: build_c(flags, Path(tmp), lanes=True) for key, flags in LANE_FLAGS.items()}
         jitted = cp.jit(term_expr)
         for n in SCALAR_SIZES:
@@ -313,11 +314,12 @@ def main() -> None:
             tg_p, term_p, row["compile_packed"] = traced_variant(packed_term, n)
             tg_p.run()
             assert tg_p.read(term_p) == want, (tg_p.read(term_p), want)
-            term_w = packed_term(n)
-            tg_w = cp.LocalTarget(arch=wide)
-            tg_w.compile(term_w)
-            tg_w.run()
-            assert tg_w.read(term_w) == want, (tg_w.read(term_w), want)
+            assert tg_p.arch == wide
+            term_b = packed_term(n)
+            tg_b = cp.LocalTarget(arch=base)
+            tg_b.compile(term_b)
+            tg_b.run()
+            assert tg_b.read(term_b) == want, (tg_b.read(term_b), want)
             tg_u, term_u, row["compile_unpacked"] = traced_variant(unpacked_term, n)
             tg_u.run()
             assert tg_u.read(term_u) == want == lane_reference(n), (tg_u.read(term_u), want)
@@ -330,7 +332,7 @@ def main() -> None:
                 fn(a1, a2)  # compile outside the timing
             row["scalar"] = median_call(tg_s.run, quick)
             row["packed"] = median_call(tg_p.run, quick)
-            row["packed_wide"] = median_call(tg_w.run, quick)
+            row["packed_base"] = median_call(tg_b.run, quick)
             row["unpacked"] = median_call(tg_u.run, quick)
             row["jit"] = median_call(lambda a1=a1, a2=a2: jitted(a1, a2), quick)
             row["numpy"] = median_call(lambda a1=a1, a2=a2: sum((a1 + i) @ a2 for i in range(10)),
@@ -341,7 +343,7 @@ def main() -> None:
             row["c_fast"], _ = time_c(c_fast, n, quick)
             row["c_fast_nat"], fast_val = time_c(c_fast_nat, n, quick)
             assert fast_val == want
-            for key, tg_c, term_c in (("code", tg_p, term_p), ("code_wide", tg_w, term_w)):
+            for key, tg_c, term_c in (("code", tg_p, term_p), ("code_base", tg_b, term_b)):
                 row[key], code_val = time_code(code_runner, tg_c, term_c, Path(tmp), n, quick)
                 assert code_val == want, (key, code_val, want)
             assert c_val == want
@@ -365,12 +367,14 @@ def main() -> None:
         print("| " + " | ".join(str(c) if isinstance(c, int) else f"{c:.3f}" for c in cells)
               + " |")
     print("\n### Ratios (lower is faster for copapy)\n")
-    print("| v_size | scalar/C -O3 | packed/C fast-math | scalar/NumPy | packed/NumPy | jit/NumPy"
+    print("| v_size | scalar/C -O3 | base/C fast-math (both SSE2) | scalar/NumPy | packed/NumPy "
+          "| jit/NumPy"
           + (" | jit/numba fastmath" if numbas else "") + " |")
     print("|---:|---:|---:|---:|---:|---:|" + ("---:|" if numbas else ""))
     for r in rows:
         extra = f" | {r['jit'] / r['numba fastmath']:.2f}" if numbas else ""
-        print(f"| {r['n']} | {r['scalar'] / r['c_o3']:.2f} | {r['packed'] / r['c_fast']:.2f} | "
+        print(f"| {r['n']} | {r['scalar'] / r['c_o3']:.2f} | "
+              f"{r['packed_base'] / r['c_fast']:.2f} | "
               f"{r['scalar'] / r['numpy']:.3f} | {r['packed'] / r['numpy']:.3f} | "
               f"{r['jit'] / r['numpy']:.3f}{extra} |")
     print("\n### Unpacked `@` vs C in the same lane order (median µs, ratios)\n")
@@ -386,17 +390,20 @@ def main() -> None:
               f"{r['packed'] * us:.3f} | {r['unpacked'] / r['packed']:.2f} | "
               f"{u.stencil_count} | {r['compile_unpacked'] * 1e3:.1f} |")
     print(f"\n### Packed against C -O3 -ffast-math -march=native (median µs, ratios; *code*: the "
-          f"image's task in a C loop, no Python call; wide: {wide})\n")
-    print("| v_size | packed tg.run() | packed code alone | wide tg.run() | wide code alone | "
+          f"image's task in a C loop, no Python call; packed: LocalTarget(), here {wide}; "
+          f"base: {base})\n")
+    print("| v_size | packed tg.run() | packed code alone | base tg.run() | base code alone | "
           "C fm native | C lanes fm native | run / C fm nat | code / C fm nat | "
-          "wide code / C fm nat | run / C lanes fm nat | code / C lanes fm nat |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "base run / C fm nat | base code / C fm nat | run / C lanes fm nat | "
+          "code / C lanes fm nat |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(f"| {r['n']} | {r['packed'] * us:.3f} | {r['code'] * us:.3f} | "
-              f"{r['packed_wide'] * us:.3f} | {r['code_wide'] * us:.3f} | "
+              f"{r['packed_base'] * us:.3f} | {r['code_base'] * us:.3f} | "
               f"{r['c_fast_nat'] * us:.3f} | {r['cl_fast_nat'] * us:.3f} | "
               f"{r['packed'] / r['c_fast_nat']:.2f} | {r['code'] / r['c_fast_nat']:.2f} | "
-              f"{r['code_wide'] / r['c_fast_nat']:.2f} | {r['packed'] / r['cl_fast_nat']:.2f} | "
+              f"{r['packed_base'] / r['c_fast_nat']:.2f} | "
+              f"{r['code_base'] / r['c_fast_nat']:.2f} | {r['packed'] / r['cl_fast_nat']:.2f} | "
               f"{r['code'] / r['cl_fast_nat']:.2f} |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     print("\n### Compile time and code size\n")

@@ -204,6 +204,51 @@ def test_in_process_load_refuses_code_the_cpu_cannot_run(
 
 
 @X86_64_HOST
+def test_a_variant_target_deploys_a_saved_program_of_its_variant(tmp_path: Path) -> None:
+    """A regression: LocalTarget(arch="x86_64-v4") compared the saved program's base
+    architecture with its own variant name and refused the program it had just saved."""
+    _needs_cpu()
+    for target in (V3, V4):
+        tg = cp.LocalTarget(arch=target.name, tick=1e-3)
+        x = cp.value(2.0, name="x")
+        tg.deploy(cp.Task(x * 3.0 + 1.0, period=1e-3))
+        saved = tg.save(str(tmp_path / f"{target.name}.cpimg"))
+        assert saved.variant == target.name  # an explicit arch is saved as it is
+        again = cp.LocalTarget(arch=target.name)
+        again.deploy(cp.load(tmp_path / f"{target.name}.cpimg"))
+        again.step(2e-3)
+        assert again.read("x") == 2.0
+    with pytest.raises(cp.local_target.TargetError, match=r"holds x86_64 code.*aarch64"):
+        cp.LocalTarget(arch="aarch64").deploy(cp.load(tmp_path / "x86_64-v4.cpimg"))
+
+
+@X86_64_HOST
+def test_the_default_target_runs_the_widest_table_and_saves_the_base_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LocalTarget() simulates with the widest table this CPU runs; save() writes the base
+    table's build of the same program (the same results), which every x86_64 CPU loads."""
+    _needs_cpu()
+    tg = cp.LocalTarget(tick=1e-3)
+    assert tg.arch == best_host_arch() == "x86_64-v4"
+    a = cp.vector([float(k) * 0.25 for k in range(37)])
+    y = cp.dot(cp.sqrt(a * a + 1.0) * 0.5, a)
+    tg.deploy(cp.Task(y, period=1e-3))
+    tg.step(1e-3)
+    running = cp.Program(tg.image, "running")
+    assert running.variant == "x86_64-v4"
+    saved = tg.save(str(tmp_path / "default.cpimg"))
+    assert saved.variant == "x86_64" and im.parse(saved.image).cpu_features == 0
+    monkeypatch.setenv(MASK_ENV, "all")  # a CPU with no extension at all loads it
+    base = cp.LocalTarget()
+    assert base.arch == "x86_64"
+    base.deploy(cp.load(tmp_path / "default.cpimg"))
+    base.step(1e-3)
+    assert base.read("task0.out0") == tg.read(y)
+    # a loaded program is saved as it was loaded
+    assert base.save(str(tmp_path / "again.cpimg")).image == saved.image
+
+
+@X86_64_HOST
 def test_compiling_for_a_variant_the_cpu_lacks_names_the_features(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(MASK_ENV, "avx512vl")

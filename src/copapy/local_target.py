@@ -10,6 +10,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
+from .arch.features import base_of
+from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
@@ -17,7 +19,14 @@ from .io import Channel, check_binding
 from .plot import step_plot
 from .quaternion import Quaternion
 from .runtime.errors import TargetError
-from .runtime.load import LoadedProgram, Scheduler, check_architecture, host_architecture, load
+from .runtime.load import (
+    LoadedProgram,
+    Scheduler,
+    check_architecture,
+    fastest_host_architecture,
+    host_architecture,
+    load,
+)
 from .saved import Program, write_image
 from .target_common import (
     Named,
@@ -45,15 +54,22 @@ __all__ = ["LocalTarget", "TargetError", "Trace", "host_architecture"]
 class LocalTarget:
     """Compile values into machine code and run them in this process.
 
-    ``arch`` defaults to this machine's architecture (native execution); other architectures
-    run on an emulator (``pip install 'copapy[emu]'``). ``tick`` (seconds) is the scheduler's
+    ``arch`` defaults to the widest stencil table this machine's CPU runs (x86_64-v4 on an
+    AVX-512 machine: native execution, the same results bit for bit as the base table, and
+    ``save`` still writes the base table's build); other architectures run on an emulator
+    (``pip install 'copapy[emu]'``). ``tick`` (seconds) is the scheduler's
     time step for ``deploy``/``step``: every task period must be a multiple of it.
     ``measure=False`` skips timing each run (faster simulation; stats report 0 ns).
     """
 
     def __init__(self, arch: str | None = None, tick: float | None = None,
                  measure: bool = True) -> None:
-        self.arch = check_architecture(arch) if arch is not None else host_architecture()
+        self.arch = check_architecture(arch) if arch is not None else fastest_host_architecture()
+        #: the table save() writes: the one asked for, else the base table, which every CPU of
+        #: the architecture runs (a saved program is meant to move)
+        self._save_arch = self.arch if arch is not None else host_architecture()
+        #: the last compile or deploy for another table (save() of a defaulted target)
+        self._rebuild: Callable[[str], CompiledProgram] | None = None
         #: measure each run's wall time for stats() (one clock read per run, plus one per tick
         #: with releases)
         self.measure = measure
@@ -82,10 +98,12 @@ class LocalTarget:
         """Compile values, arrays or quaternions (and all they depend on) into one program."""
         if not values:
             raise TargetError("compile() needs at least one value to compute")
-        compiled = compile_program(flatten(values, "compile()"), self.arch)
+        flat = flatten(values, "compile()")
+        compiled = compile_program(flat, self.arch)
         program = load(compiled.image, self.arch)
         self._install(compiled, program)
         self._bind_run(program.run)
+        self._rebuild = lambda arch: compile_program(flat, arch)
 
     def run(self, task: int = 0) -> None:
         """Execute the compiled program once."""
@@ -130,11 +148,13 @@ class LocalTarget:
             if spec.period_ns % tick_ns or spec.offset_ns % tick_ns:
                 raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
-        compiled = compile_tasks(specs, self.arch, io_specs(self._bindings))
+        io = io_specs(self._bindings)
+        compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._install(compiled, program)
         self._bind_run(program.run)
+        self._rebuild = lambda arch: compile_tasks(specs, arch, io)
         self._sched = sched
         self._tasks = list(tasks)
         self._trace = None
@@ -299,17 +319,22 @@ class LocalTarget:
 
     def save(self, path: str) -> Program:
         """Write the program of the last compile or deploy to ``path`` (``cp.load`` reads it;
-        ``copapy run`` and ``copapy-runner --image`` run it)."""
-        write_image(path, self.image)
-        return Program(self.image, path)
+        ``copapy run`` and ``copapy-runner --image`` run it). A target whose arch was not
+        given writes the base table's build of it (same results), so that the file runs on
+        every CPU of the architecture, not only on CPUs like this one."""
+        image = self.image
+        if self._save_arch != self.arch and self._rebuild is not None:
+            image = self._rebuild(self._save_arch).image
+        write_image(path, image)
+        return Program(image, path)
 
     # ---- internals -------------------------------------------------------------------------
 
     def _deploy_program(self, prog: Program) -> None:
-        if prog.arch != self.arch:
+        if prog.arch != base_of(by_name(self.arch)).name:
             raise TargetError(f"{prog.source} holds {prog.arch} code; this target runs "
-                              f"{self.arch}: LocalTarget(arch={prog.arch!r})")
-        program = load(prog.image, self.arch)
+                              f"{self.arch}: LocalTarget(arch={prog.variant!r})")
+        program = load(prog.image, prog.variant)
         sched = None
         if prog.periodic:
             tick = self.tick if self.tick is not None else prog.tick
@@ -322,6 +347,7 @@ class LocalTarget:
         self._bindings = {}
         self._install(prog.compiled(), program)
         self._bind_run(program.run)
+        self._rebuild = None  # save() writes the program as it was loaded
         self._sched = sched
         self._tasks = list(prog.tasks)
         self._trace = None
