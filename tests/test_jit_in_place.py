@@ -223,8 +223,8 @@ def test_lone_operation_reads_the_callers_buffer_without_a_copy() -> None:
 
 def test_fused_arguments_in_place_lone_cheap_operation_copied() -> None:
     """Arguments of a fused tree (two operations or more) are read in place; an argument of a
-    lone cheap operation keeps array.c's loop and is copied (a one-operation fused loop costs
-    more per block than the copy saves)."""
+    small lone cheap operation (below fuse.LONE_LOOP_MIN_BYTES) keeps array.c's loop and is
+    copied (a one-operation fused loop costs more per block than the copy saves there)."""
     a = np.linspace(-2, 2, 1003, dtype=np.float32)
     f = cp.jit(lambda x, y: (cp.map_to_numpy(cp.abs(x) * 3.0 - y), cp.map_to_numpy(y * 2.0)))
     got = f(a, a[::-1].copy())
@@ -234,6 +234,66 @@ def test_fused_arguments_in_place_lone_cheap_operation_copied() -> None:
     g = cp.jit(lambda x: cp.map_to_numpy(x * 2.0))
     assert same_bits(g(a), a * np.float32(2))
     assert compiled_of(g).fast.inputs[0][0] == 1
+
+
+CHEAP_F: list[Callable[..., Any]] = [operator.add, operator.sub, operator.mul, operator.truediv,
+                                     cp.min, cp.max, cp.abs, operator.neg, cp.floor]
+CHEAP_I: list[Callable[..., Any]] = [operator.add, operator.sub, operator.mul, cp.min, cp.max,
+                                     cp.abs, operator.neg]
+
+
+@pytest.mark.parametrize("arch", NATIVE)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dtype=st.sampled_from(["float32", "float64", "int32"]), data=st.data())
+def test_lone_cheap_operation_in_place_from_its_threshold_on(arch: str, dtype: str,
+                                                             data: st.DataObject) -> None:
+    """A lone cheap operation (x + y, x * 2, -x) on arguments of at least
+    fuse.LONE_LOOP_MIN_BYTES runs as a one-operation fused loop: every array argument is read
+    in place and the result written into the new array (no copy either way), with the bits
+    of the reference; one element less keeps array.c's loop and copies."""
+    fuse = importlib.import_module("copapy.compiler.fuse")
+    size = np.dtype(NP[dtype]).itemsize
+    first = fuse.LONE_LOOP_MIN_BYTES // size
+    n = data.draw(st.sampled_from([first - 1, first, first + 1, first + 15, first + 17]))
+    op = data.draw(st.sampled_from(CHEAP_I if dtype == "int32" else CHEAP_F))
+    scalar = data.draw(st.sampled_from([None, "left", "right"]))
+    offset = data.draw(st.integers(0, 3))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    xs = [values(rng, n + offset, dtype)[offset:] for _ in range(2)]
+    if dtype == "int32" and op is operator.truediv:
+        return
+    two = 3 if dtype == "int32" else 0.75
+    unary = op in (cp.abs, operator.neg, cp.floor)
+
+    def fn(*a: Any) -> Any:
+        if unary:
+            return op(a[0])
+        if scalar == "left":
+            return op(two, a[0])
+        if scalar == "right":
+            return op(a[0], two)
+        return op(a[0], a[1])
+
+    args = xs[:1] if unary or scalar else xs
+    before = [a.copy() for a in args]
+    f = cp.jit(fn, arch=arch)
+    got = f(*args)
+    want, _ = reference(fn, args)
+    assert same_bits(got, want)
+    compiled = compiled_of(f)
+    kinds = [e[0] for e in compiled.fast.inputs]
+    (out,) = compiled.fast.outputs
+    if n >= first:
+        assert kinds == [3] * len(args) and out[0] == 3, (kinds, out[0])
+    else:
+        assert kinds == [1] * len(args) and out[0] == 1, (kinds, out[0])
+    program = program_of(f)
+    copies = program.invoke_copies
+    again = f(*args)
+    assert same_bits(again, want) and not any(np.shares_memory(again, a) for a in args)
+    assert program.invoke_copies == copies + (0 if n >= first else len(args))
+    for a, b in zip(args, before, strict=True):
+        assert same_bits(a, b), "the program wrote into the caller's array"
 
 
 def pointer_value(f: Any) -> tuple[int, int]:

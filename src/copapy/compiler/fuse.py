@@ -30,6 +30,11 @@ LOOP_BEGIN = "vloop_i32__begin"
 ENABLED: bool = os.environ.get("COPAPY_FUSE", "1") != "0"
 #: nodes of one tree at most (the recursion depth; deeper operands start loops of their own)
 MAX_DEPTH = 64
+#: a lone cheap operation (``x + y``, ``x * 2.0``) that reads an argument @cp.jit reads in place
+#: runs as a one-operation fused loop from this many bytes of result on: the copies it saves
+#: (each argument in, the result out) then cost more than the loop skeleton's per-block work;
+#: below it array.c's loop and the copies are faster (RESULTS.md, "Lone operations in place")
+LONE_LOOP_MIN_BYTES = 4096
 
 
 class Step(NamedTuple):
@@ -124,15 +129,17 @@ class _Planner:
     def plan(self, root: Node) -> Loop | None:
         interior, need = self.tree(root)
         if not interior:
-            # a lone operation: only a math kernel on an in-place argument, as its block form
-            # through pointer slots; a cheap one keeps array.c's loop (a one-operation fused
-            # loop costs more per block than that loop, and the copy it saves is cheaper)
+            # a lone operation on an in-place argument: a math kernel as its block form through
+            # pointer slots; a cheap one as a one-operation loop if the array is large enough
+            # (LONE_LOOP_MIN_BYTES), else array.c's loop with the argument copied
             family, suffix = self.stencil_name(root)
             whole = f"vb{family}_{suffix}__p_p"
             if len(root.args) == 1 and root.args[0] in self.single and whole in self.table:
                 return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
                             True)
-            return None
+            if (root.size * root.dtype.size < LONE_LOOP_MIN_BYTES
+                    or not any(a in self.single for a in root.args)):
+                return None
         body: list[Step] = []
         leaves: list[Node] = []
 
@@ -173,11 +180,11 @@ def find_loops(order: Sequence[Node], table: StencilTable, stores: Collection[No
                in_memory: Callable[[Node], bool], skip: Collection[Node],
                stencil_name: StencilName, single: Collection[Node] = ()) -> dict[Node, Loop]:
     """root -> its fused loop, for the element-wise trees of ``order`` (operands before users)
-    with at least two operations, or a lone math kernel that reads an array of ``single`` (the
+    with at least two operations, or a lone operation that reads an array of ``single`` (the
     arguments @cp.jit reads in place: only fused loops and the whole-array kernels ``vb<op>``
-    read through pointer slots). ``skip``: nodes
-    another fusion consumes; ``stencil_name``: (family, type suffix) of a node's stencil (the
-    lowering's)."""
+    read through pointer slots): a math kernel, or a cheap operation of at least
+    LONE_LOOP_MIN_BYTES. ``skip``: nodes another fusion consumes; ``stencil_name``: (family,
+    type suffix) of a node's stencil (the lowering's)."""
     if not ENABLED or LOOP_BEGIN not in table:
         return {}
     planner = _Planner(order, table, stores, in_memory, skip, stencil_name, single)
