@@ -278,9 +278,11 @@ class _Compiled:
                     out_plan.append((3, port.offset, port.dtype.code, nbytes, (), slot))
                 else:
                     out_plan.append((1, port.offset, port.dtype.code, nbytes))
-                fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
+                env[f"dtype{k}"] = np.dtype("<i4" if port.dtype.is_bool else port.dtype.numpy)
                 env[f"shape{k}"] = r.shape
-                array = f"np.frombuffer(r[{k}], '{fmt}').reshape(shape{k})"
+                array = f"np.frombuffer(r[{k}], dtype{k})"
+                if len(r.shape) != 1:  # a 1-D buffer has its shape already (reshape: 0.2 µs)
+                    array += f".reshape(shape{k})"
                 if port.dtype.is_bool:
                     array += ".astype(bool)"
                 results.append(array)
