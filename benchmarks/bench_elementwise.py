@@ -5,6 +5,7 @@ and the tables give medians and ratios (the machine is shared: compare ratios).
 
     python benchmarks/bench_elementwise.py            # sizes 1e3, 1e5, 1e6
     python benchmarks/bench_elementwise.py --quick    # fewer repetitions
+    python benchmarks/bench_elementwise.py --plot benchmarks/elementwise.png   # and a chart
 
 Variants (each called with the same NumPy float32 inputs, writing or returning a float32 array):
   cp x86_64     @cp.jit(arch="x86_64"), the SSE2 stencil table, result as a view (map_to_numpy)
@@ -213,10 +214,14 @@ def main() -> None:
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--wall", action="store_true",
                     help="time by the wall clock (default: this thread's CPU time)")
+    ap.add_argument("--plot", default="", metavar="PNG",
+                    help="also draw ns per element against n, one panel per operation")
     opts = ap.parse_args()
     clock = time.perf_counter if opts.wall else time.thread_time
     reps, budget = (5, 0.01) if opts.quick else (15, 0.03)
     archs = ["x86_64", *host_variants()]
+    #: op -> n -> variant -> ns per element (for the chart)
+    results: dict[str, dict[int, dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         libs = {name: c_library(flags, Path(tmp)) for name, flags in C_FLAGS.items()}
         print("| op | n | " + " | ".join(["cp " + a for a in archs] + ["cp unfused", "numpy",
@@ -249,6 +254,7 @@ def main() -> None:
                                       ["cp unfused"] if op == "expr" else []))
                 assert all(np.array_equal(first, o) for o in others), op  # same bits
                 t = measure(variants, args, reps, budget, clock)
+                results.setdefault(op, {})[n] = {k: v / n * 1e9 for k, v in t.items()}
                 best = min(t[f"cp {a}"] for a in archs)
                 cols = [f"{t[k] / n * 1e9:.2f}" if k in t else "-" for k in
                         [*(f"cp {a}" for a in archs), "cp unfused", "numpy", "numba",
@@ -262,6 +268,48 @@ def main() -> None:
     print(f"\nns per element ({'wall' if opts.wall else 'CPU'} time), medians; "
           "cp/X = best copapy table time / X time "
           "(below 1: copapy faster)")
+    if opts.plot:
+        plot(results, archs, opts.plot, "wall" if opts.wall else "CPU")
+        print(f"\nchart: {opts.plot}")
+
+
+def plot(results: dict[str, dict[int, dict[str, float]]], archs: list[str], path: str,
+         clock: str) -> None:
+    """One panel per operation: ns per element against n, log-log, every variant a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(3, len(results))
+    rows = -(-len(results) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    every = list(dict.fromkeys(k for by_n in results.values() for t in by_n.values() for k in t))
+    colour = {name: plt.get_cmap("tab20")(k % 20) for k, name in enumerate(every)}
+    lines: dict[str, Any] = {}
+    for ax, (op, by_n) in zip(axes.flat, results.items(), strict=False):
+        sizes = sorted(by_n)
+        for name in every:
+            if not all(name in by_n[n] for n in sizes):
+                continue
+            copapy = name.startswith("cp ")
+            (lines[name],) = ax.plot(sizes, [by_n[n][name] for n in sizes], color=colour[name],
+                                     marker="o" if copapy else ".",
+                                     linewidth=2.2 if copapy else 1.0,
+                                     linestyle="-" if copapy else "--", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(op)
+        ax.set_xlabel("elements")
+        ax.set_ylabel(f"ns per element ({clock} time)")
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(results):]:
+        ax.set_visible(False)
+    fig.legend(list(lines.values()), list(lines), loc="lower center", ncol=min(6, len(lines)),
+               fontsize=8)
+    fig.suptitle(f"element-wise float32, copapy tables {', '.join(archs)} vs the baselines")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.96))
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
