@@ -98,8 +98,11 @@ typedef cp_fvu_i32 cp_fvu_bool;
             *(cp_fvu_##T *)(p + i) = v;                                                        \
             return;                                                                            \
         }                                                                                      \
-        CP_SCALAR_LOOP                                                                         \
-        for (size_t l = 0; l < n - i; l++) p[i + l] = v[l];                                    \
+        /* lane by lane at constant lanes: register extracts, no stack frame for the block */   \
+        _Pragma("clang loop unroll(full)")                                                     \
+        for (size_t l = 0; l < CP_FL(T); l++) {                                                \
+            if (l < n - i) p[i + l] = v[l];                                                    \
+        }                                                                                      \
     }
 CP_FUSE_MEMORY(f32)
 CP_FUSE_MEMORY(f64)

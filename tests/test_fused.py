@@ -517,3 +517,21 @@ def test_lane_form_blocks_are_aligned_on_the_stack(arch: str) -> None:
         if not any(i.mnemonic == "and" and i.op_str == mask for i in md.disasm(code, 0)):
             unaligned.append(name)
     assert not unaligned, unaligned[:5]
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "x86_64-v3", "x86_64-v4"])
+def test_the_store_of_a_full_block_has_no_stack_frame(arch: str) -> None:
+    """The loop skeleton's store runs once per block: its partial-block path stores lane by
+    lane at constant lanes (register extracts), so no stencil of it touches the stack. With a
+    run-time lane index the block went through an aligned stack slot, and every block paid
+    for the frame (push, realign, restore): a one-operation loop such as `x * 2` ran 25-35%
+    slower (benchmarks/bench_lone.py, RESULTS.md)."""
+    import capstone
+
+    table = load_table(arch)
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    for kind in ("f32", "f64", "i32"):
+        code = table.function(f"vrstore_{kind}__p_0").code
+        touched = [f"{i.mnemonic} {i.op_str}" for i in md.disasm(code, 0)
+                   if i.mnemonic in ("push", "pop") or "rsp" in i.op_str or "rbp" in i.op_str]
+        assert not touched, (kind, touched)
