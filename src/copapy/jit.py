@@ -430,8 +430,9 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     signature (kind, element type, shape), keeping ``cache_size`` programs.
 
     Arrays: a C-contiguous argument of the traced element type that only element-wise
-    expressions of two operations or more, or a lone math function (sqrt, sin, exp, ...),
-    read is read in place, during the call only (on x86_64 and aarch64); the program never
+    expressions of two operations or more, a lone math function (sqrt, sin, exp, ...) or,
+    from 4 KiB of result on, a lone cheap operation (``x + y``, ``x * 2``) read is read in
+    place, during the call only (on x86_64 and aarch64); the program never
     writes an argument. Others are copied once into the program (and converted: int8 to
     int32, float16 to float32, ...). ``arch`` picks the stencil table (default: the best one the
     CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays.
