@@ -285,7 +285,8 @@ def plot(results: dict[str, dict[int, dict[str, float]]], archs: list[str], path
     rows = -(-len(results) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
     every = list(dict.fromkeys(k for by_n in results.values() for t in by_n.values() for k in t))
-    colour = {name: plt.get_cmap("tab20")(k % 20) for k, name in enumerate(every)}
+    palette = [plt.get_cmap("tab20")(2 * k + light) for light in (0, 1) for k in range(10)]
+    colour = {name: palette[k % 20] for k, name in enumerate(every)}
     lines: dict[str, Any] = {}
     for ax, (op, by_n) in zip(axes.flat, results.items(), strict=False):
         sizes = sorted(by_n)

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from bench_elementwise import measure  # interleaved, shuffled rounds; this thread's CPU time
 
 import copapy as cp
 from copapy.compiler import fuse
@@ -68,18 +66,7 @@ def main() -> None:
             for k in ("in place", "copied"):
                 got = calls[k]()
                 assert got.dtype == want.dtype and np.array_equal(got, want), (name, n, k)
-            times: dict[str, list[float]] = {k: [] for k in calls}
-            order = list(calls)
-            number = max(1, 4_000_000 // n)
-            for _ in range(opts.rounds):
-                random.shuffle(order)
-                for k in order:
-                    call = calls[k]
-                    t = time.thread_time()
-                    for _ in range(number):
-                        call()
-                    times[k].append((time.thread_time() - t) / number / n * 1e9)
-            med = {k: statistics.median(v) for k, v in times.items()}
+            med = {k: v / n * 1e9 for k, v in measure(calls, (), opts.rounds, 0.02).items()}
             print(f"| {name} | {n} | {n * dtype.itemsize} | {med['in place']:.3f} | "
                   f"{med['copied']:.3f} | {med['numpy']:.3f} | "
                   f"{med['in place'] / med['copied']:.2f} | "
