@@ -137,6 +137,35 @@ def test_shapes_and_errors() -> None:
         bool(v > 1.0)
 
 
+INDEX_KEYS: list[Any] = [
+    (slice(None), 0), (slice(None), -1), (slice(None), slice(1, 3)), (slice(0, 2), 1),
+    (slice(None, None, -1), slice(None, None, 2)), (1, slice(1, None)), (-1, -1), 1,
+    slice(1, 3), (slice(1, 2),), (2,),
+]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_matrix_indexing_as_numpy(packed: bool) -> None:
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = cp.value(data)
+    m = m.to_packed() if packed else m.to_unpacked()
+    outs = [m[key] for key in INDEX_KEYS]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    for key, out in zip(INDEX_KEYS, outs, strict=True):
+        want = data[key]
+        got = np.asarray(tg.read(out))
+        assert got.shape == want.shape and np.array_equal(got, want), (key, got, want)
+
+
+def test_indices_are_integers() -> None:
+    v = cp.vector([1.0, 2.0, 3.0])
+    assert v[np.int64(1)].node is v[1].node
+    with pytest.raises(TypeError, match="integers"):
+        v[1.7]
+
+
 def test_numpy_constants_and_readback() -> None:
     v = cp.vector(np.array([1.0, 2.0, 3.0]))  # constants
     x = cp.value(np.array([1.0, 1.0, 1.0]))  # an input vector

@@ -12,6 +12,7 @@ use one fixed order in both forms (graph/lanes.py), so both forms give bit-ident
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -286,10 +287,16 @@ class Array:
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, tuple):
-            if len(key) != self.ndim:
+            if not 1 <= len(key) <= self.ndim:
                 raise IndexError(f"{len(key)} indices for an array of {self.ndim} dimensions")
-            row = self[key[0]]
-            return row[key[1]] if isinstance(row, Array) else row
+            if len(key) == 1:
+                return self[key[0]]
+            rows = self[key[0]]
+            if not isinstance(key[0], slice):
+                return rows[key[1]]  # one row: a vector
+            # rows picked: pick the columns of that matrix (as rows of its transpose)
+            cols = rows.T[key[1]]
+            return cols.T if isinstance(key[1], slice) else cols
         if isinstance(key, Value):
             raise TypeError("indices must be Python ints or slices (constant at trace time)")
         if isinstance(key, slice):
@@ -324,7 +331,10 @@ class Array:
 
 
 def _index(key: Any, length: int) -> int:
-    k = int(key)
+    try:
+        k = operator.index(key)
+    except TypeError:
+        raise TypeError(f"indices must be integers or slices, not {type(key).__name__}") from None
     if k < 0:
         k += length
     if not 0 <= k < length:
