@@ -350,6 +350,32 @@ def test_numpy_scalar_out_of_int32_range() -> None:
         ident(np.int64(2**40))
 
 
+@pytest.mark.parametrize("n", [3, 100])
+def test_int_arrays_out_of_int32_range_raise(n: int) -> None:
+    """int64/uint32 arrays become int32 inputs: a value that does not fit raises (as an int
+    argument does) instead of wrapping."""
+    @cp.jit
+    def twice(x):  # type: ignore[no-untyped-def]
+        return x + x
+
+    assert twice(np.full(n, 7, np.int64)).tolist() == [14] * n
+    for big in (np.full(n, 2**31 + 5, np.int64), np.full(n, 2**32 - 1, np.uint32),
+                [2**31] * n):
+        with pytest.raises(OverflowError, match="int32"):
+            twice(big)
+    with pytest.raises(OverflowError, match="int32"):  # a fresh signature: at trace time
+        cp.jit(lambda x: x * 2)(np.full(n, -(2**40), np.int64))
+
+    @cp.jit
+    def pick(flags, x):  # type: ignore[no-untyped-def]
+        return cp.where(flags, x, 0)  # a bool array input: the program's slow path
+
+    flags = np.ones(n, bool)
+    assert pick(flags, np.full(n, 3, np.int64)).tolist() == [3] * n
+    with pytest.raises(OverflowError, match="int32"):
+        pick(flags, np.full(n, 2**33, np.int64))
+
+
 def test_keyword_arguments_and_defaults() -> None:
     @cp.jit
     def affine(x, scale=2.0, offset=0.5):  # type: ignore[no-untyped-def]

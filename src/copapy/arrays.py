@@ -507,12 +507,11 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
         raise build.ShapeError(f"array inputs are 1-D or 2-D and non-empty, got shape {arr.shape}")
     kind = dt.as_dtype(dtype) if dtype is not None else (
         dt.float32 if arr.dtype.kind == "f" else dt.bool_ if arr.dtype.kind == "b" else dt.int32)
-    if kind.is_int and arr.dtype.kind == "f" and not np.all(np.mod(arr, 1) == 0):
-        raise TypeError("float values would be truncated in an int32 input; pass ints")
+    # the checks of one number, for every element; initial bools by truth value (cp.value)
+    stored = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
     shape = tuple(int(d) for d in arr.shape)
     if _auto_packed(packed, arr.size):
-        raw = arr.astype("<i4" if kind.is_bool else kind.numpy).tobytes()
-        return Array(shape, node=fresh_array_input(kind, raw, shape, name))
+        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name))
     items = [value(_as_scalar(v, kind), kind) for v in arr.reshape(-1)]
     return Array(shape, items=items)
 

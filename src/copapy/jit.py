@@ -158,9 +158,8 @@ class _Compiled:
                 traced.append(value(a))
             else:
                 arr = np.asarray(a)
-                etype = _element_type(arr.dtype.kind, arr.dtype.itemsize)
-                traced.append(_array_input(arr.astype(etype if etype != "bool" else bool),
-                                           etype))
+                traced.append(_array_input(arr, _element_type(arr.dtype.kind,
+                                                              arr.dtype.itemsize)))
         result = fn(*traced)
         self.tuple_result = isinstance(result, tuple)
         results = list(result) if self.tuple_result else [result]
@@ -211,12 +210,13 @@ class _Compiled:
                 port = ports[r.node()]
                 self.outputs.append((kind, _view(buffer, port, r.shape)))
 
+        #: per argument: the element type of its array input (None: not an array input)
+        self._kinds = tuple(t.dtype if kind == "array" else None
+                            for t, (kind, _) in zip(traced, self.inputs, strict=True))
         self.call = self._generate()
         #: one C call for write-run-read, atomic under the GIL; None if not applicable (then
         #: every call of this program goes through ``call`` under the function's lock)
         self.fast = self._generate_fast(program, traced)
-        self._dtypes = tuple(where.dtype if kind == "array" else None
-                             for kind, where in self.inputs)
 
     def invoke(self, args: tuple[Any, ...]) -> Any:
         """Call through the fast path, converting arguments it cannot take as they are.
@@ -232,8 +232,8 @@ class _Compiled:
             return fast(args)
         except TypeError:
             pass  # e.g. a list, a non-contiguous array or other element type: convert first
-        converted = tuple(a if dtype is None else np.ascontiguousarray(a, dtype=dtype)
-                          for a, dtype in zip(args, self._dtypes, strict=True))
+        converted = tuple(a if kind is None else dt.storage_array(a, kind)
+                          for a, kind in zip(args, self._kinds, strict=True))
         return fast(converted)
 
     def _generate_fast(self, program: Any, traced: list[Any]) -> FastPlan | None:
@@ -298,7 +298,8 @@ class _Compiled:
 
     def _generate(self) -> Callable[[tuple[Any, ...]], Any]:
         """A call function specialised to this signature: no loops, no branches per call."""
-        env: dict[str, Any] = {"write": self.write, "run": self.run, "read": self.read}
+        env: dict[str, Any] = {"write": self.write, "run": self.run, "read": self.read,
+                               "storage": dt.storage_array}
         lines = ["def call(args):"]
         for k, (kind, where) in enumerate(self.inputs):
             if kind == "scalar":
@@ -306,7 +307,8 @@ class _Compiled:
                 lines.append(f"    write({offset}, {code}, args[{k}])")
             elif kind == "array":
                 env[f"in{k}"] = where
-                lines.append(f"    in{k}[...] = args[{k}]")
+                env[f"kind{k}"] = self._kinds[k]
+                lines.append(f"    in{k}[...] = storage(args[{k}], kind{k})")
         lines.append("    run()")
         results = []
         for k, (kind, where) in enumerate(self.outputs):
