@@ -166,6 +166,33 @@ def test_indices_are_integers() -> None:
         v[1.7]
 
 
+def test_array_of_values_and_numbers_promotes_as_operations() -> None:
+    """Numbers beside traced values are weak, as in ``i + 1.5``: they raise the type when they
+    need a higher kind, and are never truncated to the values' type."""
+    i, b = cp.value(1), cp.value(True)
+    mixed = [cp.vector([i, 1.5]), cp.vector([b, 2]), cp.matrix([[i, 0.5], [2, 3]])]
+    assert [m.dtype for m in mixed] == [cp.float32, cp.int32, cp.float32]
+    tg = cp.LocalTarget()
+    tg.compile(*mixed)
+    tg.run()
+    assert tg.read(mixed[0]).tolist() == [1.0, 1.5]
+    assert tg.read(mixed[1]).tolist() == [1, 2]
+    assert tg.read(mixed[2]).tolist() == [[1.0, 0.5], [2.0, 3.0]]
+
+
+@pytest.mark.parametrize("n", [3, 100])
+def test_constant_arrays_are_checked_as_constants(n: int) -> None:
+    """``cp.vector(..., dtype=cp.int32)`` refuses what ``cp.constant(1.5, cp.int32)`` refuses."""
+    with pytest.raises(TypeError, match="integer"):
+        cp.vector([1.5] * n, dtype=cp.int32)
+    with pytest.raises(OverflowError, match="int32"):
+        cp.vector([2**40] * n)
+    with pytest.raises(OverflowError, match="int32"):
+        cp.vector([1e20] * n, dtype=cp.int32)
+    with pytest.raises(OverflowError, match="int32"):
+        cp.vector([cp.value(1)] + [2**40] * (n - 1))
+
+
 def test_numpy_constants_and_readback() -> None:
     v = cp.vector(np.array([1.0, 2.0, 3.0]))  # constants
     x = cp.value(np.array([1.0, 1.0, 1.0]))  # an input vector

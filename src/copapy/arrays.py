@@ -21,7 +21,17 @@ from .graph import build
 from .graph.lanes import reduce_in_lane_order
 from .graph.node import Node, const, const_array, fresh_array_input
 from .graph.ops import REGISTRY
-from .value import Value, _node, _op, array_ufunc, install_array_support, is_array, value, wrap
+from .value import (
+    Value,
+    _convert,
+    _node,
+    _op,
+    array_ufunc,
+    install_array_support,
+    is_array,
+    value,
+    wrap,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -449,7 +459,8 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
             else dt.int32 if any(isinstance(v, int | np.integer) and not isinstance(v, bool)
                                  for v in flat) else dt.bool_)
         if _auto_packed(packed, len(flat)):
-            raw = np.asarray(flat, dtype=kind.numpy).astype("<i4" if kind.is_bool else kind.numpy)
+            arr = np.asarray(flat)
+            raw = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
             return Array(shape, node=const_array(raw.tobytes(), kind, shape))
         return Array(shape, items=[Value(const(_as_scalar(v, kind), kind)) for v in flat])
     items = [wrap(v) if isinstance(v, Value) else v for v in flat]
@@ -458,6 +469,9 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
         if isinstance(v, Value):
             common = v.dtype if common is None else dt.promote(common, v.dtype)
     assert common is not None
+    for v in items:  # numbers beside traced values are weak (as in an operation)
+        if not isinstance(v, Value):
+            common = dt.weak_type(v.item() if hasattr(v, "item") else v, common)
     if dtype is not None:
         common = dt.as_dtype(dtype)
     values_: list[Value[Any]] = [Value(build.cast(v.node, common)) if isinstance(v, Value)
@@ -467,12 +481,8 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
 
 
 def _as_scalar(v: Any, kind: dt.DType) -> bool | int | float:
-    v = v.item() if hasattr(v, "item") else v
-    if kind.is_bool:
-        return bool(v)
-    if kind.is_int:
-        return int(v)
-    return float(v)
+    """A number as a constant or initial value of ``kind`` (errors as ``cp.value``'s)."""
+    return _convert(v.item() if hasattr(v, "item") else v, kind)
 
 
 def vector(values: Any, packed: bool | None = None, dtype: Any = None) -> Array:
