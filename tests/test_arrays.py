@@ -193,6 +193,24 @@ def test_constant_arrays_are_checked_as_constants(n: int) -> None:
         cp.vector([cp.value(1)] + [2**40] * (n - 1))
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_mean_and_norm_of_ints_do_not_wrap(packed: bool) -> None:
+    """mean and norm are floats (as NumPy's): int32 elements are summed and squared as
+    float32, not in wrapping int32 (mean of three 2**30 was negative)."""
+    big = np.array([2**30, 2**30, 2**30, 2**30], np.int32)
+    v = cp.value(big, packed=packed)
+    w = cp.value(np.array([50000, 50000, 0, 0], np.int32), packed=packed)
+    b = cp.value(np.array([True, False, True, True]), packed=packed)
+    outs = [v.mean(), cp.norm(w), cp.norm(w.reshape(2, 2)), b.mean(), cp.norm(b)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    got = [tg.read(o) for o in outs]
+    want = [big.mean(), np.linalg.norm([50000, 50000]), np.linalg.norm([50000, 50000]), 0.75,
+            math.sqrt(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_numpy_constants_and_readback() -> None:
     v = cp.vector(np.array([1.0, 2.0, 3.0]))  # constants
     x = cp.value(np.array([1.0, 1.0, 1.0]))  # an input vector

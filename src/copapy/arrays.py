@@ -244,8 +244,9 @@ class Array:
         return _reduce(self, "rsum", "add")
 
     def mean(self) -> Value[float]:
-        """The sum divided by the number of elements."""
-        return self.sum() / float(self.size)
+        """The sum divided by the number of elements; of int32 and bool elements as float32
+        (as NumPy's mean is a float: the int32 sum would wrap)."""
+        return _floats(self).sum() / float(self.size)
 
     def min(self) -> Value[Any]:
         """The smallest element; NaN if any element is NaN."""
@@ -526,9 +527,19 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     return Array(shape, items=items)
 
 
+def _floats(a: Array) -> Array:
+    """``a``, or for int32 and bool elements ``a`` as float32 (as ``/`` converts them)."""
+    if a.dtype.is_float:
+        return a
+    if a.packed:
+        return Array(a.shape, node=build.cast(a.node(), dt.float32))
+    return Array(a.shape, items=[Value(build.cast(v.node, dt.float32)) for v in a.items()])
+
+
 def norm(x: Any) -> Value[float]:
-    """Euclidean length sqrt(Σ x_i²) (fixed summation order)."""
-    a = asarray(x)
+    """Euclidean length sqrt(Σ x_i²) (fixed summation order); int32 and bool elements as
+    float32 (their squares would wrap in int32)."""
+    a = _floats(asarray(x))
     result: Value[float] = _op("sqrt", dot(a.flatten(), a.flatten()))
     return result
 
