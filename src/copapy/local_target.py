@@ -18,7 +18,7 @@ from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel, check_binding
 from .plot import step_plot
-from .quaternion import Quaternion
+from .quaternions import Quaternion
 from .runtime.errors import TargetError
 from .runtime.load import (
     LoadedProgram,
