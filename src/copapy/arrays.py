@@ -239,21 +239,26 @@ class Array:
 
     # ---- reductions and products -----------------------------------------------------------
 
-    def sum(self) -> Value[Any]:
-        """Σ of the elements in the fixed lane order (the same bits packed or unpacked)."""
+    def sum(self, **numpy: Any) -> Value[Any]:
+        """Σ of the elements in the fixed lane order (the same bits packed or unpacked).
+        ``np.sum(a)`` calls it; NumPy's other arguments (``axis``, ...) are not supported."""
+        _whole_array("sum", numpy)
         return _reduce(self, "rsum", "add")
 
-    def mean(self) -> Value[float]:
+    def mean(self, **numpy: Any) -> Value[float]:
         """The sum divided by the number of elements; of int32 and bool elements as float32
         (as NumPy's mean is a float: the int32 sum would wrap)."""
+        _whole_array("mean", numpy)
         return _floats(self).sum() / float(self.size)
 
-    def min(self) -> Value[Any]:
+    def min(self, **numpy: Any) -> Value[Any]:
         """The smallest element; NaN if any element is NaN."""
+        _whole_array("min", numpy)
         return _reduce(self, "rmin", "min")
 
-    def max(self) -> Value[Any]:
+    def max(self, **numpy: Any) -> Value[Any]:
         """The largest element; NaN if any element is NaN."""
+        _whole_array("max", numpy)
         return _reduce(self, "rmax", "max")
 
     def dot(self, other: Any) -> Value[Any]:
@@ -339,6 +344,16 @@ class Array:
     def __iter__(self) -> Iterator[Any]:
         for i in range(self.shape[0]):
             yield self[i]
+
+
+def _whole_array(name: str, numpy: dict[str, Any]) -> None:
+    """The arguments ``np.sum(a)`` and its kind pass (``axis=None, out=None``) are accepted;
+    anything else raises naming what to do instead."""
+    given = {k: v for k, v in numpy.items() if v is not None and v is not False}
+    if given:
+        args = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise TypeError(f"{name}({args}): copapy reduces the whole array; for a row or a "
+                        f"column, index first (m[r].{name}(), m[:, c].{name}())")
 
 
 def _index(key: Any, length: int) -> int:
