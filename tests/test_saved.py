@@ -65,6 +65,20 @@ def test_arrays_by_name(tmp_path: Path) -> None:
     assert tg.read("output1").tolist() == [2.0, 2.0, 4.0, 4.0]
 
 
+def test_unpacked_array_input_keeps_its_name(tmp_path: Path) -> None:
+    """An unpacked input array's name= names its elements' ports name[k], as names= does for
+    an unpacked output (it was dropped: the ports were inputK)."""
+    v = cp.value([1.0, 2.0, 3.0], packed=False, name="v")
+    prog = cp.save(tmp_path / "u.cpimg", v * 2.0, names={"twice": v * 2.0})
+    inputs = [p.name for p in prog.ports if p.role == "input"]
+    assert inputs == ["v[0]", "v[1]", "v[2]"]
+    tg = cp.LocalTarget()
+    tg.deploy(prog)
+    tg.write("v[2]", 5.0)
+    tg.run()
+    assert tg.read("twice[2]") == 10.0
+
+
 def test_name_clash_and_mixed_items_are_errors(tmp_path: Path) -> None:
     x = cp.value(1.0, name="x")
     with pytest.raises(Exception, match="two ports of the program are named 'x'"):

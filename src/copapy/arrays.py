@@ -538,7 +538,9 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     shape = tuple(int(d) for d in arr.shape)
     if _auto_packed(packed, arr.size):
         return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name))
-    items = [value(_as_scalar(v, kind), kind) for v in arr.reshape(-1)]
+    # one port per element, named as cp.save names an unpacked array's elements
+    items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
+             for k, v in enumerate(arr.reshape(-1))]
     return Array(shape, items=items)
 
 
