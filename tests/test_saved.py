@@ -196,6 +196,11 @@ def test_cli_run_writes_inputs(tmp_path: Path) -> None:
     assert out.stdout.split() == ["output0", "3.0"]
     bad = copapy("run", str(tmp_path / "w.cpimg"), "--write", "nope=1")
     assert bad.returncode != 0 and "no port 'nope'" in bad.stderr
+    i = cp.value(0, name="i")
+    cp.save(tmp_path / "i.cpimg", i * 2, names={"twice": i * 2})
+    for item, says in (("i=99999999999", "does not fit"), ("twice=1", "only inputs")):
+        bad = copapy("run", str(tmp_path / "i.cpimg"), "--write", item)
+        assert bad.returncode != 0 and says in bad.stderr and "Traceback" not in bad.stderr
 
 
 def _start_runner(*args: str) -> tuple[str, subprocess.Popen[str]]:
