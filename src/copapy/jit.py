@@ -30,6 +30,7 @@ from . import dtypes as dt
 from ._dispatch import Dispatcher
 from .arrays import Array, array_input
 from .compiler import compile_program
+from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
 from .value import Value, constant, flatten, value
 
@@ -57,8 +58,9 @@ def map_to_numpy(value: Any, copy: bool = False) -> Any:
     """Return this result as a NumPy view of the program's memory (no copy).
 
     ``copy=False``: the view, valid until the next call of the jitted function (which
-    overwrites it). ``copy=True``: an array the caller owns, which is what an array result
-    without ``map_to_numpy`` is.
+    overwrites it); a bool result is a bool view (strided over the int32 slots), a constant
+    result a read-only one. ``copy=True``: an array the caller owns, which is what an array
+    result without ``map_to_numpy`` is.
     """
     if not isinstance(value, Array | Value):
         raise TypeError("map_to_numpy takes a copapy value or array")
@@ -208,7 +210,7 @@ class _Compiled:
                 self.outputs.append(("scalar", (port.offset, port.dtype.code)))
             else:
                 port = ports[r.node()]
-                self.outputs.append((kind, _view(buffer, port, r.shape)))
+                self.outputs.append((kind, _result_view(buffer, port, r.shape)))
 
         #: per argument: the element type of its array input (None: not an array input)
         self._kinds = tuple(t.dtype if kind == "array" else None
@@ -334,6 +336,18 @@ def _view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
     for d in shape:
         count *= d
     view = np.frombuffer(buffer, dtype=fmt, count=count, offset=port.offset).reshape(shape)
+    return view
+
+
+def _result_view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
+    """The view of an array result: bool results as bool (the low byte of each int32 0/1
+    slot; the data region is little-endian), and read-only where it is the program's
+    constant (a write would change what every later call returns)."""
+    view = _view(buffer, port, shape)
+    if port.dtype.is_bool:
+        view = view.view(np.bool_)[..., ::4]
+    if port.role == ROLE_CONSTANT:
+        view.flags.writeable = False
     return view
 
 
