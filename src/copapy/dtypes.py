@@ -6,7 +6,12 @@ import math
 import operator
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
 
 _F32_INF_THRESHOLD = float.fromhex("0x1.ffffffp127")  # halfway between FLT_MAX and 2**128
 
@@ -145,8 +150,6 @@ def storage_array(values: Any, kind: DType) -> Any:
     changed, as writing one number checks: a float that is not an integer (or not finite) into
     int32 raises TypeError, an integer outside int32 OverflowError, a number other than 0 and
     1 into bool TypeError; floats round to the float kind as any float conversion does."""
-    import numpy as np
-
     arr = np.asarray(values)
     src = arr.dtype.kind
     if src not in "biuf":
