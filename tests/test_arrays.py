@@ -226,6 +226,24 @@ def test_numpy_reductions_of_whole_arrays() -> None:
         np.sum(m, axis=0)
 
 
+@pytest.mark.parametrize("n", [4, 100])
+def test_np_round_of_traced_values(n: int) -> None:
+    """np.round(a) and np.around(a) are cp.round (they failed inside NumPy: 'no callable rint
+    method'); decimals other than 0 are an error that says what to do."""
+    data = np.tile(np.array([0.5, 1.5, 2.5, -0.5], np.float32), n // 4)
+    a = cp.value(data)
+    x = cp.value(2.5)
+    outs = [np.round(a), np.around(a), np.round(x)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    assert tg.read(outs[0]).tolist() == np.round(data).tolist()
+    assert tg.read(outs[1]).tolist() == np.round(data).tolist()
+    assert tg.read(outs[2]) == 2.0
+    with pytest.raises(ValueError, match=r"decimals=2.*scale first"):
+        np.round(a, 2)
+
+
 def test_numpy_constants_and_readback() -> None:
     v = cp.vector(np.array([1.0, 2.0, 3.0]))  # constants
     x = cp.value(np.array([1.0, 1.0, 1.0]))  # an input vector

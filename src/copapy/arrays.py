@@ -26,6 +26,7 @@ from .value import (
     _convert,
     _node,
     _op,
+    _round_args,
     array_ufunc,
     install_array_support,
     is_array,
@@ -260,6 +261,11 @@ class Array:
         """The largest element; NaN if any element is NaN."""
         _whole_array("max", numpy)
         return _reduce(self, "rmax", "max")
+
+    def round(self, decimals: int = 0, out: None = None) -> Array:
+        """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
+        _round_args(decimals, out)
+        return elementwise("round", self)
 
     def dot(self, other: Any) -> Value[Any]:
         """``cp.dot(self, other)``."""
