@@ -118,6 +118,58 @@ def test_read_write_errors_name_the_problem() -> None:
     assert tg.read(i * 2) == 8
 
 
+@pytest.mark.parametrize("n", [3, 100])
+def test_array_inputs_are_checked_as_numbers_are(n: int) -> None:
+    """Array inputs (packed or not) and their writes raise where one number would, instead of
+    wrapping or truncating; bool arrays hold True/False, never another integer."""
+    for bad, err in ((np.full(n, 2**40), OverflowError), (np.full(n, 1e20), OverflowError),
+                     (np.full(n, 2**32 - 1, np.uint32), OverflowError),
+                     (np.full(n, 1.5), TypeError), (np.full(n, np.inf), TypeError)):
+        with pytest.raises(err):
+            cp.value(bad, cp.int32)
+    i = cp.value(np.zeros(n, np.int32), name="i")
+    tg = cp.LocalTarget()
+    tg.compile(i + 1)
+    for bad, err in ((np.full(n, 2**40), OverflowError), (np.full(n, 1e20), OverflowError),
+                     (np.full(n, 2.5), TypeError)):
+        with pytest.raises(err):
+            tg.write(i, bad)
+    tg.write(i, np.full(n, 2**31 - 2, np.int64))
+    tg.run()
+    assert tg.read(i + 1).tolist() == [2**31 - 1] * n
+
+    b = cp.value(np.array([0, 2] * n), cp.bool_)  # by truth value, as cp.value(2, cp.bool_)
+    flags = cp.value(np.zeros(n, bool))
+    outs = [cp.logical_not(b), b == True, cp.logical_not(flags), flags == True]  # noqa: E712
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    with pytest.raises(TypeError, match="True or False"):  # as writing one number
+        tg.write(flags, np.full(n, 2))
+    tg.write(flags, np.ones(n, np.int64))
+    tg.run()
+    assert tg.read(outs[0]).tolist() == [True, False] * n
+    assert tg.read(outs[1]).tolist() == [False, True] * n
+    assert tg.read(outs[2]).tolist() == [False] * n
+    assert tg.read(outs[3]).tolist() == [True] * n
+
+
+def test_named_array_writes_and_feeds_are_checked() -> None:
+    i = cp.value(np.zeros(100, np.int32), name="i")
+    k = cp.value(0, name="k")
+    prog = cp.save("/tmp/copapy_named_array_write.cpimg", cp.Task(i + k, period=1e-3),
+                   names={"i": i, "k": k})
+    tg = cp.LocalTarget()
+    tg.deploy(prog)
+    with pytest.raises(TypeError, match="truncated"):
+        tg.write("i", np.full(100, 0.5))
+    with pytest.raises(OverflowError):
+        tg.write("i", np.full(100, 2**40))
+    tg2 = cp.LocalTarget(tick=1e-3)
+    tg2.deploy(cp.Task(k * 2, period=1e-3))
+    with pytest.raises(TypeError, match="truncated"):
+        tg2.drive(k, [1.5, 2.5])
+
+
 def test_write_float_rounds_to_float32() -> None:
     x = cp.value(0.0)
     tg = cp.LocalTarget()

@@ -137,6 +137,113 @@ def test_shapes_and_errors() -> None:
         bool(v > 1.0)
 
 
+INDEX_KEYS: list[Any] = [
+    (slice(None), 0), (slice(None), -1), (slice(None), slice(1, 3)), (slice(0, 2), 1),
+    (slice(None, None, -1), slice(None, None, 2)), (1, slice(1, None)), (-1, -1), 1,
+    slice(1, 3), (slice(1, 2),), (2,),
+]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_matrix_indexing_as_numpy(packed: bool) -> None:
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = cp.value(data)
+    m = m.to_packed() if packed else m.to_unpacked()
+    outs = [m[key] for key in INDEX_KEYS]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    for key, out in zip(INDEX_KEYS, outs, strict=True):
+        want = data[key]
+        got = np.asarray(tg.read(out))
+        assert got.shape == want.shape and np.array_equal(got, want), (key, got, want)
+
+
+def test_indices_are_integers() -> None:
+    v = cp.vector([1.0, 2.0, 3.0])
+    assert v[np.int64(1)].node is v[1].node
+    with pytest.raises(TypeError, match="integers"):
+        v[1.7]
+
+
+def test_array_of_values_and_numbers_promotes_as_operations() -> None:
+    """Numbers beside traced values are weak, as in ``i + 1.5``: they raise the type when they
+    need a higher kind, and are never truncated to the values' type."""
+    i, b = cp.value(1), cp.value(True)
+    mixed = [cp.vector([i, 1.5]), cp.vector([b, 2]), cp.matrix([[i, 0.5], [2, 3]])]
+    assert [m.dtype for m in mixed] == [cp.float32, cp.int32, cp.float32]
+    tg = cp.LocalTarget()
+    tg.compile(*mixed)
+    tg.run()
+    assert tg.read(mixed[0]).tolist() == [1.0, 1.5]
+    assert tg.read(mixed[1]).tolist() == [1, 2]
+    assert tg.read(mixed[2]).tolist() == [[1.0, 0.5], [2.0, 3.0]]
+
+
+@pytest.mark.parametrize("n", [3, 100])
+def test_constant_arrays_are_checked_as_constants(n: int) -> None:
+    """``cp.vector(..., dtype=cp.int32)`` refuses what ``cp.constant(1.5, cp.int32)`` refuses."""
+    with pytest.raises(TypeError, match="integer"):
+        cp.vector([1.5] * n, dtype=cp.int32)
+    with pytest.raises(OverflowError, match="int32"):
+        cp.vector([2**40] * n)
+    with pytest.raises(OverflowError, match="int32"):
+        cp.vector([1e20] * n, dtype=cp.int32)
+    with pytest.raises(OverflowError, match="int32"):
+        cp.vector([cp.value(1)] + [2**40] * (n - 1))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_mean_and_norm_of_ints_do_not_wrap(packed: bool) -> None:
+    """mean and norm are floats (as NumPy's): int32 elements are summed and squared as
+    float32, not in wrapping int32 (mean of three 2**30 was negative)."""
+    big = np.array([2**30, 2**30, 2**30, 2**30], np.int32)
+    v = cp.value(big, packed=packed)
+    w = cp.value(np.array([50000, 50000, 0, 0], np.int32), packed=packed)
+    b = cp.value(np.array([True, False, True, True]), packed=packed)
+    outs = [v.mean(), cp.norm(w), cp.norm(w.reshape(2, 2)), b.mean(), cp.norm(b)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    got = [tg.read(o) for o in outs]
+    want = [big.mean(), np.linalg.norm([50000, 50000]), np.linalg.norm([50000, 50000]), 0.75,
+            math.sqrt(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_numpy_reductions_of_whole_arrays() -> None:
+    """np.sum(a), np.mean, np.max, np.min reduce a traced array as a.sum() ... do (they pass
+    axis=None, out=None); an axis is an error that says what to do."""
+    data = np.linspace(-1.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    m = cp.value(data)
+    outs = [np.sum(m), np.mean(m), np.max(m), np.min(m), m.sum(keepdims=False)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    want = [data.sum(), data.mean(), data.max(), data.min(), data.sum()]
+    np.testing.assert_allclose([tg.read(o) for o in outs], want, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"sum\(axis=0\).*m\[:, c\]"):
+        np.sum(m, axis=0)
+
+
+@pytest.mark.parametrize("n", [4, 100])
+def test_np_round_of_traced_values(n: int) -> None:
+    """np.round(a) and np.around(a) are cp.round (they failed inside NumPy: 'no callable rint
+    method'); decimals other than 0 are an error that says what to do."""
+    data = np.tile(np.array([0.5, 1.5, 2.5, -0.5], np.float32), n // 4)
+    a = cp.value(data)
+    x = cp.value(2.5)
+    outs = [np.round(a), np.around(a), np.round(x)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    assert tg.read(outs[0]).tolist() == np.round(data).tolist()
+    assert tg.read(outs[1]).tolist() == np.round(data).tolist()
+    assert tg.read(outs[2]) == 2.0
+    with pytest.raises(ValueError, match=r"decimals=2.*scale first"):
+        np.round(a, 2)
+
+
 def test_numpy_constants_and_readback() -> None:
     v = cp.vector(np.array([1.0, 2.0, 3.0]))  # constants
     x = cp.value(np.array([1.0, 1.0, 1.0]))  # an input vector

@@ -350,6 +350,59 @@ def test_numpy_scalar_out_of_int32_range() -> None:
         ident(np.int64(2**40))
 
 
+@pytest.mark.parametrize("n", [3, 100])
+def test_int_arrays_out_of_int32_range_raise(n: int) -> None:
+    """int64/uint32 arrays become int32 inputs: a value that does not fit raises (as an int
+    argument does) instead of wrapping."""
+    @cp.jit
+    def twice(x):  # type: ignore[no-untyped-def]
+        return x + x
+
+    assert twice(np.full(n, 7, np.int64)).tolist() == [14] * n
+    for big in (np.full(n, 2**31 + 5, np.int64), np.full(n, 2**32 - 1, np.uint32),
+                [2**31] * n):
+        with pytest.raises(OverflowError, match="int32"):
+            twice(big)
+    with pytest.raises(OverflowError, match="int32"):  # a fresh signature: at trace time
+        cp.jit(lambda x: x * 2)(np.full(n, -(2**40), np.int64))
+
+    @cp.jit
+    def pick(flags, x):  # type: ignore[no-untyped-def]
+        return cp.where(flags, x, 0)  # a bool array input: the program's slow path
+
+    flags = np.ones(n, bool)
+    assert pick(flags, np.full(n, 3, np.int64)).tolist() == [3] * n
+    with pytest.raises(OverflowError, match="int32"):
+        pick(flags, np.full(n, 2**33, np.int64))
+
+
+def test_bool_array_results_are_bool() -> None:
+    """Bool array results are bool arrays, also on the slow path (a bool array argument) and as
+    map_to_numpy views (they were int32 0/1 there: a[mask] then indexed with 0 and 1)."""
+    a = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
+    flags = np.array([True, False, True, True])
+    results = [cp.jit(lambda m: cp.logical_not(m))(flags),
+               cp.jit(lambda m, x: (x > 0) & m)(flags, a),
+               cp.jit(lambda x: cp.map_to_numpy(x > 0))(a),
+               cp.jit(lambda x: cp.map_to_numpy(x > 0))(np.tile(a, 50))[:4],
+               cp.jit(lambda x: cp.map_to_numpy(x > 0))(a.reshape(2, 2)).reshape(-1)]
+    want = [~flags, (a > 0) & flags, a > 0, a > 0, a > 0]
+    for got, w in zip(results, want, strict=True):
+        assert got.dtype == np.bool_ and got.tolist() == w.tolist()
+    assert a[results[2]].tolist() == [2.0, 4.0]
+
+
+def test_view_of_a_constant_result_is_read_only() -> None:
+    """map_to_numpy of a constant array views the program's constant: writing it would change
+    every later call's result, so the view is read-only."""
+    w = np.linspace(0.0, 1.0, 100, dtype=np.float32)
+    f = cp.jit(lambda x: (cp.map_to_numpy(cp.vector(w)), x * 2.0))
+    view, _ = f(1.0)
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 42.0
+    assert f(1.0)[0].tolist() == w.tolist()
+
+
 def test_keyword_arguments_and_defaults() -> None:
     @cp.jit
     def affine(x, scale=2.0, offset=0.5):  # type: ignore[no-untyped-def]

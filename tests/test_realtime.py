@@ -82,6 +82,21 @@ def test_feedback_smoothing(xs: list[float], alpha: float) -> None:
     assert got.tolist() == [float(w) for w in want]
 
 
+def test_signal_init_is_checked_as_a_constant() -> None:
+    """init of an int32 signal that is not an int32 (2.5, 2**40) is the error cp.constant
+    gives (it was a struct.error 'required argument is not an integer')."""
+    i = cp.value(3)
+    with pytest.raises(TypeError, match=r"init=2\.5 for a int32 signal"):
+        cp.delay(i, 1, init=2.5)
+    with pytest.raises(OverflowError, match="init=1099511627776"):
+        cp.feedback(lambda p: p + i, init=2**40)
+    d = cp.delay(i, 2, init=7.0)  # an integral float is the int 7
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(d, period=1e-3))
+    tg.step(0.001)
+    assert tg.read(d) == 7
+
+
 def test_let_visibility_multi_rate() -> None:
     counter = cp.feedback(lambda prev: prev + 1, init=0)  # producer: counts its runs
     seen = counter * 10  # the consumer: computes from what it sees

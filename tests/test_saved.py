@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,20 @@ def test_arrays_by_name(tmp_path: Path) -> None:
     assert tg.read("output1").tolist() == [2.0, 2.0, 4.0, 4.0]
 
 
+def test_unpacked_array_input_keeps_its_name(tmp_path: Path) -> None:
+    """An unpacked input array's name= names its elements' ports name[k], as names= does for
+    an unpacked output (it was dropped: the ports were inputK)."""
+    v = cp.value([1.0, 2.0, 3.0], packed=False, name="v")
+    prog = cp.save(tmp_path / "u.cpimg", v * 2.0, names={"twice": v * 2.0})
+    inputs = [p.name for p in prog.ports if p.role == "input"]
+    assert inputs == ["v[0]", "v[1]", "v[2]"]
+    tg = cp.LocalTarget()
+    tg.deploy(prog)
+    tg.write("v[2]", 5.0)
+    tg.run()
+    assert tg.read("twice[2]") == 10.0
+
+
 def test_name_clash_and_mixed_items_are_errors(tmp_path: Path) -> None:
     x = cp.value(1.0, name="x")
     with pytest.raises(Exception, match="two ports of the program are named 'x'"):
@@ -80,6 +95,64 @@ def test_bad_files(tmp_path: Path) -> None:
         cp.load(tmp_path / "missing.cpimg")
     out = copapy("run", str(tmp_path / "bad.cpimg"))
     assert out.returncode != 0 and "bad.cpimg" in out.stderr and "Traceback" not in out.stderr
+
+
+def _sections(blob: bytes) -> dict[int, tuple[int, int, int, int, int]]:
+    """Section type -> (directory entry offset, entry_size, count, offset, size)."""
+    import struct
+
+    header_size, = struct.unpack_from("<H", blob, 6)
+    count, = struct.unpack_from("<I", blob, 32)
+    out = {}
+    for k in range(count):
+        at = header_size + 16 * k
+        stype, esize, n, off, size = struct.unpack_from("<HHIII", blob, at)
+        out[stype] = (at, esize, n, off, size)
+    return out
+
+
+def test_malformed_files_with_a_valid_crc(tmp_path: Path) -> None:
+    """A file whose CRC holds but whose content does not (another writer, a bug) is a
+    ProgramFileError naming the file, never another exception or a huge loop."""
+    import struct
+    import zlib
+
+    from copapy import image as im
+
+    x = cp.value(2.0, name="x")
+    prog = cp.save(str(tmp_path / "ok.cpimg"), cp.Task(x * 3.0, period=1e-3), names={"x": x})
+    good = prog.image
+    sec = _sections(good)
+
+    def broken(edit: Any) -> bytes:
+        blob = bytearray(good)
+        edit(blob)
+        blob[-4:] = struct.pack("<I", zlib.crc32(bytes(blob[:-4])))
+        return bytes(blob)
+
+    def huge_count(b: bytearray) -> None:  # 2**20 entries of 0 bytes
+        struct.pack_into("<HI", b, sec[im.TASKS][0] + 2, 0, 2**20)
+
+    def bad_metadata(b: bytearray) -> None:
+        _, _, _, off, _ = sec[im.METADATA]
+        b[off] = 0xFF  # not UTF-8
+
+    def bad_dtype(b: bytearray) -> None:
+        _, _, _, off, _ = sec[im.PORTS]
+        b[off + 8] = 77  # the first port's dtype code
+
+    def bad_name(b: bytearray) -> None:
+        _, _, _, off, _ = sec[im.PORTS]
+        struct.pack_into("<I", b, off, 10**6)  # the first port's name offset
+
+    def past_end(b: bytearray) -> None:
+        struct.pack_into("<I", b, sec[im.CODE][0] + 8, len(good))
+
+    for edit in (huge_count, bad_metadata, bad_dtype, bad_name, past_end):
+        path = tmp_path / f"{edit.__name__}.cpimg"
+        path.write_bytes(broken(edit))
+        with pytest.raises(ProgramFileError, match=edit.__name__):
+            cp.load(path)
 
 
 def _motor(tmp_path: Path) -> Program:
@@ -123,6 +196,11 @@ def test_cli_run_writes_inputs(tmp_path: Path) -> None:
     assert out.stdout.split() == ["output0", "3.0"]
     bad = copapy("run", str(tmp_path / "w.cpimg"), "--write", "nope=1")
     assert bad.returncode != 0 and "no port 'nope'" in bad.stderr
+    i = cp.value(0, name="i")
+    cp.save(tmp_path / "i.cpimg", i * 2, names={"twice": i * 2})
+    for item, says in (("i=99999999999", "does not fit"), ("twice=1", "only inputs")):
+        bad = copapy("run", str(tmp_path / "i.cpimg"), "--write", item)
+        assert bad.returncode != 0 and says in bad.stderr and "Traceback" not in bad.stderr
 
 
 def _start_runner(*args: str) -> tuple[str, subprocess.Popen[str]]:

@@ -127,6 +127,30 @@ def test_write_while_running_and_stream() -> None:
         assert trace.time[1] - trace.time[0] == pytest.approx(5e-3)
 
 
+def test_array_ports_by_name_read_and_write_every_element(tmp_path: Any) -> None:
+    """A packed array's port read by name is the whole array, as on a LocalTarget (it was its
+    first element, as a float); a write sets every element (it wrote the first)."""
+    import numpy as np
+
+    v = cp.value(np.arange(100, dtype=np.float32), name="v")
+    flags = cp.value(np.zeros(80, bool), name="flags")
+    y = v * 2.0
+    prog = cp.save(str(tmp_path / "arr.cpimg"), cp.Task(y, cp.logical_not(flags), period=1e-3),
+                   names={"y": y, "off": cp.logical_not(flags)})
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(prog)
+        tg.start()
+        assert tg.read("v").tolist() == list(range(100))
+        tg.write("v", np.ones(100))
+        tg.write("flags", np.arange(80) % 2 == 0)
+        time.sleep(0.05)
+        assert tg.read("y").tolist() == [2.0] * 100
+        assert tg.read("off").tolist() == [k % 2 == 1 for k in range(80)]
+        with pytest.raises(ValueError, match="holds 100 values"):
+            tg.write("v", 5.0)
+        tg.stop()
+
+
 def test_reconnect_keeps_the_program_running() -> None:
     counter = cp.feedback(lambda n: n + 1, init=0)
     task = cp.Task(counter, period=1e-3)

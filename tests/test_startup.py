@@ -11,7 +11,7 @@ import pytest
 import copapy
 
 NOT_ON_THE_JIT_PATH = ["copapy.io", "copapy.saved", "copapy.task", "copapy.signals",
-                       "copapy.quaternion", "copapy.local_target", "copapy.serial_target",
+                       "copapy.quaternions", "copapy.local_target", "copapy.serial_target",
                        "copapy.target_common", "pathlib", "inspect"]
 
 
@@ -32,6 +32,20 @@ def test_lazy_names_resolve_to_their_module_attribute(name: str) -> None:
     expected = module if name == copapy._LAZY[name] else getattr(module, name)
     assert getattr(copapy, name) is expected
     assert name in copapy.__all__
+
+
+def test_quaternion_is_the_function_after_any_import() -> None:
+    """cp.quaternion is the documented function, also once a target has imported the module
+    that defines it (a submodule of the same name took its place: 'module' object is not
+    callable)."""
+    code = ("import copapy as cp\n"
+            "assert callable(cp.quaternion), cp.quaternion\n"
+            "cp.LocalTarget\n"
+            "q = cp.quaternion(1.0, 0.0, 0.0, 0.0)\n"
+            "assert isinstance(q, cp.Quaternion), q\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    code = "import copapy as cp\ncp.LocalTarget\nassert callable(cp.quaternion), cp.quaternion\n"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

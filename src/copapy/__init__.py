@@ -21,7 +21,7 @@ from .value import Value, constant, value
 if TYPE_CHECKING:
     from . import io
     from .local_target import LocalTarget
-    from .quaternion import Quaternion, quaternion
+    from .quaternions import Quaternion, quaternion
     from .saved import Program, load, save
     from .serial_target import SerialTarget
     from .signals import (
@@ -153,7 +153,7 @@ _LAZY = {
     "io": "io",
     "LocalTarget": "local_target",
     "Program": "saved",
-    "Quaternion": "quaternion",
+    "Quaternion": "quaternions",
     "SerialTarget": "serial_target",
     "Task": "task",
     "angular_rate": "signals",
@@ -164,7 +164,7 @@ _LAZY = {
     "integrate": "signals",
     "integrate_rotation": "signals",
     "load": "saved",
-    "quaternion": "quaternion",
+    "quaternion": "quaternions",
     "rate": "signals",
     "save": "saved",
 }

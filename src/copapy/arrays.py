@@ -12,6 +12,7 @@ use one fixed order in both forms (graph/lanes.py), so both forms give bit-ident
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,18 @@ from .graph import build
 from .graph.lanes import reduce_in_lane_order
 from .graph.node import Node, const, const_array, fresh_array_input
 from .graph.ops import REGISTRY
-from .value import Value, _node, _op, array_ufunc, install_array_support, is_array, value, wrap
+from .value import (
+    Value,
+    _convert,
+    _node,
+    _op,
+    _round_args,
+    array_ufunc,
+    install_array_support,
+    is_array,
+    value,
+    wrap,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -228,21 +240,32 @@ class Array:
 
     # ---- reductions and products -----------------------------------------------------------
 
-    def sum(self) -> Value[Any]:
-        """Σ of the elements in the fixed lane order (the same bits packed or unpacked)."""
+    def sum(self, **numpy: Any) -> Value[Any]:
+        """Σ of the elements in the fixed lane order (the same bits packed or unpacked).
+        ``np.sum(a)`` calls it; NumPy's other arguments (``axis``, ...) are not supported."""
+        _whole_array("sum", numpy)
         return _reduce(self, "rsum", "add")
 
-    def mean(self) -> Value[float]:
-        """The sum divided by the number of elements."""
-        return self.sum() / float(self.size)
+    def mean(self, **numpy: Any) -> Value[float]:
+        """The sum divided by the number of elements; of int32 and bool elements as float32
+        (as NumPy's mean is a float: the int32 sum would wrap)."""
+        _whole_array("mean", numpy)
+        return _floats(self).sum() / float(self.size)
 
-    def min(self) -> Value[Any]:
+    def min(self, **numpy: Any) -> Value[Any]:
         """The smallest element; NaN if any element is NaN."""
+        _whole_array("min", numpy)
         return _reduce(self, "rmin", "min")
 
-    def max(self) -> Value[Any]:
+    def max(self, **numpy: Any) -> Value[Any]:
         """The largest element; NaN if any element is NaN."""
+        _whole_array("max", numpy)
         return _reduce(self, "rmax", "max")
+
+    def round(self, decimals: int = 0, out: None = None) -> Array:
+        """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
+        _round_args(decimals, out)
+        return elementwise("round", self)
 
     def dot(self, other: Any) -> Value[Any]:
         """``cp.dot(self, other)``."""
@@ -286,10 +309,16 @@ class Array:
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, tuple):
-            if len(key) != self.ndim:
+            if not 1 <= len(key) <= self.ndim:
                 raise IndexError(f"{len(key)} indices for an array of {self.ndim} dimensions")
-            row = self[key[0]]
-            return row[key[1]] if isinstance(row, Array) else row
+            if len(key) == 1:
+                return self[key[0]]
+            rows = self[key[0]]
+            if not isinstance(key[0], slice):
+                return rows[key[1]]  # one row: a vector
+            # rows picked: pick the columns of that matrix (as rows of its transpose)
+            cols = rows.T[key[1]]
+            return cols.T if isinstance(key[1], slice) else cols
         if isinstance(key, Value):
             raise TypeError("indices must be Python ints or slices (constant at trace time)")
         if isinstance(key, slice):
@@ -323,8 +352,21 @@ class Array:
             yield self[i]
 
 
+def _whole_array(name: str, numpy: dict[str, Any]) -> None:
+    """The arguments ``np.sum(a)`` and its kind pass (``axis=None, out=None``) are accepted;
+    anything else raises naming what to do instead."""
+    given = {k: v for k, v in numpy.items() if v is not None and v is not False}
+    if given:
+        args = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise TypeError(f"{name}({args}): copapy reduces the whole array; for a row or a "
+                        f"column, index first (m[r].{name}(), m[:, c].{name}())")
+
+
 def _index(key: Any, length: int) -> int:
-    k = int(key)
+    try:
+        k = operator.index(key)
+    except TypeError:
+        raise TypeError(f"indices must be integers or slices, not {type(key).__name__}") from None
     if k < 0:
         k += length
     if not 0 <= k < length:
@@ -439,7 +481,8 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
             else dt.int32 if any(isinstance(v, int | np.integer) and not isinstance(v, bool)
                                  for v in flat) else dt.bool_)
         if _auto_packed(packed, len(flat)):
-            raw = np.asarray(flat, dtype=kind.numpy).astype("<i4" if kind.is_bool else kind.numpy)
+            arr = np.asarray(flat)
+            raw = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
             return Array(shape, node=const_array(raw.tobytes(), kind, shape))
         return Array(shape, items=[Value(const(_as_scalar(v, kind), kind)) for v in flat])
     items = [wrap(v) if isinstance(v, Value) else v for v in flat]
@@ -448,6 +491,9 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
         if isinstance(v, Value):
             common = v.dtype if common is None else dt.promote(common, v.dtype)
     assert common is not None
+    for v in items:  # numbers beside traced values are weak (as in an operation)
+        if not isinstance(v, Value):
+            common = dt.weak_type(v.item() if hasattr(v, "item") else v, common)
     if dtype is not None:
         common = dt.as_dtype(dtype)
     values_: list[Value[Any]] = [Value(build.cast(v.node, common)) if isinstance(v, Value)
@@ -457,12 +503,8 @@ def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any)
 
 
 def _as_scalar(v: Any, kind: dt.DType) -> bool | int | float:
-    v = v.item() if hasattr(v, "item") else v
-    if kind.is_bool:
-        return bool(v)
-    if kind.is_int:
-        return int(v)
-    return float(v)
+    """A number as a constant or initial value of ``kind`` (errors as ``cp.value``'s)."""
+    return _convert(v.item() if hasattr(v, "item") else v, kind)
 
 
 def vector(values: Any, packed: bool | None = None, dtype: Any = None) -> Array:
@@ -497,19 +539,30 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
         raise build.ShapeError(f"array inputs are 1-D or 2-D and non-empty, got shape {arr.shape}")
     kind = dt.as_dtype(dtype) if dtype is not None else (
         dt.float32 if arr.dtype.kind == "f" else dt.bool_ if arr.dtype.kind == "b" else dt.int32)
-    if kind.is_int and arr.dtype.kind == "f" and not np.all(np.mod(arr, 1) == 0):
-        raise TypeError("float values would be truncated in an int32 input; pass ints")
+    # the checks of one number, for every element; initial bools by truth value (cp.value)
+    stored = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
     shape = tuple(int(d) for d in arr.shape)
     if _auto_packed(packed, arr.size):
-        raw = arr.astype("<i4" if kind.is_bool else kind.numpy).tobytes()
-        return Array(shape, node=fresh_array_input(kind, raw, shape, name))
-    items = [value(_as_scalar(v, kind), kind) for v in arr.reshape(-1)]
+        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name))
+    # one port per element, named as cp.save names an unpacked array's elements
+    items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
+             for k, v in enumerate(arr.reshape(-1))]
     return Array(shape, items=items)
 
 
+def _floats(a: Array) -> Array:
+    """``a``, or for int32 and bool elements ``a`` as float32 (as ``/`` converts them)."""
+    if a.dtype.is_float:
+        return a
+    if a.packed:
+        return Array(a.shape, node=build.cast(a.node(), dt.float32))
+    return Array(a.shape, items=[Value(build.cast(v.node, dt.float32)) for v in a.items()])
+
+
 def norm(x: Any) -> Value[float]:
-    """Euclidean length sqrt(Σ x_i²) (fixed summation order)."""
-    a = asarray(x)
+    """Euclidean length sqrt(Σ x_i²) (fixed summation order); int32 and bool elements as
+    float32 (their squares would wrap in int32)."""
+    a = _floats(asarray(x))
     result: Value[float] = _op("sqrt", dot(a.flatten(), a.flatten()))
     return result
 

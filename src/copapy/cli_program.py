@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .runtime.errors import TargetError
 from .saved import Program, ProgramFileError, is_image_file, load
 
 __all__ = ["cmd_image_info", "is_image_file", "register"]
@@ -83,10 +84,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise SystemExit(f"copapy run: --write {item!r}: use NAME=VALUE")
         try:
             port = prog.port(name)
-            value = _parse_value(text, port.dtype)
-        except (KeyError, ValueError) as exc:
+            tg.write(name, _parse_value(text, port.dtype))
+        except (KeyError, ValueError, TypeError, OverflowError, TargetError) as exc:
             raise SystemExit(f"copapy run: --write {item}: {exc.args[0]}") from None
-        tg.write(name, value)
     if prog.periodic:
         tg.step(args.steps * prog.tick)
     else:

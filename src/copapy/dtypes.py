@@ -6,6 +6,12 @@ import math
 import operator
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
 
 _F32_INF_THRESHOLD = float.fromhex("0x1.ffffffp127")  # halfway between FLT_MAX and 2**128
 
@@ -136,6 +142,39 @@ BY_CODE = {d.code: d for d in ALL}
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
+
+
+def storage_array(values: Any, kind: DType) -> Any:
+    """``values`` (a NumPy array or anything ``np.asarray`` takes) as the C-contiguous array of
+    little-endian elements ``kind`` slots hold (bool as int32 0/1). Nothing is silently
+    changed, as writing one number checks: a float that is not an integer (or not finite) into
+    int32 raises TypeError, an integer outside int32 OverflowError, a number other than 0 and
+    1 into bool TypeError; floats round to the float kind as any float conversion does."""
+    arr = np.asarray(values)
+    src = arr.dtype.kind
+    if src not in "biuf":
+        raise TypeError(f"a {kind.name} array holds numbers, not elements of NumPy dtype "
+                        f"{arr.dtype}")
+    if kind.is_float:
+        return np.ascontiguousarray(arr, dtype=kind.numpy)
+    if kind.is_bool:
+        if src != "b" and not ((arr == 0) | (arr == 1)).all():
+            bad = arr[(arr != 0) & (arr != 1)].reshape(-1)[0]
+            raise TypeError(f"{bad.item()!r} into a bool array: pass True or False")
+        return np.ascontiguousarray(arr, dtype="<i4")
+    if src == "f":
+        with np.errstate(invalid="ignore"):
+            integral = np.isfinite(arr) & (np.mod(arr, 1) == 0)
+        if not integral.all():
+            bad = arr[~integral].reshape(-1)[0].item()
+            raise TypeError(f"{bad!r} would be truncated in an int32 array; pass integers")
+    if arr.size and (src == "f" or arr.dtype.itemsize > 4
+                     or (src == "u" and arr.dtype.itemsize == 4)):
+        lo, hi = arr.min(), arr.max()
+        if lo < INT32_MIN or hi > INT32_MAX:
+            bad = lo if lo < INT32_MIN else hi
+            raise OverflowError(f"{bad.item()!r} does not fit in an int32 array")
+    return np.ascontiguousarray(arr, dtype="<i4")
 
 
 def as_dtype(spec: object) -> DType:

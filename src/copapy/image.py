@@ -213,9 +213,24 @@ def parse(blob: bytes) -> Image:
         raise ImageFormatError(f"truncated: header says {total} bytes, got {len(blob)}")
     if zlib.crc32(blob[:-4]) != struct.unpack_from("<I", blob, total - 4)[0]:
         raise ImageFormatError("CRC mismatch: the image is corrupted")
+    try:
+        return _parse_sections(blob, header_size, arch, code_size, data_offset, data_size,
+                               base_align, count)
+    except (struct.error, ValueError, IndexError) as exc:  # the CRC holds, the content not
+        raise ImageFormatError(f"malformed: {exc}") from None
+
+
+def _parse_sections(blob: bytes, header_size: int, arch: int, code_size: int,
+                    data_offset: int, data_size: int, base_align: int, count: int) -> Image:
     sections: dict[int, tuple[int, int, int, int]] = {}
+    if count > 64:
+        raise ImageFormatError(f"section_count {count} exceeds the maximum of 64")
     for k in range(count):
         stype, esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
+        if esize == 0 or n * esize != size or off + size > len(blob) - 4:
+            # (the runner's layout checks; without them a huge count is a huge loop)
+            raise ImageFormatError(f"section {k} (type {stype}): {n} entries of {esize} bytes "
+                                   f"in {size} bytes at {off} do not fit the image")
         sections[stype] = (n, off, size, esize)
 
     def body(stype: int) -> bytes:
@@ -260,5 +275,7 @@ def parse(blob: bytes) -> Image:
         raise ImageFormatError(f"the CPU_FEATURES section has {len(features)} entries, it must "
                                f"have one")
     img.cpu_features = int(features[0][0]) if features else 0  # type: ignore[call-overload]
-    assert len(img.code) == code_size
+    if len(img.code) != code_size:
+        raise ImageFormatError(f"the code section holds {len(img.code)} bytes, the header says "
+                               f"{code_size}")
     return img

@@ -30,6 +30,7 @@ from . import dtypes as dt
 from ._dispatch import Dispatcher
 from .arrays import Array, array_input
 from .compiler import compile_program
+from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
 from .value import Value, constant, flatten, value
 
@@ -57,8 +58,9 @@ def map_to_numpy(value: Any, copy: bool = False) -> Any:
     """Return this result as a NumPy view of the program's memory (no copy).
 
     ``copy=False``: the view, valid until the next call of the jitted function (which
-    overwrites it). ``copy=True``: an array the caller owns, which is what an array result
-    without ``map_to_numpy`` is.
+    overwrites it); a bool result is a bool view (strided over the int32 slots), a constant
+    result a read-only one. ``copy=True``: an array the caller owns, which is what an array
+    result without ``map_to_numpy`` is.
     """
     if not isinstance(value, Array | Value):
         raise TypeError("map_to_numpy takes a copapy value or array")
@@ -158,9 +160,8 @@ class _Compiled:
                 traced.append(value(a))
             else:
                 arr = np.asarray(a)
-                etype = _element_type(arr.dtype.kind, arr.dtype.itemsize)
-                traced.append(_array_input(arr.astype(etype if etype != "bool" else bool),
-                                           etype))
+                traced.append(_array_input(arr, _element_type(arr.dtype.kind,
+                                                              arr.dtype.itemsize)))
         result = fn(*traced)
         self.tuple_result = isinstance(result, tuple)
         results = list(result) if self.tuple_result else [result]
@@ -209,14 +210,15 @@ class _Compiled:
                 self.outputs.append(("scalar", (port.offset, port.dtype.code)))
             else:
                 port = ports[r.node()]
-                self.outputs.append((kind, _view(buffer, port, r.shape)))
+                self.outputs.append((kind, _result_view(buffer, port, r.shape)))
 
+        #: per argument: the element type of its array input (None: not an array input)
+        self._kinds = tuple(t.dtype if kind == "array" else None
+                            for t, (kind, _) in zip(traced, self.inputs, strict=True))
         self.call = self._generate()
         #: one C call for write-run-read, atomic under the GIL; None if not applicable (then
         #: every call of this program goes through ``call`` under the function's lock)
         self.fast = self._generate_fast(program, traced)
-        self._dtypes = tuple(where.dtype if kind == "array" else None
-                             for kind, where in self.inputs)
 
     def invoke(self, args: tuple[Any, ...]) -> Any:
         """Call through the fast path, converting arguments it cannot take as they are.
@@ -232,8 +234,8 @@ class _Compiled:
             return fast(args)
         except TypeError:
             pass  # e.g. a list, a non-contiguous array or other element type: convert first
-        converted = tuple(a if dtype is None else np.ascontiguousarray(a, dtype=dtype)
-                          for a, dtype in zip(args, self._dtypes, strict=True))
+        converted = tuple(a if kind is None else dt.storage_array(a, kind)
+                          for a, kind in zip(args, self._kinds, strict=True))
         return fast(converted)
 
     def _generate_fast(self, program: Any, traced: list[Any]) -> FastPlan | None:
@@ -300,7 +302,8 @@ class _Compiled:
 
     def _generate(self) -> Callable[[tuple[Any, ...]], Any]:
         """A call function specialised to this signature: no loops, no branches per call."""
-        env: dict[str, Any] = {"write": self.write, "run": self.run, "read": self.read}
+        env: dict[str, Any] = {"write": self.write, "run": self.run, "read": self.read,
+                               "storage": dt.storage_array}
         lines = ["def call(args):"]
         for k, (kind, where) in enumerate(self.inputs):
             if kind == "scalar":
@@ -308,7 +311,8 @@ class _Compiled:
                 lines.append(f"    write({offset}, {code}, args[{k}])")
             elif kind == "array":
                 env[f"in{k}"] = where
-                lines.append(f"    in{k}[...] = args[{k}]")
+                env[f"kind{k}"] = self._kinds[k]
+                lines.append(f"    in{k}[...] = storage(args[{k}], kind{k})")
         lines.append("    run()")
         results = []
         for k, (kind, where) in enumerate(self.outputs):
@@ -334,6 +338,18 @@ def _view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
     for d in shape:
         count *= d
     view = np.frombuffer(buffer, dtype=fmt, count=count, offset=port.offset).reshape(shape)
+    return view
+
+
+def _result_view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
+    """The view of an array result: bool results as bool (the low byte of each int32 0/1
+    slot; the data region is little-endian), and read-only where it is the program's
+    constant (a write would change what every later call returns)."""
+    view = _view(buffer, port, shape)
+    if port.dtype.is_bool:
+        view = view.view(np.bool_)[..., ::4]
+    if port.role == ROLE_CONSTANT:
+        view.flags.writeable = False
     return view
 
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
+from . import dtypes as dt
 from .arch.features import base_of
 from .arch.targets import by_name
 from .arrays import Array
@@ -17,7 +18,7 @@ from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel, check_binding
 from .plot import step_plot
-from .quaternion import Quaternion
+from .quaternions import Quaternion
 from .runtime.errors import TargetError
 from .runtime.load import (
     LoadedProgram,
@@ -374,8 +375,7 @@ class LocalTarget:
         values = np.asarray(x).reshape(-1)
         if values.size != port.count:
             raise ValueError(f"port {name!r} holds {port.count} values, got {values.size}")
-        fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
-        self._put_bytes(port.offset, np.ascontiguousarray(values, dtype=fmt).tobytes())
+        self._put_bytes(port.offset, dt.storage_array(values, port.dtype).tobytes())
 
     def _read_array(self, a: Any) -> Any:
         if not a.packed:  # one dtype rule for both forms: the array's own
@@ -404,10 +404,7 @@ class LocalTarget:
         port = self._ports.get(node)
         if port is None or port.role != ROLE_INPUT:
             raise TargetError(f"{a!r} is not an input of the compiled program")
-        if node.dtype.is_int and values.dtype.kind == "f" and not np.all(np.mod(values, 1) == 0):
-            raise TypeError("float values would be truncated writing an int32 input")
-        fmt = "<i4" if node.dtype.is_bool else node.dtype.numpy
-        self._put_bytes(port.offset, np.ascontiguousarray(values, dtype=fmt).tobytes())
+        self._put_bytes(port.offset, dt.storage_array(values, node.dtype).tobytes())
 
     def _bytes(self, offset: int, size: int) -> bytes:
         prog: Any = self._program
@@ -452,8 +449,7 @@ class LocalTarget:
 
     def _add_feed(self, value: Value[Any], samples: Any) -> None:
         port = self._port(value)
-        fmt = port.dtype.numpy if not port.dtype.is_bool else "<i4"
-        data = np.ascontiguousarray(np.asarray(samples), dtype=fmt)
+        data = dt.storage_array(samples, port.dtype)
         self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes())
 
     def _trace_rows(self) -> bytes:

@@ -99,7 +99,12 @@ class Program:
         self.cpu_features: tuple[str, ...] = needs
         #: the stencil table it was compiled with: ``arch``, or a variant (x86_64-v3)
         self.variant: str = features.variant_name(base.id, parsed.cpu_features)
+        if not isinstance(parsed.metadata, dict):
+            raise ProgramFileError(f"{source}: its metadata is not a JSON object")
         self.metadata: dict[str, Any] = dict(parsed.metadata)
+        unknown = [p.dtype for p in parsed.ports if p.dtype not in BY_CODE]
+        if unknown:
+            raise ProgramFileError(f"{source}: a port has the unknown dtype code {unknown[0]}")
         self._parsed = parsed
         self.ports = [PortInfo(p.name, p.offset, BY_CODE[p.dtype], ROLE_NAMES.get(p.role, "?"),
                                None if p.task == NO_TASK else p.task, p.count)

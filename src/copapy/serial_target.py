@@ -22,11 +22,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .arch.targets import by_name
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
+from .dtypes import storage_array
 from .io import Channel
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.load import features_error
@@ -45,6 +46,11 @@ from .target_common import (
 )
 from .task import Task
 from .value import Value
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
 
 
 class SerialTargetError(RuntimeError):
@@ -534,21 +540,40 @@ class SerialTarget:
                                     f"program")
         return port
 
-    def read(self, v: Value[Any] | str) -> float | int | bool:
-        """The current value of an input or a task output (a value or a port name)."""
+    def read(self, v: Value[Any] | str) -> Any:
+        """The current value of an input or a task output (a value or a port name); an array
+        port (a packed array's name) as a NumPy array, read in one request."""
         port = self._port(v)
-        raw = self._link.request(p.READ, struct.pack("<IH", port.offset, port.dtype.size))
-        result: float | int | bool = port.dtype.unpack(raw)
-        return result
+        raw = self._link.request(p.READ, struct.pack("<IH", port.offset,
+                                                     self._nbytes(port)))
+        if port.count == 1:
+            return port.dtype.unpack(raw)
+        out = np.frombuffer(raw, dtype="<i4" if port.dtype.is_bool else port.dtype.numpy)
+        return out.astype(bool) if port.dtype.is_bool else out.copy()
 
-    def write(self, v: Value[Any] | str, x: float | int | bool) -> None:
-        """Set an input; it is read by the next release of the tasks that use it."""
+    def write(self, v: Value[Any] | str, x: Any) -> None:
+        """Set an input (an array port: all its elements, in one request); it is read by the
+        next release of the tasks that use it."""
         port = self._port(v)
         if port.role != ROLE_INPUT:
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
-        raw = port.dtype.pack(checked_scalar(x, port.dtype))
-        self._link.request(p.WRITE, struct.pack("<IH", port.offset, len(raw)) + raw)
+        if port.count == 1:
+            raw = port.dtype.pack(checked_scalar(x, port.dtype))
+        else:
+            values = np.asarray(x).reshape(-1)
+            if values.size != port.count:
+                raise ValueError(f"port {v!r} holds {port.count} values, got {values.size}")
+            raw = storage_array(values, port.dtype).tobytes()
+        self._link.request(p.WRITE, struct.pack("<IH", port.offset, self._nbytes(port)) + raw)
+
+    @staticmethod
+    def _nbytes(port: Port) -> int:
+        n = port.dtype.size * port.count
+        if n > 0xFFFF:
+            raise SerialTargetError(f"port {port.name!r} holds {n} bytes; one request reads or "
+                                    f"writes at most 65535")
+        return n
 
     def stats(self) -> list[TaskStats]:
         """Per-task run, skip, overrun and execution-time counters."""

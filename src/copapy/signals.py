@@ -17,7 +17,7 @@ from .functions import sqrt, where
 from .graph import build
 from .graph.node import Node, const
 from .graph.state import dt_node, new_state, set_update
-from .value import Value, _node, wrap
+from .value import Value, _convert, _node, wrap
 
 #: the period of the task a value is deployed in, in seconds (a constant of each task)
 dt: Value[float] = Value(dt_node(dt_types.float32))
@@ -26,7 +26,11 @@ dt: Value[float] = Value(dt_node(dt_types.float32))
 def _state(like: Any, init: float | int | bool, name: str | None = None) -> Value[Any]:
     node = _node(like)
     dtype = node.dtype if isinstance(node, Node) else dt_types.scalar_type(node)
-    return Value(new_state(dtype, init, name))
+    try:  # the checks of cp.constant(init, dtype)
+        initial = _convert(build._check_scalar(init), dtype)
+    except (TypeError, OverflowError) as exc:
+        raise type(exc)(f"init={init!r} for a {dtype.name} signal: {exc}") from None
+    return Value(new_state(dtype, initial, name))
 
 
 def _bind(state: Value[Any], update: Any) -> None:
