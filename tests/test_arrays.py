@@ -121,6 +121,26 @@ def test_matrix_products(m: int, k: int, j: int, data: st.DataObject) -> None:
     assert np.array_equal(results[1][3], a.T)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_reshape_infers_one_dimension_as_numpy(packed: bool) -> None:
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    m = cp.value(x, packed=packed)
+    for shape in [(-1,), (2, -1), (-1, 6), (12, -1)]:
+        got = m.reshape(*shape)
+        assert got.shape == x.reshape(*shape).shape
+        tg = cp.LocalTarget()
+        tg.compile(got)
+        tg.run()
+        assert np.array_equal(tg.read(got), x.reshape(*shape))
+    for bad in [(5, -1), (-1, -1), (0, -1), (0, 12), (7,)]:
+        with pytest.raises(cp.arrays.build.ShapeError, match="cannot reshape"):
+            m.reshape(*bad)
+    with pytest.raises(TypeError):
+        m.reshape(2.0, 6)
+    f = cp.jit(lambda a: a.reshape(-1) * 2.0)
+    assert np.array_equal(f(x), x.reshape(-1) * 2)
+
+
 def test_shapes_and_errors() -> None:
     v = cp.vector([1.0, 2.0, 3.0])
     m = cp.matrix([[1.0, 2.0], [3.0, 4.0]])

@@ -249,6 +249,14 @@ def test_task_errors_name_the_problem() -> None:
     s = cp.integrate(x)
     with pytest.raises(Exception, match="LET port"):
         tg.deploy(cp.Task(s * 2, period=1e-3), cp.Task(s * 3, period=2e-3))
+    # a time that is not a number names the argument (it was a raw '>' TypeError)
+    for bad in ({"period": "1"}, {"period": 1e-3, "offset": "0"}, {"period": True},
+                {"period": 1e-3, "wcet": "1ms"}):
+        with pytest.raises(TypeError, match=f"{list(bad)[-1]} is a number of seconds"):
+            cp.Task(x * 2, **bad)
+    with pytest.raises(TypeError, match="priority is an int"):
+        cp.Task(x * 2, period=1e-3, priority=1.5)
+    assert cp.Task(x * 2, period=np.float32(1e-3), priority=np.int64(2)).priority == 2
 
 
 # ---- binding rules (each channel has a direction and one driver) ----------------------------

@@ -292,10 +292,15 @@ class Array:
                                           for r in range(rows)])
 
     def reshape(self, *shape: int | tuple[int, ...]) -> Array:
-        """A view with another shape of the same size (no code is emitted)."""
+        """A view with another shape of the same size (no code is emitted); one dimension
+        may be -1 (inferred, as in NumPy)."""
         dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
-        new = tuple(int(d) for d in dims)  # type: ignore[arg-type]
-        if math.prod(new) != self.size:
+        new = tuple(operator.index(d) for d in dims)  # type: ignore[arg-type]
+        if new.count(-1) == 1:  # one dimension inferred, as NumPy's reshape(-1) / (2, -1)
+            known = math.prod(d for d in new if d != -1)
+            if known > 0 and self.size % known == 0:
+                new = tuple(self.size // known if d == -1 else d for d in new)
+        if math.prod(new) != self.size or any(d < 1 for d in new):
             raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
         if self.packed:
             return Array(new, node=build.reshape(self.node(), new))

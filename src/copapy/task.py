@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,13 @@ class Task:
             if not isinstance(v, Traced):
                 raise TypeError(f"Task outputs must be copapy values or arrays, got "
                                 f"{type(v).__name__}")
+        for what, x in (("period", period), ("offset", offset), ("wcet", wcet),
+                        ("budget", budget), ("link_timeout", link_timeout)):
+            if x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Real)):
+                raise TypeError(f"{what} is a number of seconds (e.g. {what}=1e-3), got "
+                                f"{type(x).__name__} {x!r}")
+        if not isinstance(priority, numbers.Integral) or isinstance(priority, bool):
+            raise TypeError(f"priority is an int in 0..65535, got {type(priority).__name__}")
         if not period > 0:
             raise ValueError(f"period must be > 0 seconds, got {period!r}")
         if not 0 <= offset < period:
