@@ -96,7 +96,16 @@ def test_a_fault_in_the_fourth_job_of_a_tick(monkeypatch: pytest.MonkeyPatch) ->
     (timed), the six after it do not run, and the program stops there, as with a guard per
     job; a reset runs the same again."""
     faulty(monkeypatch, "SIGSEGV", task=3)
-    counters = [cp.feedback(lambda n, k=k: n + (k + 1), init=0) for k in range(10)]
+    # every job does some microseconds of work that adds 0 at run time (an input, so nothing
+    # folds): a job clock of coarse resolution (AArch64's generic timer, tens of ns) reads
+    # a counter's single add as 0 ns, which is not what "timed" checks
+    work = cp.value(np.linspace(0.0, 1.0, 2048, dtype=np.float32))
+
+    def step(n: Any, k: int) -> Any:
+        busy = cp.sin(work * float(k + 1)).sum()
+        return n + (k + 1) + cp.where(busy > 1e30, 1, 0)
+
+    counters = [cp.feedback(lambda n, k=k: step(n, k), init=0) for k in range(10)]
     tg = cp.LocalTarget(HOST, tick=1e-3, measure=True)
     # task 3 is first released at tick 2 (period 3 ticks, offset 2); the others every tick
     tg.deploy(*(cp.Task(c, period=3e-3 if k == 3 else 1e-3, offset=2e-3 if k == 3 else 0.0,
