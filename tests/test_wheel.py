@@ -34,11 +34,23 @@ def _wheels(dist: Path) -> tuple[Path, Path, Path]:
     _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist / "sd"),
           str(ROOT)])
     _run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q",
-          "-w", str(dist / "tree"), str(ROOT)])
+          "-w", str(dist / "tree"), str(_tracked_tree(dist / "checkout"))])
     (whl,) = (dist / "sd").glob("*.whl")
     (sdist,) = (dist / "sd").glob("*.tar.gz")
     (tree,) = (dist / "tree").glob("*.whl")
     return whl, sdist, tree
+
+
+def _tracked_tree(where: Path) -> Path:
+    """The files git tracks, copied: the tree's wheel is built from them, not from a
+    checkout whose setuptools build/ may still hold a module renamed or removed since."""
+    listed = _run(["git", "-C", str(ROOT), "ls-files", "-z"]).stdout.split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():  # a deleted but not yet committed file is listed too
+            (where / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, where / name)
+    return where
 
 
 def test_wheel(tmp_path: Path) -> None:
