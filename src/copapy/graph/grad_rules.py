@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .build import apply as _a
-from .build import broadcast_to, cast, index, reshape, slice_
-from .errors import NotDifferentiableError
-from .node import Node
+from .build import broadcast_to, cast, concat, index, reshape, slice_
+from .node import Node, const
 
 Need = tuple[bool, ...]
 GradRule = Callable[[Node, Node, Need], tuple[Node | None, ...]]
@@ -150,11 +149,22 @@ def _g_transpose(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 
 
 def _g_view(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """reshape: g reshaped back; index and slice (also what a row broadcast or m[r] makes):
+    g at its place in an array of zeros of the operand's shape. Each such view costs an
+    operand-sized gradient, so a packed array read element by element differentiates in
+    O(n^2); an unpacked vector (packed=False) keeps it per element."""
+    x = n.args[0]
     if n.op == "reshape":
-        return (reshape(g, n.args[0].shape),)
-    raise NotDifferentiableError(
-        "gradients through indexing or slicing a packed array are not supported; "
-        "use an unpacked vector (packed=False) to differentiate element by element")
+        return (reshape(g, x.shape),)
+    view: tuple[int, int] = (n.attr, 1) if n.op == "index" else n.attr  # type: ignore[assignment]
+    start, length = view
+    zero = const(0.0, x.dtype)
+    middle = broadcast_to(g, (1,)) if n.op == "index" else reshape(g, (length,))
+    parts = [p for p in (broadcast_to(zero, (start,)) if start else None, middle,
+                         broadcast_to(zero, (x.size - start - length,))
+                         if x.size - start - length else None) if p is not None]
+    whole = parts[0] if len(parts) == 1 else concat(parts, (x.size,))
+    return (reshape(whole, x.shape),)
 
 
 def _g_stack(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
