@@ -335,3 +335,58 @@ def test_wrong_architecture_is_refused(tmp_path: Path) -> None:
     prog = cp.save(tmp_path / "m4.cpimg", x + 1.0, arch="cortex-m4")
     with pytest.raises(cp.local_target.TargetError, match="holds cortex-m4 code"):
         cp.LocalTarget().deploy(prog)
+
+
+def _with_section(blob: bytes, stype: int, esize: int, count: int, body: bytes) -> bytes:
+    """The image with one more directory entry (the other sections shifted by its 16 bytes)
+    and ``body`` appended before the CRC."""
+    import struct
+    import zlib
+
+    header_size, = struct.unpack_from("<H", blob, 6)
+    n, = struct.unpack_from("<I", blob, 32)
+    content = bytearray(blob[:-4])
+    end_dir = header_size + 16 * n
+    for k in range(n):
+        at = header_size + 16 * k
+        off, = struct.unpack_from("<I", content, at + 8)
+        struct.pack_into("<I", content, at + 8, off + 16)
+    tail = bytes(content[end_dir:]) + bytes((-(len(content) + 16)) % 4)
+    offset = end_dir + 16 + len(tail)
+    entry = struct.pack("<HHIII", stype, esize, count, offset, len(body))
+    out = bytearray(content[:end_dir] + entry + tail + body)
+    out += bytes((-len(out)) % 4)
+    struct.pack_into("<I", out, 32, n + 1)
+    struct.pack_into("<I", out, 12, len(out) + 4)
+    return bytes(out) + struct.pack("<I", zlib.crc32(bytes(out)))
+
+
+def test_both_readers_apply_the_same_directory_rules(tmp_path: Path) -> None:
+    """Python's reader checks what the runner checks (runner/src/image.c): the section limit
+    and each known type's v1 entry size, from one list of sizes (internal.h's, compared
+    here); an unknown optional section may have any entry size, even 0 (the growth rule:
+    readers skip it), which the Python reader refused."""
+    import re
+
+    from copapy import _runner
+    from copapy import image as im
+
+    header = (Path(__file__).resolve().parent.parent / "runner" / "src" / "internal.h"
+              ).read_text()
+    c = {k: int(v) for k, v in re.findall(r"\bCP_([A-Z0-9_]+)\s*=\s*(\d+)", header)}
+    assert c["MAX_SECTIONS"] == im.MAX_SECTIONS
+    sizes = {im.PATCH_KINDS: "KIND_SIZE", im.PATCHES: "PATCH_SIZE", im.TASKS: "TASK_SIZE",
+             im.PORTS: "PORT_SIZE", im.LET_COPIES: "LET_COPY_SIZE",
+             im.IO_BINDINGS: "IO_BINDING_SIZE", im.CPU_FEATURES: "CPU_FEATURES_SIZE"}
+    assert {t: im.V1_ENTRY_SIZES[t] for t in sizes} == {t: c[n] for t, n in sizes.items()}
+    x = cp.value(2.0, name="x")
+    good = cp.save(str(tmp_path / "ok.cpimg"), cp.Task(x * 3.0, period=1e-3)).image
+    skipped = _with_section(good, im.OPTIONAL_SECTION | 0x123, 0, 5, b"")
+    _runner.validate(skipped)
+    assert cp.Program(skipped, "skipped").ports == cp.Program(good, "good").ports
+    short = _with_section(good, im.LET_COPIES, im.V1_ENTRY_SIZES[im.LET_COPIES] - 1, 1,
+                          bytes(im.V1_ENTRY_SIZES[im.LET_COPIES] - 1))
+    with pytest.raises(_runner.ImageError, match="below the v1 size"):
+        _runner.validate(short)
+    with pytest.raises(ProgramFileError, match="do not fit"):
+        cp.Program(short, "short")

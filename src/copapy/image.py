@@ -28,6 +28,12 @@ FEATURES = struct.Struct("<Q")  # CPU_FEATURES: one entry, the feature bits the 
 ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: TASK.size,
                PORTS: 16, STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: IO_BINDING.size,
                CPU_FEATURES: FEATURES.size}
+#: each section type's entry size in format version 1 (later entries may be longer: appended
+#: fields); a reader accepts an entry of at least this size, of any size for a type it does not
+#: know (runner/src/internal.h's CP_*_SIZE, image.c's v1_entry_size)
+V1_ENTRY_SIZES = {**ENTRY_SIZES, TASKS: 24, IO_BINDINGS: 16}
+#: the most directory entries an image may have (docs/image.md; internal.h's CP_MAX_SECTIONS)
+MAX_SECTIONS = 64
 #: a section type with this bit may be ignored by a reader that does not know it; any other
 #: unknown type makes runners reject the image (must-understand rule, docs/image.md)
 OPTIONAL_SECTION = 0x8000
@@ -188,7 +194,7 @@ def required_features(blob: bytes, arch: int) -> int:
         return 0
     (header_size,) = struct.unpack_from("<H", blob, 6)
     (count,) = struct.unpack_from("<I", blob, 32)
-    for k in range(min(count, 64)):
+    for k in range(min(count, MAX_SECTIONS)):
         at = header_size + k * SECTION.size
         if at + SECTION.size > len(blob):
             return 0
@@ -223,12 +229,13 @@ def parse(blob: bytes) -> Image:
 def _parse_sections(blob: bytes, header_size: int, arch: int, code_size: int,
                     data_offset: int, data_size: int, base_align: int, count: int) -> Image:
     sections: dict[int, tuple[int, int, int, int]] = {}
-    if count > 64:
-        raise ImageFormatError(f"section_count {count} exceeds the maximum of 64")
+    if count > MAX_SECTIONS:
+        raise ImageFormatError(f"section_count {count} exceeds the maximum of {MAX_SECTIONS}")
     for k in range(count):
         stype, esize, n, off, size = SECTION.unpack_from(blob, header_size + k * SECTION.size)
-        if esize == 0 or n * esize != size or off + size > len(blob) - 4:
-            # (the runner's layout checks; without them a huge count is a huge loop)
+        if esize < V1_ENTRY_SIZES.get(stype, 0) or n * esize != size or off + size > len(blob) - 4:
+            # (the runner's layout checks: a known section's entries are at least their v1
+            # size, so its count is bounded by its bytes; an unknown one is never iterated)
             raise ImageFormatError(f"section {k} (type {stype}): {n} entries of {esize} bytes "
                                    f"in {size} bytes at {off} do not fit the image")
         sections[stype] = (n, off, size, esize)
