@@ -177,6 +177,14 @@ def storage_array(values: Any, kind: DType) -> Any:
     return np.ascontiguousarray(arr, dtype="<i4")
 
 
+def from_storage(raw: bytes, kind: DType, shape: tuple[int, ...] | None = None) -> Any:
+    """The elements slots of ``kind`` hold (``storage_array``'s inverse) as a NumPy array
+    the caller owns: bool from int32 0/1, little-endian in any case; ``shape`` or 1-D."""
+    out = np.frombuffer(raw, dtype="<i4" if kind.is_bool else kind.numpy)
+    out = out.astype(bool) if kind.is_bool else out.copy()
+    return out if shape is None else out.reshape(shape)
+
+
 def as_dtype(spec: object) -> DType:
     """Accept a DType, a name, a Python type or a NumPy dtype-like."""
     if isinstance(spec, DType):

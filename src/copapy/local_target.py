@@ -359,9 +359,8 @@ class LocalTarget:
         assert self._program is not None
         if port.count == 1:
             return self._program.read(port.offset, port.dtype.code)
-        fmt = "<i4" if port.dtype.is_bool else port.dtype.numpy
-        out = np.frombuffer(self._bytes(port.offset, port.count * port.dtype.size), dtype=fmt)
-        return out.astype(bool) if port.dtype.is_bool else out.copy()
+        return dt.from_storage(self._bytes(port.offset, port.count * port.dtype.size),
+                               port.dtype)
 
     def _write_named(self, name: str, x: Any) -> None:
         port = self._port(name)
@@ -386,10 +385,7 @@ class LocalTarget:
         if port is None:
             raise TargetError(f"{a!r} is not part of the compiled program: pass it to "
                               f"tg.compile() or make it a task output")
-        fmt = "<i4" if node.dtype.is_bool else node.dtype.numpy
-        raw = self._bytes(port.offset, node.nbytes)
-        out = np.frombuffer(raw, dtype=fmt).reshape(node.shape)
-        return out.astype(bool) if node.dtype.is_bool else out.copy()
+        return dt.from_storage(self._bytes(port.offset, node.nbytes), node.dtype, node.shape)
 
     def _write_array(self, a: Any, x: Any) -> None:
         values = np.asarray(x)

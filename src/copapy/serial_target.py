@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .arch.targets import by_name
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .dtypes import storage_array
+from .dtypes import from_storage, storage_array
 from .io import Channel
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.load import features_error
@@ -548,8 +548,7 @@ class SerialTarget:
                                                      self._nbytes(port)))
         if port.count == 1:
             return port.dtype.unpack(raw)
-        out = np.frombuffer(raw, dtype="<i4" if port.dtype.is_bool else port.dtype.numpy)
-        return out.astype(bool) if port.dtype.is_bool else out.copy()
+        return from_storage(raw, port.dtype)
 
     def write(self, v: Value[Any] | str, x: Any) -> None:
         """Set an input (an array port: all its elements, in one request); it is read by the
