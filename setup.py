@@ -55,6 +55,8 @@ linking = strict_module("copapy.compiler._link", "src/copapy/compiler/_link.c")
 walk = strict_module("copapy.graph._walk", "src/copapy/graph/_walk.c")
 # the gradient sweep's loops (graph/grad.py)
 sweep = strict_module("copapy.graph._sweep", "src/copapy/graph/_sweep.c")
+# hash-consing of nodes and make's common case (graph/node.py, graph/build.py)
+interning = strict_module("copapy.graph._intern", "src/copapy/graph/_intern.c")
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
@@ -122,5 +124,5 @@ class BuildWithFirmware(build_py):
 
 
 setup(license="MIT",  # pyproject.toml marks it dynamic (why: there)
-      ext_modules=[runner, kernels, dispatch, lowering, linking, walk, sweep],
+      ext_modules=[runner, kernels, dispatch, lowering, linking, walk, sweep, interning],
       cmdclass={"build_ext": BuildWithRunner, "build_py": BuildWithFirmware})

@@ -12,6 +12,7 @@ from collections.abc import Container, Sequence
 
 from .. import dtypes as dt
 from ..dtypes import DType
+from . import _intern
 from .errors import ShapeError, ShapeOrTypeError
 from .fold import fold
 from .node import (
@@ -189,8 +190,9 @@ def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[i
     return (a[0], b[1])
 
 
-def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
-    """The simplified node for ``spec(*args)``; args already have the operand type."""
+def _make_python(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
+    """The simplified node for ``spec(*args)``; args already have the operand type (every
+    call that make does not handle in C)."""
     if len(args) == 2 and spec.name in _SCALAR_BINARY:
         a, b = args
         if not a.shape and not b.shape:
@@ -225,6 +227,16 @@ def make(spec: OpSpec, args: tuple[Node, ...], attr: object = None) -> Node:
     if spec.commutative and canonical_key(args[0]) > canonical_key(args[1]):
         args = (args[1], args[0])
     return intern(spec.name, dtype, args, attr, shape)
+
+
+#: make(spec, args, attr=None): the simplified node for ``spec(*args)``; args already have the
+#: operand type. Two scalar operands that are not constants (and not the same node) of an
+#: element-wise binary operation, where no rewrite applies, are built in C (graph/_intern.c:
+#: the most common nodes of tracing and cp.grad); every other call is _make_python's.
+make = _intern.make
+_intern.bind_make({name: (None if REGISTRY[name].result == "same"
+                          else dt.BY_NAME[REGISTRY[name].result], REGISTRY[name].commutative)
+                   for name in _SCALAR_BINARY}, _make_python)
 
 
 def stack(items: Sequence[Node], shape: tuple[int, ...]) -> Node:

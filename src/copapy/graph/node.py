@@ -13,6 +13,7 @@ import zlib
 from collections.abc import Hashable
 
 from ..dtypes import DType
+from . import _intern
 
 _serials = itertools.count()
 #: structure -> weak reference to the node (hash-consing; nodes die with their last user)
@@ -61,45 +62,6 @@ class Node:
         return f"{self.op}#{self.serial}:{self.dtype.name}"
 
 
-def intern(op: str, dtype: DType, args: tuple[Node, ...], attr: Hashable = None,
-           shape: tuple[int, ...] = ()) -> Node:
-    """The unique node with this structure, created if it does not exist yet."""
-    # operands are keys by identity (Node has no __eq__); the entry dies with the node, so
-    # the key holding its operands keeps nothing alive that the node does not
-    key = (op, dtype.code, args, attr, shape)
-    ref = _interned.get(key)
-    node = ref() if ref is not None else None
-    if node is None:
-        node = Node()
-        node.op = op
-        node.dtype = dtype
-        node.args = args
-        node.attr = attr
-        node.serial = next(_serials)
-        node.shape = shape
-        # leaves made fresh on every call (inputs, states) are known by their name alone: their
-        # serial (attr[0]) depends on the history, and code must not depend on initial values;
-        # the shape is left out too: the code of a packed loop does not depend on its length
-        identity = attr[1] if op in _FRESH_LEAVES else attr  # type: ignore[index]
-        op_hash = _OP_HASHES.get(op)
-        if op_hash is None:
-            op_hash = _OP_HASHES[op] = zlib.crc32(op.encode())
-        own = 0 if identity is None else stable_hash(identity)
-        # the hash of (op, type, attribute, operand fingerprints...), without building a list
-        # for the common arities
-        if len(args) == 2:
-            node.fingerprint = hash((op_hash, dtype.code, own, args[0].fingerprint,
-                                     args[1].fingerprint))
-        elif not args:
-            node.fingerprint = hash((op_hash, dtype.code, own))
-        else:
-            node.fingerprint = hash((op_hash, dtype.code, own, *[a.fingerprint for a in args]))
-        ref = _KeyedRef(node, _forget)
-        ref.key = key
-        _interned[key] = ref
-    return node
-
-
 class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
     """A weak reference to an interned node that knows its key (to drop the entry). The key
     is set after construction: overriding ``__new__``/``__init__`` would cost two Python calls
@@ -109,14 +71,25 @@ class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
     key: tuple[object, ...]
 
 
-def _forget(ref: _KeyedRef) -> None:
-    """A node was collected: drop its entry (unless a new node took the key meanwhile)."""
-    if _interned.get(ref.key) is ref:
-        del _interned[ref.key]
+#: intern(op, dtype, args, attr=None, shape=()): the unique node with this structure, created
+#: if it does not exist yet (in C, graph/_intern.c: it is called for every node built). Its key
+#: is (op, dtype.code, args, attr, shape): operands are keys by identity (Node has no __eq__),
+#: and the entry, a _KeyedRef, dies with the node (_intern.forget), so the key holding its
+#: operands keeps nothing alive that the node does not. The node's fingerprint is
+#: hash((_op_hash(op), dtype.code, stable_hash(identity) or 0 for None, *operand
+#: fingerprints)), where the identity of leaves made fresh on every call (inputs, states) is
+#: their name alone (their serial depends on the history, and code must not depend on initial
+#: values) and otherwise the attribute; the shape is left out (the code of a packed loop does
+#: not depend on its length).
+intern = _intern.intern
+
+
+def _op_hash(op: str) -> int:
+    """An operation name's hash that is the same in every process (str hashes are not)."""
+    return zlib.crc32(op.encode())
 
 
 _OP_HASHES: dict[str, int] = {}
-_FRESH_LEAVES = frozenset({"input", "state"})
 
 
 def stable_hash(x: object) -> int:
@@ -188,3 +161,6 @@ def const_value(node: Node) -> float | int | bool:
 
 def is_const(node: Node) -> bool:
     return node.op == "const"
+
+
+_intern.bind(Node, _KeyedRef, _interned, _serials, stable_hash, _OP_HASHES, _op_hash)
