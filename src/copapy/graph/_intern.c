@@ -17,9 +17,11 @@
 #if PY_VERSION_HEX < 0x030D0000
 #define DICT_GET(d, k, h) _PyDict_GetItem_KnownHash(d, k, h)
 #define DICT_SET(d, k, v, h) _PyDict_SetItem_KnownHash(d, k, v, h)
+#define DICT_DEL(d, k, h) _PyDict_DelItem_KnownHash(d, k, h)
 #else
 #define DICT_GET(d, k, h) ((void)(h), PyDict_GetItemWithError(d, k))
 #define DICT_SET(d, k, v, h) ((void)(h), PyDict_SetItem(d, k, v))
+#define DICT_DEL(d, k, h) ((void)(h), PyDict_DelItem(d, k))
 #endif
 
 /* Node's slots, read and written at their offsets (Node is a __slots__ class: its slots are
@@ -233,8 +235,9 @@ static PyObject *forget(PyObject *module, PyObject *ref) {
     (void)module;
     PyObject *key = PyObject_GetAttr(ref, s_key);
     if (key == NULL) return NULL;
-    PyObject *current = PyDict_GetItemWithError(interned, key);
-    int r = current == ref ? PyDict_DelItem(interned, key) : (PyErr_Occurred() ? -1 : 0);
+    Py_hash_t key_hash = PyObject_Hash(key);
+    PyObject *current = key_hash == -1 ? NULL : DICT_GET(interned, key, key_hash);
+    int r = current == ref ? DICT_DEL(interned, key, key_hash) : (PyErr_Occurred() ? -1 : 0);
     Py_DECREF(key);
     if (r < 0) return NULL;
     Py_RETURN_NONE;
