@@ -242,3 +242,21 @@ def test_run_is_the_programs_entry_point_and_follows_recompiles() -> None:
     other = cp.LocalTarget()
     with pytest.raises(TargetError, match="nothing compiled yet"):
         other.run(0)
+
+
+def test_numpy_reductions_missing_from_cp_name_the_method_and_numpy() -> None:
+    data = np.array([3.0, -1.5, 2.25, 0.5], np.float32)
+    v = cp.vector(data)
+    for name in cp._ARRAY_METHODS:
+        with pytest.raises(AttributeError, match=rf"x\.{name}\(\).*np\.{name}\(x\)"):
+            getattr(cp, name)
+        # what the message promises holds: the method and NumPy's function give NumPy's value
+        tg = cp.LocalTarget()
+        by_method, by_numpy = getattr(v, name)(), getattr(np, name)(v)
+        tg.compile(by_method, by_numpy)
+        tg.run()
+        expected = getattr(np, name)(data)
+        np.testing.assert_allclose(tg.read(by_method), expected, rtol=1e-6)
+        np.testing.assert_allclose(tg.read(by_numpy), expected, rtol=1e-6)
+    with pytest.raises(AttributeError, match=r"no attribute 'nonsense'$"):
+        _ = cp.nonsense  # type: ignore[attr-defined]

@@ -170,10 +170,17 @@ _LAZY = {
 }
 
 
+#: NumPy's reductions that copapy arrays have as methods (np.sum(x) calls x.sum()), not as
+#: copapy functions: ``cp.sum`` names them in its error
+_ARRAY_METHODS = ("mean", "sum")
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'copapy' has no attribute {name!r}")
+        hint = (f": it is an array method, x.{name}(), and np.{name}(x) works on copapy values"
+                if name in _ARRAY_METHODS else "")
+        raise AttributeError(f"module 'copapy' has no attribute {name!r}{hint}")
     loaded = importlib.import_module(f"{__name__}.{module}")
     found = loaded if name == module else getattr(loaded, name)
     globals()[name] = found
