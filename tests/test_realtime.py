@@ -297,3 +297,97 @@ def test_step_and_arch_errors_name_the_problem() -> None:
         cp.LocalTarget(arch="pdp11")
     with pytest.raises(ValueError, match=r"unknown architecture 'x86-64'"):
         cp.jit(lambda a: a, arch="x86-64")
+
+
+# ---- traces and feeds of arrays -------------------------------------------------------------
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.integers(1, 6), st.integers(1, 4), st.booleans(), st.data())
+def test_array_inputs_driven_and_traced(ticks: int, n: int, packed: bool,
+                                        data: st.DataObject) -> None:
+    """An array input driven per tick and traced with its outputs: each row is the array
+    (it was "expected a copapy value, got Array" for trace and drive), the output one row
+    later (LET), as NumPy computes it."""
+    shape = (n, 2)
+    rows = data.draw(st.lists(st.lists(st.floats(-100, 100, width=32), min_size=2 * n,
+                                       max_size=2 * n), min_size=ticks, max_size=ticks))
+    samples = np.array(rows, np.float32).reshape(ticks, *shape)
+    gain = cp.value(3.0)
+    x = cp.value(np.zeros(shape, np.float32), packed=packed)
+    y = x * gain
+    total = y.sum()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, total, period=1e-3))
+    tg.drive(x, samples)
+    trace = tg.trace(x, y, gain, total)
+    tg.step(1e-3 * (ticks + 1))
+    assert trace[x].shape == (ticks + 1, *shape) and trace[gain].shape == (ticks + 1,)
+    assert trace[x][:ticks].tolist() == samples.tolist()
+    assert trace[x][ticks].tolist() == samples[-1].tolist()  # the last sample stays
+    assert trace[y][0].tolist() == np.zeros(shape).tolist()
+    assert trace[y][1:].tolist() == (samples * np.float32(3.0)).tolist()
+    np.testing.assert_allclose(trace[total][1:], (samples * np.float32(3.0)).sum(axis=(1, 2)),
+                               rtol=1e-5, atol=1e-3)
+
+
+def test_quaternion_and_bool_arrays_traced() -> None:
+    s = cp.value(0.0)
+    q = cp.quaternion(cp.value(1.0), 0.0, 0.0, s) * 2.0
+    flags = cp.value(np.array([True, False, True]))
+    off = cp.logical_not(flags)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(q, off, period=1e-3))
+    tg.drive(s, [1.0, 2.0])
+    tg.drive(flags, [[False, False, True]])
+    trace = tg.trace(q, off)
+    tg.step(0.003)
+    assert trace[q].tolist() == [[0, 0, 0, 0], [2, 0, 0, 2], [2, 0, 0, 4]]
+    assert trace[off].dtype == bool
+    assert trace[off].tolist() == [[False] * 3, [True, True, False], [True, True, False]]
+    with pytest.raises(KeyError, match="not traced"):
+        trace[s]
+
+
+def test_drive_samples_and_targets_are_checked() -> None:
+    x = cp.value(1.0)
+    v = cp.value([1.0, 2.0])
+    y = x * 2.0 + v.sum()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    # a 2-D array of samples for a scalar was flattened silently into 4 ticks of samples
+    with pytest.raises(ValueError, match=r"scalar input have shape \(ticks,\).*\(2, 2\)"):
+        tg.drive(x, np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"\(ticks, 2\).*got shape \(2,\)"):
+        tg.drive(v, [1.0, 2.0])
+    with pytest.raises(TypeError, match=r"drive\(\) takes a cp\.value\(\) input"):
+        tg.drive(3.0, [1.0])  # type: ignore[arg-type]
+    with pytest.raises(cp.local_target.TargetError, match="not an input"):
+        tg.drive(y, [1.0])
+    with pytest.raises(TypeError, match="got list: pass the values themselves"):
+        tg.trace([y, x])  # type: ignore[arg-type]
+    with pytest.raises(cp.local_target.TargetError, match="needs the values"):
+        tg.trace()
+    with pytest.raises(ValueError, match="capacity"):
+        tg.trace(y, capacity=0)
+
+
+def test_drives_survive_a_deploy_that_does_not_read_them() -> None:
+    """A deploy of tasks that do not read a driven input: the feed and callback have no effect
+    (as a write to such an input); it raised in deploy after installing the new program, and
+    every step raised after that."""
+    x = cp.value(1.0)
+    u = cp.value(3.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(x * 2.0, period=1e-3))
+    tg.drive(x, [4.0, 5.0])
+    tg.drive(x, lambda t: 7.0)
+    z = u + 1.0
+    tg.deploy(cp.Task(z, period=1e-3))
+    tg.drive(u, [10.0])
+    tg.step(0.002)
+    assert tg.read(z) == 11.0
+    y = x * 3.0
+    tg.deploy(cp.Task(y, period=1e-3))  # reads x again: its feed restarts at time 0
+    tg.step(0.002)
+    assert tg.read(y) == 15.0  # the feed's last sample, applied in the tick after the callback

@@ -151,6 +151,68 @@ def test_array_ports_by_name_read_and_write_every_element(tmp_path: Any) -> None
         tg.stop()
 
 
+def test_arrays_and_quaternions_read_written_and_streamed() -> None:
+    """Arrays (packed and unpacked) and quaternions read, written and traced as on a
+    LocalTarget (each was "expected a copapy value, got Array")."""
+    import numpy as np
+
+    gain = cp.value(1.0)
+    small = cp.value([1.0, 2.0, 3.0])  # unpacked
+    big = cp.value(np.arange(100, dtype=np.float32))  # packed
+    flags = cp.value(np.array([True, False]))
+    out, bout = small * gain + 1.0, big * gain
+    q = cp.quaternion(cp.value(1.0), 0.0, 0.0, gain) * 2.0
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(out, bout, q, cp.logical_not(flags), period=1e-3))
+        tg.start()
+        assert tg.read(small).tolist() == [1.0, 2.0, 3.0]
+        assert tg.read(big).tolist() == list(range(100))
+        tg.write(small, [2.0, 3.0, 4.0])
+        tg.write(big, np.full(100, 5.0))
+        tg.write(flags, [False, True])
+        tg.write(gain, 2.0)
+        with pytest.raises(ValueError, match=r"shape \(10,\) into an input of shape \(100,\)"):
+            tg.write(big, np.ones(10))
+        with pytest.raises(SerialTargetError, match="computed by the program"):
+            tg.write(out, [0.0, 0.0, 0.0])
+        time.sleep(0.05)
+        assert tg.read(out).tolist() == [5.0, 7.0, 9.0]
+        assert tg.read(bout).tolist() == [10.0] * 100
+        assert tg.read(q).tolist() == [2.0, 0.0, 0.0, 4.0]
+        assert tg.read(cp.logical_not(flags)).dtype == bool
+        trace = tg.trace(out, bout, q, gain)
+        time.sleep(0.1)
+        tg.stop()
+        assert len(trace[gain]) > 5
+        assert trace[out].shape == (len(trace[gain]), 3)
+        assert trace[out][-1].tolist() == [5.0, 7.0, 9.0]
+        assert trace[bout][-1].tolist() == [10.0] * 100
+        assert trace[q][-1].tolist() == [2.0, 0.0, 0.0, 4.0]
+
+
+def test_target_misuse_names_the_problem() -> None:
+    x = cp.value(1.0)
+    with host_runner() as (pty, _proc):
+        tg = SerialTarget(pty)
+        # it named the value as not part of the program
+        with pytest.raises(SerialTargetError, match=r"nothing deployed: call tg\.deploy"):
+            tg.read(x)
+        with pytest.raises(TypeError, match=r"takes a copapy value and a cp\.io channel"):
+            tg.bind(x, 3)  # type: ignore[arg-type]
+        with pytest.raises(cp.io.BindingError, match="output channel, but the value is an input"):
+            tg.bind(x, cp.io.PWM(0))  # was accepted, refused only by deploy()
+        tg.deploy(cp.Task(x * 2.0, period=1e-3))
+        with pytest.raises(TypeError, match="got list: pass the values themselves"):
+            tg.read([x])  # type: ignore[arg-type]
+        with pytest.raises(SerialTargetError, match=r"no port named 'x'.*saved programs"):
+            tg.read("x")
+        with pytest.raises(ValueError, match="decimation"):
+            tg.trace(x, decimation=0)
+        tg.close()
+        with pytest.raises(SerialTargetError, match="closed: connect again"):
+            tg.read(x)
+
+
 def test_reconnect_keeps_the_program_running() -> None:
     counter = cp.feedback(lambda n: n + 1, init=0)
     task = cp.Task(counter, period=1e-3)

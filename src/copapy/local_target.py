@@ -35,9 +35,11 @@ from .target_common import (
     checked_scalar,
     find_port,
     io_specs,
+    slots_of,
     task_specs,
     task_stats,
     to_ns,
+    trace_ranges,
 )
 from .task import Task
 from .trace import Trace, ring_rows
@@ -50,6 +52,9 @@ else:
     from ._lazy import numpy as np
 
 __all__ = ["LocalTarget", "TargetError", "Trace", "host_architecture"]
+
+#: trace ranges the scheduler records per row (CP_MAX_TRACE_RANGES, runner/include/copapy/runner.h)
+TRACE_RANGES = 64
 
 
 class LocalTarget:
@@ -87,8 +92,8 @@ class LocalTarget:
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
         self._sched: Scheduler | None = None
         self._tasks: list[Named] = []
-        self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
-        self._feeds: list[tuple[Value[Any], Any]] = []
+        self._callbacks: list[tuple[Value[Any] | Array, Callable[[float], Any]]] = []
+        self._feeds: list[tuple[Value[Any] | Array, Any]] = []
         self._trace: Trace | None = None
         #: changes whenever recorded trace rows may change other than by new ticks
         self._trace_epoch = 0
@@ -182,7 +187,7 @@ class LocalTarget:
             for _ in range(ticks):
                 t = sched.time_ns * 1e-9
                 for value, fn in self._callbacks:
-                    self._write_port(value, fn(t))
+                    self._write(value, fn(t))
                 sched.tick()
         # the outputs of every period that ended at the new time are visible now
         sched.settle()
@@ -202,39 +207,59 @@ class LocalTarget:
         self._scheduler().reset()
         self._trace_epoch += 1
 
-    def drive(self, value: Value[Any], source: Any) -> None:
-        """Drive an input per tick: a sequence/array of samples (one per tick from now on),
-        or a callback ``f(t_seconds) -> value`` called before each tick."""
-        port = self._port(value)
-        if port.role != ROLE_INPUT:
-            raise TargetError(f"{value!r} is not an input: only cp.value() inputs can be driven")
+    def drive(self, value: Value[Any] | Array, source: Any) -> None:
+        """Drive an input per tick: a sequence/array of samples (one per tick from now on; an
+        array input takes samples of shape ``(ticks, *input.shape)``), or a callback
+        ``f(t_seconds) -> value`` called before each tick. Feeds and callbacks stay with the
+        target: a later ``deploy`` starts them again at its time 0."""
+        self._driven(value)
         if callable(source):
             self._callbacks.append((value, source))
-        else:
-            self._feeds.append((value, source))
-            if self._sched is not None:
-                self._add_feed(value, source)
+            return
+        samples = self._samples(value, source)
+        if self._sched is not None:
+            self._add_feed(value, samples)
+        self._feeds.append((value, samples))
 
-    def trace(self, *values: Value[Any], capacity: int = 100_000) -> Trace:
-        """Record the values after every tick from now on (newest ``capacity`` ticks kept)."""
+    def trace(self, *values: Value[Any] | Array | Quaternion | str,
+              capacity: int = 100_000) -> Trace:
+        """Record the values (scalars, arrays, quaternions; port names of a saved program)
+        after every tick from now on (newest ``capacity`` ticks kept); ``trace[v]`` is one
+        number per tick, or one array of ``v``'s shape per tick."""
         sched = self._scheduler()
-        ranges = [(self._port(v).offset, self._port(v).dtype.size) for v in values]
-        sched.set_trace(ranges, capacity)
+        if not values:
+            raise TargetError("trace() needs the values to record: tg.trace(x, y)")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
+        slots = [slots_of(v, self._port) for v in values]
+        sched.set_trace(trace_ranges(slots, TRACE_RANGES, "a LocalTarget"), capacity)
         self._trace_epoch += 1
-        self._trace = Trace(values, [self._port(v).dtype for v in values], capacity,
+        self._trace = Trace(values, slots, capacity,
                             rows=self._trace_rows, dropped=lambda: self._scheduler().trace_dropped,
                             state=lambda: (self._trace_epoch, self._scheduler().trace_rows))
         return self._trace
 
-    def plot(self, *values: Value[Any], labels: Sequence[str] | None = None,
-             path: str | None = None, title: str = "") -> Any:
-        """Plot traced values over simulated time (matplotlib); saves to ``path`` if given."""
+    def plot(self, *values: Value[Any] | Array | Quaternion | str,
+             labels: Sequence[str] | None = None, path: str | None = None,
+             title: str = "") -> Any:
+        """Plot traced values over simulated time (matplotlib); saves to ``path`` if given.
+        An array is one line per element."""
         if self._trace is None:
             raise TargetError("nothing traced: call tg.trace(values) before tg.step()")
         trace = self._trace
         chosen = list(values) or trace.values
-        columns = [(labels[i] if labels else self._port(v).name, trace[v])
-                   for i, v in enumerate(chosen)]
+        if labels is not None and len(labels) != len(chosen):
+            raise ValueError(f"plot() got {len(labels)} labels for {len(chosen)} values: give "
+                             f"one label per value")
+        columns = []
+        for i, v in enumerate(chosen):
+            col = trace[v]
+            label = labels[i] if labels else self._label(v)
+            if col.ndim == 1:
+                columns.append((label, col))
+            else:
+                flat = col.reshape(len(col), -1)
+                columns += [(f"{label}[{k}]", flat[:, k]) for k in range(flat.shape[1])]
         return step_plot(trace.time, columns, path=path, title=title)
 
     def io_value(self, channel: Channel) -> float:
@@ -443,10 +468,68 @@ class LocalTarget:
             raise TargetError("no tasks deployed: call tg.deploy(cp.Task(..., period=...)) first")
         return self._sched
 
-    def _add_feed(self, value: Value[Any], samples: Any) -> None:
-        port = self._port(value)
-        data = dt.storage_array(samples, port.dtype)
-        self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes())
+    def _driven(self, value: Any) -> None:
+        """TypeError or TargetError unless ``value`` is an input drive() may feed."""
+        if not isinstance(value, Value | Array):
+            raise TypeError(f"drive() takes a cp.value() input (or an input array), got "
+                            f"{type(value).__name__}")
+        items = value.items() if isinstance(value, Array) and not value.packed else [value]
+        for item in items:
+            node = item.node if isinstance(item, Value) else item.node()
+            if node.op != "input":
+                raise TargetError(f"{item!r} is not an input: only cp.value() inputs can be "
+                                  f"driven")
+            if node in self._bindings:
+                raise TargetError(f"{item!r} is bound to {self._bindings[node]!r}; drive the "
+                                  f"channel with tg.set_io() instead")
+
+    @staticmethod
+    def _samples(value: Value[Any] | Array, source: Any) -> Any:
+        """The samples of a feed as rows of elements (ticks x elements, storage dtype)."""
+        shape = value.shape if isinstance(value, Array) else ()
+        data = np.asarray(source)
+        if data.ndim == len(shape) and not shape:
+            data = data.reshape(1)  # one number: one sample
+        if data.shape[1:] != shape or data.ndim != len(shape) + 1:
+            want = "(ticks,)" if not shape else f"(ticks, {', '.join(map(str, shape))})"
+            raise ValueError(f"drive() samples of a {'scalar' if not shape else shape} input "
+                             f"have shape {want}, one sample per tick; got shape {data.shape}")
+        return dt.storage_array(data, value.dtype).reshape(len(data), -1)
+
+    def _add_feed(self, value: Value[Any] | Array, samples: Any) -> None:
+        """Feed the program's slots of ``value``; an input the program does not read (not
+        part of it, e.g. simplified away) is accepted as tg.write accepts it: no effect."""
+        items = (value.items() if isinstance(value, Array) and not value.packed
+                 else [value if isinstance(value, Value) else Value(value.node())])
+        # (offset, size, first column, columns) of each run of neighbouring slots
+        runs: list[tuple[int, int, int, int]] = []
+        for k, item in enumerate(items):
+            port = self._ports.get(item.node)
+            if port is None:
+                continue
+            size, n = port.count * port.dtype.size, port.count
+            last = runs[-1] if runs else None
+            if last and last[0] + last[1] == port.offset and last[2] + last[3] == k:
+                runs[-1] = (last[0], last[1] + size, last[2], last[3] + n)
+            else:
+                runs.append((port.offset, size, k, n))
+        sched = self._scheduler()
+        for offset, size, first, n in runs:
+            try:
+                sched.add_feed(offset, size,
+                               np.ascontiguousarray(samples[:, first:first + n]).tobytes())
+            except ValueError as exc:
+                raise TargetError(f"cannot drive {value!r}: {exc} (an unpacked array input "
+                                  f"takes one feed per run of neighbouring elements; drive "
+                                  f"a packed array, cp.value(np_array), instead)") from exc
+
+    def _label(self, v: Any) -> str:
+        """A plot label: the port's name, or the value's repr."""
+        if isinstance(v, str):
+            return v
+        if isinstance(v, Value):
+            return self._port(v).name
+        return repr(v)
 
     def _trace_rows(self) -> bytes:
         """The trace ring's rows, oldest first."""

@@ -22,39 +22,41 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from .arch.targets import by_name
+from .arrays import Array
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .dtypes import from_storage, storage_array
-from .io import Channel
+from .io import Channel, check_binding
+from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.load import features_error
 from .saved import Program
 from .serial import protocol as p
 from .serial.transport import open_port
 from .target_common import (
+    Slots,
     TaskStats,
-    checked_scalar,
     decode_rows,
     find_port,
     io_specs,
-    same_value,
+    slots_of,
     task_specs,
     task_stats,
+    trace_ranges,
 )
 from .task import Task
+from .trace import column
 from .value import Value
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    from ._lazy import numpy as np
 
 
 class SerialTargetError(RuntimeError):
     """A runner could not be reached or refused what was asked (the message says why)."""
+
+
+#: ranges one STREAM subscription holds (docs/protocol.md, "STREAM events")
+STREAM_RANGES = 16
 
 
 class _Link:
@@ -152,6 +154,9 @@ class _Link:
     def request(self, command: int, payload: bytes = b"", timeout: float | None = None,
                 retries: int = 3, authenticated: bool = True) -> bytes:
         """Send a request, wait for its response (same seq on retry: never executed twice)."""
+        if self.closed:
+            raise SerialTargetError(f"the connection to {self.name} is closed: connect again "
+                                    f"with cp.SerialTarget({self.name!r})")
         with self.lock:
             self.seq = (self.seq + 1) & 0xFFFF
             seq = self.seq
@@ -233,15 +238,17 @@ def _key_bytes(key: bytes | str | os.PathLike[str] | None) -> bytes | None:
 
 
 class StreamTrace:
-    """Values streamed by the runner while it runs (bounded, newest ``capacity`` samples)."""
+    """Values streamed by the runner while it runs (bounded, newest ``capacity`` samples);
+    ``trace[v]`` as a LocalTarget trace's."""
 
-    def __init__(self, target: SerialTarget, values: Sequence[Value[Any]], capacity: int) -> None:
+    def __init__(self, target: SerialTarget, values: Sequence[Any], slots: Sequence[Slots],
+                 capacity: int) -> None:
         self.values = list(values)
         self.capacity = capacity
         self._target = target
-        self._dtypes = [target._port(v).dtype for v in self.values]
+        self._slots = list(slots)
         #: a STREAM event: u64 tick, then the values (the layout of a native trace row)
-        self._row_size = 8 + sum(d.size for d in self._dtypes)
+        self._row_size = 8 + sum(s.nbytes for s in self._slots)
         self._rows: deque[bytes] = deque(maxlen=capacity)
         self._received = 0
         self._lock = threading.Lock()
@@ -264,7 +271,7 @@ class StreamTrace:
             decoded, received = self._decoded, self._received
             raw = b"".join(self._rows) if decoded is None or decoded[0] != received else b""
         if decoded is None or decoded[0] != received:
-            ticks, cols = decode_rows(raw, self._dtypes)  # outside the lock: events keep coming
+            ticks, cols = decode_rows(raw, self._slots)  # outside the lock: events keep coming
             decoded = self._decoded = (received, ticks, cols)
         return decoded[1], decoded[2]
 
@@ -272,11 +279,8 @@ class StreamTrace:
     def time(self) -> Any:
         return self._columns()[0].astype(float) * self._target.tick_ns * 1e-9
 
-    def __getitem__(self, value: Value[Any] | str) -> Any:
-        for v, col in zip(self.values, self._columns()[1], strict=True):
-            if same_value(v, value):
-                return col.copy()
-        raise KeyError(f"{value!r} is not traced")
+    def __getitem__(self, value: Any) -> Any:
+        return column(self._slots, self._columns()[1], value)
 
 
 class SerialTarget:
@@ -421,6 +425,9 @@ class SerialTarget:
 
     def bind(self, value: Value[Any], channel: Channel) -> None:
         """Connect a value to one of the runner's I/O channels (before deploy)."""
+        if not isinstance(value, Value) or not isinstance(channel, Channel):
+            raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
+        check_binding(self._bindings, value.node, value.node.op == "input", channel)
         counts = self._info.channels
         if channel.channel >= counts[channel.kind - 1]:
             raise SerialTargetError(f"{channel!r}: the runner has {counts[channel.kind - 1]} "
@@ -536,43 +543,36 @@ class SerialTarget:
     def _port(self, v: Value[Any] | str) -> Port:
         port = find_port(self._ports, v)
         if port is None:
+            if self._compiled is None:
+                raise SerialTargetError("nothing deployed: call tg.deploy(cp.Task(...)) (or "
+                                        "tg.attach) first")
+            if isinstance(v, str):
+                names = ", ".join(k for k in self._ports if isinstance(k, str))
+                raise SerialTargetError(f"no port named {v!r} in the deployed program" + (
+                    f"; it has {names}" if names else
+                    " (ports have names in saved programs: cp.load)"))
             raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
-                                    f"program")
+                                    f"program (make it a task output to read it)")
         return port
 
-    def read(self, v: Value[Any] | str) -> Any:
-        """The current value of an input or a task output (a value or a port name); an array
-        port (a packed array's name) as a NumPy array, read in one request."""
-        port = self._port(v)
-        raw = self._link.request(p.READ, struct.pack("<IH", port.offset,
-                                                     self._nbytes(port)))
-        if port.count == 1:
-            return port.dtype.unpack(raw)
-        return from_storage(raw, port.dtype)
+    def read(self, v: Value[Any] | Array | Quaternion | str) -> Any:
+        """The current value of an input or a task output (a value or a port name): a Python
+        number for a scalar; a NumPy array for an array (a packed array in one request),
+        a quaternion (4 components) or an array port of a saved program."""
+        slots = slots_of(v, self._port)
+        raw = b"".join(self._link.request(p.READ, struct.pack("<IH", offset, _nbytes(v, size)))
+                       for offset, size in slots.ranges())
+        return slots.decode(raw)
 
-    def write(self, v: Value[Any] | str, x: Any) -> None:
-        """Set an input (an array port: all its elements, in one request); it is read by the
-        next release of the tasks that use it."""
-        port = self._port(v)
-        if port.role != ROLE_INPUT:
+    def write(self, v: Value[Any] | Array | str, x: Any) -> None:
+        """Set an input (an array: all its elements; a packed array in one request); it is
+        read by the next release of the tasks that use it."""
+        slots = slots_of(v, self._port)
+        if any(port.role != ROLE_INPUT for port in slots.ports):
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
-        if port.count == 1:
-            raw = port.dtype.pack(checked_scalar(x, port.dtype))
-        else:
-            values = np.asarray(x).reshape(-1)
-            if values.size != port.count:
-                raise ValueError(f"port {v!r} holds {port.count} values, got {values.size}")
-            raw = storage_array(values, port.dtype).tobytes()
-        self._link.request(p.WRITE, struct.pack("<IH", port.offset, self._nbytes(port)) + raw)
-
-    @staticmethod
-    def _nbytes(port: Port) -> int:
-        n = port.dtype.size * port.count
-        if n > 0xFFFF:
-            raise SerialTargetError(f"port {port.name!r} holds {n} bytes; one request reads or "
-                                    f"writes at most 65535")
-        return n
+        for offset, raw in slots.encode(x):
+            self._link.request(p.WRITE, struct.pack("<IH", offset, _nbytes(v, len(raw))) + raw)
 
     def stats(self) -> list[TaskStats]:
         """Per-task run, skip, overrun and execution-time counters."""
@@ -596,12 +596,22 @@ class SerialTarget:
     def tick_ns(self) -> int:
         return self._info.tick_ns or self.info().tick_ns
 
-    def trace(self, *values: Value[Any], decimation: int = 1,
+    def trace(self, *values: Value[Any] | Array | Quaternion | str, decimation: int = 1,
               capacity: int = 100_000) -> StreamTrace:
-        """Stream the values every ``decimation`` ticks while the program runs."""
+        """Stream the values (scalars, arrays, quaternions; port names of a saved program)
+        every ``decimation`` ticks while the program runs; ``trace[v]`` as LocalTarget's."""
+        if not values:
+            raise SerialTargetError("trace() needs the values to stream: tg.trace(x, y)")
+        if isinstance(decimation, bool) or not isinstance(decimation, int) \
+                or not 1 <= decimation <= 0xFFFF:
+            raise ValueError(f"decimation is a number of ticks in 1..65535, got {decimation!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
+        slots = [slots_of(v, self._port) for v in values]
+        ranges = trace_ranges(slots, STREAM_RANGES, "a runner")
         payload = struct.pack("<H", decimation) + b"".join(
-            struct.pack("<IH", self._port(v).offset, self._port(v).dtype.size) for v in values)
-        self._trace = StreamTrace(self, values, capacity)
+            struct.pack("<IH", offset, _nbytes(values, size)) for offset, size in ranges)
+        self._trace = StreamTrace(self, values, slots, capacity)
         self._info = self.info()
         self._link.request(p.STREAM, payload)
         return self._trace
@@ -624,6 +634,14 @@ class SerialTarget:
         """Set a simulated I/O channel (e.g. an encoder the program reads)."""
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
+
+
+def _nbytes(v: Any, n: int) -> int:
+    """``n`` if one READ or WRITE request can carry it, else SerialTargetError."""
+    if n > 0xFFFF:
+        raise SerialTargetError(f"{v!r} holds {n} bytes; one request reads or writes at most "
+                                f"65535")
+    return n
 
 
 def _program_fault(record: p.FaultRecord) -> ProgramFault:
