@@ -391,3 +391,32 @@ def test_drives_survive_a_deploy_that_does_not_read_them() -> None:
     tg.deploy(cp.Task(y, period=1e-3))  # reads x again: its feed restarts at time 0
     tg.step(0.002)
     assert tg.read(y) == 15.0  # the feed's last sample, applied in the tick after the callback
+
+
+def test_task_times_outside_the_image_fields_are_refused() -> None:
+    """Times the image cannot hold were raw struct errors at deploy (a period over 4.29 s, a
+    negative wcet, a huge link timeout), or rounded to 0 ns, which the image reads as "none"
+    (a 1e-12 s link timeout switched the dead-man switch off)."""
+    x = cp.value(1.0) * 2.0
+    for bad in ({"period": 5.0}, {"period": 1e-12}, {"period": 1e-3, "wcet": -1e-3},
+                {"period": 1e-3, "wcet": 10.0}, {"period": 1e-3, "budget": 1e-12},
+                {"period": 1e-3, "link_timeout": 1e-12}, {"period": 1e-3, "link_timeout": 1e12}):
+        with pytest.raises(ValueError, match=f"{list(bad)[-1]} must be"):
+            cp.Task(x, **bad)
+    with pytest.raises(TypeError, match="name is a str"):
+        cp.Task(x, period=1e-3, name=3)  # type: ignore[arg-type]
+    tg = cp.LocalTarget(tick=1.0)
+    tg.deploy(cp.Task(x, period=4.0, wcet=0, budget=4.0, link_timeout=1e6))
+    tg.step(8.0)
+    assert tg.stats()[0].runs == 2
+
+
+def test_target_arguments_and_early_writes_are_checked() -> None:
+    """A write before anything was compiled was accepted and then lost by the compile."""
+    x = cp.value(1.0)
+    tg = cp.LocalTarget()
+    with pytest.raises(cp.local_target.TargetError, match="before writing inputs"):
+        tg.write(x, 5.0)
+    with pytest.raises(TypeError, match="tick is a number of seconds"):
+        cp.LocalTarget(tick="1")  # type: ignore[arg-type]
+    assert cp.LocalTarget(tick=np.float32(0.5)).tick == 0.5

@@ -7,6 +7,7 @@ Two modes: ``compile()`` + ``run()`` executes a computation on request; ``deploy
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -79,9 +80,12 @@ class LocalTarget:
         #: measure each run's wall time for stats() (one clock read per run, plus one per tick
         #: with releases)
         self.measure = measure
+        if tick is not None and (isinstance(tick, bool) or not isinstance(tick, numbers.Real)):
+            raise TypeError(f"tick is a number of seconds (e.g. tick=1e-3), got "
+                            f"{type(tick).__name__} {tick!r}")
         if tick is not None and not tick > 0:
             raise ValueError(f"tick must be > 0 seconds, got {tick!r}")
-        self.tick = tick
+        self.tick: float | None = None if tick is None else float(tick)
         self._compiled: CompiledProgram | None = None
         self._program: LoadedProgram | None = None
         self._ports: dict[Any, Port] = {}
@@ -328,6 +332,10 @@ class LocalTarget:
         return result
 
     def _write(self, v: Any, x: Any) -> None:
+        if self._compiled is None:
+            raise TargetError("nothing compiled yet: call tg.compile(values) or tg.deploy(tasks) "
+                              "before writing inputs (the program starts from its initial "
+                              "values)")
         if isinstance(v, Array):
             self._write_array(v, x)
             return
