@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import copapy as cp
@@ -390,3 +391,30 @@ def test_both_readers_apply_the_same_directory_rules(tmp_path: Path) -> None:
         _runner.validate(short)
     with pytest.raises(ProgramFileError, match="do not fit"):
         cp.Program(short, "short")
+
+
+def test_cli_misuse_is_one_clear_line(tmp_path: Path) -> None:
+    """`copapy info` of a missing .cpimg or a non-image file tried to open it as a serial port
+    ("Inappropriate ioctl for device"), as did `copapy stats prog.cpimg`; --write of an array
+    port could not be given at all, a bad number gave Python's int()/float() message; a file
+    with bytes after the image was called truncated."""
+    arr = cp.value(np.zeros(3, np.float32), packed=True, name="arr")
+    n = cp.value(0, name="n")
+    image = tmp_path / "a.cpimg"
+    cp.save(image, cp.Task(arr * 2.0, n + 1, period=1e-3), names={"y": arr * 2.0})
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "long.cpimg").write_bytes(image.read_bytes() + b"\0\0")
+    for args, says in (
+            (("info", str(tmp_path / "missing.cpimg")), "cannot read"),
+            (("info", str(tmp_path / "notes.txt")), "not a copapy image"),
+            (("info", str(tmp_path / "long.cpimg")), "2 bytes after the image's end"),
+            (("stats", str(image)), "is a file, not a runner"),
+            (("run", str(image), "--write", "n=1.5"), "'1.5' is not an integer (int32)"),
+            (("run", str(image), "--write", "arr=x,1,2"), "'x' is not a number (float32)"),
+            (("run", str(image), "--write", "arr=1,2"), "holds 3 values, got 2")):
+        out = copapy(*args)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert says in out.stderr and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+    out = copapy("run", str(image), "--write", "arr=1, 2,3.5", "--steps", "2", "--print", "y")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["y", "2.0", "4.0", "7.0"]

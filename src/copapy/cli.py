@@ -64,7 +64,7 @@ def cmd_runner(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
 
-    if cli_program.is_image_file(args.port):
+    if cli_program.names_image_file(args.port):
         return cli_program.cmd_image_info(args.port)
 
     with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
@@ -80,6 +80,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
     from .target_common import TaskStats
 
+    if cli_program.names_image_file(args.port):
+        raise SystemExit(f"copapy stats: {args.port} is a file, not a runner: stats come from "
+                         f"a running runner (copapy deploy {args.port} --port P, then copapy "
+                         f"stats P); copapy info {args.port} describes the saved program")
     with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
         s = tg.runner_stats()
         print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
