@@ -213,6 +213,24 @@ def test_target_misuse_names_the_problem() -> None:
             tg.read(x)
 
 
+def test_a_lost_connection_says_so() -> None:
+    """A runner that went away: the next request said "writing to /dev/pts/N failed: write
+    failed: [Errno 5] Input/output error"; a port that is not a str raised AttributeError."""
+    x = cp.value(1.0)
+    with host_runner() as (pty, proc):
+        tg = SerialTarget(pty, timeout=0.3)
+        tg.deploy(cp.Task(x * 2.0, period=1e-3))
+        proc.kill()
+        proc.wait(timeout=5)
+        with pytest.raises(SerialTargetError, match=r"connection to .* is lost.*connect again"):
+            for _ in range(20):  # the pty may take a moment to report the hang-up
+                tg.read(x)
+                time.sleep(0.05)
+        tg.close()
+    with pytest.raises(TypeError, match=r"takes a device or socket path.*got int"):
+        SerialTarget(5)  # type: ignore[arg-type]
+
+
 def test_reconnect_keeps_the_program_running() -> None:
     counter = cp.feedback(lambda n: n + 1, init=0)
     task = cp.Task(counter, period=1e-3)

@@ -93,6 +93,8 @@ class _Link:
         self.event_counter = 0
         self.last_request = time.monotonic()
         self.closed = False
+        #: why the last read from the port failed (None while reading works)
+        self.receive_error: str | None = None
         # a frame delimiter first: a half frame a killed client left behind cannot swallow
         # this session's first request
         self._write(b"\0")
@@ -104,7 +106,10 @@ class _Link:
             self.port.write(data)
             self.port.flush()
         except Exception as exc:
-            raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
+            raise SerialTargetError(f"the connection to {self.name} is lost ({exc}): the runner "
+                                    f"stopped, or another client took it over (takeover=True); "
+                                    f"connect again with cp.SerialTarget({self.name!r})"
+                                    ) from exc
 
     def _receive(self) -> None:
         while not self.closed:
@@ -115,9 +120,11 @@ class _Link:
                     waiting = self.port.in_waiting
                     if waiting:
                         data += self.port.read(waiting)
-            except Exception:  # device gone: requests time out with a message
+            except Exception as exc:  # device gone: requests time out with a message
+                self.receive_error = str(exc) or type(exc).__name__
                 time.sleep(0.05)
                 continue
+            self.receive_error = None
             if not data:
                 continue
             for frame in self.reader.feed(data):
@@ -191,6 +198,10 @@ class _Link:
                 if response.is_error:
                     raise response.error()
                 return response.payload
+        if self.receive_error is not None:
+            raise SerialTargetError(f"no answer from the runner on {self.name}: the connection "
+                                    f"is lost ({self.receive_error}); connect again with "
+                                    f"cp.SerialTarget({self.name!r})")
         raise SerialTargetError(f"no answer from the runner on {self.name} after "
                                 f"{retries + 1} tries of {wait} s (command {command}): is it "
                                 f"running and is the baud rate right?")
@@ -295,7 +306,8 @@ class SerialTarget:
 
     CHUNK = 4096  # capped by the runner's max_chunk (max_payload - 24)
 
-    def __init__(self, port: str | None = None, baudrate: int = 115200, timeout: float = 1.0,
+    def __init__(self, port: str | os.PathLike[str] | None = None, baudrate: int = 115200,
+                 timeout: float = 1.0,
                  progress: bool | None = None, arch: str | None = None,
                  key: bytes | str | os.PathLike[str] | None = None, takeover: bool = False,
                  heartbeat: float | None = None,
@@ -303,6 +315,11 @@ class SerialTarget:
         """Connect to a runner on `port` (a serial device, pty path or socket:// URL); without
         a port, to the one runner connected by USB (found by its USB ids, `usb_ids` or
         copapy.serial.usb.USB_IDS)."""
+        if isinstance(port, os.PathLike):
+            port = os.fspath(port)
+        if port is not None and not isinstance(port, str):
+            raise TypeError(f"SerialTarget(port) takes a device or socket path or a "
+                            f"socket:// URL (str), got {type(port).__name__} {port!r}")
         if port is None:
             from .serial import usb
 
