@@ -190,7 +190,7 @@ def test_cli_info_lists_header_tasks_ports_bindings(tmp_path: Path) -> None:
 def test_cli_run_writes_inputs(tmp_path: Path) -> None:
     x = cp.value(0.0, name="x")
     flag = cp.value(False, name="flag")
-    cp.save(tmp_path / "w.cpimg", cp.where(flag, x * 2.0, x), names={"y": x * 0.0})
+    cp.save(tmp_path / "w.cpimg", cp.where(flag, x * 2.0, x))
     out = copapy("run", str(tmp_path / "w.cpimg"), "--write", "x=1.5", "--write", "flag=true",
                  "--print", "output0")
     assert out.returncode == 0, out.stderr
@@ -418,3 +418,25 @@ def test_cli_misuse_is_one_clear_line(tmp_path: Path) -> None:
     out = copapy("run", str(image), "--write", "arr=1, 2,3.5", "--steps", "2", "--print", "y")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["y", "2.0", "4.0", "7.0"]
+
+
+def test_save_arguments_are_checked(tmp_path: Path) -> None:
+    """A name for a value that has no port was dropped silently (the file had no such port);
+    names that are not a mapping raised AttributeError; a path in a missing directory raised
+    FileNotFoundError naming the temporary file."""
+    x = cp.value(1.0, name="x")
+    y = x * 2.0
+    z = y * 3.0
+    for items in ((cp.Task(z, period=1e-3),), (z,)):
+        with pytest.raises(ValueError, match=r"names\['y'\]: the value is neither an input nor"):
+            cp.save(tmp_path / "n.cpimg", *items, names={"y": y})
+    assert not (tmp_path / "n.cpimg").exists()
+    named = cp.save(tmp_path / "n.cpimg", cp.Task(z, y, period=1e-3), names={"y": y})
+    assert "y" in [p.name for p in named.ports]
+    with pytest.raises(TypeError, match="names maps port names to values"):
+        cp.save(tmp_path / "n.cpimg", z, names=["y"])  # type: ignore[arg-type]
+    with pytest.raises(ProgramFileError, match=r"cannot write '.*missing/p\.cpimg': No such"):
+        cp.save(tmp_path / "missing" / "p.cpimg", z)
+    with pytest.raises(ProgramFileError, match="cannot write"):
+        cp.save(tmp_path, z)
+    assert not [f for f in tmp_path.iterdir() if ".tmp" in f.name]

@@ -178,13 +178,22 @@ def write_image(path: str | os.PathLike[str], image: bytes) -> None:
     """Write image bytes to ``path`` (through a temporary file: a reader never sees half)."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    tmp.write_bytes(image)
-    os.replace(tmp, target)
+    try:
+        tmp.write_bytes(image)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ProgramFileError(f"cannot write {os.fspath(path)!r}: {exc.strerror}") from None
 
 
 def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
     out: dict[Any, str] = {}
+    if names is not None and not isinstance(names, Mapping):
+        raise TypeError(f"names maps port names to values ({{'speed': speed}}), got "
+                        f"{type(names).__name__}")
     for name, v in (names or {}).items():
+        if not isinstance(name, str):
+            raise TypeError(f"names: a port name is a str, got {type(name).__name__} {name!r}")
         if not isinstance(v, Traced):
             raise TypeError(f"names[{name!r}] must be a copapy value or array, got "
                             f"{type(v).__name__}")
@@ -223,6 +232,11 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
         if list(bindings):
             raise TypeError("I/O bindings need periodic tasks: save(path, cp.Task(...), ...)")
         compiled = compile_program(flatten(items, "save()"), arch, node_names)
+    for node, name in node_names.items():
+        if node not in compiled.ports:  # its name would be missing from the file
+            raise ValueError(f"names[{name!r}]: the value is neither an input nor an output of "
+                             f"the program, so it has no port to name: make it a task output "
+                             f"(or a saved value), or leave it out of names")
     write_image(path, compiled.image)
     return Program(compiled.image, str(path))
 
