@@ -420,3 +420,26 @@ def test_target_arguments_and_early_writes_are_checked() -> None:
     with pytest.raises(TypeError, match="tick is a number of seconds"):
         cp.LocalTarget(tick="1")  # type: ignore[arg-type]
     assert cp.LocalTarget(tick=np.float32(0.5)).tick == 0.5
+
+
+def test_io_channels_not_bound_are_refused() -> None:
+    """set_io of a channel nothing is bound to had no effect and io_value of one read 0.0 (a
+    typo in the channel number went unnoticed); a non-channel raised AttributeError."""
+    x = cp.value(0.0)
+    y = x * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(x, cp.io.Encoder(0))
+    tg.bind(y, cp.io.PWM(0))
+    tg.deploy(cp.Task(y, period=1e-3))
+    with pytest.raises(cp.local_target.TargetError,
+                       match=r"Encoder\(5\): no value .* bound .*PWM\(0\), cp\.io\.Encoder\(0\)"):
+        tg.set_io(cp.io.Encoder(5), 1.0)
+    with pytest.raises(cp.local_target.TargetError, match=r"PWM\(7\): no value"):
+        tg.io_value(cp.io.PWM(7))
+    with pytest.raises(TypeError, match=r"takes a cp\.io channel"):
+        tg.set_io(0, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="the value is a number"):
+        tg.set_io(cp.io.Encoder(0), "3")  # type: ignore[arg-type]
+    tg.set_io(cp.io.Encoder(0), 3.0)
+    tg.step(0.002)
+    assert tg.io_value(cp.io.PWM(0)) == 6.0

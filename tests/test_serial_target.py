@@ -208,6 +208,8 @@ def test_target_misuse_names_the_problem() -> None:
             tg.read("x")
         with pytest.raises(ValueError, match="decimation"):
             tg.trace(x, decimation=0)
+        with pytest.raises(TypeError, match=r"io_value\(\) takes a cp\.io channel"):
+            tg.io_value(0)  # type: ignore[arg-type]
         tg.close()
         with pytest.raises(SerialTargetError, match="closed: connect again"):
             tg.read(x)

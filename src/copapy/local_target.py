@@ -17,7 +17,8 @@ from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .io import Channel, check_binding
+from .image import parse as parse_image
+from .io import Channel, check_binding, checked_channel
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import TargetError
@@ -99,6 +100,8 @@ class LocalTarget:
         self._callbacks: list[tuple[Value[Any] | Array, Callable[[float], Any]]] = []
         self._feeds: list[tuple[Value[Any] | Array, Any]] = []
         self._trace: Trace | None = None
+        #: the channels the deployed image binds, by image (io_value/set_io check them)
+        self._bound: tuple[bytes, set[tuple[int, int]]] | None = None
         #: changes whenever recorded trace rows may change other than by new ticks
         self._trace_epoch = 0
 
@@ -268,14 +271,35 @@ class LocalTarget:
 
     def io_value(self, channel: Channel) -> float:
         """Current value of a simulated I/O channel (e.g. the recorded PWM duty)."""
-        return float(self._scheduler().io_read(channel.kind, channel.channel))
+        sched = self._scheduler()
+        self._check_channel(channel, "io_value")
+        return float(sched.io_read(channel.kind, channel.channel))
 
     def set_io(self, channel: Channel, value: float) -> None:
         """Set a simulated input channel (encoder counts, ADC reading, GPIO level)."""
+        sched = self._scheduler()
+        self._check_channel(channel, "set_io")
         if channel.is_output:
             raise TargetError(f"{channel!r} is driven by the program (read it with "
                               f"tg.io_value); set_io sets channels the program reads")
-        self._scheduler().io_write(channel.kind, channel.channel, float(value))
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"set_io({channel!r}, value): the value is a number, got "
+                            f"{type(value).__name__} {value!r}")
+        sched.io_write(channel.kind, channel.channel, float(value))
+
+    def _check_channel(self, channel: Any, what: str) -> None:
+        """TypeError for a non-channel; TargetError for a channel the deployed program has no
+        binding for (writing it had no effect, reading it gave 0.0)."""
+        checked_channel(channel, what)
+        image = self.image
+        if self._bound is None or self._bound[0] is not image:
+            self._bound = (image, {(b.kind, b.channel) for b in parse_image(image).io_bindings})
+        if (channel.kind, channel.channel) not in self._bound[1]:
+            have = ", ".join(repr(Channel(k, c)).replace(", 'in'", "")
+                             for k, c in sorted(self._bound[1])) or "none"
+            raise TargetError(f"{channel!r}: no value of the deployed program is bound to it "
+                              f"(bound channels: {have}); bind one with tg.bind(value, "
+                              f"{channel!r}) before deploy()")
 
     # ---- common ----------------------------------------------------------------------------
 

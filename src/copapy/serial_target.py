@@ -28,7 +28,7 @@ from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .io import Channel, check_binding
+from .io import Channel, check_binding, checked_channel
 from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.load import features_error
@@ -643,12 +643,14 @@ class SerialTarget:
 
     def io_value(self, channel: Channel) -> float:
         """The current value of a simulated I/O channel of the runner."""
+        checked_channel(channel, "io_value")
         raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
         value: float = struct.unpack("<d", raw)[0]
         return value
 
     def set_io(self, channel: Channel, value: float) -> None:
         """Set a simulated I/O channel (e.g. an encoder the program reads)."""
+        checked_channel(channel, "set_io")
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
 
