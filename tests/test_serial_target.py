@@ -190,6 +190,37 @@ def test_arrays_and_quaternions_read_written_and_streamed() -> None:
         assert trace[q][-1].tolist() == [2.0, 0.0, 0.0, 4.0]
 
 
+def test_large_arrays_and_one_request_per_value() -> None:
+    """An array larger than one frame (the host runner's max_payload is 1024) could not be
+    read (TOO_LARGE) or written (no answer after 4 tries); an unpacked array or quaternion took
+    one request per element, so a read could mix two ticks and a write be seen half done."""
+    import numpy as np
+
+    big = cp.value(np.arange(3000, dtype=np.float64), dtype=cp.float64)
+    doubled = big * 2.0
+    small = cp.value([1.0, 2.0, 3.0], packed=False)
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    ticks = cp.vector([counter, counter * 2, counter * 3], packed=False)
+    with host_runner() as (pty, _proc), SerialTarget(pty, progress=False) as tg:
+        tg.deploy(cp.Task(doubled, small * 2.0, ticks, period=1e-3))
+        tg.start()
+        time.sleep(0.01)
+        assert tg.read(doubled).tolist() == (np.arange(3000) * 2.0).tolist()
+        values = np.random.default_rng(1).normal(size=3000)
+        tg.write(big, values)
+        time.sleep(0.02)
+        assert tg.read(big).tolist() == values.tolist()
+        assert tg.read(doubled).tolist() == (values * 2.0).tolist()
+        before = tg._link.attempts
+        tg.write(small, [4.0, 5.0, 6.0])
+        for _ in range(50):
+            n = tg.read(ticks)
+            assert n.tolist() == [n[0], 2 * n[0], 3 * n[0]]  # one tick's values
+        assert tg._link.attempts - before == 51
+        with pytest.raises(SerialTargetError, match=r"bytes per event.*at most 996"):
+            tg.trace(doubled)
+
+
 def test_target_misuse_names_the_problem() -> None:
     x = cp.value(1.0)
     with host_runner() as (pty, _proc):

@@ -574,22 +574,48 @@ class SerialTarget:
 
     def read(self, v: Value[Any] | Array | Quaternion | str) -> Any:
         """The current value of an input or a task output (a value or a port name): a Python
-        number for a scalar; a NumPy array for an array (a packed array in one request),
-        a quaternion (4 components) or an array port of a saved program."""
+        number for a scalar; a NumPy array for an array, a quaternion (4 components) or an
+        array port of a saved program. One request reads it between two ticks (one snapshot),
+        unless it is larger than a response holds (``info().max_payload - 20`` bytes: 1004 on
+        the host runner): then it is read in several."""
         slots = slots_of(v, self._port)
-        raw = b"".join(self._link.request(p.READ, struct.pack("<IH", offset, _nbytes(v, size)))
-                       for offset, size in slots.ranges())
-        return slots.decode(raw)
+        return slots.decode(b"".join(
+            self._link.request(p.READ, b"".join(struct.pack("<IH", o, n) for o, n, _ in batch))
+            for batch in self._batches([(o, n, b"") for o, n in slots.ranges()])))
 
     def write(self, v: Value[Any] | Array | str, x: Any) -> None:
-        """Set an input (an array: all its elements; a packed array in one request); it is
-        read by the next release of the tasks that use it."""
+        """Set an input (an array: all its elements); tasks read it at their next release.
+        One request writes it between two ticks (all elements or none), unless it is larger
+        than a request holds (as ``read``): then it is written in several."""
         slots = slots_of(v, self._port)
         if any(port.role != ROLE_INPUT for port in slots.ports):
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
-        for offset, raw in slots.encode(x):
-            self._link.request(p.WRITE, struct.pack("<IH", offset, _nbytes(v, len(raw))) + raw)
+        for batch in self._batches([(o, len(b), b) for o, b in slots.encode(x)]):
+            self._link.request(p.WRITE, b"".join(struct.pack("<IH", o, n) + data
+                                                 for o, n, data in batch))
+
+    def _batches(self, entries: list[tuple[int, int, bytes]]
+                 ) -> list[list[tuple[int, int, bytes]]]:
+        """READ/WRITE entries (offset, size, bytes to write) packed into requests that fit one
+        frame: at most ``max_payload - 20`` bytes of entries and data (and of the response);
+        a range too large is split at 8-byte boundaries (no element is torn)."""
+        room = self._info.max_payload - 20
+        batches: list[list[tuple[int, int, bytes]]] = [[]]
+        used = 0
+        for offset, size, data in entries:
+            while size:
+                take = min(size, room - used - 6)
+                if take < size:
+                    take -= take % 8
+                if take <= 0:
+                    batches.append([])
+                    used = 0
+                    continue
+                batches[-1].append((offset, take, data[:take]))
+                used += 6 + take
+                offset, size, data = offset + take, size - take, data[take:]
+        return [b for b in batches if b]
 
     def stats(self) -> list[TaskStats]:
         """Per-task run, skip, overrun and execution-time counters."""
@@ -626,8 +652,14 @@ class SerialTarget:
             raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
         slots = [slots_of(v, self._port) for v in values]
         ranges = trace_ranges(slots, STREAM_RANGES, "a runner")
+        room = self._info.max_payload - 28  # a response's room, less the u64 tick
+        if sum(n for _, n in ranges) > room:
+            raise SerialTargetError(f"streaming these values takes {sum(n for _, n in ranges)} "
+                                    f"bytes per event; the runner's events hold at most {room}: "
+                                    f"stream fewer or smaller values (tg.read reads a large "
+                                    f"array)")
         payload = struct.pack("<H", decimation) + b"".join(
-            struct.pack("<IH", offset, _nbytes(values, size)) for offset, size in ranges)
+            struct.pack("<IH", offset, size) for offset, size in ranges)
         self._trace = StreamTrace(self, values, slots, capacity)
         self._info = self.info()
         self._link.request(p.STREAM, payload)
@@ -653,14 +685,6 @@ class SerialTarget:
         checked_channel(channel, "set_io")
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
-
-
-def _nbytes(v: Any, n: int) -> int:
-    """``n`` if one READ or WRITE request can carry it, else SerialTargetError."""
-    if n > 0xFFFF:
-        raise SerialTargetError(f"{v!r} holds {n} bytes; one request reads or writes at most "
-                                f"65535")
-    return n
 
 
 def _program_fault(record: p.FaultRecord) -> ProgramFault:
