@@ -156,11 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--image", help="load a saved program (.cpimg) at start-up")
     run.add_argument("--start", action="store_true", help="start the --image program")
     run.set_defaults(fn=cmd_runner)
-    for name, fn, text in (("info", cmd_info, "what a runner reports"),
-                           ("stats", cmd_stats, "statistics of a running runner")):
+    for name, fn, text, extra in (
+            ("info", cmd_info, "what a runner reports (or a saved program holds)",
+             ", or a saved program (.cpimg)"),
+            ("stats", cmd_stats, "statistics of a running runner", "")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("port", help="serial port, pty path, Unix socket or socket://host:port "
-                                    "(info: or a saved program)")
+        p.add_argument("port", help=f"serial port, pty path, Unix socket or "
+                                    f"socket://host:port{extra}")
         p.add_argument("--baudrate", type=int, default=115200)
         p.add_argument("--key-file", metavar="F", help="the runner's key file")
         p.set_defaults(fn=fn)
