@@ -443,3 +443,26 @@ def test_io_channels_not_bound_are_refused() -> None:
     tg.set_io(cp.io.Encoder(0), 3.0)
     tg.step(0.002)
     assert tg.io_value(cp.io.PWM(0)) == 6.0
+
+
+def test_a_trace_keeps_its_rows_when_the_ring_is_reused() -> None:
+    """A second tg.trace() reused the ring: the first trace then read the second one's rows as
+    its own (t1[a] gave b's values); after a redeploy the first trace was empty, or raised
+    "buffer size must be a multiple of element size"."""
+    a, b = cp.value(1.0), cp.value(5.0)
+    y = a + b
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    t1 = tg.trace(a, y)
+    tg.step(0.003)
+    t2 = tg.trace(b)
+    tg.step(0.002)
+    assert t1[a].tolist() == [1.0] * 3 and t1[y].tolist() == [0.0, 6.0, 6.0]
+    assert t1.time.tolist() == [0.0, 0.001, 0.002]
+    assert t2[b].tolist() == [5.0, 5.0] and t2.time.tolist() == [0.003, 0.004]
+    z = cp.value(np.ones(5, np.float32), packed=True) * 3.0
+    tg.deploy(cp.Task(z, period=1e-3))
+    t3 = tg.trace(z)
+    tg.step(0.002)
+    assert t2[b].tolist() == [5.0, 5.0] and t1[a].tolist() == [1.0] * 3
+    assert t3[z].tolist() == [[0.0] * 5, [3.0] * 5]

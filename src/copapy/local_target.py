@@ -170,7 +170,6 @@ class LocalTarget:
         self._rebuild = lambda arch: compile_tasks(specs, arch, io)
         self._sched = sched
         self._tasks = list(tasks)
-        self._trace = None
         self._trace_epoch += 1
         for value, samples in self._feeds:
             self._add_feed(value, samples)
@@ -239,7 +238,9 @@ class LocalTarget:
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
         slots = [slots_of(v, self._port) for v in values]
-        sched.set_trace(trace_ranges(slots, TRACE_RANGES, "a LocalTarget"), capacity)
+        ranges = trace_ranges(slots, TRACE_RANGES, "a LocalTarget")
+        self._end_trace()
+        sched.set_trace(ranges, capacity)
         self._trace_epoch += 1
         self._trace = Trace(values, slots, capacity,
                             rows=self._trace_rows, dropped=lambda: self._scheduler().trace_dropped,
@@ -408,7 +409,6 @@ class LocalTarget:
         self._rebuild = None  # save() writes the program as it was loaded
         self._sched = sched
         self._tasks = list(prog.tasks)
-        self._trace = None
         self._trace_epoch += 1
 
     def _read_named(self, name: str) -> Any:
@@ -482,6 +482,7 @@ class LocalTarget:
 
     def _install(self, compiled: CompiledProgram, program: LoadedProgram) -> None:
         # only now replace the running program: a failed compile or load leaves it intact
+        self._end_trace()
         self._compiled = compiled
         self._program = program
         self._ports = compiled.ports
@@ -499,6 +500,12 @@ class LocalTarget:
         if self._sched is None:
             raise TargetError("no tasks deployed: call tg.deploy(cp.Task(..., period=...)) first")
         return self._sched
+
+    def _end_trace(self) -> None:
+        """The current trace keeps what it recorded; the ring is reused or replaced next."""
+        if self._trace is not None:
+            self._trace.freeze()
+            self._trace = None
 
     def _driven(self, value: Any) -> None:
         """TypeError or TargetError unless ``value`` is an input drive() may feed."""

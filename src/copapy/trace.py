@@ -49,6 +49,12 @@ class Trace:
     def dropped(self) -> int:
         return self._dropped()
 
+    def freeze(self) -> None:
+        """Keep the rows recorded so far: the ring is about to record something else (a new
+        trace, another program), which this trace would otherwise read as its own."""
+        rows, state, dropped = self._rows(), self._state(), self._dropped()
+        self._rows, self._state, self._dropped = (lambda: rows), (lambda: state), (lambda: dropped)
+
 
 def column(traced: Sequence[Slots], columns: Sequence[np.ndarray], value: Any) -> np.ndarray:
     """A copy of the column of ``value`` among the traced ones, or KeyError naming it."""
