@@ -28,6 +28,9 @@ class Task:
     ``link_timeout``: a dead-man switch (seconds): if the host link to a runner is silent for
     longer, the runner faults the program and drives every output to its safe value.
     ``SerialTarget`` keeps the link alive while it is connected. None: no switch.
+
+    An image holds period, offset, wcet and budget as 32-bit nanoseconds: each is at most
+    4.294967295 s, and a time other than 0 at least 1 ns.
     """
 
     outputs: tuple[Any, ...]
