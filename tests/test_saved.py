@@ -440,3 +440,17 @@ def test_save_arguments_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ProgramFileError, match="cannot write"):
         cp.save(tmp_path, z)
     assert not [f for f in tmp_path.iterdir() if ".tmp" in f.name]
+
+
+def test_cli_arch_and_export_errors_are_one_line(tmp_path: Path) -> None:
+    """`copapy run --arch` of an unknown or another architecture, and `copapy firmware export`
+    to a file, ended in a traceback."""
+    image = tmp_path / "x.cpimg"
+    cp.save(image, cp.value(1.0, name="x") * 2.0)
+    other = "aarch64" if host_architecture() != "aarch64" else "x86_64"
+    for args, says in ((("run", str(image), "--arch", "pdp11"), "unknown architecture 'pdp11'"),
+                       (("run", str(image), "--arch", other), "leave --arch out"),
+                       (("firmware", "export", str(image)), "is a file; give a new or empty")):
+        out = copapy(*args)
+        assert out.returncode == 1 and says in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1

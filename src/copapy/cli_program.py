@@ -31,8 +31,8 @@ def register(sub: Any) -> None:
                           "all its elements: NAME=1,2,3)")
     run.add_argument("--print", action="append", default=[], dest="print_", metavar="NAME",
                      help="print a port after running (repeatable; default: every output)")
-    run.add_argument("--arch", help="run on an emulated CPU of this architecture (default: "
-                                    "the image's)")
+    run.add_argument("--arch", help="the stencil table to run it with: the image's (default; "
+                                    "emulated when this CPU is another), or a variant of it")
     run.set_defaults(fn=cmd_run)
     dep = sub.add_parser("deploy", help="upload a saved program to a runner and start it")
     dep.add_argument("image", help="a saved program (.cpimg)")
@@ -100,8 +100,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     prog = _load(args.image)
     if args.steps < 0:
         raise SystemExit("copapy run: --steps must be >= 0")
-    tg = LocalTarget(arch=args.arch or prog.arch)
-    tg.deploy(prog)
+    try:
+        tg = LocalTarget(arch=args.arch or prog.arch)
+        tg.deploy(prog)
+    except (TargetError, ValueError) as exc:  # an unknown or another architecture
+        hint = (f" (leave --arch out: the image's code runs on {prog.arch} and its variants)"
+                if args.arch else "")
+        raise SystemExit(f"copapy run: {exc}{hint}") from None
     for item in args.write:
         name, sep, text = item.partition("=")
         if not sep:
