@@ -221,6 +221,24 @@ def test_large_arrays_and_one_request_per_value() -> None:
             tg.trace(doubled)
 
 
+def test_a_stream_keeps_its_tick_after_a_redeploy() -> None:
+    """A trace's times were scaled by the runner's current tick: after deploying a program
+    with a 5 ms tick, a trace recorded at 1 ms said 0, 5, 10 ms."""
+    c = cp.feedback(lambda n: n + 1, init=0)
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(c, period=1e-3))
+        tg.start()
+        trace = tg.trace(c)
+        time.sleep(0.05)
+        tg.stop()
+        d = cp.feedback(lambda n: n + 2, init=0)
+        tg.deploy(cp.Task(d, period=5e-3))
+        assert tg.info().tick_ns == 5_000_000
+        ticks = trace[c]
+        assert len(ticks) > 3
+        assert trace.time.tolist() == pytest.approx((ticks * 1e-3).tolist())
+
+
 def test_target_misuse_names_the_problem() -> None:
     x = cp.value(1.0)
     with host_runner() as (pty, _proc):

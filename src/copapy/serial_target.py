@@ -252,11 +252,12 @@ class StreamTrace:
     """Values streamed by the runner while it runs (bounded, newest ``capacity`` samples);
     ``trace[v]`` as a LocalTarget trace's."""
 
-    def __init__(self, target: SerialTarget, values: Sequence[Any], slots: Sequence[Slots],
-                 capacity: int) -> None:
+    def __init__(self, values: Sequence[Any], slots: Sequence[Slots], capacity: int,
+                 tick_ns: int) -> None:
         self.values = list(values)
         self.capacity = capacity
-        self._target = target
+        #: the tick of the program streamed (a later deploy may have another)
+        self.tick_ns = tick_ns
         self._slots = list(slots)
         #: a STREAM event: u64 tick, then the values (the layout of a native trace row)
         self._row_size = 8 + sum(s.nbytes for s in self._slots)
@@ -288,7 +289,7 @@ class StreamTrace:
 
     @property
     def time(self) -> Any:
-        return self._columns()[0].astype(float) * self._target.tick_ns * 1e-9
+        return self._columns()[0].astype(float) * self.tick_ns * 1e-9
 
     def __getitem__(self, value: Any) -> Any:
         return column(self._slots, self._columns()[1], value)
@@ -660,8 +661,8 @@ class SerialTarget:
                                     f"array)")
         payload = struct.pack("<H", decimation) + b"".join(
             struct.pack("<IH", offset, size) for offset, size in ranges)
-        self._trace = StreamTrace(self, values, slots, capacity)
         self._info = self.info()
+        self._trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
         self._link.request(p.STREAM, payload)
         return self._trace
 
