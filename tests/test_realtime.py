@@ -466,3 +466,20 @@ def test_a_trace_keeps_its_rows_when_the_ring_is_reused() -> None:
     tg.step(0.002)
     assert t2[b].tolist() == [5.0, 5.0] and t1[a].tolist() == [1.0] * 3
     assert t3[z].tolist() == [[0.0] * 5, [3.0] * 5]
+
+
+def test_packed_vector_of_inputs_read_traced_and_driven() -> None:
+    """cp.vector([a, b], packed=True) of inputs could be written but not read, traced or
+    driven ("not part of the compiled program", "not an input")."""
+    a, b = cp.value(1.0), cp.value(2.0)
+    v = cp.vector([a, b], packed=True)
+    y = v * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    assert tg.read(v).tolist() == [1.0, 2.0]
+    trace = tg.trace(v, y)
+    tg.drive(v, [[5.0, 6.0], [7.0, 8.0]])
+    tg.step(0.003)
+    assert trace[v].tolist() == [[5.0, 6.0], [7.0, 8.0], [7.0, 8.0]]
+    assert trace[y].tolist() == [[0.0, 0.0], [10.0, 12.0], [14.0, 16.0]]
+    assert tg.read(a) == 7.0

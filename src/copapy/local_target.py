@@ -35,6 +35,7 @@ from .target_common import (
     Named,
     TaskStats,
     checked_scalar,
+    elements,
     find_port,
     io_specs,
     slots_of,
@@ -237,7 +238,7 @@ class LocalTarget:
             raise TargetError("trace() needs the values to record: tg.trace(x, y)")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
-        slots = [slots_of(v, self._port) for v in values]
+        slots = [slots_of(v, self._ports, self._port) for v in values]
         ranges = trace_ranges(slots, TRACE_RANGES, "a LocalTarget")
         self._end_trace()
         sched.set_trace(ranges, capacity)
@@ -434,8 +435,9 @@ class LocalTarget:
         self._put_bytes(port.offset, dt.storage_array(values, port.dtype).tobytes())
 
     def _read_array(self, a: Any) -> Any:
-        if not a.packed:  # one dtype rule for both forms: the array's own
-            return np.array([self.read(item) for item in a.items()],
+        items = elements(a, self._ports)
+        if items is not None:  # one dtype rule for both forms: the array's own
+            return np.array([self.read(item) for item in items],
                             dtype=bool if a.dtype.is_bool else a.dtype.numpy).reshape(a.shape)
         node = a.node()
         port = self._ports.get(node)
@@ -512,7 +514,7 @@ class LocalTarget:
         if not isinstance(value, Value | Array):
             raise TypeError(f"drive() takes a cp.value() input (or an input array), got "
                             f"{type(value).__name__}")
-        items = value.items() if isinstance(value, Array) and not value.packed else [value]
+        items = (elements(value, self._ports) if isinstance(value, Array) else None) or [value]
         for item in items:
             node = item.node if isinstance(item, Value) else item.node()
             if node.op != "input":
@@ -538,8 +540,8 @@ class LocalTarget:
     def _add_feed(self, value: Value[Any] | Array, samples: Any) -> None:
         """Feed the program's slots of ``value``; an input the program does not read (not
         part of it, e.g. simplified away) is accepted as tg.write accepts it: no effect."""
-        items = (value.items() if isinstance(value, Array) and not value.packed
-                 else [value if isinstance(value, Value) else Value(value.node())])
+        items = ((elements(value, self._ports) if isinstance(value, Array) else None)
+                 or [value if isinstance(value, Value) else Value(value.node())])
         # (offset, size, first column, columns) of each run of neighbouring slots
         runs: list[tuple[int, int, int, int]] = []
         for k, item in enumerate(items):

@@ -579,7 +579,7 @@ class SerialTarget:
         array port of a saved program. One request reads it between two ticks (one snapshot),
         unless it is larger than a response holds (``info().max_payload - 20`` bytes: 1004 on
         the host runner): then it is read in several."""
-        slots = slots_of(v, self._port)
+        slots = slots_of(v, self._ports, self._port)
         return slots.decode(b"".join(
             self._link.request(p.READ, b"".join(struct.pack("<IH", o, n) for o, n, _ in batch))
             for batch in self._batches([(o, n, b"") for o, n in slots.ranges()])))
@@ -588,7 +588,7 @@ class SerialTarget:
         """Set an input (an array: all its elements); tasks read it at their next release.
         One request writes it between two ticks (all elements or none), unless it is larger
         than a request holds (as ``read``): then it is written in several."""
-        slots = slots_of(v, self._port)
+        slots = slots_of(v, self._ports, self._port)
         if any(port.role != ROLE_INPUT for port in slots.ports):
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
@@ -651,7 +651,7 @@ class SerialTarget:
             raise ValueError(f"decimation is a number of ticks in 1..65535, got {decimation!r}")
         if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
             raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
-        slots = [slots_of(v, self._port) for v in values]
+        slots = [slots_of(v, self._ports, self._port) for v in values]
         ranges = trace_ranges(slots, STREAM_RANGES, "a runner")
         room = self._info.max_payload - 28  # a response's room, less the u64 tick
         if sum(n for _, n in ranges) > room:

@@ -166,21 +166,36 @@ def numpy_type(dtype: dt.DType) -> Any:
     return bool if dtype.is_bool else dtype.numpy
 
 
-def slots_of(v: Any, port: Callable[[Value[Any] | str], Port]) -> Slots:
-    """The slots of a value, array, quaternion or port name (``port`` looks one up, raising
-    the target's error for one the program does not have)."""
+def elements(a: Array, ports: Mapping[Any, Port]) -> list[Value[Any]] | None:
+    """The element values a target reads and writes one by one: an unpacked array's, or
+    those of a packed array stacked from values (``cp.vector([a, b], packed=True)``) that has
+    no port of its own; None for a packed array that has one (or nothing to stack)."""
+    if not a.packed:
+        return a.items()
+    node = a.node()
+    if node in ports or node.op != "stack":
+        return None
+    return [Value(x) for x in node.args]
+
+
+def slots_of(v: Any, ports: Mapping[Any, Port], port: Callable[[Value[Any] | str], Port]
+             ) -> Slots:
+    """The slots of a value, array, quaternion or port name among a program's ``ports``
+    (``port`` looks one up, raising the target's error for one the program does not have)."""
     if isinstance(v, str):
         p = port(v)
         return Slots((v,), (p,), (p.count,) if p.count > 1 else (), p.dtype)
     if isinstance(v, Value):
         return Slots((v.node,), (port(v),), (), v.dtype)
-    if isinstance(v, Array) and v.packed:
+    if isinstance(v, Array) and elements(v, ports) is None:
         return Slots((v.node(),), (port(Value(v.node())),), v.shape, v.dtype)
     if isinstance(v, Array | Quaternion):
-        items = v.items() if isinstance(v, Array) else v.components()
+        items = elements(v, ports) if isinstance(v, Array) else v.components()
+        assert items is not None
         shape = v.shape if isinstance(v, Array) else (4,)
-        return Slots(tuple(i.node for i in items), tuple(port(i) for i in items), shape,
-                     items[0].dtype)
+        key = trace_key(v)
+        assert key is not None
+        return Slots(key, tuple(port(i) for i in items), shape, items[0].dtype)
     raise TypeError(not_readable(v))
 
 
