@@ -514,7 +514,9 @@ class LocalTarget:
         if not isinstance(value, Value | Array):
             raise TypeError(f"drive() takes a cp.value() input (or an input array), got "
                             f"{type(value).__name__}")
-        items = (elements(value, self._ports) if isinstance(value, Array) else None) or [value]
+        items: list[Value[Any] | Array] = [value]
+        if isinstance(value, Array):
+            items = list(elements(value, self._ports) or items)
         for item in items:
             node = item.node if isinstance(item, Value) else item.node()
             if node.op != "input":
