@@ -454,3 +454,30 @@ def test_cli_arch_and_export_errors_are_one_line(tmp_path: Path) -> None:
         out = copapy(*args)
         assert out.returncode == 1 and says in out.stderr, (args, out.stderr)
         assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_writes_to_bound_inputs_are_refused(tmp_path: Path) -> None:
+    """A saved program's input bound to a channel, written by name, was accepted and then
+    overwritten by the channel at the next release (write lost); so was a bound input written
+    through a SerialTarget."""
+    x = cp.value(1.0, name="x")
+    y = x * 2.0
+    prog = cp.save(tmp_path / "b.cpimg", cp.Task(y, period=1e-3), names={"y": y},
+                   bindings=[(x, cp.io.Encoder(0))])
+    tg = cp.LocalTarget()
+    tg.deploy(cp.load(prog.source))
+    with pytest.raises(cp.local_target.TargetError, match=r"'x' is bound to cp\.io\.Encoder\(0\)"):
+        tg.write("x", 5.0)
+    tg.set_io(cp.io.Encoder(0), 3.0)
+    tg.step(0.002)
+    assert (tg.read("x"), tg.read("y")) == (3.0, 6.0)
+    from tests.runners import host_runner
+
+    with host_runner() as (pty, _proc), cp.SerialTarget(pty) as serial:
+        serial.bind(x, cp.io.Encoder(0))
+        serial.deploy(cp.Task(y, period=1e-3))
+        with pytest.raises(SerialTargetError, match=r"is bound to cp\.io\.Encoder\(0\)"):
+            serial.write(x, 5.0)
+        serial.deploy(cp.load(prog.source))
+        with pytest.raises(SerialTargetError, match=r"'x' is bound to cp\.io\.Encoder\(0\)"):
+            serial.write("x", 5.0)

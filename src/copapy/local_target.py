@@ -34,6 +34,8 @@ from .saved import Program, write_image
 from .target_common import (
     Named,
     TaskStats,
+    bound_inputs,
+    check_unbound,
     checked_scalar,
     elements,
     find_port,
@@ -93,6 +95,7 @@ class LocalTarget:
         self._ports: dict[Any, Port] = {}
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
+        self._bound_inputs: dict[Any, Channel] = {}
         self._bindings: dict[Any, Channel] = {}
         self._fast_read: dict[Any, tuple[int, int]] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
@@ -166,7 +169,8 @@ class LocalTarget:
         compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
-        self._install(compiled, program)
+        self._install(compiled, program,
+                      bound_inputs(compiled.image, compiled.ports) if io else None)
         self._bind_run(program.run)
         self._rebuild = lambda arch: compile_tasks(specs, arch, io)
         self._sched = sched
@@ -372,9 +376,8 @@ class LocalTarget:
             # the program does not depend on this input: accept the value, nothing to do
             self._detached[v.node] = checked_scalar(x, v.node.dtype)
             return
-        if isinstance(v, Value) and v.node in self._bindings and self._sched is not None:
-            raise TargetError(f"{v!r} is bound to {self._bindings[v.node]!r}; set the channel "
-                              f"with tg.set_io() instead")
+        if isinstance(v, Value):
+            check_unbound(self._bound_inputs, v.node, v, TargetError)
         self._write_port(v, x)
 
     def save(self, path: str) -> Program:
@@ -405,7 +408,9 @@ class LocalTarget:
             self.tick = tick
             sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._bindings = {}
-        self._install(prog.compiled(), program)
+        compiled = prog.compiled()
+        self._install(compiled, program,
+                      bound_inputs(prog.image, compiled.ports) if prog.bindings else None)
         self._bind_run(program.run)
         self._rebuild = None  # save() writes the program as it was loaded
         self._sched = sched
@@ -425,6 +430,7 @@ class LocalTarget:
         if port.role != ROLE_INPUT:
             raise TargetError(f"port {name!r} is computed by the program; only inputs can be "
                               f"written")
+        check_unbound(self._bound_inputs, name, name, TargetError)
         if port.count == 1:
             assert self._program is not None
             self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
@@ -482,9 +488,12 @@ class LocalTarget:
         assert self._program is not None
         self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
 
-    def _install(self, compiled: CompiledProgram, program: LoadedProgram) -> None:
+    def _install(self, compiled: CompiledProgram, program: LoadedProgram,
+                 bound: dict[Any, Channel] | None = None) -> None:
         # only now replace the running program: a failed compile or load leaves it intact
         self._end_trace()
+        #: inputs an I/O binding fills at every release (node or name -> channel)
+        self._bound_inputs = bound or {}
         self._compiled = compiled
         self._program = program
         self._ports = compiled.ports
@@ -496,7 +505,8 @@ class LocalTarget:
         python_type = {1: float, 2: float, 3: int, 4: bool}
         self._fast_write = {n: (p.offset, p.dtype.code, python_type[p.dtype.code])
                             for n, p in compiled.ports.items()
-                            if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings}
+                            if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings
+                            and n not in self._bound_inputs}
 
     def _scheduler(self) -> Scheduler:
         if self._sched is None:

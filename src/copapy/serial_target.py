@@ -38,6 +38,8 @@ from .serial.transport import open_port
 from .target_common import (
     Slots,
     TaskStats,
+    bound_inputs,
+    check_unbound,
     decode_rows,
     find_port,
     io_specs,
@@ -359,6 +361,7 @@ class SerialTarget:
         self._bindings: dict[Any, Channel] = {}
         self._compiled: CompiledProgram | None = None
         self._ports: dict[Any, Port] = {}
+        self._bound_inputs: dict[Any, Channel] = {}
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
         self._link.on_event = self._on_event
@@ -494,6 +497,8 @@ class SerialTarget:
     def _adopt(self, compiled: CompiledProgram, tasks: Sequence[Task]) -> None:
         self._compiled = compiled
         self._ports = compiled.ports
+        #: inputs an I/O binding fills at every release (node or name -> channel)
+        self._bound_inputs = bound_inputs(compiled.image, compiled.ports)
         self._tasks = list(tasks)
         timeouts = [t.link_timeout for t in tasks if t.link_timeout]
         self._keep_alive(min(timeouts) if timeouts else 0.0)
@@ -592,6 +597,8 @@ class SerialTarget:
         if any(port.role != ROLE_INPUT for port in slots.ports):
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
+        for key in slots.key:  # the value's node or name, or its elements' nodes
+            check_unbound(self._bound_inputs, key, v, SerialTargetError)
         for batch in self._batches([(o, len(b), b) for o, b in slots.encode(x)]):
             self._link.request(p.WRITE, b"".join(struct.pack("<IH", o, n) + data
                                                  for o, n, data in batch))

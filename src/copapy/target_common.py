@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import dtypes as dt
 from .arrays import Array
 from .compiler import IoSpec, TaskSpec
+from .compiler.layout import ROLE_INPUT
+from .image import parse as parse_image
 from .io import Channel, check_binding
 from .quaternions import Quaternion
 from .task import Task
@@ -72,6 +74,21 @@ def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
         checked[node] = ch
     return [IoSpec(node, ch.kind, ch.channel, 1 if node.op == "input" else 2, ch.safe)
             for node, ch in bindings.items()]
+
+
+def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
+    """The keys of the input ports an I/O binding of ``image`` fills at every release (a
+    write to one would be overwritten), with their channels."""
+    by_offset = {p.offset: key for key, p in ports.items() if p.role == ROLE_INPUT}
+    return {by_offset[b.offset]: Channel(b.kind, b.channel)
+            for b in parse_image(image).io_bindings if b.direction == 1 and b.offset in by_offset}
+
+
+def check_unbound(bound: Mapping[Any, Channel], key: Any, v: Any, error: type[Exception]) -> None:
+    """``error`` if the input ``key`` (a node or a port name) is filled by an I/O binding."""
+    if key in bound:
+        raise error(f"{v!r} is bound to {bound[key]!r}, which sets it at every release: set "
+                    f"the channel (tg.set_io on a simulation) instead of writing the input")
 
 
 # ---- values
