@@ -365,6 +365,12 @@ class SerialTarget:
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
         self._link.on_event = self._on_event
+        try:
+            self._check_heartbeat([self._runner_link_timeout] if self._runner_link_timeout
+                                  else [], "the runner's --link-timeout")
+        except SerialTargetError:
+            self.close()
+            raise
         self._keep_alive(self._runner_link_timeout)
 
     # ---- connection ------------------------------------------------------------------------
@@ -404,6 +410,16 @@ class SerialTarget:
                 raise SerialTargetError(f"AUTH_FAILED: the runner on {self._link.name} did not "
                                         f"accept the key (a wrong key file?)") from err
             raise
+
+    def _check_heartbeat(self, timeouts: Sequence[float], what: str) -> None:
+        """SerialTargetError if the heartbeat asked for is too slow for a dead-man switch:
+        the switch would fire between two PINGs of a quiet link (the program faults)."""
+        interval = self._heartbeat_interval
+        if interval is not None and timeouts and not interval < min(timeouts) / 2:
+            raise SerialTargetError(f"heartbeat={interval} s is too slow for {what} of "
+                                    f"{min(timeouts)} s: a quiet link would fault the program; "
+                                    f"leave heartbeat out (a quarter of the timeout) or make "
+                                    f"it shorter than half the timeout")
 
     def _keep_alive(self, link_timeout: float) -> None:
         """Start the heartbeat if the runner or the program has a dead-man switch."""
@@ -474,6 +490,8 @@ class SerialTarget:
             compiled, tasks = tasks[0].compiled(), cast(tuple[Task, ...], tasks[0].tasks)
         else:
             compiled = self._compile(cast(tuple[Task, ...], tasks))
+        self._check_heartbeat([t.link_timeout for t in tasks if t.link_timeout],  # type: ignore[union-attr]
+                              "the program's link_timeout")
         image = compiled.image
         crc = p.image_crc(image)
         info = self.info()
