@@ -129,7 +129,8 @@ def test_runner_link_timeout_applies_to_every_program() -> None:
     """The runner's --link-timeout (a program's own link_timeout: the SerialTarget suite,
     tests/test_runner_suite.py, on every runner)."""
     with runner_process("--pty", "--no-rt", "--link-timeout", "0.1") as (pty, _proc):
-        tg = SerialTarget(pty, heartbeat=10.0)  # too slow on purpose
+        with pytest.warns(RuntimeWarning, match="too slow for the runner's --link-timeout"):
+            tg = SerialTarget(pty, heartbeat=10.0)  # too slow on purpose
         try:
             tasks, v = two_tasks()
             bind_two(tg, v)

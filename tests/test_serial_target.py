@@ -239,16 +239,14 @@ def test_a_stream_keeps_its_tick_after_a_redeploy() -> None:
         assert trace.time.tolist() == pytest.approx((ticks * 1e-3).tolist())
 
 
-def test_a_heartbeat_too_slow_for_the_link_timeout_is_refused() -> None:
-    """heartbeat=1.0 with a 0.2 s link_timeout was accepted: the quiet link then faulted the
-    program (outputs safe) between two PINGs."""
+def test_a_heartbeat_too_slow_for_the_link_timeout_is_named() -> None:
+    """heartbeat=1.0 with a 0.2 s link_timeout was accepted without a word: the quiet link then
+    faulted the program (outputs safe) between two PINGs."""
     c = cp.feedback(lambda n: n + 1, init=0)
     with host_runner() as (pty, _proc), SerialTarget(pty, heartbeat=1.0) as tg:
-        with pytest.raises(SerialTargetError, match=r"heartbeat=1\.0 s is too slow for the "
-                                                    r"program's link_timeout of 0\.2 s"):
+        with pytest.warns(RuntimeWarning, match=r"heartbeat=1\.0 s is too slow for the "
+                                                r"program's link_timeout of 0\.2 s"):
             tg.deploy(cp.Task(c, period=1e-3, link_timeout=0.2))
-        assert tg.info().state == "empty"  # refused before the upload
-        tg.deploy(cp.Task(c, period=1e-3, link_timeout=5.0))
 
 
 def test_target_misuse_names_the_problem() -> None:

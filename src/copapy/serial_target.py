@@ -19,6 +19,7 @@ import struct
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -365,12 +366,8 @@ class SerialTarget:
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
         self._link.on_event = self._on_event
-        try:
-            self._check_heartbeat([self._runner_link_timeout] if self._runner_link_timeout
-                                  else [], "the runner's --link-timeout")
-        except SerialTargetError:
-            self.close()
-            raise
+        self._check_heartbeat([self._runner_link_timeout] if self._runner_link_timeout
+                              else [], "the runner's --link-timeout")
         self._keep_alive(self._runner_link_timeout)
 
     # ---- connection ------------------------------------------------------------------------
@@ -412,14 +409,15 @@ class SerialTarget:
             raise
 
     def _check_heartbeat(self, timeouts: Sequence[float], what: str) -> None:
-        """SerialTargetError if the heartbeat asked for is too slow for a dead-man switch:
-        the switch would fire between two PINGs of a quiet link (the program faults)."""
+        """A RuntimeWarning if the heartbeat asked for is too slow for a dead-man switch: it
+        would fire between two PINGs of a quiet link and fault the program (what a test of
+        the switch wants, so not an error)."""
         interval = self._heartbeat_interval
         if interval is not None and timeouts and not interval < min(timeouts) / 2:
-            raise SerialTargetError(f"heartbeat={interval} s is too slow for {what} of "
-                                    f"{min(timeouts)} s: a quiet link would fault the program; "
-                                    f"leave heartbeat out (a quarter of the timeout) or make "
-                                    f"it shorter than half the timeout")
+            warnings.warn(f"heartbeat={interval} s is too slow for {what} of {min(timeouts)} "
+                          f"s: a quiet link will fault the program; leave heartbeat out (a "
+                          f"quarter of the timeout) or make it shorter than half the timeout",
+                          RuntimeWarning, stacklevel=3)
 
     def _keep_alive(self, link_timeout: float) -> None:
         """Start the heartbeat if the runner or the program has a dead-man switch."""
