@@ -110,3 +110,13 @@ def test_runner_options_are_checked() -> None:
         assert out.returncode == 2 and f"copapy-runner: error: {says}" in out.stderr, (args, out)
     out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10)
     assert out.returncode == 0 and out.stdout.startswith("usage: copapy-runner")
+
+
+def test_bench_jitter_arguments_are_checked() -> None:
+    """--seconds 0 or less and --rounds 0 started the whole benchmark (every cell, for
+    nothing) instead of saying the argument is wrong."""
+    for args, says in ((("--seconds", "-1"), "--seconds must be > 0"),
+                       (("--seconds", "0"), "--seconds must be > 0"),
+                       (("--rounds", "0"), "--rounds must be >= 1")):
+        out = copapy("bench", "jitter", *args, "--quiet", timeout=30)
+        assert out.returncode == 1 and says in out.stderr, (args, out.stderr)
