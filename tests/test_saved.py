@@ -481,3 +481,23 @@ def test_writes_to_bound_inputs_are_refused(tmp_path: Path) -> None:
         serial.deploy(cp.load(prog.source))
         with pytest.raises(SerialTargetError, match=r"'x' is bound to cp\.io\.Encoder\(0\)"):
             serial.write("x", 5.0)
+
+
+def test_attach_to_a_saved_program(tmp_path: Path) -> None:
+    """attach(cp.load(path)) raised "deploy() takes cp.Task objects, got Program"; only
+    deploy() re-attached to a running saved program."""
+    from tests.runners import host_runner
+
+    c = cp.feedback(lambda n: n + 1, init=0)
+    prog = cp.save(tmp_path / "c.cpimg", cp.Task(c, period=1e-3), names={"count": c})
+    with host_runner() as (pty, _proc):
+        with cp.SerialTarget(pty) as first:
+            first.deploy(prog, start=True)
+        with cp.SerialTarget(pty) as again:
+            again.attach(cp.load(prog.source))
+            before = again.read("count")
+            time.sleep(0.02)
+            assert again.read("count") > before > 0
+            other = cp.save(tmp_path / "o.cpimg", cp.Task(c * 2, period=1e-3))
+            with pytest.raises(SerialTargetError, match="runs a different program"):
+                again.attach(other)

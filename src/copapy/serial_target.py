@@ -481,29 +481,36 @@ class SerialTarget:
         two ticks (the new one's first tick is the old one's next: none lost or doubled), its
         outputs that the new one drives keep their value until the new one publishes, the
         others take their safe values."""
-        if len(tasks) == 1 and isinstance(tasks[0], Program):
-            if tasks[0].arch != self.arch:
-                raise SerialTargetError(f"{tasks[0].source} holds {tasks[0].arch} code; the "
-                                        f"runner on {self._link.name} executes {self.arch}")
-            compiled, tasks = tasks[0].compiled(), cast(tuple[Task, ...], tasks[0].tasks)
-        else:
-            compiled = self._compile(cast(tuple[Task, ...], tasks))
-        self._check_heartbeat([t.link_timeout for t in tasks if t.link_timeout],  # type: ignore[union-attr]
+        compiled, program_tasks = self._program(tasks)
+        self._check_heartbeat([t.link_timeout for t in program_tasks if t.link_timeout],
                               "the program's link_timeout")
         image = compiled.image
         crc = p.image_crc(image)
         info = self.info()
         if info.image_crc == crc and info.state not in ("empty", "faulted"):
-            self._adopt(compiled, cast(tuple[Task, ...], tasks))
+            self._adopt(compiled, program_tasks)
             if start and info.state != "running":
                 self.start()
             return
         self._upload(image, crc, start)
-        self._adopt(compiled, cast(tuple[Task, ...], tasks))
+        self._adopt(compiled, program_tasks)
 
-    def attach(self, *tasks: Task) -> None:
-        """Connect to the program the runner already runs (must be exactly these tasks)."""
-        compiled = self._compile(tasks)
+    def _program(self, items: Sequence[Task | Program]
+                 ) -> tuple[CompiledProgram, tuple[Task, ...]]:
+        """The compiled program and tasks of deploy/attach's arguments: tasks, compiled for
+        the runner, or one saved program as it is."""
+        if len(items) == 1 and isinstance(items[0], Program):
+            if items[0].arch != self.arch:
+                raise SerialTargetError(f"{items[0].source} holds {items[0].arch} code; the "
+                                        f"runner on {self._link.name} executes {self.arch}")
+            return items[0].compiled(), cast(tuple[Task, ...], tuple(items[0].tasks))
+        tasks = cast(tuple[Task, ...], tuple(items))
+        return self._compile(tasks), tasks
+
+    def attach(self, *items: Task | Program) -> None:
+        """Connect to the program the runner already runs (must be exactly these tasks, or
+        this saved program)."""
+        compiled, tasks = self._program(items)
         info = self.info()
         if info.image_crc != p.image_crc(compiled.image) or info.state == "empty":
             raise SerialTargetError("the runner runs a different program (image CRC differs): "
