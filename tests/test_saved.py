@@ -439,6 +439,9 @@ def test_save_arguments_are_checked(tmp_path: Path) -> None:
         cp.save(tmp_path / "missing" / "p.cpimg", z)
     with pytest.raises(ProgramFileError, match="cannot write"):
         cp.save(tmp_path, z)
+    for bad in ([(3, cp.io.PWM(0))], [z], [(z, cp.io.PWM(0), 1)]):  # AttributeError, unpacking
+        with pytest.raises(TypeError, match=r"bindings are \(value, channel\) pairs"):
+            cp.save(tmp_path / "b.cpimg", cp.Task(z, period=1e-3), bindings=bad)
     assert not [f for f in tmp_path.iterdir() if ".tmp" in f.name]
 
 

@@ -22,7 +22,7 @@ from .io import Channel
 from .runtime.load import check_architecture, host_architecture
 from .target_common import io_specs, task_specs
 from .task import Task
-from .value import Traced, flatten
+from .value import Traced, Value, flatten
 
 __all__ = ["Program", "ProgramFileError", "load", "save"]
 
@@ -205,6 +205,18 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
     return out
 
 
+def _binding_nodes(bindings: Iterable[Any]) -> dict[Any, Channel]:
+    """save()'s ``bindings`` as node -> channel, or TypeError naming the form they take."""
+    out: dict[Any, Channel] = {}
+    for pair in bindings:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2
+                and isinstance(pair[0], Value)):
+            raise TypeError(f"bindings are (value, channel) pairs, e.g. [(speed, "
+                            f"cp.io.Encoder(0))], got {pair!r}")
+        out[pair[0].node] = pair[1]
+    return out
+
+
 def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
          names: Mapping[str, Any] | None = None,
          bindings: Iterable[tuple[Any, Channel]] = ()) -> Program:
@@ -226,7 +238,7 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
         raise TypeError("save() takes either cp.Task objects (periodic tasks) or values (run on "
                         "request), not both")
     if tasks:
-        io = io_specs({v.node: ch for v, ch in bindings})
+        io = io_specs(_binding_nodes(bindings))
         compiled = compile_tasks(task_specs(tasks), arch, io, node_names)
     else:
         if list(bindings):
