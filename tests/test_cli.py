@@ -82,6 +82,7 @@ def test_runner_on_a_unix_socket_with_a_key(tmp_path: Path) -> None:
         assert fields["auth_required"] == "True"
         refused = copapy("info", f"unix:{sock}")
         assert refused.returncode == 1 and "AUTH_REQUIRED" in refused.stderr
+        assert "--key-file F" in refused.stderr  # the fix on the command line, not only Python
         assert "Traceback" not in refused.stderr
     finally:
         runner.kill()

@@ -376,8 +376,9 @@ class SerialTarget:
         """SESSION (nonces), then a PING under the session key: a wrong key fails here."""
         if self._info.auth_required and key is None:
             raise SerialTargetError(f"AUTH_REQUIRED: the runner on {self._link.name} accepts "
-                                    f"authenticated requests only: SerialTarget(..., "
-                                    f"key=b'...' or key='path/to/keyfile')")
+                                    f"authenticated requests only: give its key file "
+                                    f"(SerialTarget(..., key='path/to/keyfile') or key=b'...'; "
+                                    f"copapy ... --key-file F)")
         nonce = os.urandom(16)
         flags = p.SESSION_TAKEOVER if takeover else 0
         try:
