@@ -388,9 +388,9 @@ def test_drives_survive_a_deploy_that_does_not_read_them() -> None:
     tg.step(0.002)
     assert tg.read(z) == 11.0
     y = x * 3.0
-    tg.deploy(cp.Task(y, period=1e-3))  # reads x again: its feed restarts at time 0
+    tg.deploy(cp.Task(y, period=1e-3))  # reads x again: its source drives it again
     tg.step(0.002)
-    assert tg.read(y) == 15.0  # the feed's last sample, applied in the tick after the callback
+    assert tg.read(y) == 21.0  # the callback: the last source given for x
 
 
 def test_task_times_outside_the_image_fields_are_refused() -> None:
@@ -483,3 +483,28 @@ def test_packed_vector_of_inputs_read_traced_and_driven() -> None:
     assert trace[v].tolist() == [[5.0, 6.0], [7.0, 8.0], [7.0, 8.0]]
     assert trace[y].tolist() == [[0.0, 0.0], [10.0, 12.0], [14.0, 16.0]]
     assert tg.read(a) == 7.0
+
+
+def test_a_value_has_one_drive_source() -> None:
+    """Every drive() added a feed, kept for every later deploy: the 17th on one target (a
+    sweep of deploys, or re-driving one input) failed with "already 16 feeds"; a source could
+    not be removed. Now the last source given is the value's one, and None removes it."""
+    x = cp.value(1.0)
+    y = x * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    for k in range(20):
+        tg.deploy(cp.Task(y, period=1e-3))
+        tg.drive(x, [float(k)])
+        tg.step(0.002)
+        assert tg.read(y) == 2.0 * k
+    trace = tg.trace(x)
+    tg.drive(x, [5.0, 6.0])  # replaces the feed of [19.0], from now on
+    tg.step(0.003)
+    tg.drive(x, None)
+    tg.write(x, 9.0)
+    tg.step(0.002)
+    tg.drive(x, lambda t: 3.0)
+    tg.step(0.001)
+    tg.drive(x, [4.0])  # replaces the callback
+    tg.step(0.002)
+    assert trace[x].tolist() == [5.0, 6.0, 6.0, 9.0, 9.0, 3.0, 4.0, 4.0]

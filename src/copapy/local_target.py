@@ -44,6 +44,7 @@ from .target_common import (
     task_specs,
     task_stats,
     to_ns,
+    trace_key,
     trace_ranges,
 )
 from .task import Task
@@ -101,8 +102,10 @@ class LocalTarget:
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
         self._sched: Scheduler | None = None
         self._tasks: list[Named] = []
-        self._callbacks: list[tuple[Value[Any] | Array, Callable[[float], Any]]] = []
-        self._feeds: list[tuple[Value[Any] | Array, Any]] = []
+        #: drive()'s sources by the driven value's key (trace_key): one each, the last given
+        self._callbacks: dict[Any, tuple[Value[Any] | Array, Callable[[float], Any]]] = {}
+        #: (value, samples, first tick): a deploy restarts them at tick 0
+        self._feeds: dict[Any, tuple[Value[Any] | Array, Any, int]] = {}
         self._trace: Trace | None = None
         #: the channels the deployed image binds, by image (io_value/set_io check them)
         self._bound: tuple[bytes, set[tuple[int, int]]] | None = None
@@ -176,8 +179,8 @@ class LocalTarget:
         self._sched = sched
         self._tasks = list(tasks)
         self._trace_epoch += 1
-        for value, samples in self._feeds:
-            self._add_feed(value, samples)
+        self._feeds = {k: (v, samples, 0) for k, (v, samples, _) in self._feeds.items()}
+        self._refeed()
 
     def step(self, seconds: float) -> None:
         """Advance simulated time by ``seconds`` (a whole number of ticks).
@@ -197,7 +200,7 @@ class LocalTarget:
         else:
             for _ in range(ticks):
                 t = sched.time_ns * 1e-9
-                for value, fn in self._callbacks:
+                for value, fn in list(self._callbacks.values()):
                     self._write(value, fn(t))
                 sched.tick()
         # the outputs of every period that ended at the new time are visible now
@@ -224,13 +227,18 @@ class LocalTarget:
         ``f(t_seconds) -> value`` called before each tick. Feeds and callbacks stay with the
         target: a later ``deploy`` starts them again at its time 0."""
         self._driven(value)
+        key = trace_key(value)
+        had_feed = self._feeds.pop(key, None) is not None
+        self._callbacks.pop(key, None)
         if callable(source):
-            self._callbacks.append((value, source))
+            self._callbacks[key] = (value, source)
+        elif source is not None:
+            first = self._sched.time_ns // to_ns(self.tick) if self._sched and self.tick else 0
+            self._feeds[key] = (value, self._samples(value, source), first)
+        elif not had_feed:
             return
-        samples = self._samples(value, source)
         if self._sched is not None:
-            self._add_feed(value, samples)
-        self._feeds.append((value, samples))
+            self._refeed()
 
     def trace(self, *values: Value[Any] | Array | Quaternion | str,
               capacity: int = 100_000) -> Trace:
@@ -549,7 +557,14 @@ class LocalTarget:
                              f"have shape {want}, one sample per tick; got shape {data.shape}")
         return dt.storage_array(data, value.dtype).reshape(len(data), -1)
 
-    def _add_feed(self, value: Value[Any] | Array, samples: Any) -> None:
+    def _refeed(self) -> None:
+        """The scheduler's feeds: those of ``_feeds``, from their first ticks."""
+        sched = self._scheduler()
+        sched.clear_feeds()
+        for value, samples, first in self._feeds.values():
+            self._add_feed(value, samples, first)
+
+    def _add_feed(self, value: Value[Any] | Array, samples: Any, first: int) -> None:
         """Feed the program's slots of ``value``; an input the program does not read (not
         part of it, e.g. simplified away) is accepted as tg.write accepts it: no effect."""
         items = ((elements(value, self._ports) if isinstance(value, Array) else None)
@@ -567,14 +582,16 @@ class LocalTarget:
             else:
                 runs.append((port.offset, size, k, n))
         sched = self._scheduler()
-        for offset, size, first, n in runs:
+        for offset, size, column, n in runs:
             try:
                 sched.add_feed(offset, size,
-                               np.ascontiguousarray(samples[:, first:first + n]).tobytes())
+                               np.ascontiguousarray(samples[:, column:column + n]).tobytes(),
+                               first)
             except ValueError as exc:
-                raise TargetError(f"cannot drive {value!r}: {exc} (an unpacked array input "
-                                  f"takes one feed per run of neighbouring elements; drive "
-                                  f"a packed array, cp.value(np_array), instead)") from exc
+                raise TargetError(f"cannot drive {value!r}: {exc} (one feed per driven input, "
+                                  f"and an unpacked array input takes one per run of "
+                                  f"neighbouring elements: drive a packed array, "
+                                  f"cp.value(np_array), instead)") from exc
 
     def _label(self, v: Any) -> str:
         """A plot label: the port's name, or the value's repr."""
