@@ -293,6 +293,8 @@ def test_step_and_arch_errors_name_the_problem() -> None:
         tg.step(-0.001)
     with pytest.raises(ValueError, match=r"not a whole number of ticks"):
         tg.step(0.0015)
+    with pytest.raises(TypeError, match="takes a number of seconds, got str"):
+        tg.step("0.1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"unknown architecture 'pdp11'.*x86_64.*cortex-m7"):
         cp.LocalTarget(arch="pdp11")
     with pytest.raises(ValueError, match=r"unknown architecture 'x86-64'"):

@@ -189,6 +189,9 @@ class LocalTarget:
         """
         sched = self._scheduler()
         assert self.tick is not None
+        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+            raise TypeError(f"step(seconds) takes a number of seconds, got "
+                            f"{type(seconds).__name__} {seconds!r}")
         if not seconds >= 0:
             raise ValueError(f"step({seconds}): simulated time only moves forward; the duration "
                              f"must be >= 0 (tg.reset() goes back to time 0)")
