@@ -265,6 +265,8 @@ def test_target_misuse_names_the_problem() -> None:
             tg.read([x])  # type: ignore[arg-type]
         with pytest.raises(SerialTargetError, match=r"no port named 'x'.*saved programs"):
             tg.read("x")
+        with pytest.raises(SerialTargetError, match="does not read the input"):
+            tg.write(cp.value(2.0), 1.0)  # it said "make it a task output to read it"
         with pytest.raises(ValueError, match="decimation"):
             tg.trace(x, decimation=0)
         with pytest.raises(TypeError, match=r"io_value\(\) takes a cp\.io channel"):

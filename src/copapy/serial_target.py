@@ -598,6 +598,10 @@ class SerialTarget:
                 raise SerialTargetError(f"no port named {v!r} in the deployed program" + (
                     f"; it has {names}" if names else
                     " (ports have names in saved programs: cp.load)"))
+            if v.node.op == "input":
+                raise SerialTargetError(f"the deployed program does not read the input {v!r} "
+                                        f"(no task uses it, or it was simplified away), so it "
+                                        f"has no slot to read or write")
             raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
                                     f"program (make it a task output to read it)")
         return port
