@@ -510,3 +510,20 @@ def test_a_value_has_one_drive_source() -> None:
     tg.drive(x, [4.0])  # replaces the callback
     tg.step(0.002)
     assert trace[x].tolist() == [5.0, 6.0, 6.0, 9.0, 9.0, 3.0, 4.0, 4.0]
+
+
+def test_a_binding_whose_value_a_redeploy_lacks_is_named() -> None:
+    """A bound output that the next deploy's tasks do not compute failed in the compiler with
+    "drives an output channel but is not an output of any deployed task", without saying that
+    the target keeps its bindings or what to do."""
+    a = cp.value(0.0)
+    y = a * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(y, cp.io.PWM(0))
+    tg.deploy(cp.Task(y, period=1e-3))
+    with pytest.raises(cp.local_target.TargetError,
+                       match=r"bound to cp\.io\.PWM\(0\) \(tg\.bind\), but no task of this deploy "
+                             r"outputs it: a target keeps its bindings"):
+        tg.deploy(cp.Task(cp.value(1.0) + 1.0, period=1e-3))
+    tg.step(0.002)  # the deployed program is untouched
+    assert tg.io_value(cp.io.PWM(0)) == 0.0

@@ -35,6 +35,7 @@ from .target_common import (
     Named,
     TaskStats,
     bound_inputs,
+    check_bound_outputs,
     check_unbound,
     checked_scalar,
     elements,
@@ -169,6 +170,7 @@ class LocalTarget:
                 raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
         io = io_specs(self._bindings)
+        check_bound_outputs(specs, self._bindings, TargetError)
         compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)

@@ -40,6 +40,7 @@ from .target_common import (
     Slots,
     TaskStats,
     bound_inputs,
+    check_bound_outputs,
     check_unbound,
     decode_rows,
     find_port,
@@ -471,7 +472,9 @@ class SerialTarget:
         self._bindings[value.node] = channel
 
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
-        return compile_tasks(task_specs(tasks), self.arch, io_specs(self._bindings))
+        specs = task_specs(tasks)
+        check_bound_outputs(specs, self._bindings, SerialTargetError)
+        return compile_tasks(specs, self.arch, io_specs(self._bindings))
 
     def deploy(self, *tasks: Task | Program, start: bool = False) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly

@@ -76,6 +76,18 @@ def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
             for node, ch in bindings.items()]
 
 
+def check_bound_outputs(specs: Sequence[TaskSpec], bindings: Mapping[Node, Channel],
+                        error: type[Exception]) -> None:
+    """``error`` if a value bound to an output channel is output by none of the tasks: a
+    target keeps its bindings for every deploy, so another program cannot be deployed."""
+    outputs = {n for spec in specs for n in spec.outputs}
+    for node, channel in bindings.items():
+        if node.op != "input" and node not in outputs:
+            raise error(f"{Value(node)!r} is bound to {channel!r} (tg.bind), but no task of "
+                        f"this deploy outputs it: a target keeps its bindings for every deploy, "
+                        f"so deploy tasks that output it, or another program on a new target")
+
+
 def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
     """The keys of the input ports an I/O binding of ``image`` fills at every release (a
     write to one would be overwritten), with their channels."""
