@@ -527,3 +527,14 @@ def test_a_binding_whose_value_a_redeploy_lacks_is_named() -> None:
         tg.deploy(cp.Task(cp.value(1.0) + 1.0, period=1e-3))
     tg.step(0.002)  # the deployed program is untouched
     assert tg.io_value(cp.io.PWM(0)) == 0.0
+
+
+def test_an_output_that_simplified_to_its_input_is_explained() -> None:
+    """Task(x * 1.0) (x * 1.0 is x) failed in the compiler with "input#2 is an input
+    (cp.value): it cannot be a task output", naming an input the user never gave as output."""
+    x = cp.value(1.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    for outputs in ((x * 1.0,), (cp.vector([1.0, 2.0]) * x,)):
+        with pytest.raises(ValueError, match=r"task 'task0': an output is the input .* itself "
+                                             r"\(an expression such as x \* 1\.0 simplifies"):
+            tg.deploy(cp.Task(*outputs, period=1e-3))
