@@ -82,7 +82,42 @@ def test_runner_on_a_unix_socket_with_a_key(tmp_path: Path) -> None:
         assert fields["auth_required"] == "True"
         refused = copapy("info", f"unix:{sock}")
         assert refused.returncode == 1 and "AUTH_REQUIRED" in refused.stderr
+        assert "--key-file F" in refused.stderr  # the fix on the command line, not only Python
         assert "Traceback" not in refused.stderr
     finally:
         runner.kill()
         runner.wait(timeout=5)
+
+
+def test_runner_options_are_checked() -> None:
+    """`--max-memory -5` was read by strtoul as ULONG_MAX - 4 and accepted (no memory limit);
+    a second transport, --start without --image or no transport printed only the synopsis;
+    --help exited with status 2."""
+    from tests.runners import build
+
+    build("host")
+    exe = str(ROOT / "runner" / "build" / "copapy-runner")
+    for args, says in ((["--pty", "--max-memory", "-5"], "--max-memory needs a size in bytes"),
+                       (["--pty", "--max-image", "+100"], "--max-image needs a size"),
+                       (["--pty", "--budget-factor", "-0"], "--budget-factor needs a whole"),
+                       (["--pty", "--stdio"], "give one transport"),
+                       (["--pty", "--start"], "--start needs --image FILE"),
+                       ([], "give a transport"),
+                       (["--pty", "stray"], "unexpected argument 'stray'"),
+                       (["--pty", "--link-timeout", "1e6"],
+                        "--link-timeout needs a time in seconds (> 0, at most 86400)")):
+        out = subprocess.run([exe, "--no-rt", *args], capture_output=True, text=True,
+                             timeout=10, stdin=subprocess.DEVNULL)
+        assert out.returncode == 2 and f"copapy-runner: error: {says}" in out.stderr, (args, out)
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0 and out.stdout.startswith("usage: copapy-runner")
+
+
+def test_bench_jitter_arguments_are_checked() -> None:
+    """--seconds 0 or less and --rounds 0 started the whole benchmark (every cell, for
+    nothing) instead of saying the argument is wrong."""
+    for args, says in ((("--seconds", "-1"), "--seconds must be > 0"),
+                       (("--seconds", "0"), "--seconds must be > 0"),
+                       (("--rounds", "0"), "--rounds must be >= 1")):
+        out = copapy("bench", "jitter", *args, "--quiet", timeout=30)
+        assert out.returncode == 1 and says in out.stderr, (args, out.stderr)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import copapy as cp
-from copapy.kits import BadImageError, PortNotFoundError, library_path
+from copapy.kits import BadImageError, KitError, PortNotFoundError, library_path
 from copapy.kits.abi import CProgram
 from copapy.kits.paths import include_dir
 
@@ -96,6 +96,33 @@ def test_named_errors() -> None:
     prog = CProgram(tg.image)
     with pytest.raises(PortNotFoundError, match=r'no port named "speed".*measured'):
         prog.port("speed")
+
+
+def test_misuse_names_the_problem() -> None:
+    """A closed program's calls returned codes that looked like results (tick() was 1, ports()
+    empty); run() of a task that does not exist returned 1; failed writes and reads said
+    "b'READ_ONLY'" or "b'ARGUMENT'" only."""
+    task, *_ = controller()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(task)
+    prog = CProgram(tg.image, deterministic=True)
+    measured, out = prog.port("measured"), prog.port("ctrl.out0")
+    with pytest.raises(KitError, match=r"copapy_write\(ctrl\.out0\): READ_ONLY: the program "
+                                       r"computes this port"):
+        prog.write(out, 1.0)
+    with pytest.raises(KitError, match=r"ARGUMENT: give 1 value \(the port holds 1\), got 2"):
+        prog.write(measured, 1.0, 2.0)
+    with pytest.raises(KitError, match=r"ARGUMENT: give 1 value .*got 0"):
+        prog.read(measured, 0)
+    with pytest.raises(KitError, match=r"no task 3; the program has tasks 0\.\.0"):
+        prog.run(3)
+    with pytest.raises(TypeError, match="takes the image bytes"):
+        CProgram("pid.cpimg")  # type: ignore[arg-type]
+    prog.close()
+    for call in (prog.tick, prog.ports, lambda: prog.read(out), prog.reset,
+                 lambda: prog.tick_ns):
+        with pytest.raises(KitError, match="the program is closed"):
+            call()
 
 
 def test_a_c_program_runs_the_image(tmp_path: Path) -> None:

@@ -162,6 +162,19 @@ def test_numpy_buffer_hardware() -> None:
     assert command[0] == loop.read(p["u"])  # type: ignore[arg-type]
 
 
+def test_buffer_hardware_sizes_are_checked() -> None:
+    """A state buffer shorter than the states was accepted: the loop filled only its first
+    values, the other states kept their initial values (a silently wrong controller)."""
+    p = motor_controller()
+    states = [p["angle"], p["velocity"], p["current"]]
+    for state, command, says in ((np.zeros(2), np.zeros(1), "state buffer holds 2 values; "
+                                  "the loop's states take 3"),
+                                 (np.zeros(3), np.zeros(4), "command buffer holds 4 values")):
+        with pytest.raises(ValueError, match=says):
+            ControlLoop(p["task"], states=states, commands=[p["u"]],  # type: ignore[arg-type]
+                        hardware=(state, command))
+
+
 def test_multi_joint_arm_plant() -> None:
     n = 3
     q = [cp.value(0.0, name=f"q{i}") for i in range(n)]

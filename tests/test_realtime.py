@@ -293,7 +293,248 @@ def test_step_and_arch_errors_name_the_problem() -> None:
         tg.step(-0.001)
     with pytest.raises(ValueError, match=r"not a whole number of ticks"):
         tg.step(0.0015)
+    with pytest.raises(TypeError, match="takes a number of seconds, got str"):
+        tg.step("0.1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"unknown architecture 'pdp11'.*x86_64.*cortex-m7"):
         cp.LocalTarget(arch="pdp11")
     with pytest.raises(ValueError, match=r"unknown architecture 'x86-64'"):
         cp.jit(lambda a: a, arch="x86-64")
+
+
+# ---- traces and feeds of arrays -------------------------------------------------------------
+
+
+@settings(max_examples=examples(25), deadline=None)
+@given(st.integers(1, 6), st.integers(1, 4), st.booleans(), st.data())
+def test_array_inputs_driven_and_traced(ticks: int, n: int, packed: bool,
+                                        data: st.DataObject) -> None:
+    """An array input driven per tick and traced with its outputs: each row is the array
+    (it was "expected a copapy value, got Array" for trace and drive), the output one row
+    later (LET), as NumPy computes it."""
+    shape = (n, 2)
+    rows = data.draw(st.lists(st.lists(st.floats(-100, 100, width=32), min_size=2 * n,
+                                       max_size=2 * n), min_size=ticks, max_size=ticks))
+    samples = np.array(rows, np.float32).reshape(ticks, *shape)
+    gain = cp.value(3.0)
+    x = cp.value(np.zeros(shape, np.float32), packed=packed)
+    y = x * gain
+    total = y.sum()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, total, period=1e-3))
+    tg.drive(x, samples)
+    trace = tg.trace(x, y, gain, total)
+    tg.step(1e-3 * (ticks + 1))
+    assert trace[x].shape == (ticks + 1, *shape) and trace[gain].shape == (ticks + 1,)
+    assert trace[x][:ticks].tolist() == samples.tolist()
+    assert trace[x][ticks].tolist() == samples[-1].tolist()  # the last sample stays
+    assert trace[y][0].tolist() == np.zeros(shape).tolist()
+    assert trace[y][1:].tolist() == (samples * np.float32(3.0)).tolist()
+    np.testing.assert_allclose(trace[total][1:], (samples * np.float32(3.0)).sum(axis=(1, 2)),
+                               rtol=1e-5, atol=1e-3)
+
+
+def test_quaternion_and_bool_arrays_traced() -> None:
+    s = cp.value(0.0)
+    q = cp.quaternion(cp.value(1.0), 0.0, 0.0, s) * 2.0
+    flags = cp.value(np.array([True, False, True]))
+    off = cp.logical_not(flags)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(q, off, period=1e-3))
+    tg.drive(s, [1.0, 2.0])
+    tg.drive(flags, [[False, False, True]])
+    trace = tg.trace(q, off)
+    tg.step(0.003)
+    assert trace[q].tolist() == [[0, 0, 0, 0], [2, 0, 0, 2], [2, 0, 0, 4]]
+    assert trace[off].dtype == bool
+    assert trace[off].tolist() == [[False] * 3, [True, True, False], [True, True, False]]
+    with pytest.raises(KeyError, match="not traced"):
+        trace[s]
+
+
+def test_drive_samples_and_targets_are_checked() -> None:
+    x = cp.value(1.0)
+    v = cp.value([1.0, 2.0])
+    y = x * 2.0 + v.sum()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    # a 2-D array of samples for a scalar was flattened silently into 4 ticks of samples
+    with pytest.raises(ValueError, match=r"scalar input have shape \(ticks,\).*\(2, 2\)"):
+        tg.drive(x, np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"\(ticks, 2\).*got shape \(2,\)"):
+        tg.drive(v, [1.0, 2.0])
+    with pytest.raises(TypeError, match=r"drive\(\) takes a cp\.value\(\) input"):
+        tg.drive(3.0, [1.0])  # type: ignore[arg-type]
+    with pytest.raises(cp.local_target.TargetError, match="not an input"):
+        tg.drive(y, [1.0])
+    with pytest.raises(TypeError, match="got list: pass the values themselves"):
+        tg.trace([y, x])  # type: ignore[arg-type]
+    with pytest.raises(cp.local_target.TargetError, match="needs the values"):
+        tg.trace()
+    with pytest.raises(ValueError, match="capacity"):
+        tg.trace(y, capacity=0)
+
+
+def test_drives_survive_a_deploy_that_does_not_read_them() -> None:
+    """A deploy of tasks that do not read a driven input: the feed and callback have no effect
+    (as a write to such an input); it raised in deploy after installing the new program, and
+    every step raised after that."""
+    x = cp.value(1.0)
+    u = cp.value(3.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(x * 2.0, period=1e-3))
+    tg.drive(x, [4.0, 5.0])
+    tg.drive(x, lambda t: 7.0)
+    z = u + 1.0
+    tg.deploy(cp.Task(z, period=1e-3))
+    tg.drive(u, [10.0])
+    tg.step(0.002)
+    assert tg.read(z) == 11.0
+    y = x * 3.0
+    tg.deploy(cp.Task(y, period=1e-3))  # reads x again: its source drives it again
+    tg.step(0.002)
+    assert tg.read(y) == 21.0  # the callback: the last source given for x
+
+
+def test_task_times_outside_the_image_fields_are_refused() -> None:
+    """Times the image cannot hold were raw struct errors at deploy (a period over 4.29 s, a
+    negative wcet, a huge link timeout), or rounded to 0 ns, which the image reads as "none"
+    (a 1e-12 s link timeout switched the dead-man switch off)."""
+    x = cp.value(1.0) * 2.0
+    for bad in ({"period": 5.0}, {"period": 1e-12}, {"period": 1e-3, "wcet": -1e-3},
+                {"period": 1e-3, "wcet": 10.0}, {"period": 1e-3, "budget": 1e-12},
+                {"period": 1e-3, "link_timeout": 1e-12}, {"period": 1e-3, "link_timeout": 1e12}):
+        with pytest.raises(ValueError, match=f"{list(bad)[-1]} must be"):
+            cp.Task(x, **bad)
+    with pytest.raises(TypeError, match="name is a str"):
+        cp.Task(x, period=1e-3, name=3)  # type: ignore[arg-type]
+    tg = cp.LocalTarget(tick=1.0)
+    tg.deploy(cp.Task(x, period=4.0, wcet=0, budget=4.0, link_timeout=1e6))
+    tg.step(8.0)
+    assert tg.stats()[0].runs == 2
+
+
+def test_target_arguments_and_early_writes_are_checked() -> None:
+    """A write before anything was compiled was accepted and then lost by the compile."""
+    x = cp.value(1.0)
+    tg = cp.LocalTarget()
+    with pytest.raises(cp.local_target.TargetError, match="before writing inputs"):
+        tg.write(x, 5.0)
+    with pytest.raises(TypeError, match="tick is a number of seconds"):
+        cp.LocalTarget(tick="1")  # type: ignore[arg-type]
+    assert cp.LocalTarget(tick=np.float32(0.5)).tick == 0.5
+
+
+def test_io_channels_not_bound_are_refused() -> None:
+    """set_io of a channel nothing is bound to had no effect and io_value of one read 0.0 (a
+    typo in the channel number went unnoticed); a non-channel raised AttributeError."""
+    x = cp.value(0.0)
+    y = x * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(x, cp.io.Encoder(0))
+    tg.bind(y, cp.io.PWM(0))
+    tg.deploy(cp.Task(y, period=1e-3))
+    with pytest.raises(cp.local_target.TargetError,
+                       match=r"Encoder\(5\): no value .* bound .*PWM\(0\), cp\.io\.Encoder\(0\)"):
+        tg.set_io(cp.io.Encoder(5), 1.0)
+    with pytest.raises(cp.local_target.TargetError, match=r"PWM\(7\): no value"):
+        tg.io_value(cp.io.PWM(7))
+    with pytest.raises(TypeError, match=r"takes a cp\.io channel"):
+        tg.set_io(0, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="the value is a number"):
+        tg.set_io(cp.io.Encoder(0), "3")  # type: ignore[arg-type]
+    tg.set_io(cp.io.Encoder(0), 3.0)
+    tg.step(0.002)
+    assert tg.io_value(cp.io.PWM(0)) == 6.0
+
+
+def test_a_trace_keeps_its_rows_when_the_ring_is_reused() -> None:
+    """A second tg.trace() reused the ring: the first trace then read the second one's rows as
+    its own (t1[a] gave b's values); after a redeploy the first trace was empty, or raised
+    "buffer size must be a multiple of element size"."""
+    a, b = cp.value(1.0), cp.value(5.0)
+    y = a + b
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    t1 = tg.trace(a, y)
+    tg.step(0.003)
+    t2 = tg.trace(b)
+    tg.step(0.002)
+    assert t1[a].tolist() == [1.0] * 3 and t1[y].tolist() == [0.0, 6.0, 6.0]
+    assert t1.time.tolist() == [0.0, 0.001, 0.002]
+    assert t2[b].tolist() == [5.0, 5.0] and t2.time.tolist() == [0.003, 0.004]
+    z = cp.value(np.ones(5, np.float32), packed=True) * 3.0
+    tg.deploy(cp.Task(z, period=1e-3))
+    t3 = tg.trace(z)
+    tg.step(0.002)
+    assert t2[b].tolist() == [5.0, 5.0] and t1[a].tolist() == [1.0] * 3
+    assert t3[z].tolist() == [[0.0] * 5, [3.0] * 5]
+
+
+def test_packed_vector_of_inputs_read_traced_and_driven() -> None:
+    """cp.vector([a, b], packed=True) of inputs could be written but not read, traced or
+    driven ("not part of the compiled program", "not an input")."""
+    a, b = cp.value(1.0), cp.value(2.0)
+    v = cp.vector([a, b], packed=True)
+    y = v * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    assert tg.read(v).tolist() == [1.0, 2.0]
+    trace = tg.trace(v, y)
+    tg.drive(v, [[5.0, 6.0], [7.0, 8.0]])
+    tg.step(0.003)
+    assert trace[v].tolist() == [[5.0, 6.0], [7.0, 8.0], [7.0, 8.0]]
+    assert trace[y].tolist() == [[0.0, 0.0], [10.0, 12.0], [14.0, 16.0]]
+    assert tg.read(a) == 7.0
+
+
+def test_a_value_has_one_drive_source() -> None:
+    """Every drive() added a feed, kept for every later deploy: the 17th on one target (a
+    sweep of deploys, or re-driving one input) failed with "already 16 feeds"; a source could
+    not be removed. Now the last source given is the value's one, and None removes it."""
+    x = cp.value(1.0)
+    y = x * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    for k in range(20):
+        tg.deploy(cp.Task(y, period=1e-3))
+        tg.drive(x, [float(k)])
+        tg.step(0.002)
+        assert tg.read(y) == 2.0 * k
+    trace = tg.trace(x)
+    tg.drive(x, [5.0, 6.0])  # replaces the feed of [19.0], from now on
+    tg.step(0.003)
+    tg.drive(x, None)
+    tg.write(x, 9.0)
+    tg.step(0.002)
+    tg.drive(x, lambda t: 3.0)
+    tg.step(0.001)
+    tg.drive(x, [4.0])  # replaces the callback
+    tg.step(0.002)
+    assert trace[x].tolist() == [5.0, 6.0, 6.0, 9.0, 9.0, 3.0, 4.0, 4.0]
+
+
+def test_a_binding_whose_value_a_redeploy_lacks_is_named() -> None:
+    """A bound output that the next deploy's tasks do not compute failed in the compiler with
+    "drives an output channel but is not an output of any deployed task", without saying that
+    the target keeps its bindings or what to do."""
+    a = cp.value(0.0)
+    y = a * 2.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(y, cp.io.PWM(0))
+    tg.deploy(cp.Task(y, period=1e-3))
+    with pytest.raises(cp.local_target.TargetError,
+                       match=r"bound to cp\.io\.PWM\(0\) \(tg\.bind\), but no task of this deploy "
+                             r"outputs it: a target keeps its bindings"):
+        tg.deploy(cp.Task(cp.value(1.0) + 1.0, period=1e-3))
+    tg.step(0.002)  # the deployed program is untouched
+    assert tg.io_value(cp.io.PWM(0)) == 0.0
+
+
+def test_an_output_that_simplified_to_its_input_is_explained() -> None:
+    """Task(x * 1.0) (x * 1.0 is x) failed in the compiler with "input#2 is an input
+    (cp.value): it cannot be a task output", naming an input the user never gave as output."""
+    x = cp.value(1.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    for outputs in ((x * 1.0,), (cp.vector([1.0, 2.0]) * x,)):
+        with pytest.raises(ValueError, match=r"task 'task0': an output is the input .* itself "
+                                             r"\(an expression such as x \* 1\.0 simplifies"):
+            tg.deploy(cp.Task(*outputs, period=1e-3))

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import copapy as cp
@@ -189,7 +190,7 @@ def test_cli_info_lists_header_tasks_ports_bindings(tmp_path: Path) -> None:
 def test_cli_run_writes_inputs(tmp_path: Path) -> None:
     x = cp.value(0.0, name="x")
     flag = cp.value(False, name="flag")
-    cp.save(tmp_path / "w.cpimg", cp.where(flag, x * 2.0, x), names={"y": x * 0.0})
+    cp.save(tmp_path / "w.cpimg", cp.where(flag, x * 2.0, x))
     out = copapy("run", str(tmp_path / "w.cpimg"), "--write", "x=1.5", "--write", "flag=true",
                  "--print", "output0")
     assert out.returncode == 0, out.stderr
@@ -390,3 +391,116 @@ def test_both_readers_apply_the_same_directory_rules(tmp_path: Path) -> None:
         _runner.validate(short)
     with pytest.raises(ProgramFileError, match="do not fit"):
         cp.Program(short, "short")
+
+
+def test_cli_misuse_is_one_clear_line(tmp_path: Path) -> None:
+    """`copapy info` of a missing .cpimg or a non-image file tried to open it as a serial port
+    ("Inappropriate ioctl for device"), as did `copapy stats prog.cpimg`; --write of an array
+    port could not be given at all, a bad number gave Python's int()/float() message; a file
+    with bytes after the image was called truncated."""
+    arr = cp.value(np.zeros(3, np.float32), packed=True, name="arr")
+    n = cp.value(0, name="n")
+    image = tmp_path / "a.cpimg"
+    cp.save(image, cp.Task(arr * 2.0, n + 1, period=1e-3), names={"y": arr * 2.0})
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "long.cpimg").write_bytes(image.read_bytes() + b"\0\0")
+    for args, says in (
+            (("info", str(tmp_path / "missing.cpimg")), "cannot read"),
+            (("info", str(tmp_path / "notes.txt")), "not a copapy image"),
+            (("info", str(tmp_path / "long.cpimg")), "2 bytes after the image's end"),
+            (("stats", str(image)), "is a file, not a runner"),
+            (("run", str(image), "--write", "n=1.5"), "'1.5' is not an integer (int32)"),
+            (("run", str(image), "--write", "arr=x,1,2"), "'x' is not a number (float32)"),
+            (("run", str(image), "--write", "arr=1,2"), "holds 3 values, got 2")):
+        out = copapy(*args)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert says in out.stderr and len(out.stderr.strip().splitlines()) == 1, (args, out.stderr)
+    out = copapy("run", str(image), "--write", "arr=1, 2,3.5", "--steps", "2", "--print", "y")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["y", "2.0", "4.0", "7.0"]
+
+
+def test_save_arguments_are_checked(tmp_path: Path) -> None:
+    """A name for a value that has no port was dropped silently (the file had no such port);
+    names that are not a mapping raised AttributeError; a path in a missing directory raised
+    FileNotFoundError naming the temporary file."""
+    x = cp.value(1.0, name="x")
+    y = x * 2.0
+    z = y * 3.0
+    for items in ((cp.Task(z, period=1e-3),), (z,)):
+        with pytest.raises(ValueError, match=r"names\['y'\]: the value is neither an input nor"):
+            cp.save(tmp_path / "n.cpimg", *items, names={"y": y})
+    assert not (tmp_path / "n.cpimg").exists()
+    named = cp.save(tmp_path / "n.cpimg", cp.Task(z, y, period=1e-3), names={"y": y})
+    assert "y" in [p.name for p in named.ports]
+    with pytest.raises(TypeError, match="names maps port names to values"):
+        cp.save(tmp_path / "n.cpimg", z, names=["y"])  # type: ignore[arg-type]
+    with pytest.raises(ProgramFileError, match=r"cannot write '.*missing/p\.cpimg': No such"):
+        cp.save(tmp_path / "missing" / "p.cpimg", z)
+    with pytest.raises(ProgramFileError, match="cannot write"):
+        cp.save(tmp_path, z)
+    for bad in ([(3, cp.io.PWM(0))], [z], [(z, cp.io.PWM(0), 1)]):  # AttributeError, unpacking
+        with pytest.raises(TypeError, match=r"bindings are \(value, channel\) pairs"):
+            cp.save(tmp_path / "b.cpimg", cp.Task(z, period=1e-3), bindings=bad)
+    assert not [f for f in tmp_path.iterdir() if ".tmp" in f.name]
+
+
+def test_cli_arch_and_export_errors_are_one_line(tmp_path: Path) -> None:
+    """`copapy run --arch` of an unknown or another architecture, and `copapy firmware export`
+    to a file, ended in a traceback."""
+    image = tmp_path / "x.cpimg"
+    cp.save(image, cp.value(1.0, name="x") * 2.0)
+    other = "aarch64" if host_architecture() != "aarch64" else "x86_64"
+    for args, says in ((("run", str(image), "--arch", "pdp11"), "unknown architecture 'pdp11'"),
+                       (("run", str(image), "--arch", other), "leave --arch out"),
+                       (("firmware", "export", str(image)), "is a file; give a new or empty")):
+        out = copapy(*args)
+        assert out.returncode == 1 and says in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_writes_to_bound_inputs_are_refused(tmp_path: Path) -> None:
+    """A saved program's input bound to a channel, written by name, was accepted and then
+    overwritten by the channel at the next release (write lost); so was a bound input written
+    through a SerialTarget."""
+    x = cp.value(1.0, name="x")
+    y = x * 2.0
+    prog = cp.save(tmp_path / "b.cpimg", cp.Task(y, period=1e-3), names={"y": y},
+                   bindings=[(x, cp.io.Encoder(0))])
+    tg = cp.LocalTarget()
+    tg.deploy(cp.load(prog.source))
+    with pytest.raises(cp.local_target.TargetError, match=r"'x' is bound to cp\.io\.Encoder\(0\)"):
+        tg.write("x", 5.0)
+    tg.set_io(cp.io.Encoder(0), 3.0)
+    tg.step(0.002)
+    assert (tg.read("x"), tg.read("y")) == (3.0, 6.0)
+    from tests.runners import host_runner
+
+    with host_runner() as (pty, _proc), cp.SerialTarget(pty) as serial:
+        serial.bind(x, cp.io.Encoder(0))
+        serial.deploy(cp.Task(y, period=1e-3))
+        with pytest.raises(SerialTargetError, match=r"is bound to cp\.io\.Encoder\(0\)"):
+            serial.write(x, 5.0)
+        serial.deploy(cp.load(prog.source))
+        with pytest.raises(SerialTargetError, match=r"'x' is bound to cp\.io\.Encoder\(0\)"):
+            serial.write("x", 5.0)
+
+
+def test_attach_to_a_saved_program(tmp_path: Path) -> None:
+    """attach(cp.load(path)) raised "deploy() takes cp.Task objects, got Program"; only
+    deploy() re-attached to a running saved program."""
+    from tests.runners import host_runner
+
+    c = cp.feedback(lambda n: n + 1, init=0)
+    prog = cp.save(tmp_path / "c.cpimg", cp.Task(c, period=1e-3), names={"count": c})
+    with host_runner() as (pty, _proc):
+        with cp.SerialTarget(pty) as first:
+            first.deploy(prog, start=True)
+        with cp.SerialTarget(pty) as again:
+            again.attach(cp.load(prog.source))
+            before = again.read("count")
+            time.sleep(0.02)
+            assert again.read("count") > before > 0
+            other = cp.save(tmp_path / "o.cpimg", cp.Task(c * 2, period=1e-3))
+            with pytest.raises(SerialTargetError, match="runs a different program"):
+                again.attach(other)

@@ -151,6 +151,149 @@ def test_array_ports_by_name_read_and_write_every_element(tmp_path: Any) -> None
         tg.stop()
 
 
+def test_arrays_and_quaternions_read_written_and_streamed() -> None:
+    """Arrays (packed and unpacked) and quaternions read, written and traced as on a
+    LocalTarget (each was "expected a copapy value, got Array")."""
+    import numpy as np
+
+    gain = cp.value(1.0)
+    small = cp.value([1.0, 2.0, 3.0])  # unpacked
+    big = cp.value(np.arange(100, dtype=np.float32))  # packed
+    flags = cp.value(np.array([True, False]))
+    out, bout = small * gain + 1.0, big * gain
+    q = cp.quaternion(cp.value(1.0), 0.0, 0.0, gain) * 2.0
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(out, bout, q, cp.logical_not(flags), period=1e-3))
+        tg.start()
+        assert tg.read(small).tolist() == [1.0, 2.0, 3.0]
+        assert tg.read(big).tolist() == list(range(100))
+        tg.write(small, [2.0, 3.0, 4.0])
+        tg.write(big, np.full(100, 5.0))
+        tg.write(flags, [False, True])
+        tg.write(gain, 2.0)
+        with pytest.raises(ValueError, match=r"shape \(10,\) into an input of shape \(100,\)"):
+            tg.write(big, np.ones(10))
+        with pytest.raises(SerialTargetError, match="computed by the program"):
+            tg.write(out, [0.0, 0.0, 0.0])
+        time.sleep(0.05)
+        assert tg.read(out).tolist() == [5.0, 7.0, 9.0]
+        assert tg.read(bout).tolist() == [10.0] * 100
+        assert tg.read(q).tolist() == [2.0, 0.0, 0.0, 4.0]
+        assert tg.read(cp.logical_not(flags)).dtype == bool
+        trace = tg.trace(out, bout, q, gain)
+        time.sleep(0.1)
+        tg.stop()
+        assert len(trace[gain]) > 5
+        assert trace[out].shape == (len(trace[gain]), 3)
+        assert trace[out][-1].tolist() == [5.0, 7.0, 9.0]
+        assert trace[bout][-1].tolist() == [10.0] * 100
+        assert trace[q][-1].tolist() == [2.0, 0.0, 0.0, 4.0]
+
+
+def test_large_arrays_and_one_request_per_value() -> None:
+    """An array larger than one frame (the host runner's max_payload is 1024) could not be
+    read (TOO_LARGE) or written (no answer after 4 tries); an unpacked array or quaternion took
+    one request per element, so a read could mix two ticks and a write be seen half done."""
+    import numpy as np
+
+    big = cp.value(np.arange(3000, dtype=np.float64), dtype=cp.float64)
+    doubled = big * 2.0
+    small = cp.value([1.0, 2.0, 3.0], packed=False)
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    ticks = cp.vector([counter, counter * 2, counter * 3], packed=False)
+    with host_runner() as (pty, _proc), SerialTarget(pty, progress=False) as tg:
+        tg.deploy(cp.Task(doubled, small * 2.0, ticks, period=1e-3))
+        tg.start()
+        time.sleep(0.01)
+        assert tg.read(doubled).tolist() == (np.arange(3000) * 2.0).tolist()
+        values = np.random.default_rng(1).normal(size=3000)
+        tg.write(big, values)
+        time.sleep(0.02)
+        assert tg.read(big).tolist() == values.tolist()
+        assert tg.read(doubled).tolist() == (values * 2.0).tolist()
+        before = tg._link.attempts
+        tg.write(small, [4.0, 5.0, 6.0])
+        for _ in range(50):
+            n = tg.read(ticks)
+            assert n.tolist() == [n[0], 2 * n[0], 3 * n[0]]  # one tick's values
+        assert tg._link.attempts - before == 51
+        with pytest.raises(SerialTargetError, match=r"bytes per event.*at most 996"):
+            tg.trace(doubled)
+
+
+def test_a_stream_keeps_its_tick_after_a_redeploy() -> None:
+    """A trace's times were scaled by the runner's current tick: after deploying a program
+    with a 5 ms tick, a trace recorded at 1 ms said 0, 5, 10 ms."""
+    c = cp.feedback(lambda n: n + 1, init=0)
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(c, period=1e-3))
+        tg.start()
+        trace = tg.trace(c)
+        time.sleep(0.05)
+        tg.stop()
+        d = cp.feedback(lambda n: n + 2, init=0)
+        tg.deploy(cp.Task(d, period=5e-3))
+        assert tg.info().tick_ns == 5_000_000
+        ticks = trace[c]
+        assert len(ticks) > 3
+        assert trace.time.tolist() == pytest.approx((ticks * 1e-3).tolist())
+
+
+def test_a_heartbeat_too_slow_for_the_link_timeout_is_named() -> None:
+    """heartbeat=1.0 with a 0.2 s link_timeout was accepted without a word: the quiet link then
+    faulted the program (outputs safe) between two PINGs."""
+    c = cp.feedback(lambda n: n + 1, init=0)
+    with host_runner() as (pty, _proc), SerialTarget(pty, heartbeat=1.0) as tg:
+        with pytest.warns(RuntimeWarning, match=r"heartbeat=1\.0 s is too slow for the "
+                                                r"program's link_timeout of 0\.2 s"):
+            tg.deploy(cp.Task(c, period=1e-3, link_timeout=0.2))
+
+
+def test_target_misuse_names_the_problem() -> None:
+    x = cp.value(1.0)
+    with host_runner() as (pty, _proc):
+        tg = SerialTarget(pty)
+        # it named the value as not part of the program
+        with pytest.raises(SerialTargetError, match=r"nothing deployed: call tg\.deploy"):
+            tg.read(x)
+        with pytest.raises(TypeError, match=r"takes a copapy value and a cp\.io channel"):
+            tg.bind(x, 3)  # type: ignore[arg-type]
+        with pytest.raises(cp.io.BindingError, match="output channel, but the value is an input"):
+            tg.bind(x, cp.io.PWM(0))  # was accepted, refused only by deploy()
+        tg.deploy(cp.Task(x * 2.0, period=1e-3))
+        with pytest.raises(TypeError, match="got list: pass the values themselves"):
+            tg.read([x])  # type: ignore[arg-type]
+        with pytest.raises(SerialTargetError, match=r"no port named 'x'.*saved programs"):
+            tg.read("x")
+        with pytest.raises(SerialTargetError, match="does not read the input"):
+            tg.write(cp.value(2.0), 1.0)  # it said "make it a task output to read it"
+        with pytest.raises(ValueError, match="decimation"):
+            tg.trace(x, decimation=0)
+        with pytest.raises(TypeError, match=r"io_value\(\) takes a cp\.io channel"):
+            tg.io_value(0)  # type: ignore[arg-type]
+        tg.close()
+        with pytest.raises(SerialTargetError, match="closed: connect again"):
+            tg.read(x)
+
+
+def test_a_lost_connection_says_so() -> None:
+    """A runner that went away: the next request said "writing to /dev/pts/N failed: write
+    failed: [Errno 5] Input/output error"; a port that is not a str raised AttributeError."""
+    x = cp.value(1.0)
+    with host_runner() as (pty, proc):
+        tg = SerialTarget(pty, timeout=0.3)
+        tg.deploy(cp.Task(x * 2.0, period=1e-3))
+        proc.kill()
+        proc.wait(timeout=5)
+        with pytest.raises(SerialTargetError, match=r"connection to .* is lost.*connect again"):
+            for _ in range(20):  # the pty may take a moment to report the hang-up
+                tg.read(x)
+                time.sleep(0.05)
+        tg.close()
+    with pytest.raises(TypeError, match=r"takes a device or socket path.*got int"):
+        SerialTarget(5)  # type: ignore[arg-type]
+
+
 def test_reconnect_keeps_the_program_running() -> None:
     counter = cp.feedback(lambda n: n + 1, init=0)
     task = cp.Task(counter, period=1e-3)

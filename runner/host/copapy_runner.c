@@ -46,6 +46,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -815,13 +816,20 @@ static void preload_image(host *h, const char *path, int start)
 
 /* ---- main */
 
-static void usage(void)
+static const char USAGE[] =
+    "usage: copapy-runner (--pty | --stdio | --unix PATH | --tcp PORT) [--key-file F]\n"
+    "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
+    "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
+    "         [--session-lease SECONDS] [--no-rt] [--verbose] [--image FILE [--start]]\n"
+    "       copapy-runner --image FILE --start [options]   (no transport)\n";
+
+/* Bad usage: what is wrong (NULL: getopt said it), then the synopsis; exit status 2. */
+static void usage(const char *why)
 {
-    fputs("usage: copapy-runner (--pty | --stdio | --unix PATH | --tcp PORT) [--key-file F]\n"
-          "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
-          "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
-          "         [--session-lease SECONDS] [--no-rt] [--verbose] [--image FILE [--start]]\n"
-          "       copapy-runner --image FILE --start [options]   (no transport)\n", stderr);
+    if (why != NULL) {
+        fprintf(stderr, "copapy-runner: error: %s\n", why);
+    }
+    fputs(USAGE, stderr);
     exit(2);
 }
 
@@ -861,7 +869,22 @@ static double parse_seconds(const char *opt, const char *arg)
     char *end = NULL;
     double v = strtod(arg, &end);
     if (end == arg || *end != '\0' || !(v > 0.0) || v > 86400.0) {
-        die("%s needs a time in seconds (> 0), got '%s'", opt, arg);
+        die("%s needs a time in seconds (> 0, at most 86400), got '%s'", opt, arg);
+    }
+    return v;
+}
+
+/* A whole number min..max (base 0: 0x.. too) or die with `what`; a sign is refused
+ * (strtoul reads "-5" as ULONG_MAX - 4: --max-memory -5 was accepted as unlimited). */
+static unsigned long parse_count(const char *opt, const char *arg, int base, unsigned long min,
+                                 unsigned long max, const char *what)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(arg, &end, base);
+    if (end == arg || *end != '\0' || errno == ERANGE || strpbrk(arg, "+-") != NULL ||
+        v < min || v > max) {
+        die("%s needs %s, got '%s'", opt, what, arg);
     }
     return v;
 }
@@ -922,7 +945,7 @@ int main(int argc, char **argv)
         case 't':
         case 'u':
             if (h->mode != T_NONE) {
-                usage();
+                usage("give one transport: --pty, --stdio, --unix PATH or --tcp PORT");
             }
             h->mode = c == 'p' ? T_PTY : c == 's' ? T_STDIO : c == 't' ? T_TCP : T_UNIX;
             if (c == 'u') {
@@ -947,23 +970,16 @@ int main(int argc, char **argv)
             name = optarg;
             break;
         case 'm':
-            max_image = strtoul(optarg, &end, 0);
-            if (end == optarg || *end != '\0' || max_image < 64 || max_image > 0x7fffffffUL) {
-                die("--max-image needs a size in bytes (64 .. 2^31-1), got '%s'", optarg);
-            }
+            max_image = parse_count("--max-image", optarg, 0, 64, 0x7fffffffUL,
+                                    "a size in bytes (64 .. 2^31-1)");
             break;
         case 'M':
-            max_memory = strtoul(optarg, &end, 0);
-            if (end == optarg || *end != '\0' || max_memory < 4096) {
-                die("--max-memory needs a size in bytes (>= 4096), got '%s'", optarg);
-            }
+            max_memory = parse_count("--max-memory", optarg, 0, 4096, ULONG_MAX,
+                                     "a size in bytes (>= 4096)");
             break;
         case 'b':
-            budget_factor = strtoul(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || budget_factor > 1000000) {
-                die("--budget-factor needs a whole number 0 .. 1000000 (0: no time limit), "
-                    "got '%s'", optarg);
-            }
+            budget_factor = parse_count("--budget-factor", optarg, 10, 0, 1000000,
+                                        "a whole number 0 .. 1000000 (0: no time limit)");
             break;
         case 'l':
             link_timeout = parse_seconds("--link-timeout", optarg);
@@ -983,13 +999,23 @@ int main(int argc, char **argv)
         case 'g':
             start_image = 1;
             break;
+        case 'h':
+            fputs(USAGE, stdout);
+            exit(0);
         default:
-            usage();
+            usage(NULL);
         }
     }
-    if (optind != argc || (start_image && image_path == NULL) ||
-        (h->mode == T_NONE && !(image_path != NULL && start_image))) {
-        usage();
+    if (optind != argc) {
+        fprintf(stderr, "copapy-runner: error: unexpected argument '%s'\n", argv[optind]);
+        usage(NULL);
+    }
+    if (start_image && image_path == NULL) {
+        usage("--start needs --image FILE (the program to start)");
+    }
+    if (h->mode == T_NONE && !(image_path != NULL && start_image)) {
+        usage("give a transport (--pty, --stdio, --unix PATH or --tcp PORT), or --image FILE "
+              "--start to run a program without one");
     }
     /* who may run native code here: sockets need a key (a Unix socket may rely on its file
      * permissions alone, if asked explicitly); TCP always needs one */

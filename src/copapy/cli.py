@@ -64,7 +64,7 @@ def cmd_runner(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
 
-    if cli_program.is_image_file(args.port):
+    if cli_program.names_image_file(args.port):
         return cli_program.cmd_image_info(args.port)
 
     with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
@@ -80,6 +80,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
     from .target_common import TaskStats
 
+    if cli_program.names_image_file(args.port):
+        raise SystemExit(f"copapy stats: {args.port} is a file, not a runner: stats come from "
+                         f"a running runner (copapy deploy {args.port} --port P, then copapy "
+                         f"stats P); copapy info {args.port} describes the saved program")
     with SerialTarget(args.port, baudrate=args.baudrate, key=args.key_file) as tg:
         s = tg.runner_stats()
         print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
@@ -152,11 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--image", help="load a saved program (.cpimg) at start-up")
     run.add_argument("--start", action="store_true", help="start the --image program")
     run.set_defaults(fn=cmd_runner)
-    for name, fn, text in (("info", cmd_info, "what a runner reports"),
-                           ("stats", cmd_stats, "statistics of a running runner")):
+    for name, fn, text, extra in (
+            ("info", cmd_info, "what a runner reports (or a saved program holds)",
+             ", or a saved program (.cpimg)"),
+            ("stats", cmd_stats, "statistics of a running runner", "")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("port", help="serial port, pty path, Unix socket or socket://host:port "
-                                    "(info: or a saved program)")
+        p.add_argument("port", help=f"serial port, pty path, Unix socket or "
+                                    f"socket://host:port{extra}")
         p.add_argument("--baudrate", type=int, default=115200)
         p.add_argument("--key-file", metavar="F", help="the runner's key file")
         p.set_defaults(fn=fn)

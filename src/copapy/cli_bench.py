@@ -9,6 +9,10 @@ from typing import Any
 def cmd_bench_jitter(args: argparse.Namespace) -> int:
     from .bench.jitter import main_from_args
 
+    if not args.seconds > 0:  # 0 or less ran every cell anyway, for nothing
+        raise SystemExit(f"copapy bench jitter: --seconds must be > 0, got {args.seconds}")
+    if args.rounds < 1:
+        raise SystemExit(f"copapy bench jitter: --rounds must be >= 1, got {args.rounds}")
     return main_from_args(args)
 
 

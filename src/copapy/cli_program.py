@@ -8,12 +8,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from .runtime.errors import TargetError
 from .saved import Program, ProgramFileError, is_image_file, load
 
-__all__ = ["cmd_image_info", "is_image_file", "register"]
+__all__ = ["cmd_image_info", "is_image_file", "names_image_file", "register"]
 
 
 def register(sub: Any) -> None:
@@ -26,11 +27,12 @@ def register(sub: Any) -> None:
                      help="ticks of the program's tick to run (runs, for a program run on "
                           "request); default 1")
     run.add_argument("--write", action="append", default=[], metavar="NAME=VALUE",
-                     help="set an input before running (repeatable)")
+                     help="set an input before running (repeatable; an array input takes "
+                          "all its elements: NAME=1,2,3)")
     run.add_argument("--print", action="append", default=[], dest="print_", metavar="NAME",
                      help="print a port after running (repeatable; default: every output)")
-    run.add_argument("--arch", help="run on an emulated CPU of this architecture (default: "
-                                    "the image's)")
+    run.add_argument("--arch", help="the stencil table to run it with: the image's (default; "
+                                    "emulated when this CPU is another), or a variant of it")
     run.set_defaults(fn=cmd_run)
     dep = sub.add_parser("deploy", help="upload a saved program to a runner and start it")
     dep.add_argument("image", help="a saved program (.cpimg)")
@@ -52,14 +54,36 @@ def _load(path: str) -> Program:
         raise SystemExit(f"copapy: {exc}") from None
 
 
+def names_image_file(path: str) -> bool:
+    """Whether ``copapy info PATH`` means a saved program: a regular file (a serial port, pty
+    or socket is none) or a .cpimg name (a missing one is reported as a missing file)."""
+    return os.path.isfile(path) or (path.endswith(".cpimg") and not os.path.exists(path))
+
+
 def _parse_value(text: str, dtype: Any) -> float | int | bool:
+    """One number of a --write VALUE for a ``dtype`` port, or ValueError naming the type."""
     if dtype.is_bool:
         if text.lower() in ("1", "true", "yes", "on"):
             return True
         if text.lower() in ("0", "false", "no", "off"):
             return False
         raise ValueError(f"{text!r} is not a bool (true/false)")
-    return int(text, 0) if dtype.is_int else float(text)
+    try:
+        return int(text, 0) if dtype.is_int else float(text)
+    except ValueError:
+        kind = "an integer (int32)" if dtype.is_int else f"a number ({dtype.name})"
+        raise ValueError(f"{text!r} is not {kind}") from None
+
+
+def _parse_values(text: str, port: Any) -> Any:
+    """A --write VALUE: one number, or for an array port its elements separated by commas."""
+    if port.count == 1:
+        return _parse_value(text, port.dtype)
+    values = [_parse_value(t.strip(), port.dtype) for t in text.split(",")]
+    if len(values) != port.count:
+        raise ValueError(f"port {port.name!r} holds {port.count} values, got {len(values)}: "
+                         f"give all of them separated by commas")
+    return values
 
 
 def _format(value: Any) -> str:
@@ -76,15 +100,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     prog = _load(args.image)
     if args.steps < 0:
         raise SystemExit("copapy run: --steps must be >= 0")
-    tg = LocalTarget(arch=args.arch or prog.arch)
-    tg.deploy(prog)
+    try:
+        tg = LocalTarget(arch=args.arch or prog.arch)
+        tg.deploy(prog)
+    except (TargetError, ValueError) as exc:  # an unknown or another architecture
+        hint = (f" (leave --arch out: the image's code runs on {prog.arch} and its variants)"
+                if args.arch else "")
+        raise SystemExit(f"copapy run: {exc}{hint}") from None
     for item in args.write:
         name, sep, text = item.partition("=")
         if not sep:
             raise SystemExit(f"copapy run: --write {item!r}: use NAME=VALUE")
         try:
             port = prog.port(name)
-            tg.write(name, _parse_value(text, port.dtype))
+            tg.write(name, _parse_values(text, port))
         except (KeyError, ValueError, TypeError, OverflowError, TargetError) as exc:
             raise SystemExit(f"copapy run: --write {item}: {exc.args[0]}") from None
     if prog.periodic:

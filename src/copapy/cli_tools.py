@@ -60,16 +60,23 @@ def firmware_sources() -> list[str]:
 
 def cmd_firmware_export(args: argparse.Namespace) -> int:
     dest = Path(args.dir)
+    if dest.exists() and not dest.is_dir():
+        raise SystemExit(f"copapy firmware export: {dest} is a file; give a new or empty "
+                         f"directory")
     if dest.exists() and any(dest.iterdir()):
         raise SystemExit(f"copapy firmware export: {dest} exists and is not empty")
     root = firmware_root()
-    for item in firmware_sources():
-        src = root / item
-        if src.is_dir():
-            shutil.copytree(src, dest / item, ignore=SKIP, dirs_exist_ok=True)
-        else:
-            (dest / item).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / item)
+    try:
+        for item in firmware_sources():
+            src = root / item
+            if src.is_dir():
+                shutil.copytree(src, dest / item, ignore=SKIP, dirs_exist_ok=True)
+            else:
+                (dest / item).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dest / item)
+    except OSError as exc:
+        raise SystemExit(f"copapy firmware export: cannot write {dest}: "
+                         f"{exc.strerror or exc}") from None
     print(f"wrote {', '.join(firmware_sources())} to {dest}")
     print(f"  host runner:  make -C {dest / 'runner'} host")
     print(f"  Cortex-M7:    make -C {dest / 'runner' / 'baremetal'}   (gcc-arm-none-eabi)")

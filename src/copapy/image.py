@@ -206,6 +206,8 @@ def required_features(blob: bytes, arch: int) -> int:
 
 def parse(blob: bytes) -> Image:
     """Read an image back (for inspection and tests); checks magic, version and CRC."""
+    if blob[:len(MAGIC)] != MAGIC[:len(blob)]:
+        raise ImageFormatError("not a copapy image (bad magic)")
     if len(blob) < HEADER.size + 4:
         raise ImageFormatError("truncated: shorter than the header")
     (magic, version, header_size, arch, _flags, total, code_size, data_offset, data_size,
@@ -215,8 +217,11 @@ def parse(blob: bytes) -> Image:
     if version != FORMAT_VERSION:
         raise ImageFormatError(f"image format version {version}, this reader knows "
                                f"{FORMAT_VERSION}")
-    if total != len(blob):
+    if total > len(blob):
         raise ImageFormatError(f"truncated: header says {total} bytes, got {len(blob)}")
+    if total < len(blob):
+        raise ImageFormatError(f"{len(blob) - total} bytes after the image's end (header says "
+                               f"{total} bytes): not a file cp.save wrote, or two joined")
     if zlib.crc32(blob[:-4]) != struct.unpack_from("<I", blob, total - 4)[0]:
         raise ImageFormatError("CRC mismatch: the image is corrupted")
     try:

@@ -98,6 +98,14 @@ def plant(channel: Channel) -> Channel:
     return replace(channel, direction=_FLIP[channel.direction], plant=True)
 
 
+def checked_channel(channel: Any, what: str) -> Channel:
+    """``channel`` if it is a cp.io channel, else TypeError naming ``what`` took it."""
+    if not isinstance(channel, Channel):
+        raise TypeError(f"{what}() takes a cp.io channel (cp.io.Encoder(0), ...), got "
+                        f"{type(channel).__name__}")
+    return channel
+
+
 class BindingError(ValueError):
     """A value cannot be bound to a channel (wrong direction, channel already driven)."""
 

@@ -7,6 +7,7 @@ Two modes: ``compile()`` + ``run()`` executes a computation on request; ``deploy
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -16,7 +17,8 @@ from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .io import Channel, check_binding
+from .image import parse as parse_image
+from .io import Channel, check_binding, checked_channel
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import TargetError
@@ -32,12 +34,19 @@ from .saved import Program, write_image
 from .target_common import (
     Named,
     TaskStats,
+    bound_inputs,
+    check_bound_outputs,
+    check_unbound,
     checked_scalar,
+    elements,
     find_port,
     io_specs,
+    slots_of,
     task_specs,
     task_stats,
     to_ns,
+    trace_key,
+    trace_ranges,
 )
 from .task import Task
 from .trace import Trace, ring_rows
@@ -50,6 +59,9 @@ else:
     from ._lazy import numpy as np
 
 __all__ = ["LocalTarget", "TargetError", "Trace", "host_architecture"]
+
+#: trace ranges the scheduler records per row (CP_MAX_TRACE_RANGES, runner/include/copapy/runner.h)
+TRACE_RANGES = 64
 
 
 class LocalTarget:
@@ -74,22 +86,30 @@ class LocalTarget:
         #: measure each run's wall time for stats() (one clock read per run, plus one per tick
         #: with releases)
         self.measure = measure
+        if tick is not None and (isinstance(tick, bool) or not isinstance(tick, numbers.Real)):
+            raise TypeError(f"tick is a number of seconds (e.g. tick=1e-3), got "
+                            f"{type(tick).__name__} {tick!r}")
         if tick is not None and not tick > 0:
             raise ValueError(f"tick must be > 0 seconds, got {tick!r}")
-        self.tick = tick
+        self.tick: float | None = None if tick is None else float(tick)
         self._compiled: CompiledProgram | None = None
         self._program: LoadedProgram | None = None
         self._ports: dict[Any, Port] = {}
         #: inputs the program does not depend on (e.g. simplified away): writes are kept here
         self._detached: dict[Any, float | int | bool] = {}
+        self._bound_inputs: dict[Any, Channel] = {}
         self._bindings: dict[Any, Channel] = {}
         self._fast_read: dict[Any, tuple[int, int]] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
         self._sched: Scheduler | None = None
         self._tasks: list[Named] = []
-        self._callbacks: list[tuple[Value[Any], Callable[[float], Any]]] = []
-        self._feeds: list[tuple[Value[Any], Any]] = []
+        #: drive()'s sources by the driven value's key (trace_key): one each, the last given
+        self._callbacks: dict[Any, tuple[Value[Any] | Array, Callable[[float], Any]]] = {}
+        #: (value, samples, first tick): a deploy restarts them at tick 0
+        self._feeds: dict[Any, tuple[Value[Any] | Array, Any, int]] = {}
         self._trace: Trace | None = None
+        #: the channels the deployed image binds, by image (io_value/set_io check them)
+        self._bound: tuple[bytes, set[tuple[int, int]]] | None = None
         #: changes whenever recorded trace rows may change other than by new ticks
         self._trace_epoch = 0
 
@@ -150,18 +170,19 @@ class LocalTarget:
                 raise TargetError(f"task {t.name or k}: period {t.period} s and offset "
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
         io = io_specs(self._bindings)
+        check_bound_outputs(specs, self._bindings, TargetError)
         compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
-        self._install(compiled, program)
+        self._install(compiled, program,
+                      bound_inputs(compiled.image, compiled.ports) if io else None)
         self._bind_run(program.run)
         self._rebuild = lambda arch: compile_tasks(specs, arch, io)
         self._sched = sched
         self._tasks = list(tasks)
-        self._trace = None
         self._trace_epoch += 1
-        for value, samples in self._feeds:
-            self._add_feed(value, samples)
+        self._feeds = {k: (v, samples, 0) for k, (v, samples, _) in self._feeds.items()}
+        self._refeed()
 
     def step(self, seconds: float) -> None:
         """Advance simulated time by ``seconds`` (a whole number of ticks).
@@ -170,6 +191,9 @@ class LocalTarget:
         """
         sched = self._scheduler()
         assert self.tick is not None
+        if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real):
+            raise TypeError(f"step(seconds) takes a number of seconds, got "
+                            f"{type(seconds).__name__} {seconds!r}")
         if not seconds >= 0:
             raise ValueError(f"step({seconds}): simulated time only moves forward; the duration "
                              f"must be >= 0 (tg.reset() goes back to time 0)")
@@ -181,8 +205,8 @@ class LocalTarget:
         else:
             for _ in range(ticks):
                 t = sched.time_ns * 1e-9
-                for value, fn in self._callbacks:
-                    self._write_port(value, fn(t))
+                for value, fn in list(self._callbacks.values()):
+                    self._write(value, fn(t))
                 sched.tick()
         # the outputs of every period that ended at the new time are visible now
         sched.settle()
@@ -202,51 +226,99 @@ class LocalTarget:
         self._scheduler().reset()
         self._trace_epoch += 1
 
-    def drive(self, value: Value[Any], source: Any) -> None:
-        """Drive an input per tick: a sequence/array of samples (one per tick from now on),
-        or a callback ``f(t_seconds) -> value`` called before each tick."""
-        port = self._port(value)
-        if port.role != ROLE_INPUT:
-            raise TargetError(f"{value!r} is not an input: only cp.value() inputs can be driven")
+    def drive(self, value: Value[Any] | Array, source: Any) -> None:
+        """Drive an input per tick: a sequence/array of samples (one per tick from now on; an
+        array input takes samples of shape ``(ticks, *input.shape)``), or a callback
+        ``f(t_seconds) -> value`` called before each tick. Feeds and callbacks stay with the
+        target: a later ``deploy`` starts them again at its time 0."""
+        self._driven(value)
+        key = trace_key(value)
+        had_feed = self._feeds.pop(key, None) is not None
+        self._callbacks.pop(key, None)
         if callable(source):
-            self._callbacks.append((value, source))
-        else:
-            self._feeds.append((value, source))
-            if self._sched is not None:
-                self._add_feed(value, source)
+            self._callbacks[key] = (value, source)
+        elif source is not None:
+            first = self._sched.time_ns // to_ns(self.tick) if self._sched and self.tick else 0
+            self._feeds[key] = (value, self._samples(value, source), first)
+        elif not had_feed:
+            return
+        if self._sched is not None:
+            self._refeed()
 
-    def trace(self, *values: Value[Any], capacity: int = 100_000) -> Trace:
-        """Record the values after every tick from now on (newest ``capacity`` ticks kept)."""
+    def trace(self, *values: Value[Any] | Array | Quaternion | str,
+              capacity: int = 100_000) -> Trace:
+        """Record the values (scalars, arrays, quaternions; port names of a saved program)
+        after every tick from now on (newest ``capacity`` ticks kept); ``trace[v]`` is one
+        number per tick, or one array of ``v``'s shape per tick."""
         sched = self._scheduler()
-        ranges = [(self._port(v).offset, self._port(v).dtype.size) for v in values]
+        if not values:
+            raise TargetError("trace() needs the values to record: tg.trace(x, y)")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
+        slots = [slots_of(v, self._ports, self._port) for v in values]
+        ranges = trace_ranges(slots, TRACE_RANGES, "a LocalTarget")
+        self._end_trace()
         sched.set_trace(ranges, capacity)
         self._trace_epoch += 1
-        self._trace = Trace(values, [self._port(v).dtype for v in values], capacity,
+        self._trace = Trace(values, slots, capacity,
                             rows=self._trace_rows, dropped=lambda: self._scheduler().trace_dropped,
                             state=lambda: (self._trace_epoch, self._scheduler().trace_rows))
         return self._trace
 
-    def plot(self, *values: Value[Any], labels: Sequence[str] | None = None,
-             path: str | None = None, title: str = "") -> Any:
-        """Plot traced values over simulated time (matplotlib); saves to ``path`` if given."""
+    def plot(self, *values: Value[Any] | Array | Quaternion | str,
+             labels: Sequence[str] | None = None, path: str | None = None,
+             title: str = "") -> Any:
+        """Plot traced values over simulated time (matplotlib); saves to ``path`` if given.
+        An array is one line per element."""
         if self._trace is None:
             raise TargetError("nothing traced: call tg.trace(values) before tg.step()")
         trace = self._trace
         chosen = list(values) or trace.values
-        columns = [(labels[i] if labels else self._port(v).name, trace[v])
-                   for i, v in enumerate(chosen)]
+        if labels is not None and len(labels) != len(chosen):
+            raise ValueError(f"plot() got {len(labels)} labels for {len(chosen)} values: give "
+                             f"one label per value")
+        columns = []
+        for i, v in enumerate(chosen):
+            col = trace[v]
+            label = labels[i] if labels else self._label(v)
+            if col.ndim == 1:
+                columns.append((label, col))
+            else:
+                flat = col.reshape(len(col), -1)
+                columns += [(f"{label}[{k}]", flat[:, k]) for k in range(flat.shape[1])]
         return step_plot(trace.time, columns, path=path, title=title)
 
     def io_value(self, channel: Channel) -> float:
         """Current value of a simulated I/O channel (e.g. the recorded PWM duty)."""
-        return float(self._scheduler().io_read(channel.kind, channel.channel))
+        sched = self._scheduler()
+        self._check_channel(channel, "io_value")
+        return float(sched.io_read(channel.kind, channel.channel))
 
     def set_io(self, channel: Channel, value: float) -> None:
         """Set a simulated input channel (encoder counts, ADC reading, GPIO level)."""
+        sched = self._scheduler()
+        self._check_channel(channel, "set_io")
         if channel.is_output:
             raise TargetError(f"{channel!r} is driven by the program (read it with "
                               f"tg.io_value); set_io sets channels the program reads")
-        self._scheduler().io_write(channel.kind, channel.channel, float(value))
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"set_io({channel!r}, value): the value is a number, got "
+                            f"{type(value).__name__} {value!r}")
+        sched.io_write(channel.kind, channel.channel, float(value))
+
+    def _check_channel(self, channel: Any, what: str) -> None:
+        """TypeError for a non-channel; TargetError for a channel the deployed program has no
+        binding for (writing it had no effect, reading it gave 0.0)."""
+        checked_channel(channel, what)
+        image = self.image
+        if self._bound is None or self._bound[0] is not image:
+            self._bound = (image, {(b.kind, b.channel) for b in parse_image(image).io_bindings})
+        if (channel.kind, channel.channel) not in self._bound[1]:
+            have = ", ".join(repr(Channel(k, c)).replace(", 'in'", "")
+                             for k, c in sorted(self._bound[1])) or "none"
+            raise TargetError(f"{channel!r}: no value of the deployed program is bound to it "
+                              f"(bound channels: {have}); bind one with tg.bind(value, "
+                              f"{channel!r}) before deploy()")
 
     # ---- common ----------------------------------------------------------------------------
 
@@ -303,6 +375,10 @@ class LocalTarget:
         return result
 
     def _write(self, v: Any, x: Any) -> None:
+        if self._compiled is None:
+            raise TargetError("nothing compiled yet: call tg.compile(values) or tg.deploy(tasks) "
+                              "before writing inputs (the program starts from its initial "
+                              "values)")
         if isinstance(v, Array):
             self._write_array(v, x)
             return
@@ -313,9 +389,8 @@ class LocalTarget:
             # the program does not depend on this input: accept the value, nothing to do
             self._detached[v.node] = checked_scalar(x, v.node.dtype)
             return
-        if isinstance(v, Value) and v.node in self._bindings and self._sched is not None:
-            raise TargetError(f"{v!r} is bound to {self._bindings[v.node]!r}; set the channel "
-                              f"with tg.set_io() instead")
+        if isinstance(v, Value):
+            check_unbound(self._bound_inputs, v.node, v, TargetError)
         self._write_port(v, x)
 
     def save(self, path: str) -> Program:
@@ -346,12 +421,13 @@ class LocalTarget:
             self.tick = tick
             sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._bindings = {}
-        self._install(prog.compiled(), program)
+        compiled = prog.compiled()
+        self._install(compiled, program,
+                      bound_inputs(prog.image, compiled.ports) if prog.bindings else None)
         self._bind_run(program.run)
         self._rebuild = None  # save() writes the program as it was loaded
         self._sched = sched
         self._tasks = list(prog.tasks)
-        self._trace = None
         self._trace_epoch += 1
 
     def _read_named(self, name: str) -> Any:
@@ -367,6 +443,7 @@ class LocalTarget:
         if port.role != ROLE_INPUT:
             raise TargetError(f"port {name!r} is computed by the program; only inputs can be "
                               f"written")
+        check_unbound(self._bound_inputs, name, name, TargetError)
         if port.count == 1:
             assert self._program is not None
             self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
@@ -377,8 +454,9 @@ class LocalTarget:
         self._put_bytes(port.offset, dt.storage_array(values, port.dtype).tobytes())
 
     def _read_array(self, a: Any) -> Any:
-        if not a.packed:  # one dtype rule for both forms: the array's own
-            return np.array([self.read(item) for item in a.items()],
+        items = elements(a, self._ports)
+        if items is not None:  # one dtype rule for both forms: the array's own
+            return np.array([self.read(item) for item in items],
                             dtype=bool if a.dtype.is_bool else a.dtype.numpy).reshape(a.shape)
         node = a.node()
         port = self._ports.get(node)
@@ -423,8 +501,12 @@ class LocalTarget:
         assert self._program is not None
         self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
 
-    def _install(self, compiled: CompiledProgram, program: LoadedProgram) -> None:
+    def _install(self, compiled: CompiledProgram, program: LoadedProgram,
+                 bound: dict[Any, Channel] | None = None) -> None:
         # only now replace the running program: a failed compile or load leaves it intact
+        self._end_trace()
+        #: inputs an I/O binding fills at every release (node or name -> channel)
+        self._bound_inputs = bound or {}
         self._compiled = compiled
         self._program = program
         self._ports = compiled.ports
@@ -436,17 +518,93 @@ class LocalTarget:
         python_type = {1: float, 2: float, 3: int, 4: bool}
         self._fast_write = {n: (p.offset, p.dtype.code, python_type[p.dtype.code])
                             for n, p in compiled.ports.items()
-                            if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings}
+                            if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings
+                            and n not in self._bound_inputs}
 
     def _scheduler(self) -> Scheduler:
         if self._sched is None:
             raise TargetError("no tasks deployed: call tg.deploy(cp.Task(..., period=...)) first")
         return self._sched
 
-    def _add_feed(self, value: Value[Any], samples: Any) -> None:
-        port = self._port(value)
-        data = dt.storage_array(samples, port.dtype)
-        self._scheduler().add_feed(port.offset, port.dtype.size, data.tobytes())
+    def _end_trace(self) -> None:
+        """The current trace keeps what it recorded; the ring is reused or replaced next."""
+        if self._trace is not None:
+            self._trace.freeze()
+            self._trace = None
+
+    def _driven(self, value: Any) -> None:
+        """TypeError or TargetError unless ``value`` is an input drive() may feed."""
+        if not isinstance(value, Value | Array):
+            raise TypeError(f"drive() takes a cp.value() input (or an input array), got "
+                            f"{type(value).__name__}")
+        items: list[Value[Any] | Array] = [value]
+        if isinstance(value, Array):
+            items = list(elements(value, self._ports) or items)
+        for item in items:
+            node = item.node if isinstance(item, Value) else item.node()
+            if node.op != "input":
+                raise TargetError(f"{item!r} is not an input: only cp.value() inputs can be "
+                                  f"driven")
+            if node in self._bindings:
+                raise TargetError(f"{item!r} is bound to {self._bindings[node]!r}; drive the "
+                                  f"channel with tg.set_io() instead")
+
+    @staticmethod
+    def _samples(value: Value[Any] | Array, source: Any) -> Any:
+        """The samples of a feed as rows of elements (ticks x elements, storage dtype)."""
+        shape = value.shape if isinstance(value, Array) else ()
+        data = np.asarray(source)
+        if data.ndim == len(shape) and not shape:
+            data = data.reshape(1)  # one number: one sample
+        if data.shape[1:] != shape or data.ndim != len(shape) + 1:
+            want = "(ticks,)" if not shape else f"(ticks, {', '.join(map(str, shape))})"
+            raise ValueError(f"drive() samples of a {'scalar' if not shape else shape} input "
+                             f"have shape {want}, one sample per tick; got shape {data.shape}")
+        return dt.storage_array(data, value.dtype).reshape(len(data), -1)
+
+    def _refeed(self) -> None:
+        """The scheduler's feeds: those of ``_feeds``, from their first ticks."""
+        sched = self._scheduler()
+        sched.clear_feeds()
+        for value, samples, first in self._feeds.values():
+            self._add_feed(value, samples, first)
+
+    def _add_feed(self, value: Value[Any] | Array, samples: Any, first: int) -> None:
+        """Feed the program's slots of ``value``; an input the program does not read (not
+        part of it, e.g. simplified away) is accepted as tg.write accepts it: no effect."""
+        items = ((elements(value, self._ports) if isinstance(value, Array) else None)
+                 or [value if isinstance(value, Value) else Value(value.node())])
+        # (offset, size, first column, columns) of each run of neighbouring slots
+        runs: list[tuple[int, int, int, int]] = []
+        for k, item in enumerate(items):
+            port = self._ports.get(item.node)
+            if port is None:
+                continue
+            size, n = port.count * port.dtype.size, port.count
+            last = runs[-1] if runs else None
+            if last and last[0] + last[1] == port.offset and last[2] + last[3] == k:
+                runs[-1] = (last[0], last[1] + size, last[2], last[3] + n)
+            else:
+                runs.append((port.offset, size, k, n))
+        sched = self._scheduler()
+        for offset, size, column, n in runs:
+            try:
+                sched.add_feed(offset, size,
+                               np.ascontiguousarray(samples[:, column:column + n]).tobytes(),
+                               first)
+            except ValueError as exc:
+                raise TargetError(f"cannot drive {value!r}: {exc} (one feed per driven input, "
+                                  f"and an unpacked array input takes one per run of "
+                                  f"neighbouring elements: drive a packed array, "
+                                  f"cp.value(np_array), instead)") from exc
+
+    def _label(self, v: Any) -> str:
+        """A plot label: the port's name, or the value's repr."""
+        if isinstance(v, str):
+            return v
+        if isinstance(v, Value):
+            return self._port(v).name
+        return repr(v)
 
     def _trace_rows(self) -> bytes:
         """The trace ring's rows, oldest first."""

@@ -22,7 +22,7 @@ from .io import Channel
 from .runtime.load import check_architecture, host_architecture
 from .target_common import io_specs, task_specs
 from .task import Task
-from .value import Traced, flatten
+from .value import Traced, Value, flatten
 
 __all__ = ["Program", "ProgramFileError", "load", "save"]
 
@@ -178,13 +178,22 @@ def write_image(path: str | os.PathLike[str], image: bytes) -> None:
     """Write image bytes to ``path`` (through a temporary file: a reader never sees half)."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-    tmp.write_bytes(image)
-    os.replace(tmp, target)
+    try:
+        tmp.write_bytes(image)
+        os.replace(tmp, target)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ProgramFileError(f"cannot write {os.fspath(path)!r}: {exc.strerror}") from None
 
 
 def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
     out: dict[Any, str] = {}
+    if names is not None and not isinstance(names, Mapping):
+        raise TypeError(f"names maps port names to values ({{'speed': speed}}), got "
+                        f"{type(names).__name__}")
     for name, v in (names or {}).items():
+        if not isinstance(name, str):
+            raise TypeError(f"names: a port name is a str, got {type(name).__name__} {name!r}")
         if not isinstance(v, Traced):
             raise TypeError(f"names[{name!r}] must be a copapy value or array, got "
                             f"{type(v).__name__}")
@@ -193,6 +202,18 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
             out[nodes[0]] = name
         else:  # an unpacked array: one port per element
             out.update({n: f"{name}[{k}]" for k, n in enumerate(nodes)})
+    return out
+
+
+def _binding_nodes(bindings: Iterable[Any]) -> dict[Any, Channel]:
+    """save()'s ``bindings`` as node -> channel, or TypeError naming the form they take."""
+    out: dict[Any, Channel] = {}
+    for pair in bindings:
+        if not (isinstance(pair, tuple | list) and len(pair) == 2
+                and isinstance(pair[0], Value)):
+            raise TypeError(f"bindings are (value, channel) pairs, e.g. [(speed, "
+                            f"cp.io.Encoder(0))], got {pair!r}")
+        out[pair[0].node] = pair[1]
     return out
 
 
@@ -217,12 +238,17 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
         raise TypeError("save() takes either cp.Task objects (periodic tasks) or values (run on "
                         "request), not both")
     if tasks:
-        io = io_specs({v.node: ch for v, ch in bindings})
+        io = io_specs(_binding_nodes(bindings))
         compiled = compile_tasks(task_specs(tasks), arch, io, node_names)
     else:
         if list(bindings):
             raise TypeError("I/O bindings need periodic tasks: save(path, cp.Task(...), ...)")
         compiled = compile_program(flatten(items, "save()"), arch, node_names)
+    for node, name in node_names.items():
+        if node not in compiled.ports:  # its name would be missing from the file
+            raise ValueError(f"names[{name!r}]: the value is neither an input nor an output of "
+                             f"the program, so it has no port to name: make it a task output "
+                             f"(or a saved value), or leave it out of names")
     write_image(path, compiled.image)
     return Program(compiled.image, str(path))
 

@@ -19,42 +19,48 @@ import struct
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from .arch.targets import by_name
+from .arrays import Array
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .dtypes import from_storage, storage_array
-from .io import Channel
+from .io import Channel, check_binding, checked_channel
+from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.load import features_error
 from .saved import Program
 from .serial import protocol as p
 from .serial.transport import open_port
 from .target_common import (
+    Slots,
     TaskStats,
-    checked_scalar,
+    bound_inputs,
+    check_bound_outputs,
+    check_unbound,
     decode_rows,
     find_port,
     io_specs,
-    same_value,
+    slots_of,
     task_specs,
     task_stats,
+    trace_ranges,
 )
 from .task import Task
+from .trace import column
 from .value import Value
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    from ._lazy import numpy as np
 
 
 class SerialTargetError(RuntimeError):
     """A runner could not be reached or refused what was asked (the message says why)."""
+
+
+#: ranges one STREAM subscription holds (docs/protocol.md, "STREAM events")
+STREAM_RANGES = 16
 
 
 class _Link:
@@ -91,6 +97,8 @@ class _Link:
         self.event_counter = 0
         self.last_request = time.monotonic()
         self.closed = False
+        #: why the last read from the port failed (None while reading works)
+        self.receive_error: str | None = None
         # a frame delimiter first: a half frame a killed client left behind cannot swallow
         # this session's first request
         self._write(b"\0")
@@ -102,7 +110,10 @@ class _Link:
             self.port.write(data)
             self.port.flush()
         except Exception as exc:
-            raise SerialTargetError(f"writing to {self.name} failed: {exc}") from exc
+            raise SerialTargetError(f"the connection to {self.name} is lost ({exc}): the runner "
+                                    f"stopped, or another client took it over (takeover=True); "
+                                    f"connect again with cp.SerialTarget({self.name!r})"
+                                    ) from exc
 
     def _receive(self) -> None:
         while not self.closed:
@@ -113,9 +124,11 @@ class _Link:
                     waiting = self.port.in_waiting
                     if waiting:
                         data += self.port.read(waiting)
-            except Exception:  # device gone: requests time out with a message
+            except Exception as exc:  # device gone: requests time out with a message
+                self.receive_error = str(exc) or type(exc).__name__
                 time.sleep(0.05)
                 continue
+            self.receive_error = None
             if not data:
                 continue
             for frame in self.reader.feed(data):
@@ -152,6 +165,9 @@ class _Link:
     def request(self, command: int, payload: bytes = b"", timeout: float | None = None,
                 retries: int = 3, authenticated: bool = True) -> bytes:
         """Send a request, wait for its response (same seq on retry: never executed twice)."""
+        if self.closed:
+            raise SerialTargetError(f"the connection to {self.name} is closed: connect again "
+                                    f"with cp.SerialTarget({self.name!r})")
         with self.lock:
             self.seq = (self.seq + 1) & 0xFFFF
             seq = self.seq
@@ -186,6 +202,10 @@ class _Link:
                 if response.is_error:
                     raise response.error()
                 return response.payload
+        if self.receive_error is not None:
+            raise SerialTargetError(f"no answer from the runner on {self.name}: the connection "
+                                    f"is lost ({self.receive_error}); connect again with "
+                                    f"cp.SerialTarget({self.name!r})")
         raise SerialTargetError(f"no answer from the runner on {self.name} after "
                                 f"{retries + 1} tries of {wait} s (command {command}): is it "
                                 f"running and is the baud rate right?")
@@ -233,15 +253,18 @@ def _key_bytes(key: bytes | str | os.PathLike[str] | None) -> bytes | None:
 
 
 class StreamTrace:
-    """Values streamed by the runner while it runs (bounded, newest ``capacity`` samples)."""
+    """Values streamed by the runner while it runs (bounded, newest ``capacity`` samples);
+    ``trace[v]`` as a LocalTarget trace's."""
 
-    def __init__(self, target: SerialTarget, values: Sequence[Value[Any]], capacity: int) -> None:
+    def __init__(self, values: Sequence[Any], slots: Sequence[Slots], capacity: int,
+                 tick_ns: int) -> None:
         self.values = list(values)
         self.capacity = capacity
-        self._target = target
-        self._dtypes = [target._port(v).dtype for v in self.values]
+        #: the tick of the program streamed (a later deploy may have another)
+        self.tick_ns = tick_ns
+        self._slots = list(slots)
         #: a STREAM event: u64 tick, then the values (the layout of a native trace row)
-        self._row_size = 8 + sum(d.size for d in self._dtypes)
+        self._row_size = 8 + sum(s.nbytes for s in self._slots)
         self._rows: deque[bytes] = deque(maxlen=capacity)
         self._received = 0
         self._lock = threading.Lock()
@@ -264,19 +287,16 @@ class StreamTrace:
             decoded, received = self._decoded, self._received
             raw = b"".join(self._rows) if decoded is None or decoded[0] != received else b""
         if decoded is None or decoded[0] != received:
-            ticks, cols = decode_rows(raw, self._dtypes)  # outside the lock: events keep coming
+            ticks, cols = decode_rows(raw, self._slots)  # outside the lock: events keep coming
             decoded = self._decoded = (received, ticks, cols)
         return decoded[1], decoded[2]
 
     @property
     def time(self) -> Any:
-        return self._columns()[0].astype(float) * self._target.tick_ns * 1e-9
+        return self._columns()[0].astype(float) * self.tick_ns * 1e-9
 
-    def __getitem__(self, value: Value[Any] | str) -> Any:
-        for v, col in zip(self.values, self._columns()[1], strict=True):
-            if same_value(v, value):
-                return col.copy()
-        raise KeyError(f"{value!r} is not traced")
+    def __getitem__(self, value: Any) -> Any:
+        return column(self._slots, self._columns()[1], value)
 
 
 class SerialTarget:
@@ -291,7 +311,8 @@ class SerialTarget:
 
     CHUNK = 4096  # capped by the runner's max_chunk (max_payload - 24)
 
-    def __init__(self, port: str | None = None, baudrate: int = 115200, timeout: float = 1.0,
+    def __init__(self, port: str | os.PathLike[str] | None = None, baudrate: int = 115200,
+                 timeout: float = 1.0,
                  progress: bool | None = None, arch: str | None = None,
                  key: bytes | str | os.PathLike[str] | None = None, takeover: bool = False,
                  heartbeat: float | None = None,
@@ -299,6 +320,11 @@ class SerialTarget:
         """Connect to a runner on `port` (a serial device, pty path or socket:// URL); without
         a port, to the one runner connected by USB (found by its USB ids, `usb_ids` or
         copapy.serial.usb.USB_IDS)."""
+        if isinstance(port, os.PathLike):
+            port = os.fspath(port)
+        if port is not None and not isinstance(port, str):
+            raise TypeError(f"SerialTarget(port) takes a device or socket path or a "
+                            f"socket:// URL (str), got {type(port).__name__} {port!r}")
         if port is None:
             from .serial import usb
 
@@ -337,9 +363,12 @@ class SerialTarget:
         self._bindings: dict[Any, Channel] = {}
         self._compiled: CompiledProgram | None = None
         self._ports: dict[Any, Port] = {}
+        self._bound_inputs: dict[Any, Channel] = {}
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
         self._link.on_event = self._on_event
+        self._check_heartbeat([self._runner_link_timeout] if self._runner_link_timeout
+                              else [], "the runner's --link-timeout")
         self._keep_alive(self._runner_link_timeout)
 
     # ---- connection ------------------------------------------------------------------------
@@ -348,8 +377,9 @@ class SerialTarget:
         """SESSION (nonces), then a PING under the session key: a wrong key fails here."""
         if self._info.auth_required and key is None:
             raise SerialTargetError(f"AUTH_REQUIRED: the runner on {self._link.name} accepts "
-                                    f"authenticated requests only: SerialTarget(..., "
-                                    f"key=b'...' or key='path/to/keyfile')")
+                                    f"authenticated requests only: give its key file "
+                                    f"(SerialTarget(..., key='path/to/keyfile') or key=b'...'; "
+                                    f"copapy ... --key-file F)")
         nonce = os.urandom(16)
         flags = p.SESSION_TAKEOVER if takeover else 0
         try:
@@ -379,6 +409,17 @@ class SerialTarget:
                 raise SerialTargetError(f"AUTH_FAILED: the runner on {self._link.name} did not "
                                         f"accept the key (a wrong key file?)") from err
             raise
+
+    def _check_heartbeat(self, timeouts: Sequence[float], what: str) -> None:
+        """A RuntimeWarning if the heartbeat asked for is too slow for a dead-man switch: it
+        would fire between two PINGs of a quiet link and fault the program (what a test of
+        the switch wants, so not an error)."""
+        interval = self._heartbeat_interval
+        if interval is not None and timeouts and not interval < min(timeouts) / 2:
+            warnings.warn(f"heartbeat={interval} s is too slow for {what} of {min(timeouts)} "
+                          f"s: a quiet link will fault the program; leave heartbeat out (a "
+                          f"quarter of the timeout) or make it shorter than half the timeout",
+                          RuntimeWarning, stacklevel=3)
 
     def _keep_alive(self, link_timeout: float) -> None:
         """Start the heartbeat if the runner or the program has a dead-man switch."""
@@ -421,6 +462,9 @@ class SerialTarget:
 
     def bind(self, value: Value[Any], channel: Channel) -> None:
         """Connect a value to one of the runner's I/O channels (before deploy)."""
+        if not isinstance(value, Value) or not isinstance(channel, Channel):
+            raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
+        check_binding(self._bindings, value.node, value.node.op == "input", channel)
         counts = self._info.channels
         if channel.channel >= counts[channel.kind - 1]:
             raise SerialTargetError(f"{channel!r}: the runner has {counts[channel.kind - 1]} "
@@ -428,7 +472,9 @@ class SerialTarget:
         self._bindings[value.node] = channel
 
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
-        return compile_tasks(task_specs(tasks), self.arch, io_specs(self._bindings))
+        specs = task_specs(tasks)
+        check_bound_outputs(specs, self._bindings, SerialTargetError)
+        return compile_tasks(specs, self.arch, io_specs(self._bindings))
 
     def deploy(self, *tasks: Task | Program, start: bool = False) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
@@ -439,27 +485,36 @@ class SerialTarget:
         two ticks (the new one's first tick is the old one's next: none lost or doubled), its
         outputs that the new one drives keep their value until the new one publishes, the
         others take their safe values."""
-        if len(tasks) == 1 and isinstance(tasks[0], Program):
-            if tasks[0].arch != self.arch:
-                raise SerialTargetError(f"{tasks[0].source} holds {tasks[0].arch} code; the "
-                                        f"runner on {self._link.name} executes {self.arch}")
-            compiled, tasks = tasks[0].compiled(), cast(tuple[Task, ...], tasks[0].tasks)
-        else:
-            compiled = self._compile(cast(tuple[Task, ...], tasks))
+        compiled, program_tasks = self._program(tasks)
+        self._check_heartbeat([t.link_timeout for t in program_tasks if t.link_timeout],
+                              "the program's link_timeout")
         image = compiled.image
         crc = p.image_crc(image)
         info = self.info()
         if info.image_crc == crc and info.state not in ("empty", "faulted"):
-            self._adopt(compiled, cast(tuple[Task, ...], tasks))
+            self._adopt(compiled, program_tasks)
             if start and info.state != "running":
                 self.start()
             return
         self._upload(image, crc, start)
-        self._adopt(compiled, cast(tuple[Task, ...], tasks))
+        self._adopt(compiled, program_tasks)
 
-    def attach(self, *tasks: Task) -> None:
-        """Connect to the program the runner already runs (must be exactly these tasks)."""
-        compiled = self._compile(tasks)
+    def _program(self, items: Sequence[Task | Program]
+                 ) -> tuple[CompiledProgram, tuple[Task, ...]]:
+        """The compiled program and tasks of deploy/attach's arguments: tasks, compiled for
+        the runner, or one saved program as it is."""
+        if len(items) == 1 and isinstance(items[0], Program):
+            if items[0].arch != self.arch:
+                raise SerialTargetError(f"{items[0].source} holds {items[0].arch} code; the "
+                                        f"runner on {self._link.name} executes {self.arch}")
+            return items[0].compiled(), cast(tuple[Task, ...], tuple(items[0].tasks))
+        tasks = cast(tuple[Task, ...], tuple(items))
+        return self._compile(tasks), tasks
+
+    def attach(self, *items: Task | Program) -> None:
+        """Connect to the program the runner already runs (must be exactly these tasks, or
+        this saved program)."""
+        compiled, tasks = self._program(items)
         info = self.info()
         if info.image_crc != p.image_crc(compiled.image) or info.state == "empty":
             raise SerialTargetError("the runner runs a different program (image CRC differs): "
@@ -469,6 +524,8 @@ class SerialTarget:
     def _adopt(self, compiled: CompiledProgram, tasks: Sequence[Task]) -> None:
         self._compiled = compiled
         self._ports = compiled.ports
+        #: inputs an I/O binding fills at every release (node or name -> channel)
+        self._bound_inputs = bound_inputs(compiled.image, compiled.ports)
         self._tasks = list(tasks)
         timeouts = [t.link_timeout for t in tasks if t.link_timeout]
         self._keep_alive(min(timeouts) if timeouts else 0.0)
@@ -536,43 +593,68 @@ class SerialTarget:
     def _port(self, v: Value[Any] | str) -> Port:
         port = find_port(self._ports, v)
         if port is None:
+            if self._compiled is None:
+                raise SerialTargetError("nothing deployed: call tg.deploy(cp.Task(...)) (or "
+                                        "tg.attach) first")
+            if isinstance(v, str):
+                names = ", ".join(k for k in self._ports if isinstance(k, str))
+                raise SerialTargetError(f"no port named {v!r} in the deployed program" + (
+                    f"; it has {names}" if names else
+                    " (ports have names in saved programs: cp.load)"))
+            if v.node.op == "input":
+                raise SerialTargetError(f"the deployed program does not read the input {v!r} "
+                                        f"(no task uses it, or it was simplified away), so it "
+                                        f"has no slot to read or write")
             raise SerialTargetError(f"{v!r} is not an input or task output of the deployed "
-                                    f"program")
+                                    f"program (make it a task output to read it)")
         return port
 
-    def read(self, v: Value[Any] | str) -> Any:
-        """The current value of an input or a task output (a value or a port name); an array
-        port (a packed array's name) as a NumPy array, read in one request."""
-        port = self._port(v)
-        raw = self._link.request(p.READ, struct.pack("<IH", port.offset,
-                                                     self._nbytes(port)))
-        if port.count == 1:
-            return port.dtype.unpack(raw)
-        return from_storage(raw, port.dtype)
+    def read(self, v: Value[Any] | Array | Quaternion | str) -> Any:
+        """The current value of an input or a task output (a value or a port name): a Python
+        number for a scalar; a NumPy array for an array, a quaternion (4 components) or an
+        array port of a saved program. One request reads it between two ticks (one snapshot),
+        unless it is larger than a response holds (``info().max_payload - 20`` bytes: 1004 on
+        the host runner): then it is read in several."""
+        slots = slots_of(v, self._ports, self._port)
+        return slots.decode(b"".join(
+            self._link.request(p.READ, b"".join(struct.pack("<IH", o, n) for o, n, _ in batch))
+            for batch in self._batches([(o, n, b"") for o, n in slots.ranges()])))
 
-    def write(self, v: Value[Any] | str, x: Any) -> None:
-        """Set an input (an array port: all its elements, in one request); it is read by the
-        next release of the tasks that use it."""
-        port = self._port(v)
-        if port.role != ROLE_INPUT:
+    def write(self, v: Value[Any] | Array | str, x: Any) -> None:
+        """Set an input (an array: all its elements); tasks read it at their next release.
+        One request writes it between two ticks (all elements or none), unless it is larger
+        than a request holds (as ``read``): then it is written in several."""
+        slots = slots_of(v, self._ports, self._port)
+        if any(port.role != ROLE_INPUT for port in slots.ports):
             raise SerialTargetError(f"{v!r} is computed by the program; only inputs can be "
                                     f"written")
-        if port.count == 1:
-            raw = port.dtype.pack(checked_scalar(x, port.dtype))
-        else:
-            values = np.asarray(x).reshape(-1)
-            if values.size != port.count:
-                raise ValueError(f"port {v!r} holds {port.count} values, got {values.size}")
-            raw = storage_array(values, port.dtype).tobytes()
-        self._link.request(p.WRITE, struct.pack("<IH", port.offset, self._nbytes(port)) + raw)
+        for key in slots.key:  # the value's node or name, or its elements' nodes
+            check_unbound(self._bound_inputs, key, v, SerialTargetError)
+        for batch in self._batches([(o, len(b), b) for o, b in slots.encode(x)]):
+            self._link.request(p.WRITE, b"".join(struct.pack("<IH", o, n) + data
+                                                 for o, n, data in batch))
 
-    @staticmethod
-    def _nbytes(port: Port) -> int:
-        n = port.dtype.size * port.count
-        if n > 0xFFFF:
-            raise SerialTargetError(f"port {port.name!r} holds {n} bytes; one request reads or "
-                                    f"writes at most 65535")
-        return n
+    def _batches(self, entries: list[tuple[int, int, bytes]]
+                 ) -> list[list[tuple[int, int, bytes]]]:
+        """READ/WRITE entries (offset, size, bytes to write) packed into requests that fit one
+        frame: at most ``max_payload - 20`` bytes of entries and data (and of the response);
+        a range too large is split at 8-byte boundaries (no element is torn)."""
+        room = self._info.max_payload - 20
+        batches: list[list[tuple[int, int, bytes]]] = [[]]
+        used = 0
+        for offset, size, data in entries:
+            while size:
+                take = min(size, room - used - 6)
+                if take < size:
+                    take -= take % 8
+                if take <= 0:
+                    batches.append([])
+                    used = 0
+                    continue
+                batches[-1].append((offset, take, data[:take]))
+                used += 6 + take
+                offset, size, data = offset + take, size - take, data[take:]
+        return [b for b in batches if b]
 
     def stats(self) -> list[TaskStats]:
         """Per-task run, skip, overrun and execution-time counters."""
@@ -596,13 +678,29 @@ class SerialTarget:
     def tick_ns(self) -> int:
         return self._info.tick_ns or self.info().tick_ns
 
-    def trace(self, *values: Value[Any], decimation: int = 1,
+    def trace(self, *values: Value[Any] | Array | Quaternion | str, decimation: int = 1,
               capacity: int = 100_000) -> StreamTrace:
-        """Stream the values every ``decimation`` ticks while the program runs."""
+        """Stream the values (scalars, arrays, quaternions; port names of a saved program)
+        every ``decimation`` ticks while the program runs; ``trace[v]`` as LocalTarget's."""
+        if not values:
+            raise SerialTargetError("trace() needs the values to stream: tg.trace(x, y)")
+        if isinstance(decimation, bool) or not isinstance(decimation, int) \
+                or not 1 <= decimation <= 0xFFFF:
+            raise ValueError(f"decimation is a number of ticks in 1..65535, got {decimation!r}")
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"trace capacity is a number of rows >= 1, got {capacity!r}")
+        slots = [slots_of(v, self._ports, self._port) for v in values]
+        ranges = trace_ranges(slots, STREAM_RANGES, "a runner")
+        room = self._info.max_payload - 28  # a response's room, less the u64 tick
+        if sum(n for _, n in ranges) > room:
+            raise SerialTargetError(f"streaming these values takes {sum(n for _, n in ranges)} "
+                                    f"bytes per event; the runner's events hold at most {room}: "
+                                    f"stream fewer or smaller values (tg.read reads a large "
+                                    f"array)")
         payload = struct.pack("<H", decimation) + b"".join(
-            struct.pack("<IH", self._port(v).offset, self._port(v).dtype.size) for v in values)
-        self._trace = StreamTrace(self, values, capacity)
+            struct.pack("<IH", offset, size) for offset, size in ranges)
         self._info = self.info()
+        self._trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
         self._link.request(p.STREAM, payload)
         return self._trace
 
@@ -616,12 +714,14 @@ class SerialTarget:
 
     def io_value(self, channel: Channel) -> float:
         """The current value of a simulated I/O channel of the runner."""
+        checked_channel(channel, "io_value")
         raw = self._link.request(p.IO_READ, struct.pack("<BH", channel.kind, channel.channel))
         value: float = struct.unpack("<d", raw)[0]
         return value
 
     def set_io(self, channel: Channel, value: float) -> None:
         """Set a simulated I/O channel (e.g. an encoder the program reads)."""
+        checked_channel(channel, "set_io")
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
                                                      float(value)))
 

@@ -4,13 +4,17 @@ checks, port lookup, task statistics and decoding trace rows."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import dtypes as dt
+from .arrays import Array
 from .compiler import IoSpec, TaskSpec
+from .compiler.layout import ROLE_INPUT
+from .image import parse as parse_image
 from .io import Channel, check_binding
+from .quaternions import Quaternion
 from .task import Task
 from .value import Value, flatten
 
@@ -52,7 +56,14 @@ def task_specs(tasks: Sequence[Task]) -> list[TaskSpec]:
     for k, t in enumerate(tasks):
         if not isinstance(t, Task):
             raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
-        specs.append(TaskSpec(task_name(t, k), tuple(flatten(t.outputs, "Task")),
+        outputs = tuple(flatten(t.outputs, "Task"))
+        for node in outputs:
+            if node.op == "input":
+                raise ValueError(f"task {task_name(t, k)!r}: an output is the input "
+                                 f"{Value(node)!r} itself (an expression such as x * 1.0 "
+                                 f"simplifies to x): a task output is computed by the task; "
+                                 f"read the input directly (tg.read(x)), or leave it out")
+        specs.append(TaskSpec(task_name(t, k), outputs,
                               to_ns(t.period), to_ns(t.offset), t.priority,
                               to_ns(t.wcet) if t.wcet else 0,
                               round(t.budget * 1e9) if t.budget else 0,
@@ -72,6 +83,33 @@ def io_specs(bindings: Mapping[Node, Channel]) -> list[IoSpec]:
             for node, ch in bindings.items()]
 
 
+def check_bound_outputs(specs: Sequence[TaskSpec], bindings: Mapping[Node, Channel],
+                        error: type[Exception]) -> None:
+    """``error`` if a value bound to an output channel is output by none of the tasks: a
+    target keeps its bindings for every deploy, so another program cannot be deployed."""
+    outputs = {n for spec in specs for n in spec.outputs}
+    for node, channel in bindings.items():
+        if node.op != "input" and node not in outputs:
+            raise error(f"{Value(node)!r} is bound to {channel!r} (tg.bind), but no task of "
+                        f"this deploy outputs it: a target keeps its bindings for every deploy, "
+                        f"so deploy tasks that output it, or another program on a new target")
+
+
+def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
+    """The keys of the input ports an I/O binding of ``image`` fills at every release (a
+    write to one would be overwritten), with their channels."""
+    by_offset = {p.offset: key for key, p in ports.items() if p.role == ROLE_INPUT}
+    return {by_offset[b.offset]: Channel(b.kind, b.channel)
+            for b in parse_image(image).io_bindings if b.direction == 1 and b.offset in by_offset}
+
+
+def check_unbound(bound: Mapping[Any, Channel], key: Any, v: Any, error: type[Exception]) -> None:
+    """``error`` if the input ``key`` (a node or a port name) is filled by an I/O binding."""
+    if key in bound:
+        raise error(f"{v!r} is bound to {bound[key]!r}, which sets it at every release: set "
+                    f"the channel (tg.set_io on a simulation) instead of writing the input")
+
+
 # ---- values
 
 
@@ -81,15 +119,140 @@ def find_port(ports: Mapping[Any, Port], v: Value[Any] | str) -> Port | None:
     if isinstance(v, str):
         return ports.get(v)
     if not isinstance(v, Value):
-        raise TypeError(f"expected a copapy value, got {type(v).__name__}")
+        raise TypeError(not_readable(v))
     return ports.get(v.node)
 
 
-def same_value(a: Value[Any] | str, b: Value[Any] | str) -> bool:
-    """Whether two traced values (or two port names of a saved program) are the same."""
-    if isinstance(a, str) or isinstance(b, str):
-        return isinstance(a, str) and isinstance(b, str) and a == b
-    return a.node is b.node
+def not_readable(v: Any) -> str:
+    """Why ``v`` names nothing a target holds, and what does."""
+    hint = (": pass the values themselves, not a list (tg.trace(a, b), tg.read(a))"
+            if isinstance(v, list | tuple) else "")
+    return (f"expected a copapy value, array, quaternion or port name (str), got "
+            f"{type(v).__name__}{hint}")
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Where a value, an array, a quaternion or a named port lives in the data region: its
+    ports in element order (one for a scalar or a packed array, one per element of an
+    unpacked array or a quaternion) and its shape (() for a scalar)."""
+
+    key: tuple[Any, ...]  # what identifies it in a trace: its nodes, or its name
+    ports: tuple[Port, ...]
+    shape: tuple[int, ...]
+    dtype: dt.DType
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.count * p.dtype.size for p in self.ports)
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """(offset, size) of each contiguous run of its ports, in element order."""
+        runs: list[tuple[int, int]] = []
+        for p in self.ports:
+            size = p.count * p.dtype.size
+            if runs and runs[-1][0] + runs[-1][1] == p.offset:
+                runs[-1] = (runs[-1][0], runs[-1][1] + size)
+            else:
+                runs.append((p.offset, size))
+        return runs
+
+    def decode(self, raw: bytes) -> Any:
+        """The value of the slots' bytes (concatenated in element order): a Python number
+        for a scalar, else a NumPy array of its shape (bool for bool elements)."""
+        if not self.shape:
+            return self.ports[0].dtype.unpack(raw)
+        parts, at = [], 0
+        for p in self.ports:
+            n = p.count * p.dtype.size
+            parts.append(dt.from_storage(raw[at:at + n], p.dtype))
+            at += n
+        return np.concatenate(parts).astype(numpy_type(self.dtype)).reshape(self.shape)
+
+    def encode(self, x: Any) -> list[tuple[int, bytes]]:
+        """``x`` as (offset, bytes) of each of ``ranges()``, checked as tg.write checks a
+        number: an array of the value's shape (of its element count for a port name)."""
+        if not self.shape:
+            return [(self.ports[0].offset, self.dtype.pack(checked_scalar(x, self.dtype)))]
+        values = np.asarray(x)
+        if isinstance(self.key[0], str):
+            values = values.reshape(-1)
+            if values.size != self.shape[0]:
+                raise ValueError(f"port {self.key[0]!r} holds {self.shape[0]} values, got "
+                                 f"{values.size}")
+        elif values.shape != self.shape:
+            raise ValueError(f"writing shape {values.shape} into an input of shape "
+                             f"{self.shape}")
+        rows = dt.storage_array(values.reshape(1, -1), self.dtype)
+        return [(o, b) for (o, _), b in zip(self.ranges(), self.split(rows), strict=True)]
+
+    def split(self, elements: Any) -> list[bytes]:
+        """Rows of elements (n rows of all elements, storage dtype) as the bytes of each of
+        ``ranges()``: n rows of its elements."""
+        pieces, at = [], 0
+        for _, size in self.ranges():
+            n = size // self.dtype.size
+            pieces.append(np.ascontiguousarray(elements[:, at:at + n]).tobytes())
+            at += n
+        return pieces
+
+
+def numpy_type(dtype: dt.DType) -> Any:
+    """The NumPy element type read values have: bool for bool, else the dtype's own."""
+    return bool if dtype.is_bool else dtype.numpy
+
+
+def elements(a: Array, ports: Mapping[Any, Port]) -> list[Value[Any]] | None:
+    """The element values a target reads and writes one by one: an unpacked array's, or
+    those of a packed array stacked from values (``cp.vector([a, b], packed=True)``) that has
+    no port of its own; None for a packed array that has one (or nothing to stack)."""
+    if not a.packed:
+        return a.items()
+    node = a.node()
+    if node in ports or node.op != "stack":
+        return None
+    return [Value(x) for x in node.args]
+
+
+def slots_of(v: Any, ports: Mapping[Any, Port], port: Callable[[Value[Any] | str], Port]
+             ) -> Slots:
+    """The slots of a value, array, quaternion or port name among a program's ``ports``
+    (``port`` looks one up, raising the target's error for one the program does not have)."""
+    if isinstance(v, str):
+        p = port(v)
+        return Slots((v,), (p,), (p.count,) if p.count > 1 else (), p.dtype)
+    if isinstance(v, Value):
+        return Slots((v.node,), (port(v),), (), v.dtype)
+    if isinstance(v, Array) and elements(v, ports) is None:
+        return Slots((v.node(),), (port(Value(v.node())),), v.shape, v.dtype)
+    if isinstance(v, Array | Quaternion):
+        items = elements(v, ports) if isinstance(v, Array) else v.components()
+        assert items is not None
+        shape = v.shape if isinstance(v, Array) else (4,)
+        key = trace_key(v)
+        assert key is not None
+        return Slots(key, tuple(port(i) for i in items), shape, items[0].dtype)
+    raise TypeError(not_readable(v))
+
+
+def trace_key(v: Any) -> tuple[Any, ...] | None:
+    """What identifies a traced value, array, quaternion or port name (``Slots.key``); None
+    for anything else."""
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, Value):
+        return (v.node,)
+    if isinstance(v, Array):
+        return (v.node(),) if v.packed else tuple(i.node for i in v.items())
+    if isinstance(v, Quaternion):
+        return tuple(c.node for c in v.components())
+    return None
+
+
+def same_key(a: tuple[Any, ...], b: tuple[Any, ...] | None) -> bool:
+    """Whether two trace keys name the same nodes (identity) or the same port name."""
+    return b is not None and len(a) == len(b) and all(
+        x is y or (isinstance(x, str) and x == y) for x, y in zip(a, b, strict=True))
 
 
 def checked_scalar(x: Any, dtype: dt.DType) -> float | int | bool:
@@ -145,17 +308,35 @@ def task_stats(tasks: Sequence[Named],
 # ---- traces
 
 
-def decode_rows(raw: bytes, dtypes: Sequence[dt.DType]) -> tuple[NDArray[np.uint64],
-                                                                   list[NDArray[Any]]]:
-    """Split concatenated trace rows into the time stamps and one column per value.
+def trace_ranges(traced: Sequence[Slots], limit: int, where: str) -> list[tuple[int, int]]:
+    """The (offset, size) ranges a trace row holds, or an error naming the limit."""
+    ranges = [r for s in traced for r in s.ranges()]
+    if len(ranges) > limit:
+        raise ValueError(f"tracing these values takes {len(ranges)} separate data ranges; "
+                         f"{where} traces at most {limit}: trace fewer values at once, or "
+                         f"packed arrays (cp.value(np_array), packed=True) instead of "
+                         f"unpacked ones")
+    return ranges
+
+
+def decode_rows(raw: bytes, traced: Sequence[Slots]) -> tuple[NDArray[np.uint64],
+                                                                list[NDArray[Any]]]:
+    """Split concatenated trace rows into the time stamps and one column per traced value.
 
     A row is ``uint64`` (t_ns of a native trace row, the tick of a STREAM event; docs/realtime.md
     and docs/protocol.md) followed by the values, packed, little-endian. Columns are new arrays
-    of the values' NumPy types (bool for bool values).
+    of the values' NumPy types (bool for bool values): one number per row for a scalar, an
+    array of the value's shape per row for an array.
     """
-
-    record = np.dtype([("t", "<u8")] + [(f"v{i}", d.fmt) for i, d in enumerate(dtypes)])
-    table = np.frombuffer(raw, dtype=record)
-    columns = [table[f"v{i}"].astype(bool if d.is_bool else d.numpy)
-               for i, d in enumerate(dtypes)]
+    fields: list[Any] = [("t", "<u8")]
+    for i, s in enumerate(traced):
+        for j, p in enumerate(s.ports):
+            fmt = "<i4" if p.dtype.is_bool else p.dtype.fmt
+            fields.append((f"v{i}_{j}", fmt, (p.count,)) if s.shape else (f"v{i}_{j}", fmt))
+    table = np.frombuffer(raw, dtype=np.dtype(fields))
+    columns = []
+    for i, s in enumerate(traced):
+        parts = [table[f"v{i}_{j}"] for j in range(len(s.ports))]
+        col = np.concatenate(parts, axis=1) if s.shape else parts[0]
+        columns.append(col.astype(numpy_type(s.dtype)).reshape((len(table), *s.shape)))
     return table["t"], columns

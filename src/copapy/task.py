@@ -8,6 +8,11 @@ from typing import Any
 
 from .value import Traced
 
+#: the longest period, offset, wcet or budget: the image holds them as u32 nanoseconds
+MAX_U32_SECONDS = 4.294967295
+#: the longest link timeout: a u64 of nanoseconds (docs/image.md, "Tasks")
+MAX_U64_SECONDS = 1.8e10
+
 
 @dataclass(frozen=True, eq=False)
 class Task:
@@ -23,6 +28,9 @@ class Task:
     ``link_timeout``: a dead-man switch (seconds): if the host link to a runner is silent for
     longer, the runner faults the program and drives every output to its safe value.
     ``SerialTarget`` keeps the link alive while it is connected. None: no switch.
+
+    An image holds period, offset, wcet and budget as 32-bit nanoseconds: each is at most
+    4.294967295 s, and a time other than 0 at least 1 ns.
     """
 
     outputs: tuple[Any, ...]
@@ -50,16 +58,27 @@ class Task:
                                 f"{type(x).__name__} {x!r}")
         if not isinstance(priority, numbers.Integral) or isinstance(priority, bool):
             raise TypeError(f"priority is an int in 0..65535, got {type(priority).__name__}")
+        if not isinstance(name, str):
+            raise TypeError(f"name is a str (it names the task in stats), got "
+                            f"{type(name).__name__} {name!r}")
         if not period > 0:
             raise ValueError(f"period must be > 0 seconds, got {period!r}")
+        if not 1e-9 <= period <= MAX_U32_SECONDS:
+            raise ValueError(f"period must be between 1 ns and {MAX_U32_SECONDS} s (an image "
+                             f"holds it as 32-bit nanoseconds), got {period!r}")
         if not 0 <= offset < period:
             raise ValueError(f"offset must be in [0, period), got {offset!r}")
         if not 0 <= priority < 65536:
             raise ValueError(f"priority must be in 0..65535, got {priority!r}")
-        if budget is not None and not 0 < budget < 4.294967295:
-            raise ValueError(f"budget must be > 0 and < 4.29 seconds, got {budget!r}")
-        if link_timeout is not None and not link_timeout > 0:
-            raise ValueError(f"link_timeout must be > 0 seconds, got {link_timeout!r}")
+        if wcet is not None and not (wcet == 0 or 1e-9 <= wcet <= MAX_U32_SECONDS):
+            raise ValueError(f"wcet must be 0 (none) or between 1 ns and {MAX_U32_SECONDS} s, "
+                             f"got {wcet!r}")
+        if budget is not None and not 1e-9 <= budget <= MAX_U32_SECONDS:
+            raise ValueError(f"budget must be between 1 ns and {MAX_U32_SECONDS} s, got "
+                             f"{budget!r}")
+        if link_timeout is not None and not 1e-9 <= link_timeout <= MAX_U64_SECONDS:
+            raise ValueError(f"link_timeout must be between 1 ns and {MAX_U64_SECONDS:.3g} s, "
+                             f"got {link_timeout!r}")
         object.__setattr__(self, "outputs", tuple(outputs))
         object.__setattr__(self, "period", float(period))
         object.__setattr__(self, "priority", int(priority))

@@ -166,6 +166,10 @@ class CProgram:
                  budget_factor: int = 0, budget_min_ns: int = 0) -> None:
         """``budget_factor``/``budget_min_ns``: the time budget of a job (copapy_options; 0:
         the defaults, 10 x the task's budget, at least 20 ms)."""
+        if not isinstance(image, bytes | bytearray | memoryview):
+            raise TypeError(f"CProgram(image) takes the image bytes (cp.load(path).image, "
+                            f"tg.image), got {type(image).__name__}")
+        image = bytes(image)
         self._lib = lib()
         err = new_error()
         opt = Options(struct_size=C.sizeof(Options), flags=DETERMINISTIC if deterministic else 0,
@@ -191,61 +195,92 @@ class CProgram:
         except Exception:  # interpreter shutdown
             pass
 
+    def _open(self) -> Any:
+        """The program's handle, or KitError once it is closed (the C calls took NULL and
+        returned codes that looked like results: tick() was 1)."""
+        if not self.handle:
+            raise KitError("the program is closed: load it again with CProgram(image)")
+        return self.handle
+
+    def _check(self, rc: int, call: str, port: PortInfo | None = None, n: int = 0) -> None:
+        """KitError naming the problem of a failed ``call`` (the status, and why)."""
+        if rc == OK:
+            return
+        name = (self._lib.copapy_status_name(rc) or b"?").decode()
+        why = {E_READ_ONLY: "the program computes this port; only inputs and states can be "
+                            "written"}.get(rc, "")
+        if rc == E_ARGUMENT and port is not None:
+            want = "1 value" if port.count == 1 else f"1 to {port.count} values"
+            why = f"give {want} (the port holds {port.count}), got {n}"
+        raise KitError(f"{call}: {name}" + (f": {why}" if why else ""))
+
     def ports(self) -> list[PortInfo]:
+        handle = self._open()
         out = []
-        for i in range(self._lib.copapy_port_count(self.handle)):
+        for i in range(self._lib.copapy_port_count(handle)):
             p = Port(struct_size=C.sizeof(Port))
-            self._lib.copapy_port_at(self.handle, i, C.byref(p))
+            self._lib.copapy_port_at(handle, i, C.byref(p))
             out.append(_info(p))
         return out
 
     def port(self, name: str) -> PortInfo:
         p = Port(struct_size=C.sizeof(Port))
         err = new_error()
-        if self._lib.copapy_port_find(self.handle, name.encode(), C.byref(p), C.byref(err)):
+        if self._lib.copapy_port_find(self._open(), name.encode(), C.byref(p), C.byref(err)):
             raise PortNotFoundError(err.message.decode())
         return _info(p)
 
     def write(self, port: PortInfo, *values: float) -> None:
         buf = (C.c_double * len(values))(*values)
-        rc = self._lib.copapy_write(self.handle, port.index, buf, len(values))
-        if rc != OK:
-            raise KitError(f"copapy_write({port.name}): {self._lib.copapy_status_name(rc)}")
+        rc = self._lib.copapy_write(self._open(), port.index, buf, len(values))
+        self._check(rc, f"copapy_write({port.name})", port, len(values))
 
     def read(self, port: PortInfo, n: int = 1) -> list[float]:
+        if n < 1:
+            self._check(E_ARGUMENT, f"copapy_read({port.name})", port, n)
         buf = (C.c_double * n)()
-        rc = self._lib.copapy_read(self.handle, port.index, buf, n)
-        if rc != OK:
-            raise KitError(f"copapy_read({port.name}): {self._lib.copapy_status_name(rc)}")
+        rc = self._lib.copapy_read(self._open(), port.index, buf, n)
+        self._check(rc, f"copapy_read({port.name})", port, n)
         return list(buf)
 
     def tick(self) -> int:
         """One tick; OK, or E_FAULTED once the program has faulted (see ``fault``)."""
-        return int(self._lib.copapy_tick(self.handle))
+        rc = int(self._lib.copapy_tick(self._open()))
+        if rc != E_FAULTED:
+            self._check(rc, "copapy_tick")
+        return rc
 
     def run(self, task: int) -> int:
         """Runs one task's chain once (guarded); OK or E_FAULTED."""
-        return int(self._lib.copapy_run(self.handle, task))
+        handle = self._open()
+        count = int(self._lib.copapy_task_count(handle))
+        if not 0 <= task < count:
+            raise KitError(f"copapy_run({task}): ARGUMENT: no task {task}; the program has "
+                           f"tasks 0..{count - 1}")
+        rc = int(self._lib.copapy_run(handle, task))
+        if rc != E_FAULTED:
+            self._check(rc, f"copapy_run({task})")
+        return rc
 
     def reset(self) -> None:
         """Time 0, initial data, statistics and a fault cleared."""
-        self._lib.copapy_reset(self.handle)
+        self._lib.copapy_reset(self._open())
 
     @property
     def fault(self) -> FaultInfo | None:
-        return get_fault(self._lib, self.handle)
+        return get_fault(self._lib, self._open())
 
     def io_get(self, kind: int, channel: int) -> float:
         """A simulated I/O channel (kind 1 GPIO, 2 PWM, 3 encoder, 4 ADC)."""
-        return float(self._lib.copapy_io_get(self.handle, kind, channel))
+        return float(self._lib.copapy_io_get(self._open(), kind, channel))
 
     def io_set(self, kind: int, channel: int, value: float) -> None:
-        if self._lib.copapy_io_set(self.handle, kind, channel, value) != OK:
+        if self._lib.copapy_io_set(self._open(), kind, channel, value) != OK:
             raise KitError(f"copapy_io_set({kind}, {channel}): no such channel")
 
     @property
     def tick_ns(self) -> int:
-        return int(self._lib.copapy_tick_ns(self.handle))
+        return int(self._lib.copapy_tick_ns(self._open()))
 
     def loop(self, cycles: int, period_ns: int = 0, flags: int = 0, priority: int = 80,
              latencies: NDArray[np.int64] | None = None) -> LoopResult:
@@ -253,7 +288,7 @@ class CProgram:
         ticking the program; the GIL is released meanwhile. ``latencies`` (int64, one per
         cycle) receives the wake-up latencies."""
         cfg = LoopConfig(struct_size=C.sizeof(LoopConfig), flags=flags, period_ns=period_ns,
-                         cycles=cycles, priority=priority, cpu=-1, program=self.handle)
+                         cycles=cycles, priority=priority, cpu=-1, program=self._open())
         if latencies is not None:
             if latencies.dtype != np.int64 or not latencies.flags.c_contiguous or \
                     latencies.size == 0:

@@ -210,7 +210,14 @@ class ControlLoop:
         if self.running:
             raise LoopStateError("set the hardware before start() (or after stop())")
         if isinstance(hardware, tuple):
-            hardware = buffer_hardware(*hardware)
+            state, command = hardware
+            want = (int(self._loop.state_size()), int(self._loop.command_size()))
+            for what, a, n in (("state", state, want[0]), ("command", command, want[1])):
+                if getattr(a, "size", n) != n:  # the loop would fill or send only a part
+                    raise ValueError(f"the {what} buffer holds {a.size} values; the loop's "
+                                     f"{what}s take {n} (one per scalar, one per element of "
+                                     f"an array): pass an array of {n}")
+            hardware = buffer_hardware(state, command)
         self._hardware = hardware
         self._loop.set_hardware(hardware if hardware is not None else import_cppyy().nullptr)
 
