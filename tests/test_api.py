@@ -6,9 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.runtime.errors import TargetError
+
+from .conftest import examples, same_bits
 
 
 def run(*values: cp.Value) -> list[object]:
@@ -260,3 +264,71 @@ def test_numpy_reductions_missing_from_cp_name_the_method_and_numpy() -> None:
         np.testing.assert_allclose(tg.read(by_numpy), expected, rtol=1e-6)
     with pytest.raises(AttributeError, match=r"no attribute 'nonsense'$"):
         _ = cp.nonsense  # type: ignore[attr-defined]
+
+
+_F32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
+
+
+def _clip(x: np.float32, lo: np.float32, hi: np.float32) -> np.float32:
+    """np.clip's definition min(max(x, lo), hi), with the tie rule stated: NumPy leaves which of
+    two equal operands (0.0, -0.0) it gives to the platform, so bits are checked against this."""
+    if np.isnan(x) or np.isnan(lo) or np.isnan(hi):
+        return np.float32(np.nan)
+    r = lo if x < lo else x
+    return hi if r > hi else r
+
+
+def _check_clip(got: object, x: np.float32, lo: np.float32, hi: np.float32) -> None:
+    want = np.clip(x, lo, hi)
+    assert same_bits(got, _clip(x, lo, hi), "float32"), (x, lo, hi, got)
+    assert got == want or (np.isnan(want) and np.isnan(got)), (x, lo, hi, got)  # type: ignore[arg-type]
+
+
+class _Clamp:
+    """One compiled ``cp.clamp`` per form of low and high, written and run per example."""
+
+    def __init__(self, dtype: str) -> None:
+        zero: object = 0.0 if dtype == "float32" else 0
+        self.x, self.lo, self.hi = (cp.value(zero) for _ in range(3))
+        self.tg = cp.LocalTarget()
+        self.out = cp.clamp(self.x, self.lo, self.hi)
+        self.tg.compile(self.out)
+
+    def __call__(self, x: object, lo: object, hi: object) -> object:
+        for v, n in ((self.x, x), (self.lo, lo), (self.hi, hi)):
+            self.tg.write(v, n)
+        self.tg.run()
+        return self.tg.read(self.out)
+
+
+_CLAMPS: dict[str, _Clamp] = {}
+
+
+@settings(max_examples=examples(300))
+@given(x=_F32, lo=_F32, hi=_F32)
+def test_clamp_is_numpy_clip_with_values(x: float, lo: float, hi: float) -> None:
+    """low and high as values: NumPy's definition min(max(x, low), high) (high wins when
+    low > high, NaN anywhere gives NaN)."""
+    clamp = _CLAMPS.setdefault("float32", _Clamp("float32"))
+    _check_clip(clamp(x, lo, hi), np.float32(x), np.float32(lo), np.float32(hi))
+
+
+@given(x=st.integers(-(2**31), 2**31 - 1), lo=st.integers(-50, 50), hi=st.integers(-50, 50))
+def test_clamp_is_numpy_clip_for_int32(x: int, lo: int, hi: int) -> None:
+    clamp = _CLAMPS.setdefault("int32", _Clamp("int32"))
+    assert clamp(x, lo, hi) == np.clip(np.int32(x), np.int32(lo), np.int32(hi))
+
+
+@pytest.mark.parametrize("lo, hi", [(1.0, 0.0), (0.0, 1.0), (-0.0, 0.0), (0.0, -0.0),
+                                    (math.nan, 1.0), (0.0, math.nan), (2.0, 2.0)])
+def test_clamp_is_numpy_clip_with_constants(lo: float, hi: float) -> None:
+    """Constant low and high (folded into the program), low > high among them."""
+    xs = np.array([-3.0, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+    x = cp.value(0.0)
+    y = cp.clamp(x, lo, hi)
+    tg = cp.LocalTarget()
+    tg.compile(y)
+    for v in xs:
+        tg.write(x, float(v))
+        tg.run()
+        _check_clip(tg.read(y), v, np.float32(lo), np.float32(hi))

@@ -302,10 +302,14 @@ def expm1(x: Any) -> Any:
 # ---- end of generated code ----
 
 
-def clamp(x: Any, low: Any, high: Any) -> Value[Any]:
-    """x limited to [low, high] (NaN stays NaN)."""
-    result: Value[Any] = max(min(x, high), low)
-    return result
+@overload
+def clamp(x: Array, low: Any, high: Any) -> Array: ...
+@overload
+def clamp(x: Any, low: Any, high: Any) -> Value[Any]: ...
+def clamp(x: Any, low: Any, high: Any) -> Any:
+    """x limited to [low, high] as ``numpy.clip``: min(max(x, low), high), so high wins when
+    low > high; NaN in any operand gives NaN; of equal operands (0.0, -0.0) x is kept."""
+    return min(high, max(low, x))  # min and max give their second operand of two equal ones
 
 
 def cast(x: Any, dtype: Any) -> Value[Any]:
