@@ -54,6 +54,22 @@ def test_truthiness_raises_with_hint() -> None:
         bool(x)
 
 
+def test_python_conversions_say_there_is_no_value_yet_and_what_to_do() -> None:
+    """int(), float(), round(), math.floor() and formats of a traced value name the problem (no
+    Python value until it runs) and the fix (cp.cast, cp.round, reading the result)."""
+    x = cp.value(1.5)
+    for convert, fix in ((int, r"cp\.cast\(x, cp\.int32\)"), (float, r"cp\.cast\(x, cp\.float32\)"),
+                         (round, r"cp\.round\(x\)"), (math.floor, r"cp\.floor\(x\)"),
+                         (math.ceil, r"cp\.ceil\(x\)"), (math.trunc, r"cp\.trunc\(x\)"),
+                         (lambda v: f"{v:.2f}", r"tg\.read")):
+        with pytest.raises(TypeError, match=fix) as info:
+            convert(x)
+        assert "no Python" in str(info.value) or "not known" in str(info.value)
+    with pytest.raises(TypeError, match=r"until the program runs.*cp\.where"):
+        [1, 2][x]  # type: ignore[index]
+    assert "copapy value" in f"{x}"
+
+
 def test_int_division_by_zero_is_defined() -> None:
     a, b = cp.value(7), cp.value(0)
     assert run(a // b, a % b) == [0, 0]

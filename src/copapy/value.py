@@ -35,6 +35,18 @@ _TRUTH_HINT = (
 )
 
 
+def _no_python_value(kind: str, conversion: str) -> str:
+    return (f"{kind}() of a traced copapy value: it has no Python value yet (it is computed when "
+            f"the program runs); convert it in the program with {conversion}, or run the "
+            f"program (tg.compile / tg.run, or @cp.jit) and read the result (tg.read(x))")
+
+
+def _no_python_function(name: str) -> str:
+    return (f"{name}() of a traced copapy value gives a Python int, which is not known until "
+            f"the program runs; use cp.{name}(x) (a float value; cp.cast(cp.{name}(x), "
+            f"cp.int32) for an int32 one)")
+
+
 @runtime_checkable
 class Traced(Protocol):
     """What tasks and targets accept: anything that names the graph nodes it computes
@@ -96,13 +108,37 @@ class Value(Generic[T]):
     __hash__ = None  # type: ignore[assignment]  # == builds a comparison, so no hashing
 
     def __index__(self) -> NoReturn:
-        raise TypeError("a traced copapy value cannot be used as a Python index or size")
+        raise TypeError("a traced copapy value cannot be used as a Python index or size: it "
+                        "has no value until the program runs; index with Python ints, select "
+                        "with cp.where(cond, a, b)")
 
     def __float__(self) -> NoReturn:
-        raise TypeError("a traced copapy value has no Python float value before it runs; "
-                        "read it from a target with tg.read(value)")
+        raise TypeError(_no_python_value("float", "cp.cast(x, cp.float32)"))
 
-    __int__ = __float__
+    def __int__(self) -> NoReturn:
+        raise TypeError(_no_python_value("int", "cp.cast(x, cp.int32)"))
+
+    def __complex__(self) -> NoReturn:
+        raise TypeError("copapy has no complex numbers; a traced value has no Python value "
+                        "until the program runs")
+
+    def __round__(self, ndigits: int | None = None) -> NoReturn:
+        raise TypeError(_no_python_function("round"))
+
+    def __floor__(self) -> NoReturn:
+        raise TypeError(_no_python_function("floor"))
+
+    def __ceil__(self) -> NoReturn:
+        raise TypeError(_no_python_function("ceil"))
+
+    def __trunc__(self) -> NoReturn:
+        raise TypeError(_no_python_function("trunc"))
+
+    def __format__(self, spec: str) -> str:
+        if spec:
+            raise TypeError(f"format {spec!r} of a traced copapy value: it has no Python value "
+                            f"yet; format the result you read (tg.read(x))")
+        return repr(self)
 
     def __pos__(self) -> Value[T]:
         return self
