@@ -82,6 +82,21 @@ def test_feedback_smoothing(xs: list[float], alpha: float) -> None:
     assert got.tolist() == [float(w) for w in want]
 
 
+@settings(max_examples=examples(20))
+@given(st.sampled_from([0, False, 0.0]), st.sampled_from([0.5, 1, True, 0.25]))
+def test_feedback_takes_the_type_of_its_update(init: object, step: object) -> None:
+    """init is a weak Python number: feedback(lambda p: p + 0.5, init=0) accumulates 0.5 per
+    run as a float32 signal (the int32 state truncated it to 0.5 forever)."""
+    y = cp.feedback(lambda prev: prev + step, init=init)  # type: ignore[arg-type]
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    trace = tg.trace(y)
+    tg.step(5e-3)
+    assert trace[y][1:].tolist() == [float(step) * k for k in range(1, 5)], (init, step)
+    floats = isinstance(init, float) or isinstance(step, float)
+    assert y.dtype is (cp.float32 if floats else cp.int32)
+
+
 def test_signal_init_is_checked_as_a_constant() -> None:
     """init of an int32 signal that is not an int32 (2.5, 2**40) is the error cp.constant
     gives (it was a struct.error 'required argument is not an integer')."""

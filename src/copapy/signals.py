@@ -88,9 +88,19 @@ def rate(x: Any) -> Value[float]:
 
 
 def feedback(f: Callable[[Value[Any]], Any], init: float | int | bool = 0.0) -> Value[Any]:
-    """y = f(y of the previous run); ``init`` plays the previous value in the first run."""
+    """y = f(y of the previous run); ``init`` plays the previous value in the first run.
+
+    ``init`` is a Python number, so its type is weak: when ``f`` returns a wider type (init=0,
+    f = prev + 0.5 gives float32) the signal has that type (``f`` is traced again with it), as
+    the previous value would otherwise be truncated to init's type every run."""
+    if not callable(f):
+        raise TypeError(f"feedback(f, init) takes a function of the previous value (e.g. "
+                        f"lambda prev: prev + x), got {type(f).__name__} {f!r}")
     s = _state(init, init)
     y = wrap(f(s))
+    while dt_types.promote(s.dtype, y.dtype) is not s.dtype:  # at most bool -> ... -> float64
+        s = _state(y, init)
+        y = wrap(f(s))
     _bind(s, y)
     return y
 
