@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.compiler.lower import CompileError
 
 from .conftest import examples
 
@@ -95,6 +96,22 @@ def test_feedback_takes_the_type_of_its_update(init: object, step: object) -> No
     assert trace[y][1:].tolist() == [float(step) * k for k in range(1, 5)], (init, step)
     floats = isinstance(init, float) or isinstance(step, float)
     assert y.dtype is (cp.float32 if floats else cp.int32)
+
+
+def test_delay_arguments_name_the_problem() -> None:
+    """n of delay is a Python int >= 0 (a float, a str, a traced value or a bool meant as init
+    gave Python's bare errors or the truthiness hint); delay(x, 0) is x, and an input as a task
+    output says what to do instead."""
+    u = cp.value(1.0)
+    for n, match in ((1.5, "whole number of runs.*float 1.5"), ("2", "whole number of runs"),
+                     (cp.value(1), "fixed when the program is built"),
+                     (True, r"init=True"), (-1, ">= 0")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            cp.delay(u, n)  # type: ignore[arg-type]
+    assert cp.delay(u, np.int64(0)).node is u.node
+    tg = cp.LocalTarget(tick=1e-3)
+    with pytest.raises(CompileError, match=r"delay\(x, 0\) is x itself.*tg\.read"):
+        tg.deploy(cp.Task(cp.delay(u, 0), period=1e-3))
 
 
 def test_signal_init_is_checked_as_a_constant() -> None:

@@ -7,6 +7,7 @@ through the current run only: d integrate(x)/dx = dt, d rate(x)/dx = 1/dt, d del
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,12 +39,29 @@ def _bind(state: Value[Any], update: Any) -> None:
     set_update(state.node, update_node)
 
 
+def _runs(n: Any) -> int:
+    """delay's n checked: a Python int >= 0 (it fixes how many states the program holds)."""
+    if isinstance(n, bool):
+        raise TypeError(f"delay(x, n={n}): n is the number of runs, not a bool; for an initial "
+                        f"value pass it by name: cp.delay(x, init={n})")
+    if isinstance(n, Value):
+        raise TypeError("delay n is fixed when the program is built (a Python int); a traced "
+                        "value cannot set it: select between fixed delays with cp.where")
+    try:
+        runs = operator.index(n)
+    except TypeError:
+        raise TypeError(f"delay n is a whole number of runs (a Python int), got "
+                        f"{type(n).__name__} {n!r}") from None
+    if runs < 0:
+        raise ValueError(f"delay n must be >= 0, got {runs}")
+    return runs
+
+
 def delay(x: Any, n: int = 1, init: float | int | bool = 0) -> Value[Any]:
-    """x from ``n`` runs ago; ``init`` during the first ``n`` runs."""
-    if n < 0:
-        raise ValueError(f"delay n must be >= 0, got {n}")
+    """x from ``n`` runs ago; ``init`` during the first ``n`` runs (n = 0: x itself)."""
+    runs = _runs(n)
     out = wrap(x)
-    for _ in range(n):
+    for _ in range(runs):
         s = _state(out, init)
         _bind(s, out)
         out = s
