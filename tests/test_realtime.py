@@ -114,6 +114,25 @@ def test_delay_arguments_name_the_problem() -> None:
         tg.deploy(cp.Task(cp.delay(u, 0), period=1e-3))
 
 
+def test_signal_operands_name_the_problem() -> None:
+    """An array, None or a traced init given to a signal operator: the message says what it
+    takes ("unsupported operand Array", or init "expected a number or a copapy value" given
+    one)."""
+    u, v = cp.value(1.0), cp.vector([1.0, 2.0])
+    for make in (lambda: cp.delay(v), lambda: cp.integrate(v), lambda: cp.rate([1.0, 2.0]),
+                 lambda: cp.feedback(lambda p: v + p)):
+        with pytest.raises(TypeError, match=r"scalar signal.*one signal per element"):
+            make()
+    with pytest.raises(TypeError, match="feedback needs f to return a copapy value"):
+        cp.feedback(lambda p: None)
+    with pytest.raises(TypeError, match="a function of the previous value"):
+        cp.feedback(1.0)  # type: ignore[arg-type]
+    for make in (lambda: cp.delay(u, 1, init=u), lambda: cp.integrate(u, init=u),  # type: ignore[arg-type]
+                 lambda: cp.feedback(lambda p: p + 1, init=u)):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"Python number.*cp\.first_run\(\)"):
+            make()
+
+
 def test_signal_init_is_checked_as_a_constant() -> None:
     """init of an int32 signal that is not an int32 (2.5, 2**40) is the error cp.constant
     gives (it was a struct.error 'required argument is not an integer')."""

@@ -18,13 +18,29 @@ from .functions import sqrt, where
 from .graph import build
 from .graph.node import Node, const
 from .graph.state import dt_node, new_state, set_update
-from .value import Value, _convert, _node, wrap
+from .value import Value, _convert, _node, is_array, wrap
 
 #: the period of the task a value is deployed in, in seconds (a constant of each task)
 dt: Value[float] = Value(dt_node(dt_types.float32))
 
 
+def _signal(x: Any, op: str, what: str = "takes") -> Value[Any]:
+    """A scalar signal operand as a Value; arrays are refused naming the per-element form."""
+    if is_array(x):
+        raise TypeError(f"cp.{op} {what} a scalar signal, got {type(x).__name__}; for an array "
+                        f"make one signal per element (cp.vector([... for e in v]))")
+    try:
+        return wrap(x)
+    except TypeError:
+        raise TypeError(f"cp.{op} {what} a copapy value or a number, got {type(x).__name__} "
+                        f"{x!r}") from None
+
+
 def _state(like: Any, init: float | int | bool, name: str | None = None) -> Value[Any]:
+    if isinstance(init, Value):
+        raise TypeError("init is the value before the first run, a Python number fixed when the "
+                        "program is built; for a start computed at run time select it: "
+                        "cp.where(cp.first_run(), start, signal)")
     node = _node(like)
     dtype = node.dtype if isinstance(node, Node) else dt_types.scalar_type(node)
     try:  # the checks of cp.constant(init, dtype)
@@ -60,7 +76,7 @@ def _runs(n: Any) -> int:
 def delay(x: Any, n: int = 1, init: float | int | bool = 0) -> Value[Any]:
     """x from ``n`` runs ago; ``init`` during the first ``n`` runs (n = 0: x itself)."""
     runs = _runs(n)
-    out = wrap(x)
+    out = _signal(x, "delay")
     for _ in range(runs):
         s = _state(out, init)
         _bind(s, out)
@@ -82,7 +98,7 @@ def integrate(x: Any, init: float = 0.0, method: str = "euler") -> Value[float]:
     ``trapezoid``: y_k = y_{k-1} + (x_k + x_{k-1})·dt/2, with x_{-1} = x_0.
     y_{-1} = init.
     """
-    xv = wrap(x)
+    xv = _signal(x, "integrate")
     if not xv.dtype.is_float:
         xv = Value(build.cast(xv.node, dt_types.float32))
     s = _state(xv, init)
@@ -99,7 +115,7 @@ def integrate(x: Any, init: float = 0.0, method: str = "euler") -> Value[float]:
 
 def rate(x: Any) -> Value[float]:
     """Backward difference (x_k - x_{k-1}) / dt; 0 in the first run."""
-    xv = wrap(x)
+    xv = _signal(x, "rate")
     if not xv.dtype.is_float:
         xv = Value(build.cast(xv.node, dt_types.float32))
     return where(first_run(), 0.0, (xv - delay(xv)) / dt)
@@ -115,10 +131,10 @@ def feedback(f: Callable[[Value[Any]], Any], init: float | int | bool = 0.0) -> 
         raise TypeError(f"feedback(f, init) takes a function of the previous value (e.g. "
                         f"lambda prev: prev + x), got {type(f).__name__} {f!r}")
     s = _state(init, init)
-    y = wrap(f(s))
+    y = _signal(f(s), "feedback", "needs f to return")
     while dt_types.promote(s.dtype, y.dtype) is not s.dtype:  # at most bool -> ... -> float64
         s = _state(y, init)
-        y = wrap(f(s))
+        y = _signal(f(s), "feedback", "needs f to return")
     _bind(s, y)
     return y
 
