@@ -423,3 +423,33 @@ def test_keyword_arguments_and_defaults() -> None:
 
     with pytest.raises(TypeError, match=r"\*\*options"):
         star(1.0, y=2.0)
+
+
+def test_keyword_only_parameters() -> None:
+    """A keyword-only parameter keeps its default, and giving one says what to do (it raised a
+    bare StopIteration, also for f(x=1.0) with a keyword-only default)."""
+    @cp.jit
+    def scaled(x, *, k=2.0):  # type: ignore[no-untyped-def]
+        return x * k
+
+    assert scaled(1.0) == 2.0
+    assert scaled(x=1.5) == 3.0
+    with pytest.raises(TypeError, match=r"keyword-only parameters.*\(k\).*ordinary parameters"):
+        scaled(1.0, k=3.0)
+
+
+def test_a_jitted_function_calls_another() -> None:
+    """Called while another jitted function traces, a jitted function traces into the caller's
+    program (an array argument raised AttributeError 'DType' object has no attribute 'kind')."""
+    @cp.jit
+    def inner(x, k=1.0):  # type: ignore[no-untyped-def]
+        return x * 2.0 + k
+
+    @cp.jit
+    def outer(x):  # type: ignore[no-untyped-def]
+        return inner(x) + inner(x, k=3.0)
+
+    a = np.arange(5.0, dtype=np.float32)
+    np.testing.assert_array_equal(outer(a), (a * 2 + 1) + (a * 2 + 3))
+    assert outer(2.0) == 12.0
+    assert inner.cache_info().misses == 0  # nothing compiled for inner on its own

@@ -32,7 +32,7 @@ from .arrays import Array, array_input
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
-from .value import Value, constant, flatten, value
+from .value import Traced, Value, constant, flatten, value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,9 +112,6 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if isinstance(a, list | tuple):
             key.append(("seq", _sequence_signature(a)))
             continue
-        if isinstance(a, Value | Array):
-            raise TypeError("a jitted function is called with numbers and arrays, not with "
-                            "traced copapy values (call the function directly to trace)")
         raise TypeError(f"cannot pass {t.__name__} to a jitted function: use numbers, nested "
                         f"sequences of numbers or NumPy arrays")
     return tuple(key)
@@ -386,9 +383,15 @@ class JitFunction(Dispatcher):
         """The general call: signature look-up (compiling a new one); the C slot calls it when
         the fast plan of the most recent signature does not take the arguments."""
         if kwargs:
+            if any(isinstance(a, Traced) for a in (*args, *kwargs.values())):
+                return self.fn(*args, **kwargs)  # called while tracing (see below)
             args = self._bind(args, kwargs)
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
+            if any(isinstance(a, Traced) for a in args):
+                # called by a function being traced (a jitted function calling another one):
+                # its operations become part of the caller's program
+                return self.fn(*args)
             args = tuple(map(as_python_scalar, args))
             key = _signature(args)
         with self._lock:
@@ -421,12 +424,20 @@ class JitFunction(Dispatcher):
         except TypeError as exc:
             raise TypeError(f"{self.__name__}(): {exc}") from None
         bound.apply_defaults()
-        if bound.kwargs:
-            star = next(p.name for p in self._parameters.parameters.values()
+        params = self._parameters.parameters
+        # keyword-only parameters left out keep their defaults (the traced call passes none)
+        kw_only = [n for n in kwargs if n in params
+                   and params[n].kind is inspect.Parameter.KEYWORD_ONLY]
+        if kw_only:
+            raise TypeError(f"{self.__name__}(): keyword-only parameters of a jitted function "
+                            f"cannot be given ({', '.join(kw_only)}): make them ordinary "
+                            f"parameters (def f(x, k=2.0)), which a call can name as well")
+        extra = [n for n in bound.kwargs if n not in params]
+        if extra:
+            star = next(p.name for p in params.values()
                         if p.kind is inspect.Parameter.VAR_KEYWORD)
             raise TypeError(f"{self.__name__}(): a jitted function takes its arguments by "
-                            f"position or by name, not through **{star} "
-                            f"({', '.join(bound.kwargs)})")
+                            f"position or by name, not through **{star} ({', '.join(extra)})")
         return bound.args
 
     def cache_info(self) -> CacheInfo:
@@ -451,7 +462,9 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     place, during the call only (on x86_64 and aarch64); the program never
     writes an argument. Others are copied once into the program (and converted: int8 to
     int32, float16 to float32, ...). ``arch`` picks the stencil table (default: the best one the
-    CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays.
+    CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays. A jitted
+    function that another one calls while it traces is traced into the caller's program.
+    Keyword-only parameters keep their defaults (give values through ordinary parameters).
     """
     if fn is None:
         return lambda f: JitFunction(f, cache_size, arch)
