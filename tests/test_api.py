@@ -348,3 +348,18 @@ def test_clamp_is_numpy_clip_with_constants(lo: float, hi: float) -> None:
         tg.write(x, float(v))
         tg.run()
         _check_clip(tg.read(y), v, np.float32(lo), np.float32(hi))
+
+
+def test_float32_constants_beyond_the_range_are_infinite() -> None:
+    """A float constant or initial value that float32 rounds to infinity is infinite, as NumPy's
+    float32 conversion gives (x + 1e40 and x / 2**-130, a subnormal power of two whose
+    reciprocal is not a float32, raised struct's OverflowError)."""
+    x = cp.value(1.0)
+    f32 = np.float32
+    cases = [(x + 1e40, f32(1.0) + f32(np.inf)), (x - 1e40, f32(1.0) - f32(np.inf)),
+             (x / 2.0**-130, f32(np.inf)),  # 2**130 > FLT_MAX
+             (x / 2.0**-149, f32(np.inf)), (x * 2.0**-149, f32(2.0**-149)),
+             (cp.value(1e40) * 1.0, f32(np.inf)), (x * 0 + 3.4028235e38, f32(3.4028235e38))]
+    got = run(*(v for v, _ in cases))
+    for (v, want), g in zip(cases, got, strict=True):
+        assert same_bits(g, want, "float32"), (v, g, want)

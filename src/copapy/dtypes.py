@@ -116,11 +116,14 @@ class DType:
         return SLOT_TYPES[self.code]
 
     def pack(self, value: float | int | bool) -> bytes:
-        """The slot bytes of a Python value already converted to this type (strict: a float
-        beyond the float32 range raises OverflowError, unlike ``SlotType.encode``)."""
+        """The slot bytes of a Python value already converted to this type; a float that
+        float32 rounds to infinity is infinite (as NumPy's float32 conversion and
+        ``SlotType.encode``: a constant 1e40 next to a float32 value)."""
         pack = SLOT_TYPES[self.code].struct.pack  # (not the properties: a node is built per call)
         if self.rank == 0:
             return pack(1 if value else 0)
+        if self.code == 1:
+            return pack(saturate_f32(value))
         return pack(value)
 
     def unpack(self, raw: bytes) -> float | int | bool:
