@@ -363,3 +363,20 @@ def test_float32_constants_beyond_the_range_are_infinite() -> None:
     got = run(*(v for v, _ in cases))
     for (v, want), g in zip(cases, got, strict=True):
         assert same_bits(g, want, "float32"), (v, g, want)
+
+
+@settings(max_examples=examples(50))
+@given(st.integers(-(2**62), 2**62), st.sampled_from(["float32", "float64"]))
+def test_big_python_ints_next_to_float_values_are_weak(k: int, dtype: str) -> None:
+    """An int beyond int32 next to a float value takes the value's type, as every Python number
+    does (x + 2**40 raised "does not fit in int32"); next to an int32 value it still raises."""
+    x = cp.value(1.5, getattr(cp, dtype))
+    outs = [x + k, k * x, cp.max(x, k), cp.where(x > 0, k, x), x < k]
+    ftype = np.dtype(dtype).type
+    want = [ftype(1.5) + ftype(k), ftype(k) * ftype(1.5), np.maximum(ftype(1.5), ftype(k)),
+            ftype(k), ftype(1.5) < ftype(k)]
+    for g, w in zip(run(*outs), want, strict=True):
+        assert same_bits(g, w, np.asarray(w).dtype.name), (k, dtype, g, w)
+    if not -(2**31) <= k < 2**31:
+        with pytest.raises(OverflowError, match="does not fit in int32"):
+            cp.value(1) + k
