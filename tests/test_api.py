@@ -380,3 +380,21 @@ def test_big_python_ints_next_to_float_values_are_weak(k: int, dtype: str) -> No
     if not -(2**31) <= k < 2**31:
         with pytest.raises(OverflowError, match="does not fit in int32"):
             cp.value(1) + k
+
+
+@settings(max_examples=examples(100))
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_cast_of_a_python_number_is_the_cast_of_a_value(c: float) -> None:
+    """cp.cast(number, int32 / bool) follows the conversion's rule as a traced value does:
+    truncation toward zero, saturation, NaN gives 0 (a NaN constant raised ValueError, 1e10
+    OverflowError)."""
+    x = cp.value(c, cp.float64)
+    got = run(cp.cast(x, cp.int32), cp.cast(x, cp.bool_))
+    if math.isnan(c):
+        want_int = 0
+    else:
+        want_int = int(max(min(math.trunc(c) if math.isfinite(c) else c, 2**31 - 1), -(2**31)))
+    assert got == [want_int, c != 0]
+    consts = [cp.cast(c, cp.int32), cp.cast(c, cp.bool_)]
+    assert [v.node.op for v in consts] == ["const", "const"]
+    assert run(*consts) == got

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from .arrays import Array, asarray
-from .dtypes import as_dtype
+from .dtypes import as_dtype, float64
 from .graph import build
 from .graph.grad import gradients
 from .graph.node import Node
@@ -321,9 +321,13 @@ def cast(x: Any, dtype: Any) -> Value[Any]:
             return Array(x.shape, node=build.cast(x.node(), target))  # type: ignore[return-value]
         return Array(x.shape, items=[cast(v, target) for v in x.items()])  # type: ignore[return-value]
     node = _node(x)
-    if not isinstance(node, Node):
-        return constant(node, target) if not target.is_int else constant(int(node), target)
-    return Value(build.cast(node, target))
+    if isinstance(node, Node):
+        return Value(build.cast(node, target))
+    if target.is_float:
+        return constant(float(node), target)
+    if isinstance(node, float):  # folded by the conversion's own rule (NaN 0, saturating)
+        return Value(build.cast(constant(node, float64).node, target))
+    return constant(node, target)
 
 
 @overload
