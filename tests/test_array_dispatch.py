@@ -127,3 +127,25 @@ def test_scalars_still_give_values() -> None:
     assert run(cp.logical_and(s > 1.0, s < 3.0)) is True
     with pytest.raises(TypeError, match="unsupported operand str"):
         s + "a"  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=vectors, lo=element, hi=element)
+def test_numpy_where_and_clip_are_copapys(xs: list[float], lo: float, hi: float,
+                                           packed: bool) -> None:
+    """np.where and np.clip on traced vectors and values compute cp.where and cp.clamp (they
+    asked each element for its truth value: "the truth value of a traced copapy value")."""
+    a = np.array(xs, F32)
+    v = vector_input(xs, packed)
+    x = cp.value(float(a[0]))
+    assert_same(run(np.where(v > lo, v, hi)), np.where(a > F32(lo), a, F32(hi)))
+    assert_same(run(np.clip(v, lo, hi)), np.clip(a, F32(lo), F32(hi)))
+    assert_same(run(np.clip(v, a_min=lo, a_max=hi)), np.clip(a, F32(lo), F32(hi)))
+    assert run(np.where(x > lo, x, hi)) == np.where(a[0] > F32(lo), a[0], F32(hi))
+    assert run(np.clip(x, lo, hi)) == np.clip(a[0], F32(lo), F32(hi))
+    assert_same(run(np.clip(v, lo, None)), np.clip(a, F32(lo), None))
+    assert_same(run(np.clip(v, None, hi)), np.clip(a, None, F32(hi)))
+    assert run(np.sum(v)) == run(v.sum())  # other NumPy functions run as before
+    with pytest.raises(TypeError, match=r"cp\.clamp"):
+        np.clip(v, None, None)

@@ -151,6 +151,9 @@ class Value(Generic[T]):
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return array_ufunc(ufunc, method, inputs, kwargs)
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return array_function(func, args, kwargs)
+
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
         """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
@@ -430,6 +433,32 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
     op, cast = found
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
+
+
+def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
+             min: Any = None, max: Any = None) -> Any:
+    low = a_min if a_min is not None else min
+    high = a_max if a_max is not None else max
+    if out is not None or (low is None and high is None):
+        raise TypeError("np.clip of traced copapy values takes a bound and no out=: "
+                        "cp.clamp(x, low, high), cp.max(x, low) or cp.min(x, high)")
+    limited = a if low is None else _op("max", low, a)
+    return limited if high is None else _op("min", high, limited)  # cp.clamp's definition
+
+
+def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A NumPy function called on traced values: np.where and np.clip are copapy's select and
+    clamp (NumPy's own would ask each element for its truth value); others run as NumPy's
+    implementation does on the elements."""
+    name = getattr(func, "__name__", "")
+    if name == "where" and len(args) == 3 and not kwargs:
+        return _op("where", *args)
+    if name == "clip":
+        return _np_clip(*args, **kwargs)
+    implementation = getattr(func, "_implementation", None)
+    if implementation is None:
+        return NotImplemented
+    return implementation(*args, **kwargs)
 
 
 @overload
