@@ -157,6 +157,32 @@ def test_shapes_and_errors() -> None:
         bool(v > 1.0)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_numpy_spellings_of_matmul_reshape_and_astype(packed: bool) -> None:
+    """a @ 2 names the scalar (it said "cp.matrix needs a 2-D sequence, got shape ()"), ndarray
+    @ a and a list @ a multiply, a.reshape([3, 4]) takes a list as NumPy's does, and
+    a.astype(dtype) is cp.cast (an AttributeError)."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    m = cp.value(data, packed=packed)
+    v = cp.value(data[0], packed=packed)
+    for bad in (lambda: m @ 2, lambda: 2 @ m, lambda: cp.value(2.0) @ v,
+                lambda: np.float32(2) @ v):
+        with pytest.raises(cp.arrays.build.ShapeError, match=r"scalar: multiply by it with \*"):
+            bad()
+    eye = np.eye(3, dtype=np.float32)
+    outs = [eye @ m, data[0].tolist() @ v, m.reshape([4, 3]), m.astype(np.int32),
+            v.astype("bool"), v[1].astype(cp.int32), cp.cast(m, cp.int32)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    wants = [eye @ data, data[0] @ data[0], data.reshape([4, 3]), data.astype(np.int32),
+             data[0].astype(bool), np.int32(data[0][1]), data.astype(np.int32)]
+    for out, want in zip(outs, wants, strict=True):
+        got = tg.read(out)
+        assert np.array_equal(got, want), (got, want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype or np.ndim(want) == 0
+
+
 INDEX_KEYS: list[Any] = [
     (slice(None), 0), (slice(None), -1), (slice(None), slice(1, 3)), (slice(0, 2), 1),
     (slice(None, None, -1), slice(None, None, 2)), (1, slice(1, None)), (-1, -1), 1,

@@ -271,6 +271,14 @@ class Array:
         _round_args(decimals, out)
         return elementwise("round", self)
 
+    def astype(self, dtype: Any) -> Array:
+        """``cp.cast(self, dtype)``, as NumPy's ``a.astype(np.int32)`` reads (float to int
+        truncates toward zero and saturates, NaN gives 0)."""
+        target = dt.as_dtype(dtype)
+        if self.packed:
+            return Array(self.shape, node=build.cast(self.node(), target))
+        return Array(self.shape, items=[v.astype(target) for v in self.items()])
+
     def dot(self, other: Any) -> Value[Any]:
         """``cp.dot(self, other)``."""
         return dot(self, other)
@@ -279,7 +287,7 @@ class Array:
         return matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
-        return matmul(asarray(other), self)
+        return matmul(other, self)
 
     # ---- shape -----------------------------------------------------------------------------
 
@@ -295,10 +303,10 @@ class Array:
         return Array((cols, rows), items=[items[r * cols + c] for c in range(cols)
                                           for r in range(rows)])
 
-    def reshape(self, *shape: int | tuple[int, ...]) -> Array:
+    def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
         """A view with another shape of the same size (no code is emitted); one dimension
         may be -1 (inferred, as in NumPy)."""
-        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
         new = tuple(operator.index(d) for d in dims)  # type: ignore[arg-type]
         if new.count(-1) == 1:  # one dimension inferred, as NumPy's reshape(-1) / (2, -1)
             known = math.prod(d for d in new if d != -1)
@@ -454,6 +462,10 @@ def dot(a: Any, b: Any) -> Value[Any]:
 
 
 def matmul(a: Any, b: Any) -> Any:
+    for operand in (a, b):
+        if not is_array(operand):
+            raise build.ShapeError(f"@ multiplies vectors and matrices; {operand!r} is a scalar: "
+                                   f"multiply by it with *")
     x, y = asarray(a), asarray(b)
     if x.ndim == 1 and y.ndim == 1:
         return dot(x, y)

@@ -316,10 +316,7 @@ def cast(x: Any, dtype: Any) -> Value[Any]:
     """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
     target = as_dtype(dtype)
     if is_array(x):
-        x = asarray(x)
-        if x.packed:
-            return Array(x.shape, node=build.cast(x.node(), target))  # type: ignore[return-value]
-        return Array(x.shape, items=[cast(v, target) for v in x.items()])  # type: ignore[return-value]
+        return asarray(x).astype(target)  # type: ignore[return-value]
     node = _node(x)
     if isinstance(node, Node):
         return Value(build.cast(node, target))

@@ -154,6 +154,10 @@ class Value(Generic[T]):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return array_function(func, args, kwargs)
 
+    def astype(self, dtype: Any) -> Value[Any]:
+        """``cp.cast(self, dtype)``, as NumPy's ``x.astype(np.int32)`` reads."""
+        return Value(build.cast(self.node, dt.as_dtype(dtype)))
+
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
         """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
@@ -455,7 +459,7 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         return _op("where", *args)
     if name == "clip":
         return _np_clip(*args, **kwargs)
-    implementation = getattr(func, "_implementation", None)
+    implementation = getattr(func, "_implementation", getattr(func, "__wrapped__", None))
     if implementation is None:
         return NotImplemented
     return implementation(*args, **kwargs)
