@@ -362,6 +362,24 @@ def test_quaternions() -> None:
     assert np.allclose(tg.read(e.to_rotation_matrix()), want, atol=1e-6)
 
 
+def test_quaternion_arithmetic_with_scalars() -> None:
+    """2 * q, q / 2 and q - p compute component-wise (TypeError); q + 1 is Python's TypeError
+    (an AttributeError: 'int' object has no attribute 'w')."""
+    q = cp.quaternion(cp.value(1.0), 2.0, -3.0, 4.0)
+    p = cp.quaternion(0.5, 0.25, 1.0, -2.0)
+    outs = [2 * q, q / 2, q - p, 0.5 * q + p * 2]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    a, b = np.array([1.0, 2.0, -3.0, 4.0]), np.array([0.5, 0.25, 1.0, -2.0])
+    for out, want in zip(outs, [2 * a, a / 2, a - b, 0.5 * a + 2 * b], strict=True):
+        assert np.array_equal(tg.read(out), want.astype(np.float32))
+    with pytest.raises(TypeError, match="unsupported operand"):
+        q + 1  # type: ignore[operator]
+    with pytest.raises(TypeError, match="unsupported operand"):
+        q / p  # type: ignore[operator]
+
+
 def finite_difference(f: Callable[[np.ndarray], float], x: np.ndarray,
                       h: float = 1e-6) -> np.ndarray:
     out = np.zeros_like(x)

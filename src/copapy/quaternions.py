@@ -39,8 +39,24 @@ class Quaternion:
                           a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
                           a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
 
-    def __add__(self, o: Quaternion) -> Quaternion:
+    def __rmul__(self, o: Any) -> Quaternion:
+        """A scalar times the quaternion (a quaternion on the left is ``__mul__``)."""
+        return Quaternion(o * self.w, o * self.x, o * self.y, o * self.z)
+
+    def __truediv__(self, o: Any) -> Quaternion:
+        if isinstance(o, Quaternion):
+            return NotImplemented
+        return Quaternion(self.w / o, self.x / o, self.y / o, self.z / o)
+
+    def __add__(self, o: Any) -> Quaternion:
+        if not isinstance(o, Quaternion):
+            return NotImplemented  # Python's TypeError: a quaternion adds quaternions
         return Quaternion(self.w + o.w, self.x + o.x, self.y + o.y, self.z + o.z)
+
+    def __sub__(self, o: Any) -> Quaternion:
+        if not isinstance(o, Quaternion):
+            return NotImplemented
+        return Quaternion(self.w - o.w, self.x - o.x, self.y - o.y, self.z - o.z)
 
     def __neg__(self) -> Quaternion:
         return Quaternion(-self.w, -self.x, -self.y, -self.z)
