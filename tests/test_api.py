@@ -52,6 +52,14 @@ def test_truthiness_raises_with_hint() -> None:
             pass
     with pytest.raises(TypeError, match=r"cp\.where"):
         bool(x)
+    # Python's min/max, and/or and chained comparisons ask for a truth value too: the hint
+    # names what computes them on traced values
+    with pytest.raises(TypeError, match=r"cp\.max.*min\(\) and max\(\)"):
+        max(x, 0.0)
+    with pytest.raises(TypeError, match=r"cp\.logical_and.*and / or"):
+        _ = (x > 0) and (x < 2)
+    with pytest.raises(TypeError, match=r"\(lo < x\) & \(x < hi\)"):
+        _ = 0 < x < 2
 
 
 def test_python_conversions_say_there_is_no_value_yet_and_what_to_do() -> None:

@@ -31,7 +31,9 @@ T = TypeVar("T", covariant=True)
 
 _TRUTH_HINT = (
     "the truth value of a traced copapy value is not known while tracing (it is computed at "
-    "run time); use cp.where(cond, a, b) to select between values, or compute on the result"
+    "run time); use cp.where(cond, a, b) to select between values, or compute on the result: "
+    "cp.min / cp.max / cp.clamp for Python's min() and max(), & | ~ (or cp.logical_and) for "
+    "and / or / not, (lo < x) & (x < hi) for lo < x < hi"
 )
 
 
