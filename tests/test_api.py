@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.compiler.lower import CompileError
 from copapy.runtime.errors import TargetError
 
 from .conftest import examples, same_bits
@@ -406,3 +407,29 @@ def test_cast_of_a_python_number_is_the_cast_of_a_value(c: float) -> None:
     consts = [cp.cast(c, cp.int32), cp.cast(c, cp.bool_)]
     assert [v.node.op for v in consts] == ["const", "const"]
     assert run(*consts) == got
+
+
+def test_port_names_are_checked() -> None:
+    """name= is a str without NUL (3 raised AttributeError 'encode', 'a\\0b' was saved as 'a'),
+    and two inputs of one name are refused (both got the port name, tg.write(name) wrote one)."""
+    for bad in (3, "a\0b"):
+        with pytest.raises(TypeError, match="name= is the port's name"):
+            cp.value(1.0, name=bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="name= is the port's name"):
+            cp.value([1.0, 2.0], name=bad)  # type: ignore[arg-type]
+    a, b = cp.value(1.0, name="a"), cp.value(2.0, name="a")
+    with pytest.raises(CompileError, match="two ports of the program are named 'a'"):
+        cp.LocalTarget().compile(a + b)
+    tg = cp.LocalTarget(tick=1e-3)
+    with pytest.raises(CompileError, match=r"named 't\.out0'"):
+        tg.deploy(cp.Task(cp.value(1.0, name="t.out0") * 2, period=1e-3, name="t"))
+
+
+def test_constant_takes_numbers_as_value_does() -> None:
+    """cp.constant(2**40, cp.float32) is the float (OverflowError), cp.constant(value) says it is
+    a value already (it said "expected a number or a copapy value" given one)."""
+    assert run(cp.constant(2**40, cp.float32) + cp.value(0.0)) == [2.0**40]
+    with pytest.raises(OverflowError, match="int32"):
+        cp.constant(2**40, cp.int32)
+    with pytest.raises(TypeError, match="already a copapy value"):
+        cp.constant(cp.value(1.0))  # type: ignore[arg-type]

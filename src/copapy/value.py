@@ -488,6 +488,9 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
     """
     if isinstance(x, Value):
         raise TypeError("cp.value() takes a number; it is already a copapy value")
+    if name is not None and (not isinstance(name, str) or "\0" in name):
+        raise TypeError(f"name= is the port's name, a str without NUL characters, got "
+                        f"{type(name).__name__} {name!r}")
     if is_array(x):
         return ARRAYS.array_input(x, packed=packed, dtype=dtype, name=name)
     scalar = build._check_scalar(x) if dtype is None or not isinstance(x, int) else x
@@ -499,7 +502,9 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
 
 def constant(x: Scalar, dtype: Any = None) -> Value[Any]:
     """A compile-time constant (folded into the program)."""
-    scalar = build._check_scalar(x)
+    if isinstance(x, Value):
+        raise TypeError("cp.constant() takes a number; it is already a copapy value")
+    scalar = build._check_scalar(x, weak=dtype is not None)  # _convert checks the range
     kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
     return Value(const(_convert(scalar, kind), kind))
 

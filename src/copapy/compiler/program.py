@@ -172,11 +172,15 @@ class _Builder:
                     self.input_port(m, offset + k * m.dtype.size)
         return offset
 
+    def _chosen(self, node: Node) -> bool:
+        """Whether the user named the port (``names``, or ``cp.value(name=...)``)."""
+        return node in self.names or (node.op == "input" and input_name(node) is not None)
+
     def name(self, node: Node, default: str) -> str:
         """The port name of ``node``: the caller's, else ``default``; unique per image."""
         name = self.names.get(node, default)
         other = self.used_names.setdefault(name, node)
-        if other is not node and (node in self.names or other in self.names):
+        if other is not node and (self._chosen(node) or self._chosen(other)):
             raise CompileError(f"two ports of the program are named {name!r}: give them "
                                f"different names")
         return name
