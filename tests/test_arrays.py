@@ -183,6 +183,26 @@ def test_numpy_spellings_of_matmul_reshape_and_astype(packed: bool) -> None:
         assert np.asarray(got).dtype == np.asarray(want).dtype or np.ndim(want) == 0
 
 
+def test_array_construction_errors_and_options() -> None:
+    """cp.matrix of a copapy vector is refused (it returned the vector), of a matrix it applies
+    dtype= and packed= (ignored); ragged input says so (NumPy's "inhomogeneous shape after 1
+    dimensions")."""
+    v = cp.vector([1.0, 2.0])
+    m = cp.matrix([[1, 2], [3, 4]])
+    with pytest.raises(cp.arrays.build.ShapeError, match=r"2-D array.*reshape\(1, -1\)"):
+        cp.matrix(v)
+    f = cp.matrix(m, dtype=cp.float32, packed=True)
+    assert f.dtype is cp.float32 and f.packed and f.shape == (2, 2)
+    tg = cp.LocalTarget()
+    tg.compile(f / 2)
+    tg.run()
+    assert np.array_equal(tg.read(f / 2), np.array([[1, 2], [3, 4]], np.float32) / 2)
+    with pytest.raises(cp.arrays.build.ShapeError, match="rectangular"):
+        cp.value([[1.0, 2.0], [3.0]])
+    with pytest.raises(TypeError, match="nested arrays"):
+        cp.vector([cp.value(1.0), v])
+
+
 INDEX_KEYS: list[Any] = [
     (slice(None), 0), (slice(None), -1), (slice(None), slice(1, 3)), (slice(0, 2), 1),
     (slice(None, None, -1), slice(None, None, 2)), (1, slice(1, None)), (-1, -1), 1,

@@ -486,9 +486,19 @@ def matmul(a: Any, b: Any) -> Any:
                                                   for c in range(y.shape[1])])
 
 
+def _rectangular(values: Any, what: str, dtype: Any = object) -> Any:
+    """``values`` as a NumPy array, or the ShapeError that says why it is none (NumPy's own
+    speaks of "an inhomogeneous shape after 1 dimensions")."""
+    try:
+        return np.asarray(values, dtype=dtype)
+    except ValueError:
+        raise build.ShapeError(f"{what} needs a rectangular sequence: rows of one length, "
+                               f"numbers or scalar values (not arrays) as elements") from None
+
+
 def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any) -> Array:
     """From numbers (constants), copapy values, or a NumPy array (constant)."""
-    flat: list[Any] = list(np.asarray(values, dtype=object).reshape(-1))
+    flat: list[Any] = list(_rectangular(values, "an array").reshape(-1))
     if any(isinstance(v, Array) for v in flat):
         raise TypeError("nested arrays: pass numbers or scalar values")
     for k, v in enumerate(flat):
@@ -530,10 +540,10 @@ def _as_scalar(v: Any, kind: dt.DType) -> bool | int | float:
 
 def vector(values: Any, packed: bool | None = None, dtype: Any = None) -> Array:
     """A 1-D array from numbers, copapy values or a NumPy array (numbers become constants)."""
-    shape = np.shape(values) if not isinstance(values, Iterator) else None
-    if shape is None:
+    if isinstance(values, Iterator):
         values = list(values)
-        shape = (len(values),)
+    shape = values.shape if isinstance(values, np.ndarray) else _rectangular(values,
+                                                                             "cp.vector").shape
     if len(shape) != 1:
         raise build.ShapeError(f"cp.vector needs a 1-D sequence, got shape {shape}")
     return _build(values, (int(shape[0]),), packed, dtype)
@@ -542,8 +552,12 @@ def vector(values: Any, packed: bool | None = None, dtype: Any = None) -> Array:
 def matrix(rows: Any, packed: bool | None = None, dtype: Any = None) -> Array:
     """A 2-D array from nested sequences or a NumPy array (row-major)."""
     if isinstance(rows, Array):
-        return rows
-    shape = np.shape(np.asarray(rows, dtype=object))
+        if rows.ndim != 2:
+            raise build.ShapeError(f"cp.matrix needs a 2-D array, got shape {rows.shape} (a row: "
+                                   f"v.reshape(1, -1), a column: v.reshape(-1, 1))")
+        out = rows if dtype is None else rows.astype(dtype)
+        return out if packed is None else out.to_packed() if packed else out.to_unpacked()
+    shape = _rectangular(rows, "cp.matrix").shape
     if len(shape) != 2:
         raise build.ShapeError(f"cp.matrix needs a 2-D sequence (list of rows), got shape {shape}")
     return _build(rows, (int(shape[0]), int(shape[1])), packed, dtype)
@@ -552,7 +566,7 @@ def matrix(rows: Any, packed: bool | None = None, dtype: Any = None) -> Array:
 def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
                 name: str | None = None) -> Array:
     """An input array (written by the host before runs) with the given initial values."""
-    arr = np.asarray(initial)
+    arr = _rectangular(initial, "cp.value", None)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"an input array holds numbers; got elements of NumPy dtype {arr.dtype} "
                         f"({arr.reshape(-1)[:3].tolist()!r}...)")
