@@ -453,3 +453,12 @@ def test_a_jitted_function_calls_another() -> None:
     np.testing.assert_array_equal(outer(a), (a * 2 + 1) + (a * 2 + 3))
     assert outer(2.0) == 12.0
     assert inner.cache_info().misses == 0  # nothing compiled for inner on its own
+
+
+def test_results_that_are_not_values() -> None:
+    """An empty tuple result is refused by name (the generated call raised SyntaxError), a
+    list result points to a tuple."""
+    with pytest.raises(TypeError, match=r"at least one value; it returned \(\)"):
+        cp.jit(lambda x: ())(1.0)
+    with pytest.raises(TypeError, match=r"got list.*return a tuple"):
+        cp.jit(lambda x: [x, x])(1.0)

@@ -162,6 +162,8 @@ class _Compiled:
         result = fn(*traced)
         self.tuple_result = isinstance(result, tuple)
         results = list(result) if self.tuple_result else [result]
+        if not results:
+            raise TypeError("a jitted function returns at least one value; it returned ()")
         outputs = []
         #: per result: its kind ("scalar", "copy": an array the caller owns, "array": a view)
         self.plan: list[tuple[str, Any]] = []
@@ -172,8 +174,9 @@ class _Compiled:
             if isinstance(r, bool | int | float):
                 r = _const_value(r)
             if not isinstance(r, Value | Array):
+                hint = " (several results: return a tuple)" if isinstance(r, list) else ""
                 raise TypeError(f"a jitted function must return copapy values or arrays (or a "
-                                f"tuple of them), got {type(r).__name__}")
+                                f"tuple of them), got {type(r).__name__}{hint}")
             if isinstance(r, Array) and not r.packed:
                 r = r.to_packed()
             outputs.append(r)
