@@ -462,3 +462,11 @@ def test_results_that_are_not_values() -> None:
         cp.jit(lambda x: ())(1.0)
     with pytest.raises(TypeError, match=r"got list.*return a tuple"):
         cp.jit(lambda x: [x, x])(1.0)
+
+
+def test_signal_state_lives_in_the_program_of_a_signature() -> None:
+    """What the jit docstring says: each call is one run of the signature's program."""
+    f = cp.jit(lambda v: cp.delay(v))
+    assert [f(1.0), f(2.0), f(3.0)] == [0.0, 1.0, 2.0]
+    assert f(np.float32(5.0).item()) == 3.0  # the same signature (float)
+    assert f(7) == 0  # int: another program, its own state

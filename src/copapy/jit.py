@@ -468,6 +468,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays. A jitted
     function that another one calls while it traces is traced into the caller's program.
     Keyword-only parameters keep their defaults (give values through ordinary parameters).
+    Signal state (``cp.delay``, ``cp.feedback``) lives in the program of one signature: each
+    call is one run (``f(1.0), f(2.0)`` with ``cp.delay(x)`` gives 0.0, 1.0); a new signature,
+    or one evicted from the cache and compiled again, starts from ``init``. ``cp.dt`` has no
+    value here (no period): it is a compile error.
     """
     if fn is None:
         return lambda f: JitFunction(f, cache_size, arch)
