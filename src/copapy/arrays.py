@@ -380,6 +380,12 @@ def _whole_array(name: str, numpy: dict[str, Any]) -> None:
 
 
 def _index(key: Any, length: int) -> int:
+    if isinstance(key, bool | np.bool_):  # NumPy reads v[True] as a new axis, not as v[1]
+        raise TypeError(f"index {key!r}: a bool is not an index; select with cp.where")
+    if isinstance(key, list | np.ndarray | Array):
+        raise TypeError(f"indices must be integers or slices, not {type(key).__name__}: pick "
+                        f"elements one by one (cp.vector([v[i] for i in picks])), select with "
+                        f"cp.where(mask, v, 0)")
     try:
         k = operator.index(key)
     except TypeError:
