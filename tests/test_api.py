@@ -433,3 +433,14 @@ def test_constant_takes_numbers_as_value_does() -> None:
         cp.constant(2**40, cp.int32)
     with pytest.raises(TypeError, match="already a copapy value"):
         cp.constant(cp.value(1.0))  # type: ignore[arg-type]
+
+
+def test_grad_names_what_it_differentiates_with_respect_to() -> None:
+    """grad(y, 2.0) and grad(y, quaternion) said "'float' object is not iterable"."""
+    x = cp.value(2.0)
+    with pytest.raises(TypeError, match=r"with respect to a copapy value or array.*got float"):
+        cp.grad(x * x, 2.0)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"q\.components\(\)"):
+        cp.grad(x * x, cp.quaternion(x, 0.0, 0.0, 0.0))  # type: ignore[call-overload]
+    (g,) = cp.grad(x * x, (x,))
+    assert run(g) == [4.0]

@@ -344,7 +344,14 @@ def grad(y: Any, x: Any) -> Any:
     if isinstance(y, Array):
         raise TypeError("grad() needs a scalar output; reduce the array first (e.g. .sum())")
     y_value = wrap(y)
-    targets = [x] if isinstance(x, Value | Array) else list(x)
+    if isinstance(x, Value | Array):
+        targets = [x]
+    elif isinstance(x, list | tuple):
+        targets = list(x)
+    else:
+        hint = " (its components: q.components())" if hasattr(x, "components") else ""
+        raise TypeError(f"grad() differentiates with respect to a copapy value or array, or a "
+                        f"list of them; got {type(x).__name__}{hint}")
     nodes: list[Node] = []
     for item in targets:
         if not isinstance(item, Value | Array):
