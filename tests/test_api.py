@@ -425,6 +425,13 @@ def test_port_names_are_checked() -> None:
         tg.deploy(cp.Task(cp.value(1.0, name="t.out0") * 2, period=1e-3, name="t"))
 
 
+def test_value_of_traced_things_says_so() -> None:
+    """cp.value(vector) spoke of "elements of NumPy dtype object"."""
+    for traced in (cp.value(1.0), cp.vector([1.0, 2.0]), cp.quaternion(1.0, 0.0, 0.0, 0.0)):
+        with pytest.raises(TypeError, match=r"already traced \(a copapy (Value|Array|Quat)"):
+            cp.value(traced)  # type: ignore[call-overload]
+
+
 def test_constant_takes_numbers_as_value_does() -> None:
     """cp.constant(2**40, cp.float32) is the float (OverflowError), cp.constant(value) says it is
     a value already (it said "expected a number or a copapy value" given one)."""

@@ -486,8 +486,9 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
     bool a bool. A list or NumPy array gives an input vector/matrix (``packed=None``: packed
     above 64 elements).
     """
-    if isinstance(x, Value):
-        raise TypeError("cp.value() takes a number; it is already a copapy value")
+    if isinstance(x, Value) or hasattr(x, "nodes"):
+        raise TypeError(f"cp.value() takes numbers (an input's initial value); this is already "
+                        f"traced (a copapy {type(x).__name__})")
     if name is not None and (not isinstance(name, str) or "\0" in name):
         raise TypeError(f"name= is the port's name, a str without NUL characters, got "
                         f"{type(name).__name__} {name!r}")
