@@ -274,6 +274,25 @@ def test_rotation_integration_and_angular_rate() -> None:
     assert math.isclose(tg.read(w[2]), 2.0, rel_tol=1e-3)
 
 
+def test_rotation_signals_take_quaternions_and_check_lengths() -> None:
+    """angular_rate of a cp.Quaternion ('Quaternion' object is not iterable) is that of its
+    components; a gyro or init of the wrong length says so (an unpacking ValueError or an
+    IndexError)."""
+    gyro = cp.value(np.array([0.5, -1.0, 2.0], np.float32))
+    q = cp.integrate_rotation(gyro)
+    w, w_quat = cp.angular_rate(q), cp.angular_rate(cp.quaternion(*q))
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(*w, *w_quat, period=1e-3))
+    tg.step(0.01)
+    assert [tg.read(c) for c in w] == [tg.read(c) for c in w_quat]
+    assert np.allclose([tg.read(c) for c in w], [0.5, -1.0, 2.0], rtol=1e-3)
+    for make, match in ((lambda: cp.integrate_rotation([1.0, 2.0]), "gyro.*got 2"),
+                        (lambda: cp.integrate_rotation(gyro, init=(1.0, 0.0)), "init.*got 2"),
+                        (lambda: cp.angular_rate([1.0, 0.0]), "has 4 components, got 2")):
+        with pytest.raises(ValueError, match=match):
+            make()
+
+
 def test_emulated_cpu_gives_the_same_trace() -> None:
     def run(arch: str | None) -> bytes:
         x = cp.value(1.0)

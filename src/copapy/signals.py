@@ -151,14 +151,23 @@ def _qmul(a: Sequence[Any], b: Sequence[Any]) -> Quat:
             aw * bz + ax * by - ay * bx + az * bw)
 
 
+def _components(seq: Any, n: int, what: str) -> list[Any]:
+    """The ``n`` components of a vector or quaternion argument (a cp.Quaternion's w, x, y, z)."""
+    components = getattr(seq, "components", None)
+    items = list(components() if callable(components) else seq)
+    if len(items) != n:
+        raise ValueError(f"{what} has {n} components, got {len(items)}")
+    return items
+
+
 def integrate_rotation(gyro: Sequence[Any], init: Sequence[float] = (1.0, 0.0, 0.0, 0.0)) -> Quat:
     """Orientation quaternion (w, x, y, z) integrated from body angular velocity (rad/s).
 
     Each run applies the exact rotation by |ω|·dt about ω (q_k = q_{k-1} ⊗ exp(ω dt / 2)) and
     renormalises, so the quaternion stays unit length.
     """
-    wx, wy, wz = (wrap(g) for g in gyro)
-    states = [_state(wx, float(v)) for v in init]
+    wx, wy, wz = (wrap(g) for g in _components(gyro, 3, "integrate_rotation's gyro (x, y, z)"))
+    states = [_state(wx, float(v)) for v in _components(init, 4, "init (w, x, y, z)")]
     norm = sqrt(wx * wx + wy * wy + wz * wz)
     half = norm * dt * 0.5
     # sin(|w| dt/2) / |w|, continuous at |w| = 0 where it tends to dt/2
@@ -174,7 +183,7 @@ def integrate_rotation(gyro: Sequence[Any], init: Sequence[float] = (1.0, 0.0, 0
 
 def angular_rate(q: Sequence[Any]) -> tuple[Value[float], Value[float], Value[float]]:
     """Body angular velocity (rad/s) of an orientation signal: 2·vec(q_{k-1}* ⊗ q_k)/dt."""
-    cur = [wrap(c) for c in q]
+    cur = [wrap(c) for c in _components(q, 4, "angular_rate's q (w, x, y, z)")]
     prev = [delay(c, init=1.0 if i == 0 else 0.0) for i, c in enumerate(cur)]
     conj = (prev[0], -prev[1], -prev[2], -prev[3])
     d = _qmul(conj, cur)
