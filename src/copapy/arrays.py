@@ -357,6 +357,10 @@ class Array:
             return Value(build.index(self.node(), k))
         return self._row(k)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError("copapy arrays are immutable (a graph of values): build a new one, e.g. "
+                        "cp.vector([v[0], x, v[2]]) or cp.where(mask, x, v)")
+
     def _row(self, r: int) -> Array:
         cols = self.shape[1]
         if self.packed:
