@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -228,6 +229,31 @@ def test_multiply_by_zero_rule_and_opt_out() -> None:
     with pytest.raises(TypeError, match="unknown simplify option"):
         with cp.simplify_options(no_such_rule=True):
             pass
+
+
+def test_simplify_options_are_bools_of_the_thread_that_sets_them() -> None:
+    """multiply_by_zero="no" is refused (a truthy string kept the rule on); a with block in one
+    thread leaves another thread's tracing alone (it changed a global)."""
+    with pytest.raises(TypeError, match="True or False"):
+        with cp.simplify_options(multiply_by_zero="no"):  # type: ignore[arg-type]
+            pass
+    x = cp.value(1.0)
+    inside, started = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def other_thread() -> None:
+        started.set()
+        inside.wait(5)
+        seen.append((x * 0.0).node.op)  # the default rule: x * 0 -> 0
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    started.wait(5)
+    with cp.simplify_options(multiply_by_zero=False):
+        inside.set()
+        t.join(5)
+        assert (x * 0.0).node.op == "mul"
+    assert seen == ["const"]
 
 
 def test_constant_reassociation() -> None:
