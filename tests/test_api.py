@@ -78,6 +78,10 @@ def test_python_conversions_say_there_is_no_value_yet_and_what_to_do() -> None:
     with pytest.raises(TypeError, match=r"until the program runs.*cp\.where"):
         [1, 2][x]  # type: ignore[index]
     assert "copapy value" in f"{x}"
+    v = cp.vector([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"format '\.2f' of a traced copapy Array.*tg\.read"):
+        f"{v:.2f}"
+    assert "copapy vector" in f"{v}"
 
 
 def test_int_division_by_zero_is_defined() -> None:

@@ -29,6 +29,7 @@ from .value import (
     _round_args,
     array_function,
     array_ufunc,
+    format_traced,
     install_array_support,
     is_array,
     value,
@@ -96,6 +97,9 @@ class Array:
         form = "packed" if self.packed else "unpacked"
         kind = "vector" if self.ndim == 1 else "matrix"
         return f"<copapy {kind} {self.shape} {self.dtype.name} {form}>"
+
+    def __format__(self, spec: str) -> str:
+        return format_traced(self, spec)
 
     def __bool__(self) -> bool:
         raise TypeError("the truth value of a traced copapy array is not known while tracing; "

@@ -43,6 +43,14 @@ def _no_python_value(kind: str, conversion: str) -> str:
             f"program (tg.compile / tg.run, or @cp.jit) and read the result (tg.read(x))")
 
 
+def format_traced(x: object, spec: str) -> str:
+    """``f"{x}"`` of a traced value or array is its repr; a format spec has no number to format."""
+    if spec:
+        raise TypeError(f"format {spec!r} of a traced copapy {type(x).__name__}: it has no Python "
+                        f"value yet; format the result you read (tg.read(x))")
+    return repr(x)
+
+
 def _no_python_function(name: str) -> str:
     return (f"{name}() of a traced copapy value gives a Python int, which is not known until "
             f"the program runs; use cp.{name}(x) (a float value; cp.cast(cp.{name}(x), "
@@ -137,10 +145,7 @@ class Value(Generic[T]):
         raise TypeError(_no_python_function("trunc"))
 
     def __format__(self, spec: str) -> str:
-        if spec:
-            raise TypeError(f"format {spec!r} of a traced copapy value: it has no Python value "
-                            f"yet; format the result you read (tg.read(x))")
-        return repr(self)
+        return format_traced(self, spec)
 
     def __pos__(self) -> Value[T]:
         return self
