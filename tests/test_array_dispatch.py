@@ -149,3 +149,31 @@ def test_numpy_where_and_clip_are_copapys(xs: list[float], lo: float, hi: float,
     assert run(np.sum(v)) == run(v.sum())  # other NumPy functions run as before
     with pytest.raises(TypeError, match=r"cp\.clamp"):
         np.clip(v, None, None)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=12), data=st.data())
+def test_numpy_constants_beside_float64_values_keep_float64(xs: list[float], packed: bool,
+                                                             data: st.DataObject) -> None:
+    """A NumPy float64 array (or list of floats) beside float64 values is float64, weak as a
+    Python float is: d + np.array([0.1]) rounded 0.1 to float32 first, and d == that array was
+    False for d = 0.1."""
+    a = np.array(xs)
+    c = np.array(data.draw(st.lists(st.floats(-1e3, 1e3), min_size=len(xs), max_size=len(xs))))
+    d = cp.value(a, cp.float64, packed=packed)
+    m = np.outer(c[:2], c)  # (2, n) @ (n,)
+    outs = [d + c, c * d, d - c.tolist(), d == a.copy(), cp.where(d > 0, c, d), m @ d,
+            cp.dot(c, d), cp.max(d, c)]
+    wants = [a + c, c * a, a - c, a == a, np.where(a > 0, c, a), m @ a, np.dot(c, a),
+             np.maximum(a, c)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    for out, want in zip(outs, wants, strict=True):
+        got = np.asarray(tg.read(out))
+        if out.dtype is cp.bool_:
+            assert np.array_equal(got, want)
+        else:
+            assert out.dtype is cp.float64
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-3)

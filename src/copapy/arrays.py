@@ -405,16 +405,37 @@ def _index(key: Any, length: int) -> int:
     return k
 
 
-def asarray(x: Any) -> Array:
+def asarray(x: Any, like: dt.DType | None = None) -> Array:
+    """``x`` as a copapy array; NumPy arrays and lists of numbers become constants, weak next to
+    traced operands of type ``like`` as a Python number is (float data beside float64 values is
+    float64, not float32 rounded)."""
     if isinstance(x, Array):
         return x
-    return vector(np.asarray(x)) if np.ndim(x) == 1 else matrix(np.asarray(x))
+    data = np.asarray(x)
+    dtype = None if like is None else _weak_kind(data.dtype.kind, like)
+    return vector(data, dtype=dtype) if data.ndim == 1 else matrix(data, dtype=dtype)
+
+
+def _weak_kind(kind: str, like: dt.DType) -> dt.DType | None:
+    """The type constants of NumPy kind ``kind`` take beside values of type ``like``."""
+    sample = {"b": True, "i": 0, "u": 0, "f": 0.0}.get(kind)
+    return None if sample is None else dt.weak_type(sample, like)
+
+
+def _traced_type(operands: Sequence[Any]) -> dt.DType | None:
+    """The common type of the traced operands (None if there is none)."""
+    common = None
+    for o in operands:
+        if isinstance(o, Value | Array):
+            common = o.dtype if common is None else dt.promote(common, o.dtype)
+    return common
 
 
 def elementwise(name: str, *operands: Any) -> Array:
     """``name`` element by element; scalars broadcast, and a vector broadcasts over the rows of
     a matrix (as NumPy). Packed if any array operand is packed."""
-    arrays = [asarray(o) if is_array(o) else None for o in operands]
+    like = _traced_type(operands)
+    arrays = [asarray(o, like) if is_array(o) else None for o in operands]
     ops = [a if a is not None else o for a, o in zip(arrays, operands, strict=True)]
     shapes = [a.shape for a in arrays if a is not None]
     shape = max(shapes, key=len)
@@ -464,7 +485,8 @@ def _reduce(a: Array, op: str, scalar_op: str) -> Value[Any]:
 
 def dot(a: Any, b: Any) -> Value[Any]:
     """Σ a_i·b_i in the fixed lane order (same result packed or unpacked)."""
-    x, y = asarray(a), asarray(b)
+    like = _traced_type((a, b))
+    x, y = asarray(a, like), asarray(b, like)
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
         raise build.ShapeError(f"dot needs two vectors of equal length, got {x.shape} and "
                                f"{y.shape}")
@@ -480,7 +502,8 @@ def matmul(a: Any, b: Any) -> Any:
         if not is_array(operand):
             raise build.ShapeError(f"@ multiplies vectors and matrices; {operand!r} is a scalar: "
                                    f"multiply by it with *")
-    x, y = asarray(a), asarray(b)
+    like = _traced_type((a, b))
+    x, y = asarray(a, like), asarray(b, like)
     if x.ndim == 1 and y.ndim == 1:
         return dot(x, y)
     if x.packed or y.packed:
