@@ -164,9 +164,9 @@ def test_numpy_constants_beside_float64_values_keep_float64(xs: list[float], pac
     d = cp.value(a, cp.float64, packed=packed)
     m = np.outer(c[:2], c)  # (2, n) @ (n,)
     outs = [d + c, c * d, d - c.tolist(), d == a.copy(), cp.where(d > 0, c, d), m @ d,
-            cp.dot(c, d), cp.max(d, c)]
+            cp.dot(c, d), cp.max(d, c), cp.cross(d[:3], c[:3]) if len(xs) >= 3 else d]
     wants = [a + c, c * a, a - c, a == a, np.where(a > 0, c, a), m @ a, np.dot(c, a),
-             np.maximum(a, c)]
+             np.maximum(a, c), np.cross(a[:3], c[:3]) if len(xs) >= 3 else a]
     tg = cp.LocalTarget()
     tg.compile(*outs)
     tg.run()

@@ -641,7 +641,8 @@ def norm(x: Any) -> Value[float]:
 
 def cross(a: Any, b: Any) -> Array:
     """Cross product of two 3-vectors."""
-    x, y = asarray(a).to_unpacked(), asarray(b).to_unpacked()
+    like = _traced_type((a, b))
+    x, y = asarray(a, like).to_unpacked(), asarray(b, like).to_unpacked()
     if x.shape != (3,) or y.shape != (3,):
         raise build.ShapeError(f"cross needs two 3-vectors, got {x.shape} and {y.shape}")
     x0, x1, x2 = x.items()
