@@ -409,6 +409,17 @@ def test_quaternion_arithmetic_with_scalars() -> None:
         q / p  # type: ignore[operator]
 
 
+def test_quaternion_rotation_of_numpy_vectors_in_float64() -> None:
+    """q.rotate(ndarray) of a float64 quaternion keeps float64 (the vector was float32)."""
+    h = math.sqrt(0.5)
+    q = cp.quaternion(*(cp.value(c, cp.float64) for c in (h, 0.0, 0.0, h)))  # 90° about z
+    r = q.rotate(np.array([0.1, 0.2, 0.3]))
+    tg = cp.LocalTarget()
+    tg.compile(r)
+    tg.run()
+    np.testing.assert_allclose(tg.read(r), [-0.2, 0.1, 0.3], rtol=1e-14, atol=1e-15)
+
+
 def finite_difference(f: Callable[[np.ndarray], float], x: np.ndarray,
                       h: float = 1e-6) -> np.ndarray:
     out = np.zeros_like(x)

@@ -76,7 +76,7 @@ class Quaternion:
 
     def rotate(self, v: Any) -> Array:
         """Rotate a 3-vector: q ⊗ (0, v) ⊗ q*, for a unit quaternion."""
-        vec = asarray(v).to_unpacked()
+        vec = asarray(v, self.w.dtype).to_unpacked()  # constants weak, as in an operation
         if vec.shape != (3,):
             raise ValueError(f"rotate needs a 3-vector, got shape {vec.shape}")
         vx, vy, vz = vec.items()
