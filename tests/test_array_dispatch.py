@@ -177,3 +177,28 @@ def test_numpy_constants_beside_float64_values_keep_float64(xs: list[float], pac
         else:
             assert out.dtype is cp.float64
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-3)
+
+
+SPECIAL = st.floats(width=32) | st.sampled_from([np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38])
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=st.lists(SPECIAL, min_size=1, max_size=12), ints=st.lists(
+    st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=5))
+def test_numpy_isnan_isinf_isfinite_square(xs: list[float], ints: list[int],
+                                           packed: bool) -> None:
+    """np.isnan / isinf / isfinite / square of traced values are NumPy's (they raised "cannot
+    compute on traced copapy values")."""
+    a, i = np.array(xs, F32), np.array(ints, np.int32)
+    v, w = vector_input(xs, packed), cp.value(i, packed=packed)
+    x = cp.value(float(a[0]))
+    funcs = (np.isnan, np.isinf, np.isfinite, np.square)
+    outs = [f(t) for t in (v, w, x) for f in funcs]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    with np.errstate(all="ignore"):
+        wants = [f(t) for t in (a, i, a[0]) for f in funcs]
+    for out, want in zip(outs, wants, strict=True):
+        assert np.array_equal(tg.read(out), want, equal_nan=True), (out, want)

@@ -426,6 +426,16 @@ UFUNCS: dict[str, tuple[str, str]] = {
 }
 
 
+#: NumPy ufuncs that are a short exact expression of registry operations (their NumPy result:
+#: x != x is True exactly for NaN, x - x is 0 exactly for finite x)
+_COMPOSED: dict[str, Callable[[Any], Any]] = {
+    "isnan": lambda x: _op("ne", x, x),
+    "isinf": lambda x: _op("eq", _op("abs", x), float("inf")),
+    "isfinite": lambda x: _op("eq", _op("sub", x, x), 0),
+    "square": lambda x: _op("mul", x, x),
+}
+
+
 def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
     """A NumPy ufunc called on traced values: the copapy operation it names, or an error that
@@ -433,6 +443,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
     name = getattr(ufunc, "__name__", str(ufunc))
     if name == "matmul" and method == "__call__" and not kwargs:
         return ARRAYS.matmul(*inputs)
+    composed = _COMPOSED.get(name)
+    if composed is not None and method == "__call__" and not kwargs:
+        return composed(*inputs)
     found = UFUNCS.get(name)
     if found is None or method != "__call__" or kwargs:
         known = sorted(spec.api for spec in REGISTRY.values() if spec.api)
