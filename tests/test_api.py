@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -402,6 +403,10 @@ def test_float32_constants_beyond_the_range_are_infinite() -> None:
     got = run(*(v for v, _ in cases))
     for (v, want), g in zip(cases, got, strict=True):
         assert same_bits(g, want, "float32"), (v, g, want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's "overflow encountered in cast" came through
+        big = cp.value(np.array([1e40, -1e40, 1.0]))
+    assert run(big * 1.0)[0].tolist() == [math.inf, -math.inf, 1.0]  # type: ignore[attr-defined]
 
 
 @settings(max_examples=examples(50))

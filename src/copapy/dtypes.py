@@ -159,7 +159,8 @@ def storage_array(values: Any, kind: DType) -> Any:
         raise TypeError(f"a {kind.name} array holds numbers, not elements of NumPy dtype "
                         f"{arr.dtype}")
     if kind.is_float:
-        return np.ascontiguousarray(arr, dtype=kind.numpy)
+        with np.errstate(over="ignore"):  # beyond float32: +-inf, as one number's write gives
+            return np.ascontiguousarray(arr, dtype=kind.numpy)
     if kind.is_bool:
         if src != "b" and not ((arr == 0) | (arr == 1)).all():
             bad = arr[(arr != 0) & (arr != 1)].reshape(-1)[0]
