@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 import threading
 import warnings
 
@@ -486,3 +488,20 @@ def test_grad_names_what_it_differentiates_with_respect_to() -> None:
         cp.grad(x * x, cp.quaternion(x, 0.0, 0.0, 0.0))  # type: ignore[call-overload]
     (g,) = cp.grad(x * x, (x,))
     assert run(g) == [4.0]
+
+
+def test_copies_of_traced_values_are_the_same_graph() -> None:
+    """copy.deepcopy of a value (or of a structure holding values) made a second input that no
+    write reached: the copy's result stayed at the initial value. Pickling says it cannot."""
+    x = cp.value(1.0)
+    y = x * 2 + 1
+    held = copy.deepcopy({"y": y, "v": cp.vector([x, y]), "x": x})
+    assert held["y"].node is y.node and held["x"].node is x.node
+    assert held["v"].nodes() == [x.node, y.node]
+    tg = cp.LocalTarget()
+    tg.compile(y, held["y"])
+    tg.write(held["x"], 3.0)
+    tg.run()
+    assert [tg.read(y), tg.read(held["y"])] == [7.0, 7.0]
+    with pytest.raises(TypeError, match=r"cannot be pickled.*cp\.save"):
+        pickle.dumps(y)
