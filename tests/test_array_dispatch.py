@@ -3,6 +3,7 @@ cp.min/max/where, with vectors packed or unpacked, compared with NumPy (float32)
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -202,3 +203,22 @@ def test_numpy_isnan_isinf_isfinite_square(xs: list[float], ints: list[int],
         wants = [f(t) for t in (a, i, a[0]) for f in funcs]
     for out, want in zip(outs, wants, strict=True):
         assert np.array_equal(tg.read(out), want, equal_nan=True), (out, want)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=st.lists(st.floats(-100, 100, width=32), min_size=2, max_size=24),
+       ddof=st.integers(0, 1))
+def test_numpy_var_and_std_of_arrays(xs: list[float], ddof: int, packed: bool) -> None:
+    """np.var / np.std of a traced array are NumPy's (AttributeError: 'DType' object has no
+    attribute 'type')."""
+    a = np.array(xs, F32)
+    v = vector_input(xs, packed)
+    outs = [np.var(v, ddof=ddof), np.std(v, ddof=ddof)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    for out, want in zip(outs, [a.var(ddof=ddof), a.std(ddof=ddof)], strict=True):
+        assert math.isclose(tg.read(out), float(want), rel_tol=1e-4, abs_tol=1e-3)
+    with pytest.raises(TypeError, match="whole array"):
+        np.var(v, axis=0)

@@ -470,6 +470,17 @@ def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
     return limited if high is None else _op("min", high, limited)  # cp.clamp's definition
 
 
+def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
+    """np.var / np.std of a whole array as NumPy defines them: mean((a - mean(a))**2) * n /
+    (n - ddof), std its square root (NumPy's own code asked the elements for a NumPy dtype)."""
+    if any(v is not None and v is not False for v in numpy.values()):
+        raise TypeError(f"np.{'std' if std else 'var'} of a copapy array reduces the whole "
+                        f"array (ddof= only); for a row or column index first (m[r], m[:, c])")
+    d = a - a.mean()
+    var = (d * d).sum() / float(a.size - ddof)
+    return _op("sqrt", var) if std else var
+
+
 def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A NumPy function called on traced values: np.where and np.clip are copapy's select and
     clamp (NumPy's own would ask each element for its truth value); others run as NumPy's
@@ -479,6 +490,8 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         return _op("where", *args)
     if name == "clip":
         return _np_clip(*args, **kwargs)
+    if name in ("var", "std") and hasattr(args[0], "mean") and len(args) == 1:
+        return _np_var(args[0], name == "std", **kwargs)
     implementation = getattr(func, "_implementation", getattr(func, "__wrapped__", None))
     if implementation is None:
         return NotImplemented
