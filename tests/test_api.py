@@ -505,3 +505,14 @@ def test_copies_of_traced_values_are_the_same_graph() -> None:
     assert [tg.read(y), tg.read(held["y"])] == [7.0, 7.0]
     with pytest.raises(TypeError, match=r"cannot be pickled.*cp\.save"):
         pickle.dumps(y)
+
+
+def test_numpy_dtype_spellings() -> None:
+    """dtype="f4" / "<f8" / "i4" / "?" name copapy's types as NumPy's names do (TypeError);
+    types copapy has not stay errors."""
+    assert [cp.value(1, d).dtype for d in ("f4", "<f8", "i4", "?")] == [
+        cp.float32, cp.float64, cp.int32, cp.bool_]
+    assert cp.cast(cp.value(1.5), "i4").dtype is cp.int32
+    for bad in ("i8", "f2", "U3"):
+        with pytest.raises(TypeError, match="copapy computes in bool, int32"):
+            cp.value(1, bad)

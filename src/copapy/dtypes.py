@@ -200,12 +200,17 @@ def as_dtype(spec: object) -> DType:
     if spec is float:
         return float32
     name = getattr(spec, "__name__", None) or str(getattr(spec, "name", spec))
-    try:
-        return BY_NAME[str(name)]
-    except KeyError:
+    found = BY_NAME.get(str(name))
+    if found is None and isinstance(spec, str):  # NumPy's spellings: "f4", "<f8", "i4", "?"
+        try:
+            found = BY_NAME.get(np.dtype(spec).name)
+        except TypeError:
+            pass
+    if found is None:
         raise TypeError(
             f"unsupported dtype {spec!r}: copapy computes in bool, int32, float32 and float64"
-        ) from None
+        )
+    return found
 
 
 def promote(a: DType, b: DType) -> DType:
