@@ -579,8 +579,10 @@ def vector(values: Any, packed: bool | None = None, dtype: Any = None) -> Array:
     """A 1-D array from numbers, copapy values or a NumPy array (numbers become constants)."""
     if isinstance(values, Iterator):
         values = list(values)
-    shape = values.shape if isinstance(values, np.ndarray) else _rectangular(values,
-                                                                             "cp.vector").shape
+    try:
+        shape = np.shape(values)
+    except ValueError:  # ragged, or arrays among the elements: say which
+        shape = _rectangular(values, "cp.vector").shape
     if len(shape) != 1:
         raise build.ShapeError(f"cp.vector needs a 1-D sequence, got shape {shape}")
     return _build(values, (int(shape[0]),), packed, dtype)
