@@ -470,3 +470,16 @@ def test_signal_state_lives_in_the_program_of_a_signature() -> None:
     assert [f(1.0), f(2.0), f(3.0)] == [0.0, 1.0, 2.0]
     assert f(np.float32(5.0).item()) == 3.0  # the same signature (float)
     assert f(7) == 0  # int: another program, its own state
+
+
+def test_numpy_array_results() -> None:
+    """Results that NumPy's functions give on traced arrays (object arrays of values: np.cumsum,
+    np.concatenate, np.stack) and NumPy constants are returned as arrays ("got ndarray")."""
+    a = np.arange(1, 6, dtype=np.float32)
+    cases = [(np.cumsum, np.cumsum(a)), (lambda x: np.concatenate([x, x * 2]),
+                                         np.concatenate([a, a * 2])),
+             (lambda x: np.stack([x, -x]), np.stack([a, -a])),
+             (lambda x: np.arange(3.0), np.arange(3.0))]
+    for fn, want in cases:
+        got = cp.jit(fn)(a)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)

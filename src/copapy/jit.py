@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes as dt
 from ._dispatch import Dispatcher
-from .arrays import Array, array_input
+from .arrays import Array, array_input, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
@@ -173,6 +173,8 @@ class _Compiled:
                 r, copy = r.value, r.copy
             if isinstance(r, bool | int | float):
                 r = _const_value(r)
+            elif isinstance(r, np.ndarray) and r.ndim in (1, 2) and r.size:
+                r = _result_array(r)
             if not isinstance(r, Value | Array):
                 hint = " (several results: return a tuple)" if isinstance(r, list) else ""
                 raise TypeError(f"a jitted function must return copapy values or arrays (or a "
@@ -355,6 +357,14 @@ def _result_view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
 
 def _array_input(arr: Any, etype: str) -> Array:
     return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
+
+
+def _result_array(r: Any) -> Array:
+    """A NumPy array result: an object array of values (NumPy's functions on traced arrays
+    give those: np.cumsum, np.concatenate) or a constant, of its own element type when copapy
+    has it (a float64 constant stays float64)."""
+    keep = dt.BY_NAME.get(r.dtype.name) if r.dtype != object else None
+    return vector(r, dtype=keep) if r.ndim == 1 else matrix(r, dtype=keep)
 
 
 def _const_value(x: bool | int | float) -> Value[Any]:
