@@ -162,8 +162,9 @@ def test_shapes_and_errors() -> None:
 @pytest.mark.parametrize("packed", [False, True])
 def test_numpy_spellings_of_matmul_reshape_and_astype(packed: bool) -> None:
     """a @ 2 names the scalar (it said "cp.matrix needs a 2-D sequence, got shape ()"), ndarray
-    @ a and a list @ a multiply, a.reshape([3, 4]) takes a list as NumPy's does, and
-    a.astype(dtype) is cp.cast (an AttributeError)."""
+    @ a and a list @ a multiply, a.reshape([3, 4]) takes a list as NumPy's does,
+    a.astype(dtype) is cp.cast (an AttributeError), and m.dot(v) is m @ v as NumPy's ("dot
+    needs two vectors")."""
     data = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
     m = cp.value(data, packed=packed)
     v = cp.value(data[0], packed=packed)
@@ -173,12 +174,14 @@ def test_numpy_spellings_of_matmul_reshape_and_astype(packed: bool) -> None:
             bad()
     eye = np.eye(3, dtype=np.float32)
     outs = [eye @ m, data[0].tolist() @ v, m.reshape([4, 3]), m.astype(np.int32),
-            v.astype("bool"), v[1].astype(cp.int32), cp.cast(m, cp.int32)]
+            v.astype("bool"), v[1].astype(cp.int32), cp.cast(m, cp.int32), m.dot(v),
+            v.dot(v), m.T.dot(m)]
     tg = cp.LocalTarget()
     tg.compile(*outs)
     tg.run()
     wants = [eye @ data, data[0] @ data[0], data.reshape([4, 3]), data.astype(np.int32),
-             data[0].astype(bool), np.int32(data[0][1]), data.astype(np.int32)]
+             data[0].astype(bool), np.int32(data[0][1]), data.astype(np.int32),
+             data.dot(data[0]), data[0].dot(data[0]), data.T.dot(data)]
     for out, want in zip(outs, wants, strict=True):
         got = tg.read(out)
         assert np.array_equal(got, want), (got, want)

@@ -283,9 +283,12 @@ class Array:
             return Array(self.shape, node=build.cast(self.node(), target))
         return Array(self.shape, items=[v.astype(target) for v in self.items()])
 
-    def dot(self, other: Any) -> Value[Any]:
-        """``cp.dot(self, other)``."""
-        return dot(self, other)
+    def dot(self, other: Any) -> Any:
+        """NumPy's ``a.dot(b)``: ``cp.dot`` of two vectors, ``a @ b`` when one is a matrix
+        (``m.dot(v)`` raised "dot needs two vectors")."""
+        if self.ndim == 1 and np.ndim(other) == 1:
+            return dot(self, other)
+        return matmul(self, other)
 
     def __matmul__(self, other: Any) -> Any:
         return matmul(self, other)
