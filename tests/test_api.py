@@ -516,3 +516,9 @@ def test_numpy_dtype_spellings() -> None:
     for bad in ("i8", "f2", "U3"):
         with pytest.raises(TypeError, match="copapy computes in bool, int32"):
             cp.value(1, bad)
+    # x.dtype == np.float32 as for a NumPy array (it was False: identity only)
+    x, d = cp.value(1.0), cp.value([1.0, 2.0], cp.float64)
+    assert x.dtype == np.float32 and x.dtype == np.dtype("f4") and x.dtype == "float32"
+    assert d.dtype == np.float64 and d.dtype != np.float32 and cp.value(1).dtype == np.int32
+    assert cp.value(True).dtype == np.bool_ and x.dtype != "i8" and x.dtype != None  # noqa: E711
+    assert {cp.float32: 1}[x.dtype] == 1

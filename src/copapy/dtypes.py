@@ -133,6 +133,18 @@ class DType:
     def __repr__(self) -> str:
         return f"cp.{self.name}"
 
+    def __eq__(self, other: object) -> bool:
+        """Identity, and NumPy's spellings of this type (``x.dtype == np.float32`` is True for a
+        float32 value, as for a NumPy array; it was False)."""
+        if other is self or isinstance(other, DType):
+            return other is self
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    __hash__ = object.__hash__
+
 
 bool_ = DType("bool", 0, 4, 4, "i32", "<i", "bool")
 int32 = DType("int32", 1, 4, 3, "i32", "<i", "int32")
