@@ -208,6 +208,33 @@ def test_array_construction_errors_and_options() -> None:
         cp.vector([cp.value(1.0), v])
 
 
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(10), deadline=None)
+@given(xs=st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, 3.0, np.nan, np.inf]), min_size=1,
+                   max_size=12), ints=st.lists(st.integers(-50, 50), min_size=1, max_size=9))
+def test_numpy_array_methods(xs: list[float], ints: list[int], packed: bool) -> None:
+    """prod, any, all, clip, ravel and copy as NumPy's array methods (AttributeError), and
+    np.prod / np.any / np.all through them."""
+    a, i = np.array(xs, np.float32), np.array(ints, np.int32)
+    v, w = cp.value(a, packed=packed), cp.value(i, packed=packed)
+    outs = [v.prod(), w.prod(), np.prod(w), v.any(), v.all(), np.any(w), np.all(w),
+            (v > 1.0).any(), v.clip(-1.0, 1.0), w.clip(0, None), v.reshape(1, -1).ravel(),
+            v.copy()]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    with np.errstate(all="ignore"):
+        wants = [a.prod(), i.prod(dtype=np.int32), np.prod(i, dtype=np.int32), a.any(), a.all(),
+                 np.any(i), np.all(i), (a > 1.0).any(), a.clip(-1.0, 1.0), i.clip(0, None),
+                 a.ravel(), a]
+    for k, (out, want) in enumerate(zip(outs, wants, strict=True)):
+        got = tg.read(out)
+        if k == 0:  # the lane order rounds the product differently from NumPy's loop
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        else:
+            assert np.array_equal(got, want, equal_nan=True), (k, got, want)
+
+
 INDEX_KEYS: list[Any] = [
     (slice(None), 0), (slice(None), -1), (slice(None), slice(1, 3)), (slice(0, 2), 1),
     (slice(None, None, -1), slice(None, None, 2)), (1, slice(1, None)), (-1, -1), 1,

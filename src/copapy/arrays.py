@@ -270,6 +270,30 @@ class Array:
         _whole_array("max", numpy)
         return _reduce(self, "rmax", "max")
 
+    def prod(self, **numpy: Any) -> Value[Any]:
+        """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``."""
+        _whole_array("prod", numpy)
+        items = [v.node for v in self.items()]
+        return Value(reduce_in_lane_order(items, lambda x, y: build.apply("mul", x, y)))
+
+    def any(self, **numpy: Any) -> Value[bool]:
+        """Whether an element is true (non-zero); ``np.any``."""
+        _whole_array("any", numpy)
+        return self._truth().max() != 0
+
+    def all(self, **numpy: Any) -> Value[bool]:
+        """Whether every element is true (non-zero); ``np.all``."""
+        _whole_array("all", numpy)
+        return self._truth().min() != 0
+
+    def _truth(self) -> Array:
+        """The elements' truth values as int32 0/1 (which min and max reduce)."""
+        return (self != 0).astype(dt.int32)
+
+    def clip(self, low: Any = None, high: Any = None) -> Array:
+        """``np.clip(a, low, high)`` (cp.clamp's definition; either bound may be None)."""
+        return array_function(np.clip, (self, low, high), {})  # type: ignore[no-any-return]
+
     def round(self, decimals: int = 0, out: None = None) -> Array:
         """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
@@ -328,6 +352,12 @@ class Array:
     def flatten(self) -> Array:
         """A 1-D view of all elements, row-major."""
         return self.reshape((self.size,))
+
+    ravel = flatten
+
+    def copy(self) -> Array:
+        """The array itself: traced arrays are immutable, so a copy is the same graph."""
+        return self
 
     # ---- indexing --------------------------------------------------------------------------
 
