@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
+import threading
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.compiler.lower import CompileError
 from copapy.runtime.errors import TargetError
+
+from .conftest import examples, same_bits
 
 
 def run(*values: cp.Value) -> list[object]:
@@ -48,6 +57,34 @@ def test_truthiness_raises_with_hint() -> None:
             pass
     with pytest.raises(TypeError, match=r"cp\.where"):
         bool(x)
+    # Python's min/max, and/or and chained comparisons ask for a truth value too: the hint
+    # names what computes them on traced values
+    with pytest.raises(TypeError, match=r"cp\.max.*min\(\) and max\(\)"):
+        max(x, 0.0)
+    with pytest.raises(TypeError, match=r"cp\.logical_and.*and / or"):
+        _ = (x > 0) and (x < 2)
+    with pytest.raises(TypeError, match=r"\(lo < x\) & \(x < hi\)"):
+        _ = 0 < x < 2
+
+
+def test_python_conversions_say_there_is_no_value_yet_and_what_to_do() -> None:
+    """int(), float(), round(), math.floor() and formats of a traced value name the problem (no
+    Python value until it runs) and the fix (cp.cast, cp.round, reading the result)."""
+    x = cp.value(1.5)
+    for convert, fix in ((int, r"cp\.cast\(x, cp\.int32\)"), (float, r"cp\.cast\(x, cp\.float32\)"),
+                         (round, r"cp\.round\(x\)"), (math.floor, r"cp\.floor\(x\)"),
+                         (math.ceil, r"cp\.ceil\(x\)"), (math.trunc, r"cp\.trunc\(x\)"),
+                         (lambda v: f"{v:.2f}", r"tg\.read")):
+        with pytest.raises(TypeError, match=fix) as info:
+            convert(x)
+        assert "no Python" in str(info.value) or "not known" in str(info.value)
+    with pytest.raises(TypeError, match=r"until the program runs.*cp\.where"):
+        [1, 2][x]  # type: ignore[index]
+    assert "copapy value" in f"{x}"
+    v = cp.vector([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"format '\.2f' of a traced copapy Array.*tg\.read"):
+        f"{v:.2f}"
+    assert "copapy vector" in f"{v}"
 
 
 def test_int_division_by_zero_is_defined() -> None:
@@ -201,6 +238,31 @@ def test_multiply_by_zero_rule_and_opt_out() -> None:
             pass
 
 
+def test_simplify_options_are_bools_of_the_thread_that_sets_them() -> None:
+    """multiply_by_zero="no" is refused (a truthy string kept the rule on); a with block in one
+    thread leaves another thread's tracing alone (it changed a global)."""
+    with pytest.raises(TypeError, match="True or False"):
+        with cp.simplify_options(multiply_by_zero="no"):  # type: ignore[arg-type]
+            pass
+    x = cp.value(1.0)
+    inside, started = threading.Event(), threading.Event()
+    seen: list[str] = []
+
+    def other_thread() -> None:
+        started.set()
+        inside.wait(5)
+        seen.append((x * 0.0).node.op)  # the default rule: x * 0 -> 0
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    started.wait(5)
+    with cp.simplify_options(multiply_by_zero=False):
+        inside.set()
+        t.join(5)
+        assert (x * 0.0).node.op == "mul"
+    assert seen == ["const"]
+
+
 def test_constant_reassociation() -> None:
     i = cp.value(3)
     assert ((i + 2) + 3).node.args[1].op == "const"
@@ -260,3 +322,203 @@ def test_numpy_reductions_missing_from_cp_name_the_method_and_numpy() -> None:
         np.testing.assert_allclose(tg.read(by_numpy), expected, rtol=1e-6)
     with pytest.raises(AttributeError, match=r"no attribute 'nonsense'$"):
         _ = cp.nonsense  # type: ignore[attr-defined]
+
+
+_F32 = st.floats(width=32, allow_nan=True, allow_infinity=True)
+
+
+def _clip(x: np.float32, lo: np.float32, hi: np.float32) -> np.float32:
+    """np.clip's definition min(max(x, lo), hi), with the tie rule stated: NumPy leaves which of
+    two equal operands (0.0, -0.0) it gives to the platform, so bits are checked against this."""
+    if np.isnan(x) or np.isnan(lo) or np.isnan(hi):
+        return np.float32(np.nan)
+    r = lo if x < lo else x
+    return hi if r > hi else r
+
+
+def _check_clip(got: object, x: np.float32, lo: np.float32, hi: np.float32) -> None:
+    want = np.clip(x, lo, hi)
+    assert same_bits(got, _clip(x, lo, hi), "float32"), (x, lo, hi, got)
+    assert got == want or (np.isnan(want) and np.isnan(got)), (x, lo, hi, got)  # type: ignore[arg-type]
+
+
+class _Clamp:
+    """One compiled ``cp.clamp`` per form of low and high, written and run per example."""
+
+    def __init__(self, dtype: str) -> None:
+        zero: object = 0.0 if dtype == "float32" else 0
+        self.x, self.lo, self.hi = (cp.value(zero) for _ in range(3))
+        self.tg = cp.LocalTarget()
+        self.out = cp.clamp(self.x, self.lo, self.hi)
+        self.tg.compile(self.out)
+
+    def __call__(self, x: object, lo: object, hi: object) -> object:
+        for v, n in ((self.x, x), (self.lo, lo), (self.hi, hi)):
+            self.tg.write(v, n)
+        self.tg.run()
+        return self.tg.read(self.out)
+
+
+_CLAMPS: dict[str, _Clamp] = {}
+
+
+@settings(max_examples=examples(300))
+@given(x=_F32, lo=_F32, hi=_F32)
+def test_clamp_is_numpy_clip_with_values(x: float, lo: float, hi: float) -> None:
+    """low and high as values: NumPy's definition min(max(x, low), high) (high wins when
+    low > high, NaN anywhere gives NaN)."""
+    clamp = _CLAMPS.setdefault("float32", _Clamp("float32"))
+    _check_clip(clamp(x, lo, hi), np.float32(x), np.float32(lo), np.float32(hi))
+
+
+@given(x=st.integers(-(2**31), 2**31 - 1), lo=st.integers(-50, 50), hi=st.integers(-50, 50))
+def test_clamp_is_numpy_clip_for_int32(x: int, lo: int, hi: int) -> None:
+    clamp = _CLAMPS.setdefault("int32", _Clamp("int32"))
+    assert clamp(x, lo, hi) == np.clip(np.int32(x), np.int32(lo), np.int32(hi))
+
+
+@pytest.mark.parametrize("lo, hi", [(1.0, 0.0), (0.0, 1.0), (-0.0, 0.0), (0.0, -0.0),
+                                    (math.nan, 1.0), (0.0, math.nan), (2.0, 2.0)])
+def test_clamp_is_numpy_clip_with_constants(lo: float, hi: float) -> None:
+    """Constant low and high (folded into the program), low > high among them."""
+    xs = np.array([-3.0, -0.0, 0.0, 0.5, 1.0, 3.0, np.inf, -np.inf, np.nan], np.float32)
+    x = cp.value(0.0)
+    y = cp.clamp(x, lo, hi)
+    tg = cp.LocalTarget()
+    tg.compile(y)
+    for v in xs:
+        tg.write(x, float(v))
+        tg.run()
+        _check_clip(tg.read(y), v, np.float32(lo), np.float32(hi))
+
+
+def test_float32_constants_beyond_the_range_are_infinite() -> None:
+    """A float constant or initial value that float32 rounds to infinity is infinite, as NumPy's
+    float32 conversion gives (x + 1e40 and x / 2**-130, a subnormal power of two whose
+    reciprocal is not a float32, raised struct's OverflowError)."""
+    x = cp.value(1.0)
+    f32 = np.float32
+    cases = [(x + 1e40, f32(1.0) + f32(np.inf)), (x - 1e40, f32(1.0) - f32(np.inf)),
+             (x / 2.0**-130, f32(np.inf)),  # 2**130 > FLT_MAX
+             (x / 2.0**-149, f32(np.inf)), (x * 2.0**-149, f32(2.0**-149)),
+             (cp.value(1e40) * 1.0, f32(np.inf)), (x * 0 + 3.4028235e38, f32(3.4028235e38))]
+    got = run(*(v for v, _ in cases))
+    for (v, want), g in zip(cases, got, strict=True):
+        assert same_bits(g, want, "float32"), (v, g, want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's "overflow encountered in cast" came through
+        big = cp.value(np.array([1e40, -1e40, 1.0]))
+    assert run(big * 1.0)[0].tolist() == [math.inf, -math.inf, 1.0]  # type: ignore[attr-defined]
+
+
+@settings(max_examples=examples(50))
+@given(st.integers(-(2**62), 2**62), st.sampled_from(["float32", "float64"]))
+def test_big_python_ints_next_to_float_values_are_weak(k: int, dtype: str) -> None:
+    """An int beyond int32 next to a float value takes the value's type, as every Python number
+    does (x + 2**40 raised "does not fit in int32"); next to an int32 value it still raises."""
+    x = cp.value(1.5, getattr(cp, dtype))
+    outs = [x + k, k * x, cp.max(x, k), cp.where(x > 0, k, x), x < k]
+    ftype = np.dtype(dtype).type
+    want = [ftype(1.5) + ftype(k), ftype(k) * ftype(1.5), np.maximum(ftype(1.5), ftype(k)),
+            ftype(k), ftype(1.5) < ftype(k)]
+    for g, w in zip(run(*outs), want, strict=True):
+        assert same_bits(g, w, np.asarray(w).dtype.name), (k, dtype, g, w)
+    if not -(2**31) <= k < 2**31:
+        with pytest.raises(OverflowError, match="does not fit in int32"):
+            cp.value(1) + k
+
+
+@settings(max_examples=examples(100))
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_cast_of_a_python_number_is_the_cast_of_a_value(c: float) -> None:
+    """cp.cast(number, int32 / bool) follows the conversion's rule as a traced value does:
+    truncation toward zero, saturation, NaN gives 0 (a NaN constant raised ValueError, 1e10
+    OverflowError)."""
+    x = cp.value(c, cp.float64)
+    got = run(cp.cast(x, cp.int32), cp.cast(x, cp.bool_))
+    if math.isnan(c):
+        want_int = 0
+    else:
+        want_int = int(max(min(math.trunc(c) if math.isfinite(c) else c, 2**31 - 1), -(2**31)))
+    assert got == [want_int, c != 0]
+    consts = [cp.cast(c, cp.int32), cp.cast(c, cp.bool_)]
+    assert [v.node.op for v in consts] == ["const", "const"]
+    assert run(*consts) == got
+
+
+def test_port_names_are_checked() -> None:
+    """name= is a str without NUL (3 raised AttributeError 'encode', 'a\\0b' was saved as 'a'),
+    and two inputs of one name are refused (both got the port name, tg.write(name) wrote one)."""
+    for bad in (3, "a\0b"):
+        with pytest.raises(TypeError, match="name= is the port's name"):
+            cp.value(1.0, name=bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="name= is the port's name"):
+            cp.value([1.0, 2.0], name=bad)  # type: ignore[arg-type]
+    a, b = cp.value(1.0, name="a"), cp.value(2.0, name="a")
+    with pytest.raises(CompileError, match="two ports of the program are named 'a'"):
+        cp.LocalTarget().compile(a + b)
+    tg = cp.LocalTarget(tick=1e-3)
+    with pytest.raises(CompileError, match=r"named 't\.out0'"):
+        tg.deploy(cp.Task(cp.value(1.0, name="t.out0") * 2, period=1e-3, name="t"))
+
+
+def test_value_of_traced_things_says_so() -> None:
+    """cp.value(vector) spoke of "elements of NumPy dtype object"."""
+    for traced in (cp.value(1.0), cp.vector([1.0, 2.0]), cp.quaternion(1.0, 0.0, 0.0, 0.0)):
+        with pytest.raises(TypeError, match=r"already traced \(a copapy (Value|Array|Quat)"):
+            cp.value(traced)  # type: ignore[call-overload]
+
+
+def test_constant_takes_numbers_as_value_does() -> None:
+    """cp.constant(2**40, cp.float32) is the float (OverflowError), cp.constant(value) says it is
+    a value already (it said "expected a number or a copapy value" given one)."""
+    assert run(cp.constant(2**40, cp.float32) + cp.value(0.0)) == [2.0**40]
+    with pytest.raises(OverflowError, match="int32"):
+        cp.constant(2**40, cp.int32)
+    with pytest.raises(TypeError, match="already a copapy value"):
+        cp.constant(cp.value(1.0))  # type: ignore[arg-type]
+
+
+def test_grad_names_what_it_differentiates_with_respect_to() -> None:
+    """grad(y, 2.0) and grad(y, quaternion) said "'float' object is not iterable"."""
+    x = cp.value(2.0)
+    with pytest.raises(TypeError, match=r"with respect to a copapy value or array.*got float"):
+        cp.grad(x * x, 2.0)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match=r"q\.components\(\)"):
+        cp.grad(x * x, cp.quaternion(x, 0.0, 0.0, 0.0))  # type: ignore[call-overload]
+    (g,) = cp.grad(x * x, (x,))
+    assert run(g) == [4.0]
+
+
+def test_copies_of_traced_values_are_the_same_graph() -> None:
+    """copy.deepcopy of a value (or of a structure holding values) made a second input that no
+    write reached: the copy's result stayed at the initial value. Pickling says it cannot."""
+    x = cp.value(1.0)
+    y = x * 2 + 1
+    held = copy.deepcopy({"y": y, "v": cp.vector([x, y]), "x": x})
+    assert held["y"].node is y.node and held["x"].node is x.node
+    assert held["v"].nodes() == [x.node, y.node]
+    tg = cp.LocalTarget()
+    tg.compile(y, held["y"])
+    tg.write(held["x"], 3.0)
+    tg.run()
+    assert [tg.read(y), tg.read(held["y"])] == [7.0, 7.0]
+    with pytest.raises(TypeError, match=r"cannot be pickled.*cp\.save"):
+        pickle.dumps(y)
+
+
+def test_numpy_dtype_spellings() -> None:
+    """dtype="f4" / "<f8" / "i4" / "?" name copapy's types as NumPy's names do (TypeError);
+    types copapy has not stay errors."""
+    assert [cp.value(1, d).dtype for d in ("f4", "<f8", "i4", "?")] == [
+        cp.float32, cp.float64, cp.int32, cp.bool_]
+    assert cp.cast(cp.value(1.5), "i4").dtype is cp.int32
+    for bad in ("i8", "f2", "U3"):
+        with pytest.raises(TypeError, match="copapy computes in bool, int32"):
+            cp.value(1, bad)
+    # x.dtype == np.float32 as for a NumPy array (it was False: identity only)
+    x, d = cp.value(1.0), cp.value([1.0, 2.0], cp.float64)
+    assert x.dtype == np.float32 and x.dtype == np.dtype("f4") and x.dtype == "float32"
+    assert d.dtype == np.float64 and d.dtype != np.float32 and cp.value(1).dtype == np.int32
+    assert cp.value(True).dtype == np.bool_ and x.dtype != "i8" and x.dtype != None  # noqa: E711
+    assert {cp.float32: 1}[x.dtype] == 1

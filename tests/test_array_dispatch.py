@@ -3,6 +3,7 @@ cp.min/max/where, with vectors packed or unpacked, compared with NumPy (float32)
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -127,3 +128,97 @@ def test_scalars_still_give_values() -> None:
     assert run(cp.logical_and(s > 1.0, s < 3.0)) is True
     with pytest.raises(TypeError, match="unsupported operand str"):
         s + "a"  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=vectors, lo=element, hi=element)
+def test_numpy_where_and_clip_are_copapys(xs: list[float], lo: float, hi: float,
+                                           packed: bool) -> None:
+    """np.where and np.clip on traced vectors and values compute cp.where and cp.clamp (they
+    asked each element for its truth value: "the truth value of a traced copapy value")."""
+    a = np.array(xs, F32)
+    v = vector_input(xs, packed)
+    x = cp.value(float(a[0]))
+    assert_same(run(np.where(v > lo, v, hi)), np.where(a > F32(lo), a, F32(hi)))
+    assert_same(run(np.clip(v, lo, hi)), np.clip(a, F32(lo), F32(hi)))
+    assert_same(run(np.clip(v, a_min=lo, a_max=hi)), np.clip(a, F32(lo), F32(hi)))
+    assert run(np.where(x > lo, x, hi)) == np.where(a[0] > F32(lo), a[0], F32(hi))
+    assert run(np.clip(x, lo, hi)) == np.clip(a[0], F32(lo), F32(hi))
+    assert_same(run(np.clip(v, lo, None)), np.clip(a, F32(lo), None))
+    assert_same(run(np.clip(v, None, hi)), np.clip(a, None, F32(hi)))
+    assert run(np.sum(v)) == run(v.sum())  # other NumPy functions run as before
+    with pytest.raises(TypeError, match=r"cp\.clamp"):
+        np.clip(v, None, None)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=st.lists(st.floats(-1e3, 1e3), min_size=2, max_size=12), data=st.data())
+def test_numpy_constants_beside_float64_values_keep_float64(xs: list[float], packed: bool,
+                                                             data: st.DataObject) -> None:
+    """A NumPy float64 array (or list of floats) beside float64 values is float64, weak as a
+    Python float is: d + np.array([0.1]) rounded 0.1 to float32 first, and d == that array was
+    False for d = 0.1."""
+    a = np.array(xs)
+    c = np.array(data.draw(st.lists(st.floats(-1e3, 1e3), min_size=len(xs), max_size=len(xs))))
+    d = cp.value(a, cp.float64, packed=packed)
+    m = np.outer(c[:2], c)  # (2, n) @ (n,)
+    outs = [d + c, c * d, d - c.tolist(), d == a.copy(), cp.where(d > 0, c, d), m @ d,
+            cp.dot(c, d), cp.max(d, c), cp.cross(d[:3], c[:3]) if len(xs) >= 3 else d]
+    wants = [a + c, c * a, a - c, a == a, np.where(a > 0, c, a), m @ a, np.dot(c, a),
+             np.maximum(a, c), np.cross(a[:3], c[:3]) if len(xs) >= 3 else a]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    for out, want in zip(outs, wants, strict=True):
+        got = np.asarray(tg.read(out))
+        if out.dtype is cp.bool_:
+            assert np.array_equal(got, want)
+        else:
+            assert out.dtype is cp.float64
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-3)
+
+
+SPECIAL = st.floats(width=32) | st.sampled_from([np.inf, -np.inf, np.nan, 0.0, -0.0, 3e38])
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=st.lists(SPECIAL, min_size=1, max_size=12), ints=st.lists(
+    st.integers(-(2**31), 2**31 - 1), min_size=1, max_size=5))
+def test_numpy_isnan_isinf_isfinite_square(xs: list[float], ints: list[int],
+                                           packed: bool) -> None:
+    """np.isnan / isinf / isfinite / square of traced values are NumPy's (they raised "cannot
+    compute on traced copapy values")."""
+    a, i = np.array(xs, F32), np.array(ints, np.int32)
+    v, w = vector_input(xs, packed), cp.value(i, packed=packed)
+    x = cp.value(float(a[0]))
+    funcs = (np.isnan, np.isinf, np.isfinite, np.square)
+    outs = [f(t) for t in (v, w, x) for f in funcs]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    with np.errstate(all="ignore"):
+        wants = [f(t) for t in (a, i, a[0]) for f in funcs]
+    for out, want in zip(outs, wants, strict=True):
+        assert np.array_equal(tg.read(out), want, equal_nan=True), (out, want)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(12), deadline=None)
+@given(xs=st.lists(st.floats(-100, 100, width=32), min_size=2, max_size=24),
+       ddof=st.integers(0, 1))
+def test_numpy_var_and_std_of_arrays(xs: list[float], ddof: int, packed: bool) -> None:
+    """np.var / np.std of a traced array are NumPy's (AttributeError: 'DType' object has no
+    attribute 'type')."""
+    a = np.array(xs, F32)
+    v = vector_input(xs, packed)
+    outs = [np.var(v, ddof=ddof), np.std(v, ddof=ddof)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    for out, want in zip(outs, [a.var(ddof=ddof), a.std(ddof=ddof)], strict=True):
+        assert math.isclose(tg.read(out), float(want), rel_tol=1e-4, abs_tol=1e-3)
+    with pytest.raises(TypeError, match="whole array"):
+        np.var(v, axis=0)

@@ -155,6 +155,84 @@ def test_shapes_and_errors() -> None:
         v[3]
     with pytest.raises(TypeError, match="truth value"):
         bool(v > 1.0)
+    with pytest.raises(TypeError, match=r"immutable.*cp\.vector"):
+        v[0] = 5.0  # "'Array' object does not support item assignment"
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_numpy_spellings_of_matmul_reshape_and_astype(packed: bool) -> None:
+    """a @ 2 names the scalar (it said "cp.matrix needs a 2-D sequence, got shape ()"), ndarray
+    @ a and a list @ a multiply, a.reshape([3, 4]) takes a list as NumPy's does,
+    a.astype(dtype) is cp.cast (an AttributeError), and m.dot(v) is m @ v as NumPy's ("dot
+    needs two vectors")."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    m = cp.value(data, packed=packed)
+    v = cp.value(data[0], packed=packed)
+    for bad in (lambda: m @ 2, lambda: 2 @ m, lambda: cp.value(2.0) @ v,
+                lambda: np.float32(2) @ v):
+        with pytest.raises(cp.arrays.build.ShapeError, match=r"scalar: multiply by it with \*"):
+            bad()
+    eye = np.eye(3, dtype=np.float32)
+    outs = [eye @ m, data[0].tolist() @ v, m.reshape([4, 3]), m.astype(np.int32),
+            v.astype("bool"), v[1].astype(cp.int32), cp.cast(m, cp.int32), m.dot(v),
+            v.dot(v), m.T.dot(m)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    wants = [eye @ data, data[0] @ data[0], data.reshape([4, 3]), data.astype(np.int32),
+             data[0].astype(bool), np.int32(data[0][1]), data.astype(np.int32),
+             data.dot(data[0]), data[0].dot(data[0]), data.T.dot(data)]
+    for out, want in zip(outs, wants, strict=True):
+        got = tg.read(out)
+        assert np.array_equal(got, want), (got, want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype or np.ndim(want) == 0
+
+
+def test_array_construction_errors_and_options() -> None:
+    """cp.matrix of a copapy vector is refused (it returned the vector), of a matrix it applies
+    dtype= and packed= (ignored); ragged input says so (NumPy's "inhomogeneous shape after 1
+    dimensions")."""
+    v = cp.vector([1.0, 2.0])
+    m = cp.matrix([[1, 2], [3, 4]])
+    with pytest.raises(cp.arrays.build.ShapeError, match=r"2-D array.*reshape\(1, -1\)"):
+        cp.matrix(v)
+    f = cp.matrix(m, dtype=cp.float32, packed=True)
+    assert f.dtype is cp.float32 and f.packed and f.shape == (2, 2)
+    tg = cp.LocalTarget()
+    tg.compile(f / 2)
+    tg.run()
+    assert np.array_equal(tg.read(f / 2), np.array([[1, 2], [3, 4]], np.float32) / 2)
+    with pytest.raises(cp.arrays.build.ShapeError, match="rectangular"):
+        cp.value([[1.0, 2.0], [3.0]])
+    with pytest.raises(TypeError, match="nested arrays"):
+        cp.vector([cp.value(1.0), v])
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(10), deadline=None)
+@given(xs=st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0, 3.0, np.nan, np.inf]), min_size=1,
+                   max_size=12), ints=st.lists(st.integers(-50, 50), min_size=1, max_size=9))
+def test_numpy_array_methods(xs: list[float], ints: list[int], packed: bool) -> None:
+    """prod, any, all, clip, ravel and copy as NumPy's array methods (AttributeError), and
+    np.prod / np.any / np.all through them."""
+    a, i = np.array(xs, np.float32), np.array(ints, np.int32)
+    v, w = cp.value(a, packed=packed), cp.value(i, packed=packed)
+    outs = [v.prod(), w.prod(), np.prod(w), v.any(), v.all(), np.any(w), np.all(w),
+            (v > 1.0).any(), v.clip(-1.0, 1.0), w.clip(0, None), v.reshape(1, -1).ravel(),
+            v.copy()]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    with np.errstate(all="ignore"):
+        wants = [a.prod(), i.prod(dtype=np.int32), np.prod(i, dtype=np.int32), a.any(), a.all(),
+                 np.any(i), np.all(i), (a > 1.0).any(), a.clip(-1.0, 1.0), i.clip(0, None),
+                 a.ravel(), a]
+    for k, (out, want) in enumerate(zip(outs, wants, strict=True)):
+        got = tg.read(out)
+        if k == 0:  # the lane order rounds the product differently from NumPy's loop
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        else:
+            assert np.array_equal(got, want, equal_nan=True), (k, got, want)
 
 
 INDEX_KEYS: list[Any] = [
@@ -184,6 +262,13 @@ def test_indices_are_integers() -> None:
     assert v[np.int64(1)].node is v[1].node
     with pytest.raises(TypeError, match="integers"):
         v[1.7]
+    # v[True] was v[1] (NumPy reads it as a new axis); index lists and masks name the way
+    for key in (True, np.bool_(False)):
+        with pytest.raises(TypeError, match="a bool is not an index"):
+            v[key]
+    for key in ([0, 2], np.array([True, False, True]), v > 1.0):
+        with pytest.raises(TypeError, match=r"one by one.*cp\.where"):
+            v[key]  # type: ignore[index]
 
 
 def test_array_of_values_and_numbers_promotes_as_operations() -> None:
@@ -334,6 +419,35 @@ def test_quaternions() -> None:
     tg.compile(e.to_rotation_matrix())
     tg.run()
     assert np.allclose(tg.read(e.to_rotation_matrix()), want, atol=1e-6)
+
+
+def test_quaternion_arithmetic_with_scalars() -> None:
+    """2 * q, q / 2 and q - p compute component-wise (TypeError); q + 1 is Python's TypeError
+    (an AttributeError: 'int' object has no attribute 'w')."""
+    q = cp.quaternion(cp.value(1.0), 2.0, -3.0, 4.0)
+    p = cp.quaternion(0.5, 0.25, 1.0, -2.0)
+    outs = [2 * q, q / 2, q - p, 0.5 * q + p * 2]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    a, b = np.array([1.0, 2.0, -3.0, 4.0]), np.array([0.5, 0.25, 1.0, -2.0])
+    for out, want in zip(outs, [2 * a, a / 2, a - b, 0.5 * a + 2 * b], strict=True):
+        assert np.array_equal(tg.read(out), want.astype(np.float32))
+    with pytest.raises(TypeError, match="unsupported operand"):
+        q + 1  # type: ignore[operator]
+    with pytest.raises(TypeError, match="unsupported operand"):
+        q / p  # type: ignore[operator]
+
+
+def test_quaternion_rotation_of_numpy_vectors_in_float64() -> None:
+    """q.rotate(ndarray) of a float64 quaternion keeps float64 (the vector was float32)."""
+    h = math.sqrt(0.5)
+    q = cp.quaternion(*(cp.value(c, cp.float64) for c in (h, 0.0, 0.0, h)))  # 90° about z
+    r = q.rotate(np.array([0.1, 0.2, 0.3]))
+    tg = cp.LocalTarget()
+    tg.compile(r)
+    tg.run()
+    np.testing.assert_allclose(tg.read(r), [-0.2, 0.1, 0.3], rtol=1e-14, atol=1e-15)
 
 
 def finite_difference(f: Callable[[np.ndarray], float], x: np.ndarray,

@@ -423,3 +423,63 @@ def test_keyword_arguments_and_defaults() -> None:
 
     with pytest.raises(TypeError, match=r"\*\*options"):
         star(1.0, y=2.0)
+
+
+def test_keyword_only_parameters() -> None:
+    """A keyword-only parameter keeps its default, and giving one says what to do (it raised a
+    bare StopIteration, also for f(x=1.0) with a keyword-only default)."""
+    @cp.jit
+    def scaled(x, *, k=2.0):  # type: ignore[no-untyped-def]
+        return x * k
+
+    assert scaled(1.0) == 2.0
+    assert scaled(x=1.5) == 3.0
+    with pytest.raises(TypeError, match=r"keyword-only parameters.*\(k\).*ordinary parameters"):
+        scaled(1.0, k=3.0)
+
+
+def test_a_jitted_function_calls_another() -> None:
+    """Called while another jitted function traces, a jitted function traces into the caller's
+    program (an array argument raised AttributeError 'DType' object has no attribute 'kind')."""
+    @cp.jit
+    def inner(x, k=1.0):  # type: ignore[no-untyped-def]
+        return x * 2.0 + k
+
+    @cp.jit
+    def outer(x):  # type: ignore[no-untyped-def]
+        return inner(x) + inner(x, k=3.0)
+
+    a = np.arange(5.0, dtype=np.float32)
+    np.testing.assert_array_equal(outer(a), (a * 2 + 1) + (a * 2 + 3))
+    assert outer(2.0) == 12.0
+    assert inner.cache_info().misses == 0  # nothing compiled for inner on its own
+
+
+def test_results_that_are_not_values() -> None:
+    """An empty tuple result is refused by name (the generated call raised SyntaxError), a
+    list result points to a tuple."""
+    with pytest.raises(TypeError, match=r"at least one value; it returned \(\)"):
+        cp.jit(lambda x: ())(1.0)
+    with pytest.raises(TypeError, match=r"got list.*return a tuple"):
+        cp.jit(lambda x: [x, x])(1.0)
+
+
+def test_signal_state_lives_in_the_program_of_a_signature() -> None:
+    """What the jit docstring says: each call is one run of the signature's program."""
+    f = cp.jit(lambda v: cp.delay(v))
+    assert [f(1.0), f(2.0), f(3.0)] == [0.0, 1.0, 2.0]
+    assert f(np.float32(5.0).item()) == 3.0  # the same signature (float)
+    assert f(7) == 0  # int: another program, its own state
+
+
+def test_numpy_array_results() -> None:
+    """Results that NumPy's functions give on traced arrays (object arrays of values: np.cumsum,
+    np.concatenate, np.stack) and NumPy constants are returned as arrays ("got ndarray")."""
+    a = np.arange(1, 6, dtype=np.float32)
+    cases = [(np.cumsum, np.cumsum(a)), (lambda x: np.concatenate([x, x * 2]),
+                                         np.concatenate([a, a * 2])),
+             (lambda x: np.stack([x, -x]), np.stack([a, -a])),
+             (lambda x: np.arange(3.0), np.arange(3.0))]
+    for fn, want in cases:
+        got = cp.jit(fn)(a)
+        assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)

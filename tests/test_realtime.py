@@ -82,6 +82,57 @@ def test_feedback_smoothing(xs: list[float], alpha: float) -> None:
     assert got.tolist() == [float(w) for w in want]
 
 
+@settings(max_examples=examples(20))
+@given(st.sampled_from([0, False, 0.0]), st.sampled_from([0.5, 1, True, 0.25]))
+def test_feedback_takes_the_type_of_its_update(init: object, step: object) -> None:
+    """init is a weak Python number: feedback(lambda p: p + 0.5, init=0) accumulates 0.5 per
+    run as a float32 signal (the int32 state truncated it to 0.5 forever)."""
+    y = cp.feedback(lambda prev: prev + step, init=init)  # type: ignore[arg-type]
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    trace = tg.trace(y)
+    tg.step(5e-3)
+    assert trace[y][1:].tolist() == [float(step) * k for k in range(1, 5)], (init, step)
+    floats = isinstance(init, float) or isinstance(step, float)
+    assert y.dtype is (cp.float32 if floats else cp.int32)
+
+
+def test_delay_arguments_name_the_problem() -> None:
+    """n of delay is a Python int >= 0 (a float, a str, a traced value or a bool meant as init
+    gave Python's bare errors or the truthiness hint); delay(x, 0) is x, and an input as a task
+    output says what to do instead."""
+    u = cp.value(1.0)
+    for n, match in ((1.5, "whole number of runs.*float 1.5"), ("2", "whole number of runs"),
+                     (cp.value(1), "fixed when the program is built"),
+                     (True, r"init=True"), (-1, ">= 0")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            cp.delay(u, n)  # type: ignore[arg-type]
+    assert cp.delay(u, np.int64(0)).node is u.node
+    tg = cp.LocalTarget(tick=1e-3)
+    # the compiler's CompileError, or the targets' check before compiling (a ValueError too)
+    with pytest.raises(ValueError, match=r"itself.*tg\.read\(x\)"):
+        tg.deploy(cp.Task(cp.delay(u, 0), period=1e-3))
+
+
+def test_signal_operands_name_the_problem() -> None:
+    """An array, None or a traced init given to a signal operator: the message says what it
+    takes ("unsupported operand Array", or init "expected a number or a copapy value" given
+    one)."""
+    u, v = cp.value(1.0), cp.vector([1.0, 2.0])
+    for make in (lambda: cp.delay(v), lambda: cp.integrate(v), lambda: cp.rate([1.0, 2.0]),
+                 lambda: cp.feedback(lambda p: v + p)):
+        with pytest.raises(TypeError, match=r"scalar signal.*one signal per element"):
+            make()
+    with pytest.raises(TypeError, match="feedback needs f to return a copapy value"):
+        cp.feedback(lambda p: None)
+    with pytest.raises(TypeError, match="a function of the previous value"):
+        cp.feedback(1.0)  # type: ignore[arg-type]
+    for make in (lambda: cp.delay(u, 1, init=u), lambda: cp.integrate(u, init=u),  # type: ignore[arg-type]
+                 lambda: cp.feedback(lambda p: p + 1, init=u)):  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"Python number.*cp\.first_run\(\)"):
+            make()
+
+
 def test_signal_init_is_checked_as_a_constant() -> None:
     """init of an int32 signal that is not an int32 (2.5, 2**40) is the error cp.constant
     gives (it was a struct.error 'required argument is not an integer')."""
@@ -221,6 +272,25 @@ def test_rotation_integration_and_angular_rate() -> None:
     assert math.isclose(angle, 2.0 * 0.5, rel_tol=1e-4)  # |w| t after 500 runs
     assert abs(math.hypot(qw, qz) - 1.0) < 1e-6
     assert math.isclose(tg.read(w[2]), 2.0, rel_tol=1e-3)
+
+
+def test_rotation_signals_take_quaternions_and_check_lengths() -> None:
+    """angular_rate of a cp.Quaternion ('Quaternion' object is not iterable) is that of its
+    components; a gyro or init of the wrong length says so (an unpacking ValueError or an
+    IndexError)."""
+    gyro = cp.value(np.array([0.5, -1.0, 2.0], np.float32))
+    q = cp.integrate_rotation(gyro)
+    w, w_quat = cp.angular_rate(q), cp.angular_rate(cp.quaternion(*q))
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(*w, *w_quat, period=1e-3))
+    tg.step(0.01)
+    assert [tg.read(c) for c in w] == [tg.read(c) for c in w_quat]
+    assert np.allclose([tg.read(c) for c in w], [0.5, -1.0, 2.0], rtol=1e-3)
+    for make, match in ((lambda: cp.integrate_rotation([1.0, 2.0]), "gyro.*got 2"),
+                        (lambda: cp.integrate_rotation(gyro, init=(1.0, 0.0)), "init.*got 2"),
+                        (lambda: cp.angular_rate([1.0, 0.0]), "has 4 components, got 2")):
+        with pytest.raises(ValueError, match=match):
+            make()
 
 
 def test_emulated_cpu_gives_the_same_trace() -> None:

@@ -116,11 +116,14 @@ class DType:
         return SLOT_TYPES[self.code]
 
     def pack(self, value: float | int | bool) -> bytes:
-        """The slot bytes of a Python value already converted to this type (strict: a float
-        beyond the float32 range raises OverflowError, unlike ``SlotType.encode``)."""
+        """The slot bytes of a Python value already converted to this type; a float that
+        float32 rounds to infinity is infinite (as NumPy's float32 conversion and
+        ``SlotType.encode``: a constant 1e40 next to a float32 value)."""
         pack = SLOT_TYPES[self.code].struct.pack  # (not the properties: a node is built per call)
         if self.rank == 0:
             return pack(1 if value else 0)
+        if self.code == 1:
+            return pack(saturate_f32(value))
         return pack(value)
 
     def unpack(self, raw: bytes) -> float | int | bool:
@@ -129,6 +132,18 @@ class DType:
 
     def __repr__(self) -> str:
         return f"cp.{self.name}"
+
+    def __eq__(self, other: object) -> bool:
+        """Identity, and NumPy's spellings of this type (``x.dtype == np.float32`` is True for a
+        float32 value, as for a NumPy array; it was False)."""
+        if other is self or isinstance(other, DType):
+            return other is self
+        try:
+            return as_dtype(other) is self
+        except TypeError:
+            return False
+
+    __hash__ = object.__hash__
 
 
 bool_ = DType("bool", 0, 4, 4, "i32", "<i", "bool")
@@ -156,7 +171,8 @@ def storage_array(values: Any, kind: DType) -> Any:
         raise TypeError(f"a {kind.name} array holds numbers, not elements of NumPy dtype "
                         f"{arr.dtype}")
     if kind.is_float:
-        return np.ascontiguousarray(arr, dtype=kind.numpy)
+        with np.errstate(over="ignore"):  # beyond float32: +-inf, as one number's write gives
+            return np.ascontiguousarray(arr, dtype=kind.numpy)
     if kind.is_bool:
         if src != "b" and not ((arr == 0) | (arr == 1)).all():
             bad = arr[(arr != 0) & (arr != 1)].reshape(-1)[0]
@@ -196,12 +212,17 @@ def as_dtype(spec: object) -> DType:
     if spec is float:
         return float32
     name = getattr(spec, "__name__", None) or str(getattr(spec, "name", spec))
-    try:
-        return BY_NAME[str(name)]
-    except KeyError:
+    found = BY_NAME.get(str(name))
+    if found is None and isinstance(spec, str):  # NumPy's spellings: "f4", "<f8", "i4", "?"
+        try:
+            found = BY_NAME.get(np.dtype(spec).name)
+        except TypeError:
+            pass
+    if found is None:
         raise TypeError(
             f"unsupported dtype {spec!r}: copapy computes in bool, int32, float32 and float64"
-        ) from None
+        )
+    return found
 
 
 def promote(a: DType, b: DType) -> DType:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any, overload
 
 from .arrays import Array, asarray
-from .dtypes import as_dtype
+from .dtypes import as_dtype, float64
 from .graph import build
 from .graph.grad import gradients
 from .graph.node import Node
@@ -302,24 +302,29 @@ def expm1(x: Any) -> Any:
 # ---- end of generated code ----
 
 
-def clamp(x: Any, low: Any, high: Any) -> Value[Any]:
-    """x limited to [low, high] (NaN stays NaN)."""
-    result: Value[Any] = max(min(x, high), low)
-    return result
+@overload
+def clamp(x: Array, low: Any, high: Any) -> Array: ...
+@overload
+def clamp(x: Any, low: Any, high: Any) -> Value[Any]: ...
+def clamp(x: Any, low: Any, high: Any) -> Any:
+    """x limited to [low, high] as ``numpy.clip``: min(max(x, low), high), so high wins when
+    low > high; NaN in any operand gives NaN; of equal operands (0.0, -0.0) x is kept."""
+    return min(high, max(low, x))  # min and max give their second operand of two equal ones
 
 
 def cast(x: Any, dtype: Any) -> Value[Any]:
     """Convert to ``dtype``; float to int truncates toward zero and saturates (NaN gives 0)."""
     target = as_dtype(dtype)
     if is_array(x):
-        x = asarray(x)
-        if x.packed:
-            return Array(x.shape, node=build.cast(x.node(), target))  # type: ignore[return-value]
-        return Array(x.shape, items=[cast(v, target) for v in x.items()])  # type: ignore[return-value]
+        return asarray(x).astype(target)  # type: ignore[return-value]
     node = _node(x)
-    if not isinstance(node, Node):
-        return constant(node, target) if not target.is_int else constant(int(node), target)
-    return Value(build.cast(node, target))
+    if isinstance(node, Node):
+        return Value(build.cast(node, target))
+    if target.is_float:
+        return constant(float(node), target)
+    if isinstance(node, float):  # folded by the conversion's own rule (NaN 0, saturating)
+        return Value(build.cast(constant(node, float64).node, target))
+    return constant(node, target)
 
 
 @overload
@@ -339,7 +344,14 @@ def grad(y: Any, x: Any) -> Any:
     if isinstance(y, Array):
         raise TypeError("grad() needs a scalar output; reduce the array first (e.g. .sum())")
     y_value = wrap(y)
-    targets = [x] if isinstance(x, Value | Array) else list(x)
+    if isinstance(x, Value | Array):
+        targets = [x]
+    elif isinstance(x, list | tuple):
+        targets = list(x)
+    else:
+        hint = " (its components: q.components())" if hasattr(x, "components") else ""
+        raise TypeError(f"grad() differentiates with respect to a copapy value or array, or a "
+                        f"list of them; got {type(x).__name__}{hint}")
     nodes: list[Node] = []
     for item in targets:
         if not isinstance(item, Value | Array):

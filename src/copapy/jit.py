@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes as dt
 from ._dispatch import Dispatcher
-from .arrays import Array, array_input
+from .arrays import Array, array_input, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
-from .value import Value, constant, flatten, value
+from .value import Traced, Value, constant, flatten, value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -112,9 +112,6 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if isinstance(a, list | tuple):
             key.append(("seq", _sequence_signature(a)))
             continue
-        if isinstance(a, Value | Array):
-            raise TypeError("a jitted function is called with numbers and arrays, not with "
-                            "traced copapy values (call the function directly to trace)")
         raise TypeError(f"cannot pass {t.__name__} to a jitted function: use numbers, nested "
                         f"sequences of numbers or NumPy arrays")
     return tuple(key)
@@ -165,6 +162,8 @@ class _Compiled:
         result = fn(*traced)
         self.tuple_result = isinstance(result, tuple)
         results = list(result) if self.tuple_result else [result]
+        if not results:
+            raise TypeError("a jitted function returns at least one value; it returned ()")
         outputs = []
         #: per result: its kind ("scalar", "copy": an array the caller owns, "array": a view)
         self.plan: list[tuple[str, Any]] = []
@@ -174,9 +173,12 @@ class _Compiled:
                 r, copy = r.value, r.copy
             if isinstance(r, bool | int | float):
                 r = _const_value(r)
+            elif isinstance(r, np.ndarray) and r.ndim in (1, 2) and r.size:
+                r = _result_array(r)
             if not isinstance(r, Value | Array):
+                hint = " (several results: return a tuple)" if isinstance(r, list) else ""
                 raise TypeError(f"a jitted function must return copapy values or arrays (or a "
-                                f"tuple of them), got {type(r).__name__}")
+                                f"tuple of them), got {type(r).__name__}{hint}")
             if isinstance(r, Array) and not r.packed:
                 r = r.to_packed()
             outputs.append(r)
@@ -357,6 +359,14 @@ def _array_input(arr: Any, etype: str) -> Array:
     return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
 
 
+def _result_array(r: Any) -> Array:
+    """A NumPy array result: an object array of values (NumPy's functions on traced arrays
+    give those: np.cumsum, np.concatenate) or a constant, of its own element type when copapy
+    has it (a float64 constant stays float64)."""
+    keep = dt.BY_NAME.get(r.dtype.name) if r.dtype != object else None
+    return vector(r, dtype=keep) if r.ndim == 1 else matrix(r, dtype=keep)
+
+
 def _const_value(x: bool | int | float) -> Value[Any]:
     return constant(x)
 
@@ -386,9 +396,15 @@ class JitFunction(Dispatcher):
         """The general call: signature look-up (compiling a new one); the C slot calls it when
         the fast plan of the most recent signature does not take the arguments."""
         if kwargs:
+            if any(isinstance(a, Traced) for a in (*args, *kwargs.values())):
+                return self.fn(*args, **kwargs)  # called while tracing (see below)
             args = self._bind(args, kwargs)
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
+            if any(isinstance(a, Traced) for a in args):
+                # called by a function being traced (a jitted function calling another one):
+                # its operations become part of the caller's program
+                return self.fn(*args)
             args = tuple(map(as_python_scalar, args))
             key = _signature(args)
         with self._lock:
@@ -421,12 +437,20 @@ class JitFunction(Dispatcher):
         except TypeError as exc:
             raise TypeError(f"{self.__name__}(): {exc}") from None
         bound.apply_defaults()
-        if bound.kwargs:
-            star = next(p.name for p in self._parameters.parameters.values()
+        params = self._parameters.parameters
+        # keyword-only parameters left out keep their defaults (the traced call passes none)
+        kw_only = [n for n in kwargs if n in params
+                   and params[n].kind is inspect.Parameter.KEYWORD_ONLY]
+        if kw_only:
+            raise TypeError(f"{self.__name__}(): keyword-only parameters of a jitted function "
+                            f"cannot be given ({', '.join(kw_only)}): make them ordinary "
+                            f"parameters (def f(x, k=2.0)), which a call can name as well")
+        extra = [n for n in bound.kwargs if n not in params]
+        if extra:
+            star = next(p.name for p in params.values()
                         if p.kind is inspect.Parameter.VAR_KEYWORD)
             raise TypeError(f"{self.__name__}(): a jitted function takes its arguments by "
-                            f"position or by name, not through **{star} "
-                            f"({', '.join(bound.kwargs)})")
+                            f"position or by name, not through **{star} ({', '.join(extra)})")
         return bound.args
 
     def cache_info(self) -> CacheInfo:
@@ -451,7 +475,13 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     place, during the call only (on x86_64 and aarch64); the program never
     writes an argument. Others are copied once into the program (and converted: int8 to
     int32, float16 to float32, ...). ``arch`` picks the stencil table (default: the best one the
-    CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays.
+    CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays. A jitted
+    function that another one calls while it traces is traced into the caller's program.
+    Keyword-only parameters keep their defaults (give values through ordinary parameters).
+    Signal state (``cp.delay``, ``cp.feedback``) lives in the program of one signature: each
+    call is one run (``f(1.0), f(2.0)`` with ``cp.delay(x)`` gives 0.0, 1.0); a new signature,
+    or one evicted from the cache and compiled again, starts from ``init``. ``cp.dt`` has no
+    value here (no period): it is a compile error.
     """
     if fn is None:
         return lambda f: JitFunction(f, cache_size, arch)

@@ -39,8 +39,24 @@ class Quaternion:
                           a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
                           a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
 
-    def __add__(self, o: Quaternion) -> Quaternion:
+    def __rmul__(self, o: Any) -> Quaternion:
+        """A scalar times the quaternion (a quaternion on the left is ``__mul__``)."""
+        return Quaternion(o * self.w, o * self.x, o * self.y, o * self.z)
+
+    def __truediv__(self, o: Any) -> Quaternion:
+        if isinstance(o, Quaternion):
+            return NotImplemented
+        return Quaternion(self.w / o, self.x / o, self.y / o, self.z / o)
+
+    def __add__(self, o: Any) -> Quaternion:
+        if not isinstance(o, Quaternion):
+            return NotImplemented  # Python's TypeError: a quaternion adds quaternions
         return Quaternion(self.w + o.w, self.x + o.x, self.y + o.y, self.z + o.z)
+
+    def __sub__(self, o: Any) -> Quaternion:
+        if not isinstance(o, Quaternion):
+            return NotImplemented
+        return Quaternion(self.w - o.w, self.x - o.x, self.y - o.y, self.z - o.z)
 
     def __neg__(self) -> Quaternion:
         return Quaternion(-self.w, -self.x, -self.y, -self.z)
@@ -60,7 +76,7 @@ class Quaternion:
 
     def rotate(self, v: Any) -> Array:
         """Rotate a 3-vector: q ⊗ (0, v) ⊗ q*, for a unit quaternion."""
-        vec = asarray(v).to_unpacked()
+        vec = asarray(v, self.w.dtype).to_unpacked()  # constants weak, as in an operation
         if vec.shape != (3,):
             raise ValueError(f"rotate needs a 3-vector, got shape {vec.shape}")
         vx, vy, vz = vec.items()

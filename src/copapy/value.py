@@ -31,8 +31,30 @@ T = TypeVar("T", covariant=True)
 
 _TRUTH_HINT = (
     "the truth value of a traced copapy value is not known while tracing (it is computed at "
-    "run time); use cp.where(cond, a, b) to select between values, or compute on the result"
+    "run time); use cp.where(cond, a, b) to select between values, or compute on the result: "
+    "cp.min / cp.max / cp.clamp for Python's min() and max(), & | ~ (or cp.logical_and) for "
+    "and / or / not, (lo < x) & (x < hi) for lo < x < hi"
 )
+
+
+def _no_python_value(kind: str, conversion: str) -> str:
+    return (f"{kind}() of a traced copapy value: it has no Python value yet (it is computed when "
+            f"the program runs); convert it in the program with {conversion}, or run the "
+            f"program (tg.compile / tg.run, or @cp.jit) and read the result (tg.read(x))")
+
+
+def format_traced(x: object, spec: str) -> str:
+    """``f"{x}"`` of a traced value or array is its repr; a format spec has no number to format."""
+    if spec:
+        raise TypeError(f"format {spec!r} of a traced copapy {type(x).__name__}: it has no Python "
+                        f"value yet; format the result you read (tg.read(x))")
+    return repr(x)
+
+
+def _no_python_function(name: str) -> str:
+    return (f"{name}() of a traced copapy value gives a Python int, which is not known until "
+            f"the program runs; use cp.{name}(x) (a float value; cp.cast(cp.{name}(x), "
+            f"cp.int32) for an int32 one)")
 
 
 @runtime_checkable
@@ -96,13 +118,34 @@ class Value(Generic[T]):
     __hash__ = None  # type: ignore[assignment]  # == builds a comparison, so no hashing
 
     def __index__(self) -> NoReturn:
-        raise TypeError("a traced copapy value cannot be used as a Python index or size")
+        raise TypeError("a traced copapy value cannot be used as a Python index or size: it "
+                        "has no value until the program runs; index with Python ints, select "
+                        "with cp.where(cond, a, b)")
 
     def __float__(self) -> NoReturn:
-        raise TypeError("a traced copapy value has no Python float value before it runs; "
-                        "read it from a target with tg.read(value)")
+        raise TypeError(_no_python_value("float", "cp.cast(x, cp.float32)"))
 
-    __int__ = __float__
+    def __int__(self) -> NoReturn:
+        raise TypeError(_no_python_value("int", "cp.cast(x, cp.int32)"))
+
+    def __complex__(self) -> NoReturn:
+        raise TypeError("copapy has no complex numbers; a traced value has no Python value "
+                        "until the program runs")
+
+    def __round__(self, ndigits: int | None = None) -> NoReturn:
+        raise TypeError(_no_python_function("round"))
+
+    def __floor__(self) -> NoReturn:
+        raise TypeError(_no_python_function("floor"))
+
+    def __ceil__(self) -> NoReturn:
+        raise TypeError(_no_python_function("ceil"))
+
+    def __trunc__(self) -> NoReturn:
+        raise TypeError(_no_python_function("trunc"))
+
+    def __format__(self, spec: str) -> str:
+        return format_traced(self, spec)
 
     def __pos__(self) -> Value[T]:
         return self
@@ -114,6 +157,13 @@ class Value(Generic[T]):
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return array_function(func, args, kwargs)
+
+    def astype(self, dtype: Any) -> Value[Any]:
+        """``cp.cast(self, dtype)``, as NumPy's ``x.astype(np.int32)`` reads."""
+        return Value(build.cast(self.node, dt.as_dtype(dtype)))
 
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
         """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
@@ -376,6 +426,16 @@ UFUNCS: dict[str, tuple[str, str]] = {
 }
 
 
+#: NumPy ufuncs that are a short exact expression of registry operations (their NumPy result:
+#: x != x is True exactly for NaN, x - x is 0 exactly for finite x)
+_COMPOSED: dict[str, Callable[[Any], Any]] = {
+    "isnan": lambda x: _op("ne", x, x),
+    "isinf": lambda x: _op("eq", _op("abs", x), float("inf")),
+    "isfinite": lambda x: _op("eq", _op("sub", x, x), 0),
+    "square": lambda x: _op("mul", x, x),
+}
+
+
 def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
     """A NumPy ufunc called on traced values: the copapy operation it names, or an error that
@@ -383,6 +443,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
     name = getattr(ufunc, "__name__", str(ufunc))
     if name == "matmul" and method == "__call__" and not kwargs:
         return ARRAYS.matmul(*inputs)
+    composed = _COMPOSED.get(name)
+    if composed is not None and method == "__call__" and not kwargs:
+        return composed(*inputs)
     found = UFUNCS.get(name)
     if found is None or method != "__call__" or kwargs:
         known = sorted(spec.api for spec in REGISTRY.values() if spec.api)
@@ -394,6 +457,45 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
     op, cast = found
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
+
+
+def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
+             min: Any = None, max: Any = None) -> Any:
+    low = a_min if a_min is not None else min
+    high = a_max if a_max is not None else max
+    if out is not None or (low is None and high is None):
+        raise TypeError("np.clip of traced copapy values takes a bound and no out=: "
+                        "cp.clamp(x, low, high), cp.max(x, low) or cp.min(x, high)")
+    limited = a if low is None else _op("max", low, a)
+    return limited if high is None else _op("min", high, limited)  # cp.clamp's definition
+
+
+def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
+    """np.var / np.std of a whole array as NumPy defines them: mean((a - mean(a))**2) * n /
+    (n - ddof), std its square root (NumPy's own code asked the elements for a NumPy dtype)."""
+    if any(v is not None and v is not False for v in numpy.values()):
+        raise TypeError(f"np.{'std' if std else 'var'} of a copapy array reduces the whole "
+                        f"array (ddof= only); for a row or column index first (m[r], m[:, c])")
+    d = a - a.mean()
+    var = (d * d).sum() / float(a.size - ddof)
+    return _op("sqrt", var) if std else var
+
+
+def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A NumPy function called on traced values: np.where and np.clip are copapy's select and
+    clamp (NumPy's own would ask each element for its truth value); others run as NumPy's
+    implementation does on the elements."""
+    name = getattr(func, "__name__", "")
+    if name == "where" and len(args) == 3 and not kwargs:
+        return _op("where", *args)
+    if name == "clip":
+        return _np_clip(*args, **kwargs)
+    if name in ("var", "std") and hasattr(args[0], "mean") and len(args) == 1:
+        return _np_var(args[0], name == "std", **kwargs)
+    implementation = getattr(func, "_implementation", getattr(func, "__wrapped__", None))
+    if implementation is None:
+        return NotImplemented
+    return implementation(*args, **kwargs)
 
 
 @overload
@@ -415,8 +517,12 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
     bool a bool. A list or NumPy array gives an input vector/matrix (``packed=None``: packed
     above 64 elements).
     """
-    if isinstance(x, Value):
-        raise TypeError("cp.value() takes a number; it is already a copapy value")
+    if isinstance(x, Value) or hasattr(x, "nodes"):
+        raise TypeError(f"cp.value() takes numbers (an input's initial value); this is already "
+                        f"traced (a copapy {type(x).__name__})")
+    if name is not None and (not isinstance(name, str) or "\0" in name):
+        raise TypeError(f"name= is the port's name, a str without NUL characters, got "
+                        f"{type(name).__name__} {name!r}")
     if is_array(x):
         return ARRAYS.array_input(x, packed=packed, dtype=dtype, name=name)
     scalar = build._check_scalar(x) if dtype is None or not isinstance(x, int) else x
@@ -428,7 +534,9 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
 
 def constant(x: Scalar, dtype: Any = None) -> Value[Any]:
     """A compile-time constant (folded into the program)."""
-    scalar = build._check_scalar(x)
+    if isinstance(x, Value):
+        raise TypeError("cp.constant() takes a number; it is already a copapy value")
+    scalar = build._check_scalar(x, weak=dtype is not None)  # _convert checks the range
     kind = dt.scalar_type(scalar) if dtype is None else dt.as_dtype(dtype)
     return Value(const(_convert(scalar, kind), kind))
 

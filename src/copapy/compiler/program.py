@@ -172,11 +172,15 @@ class _Builder:
                     self.input_port(m, offset + k * m.dtype.size)
         return offset
 
+    def _chosen(self, node: Node) -> bool:
+        """Whether the user named the port (``names``, or ``cp.value(name=...)``)."""
+        return node in self.names or (node.op == "input" and input_name(node) is not None)
+
     def name(self, node: Node, default: str) -> str:
         """The port name of ``node``: the caller's, else ``default``; unique per image."""
         name = self.names.get(node, default)
         other = self.used_names.setdefault(name, node)
-        if other is not node and (node in self.names or other in self.names):
+        if other is not node and (self._chosen(node) or self._chosen(other)):
             raise CompileError(f"two ports of the program are named {name!r}: give them "
                                f"different names")
         return name
@@ -312,7 +316,10 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
     shared_out: dict[Node, int] = {}
     for node, k in producer.items():
         if node.op == "input":
-            raise CompileError(f"{node!r} is an input (cp.value): it cannot be a task output")
+            raise CompileError(f"{node!r} is an input (cp.value): it cannot also be a task "
+                               f"output (cp.delay(x, 0) is x itself); the host reads it as it "
+                               f"is with tg.read(x), or publish a value computed from it, e.g. "
+                               f"cp.delay(x, 1) for x at the previous release")
         init: bytes | None = node.attr if node.op == "const" else None  # type: ignore[assignment]
         offset = b.layout.alloc(node.nbytes, init, _align(node))
         shared_out[node] = offset

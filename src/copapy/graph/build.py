@@ -34,21 +34,25 @@ __all__ = ["ShapeError", "ShapeOrTypeError", "apply", "cast", "live_nodes", "mak
 Operand = Node | bool | int | float
 
 
-def _check_scalar(value: object) -> bool | int | float:
+def _check_scalar(value: object, weak: bool = False) -> bool | int | float:
+    """A Python number from ``value``; an int outside int32 raises unless ``weak`` (an operand
+    next to a value, which takes a float value's type: _check_int32 once the type is known)."""
     if isinstance(value, bool | int | float):
-        if isinstance(value, int) and not isinstance(value, bool):
-            if not dt.INT32_MIN <= value <= dt.INT32_MAX:
-                raise OverflowError(
-                    f"integer constant {value} does not fit in int32; use a float "
-                    f"(e.g. {float(value)!r}) or a value of dtype float64"
-                )
+        if not weak and isinstance(value, int):
+            _check_int32(value)
         return value
     # NumPy scalars and other numbers that convert losslessly
     item = getattr(value, "item", None)
     if callable(item):
-        return _check_scalar(item())
+        return _check_scalar(item(), weak)
     raise TypeError(f"cannot use {type(value).__name__} {value!r} in a copapy expression; "
                     f"expected a number or a copapy value")
+
+
+def _check_int32(value: bool | int | float) -> None:
+    if type(value) is int and not dt.INT32_MIN <= value <= dt.INT32_MAX:
+        raise OverflowError(f"integer constant {value} does not fit in int32; use a float "
+                            f"(e.g. {float(value)!r}) or a value of dtype float64")
 
 
 def cast(node: Node, dtype: DType) -> Node:
@@ -135,14 +139,20 @@ def apply(name: str, *operands: Operand) -> Node:
             return make(spec, operands)  # type: ignore[arg-type]
     if len(operands) != spec.arity:
         raise TypeError(f"{name} takes {spec.arity} operands, got {len(operands)}")
-    checked = tuple(o if isinstance(o, Node) else _check_scalar(o) for o in operands)
+    checked = tuple(o if isinstance(o, Node) else _check_scalar(o, True) for o in operands)
     if name == "where":
         cond = checked[0]
         cond_node = cast(cond, dt.bool_) if isinstance(cond, Node) else const(bool(cond), dt.bool_)
         common = _operand_types(spec, checked[1:])
+        if not common.is_float:
+            for o in checked[1:]:
+                _check_int32(o)  # type: ignore[arg-type]
         a, b = (cast(o, common) if isinstance(o, Node) else const(o, common) for o in checked[1:])
         return make(spec, (cond_node, a, b))
     common = _operand_types(spec, checked)
+    if not common.is_float:
+        for o in checked:
+            _check_int32(o)  # type: ignore[arg-type]
     args = tuple(cast(o, common) if isinstance(o, Node) else const(o, common) for o in checked)
     return make(spec, args)
 

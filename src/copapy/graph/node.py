@@ -11,6 +11,7 @@ import itertools
 import weakref
 import zlib
 from collections.abc import Hashable
+from typing import NoReturn
 
 from ..dtypes import DType
 from . import _intern
@@ -51,6 +52,16 @@ class Node:
     @property
     def nbytes(self) -> int:
         return self.dtype.size * self.size
+
+    def __copy__(self) -> Node:
+        return self  # immutable and hash-consed: a node is its identity
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Node:
+        return self  # a copy of an input would be another input that no write reaches
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("copapy graph nodes cannot be pickled (a node is its identity in this "
+                        "process); save the compiled program with cp.save / tg.save instead")
 
     def __repr__(self) -> str:
         if self.shape:

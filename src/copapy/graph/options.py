@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
 
 
@@ -17,24 +18,28 @@ class SimplifyOptions:
     reassociate_floats: bool = False
 
 
-_current = SimplifyOptions()
+#: per thread (and asyncio task): a ``with`` block in one thread does not change how another
+#: thread traces (a jitted function compiling meanwhile)
+_current: ContextVar[SimplifyOptions] = ContextVar("copapy_simplify_options",
+                                                   default=SimplifyOptions())  # noqa: B039 (frozen)
 
 
 def current() -> SimplifyOptions:
-    return _current
+    return _current.get()
 
 
 @contextmanager
 def simplify_options(**changes: bool) -> Iterator[SimplifyOptions]:
-    """Change simplification rules while tracing inside the ``with`` block."""
-    global _current
+    """Change simplification rules while tracing inside the ``with`` block (this thread)."""
     known = {f.name for f in fields(SimplifyOptions)}
     unknown = set(changes) - known
     if unknown:
         raise TypeError(f"unknown simplify option(s) {sorted(unknown)}; known: {sorted(known)}")
-    previous = _current
-    _current = replace(_current, **changes)
+    for name, on in changes.items():
+        if not isinstance(on, bool):
+            raise TypeError(f"simplify option {name} is True or False, got {on!r}")
+    token = _current.set(replace(_current.get(), **changes))
     try:
-        yield _current
+        yield _current.get()
     finally:
-        _current = previous
+        _current.reset(token)
