@@ -7,6 +7,7 @@ import math
 import pickle
 import threading
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -522,3 +523,22 @@ def test_numpy_dtype_spellings() -> None:
     assert d.dtype == np.float64 and d.dtype != np.float32 and cp.value(1).dtype == np.int32
     assert cp.value(True).dtype == np.bool_ and x.dtype != "i8" and x.dtype != None  # noqa: E711
     assert {cp.float32: 1}[x.dtype] == 1
+
+
+def test_the_errors_a_user_catches_are_exported(tmp_path: Any) -> None:
+    with pytest.raises(cp.ShapeError):
+        cp.vector([1.0, 2.0]) + cp.vector([1.0, 2.0, 3.0])
+    with pytest.raises(cp.NotDifferentiableError):
+        cp.grad(cp.value(1) * 2, cp.value(1.0))
+    with pytest.raises(cp.CompileError):
+        cp.LocalTarget().compile(cp.value(1.0, name="a") + cp.value(2.0, name="a"))
+    with pytest.raises(cp.TargetError):
+        cp.LocalTarget().step(1)
+    bad = tmp_path / "bad.cpimg"
+    bad.write_bytes(b"not an image at all")
+    with pytest.raises(cp.ProgramFileError):
+        cp.load(str(bad))
+    tg = cp.LocalTarget()
+    with pytest.raises(cp.BindingError):
+        tg.bind(cp.value(0.5), cp.io.PWM(0))  # an input on an output channel
+    assert issubclass(cp.SerialTargetError, Exception)

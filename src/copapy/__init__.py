@@ -10,20 +10,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .arrays import Array, cross, dot, matrix, norm, vector
+from .compiler import CompileError
 from .dtypes import DType, bool_, float32, float64, int32
 from .functions import cast, clamp, grad
+from .graph.errors import NotDifferentiableError, ShapeError
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .runtime.errors import CpuFeatureError as CpuFeatureError
 from .runtime.errors import ProgramFault as ProgramFault
+from .runtime.errors import TargetError
 from .value import Value, constant, value
 
 if TYPE_CHECKING:
     from . import io
+    from .io import BindingError
     from .local_target import LocalTarget
     from .quaternions import Quaternion, quaternion
-    from .saved import Program, load, save
-    from .serial_target import SerialTarget
+    from .saved import Program, ProgramFileError, load, save
+    from .serial_target import SerialTarget, SerialTargetError
     from .signals import (
         angular_rate,
         delay,
@@ -74,13 +78,20 @@ from .functions import (
 
 __all__ = [
     "Array",
+    "BindingError",
+    "CompileError",
     "CpuFeatureError",
     "DType",
     "LocalTarget",
+    "NotDifferentiableError",
     "Program",
     "ProgramFault",
+    "ProgramFileError",
     "Quaternion",
     "SerialTarget",
+    "SerialTargetError",
+    "ShapeError",
+    "TargetError",
     "Task",
     "Value",
     "abs",
@@ -150,11 +161,14 @@ __all__ = [
 #: ``@cp.jit`` call never need (targets pull in the runner extension; saving, tasks, I/O
 #: channels, signals and quaternions are not on the jit path) stays unimported
 _LAZY = {
+    "BindingError": "io",
     "io": "io",
     "LocalTarget": "local_target",
     "Program": "saved",
+    "ProgramFileError": "saved",
     "Quaternion": "quaternions",
     "SerialTarget": "serial_target",
+    "SerialTargetError": "serial_target",
     "Task": "task",
     "angular_rate": "signals",
     "delay": "signals",
@@ -172,7 +186,7 @@ _LAZY = {
 
 #: NumPy's reductions that copapy arrays have as methods (np.sum(x) calls x.sum()), not as
 #: copapy functions: ``cp.sum`` names them in its error
-_ARRAY_METHODS = ("mean", "sum")
+_ARRAY_METHODS = ("all", "any", "mean", "prod", "sum")
 
 
 def __getattr__(name: str) -> Any:
