@@ -608,3 +608,16 @@ def test_an_output_that_simplified_to_its_input_is_explained() -> None:
         with pytest.raises(ValueError, match=r"task 'task0': an output is the input .* itself "
                                              r"\(an expression such as x \* 1\.0 simplifies"):
             tg.deploy(cp.Task(*outputs, period=1e-3))
+
+
+def test_outputs_read_zero_until_their_first_period_ends_but_a_constant_from_the_start() -> None:
+    # docs/semantics.md, "Signals and tasks": the rule and its one exception
+    x = cp.value(1.5)
+    computed, constant = x * 2.0, cp.constant(3.0) * 1.0
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(computed, period=2e-3, offset=1e-3), cp.Task(constant, period=2e-3))
+    assert (tg.read(computed), tg.read(constant)) == (0.0, 3.0)
+    tg.step(2e-3)
+    assert tg.read(computed) == 0.0  # released at 1 ms, its period ends at 3 ms
+    tg.step(1e-3)
+    assert (tg.read(computed), tg.read(constant)) == (3.0, 3.0)
