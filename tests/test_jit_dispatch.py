@@ -4,13 +4,21 @@ always as the signature decides, hits counted either way."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import copapy as cp
 from copapy._dispatch import Dispatcher
+
+from .conftest import examples
 
 
 def test_result_forms_through_the_fast_plan() -> None:
@@ -137,3 +145,92 @@ def test_invoke_parses_each_plan_it_is_given() -> None:
         program.invoke((2,), fast.inputs, fast.outputs)
     assert program.invoke((3.0,), fast.inputs, fast.outputs) == (6.0, 4.0)
     assert f(4.0) == (8.0, 5.0)
+
+
+class _Tagged(np.ndarray):
+    """A user subclass of ndarray that adds nothing: its data is a plain array's."""
+
+
+def _refused(case: str) -> tuple[Any, Any, str]:
+    """A subclass whose buffer is not what it means: (argument, NumPy's answer for
+    ``x.sum()`` of a 1-D, ``x * x`` of a 2-D argument, the error's words)."""
+    if case == "masked":
+        x = np.array([1.0, 2.0, 3.0], np.float32)
+        masked = np.ma.masked_array(x, mask=[False, True, False])
+        return masked, 4.0, r"masked array.*x\.filled\(value\)"
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    return m, m * m, r"np\.matrix.*np\.asarray\(m\)"
+
+
+def _sum_or_square(x: Any) -> Any:
+    return x.sum() if x.ndim == 1 else x * x
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+@pytest.mark.parametrize("case", ["masked", "matrix"])
+def test_masked_arrays_and_matrices_are_refused_on_the_first_call(case: str) -> None:
+    arg, _, error = _refused(case)
+    f = cp.jit(_sum_or_square)
+    with pytest.raises(TypeError, match=error):
+        f(arg)
+    with pytest.raises(TypeError, match=error):
+        f(x=arg)
+    with pytest.raises(TypeError, match="masked array"):
+        f(np.ma.masked)  # 0-d: not the number under the mask either
+    assert f.cache_info().misses == 0
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+@pytest.mark.parametrize("case", ["masked", "matrix"])
+def test_masked_arrays_and_matrices_are_refused_by_a_warm_fast_plan(case: str) -> None:
+    """The plan a plain array of the same shape and element type warmed does not take them:
+    its C call would read the raw buffer (the masked elements; the matrix's, element-wise)."""
+    arg, numpy_answer, error = _refused(case)
+    plain = np.asarray(arg).copy()
+    f = cp.jit(_sum_or_square)
+    raw = f(plain)
+    np.testing.assert_array_equal(f(plain), raw)
+    assert f._fast_hits == 1
+    assert not np.array_equal(raw, np.asarray(numpy_answer))  # what the raw buffer gives
+    with pytest.raises(TypeError, match=error):
+        f(arg)
+    assert f._fast_hits == 1
+    if case == "masked":  # the fix the message names
+        assert f(arg.filled(0.0)) == numpy_answer
+
+
+_both = cp.jit(lambda a: (a * 2.0 + 1.0, a.sum()))  # read in place, and copied
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(hnp.arrays(np.float32, 64, elements=st.floats(-1e3, 1e3, width=32)))
+def test_other_ndarray_subclasses_are_their_base_ndarray(x: np.ndarray) -> None:
+    """A memmap or a subclass that adds nothing computes as np.asarray(x) does, whether or not
+    a plain array's plan is warm; the results are plain ndarrays."""
+    with tempfile.TemporaryDirectory() as tmp:
+        mm = np.memmap(os.path.join(tmp, "x.f32"), dtype=np.float32, mode="w+", shape=x.shape)
+        mm[:] = x
+        want_fused, want_total = _both(x.copy())
+        np.testing.assert_allclose(want_fused, x * np.float32(2.0) + np.float32(1.0),
+                                   rtol=1e-6, atol=1e-6)
+        assert want_total == pytest.approx(float(x.sum(dtype=np.float64)), rel=1e-4, abs=1e-2)
+        for arg in (mm, x.view(_Tagged), x, mm):
+            fused, total = _both(arg)
+            assert type(fused) is np.ndarray
+            np.testing.assert_array_equal(fused, want_fused)
+            assert total == want_total
+    assert _both.cache_info().misses == 1
+
+
+def test_invoke_refuses_an_ndarray_subclass() -> None:
+    """Program.invoke leaves a subclass to the general path (TypeError before writing)."""
+    f = cp.jit(lambda a: a * 2.0 + 1.0)
+    x = np.arange(4, dtype=np.float32)
+    f(x)
+    (compiled,) = f._cache.values()
+    fast = compiled.fast
+    if fast is None or not hasattr(fast.invoke.__self__, "invoke_copies"):
+        pytest.skip("the jit runs on an emulator here (no native Program.invoke)")
+    with pytest.raises(TypeError, match="ndarray subclass"):
+        fast.invoke((x.view(_Tagged),), fast.inputs, fast.outputs)
+    assert fast.invoke((x,), fast.inputs, fast.outputs)[0] is not None

@@ -17,7 +17,11 @@
  * no copy out of the program; restored like an argument's slot after the run. A mismatching
  * argument raises TypeError before anything is written, so the caller can fall back to its
  * general path. Every entry's bytes must lie inside the data region (a scalar's: its type's
- * size, whatever nbytes says); the plan last parsed is kept (struct invoke_plan below). */
+ * size, whatever nbytes says); the plan last parsed is kept (struct invoke_plan below).
+ * A buffer argument that is an instance of a subclass of numpy.ndarray raises that TypeError
+ * too: its buffer is not always what it means (a masked array's holds the masked elements,
+ * a matrix's operators differ), so the general path decides (copapy.jit refuses some, passes
+ * the others as their base ndarray). */
 
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
 {
@@ -160,6 +164,50 @@ static void set_pointer(uint8_t *slot, const void *target)
 {
     int64_t rel = (int64_t)((uintptr_t)target - (uintptr_t)slot);
     memcpy(slot, &rel, sizeof rel);
+}
+
+/* numpy.ndarray, looked up in sys.modules the first time a buffer argument comes and held
+ * from then on (NULL until then: without NumPy imported no argument is an ndarray). */
+static PyTypeObject *ndarray_type;
+
+/* 1 if arg's type is a strict subclass of numpy.ndarray, 0 if not, -1 with an exception. A
+ * plain ndarray costs one comparison. */
+static int is_ndarray_subclass(PyObject *arg)
+{
+    PyTypeObject *type = Py_TYPE(arg);
+    if (type == ndarray_type) {
+        return 0;
+    }
+    if (ndarray_type == NULL) {
+        PyObject *name = PyUnicode_FromString("numpy");
+        if (name == NULL) {
+            return -1;
+        }
+        PyObject *numpy = PyImport_GetModule(name);
+        Py_DECREF(name);
+        if (numpy == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        PyObject *found = PyObject_GetAttrString(numpy, "ndarray");
+        Py_DECREF(numpy);
+        if (found == NULL) {
+            return -1;
+        }
+        if (!PyType_Check(found)) {
+            Py_DECREF(found);
+            PyErr_SetString(PyExc_TypeError, "invoke: numpy.ndarray is not a type");
+            return -1;
+        }
+        if (ndarray_type == NULL) { /* the look-up may have run Python code (a lazy import) */
+            ndarray_type = (PyTypeObject *)found;
+        } else {
+            Py_DECREF(found);
+        }
+        if (type == ndarray_type) {
+            return 0;
+        }
+    }
+    return PyType_IsSubtype(type, ndarray_type);
 }
 
 static int scalar_matches(PyObject *arg, long dtype)
@@ -312,6 +360,13 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             goto done;
         }
         if (kind == 1 || kind == 3) {
+            int subclass = is_ndarray_subclass(arg);
+            if (subclass != 0) {
+                if (subclass > 0) {
+                    PyErr_SetString(PyExc_TypeError, "invoke: argument is an ndarray subclass");
+                }
+                goto done;
+            }
             if (PyObject_GetBuffer(arg, &views[held], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
                                                           PyBUF_ND) < 0) {
                 PyErr_Clear();

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from _thread import allocate_lock  # threading.Lock itself; importing threading costs ~1 ms
 from collections import OrderedDict
 from collections.abc import Callable
@@ -95,6 +96,24 @@ def as_python_scalar(a: Any) -> Any:
     if getattr(a, "ndim", None) == 0 and hasattr(a, "item") and hasattr(a, "dtype"):
         return a.item()
     return a
+
+
+def _base_array(a: Any) -> Any:
+    """An ndarray subclass as its base ndarray (a view): the program computes on the data with
+    NumPy's meaning, never the subclass's; refused where those differ (a masked array's buffer
+    holds its masked elements, a matrix's ``*`` is a matrix product). Anything else unchanged."""
+    if type(a) is np.ndarray or not isinstance(a, np.ndarray):
+        return a
+    ma = sys.modules.get("numpy.ma")  # a masked array exists only once numpy.ma is imported
+    if ma is not None and isinstance(a, ma.MaskedArray):
+        raise TypeError("a masked array cannot be passed to a jitted function (the program "
+                        "reads every element, masked or not): pass x.filled(value), or "
+                        "np.asarray(x) if the mask can be ignored")
+    if isinstance(a, np.matrix):
+        raise TypeError("np.matrix cannot be passed to a jitted function (its operators are "
+                        "matrix operations, * is a matrix product): pass np.asarray(m), and "
+                        "use @ for a matrix product")
+    return np.asarray(a)
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -405,7 +424,7 @@ class JitFunction(Dispatcher):
                 # called by a function being traced (a jitted function calling another one):
                 # its operations become part of the caller's program
                 return self.fn(*args)
-            args = tuple(map(as_python_scalar, args))
+            args = tuple(as_python_scalar(_base_array(a)) for a in args)
             key = _signature(args)
         with self._lock:
             compiled = self._cache.get(key)
@@ -478,6 +497,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     CPU runs, e.g. ``"x86_64-v4"``). See :func:`map_to_numpy` for results as arrays. A jitted
     function that another one calls while it traces is traced into the caller's program.
     Keyword-only parameters keep their defaults (give values through ordinary parameters).
+    An ndarray subclass is read as its base ndarray, ``np.asarray(x)`` (``np.memmap``, a
+    subclass of your own; its methods and operators are not traced, the results are plain
+    ndarrays, and each such call takes the general path, some µs more); ``np.ma.MaskedArray``
+    and ``np.matrix`` are refused with TypeError: pass ``x.filled(value)`` or ``np.asarray(x)``.
     Signal state (``cp.delay``, ``cp.feedback``) lives in the program of one signature: each
     call is one run (``f(1.0), f(2.0)`` with ``cp.delay(x)`` gives 0.0, 1.0); a new signature,
     or one evicted from the cache and compiled again, starts from ``init``. ``cp.dt`` has no
