@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy.compiler.lower import CompileError
 from copapy.runtime.errors import TargetError
+from copapy.value import Traced, is_traced
 
 from .conftest import examples, same_bits
 
@@ -542,3 +543,14 @@ def test_the_errors_a_user_catches_are_exported(tmp_path: Any) -> None:
     with pytest.raises(cp.BindingError):
         tg.bind(cp.value(0.5), cp.io.PWM(0))  # an input on an output channel
     assert issubclass(cp.SerialTargetError, Exception)
+
+
+def test_is_traced_is_the_traced_protocol_check() -> None:
+    class OwnTraced:
+        def nodes(self) -> list[Any]:
+            return []
+
+    things = [cp.value(1.0), cp.vector([1.0, 2.0]), cp.quaternion(1.0, 0.0, 0.0, 0.0),
+              OwnTraced(), np.arange(3.0), 1.5, [cp.value(1.0)], "x", None, np.float32(2)]
+    assert [is_traced(t) for t in things] == [isinstance(t, Traced) for t in things]
+    assert [is_traced(t) for t in things] == [True] * 4 + [False] * 6

@@ -33,7 +33,7 @@ from .arrays import Array, array_input, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
-from .value import Traced, Value, constant, flatten, value
+from .value import Value, constant, flatten, is_traced, value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -415,12 +415,12 @@ class JitFunction(Dispatcher):
         """The general call: signature look-up (compiling a new one); the C slot calls it when
         the fast plan of the most recent signature does not take the arguments."""
         if kwargs:
-            if any(isinstance(a, Traced) for a in (*args, *kwargs.values())):
+            if any(map(is_traced, (*args, *kwargs.values()))):
                 return self.fn(*args, **kwargs)  # called while tracing (see below)
             args = self._bind(args, kwargs)
         key = tuple(map(type, args))
         if not _SCALARS.issuperset(key):
-            if any(isinstance(a, Traced) for a in args):
+            if any(map(is_traced, args)):
                 # called by a function being traced (a jitted function calling another one):
                 # its operations become part of the caller's program
                 return self.fn(*args)
