@@ -22,7 +22,7 @@ from .io import Channel
 from .runtime.load import check_architecture, host_architecture
 from .target_common import io_specs, task_specs
 from .task import Task
-from .value import Traced, Value, flatten
+from .value import Value, flatten, is_traced
 
 __all__ = ["Program", "ProgramFileError", "load", "save"]
 
@@ -194,7 +194,7 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
     for name, v in (names or {}).items():
         if not isinstance(name, str):
             raise TypeError(f"names: a port name is a str, got {type(name).__name__} {name!r}")
-        if not isinstance(v, Traced):
+        if not is_traced(v):
             raise TypeError(f"names[{name!r}] must be a copapy value or array, got "
                             f"{type(v).__name__}")
         nodes = v.nodes()

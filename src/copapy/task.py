@@ -6,7 +6,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from .value import Traced
+from .value import is_traced
 
 #: the longest period, offset, wcet or budget: the image holds them as u32 nanoseconds
 MAX_U32_SECONDS = 4.294967295
@@ -48,7 +48,7 @@ class Task:
         if not outputs:
             raise ValueError("a Task needs at least one output value")
         for v in outputs:
-            if not isinstance(v, Traced):
+            if not is_traced(v):
                 raise TypeError(f"Task outputs must be copapy values or arrays, got "
                                 f"{type(v).__name__}")
         for what, x in (("period", period), ("offset", offset), ("wcet", wcet),
