@@ -560,3 +560,17 @@ def test_is_traced_is_the_traced_protocol_check() -> None:
               OwnTraced(), np.arange(3.0), 1.5, [cp.value(1.0)], "x", None, np.float32(2)]
     assert [is_traced(t) for t in things] == [isinstance(t, Traced) for t in things]
     assert [is_traced(t) for t in things] == [True] * 4 + [False] * 6
+
+
+def test_cp_max_of_one_array_names_the_reduction() -> None:
+    data = np.array([0.5, -2.0, 3.5], np.float32)
+    v = cp.vector(data)
+    for name, reduce in (("max", np.max), ("min", np.min)):
+        with pytest.raises(TypeError, match=rf"element-wise.*x\.{name}\(\) or np\.{name}\(x\)"):
+            getattr(cp, name)(v)
+        by_method, by_numpy = getattr(v, name)(), reduce(v)
+        tg = cp.LocalTarget()
+        tg.compile(by_method, by_numpy)
+        tg.run()
+        assert tg.read(by_method) == tg.read(by_numpy) == reduce(data)
+    assert run(cp.max(cp.value(1.0), 2.0)) == [2.0]  # two operands: element-wise as before

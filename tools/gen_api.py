@@ -143,6 +143,10 @@ def _returns(spec: OpSpec) -> str:
     return "Value[Any]"
 
 
+#: binary functions whose NumPy namesake (np.max, np.min) is a reduction of one array
+NUMPY_REDUCTIONS = frozenset({"max", "min"})
+
+
 def public_functions() -> list[str]:
     """``cp.<api>`` for every row that names one (array operands give arrays)."""
     lines: list[str] = []
@@ -159,9 +163,15 @@ def public_functions() -> list[str]:
                 lines += ["@overload", f"def {spec.api}({sig}) -> Array: ..."]
             lines += ["@overload", f"def {spec.api}({typed}) -> {returns}: ..."]
         result = "Any" if spec.arity <= 2 else returns
+        reduction = spec.api in NUMPY_REDUCTIONS and spec.arity == 2
+        if reduction:  # cp.max(v) as np.max(v) would read it: the error names the reduction
+            typed = "a: Any, b: Any = _ONE_OPERAND"
         lines.append(f"def {spec.api}({typed}) -> {result}:")
         doc = spec.doc or f"Element-wise {spec.name}."
         lines.append(f'    """{doc}"""')
+        if reduction:
+            lines += ["    if b is _ONE_OPERAND:",
+                      f'        raise TypeError(one_operand_hint("{spec.api}"))']
         operands = ", ".join(params)
         if spec.api_cast:
             operands = ", ".join(f'_op("cast_{spec.api_cast}", {p})' for p in params)
