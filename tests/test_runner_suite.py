@@ -349,6 +349,21 @@ def test_bound_channels(runner: Runner) -> None:
         tg.stop()
 
 
+def test_set_io_takes_channels_the_program_reads(runner: Runner) -> None:
+    """As on LocalTarget: a channel the program drives would be overwritten at its next period
+    (the runner accepts the write), and a value that is not a number is a TypeError."""
+    level = cp.value(0.0, name="level")
+    with runner.target() as tg:
+        tg.bind(level * 0.5, cp.io.PWM(0))
+        tg.deploy(cp.Task(level * 0.5, period=1e-3))
+        with pytest.raises(cp.TargetError, match="driven by the program"):
+            tg.set_io(cp.io.PWM(0), 0.3)
+        with pytest.raises(TypeError, match="the value is a number"):
+            tg.set_io(cp.io.Encoder(1), "12")
+        with pytest.raises(TypeError, match=r"cp\.io channel"):
+            tg.set_io(1, 0.5)  # type: ignore[arg-type]
+
+
 def test_unknown_channel_is_rejected(runner: Runner) -> None:
     task, counter = counter_task()
     with runner.target() as tg:

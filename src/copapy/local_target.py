@@ -18,7 +18,7 @@ from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
-from .io import Channel, check_binding, checked_channel
+from .io import Channel, check_binding, checked_channel, checked_io_write
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import TargetError
@@ -298,13 +298,8 @@ class LocalTarget:
         """Set a simulated input channel (encoder counts, ADC reading, GPIO level)."""
         sched = self._scheduler()
         self._check_channel(channel, "set_io")
-        if channel.is_output:
-            raise TargetError(f"{channel!r} is driven by the program (read it with "
-                              f"tg.io_value); set_io sets channels the program reads")
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"set_io({channel!r}, value): the value is a number, got "
-                            f"{type(value).__name__} {value!r}")
-        sched.io_write(channel.kind, channel.channel, float(value))
+        channel, number = checked_io_write(channel, value)
+        sched.io_write(channel.kind, channel.channel, number)
 
     def _check_channel(self, channel: Any, what: str) -> None:
         """TypeError for a non-channel; TargetError for a channel the deployed program has no

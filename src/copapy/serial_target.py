@@ -29,7 +29,7 @@ from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .io import Channel, check_binding, checked_channel
+from .io import Channel, check_binding, checked_channel, checked_io_write
 from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.load import features_error
@@ -721,9 +721,9 @@ class SerialTarget:
 
     def set_io(self, channel: Channel, value: float) -> None:
         """Set a simulated I/O channel (e.g. an encoder the program reads)."""
-        checked_channel(channel, "set_io")
+        channel, number = checked_io_write(channel, value)
         self._link.request(p.IO_WRITE, struct.pack("<BHd", channel.kind, channel.channel,
-                                                     float(value)))
+                                                     number))
 
 
 def _program_fault(record: p.FaultRecord) -> ProgramFault:
