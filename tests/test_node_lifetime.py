@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import weakref
 
 import copapy as cp
@@ -16,6 +17,7 @@ def test_structurally_equal_nodes_are_one_object() -> None:
 
 def test_a_node_and_its_intern_entry_go_with_the_last_user() -> None:
     x = cp.value(1.5)
+    gc.collect()  # nodes kept only by earlier tests' cyclic garbage die now, not mid-test
     before = len(node_module._interned)
     y = x * 3.0 + 0.25
     product = weakref.ref(y.node.args[0] if y.node.args[0].op == "mul" else y.node.args[1])
