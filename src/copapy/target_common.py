@@ -56,14 +56,7 @@ def task_specs(tasks: Sequence[Task]) -> list[TaskSpec]:
     for k, t in enumerate(tasks):
         if not isinstance(t, Task):
             raise TypeError(f"deploy() takes cp.Task objects, got {type(t).__name__}")
-        outputs = tuple(flatten(t.outputs, "Task"))
-        for node in outputs:
-            if node.op == "input":
-                raise ValueError(f"task {task_name(t, k)!r}: an output is the input "
-                                 f"{Value(node)!r} itself (an expression such as x * 1.0 "
-                                 f"simplifies to x): a task output is computed by the task; "
-                                 f"read the input directly (tg.read(x)), or leave it out")
-        specs.append(TaskSpec(task_name(t, k), outputs,
+        specs.append(TaskSpec(task_name(t, k), tuple(flatten(t.outputs, "Task")),
                               to_ns(t.period), to_ns(t.offset), t.priority,
                               to_ns(t.wcet) if t.wcet else 0,
                               round(t.budget * 1e9) if t.budget else 0,

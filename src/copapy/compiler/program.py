@@ -316,10 +316,12 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
     shared_out: dict[Node, int] = {}
     for node, k in producer.items():
         if node.op == "input":
-            raise CompileError(f"{node!r} is an input (cp.value): it cannot also be a task "
-                               f"output (cp.delay(x, 0) is x itself); the host reads it as it "
-                               f"is with tg.read(x), or publish a value computed from it, e.g. "
-                               f"cp.delay(x, 1) for x at the previous release")
+            raise CompileError(f"task {tasks[k].name!r}: an output is the input {node!r} itself "
+                               f"(an expression such as x * 1.0 simplifies to x, and "
+                               f"cp.delay(x, 0) is x): a task output is computed by the task; "
+                               f"read the input directly (tg.read(x)), or publish a value "
+                               f"computed from it, e.g. cp.delay(x, 1) for x at the previous "
+                               f"release")
         init: bytes | None = node.attr if node.op == "const" else None  # type: ignore[assignment]
         offset = b.layout.alloc(node.nbytes, init, _align(node))
         shared_out[node] = offset
