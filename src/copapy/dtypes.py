@@ -193,6 +193,11 @@ def storage_array(values: Any, kind: DType) -> Any:
     return np.ascontiguousarray(arr, dtype="<i4")
 
 
+def numpy_type(kind: DType) -> Any:
+    """The NumPy element type read values have: bool for bool, else the dtype's own."""
+    return bool if kind.is_bool else kind.numpy
+
+
 def from_storage(raw: bytes, kind: DType, shape: tuple[int, ...] | None = None) -> Any:
     """The elements slots of ``kind`` hold (``storage_array``'s inverse) as a NumPy array
     the caller owns: bool from int32 0/1, little-endian in any case; ``shape`` or 1-D."""

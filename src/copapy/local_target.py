@@ -452,7 +452,7 @@ class LocalTarget:
         items = elements(a, self._ports)
         if items is not None:  # one dtype rule for both forms: the array's own
             return np.array([self.read(item) for item in items],
-                            dtype=bool if a.dtype.is_bool else a.dtype.numpy).reshape(a.shape)
+                            dtype=dt.numpy_type(a.dtype)).reshape(a.shape)
         node = a.node()
         port = self._ports.get(node)
         if port is None:

@@ -160,7 +160,7 @@ class Slots:
             n = p.count * p.dtype.size
             parts.append(dt.from_storage(raw[at:at + n], p.dtype))
             at += n
-        return np.concatenate(parts).astype(numpy_type(self.dtype)).reshape(self.shape)
+        return np.concatenate(parts).astype(dt.numpy_type(self.dtype)).reshape(self.shape)
 
     def encode(self, x: Any) -> list[tuple[int, bytes]]:
         """``x`` as (offset, bytes) of each of ``ranges()``, checked as tg.write checks a
@@ -188,11 +188,6 @@ class Slots:
             pieces.append(np.ascontiguousarray(elements[:, at:at + n]).tobytes())
             at += n
         return pieces
-
-
-def numpy_type(dtype: dt.DType) -> Any:
-    """The NumPy element type read values have: bool for bool, else the dtype's own."""
-    return bool if dtype.is_bool else dtype.numpy
 
 
 def elements(a: Array, ports: Mapping[Any, Port]) -> list[Value[Any]] | None:
@@ -331,5 +326,5 @@ def decode_rows(raw: bytes, traced: Sequence[Slots]) -> tuple[NDArray[np.uint64]
     for i, s in enumerate(traced):
         parts = [table[f"v{i}_{j}"] for j in range(len(s.ports))]
         col = np.concatenate(parts, axis=1) if s.shape else parts[0]
-        columns.append(col.astype(numpy_type(s.dtype)).reshape((len(table), *s.shape)))
+        columns.append(col.astype(dt.numpy_type(s.dtype)).reshape((len(table), *s.shape)))
     return table["t"], columns
