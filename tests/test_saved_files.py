@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,9 @@ LARGE = np.linspace(-1.0, 1.0, 100).tolist()  # above PACK_THRESHOLD: one packed
 GRID = [[1, 2, 3], [4, 5, 6]]
 
 
-def _saved(tmp_path: Path) -> Path:
+def _saved(tmp_path: Path, periodic: bool = False) -> Path:
     """A scalar, a small (unpacked) array, a large (packed) one and a 2-D int matrix, each an
-    input with a computed output."""
+    input with a computed output (run on request, or a 1 kHz task)."""
     g = cp.value(2.0, name="g")
     k = cp.value(SMALL, name="k")
     big = cp.value(LARGE, name="big")
@@ -35,7 +36,10 @@ def _saved(tmp_path: Path) -> Path:
     assert not k.packed and big.packed
     outs = {"y": g * 3.0, "z": k * g, "w": big * g, "gg": grid * 2}
     path = tmp_path / "p.cpimg"
-    cp.save(path, *outs.values(), names=outs)
+    if periodic:
+        cp.save(path, cp.Task(*outs.values(), period=1e-3, name="t"), names=outs)
+    else:
+        cp.save(path, *outs.values(), names=outs)
     return path
 
 
@@ -71,6 +75,28 @@ def test_array_ports_round_trip_on_local_target(tmp_path: Path) -> None:
     tg.write("grid", grid2.reshape(-1) + 1)  # all elements in one flat list: row-major
     tg.run()
     assert np.array_equal(tg.read("gg"), (grid2 + 1) * 2)
+
+
+def test_array_ports_round_trip_on_a_serial_target(tmp_path: Path) -> None:
+    """The same names through the host runner (SerialTarget reads a saved array whole)."""
+    from tests.runners import host_runner
+
+    prog = cp.load(_saved(tmp_path, periodic=True))
+    with host_runner() as (pty, _proc), cp.SerialTarget(pty) as tg:
+        tg.deploy(prog)
+        tg.write("g", 0.5)
+        tg.write("k", [4.0, 5.0, -6.0])
+        tg.write("grid", [[0, -1, 2], [7, 8, 9]])
+        tg.start()
+        want = _reference(0.5, [4.0, 5.0, -6.0], LARGE, [[0, -1, 2], [7, 8, 9]])
+        deadline = time.monotonic() + 10
+        while not np.array_equal(tg.read("gg"), want["gg"]) and time.monotonic() < deadline:
+            time.sleep(0.005)  # the first period publishes the outputs
+        for name, value in want.items():
+            got = tg.read(name)
+            assert np.shape(got) == np.shape(value) and np.array_equal(got, value), name
+        with pytest.raises(ValueError, match="port 'k' holds 3 values, got 4"):
+            tg.write("k", [1.0, 2.0, 3.0, 4.0])
 
 
 def test_array_writes_of_the_wrong_length_shape_or_type(tmp_path: Path) -> None:
