@@ -185,8 +185,12 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result: int = args.fn(args)
+        sys.stdout.flush()  # a reader that went away (copapy info F | head) shows here
     except (SerialTargetError, ProtocolError, ImageLoadError) as exc:  # names problem and fix
         print(f"copapy {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # as the signal module's "Note on SIGPIPE" does: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     return result
 

@@ -11,8 +11,8 @@ import argparse
 import os
 from typing import Any
 
-from .runtime.errors import TargetError
-from .saved import Program, ProgramFileError, is_image_file, load
+from .runtime.errors import ProgramFault, TargetError
+from .saved import ArrayInfo, Program, ProgramFileError, is_image_file, load
 
 __all__ = ["cmd_image_info", "is_image_file", "names_image_file", "register"]
 
@@ -76,8 +76,9 @@ def _parse_value(text: str, dtype: Any) -> float | int | bool:
 
 
 def _parse_values(text: str, port: Any) -> Any:
-    """A --write VALUE: one number, or for an array port its elements separated by commas."""
-    if port.count == 1:
+    """A --write VALUE: one number, or for an array port its elements separated by commas
+    (row-major)."""
+    if port.count == 1 and not isinstance(port, ArrayInfo):
         return _parse_value(text, port.dtype)
     values = [_parse_value(t.strip(), port.dtype) for t in text.split(",")]
     if len(values) != port.count:
@@ -112,19 +113,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not sep:
             raise SystemExit(f"copapy run: --write {item!r}: use NAME=VALUE")
         try:
-            port = prog.port(name)
-            tg.write(name, _parse_values(text, port))
+            tg.write(name, _parse_values(text, prog.named(name)))
         except (KeyError, ValueError, TypeError, OverflowError, TargetError) as exc:
             raise SystemExit(f"copapy run: --write {item}: {exc.args[0]}") from None
-    if prog.periodic:
-        tg.step(args.steps * prog.tick)
-    else:
-        for _ in range(args.steps):
-            tg.run()
-    names = args.print_ or [p.name for p in prog.ports if p.role == "output"]
+    try:
+        if prog.periodic:
+            tg.step(args.steps * prog.tick)
+        else:
+            for _ in range(args.steps):
+                tg.run()
+    except ProgramFault as exc:  # its message names the fault, the task and the tick
+        raise SystemExit(f"copapy run: {exc}") from None
+    names: list[Any] = args.print_ or prog.names("output")  # (read takes a str too)
     for name in names:
         try:
-            prog.port(name)
+            prog.named(name)
         except KeyError as exc:
             raise SystemExit(f"copapy run: --print: {exc.args[0]}") from None
         print(f"{name} {_format(tg.read(name))}")
@@ -134,7 +137,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_image_info(path: str) -> int:
     """``copapy info prog.cpimg``: header, tasks, ports and I/O bindings."""
     prog = _load(path)
-    meta = prog.metadata
+    meta = prog.meta
     print(f"file           {path}")
     print(f"arch           {prog.arch}")
     needs = (f"{', '.join(prog.cpu_features)} ({prog.variant} code: a CPU without them refuses "
@@ -143,8 +146,8 @@ def cmd_image_info(path: str) -> int:
     print(f"size           {len(prog.image)} bytes (code {len(prog._parsed.code)}, data "
           f"{prog._parsed.data_size}, {len(prog._parsed.patches)} runtime patches)")
     print(f"image crc      {int.from_bytes(prog.image[-4:], 'little'):#010x}")
-    print(f"compiler       {meta.get('compiler', '?')} (stencil table "
-          f"{meta.get('stencil_table', '?')}), {meta.get('ops', '?')} operations")
+    print(f"compiler       {meta.compiler} (stencil table {meta.stencil_table}), {meta.ops} "
+          f"operations")
     if prog.periodic:
         print(f"tick           {prog.tick_ns} ns")
     print("tasks:" if prog.periodic else "runs on request (copapy run --steps N runs it N times)")
@@ -155,10 +158,13 @@ def cmd_image_info(path: str) -> int:
         print(f"  {k}: {t.name:16} period {t.period * 1e3:g} ms, offset {t.offset * 1e3:g} ms, "
               f"priority {t.priority}{extra}")
     print("ports:")
-    for p in prog.ports:
-        shape = f"[{p.count}]" if p.count != 1 else ""
+    for name in prog.names():
+        p = prog.named(name)
+        shape = ("[" + ", ".join(map(str, p.shape)) + "]" if isinstance(p, ArrayInfo) else
+                 f"[{p.count}]" if p.count != 1 else "")
+        at = ", ".join(str(q.offset) for q in p.ports) if isinstance(p, ArrayInfo) else p.offset
         task = f" (task {p.task})" if p.task is not None else ""
-        print(f"  {p.name:24} {p.role:8} {p.dtype.name}{shape} @ {p.offset}{task}")
+        print(f"  {p.name:24} {p.role:8} {p.dtype.name}{shape} @ {at}{task}")
     if prog.bindings:
         print("I/O bindings:")
         for b in prog.bindings:

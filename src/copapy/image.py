@@ -231,6 +231,21 @@ def parse(blob: bytes) -> Image:
         raise ImageFormatError(f"malformed: {exc}") from None
 
 
+def _metadata(raw: bytes) -> dict[str, object]:
+    """The METADATA section's JSON (its schema is the saved programs', copapy.saved_meta)."""
+    if not raw:
+        return {}
+    try:
+        meta = json.loads(raw)
+    except RecursionError:  # json nests as deep as the interpreter's stack allows
+        raise ImageFormatError("the metadata nests too deeply") from None
+    except ValueError as exc:  # not UTF-8, not JSON, or an integer of thousands of digits
+        raise ImageFormatError(f"the metadata is not JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise ImageFormatError("the metadata is not a JSON object")
+    return meta
+
+
 def _parse_sections(blob: bytes, header_size: int, arch: int, code_size: int,
                     data_offset: int, data_size: int, base_align: int, count: int) -> Image:
     sections: dict[int, tuple[int, int, int, int]] = {}
@@ -280,8 +295,7 @@ def _parse_sections(blob: bytes, header_size: int, arch: int, code_size: int,
                       for t, p, _r, n, a, b in LET_COPY.iter_unpack(body(LET_COPIES))]
     img.io_bindings = [ImageIoBinding(t, d, k, c, dt, o, sv)  # type: ignore[arg-type]
                        for t, d, k, c, dt, _r, o, _r2, sv in entries(IO_BINDINGS, IO_BINDING)]
-    meta = body(METADATA)
-    img.metadata = json.loads(meta) if meta else {}
+    img.metadata = _metadata(body(METADATA))
     features = entries(CPU_FEATURES, FEATURES)
     if len(features) > 1:
         raise ImageFormatError(f"the CPU_FEATURES section has {len(features)} entries, it must "

@@ -11,6 +11,7 @@ than a task's ``link_timeout`` (docs/realtime.md, "Faults and the safe state").
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -19,6 +20,7 @@ from typing import Any
 from .runtime.errors import TargetError
 
 GPIO_KIND, PWM_KIND, ENCODER_KIND, ADC_KIND = 1, 2, 3, 4
+KIND_NAMES = {GPIO_KIND: "GPIO", PWM_KIND: "PWM", ENCODER_KIND: "Encoder", ADC_KIND: "ADC"}
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,7 @@ class Channel:
 
     @property
     def kind_name(self) -> str:
-        return {GPIO_KIND: "GPIO", PWM_KIND: "PWM", ENCODER_KIND: "Encoder", ADC_KIND: "ADC"}[
-            self.kind]
+        return KIND_NAMES[self.kind]
 
     @property
     def is_output(self) -> bool:
@@ -99,6 +100,19 @@ def plant(channel: Channel) -> Channel:
         raise TypeError(f"cp.io.plant() takes a controller's channel (cp.io.PWM(0), ...), got "
                         f"{channel!r}")
     return replace(channel, direction=_FLIP[channel.direction], plant=True)
+
+
+def image_channel(kind: int, channel: int, direction: int, safe: float) -> Channel:
+    """The channel of an image's I/O binding (direction 1 input, 2 output), or ValueError
+    naming the field that no channel has (a file another writer made)."""
+    if kind not in KIND_NAMES:
+        raise ValueError(f"kind {kind} is not a channel kind ("
+                         f"{', '.join(f'{k} {n}' for k, n in KIND_NAMES.items())})")
+    if direction not in (1, 2):
+        raise ValueError(f"direction {direction} is neither 1 (input) nor 2 (output)")
+    if not math.isfinite(safe):
+        raise ValueError(f"the safe value {safe} is not a finite number")
+    return Channel(kind, channel, "in" if direction == 1 else "out", safe=safe)
 
 
 def checked_channel(channel: Any, what: str) -> Channel:

@@ -426,27 +426,18 @@ class LocalTarget:
         self._trace_epoch += 1
 
     def _read_named(self, name: str) -> Any:
-        port = self._port(name)
-        assert self._program is not None
-        if port.count == 1:
-            return self._program.read(port.offset, port.dtype.code)
-        return dt.from_storage(self._bytes(port.offset, port.count * port.dtype.size),
-                               port.dtype)
+        slots = slots_of(name, self._ports, self._port)  # a port, or an array's (cp.load)
+        return slots.decode(b"".join(self._bytes(o, n) for o, n in slots.ranges()))
 
     def _write_named(self, name: str, x: Any) -> None:
-        port = self._port(name)
-        if port.role != ROLE_INPUT:
+        slots = slots_of(name, self._ports, self._port)
+        if any(port.role != ROLE_INPUT for port in slots.ports):
             raise TargetError(f"port {name!r} is computed by the program; only inputs can be "
                               f"written")
-        check_unbound(self._bound_inputs, name, name, TargetError)
-        if port.count == 1:
-            assert self._program is not None
-            self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
-            return
-        values = np.asarray(x).reshape(-1)
-        if values.size != port.count:
-            raise ValueError(f"port {name!r} holds {port.count} values, got {values.size}")
-        self._put_bytes(port.offset, dt.storage_array(values, port.dtype).tobytes())
+        for port in slots.ports:
+            check_unbound(self._bound_inputs, port.name, name, TargetError)
+        for offset, data in slots.encode(x):
+            self._put_bytes(offset, data)
 
     def _read_array(self, a: Any) -> Any:
         items = elements(a, self._ports)

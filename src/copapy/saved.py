@@ -5,22 +5,25 @@ names; ``cp.load(path)`` reads one back as a :class:`Program` that ``LocalTarget
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import image as im
+from . import saved_meta
 from .arch import features
 from .arch import targets as arch_targets
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
 from .dtypes import BY_CODE, DType
-from .io import Channel
+from .io import Channel, image_channel
 from .runtime.load import check_architecture, host_architecture
-from .target_common import io_specs, task_specs
+from .target_common import NamedPorts, io_specs, task_specs
 from .task import Task
 from .value import Value, flatten, is_traced
 
@@ -48,6 +51,30 @@ class PortInfo:
     role: str
     task: int | None
     count: int
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """An array port of a saved program: ``tg.read(name)`` is a NumPy array of ``shape``.
+    Its ``ports`` hold the elements in row-major order: one packed port ``name``, or one port
+    per element ``name[k]`` (which ``tg.read("name[k]")`` still reaches)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    ports: tuple[PortInfo, ...]
+
+    @property
+    def role(self) -> str:
+        return self.ports[0].role
+
+    @property
+    def task(self) -> int | None:
+        return self.ports[0].task
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -99,30 +126,24 @@ class Program:
         self.cpu_features: tuple[str, ...] = needs
         #: the stencil table it was compiled with: ``arch``, or a variant (x86_64-v3)
         self.variant: str = features.variant_name(base.id, parsed.cpu_features)
-        if not isinstance(parsed.metadata, dict):
-            raise ProgramFileError(f"{source}: its metadata is not a JSON object")
         self.metadata: dict[str, Any] = dict(parsed.metadata)
-        unknown = [p.dtype for p in parsed.ports if p.dtype not in BY_CODE]
-        if unknown:
-            raise ProgramFileError(f"{source}: a port has the unknown dtype code {unknown[0]}")
         self._parsed = parsed
-        self.ports = [PortInfo(p.name, p.offset, BY_CODE[p.dtype], ROLE_NAMES.get(p.role, "?"),
-                               None if p.task == NO_TASK else p.task, p.count)
-                      for p in parsed.ports]
-        names = self.metadata.get("tasks") or []
+        try:
+            #: the METADATA section, checked against its schema (copapy.saved_meta)
+            self.meta = saved_meta.parse(parsed.metadata)
+            self.ports = _ports(parsed.ports, len(parsed.tasks))
+            #: the array ports by name (cp.save's names=, and named input arrays)
+            self.arrays = _arrays(self.meta.arrays, self.ports)
+            self.bindings = _bindings(parsed.io_bindings, self.ports, len(parsed.tasks))
+        except ValueError as exc:  # a field no writer of this format writes
+            raise ProgramFileError(f"{source}: {exc}") from None
+        names = self.meta.tasks
         self.tasks = [TaskInfo(names[k] if k < len(names) else f"task{k}", t.period_ns * 1e-9,
                                t.offset_ns * 1e-9, t.priority,
                                t.wcet_ns * 1e-9 if t.wcet_ns else None,
                                t.budget_ns * 1e-9 if t.budget_ns else None,
                                t.link_timeout_ns * 1e-9 if t.link_timeout_ns else None)
                       for k, t in enumerate(parsed.tasks)]
-        by_offset = {p.offset: p.name for p in self.ports}
-        self.bindings = [BindingInfo(b.task, "input" if b.direction == 1 else "output",
-                                     Channel(b.kind, b.channel,
-                                             "out" if b.direction == 2 else "in",
-                                             safe=b.safe),
-                                     by_offset.get(b.offset, f"@{b.offset}"))
-                         for b in parsed.io_bindings]
 
     # ---- what it is
 
@@ -150,14 +171,31 @@ class Program:
         raise KeyError(f"the program has no port {name!r}; it has "
                        f"{', '.join(p.name for p in self.ports) or 'none'}")
 
+    def named(self, name: str) -> PortInfo | ArrayInfo:
+        """What ``tg.read(name)`` reads: an array port, or else a port; KeyError lists both."""
+        if name in self.arrays:
+            return self.arrays[name]
+        try:
+            return self.port(name)
+        except KeyError:
+            raise KeyError(f"the program has no port {name!r}; it has "
+                           f"{', '.join(self.names()) or 'none'}") from None
+
+    def names(self, role: str | None = None) -> list[str]:
+        """The names ``tg.read`` takes (of ``role``'s ports), in port order: each array once,
+        as a whole, and the ports that are no array's elements."""
+        array_of = {p.name: a.name for a in self.arrays.values() for p in a.ports}
+        out = dict.fromkeys(array_of.get(p.name, p.name) for p in self.ports
+                            if role is None or p.role == role)
+        return list(out)
+
     def compiled(self) -> CompiledProgram:
         """The program as the targets hold compiled ones, its ports keyed by name."""
-        ports: dict[Any, Port] = {
-            p.name: Port(p.name, p.offset, p.dtype, _role_code(p.role), p.count,
-                         NO_TASK if p.task is None else p.task) for p in self.ports}
-        meta = self.metadata
-        ops = int(meta.get("ops", 0))
-        return CompiledProgram(self.arch, self.image, ports, ops, int(meta.get("stencils", 0)),
+        ports = NamedPorts(
+            {p.name: Port(p.name, p.offset, p.dtype, _role_code(p.role), p.count,
+                          NO_TASK if p.task is None else p.task) for p in self.ports},
+            {a.name: (a.shape, tuple(p.name for p in a.ports)) for a in self.arrays.values()})
+        return CompiledProgram(self.arch, self.image, ports, self.meta.ops, self.meta.stencils,
                                len(self._parsed.code), 0, self._parsed.data_size,
                                len(self._parsed.patches), [], [])
 
@@ -174,16 +212,163 @@ def _role_code(role: str) -> int:
     return {v: k for k, v in ROLE_NAMES.items()}[role]
 
 
+def _ports(ports: Sequence[im.ImagePort], tasks: int) -> list[PortInfo]:
+    """The PORTS section's entries, or ValueError naming the first that no writer makes."""
+    out: list[PortInfo] = []
+    seen: set[str] = set()
+    for k, p in enumerate(ports):
+        where = f"ports[{k}] {p.name!r}"
+        saved_meta.text(p.name, f"ports[{k}].name")
+        if p.name in seen:
+            raise ValueError(f"{where}: a second port of that name")
+        if p.dtype not in BY_CODE:
+            raise ValueError(f"{where}: unknown dtype code {p.dtype}")
+        if p.role not in ROLE_NAMES:
+            raise ValueError(f"{where}: unknown role {p.role} (1 input, 2 output, 3 state, "
+                             f"4 constant)")
+        if p.count < 1:
+            raise ValueError(f"{where}: holds {p.count} elements")
+        if p.task != NO_TASK and p.task >= tasks:
+            raise ValueError(f"{where}: task {p.task}, but the program has {tasks} tasks")
+        seen.add(p.name)
+        out.append(PortInfo(p.name, p.offset, BY_CODE[p.dtype], ROLE_NAMES[p.role],
+                            None if p.task == NO_TASK else p.task, p.count))
+    return out
+
+
+def _arrays(specs: Sequence[saved_meta.ArraySpec], ports: Sequence[PortInfo]
+            ) -> dict[str, ArrayInfo]:
+    """The metadata's arrays with their ports (one packed port ``name`` or ``name[k]`` for
+    each element), or ValueError naming the array that the ports do not hold."""
+    by_name = {p.name: p for p in ports}
+    out: dict[str, ArrayInfo] = {}
+    for k, a in enumerate(specs):
+        where = f"arrays[{k}] {a.name!r}"
+        if a.name in out:
+            raise ValueError(f"{where}: a second array of that name")
+        parts: tuple[PortInfo, ...]
+        if a.name in by_name:
+            parts = (by_name[a.name],)
+            if parts[0].count != a.size:
+                raise ValueError(f"{where}: shape {list(a.shape)} has {a.size} elements, its "
+                                 f"port holds {parts[0].count}")
+        else:
+            if a.size > len(ports):
+                raise ValueError(f"{where}: shape {list(a.shape)} has {a.size} elements, the "
+                                 f"program has {len(ports)} ports")
+            missing = [f"{a.name}[{i}]" for i in range(a.size)
+                       if by_name.get(f"{a.name}[{i}]", None) is None
+                       or by_name[f"{a.name}[{i}]"].count != 1]
+            if missing:
+                raise ValueError(f"{where}: no port {a.name!r} and no one-element port "
+                                 f"{missing[0]!r}")
+            parts = tuple(by_name[f"{a.name}[{i}]"] for i in range(a.size))
+        kinds = {(p.dtype, p.role, p.task) for p in parts}
+        if kinds != {(a.dtype, parts[0].role, parts[0].task)}:
+            raise ValueError(f"{where}: its {a.dtype.name} elements are in ports of other "
+                             f"dtypes, roles or tasks")
+        out[a.name] = ArrayInfo(a.name, a.shape, a.dtype, parts)
+    return out
+
+
+def _bindings(bindings: Sequence[im.ImageIoBinding], ports: Sequence[PortInfo], tasks: int
+              ) -> list[BindingInfo]:
+    """The IO_BINDINGS section's entries, or ValueError naming one no writer makes."""
+    by_offset = {p.offset: p.name for p in ports}
+    out: list[BindingInfo] = []
+    for k, b in enumerate(bindings):
+        try:
+            channel = image_channel(b.kind, b.channel, b.direction, b.safe)
+        except ValueError as exc:
+            raise ValueError(f"io_bindings[{k}]: {exc}") from None
+        if b.task >= tasks:
+            raise ValueError(f"io_bindings[{k}]: task {b.task}, but the program has {tasks} "
+                             f"tasks")
+        out.append(BindingInfo(b.task, "input" if b.direction == 1 else "output", channel,
+                               by_offset.get(b.offset, f"@{b.offset}")))
+    return out
+
+
+_ELEMENT = re.compile(r"(.+)\[(\d+)\]")
+
+
+def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
+                ) -> list[saved_meta.ArraySpec]:
+    """The arrays save() describes in the metadata: each packed port (its node has the
+    shape) and the elements ``name[0..n-1]`` of an unpacked array (of ``shapes[name]``, the
+    arrays names= gives, else 1-D: an input array's ``cp.value(..., name=...)``)."""
+    specs = {p.name: saved_meta.ArraySpec(p.name, tuple(node.shape), p.dtype)
+             for node, p in compiled.ports.items() if p.count > 1}
+    groups: dict[str, list[Port]] = {}
+    for p in compiled.ports.values():
+        m = _ELEMENT.fullmatch(p.name)
+        if m and p.count == 1:
+            groups.setdefault(m[1], []).append(p)
+    taken = {p.name for p in compiled.ports.values()}
+    for name, parts in groups.items():
+        shape = shapes.get(name, (len(parts),))
+        if (name not in taken and math.prod(shape) == len(parts)
+                and {p.name for p in parts} == {f"{name}[{i}]" for i in range(len(parts))}
+                and len({(p.dtype, p.role, p.task) for p in parts}) == 1):
+            specs[name] = saved_meta.ArraySpec(name, shape, parts[0].dtype)
+    return list(specs.values())
+
+
 def write_image(path: str | os.PathLike[str], image: bytes) -> None:
-    """Write image bytes to ``path`` (through a temporary file: a reader never sees half)."""
+    """Write image bytes to ``path`` through a temporary file that is on the disk before it
+    replaces ``path``: a reader, a crash or a power loss leaves the old file or the new one,
+    never half of one; an interrupted write (KeyboardInterrupt too) leaves no temporary."""
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    tmp = _temporary(target, os.getpid())
+    _remove_stale(target)
     try:
-        tmp.write_bytes(image)
+        with open(tmp, "wb") as f:  # truncates a stale one of a former process of this pid
+            f.write(image)
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, target)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise ProgramFileError(f"cannot write {os.fspath(path)!r}: {exc.strerror}") from None
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ProgramFileError(f"cannot write {os.fspath(path)!r}: {exc.strerror}") from None
+        raise
+    if os.name == "posix":  # the rename itself is on the disk once its directory is synced
+        fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            with contextlib.suppress(OSError):  # file systems that cannot sync a directory
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _temporary(target: Path, pid: int) -> Path:
+    return target.with_name(f".{target.name}.tmp{pid}")
+
+
+def _remove_stale(target: Path) -> None:
+    """Remove the temporaries of ``target`` that processes which no longer run left (killed
+    while writing it)."""
+    prefix = f".{target.name}.tmp"
+    try:
+        names = [n for n in os.listdir(target.parent or ".") if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix):]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            with contextlib.suppress(OSError):
+                _temporary(target, int(pid)).unlink()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):  # another user's, or not a pid
+        return True
+    return True
 
 
 def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
@@ -203,6 +388,22 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
         else:  # an unpacked array: one port per element
             out.update({n: f"{name}[{k}]" for k, n in enumerate(nodes)})
     return out
+
+
+def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
+    """The shapes of the arrays (and quaternions) that ``names`` names."""
+    return {name: tuple(getattr(v, "shape", (len(v.nodes()),)))
+            for name, v in (names or {}).items() if len(v.nodes()) > 1}
+
+
+def with_arrays(image: bytes, arrays: Sequence[saved_meta.ArraySpec]) -> bytes:
+    """``image`` with ``arrays`` described in its metadata (``tg.read(name)`` of a loaded
+    program reads them whole)."""
+    if not arrays:
+        return image
+    img = im.parse(image)
+    img.metadata = {**img.metadata, "arrays": [a.to_json() for a in arrays]}
+    return img.to_bytes()
 
 
 def _binding_nodes(bindings: Iterable[Any]) -> dict[Any, Channel]:
@@ -249,8 +450,9 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
             raise ValueError(f"names[{name!r}]: the value is neither an input nor an output of "
                              f"the program, so it has no port to name: make it a task output "
                              f"(or a saved value), or leave it out of names")
-    write_image(path, compiled.image)
-    return Program(compiled.image, str(path))
+    image = with_arrays(compiled.image, array_specs(compiled, _shapes(names)))
+    write_image(path, image)
+    return Program(image, str(path))
 
 
 def load(path: str | os.PathLike[str]) -> Program:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from . import dtypes as dt
 from .arrays import Array
 from .compiler import IoSpec, TaskSpec
-from .compiler.layout import ROLE_INPUT
+from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
 from .io import Channel, check_binding
 from .quaternions import Quaternion
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from .compiler.layout import Port
     from .graph.node import Node
 else:
     from ._lazy import numpy as np
@@ -106,6 +105,16 @@ def check_unbound(bound: Mapping[Any, Channel], key: Any, v: Any, error: type[Ex
 # ---- values
 
 
+class NamedPorts(dict[Any, Port]):
+    """A saved program's ports by name (cp.load) and its array ports: name -> (shape, the
+    names of its ports in element order: one packed port, or one port per element)."""
+
+    def __init__(self, ports: Mapping[str, Port],
+                 arrays: Mapping[str, tuple[tuple[int, ...], tuple[str, ...]]]) -> None:
+        super().__init__(ports)
+        self.arrays = dict(arrays)
+
+
 def find_port(ports: Mapping[Any, Port], v: Value[Any] | str) -> Port | None:
     """The port of a value in a compiled program, or of a name in a saved one (cp.load);
     None if it has none."""
@@ -168,11 +177,13 @@ class Slots:
         if not self.shape:
             return [(self.ports[0].offset, self.dtype.pack(checked_scalar(x, self.dtype)))]
         values = np.asarray(x)
-        if isinstance(self.key[0], str):
-            values = values.reshape(-1)
-            if values.size != self.shape[0]:
-                raise ValueError(f"port {self.key[0]!r} holds {self.shape[0]} values, got "
-                                 f"{values.size}")
+        if isinstance(self.key[0], str) and values.shape != self.shape:
+            # a port name takes its shape, or all its elements in a flat list
+            size = math.prod(self.shape)
+            shape = f" (shape {self.shape})" if len(self.shape) > 1 else ""
+            if values.ndim != 1 or values.size != size:
+                raise ValueError(f"port {self.key[0]!r} holds {size} values{shape}, got "
+                                 f"{values.size} (shape {values.shape})")
         elif values.shape != self.shape:
             raise ValueError(f"writing shape {values.shape} into an input of shape "
                              f"{self.shape}")
@@ -207,8 +218,11 @@ def slots_of(v: Any, ports: Mapping[Any, Port], port: Callable[[Value[Any] | str
     """The slots of a value, array, quaternion or port name among a program's ``ports``
     (``port`` looks one up, raising the target's error for one the program does not have)."""
     if isinstance(v, str):
-        p = port(v)
-        return Slots((v,), (p,), (p.count,) if p.count > 1 else (), p.dtype)
+        shape, names = (ports.arrays.get(v, ((), (v,))) if isinstance(ports, NamedPorts)
+                        else ((), (v,)))
+        parts = tuple(port(n) for n in names)
+        count = parts[0].count
+        return Slots((v,), parts, shape or ((count,) if count > 1 else ()), parts[0].dtype)
     if isinstance(v, Value):
         return Slots((v.node,), (port(v),), (), v.dtype)
     if isinstance(v, Array) and elements(v, ports) is None:
