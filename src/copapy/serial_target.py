@@ -32,7 +32,7 @@ from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel, check_binding, checked_channel, checked_io_write
 from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
-from .runtime.load import features_error
+from .runtime.feature_error import features_error
 from .saved import Program
 from .serial import protocol as p
 from .serial.transport import open_port

@@ -21,8 +21,10 @@
 static PyObject *s_args, *s_op, *s_dtype, *s_stencil, *s_shape, *s_where, *s_size, *s_nbytes;
 static PyObject *s_temp, *s_release, *s_slot_of, *s_check_stencil, *s_lower_array, *s_out;
 static PyObject *s_role[3]; /* "a", "b", "c" */
-/* set by configure(): the Instr named tuple, node -> "family_type__", the view op names */
-static PyObject *g_instr, *g_prefix, *g_views;
+/* set by configure(): the Instr named tuple, the stencil-name callables of compiler/names.py
+ * ((node, dst, forms) -> a scalar operation's, (class, reg) -> a store's), the view op names;
+ * the store names made so far, by (class, reg) */
+static PyObject *g_instr, *g_scalar_name, *g_store_name, *g_views, *g_store_names;
 
 /* state of one call (borrowed references: the _Lowerer keeps them alive) */
 typedef struct {
@@ -206,8 +208,17 @@ static int emit(State *st, PyObject *stencil, PyObject *slots, int checked) {
 static int store(State *st, PyObject *node, PyObject *reg, PyObject *offset, PyObject *src) {
     PyObject *cls = class_of(node);
     if (cls == NULL) return -1;
-    PyObject *name = PyUnicode_FromFormat("store_%U__m_%S", cls, reg);
+    PyObject *key = PyTuple_Pack(2, cls, reg);
     Py_DECREF(cls);
+    if (key == NULL) return -1;
+    PyObject *name = PyDict_GetItemWithError(g_store_names, key);
+    if (name != NULL) {
+        Py_INCREF(name);
+    } else if (!PyErr_Occurred()) {
+        name = PyObject_Call(g_store_name, key, NULL);
+        if (name != NULL && PyDict_SetItem(g_store_names, key, name) < 0) Py_CLEAR(name);
+    }
+    Py_DECREF(key);
     if (name == NULL) return -1;
     PyObject *out = PyTuple_Pack(2, s_out, offset);
     PyObject *slots = NULL;
@@ -354,10 +365,7 @@ static PyObject *stencil_name(State *st, PyObject *cache, PyObject *node, int ds
         Py_INCREF(name);
         return name;
     }
-    PyObject *prefix = PyObject_CallOneArg(g_prefix, node);
-    if (prefix == NULL) return NULL;
-    name = PyUnicode_FromFormat("%U%d_%s", prefix, dst, forms);
-    Py_DECREF(prefix);
+    name = PyObject_CallFunction(g_scalar_name, "Ois", node, dst, forms);
     if (name == NULL) return NULL;
     PyObject *r = call(st, s_check_stencil, name, NULL);
     if (r == NULL) {
@@ -388,14 +396,13 @@ static int lower_node(State *st, PyObject *node) {
     }
     PyObject *cache = name_cache(st, op, args, where);
     if (cache == NULL) goto done;
-    char forms[8]; /* "x_y_z" */
+    char forms[4]; /* one character an operand: "0", "1" or "m" */
     Py_ssize_t nf = 0;
     int code = 0;
     for (Py_ssize_t k = 0, weight = 1; k < n; k++, weight *= 3) {
         PyObject *arg = PyTuple_GET_ITEM(args, k);
         PyObject *regs = regs_of(st, arg);
         if (regs == NULL) goto done;
-        if (k) forms[nf++] = '_';
         if (PyList_GET_ITEM(regs, 0) == arg) {
             forms[nf++] = '0';
         } else if (PyList_GET_ITEM(regs, 1) == arg) {
@@ -764,18 +771,23 @@ static PyObject *py_store(PyObject *module, PyObject *const *argv, Py_ssize_t ar
 
 static PyObject *configure(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
     (void)module;
-    if (argc != 3 || !PyType_Check(argv[0]) ||
+    if (argc != 4 || !PyType_Check(argv[0]) ||
         !PyType_IsSubtype((PyTypeObject *)argv[0], &PyTuple_Type) || !PyCallable_Check(argv[1]) ||
-        !PyAnySet_Check(argv[2])) {
-        PyErr_SetString(PyExc_TypeError, "configure(Instr, prefix, views)");
+        !PyCallable_Check(argv[2]) || !PyAnySet_Check(argv[3])) {
+        PyErr_SetString(PyExc_TypeError, "configure(Instr, scalar_name, store_name, views)");
         return NULL;
     }
+    PyObject *store_names = PyDict_New();
+    if (store_names == NULL) return NULL;
     Py_INCREF(argv[0]);
     Py_INCREF(argv[1]);
     Py_INCREF(argv[2]);
+    Py_INCREF(argv[3]);
     Py_XSETREF(g_instr, argv[0]);
-    Py_XSETREF(g_prefix, argv[1]);
-    Py_XSETREF(g_views, argv[2]);
+    Py_XSETREF(g_scalar_name, argv[1]);
+    Py_XSETREF(g_store_name, argv[2]);
+    Py_XSETREF(g_views, argv[3]);
+    Py_XSETREF(g_store_names, store_names);
     Py_RETURN_NONE;
 }
 
@@ -795,8 +807,9 @@ static PyMethodDef methods[] = {
      "store(lowerer, node, reg, offset, src): emit store_<class>__m_<reg> to offset\n"
      "(src: the slot read when reg is \"m\", else None)."},
     {"configure", FASTCALL(configure),
-     "configure(Instr, prefix, views): the instruction type, node -> \"family_type__\"\n"
-     "of its stencil name, the view operation names."},
+     "configure(Instr, scalar_name, store_name, views): the instruction type, the stencil\n"
+     "names of a scalar operation (node, dst, forms) and of a store (class, reg), the view\n"
+     "operation names."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -5,8 +5,8 @@ from typing import Any
 
 from ..graph.node import Node
 
-def configure(instr_type: type[tuple[Any, ...]], prefix: Callable[[Node], str],
-              views: frozenset[str], /) -> None: ...
+def configure(instr_type: type[tuple[Any, ...]], scalar_name: Callable[[Node, int, str], str],
+              store_name: Callable[[str, int | str], str], views: frozenset[str], /) -> None: ...
 def lower_nodes(lowerer: Any, order: list[Node], skipped: set[Node],
                 progress: Callable[[int, int], None] | None, /) -> None: ...
 def remaining_uses(lowerer: Any, order: list[Node], skipped: set[Node],

@@ -22,10 +22,12 @@ from typing import NamedTuple
 
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
+from . import names
+from .names import BLOCK, FUSED, LOOP
 from .table import StencilTable
 
 #: the stencil that starts a fused loop; the linker branches back to the stencil after it
-LOOP_BEGIN = "vloop_i32__begin"
+LOOP_BEGIN = names.stencil(LOOP, "i32", "begin")
 #: fusion on or off for every compile of this process (tests compare both)
 ENABLED: bool = os.environ.get("COPAPY_FUSE", "1") != "0"
 #: nodes of one tree at most (the recursion depth; deeper operands start loops of their own)
@@ -90,7 +92,7 @@ class _Planner:
                 or any(a.shape not in ((), node.shape) for a in node.args)):
             return False
         family, suffix = self.stencil_name(node)
-        return f"vr{family}_{suffix}__0{'_p' * len(node.args)}" in self.table
+        return names.stencil(FUSED + family, suffix, 0, *"p" * len(node.args)) in self.table
 
     def inner(self, node: Node) -> bool:
         """Can ``node`` be an operand kept in a register (fused into its single user)?"""
@@ -133,7 +135,7 @@ class _Planner:
             # pointer slots; a cheap one as a one-operation loop if the array is large enough
             # (LONE_LOOP_MIN_BYTES), else array.c's loop with the argument copied
             family, suffix = self.stencil_name(root)
-            whole = f"vb{family}_{suffix}__p_p"
+            whole = names.stencil(BLOCK + family, suffix, "p", "p")
             if len(root.args) == 1 and root.args[0] in self.single and whole in self.table:
                 return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
                             True)
@@ -165,12 +167,13 @@ class _Planner:
                     operands.append(("ab"[k], a))
                     leaves.append(a)
             family, suffix = self.stencil_name(node)
-            body.append(Step(f"vr{family}_{suffix}__{d}_{'_'.join(forms)}", tuple(operands)))
+            body.append(Step(names.stencil(FUSED + family, suffix, d, *forms), tuple(operands)))
 
         gen(root, 0)
         kind = root.dtype.stencil
         loop = Loop(root, tuple(interior), tuple(leaves), tuple(body),
-                    f"vrstore_{kind}__p_0", f"vloop_{kind}__end")
+                    names.stencil(FUSED + "store", kind, "p", "0"),
+                    names.stencil(LOOP, kind, "end"))
         if any(s.stencil not in self.table for s in loop.body) or loop.end not in self.table:
             return None
         return loop

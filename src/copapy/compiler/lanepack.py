@@ -21,6 +21,7 @@ from ..graph.build import make, slice_
 from ..graph.lanes import LANES
 from ..graph.node import Node, const_array, fresh_array_input, input_initial
 from ..graph.ops import REGISTRY, STRUCTURAL
+from . import names
 from .lower import VIEWS, _stencil_name
 from .table import StencilTable
 
@@ -277,9 +278,9 @@ class _Packer:
         """The array stencils the unfused lowering of ``new`` uses are in the table (fused
         dots and loops are optional: the lowering checks their own stencils)."""
         family, suffix = _stencil_name(new)
-        forms = "_".join("v" if a.shape else "m" for a in new.args)
-        if f"{family}_{suffix}__0_{forms}" not in self.table or (
-                f"{family}_{suffix}__1_{forms}" not in self.table):
+        forms = ["v" if a.shape else "m" for a in new.args]
+        if names.stencil(family, suffix, 0, *forms) not in self.table or (
+                names.stencil(family, suffix, 1, *forms) not in self.table):
             return False
         stack = [a for a in new.args if a.shape]
         seen: set[Node] = set()
@@ -289,8 +290,8 @@ class _Packer:
                 continue
             seen.add(node)
             family, suffix = _stencil_name(node)
-            forms = "_".join("v" if a.shape else "m" for a in node.args)
-            if f"{family}_{suffix}__v_{forms}" not in self.table:
+            forms = ["v" if a.shape else "m" for a in node.args]
+            if names.stencil(family, suffix, "v", *forms) not in self.table:
                 return False
             stack.extend(a for a in node.args if a.shape)
         return True

@@ -21,7 +21,7 @@ from typing import NamedTuple
 from ..dtypes import DType, int32
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
-from . import _lower
+from . import _lower, names
 from .fuse import LOOP_BEGIN, Loop, find_loops
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -69,9 +69,15 @@ def _class(dtype: DType) -> str:
 
 
 
-def _name_prefix(node: Node) -> str:
-    """A scalar stencil's name up to its register and operand forms: ``family_type__``."""
-    return "{}_{}__".format(*_stencil_name(node))
+def _scalar_name(node: Node, dst: int, forms: str) -> str:
+    """The stencil of scalar ``node`` into register ``dst``, its operands in ``forms`` (a
+    character each: ``0``/``1`` a register, ``m`` a slot); _lower.c calls it."""
+    return names.stencil(*_stencil_name(node), dst, *forms)
+
+
+def _store_name(cls: str, reg: int | str) -> str:
+    """The stencil that stores register ``reg`` (``m``: a slot) of type class ``cls``."""
+    return names.stencil("store", cls, "m", str(reg))
 
 
 def _stencil_name(node: Node) -> tuple[str, str]:
@@ -210,7 +216,7 @@ class _Lowerer:
                     array, scalar, family = y, x, "dotrsub" if cand.op == "sub" else "dot" + cand.op
                 else:
                     continue
-                family_name = f"{family}_{node.dtype.stencil}__0_v_m_v"
+                family_name = names.stencil(family, node.dtype.stencil, 0, "v", "m", "v")
                 if family_name not in self.table:
                     continue
                 fused[node] = (family, cand, array, scalar, node.args[1 - k])
@@ -270,7 +276,7 @@ class _Lowerer:
         return offset
 
     def copy_array(self, node: Node, src: int, dst: int) -> None:
-        self.emit(f"mov_{node.dtype.stencil}__v_v",
+        self.emit(names.stencil("mov", node.dtype.stencil, "v", "v"),
                   [("a", src), ("out", dst), ("n", self.const_int(node.size))])
 
     def lower_array(self, node: Node) -> None:
@@ -330,7 +336,7 @@ class _Lowerer:
             regs = self.regs[_class(node.dtype)]
             dst = self.pick_register(regs)
             self.evict(regs, dst)
-            self.emit(f"{family}_{node.dtype.stencil}__{dst}_v_m_v", slots)
+            self.emit(names.stencil(family, node.dtype.stencil, dst, "v", "m", "v"), slots)
             self.free_dead(args)
             self.finish_scalar(node, regs, dst)
             return
@@ -355,7 +361,7 @@ class _Lowerer:
             else:
                 out = self.array_out(node)
                 self.consume(node)
-            self.emit(f"{family}_{suffix}__v_{'_'.join(forms)}", [*slots, ("out", out)])
+            self.emit(names.stencil(family, suffix, "v", *forms), [*slots, ("out", out)])
             self.copy_stores(node, skip_first=True)
             return
         # reduction to a scalar register (operands freed after the stencil, as above)
@@ -363,7 +369,7 @@ class _Lowerer:
         regs = self.regs[_class(node.dtype)]
         dst = self.pick_register(regs)
         self.evict(regs, dst)
-        self.emit(f"{family}_{suffix}__{dst}_{'_'.join(forms)}", slots)
+        self.emit(names.stencil(family, suffix, dst, *forms), slots)
         self.free_dead(args)
         self.finish_scalar(node, regs, dst)
 
@@ -449,7 +455,7 @@ MEMORY_OPS = ("input", "const", "state")
 VIEWS = frozenset({"index", "slice", "reshape"})
 ARRAY_ALIGN = 16
 INT32 = int32
-_lower.configure(Instr, _name_prefix, VIEWS)
+_lower.configure(Instr, _scalar_name, _store_name, VIEWS)
 
 
 def _view_base(node: Node) -> tuple[Node, int]:

@@ -11,13 +11,13 @@ from ..arch.features import UnknownFeatureError, base_of, feature_names, variant
 from ..arch.targets import (
     Target,
     best_host_arch,
-    by_id,
     by_name,
     host_arch,
     host_variants,
     usable_flags,
 )
 from .errors import UNSUPPORTED, CpuFeatureError, ImageLoadError, TargetError
+from .native import load_native
 
 
 class Scheduler(Protocol):
@@ -122,17 +122,6 @@ def check_features(image: bytes, target: Target) -> None:
         raise CpuFeatureError(variant, base.name, needed, missing, where)
 
 
-def features_error(arch_id: int, image: bytes, missing_bits: int,
-                   where: str = "this CPU") -> CpuFeatureError:
-    """The CpuFeatureError of a runner's CPU_FEATURES refusal (its detail: the missing
-    bits), naming the features from the architecture's declaration."""
-    base = by_id(arch_id)
-    mask = im.required_features(image, arch_id)
-    missing = feature_names(base, missing_bits)
-    return CpuFeatureError(variant_name(arch_id, mask), base.name,
-                           feature_names(base, mask) or missing, missing, where)
-
-
 def load(image: bytes, arch: str) -> LoadedProgram:
     """A loaded program (native ``_runner.Program``, ``QemuProgram`` or ``UnicornProgram``);
     ImageLoadError names what is wrong with a bad image, CpuFeatureError (before anything
@@ -140,8 +129,6 @@ def load(image: bytes, arch: str) -> LoadedProgram:
     target = by_name(arch)
     check_features(image, target)
     if is_native(arch):
-        from .native import load_native
-
         return load_native(image)
     if target.emulator == "qemu":
         from .qemu_backend import QemuProgram

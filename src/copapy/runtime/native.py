@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import CPU_FEATURES, MEMORY_OPTION, ImageLoadError, max_memory
-from .load import features_error
+from .feature_error import features_error
 
 if TYPE_CHECKING:
     from .._runner import Program
