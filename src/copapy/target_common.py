@@ -85,7 +85,23 @@ def check_bound_outputs(specs: Sequence[TaskSpec], bindings: Mapping[Node, Chann
         if node.op != "input" and node not in outputs:
             raise error(f"{Value(node)!r} is bound to {channel!r} (tg.bind), but no task of "
                         f"this deploy outputs it: a target keeps its bindings for every deploy, "
-                        f"so deploy tasks that output it, or another program on a new target")
+                        f"so deploy tasks that output it, or remove the binding first with "
+                        f"tg.unbind({Value(node)!r}) (tg.unbind() removes all)")
+
+
+def remove_binding(bindings: dict[Node, Channel], value: Value[Any] | None, error: type[Exception]
+           ) -> None:
+    """What ``tg.unbind`` does on every target: bindings belong to the next deploy, so the
+    running program keeps its own until then."""
+    if value is None:
+        bindings.clear()
+        return
+    if not isinstance(value, Value):
+        raise TypeError(f"unbind() takes a copapy value bound with tg.bind (or nothing, for "
+                        f"all), got {type(value).__name__}")
+    if bindings.pop(value.node, None) is None:
+        bound = ", ".join(f"{Value(n)!r} -> {ch!r}" for n, ch in bindings.items()) or "none"
+        raise error(f"{value!r} is not bound to a channel (bindings: {bound})")
 
 
 def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
