@@ -718,3 +718,19 @@ def test_unbind_lets_another_program_bind_the_channel() -> None:
     redeploy_with_unbind(tg, cp.TargetError)
     tg.step(2e-3)
     assert tg.io_value(cp.io.PWM(0)) == 2.0  # the last deploy drives PWM(0) with y
+
+
+@pytest.mark.parametrize("bad, named", [("abc", "str"), ([1.0, "a", 3.0], "str"),
+                                        (None, "NoneType"), ([1.0, None, 2.0], "NoneType")])
+def test_writing_non_numbers_into_an_array_input_names_the_type(bad: Any, named: str) -> None:
+    """tg.write(v, "abc") on a (3,) input said "writing shape () into an input of shape (3,)"."""
+    x = cp.value(np.array([1.0, 2.0, 3.0]))
+    tg = cp.LocalTarget()
+    tg.compile(x * 2.0)
+    with pytest.raises(TypeError, match=rf"cannot write .* into a float32 input of shape \(3,\): "
+                                        rf"{named} is not a number; pass an array or list of "
+                                        rf"numbers of shape \(3,\)"):
+        tg.write(x, bad)
+    tg.write(x, [4.0, 5.0, 6.0])  # nothing was written by the refused ones
+    tg.run()
+    assert tg.read(x * 2.0).tolist() == [8.0, 10.0, 12.0]

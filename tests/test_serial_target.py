@@ -174,6 +174,9 @@ def test_arrays_and_quaternions_read_written_and_streamed() -> None:
         tg.write(gain, 2.0)
         with pytest.raises(ValueError, match=r"shape \(10,\) into an input of shape \(100,\)"):
             tg.write(big, np.ones(10))
+        with pytest.raises(TypeError, match=r"cannot write str 'abc' into a float32 input of "
+                                            r"shape \(3,\): str is not a number"):
+            tg.write(small, "abc")  # as on a LocalTarget (it said "writing shape ()")
         with pytest.raises(SerialTargetError, match="computed by the program"):
             tg.write(out, [0.0, 0.0, 0.0])
         time.sleep(0.05)

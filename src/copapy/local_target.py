@@ -41,6 +41,7 @@ from .target_common import (
     elements,
     find_port,
     io_specs,
+    numbers_of,
     remove_binding,
     slots_of,
     task_specs,
@@ -463,7 +464,7 @@ class LocalTarget:
             assert self._program is not None
             self._program.write(port.offset, port.dtype.code, checked_scalar(x, port.dtype))
             return
-        values = np.asarray(x).reshape(-1)
+        values = numbers_of(x, port.dtype, (port.count,)).reshape(-1)
         if values.size != port.count:
             raise ValueError(f"port {name!r} holds {port.count} values, got {values.size}")
         self._put_bytes(port.offset, dt.storage_array(values, port.dtype).tobytes())
@@ -482,7 +483,7 @@ class LocalTarget:
         return dt.from_storage(self._bytes(port.offset, node.nbytes), node.dtype, node.shape)
 
     def _write_array(self, a: Any, x: Any) -> None:
-        values = np.asarray(x)
+        values = numbers_of(x, a.dtype, a.shape)
         if values.shape != a.shape:
             raise ValueError(f"writing shape {values.shape} into an input of shape {a.shape}")
         node = a.node()

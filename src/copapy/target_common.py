@@ -183,7 +183,7 @@ class Slots:
         number: an array of the value's shape (of its element count for a port name)."""
         if not self.shape:
             return [(self.ports[0].offset, self.dtype.pack(checked_scalar(x, self.dtype)))]
-        values = np.asarray(x)
+        values = numbers_of(x, self.dtype, self.shape)
         if isinstance(self.key[0], str):
             values = values.reshape(-1)
             if values.size != self.shape[0]:
@@ -257,6 +257,21 @@ def same_key(a: tuple[Any, ...], b: tuple[Any, ...] | None) -> bool:
     """Whether two trace keys name the same nodes (identity) or the same port name."""
     return b is not None and len(a) == len(b) and all(
         x is y or (isinstance(x, str) and x == y) for x, y in zip(a, b, strict=True))
+
+
+def numbers_of(x: Any, dtype: dt.DType, shape: tuple[int, ...]) -> Any:
+    """``x`` as a NumPy array of numbers for an array input, or a TypeError naming what it is
+    (a str became a 0-d array and was reported as "shape ()")."""
+    if isinstance(x, Value | Array):
+        raise TypeError("write() takes numbers (a NumPy array or a list), not a traced value")
+    values = np.asarray(x)
+    if values.dtype.kind not in "biuf":
+        bad = sorted({type(e).__name__ for e in np.asarray(x, dtype=object).reshape(-1)
+                      if not isinstance(e, bool | int | float | np.number)}) or ["nothing"]
+        raise TypeError(f"cannot write {type(x).__name__} {x!r} into a {dtype.name} input of "
+                        f"shape {shape}: {' and '.join(bad)} is not a number; pass an array or "
+                        f"list of numbers of shape {shape}")
+    return values
 
 
 def checked_scalar(x: Any, dtype: dt.DType) -> float | int | bool:
