@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation
 
 import copapy as cp
 from copapy.graph.reference import evaluate_graph
@@ -399,7 +400,7 @@ def test_quaternions() -> None:
     rotated = q.rotate([1.0, 0.0, 0.0])
     r = q.to_rotation_matrix()
     back = cp.Quaternion.from_rotation_matrix(r)
-    e = cp.Quaternion.from_euler(0.1, 0.2, 0.3)
+    e = cp.Quaternion.from_euler(roll=0.1, pitch=0.2, yaw=0.3)
     composed = (e * e.conjugate()).normalize()
     axis, ang = q.to_axis_angle()
     tg = cp.LocalTarget()
@@ -419,6 +420,44 @@ def test_quaternions() -> None:
     tg.compile(e.to_rotation_matrix())
     tg.run()
     assert np.allclose(tg.read(e.to_rotation_matrix()), want, atol=1e-6)
+
+
+#: one compiled program for every drawn (roll, pitch, yaw): inputs written per example
+_EULER: dict[str, Any] = {}
+
+
+def _euler_program() -> dict[str, Any]:
+    if not _EULER:
+        roll, pitch, yaw = cp.value(0.0), cp.value(0.0), cp.value(0.0)
+        m = cp.Quaternion.from_euler(roll=roll, pitch=pitch, yaw=yaw).to_rotation_matrix()
+        tg = cp.LocalTarget()
+        tg.compile(m)
+        _EULER.update(tg=tg, inputs=(roll, pitch, yaw), m=m)
+    return _EULER
+
+
+angles = st.floats(-math.pi, math.pi, allow_nan=False)
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(roll=angles, pitch=angles, yaw=angles)
+def test_from_euler_is_scipys_zyx(roll: float, pitch: float, yaw: float) -> None:
+    """from_euler(roll=, pitch=, yaw=) is scipy's Rotation.from_euler("ZYX", [yaw, pitch, roll])
+    (the docstring said (yaw, pitch, roll) while the signature took (roll, pitch, yaw))."""
+    prog = _euler_program()
+    tg = prog["tg"]
+    for v, a in zip(prog["inputs"], (roll, pitch, yaw), strict=True):
+        tg.write(v, a)
+    tg.run()
+    want = Rotation.from_euler("ZYX", [yaw, pitch, roll]).as_matrix()
+    assert np.allclose(tg.read(prog["m"]), want, atol=2e-6)
+
+
+def test_from_euler_positional_is_a_type_error_naming_the_keywords() -> None:
+    with pytest.raises(TypeError, match=r"roll.*pitch.*yaw"):
+        cp.Quaternion.from_euler(0.1, 0.2, 0.3)
+    with pytest.raises(TypeError, match=r"from_euler\(roll=\.\.\., pitch=\.\.\., yaw=\.\.\.\)"):
+        cp.Quaternion.from_euler(0.1, roll=0.1, pitch=0.2, yaw=0.3)
 
 
 def test_quaternion_arithmetic_with_scalars() -> None:

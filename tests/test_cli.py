@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from copapy import cli_tools, host_runner
 from copapy.arch.targets import arch_names
+from copapy.bench.jitter_plan import CONDITIONS, POLICIES, VARIANTS, describe
 from copapy.runtime.load import host_architecture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,3 +125,46 @@ def test_bench_jitter_arguments_are_checked() -> None:
                        (("--rounds", "0"), "--rounds must be >= 1")):
         out = copapy("bench", "jitter", *args, "--quiet", timeout=30)
         assert out.returncode == 1 and says in out.stderr, (args, out.stderr)
+
+
+def test_doctor_builds_nothing_to_report_the_host_runner(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """doctor ran `make -C runner host` through runner_executable(): 15 s on a fresh checkout
+    (and a build, just to list features). It reports what is there, and that a first use
+    builds it."""
+    (tmp_path / "runner").mkdir()
+    (tmp_path / "runner" / "Makefile").write_text("host:\n\tfalse\n")
+    monkeypatch.setattr(host_runner, "repo_root", lambda: tmp_path)
+
+    def no_subprocess(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"doctor started a process: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_subprocess)
+    monkeypatch.setattr(subprocess, "Popen", no_subprocess)
+    checks = {c.feature: c for c in cli_tools.checks()}
+    runner = checks["host runner"]
+    assert runner.ok and runner.found.startswith("not built yet: the first use builds it")
+    built = tmp_path / "runner" / "build" / "copapy-runner"
+    built.parent.mkdir()
+    built.write_text("")
+    runner = {c.feature: c for c in cli_tools.checks()}["host runner"]
+    assert runner.ok and runner.found.startswith(str(built))
+
+
+def test_bench_jitter_says_what_it_will_run_first(tmp_path: Path) -> None:
+    """`copapy bench jitter --seconds 1` (the --help example) ran 54 cells, about 5 minutes with
+    CPU stress, without a word first."""
+    assert describe(VARIANTS, CONDITIONS, POLICIES, 1.0, 1).startswith(
+        "copapy bench jitter: 54 cells (9 variants x 3 conditions x 2 policies) of 1 s each, "
+        "about 5 min in all; the 'stress' condition loads every CPU")
+    assert "2 rounds" in describe(["c_ctypes"], ["idle"], ["other"], 0.5, 2)
+    proc = copapy("bench", "jitter", "--variants", "py_sleep", "--conditions", "idle",
+                  "--policies", "other", "--seconds", "0.2", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("copapy bench jitter: 1 cell (1 variants x 1 conditions x 1 "
+                            "policies) of 0.2 s each, about 5 s in all. Fewer:"), proc.stderr
+    assert "stress" not in first
+    help_text = copapy("--help").stdout
+    assert "bench jitter --variants c_ctypes,cyclictest" in help_text
+    assert "about 13 min, with CPU stress" in help_text

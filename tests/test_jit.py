@@ -460,8 +460,14 @@ def test_results_that_are_not_values() -> None:
     list result points to a tuple."""
     with pytest.raises(TypeError, match=r"at least one value; it returned \(\)"):
         cp.jit(lambda x: ())(1.0)
-    with pytest.raises(TypeError, match=r"got list.*return a tuple"):
+    with pytest.raises(TypeError, match=r"it returned a list of Value.*return a tuple"):
         cp.jit(lambda x: [x, x])(1.0)
+    # it said "got tuple" without naming which result or what it held
+    with pytest.raises(TypeError, match=r"its result \[1\] is a tuple of int, \(3,\)\. "
+                                        r"Allowed: a traced value or array"):
+        cp.jit(lambda x: (x.sum(), x.shape))(np.ones(3))
+    with pytest.raises(TypeError, match=r"its result \[0\] is a str, 'a'"):
+        cp.jit(lambda x: ("a", x))(1.0)
 
 
 def test_signal_state_lives_in_the_program_of_a_signature() -> None:

@@ -6,6 +6,7 @@ import math
 import sys
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -241,9 +242,65 @@ def test_reset_restores_initial_state() -> None:
     tg.step(5e-3)
     assert tg.read(c) == 15
     tg.reset()
-    assert tg.read(c) == 0 and tg.time == 0.0  # nothing published yet: outputs start at 0
+    # nothing published yet: a feedback output reads its init (it read 0 before issue 27)
+    assert tg.read(c) == 10 and tg.time == 0.0
     tg.step(2e-3)
     assert tg.read(c) == 12
+
+
+@settings(max_examples=examples(10), deadline=None)
+@given(init=st.floats(-1e6, 1e6, allow_nan=False, width=32),
+       n=st.integers(1, 3), period=st.sampled_from([1, 2, 3]))
+def test_state_outputs_read_their_init_before_the_first_publish(init: float, n: int,
+                                                                 period: int) -> None:
+    """feedback, delay and integrate outputs hold their init until the first publish, on
+    request (compile) and in tasks (deploy); a plain output is NotComputedError until then
+    and after a reset (all of them read 0.0 before issue 27)."""
+    x = cp.value(1.5)
+    fb = cp.feedback(lambda p: p * 0.5 + x, init=init)
+    dl = cp.delay(x, n, init=init)
+    plain = cp.exp(x)
+    tg = cp.LocalTarget()
+    tg.compile(fb, dl, plain)
+    assert (tg.read(fb), tg.read(dl)) == (init, init)
+    with pytest.raises(cp.NotComputedError, match=r"not been computed yet.*call tg\.run\(\)"):
+        tg.read(plain)
+    tg.run()
+    assert tg.read(fb) == np.float32(np.float32(init) * np.float32(0.5) + np.float32(1.5))
+    assert tg.read(plain) == np.exp(np.float32(1.5))
+
+    integ = cp.integrate(x, init=init)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(fb, dl, integ, plain, period=period * 1e-3))
+    for _ in range(2):  # and again after a reset
+        for t in range(period):
+            assert (tg.read(fb), tg.read(dl), tg.read(integ)) == (init, init, init)
+            with pytest.raises(cp.NotComputedError,
+                               match=rf"first period, {period * 1e-3:g} s.*"
+                                     rf"tg\.step\({(period - t) * 1e-3:g}\)"):
+                tg.read(plain)
+            tg.step(1e-3)
+        assert tg.read(plain) == np.exp(np.float32(1.5))
+        assert tg.read(fb) != init or init == 3.0  # published: init * 0.5 + 1.5
+        tg.reset()
+
+
+def test_outputs_read_before_any_run_name_the_fix() -> None:
+    """Arrays, vectors and quaternions of plain outputs are NotComputedError (a TargetError)
+    before the first run; reading inputs and constants is fine."""
+    x = cp.value(2.0)
+    packed = cp.value([1.0, 2.0]) * 2.0
+    unpacked = cp.vector([cp.exp(x), x * 3.0])
+    q = cp.Quaternion.from_euler(roll=x, pitch=0.0, yaw=0.0)
+    tg = cp.LocalTarget()
+    tg.compile(packed, unpacked, q)
+    for v in (packed, unpacked, q):
+        with pytest.raises(cp.TargetError, match="not been computed yet"):
+            tg.read(v)
+    assert tg.read(x) == 2.0
+    tg.run()
+    assert tg.read(packed).tolist() == [2.0, 4.0]
+    assert tg.read(unpacked)[1] == 6.0
 
 
 def test_io_bindings_record_and_drive() -> None:
@@ -610,14 +667,70 @@ def test_an_output_that_simplified_to_its_input_is_explained() -> None:
             tg.deploy(cp.Task(*outputs, period=1e-3))
 
 
-def test_outputs_read_zero_until_their_first_period_ends_but_a_constant_from_the_start() -> None:
-    # docs/semantics.md, "Signals and tasks": the rule and its one exception
+def test_outputs_are_not_computed_until_their_first_period_ends_but_a_constant_from_the_start(
+        ) -> None:
+    # docs/semantics.md, "Reading before the first run": the rule and its exceptions (until
+    # issue 27 the computed output read 0.0 here)
     x = cp.value(1.5)
     computed, constant = x * 2.0, cp.constant(3.0) * 1.0
     tg = cp.LocalTarget(tick=1e-3)
     tg.deploy(cp.Task(computed, period=2e-3, offset=1e-3), cp.Task(constant, period=2e-3))
-    assert (tg.read(computed), tg.read(constant)) == (0.0, 3.0)
+    assert tg.read(constant) == 3.0
+    with pytest.raises(cp.NotComputedError, match=r"0\.003 s.*tg\.step\(0\.003\)"):
+        tg.read(computed)
     tg.step(2e-3)
-    assert tg.read(computed) == 0.0  # released at 1 ms, its period ends at 3 ms
+    with pytest.raises(cp.NotComputedError, match=r"tg\.step\(0\.001\)"):
+        tg.read(computed)  # released at 1 ms, its period ends at 3 ms
     tg.step(1e-3)
     assert (tg.read(computed), tg.read(constant)) == (3.0, 3.0)
+
+
+def redeploy_with_unbind(tg: Any, error: type[Exception]) -> None:
+    """A second program binding the same channel: unbind (one value, or all) makes room."""
+    a = cp.value(1.0)
+    y, z = a * 2.0, a * 3.0
+    tg.bind(y, cp.io.PWM(0))
+    tg.deploy(cp.Task(y, period=1e-3))
+    with pytest.raises(cp.io.BindingError, match=r"already driven.*tg\.unbind\(value\) removes "
+                                                 r"a binding, tg\.unbind\(\) all of them"):
+        tg.bind(z, cp.io.PWM(0))
+    with pytest.raises(error, match=r"tg\.unbind\(.*\) \(tg\.unbind\(\) removes all\)"):
+        tg.deploy(cp.Task(z, period=1e-3))  # y is still bound, and this deploy lacks it
+    with pytest.raises(error, match=r"is not bound to a channel \(bindings: .* -> "
+                                    r"cp\.io\.PWM\(0\)\)"):
+        tg.unbind(z)
+    with pytest.raises(TypeError, match=r"unbind\(\) takes a copapy value.*got int"):
+        tg.unbind(3)
+    tg.unbind(y)
+    tg.bind(z, cp.io.PWM(0))
+    tg.deploy(cp.Task(z, period=1e-3))
+    tg.unbind()
+    with pytest.raises(error, match=r"not bound to a channel \(bindings: none\)"):
+        tg.unbind(z)
+    tg.bind(y, cp.io.PWM(0))
+    tg.deploy(cp.Task(y, period=1e-3))
+
+
+def test_unbind_lets_another_program_bind_the_channel() -> None:
+    """The error said "unbind it" but there was no unbind (tests cleared tg._bindings), and a
+    LocalTarget refused bind() after a deploy."""
+    tg = cp.LocalTarget(tick=1e-3)
+    redeploy_with_unbind(tg, cp.TargetError)
+    tg.step(2e-3)
+    assert tg.io_value(cp.io.PWM(0)) == 2.0  # the last deploy drives PWM(0) with y
+
+
+@pytest.mark.parametrize("bad, named", [("abc", "str"), ([1.0, "a", 3.0], "str"),
+                                        (None, "NoneType"), ([1.0, None, 2.0], "NoneType")])
+def test_writing_non_numbers_into_an_array_input_names_the_type(bad: Any, named: str) -> None:
+    """tg.write(v, "abc") on a (3,) input said "writing shape () into an input of shape (3,)"."""
+    x = cp.value(np.array([1.0, 2.0, 3.0]))
+    tg = cp.LocalTarget()
+    tg.compile(x * 2.0)
+    with pytest.raises(TypeError, match=rf"cannot write .* into a float32 input of shape \(3,\): "
+                                        rf"{named} is not a number; pass an array or list of "
+                                        rf"numbers of shape \(3,\)"):
+        tg.write(x, bad)
+    tg.write(x, [4.0, 5.0, 6.0])  # nothing was written by the refused ones
+    tg.run()
+    assert tg.read(x * 2.0).tolist() == [8.0, 10.0, 12.0]

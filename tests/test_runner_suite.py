@@ -377,7 +377,7 @@ def test_unknown_channel_is_rejected(runner: Runner) -> None:
         out = level * 2.0
         tg._bindings[out.node] = Channel(PWM_KIND, count, "out")
         image = tg._compile([cp.Task(out, period=1e-3)]).image
-        tg._bindings.clear()
+        tg.unbind()
         with pytest.raises(p.ProtocolError, match=f"OUT_OF_RANGE.*PWM channel {count} does not "
                                                   f"exist"):
             tg._upload(image, p.image_crc(image))
@@ -462,7 +462,7 @@ def test_safe_state_on_stop_unload_and_replacement(runner: Runner) -> None:
         tg.start()
         wait_running(tg, v["counter"])
         other = cp.feedback(lambda n: n + 2, init=0)
-        tg._bindings.clear()
+        tg.unbind()
         tg.deploy(cp.Task(other, period=1e-3))
         assert tg.info().state == "stopped"
         assert_safe(tg)
@@ -484,7 +484,7 @@ def test_atomic_replace_keeps_running(runner: Runner) -> None:
         for k in range(3):
             counter = cp.feedback(lambda n: n + 1, init=0)
             duty = cp.min(cp.value(0.1 * (k + 1)), 1.0)
-            tg._bindings.clear()
+            tg.unbind()
             tg.bind(duty, cp.io.PWM(0, safe=PWM_SAFE))
             tg.deploy(cp.Task(duty, counter, period=1e-3), start=True)
             assert tg.info().state == "running"

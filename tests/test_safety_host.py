@@ -46,7 +46,7 @@ def two_tasks(victim_budget: float | None = 1e-3) -> tuple[list[cp.Task], dict[s
 
 
 def bind_two(tg: SerialTarget, v: dict[str, Any]) -> None:
-    tg._bindings.clear()  # the bindings of an earlier program
+    tg.unbind()  # the bindings of an earlier program
     tg.bind(v["duty"], cp.io.PWM(0, safe=PWM_SAFE))
     tg.bind(v["level"], cp.io.GPIO(2, "out", safe=True))
 

@@ -20,6 +20,7 @@ from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
 from .runners import host_runner, qemu_process, qemu_runner
+from .test_realtime import redeploy_with_unbind
 
 
 def control_program() -> dict[str, Any]:
@@ -173,6 +174,9 @@ def test_arrays_and_quaternions_read_written_and_streamed() -> None:
         tg.write(gain, 2.0)
         with pytest.raises(ValueError, match=r"shape \(10,\) into an input of shape \(100,\)"):
             tg.write(big, np.ones(10))
+        with pytest.raises(TypeError, match=r"cannot write str 'abc' into a float32 input of "
+                                            r"shape \(3,\): str is not a number"):
+            tg.write(small, "abc")  # as on a LocalTarget (it said "writing shape ()")
         with pytest.raises(SerialTargetError, match="computed by the program"):
             tg.write(out, [0.0, 0.0, 0.0])
         time.sleep(0.05)
@@ -498,3 +502,12 @@ def asan_runner() -> Any:
         proc.kill()
         stderr = proc.stderr.read() if proc.stderr else ""
         assert "ERROR: AddressSanitizer" not in stderr and "runtime error" not in stderr, stderr
+
+
+def test_unbind_lets_another_program_bind_the_channel() -> None:
+    """As on a LocalTarget (tests/test_realtime.py): tests cleared tg._bindings instead."""
+    with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
+        redeploy_with_unbind(tg, SerialTargetError)
+        tg.start()
+        time.sleep(0.05)
+        assert tg.io_value(cp.io.PWM(0)) == 2.0

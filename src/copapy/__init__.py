@@ -17,6 +17,7 @@ from .graph.errors import NotDifferentiableError, ShapeError
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
 from .runtime.errors import CpuFeatureError as CpuFeatureError
+from .runtime.errors import NotComputedError as NotComputedError
 from .runtime.errors import ProgramFault as ProgramFault
 from .runtime.errors import TargetError
 from .value import Value, constant, value
@@ -83,6 +84,7 @@ __all__ = [
     "CpuFeatureError",
     "DType",
     "LocalTarget",
+    "NotComputedError",
     "NotDifferentiableError",
     "Program",
     "ProgramFault",

@@ -12,7 +12,9 @@
     copapy runner --pty --image prog.cpimg --start     # the host runner, running it at once
     copapy doctor                    # what is installed for each feature
     copapy firmware export DIR       # the runner sources for building a board's firmware
-    copapy bench jitter --seconds 1  # wake-up latency of every way of running a program
+    copapy bench jitter --variants c_ctypes,cyclictest --conditions idle --seconds 5
+                                     # wake-up latency, 4 cells, about 40 s; without options
+                                     # all 54 cells, about 13 min, with CPU stress
     copapy flash build/zephyr/zephyr.hex   # the Teensy 4.1 firmware, via teensy_loader_cli
 """
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .bench.jitter_plan import add_arguments
+
 
 def cmd_bench_jitter(args: argparse.Namespace) -> int:
-    from .bench.jitter import main_from_args
+    from .bench.jitter import main_from_args  # NumPy and tqdm: only for the bench itself
 
     if not args.seconds > 0:  # 0 or less ran every cell anyway, for nothing
         raise SystemExit(f"copapy bench jitter: --seconds must be > 0, got {args.seconds}")
@@ -23,7 +25,5 @@ def register(sub: Any) -> None:
     jitter = kinds.add_parser("jitter", help="1 kHz wake-up latency: Python loops, the C loop, "
                                              "the cppyy ControlLoop, the host runner, "
                                              "ros2_control and cyclictest side by side")
-    from .bench.jitter import add_arguments
-
     add_arguments(jitter)
     jitter.set_defaults(fn=cmd_bench_jitter)

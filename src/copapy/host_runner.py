@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["repo_root", "runner_executable"]
+__all__ = ["repo_root", "runner_executable", "runner_status"]
 
 
 def repo_root() -> Path:
@@ -40,3 +40,20 @@ def runner_executable(rebuild: bool = False) -> Path:
     if proc.returncode or not exe.exists():
         raise SystemExit(f"building the host runner failed:\n{proc.stdout}\n{proc.stderr}")
     return exe
+
+
+def runner_status() -> tuple[Path | None, str]:
+    """(the runner there is now, or None; how ``runner_executable`` will get one), without
+    building anything: ``copapy doctor`` only reports (a build took it 15 s)."""
+    root = repo_root()
+    packaged = Path(__file__).resolve().parent / "_bin" / "copapy-runner"
+    checkout = (root / "runner" / "Makefile").exists()
+    if not checkout:
+        return (packaged, "") if packaged.exists() else (None, "no copapy/_bin/copapy-runner")
+    exe = root / "runner" / "build" / "copapy-runner"
+    can_build = shutil.which("make") is not None and shutil.which("cc") is not None
+    if exe.exists():
+        return exe, "rebuilt on use when its sources change" if can_build else ""
+    if can_build:
+        return None, "not built yet: the first use builds it (make -C runner host)"
+    return (packaged, "") if packaged.exists() else (None, "not built, and no make and C compiler")

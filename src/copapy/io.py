@@ -164,4 +164,5 @@ def check_binding(bindings: Mapping[Any, Channel], node: Any, is_input: bool,
         if (channel.is_output and existing.is_output
                 and (existing.kind, existing.channel) == (channel.kind, channel.channel)):
             raise BindingError(f"{channel!r} is already driven by another value ({existing!r}): "
-                               f"a channel has one driver (unbind it, or compute one value)")
+                               f"a channel has one driver (tg.unbind(value) removes a binding, "
+                               f"tg.unbind() all of them; or compute one value)")

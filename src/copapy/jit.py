@@ -43,6 +43,20 @@ else:
 _WIDEN = {"b": "bool", "i": "int32", "u": "int32", "f": "float32"}
 
 
+
+def _bad_result(r: Any, index: int | None) -> str:
+    """Why a jitted function's result ``r`` (element ``index`` of a returned tuple) cannot be
+    returned, naming it and its type (a tuple of ints, not just "tuple")."""
+    what = type(r).__name__
+    if isinstance(r, tuple | list) and r:
+        what += " of " + " and ".join(sorted({type(e).__name__ for e in r}))
+    where = f"its result [{index}] is" if index is not None else "it returned"
+    hint = " (several results: return a tuple)" if isinstance(r, list) and index is None else ""
+    return (f"a jitted function must return copapy values or arrays (or a tuple of them); "
+            f"{where} a {what}, {r!r}{hint}. Allowed: a traced value or array, a Python number, "
+            f"a non-empty 1-D or 2-D NumPy array, cp.map_to_numpy(...); a shape or other "
+            f"Python data is known before the call: compute it outside the jitted function")
+
 class MapToNumpy:
     """Marks a result to be returned as a NumPy array (view or copy). A plain class, not a
     dataclass: a frozen dataclass costs ~0.5 ms at ``import copapy`` (Python 3.11 compiles
@@ -186,7 +200,7 @@ class _Compiled:
         outputs = []
         #: per result: its kind ("scalar", "copy": an array the caller owns, "array": a view)
         self.plan: list[tuple[str, Any]] = []
-        for r in results:
+        for index, r in enumerate(results):
             copy = True
             if isinstance(r, MapToNumpy):
                 r, copy = r.value, r.copy
@@ -195,9 +209,7 @@ class _Compiled:
             elif isinstance(r, np.ndarray) and r.ndim in (1, 2) and r.size:
                 r = _result_array(r)
             if not isinstance(r, Value | Array):
-                hint = " (several results: return a tuple)" if isinstance(r, list) else ""
-                raise TypeError(f"a jitted function must return copapy values or arrays (or a "
-                                f"tuple of them), got {type(r).__name__}{hint}")
+                raise TypeError(_bad_result(r, index if self.tuple_result else None))
             if isinstance(r, Array) and not r.packed:
                 r = r.to_packed()
             outputs.append(r)

@@ -21,7 +21,7 @@ from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel, checked_io_write
 from .plot import step_plot
 from .quaternions import Quaternion
-from .runtime.errors import TargetError
+from .runtime.errors import NotComputedError, TargetError
 from .runtime.load import (
     LoadedProgram,
     Scheduler,
@@ -41,6 +41,8 @@ from .target_common import (
     elements,
     find_port,
     io_specs,
+    numbers_of,
+    remove_binding,
     slots_of,
     task_specs,
     task_stats,
@@ -100,6 +102,9 @@ class LocalTarget:
         self._bound_inputs: dict[Any, Channel] = {}
         self._bindings: dict[Any, Channel] = {}
         self._fast_read: dict[Any, tuple[int, int]] = {}
+        #: computed outputs with no value yet (Port.needs_run): not in _fast_read until the
+        #: first run (compile) or their task's first publish (deploy); see _computed
+        self._pending: dict[Any, Port] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
         self._sched: Scheduler | None = None
         self._tasks: list[Named] = []
@@ -123,12 +128,19 @@ class LocalTarget:
         compiled = compile_program(flat, self.arch)
         program = load(compiled.image, self.arch)
         self._install(compiled, program)
-        self._bind_run(program.run)
+        self._bind_run(self._first_run if self._pending else program.run)
         self._rebuild = lambda arch: compile_program(flat, arch)
 
     def run(self, task: int = 0) -> None:
         """Execute the compiled program once."""
         _nothing_compiled(task)
+
+    def _first_run(self, task: int = 0) -> None:
+        """The first run: afterwards every output holds a value, and ``run`` is the program's."""
+        assert self._program is not None
+        self._program.run(task)
+        self._computed(list(self._pending))
+        self._bind_run(self._program.run)
 
     def _bind_run(self, run: Callable[[int], None]) -> None:
         """``run`` becomes the loaded program's own entry point: no Python frame between the
@@ -139,13 +151,19 @@ class LocalTarget:
 
     def bind(self, value: Value[Any], channel: Channel) -> None:
         """Connect a value to an I/O channel: an input (cp.value) reads it at each release of
-        the tasks using it; a task output drives it at the end of the task's period."""
+        the tasks using it; a task output drives it at the end of the task's period. Bindings
+        are part of the next deploy (as on a SerialTarget); the deployed program keeps its
+        own."""
         if not isinstance(value, Value) or not isinstance(channel, Channel):
             raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
-        if self._compiled is not None and self._sched is not None:
-            raise TargetError("bind() before deploy(): bindings are part of the program")
         check_binding(self._bindings, value.node, value.node.op == "input", channel)
         self._bindings[value.node] = channel
+
+    def unbind(self, value: Value[Any] | None = None) -> None:
+        """Remove ``value``'s binding (all bindings without an argument) for the next deploy,
+        e.g. to deploy another program that binds the same channel; the deployed program
+        keeps driving and reading its channels until then."""
+        remove_binding(self._bindings, value, TargetError)
 
     def deploy(self, *items: Task | Program) -> None:
         """Compile and load periodic tasks; simulated time starts at 0.
@@ -210,6 +228,7 @@ class LocalTarget:
                 sched.tick()
         # the outputs of every period that ended at the new time are visible now
         sched.settle()
+        self._published()
 
     @property
     def time(self) -> float:
@@ -225,6 +244,7 @@ class LocalTarget:
         """Back to time 0: inputs, state and outputs return to their initial values."""
         self._scheduler().reset()
         self._trace_epoch += 1
+        self._pending_outputs()
 
     def drive(self, value: Value[Any] | Array, source: Any) -> None:
         """Drive an input per tick: a sequence/array of samples (one per tick from now on; an
@@ -365,6 +385,7 @@ class LocalTarget:
         if isinstance(v, Value) and v.node not in self._ports and v.node.op == "input":
             return self._detached.get(v.node, v.node.dtype.unpack(v.node.attr[2]))  # type: ignore[index]
         port = self._port(v)
+        self._check_computed(v, v.node)
         assert self._program is not None
         result: float | int | bool = self._program.read(port.offset, port.dtype.code)
         return result
@@ -449,10 +470,11 @@ class LocalTarget:
         if port is None:
             raise TargetError(f"{a!r} is not part of the compiled program: pass it to "
                               f"tg.compile() or make it a task output")
+        self._check_computed(a, node)
         return dt.from_storage(self._bytes(port.offset, node.nbytes), node.dtype, node.shape)
 
     def _write_array(self, a: Any, x: Any) -> None:
-        values = np.asarray(x)
+        values = numbers_of(x, a.dtype, a.shape)
         if values.shape != a.shape:
             raise ValueError(f"writing shape {values.shape} into an input of shape {a.shape}")
         node = a.node()
@@ -501,11 +523,50 @@ class LocalTarget:
         # the common cases as one dict lookup: scalar ports, and inputs of a matching type
         self._fast_read = {n: (p.offset, p.dtype.code) for n, p in compiled.ports.items()
                            if p.count == 1}
+        self._pending_outputs()
         python_type = {1: float, 2: float, 3: int, 4: bool}
         self._fast_write = {n: (p.offset, p.dtype.code, python_type[p.dtype.code])
                             for n, p in compiled.ports.items()
                             if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings
                             and n not in self._bound_inputs}
+
+    def _pending_outputs(self) -> None:
+        """Every computed output without a value yet: before the first run or publish."""
+        self._pending = {n: p for n, p in self._ports.items() if p.needs_run}
+        for node in self._pending:
+            self._fast_read.pop(node, None)
+
+    def _computed(self, nodes: Sequence[Any]) -> None:
+        """These outputs hold what the program computed from now on: read them directly."""
+        for node in nodes:
+            port = self._pending.pop(node)
+            if port.count == 1:
+                self._fast_read[node] = (port.offset, port.dtype.code)
+
+    def _published(self) -> None:
+        """The pending task outputs whose task's first period has ended (LET publish)."""
+        if not self._pending or self._sched is None:
+            return
+        now = self._sched.time_ns
+        tasks = self.program_info.tasks
+        self._computed([n for n, p in self._pending.items()
+                        if now >= tasks[p.task].offset_ns + tasks[p.task].period_ns])
+
+    def _check_computed(self, v: Any, node: Any) -> None:
+        """NotComputedError for an output read before the program ever computed it."""
+        port = self._pending.get(node)
+        if port is None:
+            return
+        if self._sched is None:
+            raise NotComputedError(f"{v!r} has not been computed yet: the program has not run; "
+                                   f"call tg.run() first (outputs of feedback, delay and "
+                                   f"integrate read their init before the first run)")
+        t = self.program_info.tasks[port.task]
+        end_ns = t.offset_ns + t.period_ns
+        raise NotComputedError(f"{v!r} has not been computed yet: task {t.name!r} publishes it "
+                               f"at the end of its first period, {end_ns * 1e-9:g} s, and the "
+                               f"simulated time is {self.time:g} s; "
+                               f"tg.step({(end_ns - self._scheduler().time_ns) * 1e-9:g}) first")
 
     def _scheduler(self) -> Scheduler:
         if self._sched is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Never
 
 from . import functions
 from .arrays import Array, asarray
@@ -118,8 +118,18 @@ class Quaternion:
         return Quaternion(cos(half), x * s, y * s, z * s)
 
     @staticmethod
-    def from_euler(roll: Any, pitch: Any, yaw: Any) -> Quaternion:
-        """Intrinsic Z-Y-X (yaw, pitch, roll) angles in radians, as in aerospace."""
+    def from_euler(*args: Never, roll: Any, pitch: Any, yaw: Any) -> Quaternion:
+        """Aerospace angles (radians): yaw about z, then pitch about new y, then roll about new x.
+
+        Keyword-only, because conventions disagree on the order (scipy's
+        ``Rotation.from_euler("ZYX", [yaw, pitch, roll])`` is the same rotation); a positional
+        call is a TypeError naming the keywords (``*args`` is there only to catch it).
+        """
+        if args:
+            raise TypeError(f"Quaternion.from_euler takes its angles by name: "
+                            f"from_euler(roll=..., pitch=..., yaw=...), got {len(args)} positional "
+                            f"argument(s) (the order (roll, pitch, yaw) vs (yaw, pitch, roll) is "
+                            f"too easy to get wrong)")
         cr, sr = cos(wrap(roll) * 0.5), sin(wrap(roll) * 0.5)
         cp_, sp = cos(wrap(pitch) * 0.5), sin(wrap(pitch) * 0.5)
         cy, sy = cos(wrap(yaw) * 0.5), sin(wrap(yaw) * 0.5)

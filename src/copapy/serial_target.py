@@ -45,6 +45,7 @@ from .target_common import (
     decode_rows,
     find_port,
     io_specs,
+    remove_binding,
     slots_of,
     task_specs,
     task_stats,
@@ -470,6 +471,12 @@ class SerialTarget:
             raise SerialTargetError(f"{channel!r}: the runner has {counts[channel.kind - 1]} "
                                     f"{channel.kind_name} channels")
         self._bindings[value.node] = channel
+
+    def unbind(self, value: Value[Any] | None = None) -> None:
+        """Remove ``value``'s binding (all bindings without an argument) for the next deploy,
+        e.g. to deploy another program that binds the same channel; the deployed program
+        keeps driving and reading its channels until then."""
+        remove_binding(self._bindings, value, SerialTargetError)
 
     def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
         specs = task_specs(tasks)

@@ -84,7 +84,23 @@ def check_bound_outputs(specs: Sequence[TaskSpec], bindings: Mapping[Node, Chann
         if node.op != "input" and node not in outputs:
             raise error(f"{Value(node)!r} is bound to {channel!r} (tg.bind), but no task of "
                         f"this deploy outputs it: a target keeps its bindings for every deploy, "
-                        f"so deploy tasks that output it, or another program on a new target")
+                        f"so deploy tasks that output it, or remove the binding first with "
+                        f"tg.unbind({Value(node)!r}) (tg.unbind() removes all)")
+
+
+def remove_binding(bindings: dict[Node, Channel], value: Value[Any] | None, error: type[Exception]
+           ) -> None:
+    """What ``tg.unbind`` does on every target: bindings belong to the next deploy, so the
+    running program keeps its own until then."""
+    if value is None:
+        bindings.clear()
+        return
+    if not isinstance(value, Value):
+        raise TypeError(f"unbind() takes a copapy value bound with tg.bind (or nothing, for "
+                        f"all), got {type(value).__name__}")
+    if bindings.pop(value.node, None) is None:
+        bound = ", ".join(f"{Value(n)!r} -> {ch!r}" for n, ch in bindings.items()) or "none"
+        raise error(f"{value!r} is not bound to a channel (bindings: {bound})")
 
 
 def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
@@ -176,7 +192,7 @@ class Slots:
         number: an array of the value's shape (of its element count for a port name)."""
         if not self.shape:
             return [(self.ports[0].offset, self.dtype.pack(checked_scalar(x, self.dtype)))]
-        values = np.asarray(x)
+        values = numbers_of(x, self.dtype, self.shape)
         if isinstance(self.key[0], str) and values.shape != self.shape:
             # a port name takes its shape, or all its elements in a flat list
             size = math.prod(self.shape)
@@ -255,6 +271,21 @@ def same_key(a: tuple[Any, ...], b: tuple[Any, ...] | None) -> bool:
     """Whether two trace keys name the same nodes (identity) or the same port name."""
     return b is not None and len(a) == len(b) and all(
         x is y or (isinstance(x, str) and x == y) for x, y in zip(a, b, strict=True))
+
+
+def numbers_of(x: Any, dtype: dt.DType, shape: tuple[int, ...]) -> Any:
+    """``x`` as a NumPy array of numbers for an array input, or a TypeError naming what it is
+    (a str became a 0-d array and was reported as "shape ()")."""
+    if isinstance(x, Value | Array):
+        raise TypeError("write() takes numbers (a NumPy array or a list), not a traced value")
+    values = np.asarray(x)
+    if values.dtype.kind not in "biuf":
+        bad = sorted({type(e).__name__ for e in np.asarray(x, dtype=object).reshape(-1)
+                      if not isinstance(e, bool | int | float | np.number)}) or ["nothing"]
+        raise TypeError(f"cannot write {type(x).__name__} {x!r} into a {dtype.name} input of "
+                        f"shape {shape}: {' and '.join(bad)} is not a number; pass an array or "
+                        f"list of numbers of shape {shape}")
+    return values
 
 
 def checked_scalar(x: Any, dtype: dt.DType) -> float | int | bool:

@@ -51,11 +51,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from tqdm import tqdm
 
-VARIANTS = ["py_sleep", "py_slack1", "py_copapy", "c_ctypes", "cppyy_loop", "host_runner",
-            "ros2_control", "ros2_trivial", "cyclictest"]
-CONDITIONS = ["idle", "stress", "gilhog"]
-POLICIES = ["other", "fifo"]
+from .jitter_plan import CONDITIONS, POLICIES, VARIANTS, add_arguments, describe, parse_list
+
 PERIOD_NS = 1_000_000
 FIFO_PRIORITY = 80
 PR_SET_TIMERSLACK = 29
@@ -445,17 +444,6 @@ def combine(variant: str, condition: str, policy: str, infos: list[dict[str, Any
                 st["p999_us"], st["max_us"], missed, "; ".join(notes), steal_ms=stolen), lat
 
 
-def progress(done: int, total: int, label: str, t0: float) -> None:
-    width = 30
-    filled = width * done // max(total, 1)
-    eta = (time.monotonic() - t0) / done * (total - done) if done else 0.0
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                     f"{label:40.40} eta {eta:4.0f} s")
-    sys.stderr.flush()
-    if done == total:
-        sys.stderr.write("\n")
-
-
 def fmt(v: float | None) -> str:
     if v is None:
         return "-"
@@ -579,17 +567,17 @@ def run(variants: Sequence[str], conditions: Sequence[str], policies: Sequence[s
     plan = [k for _ in range(rounds) for k in keys]
     if {"ros2_control", "ros2_trivial"} & set(variants):
         prepare_ros2()
-    t0 = time.monotonic()
+    print(describe(variants, conditions, policies, seconds, rounds), file=sys.stderr,
+          flush=True)
     started = time.time()
-    with tempfile.TemporaryDirectory() as d:
-        for n, (v, c, p) in enumerate(plan):
-            if not quiet:
-                progress(n, len(plan), f"{v} {c} {p}", t0)
+    with tempfile.TemporaryDirectory() as d, tqdm(total=len(plan), unit="cell", disable=quiet,
+                                                  file=sys.stderr) as bar:
+        for v, c, p in plan:
+            bar.set_description(f"{v} {c} {p}")
             info, lat = run_cell(v, c, p, seconds, Path(d))
             infos[(v, c, p)].append(info)
             lats[(v, c, p)].append(lat)
-    if not quiet:
-        progress(len(plan), len(plan), "done", t0)
+            bar.update()
     cells, samples = [], {}
     for k in keys:
         cell, lat = combine(*k, infos[k], lats[k])
@@ -613,29 +601,6 @@ def run(variants: Sequence[str], conditions: Sequence[str], policies: Sequence[s
     result["plots"] = [str(p) for p in plot(samples, cells, out_dir)]
     result["table"] = table(cells)
     return result
-
-
-def parse_list(text: str, allowed: Sequence[str], what: str) -> list[str]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [t for t in items if t not in allowed]
-    if bad or not items:
-        raise SystemExit(f"unknown {what} {', '.join(bad) or '(none)'}; choose from "
-                         f"{', '.join(allowed)}")
-    return items
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seconds", type=float, default=10.0, help="per cell (default 10)")
-    p.add_argument("--variants", default=",".join(VARIANTS),
-                   help=f"comma-separated, of {','.join(VARIANTS)}")
-    p.add_argument("--conditions", default=",".join(CONDITIONS),
-                   help=f"comma-separated, of {','.join(CONDITIONS)}")
-    p.add_argument("--policies", default=",".join(POLICIES),
-                   help=f"comma-separated, of {','.join(POLICIES)}")
-    p.add_argument("--rounds", type=int, default=1,
-                   help="run every cell this many times, interleaved, and pool (default 1)")
-    p.add_argument("--out", default="jitter-results", help="directory for JSON and plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def spread(values: Sequence[float | None]) -> str:

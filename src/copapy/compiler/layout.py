@@ -18,6 +18,10 @@ class Port:
     role: int  # 1 input, 2 output, 3 state, 4 constant (docs/image.md)
     count: int = 1
     task: int = 0xFFFF
+    #: a computed output with no value before the program first computes it (reading it
+    #: then is NotComputedError); False for inputs, constants, state outputs (their init
+    #: is the slot's initial data) and ports read back from a saved image
+    needs_run: bool = False
 
 
 ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, ROLE_CONSTANT = 1, 2, 3, 4
@@ -42,6 +46,10 @@ class DataLayout:
         if init is not None:
             self.init[offset : offset + len(init)] = init
         return offset
+
+    def preset(self, offset: int, init: bytes) -> None:
+        """Initial data for a slot allocated earlier (a task output that is a state's update)."""
+        self.init[offset : offset + len(init)] = init
 
     def temp(self, size: int, align: int | None = None) -> int:
         """A temporary slot, reusing one released earlier when possible."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from .._gc import without_gc
@@ -90,6 +90,14 @@ def _closure(roots: Sequence[Node], stop: set[Node] | dict[Node, int],
             states.append(s)
             update = update_of(s)
             roots.append(mapping.get(update, update))
+
+
+def _presets(states: Sequence[Node]) -> dict[Node, bytes]:
+    """The outputs with a value before their first run, and that value: a state (delay) and a
+    state's update (feedback, integrate) start at the state's init (docs/semantics.md)."""
+    found = {update_of(s): state_initial(s) for s in states}
+    found.update({s: state_initial(s) for s in states})  # a state's own init comes first
+    return found
 
 
 def _align(node: Node) -> int:
@@ -265,6 +273,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
             if in_place and node.shape:
                 spec.in_place.add(node)
     spec.in_place.difference_update(outputs)  # an output port that is an input reads its bytes
+    preset = _presets(states)
     for k, node in enumerate(outputs):
         if node in b.ports:
             continue
@@ -272,11 +281,13 @@ def compile_program(outputs: Sequence[Node], arch: str,
             offset = b.layout.alloc(node.nbytes, node.attr, _align(node))  # type: ignore[arg-type]
             role = ROLE_CONSTANT
         else:
-            offset = b.layout.alloc(node.nbytes, align=_align(node))
+            init = preset.get(node)
+            offset = b.layout.alloc(node.nbytes, init, _align(node))
             spec.stores.setdefault(mapping.get(node, node), []).append(offset)
             role = ROLE_OUTPUT
         name = b.name(node, f"output{k}")
-        b.ports[node] = Port(name, offset, node.dtype, role, node.size)
+        b.ports[node] = Port(name, offset, node.dtype, role, node.size,
+                             needs_run=role == ROLE_OUTPUT and node not in preset)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, role, count=node.size))
     b.state_slots(states, 0xFFFF, spec, mapping)
     b.add_chain(spec, order)
@@ -326,7 +337,8 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
         offset = b.layout.alloc(node.nbytes, init, _align(node))
         shared_out[node] = offset
         name = b.name(node, f"{tasks[k].name}.out{tasks[k].outputs.index(node)}")
-        b.ports[node] = Port(name, offset, node.dtype, ROLE_OUTPUT, node.size, task=k)
+        b.ports[node] = Port(name, offset, node.dtype, ROLE_OUTPUT, node.size, task=k,
+                             needs_run=init is None)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k,
                                        node.size))
     readers: dict[Node, list[int]] = {}
@@ -342,6 +354,10 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                     f"{t.name!r}: make its value an output of one task so the other reads it "
                     f"through a LET port")
             state_owner[s] = k
+        for node, init in _presets(states).items():  # the task's state outputs start at init
+            if producer.get(node) == k:
+                b.layout.preset(shared_out[node], init)
+                b.ports[node] = replace(b.ports[node], needs_run=False)
         spec = ChainSpec({}, {}, [])
         private_blocks: dict[Node, int] = {}
         for node in order:

@@ -96,6 +96,11 @@ class TargetError(RuntimeError):
     """A target was used in a way that cannot work (nothing compiled, wrong value, ...)."""
 
 
+class NotComputedError(TargetError):
+    """A computed output was read before the program computed it (docs/semantics.md, "Reading
+    before the first run"): there is no value to read yet, not even 0."""
+
+
 # ---- the memory cap of the in-process loaders (the native runner and the emulators)
 
 DEFAULT_MAX_MEMORY = 64 * 1024 * 1024  # as the host runner's --max-memory
