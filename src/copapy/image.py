@@ -32,7 +32,7 @@ FEATURES = struct.Struct("<Q")  # CPU_FEATURES: one entry, the feature bits the 
 #: each section type's entry size in format version 1 (later entries may be longer: appended
 #: fields); a reader accepts an entry of at least this size, of any size for a type it does not
 #: know (contract.h's CP_SECTION_TABLE, image.c's v1_entry_size)
-V1_ENTRY_SIZES: dict[int, int] = dict(SECTION_V1_ENTRY_SIZE)
+V1_ENTRY_SIZES = {int(t): size for t, size in SECTION_V1_ENTRY_SIZE.items()}
 #: the entry sizes this writer uses: v1's, with the fields appended since (TASKS, IO_BINDINGS)
 ENTRY_SIZES = {**V1_ENTRY_SIZES, TASKS: TASK.size, IO_BINDINGS: IO_BINDING.size}
 #: the most directory entries an image may have (docs/image.md; internal.h's CP_MAX_SECTIONS)
