@@ -101,7 +101,7 @@ class BuildWithRunner(build_ext):
                                                         "-Wl,-soname,libcopapy.so"])
         include = lib_dir / "include" / "copapy"
         include.mkdir(parents=True, exist_ok=True)
-        for header in ("copapy.h", "runner.h"):
+        for header in ("copapy.h", "runner.h", "contract.h"):
             shutil.copy2(Path("runner/include/copapy") / header, include / header)
 
 

@@ -322,18 +322,19 @@ void irq_handler(void)
 
 /* ---- simulated I/O */
 
-static double io[4][CHANNELS];
+static double io[CP_IO_KIND_COUNT][CHANNELS];
 
 static double fw_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     (void)ctx;
-    return kind >= 1 && kind <= 4 && channel < CHANNELS ? io[kind - 1][channel] : 0.0;
+    return kind >= 1 && kind <= CP_IO_KIND_COUNT && channel < CHANNELS ? io[kind - 1][channel]
+                                                                       : 0.0;
 }
 
 static int fw_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 {
     (void)ctx;
-    if (kind < 1 || kind > 4 || channel >= CHANNELS) {
+    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
         return 1;
     }
     uint32_t pm = irq_save(); /* a double store is two words */
@@ -696,7 +697,7 @@ _Noreturn void harness_main(void)
     cfg.work = work;
     cfg.work_size = sizeof(work);
     cfg.max_payload = MAX_PAYLOAD;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < CP_IO_KIND_COUNT; k++) {
         cfg.channels[k] = CHANNELS;
     }
     cfg.flags = CP_SERVER_FLAG_REALTIME | CP_SERVER_FLAG_SIMULATED_IO;

@@ -126,7 +126,7 @@ typedef struct host {
     cp_jitter_hist hist;      /* written by the tick thread only */
     uint32_t late_ticks;      /* atomic */
     /* simulated I/O: doubles as bits, atomics */
-    uint64_t io[4][CHANNELS];
+    uint64_t io[CP_IO_KIND_COUNT][CHANNELS];
     /* --image: responses of the server to the start-up requests are decoded here */
     int preloading;
     cp_decoder pre_dec;
@@ -182,7 +182,7 @@ static uint64_t h_clock(void *ctx)
 static double h_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     host *h = ctx;
-    if (kind < 1 || kind > 4 || channel >= CHANNELS) {
+    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
         return 0.0;
     }
     uint64_t bits = __atomic_load_n(&h->io[kind - 1][channel], __ATOMIC_RELAXED);
@@ -196,7 +196,7 @@ static double h_io_read(void *ctx, uint8_t kind, uint16_t channel)
 static int h_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 {
     host *h = ctx;
-    if (kind < 1 || kind > 4 || channel >= CHANNELS) {
+    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
         return 1;
     }
     uint64_t bits;
@@ -1084,7 +1084,7 @@ int main(int argc, char **argv)
     cfg->work = h->work;
     cfg->work_size = work_size;
     cfg->max_payload = MAX_PAYLOAD;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < CP_IO_KIND_COUNT; k++) {
         cfg->channels[k] = CHANNELS;
     }
     cfg->ports_capacity = PORTS_CAPACITY;

@@ -33,7 +33,7 @@ struct copapy_program {
     uint32_t port_count;
     copapy_port *ports;
     char *strings;
-    double io[4][IO_CHANNELS];
+    double io[CP_IO_KIND_COUNT][IO_CHANNELS];
     uint32_t budget_factor;        /* 0: no time limit */
     uint64_t budget_min_ns;
 };
@@ -106,13 +106,14 @@ static void ok(copapy_error *err)
 static double io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     const copapy_program *p = ctx;
-    return kind >= 1 && kind <= 4 && channel < IO_CHANNELS ? p->io[kind - 1][channel] : 0.0;
+    int ok = kind >= 1 && kind <= CP_IO_KIND_COUNT && channel < IO_CHANNELS;
+    return ok ? p->io[kind - 1][channel] : 0.0;
 }
 
 static void io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 {
     copapy_program *p = ctx;
-    if (kind >= 1 && kind <= 4 && channel < IO_CHANNELS) {
+    if (kind >= 1 && kind <= CP_IO_KIND_COUNT && channel < IO_CHANNELS) {
         p->io[kind - 1][channel] = value;
     }
 }
@@ -534,7 +535,8 @@ int copapy_get_fault(const copapy_program *p, copapy_fault *out)
 
 double copapy_io_get(const copapy_program *p, int kind, int channel)
 {
-    if (p == NULL || kind < 1 || kind > 4 || channel < 0 || channel >= IO_CHANNELS) {
+    if (p == NULL || kind < 1 || kind > CP_IO_KIND_COUNT || channel < 0 ||
+        channel >= IO_CHANNELS) {
         return 0.0;
     }
     return p->io[kind - 1][channel];
@@ -542,7 +544,8 @@ double copapy_io_get(const copapy_program *p, int kind, int channel)
 
 int copapy_io_set(copapy_program *p, int kind, int channel, double value)
 {
-    if (p == NULL || kind < 1 || kind > 4 || channel < 0 || channel >= IO_CHANNELS) {
+    if (p == NULL || kind < 1 || kind > CP_IO_KIND_COUNT || channel < 0 ||
+        channel >= IO_CHANNELS) {
         return COPAPY_E_ARGUMENT;
     }
     p->io[kind - 1][channel] = value;

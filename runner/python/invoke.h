@@ -2,7 +2,8 @@
  * call. Holding the GIL throughout makes the call atomic for other Python threads, and there
  * is no per-argument Python work: this is the fast path of @cp.jit. Included by module.c. */
 
-/* Argument plan entries: (kind, offset, dtype, nbytes[, shape[, pointer slot]]); kind 0 scalar,
+/* Plan kinds are contract.h's CP_PLAN_KIND_TABLE (CP_PLAN_SCALAR 0, COPY 1, VIEW 2, IN_PLACE 3).
+ * Argument plan entries: (kind, offset, dtype, nbytes[, shape[, pointer slot]]); kind 0 scalar,
  * 1 buffer (its shape tuple must match the argument's exactly: the signature decides, never
  * the byte count alone), 2 unused, 3 buffer read in place: checked like kind 1, then the
  * 8-byte pointer slot at `pointer slot` gets the buffer's address relative to the slot
@@ -25,29 +26,29 @@
 
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
 {
-    if (dtype == 1) {
+    if (dtype == CP_DT_F32) {
         float f;
         memcpy(&f, p, sizeof f);
         return PyFloat_FromDouble((double)f);
     }
-    if (dtype == 2) {
+    if (dtype == CP_DT_F64) {
         double d;
         memcpy(&d, p, sizeof d);
         return PyFloat_FromDouble(d);
     }
     int32_t i;
     memcpy(&i, p, sizeof i);
-    return dtype == 4 ? PyBool_FromLong(i != 0) : PyLong_FromLong((long)i);
+    return dtype == CP_DT_BOOL ? PyBool_FromLong(i != 0) : PyLong_FromLong((long)i);
 }
 
 static int write_value(uint8_t *p, uint8_t dtype, PyObject *arg)
 {
-    if (dtype == 1 || dtype == 2) {
+    if (dtype == CP_DT_F32 || dtype == CP_DT_F64) {
         double d = PyFloat_AsDouble(arg);
         if (d == -1.0 && PyErr_Occurred()) {
             return -1;
         }
-        if (dtype == 1) {
+        if (dtype == CP_DT_F32) {
             float f = (float)d;
             memcpy(p, &f, sizeof f);
         } else {
@@ -56,7 +57,7 @@ static int write_value(uint8_t *p, uint8_t dtype, PyObject *arg)
         return 0;
     }
     int32_t i;
-    if (dtype == 4) {
+    if (dtype == CP_DT_BOOL) {
         int truth = PyObject_IsTrue(arg);
         if (truth < 0) {
             return -1;
@@ -106,11 +107,11 @@ static int buffer_matches(const Py_buffer *view, long dtype, long nbytes)
         return 0;
     }
     switch (dtype) {
-    case 1:
+    case CP_DT_F32:
         return f[0] == 'f';
-    case 2:
+    case CP_DT_F64:
         return f[0] == 'd';
-    case 3:
+    case CP_DT_I32:
         return (f[0] == 'i' && view->itemsize == 4) || (f[0] == 'l' && view->itemsize == 4);
     default:
         return 0;
@@ -213,12 +214,12 @@ static int is_ndarray_subclass(PyObject *arg)
 static int scalar_matches(PyObject *arg, long dtype)
 {
     switch (dtype) {
-    case 1:
-    case 2:
+    case CP_DT_F32:
+    case CP_DT_F64:
         return PyFloat_CheckExact(arg);
-    case 3:
+    case CP_DT_I32:
         return PyLong_CheckExact(arg);
-    case 4:
+    case CP_DT_BOOL:
         return PyBool_Check(arg);
     default:
         return 0;
@@ -256,8 +257,8 @@ static int parse_entries(PyObject *plan, Py_ssize_t count, long (*out)[5], uint3
             return -1;
         }
         long kind = out[i][0], offset = out[i][1], dtype = out[i][2], nbytes = out[i][3];
-        if (kind == 0) { /* a scalar's entry says 0 bytes: its type's size is what is read */
-            if (dtype < 1 || dtype > 4) {
+        if (kind == CP_PLAN_SCALAR) { /* its entry says 0 bytes: its type's size is read */
+            if (dtype < CP_DT_F32 || dtype > CP_DT_BOOL) { /* the jit's scalar types */
                 PyErr_SetString(PyExc_ValueError, "invoke: unknown scalar type in the plan");
                 return -1;
             }
@@ -268,7 +269,7 @@ static int parse_entries(PyObject *plan, Py_ssize_t count, long (*out)[5], uint3
             return -1;
         }
         out[i][4] = -1;
-        if (kind == 3) {
+        if (kind == CP_PLAN_IN_PLACE) {
             out[i][4] = pointer_slot(PyTuple_GET_ITEM(plan, i), data_size);
             if (out[i][4] < 0) {
                 return -1;
@@ -355,11 +356,11 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     for (Py_ssize_t i = 0; i < n; i++) {
         long kind = plan[i][0], dtype = plan[i][2], nbytes = plan[i][3];
         PyObject *arg = PyTuple_GET_ITEM(call_args, i);
-        if (kind == 0 && !scalar_matches(arg, dtype)) {
+        if (kind == CP_PLAN_SCALAR && !scalar_matches(arg, dtype)) {
             PyErr_SetString(PyExc_TypeError, "invoke: argument type differs from the plan");
             goto done;
         }
-        if (kind == 1 || kind == 3) {
+        if (kind == CP_PLAN_COPY || kind == CP_PLAN_IN_PLACE) {
             int subclass = is_ndarray_subclass(arg);
             if (subclass != 0) {
                 if (subclass > 0) {
@@ -388,7 +389,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     }
     for (Py_ssize_t i = 0; i < m; i++) {
         const long *entry = parsed->out[i];
-        if (entry[0] != 3) {
+        if (entry[0] != CP_PLAN_IN_PLACE) {
             continue;
         }
         PyObject *item = PyByteArray_FromStringAndSize(NULL, entry[3]);
@@ -415,15 +416,16 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         long kind = plan[i][0];
         uint8_t *dst = data + plan[i][1];
         PyObject *arg = PyTuple_GET_ITEM(call_args, i);
-        if (kind == 0) {
+        if (kind == CP_PLAN_SCALAR) {
             if (write_value(dst, (uint8_t)plan[i][2], arg) < 0) {
                 goto done;
             }
-        } else if (kind == 3 && (uintptr_t)views[b].buf % (uintptr_t)views[b].itemsize == 0) {
+        } else if (kind == CP_PLAN_IN_PLACE &&
+                   (uintptr_t)views[b].buf % (uintptr_t)views[b].itemsize == 0) {
             set_pointer(data + plan[i][4], views[b].buf);
             pointed = n; /* from here on, the slots are restored at the end */
             b++;
-        } else if (kind == 1 || kind == 3) {
+        } else if (kind == CP_PLAN_COPY || kind == CP_PLAN_IN_PLACE) {
             memcpy(dst, views[b].buf, (size_t)views[b].len);
             self->invoke_copies++;
             b++;
@@ -435,7 +437,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     }
     for (Py_ssize_t i = 0, k = 0; i < m; i++) {
         const long *entry = parsed->out[i];
-        if (entry[0] == 3) {
+        if (entry[0] == CP_PLAN_IN_PLACE) {
             if (k < out_pointed && out_slots[k][2] == (long)i) {
                 k++; /* written in place */
             } else { /* the program wrote its own buffer (an unaligned bytearray) */
@@ -445,9 +447,9 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             continue;
         }
         PyObject *item;
-        if (entry[0] == 0) {
+        if (entry[0] == CP_PLAN_SCALAR) {
             item = read_value(data + entry[1], (uint8_t)entry[2]);
-        } else if (entry[0] == 1) {
+        } else if (entry[0] == CP_PLAN_COPY) {
             item = PyByteArray_FromStringAndSize((const char *)(data + entry[1]), entry[3]);
         } else {
             item = Py_NewRef(Py_None);

@@ -211,7 +211,7 @@ static uint8_t *data_slot(ProgramObject *self, PyObject *offset_obj, PyObject *d
     Py_ssize_t size = (Py_ssize_t)cp_dtype_size(*dtype);
     if (size == 0) {
         PyErr_Format(PyExc_ValueError,
-                     "dtype %ld is unknown: use 1 f32, 2 f64, 3 i32, 4 bool, 5 u8 or 6 i8",
+                     "dtype %ld is unknown: use" CP_DTYPE_LIST,
                      *dtype);
         return NULL;
     }
@@ -466,7 +466,7 @@ static PyGetSetDef Program_getset[] = {
 /* ---- Scheduler: cp_sched over a Program in simulated time */
 
 enum {
-    IO_KINDS = 4,
+    IO_KINDS = CP_IO_KIND_COUNT,
     IO_CHANNELS = 256,
     GIL_FREE_TICKS = 256,     /* advance() releases the GIL from this many ticks on */
     SIGNAL_CHECK_TICKS = 1 << 16 /* and checks for Ctrl-C between chunks of this size */
@@ -942,7 +942,7 @@ static int parse_channel(PyObject *kind_obj, PyObject *channel_obj, uint32_t *ki
     }
     if (*kind < 1 || *kind > IO_KINDS) {
         PyErr_Format(PyExc_ValueError,
-                     "I/O kind %u is unknown: use 1 GPIO, 2 PWM, 3 ENCODER or 4 ADC",
+                     "I/O kind %u is unknown: use" CP_IO_KIND_LIST,
                      (unsigned)*kind);
         return -1;
     }

@@ -5,29 +5,13 @@
 
 static const uint8_t magic[4] = {'C', 'P', 'I', 'M'};
 
-/* v1 entry sizes by section type; 0 = unknown type (any entry size is accepted). */
+/* v1 entry sizes by section type (contract.h's CP_SECTION_TABLE); 0 = unknown type (any
+ * entry size is accepted). */
+#define V1_ENTRY_SIZE(N, code, size) case code: return size;
 static uint32_t v1_entry_size(uint32_t type)
 {
     switch (type) {
-    case CP_SEC_PATCH_KINDS:
-        return CP_KIND_SIZE;
-    case CP_SEC_PATCHES:
-        return CP_PATCH_SIZE;
-    case CP_SEC_TASKS:
-        return CP_TASK_SIZE;
-    case CP_SEC_PORTS:
-        return CP_PORT_SIZE;
-    case CP_SEC_LET_COPIES:
-        return CP_LET_COPY_SIZE;
-    case CP_SEC_IO_BINDINGS:
-        return CP_IO_BINDING_SIZE;
-    case CP_SEC_CPU_FEATURES:
-        return CP_CPU_FEATURES_SIZE;
-    case CP_SEC_CODE:
-    case CP_SEC_DATA_INIT:
-    case CP_SEC_STRINGS:
-    case CP_SEC_METADATA:
-        return 1;
+    CP_SECTION_TABLE(V1_ENTRY_SIZE)
     default:
         return 0;
     }
@@ -396,12 +380,12 @@ static cp_status check_ports(const cp_image *img, cp_error *err)
         uint16_t task = cp_le16(e + 10);
         uint32_t size = cp_dtype_size(dtype);
         if (size == 0) {
-            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: dtype %u is unknown (1 to 6)",
-                           i, dtype);
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: dtype %u is unknown (the dtypes:"
+                           CP_DTYPE_LIST ")", i, dtype);
         }
-        if (role < 1 || role > 4) {
-            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: role %u is unknown (1 to 4)",
-                           i, role);
+        if (role < 1 || role > CP_ROLE_COUNT) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, i, "port %u: role %u is unknown (1 to %u)",
+                           i, role, CP_ROLE_COUNT);
         }
         if ((uint64_t)name >= names_end) {
             return CP_FAIL(err, CP_ERR_LAYOUT, i,
@@ -504,21 +488,21 @@ cp_status cp_image_check_io_binding(const cp_image *img, uint32_t i, cp_error *e
     if (st != CP_OK) {
         return st;
     }
-    if (b.direction != 1 && b.direction != 2) {
+    if (b.direction != CP_DIR_INPUT && b.direction != CP_DIR_OUTPUT) {
         return CP_FAIL(err, CP_ERR_LAYOUT, i,
                        "I/O binding %u (task %u): direction %u is unknown (1 input, "
                        "2 output)", i, b.task, b.direction);
     }
-    if (b.kind < CP_IO_GPIO || b.kind > CP_IO_ADC) {
+    if (b.kind < 1 || b.kind > CP_IO_KIND_COUNT) {
         return CP_FAIL(err, CP_ERR_LAYOUT, i,
-                       "I/O binding %u (task %u): kind %u is unknown (1 GPIO, 2 PWM, "
-                       "3 ENCODER, 4 ADC)", i, b.task, b.kind);
+                       "I/O binding %u (task %u): kind %u is unknown (the kinds:"
+                       CP_IO_KIND_LIST ")", i, b.task, b.kind);
     }
     uint32_t size = cp_io_dtype_size(b.dtype);
     if (size == 0) {
         return CP_FAIL(err, CP_ERR_LAYOUT, i,
-                       "I/O binding %u (task %u): dtype %u is unknown (1 f32, 2 f64, "
-                       "3 i32, 4 bool)", i, b.task, b.dtype);
+                       "I/O binding %u (task %u): dtype %u is unknown (I/O slots:"
+                       CP_IO_DTYPE_LIST ")", i, b.task, b.dtype);
     }
     if (b.reserved != 0 || cp_le32(cp_image_entry(img, CP_SEC_IO_BINDINGS, i) + 12) != 0) {
         return CP_FAIL(err, CP_ERR_LAYOUT, i,

@@ -75,6 +75,10 @@ cp_status cp_fail(cp_error *err, cp_status code, uint32_t detail, const char *fm
 void cp_ok(cp_error *err);
 const char *cp_arch_name(uint32_t arch);
 const char *cp_section_name(uint32_t type);
+/* Names of the contract.h rows ("GPIO", "LOAD_BEGIN", "BAD_PAYLOAD"); "unknown" if none. */
+const char *cp_io_kind_name(uint32_t kind);
+const char *cp_command_name(uint32_t command);
+const char *cp_protocol_error_name(uint32_t code);
 
 /* ---- image sections and records (image.c) */
 
@@ -85,19 +89,8 @@ enum {
     CP_CRC_SIZE = 4
 };
 
+/* Section types CP_SEC_CODE ... (contract.h's CP_SECTION_TABLE; CP_SEC_KNOWN_MAX the last). */
 enum {
-    CP_SEC_CODE = 1,
-    CP_SEC_DATA_INIT = 2,
-    CP_SEC_PATCH_KINDS = 3,
-    CP_SEC_PATCHES = 4,
-    CP_SEC_TASKS = 5,
-    CP_SEC_PORTS = 6,
-    CP_SEC_STRINGS = 7,
-    CP_SEC_METADATA = 8,
-    CP_SEC_LET_COPIES = 9,
-    CP_SEC_IO_BINDINGS = 10,
-    CP_SEC_CPU_FEATURES = 11,
-    CP_SEC_KNOWN_MAX = 11,
     /* must-understand rule: a reader may ignore a section type it does not know only if this
      * bit is set; an unknown type without it is rejected (CP_ERR_UNSUPPORTED) */
     CP_SEC_OPTIONAL = 0x8000
@@ -179,39 +172,30 @@ cp_task_record cp_image_task(const cp_image *img, uint32_t index);
 cp_let_copy cp_image_let_copy(const cp_image *img, uint32_t index);
 cp_io_binding cp_image_io_binding(const cp_image *img, uint32_t index);
 
-/* ---- element types of ports and I/O bindings (docs/image.md) */
+/* ---- element types of ports and I/O bindings (contract.h's CP_DTYPE_TABLE, docs/image.md)
+ * CP_DT_BOOL is stored as int32 0/1. */
 
-enum {
-    CP_DT_F32 = 1,
-    CP_DT_F64 = 2,
-    CP_DT_I32 = 3,
-    CP_DT_BOOL = 4, /* stored as int32 0/1 */
-    CP_DT_U8 = 5,
-    CP_DT_I8 = 6
-};
+#define CP_CONTRACT_DTYPE_SIZE(N, code, bytes, io, py) case code: return bytes;
+#define CP_CONTRACT_IO_DTYPE(N, code, bytes, io, py) case code: return io ? bytes : 0u;
 
 /* Bytes of one element of a port dtype; 0 if unknown. */
 static inline uint32_t cp_dtype_size(int64_t dtype)
 {
     switch (dtype) {
-    case CP_DT_F32:
-    case CP_DT_I32:
-    case CP_DT_BOOL:
-        return 4;
-    case CP_DT_F64:
-        return 8;
-    case CP_DT_U8:
-    case CP_DT_I8:
-        return 1;
+    CP_DTYPE_TABLE(CP_CONTRACT_DTYPE_SIZE)
     default:
         return 0;
     }
 }
 
-/* Bytes of a slot of an I/O binding's dtype (f32, f64, i32 or bool); 0 if unknown. */
+/* Bytes of a slot of an I/O binding's dtype (the rows with io 1); 0 if unknown. */
 static inline uint32_t cp_io_dtype_size(uint8_t dtype)
 {
-    return dtype <= CP_DT_BOOL ? cp_dtype_size(dtype) : 0u;
+    switch (dtype) {
+    CP_DTYPE_TABLE(CP_CONTRACT_IO_DTYPE)
+    default:
+        return 0;
+    }
 }
 
 #if defined(__GNUC__) || defined(__clang__)

@@ -55,32 +55,83 @@ const char *cp_arch_name(uint32_t arch)
     return arch < sizeof(names) / sizeof(names[0]) ? names[arch] : names[0];
 }
 
+/* Every code of a table lies in its range (1..COUNT, plan kinds 0..COUNT - 1); with the
+ * switches below (a duplicate case is an error) and tools/gen_contract.py's check that codes
+ * are unique, a table's codes are exactly its range, which every `1 <= code <= COUNT` check
+ * and every array indexed by a code relies on. */
+#define IN_RANGE(what, N, code, lo, count) \
+    _Static_assert((code) >= (lo) && (code) < (lo) + (count), what " " #N " is out of range");
+#define IO_KIND_AT(N, code, ...) IN_RANGE("I/O kind", N, code, 1, CP_IO_KIND_COUNT)
+#define DTYPE_AT(N, code, ...) IN_RANGE("dtype", N, code, 1, CP_DTYPE_COUNT)
+#define SECTION_AT(N, code, ...) IN_RANGE("section", N, code, 1, CP_SEC_KNOWN_MAX)
+#define ROLE_AT(N, code) IN_RANGE("role", N, code, 1, CP_ROLE_COUNT)
+#define COMMAND_AT(N, h, code, ...) IN_RANGE("command", N, code, 1, CP_COMMAND_COUNT)
+#define PERR_AT(N, code) IN_RANGE("protocol error", N, code, 1, CP_PERR_COUNT)
+#define STATUS_AT(N, code) IN_RANGE("load error", N, code, 1, CP_STATUS_COUNT - 1)
+#define FAULT_AT(N, code, name) IN_RANGE("fault kind", N, code, 1, CP_FAULT_KIND_COUNT - 1)
+#define PLAN_AT(N, code) IN_RANGE("plan kind", N, code, 0, CP_PLAN_KIND_COUNT)
+CP_IO_KIND_TABLE(IO_KIND_AT)
+CP_DTYPE_TABLE(DTYPE_AT)
+CP_SECTION_TABLE(SECTION_AT)
+CP_PORT_ROLE_TABLE(ROLE_AT)
+CP_COMMAND_TABLE(COMMAND_AT)
+CP_PROTOCOL_ERROR_TABLE(PERR_AT)
+CP_LOAD_ERROR_TABLE(STATUS_AT)
+CP_FAULT_TABLE(FAULT_AT)
+CP_PLAN_KIND_TABLE(PLAN_AT)
+
+#define NAME_CASE(N, code, ...) case code: return #N;
+#define FAULT_NAME_CASE(N, code, name) case code: return name;
+#define COMMAND_NAME_CASE(N, h, code, ...) case code: return #N;
+
 const char *cp_section_name(uint32_t type)
 {
-    static const char *const names[] = {
-        "unknown", "CODE", "DATA_INIT", "PATCH_KINDS", "PATCHES",
-        "TASKS", "PORTS", "STRINGS", "METADATA", "LET_COPIES", "IO_BINDINGS", "CPU_FEATURES",
-    };
-    return type < sizeof(names) / sizeof(names[0]) ? names[type] : names[0];
+    switch (type) {
+    CP_SECTION_TABLE(NAME_CASE)
+    default: return "unknown";
+    }
 }
 
 const char *cp_status_name(cp_status status)
 {
-    static const char *const names[] = {
-        "OK", "TRUNCATED", "MAGIC", "VERSION", "CRC", "ARCH",
-        "LAYOUT", "PATCH", "NOMEM", "TOO_LARGE", "ARGUMENT", "UNSUPPORTED", "CPU_FEATURES",
-    };
-    unsigned s = (unsigned)status;
-    return s < sizeof(names) / sizeof(names[0]) ? names[s] : "UNKNOWN";
+    switch ((unsigned)status) {
+    case CP_OK: return "OK";
+    CP_LOAD_ERROR_TABLE(NAME_CASE)
+    default: return "UNKNOWN";
+    }
 }
 
 const char *cp_fault_name(uint32_t kind)
 {
-    static const char *const names[] = {
-        "none", "SIGSEGV", "SIGILL", "SIGBUS", "SIGFPE", "HardFault", "MemManage",
-        "BusFault", "UsageFault", "timeout", "watchdog", "link timeout",
-    };
-    return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown fault";
+    switch (kind) {
+    case CP_FAULT_NONE: return "none";
+    CP_FAULT_TABLE(FAULT_NAME_CASE)
+    default: return "unknown fault";
+    }
+}
+
+const char *cp_io_kind_name(uint32_t kind)
+{
+    switch (kind) {
+    CP_IO_KIND_TABLE(NAME_CASE)
+    default: return "unknown";
+    }
+}
+
+const char *cp_command_name(uint32_t command)
+{
+    switch (command) {
+    CP_COMMAND_TABLE(COMMAND_NAME_CASE)
+    default: return "unknown";
+    }
+}
+
+const char *cp_protocol_error_name(uint32_t code)
+{
+    switch (code) {
+    CP_PROTOCOL_ERROR_TABLE(NAME_CASE)
+    default: return "unknown";
+    }
 }
 
 /* Honours the caller's struct_size so an older, smaller cp_error is never overrun. */

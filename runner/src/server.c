@@ -383,7 +383,7 @@ static void cmd_hello(cp_server *s, const uint8_t *p, uint32_t n)
     put_u32(s, cap);
     put_u32(s, cap);
     put_u32(s, state == CP_SERVER_EMPTY ? 0 : (uint32_t)s->tick_ns);
-    for (uint32_t k = 0; k < 4; k++) {
+    for (uint32_t k = 0; k < CP_IO_KIND_COUNT; k++) {
         put_u16(s, s->cfg.channels[k]);
     }
     put_u8(s, (uint8_t)state);
@@ -470,40 +470,29 @@ static void cmd_load_status(cp_server *s, const uint8_t *p, uint32_t n)
  * the response. */
 static int check_io_bindings(cp_server *s, const cp_image *img)
 {
-    static const char *const kind_fmt[4] = {
-        "I/O binding %u: GPIO channel %u does not exist on this runner (%u GPIO channels)",
-        "I/O binding %u: PWM channel %u does not exist on this runner (%u PWM channels)",
-        "I/O binding %u: ENCODER channel %u does not exist on this runner (%u ENCODER channels)",
-        "I/O binding %u: ADC channel %u does not exist on this runner (%u ADC channels)",
-    };
-    static const char *const kind_refused[4][2] = {
-        {"I/O binding %u (input from GPIO channel %u) refused: ",
-         "I/O binding %u (output to GPIO channel %u) refused: "},
-        {"I/O binding %u (input from PWM channel %u) refused: ",
-         "I/O binding %u (output to PWM channel %u) refused: "},
-        {"I/O binding %u (input from ENCODER channel %u) refused: ",
-         "I/O binding %u (output to ENCODER channel %u) refused: "},
-        {"I/O binding %u (input from ADC channel %u) refused: ",
-         "I/O binding %u (output to ADC channel %u) refused: "},
-    };
     uint32_t count = img->sec[CP_SEC_IO_BINDINGS].count;
     for (uint32_t i = 0; i < count; i++) {
         cp_io_binding b = cp_image_io_binding(img, i);
-        uint32_t k = (uint32_t)b.kind - 1u; /* the image parser checked kind 1..4 */
-        if (k >= 4u) {
+        uint32_t k = (uint32_t)b.kind - 1u; /* the image parser checked the kind */
+        if (k >= CP_IO_KIND_COUNT) {
             FAIL(s, CP_PERR_OUT_OF_RANGE, i, "I/O binding %u: kind %u is unknown", i, b.kind);
             return 0;
         }
+        const char *kind = cp_io_kind_name(b.kind);
         if (b.channel >= s->cfg.channels[k]) {
-            FAIL(s, CP_PERR_OUT_OF_RANGE, i, kind_fmt[k], i, b.channel, s->cfg.channels[k]);
+            FAIL(s, CP_PERR_OUT_OF_RANGE, i, "I/O binding %u: %s channel %u does not exist on "
+                 "this runner (%u %s channels)", i, (uint64_t)(uintptr_t)kind, b.channel,
+                 s->cfg.channels[k], (uint64_t)(uintptr_t)kind);
             return 0;
         }
         const char *why = s->cfg.io_check != NULL ? s->cfg.io_check(s->cfg.ctx, &b) : NULL;
         if (why != NULL) {
             cp_error e;
             e.struct_size = sizeof(e);
-            (void)CP_FAIL(&e, CP_ERR_ARGUMENT, 0, kind_refused[k][b.direction == 2 ? 1 : 0], i,
-                          b.channel);
+            (void)CP_FAIL(&e, CP_ERR_ARGUMENT, 0, "I/O binding %u (%s %s channel %u) refused: ",
+                          i, (uint64_t)(uintptr_t)(b.direction == CP_DIR_OUTPUT ? "output to"
+                                                                                : "input from"),
+                          (uint64_t)(uintptr_t)kind, b.channel);
             size_t n = str_len(e.message, sizeof(e.message) - 1u);
             size_t w = str_len(why, sizeof(e.message) - 1u - n);
             cp_copy((uint8_t *)e.message + n, (const uint8_t *)why, w);
@@ -1022,10 +1011,10 @@ static void cmd_stream(cp_server *s, const uint8_t *p, uint32_t n)
 
 static int check_channel(cp_server *s, uint8_t kind, uint16_t channel, uint32_t i)
 {
-    if (kind < 1 || kind > 4 || channel >= s->cfg.channels[kind - 1]) {
+    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= s->cfg.channels[kind - 1]) {
         FAIL(s, CP_PERR_OUT_OF_RANGE, i,
-             "I/O entry %u: channel %u of kind %u does not exist (kinds 1 GPIO, 2 PWM, "
-             "3 ENCODER, 4 ADC)", i, channel, kind);
+             "I/O entry %u: channel %u of kind %u does not exist (kinds:" CP_IO_KIND_LIST ")",
+             i, channel, kind);
         return 0;
     }
     return 1;
@@ -1190,25 +1179,6 @@ static void cmd_ping(cp_server *s, const uint8_t *p, uint32_t n)
 
 /* ---- dispatch */
 
-/* Commands with side effects: a repeated request is answered from the cache. */
-static int has_effect(uint8_t command)
-{
-    switch (command) {
-    case CP_CMD_LOAD_BEGIN:
-    case CP_CMD_LOAD_CHUNK:
-    case CP_CMD_LOAD_COMMIT:
-    case CP_CMD_START:
-    case CP_CMD_STOP:
-    case CP_CMD_WRITE:
-    case CP_CMD_STREAM:
-    case CP_CMD_RESET:
-    case CP_CMD_IO_WRITE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 static void link_write(cp_server *s, uint32_t link, const uint8_t *bytes, size_t n)
 {
     if (s->cfg.write_link != NULL) {
@@ -1311,30 +1281,37 @@ static void promote(cp_server *s, uint32_t link)
     }
 }
 
+/* The requests, by code (contract.h's CP_COMMAND_TABLE): the handler (NULL: an event, no
+ * request), whether the command has side effects (a repeated request is answered from the
+ * replay cache) and whether anyone may send it unauthenticated. */
+typedef struct command_row {
+    void (*handler)(cp_server *s, const uint8_t *p, uint32_t n);
+    uint8_t effect;
+    uint8_t open;
+} command_row;
+
+#define HANDLER_OPEN(h) cmd_##h
+#define HANDLER_OWNER(h) cmd_##h
+#define HANDLER_EVENT(h) NULL
+#define COMMAND_ROW(N, h, code, effect, access) \
+    [code] = {HANDLER_##access(h), effect, ACCESS_OPEN_##access},
+enum { ACCESS_OPEN_OPEN = 1, ACCESS_OPEN_OWNER = 0, ACCESS_OPEN_EVENT = 0 };
+
+static const command_row commands[CP_COMMAND_COUNT + 1] = {CP_COMMAND_TABLE(COMMAND_ROW)};
+
+static const command_row *command_of(uint8_t command)
+{
+    return command <= CP_COMMAND_COUNT ? &commands[command] : &commands[0];
+}
+
 static void execute(cp_server *s, uint8_t command, const uint8_t *p, uint32_t n)
 {
-    switch (command) {
-    case CP_CMD_HELLO: cmd_hello(s, p, n); break;
-    case CP_CMD_LOAD_BEGIN: cmd_load_begin(s, p, n); break;
-    case CP_CMD_LOAD_CHUNK: cmd_load_chunk(s, p, n); break;
-    case CP_CMD_LOAD_STATUS: cmd_load_status(s, p, n); break;
-    case CP_CMD_LOAD_COMMIT: cmd_load_commit(s, p, n); break;
-    case CP_CMD_START: cmd_start(s, p, n); break;
-    case CP_CMD_STOP: cmd_stop(s, p, n); break;
-    case CP_CMD_READ: cmd_read(s, p, n); break;
-    case CP_CMD_WRITE: cmd_write(s, p, n); break;
-    case CP_CMD_STATS: cmd_stats(s, p, n); break;
-    case CP_CMD_STREAM: cmd_stream(s, p, n); break;
-    case CP_CMD_RESET: cmd_reset(s, p, n); break;
-    case CP_CMD_IO_READ: cmd_io_read(s, p, n); break;
-    case CP_CMD_IO_WRITE: cmd_io_write(s, p, n); break;
-    case CP_CMD_GET_PORTS: cmd_get_ports(s, p, n); break;
-    case CP_CMD_SESSION: cmd_session(s, p, n); break;
-    case CP_CMD_PING: cmd_ping(s, p, n); break;
-    default:
+    const command_row *row = command_of(command);
+    if (row->handler == NULL) {
         FAIL(s, CP_PERR_BAD_COMMAND, command, "unknown command %u", command);
-        break;
+        return;
     }
+    row->handler(s, p, n);
 }
 
 /* Checks a request's authentication. Returns 0 and the session (NULL: unauthenticated,
@@ -1348,9 +1325,10 @@ static int authenticate(cp_server *s, uint32_t link, const cp_frame *f,
     *length = f->length;
     const uint8_t *frame = f->payload - CP_FRAME_HEADER;
     if ((f->flags & CP_FLAG_AUTH) == 0) {
-        int open = f->command == CP_CMD_HELLO ||
-                   (f->command == CP_CMD_SESSION && f->length >= 1 &&
-                    (f->payload[0] & SESSION_CLOSE) == 0);
+        /* SESSION is open when it begins a session, not when it closes one */
+        int open = command_of(f->command)->open &&
+                   (f->command != CP_CMD_SESSION ||
+                    (f->length >= 1 && (f->payload[0] & SESSION_CLOSE) == 0));
         if (open) {
             return 0;
         }
@@ -1424,7 +1402,7 @@ static void on_frame(cp_server *s, uint32_t link, const cp_frame *f)
     }
     /* a link still a guest after authentication speaks only HELLO and SESSION */
     int guest = link == CP_SERVER_GUEST && sess == NULL;
-    int effect = has_effect(f->command) && !guest;
+    int effect = command_of(f->command)->effect && !guest;
     if (effect && s->cache_valid && f->seq == s->cache_seq && f->command == s->cache_cmd &&
         f->crc == s->cache_crc) {
         s->replays++;

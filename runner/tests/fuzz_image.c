@@ -238,7 +238,7 @@ int main(int argc, char **argv)
     cp_platform pf = tp_platform(&ctx, CP_ARCH_X86_64);
     pf.cpu_features = fuzz_cpu; /* a CPU with avx and fma: some mutants lack a feature */
     pf.max_region_size = 1u << 20; /* mutated sizes would otherwise zero gigabytes */
-    unsigned long by_status[CP_ERR_CPU_FEATURES + 1] = {0};
+    unsigned long by_status[CP_STATUS_COUNT] = {0};
     enum { CAP = TB_CAP };
     static uint8_t buf[CAP];
 
@@ -254,7 +254,7 @@ int main(int argc, char **argv)
         memcpy(image, buf, len);
         cp_error err = tb_error();
         cp_status vs = cp_image_validate(image, len, CP_ARCH_X86_64, &err);
-        if (vs > CP_ERR_CPU_FEATURES || strlen(err.message) >= sizeof(err.message)) {
+        if (vs >= CP_STATUS_COUNT || strlen(err.message) >= sizeof(err.message)) {
             fprintf(stderr, "iteration %lu: bad status %d\n", it, (int)vs);
             return 1;
         }
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("fuzz_image: %lu iterations, no crash; validate results:", iterations);
-    for (int s = 0; s <= CP_ERR_CPU_FEATURES; s++) {
+    for (int s = 0; s < CP_STATUS_COUNT; s++) {
         if (by_status[s] != 0) {
             printf(" %s=%lu", cp_status_name((cp_status)s), by_status[s]);
         }

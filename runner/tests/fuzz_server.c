@@ -81,25 +81,34 @@ static int up_image = -1;
 static uint32_t up_off;
 static tb_image up_bytes;
 
-/* Builds one plausible request; returns the command. */
+/* The requests of contract.h's command table (its EVENT rows are never requests). */
+#define REQUEST_OPEN(code) code,
+#define REQUEST_OWNER(code) code,
+#define REQUEST_EVENT(code)
+#define REQUEST_CODE(N, h, code, effect, access) REQUEST_##access(code)
+static const uint8_t requests[] = {CP_COMMAND_TABLE(REQUEST_CODE)};
+#define N_REQUESTS ((uint32_t)(sizeof(requests) / sizeof(requests[0])))
+
+/* Builds one plausible request; returns the command. A command of the table without its own
+ * case below gets random payload bytes (as do random command bytes, 2 picks in N + 2). */
 static uint8_t gen_request(void)
 {
     plen = 0;
-    uint32_t pick = below(17);
+    uint32_t pick = below(N_REQUESTS + 2);
+    uint8_t command = pick < N_REQUESTS ? requests[pick] : 0;
     if (!sess_on && below(6) == 0) {
-        pick = 14; /* hosts begin sessions */
-    }
-    if (pick == 15 && below(2)) {
-        return CP_CMD_PING;
+        command = CP_CMD_SESSION; /* hosts begin sessions */
     }
     if (up_image >= 0 && below(2) == 0) { /* a host keeps uploading, then commits */
-        pick = up_off < up_bytes.len ? 2 : 4;
+        command = up_off < up_bytes.len ? CP_CMD_LOAD_CHUNK : CP_CMD_LOAD_COMMIT;
     }
-    switch (pick) {
-    case 0:
+    switch (command) {
+    case CP_CMD_HELLO:
         p16(1);
         return CP_CMD_HELLO;
-    case 1: { /* LOAD_BEGIN of a good image, sometimes with a corrupted copy or a wrong CRC */
+    case CP_CMD_PING:
+        return CP_CMD_PING;
+    case CP_CMD_LOAD_BEGIN: { /* a good image, sometimes a corrupted copy or a wrong CRC */
         up_image = (int)below(NGOOD);
         up_bytes = good[up_image];
         up_off = 0;
@@ -126,8 +135,7 @@ static uint8_t gen_request(void)
         p32(crc);
         return CP_CMD_LOAD_BEGIN;
     }
-    case 2:
-    case 3: { /* the next chunk (sometimes skipping ahead or replaying) */
+    case CP_CMD_LOAD_CHUNK: { /* the next chunk (sometimes skipping ahead or replaying) */
         if (up_image < 0) {
             p32(0);
             return CP_CMD_LOAD_CHUNK;
@@ -150,15 +158,17 @@ static uint8_t gen_request(void)
         }
         return CP_CMD_LOAD_CHUNK;
     }
-    case 4:
+    case CP_CMD_LOAD_STATUS:
+    case CP_CMD_LOAD_COMMIT:
         if (up_image >= 0 && up_off >= up_bytes.len && below(4) != 0) {
             up_image = -1;
             return CP_CMD_LOAD_COMMIT;
         }
         return below(2) ? CP_CMD_LOAD_COMMIT : CP_CMD_LOAD_STATUS;
-    case 5:
+    case CP_CMD_START:
+    case CP_CMD_STOP:
         return below(3) ? CP_CMD_START : CP_CMD_STOP;
-    case 6: {
+    case CP_CMD_READ: {
         uint32_t n = below(4);
         for (uint32_t i = 0; i < n; i++) {
             p32(small_offset());
@@ -166,7 +176,7 @@ static uint8_t gen_request(void)
         }
         return CP_CMD_READ;
     }
-    case 7: {
+    case CP_CMD_WRITE: {
         uint32_t n = below(4);
         for (uint32_t i = 0; i < n; i++) {
             uint16_t size = (uint16_t)below(16);
@@ -178,12 +188,12 @@ static uint8_t gen_request(void)
         }
         return CP_CMD_WRITE;
     }
-    case 8:
+    case CP_CMD_STATS:
         if (below(2)) {
             p16((uint16_t)below(3));
         }
         return CP_CMD_STATS;
-    case 9: {
+    case CP_CMD_STREAM: {
         p16((uint16_t)below(4));
         uint32_t n = below(4) == 0 ? below(20) : below(3);
         for (uint32_t i = 0; i < n; i++) {
@@ -192,22 +202,22 @@ static uint8_t gen_request(void)
         }
         return CP_CMD_STREAM;
     }
-    case 10:
+    case CP_CMD_RESET:
         p8((uint8_t)(below(8) == 0 ? below(4) : below(5) == 0 ? 1 : 0));
         return CP_CMD_RESET;
-    case 11: {
+    case CP_CMD_IO_READ: {
         uint32_t n = below(5);
         for (uint32_t i = 0; i < n; i++) {
-            p8((uint8_t)below(6));
+            p8((uint8_t)below(CP_IO_KIND_COUNT + 2)); /* kinds 0..COUNT + 1: two unknown */
             p16((uint16_t)below(10));
         }
         return CP_CMD_IO_READ;
     }
-    case 12: {
+    case CP_CMD_IO_WRITE: {
         uint32_t n = below(4);
         for (uint32_t i = 0; i < n; i++) {
             static const double values[] = {0.0, -0.0, 1.5, -7.9, 3e9, -3e9, 1e300, 0.1};
-            p8((uint8_t)below(6));
+            p8((uint8_t)below(CP_IO_KIND_COUNT + 2)); /* kinds 0..COUNT + 1: two unknown */
             p16((uint16_t)below(10));
             double v = values[below(8)];
             memcpy(payload + plen, &v, 8);
@@ -215,10 +225,10 @@ static uint8_t gen_request(void)
         }
         return CP_CMD_IO_WRITE;
     }
-    case 13:
+    case CP_CMD_GET_PORTS:
         p32(below(4) == 0 ? interesting() : below(200));
         return CP_CMD_GET_PORTS;
-    case 14: { /* SESSION: begin (sometimes taking over, sometimes closing) */
+    case CP_CMD_SESSION: { /* SESSION: begin (sometimes taking over, sometimes closing) */
         for (int i = 0; i < 16; i++) {
             sess_nonce[i] = (uint8_t)rng();
         }
@@ -234,7 +244,7 @@ static uint8_t gen_request(void)
         for (uint32_t i = 0; i < n; i++) {
             p8((uint8_t)rng());
         }
-        return (uint8_t)rng();
+        return pick < N_REQUESTS ? command : (uint8_t)rng();
     }
     }
 }
@@ -307,7 +317,8 @@ static size_t mutate_wire(uint8_t *w, size_t n, size_t cap)
 }
 
 typedef struct tally {
-    uint64_t requests, intact, responses, errors[16], events, ticks, replays_sent;
+    uint64_t requests, intact, responses, errors[CP_PERR_COUNT + 1], events, ticks,
+        replays_sent;
     uint64_t commits_ok, bad_client_frames, authenticated, sessions, faults, guest_bytes;
 } tally;
 
@@ -363,7 +374,7 @@ static void drain(fx *f, int expect_response, uint16_t seq, uint8_t cmd)
             r.len -= CP_AUTH_TRAILER;
         }
         if (r.flags & CP_FLAG_ERROR) {
-            if (r.len < 8 || r.len > 8 + CP_ERROR_MESSAGE_MAX || r.p[0] == 0 || r.p[0] > 13) {
+            if (r.len < 8 || r.len > 8 + CP_ERROR_MESSAGE_MAX || r.p[0] == 0 || r.p[0] > CP_PERR_COUNT) {
                 fprintf(stderr, "bad error payload\n");
                 abort();
             }
@@ -589,23 +600,15 @@ int main(int argc, char **argv)
     fx_close(f);
     free(f);
     printf("fuzz_server: %llu iterations, no crash; %llu intact requests, %llu responses "
-           "(OK %llu, BAD_COMMAND %llu, BAD_PAYLOAD %llu, BAD_STATE %llu, TOO_LARGE %llu, "
-           "GAP %llu, IMAGE_INVALID %llu, OUT_OF_RANGE %llu, NOT_WRITABLE %llu, VERSION %llu, "
-           "BUSY %llu, AUTH_REQUIRED %llu, AUTH_FAILED %llu, REPLAY %llu); "
-           "%llu commits, %llu replays sent, %llu ticks, %llu events (%llu faults), "
+           "(OK %llu", (unsigned long long)iterations, (unsigned long long)T.intact,
+           (unsigned long long)T.responses, (unsigned long long)T.errors[0]);
+#define PRINT_ERROR(N, code) printf(", " #N " %llu", (unsigned long long)T.errors[code]);
+    CP_PROTOCOL_ERROR_TABLE(PRINT_ERROR)
+    printf("); %llu commits, %llu replays sent, %llu ticks, %llu events (%llu faults), "
            "%llu sessions, %llu authenticated responses, %llu guest bytes, %d runners\n",
-           (unsigned long long)iterations, (unsigned long long)T.intact,
-           (unsigned long long)T.responses, (unsigned long long)T.errors[0],
-           (unsigned long long)T.errors[1], (unsigned long long)T.errors[2],
-           (unsigned long long)T.errors[3], (unsigned long long)T.errors[4],
-           (unsigned long long)T.errors[5], (unsigned long long)T.errors[6],
-           (unsigned long long)T.errors[7], (unsigned long long)T.errors[8],
-           (unsigned long long)T.errors[9], (unsigned long long)T.errors[10],
-           (unsigned long long)T.errors[11], (unsigned long long)T.errors[12],
-           (unsigned long long)T.errors[13], (unsigned long long)T.commits_ok,
-           (unsigned long long)T.replays_sent, (unsigned long long)T.ticks,
-           (unsigned long long)T.events, (unsigned long long)T.faults,
-           (unsigned long long)T.sessions, (unsigned long long)T.authenticated,
-           (unsigned long long)T.guest_bytes, session + 1);
+           (unsigned long long)T.commits_ok, (unsigned long long)T.replays_sent,
+           (unsigned long long)T.ticks, (unsigned long long)T.events,
+           (unsigned long long)T.faults, (unsigned long long)T.sessions,
+           (unsigned long long)T.authenticated, (unsigned long long)T.guest_bytes, session + 1);
     return 0;
 }

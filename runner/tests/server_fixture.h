@@ -231,7 +231,7 @@ typedef struct fx {
     pthread_mutex_t mutex;
     int locked, lock_calls, notify_state, notify_output;
     int notify_text, notify_takeover, notify_refuse, notify_replaced;
-    double io[4][8];
+    double io[CP_IO_KIND_COUNT][8];
     int io_writes;
     int io_write_fail;
     cp_server_rt_stats rt;
@@ -291,14 +291,14 @@ static inline void fx_notify(void *ctx, uint32_t what)
 static inline double fx_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     fx *f = ctx;
-    return kind >= 1 && kind <= 4 && channel < 8 ? f->io[kind - 1][channel] : -1.0;
+    return kind >= 1 && kind <= CP_IO_KIND_COUNT && channel < 8 ? f->io[kind - 1][channel] : -1.0;
 }
 
 static inline int fx_io_write(void *ctx, uint8_t kind, uint16_t channel, double v)
 {
     fx *f = ctx;
     f->io_writes++;
-    if (f->io_write_fail || kind < 1 || kind > 4 || channel >= 8) {
+    if (f->io_write_fail || kind < 1 || kind > CP_IO_KIND_COUNT || channel >= 8) {
         return 1;
     }
     f->io[kind - 1][channel] = v;

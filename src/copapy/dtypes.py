@@ -8,6 +8,9 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._contract import DTYPE_PYTHON
+from ._contract import DType as Code
+
 if TYPE_CHECKING:
     import numpy as np
 else:
@@ -49,7 +52,7 @@ class SlotType:
         truth value as 0/1, integers must be in range (OverflowError otherwise)."""
         if self.kind == "f":
             x = float(value)
-            return self.struct.pack(saturate_f32(x) if self.code == 1 else x)
+            return self.struct.pack(saturate_f32(x) if self.code == Code.F32 else x)
         if self.kind == "b":
             return self.struct.pack(1 if value else 0)
         if isinstance(value, float):
@@ -73,17 +76,21 @@ def slot_type(code: int) -> SlotType:
     try:
         return SLOT_TYPES[code]
     except KeyError:
-        raise ValueError(f"dtype {code} is unknown: use 1 f32, 2 f64, 3 i32, 4 bool, 5 u8 "
-                         f"or 6 i8") from None
+        known = ", ".join(f"{int(c)} {n}" for c, n in DTYPE_PYTHON.items())
+        raise ValueError(f"dtype {code} is unknown: use {known}") from None
 
 
+#: codes and names are contract.h's CP_DTYPE_TABLE (as plain ints: codes go into cache keys);
+#: how each is stored is Python's own
+_F32, _F64, _I32, _BOOL, _U8, _I8 = (int(c) for c in (Code.F32, Code.F64, Code.I32, Code.BOOL,
+                                                     Code.U8, Code.I8))
 SLOT_TYPES = {t.code: t for t in (
-    SlotType(1, "float32", struct.Struct("<f"), "f"),
-    SlotType(2, "float64", struct.Struct("<d"), "f"),
-    SlotType(3, "int32", struct.Struct("<i"), "i", -(2**31), 2**31 - 1),
-    SlotType(4, "bool", struct.Struct("<i"), "b"),
-    SlotType(5, "uint8", struct.Struct("<B"), "i", 0, 255),
-    SlotType(6, "int8", struct.Struct("<b"), "i", -128, 127),
+    SlotType(_F32, DTYPE_PYTHON[Code.F32], struct.Struct("<f"), "f"),
+    SlotType(_F64, DTYPE_PYTHON[Code.F64], struct.Struct("<d"), "f"),
+    SlotType(_I32, DTYPE_PYTHON[Code.I32], struct.Struct("<i"), "i", -(2**31), 2**31 - 1),
+    SlotType(_BOOL, DTYPE_PYTHON[Code.BOOL], struct.Struct("<i"), "b"),
+    SlotType(_U8, DTYPE_PYTHON[Code.U8], struct.Struct("<B"), "i", 0, 255),
+    SlotType(_I8, DTYPE_PYTHON[Code.I8], struct.Struct("<b"), "i", -128, 127),
 )}
 
 
@@ -122,7 +129,7 @@ class DType:
         pack = SLOT_TYPES[self.code].struct.pack  # (not the properties: a node is built per call)
         if self.rank == 0:
             return pack(1 if value else 0)
-        if self.code == 1:
+        if self.code == Code.F32:
             return pack(saturate_f32(value))
         return pack(value)
 
@@ -146,10 +153,10 @@ class DType:
     __hash__ = object.__hash__
 
 
-bool_ = DType("bool", 0, 4, 4, "i32", "<i", "bool")
-int32 = DType("int32", 1, 4, 3, "i32", "<i", "int32")
-float32 = DType("float32", 2, 4, 1, "f32", "<f", "float32")
-float64 = DType("float64", 3, 8, 2, "f64", "<d", "float64")
+bool_ = DType("bool", 0, 4, _BOOL, "i32", "<i", "bool")
+int32 = DType("int32", 1, 4, _I32, "i32", "<i", "int32")
+float32 = DType("float32", 2, 4, _F32, "f32", "<f", "float32")
+float64 = DType("float64", 3, 8, _F64, "f64", "<d", "float64")
 
 ALL = (bool_, int32, float32, float64)
 BY_NAME = {d.name: d for d in ALL} | {"bool_": bool_, "float": float32, "int": int32}

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from ._contract import SECTION_V1_ENTRY_SIZE, Section
 from .arch.patchkind import PatchKind
 
 MAGIC = b"CPIM"
@@ -22,16 +23,18 @@ PORT = struct.Struct("<IIBBHI")
 LET_COPY = struct.Struct("<HBBIII")
 IO_BINDING = struct.Struct("<HBBHBBIId")  # 24 bytes: the v1 fields, then the safe value
 
-CODE, DATA_INIT, PATCH_KINDS, PATCHES, TASKS, PORTS, STRINGS, METADATA = range(1, 9)
-LET_COPIES, IO_BINDINGS, CPU_FEATURES = 9, 10, 11
+# section types: contract.h's CP_SECTION_TABLE
+CODE, DATA_INIT, PATCH_KINDS = Section.CODE, Section.DATA_INIT, Section.PATCH_KINDS
+PATCHES, TASKS, PORTS, STRINGS = Section.PATCHES, Section.TASKS, Section.PORTS, Section.STRINGS
+METADATA, LET_COPIES, IO_BINDINGS = Section.METADATA, Section.LET_COPIES, Section.IO_BINDINGS
+CPU_FEATURES = Section.CPU_FEATURES
 FEATURES = struct.Struct("<Q")  # CPU_FEATURES: one entry, the feature bits the code needs
-ENTRY_SIZES = {CODE: 1, DATA_INIT: 1, PATCH_KINDS: 20, PATCHES: 12, TASKS: TASK.size,
-               PORTS: 16, STRINGS: 1, METADATA: 1, LET_COPIES: 16, IO_BINDINGS: IO_BINDING.size,
-               CPU_FEATURES: FEATURES.size}
 #: each section type's entry size in format version 1 (later entries may be longer: appended
 #: fields); a reader accepts an entry of at least this size, of any size for a type it does not
-#: know (runner/src/internal.h's CP_*_SIZE, image.c's v1_entry_size)
-V1_ENTRY_SIZES = {**ENTRY_SIZES, TASKS: 24, IO_BINDINGS: 16}
+#: know (contract.h's CP_SECTION_TABLE, image.c's v1_entry_size)
+V1_ENTRY_SIZES = {int(t): size for t, size in SECTION_V1_ENTRY_SIZE.items()}
+#: the entry sizes this writer uses: v1's, with the fields appended since (TASKS, IO_BINDINGS)
+ENTRY_SIZES = {**V1_ENTRY_SIZES, TASKS: TASK.size, IO_BINDINGS: IO_BINDING.size}
 #: the most directory entries an image may have (docs/image.md; internal.h's CP_MAX_SECTIONS)
 MAX_SECTIONS = 64
 #: a section type with this bit may be ignored by a reader that does not know it; any other

@@ -58,7 +58,7 @@ size_t cpz_slot_size(void);
 int cpz_in_slots(uint32_t address);            /* 1: inside one of the two slots */
 
 /* ---- io.c */
-int cpz_io_init(uint16_t channels[4], uint8_t *simulated_only);
+int cpz_io_init(uint16_t channels[CP_IO_KIND_COUNT], uint8_t *simulated_only);
 double cpz_io_read(void *ctx, uint8_t kind, uint16_t channel);
 int cpz_io_write(void *ctx, uint8_t kind, uint16_t channel, double value);
 const char *cpz_io_check(void *ctx, const cp_io_binding *binding);

@@ -19,29 +19,43 @@
 #define IO_NODE DT_COMPAT_GET_ANY_STATUS_OKAY(copapy_io)
 #define HAS_IO_NODE DT_NODE_EXISTS(IO_NODE)
 
+/* Per kind (contract.h's CP_IO_KIND_TABLE: the devicetree property of each kind's channels):
+ * the real channels the node lists, then the simulated ones (`simulated`: one number per
+ * kind, in kind order). N_GPIO ... only select the driver code below. */
 #if HAS_IO_NODE
 #define N_GPIO DT_PROP_LEN_OR(IO_NODE, gpios, 0)
 #define N_PWM DT_PROP_LEN_OR(IO_NODE, pwms, 0)
 #define N_ENC DT_PROP_LEN_OR(IO_NODE, encoders, 0)
 #define N_ADC DT_PROP_LEN_OR(IO_NODE, io_channels, 0)
-#define SIM_OF(i) \
-    COND_CODE_1(DT_NODE_HAS_PROP(IO_NODE, simulated), (DT_PROP_BY_IDX(IO_NODE, simulated, i)), (0))
-#if DT_NODE_HAS_PROP(IO_NODE, simulated) && DT_PROP_LEN(IO_NODE, simulated) != 4
-#error "copapy,io: simulated = <gpio pwm encoder adc> (four numbers)"
+#define REAL_COUNT(N, code, dirs, prop) DT_PROP_LEN_OR(IO_NODE, prop, 0),
+#if DT_NODE_HAS_PROP(IO_NODE, simulated)
+BUILD_ASSERT(DT_PROP_LEN(IO_NODE, simulated) == CP_IO_KIND_COUNT,
+             "copapy,io: simulated = <n ...> needs one number per channel kind (GPIO PWM "
+             "ENCODER ADC ...: contract.h's CP_IO_KIND_TABLE)");
+#define SIM_ADD(node, prop, idx) +DT_PROP_BY_IDX(node, prop, idx)
+#define SIM_TOTAL (0 DT_FOREACH_PROP_ELEM(IO_NODE, simulated, SIM_ADD))
+static const uint16_t n_sim[CP_IO_KIND_COUNT] = DT_PROP(IO_NODE, simulated);
+#else
+#define SIM_TOTAL 0
+static const uint16_t n_sim[CP_IO_KIND_COUNT];
 #endif
 #else
 #define N_GPIO 0
 #define N_PWM 0
 #define N_ENC 0
 #define N_ADC 0
-#define SIM_OF(i) CONFIG_COPAPY_SIM_IO_CHANNELS
+#define REAL_COUNT(N, code, dirs, prop) 0,
+#define SIM_DEFAULT(N, code, dirs, prop) CONFIG_COPAPY_SIM_IO_CHANNELS,
+#define SIM_TOTAL (CP_IO_KIND_COUNT * CONFIG_COPAPY_SIM_IO_CHANNELS)
+static const uint16_t n_sim[CP_IO_KIND_COUNT] = {CP_IO_KIND_TABLE(SIM_DEFAULT)};
 #endif
 
-static const uint16_t n_real[4] = {N_GPIO, N_PWM, N_ENC, N_ADC};
-static const uint16_t n_sim[4] = {SIM_OF(0), SIM_OF(1), SIM_OF(2), SIM_OF(3)};
-#define SIM_MAX MAX(MAX(SIM_OF(0), SIM_OF(1)), MAX(MAX(SIM_OF(2), SIM_OF(3)), 1))
+static const uint16_t n_real[CP_IO_KIND_COUNT] = {CP_IO_KIND_TABLE(REAL_COUNT)};
+#define REAL_ADD(N, code, dirs, prop) +n_real[code - 1]
 
-static double sim[4][SIM_MAX];
+/* the simulated channels' values, kind after kind (kind k's from sim_base[k]) */
+static double sim[MAX(SIM_TOTAL, 1)];
+static uint32_t sim_base[CP_IO_KIND_COUNT];
 static struct k_spinlock sim_lock;
 
 /* ---- GPIO */
@@ -164,9 +178,10 @@ static double adc_sample(uint16_t ch)
 
 /* ---- dispatch */
 
+/* 1: a real channel; 0: a simulated one, its value at sim[*sim_index]; -1: none. */
 static int split(uint8_t kind, uint16_t channel, uint16_t *sim_index)
 {
-    if (kind < 1 || kind > 4) {
+    if (kind < 1 || kind > CP_IO_KIND_COUNT) {
         return -1;
     }
     uint32_t k = kind - 1u;
@@ -174,7 +189,7 @@ static int split(uint8_t kind, uint16_t channel, uint16_t *sim_index)
         return 1; /* real */
     }
     if (channel - n_real[k] < n_sim[k]) {
-        *sim_index = (uint16_t)(channel - n_real[k]);
+        *sim_index = (uint16_t)(sim_base[k] + channel - n_real[k]);
         return 0; /* simulated */
     }
     return -1;
@@ -187,7 +202,7 @@ double cpz_io_read(void *ctx, uint8_t kind, uint16_t channel)
     int where = split(kind, channel, &si);
     if (where == 0) {
         k_spinlock_key_t key = k_spin_lock(&sim_lock);
-        double v = sim[kind - 1][si];
+        double v = sim[si];
         k_spin_unlock(&sim_lock, key);
         return v;
     }
@@ -223,7 +238,7 @@ int cpz_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
     int where = split(kind, channel, &si);
     if (where == 0) {
         k_spinlock_key_t key = k_spin_lock(&sim_lock);
-        sim[kind - 1][si] = value;
+        sim[si] = value;
         k_spin_unlock(&sim_lock, key);
         return 0;
     }
@@ -244,8 +259,10 @@ int cpz_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
     }
 }
 
-/* LOAD_COMMIT: real PWM channels are outputs, real encoders and ADC inputs (a simulated
- * plant's bindings, cp.io.plant, need simulated channels); GPIO goes either way. */
+/* LOAD_COMMIT: a real channel serves the directions its kind's hardware has (contract.h:
+ * PWM outputs, encoders and ADC inputs, GPIO either way); a simulated plant's bindings
+ * (cp.io.plant) need simulated channels. */
+#define DIRS_CASE(N, code, dirs, prop) case code: mask = dirs; break;
 const char *cpz_io_check(void *ctx, const cp_io_binding *b)
 {
     ARG_UNUSED(ctx);
@@ -253,19 +270,28 @@ const char *cpz_io_check(void *ctx, const cp_io_binding *b)
     if (split(b->kind, b->channel, &si) != 1) {
         return NULL; /* simulated (the server checked the count already) */
     }
+    uint32_t mask = 0;
+    switch (b->kind) {
+    CP_IO_KIND_TABLE(DIRS_CASE)
+    default: break;
+    }
+    if ((mask & b->direction) != 0) {
+        return NULL;
+    }
     switch (b->kind) {
     case CP_IO_PWM:
-        return b->direction == 2 ? NULL : "this board's PWM channels are outputs";
+        return "this board's PWM channels are outputs";
     case CP_IO_ENCODER:
-        return b->direction == 1 ? NULL : "this board's encoders are inputs";
+        return "this board's encoders are inputs";
     case CP_IO_ADC:
-        return b->direction == 1 ? NULL : "this board's ADC channels are inputs";
+        return "this board's ADC channels are inputs";
     default:
-        return NULL;
+        return b->direction == CP_DIR_OUTPUT ? "this board's channels of that kind are inputs"
+                                             : "this board's channels of that kind are outputs";
     }
 }
 
-int cpz_io_init(uint16_t channels[4], uint8_t *simulated_only)
+int cpz_io_init(uint16_t channels[CP_IO_KIND_COUNT], uint8_t *simulated_only)
 {
     int rc = 0;
 #if N_GPIO > 0
@@ -296,9 +322,12 @@ int cpz_io_init(uint16_t channels[4], uint8_t *simulated_only)
         }
     }
 #endif
-    for (int k = 0; k < 4; k++) {
+    uint32_t base = 0;
+    for (int k = 0; k < CP_IO_KIND_COUNT; k++) {
         channels[k] = (uint16_t)(n_real[k] + n_sim[k]);
+        sim_base[k] = base;
+        base += n_sim[k];
     }
-    *simulated_only = (N_GPIO + N_PWM + N_ENC + N_ADC) == 0;
+    *simulated_only = (0 CP_IO_KIND_TABLE(REAL_ADD)) == 0;
     return rc;
 }

@@ -42,6 +42,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "copapy/contract.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -78,12 +80,14 @@ typedef struct copapy_error {
     char message[256];       /* human readable, says what to do */
 } copapy_error;
 
-/* Element types and roles of ports (docs/image.md). */
-enum { COPAPY_F32 = 1, COPAPY_F64 = 2, COPAPY_I32 = 3, COPAPY_BOOL = 4, COPAPY_U8 = 5,
-       COPAPY_I8 = 6 };
-enum { COPAPY_INPUT = 1, COPAPY_OUTPUT = 2, COPAPY_STATE = 3, COPAPY_CONSTANT = 4 };
-/* I/O channel kinds (cp.io). */
-enum { COPAPY_GPIO = 1, COPAPY_PWM = 2, COPAPY_ENCODER = 3, COPAPY_ADC = 4 };
+/* Element types (COPAPY_F32 ...), roles of ports (COPAPY_INPUT ...) and I/O channel kinds
+ * (COPAPY_GPIO ...): the rows of copapy/contract.h, the one declaration the runner and the
+ * Python package share. */
+#define COPAPY_CONTRACT_DTYPE(N, code, bytes, io, py) COPAPY_##N = code,
+#define COPAPY_CONTRACT_CODE(N, code, ...) COPAPY_##N = code,
+enum { CP_DTYPE_TABLE(COPAPY_CONTRACT_DTYPE) };
+enum { CP_PORT_ROLE_TABLE(COPAPY_CONTRACT_CODE) };
+enum { CP_IO_KIND_TABLE(COPAPY_CONTRACT_CODE) };
 
 /* copapy_options.flags */
 enum {
@@ -135,9 +139,9 @@ typedef struct copapy_task_stats {
 
 /* ---- faults (ABI 2) */
 
-/* copapy_fault.kind: the values of the runner core's cp_fault_kind */
-enum { COPAPY_FAULT_NONE = 0, COPAPY_FAULT_SIGSEGV = 1, COPAPY_FAULT_SIGILL = 2,
-       COPAPY_FAULT_SIGBUS = 3, COPAPY_FAULT_SIGFPE = 4, COPAPY_FAULT_TIMEOUT = 9 };
+/* copapy_fault.kind: the values of the runner core's cp_fault_kind (COPAPY_FAULT_SIGSEGV ...) */
+#define COPAPY_CONTRACT_FAULT(N, code, name) COPAPY_FAULT_##N = code,
+enum { COPAPY_FAULT_NONE = 0, CP_FAULT_TABLE(COPAPY_CONTRACT_FAULT) };
 
 typedef struct copapy_fault {
     uint32_t struct_size;    /* sizeof(copapy_fault) */

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "copapy/contract.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,44 +33,8 @@ enum {
     CP_AUTH_NONCE = 16
 };
 
-/* Commands. */
-enum {
-    CP_CMD_HELLO = 1,
-    CP_CMD_LOAD_BEGIN = 2,
-    CP_CMD_LOAD_CHUNK = 3,
-    CP_CMD_LOAD_STATUS = 4,
-    CP_CMD_LOAD_COMMIT = 5,
-    CP_CMD_START = 6,
-    CP_CMD_STOP = 7,
-    CP_CMD_READ = 8,
-    CP_CMD_WRITE = 9,
-    CP_CMD_STATS = 10,
-    CP_CMD_STREAM = 11,
-    CP_CMD_RESET = 12,
-    CP_CMD_IO_READ = 13,
-    CP_CMD_IO_WRITE = 14,
-    CP_CMD_GET_PORTS = 15,
-    CP_CMD_SESSION = 16,    /* begin (or close) a session: nonces, takeover */
-    CP_CMD_PING = 17,       /* no effect: keeps a session and the dead-man switch alive */
-    CP_CMD_FAULT = 18       /* EVENT only: the program faulted (the fault record) */
-};
-
-/* Error codes of an ERROR response. */
-enum {
-    CP_PERR_BAD_COMMAND = 1,
-    CP_PERR_BAD_PAYLOAD = 2,
-    CP_PERR_BAD_STATE = 3,
-    CP_PERR_TOO_LARGE = 4,
-    CP_PERR_GAP = 5,
-    CP_PERR_IMAGE_INVALID = 6,
-    CP_PERR_OUT_OF_RANGE = 7,
-    CP_PERR_NOT_WRITABLE = 8,
-    CP_PERR_VERSION = 9,
-    CP_PERR_BUSY = 10,          /* another client owns the runner */
-    CP_PERR_AUTH_REQUIRED = 11, /* the request must be authenticated */
-    CP_PERR_AUTH_FAILED = 12,   /* wrong key, tampered frame, or no such session */
-    CP_PERR_REPLAY = 13         /* the counter was used already */
-};
+/* Commands (CP_CMD_HELLO ...) and the error codes of an ERROR response (CP_PERR_BAD_COMMAND
+ * ...): contract.h's CP_COMMAND_TABLE and CP_PROTOCOL_ERROR_TABLE. */
 
 #define CP_ERROR_MESSAGE_MAX 120u
 

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "copapy/contract.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,21 +36,12 @@ enum {
     CP_ARCH_TRICORE = 11
 };
 
-/* Load errors, in the order they are checked (docs/image.md, "Load errors"). */
+/* Load errors, in the order they are checked (contract.h's CP_LOAD_ERROR_TABLE). */
+#define CP_CONTRACT_STATUS_ENUM(N, code) CP_ERR_##N = code,
 typedef enum cp_status {
     CP_OK = 0,
-    CP_ERR_TRUNCATED = 1,
-    CP_ERR_MAGIC = 2,
-    CP_ERR_VERSION = 3,
-    CP_ERR_CRC = 4,
-    CP_ERR_ARCH = 5,
-    CP_ERR_LAYOUT = 6,
-    CP_ERR_PATCH = 7,
-    CP_ERR_NOMEM = 8,
-    CP_ERR_TOO_LARGE = 9,
-    CP_ERR_ARGUMENT = 10,
-    CP_ERR_UNSUPPORTED = 11, /* a required section type this runner does not know (ABI 3) */
-    CP_ERR_CPU_FEATURES = 12 /* the image needs CPU features this CPU lacks (ABI 4) */
+    CP_LOAD_ERROR_TABLE(CP_CONTRACT_STATUS_ENUM)
+    CP_STATUS_COUNT = 1 + CP_TABLE_COUNT(CP_LOAD_ERROR_TABLE) /* OK and the errors */
 } cp_status;
 
 /* Bits of an image's CPU_FEATURES section for architecture x86_64 (docs/image.md), in the
@@ -127,7 +120,8 @@ typedef struct cp_let_copy {
     uint32_t dst;
 } cp_let_copy;
 
-/* An I/O binding: direction 1 samples a channel into a slot, 2 drives a channel. */
+/* An I/O binding: direction CP_DIR_INPUT samples a channel into a slot, CP_DIR_OUTPUT
+ * drives a channel; kind is a CP_IO_* kind. */
 typedef struct cp_io_binding {
     uint16_t task;
     uint8_t direction;
@@ -139,7 +133,7 @@ typedef struct cp_io_binding {
     double safe;  /* appended in ABI 3: the value an OUTPUT channel takes in the safe state */
 } cp_io_binding;
 
-enum { CP_IO_GPIO = 1, CP_IO_PWM = 2, CP_IO_ENCODER = 3, CP_IO_ADC = 4 };
+/* kinds: CP_IO_GPIO ... (contract.h's CP_IO_KIND_TABLE, CP_IO_KIND_COUNT of them) */
 
 /* A loaded program. Embeddable: no hidden allocation; all memory is the one region. */
 typedef struct cp_program {
@@ -193,20 +187,12 @@ static inline uint8_t *cp_program_data(const cp_program *prog)
  * scheduler stops, every output channel takes its safe value, and the fault is kept until
  * cp_sched_reset. */
 
+/* Fault kinds: contract.h's CP_FAULT_TABLE (CP_FAULT_SIGSEGV ... CP_FAULT_LINK). */
+#define CP_CONTRACT_FAULT_ENUM(N, code, name) CP_FAULT_##N = code,
 typedef enum cp_fault_kind {
     CP_FAULT_NONE = 0,
-    CP_FAULT_SIGSEGV = 1,     /* host: invalid memory access */
-    CP_FAULT_SIGILL = 2,      /* host: illegal instruction */
-    CP_FAULT_SIGBUS = 3,      /* host: bus error (e.g. alignment check) */
-    CP_FAULT_SIGFPE = 4,      /* host: arithmetic exception (integer division by zero) */
-    CP_FAULT_HARDFAULT = 5,   /* Cortex-M exceptions */
-    CP_FAULT_MEMMANAGE = 6,
-    CP_FAULT_BUSFAULT = 7,
-    CP_FAULT_USAGEFAULT = 8,
-    CP_FAULT_TIMEOUT = 9,     /* a job ran longer than its budget x factor: stopped */
-    CP_FAULT_WATCHDOG = 10,   /* the hardware watchdog's warning caught a blocked CPU */
-    CP_FAULT_LINK = 11,       /* dead-man switch: the host link was silent too long */
-    CP_FAULT_KIND_COUNT = 12
+    CP_FAULT_TABLE(CP_CONTRACT_FAULT_ENUM)
+    CP_FAULT_KIND_COUNT = 1 + CP_TABLE_COUNT(CP_FAULT_TABLE) /* none and the faults */
 } cp_fault_kind;
 
 #define CP_FAULT_NO_TASK 0xFFFFFFFFu

@@ -129,7 +129,7 @@ typedef struct cp_server_config {
     uint8_t *work;                    /* cp_server_work_size(max_payload, ports, ring) bytes */
     size_t work_size;
     uint16_t max_payload;             /* >= 128 */
-    uint16_t channels[4];             /* GPIO, PWM, ENCODER, ADC channel counts */
+    uint16_t channels[CP_IO_KIND_COUNT]; /* channels of each kind (CP_IO_GPIO - 1 ...) */
     uint8_t flags;                    /* CP_SERVER_FLAG_* for HELLO */
     uint8_t reserved;
     uint32_t ports_capacity;          /* bytes for the loaded image's PORTS+STRINGS block */

@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+from .._contract import LoadError
+
 #: the runner core's load errors (cp_status, docs/image.md "Load errors"), by code
-LOAD_ERROR_NAMES = {1: "TRUNCATED", 2: "MAGIC", 3: "VERSION", 4: "CRC", 5: "ARCH", 6: "LAYOUT",
-                    7: "PATCH", 8: "NOMEM", 9: "TOO_LARGE", 10: "ARGUMENT", 11: "UNSUPPORTED",
-                    12: "CPU_FEATURES"}
-UNSUPPORTED, CPU_FEATURES = 11, 12
+LOAD_ERROR_NAMES = {int(e): e.name for e in LoadError}
+UNSUPPORTED, CPU_FEATURES, TOO_LARGE = (LoadError.UNSUPPORTED, LoadError.CPU_FEATURES,
+                                        LoadError.TOO_LARGE)
 
 
 class ImageLoadError(ValueError):
@@ -24,8 +25,8 @@ class CpuFeatureError(ImageLoadError):
     ``variant`` the architecture the code is for, ``base`` the one to compile for instead.
     ``code``/``name`` are the runner's load error (12, ``CPU_FEATURES``)."""
 
-    code = CPU_FEATURES
-    name = "CPU_FEATURES"
+    code = int(CPU_FEATURES)
+    name = CPU_FEATURES.name
 
     def __init__(self, variant: str, base: str, needed: tuple[str, ...],
                  missing: tuple[str, ...], where: str = "this CPU") -> None:
@@ -140,6 +141,6 @@ def check_memory(need: int) -> None:
         err = ImageLoadError(f"TOO_LARGE: image needs {need} bytes of memory but this runner "
                              f"offers at most {limit}: shrink the program or raise the limit "
                              f"({MEMORY_OPTION})")
-        err.code = 9  # type: ignore[attr-defined]
+        err.code = int(TOO_LARGE)  # type: ignore[attr-defined]
         err.name = "TOO_LARGE"  # type: ignore[attr-defined]
         raise err

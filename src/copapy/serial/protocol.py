@@ -9,31 +9,32 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from .._contract import FAULT_KIND_DISPLAY, Command, ErrorCode
 from ..arch.targets import id_name
 
 VERSION = 1
 HEADER = struct.Struct("<BBHBBH")  # version, flags, seq, command, reserved, length
 FLAG_RESPONSE, FLAG_EVENT, FLAG_ERROR, FLAG_AUTH = 1, 2, 4, 8
 
-HELLO, LOAD_BEGIN, LOAD_CHUNK, LOAD_STATUS, LOAD_COMMIT = 1, 2, 3, 4, 5
-START, STOP, READ, WRITE, STATS, STREAM, RESET = 6, 7, 8, 9, 10, 11, 12
-IO_READ, IO_WRITE, GET_PORTS = 13, 14, 15
-SESSION, PING, FAULT = 16, 17, 18  # FAULT: events only
+# commands and error codes: contract.h's tables (copapy._contract), never numbers here
+HELLO, LOAD_BEGIN, LOAD_CHUNK = Command.HELLO, Command.LOAD_BEGIN, Command.LOAD_CHUNK
+LOAD_STATUS, LOAD_COMMIT = Command.LOAD_STATUS, Command.LOAD_COMMIT
+START, STOP, READ, WRITE = Command.START, Command.STOP, Command.READ, Command.WRITE
+STATS, STREAM, RESET = Command.STATS, Command.STREAM, Command.RESET
+IO_READ, IO_WRITE, GET_PORTS = Command.IO_READ, Command.IO_WRITE, Command.GET_PORTS
+SESSION, PING, FAULT = Command.SESSION, Command.PING, Command.FAULT  # FAULT: events only
 
-ERROR_NAMES = {1: "BAD_COMMAND", 2: "BAD_PAYLOAD", 3: "BAD_STATE", 4: "TOO_LARGE", 5: "GAP",
-               6: "IMAGE_INVALID", 7: "OUT_OF_RANGE", 8: "NOT_WRITABLE", 9: "VERSION",
-               10: "BUSY", 11: "AUTH_REQUIRED", 12: "AUTH_FAILED", 13: "REPLAY"}
-GAP = 5
-BAD_COMMAND, BUSY, AUTH_REQUIRED, AUTH_FAILED, REPLAY = 1, 10, 11, 12, 13
+ERROR_NAMES = {int(e): e.name for e in ErrorCode}
+GAP, BAD_COMMAND, BUSY = ErrorCode.GAP, ErrorCode.BAD_COMMAND, ErrorCode.BUSY
+AUTH_REQUIRED, AUTH_FAILED, REPLAY = (ErrorCode.AUTH_REQUIRED, ErrorCode.AUTH_FAILED,
+                                      ErrorCode.REPLAY)
 COMMIT_START = 1  # LOAD_COMMIT flags: replace a running program and run the new one at once
 SESSION_TAKEOVER, SESSION_CLOSE = 1, 2
 TRAILER = 20  # u32 counter + 16-byte tag
 TAG = 16
 SESSION_LABEL = b"copapy session v1"
 STATES = {0: "empty", 1: "stopped", 2: "running", 3: "faulted"}
-FAULT_KINDS = {0: "none", 1: "SIGSEGV", 2: "SIGILL", 3: "SIGBUS", 4: "SIGFPE", 5: "HardFault",
-               6: "MemManage", 7: "BusFault", 8: "UsageFault", 9: "timeout", 10: "watchdog",
-               11: "link timeout"}
+FAULT_KINDS = {0: "none", **{int(k): name for k, name in FAULT_KIND_DISPLAY.items()}}
 NO_TASK = 0xFFFFFFFF
 
 
