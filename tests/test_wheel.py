@@ -166,6 +166,7 @@ def _test_subset_against_the_wheel(py: Path, sdist: Path, tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{py.parent}{os.pathsep}{env.get('PATH', '')}"
     env["HYPOTHESIS_PROFILE"] = "dev"
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the qemu harness builds there
     proc = subprocess.run([str(py), "-m", "pytest", "-q", "-rfs", "-n", "2", "-p",
                            "no:cacheprovider", "-o", "addopts=", *args], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=1800)
