@@ -4,8 +4,10 @@
 memory at the start, during and at the end (it must not grow).
 
     python benchmarks/bench_soak.py --minutes 10          # as root, stress-ng installed
+    python benchmarks/bench_soak.py --minutes 0.05 --stress 0 --sample 1   # a smoke run
 
-Not a CI test: it takes as long as asked and wants a quiet-ish machine and root.
+Not a CI test at full length: it takes as long as asked and wants a quiet-ish machine and root
+(tests/test_bench_soak.py runs it for a few seconds without stress so it keeps working).
 """
 
 from __future__ import annotations
@@ -56,12 +58,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--sample", type=float, default=10.0, help="seconds between samples")
+    parser.add_argument("--stress", type=int, default=2, metavar="N",
+                        help="stress-ng --cpu N next to the runner (0: no load)")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
     seconds = args.minutes * 60
     stress = shutil.which("stress-ng")
-    if stress is None:
-        raise SystemExit("the soak benchmark needs stress-ng: apt-get install stress-ng")
+    if stress is None and args.stress:
+        raise SystemExit("the soak benchmark needs stress-ng: apt-get install stress-ng "
+                         "(or --stress 0 for a run without load)")
     build("host")
     exe = ROOT / "runner" / "build" / "copapy-runner"
     tmp = Path(tempfile.mkdtemp(prefix="copapy-soak-"))
@@ -77,17 +82,21 @@ def main() -> None:
     assert runner.stdout is not None
     first = runner.stdout.readline().split()
     assert first[:1] == ["UNIX"], f"runner did not start: {first}"
-    load = subprocess.Popen([stress, "--cpu", "2", "--timeout", f"{int(seconds) + 30}s",
-                             "--quiet"])
+    load = None
+    if stress and args.stress:
+        load = subprocess.Popen([stress, "--cpu", str(args.stress), "--timeout",
+                                 f"{int(seconds) + 30}s", "--quiet"])
     samples = []
     try:
         tasks, v = pid_program()
         with SerialTarget(f"unix:{sock}", key=key) as tg:
             info = tg.info()
+            # the controller reads the encoder and drives the PWM; the simulated plant (the
+            # runner's simulated channels) reads the PWM and moves the encoder
             tg.bind(v["measured"], cp.io.Encoder(0))
-            tg.bind(v["speed"], cp.io.Encoder(0))
             tg.bind(v["drive"], cp.io.PWM(0, safe=0.0))
-            tg.bind(v["drive_in"], cp.io.PWM(0))
+            tg.bind(v["drive_in"], cp.io.plant(cp.io.PWM(0)))
+            tg.bind(v["speed"], cp.io.plant(cp.io.Encoder(0)))
             tg.deploy(*tasks, start=True)
             time.sleep(2.0)  # settle: the first pages, the allocator's first requests
             start = time.monotonic()
@@ -105,8 +114,9 @@ def main() -> None:
             stats = tg.stats()
             tg.stop()
     finally:
-        load.kill()
-        load.wait()
+        if load is not None:
+            load.kill()
+            load.wait()
         runner.terminate()
         runner.wait(timeout=10)
     duration = samples[-1]["t"] if samples else 0
@@ -119,7 +129,8 @@ def main() -> None:
         "realtime": info.realtime, "speed": speed, "fault": s.fault.kind if s.fault else None,
         "exec_max_ns": [t.max_exec_ns for t in stats], "samples": samples,
     }
-    print(f"host runner soak, {result['minutes']} min at 1 kHz under stress-ng --cpu 2 "
+    under = f"stress-ng --cpu {args.stress}" if args.stress else "no added load"
+    print(f"host runner soak, {result['minutes']} min at 1 kHz under {under} "
           f"(SCHED_FIFO: {'yes' if info.realtime else 'no'}, user "
           f"{'nobody' if os.geteuid() == 0 else os.getuid()}, authenticated Unix socket)")
     print("| what | value |\n|---|---:|")

@@ -107,12 +107,13 @@ def _fresh_venv_without_a_compiler(wheels: tuple[Path, Path, Path], tmp_path: Pa
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
-    _run([str(py), "-m", "pip", "install", "-q", f"{whl}[serial]"])
+    # nothing of the checkout importable: with PYTHONPATH=src, pip would take the checkout's
+    # src/copapy.egg-info for an installed copapy and skip the wheel
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    _run([str(py), "-m", "pip", "install", "-q", f"{whl}[serial]"], env=env)
     work = tmp_path / "work"
     work.mkdir()
-    # PATH: the venv only (no cc, no gcc, no make); nothing of the checkout importable
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-    env["PATH"] = str(env_dir / "bin")
+    env["PATH"] = str(env_dir / "bin")  # the venv only (no cc, no gcc, no make)
     assert shutil.which("cc", path=env["PATH"]) is None
 
     demo = _run([str(py), str(ROOT / "examples" / "demo.py")], cwd=work, env=env)
@@ -166,6 +167,7 @@ def _test_subset_against_the_wheel(py: Path, sdist: Path, tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{py.parent}{os.pathsep}{env.get('PATH', '')}"
     env["HYPOTHESIS_PROFILE"] = "dev"
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the qemu harness builds there
     proc = subprocess.run([str(py), "-m", "pytest", "-q", "-rfs", "-n", "2", "-p",
                            "no:cacheprovider", "-o", "addopts=", *args], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=1800)

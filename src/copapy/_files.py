@@ -30,3 +30,14 @@ def read_data(*parts: str) -> bytes:
 def list_data(folder: str, suffix: str) -> list[str]:
     """Names of the files in a package folder that end with ``suffix``, sorted."""
     return sorted(name for name in os.listdir(data_path(folder)) if name.endswith(suffix))
+
+
+def firmware_root(package: str | None = None) -> str | None:
+    """Where the runner and firmware sources are: an installed wheel's copy in
+    copapy/_firmware (setup.py's FIRMWARE), else the source checkout the package sits in
+    (src/copapy); None: neither (`package`: the copapy package directory, default this one)."""
+    package = PACKAGE_DIR if package is None else package
+    for root in (os.path.join(package, "_firmware"), os.path.dirname(os.path.dirname(package))):
+        if os.path.isdir(os.path.join(root, "runner", "src")):
+            return root
+    return None

@@ -112,16 +112,35 @@ def cmd_archs(args: argparse.Namespace) -> int:
     return 0
 
 
+#: how long `flash --soft-reboot --no-wait` waits for the rebooted board's loader
+SOFT_REBOOT_SECONDS = 5.0
+
+
 def cmd_flash(args: argparse.Namespace) -> int:
     from .serial import usb
 
     try:
-        argv = usb.flash_command(Path(args.hex), args.mcu, not args.no_wait, args.soft_reboot)
+        argv = usb.flash_command(Path(args.hex), args.mcu, wait=not args.no_wait)
     except (FileNotFoundError, ValueError) as exc:
         raise SystemExit(f"copapy flash: {exc}") from exc
-    if not args.no_wait and not args.soft_reboot:
+    if args.soft_reboot:
+        try:
+            port = args.port or usb.find_runner()
+            usb.reboot_to_loader(port)
+        except ImportError as exc:
+            raise SystemExit("copapy flash --soft-reboot: opening the runner's port needs "
+                             "pyserial: pip install 'copapy[serial]'") from exc
+        except (usb.RunnerNotFound, OSError) as exc:
+            raise SystemExit(f"copapy flash --soft-reboot: {exc} (or press the board's "
+                             f"button and flash without --soft-reboot)") from exc
+        print(f"copapy flash: asked the runner on {port} to reboot into the loader "
+              f"({usb.REBOOT_BAUD} baud)", file=sys.stderr)
+    elif not args.no_wait:
         print("press the button on the Teensy to start its loader", file=sys.stderr)
-    code: int = subprocess.run(argv).returncode
+    if args.soft_reboot and args.no_wait:
+        code = usb.run_loader_until_found(argv, SOFT_REBOOT_SECONDS)
+    else:
+        code = subprocess.run(argv).returncode
     if code != 0:
         print(f"copapy flash: {usb.TEENSY_LOADER} failed (exit status {code})", file=sys.stderr)
     return code
@@ -176,9 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     fl.add_argument("hex", help="the firmware, e.g. build/zephyr/zephyr.hex")
     fl.add_argument("--mcu", default="TEENSY41", help="teensy_loader_cli's --mcu (TEENSY41)")
     fl.add_argument("--soft-reboot", action="store_true",
-                    help="reboot running copapy firmware into the loader (no button press)")
+                    help="reboot running copapy firmware into the loader (no button press): "
+                         "sets its USB port to 134 baud")
+    fl.add_argument("--port", help="the runner's port for --soft-reboot (default: the one "
+                                   "copapy runner on USB)")
     fl.add_argument("--no-wait", action="store_true",
-                    help="fail at once if no board is in loader mode")
+                    help="fail at once if no board is in loader mode (with --soft-reboot: "
+                         f"after {SOFT_REBOOT_SECONDS:g} s)")
     fl.set_defaults(fn=cmd_flash)
     args = parser.parse_args(argv)
     from .runtime.errors import ImageLoadError

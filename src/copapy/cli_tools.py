@@ -13,14 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, _files
 from .host_runner import runner_status
 
 __all__ = ["Check", "checks", "firmware_sources", "register"]
 
-PACKAGE = Path(__file__).resolve().parent
-#: a source checkout's root (the package lives in src/copapy)
-CHECKOUT = PACKAGE.parents[1]
 #: what `copapy firmware export` writes (relative paths; globbed, so missing ones are skipped)
 FIRMWARE = ("runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
             "zephyr_app",
@@ -43,11 +40,9 @@ def register(sub: Any) -> None:
 
 def firmware_root() -> Path:
     """Where the firmware sources are: the wheel's copy (copapy/_firmware) or a checkout."""
-    packaged = PACKAGE / "_firmware"
-    if (packaged / "runner" / "src").is_dir():
-        return packaged
-    if (CHECKOUT / "runner" / "src").is_dir():
-        return CHECKOUT
+    root = _files.firmware_root()
+    if root is not None:
+        return Path(root)
     raise SystemExit("copapy: this installation has no firmware sources (copapy/_firmware); "
                      "reinstall copapy from its wheel or a source checkout")
 

@@ -19,6 +19,8 @@ a program). Faults of the guest therefore surface at the next ``read`` or ``flus
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
 import shutil
 import struct
 import subprocess
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._files import PACKAGE_DIR, firmware_root
 from ..arch.targets import QemuSetup, by_name, targets
 from ..dtypes import slot_type
 from ..image import check_data_range
@@ -38,8 +41,6 @@ from .errors import LOAD_ERROR_NAMES, EmulatorMissingError, ImageLoadError
 if TYPE_CHECKING:
     from .pysched import PyScheduler
 
-REPO = Path(__file__).resolve().parents[3]
-HARNESS_DIR = REPO / "runner" / "baremetal"
 INSTALL_HINT = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
 DEFAULT_TIMEOUT = 20.0
 BATCH_SECONDS_PER_JOB = 0.05  # added to the boot timeout per job in run_jobs
@@ -156,10 +157,30 @@ def _require_tools(systems: Sequence[str]) -> None:
     if missing:
         raise EmulatorMissingError(
             f"running code in qemu needs {', '.join(missing)}: {INSTALL_HINT}")
-    if not (HARNESS_DIR / "Makefile").is_file():
+
+
+@dataclass(frozen=True)
+class HarnessDirs:
+    source: Path  # runner/baremetal with its Makefile
+    build: Path   # where make writes the firmware
+
+
+def harness_dirs() -> HarnessDirs:
+    """The harness sources of this copapy (its wheel's copy in copapy/_firmware, or its source
+    checkout) and where they are built: in a checkout next to them (runner/baremetal/build),
+    for an installed copapy in the user's cache (site-packages may be read-only)."""
+    root = firmware_root(PACKAGE_DIR)
+    if root is None:
         raise EmulatorMissingError(
-            f"the bare-metal harness sources are not at {HARNESS_DIR}: the qemu backend "
-            f"works from a copapy source checkout")
+            f"the bare-metal harness sources are in neither {PACKAGE_DIR}/_firmware nor a "
+            f"source checkout: reinstall copapy from its wheel (it ships them) or run it "
+            f"from a checkout")
+    source = Path(root) / "runner" / "baremetal"
+    if Path(root) != Path(PACKAGE_DIR) / "_firmware":
+        return HarnessDirs(source, source / "build")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(source).encode()).hexdigest()[:16]  # one build per installation
+    return HarnessDirs(source, cache / "copapy" / f"harness-{key}")
 
 
 @contextmanager
@@ -179,14 +200,15 @@ def harness_path(arch: str) -> Path:
     """Build the harness firmware once per process (make is incremental) and return it."""
     setup = board(arch)
     _require_tools([setup.system])
-    build = HARNESS_DIR / "build"
-    with _exclusive(build / ".lock"):
-        proc = subprocess.run(["make", "-C", str(HARNESS_DIR)], capture_output=True, text=True,
-                              check=False)
+    dirs = harness_dirs()
+    target = dirs.build / setup.harness
+    with _exclusive(dirs.build / ".lock"):
+        proc = subprocess.run(["make", "-C", str(dirs.source), f"BUILD={dirs.build}",
+                               str(target)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise RuntimeError(f"building the bare-metal harness failed:\n{proc.stdout[-2000:]}"
-                           f"{proc.stderr[-4000:]}")
-    return build / setup.harness
+        raise RuntimeError(f"building the bare-metal harness in {dirs.build} failed:\n"
+                           f"{proc.stdout[-2000:]}{proc.stderr[-4000:]}")
+    return target
 
 
 def _qemu_command(arch: str) -> list[str]:

@@ -2,15 +2,24 @@
 
 The Zephyr firmware (zephyr_app/) enumerates as a USB CDC ACM serial port with Zephyr's
 development vendor id 0x2FE3, product id 0x0100 and the product string "copapy runner"
-(CONFIG_USB_DEVICE_VID/PID/PRODUCT). Other Zephyr devices share those ids, so for them a
-known product string must also name copapy; firmware built with its own ids is found by
-passing them (SerialTarget(usb_ids=[(vid, pid)])).
+(zephyr_app/Kconfig sets CONFIG_USB_DEVICE_PRODUCT, usb_next.conf
+CONFIG_CDC_ACM_SERIAL_PRODUCT_STRING). Other Zephyr devices share those ids, so for them the
+product string must be ours: a port whose product string pyserial does not know is skipped
+(pass its port instead); firmware built with its own ids is found by passing them
+(SerialTarget(usb_ids=[(vid, pid)])).
+
+Soft reboot: running copapy firmware on a Teensy 4.x reboots into the HalfKay loader when the
+host sets its port to 134 baud (zephyr_app/src/usb_shim.c, Teensyduino's convention).
+teensy_loader_cli -s cannot ask for that: it only knows Teensyduino's 16C0:0483 ports, so
+`reboot_to_loader` opens our port at 134 baud itself.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +28,12 @@ from pathlib import Path
 USB_IDS: tuple[tuple[int, int], ...] = ((0x2FE3, 0x0100),)
 #: ids that other Zephyr devices use too: for these the product string must name copapy
 SHARED_IDS = frozenset({(0x2FE3, 0x0100)})
-PRODUCT = "copapy"  # contained in the USB product string ("copapy runner")
+PRODUCT = "copapy runner"  # the firmware's USB product string
 TEENSY_LOADER = "teensy_loader_cli"
+#: the baud rate that reboots copapy firmware on a Teensy into its loader
+REBOOT_BAUD = 134
+#: what teensy_loader_cli (without -w) says when no board is in loader mode
+NO_BOARD = "Unable to open device"
 
 
 class RunnerNotFound(RuntimeError):
@@ -49,23 +62,29 @@ def usb_ports() -> list[UsbPort]:
             for p in list_ports.comports() if p.vid is not None and p.pid is not None]
 
 
-def is_runner(port: UsbPort, usb_ids: Sequence[tuple[int, int]] = USB_IDS) -> bool:
+def skip_reason(port: UsbPort, usb_ids: Sequence[tuple[int, int]] = USB_IDS) -> str | None:
+    """Why `port` is no copapy runner (None: it is one)."""
     ids = (port.vid, port.pid)
     if ids not in usb_ids:
-        return False
-    return ids not in SHARED_IDS or port.product is None or PRODUCT in port.product.lower()
+        return "other USB id"
+    if ids not in SHARED_IDS or port.product == PRODUCT:
+        return None
+    if port.product is None:
+        return "product string unknown"
+    return f"product string {port.product!r}, not {PRODUCT!r}"
 
 
 def find_runner(usb_ids: Sequence[tuple[int, int]] = USB_IDS) -> str:
     """The device of the one connected runner (RunnerNotFound if there is none or several)."""
     ports = usb_ports()
-    found = [p for p in ports if is_runner(p, usb_ids)]
+    reasons = [(p, skip_reason(p, usb_ids)) for p in ports]
+    found = [p for p, why in reasons if why is None]
     if len(found) == 1:
         return found[0].device
     ids = ", ".join(f"{v:04x}:{p:04x}" for v, p in usb_ids)
     if not found:
-        seen = "; ".join(str(p) for p in ports) or "none"
-        raise RunnerNotFound(f"no copapy runner on USB (USB id {ids}, product '{PRODUCT}...'; "
+        seen = "; ".join(f"{p}: {why}" for p, why in reasons) or "none"
+        raise RunnerNotFound(f"no copapy runner on USB (USB id {ids}, product {PRODUCT!r}; "
                              f"USB serial ports seen: {seen}). Plug the board in (flashed with "
                              f"`copapy flash zephyr.hex`) or pass its port, e.g. "
                              f"SerialTarget('/dev/ttyACM0')")
@@ -74,8 +93,14 @@ def find_runner(usb_ids: Sequence[tuple[int, int]] = USB_IDS) -> str:
                          f"the one to use, e.g. SerialTarget({found[0].device!r})")
 
 
-def flash_command(hex_file: Path, mcu: str = "TEENSY41", wait: bool = True,
-                  soft_reboot: bool = False) -> list[str]:
+def reboot_to_loader(port: str) -> None:
+    """Asks the copapy firmware on `port` to reboot into the Teensy loader (134 baud)."""
+    import serial
+
+    serial.Serial(port, baudrate=REBOOT_BAUD).close()
+
+
+def flash_command(hex_file: Path, mcu: str = "TEENSY41", wait: bool = True) -> list[str]:
     """The teensy_loader_cli command that writes `hex_file` (ValueError: not an Intel hex
     file; FileNotFoundError: the file or teensy_loader_cli is missing)."""
     if not hex_file.is_file():
@@ -91,13 +116,19 @@ def flash_command(hex_file: Path, mcu: str = "TEENSY41", wait: bool = True,
                                 f"https://github.com/PaulStoffregen/teensy_loader_cli")
     argv = [loader, f"--mcu={mcu}", "-v"]  # -v: progress while it writes
     if wait:
-        argv.append("-w")  # wait for the board (press its button)
-    if soft_reboot:
-        argv.append("-s")  # ask running copapy firmware to reboot into the loader (134 baud)
+        argv.append("-w")  # wait for the board's loader (button press or soft reboot)
     return [*argv, str(hex_file)]
 
 
-def flash(hex_file: Path, mcu: str = "TEENSY41", wait: bool = True,
-          soft_reboot: bool = False) -> int:
-    """Runs teensy_loader_cli (its progress goes to the terminal); its exit status."""
-    return subprocess.run(flash_command(hex_file, mcu, wait, soft_reboot)).returncode
+def run_loader_until_found(argv: Sequence[str], seconds: float) -> int:
+    """Runs the loader (without -w) until a board in loader mode answers or `seconds` pass:
+    a bounded wait for a board that is rebooting into its loader; the exit status."""
+    deadline = time.monotonic() + seconds
+    while True:
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if (done.returncode == 0 or NO_BOARD not in done.stderr
+                or time.monotonic() >= deadline):
+            sys.stdout.write(done.stdout)
+            sys.stderr.write(done.stderr)
+            return done.returncode
+        time.sleep(0.2)
