@@ -39,6 +39,8 @@ from copapy.dtypes import DType
 from copapy.graph.node import Node
 from copapy.runtime.load import is_native
 
+from .cpu import lacks
+
 REPO = Path(__file__).resolve().parents[1]
 UNICORN_INSTALL = "pip install 'copapy[emu]'  (or: pip install unicorn==2.1.4)"
 QEMU_INSTALL = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make"
@@ -118,7 +120,7 @@ def execute(config: Config, batches: Sequence[Batch]) -> None:
             if base_of(target).name != host_arch():  # the wheel's tests on another CPU
                 pytest.skip(f"{config.arch}: runs natively on {base_of(target).name} only, "
                             f"this machine is {host_arch()}")
-            pytest.skip(f"{config.arch}: this CPU lacks {target.cpu_features} "
+            pytest.skip(f"{config.arch}: this CPU lacks {', '.join(lacks(target))} "
                         "(docs/design.md, 'Vector stencil tables')")
         _execute_native(batches)
     elif config.runner == "unicorn":

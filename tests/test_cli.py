@@ -3,14 +3,17 @@ real host runner, and a bad port gives a one-line error, not a traceback."""
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import subprocess
 import sys
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from copapy import cli_tools, host_runner
+from copapy import cli, cli_tools, host_runner
 from copapy.arch.targets import arch_names
 from copapy.bench.jitter_plan import CONDITIONS, POLICIES, VARIANTS, describe
 from copapy.runtime.load import host_architecture
@@ -168,3 +171,44 @@ def test_bench_jitter_says_what_it_will_run_first(tmp_path: Path) -> None:
     help_text = copapy("--help").stdout
     assert "bench jitter --variants c_ctypes,cyclictest" in help_text
     assert "about 13 min, with CPU stress" in help_text
+
+
+CLI_REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "guide" / "reference" / "cli.md"
+
+
+def _help(*words: str) -> str:
+    """What ``copapy WORDS --help`` prints (argparse's own account of the command)."""
+    out = io.StringIO()
+    with redirect_stdout(out), pytest.raises(SystemExit):
+        cli.main([*words, "--help"])
+    return out.getvalue()
+
+
+def _commands(words: tuple[str, ...] = ()) -> dict[tuple[str, ...], set[str]]:
+    """Every command below ``copapy WORDS`` with its options: a command with subcommands
+    (``bench``) stands for them (``bench jitter``)."""
+    text = _help(*words)
+    options = set(re.findall(r"^  (?:-\w, )?(--[a-z][-a-z0-9]*)", text, re.M)) - {"--help"}
+    choices = re.search(r"^  \{([-a-z0-9,]+)\}$", text, re.M)
+    found = {words: options} if options or not choices else {}
+    for name in choices[1].split(",") if choices else ():
+        found.update(_commands((*words, name)))
+    return found
+
+
+def test_the_cli_reference_names_every_command_and_option() -> None:
+    """docs/guide/reference/cli.md cannot drift from argparse: a row for every command (a
+    subcommand added without its row is caught), every option named in its rows."""
+    rows = [line for line in CLI_REFERENCE.read_text().splitlines() if line.startswith("| `copapy")]
+    commands = _commands()
+    assert ("bench", "jitter") in commands and ("flash",) in commands and () in commands
+    missing = []
+    for words, options in sorted(commands.items()):
+        command = " ".join(("copapy", *words))
+        head = re.compile(rf"^\| `{re.escape(command)}(?![-\w])")
+        text = " ".join(row for row in rows if head.match(row))
+        if not text:
+            missing.append(f"{command}: no row")
+        missing += [f"{command} {o}" for o in sorted(options)
+                    if not re.search(rf"{o}(?![-\w])", text)]
+    assert not missing, f"{CLI_REFERENCE.name} leaves out: {missing}"
