@@ -30,7 +30,7 @@ from .runtime.load import (
     host_architecture,
     load,
 )
-from .saved import Program, write_image
+from .saved import Program, array_specs, with_arrays, write_image
 from .target_common import (
     Named,
     TaskStats,
@@ -414,9 +414,12 @@ class LocalTarget:
         ``copapy run`` and ``copapy-runner --image`` run it). A target whose arch was not
         given writes the base table's build of it (same results), so that the file runs on
         every CPU of the architecture, not only on CPUs like this one."""
-        image = self.image
+        image, compiled = self.image, self._compiled
         if self._save_arch != self.arch and self._rebuild is not None:
-            image = self._rebuild(self._save_arch).image
+            compiled = self._rebuild(self._save_arch)
+            image = compiled.image
+        if compiled is not None and self._rebuild is not None:  # not a loaded program's own
+            image = with_arrays(image, array_specs(compiled, {}))
         write_image(path, image)
         return Program(image, path)
 
