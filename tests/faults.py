@@ -71,7 +71,13 @@ WATCHDOG_M7 = bytes.fromhex("72b6fee7")
 
 def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:
     """The image with task ``task``'s entry replaced by the ``kind`` snippet of ``arch``."""
-    snippet = SNIPPETS[arch][kind]
+    return inject_code(image, task, SNIPPETS[arch][kind], arch, kind)
+
+
+def inject_code(image: bytes, task: int, snippet: bytes, arch: str = "x86_64",
+                kind: str = "code") -> bytes:
+    """The image with task ``task``'s entry replaced by ``snippet`` (hand-made machine code;
+    the image stays CRC-valid)."""
     img = im.parse(image)
     start = img.tasks[task].entry
     if arch.startswith("cortex-m"):
@@ -89,10 +95,13 @@ def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:
     return img.to_bytes()
 
 
-def deploy_faulty(tg: Any, tasks: Sequence[Any], task: int, kind: str, arch: str) -> None:
-    """Upload the tasks to a SerialTarget with task ``task``'s code replaced by ``kind``."""
+def deploy_faulty(tg: Any, tasks: Sequence[Any], task: int, kind: str | bytes,
+                  arch: str) -> None:
+    """Upload the tasks to a SerialTarget with task ``task``'s code replaced by the ``kind``
+    snippet (or by the machine code given)."""
     compiled = tg._compile(tasks)
-    image = inject(compiled.image, task, kind, arch)
+    image = (inject_code(compiled.image, task, kind, arch) if isinstance(kind, bytes)
+             else inject(compiled.image, task, kind, arch))
     tg._upload(image, struct.unpack("<I", image[-4:])[0])
     tg._adopt(compiled, tasks)
 

@@ -8,7 +8,7 @@
  *                                                 permissions alone decide who may connect)
  *   copapy-runner --tcp PORT --key-file F ...    (127.0.0.1 only; PORT 0 picks a free port)
  * common options: --name NAME, --max-image BYTES, --max-memory BYTES, --no-rt, --user NAME,
- *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS
+ *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS, --auth-grace SECONDS
  *   copapy-runner [--pty|--stdio|--unix PATH|--tcp PORT] --image FILE [--start] ...
  *
  * --image loads a saved program (cp.save, `copapy run`) at start-up exactly as an upload
@@ -93,6 +93,7 @@ enum {
 #define DEFAULT_MAX_IMAGE (4u * 1024u * 1024u)
 #define DEFAULT_MAX_MEMORY (64ul * 1024 * 1024)
 #define DMA_IDLE_US 2000000000 /* "no constraint" for /dev/cpu_dma_latency */
+#define DEFAULT_AUTH_GRACE_NS 2000000000ull /* --auth-grace: SESSION within this, or closed */
 
 typedef enum { T_NONE, T_PTY, T_STDIO, T_TCP, T_UNIX } transport;
 
@@ -110,6 +111,10 @@ typedef struct host {
     transport mode;
     int fd_in, fd_out;        /* the current client (-1: none) */
     int guest_fd;             /* a second connection on a socket transport (-1: none) */
+    /* admission (with a key, on a socket): a connection without a session is closed at its
+     * deadline, and a new one takes the place of the oldest such connection */
+    uint64_t auth_grace_ns;
+    uint64_t client_deadline_ns, guest_deadline_ns; /* CLOCK_MONOTONIC */
     int listen_fd;
     const char *unix_path;
     /* set by notify in the protocol context, acted on after the feed returns */
@@ -568,8 +573,55 @@ static void open_unix(host *h, const char *path, uid_t owner, gid_t group)
     fflush(stdout);
 }
 
+/* Admission control applies when requests must be authenticated on a socket transport: then a
+ * connection is either the owner's with a live session, or unauthenticated. */
+static int admission(const host *h)
+{
+    return is_socket(h) && h->srv.cfg.require_auth;
+}
+
+/* The owner link's connection has a session. (cp_server.owner is the server's: read here, in
+ * the protocol context that alone changes it.) */
+static int client_authenticated(const host *h)
+{
+    return h->fd_in >= 0 && h->srv.owner.active;
+}
+
+/* Closes each unauthenticated connection whose grace time is over; an authenticated owner's
+ * deadline moves on (a session that ends starts its grace anew). Returns the poll timeout in
+ * ms to the next deadline, -1 for none. */
+static int admission_deadlines(host *h)
+{
+    if (!admission(h)) {
+        return -1;
+    }
+    uint64_t now = cp_posix_monotonic_ns();
+    if (client_authenticated(h)) {
+        h->client_deadline_ns = now + h->auth_grace_ns;
+    } else if (h->fd_in >= 0 && now >= h->client_deadline_ns) {
+        drop_client(h);
+    }
+    if (h->guest_fd >= 0 && now >= h->guest_deadline_ns) {
+        drop_guest(h);
+    }
+    uint64_t next = UINT64_MAX;
+    if (h->fd_in >= 0 && !client_authenticated(h)) {
+        next = h->client_deadline_ns;
+    }
+    if (h->guest_fd >= 0 && h->guest_deadline_ns < next) {
+        next = h->guest_deadline_ns;
+    }
+    if (next == UINT64_MAX) {
+        return -1;
+    }
+    return (int)((next - now) / 1000000u) + 1;
+}
+
 /* The first connection is the owner's; a second one is the server's guest link (refused with
- * BUSY, or promoted when it takes over); a third waits until one of them is gone. */
+ * BUSY, or promoted when it takes over). With admission control a further one takes the slot
+ * of the older unauthenticated connection (the guest, or an owner without a session), so idle
+ * peers can neither hold the runner nor keep the key holder waiting; without it (no key, or a
+ * pty), it waits in the backlog until a slot is free. */
 static void accept_client(host *h)
 {
     int c = accept4(h->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -580,10 +632,20 @@ static void accept_client(host *h)
         int one = 1;
         setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
+    uint64_t deadline = cp_posix_monotonic_ns() + h->auth_grace_ns;
+    if (h->fd_in >= 0 && h->guest_fd >= 0) { /* admission(h): evict the oldest */
+        if (!client_authenticated(h) && h->client_deadline_ns <= h->guest_deadline_ns) {
+            drop_client(h);
+        } else {
+            drop_guest(h);
+        }
+    }
     if (h->fd_in < 0) {
         h->fd_in = h->fd_out = c;
+        h->client_deadline_ns = deadline;
     } else {
         h->guest_fd = c;
+        h->guest_deadline_ns = deadline;
     }
 }
 
@@ -620,6 +682,7 @@ static void feed_socket(host *h, int guest, const uint8_t *buf, size_t n)
                 close(h->fd_in);
             }
             h->fd_in = h->fd_out = h->guest_fd;
+            h->client_deadline_ns = h->guest_deadline_ns;
             h->guest_fd = -1;
             guest = 0;
         } else if (h->text_seen || h->refused) {
@@ -648,6 +711,7 @@ static void protocol_loop(host *h)
 {
     uint8_t buf[4096];
     while (!stop_requested) {
+        int timeout_ms = admission_deadlines(h);
         struct pollfd p[4];
         int n = 0, i_client = -1, i_wake, i_listen = -1, i_guest = -1;
         if (h->fd_in >= 0) {
@@ -656,9 +720,9 @@ static void protocol_loop(host *h)
         }
         i_wake = n;
         p[n++] = (struct pollfd){h->wake_pipe[0], POLLIN, 0};
-        if (is_socket(h) && (h->fd_in < 0 || h->guest_fd < 0)) {
-            /* a third connection waits in the backlog until a slot is free (polling the
-             * listener without accepting would spin) */
+        if (is_socket(h) && (h->fd_in < 0 || h->guest_fd < 0 || admission(h))) {
+            /* without admission control a third connection waits in the backlog until a
+             * slot is free (polling the listener without accepting would spin) */
             i_listen = n;
             p[n++] = (struct pollfd){h->listen_fd, POLLIN, 0};
         }
@@ -666,7 +730,7 @@ static void protocol_loop(host *h)
             i_guest = n;
             p[n++] = (struct pollfd){h->guest_fd, POLLIN, 0};
         }
-        if (poll(p, (nfds_t)n, -1) < 0) {
+        if (poll(p, (nfds_t)n, timeout_ms) < 0) {
             if (errno == EINTR) {
                 continue;
             }
@@ -820,7 +884,8 @@ static const char USAGE[] =
     "usage: copapy-runner (--pty | --stdio | --unix PATH | --tcp PORT) [--key-file F]\n"
     "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
     "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
-    "         [--session-lease SECONDS] [--no-rt] [--verbose] [--image FILE [--start]]\n"
+    "         [--session-lease SECONDS] [--auth-grace SECONDS] [--no-rt] [--verbose]\n"
+    "         [--image FILE [--start]]\n"
     "       copapy-runner --image FILE --start [options]   (no transport)\n";
 
 /* Bad usage: what is wrong (NULL: getopt said it), then the synopsis; exit status 2. */
@@ -911,7 +976,7 @@ int main(int argc, char **argv)
     const char *key_file = NULL, *user = NULL, *unix_path = NULL;
     unsigned long max_image = DEFAULT_MAX_IMAGE, max_memory = DEFAULT_MAX_MEMORY;
     unsigned long budget_factor = DEFAULT_BUDGET_FACTOR;
-    double link_timeout = 0.0, lease = 0.0;
+    double link_timeout = 0.0, lease = 0.0, auth_grace = -1.0;
     int tcp_port = -1, no_auth = 0;
     const char *image_path = NULL;
     int start_image = 0;
@@ -929,6 +994,7 @@ int main(int argc, char **argv)
         {"budget-factor", required_argument, NULL, 'b'},
         {"link-timeout", required_argument, NULL, 'l'},
         {"session-lease", required_argument, NULL, 'L'},
+        {"auth-grace", required_argument, NULL, 'A'},
         {"no-rt", no_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
         {"image", required_argument, NULL, 'i'},
@@ -986,6 +1052,9 @@ int main(int argc, char **argv)
             break;
         case 'L':
             lease = parse_seconds("--session-lease", optarg);
+            break;
+        case 'A':
+            auth_grace = parse_seconds("--auth-grace", optarg);
             break;
         case 'r':
             h->want_rt = 0;
@@ -1107,6 +1176,7 @@ int main(int argc, char **argv)
     cfg->budget_min_ns = 2u * WATCHDOG_POLL_NS; /* what the supervisor can resolve */
     cfg->link_timeout_ns = (uint64_t)(link_timeout * 1e9);
     cfg->session_lease_ns = (uint64_t)(lease * 1e9);
+    h->auth_grace_ns = auth_grace >= 0.0 ? (uint64_t)(auth_grace * 1e9) : DEFAULT_AUTH_GRACE_NS;
     cfg->key = key;
     cfg->key_len = key_len;
     /* --image feeds its requests unauthenticated, before any client can connect; the rule

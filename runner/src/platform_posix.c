@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "copapy/platform_posix.h"
+#include "cpu_state.h"
 #include "internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -160,6 +161,7 @@ typedef struct guard_slot {
     void *alt_stack;               /* ours, or NULL if the thread had one */
     cp_fault fault;                /* filled by the signal handler */
     cp_fault *out;                 /* the caller's fault record */
+    cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     /* supervisor only */
     uint64_t seen_seq;
     uint64_t seen_cpu_ns;
@@ -173,7 +175,9 @@ static pthread_once_t slot_key_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 static int handlers_installed;
 
-static const int fault_signals[] = {SIGSEGV, SIGILL, SIGBUS, SIGFPE, CP_POSIX_WATCHDOG_SIGNAL};
+/* the synchronous signals a chain can cause, then the supervisor's (last: signal_index) */
+static const int fault_signals[] = {SIGSEGV, SIGILL, SIGBUS, SIGFPE, SIGTRAP,
+                                    CP_POSIX_WATCHDOG_SIGNAL};
 #define FAULT_SIGNALS (sizeof(fault_signals) / sizeof(fault_signals[0]))
 static struct sigaction previous[FAULT_SIGNALS];
 /* si_errno of a fault passed on along the chain of handlers (ASCII "CPCH") */
@@ -211,6 +215,8 @@ static uint32_t fault_kind(int sig)
         return CP_FAULT_SIGBUS;
     case SIGFPE:
         return CP_FAULT_SIGFPE;
+    case SIGTRAP:
+        return CP_FAULT_SIGTRAP;
     default:
         return CP_FAULT_TIMEOUT;
     }
@@ -291,16 +297,22 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
     }
 }
 
+/* The fault handler's disposition: the siginfo, on the alternate stack. */
+static void our_action(struct sigaction *sa)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sa_sigaction = on_fault;
+    sa->sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa->sa_mask);
+}
+
 int cp_posix_guard_install(void)
 {
     pthread_mutex_lock(&install_lock);
     int rc = 0;
     for (size_t i = 0; i < FAULT_SIGNALS; i++) {
         struct sigaction sa, old;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = on_fault;
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-        sigemptyset(&sa.sa_mask);
+        our_action(&sa);
         if (sigaction(fault_signals[i], &sa, &old) != 0) {
             rc = -1;
             continue;
@@ -312,6 +324,46 @@ int cp_posix_guard_install(void)
     __atomic_store_n(&handlers_installed, rc == 0, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&install_lock);
     return rc;
+}
+
+/* What a chain may have done with system calls to the containment itself: blocked a fault
+ * signal (the next fault would kill the process) or reset a handler. Both are put back;
+ * returns the CP_CPU_CHANGED_SIGNAL_* bits. Seven system calls (~3 us): the price of a job on
+ * the host, where an image comes from outside the process. */
+static uint32_t repair_signals(void)
+{
+    uint32_t changed = 0;
+    sigset_t cur, fault_set;
+    sigemptyset(&fault_set);
+    for (size_t i = 0; i < FAULT_SIGNALS; i++) {
+        sigaddset(&fault_set, fault_signals[i]);
+    }
+    if (pthread_sigmask(SIG_SETMASK, NULL, &cur) == 0) {
+        for (size_t i = 0; i < FAULT_SIGNALS; i++) {
+            if (sigismember(&cur, fault_signals[i]) == 1) {
+                changed |= CP_CPU_CHANGED_SIGNAL_MASK;
+            }
+        }
+        if (changed != 0) {
+            pthread_sigmask(SIG_UNBLOCK, &fault_set, NULL);
+        }
+    }
+    /* Another copy of this core in the process (the Python module and libcopapy) installs its
+     * own handler over ours and chains back to it: any handler that takes the siginfo on the
+     * alternate stack may stay; the default action, ignoring or a one-shot handler may not. */
+    for (size_t i = 0; i < FAULT_SIGNALS; i++) {
+        struct sigaction now;
+        if (sigaction(fault_signals[i], NULL, &now) == 0 &&
+            ((now.sa_flags & (SA_SIGINFO | SA_ONSTACK | SA_RESETHAND)) !=
+                 (SA_SIGINFO | SA_ONSTACK) ||
+             now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN)) {
+            changed |= CP_CPU_CHANGED_SIGNAL_HANDLER;
+            struct sigaction sa; /* ours again; the handler it chains to stays as it was */
+            our_action(&sa);
+            (void)sigaction(fault_signals[i], &sa, NULL);
+        }
+    }
+    return changed;
 }
 
 /* Thread exit: give the slot back (and our alternate stack). */
@@ -425,6 +477,8 @@ static int jumped_back(int sig)
     __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
     recover(sig);
+    cp_cpu_restore(&j->cpu);
+    (void)repair_signals();
     if (j->out != NULL) {
         j->out->kind = j->fault.kind;
         j->out->address = j->fault.address;
@@ -434,19 +488,36 @@ static int jumped_back(int sig)
     return 1;
 }
 
-/* One job under an armed slot: seq is odd and the fault is ours while the chain runs. */
-CP_CALLS_LOADED_CODE
-static inline void run_armed(guard_slot *g, void (*entry)(void))
+/* A chain that left the CPU or the signal state changed (cpu_state.h): a fault. */
+static int changed_state(cp_fault *fault, uint32_t changed, uint32_t fp_left)
 {
+    if (fault != NULL) {
+        fault->kind = CP_FAULT_CPU_STATE;
+        fault->address = fp_left;
+        fault->pc = 0;
+        fault->code = changed;
+    }
+    return 1;
+}
+
+/* One job under an armed slot: seq is odd and the fault is ours while the chain runs; the
+ * chain starts in the defined CPU state and the caller's comes back after it. Returns the
+ * CP_CPU_CHANGED_* bits of what the chain left changed; *fp_left the FP control word. */
+CP_CALLS_LOADED_CODE
+static inline uint32_t run_armed(guard_slot *g, void (*entry)(void), uint32_t *fp_left)
+{
+    cp_cpu_enter(&g->cpu); /* saved before a fault can jump back to restore it */
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
     g->active = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     entry();
+    uint32_t changed = cp_cpu_leave(&g->cpu, fp_left);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g->active = 0;
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
+    return changed | repair_signals();
 }
 
 static inline void need_watchdog(uint64_t budget_ns)
@@ -474,8 +545,9 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
     if (sig != 0) {
         return jumped_back(sig);
     }
-    run_armed(g, entry);
-    return 0;
+    uint32_t fp_left = 0;
+    uint32_t changed = run_armed(g, entry, &fp_left);
+    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
 }
 
 /* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
@@ -483,12 +555,12 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
 CP_CALLS_LOADED_CODE
 static int armed_job(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
 {
-    (void)fault; /* filled through the record cp_posix_guard_run was given */
-    guard_slot *g = ctx;
+    guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
     need_watchdog(budget_ns);
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
-    run_armed(g, entry);
-    return 0;
+    uint32_t fp_left = 0;
+    uint32_t changed = run_armed(g, entry, &fp_left);
+    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)

@@ -234,9 +234,11 @@ class FaultKind(IntEnum):
     TIMEOUT = 9
     WATCHDOG = 10
     LINK = 11
+    SIGTRAP = 12
+    CPU_STATE = 13
 
 
-FAULT_KIND_COUNT = 11
+FAULT_KIND_COUNT = 13
 FAULT_KIND_DISPLAY = {
     FaultKind.SIGSEGV: 'SIGSEGV',
     FaultKind.SIGILL: 'SIGILL',
@@ -249,6 +251,8 @@ FAULT_KIND_DISPLAY = {
     FaultKind.TIMEOUT: 'timeout',
     FaultKind.WATCHDOG: 'watchdog',
     FaultKind.LINK: 'link timeout',
+    FaultKind.SIGTRAP: 'SIGTRAP',
+    FaultKind.CPU_STATE: 'CPU state',
 }
 
 

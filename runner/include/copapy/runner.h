@@ -187,7 +187,7 @@ static inline uint8_t *cp_program_data(const cp_program *prog)
  * scheduler stops, every output channel takes its safe value, and the fault is kept until
  * cp_sched_reset. */
 
-/* Fault kinds: contract.h's CP_FAULT_TABLE (CP_FAULT_SIGSEGV ... CP_FAULT_LINK). */
+/* Fault kinds: contract.h's CP_FAULT_TABLE (CP_FAULT_SIGSEGV ... CP_FAULT_CPU_STATE). */
 #define CP_CONTRACT_FAULT_ENUM(N, code, name) CP_FAULT_##N = code,
 typedef enum cp_fault_kind {
     CP_FAULT_NONE = 0,

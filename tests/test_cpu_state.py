@@ -1,0 +1,149 @@
+"""A defined CPU state around every job (issue 29, item 2): hand-assembled x86_64 tasks that
+change the FP control state, the flags or the containment's own signal state, or trap, each
+from a CRC-valid image, in-process (LocalTarget: tg.run through one guard per job, tg.step
+through one guard per tick) and on the host runner over SerialTarget. Each must fault (the
+runner alive, the outputs safe) and leave nothing behind: the next honest program computes
+``x / 3`` bit-identical to a fresh runner, and a later real SIGSEGV is still contained."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import copapy as cp
+from copapy.runtime import load as loader
+from copapy.runtime import native
+from copapy.runtime.load import host_architecture
+from copapy.serial_target import SerialTarget
+
+from .faults import FaultWaiter, deploy_faulty, inject_code
+from .runners import runner_process
+
+pytestmark = pytest.mark.skipif(host_architecture() != "x86_64",
+                                reason="hand-assembled x86_64 tasks")
+
+#: name -> (machine code, the fault kind it must be reported as); encodings from GNU as
+CASES: dict[str, tuple[str, str]] = {
+    # stmxcsr [rsp-8]; or dword [rsp-8], 0xe040 (round toward zero, FTZ, DAZ); ldmxcsr; ret
+    "mxcsr_rz_ftz": ("0fae5c24f8814c24f840e000000fae5424f8c3", "CPU state"),
+    # stmxcsr [rsp-8]; and dword [rsp-8], ~0x1f80 (every exception unmasked); ldmxcsr; ret
+    "mxcsr_unmask": ("0fae5c24f8816424f87fe0ffff0fae5424f8c3", "CPU state"),
+    # mov word [rsp-8], 0x0f7f (x87 round toward zero); fldcw [rsp-8]; ret
+    "x87_rounding": ("66c74424f87f0fd96c24f8c3", "CPU state"),
+    # fld1; ret: a value left on the x87 stack
+    "x87_stack": ("d9e8c3", "CPU state"),
+    # int3
+    "int3": ("ccc3", "SIGTRAP"),
+    # icebp (int1)
+    "icebp": ("f1c3", "SIGTRAP"),
+    # pushfq; or dword [rsp], 0x100 (TF); popfq; nop; ret
+    "trap_flag": ("9c810c24000100009d90c3", "SIGTRAP"),
+    # pushfq; or dword [rsp], 0x40000 (AC); popfq; ret
+    "alignment_check": ("9c810c24000004009dc3", "CPU state"),
+    # std; ret
+    "direction_flag": ("fdc3", "CPU state"),
+    # rt_sigprocmask(SIG_BLOCK, {SIGSEGV}, NULL, 8); ret
+    "block_sigsegv": ("48c74424f000040000b80e00000031ff488d7424f031d241ba080000000f05c3",
+                      "CPU state"),
+    # xor eax, eax; mov [rsp-0x28..-0x10], rax (x4); lea rsi, [rsp-0x28]; mov eax, 13;
+    # mov edi, 11; xor edx, edx; mov r10d, 8; syscall (rt_sigaction(SIGSEGV, SIG_DFL)); ret
+    "reset_sigsegv": ("31c048894424d848894424e048894424e848894424f0488d7424d8b80d000000"
+                      "bf0b00000031d241ba080000000f05c3", "CPU state"),
+}
+ONE_THIRD = bytes.fromhex("abaaaa3e")  # float32 1/3 rounded to nearest: 0.33333334
+SEGV = bytes.fromhex("31c08b00")  # xor eax, eax; mov eax, [rax]
+
+
+def victim() -> Any:
+    """A task with enough code for the longest case (its entry gets overwritten)."""
+    x = cp.value(0.5)
+    return cp.sin(x) * cp.cos(x) + cp.sqrt(x) / 3.0 + cp.exp(x) * cp.log(x + 2.0)
+
+
+def f32(v: float) -> bytes:
+    return struct.pack("<f", v)
+
+
+@pytest.fixture
+def injected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes | None]]:
+    """Loads go through the injection of code[0] into task 0 while it is not None."""
+    real = native.load_native
+    code: list[bytes | None] = [None]
+
+    def load(image: bytes) -> Any:
+        snippet = code[0]
+        return real(image if snippet is None else inject_code(image, 0, snippet))
+
+    monkeypatch.setattr(loader, "load_native", load)
+    yield code
+
+
+def honest_third_inprocess() -> bytes:
+    x = cp.value(1.0)
+    q = x / 3.0
+    tg = cp.LocalTarget()
+    tg.compile(q)
+    tg.run()
+    return f32(tg.read(q))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_inprocess_job_leaves_no_state_behind(name: str, injected: list[bytes | None]) -> None:
+    code, kind = CASES[name]
+    assert honest_third_inprocess() == ONE_THIRD
+    injected[0] = bytes.fromhex(code)
+    tg = cp.LocalTarget()
+    tg.compile(victim())
+    for _ in range(3):  # tg.run: one guard per job
+        with pytest.raises(cp.ProgramFault) as info:
+            tg.run()
+        assert info.value.kind == kind, info.value
+    tg = cp.LocalTarget(tick=1e-3)
+    out = victim()
+    tg.bind(out, cp.io.PWM(0, safe=0.25))
+    tg.deploy(cp.Task(out, period=1e-3), cp.Task(cp.value(2.0) * 2.0, period=1e-3))
+    with pytest.raises(cp.ProgramFault) as info:  # tg.step: one guard per tick
+        tg.step(0.005)
+    assert (info.value.kind, info.value.task) == (kind, 0), info.value
+    assert tg.io_value(cp.io.PWM(0)) == 0.25
+    injected[0] = None
+    assert honest_third_inprocess() == ONE_THIRD
+    assert struct.pack("<f", 1.0 / 3.0) == ONE_THIRD  # the interpreter's own state too
+    injected[0] = SEGV  # the handlers and the mask are ours again
+    tg = cp.LocalTarget()
+    tg.compile(victim())
+    with pytest.raises(cp.ProgramFault, match="SIGSEGV"):
+        tg.run()
+
+
+def honest_third_remote(tg: SerialTarget) -> bytes:
+    tg.unbind()
+    x = cp.value(1.0)
+    q = x / 3.0
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg.deploy(cp.Task(q, counter, period=1e-3), start=True)
+    while tg.read(counter) < 3:
+        pass
+    return f32(tg.read(q))
+
+
+def test_host_runner_job_leaves_no_state_behind() -> None:
+    with runner_process("--pty", "--no-rt") as (pty, proc), SerialTarget(pty) as tg:
+        assert honest_third_remote(tg) == ONE_THIRD
+        waiter = FaultWaiter(tg)
+        for name, (code, kind) in [*CASES.items(), ("segv", (SEGV.hex(), "SIGSEGV"))]:
+            tg.unbind()
+            out = victim()
+            tg.bind(out, cp.io.PWM(0, safe=0.25))
+            deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, bytes.fromhex(code), "x86_64")
+            tg.start()
+            fault = waiter.wait(10)
+            assert (fault.kind, fault.task) == (kind, 0), (name, fault)
+            assert tg.io_value(cp.io.PWM(0)) == 0.25, name
+            assert tg.info().state == "faulted", name
+            assert proc.poll() is None, name
+            assert honest_third_remote(tg) == ONE_THIRD, name
+        assert proc.poll() is None
