@@ -175,3 +175,41 @@ def test_every_public_function_and_class_has_a_docstring() -> None:
                      if not m.startswith("_") and inspect.isfunction(member)
                      and not (inspect.getdoc(member) or "").strip()]
     assert not bare, f"public names without a docstring: {bare}"
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+#: a path of the checkout in backticks: a folder part or a file's extension, no placeholder
+#: (`src/copapy/_tables/<arch>.cpst` and `cmd_<handler>` are patterns, not paths)
+CHECKOUT_PATH = re.compile(r"`([\w.,-]+(?:/[\w.,-]*)+|[\w-]+\.(?:py|c|h|md|toml|ya?ml|json|"
+                           r"cpst|txt|sh|in))`")
+
+
+def test_every_path_architecture_names_exists() -> None:
+    """architecture.md is the map of the code: a moved or renamed file fails here, not in a
+    newcomer's first hour (paths are written from the checkout's root)."""
+    paths = CHECKOUT_PATH.findall(ARCHITECTURE.read_text())
+    assert len(paths) > 50, paths  # the pattern still finds the page's paths
+    missing = sorted({p for p in paths if not (ROOT / p).exists()})
+    assert not missing, f"docs/architecture.md names paths that do not exist: {missing}"
+
+
+DECISIONS = ROOT / "docs" / "decisions"
+DECISION_HEADER = re.compile(r"# .+\n\n- \*\*Status:\*\* (?:accepted|superseded)\b.*\n"
+                             r"- \*\*Date:\*\* (\d{4}-\d\d-\d\d).*\n- \*\*Issue:\*\* .+\n")
+
+
+def test_every_decision_has_its_header_and_a_line_in_the_index() -> None:
+    index = (DECISIONS / "README.md").read_text()
+    pages = sorted(DECISIONS.glob("2*.md"))
+    assert pages
+    for page in pages:
+        m = DECISION_HEADER.match(page.read_text())
+        assert m, (f"docs/decisions/{page.name} must open with '# Title', then the lines "
+                   f"'- **Status:** accepted' (or 'superseded by ...'), '- **Date:** "
+                   f"YYYY-MM-DD' and '- **Issue:** ...' (docs/decisions/README.md)")
+        assert page.name.startswith(m[1] + "-"), f"{page.name}: the name starts with its date"
+        assert f"]({page.name})" in index, f"docs/decisions/README.md does not list {page.name}"
+    listed = re.findall(r"^\| \d{4}-\d\d-\d\d \| \[.*?\]\((\d{4}-\d\d-\d\d-[^)]+\.md)\) \|",
+                        index, re.M)  # the decision each row names (a status may link others)
+    assert sorted(listed) == sorted(p.name for p in pages)
+    assert listed == sorted(listed, key=lambda n: n[:10]), "the index is in date order"
