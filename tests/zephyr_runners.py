@@ -2,9 +2,9 @@
 
 A Zephyr workspace is found through ZEPHYR_BASE (with its toolchain settings, e.g.
 ZEPHYR_TOOLCHAIN_VARIANT, and `west` on PATH); Renode through COPAPY_RENODE (its launcher) and
-COPAPY_RENODE_REPL (a Teensy 4.1 platform description, default: teensy41.repl next to the
-launcher's directory, .../copapy/teensy41.repl). Without them the tests skip with a one-line
-reason naming docs/zephyr.md. Build directories are zephyr_app/build/<variant> (git-ignored).
+COPAPY_RENODE_REPL (a Teensy 4.1 platform description; default: the one the repository ships,
+zephyr_app/renode/teensy41.repl). Without them the tests skip with a one-line reason naming
+docs/zephyr.md. Build directories are zephyr_app/build/<variant> (git-ignored).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import pytest
 from .runners import QEMU_CLOCK, ROOT, free_port
 
 APP = ROOT / "zephyr_app"
+#: copapy's Teensy 4.1 platform description for Renode (COPAPY_RENODE_REPL overrides it)
+RENODE_REPL = APP / "renode" / "teensy41.repl"
 BUILD_ROOT = APP / "build"
 DOC = "docs/zephyr.md"
 
@@ -83,11 +85,8 @@ def renode_missing() -> str | None:
 
 
 def renode_repl() -> Path:
-    given = os.environ.get("COPAPY_RENODE_REPL")
-    if given:
-        return Path(given)
-    return Path(os.environ.get("COPAPY_RENODE", "renode")).resolve().parent.parent / "copapy" / \
-        "teensy41.repl"
+    """The platform description Renode loads: COPAPY_RENODE_REPL, else the shipped one."""
+    return Path(os.environ.get("COPAPY_RENODE_REPL") or RENODE_REPL)
 
 
 def _config_hash(v: Variant) -> str:
