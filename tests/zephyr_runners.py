@@ -28,6 +28,9 @@ from .runners import QEMU_CLOCK, ROOT, free_port
 APP = ROOT / "zephyr_app"
 #: copapy's Teensy 4.1 platform description for Renode (COPAPY_RENODE_REPL overrides it)
 RENODE_REPL = APP / "renode" / "teensy41.repl"
+#: where the teensy41 image's vector table is (after the FlexSPI boot header); Renode starts
+#: the CPU from there
+RENODE_VECTOR_TABLE = 0x60002000
 BUILD_ROOT = APP / "build"
 DOC = "docs/zephyr.md"
 
@@ -161,24 +164,32 @@ def _wait_ready(port: int, deadline: float) -> None:
     time.sleep(0.2)
 
 
+#: qemu's machine for each qemu board
+QEMU_MACHINES = {"mps2_an500": ("-M", "mps2-an500", "-cpu", "cortex-m7"),
+                 "mps3_an547": ("-M", "mps3-an547")}
+
+
+def qemu_command(board: str, kernel: str, port: int, console: str) -> list[str]:
+    """The qemu command line of the tests (docs/zephyr.md shows it): the console UART to
+    ``console`` (a qemu chardev), the link UART a TCP server on ``port`` that waits for its
+    client."""
+    # no "-net none" on mps2-an500 (it made host->guest bytes go missing); nodelay: no Nagle
+    # the guest clock counts instructions, as for the bare-metal firmware (docs/design.md, "qemu
+    # firmware tests count instructions"): host preemption is not a long job
+    return ["qemu-system-arm", *QEMU_MACHINES[board], *QEMU_CLOCK, "-display", "none",
+            "-monitor", "none", "-serial", console, "-serial",
+            f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on", "-kernel", kernel]
+
+
 @contextmanager
 def qemu_runner(variant: str = "mps2_an500") -> Iterator[str]:
     """socket:// URL of the firmware in qemu (the link on the second UART, console to a log
     file in the build directory)."""
     assert shutil.which("qemu-system-arm"), "the Zephyr qemu tests need qemu-system-arm (apt)"
     out = build(variant)
-    machine = {"mps2_an500": ["-M", "mps2-an500", "-cpu", "cortex-m7"],
-               "mps3_an547": ["-M", "mps3-an547"]}[VARIANTS[variant].board]
     port = free_port()
-    log = out / "console.log"
-    # no "-net none" on mps2-an500 (it made host->guest bytes go missing); nodelay: no Nagle
-    # the guest clock counts instructions, as for the bare-metal firmware (docs/design.md, "qemu
-    # firmware tests count instructions"): host preemption is not a long job
-    proc = subprocess.Popen(["qemu-system-arm", *machine, *QEMU_CLOCK, "-display", "none",
-                             "-monitor", "none",
-                             "-serial", f"file:{log}", "-serial",
-                             f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
-                             "-kernel", str(elf(out))],
+    proc = subprocess.Popen(qemu_command(VARIANTS[variant].board, str(elf(out)), port,
+                                         f"file:{out / 'console.log'}"),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_ready(port, time.monotonic() + 30)
@@ -204,7 +215,7 @@ def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
         "connector Connect sysbus.lpuart6 term",
         "logLevel 3",
         f"sysbus LoadELF @{elf(out)}",
-        "sysbus.cpu VectorTableOffset 0x60002000",
+        f"sysbus.cpu VectorTableOffset {RENODE_VECTOR_TABLE:#x}",
         "start",
     ])
     log = open(out / "renode.log", "wb")
