@@ -10,6 +10,7 @@ import json
 import re
 import shlex
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from copapy.arch.targets import by_name
 
 from . import zephyr_runners as zr
-from .runners import ROOT
+from .runners import ROOT, free_port
 
 
 def symbols(build_dir: Path) -> dict[str, int]:
@@ -151,3 +152,16 @@ def test_docs_qemu_command_is_the_tests() -> None:
     assert shlex.split(line) == zr.qemu_command("mps2_an500", kernel, 45123, "stdio")
     for path in ("/opt/", "/home/", "/work/", "/root/"):
         assert path not in doc, path
+
+
+def test_emulator_that_exits_fails_with_its_log(tmp_path: Path) -> None:
+    """An emulator that dies before it listens (Renode missing a library, qemu refusing an
+    option) fails the start at once with the end of its log, not after the boot timeout."""
+    log = tmp_path / "emulator.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(["sh", "-c", "echo 'FATAL: no such assembly' >&2; exit 3"],
+                                stdout=out, stderr=subprocess.STDOUT)
+    proc.wait(timeout=10)
+    with pytest.raises(RuntimeError) as err:
+        zr._wait_ready(free_port(), time.monotonic() + 3600, proc, log)
+    assert "exited (3)" in str(err.value) and "FATAL: no such assembly" in str(err.value)

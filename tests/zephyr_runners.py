@@ -138,14 +138,19 @@ def sizes(build_dir: Path) -> dict[str, int]:
     return {"flash": text + data, "ram": data + bss}
 
 
-def _wait_ready(port: int, deadline: float) -> None:
+def _wait_ready(port: int, deadline: float, proc: subprocess.Popen[bytes], log: Path) -> None:
     """Connect once, wait for the firmware's ready byte (0x00), then hang up: qemu listens
-    again and the test's SerialTarget becomes the next client."""
+    again and the test's SerialTarget becomes the next client. An emulator that exits first
+    fails at once, with the end of its log."""
     while True:
         try:
             sock = socket.create_connection(("127.0.0.1", port), timeout=0.5)
             break
         except OSError:
+            if proc.poll() is not None:
+                tail = log.read_bytes()[-3000:].decode(errors="replace") if log.is_file() else ""
+                raise RuntimeError(f"the emulator exited ({proc.returncode}) before "
+                                   f"listening on port {port}; {log}:\n{tail}") from None
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
@@ -188,11 +193,13 @@ def qemu_runner(variant: str = "mps2_an500") -> Iterator[str]:
     assert shutil.which("qemu-system-arm"), "the Zephyr qemu tests need qemu-system-arm (apt)"
     out = build(variant)
     port = free_port()
-    proc = subprocess.Popen(qemu_command(VARIANTS[variant].board, str(elf(out)), port,
-                                         f"file:{out / 'console.log'}"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = out / "qemu.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(qemu_command(VARIANTS[variant].board, str(elf(out)), port,
+                                             f"file:{out / 'console.log'}"),
+                                stdout=subprocess.DEVNULL, stderr=err)
     try:
-        _wait_ready(port, time.monotonic() + 30)
+        _wait_ready(port, time.monotonic() + 30, proc, log)
         yield f"socket://127.0.0.1:{port}"
     finally:
         proc.kill()
@@ -218,13 +225,14 @@ def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
         f"sysbus.cpu VectorTableOffset {RENODE_VECTOR_TABLE:#x}",
         "start",
     ])
-    log = open(out / "renode.log", "wb")
+    log = out / "renode.log"
     # stdin stays an open pipe: with --console, EOF on stdin makes Renode quit
-    proc = subprocess.Popen([os.environ["COPAPY_RENODE"], "--disable-xwt", "--console",
-                             "--plain", "-e", script], stdin=subprocess.PIPE, stdout=log,
-                            stderr=subprocess.STDOUT)
+    with open(log, "wb") as out_file:
+        proc = subprocess.Popen([os.environ["COPAPY_RENODE"], "--disable-xwt", "--console",
+                                 "--plain", "-e", script], stdin=subprocess.PIPE,
+                                stdout=out_file, stderr=subprocess.STDOUT)
     try:
-        _wait_ready(port, time.monotonic() + 180)
+        _wait_ready(port, time.monotonic() + 180, proc, log)
         yield f"socket://127.0.0.1:{port}"
     finally:
         try:
@@ -235,4 +243,3 @@ def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait(timeout=5)
-        log.close()
