@@ -2,9 +2,9 @@
 
 A Zephyr workspace is found through ZEPHYR_BASE (with its toolchain settings, e.g.
 ZEPHYR_TOOLCHAIN_VARIANT, and `west` on PATH); Renode through COPAPY_RENODE (its launcher) and
-COPAPY_RENODE_REPL (a Teensy 4.1 platform description, default: teensy41.repl next to the
-launcher's directory, .../copapy/teensy41.repl). Without them the tests skip with a one-line
-reason naming docs/zephyr.md. Build directories are zephyr_app/build/<variant> (git-ignored).
+COPAPY_RENODE_REPL (a Teensy 4.1 platform description; default: the one the repository ships,
+zephyr_app/renode/teensy41.repl). Without them the tests skip with a one-line reason naming
+docs/zephyr.md. Build directories are zephyr_app/build/<variant> (git-ignored).
 """
 
 from __future__ import annotations
@@ -26,6 +26,11 @@ import pytest
 from .runners import QEMU_CLOCK, ROOT, free_port
 
 APP = ROOT / "zephyr_app"
+#: copapy's Teensy 4.1 platform description for Renode (COPAPY_RENODE_REPL overrides it)
+RENODE_REPL = APP / "renode" / "teensy41.repl"
+#: where the teensy41 image's vector table is (after the FlexSPI boot header); Renode starts
+#: the CPU from there
+RENODE_VECTOR_TABLE = 0x60002000
 BUILD_ROOT = APP / "build"
 DOC = "docs/zephyr.md"
 
@@ -83,11 +88,8 @@ def renode_missing() -> str | None:
 
 
 def renode_repl() -> Path:
-    given = os.environ.get("COPAPY_RENODE_REPL")
-    if given:
-        return Path(given)
-    return Path(os.environ.get("COPAPY_RENODE", "renode")).resolve().parent.parent / "copapy" / \
-        "teensy41.repl"
+    """The platform description Renode loads: COPAPY_RENODE_REPL, else the shipped one."""
+    return Path(os.environ.get("COPAPY_RENODE_REPL") or RENODE_REPL)
 
 
 def _config_hash(v: Variant) -> str:
@@ -136,14 +138,19 @@ def sizes(build_dir: Path) -> dict[str, int]:
     return {"flash": text + data, "ram": data + bss}
 
 
-def _wait_ready(port: int, deadline: float) -> None:
+def _wait_ready(port: int, deadline: float, proc: subprocess.Popen[bytes], log: Path) -> None:
     """Connect once, wait for the firmware's ready byte (0x00), then hang up: qemu listens
-    again and the test's SerialTarget becomes the next client."""
+    again and the test's SerialTarget becomes the next client. An emulator that exits first
+    fails at once, with the end of its log."""
     while True:
         try:
             sock = socket.create_connection(("127.0.0.1", port), timeout=0.5)
             break
         except OSError:
+            if proc.poll() is not None:
+                tail = log.read_bytes()[-3000:].decode(errors="replace") if log.is_file() else ""
+                raise RuntimeError(f"the emulator exited ({proc.returncode}) before "
+                                   f"listening on port {port}; {log}:\n{tail}") from None
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
@@ -162,27 +169,37 @@ def _wait_ready(port: int, deadline: float) -> None:
     time.sleep(0.2)
 
 
+#: qemu's machine for each qemu board
+QEMU_MACHINES = {"mps2_an500": ("-M", "mps2-an500", "-cpu", "cortex-m7"),
+                 "mps3_an547": ("-M", "mps3-an547")}
+
+
+def qemu_command(board: str, kernel: str, port: int, console: str) -> list[str]:
+    """The qemu command line of the tests (docs/zephyr.md shows it): the console UART to
+    ``console`` (a qemu chardev), the link UART a TCP server on ``port`` that waits for its
+    client."""
+    # no "-net none" on mps2-an500 (it made host->guest bytes go missing); nodelay: no Nagle
+    # the guest clock counts instructions, as for the bare-metal firmware (docs/design.md, "qemu
+    # firmware tests count instructions"): host preemption is not a long job
+    return ["qemu-system-arm", *QEMU_MACHINES[board], *QEMU_CLOCK, "-display", "none",
+            "-monitor", "none", "-serial", console, "-serial",
+            f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on", "-kernel", kernel]
+
+
 @contextmanager
 def qemu_runner(variant: str = "mps2_an500") -> Iterator[str]:
     """socket:// URL of the firmware in qemu (the link on the second UART, console to a log
     file in the build directory)."""
     assert shutil.which("qemu-system-arm"), "the Zephyr qemu tests need qemu-system-arm (apt)"
     out = build(variant)
-    machine = {"mps2_an500": ["-M", "mps2-an500", "-cpu", "cortex-m7"],
-               "mps3_an547": ["-M", "mps3-an547"]}[VARIANTS[variant].board]
     port = free_port()
-    log = out / "console.log"
-    # no "-net none" on mps2-an500 (it made host->guest bytes go missing); nodelay: no Nagle
-    # the guest clock counts instructions, as for the bare-metal firmware (docs/design.md, "qemu
-    # firmware tests count instructions"): host preemption is not a long job
-    proc = subprocess.Popen(["qemu-system-arm", *machine, *QEMU_CLOCK, "-display", "none",
-                             "-monitor", "none",
-                             "-serial", f"file:{log}", "-serial",
-                             f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",
-                             "-kernel", str(elf(out))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = out / "qemu.log"
+    with open(log, "wb") as err:
+        proc = subprocess.Popen(qemu_command(VARIANTS[variant].board, str(elf(out)), port,
+                                             f"file:{out / 'console.log'}"),
+                                stdout=subprocess.DEVNULL, stderr=err)
     try:
-        _wait_ready(port, time.monotonic() + 30)
+        _wait_ready(port, time.monotonic() + 30, proc, log)
         yield f"socket://127.0.0.1:{port}"
     finally:
         proc.kill()
@@ -205,16 +222,17 @@ def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
         "connector Connect sysbus.lpuart6 term",
         "logLevel 3",
         f"sysbus LoadELF @{elf(out)}",
-        "sysbus.cpu VectorTableOffset 0x60002000",
+        f"sysbus.cpu VectorTableOffset {RENODE_VECTOR_TABLE:#x}",
         "start",
     ])
-    log = open(out / "renode.log", "wb")
+    log = out / "renode.log"
     # stdin stays an open pipe: with --console, EOF on stdin makes Renode quit
-    proc = subprocess.Popen([os.environ["COPAPY_RENODE"], "--disable-xwt", "--console",
-                             "--plain", "-e", script], stdin=subprocess.PIPE, stdout=log,
-                            stderr=subprocess.STDOUT)
+    with open(log, "wb") as out_file:
+        proc = subprocess.Popen([os.environ["COPAPY_RENODE"], "--disable-xwt", "--console",
+                                 "--plain", "-e", script], stdin=subprocess.PIPE,
+                                stdout=out_file, stderr=subprocess.STDOUT)
     try:
-        _wait_ready(port, time.monotonic() + 180)
+        _wait_ready(port, time.monotonic() + 180, proc, log)
         yield f"socket://127.0.0.1:{port}"
     finally:
         try:
@@ -225,4 +243,3 @@ def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait(timeout=5)
-        log.close()
