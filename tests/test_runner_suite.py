@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import copapy as cp
-from copapy.io import PWM_KIND, Channel
+from copapy._contract import IoKind
+from copapy.io import Channel
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
@@ -367,7 +368,7 @@ def test_set_io_takes_channels_the_program_reads(runner: Runner) -> None:
 def test_unknown_channel_is_rejected(runner: Runner) -> None:
     task, counter = counter_task()
     with runner.target() as tg:
-        count = tg.info().channels[PWM_KIND - 1]
+        count = tg.info().channels[IoKind.PWM - 1]
         tg.deploy(task)
         tg.start()
         level = cp.value(0.0)
@@ -375,7 +376,7 @@ def test_unknown_channel_is_rejected(runner: Runner) -> None:
             tg.bind(level * 2.0, cp.io.PWM(count))  # the host side checks HELLO's counts
         # the runner checks too: an image that binds a channel it does not have
         out = level * 2.0
-        tg._bindings[out.node] = Channel(PWM_KIND, count, "out")
+        tg._bindings[out.node] = Channel(IoKind.PWM, count, "out")
         image = tg._compile([cp.Task(out, period=1e-3)]).image
         tg.unbind()
         with pytest.raises(p.ProtocolError, match=f"OUT_OF_RANGE.*PWM channel {count} does not "

@@ -236,7 +236,7 @@ static inline uint32_t cp_let_copy_group(const cp_let_copy *c)
 
 static inline uint32_t cp_io_binding_group(const cp_io_binding *b)
 {
-    return cp_group_key(b->task, b->direction == 2);
+    return cp_group_key(b->task, b->direction == CP_DIR_OUTPUT);
 }
 
 /* Checks one LET copy / I/O binding (used at parse time and again while loading). */

@@ -357,10 +357,10 @@ static inline void fx_config(fx *f, int use_slots)
     c->work = f->work;
     c->work_size = sizeof(f->work);
     c->max_payload = FX_MAXP;
-    c->channels[0] = 4;
-    c->channels[1] = 4;
-    c->channels[2] = 2;
-    c->channels[3] = 8;
+    c->channels[CP_IO_GPIO - 1] = 4;
+    c->channels[CP_IO_PWM - 1] = 4;
+    c->channels[CP_IO_ENCODER - 1] = 2;
+    c->channels[CP_IO_ADC - 1] = 8;
     c->flags = CP_SERVER_FLAG_SIMULATED_IO;
     c->ports_capacity = FX_PORTS;
     c->ring_size = FX_RING;

@@ -119,8 +119,8 @@ static void test_extended_entries(void)
     int seen = 0;
     for (uint32_t i = 0; i < 2; i++) {
         const cp_io_binding *b = &prog.io_bindings[i];
-        seen += b->direction == 2 && b->safe == 0.5;
-        seen += b->direction == 1 && b->safe == 0.0;
+        seen += b->direction == CP_DIR_OUTPUT && b->safe == 0.5;
+        seen += b->direction == CP_DIR_INPUT && b->safe == 0.0;
     }
     CHECK(seen == 2);
     cp_program_unload(&prog);

@@ -468,7 +468,7 @@ static void test_min_tick(void)
 static const char *refuse_pwm_out(void *ctx, const cp_io_binding *b)
 {
     (void)ctx;
-    return b->kind == CP_IO_PWM && b->direction == 2 ? "no PWM on this board" : NULL;
+    return b->kind == CP_IO_PWM && b->direction == CP_DIR_OUTPUT ? "no PWM on this board" : NULL;
 }
 
 static void test_io_bindings_checked(void)

@@ -17,10 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ._contract import IoDirection, IoKind
 from .runtime.errors import TargetError
 
-GPIO_KIND, PWM_KIND, ENCODER_KIND, ADC_KIND = 1, 2, 3, 4
-KIND_NAMES = {GPIO_KIND: "GPIO", PWM_KIND: "PWM", ENCODER_KIND: "Encoder", ADC_KIND: "ADC"}
+#: each kind's factory (``cp.io.<name>``); the kinds and their codes are contract.h's
+KIND_NAMES: dict[int, str] = {IoKind.GPIO: "GPIO", IoKind.PWM: "PWM", IoKind.ENCODER: "Encoder",
+              IoKind.ADC: "ADC"}
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class Channel:
         if self.plant:
             return f"cp.io.plant({replace(self, plant=False, direction=_FLIP[self.direction])!r})"
         extra = f", safe={self.safe!r}" if self.safe else ""
-        if self.kind == GPIO_KIND:
+        if self.kind == IoKind.GPIO:
             return f"cp.io.GPIO({self.channel}, {self.direction!r}{extra})"
         return f"cp.io.{self.kind_name}({self.channel}{extra})"
 
@@ -70,7 +72,7 @@ def GPIO(pin: int, direction: str = "in", safe: bool | int = False) -> Channel:
         raise ValueError(f"a GPIO's safe level is 0/False or 1/True, not {safe!r}")
     if safe and direction != "out":
         raise ValueError("only an output pin (direction='out') has a safe level")
-    return Channel(GPIO_KIND, _check(pin), direction, safe=float(bool(safe)))
+    return Channel(IoKind.GPIO, _check(pin), direction, safe=float(bool(safe)))
 
 
 def PWM(channel: int, safe: float = 0.0) -> Channel:
@@ -78,17 +80,17 @@ def PWM(channel: int, safe: float = 0.0) -> Channel:
     state (default 0)."""
     if not isinstance(safe, int | float) or not 0.0 <= safe <= 1.0:
         raise ValueError(f"a PWM's safe duty cycle must be in 0..1, not {safe!r}")
-    return Channel(PWM_KIND, _check(channel), "out", safe=float(safe))
+    return Channel(IoKind.PWM, _check(channel), "out", safe=float(safe))
 
 
 def Encoder(channel: int) -> Channel:
     """A quadrature encoder input, in counts."""
-    return Channel(ENCODER_KIND, _check(channel), "in")
+    return Channel(IoKind.ENCODER, _check(channel), "in")
 
 
 def ADC(channel: int) -> Channel:
     """An analog input."""
-    return Channel(ADC_KIND, _check(channel), "in")
+    return Channel(IoKind.ADC, _check(channel), "in")
 
 
 def plant(channel: Channel) -> Channel:
@@ -103,16 +105,18 @@ def plant(channel: Channel) -> Channel:
 
 
 def image_channel(kind: int, channel: int, direction: int, safe: float) -> Channel:
-    """The channel of an image's I/O binding (direction 1 input, 2 output), or ValueError
-    naming the field that no channel has (a file another writer made)."""
+    """The channel of an image's I/O binding (an IoDirection), or ValueError naming the field
+    that no channel has (a file another writer made)."""
     if kind not in KIND_NAMES:
         raise ValueError(f"kind {kind} is not a channel kind ("
                          f"{', '.join(f'{k} {n}' for k, n in KIND_NAMES.items())})")
-    if direction not in (1, 2):
-        raise ValueError(f"direction {direction} is neither 1 (input) nor 2 (output)")
+    if direction not in (IoDirection.INPUT, IoDirection.OUTPUT):
+        raise ValueError(f"direction {direction} is neither {IoDirection.INPUT} (input) nor "
+                         f"{IoDirection.OUTPUT} (output)")
     if not math.isfinite(safe):
         raise ValueError(f"the safe value {safe} is not a finite number")
-    return Channel(kind, channel, "in" if direction == 1 else "out", safe=safe)
+    return Channel(kind, channel, "in" if direction == IoDirection.INPUT else "out",
+                   safe=safe)
 
 
 def checked_channel(channel: Any, what: str) -> Channel:
@@ -154,7 +158,7 @@ def check_binding(bindings: Mapping[Any, Channel], node: Any, is_input: bool,
                            f"cp.io.Encoder or cp.io.ADC; bind a computed value to drive "
                            f"{channel!r}")
     if not is_input and not channel.is_output:
-        hint = (f"cp.io.GPIO({channel.channel}, 'out')" if channel.kind == GPIO_KIND
+        hint = (f"cp.io.GPIO({channel.channel}, 'out')" if channel.kind == IoKind.GPIO
                 else "an output channel (cp.io.PWM, cp.io.GPIO(pin, 'out'))")
         raise BindingError(f"{channel!r} is an input channel, but the value is computed by the "
                            f"program: a computed value drives {hint}")

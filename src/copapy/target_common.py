@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import dtypes as dt
+from ._contract import IoDirection
 from .arrays import Array
 from .compiler import IoSpec, TaskSpec
 from .compiler.layout import ROLE_INPUT, Port
@@ -108,7 +109,8 @@ def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
     write to one would be overwritten), with their channels."""
     by_offset = {p.offset: key for key, p in ports.items() if p.role == ROLE_INPUT}
     return {by_offset[b.offset]: Channel(b.kind, b.channel)
-            for b in parse_image(image).io_bindings if b.direction == 1 and b.offset in by_offset}
+            for b in parse_image(image).io_bindings
+            if b.direction == IoDirection.INPUT and b.offset in by_offset}
 
 
 def check_unbound(bound: Mapping[Any, Channel], key: Any, v: Any, error: type[Exception]) -> None:

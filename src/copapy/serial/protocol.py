@@ -9,7 +9,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from .._contract import FAULT_KIND_DISPLAY, Command, ErrorCode
+from .._contract import FAULT_KIND_DISPLAY, IO_KIND_COUNT, Command, ErrorCode
 from ..arch.targets import id_name
 
 VERSION = 1
@@ -228,7 +228,7 @@ class RunnerInfo:
     session_active: bool = False  # a client's session is live (another one gets BUSY)
 
 
-HELLO_FIXED = struct.Struct("<HHHHHHIII4HBBIQ")
+HELLO_FIXED = struct.Struct(f"<HHHHHHIII{IO_KIND_COUNT}HBBIQ")
 
 
 def parse_hello(payload: bytes) -> RunnerInfo:
