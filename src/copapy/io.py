@@ -12,13 +12,11 @@ than a task's ``link_timeout`` (docs/realtime.md, "Faults and the safe state").
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ._contract import IoDirection, IoKind
-from .runtime.errors import TargetError
 
 #: each kind's factory (``cp.io.<name>``); the kinds and their codes are contract.h's
 KIND_NAMES: dict[int, str] = {IoKind.GPIO: "GPIO", IoKind.PWM: "PWM", IoKind.ENCODER: "Encoder",
@@ -125,19 +123,6 @@ def checked_channel(channel: Any, what: str) -> Channel:
         raise TypeError(f"{what}() takes a cp.io channel (cp.io.Encoder(0), ...), got "
                         f"{type(channel).__name__}")
     return channel
-
-
-def checked_io_write(channel: Any, value: Any) -> tuple[Channel, float]:
-    """``set_io(channel, value)``'s arguments, the same on every target: a channel the program
-    reads (one it drives would be overwritten by its next period) and a number."""
-    checked_channel(channel, "set_io")
-    if channel.is_output:
-        raise TargetError(f"{channel!r} is driven by the program (read it with tg.io_value); "
-                          f"set_io sets channels the program reads")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"set_io({channel!r}, value): the value is a number, got "
-                        f"{type(value).__name__} {value!r}")
-    return channel, float(value)
 
 
 class BindingError(ValueError):

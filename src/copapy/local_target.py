@@ -19,7 +19,7 @@ from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
-from .io import Channel, check_binding, checked_channel, checked_io_write
+from .io import Channel, check_binding, checked_channel
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import NotComputedError, TargetError
@@ -38,6 +38,7 @@ from .target_common import (
     bound_inputs,
     check_bound_outputs,
     check_unbound,
+    checked_io_write,
     checked_scalar,
     elements,
     find_port,

@@ -29,7 +29,7 @@ from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
-from .io import Channel, check_binding, checked_channel, checked_io_write
+from .io import Channel, check_binding, checked_channel
 from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.feature_error import features_error
@@ -42,6 +42,7 @@ from .target_common import (
     bound_inputs,
     check_bound_outputs,
     check_unbound,
+    checked_io_write,
     decode_rows,
     find_port,
     io_specs,
