@@ -134,6 +134,7 @@ def test_python_modules_take_their_codes_from_the_contract() -> None:
 CODE_NAME = re.compile(r"^(GPIO|PWM|ENCODER|ADC|DAC)(_KIND)?$|^(F32|F64|I32|BOOL|U8|I8)$"
                        r"|^(ROLE|CMD|PLAN|DIR|DT|IO)_[A-Z_]+$|^(INPUT|OUTPUT)$")
 CODE_FIELDS = {"dtype", "kind", "direction", "role", "command"}
+HISTORICAL = "# contract: historical"
 C_PATTERNS = (
     (re.compile(r"#define\s+CP_(CMD|DT|IO|ROLE|PERR|SEC|PLAN|DIR)_[A-Z_]+\s+\(?\d"),
      "a contract code defined outside contract.h"),
@@ -157,10 +158,15 @@ def _code_field(node: ast.AST) -> bool:
 
 def python_bare_codes(source: str, where: str) -> list[str]:
     """Bare contract codes in Python source: a code name bound to a number, a code field
-    compared with one, a dict keyed 1..n, a plan entry or an I/O-kind count spelled out."""
+    compared with one, a dict keyed 1..n, a plan entry or an I/O-kind count spelled out. A line
+    marked ``# contract: historical`` is a past version's wire format, spelled as it was."""
     found: list[str] = []
+    lines = source.splitlines()
     for node in ast.walk(ast.parse(source)):
-        line = f"{where}:{getattr(node, 'lineno', 0)}"
+        lineno = getattr(node, "lineno", 0)
+        if lineno and HISTORICAL in lines[lineno - 1]:
+            continue
+        line = f"{where}:{lineno}"
         if isinstance(node, ast.Assign):
             names = [n.id for t in node.targets
                      for n in (t.elts if isinstance(t, ast.Tuple) else [t])

@@ -368,7 +368,7 @@ def test_set_io_takes_channels_the_program_reads(runner: Runner) -> None:
 def test_unknown_channel_is_rejected(runner: Runner) -> None:
     task, counter = counter_task()
     with runner.target() as tg:
-        count = tg.info().channels[IoKind.PWM - 1]
+        count = tg.info().channel_count(IoKind.PWM)
         tg.deploy(task)
         tg.start()
         level = cp.value(0.0)

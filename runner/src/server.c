@@ -383,14 +383,15 @@ static void cmd_hello(cp_server *s, const uint8_t *p, uint32_t n)
     put_u32(s, cap);
     put_u32(s, cap);
     put_u32(s, state == CP_SERVER_EMPTY ? 0 : (uint32_t)s->tick_ns);
-    for (uint32_t k = 0; k < CP_IO_KIND_COUNT; k++) {
-        put_u16(s, s->cfg.channels[k]);
-    }
     put_u8(s, (uint8_t)state);
     put_u8(s, (uint8_t)(s->cfg.flags | (s->cfg.require_auth ? CP_SERVER_FLAG_AUTH : 0u) |
                         (owner_live(s) ? CP_SERVER_FLAG_SESSION : 0u)));
     put_u32(s, state == CP_SERVER_EMPTY ? 0 : s->image_crc);
     put_u64(s, ticks);
+    put_u8(s, CP_IO_KIND_COUNT); /* protocol 2: the kinds this runner knows, then their counts */
+    for (uint32_t k = 0; k < CP_IO_KIND_COUNT; k++) {
+        put_u16(s, s->cfg.channels[k]);
+    }
     uint32_t room = s->room - s->resp_len;
     size_t len = str_len(s->cfg.name, CP_SERVER_NAME_MAX < room ? CP_SERVER_NAME_MAX : room);
     put_bytes(s, (const uint8_t *)s->cfg.name, (uint32_t)len);
@@ -1389,10 +1390,10 @@ static void on_frame(cp_server *s, uint32_t link, const cp_frame *f)
         s->non_requests++; /* e.g. our own output echoed back: never answer it */
         return;
     }
-    if (f->version != CP_PROTO_VERSION) {
-        REFUSE(s, link, f, CP_PERR_VERSION, CP_PROTO_VERSION,
-               "protocol version %u is not supported; this runner speaks version %u",
-               f->version, CP_PROTO_VERSION);
+    if (f->version != CP_FRAME_VERSION) {
+        REFUSE(s, link, f, CP_PERR_VERSION, CP_FRAME_VERSION,
+               "frame version %u is not supported; this runner speaks version %u",
+               f->version, CP_FRAME_VERSION);
         return;
     }
     cp_server_session *sess;

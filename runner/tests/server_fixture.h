@@ -411,7 +411,7 @@ static inline size_t fx_frame(uint8_t *out, size_t cap, uint8_t version, uint8_t
         memcpy(frame + CP_FRAME_HEADER, payload, n);
     }
     size_t w = cp_frame_encode(frame, flags, seq, command, (uint16_t)n, out, cap);
-    if (w > 0 && version != CP_PROTO_VERSION) {
+    if (w > 0 && version != CP_FRAME_VERSION) {
         /* re-seal with another version byte */
         frame[0] = version;
         cp_put32(frame + CP_FRAME_HEADER + n, cp_crc32(0, frame, CP_FRAME_HEADER + n));

@@ -347,11 +347,7 @@ class SerialTarget:
         self.on_fault: Callable[[ProgramFault], Any] | None = None
         self.last_fault: ProgramFault | None = None
         try:
-            self._info = p.parse_hello(self._link.request(p.HELLO, struct.pack("<H", p.VERSION)))
-            if self._info.protocol_version != p.VERSION:
-                raise SerialTargetError(f"the runner speaks protocol "
-                                        f"v{self._info.protocol_version}, this copapy speaks "
-                                        f"v{p.VERSION}: update one of them")
+            self._info = self._hello()
             self._begin_session(secret, takeover)
         except Exception:
             self._link.close()
@@ -438,8 +434,14 @@ class SerialTarget:
 
     def info(self) -> p.RunnerInfo:
         """The runner's HELLO: architecture, capacities, channels, state, loaded image."""
-        self._info = p.parse_hello(self._link.request(p.HELLO, struct.pack("<H", p.VERSION)))
+        self._info = self._hello()
         return self._info
+
+    def _hello(self) -> p.RunnerInfo:
+        try:
+            return p.parse_hello(self._link.request(p.HELLO, struct.pack("<H", p.VERSION)))
+        except p.VersionMismatch as exc:
+            raise SerialTargetError(str(exc)) from None
 
     def close(self) -> None:
         """End the session and disconnect; the runner keeps running its program (unless it
@@ -467,9 +469,9 @@ class SerialTarget:
         if not isinstance(value, Value) or not isinstance(channel, Channel):
             raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
         check_binding(self._bindings, value.node, value.node.op == "input", channel)
-        counts = self._info.channels
-        if channel.channel >= counts[channel.kind - 1]:
-            raise SerialTargetError(f"{channel!r}: the runner has {counts[channel.kind - 1]} "
+        count = self._info.channel_count(channel.kind)
+        if channel.channel >= count:
+            raise SerialTargetError(f"{channel!r}: the runner has {count} "
                                     f"{channel.kind_name} channels")
         self._bindings[value.node] = channel
 
