@@ -20,7 +20,7 @@ from ._contract import IoDirection, IoKind
 
 #: each kind's factory (``cp.io.<name>``); the kinds and their codes are contract.h's
 KIND_NAMES: dict[int, str] = {IoKind.GPIO: "GPIO", IoKind.PWM: "PWM", IoKind.ENCODER: "Encoder",
-              IoKind.ADC: "ADC"}
+                              IoKind.ADC: "ADC", IoKind.DAC: "DAC"}
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,23 @@ def GPIO(pin: int, direction: str = "in", safe: bool | int = False) -> Channel:
     return Channel(IoKind.GPIO, _check(pin), direction, safe=float(bool(safe)))
 
 
+def _unit(safe: float, what: str) -> float:
+    if not isinstance(safe, int | float) or not 0.0 <= safe <= 1.0:
+        raise ValueError(f"{what} must be in 0..1, not {safe!r}")
+    return float(safe)
+
+
 def PWM(channel: int, safe: float = 0.0) -> Channel:
     """A PWM output; the value is the duty cycle 0..1. ``safe``: the duty cycle in the safe
     state (default 0)."""
-    if not isinstance(safe, int | float) or not 0.0 <= safe <= 1.0:
-        raise ValueError(f"a PWM's safe duty cycle must be in 0..1, not {safe!r}")
-    return Channel(IoKind.PWM, _check(channel), "out", safe=float(safe))
+    return Channel(IoKind.PWM, _check(channel), "out",
+                   safe=_unit(safe, "a PWM's safe duty cycle"))
+
+
+def DAC(channel: int, safe: float = 0.0) -> Channel:
+    """An analog output; the value is the level 0..1 of full scale (as an ADC reads it).
+    ``safe``: the level in the safe state (default 0)."""
+    return Channel(IoKind.DAC, _check(channel), "out", safe=_unit(safe, "a DAC's safe level"))
 
 
 def Encoder(channel: int) -> Channel:
@@ -144,7 +155,7 @@ def check_binding(bindings: Mapping[Any, Channel], node: Any, is_input: bool,
                            f"{channel!r}")
     if not is_input and not channel.is_output:
         hint = (f"cp.io.GPIO({channel.channel}, 'out')" if channel.kind == IoKind.GPIO
-                else "an output channel (cp.io.PWM, cp.io.GPIO(pin, 'out'))")
+                else "an output channel (cp.io.PWM, cp.io.DAC, cp.io.GPIO(pin, 'out'))")
         raise BindingError(f"{channel!r} is an input channel, but the value is computed by the "
                            f"program: a computed value drives {hint}")
     for other, existing in bindings.items():

@@ -471,8 +471,9 @@ class SerialTarget:
         check_binding(self._bindings, value.node, value.node.op == "input", channel)
         count = self._info.channel_count(channel.kind)
         if channel.channel >= count:
-            raise SerialTargetError(f"{channel!r}: the runner has {count} "
-                                    f"{channel.kind_name} channels")
+            has = f"{count} {channel.kind_name} channels (0..{count - 1})" if count else (
+                f"no {channel.kind_name} channels (HELLO)")
+            raise SerialTargetError(f"{channel!r}: the runner has {has}")
         self._bindings[value.node] = channel
 
     def unbind(self, value: Value[Any] | None = None) -> None:
