@@ -622,9 +622,9 @@ def test_errors() -> None:
     with pytest.raises(IndexError):
         sched.pending(-1)
     with pytest.raises(ValueError, match="kind"):
-        sched.io_write(5, 0, 1.0)
+        sched.io_write(len(IoKind) + 1, 0, 1.0)  # the first code contract.h has not given
     with pytest.raises(ValueError, match="channel"):
-        sched.io_read(1, 256)
+        sched.io_read(GPIO, 256)
     with pytest.raises(ValueError, match=">= 0"):
         sched.advance(-1)
     with pytest.raises(RuntimeError, match="Scheduler"):
