@@ -135,6 +135,7 @@ CODE_NAME = re.compile(r"^(GPIO|PWM|ENCODER|ADC|DAC)(_KIND)?$|^(F32|F64|I32|BOOL
                        r"|^(ROLE|CMD|PLAN|DIR|DT|IO)_[A-Z_]+$|^(INPUT|OUTPUT)$")
 CODE_FIELDS = {"dtype", "kind", "direction", "role", "command"}
 HISTORICAL = "# contract: historical"
+IO_CALLS = {"io_read", "io_write", "io_get", "io_set"}  # (kind, channel, ...) of the runners
 C_PATTERNS = (
     (re.compile(r"#define\s+CP_(CMD|DT|IO|ROLE|PERR|SEC|PLAN|DIR)_[A-Z_]+\s+\(?\d"),
      "a contract code defined outside contract.h"),
@@ -185,6 +186,9 @@ def python_bare_codes(source: str, where: str) -> list[str]:
                     range(1, len(keys) + 1)):
                 found.append(f"{line}: a dict keyed 1..{len(keys)}")
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in IO_CALLS and node.args and _int(node.args[0])):
+            found.append(f"{line}: {node.func.attr}() of a bare I/O kind")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr == "append" and isinstance(node.func.value, ast.Name)
               and node.func.value.id.endswith("plan") and node.args
               and isinstance(node.args[0], ast.Tuple) and _int(node.args[0].elts[0])):
@@ -224,7 +228,8 @@ def test_no_bare_codes_outside_the_contract() -> None:
     "python_type = {1: float, 2: float, 3: int, 4: bool}",
     "ok = b.dtype == 4",
     "in_plan.append((2, 0, 0, 0))",
-    "HELLO_FIXED = struct.Struct('<HHHHHHIII4HBBIQ')",
+    "sched.io_write(5, 0, 1.0)",
+    f"HELLO_FIXED = struct.Struct('<HHHHHHIII{c.IO_KIND_COUNT}HBBIQ')",
 ])
 def test_the_scan_finds_bare_python_codes(source: str) -> None:
     assert python_bare_codes(source, "x.py"), source
