@@ -366,7 +366,7 @@ static const edit edits[] = {
     {"binding direction 0", STD_SEC_BINDINGS, 2, 1, 0, CP_ERR_LAYOUT},
     {"binding direction 3", STD_SEC_BINDINGS, 2, 1, 3, CP_ERR_LAYOUT},
     {"binding kind 0", STD_SEC_BINDINGS, 3, 1, 0, CP_ERR_LAYOUT},
-    {"binding kind 5", STD_SEC_BINDINGS, 3, 1, 5, CP_ERR_LAYOUT},
+    {"binding kind after the table", STD_SEC_BINDINGS, 3, 1, CP_IO_KIND_COUNT + 1, CP_ERR_LAYOUT},
     {"binding kind GPIO", STD_SEC_BINDINGS, 3, 1, 1, CP_OK},
     {"binding channel 65535", STD_SEC_BINDINGS, 4, 2, 65535, CP_OK},
     {"binding dtype 0", STD_SEC_BINDINGS, 6, 1, 0, CP_ERR_LAYOUT},
