@@ -22,7 +22,8 @@ HERE = Path(__file__).resolve().parent
 
 runner = Extension(
     "copapy._runner",
-    sources=sorted(glob("runner/src/*.c")) + ["runner/python/module.c"],
+    sources=sorted(glob("runner/src/*.c")) + ["runner/python/module.c",
+                                              "runner/python/scheduler.c"],
     include_dirs=["runner/include"],
     extra_compile_args=STRICT,
 )

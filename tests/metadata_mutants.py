@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from copapy import image as im
+from copapy._contract import DTYPE_COUNT, IO_KIND_COUNT, PORT_ROLE_COUNT
+
+#: the first codes contract.h has not given
+NO_KIND, NO_DTYPE, NO_ROLE = IO_KIND_COUNT + 1, DTYPE_COUNT + 1, PORT_ROLE_COUNT + 1
 
 #: values each field of the metadata is replaced by, as JSON text (some are not what
 #: json.dumps writes: 1e400 is infinity, the lone surrogate is no character)
@@ -111,10 +115,10 @@ def binary_mutants(blob: bytes) -> Iterator[tuple[str, bytes]]:
     fields = []  # (section, offset in the entry, struct format, values)
     if im.IO_BINDINGS in sec:
         fields += [(im.IO_BINDINGS, 0, "<H", (7, 0xFFFF)), (im.IO_BINDINGS, 2, "<B", (0, 3)),
-                   (im.IO_BINDINGS, 3, "<B", (0, 5, 255)),
+                   (im.IO_BINDINGS, 3, "<B", (0, NO_KIND, 255)),
                    (im.IO_BINDINGS, 16, "<d", (float("nan"), float("inf")))]
     if im.PORTS in sec:
-        fields += [(im.PORTS, 8, "<B", (0, 9, 255)), (im.PORTS, 9, "<B", (0, 5, 255)),
+        fields += [(im.PORTS, 8, "<B", (0, NO_DTYPE, 255)), (im.PORTS, 9, "<B", (0, NO_ROLE, 255)),
                    (im.PORTS, 10, "<H", (40, 0xFFFE)), (im.PORTS, 12, "<I", (0, 2**31))]
     for stype, at, fmt, values in fields:
         _, esize, n, off, _ = sec[stype]

@@ -5,7 +5,9 @@ the Python modules that name codes take them from it."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -124,3 +126,116 @@ def test_python_modules_take_their_codes_from_the_contract() -> None:
         int(d): n for d, n in c.DTYPE_BYTES.items()}
     with pytest.raises(ValueError, match="dtype 7 is unknown: use 1 float32, 2 float64"):
         dtypes.slot_type(7)
+
+
+# ---- nothing else spells a code: the scan below finds bare I/O kinds, dtype codes, port roles,
+# I/O directions, command numbers, plan kinds and kind counts outside contract.h / _contract.py
+
+CODE_NAME = re.compile(r"^(GPIO|PWM|ENCODER|ADC|DAC)(_KIND)?$|^(F32|F64|I32|BOOL|U8|I8)$"
+                       r"|^(ROLE|CMD|PLAN|DIR|DT|IO)_[A-Z_]+$|^(INPUT|OUTPUT)$")
+CODE_FIELDS = {"dtype", "kind", "direction", "role", "command"}
+HISTORICAL = "# contract: historical"
+IO_CALLS = {"io_read", "io_write", "io_get", "io_set"}  # (kind, channel, ...) of the runners
+C_PATTERNS = (
+    (re.compile(r"#define\s+CP_(CMD|DT|IO|ROLE|PERR|SEC|PLAN|DIR)_[A-Z_]+\s+\(?\d"),
+     "a contract code defined outside contract.h"),
+    (re.compile(r"\b(kind|dtype|command|cmd|role|direction)\s*[!=]=\s*[1-9]\d?\b"),
+     "a code compared with a bare number"),
+    (re.compile(r"\b(kind|dtype|command|cmd|role|direction)\s*[<>]=?\s*([2-9]|[1-9]\d)\b"),
+     "a code range with a bare bound"),
+    (re.compile(r"\bchannels\s*\[\s*\d+\s*\]"), "an I/O kind count as a bare array size"),
+)
+
+
+def _int(node: ast.AST | None) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, int)
+            and not isinstance(node.value, bool))
+
+
+def _code_field(node: ast.AST) -> bool:
+    """A field that holds a code (``b.dtype``; a bare name ``kind`` is often a local)."""
+    return isinstance(node, ast.Attribute) and node.attr in CODE_FIELDS
+
+
+def python_bare_codes(source: str, where: str) -> list[str]:
+    """Bare contract codes in Python source: a code name bound to a number, a code field
+    compared with one, a dict keyed 1..n, a plan entry or an I/O-kind count spelled out. A line
+    marked ``# contract: historical`` is a past version's wire format, spelled as it was."""
+    found: list[str] = []
+    lines = source.splitlines()
+    for node in ast.walk(ast.parse(source)):
+        lineno = getattr(node, "lineno", 0)
+        if lineno and HISTORICAL in lines[lineno - 1]:
+            continue
+        line = f"{where}:{lineno}"
+        if isinstance(node, ast.Assign):
+            names = [n.id for t in node.targets
+                     for n in (t.elts if isinstance(t, ast.Tuple) else [t])
+                     if isinstance(n, ast.Name)]
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            if any(CODE_NAME.match(n) for n in names) and any(_int(v) for v in values):
+                found.append(f"{line}: {', '.join(names)} bound to a number")
+        elif isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(_code_field(s) for s in sides) and any(
+                    _int(s) and s.value != 0 for s in sides):  # type: ignore[attr-defined]
+                found.append(f"{line}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if _int(k)]  # type: ignore[union-attr]
+            if len(keys) >= 3 and len(keys) == len(node.keys) and sorted(keys) == list(
+                    range(1, len(keys) + 1)):
+                found.append(f"{line}: a dict keyed 1..{len(keys)}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in IO_CALLS and node.args and _int(node.args[0])):
+            found.append(f"{line}: {node.func.attr}() of a bare I/O kind")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "append" and isinstance(node.func.value, ast.Name)
+              and node.func.value.id.endswith("plan") and node.args
+              and isinstance(node.args[0], ast.Tuple) and _int(node.args[0].elts[0])):
+            found.append(f"{line}: a plan entry with a bare kind")
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and re.fullmatch(r"[<>=!@]?[0-9A-Za-z?]+", node.value)
+              and f"{c.IO_KIND_COUNT}H" in node.value):
+            found.append(f"{line}: {node.value!r} spells the I/O kind count")
+    return found
+
+
+def c_bare_codes(source: str, where: str) -> list[str]:
+    return [f"{where}:{k}: {what}: {text.strip()}"
+            for k, text in enumerate(source.splitlines(), 1)
+            for pattern, what in C_PATTERNS if pattern.search(text.split("//")[0])]
+
+
+def _sources(*globs: str) -> list[Path]:
+    skip = {ROOT / "src" / "copapy" / "_contract.py",
+            ROOT / "runner" / "include" / "copapy" / "contract.h"}
+    return sorted(p for g in globs for p in ROOT.glob(g)
+                  if p not in skip and "_lib" not in p.parts and "build" not in p.parts)
+
+
+def test_no_bare_codes_outside_the_contract() -> None:
+    found = [hit for p in _sources("src/copapy/**/*.py", "tests/*.py", "tools/*.py")
+             for hit in python_bare_codes(p.read_text(), str(p.relative_to(ROOT)))]
+    found += [hit for p in _sources("runner/**/*.[ch]", "runner/**/*.cpp", "zephyr_app/**/*.[ch]")
+              for hit in c_bare_codes(p.read_text(errors="replace"), str(p.relative_to(ROOT)))]
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("source", [
+    "GPIO_KIND, PWM_KIND, ENCODER_KIND, ADC_KIND = 1, 2, 3, 4",
+    "ROLE_INPUT = 1",
+    "F32, F64 = 1, 2",
+    "python_type = {1: float, 2: float, 3: int, 4: bool}",
+    "ok = b.dtype == 4",
+    "in_plan.append((2, 0, 0, 0))",
+    "sched.io_write(5, 0, 1.0)",
+    f"HELLO_FIXED = struct.Struct('<HHHHHHIII{c.IO_KIND_COUNT}HBBIQ')",
+])
+def test_the_scan_finds_bare_python_codes(source: str) -> None:
+    assert python_bare_codes(source, "x.py"), source
+
+
+@pytest.mark.parametrize("source", [
+    "#define CP_CMD_HELLO 1", "if (kind == 2) {", "if (kind > 4) {", "uint16_t channels[4];"])
+def test_the_scan_finds_bare_c_codes(source: str) -> None:
+    assert c_bare_codes(source, "x.c"), source

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import copapy as cp
+from copapy._contract import IoKind
 from copapy.kits import ProgramFaultError
 from copapy.kits import ros2_control as rc
 from copapy.kits.abi import E_FAULTED, OK, CProgram
@@ -30,7 +31,7 @@ from .faults import SNIPPETS, inject
 KINDS = list(SNIPPETS["x86_64"])  # SIGSEGV SIGILL SIGBUS SIGFPE timeout
 FAULT_TICK = 10  # the victim's first release
 ROOT = Path(__file__).resolve().parents[1]
-PWM = 2
+PWM = IoKind.PWM
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
                                 reason="the fault snippets are x86-64 code (tests/faults.py)")

@@ -20,10 +20,13 @@ FORBIDDEN = {
     "image": ("graph", "compiler", "runtime", "serial", "DSL", "targets"),
     "runtime": ("graph", "compiler", "serial", "DSL", "targets"),
     "serial": ("graph", "compiler", "runtime", "DSL", "targets"),
+    # the DSL (and cp.io's channel declarations) describe programs; checking them against a
+    # target's state (TargetError) belongs to the targets
+    "DSL": ("compiler", "image", "runtime", "serial", "targets"),
 }
 #: the top-level modules of the DSL and of the targets (packages are named by their folder)
 GROUPS = {
-    "DSL": ("value", "arrays", "functions", "quaternions", "signals", "task"),
+    "DSL": ("value", "arrays", "functions", "quaternions", "signals", "task", "io"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "cli", "cli_program",
                 "cli_tools", "cli_bench", "jit", "kits", "bench"),
 }

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 import copapy as cp
+from copapy._contract import DType
 from copapy.arch.patchkind import THUMB32, PatchKind
 from copapy.arch.targets import by_name, targets
 from copapy.compiler import compile_program
@@ -61,7 +62,8 @@ DATA_OFFSET = 96
 DATA_INIT = struct.pack("<iiif8xd16x4i", 5, 0, 0, 2.0, 1.5, 1, 2, 3, 4)
 X, COUNTER, OUT, F32_IN, F32_OUT, F64_IN, F64_OUT, VEC_IN, VEC_OUT = (
     0, 4, 8, 12, 16, 24, 32, 48, 64)
-F32, F64, I32, BOOL, U8, I8 = 1, 2, 3, 4, 5, 6
+F32, F64, I32, BOOL, U8, I8 = (DType.F32, DType.F64, DType.I32, DType.BOOL, DType.U8,
+                               DType.I8)
 
 LOOP = bytes.fromhex("fee7")                       # b .
 RECURSE = bytes.fromhex("00b5" "fff7fdff" "00bd")  # push {lr}; bl self; pop {pc}

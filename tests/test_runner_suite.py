@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 
 import copapy as cp
-from copapy.io import PWM_KIND, Channel
+from copapy._contract import IoKind
+from copapy.io import Channel
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
@@ -349,6 +350,33 @@ def test_bound_channels(runner: Runner) -> None:
         tg.stop()
 
 
+def test_dac_output(runner: Runner) -> None:
+    """The DAC kind (contract.h's row 5) end to end: HELLO counts it, a task drives it, the
+    host reads it back, STOP drives its safe level. A board without a DAC (teensy41) reports
+    zero DAC channels and the host refuses the binding by name."""
+    level = cp.value(0.0, name="level")
+    out = level * 0.5
+    with runner.target() as tg:
+        count = tg.info().channel_count(IoKind.DAC)
+        if not runner.simulated_channels:
+            assert count == 0
+            with pytest.raises(SerialTargetError, match=r"cp\.io\.DAC\(0\): the runner has no "
+                                                        r"DAC channels"):
+                tg.bind(out, cp.io.DAC(0))
+            return
+        assert count >= 2
+        tg.bind(out, cp.io.DAC(count - 1, safe=0.25))
+        tg.deploy(cp.Task(out, period=1e-3))
+        tg.write(level, 0.6)
+        tg.start()
+        time.sleep(0.2)
+        assert tg.io_value(cp.io.DAC(count - 1)) == pytest.approx(0.3)
+        tg.stop()
+        assert tg.io_value(cp.io.DAC(count - 1)) == 0.25
+        with pytest.raises(SerialTargetError, match=rf"DAC\({count}\): the runner has {count} DAC"):
+            tg.bind(out + 1.0, cp.io.DAC(count))
+
+
 def test_set_io_takes_channels_the_program_reads(runner: Runner) -> None:
     """As on LocalTarget: a channel the program drives would be overwritten at its next period
     (the runner accepts the write), and a value that is not a number is a TypeError."""
@@ -367,7 +395,7 @@ def test_set_io_takes_channels_the_program_reads(runner: Runner) -> None:
 def test_unknown_channel_is_rejected(runner: Runner) -> None:
     task, counter = counter_task()
     with runner.target() as tg:
-        count = tg.info().channels[PWM_KIND - 1]
+        count = tg.info().channel_count(IoKind.PWM)
         tg.deploy(task)
         tg.start()
         level = cp.value(0.0)
@@ -375,7 +403,7 @@ def test_unknown_channel_is_rejected(runner: Runner) -> None:
             tg.bind(level * 2.0, cp.io.PWM(count))  # the host side checks HELLO's counts
         # the runner checks too: an image that binds a channel it does not have
         out = level * 2.0
-        tg._bindings[out.node] = Channel(PWM_KIND, count, "out")
+        tg._bindings[out.node] = Channel(IoKind.PWM, count, "out")
         image = tg._compile([cp.Task(out, period=1e-3)]).image
         tg.unbind()
         with pytest.raises(p.ProtocolError, match=f"OUT_OF_RANGE.*PWM channel {count} does not "

@@ -19,7 +19,7 @@ import copapy as cp
 from copapy import cli_program
 from copapy import image as im
 from copapy.saved import ProgramFileError
-from tests.metadata_mutants import binary_mutants, metadata_mutants, with_metadata
+from tests.metadata_mutants import NO_KIND, binary_mutants, metadata_mutants, with_metadata
 from tests.test_cli import _env
 
 
@@ -107,7 +107,7 @@ def test_errors_name_the_field(good: bytes, tmp_path: Path, edit: dict[str, obje
 def test_deep_nesting_and_unknown_io_kind_through_the_command(good: bytes,
                                                               tmp_path: Path) -> None:
     """The two that ended in RecursionError and KeyError, through ``copapy info`` itself."""
-    kinds = [blob for what, blob in binary_mutants(good) if "+3 = 5" in what]
+    kinds = [blob for what, blob in binary_mutants(good) if f"+3 = {NO_KIND}" in what]
     cases = {"deep": with_metadata(good, "[" * 100_000 + "]" * 100_000), "kind": kinds[0]}
     for name, blob in cases.items():
         (tmp_path / f"{name}.cpimg").write_bytes(blob)
@@ -116,7 +116,7 @@ def test_deep_nesting_and_unknown_io_kind_through_the_command(good: bytes,
                              timeout=60)
         assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
         assert out.stderr.startswith(f"copapy: {tmp_path / name}.cpimg: ")
-        assert ("nests too deeply" if name == "deep" else "kind 5 is not a channel kind"
+        assert ("nests too deeply" if name == "deep" else f"kind {NO_KIND} is not a channel kind"
                 ) in out.stderr
 
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from copapy import _runner
+from copapy._contract import DType, IoDirection, IoKind
 from copapy.arch.patchkind import PCREL, SIGNED, PatchKind
 from copapy.arch.targets import by_name
 from copapy.image import Image, ImageIoBinding, ImageLetCopy, ImagePatch, ImageTask
@@ -29,9 +30,9 @@ pytestmark = pytest.mark.skipif(_runner.ARCH != by_name("x86_64").id,
 DATA_OFFSET = 4096
 REL32 = PatchKind(32, PCREL | SIGNED, 0, 32, 0, ((0, 32, 0),)).pack()
 RELEASE, PUBLISH = 0, 1
-INPUT, OUTPUT = 1, 2
-GPIO, PWM, ENCODER, ADC = 1, 2, 3, 4
-F32, F64, I32, BOOL = 1, 2, 3, 4
+INPUT, OUTPUT = IoDirection.INPUT, IoDirection.OUTPUT
+GPIO, PWM, ENCODER, ADC = IoKind.GPIO, IoKind.PWM, IoKind.ENCODER, IoKind.ADC
+F32, F64, I32, BOOL = DType.F32, DType.F64, DType.I32, DType.BOOL
 
 
 # ---- a tiny x86_64 assembler: RIP-relative slot operands resolved by PC-relative patches
@@ -621,9 +622,9 @@ def test_errors() -> None:
     with pytest.raises(IndexError):
         sched.pending(-1)
     with pytest.raises(ValueError, match="kind"):
-        sched.io_write(5, 0, 1.0)
+        sched.io_write(len(IoKind) + 1, 0, 1.0)  # the first code contract.h has not given
     with pytest.raises(ValueError, match="channel"):
-        sched.io_read(1, 256)
+        sched.io_read(GPIO, 256)
     with pytest.raises(ValueError, match=">= 0"):
         sched.advance(-1)
     with pytest.raises(RuntimeError, match="Scheduler"):

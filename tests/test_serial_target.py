@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy._contract import IoKind
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
@@ -369,8 +370,53 @@ def test_errors_name_the_problem() -> None:
                 tg.deploy(cp.Task(big.sum(), period=1e-3))
     with silent_server() as url, pytest.raises(SerialTargetError, match="no answer"):
         SerialTarget(url, timeout=0.2)
-    with fake_runner(version=2) as url, pytest.raises(SerialTargetError, match="protocol v2"):
+    with fake_runner(version=3) as url, pytest.raises(
+            SerialTargetError, match=r"runner speaks protocol v3, this copapy speaks v2: update "
+                                     r"copapy \(pip install -U copapy\)"):
         SerialTarget(url, timeout=0.5)
+
+
+#: HELLO of protocol 1 (copapy before HELLO carried its I/O kinds), as its hosts parsed it
+V1_HELLO = struct.Struct("<HHHHHHIII4HBBIQ")  # contract: historical
+
+
+def test_a_runner_of_protocol_1_is_named_with_the_fix() -> None:
+    """A new host and an old runner: the runner's HELLO says v1, and SerialTarget names both
+    versions and the fix before it reads any field whose place changed."""
+    with fake_runner(version=1) as url, pytest.raises(
+            SerialTargetError, match=r"the runner speaks protocol v1, this copapy speaks v2: "
+                                     r"reflash the runner .*copapy flash"):
+        SerialTarget(url, timeout=0.5)
+
+
+def test_a_host_of_protocol_1_meets_a_new_runner_with_a_named_error() -> None:
+    """An old host and a new runner: the frames are the same (frame version 1), the runner's
+    HELLO is long enough for protocol 1's parse, and its protocol_version 2 makes that host
+    raise its "runner speaks protocol v2, this copapy speaks v1: update one of them"."""
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        raw = tg._link.request(p.HELLO, struct.pack("<H", 1))  # a v1 host's HELLO
+        info = tg.info()
+    fields = V1_HELLO.unpack_from(raw)  # what a v1 host does: no struct.error
+    assert fields[0] == p.VERSION == 2 != 1  # so it raises its version error
+    assert info.channels == tuple(struct.unpack_from(f"<{len(info.channels)}H", raw,
+                                                     p.HELLO_FIXED.size))
+    assert len(info.channels) == raw[p.HELLO_FIXED.size - 1] == len(IoKind)
+
+
+def test_hello_of_another_kind_count_parses() -> None:
+    """A runner that knows more or fewer I/O kinds than this copapy: its counts are read by
+    the count it sends; a kind it does not know has no channels."""
+    for kinds in (0, 1, len(IoKind), len(IoKind) + 3):
+        counts = tuple(range(3, 3 + kinds))
+        raw = (p.HELLO_FIXED.pack(p.VERSION, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, kinds)
+               + struct.pack(f"<{kinds}H", *counts) + b"name")
+        info = p.parse_hello(raw)
+        assert info.channels == counts and info.name == "name"
+        assert [info.channel_count(k) for k in IoKind] == [
+            counts[k - 1] if k <= kinds else 0 for k in IoKind]
+        if kinds:
+            with pytest.raises(ValueError, match=f"announces {kinds} I/O kinds"):
+                p.parse_hello(raw[:p.HELLO_FIXED.size + 2 * kinds - 1])
 
 
 def test_replies_to_other_requests_are_ignored() -> None:
@@ -439,9 +485,12 @@ def _hello_reply(frame: p.Frame, version: int) -> bytes:
     if frame.command != p.HELLO:
         return p.encode_frame(frame.seq, frame.command, b"\x01\x00\x00\x00\x00\x00\x00\x00no",
                               p.FLAG_RESPONSE | p.FLAG_ERROR)
-    payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0,
-                                 0) + b"fake"
-    return p.encode_frame(frame.seq, frame.command, payload, p.FLAG_RESPONSE)
+    if version == 1:  # protocol 1: four fixed channel counts, then state, flags, crc, ticks
+        payload = V1_HELLO.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 4, 4, 2, 8, 0, 0, 0, 0)
+    else:
+        payload = p.HELLO_FIXED.pack(version, 2, 1, 1, 1024, 32, 1, 1, 0, 0, 0, 0, 0, 2) + (
+            struct.pack("<2H", 4, 4))
+    return p.encode_frame(frame.seq, frame.command, payload + b"fake", p.FLAG_RESPONSE)
 
 
 def fake_runner(version: int) -> _ContextServer:

@@ -8,6 +8,12 @@
 
 #include "copapy/runner.h"
 
+/* a value shared between the tick context and the protocol context (server.c, jitter.c) */
+#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define RELAXED_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define RELAXED_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
 /* ---- explicit little-endian access: image fields are unaligned and host-endian independent */
 
 static inline uint16_t cp_le16(const uint8_t *p)
@@ -236,7 +242,7 @@ static inline uint32_t cp_let_copy_group(const cp_let_copy *c)
 
 static inline uint32_t cp_io_binding_group(const cp_io_binding *b)
 {
-    return cp_group_key(b->task, b->direction == 2);
+    return cp_group_key(b->task, b->direction == CP_DIR_OUTPUT);
 }
 
 /* Checks one LET copy / I/O binding (used at parse time and again while loading). */

@@ -69,7 +69,7 @@ size_t cp_cobs_decode(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 void cp_frame_header(uint8_t *frame, uint8_t flags, uint16_t seq, uint8_t command,
                      uint16_t length)
 {
-    frame[0] = CP_PROTO_VERSION;
+    frame[0] = CP_FRAME_VERSION;
     frame[1] = flags;
     cp_put16(frame + 2, seq);
     frame[4] = command;

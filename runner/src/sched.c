@@ -614,7 +614,7 @@ uint64_t cp_task_budget_ns(const cp_task_entry *task, uint32_t factor, uint64_t 
 
 static void drive_safe(const cp_sched *s, const cp_io_binding *b)
 {
-    if (s->cfg.io_write != NULL && b->direction == 2) {
+    if (s->cfg.io_write != NULL && b->direction == CP_DIR_OUTPUT) {
         s->cfg.io_write(s->cfg.io_ctx, b->kind, b->channel, b->safe);
     }
 }
@@ -629,7 +629,7 @@ static int drives(const cp_program *prog, uint8_t kind, uint16_t channel)
 {
     for (uint32_t k = 0; prog != NULL && k < prog->io_binding_count; k++) {
         const cp_io_binding *b = &prog->io_bindings[k];
-        if (b->direction == 2 && b->kind == kind && b->channel == channel) {
+        if (b->direction == CP_DIR_OUTPUT && b->kind == kind && b->channel == channel) {
             return 1;
         }
     }

@@ -8,13 +8,8 @@
 #include <stdio.h>
 #endif
 
-#define ATOMIC_LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define ATOMIC_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
-#define RELAXED_LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
-#define RELAXED_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
-
 enum {
-    HELLO_FIXED = 46,     /* HELLO response without the name */
+    HELLO_FIXED = 39 + 2 * CP_IO_KIND_COUNT, /* HELLO response (protocol 2) without the name */
     STATS_HEAD = 26,      /* STATS response before the per-task records */
     STATS_TASK = 40,
     /* appended: p50, stream_dropped, first_task, total_tasks; then the fault record */
@@ -383,14 +378,15 @@ static void cmd_hello(cp_server *s, const uint8_t *p, uint32_t n)
     put_u32(s, cap);
     put_u32(s, cap);
     put_u32(s, state == CP_SERVER_EMPTY ? 0 : (uint32_t)s->tick_ns);
-    for (uint32_t k = 0; k < CP_IO_KIND_COUNT; k++) {
-        put_u16(s, s->cfg.channels[k]);
-    }
     put_u8(s, (uint8_t)state);
     put_u8(s, (uint8_t)(s->cfg.flags | (s->cfg.require_auth ? CP_SERVER_FLAG_AUTH : 0u) |
                         (owner_live(s) ? CP_SERVER_FLAG_SESSION : 0u)));
     put_u32(s, state == CP_SERVER_EMPTY ? 0 : s->image_crc);
     put_u64(s, ticks);
+    put_u8(s, CP_IO_KIND_COUNT); /* protocol 2: the kinds this runner knows, then their counts */
+    for (uint32_t k = 0; k < CP_IO_KIND_COUNT; k++) {
+        put_u16(s, s->cfg.channels[k]);
+    }
     uint32_t room = s->room - s->resp_len;
     size_t len = str_len(s->cfg.name, CP_SERVER_NAME_MAX < room ? CP_SERVER_NAME_MAX : room);
     put_bytes(s, (const uint8_t *)s->cfg.name, (uint32_t)len);
@@ -1389,10 +1385,10 @@ static void on_frame(cp_server *s, uint32_t link, const cp_frame *f)
         s->non_requests++; /* e.g. our own output echoed back: never answer it */
         return;
     }
-    if (f->version != CP_PROTO_VERSION) {
-        REFUSE(s, link, f, CP_PERR_VERSION, CP_PROTO_VERSION,
-               "protocol version %u is not supported; this runner speaks version %u",
-               f->version, CP_PROTO_VERSION);
+    if (f->version != CP_FRAME_VERSION) {
+        REFUSE(s, link, f, CP_PERR_VERSION, CP_FRAME_VERSION,
+               "frame version %u is not supported; this runner speaks version %u",
+               f->version, CP_FRAME_VERSION);
         return;
     }
     cp_server_session *sess;
@@ -1612,99 +1608,4 @@ int cp_server_tick(cp_server *srv)
         srv->st_countdown--;
     }
     return 1;
-}
-
-/* ---- the catch-up rule of a tick loop */
-
-uint64_t cp_deadline_skip(uint64_t *deadline, uint64_t tick, uint64_t now, uint64_t margin)
-{
-    uint64_t limit = now > UINT64_MAX - margin ? UINT64_MAX : now + margin;
-    if (tick == 0 || *deadline > limit) {
-        return 0;
-    }
-    uint64_t missed = (limit - *deadline) / tick + 1u;
-    *deadline += missed * tick;
-    return missed;
-}
-
-uint32_t cp_server_catch_up(cp_server *srv, uint64_t *deadline, uint64_t tick, uint64_t now,
-                            uint64_t margin, uint32_t max_run)
-{
-    if (tick == 0) {
-        return 0;
-    }
-    uint64_t limit = now > UINT64_MAX - margin ? UINT64_MAX : now + margin;
-    uint64_t late = 0;
-    for (uint32_t run = 0; run < max_run && *deadline <= limit; run++) {
-        if (now >= *deadline && now - *deadline >= tick) {
-            late++;
-        }
-        (void)cp_server_tick(srv);
-        *deadline += tick;
-    }
-    late += cp_deadline_skip(deadline, tick, now, margin);
-    return late > UINT32_MAX ? UINT32_MAX : (uint32_t)late;
-}
-
-/* ---- jitter histogram */
-
-void cp_jitter_clear(cp_jitter_hist *h)
-{
-    for (uint32_t i = 0; i < CP_JITTER_FINE + CP_JITTER_COARSE + 1; i++) {
-        RELAXED_STORE(&h->bucket[i], 0u);
-    }
-    RELAXED_STORE(&h->count, 0u);
-    RELAXED_STORE(&h->max_ns, 0u);
-}
-
-void cp_jitter_record(cp_jitter_hist *h, uint64_t ns)
-{
-    uint32_t b;
-    if (ns < 100000u) {
-        b = (uint32_t)ns / 100u;
-    } else if (ns < 10000000u) {
-        b = CP_JITTER_FINE + ((uint32_t)ns - 100000u) / 10000u;
-    } else {
-        b = CP_JITTER_FINE + CP_JITTER_COARSE;
-    }
-    RELAXED_STORE(&h->bucket[b], RELAXED_LOAD(&h->bucket[b]) + 1u);
-    RELAXED_STORE(&h->count, RELAXED_LOAD(&h->count) + 1u);
-    uint32_t v = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-    if (v > RELAXED_LOAD(&h->max_ns)) {
-        RELAXED_STORE(&h->max_ns, v);
-    }
-}
-
-uint32_t cp_jitter_percentile(const cp_jitter_hist *h, uint32_t permille)
-{
-    uint32_t count = RELAXED_LOAD(&h->count);
-    uint32_t max = RELAXED_LOAD(&h->max_ns);
-    if (count == 0) {
-        return 0;
-    }
-    uint64_t target = ((uint64_t)count * permille + 999u) / 1000u;
-    if (target == 0) {
-        target = 1;
-    }
-    uint64_t seen = 0;
-    for (uint32_t i = 0; i < CP_JITTER_FINE + CP_JITTER_COARSE + 1; i++) {
-        seen += RELAXED_LOAD(&h->bucket[i]);
-        if (seen >= target) {
-            uint32_t edge = i < CP_JITTER_FINE ? (i + 1u) * 100u
-                            : i < CP_JITTER_FINE + CP_JITTER_COARSE
-                                ? 100000u + (i - CP_JITTER_FINE + 1u) * 10000u
-                                : max;
-            return edge < max ? edge : max;
-        }
-    }
-    return max;
-}
-
-void cp_jitter_rt_stats(cp_server_rt_stats *out, const cp_jitter_hist *h,
-                        const uint32_t *late_ticks)
-{
-    out->late_ticks = RELAXED_LOAD(late_ticks);
-    out->jitter_p50_ns = cp_jitter_percentile(h, 500);
-    out->jitter_p99_ns = cp_jitter_percentile(h, 990);
-    out->jitter_max_ns = RELAXED_LOAD(&h->max_ns);
 }

@@ -357,10 +357,10 @@ static inline void fx_config(fx *f, int use_slots)
     c->work = f->work;
     c->work_size = sizeof(f->work);
     c->max_payload = FX_MAXP;
-    c->channels[0] = 4;
-    c->channels[1] = 4;
-    c->channels[2] = 2;
-    c->channels[3] = 8;
+    c->channels[CP_IO_GPIO - 1] = 4;
+    c->channels[CP_IO_PWM - 1] = 4;
+    c->channels[CP_IO_ENCODER - 1] = 2;
+    c->channels[CP_IO_ADC - 1] = 8;
     c->flags = CP_SERVER_FLAG_SIMULATED_IO;
     c->ports_capacity = FX_PORTS;
     c->ring_size = FX_RING;
@@ -411,7 +411,7 @@ static inline size_t fx_frame(uint8_t *out, size_t cap, uint8_t version, uint8_t
         memcpy(frame + CP_FRAME_HEADER, payload, n);
     }
     size_t w = cp_frame_encode(frame, flags, seq, command, (uint16_t)n, out, cap);
-    if (w > 0 && version != CP_PROTO_VERSION) {
+    if (w > 0 && version != CP_FRAME_VERSION) {
         /* re-seal with another version byte */
         frame[0] = version;
         cp_put32(frame + CP_FRAME_HEADER + n, cp_crc32(0, frame, CP_FRAME_HEADER + n));

@@ -154,11 +154,11 @@ static void test_frames(void)
     dec_init(&f);
 
     /* a valid frame fed in one go and byte by byte, with and without a leading delimiter */
-    size_t w = make_frame(wire, sizeof(wire), 0, 0x1234, 9, payload, 100);
+    size_t w = make_frame(wire, sizeof(wire), 0, 0x1234, CP_CMD_WRITE, payload, 100);
     CHECK(w > 0 && wire[w - 1] == 0 && memchr(wire, 0, w - 1) == NULL);
     dec_feed(&f, wire, w);
     CHECK(f.frames == 1 && f.bad == 0);
-    CHECK(f.last.version == 1 && f.last.seq == 0x1234 && f.last.command == 9 &&
+    CHECK(f.last.version == 1 && f.last.seq == 0x1234 && f.last.command == CP_CMD_WRITE &&
           f.last.length == 100 && memcmp(f.last.payload, payload, 100) == 0);
     static const uint8_t delim = 0;
     dec_feed(&f, &delim, 1);

@@ -119,8 +119,8 @@ static void test_extended_entries(void)
     int seen = 0;
     for (uint32_t i = 0; i < 2; i++) {
         const cp_io_binding *b = &prog.io_bindings[i];
-        seen += b->direction == 2 && b->safe == 0.5;
-        seen += b->direction == 1 && b->safe == 0.0;
+        seen += b->direction == CP_DIR_OUTPUT && b->safe == 0.5;
+        seen += b->direction == CP_DIR_INPUT && b->safe == 0.0;
     }
     CHECK(seen == 2);
     cp_program_unload(&prog);
@@ -366,7 +366,7 @@ static const edit edits[] = {
     {"binding direction 0", STD_SEC_BINDINGS, 2, 1, 0, CP_ERR_LAYOUT},
     {"binding direction 3", STD_SEC_BINDINGS, 2, 1, 3, CP_ERR_LAYOUT},
     {"binding kind 0", STD_SEC_BINDINGS, 3, 1, 0, CP_ERR_LAYOUT},
-    {"binding kind 5", STD_SEC_BINDINGS, 3, 1, 5, CP_ERR_LAYOUT},
+    {"binding kind after the table", STD_SEC_BINDINGS, 3, 1, CP_IO_KIND_COUNT + 1, CP_ERR_LAYOUT},
     {"binding kind GPIO", STD_SEC_BINDINGS, 3, 1, 1, CP_OK},
     {"binding channel 65535", STD_SEC_BINDINGS, 4, 2, 65535, CP_OK},
     {"binding dtype 0", STD_SEC_BINDINGS, 6, 1, 0, CP_ERR_LAYOUT},

@@ -243,22 +243,31 @@ static void test_init_errors(void)
     free(f);
 }
 
+/* HELLO's fields (docs/protocol.md, protocol 2) */
+enum { HELLO_STATE = 24, HELLO_FLAGS = 25, HELLO_CRC = 26, HELLO_TICKS = 30, HELLO_KINDS = 38,
+       HELLO_CHANNELS = 39 };
+
 static void test_hello(void)
 {
     fx *f = new_fx(0);
     pb_reset();
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0);
-    CHECK(R.len == 46 + strlen("test-runner"));
-    CHECK(g16(R.p) == 1 && g16(R.p + 2) == CP_RUNNER_ABI_VERSION &&
+    CHECK(R.len == HELLO_CHANNELS + 2 * CP_IO_KIND_COUNT + strlen("test-runner"));
+    CHECK(g16(R.p) == CP_PROTO_VERSION && g16(R.p + 2) == CP_RUNNER_ABI_VERSION &&
           g16(R.p + 4) == CP_ARCH_X86_64 && g16(R.p + 6) == 1 && g16(R.p + 8) == FX_MAXP &&
           g16(R.p + 10) == 32);
     CHECK(tb_get32(R.p + 12) == UINT32_MAX && tb_get32(R.p + 16) == UINT32_MAX);
     CHECK(tb_get32(R.p + 20) == 0);
-    CHECK(g16(R.p + 24) == 4 && g16(R.p + 26) == 4 && g16(R.p + 28) == 2 && g16(R.p + 30) == 8);
-    CHECK(R.p[32] == CP_SERVER_EMPTY && R.p[33] == CP_SERVER_FLAG_SIMULATED_IO);
-    CHECK(tb_get32(R.p + 34) == 0 && g64(R.p + 38) == 0);
-    CHECK(memcmp(R.p + 46, "test-runner", 11) == 0);
+    CHECK(R.p[HELLO_KINDS] == CP_IO_KIND_COUNT);
+    for (uint32_t k = 0; k < CP_IO_KIND_COUNT; k++) {
+        CHECK(g16(R.p + HELLO_CHANNELS + 2 * k) == f->cfg.channels[k]);
+    }
+    CHECK(g16(R.p + HELLO_CHANNELS) == 4 && g16(R.p + HELLO_CHANNELS + 2) == 4 &&
+          g16(R.p + HELLO_CHANNELS + 4) == 2 && g16(R.p + HELLO_CHANNELS + 6) == 8);
+    CHECK(R.p[HELLO_STATE] == CP_SERVER_EMPTY && R.p[HELLO_FLAGS] == CP_SERVER_FLAG_SIMULATED_IO);
+    CHECK(tb_get32(R.p + HELLO_CRC) == 0 && g64(R.p + HELLO_TICKS) == 0);
+    CHECK(memcmp(R.p + HELLO_CHANNELS + 2 * CP_IO_KIND_COUNT, "test-runner", 11) == 0);
     /* HELLO without host_version */
     CHECK(req(f, CP_CMD_HELLO, NULL, 0) == CP_PERR_BAD_PAYLOAD);
 
@@ -270,14 +279,14 @@ static void test_hello(void)
     pb_reset();
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0);
-    CHECK(R.p[32] == CP_SERVER_STOPPED && tb_get32(R.p + 20) == 1000000 &&
-          tb_get32(R.p + 34) == image_crc(&img));
+    CHECK(R.p[HELLO_STATE] == CP_SERVER_STOPPED && tb_get32(R.p + 20) == 1000000 &&
+          tb_get32(R.p + HELLO_CRC) == image_crc(&img));
     CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
     ticks(f, 7);
     pb_reset();
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0);
-    CHECK(R.p[32] == CP_SERVER_RUNNING && g64(R.p + 38) == 7);
+    CHECK(R.p[HELLO_STATE] == CP_SERVER_RUNNING && g64(R.p + HELLO_TICKS) == 7);
     free_fx(f);
 }
 
@@ -413,7 +422,7 @@ static void test_bad_commit_keeps_program(int slots)
     CHECK(read_i32(f, PG_A) == 7 && read_i32(f, PG_IN) == 100);
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[HELLO_STATE] == CP_SERVER_RUNNING);
 
     /* an upload longer than the header's total_size is rejected (LAYOUT, detail = the
      * total_size) and the old program keeps running */
@@ -431,7 +440,7 @@ static void test_bad_commit_keeps_program(int slots)
         CHECK(read_i32(f, PG_IN) == (int32_t)(100 + v) && read_i32(f, PG_A) == 0);
         pb_reset();
         pb16(1);
-        CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_STOPPED);
+        CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[HELLO_STATE] == CP_SERVER_STOPPED);
         CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
         ticks(f, 2);
         CHECK(read_i32(f, PG_A) == 1);
@@ -459,7 +468,7 @@ static void test_min_tick(void)
     CHECK(load_program(f, 0) == 0);
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_STOPPED);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[HELLO_STATE] == CP_SERVER_STOPPED);
     free_fx(f);
 }
 
@@ -468,7 +477,7 @@ static void test_min_tick(void)
 static const char *refuse_pwm_out(void *ctx, const cp_io_binding *b)
 {
     (void)ctx;
-    return b->kind == CP_IO_PWM && b->direction == 2 ? "no PWM on this board" : NULL;
+    return b->kind == CP_IO_PWM && b->direction == CP_DIR_OUTPUT ? "no PWM on this board" : NULL;
 }
 
 static void test_io_bindings_checked(void)
@@ -481,7 +490,7 @@ static void test_io_bindings_checked(void)
     CHECK(R.len > 8 && memmem(R.p + 8, R.len - 8u, "ADC channel 0 does not exist", 28) != NULL);
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_EMPTY);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[HELLO_STATE] == CP_SERVER_EMPTY);
     fx_close(f);
 
     fx_config(f, 0);
@@ -497,7 +506,7 @@ static void test_io_bindings_checked(void)
     CHECK(read_i32(f, PG_IN) == 100 && read_i32(f, PG_A) == 2); /* the old program runs on */
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == CP_SERVER_RUNNING);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[HELLO_STATE] == CP_SERVER_RUNNING);
     free_fx(f);
 }
 
@@ -634,7 +643,7 @@ static void test_run_read_write(void)
     CHECK(cp_server_state(&f->srv) == CP_SERVER_EMPTY && cp_server_tick(&f->srv) == 0);
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[32] == 0 && tb_get32(R.p + 34) == 0 &&
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && R.p[HELLO_STATE] == 0 && tb_get32(R.p + HELLO_CRC) == 0 &&
           tb_get32(R.p + 20) == 0);
     pb_reset();
     pb8(0);
@@ -918,7 +927,7 @@ static void test_errors_and_replay(void)
     /* unknown command */
     CHECK(req(f, 99, NULL, 0) == CP_PERR_BAD_COMMAND && err_detail() == 99);
     CHECK(req(f, 0, NULL, 0) == CP_PERR_BAD_COMMAND);
-    /* another protocol version: answered (in version 1) with VERSION */
+    /* another frame version: answered (in frame version 1) with VERSION */
     uint8_t wire[256];
     size_t w = fx_frame(wire, sizeof(wire), 2, 0, 500, CP_CMD_HELLO, "\x02\x00", 2);
     cp_server_feed(&f->srv, wire, w);
@@ -984,7 +993,7 @@ static void test_errors_and_replay(void)
     pb16(1);
     CHECK(req_seq(f, 709, CP_CMD_HELLO, P.b, P.n) == 0);
     ticks(f, 3);
-    CHECK(req_seq(f, 709, CP_CMD_HELLO, P.b, P.n) == 0 && g64(R.p + 38) == 3);
+    CHECK(req_seq(f, 709, CP_CMD_HELLO, P.b, P.n) == 0 && g64(R.p + HELLO_TICKS) == 3);
     CHECK(req_seq(f, 708, CP_CMD_START, NULL, 0) == 0);
     CHECK(f->srv.replays == replays + 1);
     free_fx(f);
@@ -1188,7 +1197,7 @@ static uint8_t hello_state(fx *f)
     pb_reset();
     pb16(1);
     CHECK(send_p(f, CP_CMD_HELLO) == 0);
-    return R.p[32];
+    return R.p[HELLO_STATE];
 }
 
 /* The fault record at the end of a STATS response. */
@@ -1413,7 +1422,7 @@ static void test_authentication(void)
     fx *f = new_auth_fx(1);
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && (R.p[33] & CP_SERVER_FLAG_AUTH) != 0);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && (R.p[HELLO_FLAGS] & CP_SERVER_FLAG_AUTH) != 0);
     CHECK(req(f, CP_CMD_STATS, NULL, 0) == CP_PERR_AUTH_REQUIRED); /* no key */
     CHECK(load_program(f, 0) == CP_PERR_AUTH_REQUIRED);
     client owner, other;
@@ -1502,7 +1511,7 @@ static void test_sessions_without_key(void)
     CHECK(req(f, CP_CMD_STOP, NULL, 0) == CP_PERR_BUSY);
     pb_reset();
     pb16(1);
-    CHECK(send_p(f, CP_CMD_HELLO) == 0 && (R.p[33] & CP_SERVER_FLAG_SESSION) != 0);
+    CHECK(send_p(f, CP_CMD_HELLO) == 0 && (R.p[HELLO_FLAGS] & CP_SERVER_FLAG_SESSION) != 0);
     CHECK(begin_session(f, &b, NULL, 0, 0) == CP_PERR_BUSY);
     /* the lease runs out without requests */
     for (int i = 0; i < 300; i++) {

@@ -64,20 +64,23 @@ class IoKind(IntEnum):
     PWM = 2
     ENCODER = 3
     ADC = 4
+    DAC = 5
 
 
-IO_KIND_COUNT = 4
+IO_KIND_COUNT = 5
 IO_KIND_DIRECTIONS = {
     IoKind.GPIO: 3,
     IoKind.PWM: 2,
     IoKind.ENCODER: 1,
     IoKind.ADC: 1,
+    IoKind.DAC: 2,
 }
 IO_KIND_DT_PROPERTY = {
     IoKind.GPIO: 'gpios',
     IoKind.PWM: 'pwms',
     IoKind.ENCODER: 'encoders',
     IoKind.ADC: 'io_channels',
+    IoKind.DAC: 'dacs',
 }
 
 

@@ -12,15 +12,15 @@ than a task's ``link_timeout`` (docs/realtime.md, "Faults and the safe state").
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .runtime.errors import TargetError
+from ._contract import IoDirection, IoKind
 
-GPIO_KIND, PWM_KIND, ENCODER_KIND, ADC_KIND = 1, 2, 3, 4
-KIND_NAMES = {GPIO_KIND: "GPIO", PWM_KIND: "PWM", ENCODER_KIND: "Encoder", ADC_KIND: "ADC"}
+#: each kind's factory (``cp.io.<name>``); the kinds and their codes are contract.h's
+KIND_NAMES: dict[int, str] = {IoKind.GPIO: "GPIO", IoKind.PWM: "PWM", IoKind.ENCODER: "Encoder",
+                              IoKind.ADC: "ADC", IoKind.DAC: "DAC"}
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Channel:
         if self.plant:
             return f"cp.io.plant({replace(self, plant=False, direction=_FLIP[self.direction])!r})"
         extra = f", safe={self.safe!r}" if self.safe else ""
-        if self.kind == GPIO_KIND:
+        if self.kind == IoKind.GPIO:
             return f"cp.io.GPIO({self.channel}, {self.direction!r}{extra})"
         return f"cp.io.{self.kind_name}({self.channel}{extra})"
 
@@ -70,25 +70,36 @@ def GPIO(pin: int, direction: str = "in", safe: bool | int = False) -> Channel:
         raise ValueError(f"a GPIO's safe level is 0/False or 1/True, not {safe!r}")
     if safe and direction != "out":
         raise ValueError("only an output pin (direction='out') has a safe level")
-    return Channel(GPIO_KIND, _check(pin), direction, safe=float(bool(safe)))
+    return Channel(IoKind.GPIO, _check(pin), direction, safe=float(bool(safe)))
+
+
+def _unit(safe: float, what: str) -> float:
+    if not isinstance(safe, int | float) or not 0.0 <= safe <= 1.0:
+        raise ValueError(f"{what} must be in 0..1, not {safe!r}")
+    return float(safe)
 
 
 def PWM(channel: int, safe: float = 0.0) -> Channel:
     """A PWM output; the value is the duty cycle 0..1. ``safe``: the duty cycle in the safe
     state (default 0)."""
-    if not isinstance(safe, int | float) or not 0.0 <= safe <= 1.0:
-        raise ValueError(f"a PWM's safe duty cycle must be in 0..1, not {safe!r}")
-    return Channel(PWM_KIND, _check(channel), "out", safe=float(safe))
+    return Channel(IoKind.PWM, _check(channel), "out",
+                   safe=_unit(safe, "a PWM's safe duty cycle"))
+
+
+def DAC(channel: int, safe: float = 0.0) -> Channel:
+    """An analog output; the value is the level 0..1 of full scale (as an ADC reads it).
+    ``safe``: the level in the safe state (default 0)."""
+    return Channel(IoKind.DAC, _check(channel), "out", safe=_unit(safe, "a DAC's safe level"))
 
 
 def Encoder(channel: int) -> Channel:
     """A quadrature encoder input, in counts."""
-    return Channel(ENCODER_KIND, _check(channel), "in")
+    return Channel(IoKind.ENCODER, _check(channel), "in")
 
 
 def ADC(channel: int) -> Channel:
     """An analog input."""
-    return Channel(ADC_KIND, _check(channel), "in")
+    return Channel(IoKind.ADC, _check(channel), "in")
 
 
 def plant(channel: Channel) -> Channel:
@@ -103,16 +114,18 @@ def plant(channel: Channel) -> Channel:
 
 
 def image_channel(kind: int, channel: int, direction: int, safe: float) -> Channel:
-    """The channel of an image's I/O binding (direction 1 input, 2 output), or ValueError
-    naming the field that no channel has (a file another writer made)."""
+    """The channel of an image's I/O binding (an IoDirection), or ValueError naming the field
+    that no channel has (a file another writer made)."""
     if kind not in KIND_NAMES:
         raise ValueError(f"kind {kind} is not a channel kind ("
                          f"{', '.join(f'{k} {n}' for k, n in KIND_NAMES.items())})")
-    if direction not in (1, 2):
-        raise ValueError(f"direction {direction} is neither 1 (input) nor 2 (output)")
+    if direction not in (IoDirection.INPUT, IoDirection.OUTPUT):
+        raise ValueError(f"direction {direction} is neither {IoDirection.INPUT} (input) nor "
+                         f"{IoDirection.OUTPUT} (output)")
     if not math.isfinite(safe):
         raise ValueError(f"the safe value {safe} is not a finite number")
-    return Channel(kind, channel, "in" if direction == 1 else "out", safe=safe)
+    return Channel(kind, channel, "in" if direction == IoDirection.INPUT else "out",
+                   safe=safe)
 
 
 def checked_channel(channel: Any, what: str) -> Channel:
@@ -121,19 +134,6 @@ def checked_channel(channel: Any, what: str) -> Channel:
         raise TypeError(f"{what}() takes a cp.io channel (cp.io.Encoder(0), ...), got "
                         f"{type(channel).__name__}")
     return channel
-
-
-def checked_io_write(channel: Any, value: Any) -> tuple[Channel, float]:
-    """``set_io(channel, value)``'s arguments, the same on every target: a channel the program
-    reads (one it drives would be overwritten by its next period) and a number."""
-    checked_channel(channel, "set_io")
-    if channel.is_output:
-        raise TargetError(f"{channel!r} is driven by the program (read it with tg.io_value); "
-                          f"set_io sets channels the program reads")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"set_io({channel!r}, value): the value is a number, got "
-                        f"{type(value).__name__} {value!r}")
-    return channel, float(value)
 
 
 class BindingError(ValueError):
@@ -154,8 +154,8 @@ def check_binding(bindings: Mapping[Any, Channel], node: Any, is_input: bool,
                            f"cp.io.Encoder or cp.io.ADC; bind a computed value to drive "
                            f"{channel!r}")
     if not is_input and not channel.is_output:
-        hint = (f"cp.io.GPIO({channel.channel}, 'out')" if channel.kind == GPIO_KIND
-                else "an output channel (cp.io.PWM, cp.io.GPIO(pin, 'out'))")
+        hint = (f"cp.io.GPIO({channel.channel}, 'out')" if channel.kind == IoKind.GPIO
+                else "an output channel (cp.io.PWM, cp.io.DAC, cp.io.GPIO(pin, 'out'))")
         raise BindingError(f"{channel!r} is an input channel, but the value is computed by the "
                            f"program: a computed value drives {hint}")
     for other, existing in bindings.items():

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import dtypes as dt
+from ._contract import PlanKind
 from ._dispatch import Dispatcher
 from .arrays import Array, array_input, matrix, vector
 from .compiler import compile_program
@@ -279,20 +280,20 @@ class _Compiled:
         in_plan: list[tuple[Any, ...]] = []
         for t, (kind, where) in zip(traced, self.inputs, strict=True):
             if kind == "skip":
-                in_plan.append((2, 0, 0, 0))
+                in_plan.append((PlanKind.VIEW, 0, 0, 0))
             elif kind == "scalar":
-                in_plan.append((0, where[0], where[1], 0))
+                in_plan.append((PlanKind.SCALAR, where[0], where[1], 0))
             else:
                 port = self.ports[t.nodes()[0]]
                 if port.dtype.is_bool:
                     return None  # bool arrays are stored as int32: converted on the slow path
                 node = t.nodes()[0]
                 slot = self.pointers.get(node)
+                nbytes = port.dtype.size * t.size
                 if slot is None:
-                    in_plan.append((1, port.offset, port.dtype.code, port.dtype.size * t.size,
-                                    t.shape))
+                    in_plan.append((PlanKind.COPY, port.offset, port.dtype.code, nbytes, t.shape))
                 else:  # read in place: the buffer's address goes into the pointer slot
-                    in_plan.append((3, port.offset, port.dtype.code, port.dtype.size * t.size,
+                    in_plan.append((PlanKind.IN_PLACE, port.offset, port.dtype.code, nbytes,
                                     t.shape, slot))
         out_plan: list[tuple[Any, ...]] = []
         env: dict[str, Any] = {"np": np}
@@ -301,7 +302,7 @@ class _Compiled:
         for k, ((kind, where), (_, r)) in enumerate(zip(self.outputs, self.plan,
                                                            strict=True)):
             if kind == "scalar":
-                out_plan.append((0, where[0], where[1], 0))
+                out_plan.append((PlanKind.SCALAR, where[0], where[1], 0))
                 results.append(f"r[{k}]")
                 continue
             port = self.ports[r.node()]
@@ -310,9 +311,10 @@ class _Compiled:
                 nbytes = port.dtype.size * r.size
                 if slot is not None and nodes.count(r.node()) == 1:
                     # written through its pointer slot into a new bytearray: no copy out
-                    out_plan.append((3, port.offset, port.dtype.code, nbytes, (), slot))
+                    out_plan.append((PlanKind.IN_PLACE, port.offset, port.dtype.code, nbytes, (),
+                                     slot))
                 else:
-                    out_plan.append((1, port.offset, port.dtype.code, nbytes))
+                    out_plan.append((PlanKind.COPY, port.offset, port.dtype.code, nbytes))
                 env[f"dtype{k}"] = np.dtype("<i4" if port.dtype.is_bool else port.dtype.numpy)
                 env[f"shape{k}"] = r.shape
                 array = f"np.frombuffer(r[{k}], dtype{k})"
@@ -322,7 +324,7 @@ class _Compiled:
                     array += ".astype(bool)"
                 results.append(array)
             else:
-                out_plan.append((2, 0, 0, 0))
+                out_plan.append((PlanKind.VIEW, 0, 0, 0))
                 env[f"view{k}"] = where
                 results.append(f"view{k}")
         outputs = tuple(out_plan)

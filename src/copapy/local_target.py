@@ -12,13 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from . import dtypes as dt
+from ._contract import DType as Code
 from .arch.features import base_of
 from .arch.targets import by_name
 from .arrays import Array
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
-from .io import Channel, check_binding, checked_channel, checked_io_write
+from .io import Channel, check_binding, checked_channel
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import NotComputedError, TargetError
@@ -37,6 +38,7 @@ from .target_common import (
     bound_inputs,
     check_bound_outputs,
     check_unbound,
+    checked_io_write,
     checked_scalar,
     elements,
     find_port,
@@ -527,7 +529,8 @@ class LocalTarget:
         self._fast_read = {n: (p.offset, p.dtype.code) for n, p in compiled.ports.items()
                            if p.count == 1}
         self._pending_outputs()
-        python_type = {1: float, 2: float, 3: int, 4: bool}
+        python_type: dict[int, type] = {Code.F32: float, Code.F64: float, Code.I32: int,
+                                        Code.BOOL: bool}
         self._fast_write = {n: (p.offset, p.dtype.code, python_type[p.dtype.code])
                             for n, p in compiled.ports.items()
                             if p.count == 1 and p.role == ROLE_INPUT and n not in self._bindings

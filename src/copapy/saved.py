@@ -284,7 +284,7 @@ def _bindings(bindings: Sequence[im.ImageIoBinding], ports: Sequence[PortInfo], 
         if b.task >= tasks:
             raise ValueError(f"io_bindings[{k}]: task {b.task}, but the program has {tasks} "
                              f"tasks")
-        out.append(BindingInfo(b.task, "input" if b.direction == 1 else "output", channel,
+        out.append(BindingInfo(b.task, "output" if channel.is_output else "input", channel,
                                by_offset.get(b.offset, f"@{b.offset}")))
     return out
 

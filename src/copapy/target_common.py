@@ -4,17 +4,20 @@ checks, port lookup, task statistics and decoding trace rows."""
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from . import dtypes as dt
+from ._contract import IoDirection
 from .arrays import Array
 from .compiler import IoSpec, TaskSpec
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
-from .io import Channel, check_binding
+from .io import Channel, check_binding, checked_channel
 from .quaternions import Quaternion
+from .runtime.errors import TargetError
 from .task import Task
 from .value import Value, flatten
 
@@ -108,7 +111,21 @@ def bound_inputs(image: bytes, ports: Mapping[Any, Port]) -> dict[Any, Channel]:
     write to one would be overwritten), with their channels."""
     by_offset = {p.offset: key for key, p in ports.items() if p.role == ROLE_INPUT}
     return {by_offset[b.offset]: Channel(b.kind, b.channel)
-            for b in parse_image(image).io_bindings if b.direction == 1 and b.offset in by_offset}
+            for b in parse_image(image).io_bindings
+            if b.direction == IoDirection.INPUT and b.offset in by_offset}
+
+
+def checked_io_write(channel: Any, value: Any) -> tuple[Channel, float]:
+    """``set_io(channel, value)``'s arguments, the same on every target: a channel the program
+    reads (one it drives would be overwritten by its next period) and a number."""
+    checked_channel(channel, "set_io")
+    if channel.is_output:
+        raise TargetError(f"{channel!r} is driven by the program (read it with tg.io_value); "
+                          f"set_io sets channels the program reads")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"set_io({channel!r}, value): the value is a number, got "
+                        f"{type(value).__name__} {value!r}")
+    return channel, float(value)
 
 
 def check_unbound(bound: Mapping[Any, Channel], key: Any, v: Any, error: type[Exception]) -> None:

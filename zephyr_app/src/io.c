@@ -1,11 +1,12 @@
 /* copapy I/O channels on Zephyr's driver APIs. The map from channel numbers to pins lives in
  * the devicetree (a node compatible with copapy,io, dts/bindings/copapy,io.yaml): channel n of
- * a kind is entry n of its list (gpios, pwms, encoders, io-channels), then the `simulated`
+ * a kind is entry n of its list (gpios, pwms, encoders, io-channels, dacs), then the `simulated`
  * ones. Without such a node every channel is simulated (CONFIG_COPAPY_SIM_IO_CHANNELS each).
  *
  * Values are doubles (docs/realtime.md): GPIO 0/1; PWM the duty cycle 0..1 (pulse = duty x the
  * specifier's period); ENCODER counts (rotation x counts-per-revolution / 360 of the sensor
- * API); ADC the reading normalised to 0..1 of full scale. A simulated channel is a stored
+ * API); ADC the reading normalised to 0..1 of full scale; DAC the output level 0..1 of full
+ * scale (dac-resolution bits). A simulated channel is a stored
  * value either side may set. Called from the tick thread (bindings) and from the link thread
  * (IO_READ, IO_WRITE); the drivers serialise themselves, stored values take a spinlock. */
 #include <zephyr/device.h>
@@ -27,11 +28,12 @@
 #define N_PWM DT_PROP_LEN_OR(IO_NODE, pwms, 0)
 #define N_ENC DT_PROP_LEN_OR(IO_NODE, encoders, 0)
 #define N_ADC DT_PROP_LEN_OR(IO_NODE, io_channels, 0)
+#define N_DAC DT_PROP_LEN_OR(IO_NODE, dacs, 0)
 #define REAL_COUNT(N, code, dirs, prop) DT_PROP_LEN_OR(IO_NODE, prop, 0),
 #if DT_NODE_HAS_PROP(IO_NODE, simulated)
 BUILD_ASSERT(DT_PROP_LEN(IO_NODE, simulated) == CP_IO_KIND_COUNT,
              "copapy,io: simulated = <n ...> needs one number per channel kind (GPIO PWM "
-             "ENCODER ADC ...: contract.h's CP_IO_KIND_TABLE)");
+             "ENCODER ADC DAC ...: contract.h's CP_IO_KIND_TABLE)");
 #define SIM_ADD(node, prop, idx) +DT_PROP_BY_IDX(node, prop, idx)
 #define SIM_TOTAL (0 DT_FOREACH_PROP_ELEM(IO_NODE, simulated, SIM_ADD))
 static const uint16_t n_sim[CP_IO_KIND_COUNT] = DT_PROP(IO_NODE, simulated);
@@ -44,6 +46,7 @@ static const uint16_t n_sim[CP_IO_KIND_COUNT];
 #define N_PWM 0
 #define N_ENC 0
 #define N_ADC 0
+#define N_DAC 0
 #define REAL_COUNT(N, code, dirs, prop) 0,
 #define SIM_DEFAULT(N, code, dirs, prop) CONFIG_COPAPY_SIM_IO_CHANNELS,
 #define SIM_TOTAL (CP_IO_KIND_COUNT * CONFIG_COPAPY_SIM_IO_CHANNELS)
@@ -176,6 +179,28 @@ static double adc_sample(uint16_t ch)
 }
 #endif
 
+/* ---- DAC outputs */
+#if N_DAC > 0
+#if !defined(CONFIG_DAC)
+#error "copapy,io has dacs: set CONFIG_DAC=y"
+#endif
+#include <zephyr/drivers/dac.h>
+#define DAC_DEV(node, prop, idx) DEVICE_DT_GET(DT_PHANDLE_BY_IDX(IO_NODE, dacs, idx)),
+#define DAC_OUTPUT(node, prop, idx) DT_PHA_BY_IDX(IO_NODE, dacs, idx, output),
+static const struct device *const dacs[] = {DT_FOREACH_PROP_ELEM(IO_NODE, dacs, DAC_DEV)};
+static const uint8_t dac_output[] = {DT_FOREACH_PROP_ELEM(IO_NODE, dacs, DAC_OUTPUT)};
+#define DAC_BITS DT_PROP(IO_NODE, dac_resolution)
+static double dac_level[N_DAC];
+
+static int dac_write(uint16_t ch, double v)
+{
+    double level = v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0; /* NaN: 0 */
+    uint32_t full = (1u << DAC_BITS) - 1u;
+    dac_level[ch] = level;
+    return dac_write_value(dacs[ch], dac_output[ch], (uint32_t)(level * (double)full + 0.5)) != 0;
+}
+#endif
+
 /* ---- dispatch */
 
 /* 1: a real channel; 0: a simulated one, its value at sim[*sim_index]; -1: none. */
@@ -226,6 +251,10 @@ double cpz_io_read(void *ctx, uint8_t kind, uint16_t channel)
     case CP_IO_ADC:
         return adc_sample(channel);
 #endif
+#if N_DAC > 0
+    case CP_IO_DAC:
+        return dac_level[channel]; /* an output reads back what drives it */
+#endif
     default:
         return 0.0;
     }
@@ -254,13 +283,17 @@ int cpz_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
     case CP_IO_PWM:
         return pwm_write(channel, value);
 #endif
+#if N_DAC > 0
+    case CP_IO_DAC:
+        return dac_write(channel, value);
+#endif
     default:
         return 1; /* encoders and ADC inputs cannot be driven */
     }
 }
 
 /* LOAD_COMMIT: a real channel serves the directions its kind's hardware has (contract.h:
- * PWM outputs, encoders and ADC inputs, GPIO either way); a simulated plant's bindings
+ * PWM and DAC outputs, encoders and ADC inputs, GPIO either way); a simulated plant's bindings
  * (cp.io.plant) need simulated channels. */
 #define DIRS_CASE(N, code, dirs, prop) case code: mask = dirs; break;
 const char *cpz_io_check(void *ctx, const cp_io_binding *b)
@@ -285,6 +318,8 @@ const char *cpz_io_check(void *ctx, const cp_io_binding *b)
         return "this board's encoders are inputs";
     case CP_IO_ADC:
         return "this board's ADC channels are inputs";
+    case CP_IO_DAC:
+        return "this board's DAC channels are outputs";
     default:
         return b->direction == CP_DIR_OUTPUT ? "this board's channels of that kind are inputs"
                                              : "this board's channels of that kind are outputs";
@@ -318,6 +353,14 @@ int cpz_io_init(uint16_t channels[CP_IO_KIND_COUNT], uint8_t *simulated_only)
 #if N_ADC > 0
     for (size_t i = 0; i < N_ADC; i++) {
         if (!adc_is_ready_dt(&adcs[i]) || adc_channel_setup_dt(&adcs[i]) != 0) {
+            rc = -ENODEV;
+        }
+    }
+#endif
+#if N_DAC > 0
+    for (size_t i = 0; i < N_DAC; i++) {
+        struct dac_channel_cfg cfg = {.channel_id = dac_output[i], .resolution = DAC_BITS};
+        if (!device_is_ready(dacs[i]) || dac_channel_setup(dacs[i], &cfg) != 0) {
             rc = -ENODEV;
         }
     }

@@ -32,13 +32,14 @@
 /* I/O channel kinds (cp.io). X(NAME, code, directions, devicetree property): directions is
  * the mask of the directions a real (not simulated) channel of the kind serves (a simulated
  * channel serves both); the property of the Zephyr `copapy,io` node that lists the kind's
- * channels (zephyr_app/dts/bindings). A new kind (a DAC: X(DAC, 5, 2, dacs)) is one row here,
- * a Python class in io.py and the driver calls in the firmware. */
+ * channels (zephyr_app/dts/bindings). A new kind (as DAC was) is one row here, a factory in
+ * io.py, its driver calls in zephyr_app/src/io.c and its binding property. */
 #define CP_IO_KIND_TABLE(X)         \
     X(GPIO, 1, 3, gpios)            \
     X(PWM, 2, 2, pwms)              \
     X(ENCODER, 3, 1, encoders)      \
-    X(ADC, 4, 1, io_channels)
+    X(ADC, 4, 1, io_channels)       \
+    X(DAC, 5, 2, dacs)
 
 /* Port roles (PORTS entries, docs/image.md). X(NAME, code) */
 #define CP_PORT_ROLE_TABLE(X) \
@@ -151,7 +152,7 @@
 
 #define CP_CONTRACT_PLUS_ONE(...) +1
 
-/* Rows of a table: `CP_TABLE_COUNT(CP_IO_KIND_TABLE)` is 4 today. */
+/* Rows of a table: `CP_TABLE_COUNT(CP_IO_KIND_TABLE)` is 5 today (GPIO PWM ENCODER ADC DAC). */
 #define CP_TABLE_COUNT(table) (0 table(CP_CONTRACT_PLUS_ONE))
 
 #define CP_CONTRACT_DTYPE_ENUM(N, code, bytes, io, py) CP_DT_##N = code,

@@ -207,7 +207,7 @@ COPAPY_API int copapy_get_fault(const copapy_program *program, copapy_fault *out
 COPAPY_API int copapy_get_task_stats(const copapy_program *program, uint32_t task,
                                  copapy_task_stats *out);
 
-/* Simulated I/O channels (kind COPAPY_GPIO..COPAPY_ADC, channel 0..255): what a program's
+/* Simulated I/O channels (kind COPAPY_GPIO..COPAPY_DAC, channel 0..255): what a program's
  * INPUT bindings sample and its OUTPUT bindings drive. */
 COPAPY_API double copapy_io_get(const copapy_program *program, int kind, int channel);
 COPAPY_API int copapy_io_set(copapy_program *program, int kind, int channel, double value);

@@ -15,7 +15,12 @@
 extern "C" {
 #endif
 
-#define CP_PROTO_VERSION 1u
+/* The frame format (a frame's first byte): unchanged since the first protocol, so a host and a
+ * runner of different protocol versions still exchange frames and HELLO names the mismatch. */
+#define CP_FRAME_VERSION 1u
+/* The protocol (the commands' payloads), HELLO's protocol_version. 2: HELLO carries the number
+ * of I/O kinds and a channel count per kind (version 1 had four fixed counts). */
+#define CP_PROTO_VERSION 2u
 
 enum {
     CP_FRAME_HEADER = 8,    /* version, flags, seq(2), command, reserved, length(2) */

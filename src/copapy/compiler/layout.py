@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .._contract import PortRole
 from ..dtypes import DType
 
 
@@ -15,7 +16,7 @@ class Port:
     name: str
     offset: int
     dtype: DType
-    role: int  # 1 input, 2 output, 3 state, 4 constant (docs/image.md)
+    role: int  # a PortRole (contract.h, docs/image.md)
     count: int = 1
     task: int = 0xFFFF
     #: a computed output with no value before the program first computes it (reading it
@@ -24,7 +25,9 @@ class Port:
     needs_run: bool = False
 
 
-ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, ROLE_CONSTANT = 1, 2, 3, 4
+#: the port roles as plain ints (a Port's repr and hash stay those of a number)
+ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, ROLE_CONSTANT = (
+    int(PortRole.INPUT), int(PortRole.OUTPUT), int(PortRole.STATE), int(PortRole.CONSTANT))
 #: bytes of a pointer slot (fused loops exist on 64-bit little-endian targets only)
 POINTER_SIZE = 8
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
+from .._contract import IoDirection
 from .._gc import without_gc
 from ..arch.features import feature_mask
 from ..arch.targets import by_name
@@ -30,7 +31,7 @@ from .table import StencilTable, load_table
 
 COMPILER_VERSION = "copapy-0.1"
 RELEASE, PUBLISH = 0, 1
-IO_INPUT, IO_OUTPUT = 1, 2
+IO_INPUT, IO_OUTPUT = int(IoDirection.INPUT), int(IoDirection.OUTPUT)
 
 
 class TaskSpec(NamedTuple):

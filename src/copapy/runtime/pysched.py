@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from .._contract import DType, IoDirection
 from ..dtypes import SLOT_TYPES, saturate_f32
 from ..image import Image
 
@@ -67,11 +68,11 @@ class PyScheduler:
         self._outputs: list[list[tuple[tuple[int, int], int, struct.Struct, bool]]] = [
             [] for _ in tasks]
         for b in image.io_bindings:
-            if b.direction == 1:
+            if b.direction == IoDirection.INPUT:
                 self._inputs[b.task].append(((b.kind, b.channel), b.offset, _STORE[b.dtype]))
             else:
                 self._outputs[b.task].append(((b.kind, b.channel), b.offset,
-                                              SLOT_TYPES[b.dtype].struct, b.dtype == 4))
+                                              SLOT_TYPES[b.dtype].struct, b.dtype == DType.BOOL))
         self.io: dict[tuple[int, int], float] = {}
         self.feeds: list[tuple[int, int, bytes, int, int]] = []
         self._trace_ranges: list[tuple[int, int]] = []
@@ -244,8 +245,8 @@ def _to_i32(value: float) -> int:
 
 
 _STORE: dict[int, Callable[[float], bytes]] = {
-    1: lambda v: SLOT_TYPES[1].struct.pack(saturate_f32(v)),
-    2: SLOT_TYPES[2].struct.pack,
-    3: lambda v: SLOT_TYPES[3].struct.pack(_to_i32(v)),
-    4: lambda v: SLOT_TYPES[4].struct.pack(1 if v != 0.0 else 0),
+    DType.F32: lambda v: SLOT_TYPES[DType.F32].struct.pack(saturate_f32(v)),
+    DType.F64: SLOT_TYPES[DType.F64].struct.pack,
+    DType.I32: lambda v: SLOT_TYPES[DType.I32].struct.pack(_to_i32(v)),
+    DType.BOOL: lambda v: SLOT_TYPES[DType.BOOL].struct.pack(1 if v != 0.0 else 0),
 }

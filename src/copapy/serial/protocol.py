@@ -12,8 +12,13 @@ from dataclasses import dataclass
 from .._contract import FAULT_KIND_DISPLAY, Command, ErrorCode
 from ..arch.targets import id_name
 
-VERSION = 1
-HEADER = struct.Struct("<BBHBBH")  # version, flags, seq, command, reserved, length
+#: the protocol (the commands' payloads; HELLO's protocol_version). 2: HELLO carries the number
+#: of I/O kinds and a channel count per kind
+VERSION = 2
+#: the frame format (a frame's first byte), unchanged since protocol 1: hosts and runners of
+#: other protocol versions still exchange frames, and HELLO names the mismatch
+FRAME_VERSION = 1
+HEADER = struct.Struct("<BBHBBH")  # frame version, flags, seq, command, reserved, length
 FLAG_RESPONSE, FLAG_EVENT, FLAG_ERROR, FLAG_AUTH = 1, 2, 4, 8
 
 # commands and error codes: contract.h's tables (copapy._contract), never numbers here
@@ -36,6 +41,18 @@ SESSION_LABEL = b"copapy session v1"
 STATES = {0: "empty", 1: "stopped", 2: "running", 3: "faulted"}
 FAULT_KINDS = {0: "none", **{int(k): name for k, name in FAULT_KIND_DISPLAY.items()}}
 NO_TASK = 0xFFFFFFFF
+
+
+class VersionMismatch(RuntimeError):
+    """The runner speaks another protocol version than this copapy (HELLO)."""
+
+    def __init__(self, runner: int) -> None:
+        self.runner_version = runner
+        fix = ("reflash the runner with this copapy's firmware (copapy flash), or start the "
+               "host runner of this copapy" if runner < VERSION
+               else "update copapy (pip install -U copapy)")
+        super().__init__(f"the runner speaks protocol v{runner}, this copapy speaks "
+                         f"v{VERSION}: {fix}")
 
 
 class ProtocolError(RuntimeError):
@@ -133,7 +150,7 @@ class Session:
         """The counter of an authenticated frame of this session; None if its tag is wrong."""
         if not frame.flags & FLAG_AUTH or len(frame.raw_payload) < TRAILER:
             return None
-        head = HEADER.pack(VERSION, frame.flags, frame.seq, frame.command, 0,
+        head = HEADER.pack(FRAME_VERSION, frame.flags, frame.seq, frame.command, 0,
                            len(frame.raw_payload))
         body = head + frame.raw_payload[:-TAG]
         if not hmac.compare_digest(self.tag(body), frame.raw_payload[-TAG:]):
@@ -146,11 +163,11 @@ def encode_frame(seq: int, command: int, payload: bytes = b"", flags: int = 0,
     """A request (or, for tests, any frame); with a session it carries the trailer."""
     if session is not None:
         flags |= FLAG_AUTH
-        head = HEADER.pack(VERSION, flags, seq & 0xFFFF, command, 0, len(payload) + TRAILER)
+        head = HEADER.pack(FRAME_VERSION, flags, seq & 0xFFFF, command, 0, len(payload) + TRAILER)
         body = head + payload + struct.pack("<I", counter & 0xFFFFFFFF)
         body += session.tag(body)
     else:
-        body = HEADER.pack(VERSION, flags, seq & 0xFFFF, command, 0, len(payload)) + payload
+        body = HEADER.pack(FRAME_VERSION, flags, seq & 0xFFFF, command, 0, len(payload)) + payload
     body += struct.pack("<I", zlib.crc32(body))
     return cobs_encode(body) + b"\0"
 
@@ -165,7 +182,7 @@ def decode_frame(encoded: bytes) -> Frame | None:
     if len(raw) < HEADER.size + 4:
         return None
     version, flags, seq, command, _r, length = HEADER.unpack_from(raw)
-    if version != VERSION or len(raw) != HEADER.size + length + 4:
+    if version != FRAME_VERSION or len(raw) != HEADER.size + length + 4:
         return None
     if zlib.crc32(raw[:-4]) != struct.unpack_from("<I", raw, len(raw) - 4)[0]:
         return None
@@ -217,7 +234,7 @@ class RunnerInfo:
     code_capacity: int
     data_capacity: int
     tick_ns: int
-    channels: tuple[int, int, int, int]  # GPIO, PWM, ENCODER, ADC
+    channels: tuple[int, ...]  # per I/O kind, in code order (IoKind - 1): the kinds it knows
     state: str  # empty, stopped, running, faulted
     realtime: bool
     simulated_io: bool
@@ -228,18 +245,40 @@ class RunnerInfo:
     session_active: bool = False  # a client's session is live (another one gets BUSY)
 
 
-HELLO_FIXED = struct.Struct("<HHHHHHIII4HBBIQ")
+    def channel_count(self, kind: int) -> int:
+        """The runner's channels of an I/O kind (0 for a kind it does not know)."""
+        return self.channels[kind - 1] if 1 <= kind <= len(self.channels) else 0
+
+
+#: HELLO up to its channel counts: u8 kind count, then u16 per kind, then the name
+HELLO_FIXED = struct.Struct("<HHHHHHIIIBBIQB")
+HELLO_CHANNEL = struct.Struct("<H")
 
 
 def parse_hello(payload: bytes) -> RunnerInfo:
-    fields = HELLO_FIXED.unpack_from(payload)
+    """A HELLO response; VersionMismatch first if the runner speaks another protocol (the
+    fields after protocol_version differ between versions)."""
+    if len(payload) < 2:
+        raise ValueError(f"a HELLO response of {len(payload)} bytes has no protocol version")
+    (proto,) = struct.unpack_from("<H", payload)
+    if proto != VERSION:
+        raise VersionMismatch(proto)
+    if len(payload) < HELLO_FIXED.size:
+        raise ValueError(f"a HELLO response of {len(payload)} bytes; protocol v{VERSION} sends "
+                         f"at least {HELLO_FIXED.size}")
     (proto, abi, arch, fmt, max_payload, max_tasks, code_cap, data_cap, tick_ns,
-     c0, c1, c2, c3, state, flags, crc, ticks) = fields
-    name = payload[HELLO_FIXED.size:].decode("utf-8", "replace")
+     state, flags, crc, ticks, kinds) = HELLO_FIXED.unpack_from(payload)
+    end = HELLO_FIXED.size + kinds * HELLO_CHANNEL.size
+    if len(payload) < end:
+        raise ValueError(f"a HELLO response of {len(payload)} bytes announces {kinds} I/O kinds "
+                         f"({end} bytes)")
+    channels = struct.unpack_from(f"<{kinds}H", payload, HELLO_FIXED.size)
+    name = payload[end:].decode("utf-8", "replace")
     return RunnerInfo(proto, abi, id_name(arch), fmt, max_payload,
-                      max_tasks, code_cap, data_cap, tick_ns, (c0, c1, c2, c3),
+                      max_tasks, code_cap, data_cap, tick_ns, tuple(channels),
                       STATES.get(state, f"state {state}"), bool(flags & 1), bool(flags & 2),
                       crc, ticks, name, bool(flags & 4), bool(flags & 8))
+
 
 
 @dataclass(frozen=True)
