@@ -4,6 +4,7 @@ plots (no timing is asserted: the numbers are the benchmark's, benchmarks/RESULT
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,21 @@ def test_rounds_give_each_ratio_per_round(tmp_path: Path) -> None:
     assert isinstance(cells, list)
     assert all(c["steal_ms"] >= 0 for c in cells)
     assert "| steal ms |" in out
+
+
+def test_without_matplotlib_the_data_is_saved_and_the_run_succeeds(tmp_path: Path) -> None:
+    """matplotlib is an extra: a wheel installed without it ended the run with exit 1 after
+    the data was written."""
+    blocker = tmp_path / "block"
+    blocker.mkdir()
+    (blocker / "matplotlib.py").write_text("raise ImportError('hidden by the test')\n")
+    proc = subprocess.run([sys.executable, "-m", "copapy", "bench", "jitter", "--quiet",
+                           "--seconds", "0.2", "--variants", "py_sleep", "--conditions", "idle",
+                           "--policies", "other", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(blocker), os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 0, proc.stderr
+    assert "no plots (matplotlib is not installed" in proc.stderr
+    assert json.loads((tmp_path / "jitter.json").read_text())["cells"]
+    assert not (tmp_path / "jitter_ccdf.png").exists()

@@ -12,6 +12,7 @@ element writes after the compile (one element changed must change the result).
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -372,7 +373,11 @@ def deployed(scalar: bool, n: int) -> tuple[list[bytes], int]:
         else:
             tg.write(v2, rng.standard_normal(n).astype(np.float32))
         tg.step(1e-3)
-        out.append(struct.pack("<ff", tg.read(fast), tg.read(slow)))
+        try:
+            late = tg.read(slow)
+        except cp.NotComputedError:  # the slow task publishes first at 3 ms
+            late = math.nan
+        out.append(struct.pack("<ff", tg.read(fast), late))
     return out, tg.program_info.stencil_count
 
 
