@@ -36,8 +36,10 @@ def faulty(monkeypatch: pytest.MonkeyPatch, kind: str | None, task: int = 1) -> 
     """Loads from now on go through the fault injection (kind None: no injection)."""
     real = native.load_native  # the loader's own name for it is the one patched
 
-    def load(image: bytes) -> Any:
-        return real(image if kind is None else inject(image, task, kind, HOST))
+    def load(image: bytes, own_code: bool = False) -> Any:
+        if kind is None:
+            return real(image, own_code)
+        return real(inject(image, task, kind, HOST), own_code=False)  # not our compiler's
 
     monkeypatch.setattr(loader, "load_native", load)
 

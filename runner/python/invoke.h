@@ -431,7 +431,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             b++;
         }
     }
-    if (run_guarded(&self->prog, 0) < 0) {
+    if (run_guarded(self, 0) < 0) {
         Py_CLEAR(result);
         goto done;
     }

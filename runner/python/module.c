@@ -40,16 +40,22 @@ void raise_fault(const cp_fault *f, long long tick)
     Py_XDECREF(when);
 }
 
+void *guard_policy(const ProgramObject *self)
+{
+    return self->own_code ? (void *)&cp_posix_own_code : NULL;
+}
+
 /* Runs one task of a loaded program inside the fault guard; raises ProgramFault and returns
  * -1 if it faulted. */
 CP_CALLS_LOADED_CODE
-static int run_guarded(const cp_program *prog, uint32_t task)
+static int run_guarded(const ProgramObject *self, uint32_t task)
 {
+    const cp_program *prog = &self->prog;
     cp_fault f;
     memset(&f, 0, sizeof(f));
     uint64_t budget = cp_task_budget_ns(&prog->tasks[task], watchdog_factor, watchdog_min_ns,
                                         watchdog_request_ns);
-    if (cp_posix_guard(NULL, prog->tasks[task].entry, budget, &f) == 0) {
+    if (cp_posix_guard(guard_policy(self), prog->tasks[task].entry, budget, &f) == 0) {
         return 0;
     }
     f.task = task;
@@ -171,7 +177,7 @@ static PyObject *Program_run(ProgramObject *self, PyObject *const *args, Py_ssiz
                      cp_arch_name(host_arch()), (unsigned)host_arch());
         return NULL;
     }
-    if (run_guarded(&self->prog, (uint32_t)task) < 0) {
+    if (run_guarded(self, (uint32_t)task) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -495,14 +501,16 @@ static char memory_option[160] = DEFAULT_MEMORY_OPTION;
 static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *keywords[] = {"image", "arch", "max_memory", "memory_option", NULL};
+    static char *keywords[] = {"image", "arch", "max_memory", "memory_option", "own_code",
+                               NULL};
     Py_buffer image;
     PyObject *arch_obj = Py_None;
     Py_ssize_t max_memory = (Py_ssize_t)DEFAULT_MAX_MEMORY;
     const char *option = NULL;
+    int own_code = 0;
     uint16_t arch;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|Onz:load", keywords, &image, &arch_obj,
-                                     &max_memory, &option)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|Onzp:load", keywords, &image, &arch_obj,
+                                     &max_memory, &option, &own_code)) {
         return NULL;
     }
     if (max_memory <= 0) {
@@ -533,6 +541,7 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->invoke_copies = 0;
     self->plan = NULL;
     self->runnable = arch != 0 && arch == host_arch();
+    self->own_code = own_code;
     /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
      * import: the replaced handler becomes the one faults outside guarded code go to */
     (void)cp_posix_guard_install();

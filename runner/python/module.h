@@ -20,6 +20,8 @@ typedef struct {
     Py_ssize_t exports;   /* live buffer views of the data region */
     Py_ssize_t schedulers; /* live Scheduler objects driving this program */
     int runnable;         /* the image's code is for this machine */
+    int own_code;         /* compiled in this process from its stencils (load(own_code=True)):
+                             the guard skips its signal-state check (cp_posix_guard_policy) */
     uint64_t invoke_copies; /* argument buffers invoke() copied into the data region */
     struct invoke_plan *plan; /* the last plan invoke() parsed (invoke.h), or NULL */
 } ProgramObject;
@@ -35,6 +37,9 @@ uint16_t host_arch(void);
 cp_error new_error(void);
 /* RuntimeError and -1 if the program was unloaded */
 int check_loaded(const ProgramObject *self);
+
+/* the guard policy of a program's jobs (platform_posix.h) */
+void *guard_policy(const ProgramObject *self);
 
 /* scheduler.c */
 extern PyTypeObject SchedulerType;

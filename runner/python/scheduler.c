@@ -134,6 +134,7 @@ PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject *kwarg
     cfg.io_write = sim_io_write;
     cfg.io_ctx = sched;
     cfg.guard = cp_posix_guard;
+    cfg.guard_ctx = guard_policy(self);
     cfg.guard_run = cp_posix_guard_run;
     cfg.budget_factor = watchdog_factor;
     cfg.budget_min_ns = watchdog_min_ns;

@@ -162,6 +162,7 @@ typedef struct guard_slot {
     cp_fault fault;                /* filled by the signal handler */
     cp_fault *out;                 /* the caller's fault record */
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
+    uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
     /* supervisor only */
     uint64_t seen_seq;
     uint64_t seen_cpu_ns;
@@ -517,7 +518,14 @@ static inline uint32_t run_armed(guard_slot *g, void (*entry)(void), uint32_t *f
     g->active = 0;
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
-    return changed | repair_signals();
+    return changed | (g->check_signals ? repair_signals() : 0u);
+}
+
+const cp_posix_guard_policy cp_posix_own_code = {0};
+
+static uint8_t checks_signals(const void *ctx)
+{
+    return ctx == NULL || ((const cp_posix_guard_policy *)ctx)->check_signals != 0;
 }
 
 static inline void need_watchdog(uint64_t budget_ns)
@@ -530,7 +538,6 @@ static inline void need_watchdog(uint64_t budget_ns)
 CP_CALLS_LOADED_CODE
 int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
 {
-    (void)ctx;
     guard_slot *g = own_slot();
     if (g == NULL) {
         entry(); /* no slot left (more than GUARD_SLOTS threads at once): unguarded */
@@ -538,6 +545,7 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
     }
     need_watchdog(budget_ns);
     g->out = fault;
+    g->check_signals = checks_signals(ctx);
     /* before the sigsetjmp: a 32-bit CPU holds budget_ns in two registers, which GCC says
      * the jump may clobber (the supervisor reads it only once seq is odd) */
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
@@ -565,12 +573,12 @@ static int armed_job(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_faul
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
 {
-    (void)ctx;
     guard_slot *g = own_slot();
     if (g == NULL) {
         return body(arg, NULL, NULL); /* no slot left: unguarded, as cp_posix_guard */
     }
     g->out = fault;
+    g->check_signals = checks_signals(ctx);
     int sig = sigsetjmp(g->env, 0);
     if (sig != 0) {
         return jumped_back(sig);

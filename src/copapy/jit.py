@@ -218,7 +218,7 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        program: Any = load(compiled.image, arch)
+        program: Any = load(compiled.image, arch, own_code=True)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
         #: new array (compile_program(in_place))

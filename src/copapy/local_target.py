@@ -128,7 +128,7 @@ class LocalTarget:
             raise TargetError("compile() needs at least one value to compute")
         flat = flatten(values, "compile()")
         compiled = compile_program(flat, self.arch)
-        program = load(compiled.image, self.arch)
+        program = load(compiled.image, self.arch, own_code=True)
         self._install(compiled, program)
         self._bind_run(self._first_run if self._pending else program.run)
         self._rebuild = lambda arch: compile_program(flat, arch)
@@ -192,7 +192,7 @@ class LocalTarget:
         io = io_specs(self._bindings)
         check_bound_outputs(specs, self._bindings, TargetError)
         compiled = compile_tasks(specs, self.arch, io)
-        program = load(compiled.image, self.arch)
+        program = load(compiled.image, self.arch, own_code=True)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         self._install(compiled, program,
                       bound_inputs(compiled.image, compiled.ports) if io else None)

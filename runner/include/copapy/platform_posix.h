@@ -38,6 +38,16 @@ uint64_t cp_posix_cpu_features(void *ctx, uint16_t arch);
 
 int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault);
 
+/* What a guard checks after each chain besides the CPU state (cpu_state.h): whether the chain
+ * blocked a fault signal or reset a handler, which takes seven system calls (~1.5 us). The
+ * ctx of cp_posix_guard and cp_posix_guard_run: NULL checks it (an image from outside the
+ * process: the host runner, cp.load, libcopapy); &cp_posix_own_code skips it, for code this
+ * process compiled from its own stencils, which makes no system call. */
+typedef struct {
+    uint8_t check_signals;
+} cp_posix_guard_policy;
+extern const cp_posix_guard_policy cp_posix_own_code;
+
 /* cp_posix_guard_run is a cp_guard_run_fn (cp_sched_config.guard_run): the same containment,
  * armed once (one sigsetjmp) for a run of jobs; each job is then the budget store and the two
  * seq stores around its chain, so faults and budgets are per job as with cp_posix_guard. */

@@ -11,13 +11,16 @@ if TYPE_CHECKING:
     from .._runner import Program
 
 
-def load_native(image: bytes) -> Program:
+def load_native(image: bytes, own_code: bool = False) -> Program:
     """Validate and load an image for this machine; raises ImageLoadError naming the problem
-    (an image larger than the memory cap, runtime.errors.max_memory(), names the option)."""
+    (an image larger than the memory cap, runtime.errors.max_memory(), names the option).
+    ``own_code``: this process compiled it from its stencils, so its jobs skip the guard's
+    signal-state check (1.5 us of system calls; platform_posix.h, cp_posix_guard_policy)."""
     from .. import _runner
 
     try:
-        return _runner.load(image, max_memory=max_memory(), memory_option=MEMORY_OPTION)
+        return _runner.load(image, max_memory=max_memory(), memory_option=MEMORY_OPTION,
+                            own_code=own_code)
     except _runner.ImageError as exc:
         if exc.code == CPU_FEATURES:  # the runner's CPUID check (the Python one passed)
             raise features_error(_runner.ARCH, image, exc.detail) from None
