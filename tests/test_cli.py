@@ -199,6 +199,8 @@ def _commands(words: tuple[str, ...] = ()) -> dict[tuple[str, ...], set[str]]:
 def test_the_cli_reference_names_every_command_and_option() -> None:
     """docs/guide/reference/cli.md cannot drift from argparse: a row for every command (a
     subcommand added without its row is caught), every option named in its rows."""
+    if not CLI_REFERENCE.exists():
+        pytest.skip("the docs are not in this tree (the wheel subset runs from the sdist)")
     rows = [line for line in CLI_REFERENCE.read_text().splitlines() if line.startswith("| `copapy")]
     commands = _commands()
     assert ("bench", "jitter") in commands and ("flash",) in commands and () in commands
