@@ -1,4 +1,4 @@
-"""Why the firmware tests run qemu with instruction counting (tests/runners.py QEMU_CLOCK): the
+"""Why the firmware tests run qemu with instruction counting (tests/support/runners.py QEMU_CLOCK): the
 2 kHz / 1 kHz control program of tests/test_serial_target.py on the Cortex-M7 firmware, with
 qemu's default clock (the host's wall clock) and with `-icount shift=5,sleep=on`, each idle
 and while the host takes qemu off the CPU for 1 ms in every 4 (SIGSTOP/SIGCONT, what a loaded
@@ -27,7 +27,7 @@ from copapy.serial_target import SerialTarget
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.runners import QEMU_CLOCK, qemu_process  # noqa: E402
+from tests.support.runners import QEMU_CLOCK, qemu_process  # noqa: E402
 from tests.test_serial_target import control_program, deploy  # noqa: E402
 
 CLOCKS = {"wall clock (qemu default)": (), "-icount shift=5,sleep=on": QEMU_CLOCK}

@@ -1,10 +1,11 @@
-"""Shared test helpers: bit-exact comparison and random graph generation."""
+"""pytest configuration: hypothesis profiles and the cost markers (the shared helpers are in
+tests/support/)."""
 
 from __future__ import annotations
 
 import os
 
-import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -22,18 +23,47 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+#: what a test file costs beyond the in-process unit loop (measured with --durations=0 on
+#: 2 cores; docs/architecture.md, "Tests"): ``emulator`` runs foreign code (unicorn, qemu),
+#: ``firmware`` boots firmware in qemu/Renode or builds it, ``build`` compiles C or a wheel,
+#: ``slow`` takes more than a few seconds in-process. Every other file is ``unit``.
+COSTS: dict[str, tuple[str, ...]] = {
+    "test_lanepack.py": ("slow",), "test_scheduler.py": ("slow",),
+    "test_bench_jitter.py": ("slow",), "test_arrays.py": ("slow",), "test_ops.py": ("slow",),
+    "test_faults_inprocess.py": ("slow",), "test_admission.py": ("slow",),
+    "test_serial_target.py": ("slow",), "test_safety_host.py": ("slow",),
+    "test_grad.py": ("slow",), "test_fold.py": ("slow",), "test_fused.py": ("slow",),
+    "test_bench_soak.py": ("slow",), "test_cli.py": ("slow",), "test_saved.py": ("slow",),
+    "test_typing.py": ("slow",), "test_tablefile.py": ("slow",),
+    "test_lowering_order.py": ("slow",),
+    "test_cross_arch.py": ("emulator",), "test_tricore.py": ("emulator",),
+    "test_qemu_backend.py": ("emulator",), "test_qemu_installed.py": ("emulator", "build"),
+    "test_userland.py": ("emulator",),
+    "test_runner_suite.py": ("firmware",), "test_safety_firmware.py": ("firmware",),
+    "test_zephyr_build.py": ("firmware",), "test_zephyr_dac.py": ("firmware",),
+    "test_wheel.py": ("build",), "test_array_stencils.py": ("build",),
+    "test_stencil_tables.py": ("build",), "test_protocol_c.py": ("build",),
+    "test_guide.py": ("build",), "test_math_kernels.py": ("build",),
+    "test_vector_kernels.py": ("build",), "test_kits_control_loop.py": ("build",),
+    "test_kits_ros2_control.py": ("build",),
+}
+MARKERS = {
+    "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",
+    "emulator": "runs foreign machine code on unicorn or qemu",
+    "firmware": "builds or boots firmware (qemu-system, Zephyr, Renode)",
+    "build": "compiles C, the runner or a wheel",
+    "slow": "takes more than a few seconds in-process",
+}
 
-def examples(n: int) -> int:
-    """A test's own example count, capped by the profile's (the emulated runs lower it)."""
-    return min(n, settings.default.max_examples)
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
 
 
-def same_bits(got: object, want: object, dtype: str) -> bool:
-    """Equal bit for bit; any NaN equals any NaN (NaN payloads differ between CPUs)."""
-    g = np.asarray(got, dtype=dtype)
-    w = np.asarray(want, dtype=dtype)
-    if g.dtype.kind == "f":
-        if np.isnan(g) and np.isnan(w):
-            return True
-        return bool(g.view(f"u{g.itemsize}") == w.view(f"u{w.itemsize}"))
-    return bool(g == w)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test gets its file's cost markers, or ``unit``."""
+    for item in items:
+        costs = COSTS.get(item.path.name, ())
+        for name in costs or ("unit",):
+            item.add_marker(getattr(pytest.mark, name))

@@ -16,7 +16,7 @@ import pytest
 import copapy as cp
 from copapy.serial_target import SerialTarget
 
-from .runners import runner_process
+from .support.runners import runner_process
 from .test_safety_host import make_key, owner_program
 
 TRANSPORTS = {"tcp": ["--tcp", "0"], "unix": ["--unix", "runner.sock"]}
@@ -114,7 +114,7 @@ def test_a_flood_of_held_connections_is_bounded(tmp_path: Path) -> None:
 
 
 def test_auth_grace_is_checked(tmp_path: Path) -> None:
-    from .runners import ROOT, build
+    from .support.runners import ROOT, build
 
     build("host")
     exe = str(ROOT / "runner" / "build" / "copapy-runner")

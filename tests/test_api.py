@@ -19,7 +19,7 @@ from copapy.compiler.lower import CompileError
 from copapy.runtime.errors import TargetError
 from copapy.value import Traced, is_traced
 
-from .conftest import examples, same_bits
+from .support.checks import examples, same_bits
 
 
 def run(*values: cp.Value) -> list[object]:

@@ -17,7 +17,7 @@ import copapy as cp
 from copapy.graph.lanes import np_compare
 from copapy.graph.reference import evaluate_graph
 
-from .conftest import examples
+from .support.checks import examples
 
 F32 = np.float32
 element = st.floats(-100, 100, width=32) | st.sampled_from([0.0, -0.0, 1.0, 2.0, 3.0, -1.5])

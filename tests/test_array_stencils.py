@@ -39,9 +39,9 @@ from copapy.graph import build
 from copapy.graph.ops import CASTS as CAST_ROWS
 from copapy.graph.ops import REGISTRY
 
-from . import registry_ops
-from .archs import stencils_used
-from .registry_ops import DTYPES
+from .support import registry_ops
+from .support.archs import stencils_used
+from .support.registry_ops import DTYPES
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools" / "array_harness"))
@@ -829,7 +829,7 @@ def test_denormal_comparisons_on_host(h: hx.Harness) -> None:
 def test_emulated_target_matches_host(h: hx.Harness, target: str) -> None:
     """The same stencils on emulated CPUs (unicorn) compute the host's bits; armv7a covers the
     NEON float32 rule above (tools/array_harness/cross_check.py runs every target)."""
-    from .archs import missing_tools
+    from .support.archs import missing_tools
 
     problem = missing_tools("unicorn")
     if problem:  # a missing emulator is a failure, never a skip

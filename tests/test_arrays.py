@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy.graph.reference import evaluate_graph
 
-from .conftest import examples, same_bits
-from .registry_ops import elementwise
+from .support.checks import examples, same_bits
+from .support.registry_ops import elementwise
 
 #: the element-wise operations on float32 (registry rows; conversions are tested apart)
 ELEMENTWISE_BINARY = elementwise(arity=2, dtype="float32", cast=False)

@@ -100,7 +100,7 @@ def test_runner_options_are_checked() -> None:
     """`--max-memory -5` was read by strtoul as ULONG_MAX - 4 and accepted (no memory limit);
     a second transport, --start without --image or no transport printed only the synopsis;
     --help exited with status 2."""
-    from tests.runners import build
+    from tests.support.runners import build
 
     build("host")
     exe = str(ROOT / "runner" / "build" / "copapy-runner")

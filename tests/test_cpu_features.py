@@ -3,7 +3,7 @@ their CPU_FEATURES section (docs/image.md), and every loader refuses them with a
 before anything runs on a CPU without the features: the in-process loader, the host runner
 over the wire (SerialTarget) and ``copapy-runner --image``. COPAPY_CPU_FEATURES_MASK hides this
 machine's features, so the refusals are tested on any x86_64 CPU; what each test expects
-follows the CPU as tests/cpu.py sees it (the run's own mask included), and only running a
+follows the CPU as tests/support/cpu.py sees it (the run's own mask included), and only running a
 variant's code skips, naming the features, on a CPU without them."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from copapy.kits.abi import CProgram
 from copapy.runtime import load as runtime_load
 from copapy.runtime.errors import CpuFeatureError, ImageLoadError
 from copapy.saved import ProgramFileError
-from tests.cpu import hide, lacks, needs, unhide, widest
-from tests.runners import build, host_runner, runner_process
+from tests.support.cpu import hide, lacks, needs, unhide, widest
+from tests.support.runners import build, host_runner, runner_process
 from tests.test_cli import copapy
 
 #: these check an x86_64 CPU's features (CPUID, the mask, the x86_64 runners); on another host

@@ -19,8 +19,8 @@ from copapy.runtime import native
 from copapy.runtime.load import host_architecture
 from copapy.serial_target import SerialTarget
 
-from .faults import FaultWaiter, deploy_faulty, inject_code
-from .runners import runner_process
+from .support.faults import FaultWaiter, deploy_faulty, inject_code
+from .support.runners import runner_process
 
 pytestmark = pytest.mark.skipif(host_architecture() != "x86_64",
                                 reason="hand-assembled x86_64 tasks")

@@ -6,7 +6,7 @@ for x86_64 (run natively, the baseline) and for the target (run on its emulator)
 the same input bytes, and every output must have the same bits (any NaN equals any NaN: NaN
 payloads are not part of the contract). No difference is tolerated anywhere.
 
-* ``test_random_graphs``: random expression graphs (tests/randgraph.py strategies), the three
+* ``test_random_graphs``: random expression graphs (tests/support/randgraph.py strategies), the three
   families of tests/test_differential.py; each graph runs twice (initial values, then written
   inputs). float64 only where the target's stencil table has it: on Cortex-M4 and RV32 every
   graph that computes with a float64 value must be rejected with a CompileError naming float64.
@@ -24,7 +24,7 @@ payloads are not part of the contract). No difference is tolerated anywhere.
   "max" CPU). The other tests run it through qemu's batch API too (configuration
   ``cortex-m7-qemu``).
 
-Configurations (tests/archs.py): nine architectures on unicorn, x86_64 on unicorn as well (the
+Configurations (tests/support/archs.py): nine architectures on unicorn, x86_64 on unicorn as well (the
 Python patcher and an emulated CPU on the baseline's machine code), Cortex-M7 and Cortex-M55
 on qemu-system-arm (many programs per boot: ``run_jobs``). A missing emulator makes the tests
 fail with the install command; nothing here is ever skipped.
@@ -64,7 +64,7 @@ from copapy.graph.traverse import live_nodes
 from copapy.runtime.errors import CpuFeatureError
 from copapy.runtime.load import is_native
 
-from .archs import (
+from .support.archs import (
     ARCHS,
     CONFIG_IDS,
     CONFIGS,
@@ -83,8 +83,8 @@ from .archs import (
     show,
     stencils_used,
 )
-from .cpu import lacks
-from .randgraph import FLOAT_OPS, INT_OPS, KERNEL_OPS, Graph, graphs
+from .support.cpu import lacks
+from .support.randgraph import FLOAT_OPS, INT_OPS, KERNEL_OPS, Graph, graphs
 
 SCALE = float(os.environ.get("CP_CROSS_ARCH_SCALE", "1"))
 SEED = int(os.environ.get("CP_CROSS_ARCH_SEED", "0"))

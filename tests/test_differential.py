@@ -9,8 +9,8 @@ from hypothesis import given
 import copapy as cp
 from copapy.graph.reference import evaluate_graph
 
-from .conftest import same_bits
-from .randgraph import FLOAT_OPS, INT_OPS, KERNEL_OPS, Graph, graphs
+from .support.checks import same_bits
+from .support.randgraph import FLOAT_OPS, INT_OPS, KERNEL_OPS, Graph, graphs
 
 
 def run_and_compare(g: Graph) -> None:

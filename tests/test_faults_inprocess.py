@@ -18,7 +18,7 @@ from copapy.runtime import load as loader
 from copapy.runtime import native
 from copapy.runtime.load import host_architecture
 
-from .faults import SNIPPETS, inject
+from .support.faults import SNIPPETS, inject
 
 HOST = host_architecture()  # the wheels of other CPUs run this file too (tools/wheel_tests.txt)
 KINDS = list(SNIPPETS[HOST])

@@ -18,8 +18,8 @@ from copapy.graph.node import const, const_value
 from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph, evaluate_reference
 
-from .conftest import examples
-from .registry_ops import DTYPES, accepts, elementwise
+from .support.checks import examples
+from .support.registry_ops import DTYPES, accepts, elementwise
 
 SPECIAL = [0.0, -0.0, float("inf"), -float("inf"), float("nan"), 3.4028234663852886e38,
            1.401298464324817e-45, 1.1754943508222875e-38, -3.4028234663852886e38]

@@ -32,8 +32,8 @@ from copapy.graph.node import Node
 from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph
 
-from .archs import Batch, Config, execute, first_difference, stencils_used
-from .registry_ops import DTYPES, accepts, elementwise
+from .support.archs import Batch, Config, execute, first_difference, stencils_used
+from .support.registry_ops import DTYPES, accepts, elementwise
 
 FUSED_ARCHS = [t.name for t in targets() if "fuse_vector_bytes" in t.build]
 #: the host's architecture and its variants on the native runner, the others on unicorn

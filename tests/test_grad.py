@@ -20,7 +20,7 @@ from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph
 from copapy.value import Value
 
-from .registry_ops import elementwise
+from .support.registry_ops import elementwise
 
 F64 = cp.float64
 

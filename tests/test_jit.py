@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 
 import copapy as cp
 
-from .conftest import examples
+from .support.checks import examples
 
 
 @cp.jit

@@ -18,7 +18,7 @@ from hypothesis.extra import numpy as hnp
 import copapy as cp
 from copapy._dispatch import Dispatcher
 
-from .conftest import examples
+from .support.checks import examples
 
 
 def test_result_forms_through_the_fast_plan() -> None:

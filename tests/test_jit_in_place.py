@@ -38,7 +38,7 @@ from copapy.dtypes import BY_NAME
 from copapy.graph.reference import evaluate_graph
 from copapy.runtime.load import host_architecture
 
-from .archs import Batch, Config, execute, stencils_used
+from .support.archs import Batch, Config, execute, stencils_used
 
 jit_module = importlib.import_module("copapy.jit")
 

@@ -4,7 +4,7 @@ budget) is stopped and reported -- through ctypes, in a ControlLoop, in the ros2
 controller -- while the process goes on, the commands take their safe values, and the guard
 of the Python module (a second copy of the core in the same process) keeps working beside it.
 
-The faulting programs are made by overwriting a task's machine code (tests/faults.py)."""
+The faulting programs are made by overwriting a task's machine code (tests/support/faults.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from copapy.kits import ros2_control as rc
 from copapy.kits.abi import E_FAULTED, OK, CProgram
 from copapy.kits.control_loop import ControlLoop
 
-from .faults import SNIPPETS, inject
+from .support.faults import SNIPPETS, inject
 
 KINDS = list(SNIPPETS["x86_64"])  # SIGSEGV SIGILL SIGBUS SIGFPE timeout
 FAULT_TICK = 10  # the victim's first release
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PWM = IoKind.PWM
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
-                                reason="the fault snippets are x86-64 code (tests/faults.py)")
+                                reason="the fault snippets are x86-64 code (tests/support/faults.py)")
 
 
 def program() -> tuple[bytes, cp.Task]:
@@ -152,7 +152,7 @@ TWO_CORES = textwrap.dedent("""
     import copapy as cp
     from copapy.runtime import native
     from copapy.kits.abi import CProgram, E_FAULTED
-    from tests.faults import inject
+    from tests.support.faults import inject
     from tests.test_kits_faults import program
 
     native.set_watchdog(10, 0.0, 0.2)

@@ -34,9 +34,17 @@ from copapy.graph.build import live_nodes
 from copapy.graph.node import Node
 from copapy.value import Value
 
-from .archs import ARCHS, Batch, Config, execute, first_difference, has_float64, stencil_sequence
-from .archs import CONFIGS as ALL_CONFIGS
-from .conftest import examples
+from .support.archs import (
+    ARCHS,
+    Batch,
+    Config,
+    execute,
+    first_difference,
+    has_float64,
+    stencil_sequence,
+)
+from .support.archs import CONFIGS as ALL_CONFIGS
+from .support.checks import examples
 from .test_fused import random_elements
 
 CONFIGS = [Config("x86_64", "native"), Config("aarch64", "unicorn"), Config("rv64", "unicorn")]

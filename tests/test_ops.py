@@ -21,7 +21,7 @@ from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph
 from copapy.value import Value
 
-from .conftest import same_bits
+from .support.checks import same_bits
 
 SPECIALS = {
     "float32": [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -3.5, 1e-40, 3.4e38, float("inf"),

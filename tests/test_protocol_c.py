@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 
-from .runners import ROOT, build
+from .support.runners import ROOT, build
 
 RUNNER = ROOT / "runner"
 

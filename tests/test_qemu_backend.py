@@ -19,7 +19,7 @@ from copapy.image import Image, ImagePatch, ImageTask
 from copapy.runtime import qemu_backend as qb
 from copapy.runtime.errors import ImageLoadError
 
-from .conftest import same_bits
+from .support.checks import same_bits
 
 ARCHES = [t.name for t in targets() if t.qemu is not None]
 

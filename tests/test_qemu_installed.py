@@ -16,7 +16,7 @@ from copapy import _files, cli_tools
 from copapy.runtime import qemu_backend as qb
 from copapy.runtime.errors import EmulatorMissingError
 
-from .conftest import same_bits
+from .support.checks import same_bits
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 #: what the harness build reads (a subset of setup.py's FIRMWARE)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import copapy as cp
 
-from .conftest import examples
+from .support.checks import examples
 
 F32 = np.float32
 samples = st.lists(st.floats(-100, 100, width=32), min_size=1, max_size=60)

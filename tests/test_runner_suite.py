@@ -28,10 +28,10 @@ from copapy.io import Channel
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from . import faults
-from . import zephyr_runners as zr
-from .faults import SNIPPETS, FaultWaiter, deploy_faulty
-from .runners import host_runner, qemu_runner, retry_unskipped, runner_process
+from .support import faults
+from .support import zephyr_runners as zr
+from .support.faults import SNIPPETS, FaultWaiter, deploy_faulty
+from .support.runners import host_runner, qemu_runner, retry_unskipped, runner_process
 from .test_safety_host import (
     PWM_SAFE,
     assert_safe,

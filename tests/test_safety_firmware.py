@@ -14,9 +14,9 @@ import pytest
 
 from copapy.serial_target import SerialTarget
 
-from . import zephyr_runners as zr
-from .faults import SNIPPETS
-from .runners import qemu_runner
+from .support import zephyr_runners as zr
+from .support.faults import SNIPPETS
+from .support.runners import qemu_runner
 from .test_safety_host import healthy_program_runs, inject_all
 
 ROUNDS = 200  # per kind: 5 kinds, 1000 faults

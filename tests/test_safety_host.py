@@ -23,8 +23,8 @@ import copapy as cp
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .faults import SNIPPETS, FaultWaiter, deploy_faulty
-from .runners import runner_process
+from .support.faults import SNIPPETS, FaultWaiter, deploy_faulty
+from .support.runners import runner_process
 
 ROUNDS = 200  # per fault kind: 5 kinds, 1000 faults on one runner process
 PWM_SAFE, GPIO_SAFE = 0.25, 1.0
@@ -185,7 +185,7 @@ def assert_undisturbed(tg: SerialTarget, counter: Any, crc: int) -> None:
 
 
 def test_tcp_and_unix_need_a_key(tmp_path: Path) -> None:
-    from .runners import ROOT, build
+    from .support.runners import ROOT, build
 
     build("host")
     exe = str(ROOT / "runner" / "build" / "copapy-runner")

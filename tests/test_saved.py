@@ -18,7 +18,7 @@ import copapy as cp
 from copapy.runtime.load import host_architecture
 from copapy.saved import Program, ProgramFileError
 from copapy.serial_target import SerialTargetError
-from tests.runners import build, retry_unskipped
+from tests.support.runners import build, retry_unskipped
 from tests.test_cli import copapy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -474,7 +474,7 @@ def test_writes_to_bound_inputs_are_refused(tmp_path: Path) -> None:
     tg.set_io(cp.io.Encoder(0), 3.0)
     tg.step(0.002)
     assert (tg.read("x"), tg.read("y")) == (3.0, 6.0)
-    from tests.runners import host_runner
+    from tests.support.runners import host_runner
 
     with host_runner() as (pty, _proc), cp.SerialTarget(pty) as serial:
         serial.bind(x, cp.io.Encoder(0))
@@ -489,7 +489,7 @@ def test_writes_to_bound_inputs_are_refused(tmp_path: Path) -> None:
 def test_attach_to_a_saved_program(tmp_path: Path) -> None:
     """attach(cp.load(path)) raised "deploy() takes cp.Task objects, got Program"; only
     deploy() re-attached to a running saved program."""
-    from tests.runners import host_runner
+    from tests.support.runners import host_runner
 
     c = cp.feedback(lambda n: n + 1, init=0)
     prog = cp.save(tmp_path / "c.cpimg", cp.Task(c, period=1e-3), names={"count": c})

@@ -18,7 +18,7 @@ import pytest
 import copapy as cp
 from copapy import saved
 from copapy.runtime.load import host_architecture
-from tests.faults import inject
+from tests.support.faults import inject
 from tests.test_cli import _env, copapy
 
 SMALL = [1.0, -2.0, 3.5]
@@ -98,7 +98,7 @@ def test_tg_save_keeps_packed_array_ports_whole(tmp_path: Path) -> None:
 
 def test_array_ports_round_trip_on_a_serial_target(tmp_path: Path) -> None:
     """The same names through the host runner (SerialTarget reads a saved array whole)."""
-    from tests.runners import host_runner
+    from tests.support.runners import host_runner
 
     prog = cp.load(_saved(tmp_path, periodic=True))
     with host_runner() as (pty, _proc), cp.SerialTarget(pty) as tg:

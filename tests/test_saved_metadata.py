@@ -19,7 +19,7 @@ import copapy as cp
 from copapy import cli_program
 from copapy import image as im
 from copapy.saved import ProgramFileError
-from tests.metadata_mutants import NO_KIND, binary_mutants, metadata_mutants, with_metadata
+from tests.support.metadata_mutants import NO_KIND, binary_mutants, metadata_mutants, with_metadata
 from tests.test_cli import _env
 
 

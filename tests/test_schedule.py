@@ -17,7 +17,7 @@ from copapy.compiler.schedule import _needs, evaluation_order, register_needs
 from copapy.graph import build
 from copapy.graph.traverse import live_nodes
 
-from .conftest import examples
+from .support.checks import examples
 
 
 def stores(n_stencils: int, n_ops: int) -> int:

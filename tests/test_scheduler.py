@@ -22,7 +22,7 @@ from copapy.arch.patchkind import PCREL, SIGNED, PatchKind
 from copapy.arch.targets import by_name
 from copapy.image import Image, ImageIoBinding, ImageLetCopy, ImagePatch, ImageTask
 
-from .conftest import examples
+from .support.checks import examples
 
 pytestmark = pytest.mark.skipif(_runner.ARCH != by_name("x86_64").id,
                                 reason="the chains are hand-written x86_64 code")

@@ -20,7 +20,7 @@ from copapy._contract import IoKind
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .runners import host_runner, qemu_process, qemu_runner
+from .support.runners import host_runner, qemu_process, qemu_runner
 from .test_realtime import redeploy_with_unbind
 
 
@@ -89,7 +89,7 @@ def test_qemu_cortex_m7_firmware_end_to_end() -> None:
 def test_qemu_firmware_timing_does_not_follow_host_preemption() -> None:
     """The host takes qemu off the CPU for 1 ms in every 4 (SIGSTOP/SIGCONT), as a loaded
     machine does at random: every release still runs, none skipped, and the result equals
-    the simulation tick for tick. Without instruction counting (tests/runners.py QEMU_CLOCK)
+    the simulation tick for tick. Without instruction counting (tests/support/runners.py QEMU_CLOCK)
     a stop inside a chain makes that job milliseconds long in the guest's clock."""
     with qemu_process("cortex-m7") as (url, proc):
         done = threading.Event()

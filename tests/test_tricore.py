@@ -40,9 +40,9 @@ from copapy.runtime import unicorn_backend
 from copapy.runtime.native import load_native
 from copapy.runtime.unicorn_backend import UnicornProgram
 
-from .conftest import same_bits
-from .randgraph import Graph, graphs
-from .registry_ops import elementwise
+from .support.checks import same_bits
+from .support.randgraph import Graph, graphs
+from .support.registry_ops import elementwise
 
 ROOT = Path(__file__).resolve().parent.parent
 ARCH = "tricore"

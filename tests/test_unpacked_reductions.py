@@ -31,7 +31,7 @@ from copapy.graph import lanes
 from copapy.graph.node import Node
 from copapy.value import Value
 
-from .archs import Batch, Config, execute, first_difference, stencil_sequence
+from .support.archs import Batch, Config, execute, first_difference, stencil_sequence
 from .test_fused import random_elements
 
 CONFIGS = [Config("x86_64", "native"), Config("aarch64", "unicorn"), Config("rv64", "unicorn")]

@@ -72,7 +72,7 @@ def test_shared_ids_need_our_product_string(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_connects_to_the_port_it_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    from .runners import host_runner
+    from .support.runners import host_runner
 
     with host_runner() as (pty, _proc):
         use_ports(monkeypatch, [fake_port(pty, 0x2FE3, 0x0100, "copapy runner")])

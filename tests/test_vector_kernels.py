@@ -130,7 +130,7 @@ def kernels() -> Any:
 
 def test_aarch64_block_forms_match_host(h: hx.Harness) -> None:
     """Advanced SIMD gives the host's bits (unicorn; a missing emulator fails)."""
-    from .archs import missing_tools
+    from .support.archs import missing_tools
 
     problem = missing_tools("unicorn")
     if problem:

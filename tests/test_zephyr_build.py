@@ -17,8 +17,8 @@ import pytest
 
 from copapy.arch.targets import by_name
 
-from . import zephyr_runners as zr
-from .runners import ROOT, free_port
+from .support import zephyr_runners as zr
+from .support.runners import ROOT, free_port
 
 
 def symbols(build_dir: Path) -> dict[str, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from . import zephyr_runners as zr
+from .support import zephyr_runners as zr
 
 OVERLAY = """/ {
 \tcopapy_io: copapy-io {

@@ -5,7 +5,7 @@ the LET release jitter the runner reports (STATS), measured through SerialTarget
     python tools/measure_link.py --qemu zephyr_app/build/mps2_an500/zephyr/zephyr.elf
 
 --qemu boots a Zephyr mps2_an500 build in qemu-system-arm (console on the first UART, the link
-on the second, as tests/zephyr_runners.py does). Under an emulator these are emulator timings
+on the second, as tests/support/zephyr_runners.py does). Under an emulator these are emulator timings
 (the host's scheduling of qemu's threads), not hardware claims.
 """
 

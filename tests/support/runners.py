@@ -14,7 +14,7 @@ import pytest
 
 from copapy.arch.targets import by_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # The firmware's clock in qemu: instruction counting, one instruction = 2^5 ns (31 MIPS, near
 # the mps2 board's 25 MHz), the CPU sleeping in real time when idle (sleep=on). Without it

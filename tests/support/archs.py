@@ -41,7 +41,7 @@ from copapy.runtime.load import is_native
 
 from .cpu import lacks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 UNICORN_INSTALL = "pip install 'copapy[emu]'  (or: pip install unicorn==2.1.4)"
 QEMU_INSTALL = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm make"
 

@@ -1,0 +1,1 @@
+"""Helpers the tests share: runners, fault injection, architectures, the CPU view, random graphs."""
