@@ -1,4 +1,5 @@
-"""Why the firmware tests run qemu with instruction counting (tests/support/runners.py QEMU_CLOCK): the
+"""Why the firmware tests run qemu with instruction counting (tests/support/runners.py
+QEMU_CLOCK): the
 2 kHz / 1 kHz control program of tests/test_serial_target.py on the Cortex-M7 firmware, with
 qemu's default clock (the host's wall clock) and with `-icount shift=5,sleep=on`, each idle
 and while the host takes qemu off the CPU for 1 ms in every 4 (SIGSTOP/SIGCONT, what a loaded

@@ -6,10 +6,11 @@ for x86_64 (run natively, the baseline) and for the target (run on its emulator)
 the same input bytes, and every output must have the same bits (any NaN equals any NaN: NaN
 payloads are not part of the contract). No difference is tolerated anywhere.
 
-* ``test_random_graphs``: random expression graphs (tests/support/randgraph.py strategies), the three
-  families of tests/test_differential.py; each graph runs twice (initial values, then written
-  inputs). float64 only where the target's stencil table has it: on Cortex-M4 and RV32 every
-  graph that computes with a float64 value must be rejected with a CompileError naming float64.
+* ``test_random_graphs``: random expression graphs (tests/support/randgraph.py strategies),
+  the three families of tests/test_differential.py; each graph runs twice (initial values,
+  then written inputs). float64 only where the target's stencil table has it: on Cortex-M4
+  and RV32 every graph that computes with a float64 value must be rejected with a
+  CompileError naming float64.
 * ``test_operation``: every registered element-wise operation (copapy.graph.ops.REGISTRY) with
   every operand type it accepts: one program of 64 copies of the operation, run over all
   combinations of special values plus seeded random values (write, run, read; 64 operand
@@ -24,7 +25,8 @@ payloads are not part of the contract). No difference is tolerated anywhere.
   "max" CPU). The other tests run it through qemu's batch API too (configuration
   ``cortex-m7-qemu``).
 
-Configurations (tests/support/archs.py): nine architectures on unicorn, x86_64 on unicorn as well (the
+Configurations (tests/support/archs.py): nine architectures on unicorn, x86_64 on unicorn as
+well (the
 Python patcher and an emulated CPU on the baseline's machine code), Cortex-M7 and Cortex-M55
 on qemu-system-arm (many programs per boot: ``run_jobs``). A missing emulator makes the tests
 fail with the install command; nothing here is ever skipped.

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PWM = IoKind.PWM
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
-                                reason="the fault snippets are x86-64 code (tests/support/faults.py)")
+                                reason="the fault snippets are x86-64 code "
+                                       "(tests/support/faults.py)")
 
 
 def program() -> tuple[bytes, cp.Task]:
