@@ -24,7 +24,7 @@ import copapy as cp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from runners import build  # noqa: E402
+from support.runners import build  # noqa: E402
 
 
 def cyclictest(seconds: float) -> str:

@@ -29,7 +29,7 @@ from copapy.serial_target import SerialTarget
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from runners import build  # noqa: E402
+from support.runners import build  # noqa: E402
 
 
 def rss_kib(pid: int) -> int:
