@@ -546,8 +546,10 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
      * import: the replaced handler becomes the one faults outside guarded code go to */
     (void)cp_posix_guard_install();
     cp_error err = new_error();
-    cp_status st = cp_program_load(&self->prog, (const uint8_t *)image.buf, (size_t)image.len,
-                                   &self->platform, &err);
+    /* own_code: this process compiled the image (@cp.jit, LocalTarget), which may then be
+     * format 1; an image from a file or a peer must be format 2 (verified) */
+    cp_status st = (own_code ? cp_program_load_own : cp_program_load)(
+        &self->prog, (const uint8_t *)image.buf, (size_t)image.len, &self->platform, &err);
     PyBuffer_Release(&image); /* the program owns copies of everything it needs */
     if (st != CP_OK) {
         Py_DECREF(self);

@@ -1,0 +1,194 @@
+"""The stencil table a runner carries for verified loading (issue 29, docs/image.md "Format
+version 2"): one compact binary blob per architecture, the same bytes in Python and C.
+
+tools/gen_runner_tables.py writes it into ``runner/tables/<arch>.c``; its SHA-256 is the
+TABLE_PIN of every format-2 image compiled for the architecture. Every number the runner needs
+to copy and patch a stencil and to check its slots is in here; the role descriptors (what a
+slot role reads or writes, and how wide) are derived from the stencil name's operand forms
+by ``role_descriptor``, the one rule.
+
+Layout (little-endian; offsets from the blob start):
+
+    header (80 bytes)  "CPTB", u16 version, u16 arch id, u32 counts: functions, relocations,
+                       roles, kinds, rodata blobs, code bytes; u32 offsets of those six tables;
+                       u16 id of cp_entry, cp_ret; u8 nop length, 3 zero bytes; 16 bytes nop
+    functions (20 B)   u32 code offset, u32 length, u32 first relocation, u16 relocations,
+                       u16 first role, u8 roles, u8 strip, u8 align, u8 flags (FN_*)
+    relocations (12 B) u32 offset, u8 kind, u8 type (REL_*), u16 target (role index in the
+                       function, function id or rodata index), i32 addend
+    roles (4 B)        u8 role letter (ROLE_NAMES index), u8 access (ACCESS_*), u8 element
+                       bytes, u8 flags (bit 0 written, bits 1-3 the length roles n, k, j whose
+                       product is an array's element count)
+    kinds (20 B)       the generic patch descriptors of docs/image.md
+    rodata (12 B)      u32 code offset, u32 length, u32 alignment
+    code               every function's bytes, then every constant blob
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+from functools import cache
+
+from .table import StencilTable, load_table
+
+MAGIC = b"CPTB"
+VERSION = 1
+HEADER = struct.Struct("<4sHH6I6IHHBB2x16s")
+FUNC = struct.Struct("<IIIHHBBBB")
+RELOC = struct.Struct("<IBBHi")
+ROLE = struct.Struct("<4B")
+RODATA = struct.Struct("<III")
+
+#: architectures whose runners carry their table and take only format-2 images (the list
+#: runner/tables/*.c must match: tests/test_verified_loading.py)
+VERIFIED_ARCHS = frozenset({"x86_64"})
+
+#: slot roles in their canonical order: a block's slot offsets come in this order
+ROLE_NAMES = ("a", "b", "c", "out", "n", "k", "j")
+REL_SLOT, REL_NEXT, REL_LOOP, REL_FUNC, REL_RODATA = range(5)
+_REL = {"slot": REL_SLOT, "next": REL_NEXT, "loop": REL_LOOP, "func": REL_FUNC,
+        "rodata": REL_RODATA}
+#: function flags: may appear in a manifest; starts a fused loop; ends one (branches back);
+#: runs inside a fused loop only (the vector-register signature)
+FN_BLOCK, FN_LOOP_BEGIN, FN_LOOP_END, FN_LOOP_BODY, FN_THUMB = 1, 2, 4, 8, 16
+#: what a slot role designates: a scalar; an array of elements (count: the product of the
+#: length roles in flags); an array length (i32, frozen); a pointer slot (8 bytes, frozen) to
+#: an array of the enclosing fused loop's length; one of the block's own length n
+ACCESS_SCALAR, ACCESS_ARRAY, ACCESS_LENGTH, ACCESS_LOOP_POINTER, ACCESS_POINTER = range(5)
+WRITTEN = 1
+DIM_N, DIM_K, DIM_J = 2, 4, 8
+LENGTH_ROLES = {"n": DIM_N, "k": DIM_K, "j": DIM_J}
+POINTER_SIZE = 8
+LENGTH_SIZE = 4
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    access: int
+    elem: int
+    flags: int
+
+    @property
+    def frozen_size(self) -> int:
+        """Bytes of the slot that must be frozen (0: an ordinary slot)."""
+        return {ACCESS_LENGTH: LENGTH_SIZE, ACCESS_LOOP_POINTER: POINTER_SIZE,
+                ACCESS_POINTER: POINTER_SIZE}.get(self.access, 0)
+
+
+def slot_roles(table: StencilTable, name: str) -> tuple[str, ...]:
+    """The slot roles of a function, in the canonical order."""
+    used = {r.target for r in table.function(name).relocs if r.target_type == "slot"}
+    unknown = used - set(ROLE_NAMES)
+    if unknown:
+        raise ValueError(f"{name}: slot roles {sorted(unknown)} are not among {ROLE_NAMES}")
+    return tuple(r for r in ROLE_NAMES if r in used)
+
+
+def _elem(name: str) -> int:
+    # conservative: any float64 in the name (the type or a conversion to it) means 8 bytes
+    return 8 if "f64" in name else 4
+
+
+def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
+    """What slot ``role`` of stencil ``name`` designates (the operand forms of its name:
+    ``<op>_<type>__<dst>_<a>_<b>_<c>``, docs/design.md). Wider than the access is safe (a
+    false refusal, which tests/test_verified_loading.py would show), narrower is not."""
+    if role in LENGTH_ROLES:
+        return Role(role, ACCESS_LENGTH, LENGTH_SIZE, 0)
+    op, _, forms_text = name.partition("__")
+    forms = forms_text.split("_")
+    family = op.split("_")[0]
+    written = WRITTEN if role == "out" else 0
+    order = ("out", "a", "c", "b") if family.startswith("dot") and family != "dot" else \
+        ("out", "a", "b", "c")
+    form = dict(zip(order, forms, strict=False)).get(role, "m")
+    if form == "p":
+        own = "n" in roles and not family.startswith("vr")
+        return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(name),
+                    written | (DIM_N if own else 0))
+    if form == "v":
+        dims = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
+                "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
+                "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J}}.get(family, {})
+        return Role(role, ACCESS_ARRAY, _elem(name), written | dims.get(role, DIM_N))
+    return Role(role, ACCESS_SCALAR, _elem(name), written)
+
+
+def function_flags(table: StencilTable, name: str) -> int:
+    func = table.function(name)
+    flags = FN_THUMB if func.thumb else 0
+    if "__" in name:
+        flags |= FN_BLOCK
+    if name.startswith("vloop_") and name.endswith("__begin"):
+        flags |= FN_LOOP_BEGIN
+    if any(r.target_type == "loop" for r in func.relocs):
+        flags |= FN_LOOP_END | FN_LOOP_BODY
+    if name.startswith("vr"):
+        flags |= FN_LOOP_BODY
+    return flags
+
+
+@dataclass(frozen=True)
+class RunnerTable:
+    """The blob, its pin and the index a Python loader needs."""
+
+    arch: str
+    blob: bytes
+    ids: dict[str, int]
+
+    @property
+    def pin(self) -> bytes:
+        return hashlib.sha256(self.blob).digest()
+
+
+def build(table: StencilTable) -> RunnerTable:
+    names = table.names()
+    ids = {n: i for i, n in enumerate(names)}
+    rodata_ids = {k: i for i, k in enumerate(sorted(table.rodata))}
+    kinds = {k: i for i, k in enumerate(table.kinds)}
+    funcs, relocs, roles, code = bytearray(), bytearray(), bytearray(), bytearray()
+    n_relocs = n_roles = 0
+    for name in names:
+        func = table.function(name)
+        own = slot_roles(table, name)
+        for role in own:
+            d = role_descriptor(name, role, own)
+            roles += ROLE.pack(ROLE_NAMES.index(role), d.access, d.elem, d.flags)
+        funcs += FUNC.pack(len(code), len(func.code), n_relocs, len(func.relocs), n_roles,
+                           len(own), func.strip, func.align, function_flags(table, name))
+        n_roles += len(own)
+        for r in func.relocs:
+            target = {"slot": lambda t: own.index(t), "func": ids.__getitem__,
+                      "rodata": rodata_ids.__getitem__}.get(r.target_type, lambda t: 0)(r.target)
+            relocs += RELOC.pack(r.offset, kinds[r.kind], _REL[r.target_type], target, r.addend)
+            n_relocs += 1
+        code += func.code
+    rodata = bytearray()
+    for key in sorted(table.rodata):
+        data, align = table.rodata[key]
+        rodata += RODATA.pack(len(code), len(data), align)
+        code += data
+    kind_bytes = b"".join(k.pack() for k in table.kinds)
+    parts = [funcs, relocs, roles, kind_bytes, rodata, code]
+    offsets, at = [], HEADER.size
+    for part in parts:
+        at += (-at) % 4
+        offsets.append(at)
+        at += len(part)
+    if len(table.nop) > 16 or len(names) > 0xFFFF or len(table.kinds) > 0xFF:
+        raise ValueError(f"{table.arch}: the table does not fit the runner format")
+    header = HEADER.pack(MAGIC, VERSION, table.arch_id, len(names), n_relocs, n_roles,
+                         len(table.kinds), len(table.rodata), len(code), *offsets,
+                         ids["cp_entry"], ids["cp_ret"], len(table.nop), 0, table.nop)
+    blob = bytearray(header)
+    for off, part in zip(offsets, parts, strict=True):
+        blob += bytes(off - len(blob)) + part
+    return RunnerTable(table.arch, bytes(blob), ids)
+
+
+@cache
+def runner_table(arch: str) -> RunnerTable:
+    return build(load_table(arch))
