@@ -62,7 +62,7 @@ def faulty(kind: str) -> bytes:
 @pytest.mark.parametrize("kind", KINDS)
 def test_libcopapy_contains_every_kind(kind: str) -> None:
     # a 20 ms budget (factor 1 x the victim's 20 ms period) for the endless loop
-    p = CProgram(faulty(kind), budget_factor=1)
+    p = CProgram(faulty(kind), budget_factor=1, allow_code=True)
     x = p.port("x")
     for _ in range(3):  # and again after each reset
         p.write(x, 4.0)
@@ -160,7 +160,7 @@ TWO_CORES = textwrap.dedent("""
     image, _ = program()
 
     def local(kind):
-        prog = native.load_native(inject(image, 0, kind))  # the Python module's core
+        prog = native.load_native(inject(image, 0, kind), allow_code=True)  # the Python module's core
         try:
             prog.run(0)
         except cp.ProgramFault as f:
@@ -169,7 +169,7 @@ TWO_CORES = textwrap.dedent("""
         raise AssertionError("no ProgramFault")
 
     def lib(kind):
-        p = CProgram(inject(image, 0, kind), budget_factor=1)
+        p = CProgram(inject(image, 0, kind), budget_factor=1, allow_code=True)
         assert p.run(0) == E_FAULTED and p.fault.kind == kind, p.fault
 
     order = {order!r}

@@ -8,7 +8,9 @@
  *                                                 permissions alone decide who may connect)
  *   copapy-runner --tcp PORT --key-file F ...    (127.0.0.1 only; PORT 0 picks a free port)
  * common options: --name NAME, --max-image BYTES, --max-memory BYTES, --no-rt, --user NAME,
- *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS, --auth-grace SECONDS
+ *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS, --auth-grace SECONDS,
+ *   --allow-code (accept format-1 images, which carry machine code, besides the verified
+ *   format 2: for fault-containment tests only; HELLO reports it, CP_SERVER_FLAG_CODE)
  *   copapy-runner [--pty|--stdio|--unix PATH|--tcp PORT] --image FILE [--start] ...
  *
  * --image loads a saved program (cp.save, `copapy run`) at start-up exactly as an upload
@@ -124,6 +126,7 @@ typedef struct host {
     int wake_pending;         /* atomic */
     /* real time */
     int want_rt;
+    int allow_code; /* --allow-code: format-1 images (machine code) too, for tests */
     int rt_active;
     int dma_fd;
     int dma_held;             /* 0 is written (a program runs); under lock */
@@ -885,6 +888,7 @@ static const char USAGE[] =
     "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
     "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
     "         [--session-lease SECONDS] [--auth-grace SECONDS] [--no-rt] [--verbose]\n"
+    "         [--allow-code]  (also format-1 images, machine code: fault tests only)\n"
     "         [--image FILE [--start]]\n"
     "       copapy-runner --image FILE --start [options]   (no transport)\n";
 
@@ -996,6 +1000,7 @@ int main(int argc, char **argv)
         {"session-lease", required_argument, NULL, 'L'},
         {"auth-grace", required_argument, NULL, 'A'},
         {"no-rt", no_argument, NULL, 'r'},
+        {"allow-code", no_argument, NULL, 'C'},
         {"verbose", no_argument, NULL, 'v'},
         {"image", required_argument, NULL, 'i'},
         {"start", no_argument, NULL, 'g'},
@@ -1058,6 +1063,9 @@ int main(int argc, char **argv)
             break;
         case 'r':
             h->want_rt = 0;
+            break;
+        case 'C':
+            h->allow_code = 1;
             break;
         case 'v':
             h->verbose = 1;
@@ -1191,7 +1199,8 @@ int main(int argc, char **argv)
         die("cannot start the watchdog thread: %s", strerror(wd));
     }
     cfg->flags = (uint8_t)(CP_SERVER_FLAG_SIMULATED_IO |
-                           (h->rt_active ? CP_SERVER_FLAG_REALTIME : 0));
+                           (h->rt_active ? CP_SERVER_FLAG_REALTIME : 0) |
+                           (h->allow_code ? CP_SERVER_FLAG_CODE : 0));
     cp_error err;
     memset(&err, 0, sizeof(err));
     err.struct_size = sizeof(err);
