@@ -257,6 +257,8 @@ class _Builder:
             image.table_pin = runner_table(self.arch).pin
             image.frozen = frozen_slots(self.table, linked.blocks)
             image.code_size = len(linked.code)
+            # a task names its chain, not a code offset: the runner places the chains
+            image.tasks = [t._replace(entry=k) for k, t in enumerate(image.tasks)]
         return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
                                len(linked.code), linked.stencil_bytes, data_size,
                                len(linked.patches), list(specs), self.task_ops)
