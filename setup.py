@@ -22,13 +22,15 @@ HERE = Path(__file__).resolve().parent
 
 
 def _host_table() -> list[str]:
-    """The stencil table the host's runners carry (runner/tables/<arch>.c, verified loading);
-    none where the architecture has no table yet (format-1 images only)."""
+    """The stencil tables the host's runners carry (runner/tables/<arch>.c, which lists them,
+    and its variants <arch>-*.c; verified loading); none where the architecture has no table
+    yet (format-1 images only)."""
     wide = struct.calcsize("P") == 8
     arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
             "riscv64": "rv64"}.get(platform.machine().lower()) if wide else None
     path = f"runner/tables/{arch}.c"
-    return [path] if arch and Path(path).exists() else []
+    variants = sorted(glob(f"runner/tables/{arch}-*.c"))
+    return [path, *variants] if arch and Path(path).exists() else []
 
 
 TABLE = _host_table()

@@ -679,25 +679,39 @@ static void hex8(char *out, const uint8_t *p)
     out[16] = 0;
 }
 
-cp_status cp_blocks_plan_make(const cp_image *img, const cp_table *table, cp_blocks_plan *plan,
+static int same_pin(const uint8_t *a, const uint8_t *b)
+{
+    uint8_t diff = 0;
+    for (unsigned i = 0; i < CP_PIN_SIZE; i++) {
+        diff |= (uint8_t)(a[i] ^ b[i]);
+    }
+    return diff == 0;
+}
+
+cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_plan *plan,
                               cp_error *err)
 {
-    if (table == NULL || table->blob == NULL) {
+    uint32_t count = cp_table_count();
+    if (count == 0) {
         return CP_FAIL(err, CP_ERR_TABLE, 0,
                        "this runner carries no stencil table for %a, so it cannot build a "
                        "format-2 image: use a runner built with one (runner/tables/)", img->arch);
     }
     const uint8_t *pin = img->bytes + img->sec[CP_SEC_TABLE_PIN].offset;
-    for (unsigned i = 0; i < CP_PIN_SIZE; i++) {
-        if (pin[i] != table->sha256[i]) {
-            char want[17], have[17];
-            hex8(want, pin);
-            hex8(have, table->sha256);
-            return CP_FAIL(err, CP_ERR_TABLE, 0,
-                           "the image was compiled against stencil table %s..., this runner "
-                           "carries %s...: compile with the copapy version of the runner",
-                           (uint64_t)(uintptr_t)want, (uint64_t)(uintptr_t)have);
-        }
+    int found = 0;
+    for (uint32_t i = 0; i < count && !found; i++) {
+        found = cp_table_get(i, table) && same_pin(pin, table->sha256);
+    }
+    if (!found) {
+        char want[17], have[17];
+        cp_table first;
+        (void)cp_table_get(0, &first);
+        hex8(want, pin);
+        hex8(have, first.sha256);
+        return CP_FAIL(err, CP_ERR_TABLE, 0,
+                       "the image was compiled against stencil table %s..., this runner "
+                       "carries %u others (%s..., ...): compile with the copapy version of the "
+                       "runner", (uint64_t)(uintptr_t)want, count, (uint64_t)(uintptr_t)have);
     }
     tab t;
     cp_status st = tab_open(&t, table, img->arch, err);

@@ -325,14 +325,16 @@ cp_status cp_program_load_own(cp_program *out, const uint8_t *image, size_t len,
 
 /* ---- verified loading of format 2 (table.c, blocks.c) */
 
-/* The stencil table this runner carries (runner/tables/<arch>.c, linked with -DCP_WITH_TABLE):
- * fills `out` and returns 1, or returns 0 (no table: format-2 images are refused, TABLE). */
+/* The stencil tables this runner carries (runner/tables/<arch>.c and its variants, linked with
+ * -DCP_WITH_TABLE): cp_table_get fills `out` with table `index` and returns 1, or returns 0
+ * (no such table; a runner without tables refuses format-2 images, TABLE). */
 typedef struct cp_table {
     const uint8_t *blob;
     uint32_t size;
     const uint8_t *sha256; /* 32 bytes: the TABLE_PIN of images built from it */
 } cp_table;
-int cp_table_get(cp_table *out);
+uint32_t cp_table_count(void);
+int cp_table_get(uint32_t index, cp_table *out);
 
 enum {
     CP_MAX_HELPERS = 256, /* distinct helper functions one program calls */
@@ -354,9 +356,9 @@ typedef struct cp_blocks_plan {
     uint32_t ops; /* blocks of the manifest */
 } cp_blocks_plan;
 
-/* Pass 1: checks the table pin and every rule of docs/image.md's "Verified loading" (STENCIL,
+/* Pass 1: picks the table the image's pin names (TABLE if none), checks every rule of docs/image.md's "Verified loading" (STENCIL,
  * SLOTS, DATA_RANGE, STRUCTURE, FROZEN, TABLE) and lays the code out, writing nothing. */
-cp_status cp_blocks_plan_make(const cp_image *img, const cp_table *table, cp_blocks_plan *plan,
+cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_plan *plan,
                               cp_error *err);
 /* Pass 2: copies and patches every byte of code into base[0, plan->code_size) (the region at
  * `base`, data already initialised), checking every rule again (the image buffer may have

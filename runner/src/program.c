@@ -242,8 +242,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
     cp_table table;
     cp_blocks_plan plan;
     int blocks = img->version == CP_IMAGE_FORMAT_VERSION;
-    if (blocks && (st = cp_blocks_plan_make(img, cp_table_get(&table) ? &table : NULL, &plan,
-                                            err)) != CP_OK) {
+    if (blocks && (st = cp_blocks_plan_make(img, &table, &plan, err)) != CP_OK) {
         return st;
     }
     const cp_blocks_plan *laid = blocks ? &plan : NULL;

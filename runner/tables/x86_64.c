@@ -3,10 +3,11 @@
  * 639190 bytes, SHA-256 1404c27a038ce7a0e1fcaf9c2b2f961d7d291de01c81a52ed7d0cce40ff4d3ec. */
 #include <stdint.h>
 
-const uint32_t cp_table_blob_size = 639190u;
-const uint8_t cp_table_blob_sha256[32] = {20,4,194,122,3,140,231,160,225,252,175,156,43,47,150,29,125,41,29,224,28,129,165,46,215,208,204,228,15,244,211,236};
+extern const uint8_t cp_table_x86_64_sha256[32];
+extern const uint8_t cp_table_x86_64_blob[639190];
+const uint8_t cp_table_x86_64_sha256[32] = {20,4,194,122,3,140,231,160,225,252,175,156,43,47,150,29,125,41,29,224,28,129,165,46,215,208,204,228,15,244,211,236};
 __attribute__((aligned(16)))
-const uint8_t cp_table_blob[639190] = {
+const uint8_t cp_table_x86_64_blob[639190] = {
 67,80,84,66,1,0,1,0,78,11,0,0,27,51,0,0,138,12,0,0,1,0,0,0,
 42,0,0,0,246,68,6,0,80,0,0,0,104,226,0,0,172,71,3,0,212,121,3,0,
 232,121,3,0,224,123,3,0,15,1,32,1,1,0,0,0,144,0,0,0,0,0,0,0,
@@ -26641,3 +26642,17 @@ const uint8_t cp_table_blob[639190] = {
 252,62,234,21,2,63,234,21,2,63,85,54,6,63,85,54,6,63,176,98,10,63,176,98,
 10,63,65,155,14,63,65,155,14,63,80,224,18,63,80,224,18,63,40,50,23,63
 };
+
+/* every table of the architecture this runner carries (table.c) */
+extern const uint8_t cp_table_x86_64_v3_sha256[32];
+extern const uint8_t cp_table_x86_64_v3_blob[751652];
+extern const uint8_t cp_table_x86_64_v4_sha256[32];
+extern const uint8_t cp_table_x86_64_v4_blob[909848];
+extern const uint32_t cp_tables_count;
+extern const uint8_t *const cp_tables_blob[3];
+extern const uint8_t *const cp_tables_sha256[3];
+extern const uint32_t cp_tables_size[3];
+const uint32_t cp_tables_count = 3u;
+const uint8_t *const cp_tables_blob[3] = {cp_table_x86_64_blob, cp_table_x86_64_v3_blob, cp_table_x86_64_v4_blob};
+const uint8_t *const cp_tables_sha256[3] = {cp_table_x86_64_sha256, cp_table_x86_64_v3_sha256, cp_table_x86_64_v4_sha256};
+const uint32_t cp_tables_size[3] = {639190u, 751652u, 909848u};

@@ -41,9 +41,10 @@ RELOC = struct.Struct("<IBBHi")
 ROLE = struct.Struct("<4B")
 RODATA = struct.Struct("<III")
 
-#: architectures whose runners carry their table and take only format-2 images (the list
-#: runner/tables/*.c must match: tests/test_verified_loading.py)
-VERIFIED_ARCHS = frozenset({"x86_64"})
+#: architectures (and variants: a runner carries every table of its architecture) whose
+#: runners take only format-2 images (runner/tables/*.c must match:
+#: tests/test_verified_loading.py)
+VERIFIED_ARCHS = frozenset({"x86_64", "x86_64-v3", "x86_64-v4"})
 
 #: slot roles in their canonical order: a block's slot offsets come in this order
 ROLE_NAMES = ("a", "b", "c", "out", "n", "k", "j")
