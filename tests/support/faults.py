@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from copapy import image as im
+from copapy.arch.features import variant_name
 from copapy.compiler.manifest import decode, materialise
 from copapy.compiler.table import load_table
 
@@ -77,7 +78,7 @@ def with_code(img: im.Image, arch: str) -> im.Image:
     COPAPY_ALLOW_CODE or load_native(allow_code=True) to take it)."""
     if img.format_version == im.FORMAT_VERSION_CODE:
         return img
-    table = load_table(arch)
+    table = load_table(variant_name(img.arch, img.cpu_features))  # x86_64-v4 code: its table
     code, entries = materialise(table, decode(img.blocks), img.data_offset)
     img.code = code
     img.tasks = [t._replace(entry=entries[t.entry]) for t in img.tasks]
