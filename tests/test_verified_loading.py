@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import _runner
 from copapy import image as im
+from copapy._contract import PortRole
 from copapy.arrays import array_input
 from copapy.compiler.manifest import Chains, ManifestError, decode, encode, materialise
 from copapy.compiler.program import compile_program
@@ -317,7 +318,7 @@ def mutants() -> Iterator[tuple[str, str, bytes]]:
     set_slot(ch, cs, bs, slot_of(ch, cs, bs, "out"), n_off)
     yield "a store into a length slot", "FROZEN", with_chains(img, ch)
     img, ch = fresh()
-    port = next(p for p in img.ports if p.role == 1)
+    port = next(p for p in img.ports if p.role == PortRole.INPUT)
     img.ports = [im.ImagePort(p.name, n_off, p.dtype, p.role, p.task, 1) if p is port else p
                  for p in img.ports]
     yield "an input port on a length slot (the host writes it)", "FROZEN", img.to_bytes()

@@ -135,7 +135,7 @@ def _execute_native(batches: Iterable[Batch]) -> None:
     from copapy import _runner
 
     for batch in batches:
-        prog = _runner.load(batch.image)
+        prog = _runner.load(batch.image, own_code=True)  # compiled here: v1 (in_place) too
         with memoryview(prog) as data:
             batch.results = []
             for writes in batch.input_sets:
