@@ -163,7 +163,7 @@ TWO_CORES = textwrap.dedent("""
     image, _ = program()
 
     def local(kind):
-        prog = native.load_native(inject(image, 0, kind), allow_code=True)  # the Python module's core
+        prog = native.load_native(inject(image, 0, kind), allow_code=True)  # the module's core
         try:
             prog.run(0)
         except cp.ProgramFault as f:

@@ -227,7 +227,7 @@ def slot_of(chains: Chains, c: int, b: int, role: str) -> int:
 
 def set_slot(chains: Chains, c: int, b: int, k: int, value: int) -> None:
     sid, offs = chains[c][b]
-    chains[c][b] = (sid, offs[:k] + (value,) + offs[k + 1:])
+    chains[c][b] = (sid, (*offs[:k], value, *offs[k + 1:]))
 
 
 def frozen_at(img: im.Image, role_pred: Callable[[str], bool], role: str,
@@ -438,8 +438,8 @@ def test_cp_load_refuses_a_format_1_file_naming_the_fix(tmp_path: Path) -> None:
     _, img, _ = base_program()
     path = tmp_path / "old.cpimg"
     path.write_bytes(v1_of(img))
-    with pytest.raises(cp.ProgramFileError, match="format 1 carries machine code.*save the "
-                                                   "program again"):
+    with pytest.raises(cp.ProgramFileError, match=r"format 1 carries machine code.*save the "
+                                                   r"program again"):
         cp.load(path)
 
 

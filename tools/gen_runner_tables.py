@@ -29,7 +29,8 @@ TABLES = ROOT / "runner" / "tables"
 
 
 def _bytes(data: bytes, per_line: int = 24) -> str:
-    lines = [",".join(str(b) for b in data[i : i + per_line]) for i in range(0, len(data), per_line)]
+    lines = [",".join(str(b) for b in data[i : i + per_line])
+             for i in range(0, len(data), per_line)]
     return ",\n".join(lines)
 
 

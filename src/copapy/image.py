@@ -195,7 +195,8 @@ class Image:
         payload += bytes((-offset) % 4)
         total = HEADER.size + directory_size + len(payload) + 4
         header = HEADER.pack(MAGIC, self.format_version, HEADER.size, self.arch, 0, total,
-                             self.code_size if self.table_pin else len(self.code), self.data_offset, self.data_size, self.base_align,
+                             self.code_size if self.table_pin else len(self.code),
+                             self.data_offset, self.data_size, self.base_align,
                              len(bodies), 0, 0, 0)
         body = header + bytes(directory) + bytes(payload)
         return body + struct.pack("<I", zlib.crc32(body))

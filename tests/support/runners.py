@@ -40,7 +40,8 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
     It takes format-1 images too (--allow-code): the fault tests inject machine code."""
     build("host-asan" if asan else "host")
     exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
-    proc = subprocess.Popen([str(exe), "--pty", "--no-rt", "--allow-code", *extra], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([str(exe), "--pty", "--no-rt", "--allow-code", *extra],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
@@ -64,7 +65,8 @@ def runner_process(*args: str, asan: bool = False, allow_code: bool = True
     build("host-asan" if asan else "host")
     exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
     code = ["--allow-code"] if allow_code else []
-    proc = subprocess.Popen([str(exe), *code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen([str(exe), *code, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
                             text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()

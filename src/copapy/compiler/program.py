@@ -26,9 +26,9 @@ from ..progress import Progress
 from .lanepack import pack_reductions
 from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
 from .link import link
+from .lower import ChainSpec, CompileError, Instr, lower_chain
 from .manifest import encode, frozen_slots
 from .runner_table import VERIFIED_ARCHS, runner_table
-from .lower import ChainSpec, CompileError, Instr, lower_chain
 from .table import StencilTable, load_table
 
 COMPILER_VERSION = "copapy-0.1"

@@ -162,8 +162,9 @@ def build(table: StencilTable) -> RunnerTable:
                            len(own), func.strip, func.align, function_flags(table, name))
         n_roles += len(own)
         for r in func.relocs:
-            target = {"slot": lambda t: own.index(t), "func": ids.__getitem__,
-                      "rodata": rodata_ids.__getitem__}.get(r.target_type, lambda t: 0)(r.target)
+            target = (own.index(r.target) if r.target_type == "slot" else
+                      ids[r.target] if r.target_type == "func" else
+                      rodata_ids[r.target] if r.target_type == "rodata" else 0)
             relocs += RELOC.pack(r.offset, kinds[r.kind], _REL[r.target_type], target, r.addend)
             n_relocs += 1
         code += func.code
@@ -173,7 +174,7 @@ def build(table: StencilTable) -> RunnerTable:
         rodata += RODATA.pack(len(code), len(data), align)
         code += data
     kind_bytes = b"".join(k.pack() for k in table.kinds)
-    parts = [funcs, relocs, roles, kind_bytes, rodata, code]
+    parts = [bytes(p) for p in (funcs, relocs, roles, kind_bytes, rodata, code)]
     offsets, at = [], HEADER.size
     for part in parts:
         at += (-at) % 4
@@ -186,7 +187,8 @@ def build(table: StencilTable) -> RunnerTable:
                          ids["cp_entry"], ids["cp_ret"], len(table.nop), 0, table.nop)
     blob = bytearray(header)
     for off, part in zip(offsets, parts, strict=True):
-        blob += bytes(off - len(blob)) + part
+        blob += bytes(off - len(blob))
+        blob += part
     return RunnerTable(table.arch, bytes(blob), ids)
 
 
