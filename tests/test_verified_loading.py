@@ -169,16 +169,22 @@ def test_role_widths_cover_what_the_stencils_touch() -> None:
             d = role_descriptor(name, role, roles)
             if role in ("n", "k", "j"):
                 assert d.access == ACCESS_LENGTH, name
-            elif "f64" in name:
+            elif "_f64__" in name and not (role == "out" or name.startswith("where")):
+                assert d.elem == 8, name  # a float64 operand
+            elif "tof64" in name and role == "out":
                 assert d.elem == 8, name
-            else:
-                assert d.elem == 4, name
             if d.access == ACCESS_LOOP_POINTER:
                 assert flags & FN_LOOP_BODY, name
             if d.access == ACCESS_ARRAY:
                 assert "n" in roles or "k" in roles, name
             if role == "out":
                 assert d.flags & 1, name
+    widths = {("tof64_f32__0_m", "a"): 4, ("tof32_f64__m_m", "out"): 4,
+              ("tof64_i32__v_v", "out"): 8, ("lt_f64__v_v_v", "out"): 4,
+              ("lt_f64__v_v_v", "a"): 8, ("where_f64__v_v_m_m", "a"): 4,
+              ("where_f64__v_v_m_m", "b"): 8, ("store_f64__m_0", "out"): 8}
+    for (name, role), size in widths.items():
+        assert role_descriptor(name, role, ("a", "b", "out", "n")).elem == size, (name, role)
     assert role_descriptor("dotadd_f32__0_v_m_v", "c", ("a", "b", "c", "n")).access == \
         ACCESS_SCALAR
     assert role_descriptor("dotadd_f32__0_v_m_v", "b", ("a", "b", "c", "n")).access == \

@@ -72,7 +72,7 @@ SNIPPETS["x86"] = SNIPPETS["x86_64"]
 WATCHDOG_M7 = bytes.fromhex("72b6fee7")
 
 
-def with_code(img: im.Image, arch: str) -> im.Image:
+def with_code(img: im.Image) -> im.Image:
     """A format-2 image as format 1: the code the runner would build (compiler/manifest.py),
     so that hand-made machine code can replace a task's (a runner then needs --allow-code,
     COPAPY_ALLOW_CODE or load_native(allow_code=True) to take it)."""
@@ -95,7 +95,7 @@ def inject_code(image: bytes, task: int, snippet: bytes, arch: str = "x86_64",
                 kind: str = "code") -> bytes:
     """The image with task ``task``'s entry replaced by ``snippet`` (hand-made machine code;
     the image stays CRC-valid)."""
-    img = with_code(im.parse(image), arch)
+    img = with_code(im.parse(image))
     start = img.tasks[task].entry
     if arch.startswith("cortex-m"):
         start &= ~1  # a Thumb address; x86 code may start at an odd byte

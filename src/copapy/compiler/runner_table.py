@@ -88,9 +88,21 @@ def slot_roles(table: StencilTable, name: str) -> tuple[str, ...]:
     return tuple(r for r in ROLE_NAMES if r in used)
 
 
-def _elem(name: str) -> int:
-    # conservative: any float64 in the name (the type or a conversion to it) means 8 bytes
-    return 8 if "f64" in name else 4
+_SIZES = {"f32": 4, "f64": 8, "i32": 4, "bool": 4}
+_BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "lnot"}
+
+
+def _elem(op: str, role: str) -> int:
+    """Bytes of one element of ``role`` of the operation ``op`` (``<family>_<type>``): the
+    operand type, except a conversion's result (``tof64_f32``: 8), a comparison's result (a
+    bool, 4) and ``where``'s condition (a bool, 4)."""
+    family, _, dtype = op.rpartition("_")
+    base = family[2:] if family.startswith(("vr", "vb")) else family
+    if role == "out" and base.startswith("to") and base[2:] in _SIZES:
+        return _SIZES[base[2:]]
+    if (role == "out" and base in _BOOL_RESULT) or (base == "where" and role == "a"):
+        return 4
+    return _SIZES[dtype]
 
 
 def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
@@ -108,14 +120,14 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     form = dict(zip(order, forms, strict=False)).get(role, "m")
     if form == "p":
         own = "n" in roles and not family.startswith("vr")
-        return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(name),
+        return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(op, role),
                     written | (DIM_N if own else 0))
     if form == "v":
         dims = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
                 "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
                 "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J}}.get(family, {})
-        return Role(role, ACCESS_ARRAY, _elem(name), written | dims.get(role, DIM_N))
-    return Role(role, ACCESS_SCALAR, _elem(name), written)
+        return Role(role, ACCESS_ARRAY, _elem(op, role), written | dims.get(role, DIM_N))
+    return Role(role, ACCESS_SCALAR, _elem(op, role), written)
 
 
 def function_flags(table: StencilTable, name: str) -> int:
