@@ -81,7 +81,8 @@ def programs() -> Iterator[tuple[str, list[Any]]]:
     yield "packed: sum, sqrt", [(a * 2.0 + 1.0).sum(), cp.sqrt(a * a + 1.0)]
     b = array_input(rng.random(64).astype(np.float32), packed=True)
     c = array_input(rng.random(64).astype(np.float32), packed=True)
-    yield "packed: dot, where, min, max", [b @ c, cp.where(b > c, b, c), b.min(), c.max()]
+    yield "packed: dot, where, min, max", [b @ c, cp.where(b > c, b, c), b.min(), c.max(),
+                                           cp.where(b > 0.5, b, 0.0)]
     m = array_input(rng.random((6, 5)).astype(np.float32), packed=True)
     v = array_input(rng.random(5).astype(np.float32), packed=True)
     w = array_input(rng.random(6).astype(np.float32), packed=True)
@@ -169,7 +170,7 @@ def test_role_widths_cover_what_the_stencils_touch() -> None:
             d = role_descriptor(name, role, roles)
             if role in ("n", "k", "j"):
                 assert d.access == ACCESS_LENGTH, name
-            elif "_f64__" in name and not (role == "out" or name.startswith("where")):
+            elif "_f64__" in name and not (role == "out" or (name.startswith("where") and role == "c")):
                 assert d.elem == 8, name  # a float64 operand
             elif "tof64" in name and role == "out":
                 assert d.elem == 8, name
@@ -181,10 +182,15 @@ def test_role_widths_cover_what_the_stencils_touch() -> None:
                 assert d.flags & 1, name
     widths = {("tof64_f32__0_m", "a"): 4, ("tof32_f64__m_m", "out"): 4,
               ("tof64_i32__v_v", "out"): 8, ("lt_f64__v_v_v", "out"): 4,
-              ("lt_f64__v_v_v", "a"): 8, ("where_f64__v_v_m_m", "a"): 4,
+              ("lt_f64__v_v_v", "a"): 8, ("where_f64__v_v_m_m", "c"): 4,
               ("where_f64__v_v_m_m", "b"): 8, ("store_f64__m_0", "out"): 8}
     for (name, role), size in widths.items():
         assert role_descriptor(name, role, ("a", "b", "out", "n")).elem == size, (name, role)
+    # where(c, a, b): the forms after the destination are c, a, b (a wrong order once left an
+    # array unchecked: c, the condition, read as a scalar)
+    abc = ("a", "b", "c", "n", "out")
+    assert [role_descriptor("where_f32__v_v_v_m", r, abc).access for r in ("c", "a", "b")] == \
+        [ACCESS_ARRAY, ACCESS_ARRAY, ACCESS_SCALAR]
     assert role_descriptor("dotadd_f32__0_v_m_v", "c", ("a", "b", "c", "n")).access == \
         ACCESS_SCALAR
     assert role_descriptor("dotadd_f32__0_v_m_v", "b", ("a", "b", "c", "n")).access == \
@@ -369,6 +375,13 @@ def mutants() -> Iterator[tuple[str, str, bytes]]:
     img, ch = fresh()
     img.table_pin = bytes(32)
     yield "another table's pin", "TABLE", img.to_bytes()
+    rng = np.random.default_rng(5)
+    w = array_input(rng.random(16).astype(np.float32), packed=True)
+    img = im.parse(compile_program(nodes([cp.where(w > 0.5, w, 0.0)]), ARCH).image)
+    ch = decode(img.blocks)
+    cw, bw = find(ch, lambda n: n.startswith("where_f32__v_v_v_m"))
+    set_slot(ch, cw, bw, slot_of(ch, cw, bw, "c"), img.data_size - 8)
+    yield "where's condition array past the data", "DATA_RANGE", with_chains(img, ch)
 
 
 def v1_of(img: im.Image) -> bytes:

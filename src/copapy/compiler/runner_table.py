@@ -95,12 +95,12 @@ _BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "lnot"}
 def _elem(op: str, role: str) -> int:
     """Bytes of one element of ``role`` of the operation ``op`` (``<family>_<type>``): the
     operand type, except a conversion's result (``tof64_f32``: 8), a comparison's result (a
-    bool, 4) and ``where``'s condition (a bool, 4)."""
+    bool, 4) and ``where``'s condition ``c`` (a bool, 4)."""
     family, _, dtype = op.rpartition("_")
     base = family[2:] if family.startswith(("vr", "vb")) else family
     if role == "out" and base.startswith("to") and base[2:] in _SIZES:
         return _SIZES[base[2:]]
-    if (role == "out" and base in _BOOL_RESULT) or (base == "where" and role == "a"):
+    if (role == "out" and base in _BOOL_RESULT) or (base == "where" and role == "c"):
         return 4
     return _SIZES[dtype]
 
@@ -115,8 +115,12 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     forms = forms_text.split("_")
     family = op.split("_")[0]
     written = WRITTEN if role == "out" else 0
-    order = ("out", "a", "c", "b") if family.startswith("dot") and family != "dot" else \
-        ("out", "a", "b", "c")
+    # the forms follow the destination in the order of the stencil macros' parameters:
+    # where(c, a, b) (cp_stencil.h CP_SEL1, cp_array.h CP_VSEL1), the fused dots dot(a op c, b)
+    # (cp_array.h CP_VFDOT1), everything else a, b
+    order = (("out", "c", "a", "b") if family == "where" else
+             ("out", "a", "c", "b") if family.startswith("dot") and family != "dot" else
+             ("out", "a", "b", "c"))
     form = dict(zip(order, forms, strict=False)).get(role, "m")
     if form == "p":
         own = "n" in roles and not family.startswith("vr")
