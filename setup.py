@@ -77,8 +77,9 @@ interning = strict_module("copapy.graph._intern", "src/copapy/graph/_intern.c")
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
-FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
-            "zephyr_app",
+# runner/tables: the stencil tables runner/Makefile links into the host runner (format 2)
+FIRMWARE = ["runner/src", "runner/include", "runner/tables", "runner/baremetal",
+            "runner/cortexm", "runner/host", "zephyr_app",
             "runner/Makefile", "docs/protocol.md", "docs/image.md"]
 FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 
