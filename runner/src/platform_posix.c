@@ -505,7 +505,7 @@ static int changed_state(cp_fault *fault, uint32_t changed, uint32_t fp_left)
  * chain starts in the defined CPU state and the caller's comes back after it. Returns the
  * CP_CPU_CHANGED_* bits of what the chain left changed; *fp_left the FP control word. */
 CP_CALLS_LOADED_CODE
-static inline uint32_t run_armed(guard_slot *g, void (*entry)(void), uint32_t *fp_left)
+static inline uint32_t run_armed(guard_slot *g, cp_chain_fn entry, uint32_t *fp_left)
 {
     cp_cpu_enter(&g->cpu); /* saved before a fault can jump back to restore it */
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
@@ -536,7 +536,7 @@ static inline void need_watchdog(uint64_t budget_ns)
 }
 
 CP_CALLS_LOADED_CODE
-int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
 {
     guard_slot *g = own_slot();
     if (g == NULL) {
@@ -561,7 +561,7 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
 /* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
  * budget and run_armed; a fault jumps back into cp_posix_guard_run, never returns here. */
 CP_CALLS_LOADED_CODE
-static int armed_job(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
 {
     guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
     need_watchdog(budget_ns);
