@@ -1,10 +1,11 @@
 """Cross-build the runner for Windows and macOS from Linux with zig cc (ziglang, the build
-extra): the host runner, libcopapy with its C example and, for Windows, the runner core's C unit
-tests (run under wine: tests/test_windows.py). Every unit is compiled with
--std=c11 -Wall -Wextra -Werror; docs/platforms.md lists what is tested how.
+extra): the host runner, libcopapy with its C example, for Windows the runner core's C unit
+tests (run under wine: tests/test_windows.py), for macOS the copapy._runner extension (a build
+check). Every unit is compiled with -std=c11 -Wall -Wextra -Werror and any compiler output is
+an error; docs/platforms.md lists what is tested how.
 
     python tools/cross_build.py windows-x86_64 [--out DIR] [--only tests|runner|lib]
-    python tools/cross_build.py macos-x86_64 | macos-aarch64
+    python tools/cross_build.py macos-x86_64 | macos-aarch64 [--only runner|lib|ext]
 
 Artefacts go to runner/build/<platform>/ (the default) and their sizes are printed. A missing
 ziglang is an error naming the install command.
@@ -16,6 +17,7 @@ import argparse
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +124,19 @@ def build_lib(p: Platform, out: Path) -> list[Path]:
     return [lib, example]
 
 
+def build_extension(p: Platform, out: Path) -> Path:
+    """copapy._runner (the runner core with its CPython module) as a macOS bundle, against
+    this machine's CPython headers: a check that it compiles and links for Darwin without a
+    warning, not a module to import (a wheel is built with the macOS Python's headers). A
+    Windows extension needs Windows CPython's headers and import library: not built here."""
+    include = sysconfig.get_paths()["include"]
+    python = RUNNER / "python"
+    return _cc(p, ["-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-I", include,
+                   "-Wl,-undefined,dynamic_lookup", str(python / "module.c"),
+                   str(python / "scheduler.c"), *map(str, core_sources())],
+               out / "_runner.cpython-darwin.so")
+
+
 def build(name: str, out: Path | None = None, only: str | None = None) -> list[Path]:
     """Every artefact of platform ``name`` (or only the ``only`` group), their paths."""
     if name not in PLATFORMS:
@@ -136,6 +151,8 @@ def build(name: str, out: Path | None = None, only: str | None = None) -> list[P
         made.append(build_runner(p, out))
     if only in (None, "lib"):
         made += build_lib(p, out)
+    if only in (None, "ext") and not p.windows:
+        made.append(build_extension(p, out))
     return made
 
 
@@ -143,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("platform", choices=sorted(PLATFORMS))
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--only", choices=("tests", "runner", "lib"))
+    ap.add_argument("--only", choices=("tests", "runner", "lib", "ext"))
     args = ap.parse_args(argv)
     try:
         made = build(args.platform, args.out, args.only)

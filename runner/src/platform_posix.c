@@ -21,8 +21,15 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
+#if defined(__APPLE__)
+/* Darwin: the machine context without the deprecated ucontext routines, the threads' CPU
+ * time through Mach (no pthread_getcpuclockid) */
+#include <mach/mach.h>
+#include <sys/ucontext.h>
+#else
+#include <ucontext.h>
+#endif
 
 #include "copapy/platform_posix.h"
 #include "cpu_state.h"
@@ -66,6 +73,30 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
+/* Apple silicon executes only MAP_JIT code that this process writes: the region is mapped
+ * RWX with MAP_JIT and the loading thread writes it with its JIT write protection off
+ * (pthread_jit_write_protect_np, per thread); sealing turns the protection on again and
+ * remaps the data part as an ordinary read-write mapping (a MAP_JIT page is writable only
+ * by a thread that has the protection off, and chains write their data). */
+#if defined(__APPLE__) && defined(__aarch64__)
+#define REGION_PROT (PROT_READ | PROT_WRITE | PROT_EXEC)
+#define REGION_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_JIT)
+#else
+#define REGION_PROT (PROT_READ | PROT_WRITE)
+#define REGION_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS)
+#endif
+
+static void *map_region(size_t len)
+{
+    void *p = mmap(NULL, len, REGION_PROT, REGION_FLAGS, -1, 0);
+#if defined(__APPLE__) && defined(__aarch64__)
+    if (p != MAP_FAILED) {
+        pthread_jit_write_protect_np(0); /* this thread loads the program */
+    }
+#endif
+    return p;
+}
+
 static void *posix_alloc(void *ctx, size_t size, size_t align)
 {
     (void)ctx;
@@ -75,12 +106,12 @@ static void *posix_alloc(void *ctx, size_t size, size_t align)
     }
     size_t len = round_up(size, page);
     if (align <= page) {
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *p = map_region(len);
         return p == MAP_FAILED ? NULL : p;
     }
     /* over-map by `align`, then give back the misaligned head and the unused tail */
     size_t span = len + align;
-    uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *raw = map_region(span);
     if ((void *)raw == MAP_FAILED) {
         return NULL;
     }
@@ -108,7 +139,30 @@ static int posix_seal(void *ctx, void *base, size_t code_len, size_t size)
         return 0;
     }
     __builtin___clear_cache((char *)base, (char *)base + len);
+#if defined(__APPLE__) && defined(__aarch64__)
+    size_t rest = round_up(size, page) - len;
+    uint8_t *tail = (uint8_t *)base + len;
+    uint8_t *copy = rest > 0 ? malloc(rest) : NULL;
+    if (rest > 0 && copy == NULL) {
+        return -1;
+    }
+    if (rest > 0) {
+        memcpy(copy, tail, rest);
+        void *p = mmap(tail, rest, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                       -1, 0);
+        if (p != MAP_FAILED) {
+            memcpy(tail, copy, rest);
+        }
+        free(copy);
+        if (p == MAP_FAILED) {
+            return -1;
+        }
+    }
+    pthread_jit_write_protect_np(1);
+    return 0;
+#else
     return mprotect(base, len, PROT_READ | PROT_EXEC) == 0 ? 0 : -1;
+#endif
 }
 
 static void posix_free(void *ctx, void *base, size_t size)
@@ -156,7 +210,11 @@ typedef struct guard_slot {
     uint64_t budget_ns;            /* atomic */
     uint64_t kill_seq;             /* atomic */
     pthread_t thread;
+#if defined(__APPLE__)
+    mach_port_t cpu_clock;         /* the Mach thread: its CPU time by thread_info */
+#else
     clockid_t cpu_clock;
+#endif
     int have_cpu_clock;
     void *alt_stack;               /* ours, or NULL if the thread had one */
     cp_fault fault;                /* filled by the signal handler */
@@ -199,6 +257,10 @@ static uint64_t interrupted_pc(const void *uctx)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.pc;
 #elif defined(__linux__) && defined(__arm__)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.arm_pc;
+#elif defined(__APPLE__) && defined(__x86_64__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext->__ss.__rip;
+#elif defined(__APPLE__) && defined(__aarch64__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext->__ss.__pc;
 #else
     (void)uctx;
     return 0;
@@ -424,7 +486,12 @@ __attribute__((noinline)) static guard_slot *claim_slot(void)
             guard_slot *g = &slots[i];
             g->active = 0;
             g->thread = pthread_self();
+#if defined(__APPLE__)
+            g->cpu_clock = pthread_mach_thread_np(g->thread);
+            g->have_cpu_clock = g->cpu_clock != MACH_PORT_NULL;
+#else
             g->have_cpu_clock = pthread_getcpuclockid(g->thread, &g->cpu_clock) == 0;
+#endif
             g->alt_stack = NULL;
             g->seen_seq = 0;
             stack_t cur;
@@ -592,10 +659,23 @@ static uint64_t poll_interval_ns = DEFAULT_POLL_NS;
 
 static uint64_t thread_cpu_ns(const guard_slot *g, uint64_t wall)
 {
+#if defined(__APPLE__)
+    thread_basic_info_data_t info;
+    mach_msg_type_number_t count = THREAD_BASIC_INFO_COUNT;
+    if (g->have_cpu_clock &&
+        thread_info(g->cpu_clock, THREAD_BASIC_INFO, (thread_info_t)&info, &count) ==
+            KERN_SUCCESS) {
+        return ((uint64_t)info.user_time.seconds + (uint64_t)info.system_time.seconds) *
+                   1000000000u +
+               ((uint64_t)info.user_time.microseconds + (uint64_t)info.system_time.microseconds) *
+                   1000u;
+    }
+#else
     struct timespec ts;
     if (g->have_cpu_clock && clock_gettime(g->cpu_clock, &ts) == 0) {
         return ts_ns(&ts);
     }
+#endif
     return wall; /* no CPU clock for that thread: wall time */
 }
 
