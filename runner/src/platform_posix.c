@@ -33,6 +33,7 @@
 
 #include "copapy/platform_posix.h"
 #include "cpu_state.h"
+#include "guard_common.h"
 #include "internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -221,10 +222,7 @@ typedef struct guard_slot {
     cp_fault *out;                 /* the caller's fault record */
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
-    /* supervisor only */
-    uint64_t seen_seq;
-    uint64_t seen_cpu_ns;
-    uint64_t kill_cpu_ns;
+    cp_guard_watch watch;          /* supervisor only */
 } guard_slot;
 
 static guard_slot slots[GUARD_SLOTS];
@@ -493,7 +491,7 @@ __attribute__((noinline)) static guard_slot *claim_slot(void)
             g->have_cpu_clock = pthread_getcpuclockid(g->thread, &g->cpu_clock) == 0;
 #endif
             g->alt_stack = NULL;
-            g->seen_seq = 0;
+            g->watch.seen_seq = 0;
             stack_t cur;
             if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) != 0) {
                 void *mem = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
@@ -547,25 +545,7 @@ static int jumped_back(int sig)
     recover(sig);
     cp_cpu_restore(&j->cpu);
     (void)repair_signals();
-    if (j->out != NULL) {
-        j->out->kind = j->fault.kind;
-        j->out->address = j->fault.address;
-        j->out->pc = j->fault.pc;
-        j->out->code = j->fault.code;
-    }
-    return 1;
-}
-
-/* A chain that left the CPU or the signal state changed (cpu_state.h): a fault. */
-static int changed_state(cp_fault *fault, uint32_t changed, uint32_t fp_left)
-{
-    if (fault != NULL) {
-        fault->kind = CP_FAULT_CPU_STATE;
-        fault->address = fp_left;
-        fault->pc = 0;
-        fault->code = changed;
-    }
-    return 1;
+    return cp_guard_report(j->out, &j->fault);
 }
 
 /* One job under an armed slot: seq is odd and the fault is ours while the chain runs; the
@@ -622,7 +602,7 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
     }
     uint32_t fp_left = 0;
     uint32_t changed = run_armed(g, entry, &fp_left);
-    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
+    return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
 /* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
@@ -635,7 +615,7 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     uint32_t fp_left = 0;
     uint32_t changed = run_armed(g, entry, &fp_left);
-    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
+    return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
@@ -696,21 +676,11 @@ static void *watchdog_main(void *arg)
             uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
             uint64_t budget = __atomic_load_n(&g->budget_ns, __ATOMIC_RELAXED);
             if ((seq & 1u) == 0 || budget == 0) {
-                g->seen_seq = 0;
+                g->watch.seen_seq = 0;
                 continue;
             }
-            uint64_t cpu = thread_cpu_ns(g, wall);
-            if (seq != g->seen_seq) {
-                /* first seen running now: it has used at least nothing of its budget */
-                g->seen_seq = seq;
-                g->seen_cpu_ns = cpu;
-                continue;
-            }
-            uint64_t used = cpu - g->seen_cpu_ns;
             int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
-            /* interrupt once; again if the first signal did not end it within a budget */
-            if ((!fired && used >= budget) || (fired && cpu - g->kill_cpu_ns >= budget)) {
-                g->kill_cpu_ns = cpu;
+            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), fired)) {
                 __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
                 pthread_kill(g->thread, CP_POSIX_WATCHDOG_SIGNAL);
             }

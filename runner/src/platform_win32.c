@@ -20,6 +20,7 @@
 #include "copapy/platform_posix.h"
 #include "copapy/platform_win32.h"
 #include "cpu_state.h"
+#include "guard_common.h"
 #include "internal.h"
 
 #if defined(__x86_64__)
@@ -139,10 +140,7 @@ typedef struct guard_slot {
     cp_fault fault;               /* filled by the handler or the supervisor */
     cp_fault *out;                /* the caller's fault record */
     cp_cpu_saved cpu;             /* the caller's FP control state while a chain runs */
-    /* supervisor only */
-    uint64_t seen_seq;
-    uint64_t seen_cpu_ns;
-    uint64_t kill_cpu_ns;
+    cp_guard_watch watch;         /* supervisor only */
 } guard_slot;
 
 static guard_slot slots[GUARD_SLOTS];
@@ -297,7 +295,7 @@ __attribute__((noinline)) static guard_slot *claim_slot(void)
                                         __ATOMIC_RELAXED)) {
             guard_slot *g = &slots[i];
             g->active = 0;
-            g->seen_seq = 0;
+            g->watch.seen_seq = 0;
             HANDLE self = NULL;
             if (!DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(),
                                  &self, 0, FALSE, DUPLICATE_SAME_ACCESS)) {
@@ -328,25 +326,7 @@ static int jumped_back(void)
     __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
                      __ATOMIC_RELEASE);
     cp_cpu_restore(&j->cpu);
-    if (j->out != NULL) {
-        j->out->kind = j->fault.kind;
-        j->out->address = j->fault.address;
-        j->out->pc = j->fault.pc;
-        j->out->code = j->fault.code;
-    }
-    return 1;
-}
-
-/* A chain that left the CPU state changed (cpu_state.h): a fault. */
-static int changed_state(cp_fault *fault, uint32_t changed, uint32_t fp_left)
-{
-    if (fault != NULL) {
-        fault->kind = CP_FAULT_CPU_STATE;
-        fault->address = fp_left;
-        fault->pc = 0;
-        fault->code = changed;
-    }
-    return 1;
+    return cp_guard_report(j->out, &j->fault);
 }
 
 /* One job under an armed slot: seq is odd and an exception is ours while the chain runs. */
@@ -393,7 +373,7 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
     }
     uint32_t fp_left = 0;
     uint32_t changed = run_armed(g, entry, &fp_left);
-    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
+    return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
 CP_CALLS_LOADED_CODE
@@ -404,7 +384,7 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     uint32_t fp_left = 0;
     uint32_t changed = run_armed(g, entry, &fp_left);
-    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
+    return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
@@ -478,19 +458,11 @@ static DWORD WINAPI watchdog_main(LPVOID arg)
             uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
             uint64_t budget = __atomic_load_n(&g->budget_ns, __ATOMIC_RELAXED);
             if ((seq & 1u) == 0 || budget == 0) {
-                g->seen_seq = 0;
-                continue;
-            }
-            uint64_t cpu = thread_cpu_ns(g, wall);
-            if (seq != g->seen_seq) {
-                g->seen_seq = seq; /* first seen running now */
-                g->seen_cpu_ns = cpu;
+                g->watch.seen_seq = 0;
                 continue;
             }
             int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
-            if ((!fired && cpu - g->seen_cpu_ns >= budget) ||
-                (fired && cpu - g->kill_cpu_ns >= budget)) {
-                g->kill_cpu_ns = cpu;
+            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), fired)) {
                 __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
                 interrupt(g, seq);
             }

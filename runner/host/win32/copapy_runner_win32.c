@@ -81,13 +81,18 @@ typedef struct host {
 static host H;
 static volatile LONG stop_requested;
 
+static void report(const char *what, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "copapy-runner: %s: ", what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("copapy-runner: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("error", fmt, ap);
     va_end(ap);
     exit(2);
 }
@@ -96,9 +101,7 @@ static void warn(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("copapy-runner: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    report("warning", fmt, ap);
     va_end(ap);
 }
 
