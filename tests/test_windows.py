@@ -1,20 +1,23 @@
 """The runner on Windows, cross-built with zig cc (tools/cross_build.py) and run under wine
 (COPAPY_WINE; the tests skip with a reason naming docs/platforms.md without it): the runner
-core's C unit tests, and libcopapy's C example computing what LocalTarget computes, bit for
-bit. The Windows host runner's SerialTarget suite is tests/test_runner_suite.py
-(windows-wine)."""
+core's C unit tests, libcopapy's C example computing what LocalTarget computes, bit for bit,
+and the host runner on a COM port. The Windows host runner's SerialTarget suite (TCP) is
+tests/test_runner_suite.py (windows-wine)."""
 
 from __future__ import annotations
 
 import struct
+import time
 from pathlib import Path
 
 import pytest
 
 import copapy as cp
+from copapy.serial_target import SerialTarget
 
 from .support import wine
 from .test_kits_abi import INPUTS, controller, reference
+from .test_safety_host import healthy_program_runs, inject_all
 
 C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
 
@@ -52,3 +55,16 @@ def test_the_c_example_runs_the_image_under_wine(tmp_path: Path) -> None:
     assert struct.pack("50f", *reference(xs)) == struct.pack("50f", *got)
     bad = wine.run("copapy-example.exe", str(image), "nope", "ctrl.out0")
     assert bad.returncode == 1 and "NO_PORT" in bad.stderr and "measured" in bad.stderr
+
+
+def test_the_runner_serves_a_com_port() -> None:
+    """--com: the protocol over a serial port (wine's COM9, a pty here); a program runs, an
+    injected fault is contained and reported over it, a new program runs after."""
+    with wine.com_runner() as url, SerialTarget(url, timeout=3.0) as tg:
+        assert tg.info().name == "copapy host runner (windows)"
+        counter = cp.feedback(lambda n: n + 1, init=0)
+        tg.deploy(cp.Task(counter, period=1e-3), start=True)
+        time.sleep(0.3)
+        assert tg.read(counter) > 0
+        assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
+        healthy_program_runs(tg)

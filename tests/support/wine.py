@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
+import socket
 import subprocess
 import sys
+import threading
+import tty
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -78,3 +82,54 @@ def runner(key: bytes, tmp: Path, *extra: str) -> Iterator[str]:
     finally:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def com_runner(port: str = "COM9") -> Iterator[str]:
+    """socket:// URL of copapy-runner.exe under wine on a COM port: wine maps COM9 to the
+    slave of a pty (a link in the prefix's dosdevices), and a thread bridges the pty's master
+    to a loopback TCP socket that SerialTarget opens."""
+    command = wine()
+    build("runner")
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    link = prefix() / "dosdevices" / port.lower()
+    link.unlink(missing_ok=True)
+    link.symlink_to(os.ttyname(slave))
+    proc = subprocess.Popen([*command, str(BUILD / "copapy-runner.exe"), "--com", port,
+                             "--no-rt"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=wine_env())
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def bridge() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            while not done.is_set():
+                ready, _, _ = select.select([conn.fileno(), master], [], [], 0.2)
+                if conn.fileno() in ready:
+                    data = conn.recv(4096)
+                    if not data:
+                        return
+                    os.write(master, data)
+                if master in ready:
+                    conn.sendall(os.read(master, 4096))
+
+    thread = threading.Thread(target=bridge, daemon=True)
+    thread.start()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().split()
+        assert line == ["COM", port], (
+            f"the Windows runner did not open {port}: {line} "
+            f"{proc.stderr.read() if proc.stderr else ''}")
+        yield f"socket://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        done.set()
+        proc.kill()
+        proc.wait(timeout=10)
+        listener.close()
+        thread.join(timeout=2)
+        os.close(master)
+        os.close(slave)
+        link.unlink(missing_ok=True)
