@@ -46,6 +46,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_guide.py": ("build",), "test_math_kernels.py": ("build",),
     "test_vector_kernels.py": ("build",), "test_kits_control_loop.py": ("build",),
     "test_kits_ros2_control.py": ("build",),
+    "test_windows.py": ("build", "emulator"), "test_macos_build.py": ("build",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

@@ -1,7 +1,8 @@
 """One SerialTarget end-to-end suite, run on every runner: the host runner (pty), the bare-metal
-Cortex-M7 firmware in qemu, the Zephyr firmware on qemu's mps2-an500 and the Zephyr teensy41
-build (LPUART6) on Renode's Teensy 4.1. The Zephyr runners skip without ZEPHYR_BASE (and
-COPAPY_RENODE for Renode); docs/zephyr.md says how to provide them.
+Cortex-M7 firmware in qemu, the Zephyr firmware on qemu's mps2-an500, the Zephyr teensy41
+build (LPUART6) on Renode's Teensy 4.1 and the Windows host runner under wine (TCP with a key).
+The Zephyr runners skip without ZEPHYR_BASE (and COPAPY_RENODE for Renode); docs/zephyr.md
+says how to provide them. The Windows runner skips without COPAPY_WINE (docs/platforms.md).
 
 Results, the link and I/O first, then safety (issue 12): injected faults of every kind the
 runner's architecture reports, the watchdog, the safe state, atomic replace, the dead-man
@@ -28,7 +29,7 @@ from copapy.io import Channel
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .support import faults
+from .support import faults, wine
 from .support import zephyr_runners as zr
 from .support.faults import SNIPPETS, FaultWaiter, deploy_faulty
 from .support.runners import host_runner, qemu_runner, retry_unskipped, runner_process
@@ -56,20 +57,33 @@ class Runner:
     no_watchdog: str | None = None
     #: fault kinds of the architecture the emulator cannot cause, and why
     unmodelled_faults: tuple[tuple[str, str], ...] = ()
+    #: the runner's key (a TCP runner has one); None: none
+    key: bytes | None = None
 
     def target(self, **kw: Any) -> SerialTarget:
+        if self.key is not None:
+            kw.setdefault("key", self.key)
         return SerialTarget(self.url, timeout=self.timeout, **kw)
 
 
-RUNNERS = ["host", "bare-metal-qemu", "zephyr-qemu", "zephyr-renode"]
+RUNNERS = ["host", "bare-metal-qemu", "zephyr-qemu", "zephyr-renode", "windows-wine"]
 
 
 @pytest.fixture(scope="module", params=RUNNERS)
-def runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
+def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Runner]:
     name = request.param
     if name == "host":
         with host_runner() as (pty, _proc):
             yield Runner(name, pty, 2.0, True, "the host runner has no hardware watchdog")
+    elif name == "windows-wine":
+        key = os.urandom(32)
+        with wine.runner(key, tmp_path_factory.mktemp("wine")) as url:
+            yield Runner(name, url, 3.0, True, "the host runner has no hardware watchdog",
+                         (("SIGBUS", "wine 8 raises the alignment-check fault as "
+                                     "EXCEPTION_ACCESS_VIOLATION (contained, as SIGSEGV); "
+                                     "Windows raises EXCEPTION_DATATYPE_MISALIGNMENT"),),
+                         key=key)
     elif name == "bare-metal-qemu":
         with qemu_runner("cortex-m7") as url:
             yield Runner(name, url, 3.0, True)
@@ -575,6 +589,9 @@ def keyed_runner(name: str, key: bytes, tmp: Path) -> Iterator[str]:
             yield u
     elif name == "zephyr-qemu":
         with zr.qemu_runner("mps2_an500_keyed") as url:
+            yield url
+    elif name == "windows-wine":
+        with wine.runner(key, tmp) as url:
             yield url
     else:
         with zr.renode_runner("teensy41_lpuart_keyed") as url:

@@ -60,7 +60,7 @@ static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
         cp_task_record t = cp_image_task(img, i);
         /* integer to function pointer is the implementation-defined but universal way;
          * entry keeps bit 0 so Thumb code is entered in Thumb state */
-        tasks[i].entry = (void (*)(void))((uintptr_t)base + t.entry);
+        tasks[i].entry = (cp_chain_fn)((uintptr_t)base + t.entry);
         tasks[i].period_ns = t.period_ns;
         tasks[i].offset_ns = t.offset_ns;
         tasks[i].priority = t.priority;
