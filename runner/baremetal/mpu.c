@@ -47,3 +47,20 @@ int mpu_cover(uint32_t floor, uint32_t lo, uint32_t hi, uint32_t attr, mpu_regio
     }
     return 0;
 }
+
+int mpu_program(uint32_t s, uint32_t code_end, uint32_t data_end, mpu_region *out, int max)
+{
+    int n = 0;
+    if ((data_end <= code_end ||
+         mpu_cover(s, code_end, data_end, MPU_RASR_XN | MPU_AP_FULL | MPU_NORMAL, out, &n,
+                   max) == 0) &&
+        (code_end <= s ||
+         mpu_cover(s, s, code_end, MPU_AP_PRIV_RW_USER_RO | MPU_NORMAL, out, &n, max) == 0)) {
+        return n;
+    }
+    n = 0;
+    if (data_end > s && mpu_cover(s, s, data_end, MPU_AP_FULL | MPU_NORMAL, out, &n, max) != 0) {
+        return -1;
+    }
+    return n;
+}

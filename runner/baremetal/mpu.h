@@ -38,4 +38,13 @@ typedef struct mpu_region {
 int mpu_cover(uint32_t floor, uint32_t lo, uint32_t hi, uint32_t attr, mpu_region *out,
               int *n, int max);
 
+/* The regions of a program at slot base s (aligned to the power of two above data_end - s):
+ * code [s, code_end) read-only and executable for a task, data [code_end, data_end)
+ * read-write and execute-never, data first so the code regions win where they overlap. When
+ * that takes more than `max` regions (the cost is about the octal digits of both sizes), the
+ * whole [s, data_end) read-write-execute for the task: still nothing outside the program (a
+ * task's own code is no secret and no privilege: its image brought it). Returns the number
+ * of regions in out, or -1 if even that does not fit. */
+int mpu_program(uint32_t s, uint32_t code_end, uint32_t data_end, mpu_region *out, int max);
+
 #endif

@@ -550,14 +550,8 @@ static int isolation_enter(uintptr_t entry)
     uint32_t code_end = s + p->data_offset;
     uint32_t data_end = code_end + ((p->data_size + 31u) & ~31u);
     mpu_region r[MPU_MAX_REGIONS];
-    int n = 0;
-    /* data first: the code regions (higher numbers) win where a data region reaches down */
-    if ((data_end > code_end &&
-         mpu_cover(s, code_end, data_end, MPU_RASR_XN | MPU_AP_FULL | MPU_NORMAL, r, &n,
-                   (int)mpu_program_regions) != 0) ||
-        (code_end > s &&
-         mpu_cover(s, s, code_end, MPU_AP_PRIV_RW_USER_RO | MPU_NORMAL, r, &n,
-                   (int)mpu_program_regions) != 0)) {
+    int n = mpu_program(s, code_end, data_end, r, (int)mpu_program_regions);
+    if (n < 0) {
         return -1;
     }
     for (uint32_t k = 0; k < mpu_program_regions; k++) {
@@ -871,7 +865,7 @@ static void reset_reason_set(uint32_t reason, uint32_t ipsr, uint32_t pc)
     __asm__ volatile("dsb" ::: "memory");
 }
 
-static const char *reset_cause = "";
+static const char *reset_cause; /* NULL: power-on */
 static char runner_name[128];
 
 static void name_append(uint32_t *at, const char *s)
@@ -882,11 +876,16 @@ static void name_append(uint32_t *at, const char *s)
     runner_name[*at] = '\0';
 }
 
-/* The runner's name in HELLO, with the reason of the last reset (none after power-on). */
+/* The runner's name in HELLO; after a reset a shorter one with its reason:
+ * "copapy bare-metal runner (mps2-an500); reset: watchdog NMI". */
 static void runner_name_init(const char *name)
 {
     uint32_t at = 0;
-    name_append(&at, name);
+    if (reset_cause == (const char *)0) {
+        name_append(&at, name);
+        return;
+    }
+    name_append(&at, "copapy bare-metal runner (mps2-an500); reset: ");
     name_append(&at, reset_cause);
 }
 
@@ -895,7 +894,7 @@ static void runner_name_init(const char *name)
 static void boot_record_apply(void)
 {
     boot_record *r = boot_rec();
-    const char *cause = "";
+    const char *cause = (const char *)0;
     if (r->magic == BOOT_MAGIC && r->count <= BOOT_SAFE_MAX && boot_crc(r) == r->crc) {
         for (uint32_t k = 0; k < r->count; k++) {
             const boot_safe *s = &r->out[k];
@@ -903,10 +902,12 @@ static void boot_record_apply(void)
                 io[s->kind - 1][s->channel] = s->value;
             }
         }
-        cause = r->reason_check != ~r->reason ? "; reset: hardware (watchdog or external)"
-                : r->reason == REASON_WATCHDOG ? "; reset: watchdog warning (NMI)"
-                : r->reason == REASON_FAULT    ? "; reset: fault outside a task"
-                                               : "; reset: hardware (watchdog or external)";
+        /* hardware: the watchdog's second expiry or an external reset (the board has no
+         * reset cause register); HELLO's name holds 64 bytes */
+        cause = r->reason_check != ~r->reason ? "hardware"
+                : r->reason == REASON_WATCHDOG ? "watchdog NMI"
+                : r->reason == REASON_FAULT    ? "fault"
+                                               : "hardware";
     } else {
         r->count = 0;
     }
