@@ -42,6 +42,7 @@ from copapy.serial.link import SerialTargetError
 from copapy.serial.protocol import ProtocolError
 from copapy.serial_target import SerialTarget
 
+from .support import zephyr_runners as zr
 from .support.faults import FaultWaiter, inject_code
 from .support.runners import ROOT, qemu_process, qemu_runner
 
@@ -286,6 +287,27 @@ def test_attack_is_contained(name: str, board: tuple[SerialTarget, Fw],
         assert tg.info().state == "faulted"
     assert tg.info().arch == "cortex-m7"  # HELLO answers
     assert honest_results(tg) == reference
+
+
+def test_auth_stays_required(tmp_path: Path) -> None:
+    """On a firmware with a key, the key holder's program attacks require_auth and the
+    session key: both faults, and a peer without the key is still refused."""
+    key = zr.TEST_KEY  # the key build/keyed has (test_runner_suite.py builds it the same)
+    with qemu_runner("cortex-m7", f"RUNNER_KEY={key.hex()}", build_dir="build/keyed") as url:
+        sym = symbols(FW_DIR / "build" / "keyed" / "runner-cortex-m7.elf")
+        fw = Fw(sym, sym["srv"] + offset_of("offsetof(cp_server, cfg.require_auth)"),
+                sym["srv"] + offset_of("offsetof(cp_server, owner)"))
+        with SerialTarget(url, key=key, timeout=3.0) as tg:
+            assert tg.info().auth_required
+            for name in ("auth_flag_0", "read_session_key"):
+                waiter = FaultWaiter(tg)
+                deploy(tg, lambda img, name=name: CASES[name].code(fw, img))  # type: ignore[misc]
+                tg.start()
+                fault = waiter.wait(10)
+                assert (fault.kind, fault.task) == ("MemManage", 1), (name, fault)
+        time.sleep(0.3)  # qemu listens again after a client leaves
+        with pytest.raises(SerialTargetError, match="AUTH_REQUIRED"):
+            SerialTarget(url, timeout=3.0)
 
 
 def test_corpus_size() -> None:

@@ -4,7 +4,8 @@
  * Contexts: thread mode is the protocol context (reads the RX ring, feeds the server, writes
  * responses and queued STREAM events with polled TX, sleeps in WFI); the SysTick handler is the
  * tick context (highest priority; it runs every due tick of the deadline grid and queues
- * events). The server's lock is PRIMASK: a locked section delays a pending SysTick, never
+ * events). Each job of a loaded program runs unprivileged in thread mode on its own stack,
+ * with SysTick still active, inside MPU regions of its program (see "isolation" below). The server's lock is PRIMASK: a locked section delays a pending SysTick, never
  * loses it. UART0 RX is interrupt driven into a ring (lowest priority) with flow control: when
  * the ring is full the handler stops reading, so qemu's chardev (or a real UART's RTS) holds
  * the bytes.
@@ -18,15 +19,16 @@
  * and job execution times is DWT CYCCNT when it counts, else the CMSDK TIMER0 (25 MHz,
  * 32 bits, extended in software).
  *
- * Fault containment (docs/realtime.md): chains run inside fw_guard, which saves the callee-
+ * Fault containment (docs/realtime.md): chains run under fw_guard, which saves the callee-
  * saved registers; MemManage, BusFault and UsageFault (enabled, priority above SysTick),
  * HardFault, the budget timer (TIMER1, armed per job, priority above SysTick) and the NMI of
  * the CMSDK watchdog all enter fault_contain. When a guarded chain was running it builds a
  * basic exception frame that returns, in the SysTick context, into a stub that restores the
  * guard's registers: the chain is abandoned, the core records the fault (FAULTED, outputs
  * safe) and the tick ends normally. The watchdog is kicked by the main loop (a 10 ms timer
- * wakes it): a chain that masks interrupts and loops is caught by its NMI; a firmware that
- * stops serving its link is reset by its second expiry. */
+ * wakes it): an unprivileged chain cannot mask interrupts, so its NMI catches only the
+ * firmware's own hangs, reported and reset; if even the NMI handler hangs, its second expiry
+ * resets the board. Either way the boot record drives the safe outputs first thing after. */
 #include <stdint.h>
 
 #include "cm_guard.h"
@@ -522,7 +524,8 @@ static void isolation_init(void)
 }
 
 /* The loaded program whose code holds `entry` (the active one, or the other during a
- * swap), or NULL. */
+ * swap), or NULL. Reads the server's program table (cp_program is public; the tick context
+ * may read the active slot, the protocol context changes it only under the lock). */
 static const cp_program *program_of(uintptr_t entry)
 {
     for (uint32_t k = 0; k < 2; k++) {
