@@ -5,8 +5,13 @@ another firmware file given with --baseline (e.g. one built from a revision befo
 isolation). Under ``-icount shift=5`` (tests/support/runners.py) each instruction is 32 ns of
 guest time, so a time difference / 32 ns is instructions. Also prints text/data/bss.
 
+``--attacks ELF`` instead runs the attack corpus of tests/test_fw_isolation.py against that
+firmware, one fresh boot per case, and prints what each did: the fault reported (or none),
+whether ticks go on, the state HELLO reports, whether the board still answers.
+
     make -C <old tree>/runner/baremetal BUILD=/tmp/fw-old /tmp/fw-old/runner-cortex-m7.elf
     python benchmarks/bench_fw_isolation.py --baseline /tmp/fw-old/runner-cortex-m7.elf
+    python benchmarks/bench_fw_isolation.py --attacks /tmp/fw-old/runner-cortex-m7.elf
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from copapy.serial_target import SerialTarget
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.support.faults import FaultWaiter  # noqa: E402
 from tests.support.runners import build, qemu_process  # noqa: E402
+from tests.test_fw_isolation import CASES, Fw, deploy, offset_of, symbols  # noqa: E402
 
 NS_PER_INSTRUCTION = 32  # -icount shift=5
 
@@ -56,11 +63,44 @@ def sizes(elf: Path) -> str:
                           check=True).stdout.splitlines()[1]
 
 
+def attack_outcome(elf: Path, fw: Fw, name: str) -> str:
+    case = CASES[name]
+    with qemu_process("cortex-m7", elf=elf) as (url, proc):
+        try:
+            with SerialTarget(url, timeout=2.0, progress=False) as tg:
+                waiter = FaultWaiter(tg)
+                v = deploy(tg, lambda img: case.code(fw, img))
+                tg.start()
+                waiter.arrived.wait(3)
+                fault = waiter.faults[-1].kind if waiter.faults else "none"
+                before = tg.read(v["counter"])
+                time.sleep(0.3)
+                ticks = "ticking" if tg.read(v["counter"]) > before else "no ticks"
+                out = f"fault {fault}, {ticks}, HELLO: {tg.info().state}"
+        except Exception as e:  # what the attack did to the board is the result
+            out = f"{type(e).__name__}: {str(e)[:70]}"
+        return out + ("" if proc.poll() is None else "; qemu exited")
+
+
+def attacks(elf: Path) -> None:
+    sym = symbols(elf)
+    fw = Fw(sym, sym["srv"] + offset_of("offsetof(cp_server, cfg.require_auth)"),
+            sym["srv"] + offset_of("offsetof(cp_server, owner)"))
+    print(f"| case | expected here | {elf} |\n|---|---|---|")
+    for name, case in CASES.items():
+        print(f"| {name} | {case.kind or 'ignored'} | {attack_outcome(elf, fw, name)} |",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--baseline", type=Path, help="a firmware ELF to compare with")
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--attacks", type=Path, help="run the attack corpus against this ELF")
     args = ap.parse_args()
+    if args.attacks is not None:
+        attacks(args.attacks)
+        return
     build("build/runner-cortex-m7.elf", "BUILD=build", directory="runner/baremetal")
     elf = ROOT / "runner" / "baremetal" / "build" / "runner-cortex-m7.elf"
     print("size (text data bss dec hex):", sizes(elf))
