@@ -169,6 +169,11 @@ CASES: dict[str, Case] = {
     # vmrs r0, fpscr; orr r0, #0x01c00000 (round toward zero, flush to zero); vmsr; bx lr
     "fpscr_rz_fz": Case(lambda f, i: hw(0xEEF1, 0x0A10, 0xF040, 0x70E0, 0xEEE1, 0x0A10) + BX_LR,
                         None),
+    # movs r0, #0; for d0-d15: vmov r1, r2, dN; orrs r0, r1; orrs r0, r2; then r4-r11 into r0;
+    # cbz r0, 1f; udf #1; 1: bx lr: the runner's registers reach a task as zeros
+    "registers_cleared": Case(lambda f, i: bytes.fromhex(
+        "0020" + "".join(f"52ec{0x10 + n:02x}1b08431043" for n in range(16)) +
+        "204328433043384340ea080040ea090040ea0a0040ea0b0000b101de7047"), None),
     "svc_bogus": Case(lambda f, i: hw(0xDF42) + BX_LR, "HardFault"),
     "bkpt": Case(lambda f, i: hw(0xBE00) + BX_LR, "HardFault"),
     "udf": Case(lambda f, i: hw(0xDE17) + BX_LR, "UsageFault"),
@@ -320,7 +325,7 @@ def test_corpus_size() -> None:
 @pytest.mark.parametrize("trigger, cause", [(1001.0, "reset: watchdog NMI"),
                                             (1002.0, "reset: hardware")])
 def test_watchdog_reset_comes_back_safe(trigger: float, cause: str) -> None:
-    with qemu_process("cortex-m7", "TEST_HANG=1", build_dir="build-hang") as (url, proc):
+    with qemu_process("cortex-m7", "TEST_HANG=1", build_dir="build/hang") as (url, proc):
         with SerialTarget(url, timeout=3.0) as tg:
             assert "reset:" not in tg.info().name  # power-on
             v = deploy(tg, None)

@@ -617,9 +617,10 @@ static void budget_arm(uint64_t budget_ns)
     T1_CTRL = TIMER_ENABLE | TIMER_INTEN;
 }
 
-/* PendSV, pended only by fw_guard: into the task, unprivileged, on the task stack. The lazy
- * FP save of this frame is dropped (it is never returned into; cm_setjmp's vstmia has already
- * saved any earlier context), r4-r11 are cleared (they held the runner's pointers). */
+/* PendSV, pended only by fw_guard: into the task, unprivileged, on the task stack. r4-r11
+ * and d0-d15 are cleared (they held the runner's pointers and values); the lazy FP save that
+ * the first vmov makes goes into this frame, which is never returned into (cm_setjmp's vstmia
+ * has already saved any earlier context), and is cleared for good measure. */
 __attribute__((naked)) void pendsv_handler(void)
 {
     __asm__ volatile("ldr r0, =guard_active\n\t"
@@ -627,6 +628,23 @@ __attribute__((naked)) void pendsv_handler(void)
                      "cbnz r0, 1f\n\t"
                      "b fault_entry\n\t" /* nobody asked for it */
                      "1:\n\t"
+                     "movs r4, #0\n\t"
+                     "vmov d0, r4, r4\n\t"
+                     "vmov d1, r4, r4\n\t"
+                     "vmov d2, r4, r4\n\t"
+                     "vmov d3, r4, r4\n\t"
+                     "vmov d4, r4, r4\n\t"
+                     "vmov d5, r4, r4\n\t"
+                     "vmov d6, r4, r4\n\t"
+                     "vmov d7, r4, r4\n\t"
+                     "vmov d8, r4, r4\n\t"
+                     "vmov d9, r4, r4\n\t"
+                     "vmov d10, r4, r4\n\t"
+                     "vmov d11, r4, r4\n\t"
+                     "vmov d12, r4, r4\n\t"
+                     "vmov d13, r4, r4\n\t"
+                     "vmov d14, r4, r4\n\t"
+                     "vmov d15, r4, r4\n\t"
                      "ldr r0, =0xE000EF34\n\t" /* FPCCR.LSPACT = 0 */
                      "ldr r1, [r0]\n\t"
                      "bic r1, r1, #1\n\t"
@@ -635,7 +653,6 @@ __attribute__((naked)) void pendsv_handler(void)
                      "orr r0, r0, #1\n\t" /* nPRIV */
                      "msr control, r0\n\t"
                      "isb\n\t"
-                     "movs r4, #0\n\t"
                      "movs r5, #0\n\t"
                      "movs r6, #0\n\t"
                      "movs r7, #0\n\t"
