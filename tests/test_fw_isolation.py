@@ -212,11 +212,11 @@ def attack_program() -> tuple[list[cp.Task], dict[str, Any]]:
             {"counter": counter, "duty": duty, "tenth": tenth, "work": work})
 
 
-def deploy(tg: SerialTarget, snippet: Callable[[im.Image], bytes] | None
-           ) -> dict[str, Any]:
+def deploy(tg: SerialTarget, snippet: Callable[[im.Image], bytes] | None,
+           safe: float = PWM_SAFE) -> dict[str, Any]:
     tasks, v = attack_program()
     tg.unbind()
-    tg.bind(v["duty"], cp.io.PWM(0, safe=PWM_SAFE))
+    tg.bind(v["duty"], cp.io.PWM(0, safe=safe))
     if snippet is None:
         tg.deploy(*tasks)
         return v
@@ -322,10 +322,35 @@ def test_corpus_size() -> None:
 
 # ---- the watchdog: a privileged hang, the board reset, the outputs safe from the boot record
 
+def hang_firmware() -> Any:
+    """The test build whose ADC channel 7 hangs privileged code (runner_fw.c, test_hang)."""
+    return qemu_process("cortex-m7", "TEST_HANG=1", build_dir="build/hang")
+
+
+def come_back(url: str, proc: Any) -> Any:
+    """HELLO of the board once it answers again after a reset (qemu itself stays up)."""
+    deadline = time.monotonic() + 20
+    while True:
+        assert proc.poll() is None
+        try:
+            with SerialTarget(url, timeout=3.0) as tg:
+                return tg.info()
+        except (SerialTargetError, OSError):  # still resetting
+            assert time.monotonic() < deadline, "the board did not come back"
+            time.sleep(0.2)
+
+
+def no_answer(request: Callable[[], object]) -> None:
+    """The firmware hangs inside this request: no answer, or the reset board's AUTH_FAILED
+    to a retry."""
+    with pytest.raises((SerialTargetError, ProtocolError)):
+        request()
+
+
 @pytest.mark.parametrize("trigger, cause", [(1001.0, "reset: watchdog NMI"),
                                             (1002.0, "reset: hardware")])
 def test_watchdog_reset_comes_back_safe(trigger: float, cause: str) -> None:
-    with qemu_process("cortex-m7", "TEST_HANG=1", build_dir="build/hang") as (url, proc):
+    with hang_firmware() as (url, proc):
         with SerialTarget(url, timeout=3.0) as tg:
             assert "reset:" not in tg.info().name  # power-on
             v = deploy(tg, None)
@@ -333,26 +358,31 @@ def test_watchdog_reset_comes_back_safe(trigger: float, cause: str) -> None:
             wait_ticks(tg, v["counter"], 20)
             assert tg.io_value(cp.io.PWM(0)) == 0.75  # driven by the program
             tg._link.timeout = 0.5
-            # it hangs in this request: no answer, or the reset board's AUTH_FAILED to a retry
-            with pytest.raises((SerialTargetError, ProtocolError)):
-                tg.set_io(cp.io.ADC(7), trigger)
-        began = time.monotonic()
-        deadline = began + 20
-        while True:  # qemu stays up, the board resets and answers again
-            assert proc.poll() is None
-            try:
-                with SerialTarget(url, timeout=3.0) as tg:
-                    info = tg.info()
-                    break
-            except (SerialTargetError, OSError):  # still resetting
-                assert time.monotonic() < deadline, "the board did not come back"
-                time.sleep(0.2)
+            no_answer(lambda: tg.set_io(cp.io.ADC(7), trigger))
+        info = come_back(url, proc)
         assert cause in info.name and info.state == "empty", info
         with SerialTarget(url, timeout=3.0) as tg:
             assert tg.io_value(cp.io.PWM(0)) == PWM_SAFE  # from the boot record
             v = deploy(tg, None)  # and it runs programs again
             tg.start()
             wait_ticks(tg, v["counter"], 20)
+
+
+def test_reset_while_writing_the_boot_record_keeps_the_older_copy() -> None:
+    """A reset in the middle of the record of a new program (safe 0.5): the older copy (the
+    program before, safe 0.25) is valid and drives the output; the torn one is not read."""
+    with hang_firmware() as (url, proc):
+        with SerialTarget(url, timeout=3.0) as tg:
+            v = deploy(tg, None)
+            tg.start()
+            wait_ticks(tg, v["counter"], 20)
+            tg.set_io(cp.io.ADC(7), 1003.0)  # hang in the next record write
+            tg._link.timeout = 0.5
+            no_answer(lambda: deploy(tg, None, safe=0.5))
+        info = come_back(url, proc)
+        assert "reset: watchdog NMI" in info.name, info
+        with SerialTarget(url, timeout=3.0) as tg:
+            assert tg.io_value(cp.io.PWM(0)) == PWM_SAFE
 
 
 # ---- the MPU covers, on the host

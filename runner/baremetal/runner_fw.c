@@ -336,14 +336,22 @@ static double io[CP_IO_KIND_COUNT][CHANNELS];
 
 #ifdef CP_TEST_HANG
 static volatile uint32_t test_hang_in_nmi;
+static volatile uint32_t test_tear_next_record;
 
-/* Test build (make CP_TEST_HANG=1): a runner-level hang with interrupts masked, which no
- * task can cause (tasks are unprivileged): ADC channel CHANNELS-1 set to 1001 hangs the
- * firmware (the watchdog's NMI resets it), to 1002 hangs the NMI handler too (the watchdog's
- * second expiry resets the board). */
+/* Test build (make TEST_HANG=1): a runner-level hang with interrupts masked, which no task
+ * can cause (tasks are unprivileged): ADC channel CHANNELS-1 set to 1001 hangs the firmware
+ * (the watchdog's NMI resets it), to 1002 hangs the NMI handler too (the watchdog's second
+ * expiry resets the board), to 1003 hangs in the middle of the next boot record write. */
 static void test_hang(uint8_t kind, uint16_t channel, double value)
 {
-    if (kind != CP_IO_ADC || channel != CHANNELS - 1u || (value != 1001.0 && value != 1002.0)) {
+    if (kind != CP_IO_ADC || channel != CHANNELS - 1u) {
+        return;
+    }
+    if (value == 1003.0) { /* hang in the middle of the next boot record write */
+        test_tear_next_record = 1;
+        return;
+    }
+    if (value != 1001.0 && value != 1002.0) {
         return;
     }
     test_hang_in_nmi = value == 1002.0;
@@ -812,12 +820,14 @@ uint32_t *fault_contain(uint32_t *frame, uint32_t exc_return)
  * 1 KB at the top of SSRAM2/3 (__noinit_start, an500.ld) that no ELF segment covers, so
  * neither start-up nor qemu's loader (which zero-fills a segment's bss at every reset) clears
  * it. The outputs' safe values of the loaded program are written on every state change
- * (protocol context) with a CRC; the first thing harness_main does is drive them. The reason
- * words are written just before a reset the firmware makes itself; a valid record without a
- * reason means the hardware reset the board (the watchdog's second expiry, or external). */
+ * (protocol context) with a CRC and a sequence number, into the older of two copies: a reset
+ * in the middle of a write leaves the other one valid. The first thing harness_main does is
+ * drive the newest valid copy's values. The reason words are written just before a reset the
+ * firmware makes itself; a valid record without a reason means the hardware reset the board
+ * (the watchdog's second expiry, or external). */
 
 #define BOOT_MAGIC 0x43504e49u /* "INPC" */
-#define BOOT_SAFE_MAX 32u
+#define BOOT_SAFE_MAX 24u      /* every output channel: GPIO, PWM, DAC x CHANNELS */
 
 typedef struct boot_safe {
     uint8_t kind;
@@ -829,19 +839,25 @@ typedef struct boot_safe {
 
 typedef struct boot_record {
     uint32_t magic;
+    uint32_t seq; /* the newer of two valid copies has the larger (wrapping) */
     uint32_t count;
     boot_safe out[BOOT_SAFE_MAX];
     uint32_t crc; /* cp_crc32 of everything above */
-    /* written by the fault path (no CRC there): reason and its complement */
-    uint32_t reason, reason_check, reason_ipsr, reason_pc;
 } boot_record;
 
-extern uint32_t __noinit_start[];
-_Static_assert(sizeof(boot_record) <= 1024, "the boot record fits the 1 KB noinit area");
+typedef struct boot_area {
+    boot_record copy[2];
+    /* written by the fault path (no CRC there): reason and its complement */
+    uint32_t reason, reason_check, reason_ipsr, reason_pc;
+} boot_area;
 
-static boot_record *boot_rec(void)
+extern uint32_t __noinit_start[];
+_Static_assert(sizeof(boot_area) <= 1024, "the boot record fits the 1 KB noinit area");
+_Static_assert(BOOT_SAFE_MAX >= 3u * CHANNELS, "room for every output channel");
+
+static boot_area *boot_rec(void)
 {
-    return (boot_record *)(void *)__noinit_start;
+    return (boot_area *)(void *)__noinit_start;
 }
 
 static uint32_t boot_crc(const boot_record *r)
@@ -849,39 +865,83 @@ static uint32_t boot_crc(const boot_record *r)
     return cp_crc32(0, (const uint8_t *)r, offsetof(boot_record, crc));
 }
 
+static int boot_valid(const boot_record *r)
+{
+    return r->magic == BOOT_MAGIC && r->count <= BOOT_SAFE_MAX && boot_crc(r) == r->crc;
+}
+
+/* The newest valid copy, or NULL. */
+static const boot_record *boot_newest(const boot_area *a)
+{
+    int v0 = boot_valid(&a->copy[0]), v1 = boot_valid(&a->copy[1]);
+    if (v0 && v1) {
+        return (int32_t)(a->copy[1].seq - a->copy[0].seq) > 0 ? &a->copy[1] : &a->copy[0];
+    }
+    return v0 ? &a->copy[0] : v1 ? &a->copy[1] : (const boot_record *)0;
+}
+
+/* Writes `count` safe values into the older copy. */
+static void boot_record_write(const boot_safe *out, uint32_t count)
+{
+    boot_area *a = boot_rec();
+    const boot_record *newest = boot_newest(a);
+    boot_record *r = newest == &a->copy[0] ? &a->copy[1] : &a->copy[0];
+    r->magic = BOOT_MAGIC;
+    r->seq = newest != (const boot_record *)0 ? newest->seq + 1u : 1u;
+    r->count = count;
+    for (uint32_t k = 0; k < count; k++) {
+        r->out[k] = out[k];
+#ifdef CP_TEST_HANG
+        if (test_tear_next_record && k == count / 2u) { /* a reset in the middle of a write */
+            test_hang(CP_IO_ADC, CHANNELS - 1u, 1001.0);
+        }
+#endif
+    }
+    r->crc = boot_crc(r);
+}
+
 /* Protocol context: the safe values of the outputs the loaded program drives. */
 static void boot_record_update(void)
 {
-    boot_record *r = boot_rec();
+    boot_safe out[BOOT_SAFE_MAX];
     uint32_t n = 0;
     if (cp_server_state(&srv) != CP_SERVER_EMPTY) {
         const cp_program *p = &srv.prog[srv.active & 1u];
         for (uint32_t k = 0; p->loaded && k < p->io_binding_count && n < BOOT_SAFE_MAX; k++) {
             const cp_io_binding *b = &p->io_bindings[k];
             if (b->direction == CP_DIR_OUTPUT) {
-                r->out[n].kind = b->kind;
-                r->out[n].reserved = 0;
-                r->out[n].channel = b->channel;
-                r->out[n].reserved2 = 0;
-                r->out[n].value = b->safe;
+                out[n].kind = b->kind;
+                out[n].reserved = 0;
+                out[n].channel = b->channel;
+                out[n].reserved2 = 0;
+                out[n].value = b->safe;
                 n++;
             }
         }
     }
-    r->magic = BOOT_MAGIC;
-    r->count = n;
-    r->crc = boot_crc(r);
+    const boot_record *newest = boot_newest(boot_rec());
+    if (newest != (const boot_record *)0 && newest->count == n) {
+        const uint8_t *x = (const uint8_t *)newest->out, *y = (const uint8_t *)out;
+        uint32_t k = 0;
+        while (k < n * sizeof(out[0]) && x[k] == y[k]) {
+            k++;
+        }
+        if (k == n * sizeof(out[0])) {
+            return; /* unchanged (START, STOP, RESET of the same program) */
+        }
+    }
+    boot_record_write(out, n);
 }
 
 /* Fault path, just before the firmware resets the board. */
 __attribute__((target("general-regs-only")))
 static void reset_reason_set(uint32_t reason, uint32_t ipsr, uint32_t pc)
 {
-    boot_record *r = boot_rec();
-    r->reason = reason;
-    r->reason_check = ~reason;
-    r->reason_ipsr = ipsr;
-    r->reason_pc = pc;
+    boot_area *a = boot_rec();
+    a->reason = reason;
+    a->reason_check = ~reason;
+    a->reason_ipsr = ipsr;
+    a->reason_pc = pc;
     __asm__ volatile("dsb" ::: "memory");
 }
 
@@ -909,13 +969,13 @@ static void runner_name_init(const char *name)
     name_append(&at, reset_cause);
 }
 
-/* At boot, first thing: the outputs go safe if the record is valid; reset_cause says why the
- * board was reset. */
+/* At boot, first thing: the outputs go safe if a copy of the record is valid; reset_cause
+ * says why the board was reset. */
 static void boot_record_apply(void)
 {
-    boot_record *r = boot_rec();
-    const char *cause = (const char *)0;
-    if (r->magic == BOOT_MAGIC && r->count <= BOOT_SAFE_MAX && boot_crc(r) == r->crc) {
+    boot_area *a = boot_rec();
+    const boot_record *r = boot_newest(a);
+    if (r != (const boot_record *)0) {
         for (uint32_t k = 0; k < r->count; k++) {
             const boot_safe *s = &r->out[k];
             if (s->kind >= 1 && s->kind <= CP_IO_KIND_COUNT && s->channel < CHANNELS) {
@@ -924,19 +984,15 @@ static void boot_record_apply(void)
         }
         /* hardware: the watchdog's second expiry or an external reset (the board has no
          * reset cause register); HELLO's name holds 64 bytes */
-        cause = r->reason_check != ~r->reason ? "hardware"
-                : r->reason == REASON_WATCHDOG ? "watchdog NMI"
-                : r->reason == REASON_FAULT    ? "fault"
-                                               : "hardware";
+        reset_cause = a->reason_check != ~a->reason ? "hardware"
+                      : a->reason == REASON_WATCHDOG ? "watchdog NMI"
+                      : a->reason == REASON_FAULT    ? "fault"
+                                                     : "hardware";
     } else {
-        r->count = 0;
+        boot_record_write((const boot_safe *)0, 0); /* power-on: a valid empty record */
     }
-    r->reason = 0;
-    r->reason_check = 0;
-    /* the record stays valid for the next reset, with the same safe values */
-    r->magic = BOOT_MAGIC;
-    r->crc = boot_crc(r);
-    reset_cause = cause;
+    a->reason = 0;
+    a->reason_check = 0;
 }
 
 /* ---- the hardware watchdog, kicked by the main loop */
