@@ -40,6 +40,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_qemu_backend.py": ("emulator",), "test_qemu_installed.py": ("emulator", "build"),
     "test_userland.py": ("emulator",),
     "test_runner_suite.py": ("firmware",), "test_safety_firmware.py": ("firmware",),
+    "test_fw_isolation.py": ("firmware", "build"),
     "test_zephyr_build.py": ("firmware",), "test_zephyr_dac.py": ("firmware",),
     "test_wheel.py": ("build",), "test_array_stencils.py": ("build",),
     "test_stencil_tables.py": ("build",), "test_protocol_c.py": ("build",),
