@@ -1,0 +1,371 @@
+"""Interval analysis over the graph: the range of every node, and the domain errors it admits.
+
+Leaves: an input has its declared range (``cp.value(x, range=(lo, hi))`` or the channel it is
+bound to, :func:`declare`) or every value of its type; a constant is itself; ``cp.dt`` is
+:data:`DT`. Signal states (delay, integrate, feedback) are a fixed point: start at the initial
+value, widen what still moves after :data:`ROUNDS` rounds to infinity, and keep the widened
+range only if the update maps it into itself (a saturating form such as ``cp.clamp`` does);
+a state that stays infinite is *unbounded* and listed as such (:attr:`Analysis.unbounded`).
+
+Operations take the rule of their registry row (graph/range_rules.py). ``cp.where(c, a, b)``
+is split by its condition: when ``c`` compares a node with something, ``a`` is analysed with
+that node's range narrowed to where ``c`` holds and ``b`` to where it does not, and a domain
+error inside a side is reported only where the narrowed range admits it (both sides are
+computed, but a NaN of the side not taken never reaches the result).
+
+Findings of a node are reported only if the node is *exposed*: an output depends on it other
+than only through the guarded side of a ``cp.where``.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..dtypes import DType
+from .intervals import BOOL, FALSE, INF, INT32, TRUE, Interval, f32_next, full, hull, point
+from .location import describe
+from .node import Node, const_value
+from .range_rules import RULES, Finding, decide, sum_of
+from .reference import leaf_array
+from .state import state_initial, update_of
+from .traverse import live_nodes
+
+#: the range of ``cp.dt`` before a task's period replaces it (seconds): periods the
+#: schedulers accept
+DT = Interval(1e-7, 3600.0)
+#: fixed-point rounds before a moving state bound is widened to infinity
+ROUNDS = 3
+
+#: input -> its declared range (cp.value(range=...), tg.bind to a channel)
+_declared: weakref.WeakKeyDictionary[Node, Interval] = weakref.WeakKeyDictionary()
+
+
+def declare(node: Node, lo: float, hi: float) -> None:
+    """Declare the range of an input (its writes and bound channel stay inside it)."""
+    if node.op != "input":
+        raise TypeError(f"only an input (cp.value) has a declared range, not {node!r}")
+    lo, hi = float(lo), float(hi)
+    if not lo <= hi:
+        raise ValueError(f"range=({lo}, {hi}): lo must be <= hi (and neither NaN)")
+    _declared[node] = Interval(lo, hi)
+
+
+def declared(node: Node) -> Interval | None:
+    return _declared.get(node)
+
+
+@dataclass(frozen=True)
+class Report:
+    """A domain error an operation's operand ranges admit."""
+
+    node: Node
+    finding: Finding
+    operands: tuple[Interval, ...]
+
+    @property
+    def location(self) -> str:
+        return describe(self.node)
+
+    def __str__(self) -> str:
+        ops = ", ".join(str(o) for o in self.operands)
+        return (f"{self.location}\n    {self.finding.kind} in {self.node.op}: "
+                f"{self.finding.detail} (operands {ops})\n    fix: {self.finding.hint}")
+
+
+@dataclass
+class Analysis:
+    ranges: dict[Node, Interval]
+    reports: list[Report] = field(default_factory=list)
+    #: signal states whose range no fixed point bounds (no declared range, no saturating form)
+    unbounded: list[Node] = field(default_factory=list)
+    #: comparisons the ranges decide -> True / False
+    decided: dict[Node, bool] = field(default_factory=dict)
+
+
+def _leaf(node: Node) -> Interval:
+    op = node.op
+    if op == "const":
+        if node.shape:
+            values = leaf_array(node, node.attr).astype(float).ravel()
+            nan = bool((values != values).any())
+            finite = values[values == values]
+            if not len(finite):
+                return Interval(0.0, 0.0, True)
+            return Interval(float(finite.min()), float(finite.max()), nan)
+        return point(float(const_value(node)))
+    if op == "input":
+        found = _declared.get(node)
+        return found if found is not None else full(node.dtype)
+    if op == "dt":
+        return DT
+    if op == "state":
+        return _initial(node)
+    return full(node.dtype)
+
+
+def _initial(state: Node) -> Interval:
+    values = leaf_array(state, state_initial(state)).astype(float).ravel()
+    return Interval(float(values.min()), float(values.max()), bool((values != values).any()))
+
+
+def _refine(cond: Node, truth: bool, env: Mapping[Node, Interval],
+            ranges: Mapping[Node, Interval]) -> dict[Node, Interval]:
+    """The ranges of nodes ``cond`` constrains where it is ``truth`` (those that narrow)."""
+    out: dict[Node, Interval] = {}
+    _narrow(cond, truth, ranges, out)
+    return {n: i for n, i in out.items() if i != ranges.get(n)}
+
+
+_FLIP = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+_SWAP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _narrow(cond: Node, truth: bool, ranges: Mapping[Node, Interval],
+            out: dict[Node, Interval]) -> None:
+    op = cond.op
+    if op == "lnot":
+        _narrow(cond.args[0], not truth, ranges, out)
+        return
+    if op == "and" and truth and cond.dtype.is_bool:
+        for a in cond.args:
+            _narrow(a, True, ranges, out)
+        return
+    if op == "or" and not truth and cond.dtype.is_bool:
+        for a in cond.args:
+            _narrow(a, False, ranges, out)
+        return
+    if op not in _FLIP:
+        return
+    x, y = cond.args
+    rx, ry = out.get(x, ranges[x]), out.get(y, ranges[y])
+    name = op if truth else _FLIP[op]
+    # a comparison that holds is never one with NaN; one that fails may be
+    nan_ok = not truth
+    nx = _bound(rx, name, ry, x.dtype, nan_ok)
+    ny = _bound(ry, _SWAP[name], rx, y.dtype, nan_ok)
+    if nx is not None:
+        out[x] = nx
+    if ny is not None:
+        out[y] = ny
+
+
+def _bound(r: Interval, name: str, other: Interval, dtype: DType, nan_ok: bool
+           ) -> Interval | None:
+    """``r`` narrowed to the values v with ``v name other`` for some value of ``other``."""
+    lo, hi = r.lo, r.hi
+    if name in ("lt", "le"):
+        limit = other.hi
+        if name == "lt":
+            limit = _below(limit, dtype)
+        hi = min(hi, limit)
+    else:
+        limit = other.lo
+        if name == "gt":
+            limit = _above(limit, dtype)
+        lo = max(lo, limit)
+    if lo > hi:
+        return None  # this side is never taken (but NaN): keep the range, sound
+    return Interval(lo, hi, r.nan and nan_ok)
+
+
+def _below(x: float, dtype: DType) -> float:
+    if not math.isfinite(x):
+        return x
+    if not dtype.is_float:
+        return x - 1
+    return f32_next(x, False) if dtype.size == 4 else math.nextafter(x, -INF)
+
+
+def _above(x: float, dtype: DType) -> float:
+    if not math.isfinite(x):
+        return x
+    if not dtype.is_float:
+        return x + 1
+    return f32_next(x, True) if dtype.size == 4 else math.nextafter(x, INF)
+
+
+class _Pass:
+    """One analysis of some roots with some nodes' ranges fixed (``env``)."""
+
+    def __init__(self, env: Mapping[Node, Interval], memo: dict[object, _Pass]) -> None:
+        self.env = env
+        self.memo = memo
+        self.ranges: dict[Node, Interval] = dict(env)
+        self.findings: dict[Node, tuple[Finding, tuple[Interval, ...]]] = {}
+        #: where nodes -> the analyses of their two sides (when the condition narrows)
+        self.sides: dict[Node, list[tuple[_Pass, Node]]] = {}
+
+    def run(self, roots: Sequence[Node]) -> None:
+        ranges = self.ranges
+        findings = self.findings
+        rules = RULES
+        for node in live_nodes(roots, stop=self.env):
+            if node in ranges:
+                continue
+            args = node.args
+            if not args or node.op == "state":
+                ranges[node] = _leaf(node)
+                continue
+            ins = tuple([ranges[a] for a in args])
+            op = node.op
+            if op == "where" and ins[0] != TRUE and ins[0] != FALSE:
+                result = self._where(node, ins)
+                ranges[node] = result
+                continue
+            result, finding = rules[op](ins, node.dtype)
+            if node.shape or any(a.shape for a in args):
+                result, finding = _array_rule(node, ins, result, finding)
+            ranges[node] = result
+            if finding is not None:
+                findings[node] = (finding, ins)
+
+    def _where(self, node: Node, ins: tuple[Interval, ...]) -> Interval:
+        cond, a, b = node.args
+        out: list[Interval] = []
+        sides: list[tuple[_Pass, Node]] = []
+        for truth, side in ((True, a), (False, b)):
+            narrowed = _refine(cond, truth, self.env, self.ranges)
+            if not narrowed:
+                out.append(self.ranges[side])
+                continue
+            env = {**self.env, **narrowed}
+            key = (side, frozenset(env.items()))
+            sub = self.memo.get(key)
+            if sub is None:
+                sub = _Pass(env, self.memo)
+                sub.run([side])
+                self.memo[key] = sub
+            sides.append((sub, side))
+            out.append(sub.ranges[side])
+        if sides:
+            self.sides[node] = sides
+        return hull(out[0], out[1])
+
+    def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
+        """The findings of the nodes the roots depend on other than through a split side."""
+        found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
+        seen: set[Node] = set()
+        stack = [r for r in roots if r in self.ranges]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            hit = self.findings.get(node)
+            if hit is not None:
+                found.append((node, *hit))
+            split = self.sides.get(node)
+            if split is None:
+                if node not in self.env:
+                    stack.extend(a for a in node.args if a in self.ranges)
+                continue
+            stack.append(node.args[0])
+            split_sides = {side for _, side in split}
+            for arg in node.args[1:]:
+                if arg not in split_sides:
+                    stack.append(arg)
+            for sub, side in split:
+                found.extend(sub.exposed([side]))
+        return found
+
+
+def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
+                finding: Finding | None) -> tuple[Interval, Finding | None]:
+    """Reductions and products of arrays: the sum over the reduced length."""
+    rule = node.op
+    if rule == "rsum":
+        return sum_of(ins[0], node.args[0].size, node.dtype)
+    if rule in ("dot", "matvec", "vecmat", "matmul"):
+        a = node.args[0]
+        n = a.shape[-1] if rule in ("dot", "vecmat") or len(a.shape) == 1 else a.shape[1]
+        return sum_of(result, n, node.dtype) if finding is None else (result, finding)
+    return result, finding
+
+
+def _states(roots: Sequence[Node]) -> tuple[list[Node], list[Node]]:
+    """The states the roots depend on (following updates) and every root to analyse."""
+    roots = list(roots)
+    states: list[Node] = []
+    seen: set[Node] = set()
+    while True:
+        new = [n for n in live_nodes(roots) if n.op == "state" and n not in seen]
+        if not new:
+            return states, roots
+        for s in new:
+            seen.add(s)
+            states.append(s)
+            roots.append(update_of(s))
+
+
+def _fixpoint(states: list[Node], env: dict[Node, Interval]) -> tuple[dict[Node, Interval],
+                                                                     list[Node]]:
+    """State ranges that their updates keep (a post-fixpoint), and the unbounded states."""
+    ranges = {s: _initial(s) for s in states}
+    updates = [update_of(s) for s in states]
+
+    def step(current: dict[Node, Interval]) -> dict[Node, Interval]:
+        p = _Pass({**env, **current}, {})
+        p.run(updates)
+        return {s: p.ranges[u] for s, u in zip(states, updates, strict=True)}
+
+    for _ in range(ROUNDS):
+        new = step(ranges)
+        grown = {s: hull(ranges[s], new[s]) for s in states}
+        if grown == ranges:
+            return ranges, []
+        ranges = grown
+    # widen what still moves (to infinity; int32 to its limits), then narrow once from the
+    # widened post-fixpoint: hull(init, update(R)) is one too when update(R) lies in R
+    new = step(ranges)
+    widened = {s: _widen(s, ranges[s], new[s]) for s in states}
+    after = step(widened)
+    if not all(_inside(after[s], widened[s]) for s in states):
+        final = {s: full(s.dtype) for s in states}
+    else:
+        final = {s: hull(_initial(s), after[s]) for s in states}
+    return final, [s for s in states if _unbounded(final[s], s.dtype)]
+
+
+def _widen(state: Node, old: Interval, new: Interval) -> Interval:
+    low, high = (-INF, INF) if state.dtype.is_float else (INT32.lo, INT32.hi)
+    return Interval(low if new.lo < old.lo else old.lo, high if new.hi > old.hi else old.hi,
+                    old.nan or new.nan)
+
+
+def _unbounded(i: Interval, dtype: DType) -> bool:
+    if dtype.is_float:
+        return not i.finite
+    return not dtype.is_bool and (i.lo <= INT32.lo or i.hi >= INT32.hi)
+
+
+def _inside(a: Interval, b: Interval) -> bool:
+    return b.lo <= a.lo and a.hi <= b.hi and (b.nan or not a.nan)
+
+
+def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None) -> Analysis:
+    """Ranges of everything the outputs depend on, and the domain errors they admit."""
+    env = dict(env or {})
+    states, roots = _states(outputs)
+    unbounded: list[Node] = []
+    if states:
+        fixed, unbounded = _fixpoint(states, env)
+        env.update(fixed)
+    main = _Pass(env, {})
+    main.run(roots)
+    reports = [Report(node, finding, ins) for node, finding, ins in main.exposed(roots)]
+    reports.sort(key=lambda r: r.node.serial)
+    unique: dict[tuple[int, str], Report] = {}
+    for r in reports:
+        unique.setdefault((id(r.node), r.finding.kind), r)
+    decided = {n: r == TRUE for n, r in main.ranges.items()
+               if n.args and n.dtype.is_bool and n.op in _COMPARISONS and r in (TRUE, FALSE)}
+    return Analysis(main.ranges, list(unique.values()), unbounded, decided)
+
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+
+__all__ = ["BOOL", "DT", "FALSE", "TRUE", "Analysis", "Interval", "Report", "analyse", "decide",
+           "declare", "declared"]
