@@ -125,7 +125,8 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
                                                                 max_size=4),
     max_leaves=12)
-KEYS = st.sampled_from(["compiler", "stencil_table", "ops", "stencils", "tasks", "arrays"])
+KEYS = st.sampled_from(["compiler", "stencil_table", "ops", "stencils", "tasks", "arrays",
+                       "ranges"])
 
 
 @settings(max_examples=150, deadline=None,

@@ -31,7 +31,8 @@ class RangeError(ValueError):
 
     def __init__(self, reports: list[Report], notes: list[str]) -> None:
         self.reports = reports
-        lines = [f"{len(reports)} operation(s) can fail for values in the declared ranges:"]
+        count = len(reports) + sum(1 for n in notes if not n.startswith("note:"))
+        lines = [f"{count} problem(s) for values in the declared ranges:"]
         lines += [str(r) for r in reports]
         lines += notes
         lines.append("declare input ranges with cp.value(x, range=(lo, hi)); cp.ranges(v) shows "

@@ -20,12 +20,26 @@ than only through the guarded side of a ``cp.where``.
 from __future__ import annotations
 
 import math
+import struct
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..dtypes import DType
-from .intervals import BOOL, FALSE, INF, INT32, TRUE, Interval, f32_next, full, hull, point
+from .._gc import without_gc
+from ..dtypes import DType, float32, float64
+from .intervals import (
+    BOOL,
+    F32_MAX,
+    FALSE,
+    INF,
+    INT32,
+    TRUE,
+    Interval,
+    f32_next,
+    full,
+    hull,
+    point,
+)
 from .location import describe
 from .node import Node, const_value
 from .range_rules import RULES, Finding, decide, sum_of
@@ -38,6 +52,12 @@ from .traverse import live_nodes
 DT = Interval(1e-7, 3600.0)
 #: fixed-point rounds before a moving state bound is widened to infinity
 ROUNDS = 3
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+#: the operations of run's inline path, and its types
+_FAST = frozenset({"add", "sub", "mul"})
+_F32_TYPE, _FLOATS = float32, frozenset({float32, float64})
+_F32S = struct.Struct("<f")
 
 #: input -> its declared range (cp.value(range=...), tg.bind to a channel)
 _declared: weakref.WeakKeyDictionary[Node, Interval] = weakref.WeakKeyDictionary()
@@ -197,20 +217,68 @@ class _Pass:
         self.findings: dict[Node, tuple[Finding, tuple[Interval, ...]]] = {}
         #: where nodes -> the analyses of their two sides (when the condition narrows)
         self.sides: dict[Node, list[tuple[_Pass, Node]]] = {}
+        #: comparisons the ranges decide
+        self.decided: dict[Node, bool] = {}
 
-    def run(self, roots: Sequence[Node]) -> None:
+    def run(self, roots: Sequence[Node], order: Sequence[Node] | None = None) -> None:
+        """Ranges of everything the roots depend on (``order``: their live nodes, if known).
+
+        The common nodes, + - * of two finite float scalars, take an inline path (the same
+        rule, without the calls: the analysis must stay cheap next to compiling, see
+        benchmarks/bench_ranges.py); everything else calls its rule."""
         ranges = self.ranges
         findings = self.findings
         rules = RULES
-        for node in live_nodes(roots, stop=self.env):
+        new = tuple.__new__
+        pack, unpack = _F32S.pack, _F32S.unpack
+        for node in live_nodes(roots, stop=self.env) if order is None else order:
             if node in ranges:
                 continue
             args = node.args
             if not args or node.op == "state":
                 ranges[node] = _leaf(node)
                 continue
-            ins = tuple([ranges[a] for a in args])
             op = node.op
+            if op in _FAST and len(args) == 2:
+                dtype = node.dtype
+                if dtype in _FLOATS and not node.shape:
+                    xl, xh, xn = ranges[args[0]]
+                    yl, yh, yn = ranges[args[1]]
+                    finite = -INF < xl and xh < INF and -INF < yl and yh < INF
+                    nan = xn or yn
+                    if op == "add":
+                        lo, hi = xl + yl, xh + yh
+                        if not finite:
+                            nan = nan or (xh == INF and yl == -INF) or (xl == -INF and yh == INF)
+                    elif op == "sub":
+                        lo, hi = xl - yh, xh - yl
+                        if not finite:
+                            nan = nan or (xh == INF and yh == INF) or (xl == -INF and yl == -INF)
+                    elif args[0] is args[1]:  # x * x: a square is never negative
+                        m = max(-xl, xh)
+                        lo, hi = (0.0 if xl <= 0.0 <= xh else min(xl * xl, xh * xh)), m * m
+                    else:
+                        p1, p2, p3, p4 = xl * yl, xl * yh, xh * yl, xh * yh
+                        lo, hi = min(p1, p2, p3, p4), max(p1, p2, p3, p4)
+                        if not finite:
+                            nan = (nan or (xl <= 0.0 <= xh and (yl == -INF or yh == INF))
+                                   or (yl <= 0.0 <= yh and (xl == -INF or xh == INF)))
+                    if lo == lo and hi == hi:  # (a NaN bound: the rule handles it)
+                        if dtype is _F32_TYPE:
+                            if -F32_MAX <= lo and hi <= F32_MAX:
+                                lo, hi = unpack(pack(lo))[0], unpack(pack(hi))[0]
+                                ranges[node] = new(Interval, (lo, hi, nan))
+                                continue
+                            if not finite and (lo == -INF or lo >= -F32_MAX) and (
+                                    hi == INF or hi <= F32_MAX):
+                                lo = lo if lo == -INF else unpack(pack(lo))[0]
+                                hi = hi if hi == INF else unpack(pack(hi))[0]
+                                ranges[node] = new(Interval, (lo, hi, nan))
+                                continue
+                        elif not finite or (-INF < lo and hi < INF):
+                            ranges[node] = new(Interval, (lo, hi, nan))
+                            continue
+            ins = tuple([ranges[a] for a in args])
             if op == "where" and ins[0] != TRUE and ins[0] != FALSE:
                 result = self._where(node, ins)
                 ranges[node] = result
@@ -221,6 +289,8 @@ class _Pass:
             ranges[node] = result
             if finding is not None:
                 findings[node] = (finding, ins)
+            elif op in _COMPARISONS and (result == TRUE or result == FALSE):
+                self.decided[node] = result == TRUE
 
     def _where(self, node: Node, ins: tuple[Interval, ...]) -> Interval:
         cond, a, b = node.args
@@ -246,6 +316,9 @@ class _Pass:
 
     def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
         """The findings of the nodes the roots depend on other than through a split side."""
+        if not self.findings and not any(sub.findings or sub.sides
+                                         for sides in self.sides.values() for sub, _ in sides):
+            return []
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
         seen: set[Node] = set()
         stack = [r for r in roots if r in self.ranges]
@@ -285,15 +358,17 @@ def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
     return result, finding
 
 
-def _states(roots: Sequence[Node]) -> tuple[list[Node], list[Node]]:
-    """The states the roots depend on (following updates) and every root to analyse."""
+def _states(roots: Sequence[Node]) -> tuple[list[Node], list[Node], list[Node]]:
+    """The states the roots depend on (following updates), every root to analyse, and the
+    live nodes of those roots."""
     roots = list(roots)
     states: list[Node] = []
     seen: set[Node] = set()
     while True:
-        new = [n for n in live_nodes(roots) if n.op == "state" and n not in seen]
+        order = live_nodes(roots)
+        new = [n for n in order if n.op == "state" and n not in seen]
         if not new:
-            return states, roots
+            return states, roots, order
         for s in new:
             seen.add(s)
             states.append(s)
@@ -320,13 +395,15 @@ def _fixpoint(states: list[Node], env: dict[Node, Interval]) -> tuple[dict[Node,
     # widen what still moves (to infinity; int32 to its limits), then narrow once from the
     # widened post-fixpoint: hull(init, update(R)) is one too when update(R) lies in R
     new = step(ranges)
+    moving = [s for s in states if not _inside(new[s], ranges[s])]
     widened = {s: _widen(s, ranges[s], new[s]) for s in states}
     after = step(widened)
     if not all(_inside(after[s], widened[s]) for s in states):
         final = {s: full(s.dtype) for s in states}
+        moving = states
     else:
         final = {s: hull(_initial(s), after[s]) for s in states}
-    return final, [s for s in states if _unbounded(final[s], s.dtype)]
+    return final, [s for s in moving if _unbounded(final[s], s.dtype)]
 
 
 def _widen(state: Node, old: Interval, new: Interval) -> Interval:
@@ -345,27 +422,25 @@ def _inside(a: Interval, b: Interval) -> bool:
     return b.lo <= a.lo and a.hi <= b.hi and (b.nan or not a.nan)
 
 
+@without_gc
 def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None) -> Analysis:
     """Ranges of everything the outputs depend on, and the domain errors they admit."""
     env = dict(env or {})
-    states, roots = _states(outputs)
+    states, roots, order = _states(outputs)
     unbounded: list[Node] = []
     if states:
         fixed, unbounded = _fixpoint(states, env)
         env.update(fixed)
     main = _Pass(env, {})
-    main.run(roots)
+    main.run(roots, None if env else order)
     reports = [Report(node, finding, ins) for node, finding, ins in main.exposed(roots)]
     reports.sort(key=lambda r: r.node.serial)
     unique: dict[tuple[int, str], Report] = {}
     for r in reports:
         unique.setdefault((id(r.node), r.finding.kind), r)
-    decided = {n: r == TRUE for n, r in main.ranges.items()
-               if n.args and n.dtype.is_bool and n.op in _COMPARISONS and r in (TRUE, FALSE)}
-    return Analysis(main.ranges, list(unique.values()), unbounded, decided)
+    return Analysis(main.ranges, list(unique.values()), unbounded, main.decided)
 
 
-_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 
 __all__ = ["BOOL", "DT", "FALSE", "TRUE", "Analysis", "Interval", "Report", "analyse", "decide",
            "declare", "declared"]
