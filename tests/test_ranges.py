@@ -133,6 +133,19 @@ def test_a_guarded_value_used_unguarded_elsewhere_is_reported() -> None:
         cp.check(guarded, root + 1.0)
 
 
+def test_undeclared_inputs_are_checked_only_when_strict() -> None:
+    free = cp.value(1.0)
+    y = 1.0 / free
+    found = cp.check(y)  # its range is every float: a possible division by zero, not proven
+    assert found.reports == []
+    with pytest.raises(cp.RangeError, match="division by zero"):
+        cp.check(y, strict=True)
+    x = cp.value(0.5, range=(-1.0, 1.0))
+    with pytest.raises(cp.RangeError) as err:
+        cp.check(cp.log(x) + 1.0 / free)  # the declared one is still found
+    assert len(err.value.reports) == 1 and "not checked" in str(err.value)
+
+
 def test_every_registry_row_has_a_range_rule() -> None:
     assert set(REGISTRY) <= set(RULES), set(REGISTRY) - set(RULES)
 

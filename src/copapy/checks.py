@@ -17,7 +17,7 @@ from .graph.build import rebuild
 from .graph.intervals import Interval, hull
 from .graph.location import describe
 from .graph.node import Node, const
-from .graph.ranges import Analysis, Report, analyse, declare, declared
+from .graph.ranges import Analysis, Report, analyse, declare, declared, undeclared
 from .graph.traverse import live_nodes
 from .io import Channel
 from .value import flatten
@@ -68,11 +68,14 @@ def bind_range(node: Node, channel: Channel) -> None:
     declare(node, lo, hi)
 
 
-def _outputs_reports(analysis: Analysis, bindings: Mapping[Node, Channel]) -> list[str]:
+def _outputs_reports(analysis: Analysis, bindings: Mapping[Node, Channel],
+                     strict: bool) -> list[str]:
     """Outputs that drive a channel with values outside what it takes."""
     notes = []
     for node, channel in bindings.items():
         if not channel.is_output or node not in analysis.ranges:
+            continue
+        if not strict and undeclared([node]):
             continue
         r = analysis.ranges[node]
         lo, hi = channel_range(channel)
@@ -100,13 +103,23 @@ def ranges(x: Any) -> Interval:
     return out
 
 
-def check(*outputs: Any, warn: bool = False,
+def check(*outputs: Any, warn: bool = False, strict: bool = False,
           bindings: Mapping[Node, Channel] | None = None) -> Analysis:
     """Report every operation the outputs depend on whose operand ranges admit a domain
     error: ``RangeError`` listing each with its source line, operand ranges and fix (or,
-    with ``warn=True``, one ``RangeWarning`` each). Returns the analysis."""
+    with ``warn=True``, one ``RangeWarning`` each). Returns the analysis.
+
+    Operations whose operands depend on an input without a declared range (its range is
+    then every value of its type, NaN included) are reported only with ``strict=True``;
+    otherwise a note counts them (declare the inputs' ranges to have them checked)."""
     found = analyse(flatten(outputs, "cp.check()"))
-    notes = _outputs_reports(found, bindings or {})
+    assumed = [r for r in found.reports if r.assumed]
+    if not strict:
+        found.reports = [r for r in found.reports if not r.assumed]
+    notes = _outputs_reports(found, bindings or {}, strict)
+    if assumed and not strict:
+        notes.append(f"note: {len(assumed)} operation(s) depend on inputs without a declared "
+                     f"range and were not checked (cp.check(..., strict=True) reports them)")
     notes += [f"note: the signal state of {describe(s)} is unbounded (give it a range: "
               f"cp.integrate(x, range=(lo, hi)), cp.feedback(f, range=...), or clamp it)"
               for s in found.unbounded]

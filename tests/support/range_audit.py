@@ -3,7 +3,9 @@
 ``PREAMBLE`` wraps the compiler's two entry points where the targets, cp.save and cp.jit
 import them; each compile analyses its outputs (graph/ranges.py) and, at exit, appends one
 line per finding to the file ``$RANGE_AUDIT``: ``report|<file:line: source>|<kind>`` for a
-domain error, ``unbounded|<file:line: source>|state`` for an unbounded signal state.
+domain error (``assumed|...`` when it depends on an input without a declared range, which
+cp.check reports only when strict), ``unbounded|<file:line: source>|state`` for an unbounded
+signal state.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import copapy.jit as _jt, copapy.local_target as _lt, copapy.saved as _sv
 _found = []
 def _audit(nodes):
     a = _gr.analyse(list(nodes))
-    _found.extend(f"report|{r.location}|{r.finding.kind}" for r in a.reports)
+    _found.extend(f"{'assumed' if r.assumed else 'report'}|{r.location}|{r.finding.kind}"
+                  for r in a.reports)
     _found.extend(f"unbounded|{_gr.describe(s)}|state" for s in a.unbounded)
 def _program(fn):
     def compile_program(outputs, *args, **kw):

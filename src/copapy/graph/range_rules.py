@@ -208,7 +208,7 @@ def _pow(a: tuple[Interval, ...], d: DType) -> Result:
         if y.hi < 0:
             return Interval(-1.0, 1.0), None
         m = max(abs(x.lo), abs(x.hi))
-        top = m ** max(y.hi, 0.0) if m > 1 else 1.0
+        top = _safe_pow(m, max(y.hi, 0.0)) if m > 1 else 1.0
         lo = 0.0 if x.lo >= 0 and y.lo >= 0 else -top
         return _arith(min(lo, -1.0 if x.lo < 0 else 0.0), max(top, 1.0), False, d, a,
                       "the power")
@@ -515,8 +515,11 @@ def _to_float(a: tuple[Interval, ...], d: DType) -> Result:
 @rule("cast_i32")
 def _to_int(a: tuple[Interval, ...], d: DType) -> Result:
     (x,) = a
-    lo = max(float(INT32_MIN), float(math.trunc(x.lo)) if math.isfinite(x.lo) else -INF)
-    hi = min(float(INT32_MAX), float(math.trunc(x.hi)) if math.isfinite(x.hi) else INF)
+    # saturating: both bounds clamp into int32
+    lo = min(max(float(INT32_MIN), float(math.trunc(x.lo)) if math.isfinite(x.lo) else x.lo),
+             float(INT32_MAX))
+    hi = max(min(float(INT32_MAX), float(math.trunc(x.hi)) if math.isfinite(x.hi) else x.hi),
+             float(INT32_MIN))
     if x.nan:
         lo, hi = min(lo, 0.0), max(hi, 0.0)
     if x.lo < INT32_MIN or x.hi >= INT32_MAX + 1.0 or x.nan:

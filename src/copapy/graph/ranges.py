@@ -84,6 +84,9 @@ class Report:
     node: Node
     finding: Finding
     operands: tuple[Interval, ...]
+    #: the operand ranges depend on an input without a declared range (whose range is then
+    #: every value of its type): cp.check reports these only with strict=True
+    assumed: bool = False
 
     @property
     def location(self) -> str:
@@ -423,6 +426,15 @@ def _inside(a: Interval, b: Interval) -> bool:
 
 
 @without_gc
+def undeclared(nodes: Sequence[Node]) -> bool:
+    """Whether the values of ``nodes`` depend on an input without a declared range."""
+    _, _, order = _states(nodes)
+    for n in order:
+        if n.op == "input" and n not in _declared:
+            return True
+    return False
+
+
 def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None) -> Analysis:
     """Ranges of everything the outputs depend on, and the domain errors they admit."""
     env = dict(env or {})
@@ -433,7 +445,8 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
         env.update(fixed)
     main = _Pass(env, {})
     main.run(roots, None if env else order)
-    reports = [Report(node, finding, ins) for node, finding, ins in main.exposed(roots)]
+    reports = [Report(node, finding, ins, undeclared(node.args))
+               for node, finding, ins in main.exposed(roots)]
     reports.sort(key=lambda r: r.node.serial)
     unique: dict[tuple[int, str], Report] = {}
     for r in reports:
