@@ -18,9 +18,9 @@ from . import image as im
 from . import saved_meta
 from .arch import features
 from .arch import targets as arch_targets
+from .checks import bind_range
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
-from .checks import bind_range
 from .dtypes import BY_CODE, DType
 from .graph.ranges import analyse
 from .io import Channel, image_channel
