@@ -45,7 +45,8 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_stencil_tables.py": ("build",), "test_protocol_c.py": ("build",),
     "test_guide.py": ("build",), "test_math_kernels.py": ("build",),
     "test_vector_kernels.py": ("build",), "test_kits_control_loop.py": ("build",),
-    "test_kits_ros2_control.py": ("build",),
+    "test_kits_ros2_control.py": ("build",), "test_ranges_examples.py": ("build", "slow"),
+    "test_ranges_soundness.py": ("slow",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

@@ -117,6 +117,9 @@ def check(*outputs: Any, warn: bool = False, strict: bool = False,
     if not strict:
         found.reports = [r for r in found.reports if not r.assumed]
     notes = _outputs_reports(found, bindings or {}, strict)
+    if found.split_budget_exhausted:
+        notes.append("note: the program has more cp.where guards over the same inputs than "
+                     "the analysis splits; some guarded operations may be reported")
     if assumed and not strict:
         notes.append(f"note: {len(assumed)} operation(s) depend on inputs without a declared "
                      f"range and were not checked (cp.check(..., strict=True) reports them)")

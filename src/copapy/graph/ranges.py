@@ -52,6 +52,10 @@ from .traverse import live_nodes
 DT = Interval(1e-7, 3600.0)
 #: fixed-point rounds before a moving state bound is widened to infinity
 ROUNDS = 3
+#: the most nodes of a cp.where side analysed again with the condition's narrowed ranges
+SIDE_NODES = 64
+#: nodes the splitting may evaluate again in one analysis (at least; 4 per node analysed)
+SPLIT_NODES = 20000
 
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 #: the operations of run's inline path, and its types
@@ -106,6 +110,9 @@ class Analysis:
     unbounded: list[Node] = field(default_factory=list)
     #: comparisons the ranges decide -> True / False
     decided: dict[Node, bool] = field(default_factory=dict)
+    #: the cp.where splitting ran out of its budget: later guards were not split, so an
+    #: operation they guard may be reported
+    split_budget_exhausted: bool = False
 
 
 def _leaf(node: Node) -> Interval:
@@ -163,7 +170,9 @@ def _narrow(cond: Node, truth: bool, ranges: Mapping[Node, Interval],
     if op not in _FLIP:
         return
     x, y = cond.args
-    rx, ry = out.get(x, ranges[x]), out.get(y, ranges[y])
+    rx, ry = out.get(x, ranges.get(x)), out.get(y, ranges.get(y))
+    if rx is None or ry is None:
+        return
     name = op if truth else _FLIP[op]
     # a comparison that holds is never one with NaN; one that fails may be
     nan_ok = not truth
@@ -210,12 +219,28 @@ def _above(x: float, dtype: DType) -> float:
     return f32_next(x, True) if dtype.size == 4 else math.nextafter(x, INF)
 
 
+class _Shared:
+    """What the analyses of one call share: the split sides, and how many nodes splitting
+    may still evaluate again (a budget: deeply nested guards over one input narrow it in
+    quadratically many ways)."""
+
+    def __init__(self, budget: int) -> None:
+        self.sides: dict[object, _Pass] = {}
+        self.budget = budget
+        self.exhausted = False
+
+
 class _Pass:
     """One analysis of some roots with some nodes' ranges fixed (``env``)."""
 
-    def __init__(self, env: Mapping[Node, Interval], memo: dict[object, _Pass]) -> None:
+    def __init__(self, env: Mapping[Node, Interval], memo: _Shared,
+                 parent: _Pass | None = None) -> None:
         self.env = env
         self.memo = memo
+        #: the analysis this one narrows (a side of a cp.where): nodes this one does not
+        #: evaluate have the parent's range, and the parent's findings
+        self.parent = parent
+        self.evaluated: set[Node] = set()
         self.ranges: dict[Node, Interval] = dict(env)
         self.findings: dict[Node, tuple[Finding, tuple[Interval, ...]]] = {}
         #: where nodes -> the analyses of their two sides (when the condition narrows)
@@ -295,27 +320,76 @@ class _Pass:
             elif op in _COMPARISONS and (result == TRUE or result == FALSE):
                 self.decided[node] = result == TRUE
 
+    def lookup(self, node: Node) -> Interval:
+        p: _Pass | None = self
+        while p is not None:
+            found = p.ranges.get(node)
+            if found is not None:
+                return found
+            p = p.parent
+        raise KeyError(node)
+
     def _where(self, node: Node, ins: tuple[Interval, ...]) -> Interval:
         cond, a, b = node.args
         out: list[Interval] = []
         sides: list[tuple[_Pass, Node]] = []
         for truth, side in ((True, a), (False, b)):
             narrowed = _refine(cond, truth, self.env, self.ranges)
-            if not narrowed:
+            sub = self._side(side, narrowed) if narrowed else None
+            if sub is None:
                 out.append(self.ranges[side])
                 continue
-            env = {**self.env, **narrowed}
-            key = (side, frozenset(env.items()))
-            sub = self.memo.get(key)
-            if sub is None:
-                sub = _Pass(env, self.memo)
-                sub.run([side])
-                self.memo[key] = sub
             sides.append((sub, side))
             out.append(sub.ranges[side])
         if sides:
             self.sides[node] = sides
         return hull(out[0], out[1])
+
+    def _side(self, side: Node, narrowed: dict[Node, Interval]) -> _Pass | None:
+        """``side`` analysed with the ``narrowed`` ranges: the nodes of its cone that can
+        depend on them (created after the first of them), at most SIDE_NODES of them nearest
+        the side; the others keep this analysis' range (sound: wider) and findings."""
+        env = {**self.env, **narrowed}
+        # one analysis per side and narrowed environment, whichever analysis asks: a parent
+        # whose environment the narrowed one implies gives ranges that hold in it too
+        key = (side, frozenset(env.items()))
+        sub = self.memo.sides.get(key)
+        if sub is not None:
+            return sub
+        if self.memo.budget <= 0:
+            self.memo.exhausted = True
+            return None
+        first = min(n.serial for n in narrowed)
+        region: list[Node] = []
+        seen = {side}
+        queue = [side]
+        reached = False
+        while queue and len(region) < SIDE_NODES:
+            n = queue.pop(0)
+            if n in narrowed:
+                reached = True
+                continue
+            if not n.args or n.op == "state" or n in self.env or n.serial < first:
+                continue
+            region.append(n)
+            for arg in n.args:
+                if arg not in seen:
+                    seen.add(arg)
+                    queue.append(arg)
+        if not reached:
+            return None
+        sub = _Pass(env, self.memo, self)
+        inside = set(region)
+        for n in region:
+            for arg in n.args:
+                if arg not in inside and arg not in sub.ranges:
+                    sub.ranges[arg] = self.lookup(arg)
+        region.sort(key=_serial)
+        sub.evaluated = inside
+        sub.run([side], region)
+        self.memo.sides[key] = sub
+        self.memo.budget -= len(region)
+        return sub
 
     def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
         """The findings of the nodes the roots depend on other than through a split side."""
@@ -325,11 +399,16 @@ class _Pass:
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
         seen: set[Node] = set()
         stack = [r for r in roots if r in self.ranges]
+        delegated: list[Node] = []
         while stack:
             node = stack.pop()
             if node in seen:
                 continue
             seen.add(node)
+            if self.parent is not None and node not in self.evaluated:
+                if node not in self.env:
+                    delegated.append(node)  # evaluated (and split) by the parent
+                continue
             hit = self.findings.get(node)
             if hit is not None:
                 found.append((node, *hit))
@@ -345,6 +424,8 @@ class _Pass:
                     stack.append(arg)
             for sub, side in split:
                 found.extend(sub.exposed([side]))
+        if delegated and self.parent is not None:
+            found.extend(self.parent.exposed(delegated))
         return found
 
 
@@ -359,6 +440,10 @@ def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
         n = a.shape[-1] if rule in ("dot", "vecmat") or len(a.shape) == 1 else a.shape[1]
         return sum_of(result, n, node.dtype) if finding is None else (result, finding)
     return result, finding
+
+
+def _serial(node: Node) -> int:
+    return node.serial
 
 
 def _states(roots: Sequence[Node]) -> tuple[list[Node], list[Node], list[Node]]:
@@ -385,7 +470,7 @@ def _fixpoint(states: list[Node], env: dict[Node, Interval]) -> tuple[dict[Node,
     updates = [update_of(s) for s in states]
 
     def step(current: dict[Node, Interval]) -> dict[Node, Interval]:
-        p = _Pass({**env, **current}, {})
+        p = _Pass({**env, **current}, _Shared(SPLIT_NODES))
         p.run(updates)
         return {s: p.ranges[u] for s, u in zip(states, updates, strict=True)}
 
@@ -398,21 +483,30 @@ def _fixpoint(states: list[Node], env: dict[Node, Interval]) -> tuple[dict[Node,
     # widen what still moves (to infinity; int32 to its limits), then narrow once from the
     # widened post-fixpoint: hull(init, update(R)) is one too when update(R) lies in R
     new = step(ranges)
-    moving = [s for s in states if not _inside(new[s], ranges[s])]
+    moving = {s for s in states if not _inside(new[s], ranges[s])}
     widened = {s: _widen(s, ranges[s], new[s]) for s in states}
-    after = step(widened)
-    if not all(_inside(after[s], widened[s]) for s in states):
-        final = {s: full(s.dtype) for s in states}
-        moving = states
+    for _ in range(ROUNDS):
+        after = step(widened)
+        bad = [s for s in states if not _inside(after[s], widened[s])]
+        if not bad:
+            final = {s: hull(_initial(s), after[s]) for s in states}
+            break
+        for s in bad:  # still moving (a NaN, another state widened): every value
+            widened[s] = full(s.dtype)
+            moving.add(s)
     else:
-        final = {s: hull(_initial(s), after[s]) for s in states}
-    return final, [s for s in moving if _unbounded(final[s], s.dtype)]
+        final = {s: full(s.dtype) for s in states}
+        moving = set(states)
+    return final, [s for s in states if s in moving and _unbounded(final[s], s.dtype)]
 
 
 def _widen(state: Node, old: Interval, new: Interval) -> Interval:
     low, high = (-INF, INF) if state.dtype.is_float else (INT32.lo, INT32.hi)
-    return Interval(low if new.lo < old.lo else old.lo, high if new.hi > old.hi else old.hi,
-                    old.nan or new.nan)
+    lo = low if new.lo < old.lo else old.lo
+    hi = high if new.hi > old.hi else old.hi
+    # arithmetic on an infinite bound can make NaN (inf - inf)
+    return Interval(lo, hi, old.nan or new.nan or (state.dtype.is_float and not (
+        -INF < lo and hi < INF)))
 
 
 def _unbounded(i: Interval, dtype: DType) -> bool:
@@ -443,7 +537,8 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     if states:
         fixed, unbounded = _fixpoint(states, env)
         env.update(fixed)
-    main = _Pass(env, {})
+    shared = _Shared(max(SPLIT_NODES, 4 * len(order)))
+    main = _Pass(env, shared)
     main.run(roots, None if env else order)
     reports = [Report(node, finding, ins, undeclared(node.args))
                for node, finding, ins in main.exposed(roots)]
@@ -451,7 +546,8 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     unique: dict[tuple[int, str], Report] = {}
     for r in reports:
         unique.setdefault((id(r.node), r.finding.kind), r)
-    return Analysis(main.ranges, list(unique.values()), unbounded, main.decided)
+    return Analysis(main.ranges, list(unique.values()), unbounded, main.decided,
+                    shared.exhausted)
 
 
 
