@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import sys
 import time
 from collections.abc import Callable
@@ -26,8 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import copapy as cp  # noqa: E402
 from bench_compile import GRAPHS, ops_of  # noqa: E402
-from copapy import arrays as cp_arrays  # noqa: E402
-from copapy import value as cp_value  # noqa: E402
 from copapy.checks import folded  # noqa: E402
 from copapy.compiler import compile_program  # noqa: E402
 from copapy.graph.ranges import analyse  # noqa: E402
@@ -58,6 +57,8 @@ def trace_cost(n: int, rounds: int) -> tuple[float, float]:
     def trace() -> None:
         GRAPHS["chain"](n)
     with_loc = best(trace, rounds)
+    # (cp.value is the function: the modules by name)
+    cp_value, cp_arrays = (importlib.import_module(f"copapy.{m}") for m in ("value", "arrays"))
     saved = cp_value.mark, cp_arrays.mark
     cp_value.mark = cp_arrays.mark = lambda node, depth=2: node  # type: ignore[assignment]
     try:

@@ -282,11 +282,15 @@ def test_saved_outputs_carry_their_range(tmp_path: Path, capsys: pytest.CaptureF
     assert "ranges:" in out and "y" in out and "[-2, 2]" in out and "unbounded" in out
 
 
-@given(st.floats(width=32, allow_nan=False, allow_infinity=False), st.booleans())
-def test_f32_next_is_numpy_nextafter(x: float, up: bool) -> None:
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False), st.booleans(),
+       st.integers(1, 9))
+def test_f32_next_is_numpy_nextafter(x: float, up: bool, steps: int) -> None:
+    want = np.float32(x)
     with np.errstate(over="ignore"):
-        want = np.nextafter(np.float32(x), np.float32(math.inf if up else -math.inf))
-    assert f32_next(x, up) == float(want)
+        for _ in range(steps):
+            want = np.nextafter(want, np.float32(math.inf if up else -math.inf))
+    got = f32_next(x, up, steps)
+    assert got == float(want) and (got != 0.0 or math.copysign(1, got) == 1)
 
 
 def test_analysis_of_a_shared_subgraph_is_linear() -> None:

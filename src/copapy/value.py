@@ -423,7 +423,7 @@ def _op(name: str, *operands: Any) -> Value[Any]:
             return ARRAYS.elementwise(name, *operands)  # type: ignore[no-any-return]
         else:
             args.append(_node(o))
-    return Value(mark(build.apply(name, *args)))
+    return Value(mark(build.apply(name, *args), 3))
 
 
 #: NumPy ufuncs that compute a registry operation, by the ufunc's name: np.sin(x) on a traced

@@ -23,7 +23,7 @@ _getframe = sys._getframe
 
 def mark(node: Node, depth: int = 2) -> Node:
     """Record the user's frame that (through the DSL) built ``node``, unless it has one."""
-    if hasattr(node, "loc"):
+    if node.loc is not None:
         return node
     frame = _getframe(depth)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
@@ -31,17 +31,16 @@ def mark(node: Node, depth: int = 2) -> Node:
     if frame is not None:
         node.loc = (frame.f_code, frame.f_lineno)
         for arg in node.args:  # the conversions build.apply inserted for this expression
-            if arg.op.startswith("cast_") and not hasattr(arg, "loc"):
+            if arg.loc is None and arg.op.startswith("cast_"):
                 arg.loc = node.loc
     return node
 
 
 def location(node: Node) -> tuple[str, int] | None:
     """(file, line) of the code that built ``node``, if known."""
-    try:
-        code, line = node.loc
-    except AttributeError:
+    if node.loc is None:
         return None
+    code, line = node.loc
     return code.co_filename, line  # type: ignore[attr-defined]
 
 

@@ -42,8 +42,8 @@ class Node:
     fingerprint: int
     shape: tuple[int, ...]  # () for a scalar, (n,) for a packed vector, (m, n) for a matrix
     #: where the user's code built it: (code object, line number), set by graph/location.py
-    #: (unset until then: the C constructor leaves the slot empty)
-    loc: tuple[object, int]
+    #: (None until then)
+    loc: tuple[object, int] | None
 
     @property
     def size(self) -> int:

@@ -53,9 +53,9 @@ DT = Interval(1e-7, 3600.0)
 #: fixed-point rounds before a moving state bound is widened to infinity
 ROUNDS = 3
 #: the most nodes of a cp.where side analysed again with the condition's narrowed ranges
-SIDE_NODES = 64
-#: nodes the splitting may evaluate again in one analysis (at least; 4 per node analysed)
-SPLIT_NODES = 20000
+SIDE_NODES = 16
+#: nodes the splitting may evaluate again in one analysis (at least; one per node analysed)
+SPLIT_NODES = 4096
 
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 #: the operations of run's inline path, and its types
@@ -241,6 +241,8 @@ class _Pass:
         #: evaluate have the parent's range, and the parent's findings
         self.parent = parent
         self.evaluated: set[Node] = set()
+        #: nodes exposed() has walked (each once per analysis)
+        self.visited: set[Node] = set()
         self.ranges: dict[Node, Interval] = dict(env)
         self.findings: dict[Node, tuple[Finding, tuple[Interval, ...]]] = {}
         #: where nodes -> the analyses of their two sides (when the condition narrows)
@@ -397,7 +399,7 @@ class _Pass:
                                          for sides in self.sides.values() for sub, _ in sides):
             return []
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
-        seen: set[Node] = set()
+        seen = self.visited  # a node's findings in this analysis are collected once
         stack = [r for r in roots if r in self.ranges]
         delegated: list[Node] = []
         while stack:
@@ -537,7 +539,7 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     if states:
         fixed, unbounded = _fixpoint(states, env)
         env.update(fixed)
-    shared = _Shared(max(SPLIT_NODES, 4 * len(order)))
+    shared = _Shared(max(SPLIT_NODES, len(order)))
     main = _Pass(env, shared)
     main.run(roots, None if env else order)
     reports = [Report(node, finding, ins, undeclared(node.args))
