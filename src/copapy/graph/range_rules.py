@@ -384,7 +384,7 @@ def _shr(a: tuple[Interval, ...], d: DType) -> Result:
 
 def _monotone(fn: Callable[[float], float], name: str, lo_limit: float = -INF,
               hi_limit: float = INF, finding: Callable[[Interval], Finding | None] | None = None,
-              decreasing: bool = False, overflow: bool = False) -> Rule:
+              decreasing: bool = False, overflow: bool = False, exact: bool = False) -> Rule:
     """An increasing (or decreasing) function defined on [lo_limit, hi_limit]: outside it the
     result is NaN (reported by ``finding``)."""
     def apply(a: tuple[Interval, ...], d: DType) -> Result:
@@ -396,7 +396,8 @@ def _monotone(fn: Callable[[float], float], name: str, lo_limit: float = -INF,
         f_lo, f_hi = _call(fn, lo), _call(fn, hi)
         if decreasing:
             f_lo, f_hi = f_hi, f_lo
-        out = outward(f_lo, f_hi, x.nan or bad is not None, d, KERNEL_ULPS)
+        out = outward(f_lo, f_hi, x.nan or bad is not None, d, 0 if exact else KERNEL_ULPS,
+                      exact)
         if bad is None and overflow and x.finite and not out.finite:
             bad = Finding("float overflow", f"{name} of {x} can exceed the {d.name} range and "
                           f"become inf", f"clamp the operand (cp.clamp) to keep {name} finite")
@@ -437,8 +438,8 @@ def _log(x: float) -> float:
     return math.log(x) if x > 0 else -INF
 
 
-RULES["sqrt"] = _monotone(math.sqrt, "sqrt", 0.0,
-                          finding=_below(0.0, "sqrt", False, "NaN below 0"))
+RULES["sqrt"] = _monotone(math.sqrt, "sqrt", 0.0,  # correctly rounded, as + - * /
+                          finding=_below(0.0, "sqrt", False, "NaN below 0"), exact=True)
 RULES["log"] = _monotone(_log, "log", 0.0,
                          finding=_below(0.0, "log", True, "-inf at 0, NaN below"))
 RULES["log1p"] = _monotone(lambda v: math.log1p(v) if v > -1 else -INF, "log1p", -1.0,

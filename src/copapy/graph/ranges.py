@@ -493,8 +493,10 @@ def _fixpoint(states: list[Node], env: dict[Node, Interval]) -> tuple[dict[Node,
         if not bad:
             final = {s: hull(_initial(s), after[s]) for s in states}
             break
-        for s in bad:  # still moving (a NaN, another state widened): every value
-            widened[s] = full(s.dtype)
+        for s in bad:  # NaN from the infinite bounds, or still moving: every value
+            w = widened[s]
+            widened[s] = (Interval(w.lo, w.hi, True) if not w.nan and _inside(
+                Interval(after[s].lo, after[s].hi), w) else full(s.dtype))
             moving.add(s)
     else:
         final = {s: full(s.dtype) for s in states}
@@ -506,9 +508,7 @@ def _widen(state: Node, old: Interval, new: Interval) -> Interval:
     low, high = (-INF, INF) if state.dtype.is_float else (INT32.lo, INT32.hi)
     lo = low if new.lo < old.lo else old.lo
     hi = high if new.hi > old.hi else old.hi
-    # arithmetic on an infinite bound can make NaN (inf - inf)
-    return Interval(lo, hi, old.nan or new.nan or (state.dtype.is_float and not (
-        -INF < lo and hi < INF)))
+    return Interval(lo, hi, old.nan or new.nan)
 
 
 def _unbounded(i: Interval, dtype: DType) -> bool:
