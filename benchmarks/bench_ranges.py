@@ -25,12 +25,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import copapy as cp  # noqa: E402
-from bench_compile import GRAPHS, ops_of  # noqa: E402
-from copapy.checks import folded  # noqa: E402
-from copapy.compiler import compile_program  # noqa: E402
-from copapy.graph.ranges import analyse  # noqa: E402
-from copapy.runtime.load import host_architecture  # noqa: E402
+from bench_compile import GRAPHS, ops_of
+
+import copapy as cp
+from copapy.checks import folded
+from copapy.compiler import compile_program
+from copapy.graph.ranges import analyse
+from copapy.runtime.load import host_architecture
 
 
 def guarded(n: int) -> tuple[list[Any], list[Any]]:
@@ -81,8 +82,8 @@ def main() -> int:
         _, outs = make(args.nodes)
         nodes = [o.node for o in outs]
         ops = ops_of(outs)
-        compile_s = best(lambda: compile_program(nodes, arch), args.rounds)
-        analysis_s = best(lambda: folded(nodes, analyse(nodes)), args.rounds)
+        compile_s = best(lambda nodes=nodes: compile_program(nodes, arch), args.rounds)
+        analysis_s = best(lambda nodes=nodes: folded(nodes, analyse(nodes)), args.rounds)
         print(f"{name:8} {ops:7d} {compile_s / ops * 1e6:14.2f} {analysis_s / ops * 1e6:15.2f} "
               f"{(compile_s + analysis_s) / compile_s:13.2f}")
     with_loc, without = trace_cost(args.nodes, args.rounds)

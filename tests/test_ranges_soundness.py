@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.graph import build
+from copapy.graph.intervals import Interval
 from copapy.graph.ops import CASTS, REGISTRY, STRUCTURAL
 from copapy.value import Value
 
@@ -88,7 +89,7 @@ def example(draw: st.DrawFn, name: str, dtype: str) -> tuple[list[Any], list[lis
     return [(s, k) for s, k in zip(spans, kinds, strict=True)], points
 
 
-def _inside(r: cp.Interval, got: Any) -> bool:
+def _inside(r: Interval, got: Any) -> bool:
     v = float(got)
     if math.isnan(v):
         return r.nan
