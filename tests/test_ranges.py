@@ -194,8 +194,14 @@ def test_unbounded_state_is_reported_as_such() -> None:
     # a delay of a bounded signal is bounded by the signal and its init, nothing widened
     assert cp.ranges(cp.delay(x, 2, init=3.0)) == Interval(-1.0, 3.0)
     assert cp.check(cp.delay(cp.value(0.0))).unbounded == []
+    # what an unbounded state makes possible is checked when strict (as undeclared inputs)
+    assert cp.check(cp.sqrt(y)).reports == []
     with pytest.raises(cp.RangeError, match="unbounded"):
-        cp.check(cp.sqrt(y))
+        cp.check(cp.sqrt(y), strict=True)
+    counter = cp.feedback(lambda n: n + 1, init=0)  # a run counter: wraps after 2**31 runs
+    assert cp.check(counter).reports == []
+    with pytest.raises(cp.RangeError, match="int32 overflow"):
+        cp.check(counter, strict=True)
 
 
 def test_integrate_range_saturates_at_run_time() -> None:

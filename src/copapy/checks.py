@@ -75,7 +75,7 @@ def _outputs_reports(analysis: Analysis, bindings: Mapping[Node, Channel],
     for node, channel in bindings.items():
         if not channel.is_output or node not in analysis.ranges:
             continue
-        if not strict and undeclared([node]):
+        if not strict and undeclared([node], analysis.unbounded):
             continue
         r = analysis.ranges[node]
         lo, hi = channel_range(channel)
@@ -110,8 +110,10 @@ def check(*outputs: Any, warn: bool = False, strict: bool = False,
     with ``warn=True``, one ``RangeWarning`` each). Returns the analysis.
 
     Operations whose operands depend on an input without a declared range (its range is
-    then every value of its type, NaN included) are reported only with ``strict=True``;
-    otherwise a note counts them (declare the inputs' ranges to have them checked)."""
+    then every value of its type, NaN included) or on an unbounded signal state (a run
+    counter, an integral without a range) are reported only with ``strict=True``; otherwise
+    a note counts them (declare the inputs' ranges, bound the states, to have them
+    checked)."""
     found = analyse(flatten(outputs, "cp.check()"))
     assumed = [r for r in found.reports if r.assumed]
     if not strict:
@@ -122,7 +124,8 @@ def check(*outputs: Any, warn: bool = False, strict: bool = False,
                      "the analysis splits; some guarded operations may be reported")
     if assumed and not strict:
         notes.append(f"note: {len(assumed)} operation(s) depend on inputs without a declared "
-                     f"range and were not checked (cp.check(..., strict=True) reports them)")
+                     f"range or on unbounded signal states and were not checked "
+                     f"(cp.check(..., strict=True) reports them)")
     notes += [f"note: the signal state of {describe(s)} is unbounded (give it a range: "
               f"cp.integrate(x, range=(lo, hi)), cp.feedback(f, range=...), or clamp it)"
               for s in found.unbounded]

@@ -89,7 +89,8 @@ class Report:
     finding: Finding
     operands: tuple[Interval, ...]
     #: the operand ranges depend on an input without a declared range (whose range is then
-    #: every value of its type): cp.check reports these only with strict=True
+    #: every value of its type) or on an unbounded signal state: cp.check reports these only
+    #: with strict=True
     assumed: bool = False
 
     @property
@@ -522,9 +523,12 @@ def _inside(a: Interval, b: Interval) -> bool:
 
 
 @without_gc
-def undeclared(nodes: Sequence[Node]) -> bool:
-    """Whether the values of ``nodes`` depend on an input without a declared range."""
-    _, _, order = _states(nodes)
+def undeclared(nodes: Sequence[Node], unbounded: Iterable[Node] = ()) -> bool:
+    """Whether the values of ``nodes`` depend on an input without a declared range (or on
+    one of the ``unbounded`` states)."""
+    states, _, order = _states(nodes)
+    if not set(states).isdisjoint(unbounded):
+        return True
     for n in order:
         if n.op == "input" and n not in _declared:
             return True
@@ -542,7 +546,7 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     shared = _Shared(max(SPLIT_NODES, len(order)))
     main = _Pass(env, shared)
     main.run(roots, None if env else order)
-    reports = [Report(node, finding, ins, undeclared(node.args))
+    reports = [Report(node, finding, ins, undeclared(node.args, unbounded))
                for node, finding, ins in main.exposed(roots)]
     reports.sort(key=lambda r: r.node.serial)
     unique: dict[tuple[int, str], Report] = {}
