@@ -138,9 +138,13 @@ def bound(x: Any, where: str) -> float | None:
     """A finite number, or null (unbounded)."""
     if x is None:
         return None
-    if isinstance(x, bool) or not isinstance(x, int | float) or not math.isfinite(x):
+    try:
+        value = float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
+    except OverflowError:  # an int beyond the float range
+        value = math.nan
+    if not math.isfinite(value):
         raise _fail(where, "a finite number or null", x)
-    return float(x)
+    return value
 
 
 def flag(x: Any, where: str) -> bool:
