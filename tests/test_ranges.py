@@ -114,6 +114,7 @@ CLEAN: list[Callable[[dict[str, Any]], Any]] = [
     lambda v: v["big"] >> 3,
     lambda v: cp.atan2(v["x"], v["x"]) + cp.hypot(v["x"], v["d"]) + cp.tanh(v["d"]),
     lambda v: cp.sin(v["x"] * 1e6) + cp.cos(v["x"]) + cp.atan(1.0 / (v["x"] + 2.0)),
+    lambda v: cp.where(v["x"] < 2.0, v["x"], cp.log(v["x"])),  # decided: log never taken
 ]
 
 

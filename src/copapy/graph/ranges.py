@@ -142,8 +142,7 @@ def _initial(state: Node) -> Interval:
     return Interval(float(values.min()), float(values.max()), bool((values != values).any()))
 
 
-def _refine(cond: Node, truth: bool, env: Mapping[Node, Interval],
-            ranges: Mapping[Node, Interval]) -> dict[Node, Interval]:
+def _refine(cond: Node, truth: bool, ranges: Mapping[Node, Interval]) -> dict[Node, Interval]:
     """The ranges of nodes ``cond`` constrains where it is ``truth`` (those that narrow)."""
     out: dict[Node, Interval] = {}
     _narrow(cond, truth, ranges, out)
@@ -337,7 +336,7 @@ class _Pass:
         out: list[Interval] = []
         sides: list[tuple[_Pass, Node]] = []
         for truth, side in ((True, a), (False, b)):
-            narrowed = _refine(cond, truth, self.env, self.ranges)
+            narrowed = _refine(cond, truth, self.ranges)
             sub = self._side(side, narrowed) if narrowed else None
             if sub is None:
                 out.append(self.ranges[side])
@@ -417,8 +416,14 @@ class _Pass:
                 found.append((node, *hit))
             split = self.sides.get(node)
             if split is None:
-                if node not in self.env:
-                    stack.extend(a for a in node.args if a in self.ranges)
+                if node in self.env:
+                    continue
+                args = node.args
+                if node.op == "where":  # decided by the ranges: the other side never counts
+                    decided = self.ranges.get(args[0])
+                    if decided == TRUE or decided == FALSE:
+                        args = (args[0], args[1] if decided == TRUE else args[2])
+                stack.extend(a for a in args if a in self.ranges)
                 continue
             stack.append(node.args[0])
             split_sides = {side for _, side in split}
