@@ -125,6 +125,25 @@ def test_guarded_and_clamped_forms_are_not_reported(clean: Callable[[dict[str, A
     assert found.reports == []
 
 
+def test_nested_guards_over_two_inputs() -> None:
+    x = cp.value(0.5, range=(-1.0, 1.0))
+    y = cp.value(0.5, range=(-1.0, 1.0))
+    both = cp.where(x > 0.1, cp.where(y > 0.1, cp.log(x) + cp.log(y), 0.0), 0.0)
+    assert cp.check(both).reports == []
+    half = cp.where(x > 0.1, cp.where(y > -0.5, cp.log(x) + cp.log(y), 0.0), 0.0)
+    with pytest.raises(cp.RangeError, match="log of"):
+        cp.check(half)
+
+
+def test_a_long_chain_of_guards_is_analysed_without_recursion() -> None:
+    x = cp.value(0.5, range=(-1.0, 1.0))
+    acc: Any = x
+    for _ in range(1500):
+        acc = cp.where(x > 0.1, acc + cp.log(x), acc * 0.5)
+    found = cp.check(acc, warn=True)
+    assert found.ranges[acc.node].lo < 0
+
+
 def test_a_guarded_value_used_unguarded_elsewhere_is_reported() -> None:
     x = cp.value(0.5, range=(-1.0, 1.0))
     root = cp.sqrt(x)

@@ -54,7 +54,10 @@ DT = Interval(1e-7, 3600.0)
 ROUNDS = 3
 #: the most nodes of a cp.where side analysed again with the condition's narrowed ranges
 SIDE_NODES = 16
-#: nodes the splitting may evaluate again in one analysis (at least; one per node analysed)
+#: how deep splits nest (a side's guards split again, theirs not: the parent's split of
+#: them counts)
+SPLIT_DEPTH = 2
+#: nodes the splitting may evaluate again in one analysis (at least; 8 per node analysed)
 SPLIT_NODES = 4096
 
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
@@ -240,6 +243,8 @@ class _Pass:
         #: the analysis this one narrows (a side of a cp.where): nodes this one does not
         #: evaluate have the parent's range, and the parent's findings
         self.parent = parent
+        #: how many splits this analysis is nested in (SPLIT_DEPTH: no deeper)
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.evaluated: set[Node] = set()
         #: nodes exposed() has walked (each once per analysis)
         self.visited: set[Node] = set()
@@ -309,7 +314,8 @@ class _Pass:
                             ranges[node] = new(Interval, (lo, hi, nan))
                             continue
             ins = tuple([ranges[a] for a in args])
-            if op == "where" and ins[0] != TRUE and ins[0] != FALSE:
+            if op == "where" and ins[0] != TRUE and ins[0] != FALSE and \
+                    self.depth < SPLIT_DEPTH:
                 result = self._where(node, ins)
                 ranges[node] = result
                 continue
@@ -394,46 +400,44 @@ class _Pass:
         return sub
 
     def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
-        """The findings of the nodes the roots depend on other than through a split side."""
-        if not self.findings and not any(sub.findings or sub.sides
-                                         for sides in self.sides.values() for sub, _ in sides):
+        """The findings of the nodes the roots depend on other than through a split side
+        (one worklist over this analysis and its sides: guard chains nest deeply)."""
+        if not self.findings and not any(sub.findings for sub in self.memo.sides.values()):
             return []
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
-        seen = self.visited  # a node's findings in this analysis are collected once
-        stack = [r for r in roots if r in self.ranges]
-        delegated: list[Node] = []
-        while stack:
-            node = stack.pop()
-            if node in seen:
+        work: list[tuple[_Pass, Node]] = [(self, r) for r in roots if r in self.ranges]
+        while work:
+            p, node = work.pop()
+            if node in p.visited:  # a node's findings in one analysis are collected once
                 continue
-            seen.add(node)
-            if self.parent is not None and node not in self.evaluated:
-                if node not in self.env:
-                    delegated.append(node)  # evaluated (and split) by the parent
+            p.visited.add(node)
+            parent = p.parent
+            if parent is not None and (node not in p.evaluated or (
+                    node.op == "where" and p.depth >= SPLIT_DEPTH
+                    and p.ranges[node.args[0]] not in (TRUE, FALSE))):
+                # evaluated by the parent (a where too deep to split here: split there, with
+                # wider ranges)
+                if node not in p.env:
+                    work.append((parent, node))
                 continue
-            hit = self.findings.get(node)
+            hit = p.findings.get(node)
             if hit is not None:
                 found.append((node, *hit))
-            split = self.sides.get(node)
+            split = p.sides.get(node)
             if split is None:
-                if node in self.env:
+                if node in p.env:
                     continue
                 args = node.args
                 if node.op == "where":  # decided by the ranges: the other side never counts
-                    decided = self.ranges.get(args[0])
+                    decided = p.ranges.get(args[0])
                     if decided == TRUE or decided == FALSE:
                         args = (args[0], args[1] if decided == TRUE else args[2])
-                stack.extend(a for a in args if a in self.ranges)
+                work.extend((p, a) for a in args if a in p.ranges)
                 continue
-            stack.append(node.args[0])
+            work.append((p, node.args[0]))
             split_sides = {side for _, side in split}
-            for arg in node.args[1:]:
-                if arg not in split_sides:
-                    stack.append(arg)
-            for sub, side in split:
-                found.extend(sub.exposed([side]))
-        if delegated and self.parent is not None:
-            found.extend(self.parent.exposed(delegated))
+            work.extend((p, a) for a in node.args[1:] if a not in split_sides)
+            work.extend((sub, side) for sub, side in split)
         return found
 
 
@@ -548,7 +552,7 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     if states:
         fixed, unbounded = _fixpoint(states, env)
         env.update(fixed)
-    shared = _Shared(max(SPLIT_NODES, len(order)))
+    shared = _Shared(max(SPLIT_NODES, 8 * len(order)))
     main = _Pass(env, shared)
     main.run(roots, None if env else order)
     reports = [Report(node, finding, ins, undeclared(node.args, unbounded))
