@@ -48,6 +48,8 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_vector_kernels.py": ("build",), "test_kits_control_loop.py": ("build",),
     "test_kits_ros2_control.py": ("build",),
     "test_windows.py": ("build", "emulator"), "test_macos_build.py": ("build",),
+    "test_ranges_examples.py": ("build", "slow"),
+    "test_ranges_soundness.py": ("slow",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",
