@@ -89,6 +89,11 @@ def test_the_mutant_corpus_loads_or_is_a_program_file_error(good: bytes,
     ({"arrays": [{"name": "k", "shape": [3], "dtype": "int32"}]},
      "arrays[0] 'k': its int32 elements are in ports of other dtypes"),
     ({"arrays": [{"name": "k", "shape": [3]}]}, "arrays[0].dtype: missing"),
+    ({"ranges": [{"port": "k", "lo": "1", "hi": None, "nan": False}]},
+     "ranges[0].lo: expected a finite number or null, got '1'"),
+    ({"ranges": [{"port": "k", "lo": None, "hi": 2**1100, "nan": False}]},
+     "ranges[0].hi: expected a finite number or null, got an integer of 1101 bits"),
+    ({"ranges": [{"port": "k", "lo": 0.0, "hi": 1.0}]}, "ranges[0].nan: missing"),
     ({"tasks": 5}, "tasks: expected a list of at most 65536 items, got 5"),
     ({"tasks": ["\ud800"]}, "tasks[0]: expected valid Unicode"),
     ({"ops": -1}, "ops: expected an integer in 0..2**63-1, got -1"),
@@ -125,7 +130,8 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner,
                                                                 max_size=4),
     max_leaves=12)
-KEYS = st.sampled_from(["compiler", "stencil_table", "ops", "stencils", "tasks", "arrays"])
+KEYS = st.sampled_from(["compiler", "stencil_table", "ops", "stencils", "tasks", "arrays",
+                       "ranges"])
 
 
 @settings(max_examples=150, deadline=None,

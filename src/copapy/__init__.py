@@ -24,6 +24,7 @@ from .value import Value, constant, value
 
 if TYPE_CHECKING:
     from . import io
+    from .checks import RangeError, RangeWarning, check, ranges
     from .io import BindingError
     from .local_target import LocalTarget
     from .quaternions import Quaternion, quaternion
@@ -90,6 +91,8 @@ __all__ = [
     "ProgramFault",
     "ProgramFileError",
     "Quaternion",
+    "RangeError",
+    "RangeWarning",
     "SerialTarget",
     "SerialTargetError",
     "ShapeError",
@@ -105,6 +108,7 @@ __all__ = [
     "bool_",
     "cast",
     "ceil",
+    "check",
     "clamp",
     "constant",
     "copysign",
@@ -141,6 +145,7 @@ __all__ = [
     "norm",
     "pow",
     "quaternion",
+    "ranges",
     "rate",
     "relu",
     "round",
@@ -164,6 +169,10 @@ __all__ = [
 #: channels, signals and quaternions are not on the jit path) stays unimported
 _LAZY = {
     "BindingError": "io",
+    "RangeError": "checks",
+    "RangeWarning": "checks",
+    "check": "checks",
+    "ranges": "checks",
     "io": "io",
     "LocalTarget": "local_target",
     "Program": "saved",

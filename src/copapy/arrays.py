@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import dtypes as dt
 from .graph import build
 from .graph.lanes import reduce_in_lane_order
+from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
 from .graph.ops import REGISTRY
 from .value import (
@@ -484,7 +485,7 @@ def elementwise(name: str, *operands: Any) -> Array:
                                         for o in ops]) for r in range(shape[0])]
             return stack_rows(rows)
         nodes = [o.node() if isinstance(o, Array) else _node(o) for o in ops]
-        return Array(shape, node=build.apply(name, *nodes))
+        return Array(shape, node=mark(build.apply(name, *nodes)))
     columns: list[Value[Any]] = []
     size = math.prod(shape)
     for i in range(size):
@@ -495,7 +496,7 @@ def elementwise(name: str, *operands: Any) -> Array:
                 args.append(items[i] if o.shape == shape else items[i % shape[-1]])
             else:
                 args.append(o)
-        columns.append(Value(build.apply(name, *(_node(a) for a in args))))
+        columns.append(Value(mark(build.apply(name, *(_node(a) for a in args)))))
     return Array(shape, items=columns)
 
 

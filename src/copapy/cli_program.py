@@ -165,6 +165,10 @@ def cmd_image_info(path: str) -> int:
         at = ", ".join(str(q.offset) for q in p.ports) if isinstance(p, ArrayInfo) else p.offset
         task = f" (task {p.task})" if p.task is not None else ""
         print(f"  {p.name:24} {p.role:8} {p.dtype.name}{shape} @ {at}{task}")
+    if meta.ranges:
+        print("ranges:")
+        for r in meta.ranges:
+            print(f"  {r.port:24} {r}")
     if prog.bindings:
         print("I/O bindings:")
         for b in prog.bindings:

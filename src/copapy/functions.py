@@ -10,6 +10,7 @@ from .arrays import Array, asarray
 from .dtypes import as_dtype, float64
 from .graph import build
 from .graph.grad import gradients
+from .graph.location import mark
 from .graph.node import Node
 from .value import Value, _node, _op, constant, is_array, wrap
 
@@ -332,7 +333,7 @@ def cast(x: Any, dtype: Any) -> Value[Any]:
         return asarray(x).astype(target)  # type: ignore[return-value]
     node = _node(x)
     if isinstance(node, Node):
-        return Value(build.cast(node, target))
+        return Value(mark(build.cast(node, target)))
     if target.is_float:
         return constant(float(node), target)
     if isinstance(node, float):  # folded by the conversion's own rule (NaN 0, saturating)

@@ -33,6 +33,8 @@ class Channel:
     plant: bool = False
     #: outputs: the value in the safe state
     safe: float = 0.0
+    #: the values the channel delivers, when declared (ADC, Encoder; checks.channel_range)
+    span: tuple[float, float] | None = None
 
     @property
     def kind_name(self) -> str:
@@ -46,6 +48,7 @@ class Channel:
         if self.plant:
             return f"cp.io.plant({replace(self, plant=False, direction=_FLIP[self.direction])!r})"
         extra = f", safe={self.safe!r}" if self.safe else ""
+        extra += f", span={self.span!r}" if self.span is not None else ""
         if self.kind == IoKind.GPIO:
             return f"cp.io.GPIO({self.channel}, {self.direction!r}{extra})"
         return f"cp.io.{self.kind_name}({self.channel}{extra})"
@@ -92,14 +95,28 @@ def DAC(channel: int, safe: float = 0.0) -> Channel:
     return Channel(IoKind.DAC, _check(channel), "out", safe=_unit(safe, "a DAC's safe level"))
 
 
-def Encoder(channel: int) -> Channel:
-    """A quadrature encoder input, in counts."""
-    return Channel(IoKind.ENCODER, _check(channel), "in")
+def _span(span: tuple[float, float] | None) -> tuple[float, float] | None:
+    if span is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in span)
+    except (TypeError, ValueError):
+        raise TypeError(f"span is (lo, hi), two numbers, got {span!r}") from None
+    if not lo <= hi:
+        raise ValueError(f"span=({lo}, {hi}): lo must be <= hi")
+    return lo, hi
 
 
-def ADC(channel: int) -> Channel:
-    """An analog input."""
-    return Channel(IoKind.ADC, _check(channel), "in")
+def Encoder(channel: int, span: tuple[float, float] | None = None) -> Channel:
+    """A quadrature encoder input, in counts; ``span=(lo, hi)``: the counts the mechanism
+    can reach (the range analysis, cp.check, takes it; default any int32)."""
+    return Channel(IoKind.ENCODER, _check(channel), "in", span=_span(span))
+
+
+def ADC(channel: int, span: tuple[float, float] | None = None) -> Channel:
+    """An analog input, 0..1 of full scale; ``span=(lo, hi)``: the part of it the signal
+    reaches (the range analysis, cp.check, takes it)."""
+    return Channel(IoKind.ADC, _check(channel), "in", span=_span(span))
 
 
 def plant(channel: Channel) -> Channel:

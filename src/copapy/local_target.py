@@ -16,6 +16,8 @@ from ._contract import DType as Code
 from .arch.features import base_of
 from .arch.targets import by_name
 from .arrays import Array
+from .checks import bind_range, folded
+from .checks import check as range_check
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
@@ -122,12 +124,17 @@ class LocalTarget:
 
     # ---- on-request programs -------------------------------------------------------------
 
-    def compile(self, *values: Value[Any] | Array | Quaternion) -> None:
-        """Compile values, arrays or quaternions (and all they depend on) into one program."""
+    def compile(self, *values: Value[Any] | Array | Quaternion, check: bool = False) -> None:
+        """Compile values, arrays or quaternions (and all they depend on) into one program.
+
+        ``check=True`` runs the range analysis first (cp.check: RangeError for an operation
+        whose operand ranges admit a domain error) and folds the comparisons the ranges
+        decide."""
         if not values:
             raise TargetError("compile() needs at least one value to compute")
         flat = flatten(values, "compile()")
-        compiled = compile_program(flat, self.arch)
+        fold = folded(flat, range_check(*values)) if check else None
+        compiled = compile_program(flat, self.arch, fold=fold)
         program = load(compiled.image, self.arch, own_code=True)
         self._install(compiled, program)
         self._bind_run(self._first_run if self._pending else program.run)
@@ -159,6 +166,7 @@ class LocalTarget:
         if not isinstance(value, Value) or not isinstance(channel, Channel):
             raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
         check_binding(self._bindings, value.node, value.node.op == "input", channel)
+        bind_range(value.node, channel)
         self._bindings[value.node] = channel
 
     def unbind(self, value: Value[Any] | None = None) -> None:
@@ -167,8 +175,9 @@ class LocalTarget:
         keeps driving and reading its channels until then."""
         remove_binding(self._bindings, value, TargetError)
 
-    def deploy(self, *items: Task | Program) -> None:
-        """Compile and load periodic tasks; simulated time starts at 0.
+    def deploy(self, *items: Task | Program, check: bool = False) -> None:
+        """Compile and load periodic tasks; simulated time starts at 0. ``check=True``: the
+        range analysis first (cp.check, with the bound channels' ranges).
 
         A saved program (``cp.load(path)``) is loaded as it is: periodic tasks run with
         ``step`` (the tick defaults to the program's), one run on request with ``run``; its
@@ -191,6 +200,8 @@ class LocalTarget:
                                   f"{t.offset} s must be multiples of the tick {self.tick} s")
         io = io_specs(self._bindings)
         check_bound_outputs(specs, self._bindings, TargetError)
+        if check:
+            range_check(*[Value(n) for t in specs for n in t.outputs], bindings=self._bindings)
         compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch, own_code=True)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)

@@ -18,10 +18,12 @@ from . import image as im
 from . import saved_meta
 from .arch import features
 from .arch import targets as arch_targets
+from .checks import bind_range
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
 from .compiler.runner_table import VERIFIED_ARCHS
 from .dtypes import BY_CODE, DType
+from .graph.ranges import analyse
 from .io import Channel, image_channel
 from .runtime.load import check_architecture, host_architecture
 from .target_common import NamedPorts, io_specs, task_specs
@@ -403,14 +405,31 @@ def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
             for name, v in (names or {}).items() if len(v.nodes()) > 1}
 
 
-def with_arrays(image: bytes, arrays: Sequence[saved_meta.ArraySpec]) -> bytes:
+def with_arrays(image: bytes, arrays: Sequence[saved_meta.ArraySpec],
+                ranges: Sequence[saved_meta.RangeSpec] = ()) -> bytes:
     """``image`` with ``arrays`` described in its metadata (``tg.read(name)`` of a loaded
-    program reads them whole)."""
-    if not arrays:
+    program reads them whole), and the ports' value ``ranges``."""
+    if not arrays and not ranges:
         return image
     img = im.parse(image)
-    img.metadata = {**img.metadata, "arrays": [a.to_json() for a in arrays]}
+    extra: dict[str, Any] = {"arrays": [a.to_json() for a in arrays]} if arrays else {}
+    if ranges:
+        extra["ranges"] = [r.to_json() for r in ranges]
+    img.metadata = {**img.metadata, **extra}
     return img.to_bytes()
+
+
+def range_specs(compiled: CompiledProgram) -> list[saved_meta.RangeSpec]:
+    """The value range of every port (the range analysis of what the program computes)."""
+    found = analyse(list(compiled.ports)).ranges
+    specs = []
+    for node, port in compiled.ports.items():
+        r = found.get(node)
+        if r is None:
+            continue
+        specs.append(saved_meta.RangeSpec(port.name, r.lo if math.isfinite(r.lo) else None,
+                                          r.hi if math.isfinite(r.hi) else None, r.nan))
+    return specs
 
 
 def _binding_nodes(bindings: Iterable[Any]) -> dict[Any, Channel]:
@@ -422,6 +441,7 @@ def _binding_nodes(bindings: Iterable[Any]) -> dict[Any, Channel]:
             raise TypeError(f"bindings are (value, channel) pairs, e.g. [(speed, "
                             f"cp.io.Encoder(0))], got {pair!r}")
         out[pair[0].node] = pair[1]
+        bind_range(pair[0].node, pair[1])  # as tg.bind: the input takes the channel's range
     return out
 
 
@@ -457,7 +477,8 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
             raise ValueError(f"names[{name!r}]: the value is neither an input nor an output of "
                              f"the program, so it has no port to name: make it a task output "
                              f"(or a saved value), or leave it out of names")
-    image = with_arrays(compiled.image, array_specs(compiled, _shapes(names)))
+    image = with_arrays(compiled.image, array_specs(compiled, _shapes(names)),
+                        range_specs(compiled))
     write_image(path, image)
     return Program(image, str(path))
 

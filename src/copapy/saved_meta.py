@@ -11,6 +11,10 @@ Every top-level field is optional (a reader ignores fields it does not know); th
     arrays                    [{"name": str, "shape": [int >= 1], "dtype": "float32"|...}]:
                               the array ports, each one packed port ``name`` or one port per
                               element ``name[k]`` (row-major)
+    ranges                    [{"port": str, "lo": number|null, "hi": number|null,
+                              "nan": bool}]: the values a port can hold for inputs in their
+                              declared ranges (the range analysis, docs/guide/concepts/
+                              ranges.md); a null bound is unbounded on that side
 """
 
 from __future__ import annotations
@@ -53,6 +57,25 @@ class ArraySpec:
 
 
 @dataclass(frozen=True)
+class RangeSpec:
+    """A port's value range as the metadata records it (None: unbounded on that side)."""
+
+    port: str
+    lo: float | None
+    hi: float | None
+    nan: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {"port": self.port, "lo": self.lo, "hi": self.hi, "nan": self.nan}
+
+    def __str__(self) -> str:
+        lo = "-inf" if self.lo is None else f"{self.lo:.9g}"
+        hi = "inf" if self.hi is None else f"{self.hi:.9g}"
+        unbounded = " (unbounded)" if self.lo is None or self.hi is None else ""
+        return f"[{lo}, {hi}]" + (" or NaN" if self.nan else "") + unbounded
+
+
+@dataclass(frozen=True)
 class Metadata:
     compiler: str = "?"
     stencil_table: str = "?"
@@ -60,6 +83,7 @@ class Metadata:
     stencils: int = 0
     tasks: tuple[str, ...] = ()
     arrays: tuple[ArraySpec, ...] = ()
+    ranges: tuple[RangeSpec, ...] = ()
 
 
 Check = Callable[[Any, str], Any]
@@ -110,6 +134,25 @@ def shape(x: Any, where: str) -> tuple[int, ...]:
     return tuple(x)
 
 
+def bound(x: Any, where: str) -> float | None:
+    """A finite number, or null (unbounded)."""
+    if x is None:
+        return None
+    try:
+        value = float(x) if isinstance(x, int | float) and not isinstance(x, bool) else math.nan
+    except OverflowError:  # an int beyond the float range
+        value = math.nan
+    if not math.isfinite(value):
+        raise _fail(where, "a finite number or null", x)
+    return value
+
+
+def flag(x: Any, where: str) -> bool:
+    if not isinstance(x, bool):
+        raise _fail(where, "true or false", x)
+    return x
+
+
 def dtype(x: Any, where: str) -> DType:
     if not isinstance(x, str) or x not in DTYPES:
         raise _fail(where, f"one of {', '.join(DTYPES)}", x)
@@ -138,12 +181,15 @@ def record(fields: Mapping[str, Check], required: bool = True) -> Check:
 
 
 ARRAY = record({"name": text, "shape": shape, "dtype": dtype})
+RANGE = record({"port": text, "lo": bound, "hi": bound, "nan": flag})
 SCHEMA = record({"compiler": text, "stencil_table": text, "ops": count, "stencils": count,
-                 "tasks": list_of(text), "arrays": list_of(ARRAY)}, required=False)
+                 "tasks": list_of(text), "arrays": list_of(ARRAY), "ranges": list_of(RANGE)},
+                required=False)
 
 
 def parse(raw: Any) -> Metadata:
     """The metadata of a saved program, or MetadataError naming the first bad field."""
     fields = SCHEMA(raw, "")
     fields["arrays"] = tuple(ArraySpec(**a) for a in fields.get("arrays", ()))
+    fields["ranges"] = tuple(RangeSpec(**r) for r in fields.get("ranges", ()))
     return Metadata(**fields)

@@ -25,6 +25,8 @@ from typing import Any, cast
 
 from .arch.targets import by_name
 from .arrays import Array
+from .checks import bind_range
+from .checks import check as range_check
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .io import Channel, check_binding, checked_channel
@@ -284,6 +286,7 @@ class SerialTarget:
         if not isinstance(value, Value) or not isinstance(channel, Channel):
             raise TypeError("bind(value, channel) takes a copapy value and a cp.io channel")
         check_binding(self._bindings, value.node, value.node.op == "input", channel)
+        bind_range(value.node, channel)
         count = self._info.channel_count(channel.kind)
         if channel.channel >= count:
             has = f"{count} {channel.kind_name} channels (0..{count - 1})" if count else (
@@ -297,12 +300,14 @@ class SerialTarget:
         keeps driving and reading its channels until then."""
         remove_binding(self._bindings, value, SerialTargetError)
 
-    def _compile(self, tasks: Sequence[Task]) -> CompiledProgram:
+    def _compile(self, tasks: Sequence[Task], check: bool = False) -> CompiledProgram:
         specs = task_specs(tasks)
         check_bound_outputs(specs, self._bindings, SerialTargetError)
+        if check:
+            range_check(*[Value(n) for t in specs for n in t.outputs], bindings=self._bindings)
         return compile_tasks(specs, self.arch, io_specs(self._bindings))
 
-    def deploy(self, *tasks: Task | Program, start: bool = False) -> None:
+    def deploy(self, *tasks: Task | Program, start: bool = False, check: bool = True) -> None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
         this program, in which case this re-attaches without stopping it). A saved program
         (``cp.load(path)``) is uploaded as it is; its ports are read and written by name.
@@ -310,8 +315,12 @@ class SerialTarget:
         ``start=True`` commits and starts in one step: a running program is replaced between
         two ticks (the new one's first tick is the old one's next: none lost or doubled), its
         outputs that the new one drives keep their value until the new one publishes, the
-        others take their safe values."""
-        compiled, program_tasks = self._program(tasks)
+        others take their safe values.
+
+        ``check`` (on by default): the range analysis first (cp.check with the bound channels'
+        ranges): a RangeError names each operation whose operand ranges admit a domain error
+        before anything reaches the hardware; ``check=False`` deploys without it."""
+        compiled, program_tasks = self._program(tasks, check)
         self._check_heartbeat([t.link_timeout for t in program_tasks if t.link_timeout],
                               "the program's link_timeout")
         image = compiled.image
@@ -325,7 +334,7 @@ class SerialTarget:
         self._upload(image, crc, start)
         self._adopt(compiled, program_tasks)
 
-    def _program(self, items: Sequence[Task | Program]
+    def _program(self, items: Sequence[Task | Program], check: bool = False
                  ) -> tuple[CompiledProgram, tuple[Task, ...]]:
         """The compiled program and tasks of deploy/attach's arguments: tasks, compiled for
         the runner, or one saved program as it is."""
@@ -335,7 +344,7 @@ class SerialTarget:
                                         f"runner on {self._link.name} executes {self.arch}")
             return items[0].compiled(), cast(tuple[Task, ...], tuple(items[0].tasks))
         tasks = cast(tuple[Task, ...], tuple(items))
-        return self._compile(tasks), tasks
+        return self._compile(tasks, check), tasks
 
     def attach(self, *items: Task | Program) -> None:
         """Connect to the program the runner already runs (must be exactly these tasks, or

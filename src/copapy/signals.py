@@ -7,15 +7,17 @@ through the current run only: d integrate(x)/dx = dt, d rate(x)/dx = 1/dt, d del
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import dtypes as dt_types
+from .functions import clamp, sqrt, where
 from .functions import cos as _cos
 from .functions import sin as _sin
-from .functions import sqrt, where
 from .graph import build
+from .graph.location import mark
 from .graph.node import Node, const
 from .graph.state import dt_node, new_state, set_update
 from .value import Value, _convert, _node, is_array, wrap
@@ -47,7 +49,7 @@ def _state(like: Any, init: float | int | bool, name: str | None = None) -> Valu
         initial = _convert(build._check_scalar(init), dtype)
     except (TypeError, OverflowError) as exc:
         raise type(exc)(f"init={init!r} for a {dtype.name} signal: {exc}") from None
-    return Value(new_state(dtype, initial, name))
+    return Value(mark(new_state(dtype, initial, name)))
 
 
 def _bind(state: Value[Any], update: Any) -> None:
@@ -91,12 +93,30 @@ def first_run() -> Value[bool]:
     return flag
 
 
-def integrate(x: Any, init: float = 0.0, method: str = "euler") -> Value[float]:
+def _saturate(y: Value[Any], span: tuple[float, float] | None, op: str) -> Value[Any]:
+    """A signal's declared range is a saturation (an anti-windup limit): the range analysis
+    (cp.check) then bounds the state from the clamp, never from a promise."""
+    if span is None:
+        return y
+    try:
+        lo, hi = (float(v) for v in span)
+    except (TypeError, ValueError):
+        raise TypeError(f"cp.{op}: range is (lo, hi), two numbers, got {span!r}") from None
+    if not lo <= hi:
+        raise ValueError(f"cp.{op}: range=({lo}, {hi}): lo must be <= hi")
+    if not y.dtype.is_float:
+        lo, hi = math.ceil(lo), math.floor(hi)
+    return clamp(y, lo, hi)
+
+
+def integrate(x: Any, init: float = 0.0, method: str = "euler",
+              range: tuple[float, float] | None = None) -> Value[float]:
     """Running integral of x over time.
 
     ``euler``: y_k = y_{k-1} + x_k·dt (the current sample counts).
     ``trapezoid``: y_k = y_{k-1} + (x_k + x_{k-1})·dt/2, with x_{-1} = x_0.
-    y_{-1} = init.
+    y_{-1} = init. ``range=(lo, hi)``: the integral saturates there (anti-windup), and the
+    range analysis knows it is bounded; without it an integral is an unbounded state.
     """
     xv = _signal(x, "integrate")
     if not xv.dtype.is_float:
@@ -109,6 +129,7 @@ def integrate(x: Any, init: float = 0.0, method: str = "euler") -> Value[float]:
         y = s + (xv + prev) * (dt * 0.5)
     else:
         raise ValueError(f"integrate method must be 'euler' or 'trapezoid', not {method!r}")
+    y = _saturate(y, range, "integrate")
     _bind(s, y)
     return y
 
@@ -121,8 +142,10 @@ def rate(x: Any) -> Value[float]:
     return where(first_run(), 0.0, (xv - delay(xv)) / dt)
 
 
-def feedback(f: Callable[[Value[Any]], Any], init: float | int | bool = 0.0) -> Value[Any]:
+def feedback(f: Callable[[Value[Any]], Any], init: float | int | bool = 0.0,
+             range: tuple[float, float] | None = None) -> Value[Any]:
     """y = f(y of the previous run); ``init`` plays the previous value in the first run.
+    ``range=(lo, hi)``: y saturates there (the range analysis then knows it is bounded).
 
     ``init`` is a Python number, so its type is weak: when ``f`` returns a wider type (init=0,
     f = prev + 0.5 gives float32) the signal has that type (``f`` is traced again with it), as
@@ -131,10 +154,10 @@ def feedback(f: Callable[[Value[Any]], Any], init: float | int | bool = 0.0) -> 
         raise TypeError(f"feedback(f, init) takes a function of the previous value (e.g. "
                         f"lambda prev: prev + x), got {type(f).__name__} {f!r}")
     s = _state(init, init)
-    y = _signal(f(s), "feedback", "needs f to return")
+    y = _saturate(_signal(f(s), "feedback", "needs f to return"), range, "feedback")
     while dt_types.promote(s.dtype, y.dtype) is not s.dtype:  # at most bool -> ... -> float64
         s = _state(y, init)
-        y = _signal(f(s), "feedback", "needs f to return")
+        y = _saturate(_signal(f(s), "feedback", "needs f to return"), range, "feedback")
     _bind(s, y)
     return y
 

@@ -17,8 +17,11 @@ from typing import (
 from . import dtypes as dt
 from .dtypes import DType
 from .graph import build
-from .graph.node import Node, const, fresh_input
+from .graph.intervals import Interval, rounded_bounds
+from .graph.location import mark
+from .graph.node import Node, const, fresh_input, input_initial
 from .graph.ops import REGISTRY
+from .graph.ranges import declare
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -169,7 +172,7 @@ class Value(Generic[T]):
 
     def astype(self, dtype: Any) -> Value[Any]:
         """``cp.cast(self, dtype)``, as NumPy's ``x.astype(np.int32)`` reads."""
-        return Value(build.cast(self.node, dt.as_dtype(dtype)))
+        return Value(mark(build.cast(self.node, dt.as_dtype(dtype))))
 
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
         """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
@@ -420,7 +423,7 @@ def _op(name: str, *operands: Any) -> Value[Any]:
             return ARRAYS.elementwise(name, *operands)  # type: ignore[no-any-return]
         else:
             args.append(_node(o))
-    return Value(build.apply(name, *args))
+    return Value(mark(build.apply(name, *args), 3))
 
 
 #: NumPy ufuncs that compute a registry operation, by the ufunc's name: np.sin(x) on a traced
@@ -505,24 +508,38 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
 
 @overload
-def value(x: bool, dtype: None = None, *, name: str | None = None) -> Value[bool]: ...
+def value(x: bool, dtype: None = None, *, name: str | None = None,
+          range: tuple[float, float] | None = None) -> Value[bool]: ...
 @overload
-def value(x: int, dtype: None = None, *, name: str | None = None) -> Value[int]: ...
+def value(x: int, dtype: None = None, *, name: str | None = None,
+          range: tuple[float, float] | None = None) -> Value[int]: ...
 @overload
-def value(x: float, dtype: None = None, *, name: str | None = None) -> Value[float]: ...
+def value(x: float, dtype: None = None, *, name: str | None = None,
+          range: tuple[float, float] | None = None) -> Value[float]: ...
 @overload
-def value(x: Scalar, dtype: Any, *, name: str | None = None) -> Value[Any]: ...
+def value(x: Scalar, dtype: Any, *, name: str | None = None,
+          range: tuple[float, float] | None = None) -> Value[Any]: ...
 @overload
 def value(x: list[Any] | tuple[Any, ...] | NDArray[Any], dtype: Any = None, *,
-          name: str | None = None, packed: bool | None = None) -> Array: ...
+          name: str | None = None, packed: bool | None = None,
+          range: tuple[float, float] | None = None) -> Array: ...
 def value(x: Any, dtype: Any = None, *, name: str | None = None,
-          packed: bool | None = None) -> Any:
+          packed: bool | None = None, range: tuple[float, float] | None = None) -> Any:
     """An input of the computation: a leaf whose value can be written before each run.
 
     ``x`` is the initial value. Without ``dtype``, a float becomes float32, an int int32 and a
     bool a bool. A list or NumPy array gives an input vector/matrix (``packed=None``: packed
     above 64 elements).
+
+    ``range=(lo, hi)`` declares the values the input takes (every element of an array):
+    the range analysis (cp.check, cp.ranges, tg.compile(check=True)) starts from it.
     """
+    if range is not None:
+        made = value(x, dtype, name=name, packed=packed) if is_array(x) else value(
+            x, dtype, name=name)
+        for node in made.nodes():
+            declare_input(node, range, x)
+        return made
     if isinstance(x, Value) or hasattr(x, "nodes"):
         raise TypeError(f"cp.value() takes numbers (an input's initial value); this is already "
                         f"traced (a copapy {type(x).__name__})")
@@ -536,6 +553,24 @@ def value(x: Any, dtype: Any = None, *, name: str | None = None,
     if kind.is_int and isinstance(x, float) and not float(x).is_integer():
         raise TypeError(f"cp.value({x!r}, dtype=int32) would truncate; pass an int")
     return Value(fresh_input(kind, _convert(scalar, kind), name))
+
+
+def declare_input(node: Node, span: Any, initial: Any) -> None:
+    """``cp.value(..., range=span)``: checked, rounded outward into the input's type."""
+    try:
+        lo, hi = (float(v) for v in span)
+    except (TypeError, ValueError):
+        raise TypeError(f"range is (lo, hi), two numbers, got {span!r}") from None
+    if not lo <= hi:
+        raise ValueError(f"range=({lo}, {hi}): lo must be <= hi (and neither NaN)")
+    interval = rounded_bounds(Interval(lo, hi), node.dtype)
+    declare(node, interval.lo, interval.hi)
+    if node.shape:
+        return
+    init = node.dtype.unpack(input_initial(node))
+    if not interval.lo <= float(init) <= interval.hi:
+        raise ValueError(f"cp.value({initial!r}, range=({lo:g}, {hi:g})): the initial value is "
+                         f"outside the declared range")
 
 
 def constant(x: Scalar, dtype: Any = None) -> Value[Any]:

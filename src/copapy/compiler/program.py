@@ -267,17 +267,20 @@ class _Builder:
 @without_gc
 def compile_program(outputs: Sequence[Node], arch: str,
                     names: Mapping[Node, str] | None = None,
-                    in_place: bool = False) -> CompiledProgram:
+                    in_place: bool = False,
+                    fold: Mapping[Node, Node] | None = None) -> CompiledProgram:
     """One chain, run on request (``tg.run()``): inputs and outputs are read in place.
     ``names`` gives ports other names than the defaults (``outputK``, the inputs' names).
     ``in_place`` (@cp.jit only): array inputs that only element-wise operations read are read
     through pointer slots, which the caller may point at its own buffer for one call
     (``CompiledProgram.pointers``; docs/design.md, "@cp.jit in place"). Images for
-    LocalTarget, cp.save and SerialTarget never ask for it."""
+    LocalTarget, cp.save and SerialTarget never ask for it. ``fold``: nodes replaced by
+    simpler ones (comparisons the value ranges decide, checks.folded); the outputs keep their
+    ports."""
     b = _Builder(arch, names)
     b.code_image = b.code_image or in_place
-    order, states = _closure(outputs, set())
-    order, states, mapping = b.pack(order, states, outputs)
+    order, states = _closure(outputs, set(), fold)
+    order, states, mapping = b.pack(order, states, outputs, mapping=fold)
     spec = ChainSpec({}, {}, [])
     for node in order:
         if node in b.blocks:

@@ -26,9 +26,9 @@
 
 /* Node's slots, read and written at their offsets (Node is a __slots__ class: its slots are
  * member descriptors; bind checks that) */
-enum { F_OP, F_DTYPE, F_ARGS, F_ATTR, F_SERIAL, F_FINGERPRINT, F_SHAPE, N_FIELDS };
+enum { F_OP, F_DTYPE, F_ARGS, F_ATTR, F_SERIAL, F_FINGERPRINT, F_SHAPE, F_LOC, N_FIELDS };
 static const char *const field_names[N_FIELDS] = {"op", "dtype", "args", "attr", "serial",
-                                                   "fingerprint", "shape"};
+                                                   "fingerprint", "shape", "loc"};
 static Py_ssize_t field_offset[N_FIELDS];
 
 static PyObject *s_key, *s_code, *s_const, *s_input, *s_state, *empty_tuple;
@@ -156,6 +156,7 @@ static PyObject *new_node(PyObject *op, PyObject *dtype, PyObject *code, PyObjec
     set(node, F_ARGS, args);
     set(node, F_ATTR, attr);
     set(node, F_SHAPE, shape);
+    set(node, F_LOC, Py_None); /* where the user's code built it: graph/location.py */
     serial = PyIter_Next(serials);
     if (serial == NULL) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "node serials exhausted");

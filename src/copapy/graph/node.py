@@ -31,7 +31,8 @@ class Node:
     order of commutative operations uses it, so the same graph always gives the same image.
     """
 
-    __slots__ = ("__weakref__", "args", "attr", "dtype", "fingerprint", "op", "serial", "shape")
+    __slots__ = ("__weakref__", "args", "attr", "dtype", "fingerprint", "loc", "op", "serial",
+                 "shape")
 
     op: str
     dtype: DType  # element type
@@ -40,6 +41,9 @@ class Node:
     serial: int
     fingerprint: int
     shape: tuple[int, ...]  # () for a scalar, (n,) for a packed vector, (m, n) for a matrix
+    #: where the user's code built it: (code object, line number), set by graph/location.py
+    #: (None until then)
+    loc: tuple[object, int] | None
 
     @property
     def size(self) -> int:
