@@ -125,6 +125,7 @@ typedef struct host {
     int wake_pending;         /* atomic */
     /* real time */
     int want_rt;
+    int drops_root; /* --user given: CAP_IPC_LOCK goes with root */
     int allow_code; /* --allow-code: format-1 images (machine code) too, for tests */
     int rt_active;
     int dma_fd;
@@ -339,8 +340,17 @@ static void rt_setup_process(host *h)
     /* locked memory stays locked after dropping root only within RLIMIT_MEMLOCK: lift it
      * while we may (every program region is mmap'd later, under MCL_FUTURE) */
     struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
-    (void)setrlimit(RLIMIT_MEMLOCK, &unlimited);
-    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    int lifted = setrlimit(RLIMIT_MEMLOCK, &unlimited) == 0;
+    /* where the limit stays (a container without CAP_SYS_RESOURCE), the runner's own pages
+     * (2.3 MB of stencil tables among them) may already exceed it: after --user drops
+     * CAP_IPC_LOCK, MCL_FUTURE would then make every later mmap fail (EAGAIN), the program
+     * regions included; lock what is mapped now only, and say so */
+    int future = lifted || !h->drops_root;
+    if (!future) {
+        warn("RLIMIT_MEMLOCK cannot be raised: memory mapped after start-up (program regions) "
+             "is not locked");
+    }
+    if (mlockall(MCL_CURRENT | (future ? MCL_FUTURE : 0)) != 0) {
         warn("mlockall failed (%s): page faults may delay ticks", strerror(errno));
     }
     /* opened now (it needs root) but held at 0 only while a program runs (dma_hold) */
@@ -1035,6 +1045,7 @@ int main(int argc, char **argv)
             break;
         case 'U':
             user = optarg;
+            h->drops_root = 1;
             break;
         case 'n':
             name = optarg;
