@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import copapy as cp
 from copapy import image as im
 
 #: per architecture: fault kind as the runner reports it -> the code that causes it
@@ -122,3 +123,31 @@ class FaultWaiter:
         assert self.arrived.wait(timeout), f"no FAULT event within {timeout} s"
         self.arrived.clear()
         return self.faults[-1]
+
+
+#: float32 1/3 rounded to nearest (0.33333334): what an honest ``x / 3`` gives on a runner
+#: whose FP state nothing changed
+ONE_THIRD = bytes.fromhex("abaaaa3e")
+
+
+def f32(v: float) -> bytes:
+    return struct.pack("<f", v)
+
+
+def victim() -> Any:
+    """A task with enough code for the longest hand-made snippet (its entry gets
+    overwritten)."""
+    x = cp.value(0.5)
+    return cp.sin(x) * cp.cos(x) + cp.sqrt(x) / 3.0 + cp.exp(x) * cp.log(x + 2.0)
+
+
+def honest_third_remote(tg: Any) -> bytes:
+    """``x / 3`` of an honest program deployed on the SerialTarget ``tg`` (after 3 ticks)."""
+    tg.unbind()
+    x = cp.value(1.0)
+    q = x / 3.0
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg.deploy(cp.Task(q, counter, period=1e-3), start=True)
+    while tg.read(counter) < 3:
+        pass
+    return f32(tg.read(q))
