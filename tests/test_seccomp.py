@@ -88,6 +88,33 @@ def test_every_attack_is_a_contained_sigsys_fault(tmp_path: Path) -> None:
         assert tg.info().session_active and proc.poll() is None
 
 
+#: allowed calls that block: a job that sleeps or waits uses no CPU time, so the CPU-time
+#: budget never ends it; the supervisor's wall-time limit (100 budgets, at least 1 s) does
+BLOCKING: dict[str, str] = {
+    # clock_nanosleep(CLOCK_MONOTONIC, 0, {3600 s}, NULL)
+    "sleep_an_hour": ("4883ec1048c70424100e000048c744240800000000bf0100000031f64889e24531d2"
+                      "b8e60000000f054883c410c3"),
+    # futex(&zero on the stack, FUTEX_WAIT_PRIVATE, 0, NULL): nobody ever wakes it
+    "futex_wait": "4883ec10c70424000000004889e7be8000000031d24531d2b8ca0000000f054883c410c3",
+}
+
+
+def test_a_job_blocked_in_an_allowed_call_is_stopped() -> None:
+    with runner_process("--pty", "--no-rt") as (pty, proc), SerialTarget(pty) as tg:
+        waiter = FaultWaiter(tg)
+        for name, code in BLOCKING.items():
+            tg.unbind()
+            out = victim()
+            tg.bind(out, cp.io.PWM(0, safe=0.25))
+            deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, bytes.fromhex(code), "x86_64")
+            tg.start()
+            fault = waiter.wait(30)
+            assert (fault.kind, fault.task) == ("timeout", 0), (name, fault)
+            assert tg.io_value(cp.io.PWM(0)) == 0.25, name
+            assert proc.poll() is None, name
+            assert honest_third_remote(tg) == ONE_THIRD, name
+
+
 def test_no_seccomp_lets_the_call_through(tmp_path: Path) -> None:
     """--no-seccomp (for debugging) really switches the filter off: exit_group then ends the
     runner process, as it did before the filter (which is why the filter is the default)."""

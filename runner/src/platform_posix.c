@@ -143,8 +143,10 @@ const cp_platform *cp_platform_posix(void)
 enum {
     GUARD_SLOTS = 64,              /* threads that may run guarded code at the same time */
     ALT_STACK_SIZE = 64 * 1024,
-    DEFAULT_POLL_NS = 50000000 /* in-process: budgets are >= 1 s there */
+    DEFAULT_POLL_NS = 50000000, /* in-process: budgets are >= 1 s there */
+    WALL_FACTOR = 100
 };
+#define WALL_MIN_NS 1000000000ull
 
 /* One per thread that runs guarded code. `seq` is odd while a job runs; the supervisor reads
  * it, `budget` and the thread's CPU clock; `kill_seq` is the job it interrupted. */
@@ -166,6 +168,7 @@ typedef struct guard_slot {
     /* supervisor only */
     uint64_t seen_seq;
     uint64_t seen_cpu_ns;
+    uint64_t seen_wall_ns;
     uint64_t kill_cpu_ns;
 } guard_slot;
 
@@ -620,6 +623,16 @@ static uint64_t thread_cpu_ns(const guard_slot *g, uint64_t wall)
     return wall; /* no CPU clock for that thread: wall time */
 }
 
+/* The wall time a job may take while it uses less CPU time than its budget: WALL_FACTOR
+ * budgets, at least WALL_MIN_NS (a preempted job is never mistaken for a blocked one). */
+static uint64_t wall_limit(uint64_t budget)
+{
+    if (budget > UINT64_MAX / WALL_FACTOR) {
+        return UINT64_MAX;
+    }
+    return budget > WALL_MIN_NS / WALL_FACTOR ? budget * WALL_FACTOR : WALL_MIN_NS;
+}
+
 static void *watchdog_main(void *arg)
 {
     (void)arg;
@@ -645,12 +658,17 @@ static void *watchdog_main(void *arg)
                 /* first seen running now: it has used at least nothing of its budget */
                 g->seen_seq = seq;
                 g->seen_cpu_ns = cpu;
+                g->seen_wall_ns = wall;
                 continue;
             }
             uint64_t used = cpu - g->seen_cpu_ns;
             int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
+            /* a job blocked in a system call (a sleep, a futex wait) uses no CPU time: a wall
+             * time far beyond any preemption ends it too */
+            int blocked = wall - g->seen_wall_ns >= wall_limit(budget);
             /* interrupt once; again if the first signal did not end it within a budget */
-            if ((!fired && used >= budget) || (fired && cpu - g->kill_cpu_ns >= budget)) {
+            if ((!fired && (used >= budget || blocked)) ||
+                (fired && cpu - g->kill_cpu_ns >= budget)) {
                 g->kill_cpu_ns = cpu;
                 __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
                 pthread_kill(g->thread, CP_POSIX_WATCHDOG_SIGNAL);
