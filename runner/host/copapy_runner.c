@@ -113,6 +113,7 @@ typedef struct host {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int quit;                 /* under lock */
+    int sandbox_go;           /* under lock: main has dropped root, the filter may go on */
     int tick_ready, tick_parked; /* under lock: set up (sandbox_rc says how), ended */
     int sandbox_rc;           /* the seccomp filter: 0 installed, else an errno value */
     int want_seccomp;         /* not --no-seccomp */
@@ -398,7 +399,8 @@ static void no_job(void)
 
 /* The tick thread's set-up: everything that needs a system call the filter forbids is done
  * first (the guard's slot and alternate stack, the job clock's calibration), then the filter
- * goes on (docs/realtime.md, "Isolation on the host runner"). */
+ * goes on when main says so (docs/realtime.md, "Isolation on the host runner"): after --user
+ * dropped root, which glibc does in every thread (setuid, setgid, setgroups). */
 static void tick_setup(host *h)
 {
     if (h->want_rt && prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) != 0) {
@@ -409,13 +411,16 @@ static void tick_setup(host *h)
     cp_fault none;
     memset(&none, 0, sizeof(none));
     (void)cp_posix_guard(NULL, no_job, 0, &none);
+    pthread_mutex_lock(&h->lock);
+    while (!h->sandbox_go) {
+        pthread_cond_wait(&h->cond, &h->lock);
+    }
     int rc = 0;
     if (h->want_seccomp) {
         int fds[SANDBOX_MAX_WRITE_FDS] = {h->wake_pipe[1], h->dma_fd,
                                           h->verbose ? STDERR_FILENO : -1, -1};
         rc = sandbox_tick_thread(fds, SANDBOX_MAX_WRITE_FDS);
     }
-    pthread_mutex_lock(&h->lock);
     h->sandbox_rc = rc;
     h->tick_ready = 1;
     pthread_cond_broadcast(&h->cond);
@@ -476,9 +481,12 @@ static void *tick_main(void *arg)
     return NULL;
 }
 
-static void wait_tick_ready(host *h)
+/* Main, before any program can be loaded: the tick thread's filter goes on. */
+static void seal_tick_thread(host *h)
 {
     pthread_mutex_lock(&h->lock);
+    h->sandbox_go = 1;
+    pthread_cond_broadcast(&h->cond);
     while (!h->tick_ready) {
         pthread_cond_wait(&h->cond, &h->lock);
     }
@@ -507,7 +515,6 @@ static void start_tick_thread(host *h)
         if (rc == 0) {
             h->rt_active = 1;
             pthread_attr_destroy(&attr);
-            wait_tick_ready(h);
             return;
         }
         warn("SCHED_FIFO priority %d not permitted (%s): ticks run at normal priority",
@@ -519,7 +526,6 @@ static void start_tick_thread(host *h)
         die("cannot create the tick thread: %s", strerror(rc));
     }
     pthread_attr_destroy(&attr);
-    wait_tick_ready(h);
 }
 
 /* ---- transports */
@@ -1311,6 +1317,7 @@ int main(int argc, char **argv)
                     (unsigned)getuid());
         }
     }
+    seal_tick_thread(h);
     if (image_path != NULL) {
         /* after dropping root: the program is loaded as the user it runs as */
         preload_image(h, image_path, start_image);

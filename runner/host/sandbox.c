@@ -8,7 +8,9 @@
  *   rt_sigaction (query only)        the guard checks the fault handlers after a job
  *   sigaltstack (query only)         glibc's fortified longjmp may ask
  *   rt_sigreturn, restart_syscall    the return from a signal handler, a restarted sleep
- * Nothing else: no exit (the thread parks at shutdown), no mmap, mprotect, open, kill. */
+ *   sched_getaffinity                a query: the sanitizer runtime's longjmp asks
+ * Nothing else: no exit (the thread parks at shutdown), no mmap, mprotect, open, kill (the
+ * AddressSanitizer build also allows mmap, munmap and madvise, for its shadow memory). */
 #define _GNU_SOURCE 1
 
 #include "sandbox.h"
@@ -151,6 +153,14 @@ static void build(program *p, const int *write_fds, int count)
 #endif
     allow(p, SYS_rt_sigreturn);
     allow(p, SYS_restart_syscall);
+    allow(p, SYS_sched_getaffinity); /* a query; the sanitizers' longjmp asks (stack bounds) */
+#if defined(__SANITIZE_ADDRESS__)
+    /* the AddressSanitizer build (make host-asan, for fuzzing): its runtime maps and releases
+     * shadow memory in the fault path (unpoisoning the stack a longjmp left) */
+    allow(p, SYS_mmap);
+    allow(p, SYS_munmap);
+    allow(p, SYS_madvise);
+#endif
     allow_if_arg_null(p, SYS_rt_sigaction, 1);
     allow_if_arg_null(p, SYS_sigaltstack, 0);
     /* rt_sigprocmask: SIG_UNBLOCK, or a query (set NULL) */
