@@ -22,7 +22,7 @@ from copapy.serial_target import SerialTarget
 from .support.faults import (
     ONE_THIRD,
     FaultWaiter,
-    deploy_faulty,
+    contained_fault,
     f32,
     honest_third_remote,
     inject_code,
@@ -134,14 +134,8 @@ def test_host_runner_job_leaves_no_state_behind(seccomp: bool) -> None:
         waiter = FaultWaiter(tg)
         for name, (code, kind) in [*CASES.items(), ("segv", (SEGV.hex(), "SIGSEGV"))]:
             kind = FILTERED.get(name, kind) if seccomp else kind
-            tg.unbind()
-            out = victim()
-            tg.bind(out, cp.io.PWM(0, safe=0.25))
-            deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, bytes.fromhex(code), "x86_64")
-            tg.start()
-            fault = waiter.wait(10)
+            fault = contained_fault(tg, waiter, bytes.fromhex(code))
             assert (fault.kind, fault.task) == (kind, 0), (name, fault)
-            assert tg.io_value(cp.io.PWM(0)) == 0.25, name
             assert tg.info().state == "faulted", name
             assert proc.poll() is None, name
             assert honest_third_remote(tg) == ONE_THIRD, name

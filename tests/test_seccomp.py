@@ -17,7 +17,14 @@ import copapy as cp
 from copapy.runtime.load import host_architecture
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .support.faults import ONE_THIRD, FaultWaiter, deploy_faulty, honest_third_remote, victim
+from .support.faults import (
+    ONE_THIRD,
+    FaultWaiter,
+    contained_fault,
+    deploy_faulty,
+    honest_third_remote,
+    victim,
+)
 from .support.runners import runner_process
 from .test_safety_host import make_key
 
@@ -69,14 +76,8 @@ def test_every_attack_is_a_contained_sigsys_fault(tmp_path: Path) -> None:
         assert honest_third_remote(tg) == ONE_THIRD
         waiter = FaultWaiter(tg)
         for name, (code, call) in ATTACKS.items():
-            tg.unbind()
-            out = victim()
-            tg.bind(out, cp.io.PWM(0, safe=0.25))
-            deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, bytes.fromhex(code), "x86_64")
-            tg.start()
-            fault = waiter.wait(10)
+            fault = contained_fault(tg, waiter, bytes.fromhex(code))
             assert (fault.kind, fault.task, fault.code) == ("SIGSYS", 0, call), (name, fault)
-            assert tg.io_value(cp.io.PWM(0)) == 0.25, name
             assert tg.info().state == "faulted", name
             assert proc.poll() is None, name
             assert honest_third_remote(tg) == ONE_THIRD, name
@@ -103,14 +104,8 @@ def test_a_job_blocked_in_an_allowed_call_is_stopped() -> None:
     with runner_process("--pty", "--no-rt") as (pty, proc), SerialTarget(pty) as tg:
         waiter = FaultWaiter(tg)
         for name, code in BLOCKING.items():
-            tg.unbind()
-            out = victim()
-            tg.bind(out, cp.io.PWM(0, safe=0.25))
-            deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, bytes.fromhex(code), "x86_64")
-            tg.start()
-            fault = waiter.wait(30)
+            fault = contained_fault(tg, waiter, bytes.fromhex(code), timeout=30)
             assert (fault.kind, fault.task) == ("timeout", 0), (name, fault)
-            assert tg.io_value(cp.io.PWM(0)) == 0.25, name
             assert proc.poll() is None, name
             assert honest_third_remote(tg) == ONE_THIRD, name
 

@@ -151,3 +151,17 @@ def honest_third_remote(tg: Any) -> bytes:
     while tg.read(counter) < 3:
         pass
     return f32(tg.read(q))
+
+
+def contained_fault(tg: Any, waiter: FaultWaiter, code: bytes, timeout: float = 10.0) -> Any:
+    """Deploys ``victim()`` on the SerialTarget ``tg`` with task 0's code replaced by ``code``
+    (x86_64; its output bound to PWM 0, safe 0.25), starts it and returns the FAULT event it
+    must cause, after checking that the output took its safe value."""
+    tg.unbind()
+    out = victim()
+    tg.bind(out, cp.io.PWM(0, safe=0.25))
+    deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, code, "x86_64")
+    tg.start()
+    fault = waiter.wait(timeout)
+    assert tg.io_value(cp.io.PWM(0)) == 0.25, fault
+    return fault
