@@ -66,8 +66,6 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -78,6 +76,7 @@
 
 #include "copapy/platform_posix.h"
 #include "copapy/server.h"
+#include "host_os.h"
 #include "sandbox.h"
 #include "supervisor.h"
 

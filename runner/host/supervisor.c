@@ -3,6 +3,8 @@
 
 #include "supervisor.h"
 
+#include "host_os.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -205,10 +206,15 @@ void supervisor_start(uint64_t *io, unsigned kinds, unsigned channels, int *to_s
     }
     if (child == 0) {
         close(p[0]);
-        /* a supervisor that is gone protects nothing: the runner ends cleanly (outputs safe) */
+        /* a supervisor that is gone protects nothing: the runner ends cleanly (outputs safe;
+         * Linux only, elsewhere it keeps running) */
+#ifdef PR_SET_PDEATHSIG
         if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0UL, 0UL, 0UL) != 0 || getppid() != parent) {
             exit(2);
         }
+#else
+        (void)parent;
+#endif
         int fl = fcntl(p[1], F_GETFL);
         fcntl(p[1], F_SETFL, fl | O_NONBLOCK); /* never blocks the protocol thread */
         *to_supervisor = p[1];
