@@ -46,12 +46,14 @@ def cmd_runner(args: argparse.Namespace) -> int:
         argv += ["--pty"]
     if args.no_rt:
         argv += ["--no-rt"]
+    if args.no_seccomp:
+        argv += ["--no-seccomp"]
     if args.name:
         argv += ["--name", args.name]
     for option, value in (("--key-file", args.key_file), ("--user", args.user),
                           ("--max-memory", args.max_memory),
                           ("--budget-factor", args.budget_factor),
-                          ("--link-timeout", args.link_timeout)):
+                          ("--link-timeout", args.link_timeout), ("--io-file", args.io_file)):
         if value is not None:
             argv += [option, str(value)]
     if args.insecure_no_auth:
@@ -171,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--link-timeout", type=float, metavar="SECONDS",
                      help="dead-man switch: outputs go safe when the host is silent this long")
     run.add_argument("--no-rt", action="store_true", help="skip real-time scheduling setup")
+    run.add_argument("--no-seccomp", action="store_true",
+                     help="run the tick thread without its system-call filter (debugging only: "
+                          "a task may then end or hang the runner)")
+    run.add_argument("--io-file", metavar="PATH",
+                     help="keep the I/O channels in this shared file; a supervisor process "
+                          "drives the outputs safe if the runner process dies")
     run.add_argument("--name", default="", help="name reported in HELLO")
     run.add_argument("--rebuild", action="store_true", help="rebuild the runner first")
     run.add_argument("--path", action="store_true", help="print the runner executable's path")

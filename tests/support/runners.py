@@ -54,14 +54,15 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
 
 
 @contextmanager
-def runner_process(*args: str, asan: bool = False
+def runner_process(*args: str, asan: bool = False, env: dict[str, str] | None = None
                    ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """(address, process) of a host runner started with ``args`` (a transport and options):
-    the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget."""
+    the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget. ``env``: the
+    runner's environment (the build keeps the test's)."""
     build("host-asan" if asan else "host")
     exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
     proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
     kinds = {"PTY": "{}", "UNIX": "unix:{}", "TCP": "socket://{}"}
