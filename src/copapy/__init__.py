@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         integrate_rotation,
         rate,
     )
+    from .sweeps import sweep
     from .task import Task
 
 __version__ = "0.1.0"
@@ -183,6 +184,7 @@ _LAZY = {
     "quaternion": "quaternions",
     "rate": "signals",
     "save": "saved",
+    "sweep": "sweeps",
 }
 
 

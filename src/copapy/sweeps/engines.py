@@ -1,0 +1,162 @@
+"""The engines that run a plan's scenarios; each returns the same bytes for the same plan.
+
+* ``run_batch``: the batched C runner (``_runner.batch``): one call steps many scenarios of
+  one loaded image, no Python per tick or per scenario;
+* ``run_python``: the Python loop over a ``LocalTarget`` (reset, write, step, read): the
+  reference the others are checked against;
+* ``run_dask``: chunks of scenarios as tasks of a ``dask.distributed`` client, the plan
+  (image bytes) shipped to every worker once, results in scenario order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import dtypes as dt
+from ..io import Channel
+from ..local_target import LocalTarget
+from ..runtime.errors import TargetError
+from ..runtime.load import is_native, load
+from ..saved import Program
+from .plan import Plan, decode
+
+if TYPE_CHECKING:
+    from .params import Scenarios
+
+__all__ = ["SweepFault", "run_batch", "run_dask", "run_python"]
+
+#: (series bytes, finals bytes) of some scenarios
+Raw = tuple[bytes, bytes]
+
+#: a Dask task should run about this long: well above the scheduler's per-task overhead
+#: (about 1 ms), short enough that a lost worker costs little
+CHUNK_SECONDS = 0.5
+
+
+class SweepFault(TargetError):
+    """A scenario's program faulted (the message names the scenario and the fault)."""
+
+
+_local = threading.local()
+
+
+def _loaded(plan: Plan) -> Any:
+    """The plan's program, loaded once per thread (a Dask worker's threads each own one)."""
+    cache: dict[str, Any] = getattr(_local, "programs", None) or {}
+    _local.programs = cache
+    program = cache.get(plan.digest)
+    if program is None:
+        if not is_native(plan.variant):
+            raise TargetError(f"the plan holds {plan.variant} code and this machine does not "
+                              f"execute it natively: run the sweep on a {plan.variant} "
+                              f"machine or worker")
+        cache.clear()  # one plan at a time per thread: a worker does not keep old images
+        program = cache[plan.digest] = load(plan.image, plan.variant)
+    return program
+
+
+def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
+    """The batched C runner over the scenarios whose parameter rows ``params`` holds (the
+    first is scenario number ``first`` of the sweep, for error messages)."""
+    from .. import _runner
+
+    series, finals, done, fault = _runner.batch(
+        _loaded(plan), plan.tick_ns, plan.steps, plan.sample_ticks,
+        [f.range for f in plan.params], params, [f.range for f in plan.records],
+        [f.range for f in plan.finals])
+    if fault is not None:
+        raise SweepFault(f"scenario {first + done} faulted: {fault[0]} in task {fault[1]} at "
+                         f"tick {fault[5]} (pc {fault[3]:#x}); the scenarios before it ran")
+    return bytes(series), bytes(finals)
+
+
+def run_python(plan: Plan, sc: Scenarios, keys: Sequence[Hashable], first: int = 0) -> Raw:
+    """The Python loop: one LocalTarget, per scenario reset, the inputs written by name, then
+    ``step(sample)`` and a read of every recorded port per row (what a user writes)."""
+    tg = LocalTarget(plan.variant, tick=plan.tick_ns * 1e-9, measure=False)
+    tg.deploy(Program(plan.image, "<sweep>"))
+    series = bytearray()
+    finals = bytearray()
+    names = [f.name for f in plan.params]
+    channels = [Channel(kind, ch, "in") for kind, ch in plan.inputs_io]
+    rows = [sc.row(k) for k in range(sc.n)]
+    for k, row in enumerate(rows):
+        tg.reset()
+        for channel in channels:  # the simulated world starts at rest too
+            tg.set_io(channel, 0.0)
+        for name, key in zip(names, keys, strict=True):
+            tg.write(name, row[key])
+        try:
+            for _ in range(plan.steps):
+                tg.step(plan.sample)
+                for f in plan.records:
+                    series += _raw(tg.read(f.name), f.dtype)
+        except Exception as exc:
+            if type(exc).__name__ != "ProgramFault":
+                raise
+            raise SweepFault(f"scenario {first + k} faulted: {exc}") from exc
+        for f in plan.finals:
+            finals += _raw(tg.read(f.name), f.dtype)
+    return bytes(series), bytes(finals)
+
+
+def _raw(x: Any, kind: dt.DType) -> bytes:
+    return bytes(dt.storage_array(x, kind).tobytes())
+
+
+def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes]) -> int:
+    """Scenarios per Dask task: about CHUNK_SECONDS of work each (timed on a few scenarios
+    here when this machine runs the plan), at least 4 tasks per worker when there are
+    enough scenarios."""
+    per_scenario = None
+    if is_native(plan.variant):
+        probe = min(n, 8)
+        start = time.perf_counter()
+        run_batch(plan, params(probe))
+        per_scenario = (time.perf_counter() - start) / probe
+    by_time = n if not per_scenario else max(1, math.ceil(CHUNK_SECONDS / per_scenario))
+    return max(1, min(by_time, math.ceil(n / (4 * max(1, workers)))))
+
+
+def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: int,
+             chunk: int | None, progress: Callable[[int], None] | None) -> Raw:
+    """The scenarios as tasks of ``client`` (dask.distributed): the plan scattered once to
+    every worker, chunks of parameter rows as the tasks' arguments, results gathered in
+    scenario order. A worker lost mid-sweep loses only results the scheduler recomputes
+    (the tasks are pure: same plan and rows, same bytes)."""
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    if chunk is None:
+        chunk = chunk_size(plan, n, workers, lambda k: encoded(0, k))
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk is a number of scenarios per task >= 1, got {chunk!r}")
+    [plan_future] = client.scatter([plan], broadcast=True, hash=True)
+    starts = list(range(0, n, chunk))
+    parts = [encoded(s, min(s + chunk, n)) for s in starts]
+    futures = client.map(run_batch, [plan_future] * len(parts), parts, starts, pure=True,
+                         key=[f"copapy-sweep-{plan.digest[:12]}-{s}-{len(p)}-"
+                              f"{_token(p)}" for s, p in zip(starts, parts, strict=True)])
+    if progress is not None:
+        from distributed import as_completed
+
+        index = {f.key: k for k, f in enumerate(futures)}
+        for f in as_completed(futures):
+            progress(min(chunk, n - starts[index[f.key]]))
+    results: list[Raw] = client.gather(futures)
+    return b"".join(r[0] for r in results), b"".join(r[1] for r in results)
+
+
+def _token(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def split(raw: Raw, plan: Plan, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The engines' bytes as arrays: series (scenario, time[, shape]) and final metrics."""
+    series = decode(plan.records, raw[0], (n, plan.steps)) if plan.records else {}
+    finals = decode(plan.finals, raw[1], (n,), plan.metric_names) if plan.finals else {}
+    return series, finals
+
