@@ -4,7 +4,7 @@ the program image that gets flashed, batched in C, or spread over a Dask cluster
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..progress import enabled as progress_enabled
@@ -48,8 +48,8 @@ class Sweep:
         ``program``: ``cp.Task`` objects (with ``bindings=``/``names=`` as ``cp.save``
         takes them, or a ``(tasks, bindings, names)`` tuple) or a saved program
         (``cp.load``). ``params``: ``cp.sweep.grid(...)``, ``cp.sweep.monte_carlo(...)``, a
-        list of dicts or a dict of sequences, keyed by input (``cp.value``) or input port
-        name. ``record``: values or port names recorded every ``sample`` seconds (default:
+        list of dicts or a dict of sequences, keyed by input port name (``cp.value(...,
+        name="kp")``). ``record``: values or port names recorded every ``sample`` seconds (default:
         every ``tick``, the program's own unless given). ``metrics``: name -> traced value
         (``cp.sweep.iae(error)``), read at the end of each scenario.
 
@@ -60,7 +60,7 @@ class Sweep:
         ``COPAPY_PROGRESS``)."""
         sc = _params.scenarios(params)
         keys = list(sc.columns)
-        plan, labels = build_plan(program, keys, seconds, list(record), dict(metrics or {}),
+        plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}),
                                   tick, sample, bindings, names)
         check_size(plan, sc.n)
         if engine not in ENGINES:
@@ -81,10 +81,10 @@ class Sweep:
             if bar is not None:
                 bar(0, close=True)
         series, finals = split(raw, plan, sc.n)
-        return SweepResult(sc, {k: labels[k] for k in keys}, plan.time, series, finals)
+        return SweepResult(sc, plan.time, series, finals)
 
 
-def _local(plan: Plan, sc: Scenarios, keys: list[Hashable], engine: str, chunk: int,
+def _local(plan: Plan, sc: Scenarios, keys: list[str], engine: str, chunk: int,
            encoded: Callable[[int, int], bytes], bar: Any) -> tuple[bytes, bytes]:
     series, finals = [], []
     for start in range(0, sc.n, chunk):

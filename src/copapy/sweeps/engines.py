@@ -14,7 +14,7 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import dtypes as dt
@@ -75,7 +75,7 @@ def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
     return bytes(series), bytes(finals)
 
 
-def run_python(plan: Plan, sc: Scenarios, keys: Sequence[Hashable], first: int = 0) -> Raw:
+def run_python(plan: Plan, sc: Scenarios, keys: Sequence[str], first: int = 0) -> Raw:
     """The Python loop: one LocalTarget, per scenario reset, the inputs written by name, then
     ``step(sample)`` and a read of every recorded port per row (what a user writes)."""
     tg = LocalTarget(plan.variant, tick=plan.tick_ns * 1e-9, measure=False)

@@ -2,15 +2,15 @@
 
 ``grid`` (every combination, the first axis slowest), ``monte_carlo`` (draws from
 distributions with one seeded NumPy generator), a list of dicts, or a dict of equal-length
-sequences. A parameter is named by a string (an input port of a saved program) or by the
-``cp.value`` input itself.
+sequences. A parameter is named by its input port's name: ``cp.value(..., name="kp")``, a ``names=``
+entry, or a saved program's port name.
 """
 
 from __future__ import annotations
 
 import itertools
 import numbers
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +28,9 @@ class Scenarios:
     """``n`` scenarios: ``columns[key][k]`` is parameter ``key``'s value in scenario ``k``.
     ``axes`` is set for a grid: the parameters and their values, the first axis slowest."""
 
-    columns: dict[Hashable, Any]
+    columns: dict[str, Any]
     n: int
-    axes: tuple[tuple[Hashable, Any], ...] = field(default=())
+    axes: tuple[tuple[str, Any], ...] = field(default=())
 
     def __len__(self) -> int:
         return self.n
@@ -40,7 +40,7 @@ class Scenarios:
         return Scenarios({k: v[start:stop] for k, v in self.columns.items()},
                          max(0, min(stop, self.n) - start))
 
-    def row(self, k: int) -> dict[Hashable, Any]:
+    def row(self, k: int) -> dict[str, Any]:
         return {key: col[k].item() for key, col in self.columns.items()}
 
 
@@ -85,7 +85,7 @@ def seeds(low: int = 1, high: int = 2**31 - 2) -> Distribution:
                         f"seeds({low}, {high})")
 
 
-def grid(axes: Mapping[Hashable, Sequence[Any]] | None = None, /,
+def grid(axes: Mapping[str, Sequence[Any]] | None = None, /,
          **named: Sequence[Any]) -> Scenarios:
     """Every combination of the axes' values (the first axis slowest): ``grid(kp=[...],
     kd=[...])`` or ``grid({kp_value: [...], "kd": [...]})``."""
@@ -102,7 +102,7 @@ def grid(axes: Mapping[Hashable, Sequence[Any]] | None = None, /,
     return Scenarios(columns, len(combos), tuple(values.items()))
 
 
-def monte_carlo(dists: Mapping[Hashable, Distribution | Sequence[Any] | float], n: int,
+def monte_carlo(dists: Mapping[str, Distribution | Sequence[Any] | float], n: int,
                 seed: int) -> Scenarios:
     """``n`` scenarios drawn from ``dists`` (a Distribution, a constant, or ``n`` given
     values per parameter) with ``numpy.random.default_rng(seed)``, parameters in the order
@@ -113,7 +113,7 @@ def monte_carlo(dists: Mapping[Hashable, Distribution | Sequence[Any] | float], 
         raise TypeError(f"monte_carlo(dists, n, seed) needs an int seed (the same seed gives "
                         f"the same scenarios), got {type(seed).__name__} {seed!r}")
     rng = np.random.default_rng(int(seed))
-    columns: dict[Hashable, Any] = {}
+    columns: dict[str, Any] = {}
     for key, d in dists.items():
         if isinstance(d, Distribution):
             columns[key] = np.asarray(d.draw(rng, int(n)))
@@ -162,7 +162,10 @@ def _checked(s: Scenarios) -> Scenarios:
     return s
 
 
-def _column(key: Hashable, values: Any) -> Any:
+def _column(key: str, values: Any) -> Any:
+    if not isinstance(key, str):
+        raise TypeError(f"parameters are named by their input's name (cp.value(..., "
+                        f"name='kp')), got {type(key).__name__} {key!r}")
     col = np.asarray(values)
     if col.ndim != 1 or col.dtype.kind not in "biuf":
         raise TypeError(f"parameter {_label(key)!r}: one number per scenario, got "
@@ -170,5 +173,5 @@ def _column(key: Hashable, values: Any) -> Any:
     return col
 
 
-def _label(key: Hashable) -> str:
+def _label(key: object) -> str:
     return key if isinstance(key, str) else repr(key)

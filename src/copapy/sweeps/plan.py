@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,20 +100,21 @@ class Plan:
         return sum(f.size for f in self.finals)
 
 
-def build_plan(program: Any, keys: Sequence[Hashable], seconds: float,
+def build_plan(program: Any, keys: Sequence[str], seconds: float,
                record: Sequence[Any], metrics: Mapping[str, Any], tick: float | None,
                sample: float | None, bindings: Iterable[Any] = (),
-               names: Mapping[str, Any] | None = None) -> tuple[Plan, dict[Hashable, str]]:
-    """The plan, and each parameter key's port name (the labels of the results)."""
+               names: Mapping[str, Any] | None = None) -> Plan:
+    """The plan: parameters are input ports by name, recorded signals and metrics values
+    or port names."""
     tasks, bindings, names = _unpack(program, bindings, names)
+    for k in keys:
+        _port_name(k, "parameter")
     if tasks is None:
         prog = program
-        key_names = {k: _port_name(k, "parameter") for k in keys}
         record_names = [_port_name(r, "record") for r in record]
         metric_names = {m: _port_name(v, f"metrics[{m!r}]") for m, v in metrics.items()}
     else:
-        prog, key_names, record_names, metric_names = _compile(tasks, keys, record, metrics,
-                                                               bindings, names)
+        prog, record_names, metric_names = _compile(tasks, record, metrics, bindings, names)
     if not prog.periodic:
         raise TargetError(f"{prog.source} runs on request, it has no periodic tasks: a sweep "
                           f"steps simulated time (cp.Task(..., period=...))")
@@ -129,7 +130,7 @@ def build_plan(program: Any, keys: Sequence[Hashable], seconds: float,
     bound = {b.port for b in prog.bindings if b.direction == "input"}
     params = []
     for key in keys:
-        f = _field(prog, key_names[key], f"parameter {key_names[key]!r}")
+        f = _field(prog, key, f"parameter {key!r}")
         port = prog.named(f.name)
         if port.role != "input":
             raise TargetError(f"parameter {f.name!r} is a{'n' if port.role[0] in 'ao' else ''} "
@@ -146,7 +147,7 @@ def build_plan(program: Any, keys: Sequence[Hashable], seconds: float,
     plan = Plan(prog.image, prog.variant, tick_ns, total_ns // sample_ns, sample_ns // tick_ns,
                 tuple(params), tuple(records), tuple(finals), inputs_io, tuple(metric_names),
                 hashlib.sha256(prog.image).hexdigest())
-    return plan, key_names
+    return plan
 
 
 def check_size(plan: Plan, n: int) -> None:
@@ -158,7 +159,7 @@ def check_size(plan: Plan, n: int) -> None:
                          f"(sample=1e-3), fewer values, or use metrics for summaries")
 
 
-def encode(plan: Plan, sc: Scenarios, keys: Sequence[Hashable]) -> bytes:
+def encode(plan: Plan, sc: Scenarios, keys: Sequence[str]) -> bytes:
     """The parameter bytes of the scenarios: one row of the plan's params per scenario."""
     parts = []
     for f, key in zip(plan.params, keys, strict=True):
@@ -219,13 +220,13 @@ def _tasks(items: Any) -> list[Task]:
 def _port_name(x: Any, what: str) -> str:
     if isinstance(x, str):
         return x
-    raise TypeError(f"{what} {x!r}: a saved program's ports are named by str (its port names, "
-                    f"Program.names()); values are for cp.Task programs")
+    raise TypeError(f"{what} {x!r}: ports are named by str: an input's cp.value(..., name=...) "
+                    f"or a names= entry (a saved program's Program.names())")
 
 
-def _compile(tasks: list[Task], keys: Sequence[Hashable], record: Sequence[Any],
-             metrics: Mapping[str, Any], bindings: list[Any], names: dict[str, Any]
-             ) -> tuple[Program, dict[Hashable, str], list[str], dict[str, str]]:
+def _compile(tasks: list[Task], record: Sequence[Any], metrics: Mapping[str, Any],
+             bindings: list[Any], names: dict[str, Any]
+             ) -> tuple[Program, list[str], dict[str, str]]:
     """The image of the tasks with every value the sweep reads or writes named (and made a
     task output if it is none)."""
     by_node = {v.node: n for n, v in names.items() if isinstance(v, Value)}
@@ -246,11 +247,6 @@ def _compile(tasks: list[Task], keys: Sequence[Hashable], record: Sequence[Any],
         names[name] = x
         return name
 
-    for k in keys:
-        if isinstance(k, Value) and k.node.op != "input":
-            raise TargetError(f"parameter {k!r} is computed by the program; a sweep sets "
-                              f"inputs (cp.value)")
-    key_names = {k: name_of(k, "param0", "a parameter") for k in keys}
     record_names = [name_of(r, "record0", "record") for r in record]
     metric_names: dict[str, str] = {}
     for m, v in metrics.items():
@@ -262,7 +258,7 @@ def _compile(tasks: list[Task], keys: Sequence[Hashable], record: Sequence[Any],
         metric_names[m] = name_of(v, m, f"metrics[{m!r}]")
     wanted = [names[n] for n in (*record_names, *metric_names.values())
               if isinstance(names.get(n), Value)]
-    return (build(*_with_outputs(tasks, wanted), names=names, bindings=bindings), key_names,
+    return (build(*_with_outputs(tasks, wanted), names=names, bindings=bindings),
             record_names, metric_names)
 
 
@@ -275,16 +271,17 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 def _with_outputs(tasks: list[Task], values: Sequence[Value[Any]]) -> list[Task]:
     """The tasks, each value that is no task output added to the task that computes it (the
-    first whose work shares a computed node with it; else the fastest task)."""
+    one whose work shares the most computed nodes with it; else the fastest task)."""
     outputs = {n for t in tasks for o in t.outputs for n in _nodes(o)}
     extra: dict[int, list[Value[Any]]] = {}
     live = [set(live_nodes([n for o in t.outputs for n in _nodes(o)])) for t in tasks]
     for v in values:
         if v.node in outputs or v.node.op == "input":
             continue
-        mine = {n for n in live_nodes([v.node]) if n.op not in ("input", "const")}
-        home = next((k for k, nodes in enumerate(live) if mine & nodes),
-                    min(range(len(tasks)), key=lambda k: tasks[k].period))
+        mine = {n for n in live_nodes([v.node]) if n.args or n.op == "state"}
+        shared = [len(mine & nodes) for nodes in live]
+        home = (shared.index(max(shared)) if max(shared) > 0
+                else min(range(len(tasks)), key=lambda k: tasks[k].period))
         extra.setdefault(home, []).append(v)
         outputs.add(v.node)
     return [t if k not in extra else

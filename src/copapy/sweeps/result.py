@@ -4,7 +4,7 @@ DataFrame (``pip install 'copapy[sweep]'``)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,6 @@ class SweepResult:
     ``params[name]`` is (scenario,); ``time`` the simulated time of each recorded row."""
 
     scenarios: Scenarios
-    labels: Mapping[Hashable, str]
     time: Any
     series: Mapping[str, Any]
     metrics: Mapping[str, Any]
@@ -38,7 +37,7 @@ class SweepResult:
 
     @property
     def params(self) -> dict[str, Any]:
-        return {self.labels[k]: v for k, v in self.scenarios.columns.items()}
+        return dict(self.scenarios.columns)
 
     def __len__(self) -> int:
         return self.n
@@ -121,7 +120,7 @@ class SweepResult:
                                  f"{len(axes) or 'no'} grid axes")
             (ka, va), (kb, vb) = axes
             values = self.metrics[metric].reshape(len(va), len(vb))
-            grid = (self.labels[ka], va, self.labels[kb], vb, metric, values)
+            grid = (ka, va, kb, vb, metric, values)
         band = None if signal is None else (signal, self.time, self.series[signal])
         return envelope_and_heatmap(band, grid, percentiles, path, title)
 
