@@ -20,8 +20,8 @@ from copapy import _runner
 from copapy.runtime.errors import TargetError
 from copapy.saved import build
 from copapy.sweeps import SweepResult
-from copapy.sweeps.plan import build_plan, encode
 from copapy.sweeps.params import scenarios
+from copapy.sweeps.plan import build_plan, encode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -35,7 +35,7 @@ def motor() -> cp.Program:
     err = names["setpoint"] - names["angle"]
     extra = {"iae": cp.sweep.iae(err), "peak": cp.sweep.peak(names["angle"]),
              "settle": cp.sweep.settling_time(names["angle"], 500.0, 5.0), "error": err}
-    plant = [t for t in tasks if t.name == "plant"][0]
+    plant = next(t for t in tasks if t.name == "plant")
     tasks = [t for t in tasks if t.name != "plant"] + [
         cp.Task(*plant.outputs, *extra.values(), period=plant.period, priority=plant.priority,
                 name="plant")]
@@ -135,6 +135,27 @@ def test_batch_and_python_loop_give_the_same_bits(motor: cp.Program) -> None:
     # the scenarios differ (plant and noise), and the motor moves towards the setpoint
     assert len({a.tobytes() for a in fast["angle"]}) == 12
     assert (fast["angle"][:, -1] > 100).all()
+
+
+def test_batch_equals_what_a_user_gets_from_local_target() -> None:
+    """Independent of the sweep's engines: one fresh LocalTarget per scenario (deploy the
+    tasks, write the inputs, step, read), its default stencil table (the CPU's widest)."""
+    program = motor_pid.sweep_program()
+    rows = [{"kp": 0.003, "resistance": 1.7, "seed": 12345.0, "noise": 1.0},
+            {"kp": 0.005, "resistance": 2.3, "seed": 777.0, "noise": 3.0}]
+    r = cp.sweep(program, rows, 0.02, record=["angle", "pwm"], sample=2e-3)
+    for k, row in enumerate(rows):
+        tasks, bindings, names = motor_pid.sweep_program()
+        tg = cp.LocalTarget(tick=1e-4)
+        for value, channel in bindings:
+            tg.bind(value, channel)
+        tg.deploy(*tasks)
+        for name, x in row.items():
+            tg.write(names[name], x)
+        for step in range(10):
+            tg.step(2e-3)
+            assert r["angle"][k, step] == tg.read(names["angle"])
+            assert r["pwm"][k, step] == tg.read(names["pwm"])
 
 
 def test_chunks_do_not_change_the_result(motor: cp.Program) -> None:
@@ -238,7 +259,7 @@ def test_batch_hook_checks_its_arguments(motor: cp.Program) -> None:
 
     loaded = load(plan.image, plan.variant)
     rec = [f.range for f in plan.records]
-    with pytest.raises(TypeError, match="loaded _runner.Program"):
+    with pytest.raises(TypeError, match=r"loaded _runner\.Program"):
         _runner.batch(program, plan.tick_ns, 10, 10, [plan.params[0].range], params, rec, [])
     with pytest.raises(ValueError, match="not inside the"):
         _runner.batch(loaded, plan.tick_ns, 10, 10, [(10**6, 8)], params, rec, [])

@@ -103,6 +103,11 @@ static void copy_in(uint8_t *data, const uint8_t *src, const batch_ranges *r)
 
 typedef struct {
     cp_sched *sched;
+    const cp_program *prog;
+    cp_sched_config cfg;
+    cp_error err;
+    cp_status init_status;
+    volatile uint64_t current; /* the scenario running (known after a fault) */
     batch_io *io;
     uint8_t *data;
     uint64_t scenarios, steps, sample_ticks;
@@ -113,9 +118,10 @@ typedef struct {
 
 /* Runs the scenarios; returns how many completed (fewer: the next one faulted). */
 CP_CALLS_LOADED_CODE
-static uint64_t run_batch(const batch_job *j)
+static uint64_t run_scenarios(batch_job *j)
 {
     for (uint64_t s = 0; s < j->scenarios; s++) {
+        j->current = s;
         cp_sched_reset(j->sched);
         memset(j->io, 0, sizeof(*j->io));
         copy_in(j->data, j->params + s * j->writes->row, j->writes);
@@ -132,6 +138,23 @@ static uint64_t run_batch(const batch_job *j)
         copy_out(j->final + s * j->finals->row, j->data, j->finals);
     }
     return j->scenarios;
+}
+
+/* The guard's body: armed once for the whole batch (one sigsetjmp and one signal-state
+ * check per call, not per tick), each job still guarded with its own budget by `job`. */
+static int batch_body(void *arg, cp_guard_fn job, void *job_ctx)
+{
+    batch_job *j = arg;
+    j->cfg.guard = job; /* NULL: containment could not arm, the chains are called directly */
+    j->cfg.guard_ctx = job_ctx;
+    j->cfg.guard_run = NULL;
+    j->init_status = cp_sched_init(j->sched, j->prog, &j->cfg, &j->err);
+    if (j->init_status != CP_OK) {
+        return 0;
+    }
+    uint64_t done = run_scenarios(j);
+    j->current = done;
+    return 0;
 }
 
 static PyObject *new_bytes(uint64_t a, uint64_t b, uint64_t c)
@@ -219,44 +242,53 @@ PyObject *runner_batch(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     }
     sched->struct_size = sizeof(*sched);
-    cp_sched_config cfg;
-    memset(&cfg, 0, sizeof(cfg));
-    cfg.struct_size = sizeof(cfg);
-    cfg.deterministic = 1u;
-    cfg.tick_ns = tick_ns;
-    cfg.io_read = batch_io_read;
-    cfg.io_write = batch_io_write;
-    cfg.io_ctx = io;
-    cfg.guard = cp_posix_guard;
-    cfg.guard_ctx = guard_policy(self);
-    cfg.guard_run = cp_posix_guard_run;
-    cfg.budget_factor = watchdog_factor;
-    cfg.budget_min_ns = watchdog_min_ns;
-    cp_error err = new_error();
-    cp_status st = cp_sched_init(sched, &self->prog, &cfg, &err);
-    if (st != CP_OK) {
-        PyErr_SetString(PyExc_ValueError, err.message[0] != '\0' ? err.message
-                                                                  : cp_status_name(st));
-        goto done;
-    }
-    batch_job job = {sched, io, cp_program_data(&self->prog), scenarios, steps, sample_ticks,
-                     &writes, &records, &finals, (const uint8_t *)params.buf,
-                     (uint8_t *)PyByteArray_AS_STRING(series),
-                     (uint8_t *)PyByteArray_AS_STRING(final)};
-    uint64_t done_count;
+    batch_job job;
+    memset(&job, 0, sizeof(job));
+    job.sched = sched;
+    job.prog = &self->prog;
+    job.cfg.struct_size = sizeof(job.cfg);
+    job.cfg.deterministic = 1u;
+    job.cfg.tick_ns = tick_ns;
+    job.cfg.io_read = batch_io_read;
+    job.cfg.io_write = batch_io_write;
+    job.cfg.io_ctx = io;
+    job.cfg.budget_factor = watchdog_factor;
+    job.cfg.budget_min_ns = watchdog_min_ns;
+    job.err = new_error();
+    job.init_status = CP_OK;
+    job.io = io;
+    job.data = cp_program_data(&self->prog);
+    job.scenarios = scenarios;
+    job.steps = steps;
+    job.sample_ticks = sample_ticks;
+    job.writes = &writes;
+    job.records = &records;
+    job.finals = &finals;
+    job.params = (const uint8_t *)params.buf;
+    job.series = (uint8_t *)PyByteArray_AS_STRING(series);
+    job.final = (uint8_t *)PyByteArray_AS_STRING(final);
+    cp_fault fault;
+    memset(&fault, 0, sizeof(fault));
+    int faulted;
     self->schedulers++; /* no unload while the GIL is released */
     Py_BEGIN_ALLOW_THREADS
-    done_count = run_batch(&job);
+    faulted = cp_posix_guard_run(guard_policy(self), batch_body, &job, &fault);
     Py_END_ALLOW_THREADS
     self->schedulers--;
-    const cp_fault *f = cp_sched_fault(sched);
+    if (job.init_status != CP_OK) {
+        PyErr_SetString(PyExc_ValueError, job.err.message[0] != '\0'
+                                              ? job.err.message
+                                              : cp_status_name(job.init_status));
+        goto done;
+    }
+    const cp_fault *f = faulted ? &fault : cp_sched_fault(sched);
     if (f != NULL) {
-        result = Py_BuildValue("(OOK(sIKKIK))", series, final, (unsigned long long)done_count,
+        result = Py_BuildValue("(OOK(sIKKIK))", series, final, (unsigned long long)job.current,
                                cp_fault_name(f->kind), (unsigned)f->task,
                                (unsigned long long)f->address, (unsigned long long)f->pc,
-                               (unsigned)f->code, (unsigned long long)f->tick);
+                               (unsigned)f->code, (unsigned long long)sched->tick);
     } else {
-        result = Py_BuildValue("(OOKO)", series, final, (unsigned long long)done_count,
+        result = Py_BuildValue("(OOKO)", series, final, (unsigned long long)job.current,
                                Py_None);
     }
     /* the data region is left as the last scenario ended; a later use resets it */

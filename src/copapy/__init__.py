@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         integrate_rotation,
         rate,
     )
-    from .sweeps import sweep
+    from .sweeps import sweep as sweep
     from .task import Task
 
 __version__ = "0.1.0"

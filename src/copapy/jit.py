@@ -431,8 +431,9 @@ class JitFunction(Dispatcher):
         else with the function itself (which cloudpickle, Dask's pickler, sends by value);
         the receiver compiles its own programs on the first calls."""
         module = sys.modules.get(getattr(self, "__module__", ""), None)
-        if getattr(module, self.__qualname__, None) is self:
-            return self.__qualname__
+        name = str(getattr(self, "__qualname__", self.__name__))
+        if getattr(module, name, None) is self:
+            return name
         return (JitFunction, (self.fn, self.cache_size, self.arch))
 
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:

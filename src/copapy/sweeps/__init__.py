@@ -92,7 +92,7 @@ def _local(plan: Plan, sc: Scenarios, keys: list[str], engine: str, chunk: int,
         if engine == "batch":
             part = run_batch(plan, encoded(start, stop), start)
         else:
-            part = run_python(plan, sc.slice(start, stop), keys, start)
+            part = run_python(plan, encoded(start, stop), start)
         series.append(part[0])
         finals.append(part[1])
         if bar is not None:

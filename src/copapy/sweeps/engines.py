@@ -2,8 +2,8 @@
 
 * ``run_batch``: the batched C runner (``_runner.batch``): one call steps many scenarios of
   one loaded image, no Python per tick or per scenario;
-* ``run_python``: the Python loop over a ``LocalTarget`` (reset, write, step, read): the
-  reference the others are checked against;
+* ``run_python``: the Python loop over the program's Scheduler (reset, write, advance,
+  read per row): the reference the others are checked against;
 * ``run_dask``: chunks of scenarios as tasks of a ``dask.distributed`` client, the plan
   (image bytes) shipped to every worker once, results in scenario order.
 """
@@ -14,19 +14,15 @@ import hashlib
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import dtypes as dt
-from ..io import Channel
-from ..local_target import LocalTarget
 from ..runtime.errors import TargetError
 from ..runtime.load import is_native, load
-from ..saved import Program
 from .plan import Plan, decode
 
 if TYPE_CHECKING:
-    from .params import Scenarios
+    pass
 
 __all__ = ["SweepFault", "run_batch", "run_dask", "run_python"]
 
@@ -56,7 +52,7 @@ def _loaded(plan: Plan) -> Any:
                               f"execute it natively: run the sweep on a {plan.variant} "
                               f"machine or worker")
         cache.clear()  # one plan at a time per thread: a worker does not keep old images
-        program = cache[plan.digest] = load(plan.image, plan.variant)
+        program = cache[plan.digest] = load(plan.image, plan.variant, own_code=plan.own_code)
     return program
 
 
@@ -75,38 +71,36 @@ def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
     return bytes(series), bytes(finals)
 
 
-def run_python(plan: Plan, sc: Scenarios, keys: Sequence[str], first: int = 0) -> Raw:
-    """The Python loop: one LocalTarget, per scenario reset, the inputs written by name, then
-    ``step(sample)`` and a read of every recorded port per row (what a user writes)."""
-    tg = LocalTarget(plan.variant, tick=plan.tick_ns * 1e-9, measure=False)
-    tg.deploy(Program(plan.image, "<sweep>"))
+def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
+    """The Python loop: the plan's program on a Scheduler (scheduler.c), per scenario a
+    reset, the simulated inputs at 0, the parameter bytes written, then per recorded row an
+    ``advance`` and a ``settle`` (what LocalTarget.step does) and a read of every recorded
+    range, all from Python."""
+    program = load(plan.image, plan.variant, own_code=plan.own_code)
+    sched: Any = program.scheduler(plan.tick_ns, deterministic=True, measure=False)
+    row = plan.param_row
     series = bytearray()
     finals = bytearray()
-    names = [f.name for f in plan.params]
-    channels = [Channel(kind, ch, "in") for kind, ch in plan.inputs_io]
-    rows = [sc.row(k) for k in range(sc.n)]
-    for k, row in enumerate(rows):
-        tg.reset()
-        for channel in channels:  # the simulated world starts at rest too
-            tg.set_io(channel, 0.0)
-        for name, key in zip(names, keys, strict=True):
-            tg.write(name, row[key])
-        try:
+    for k in range(len(params) // row):
+        sched.reset()
+        for kind, channel in plan.inputs_io:  # the simulated world starts at rest too
+            sched.io_write(kind, channel, 0.0)
+        with memoryview(program) as data:  # type: ignore[arg-type]
+            at = k * row
+            for f in plan.params:
+                data[f.offset:f.offset + f.size] = params[at:at + f.size]
+                at += f.size
             for _ in range(plan.steps):
-                tg.step(plan.sample)
+                sched.advance(plan.sample_ticks)
+                if sched.fault is not None:
+                    raise SweepFault(f"scenario {first + k} faulted: {sched.fault[0]} in task "
+                                     f"{sched.fault[1]} at tick {sched.fault[5]}")
+                sched.settle()
                 for f in plan.records:
-                    series += _raw(tg.read(f.name), f.dtype)
-        except Exception as exc:
-            if type(exc).__name__ != "ProgramFault":
-                raise
-            raise SweepFault(f"scenario {first + k} faulted: {exc}") from exc
-        for f in plan.finals:
-            finals += _raw(tg.read(f.name), f.dtype)
+                    series += data[f.offset:f.offset + f.size]
+            for f in plan.finals:
+                finals += data[f.offset:f.offset + f.size]
     return bytes(series), bytes(finals)
-
-
-def _raw(x: Any, kind: dt.DType) -> bytes:
-    return bytes(dt.storage_array(x, kind).tobytes())
 
 
 def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes]) -> int:
@@ -144,7 +138,7 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
         from distributed import as_completed
 
         index = {f.key: k for k, f in enumerate(futures)}
-        for f in as_completed(futures):
+        for f in as_completed(futures):  # type: ignore[no-untyped-call]
             progress(min(chunk, n - starts[index[f.key]]))
     results: list[Raw] = client.gather(futures)
     return b"".join(r[0] for r in results), b"".join(r[1] for r in results)

@@ -28,11 +28,14 @@ def peak(x: Any) -> Value[float]:
 def overshoot(x: Any, target: Any) -> Value[float]:
     """How far ``x`` has gone past ``target`` (0 if it never did), in ``x``'s unit; a step
     from below is assumed (divide by the step for a fraction)."""
-    return cp_max(peak(x) - target, 0.0)
+    past: Value[float] = cp_max(peak(x) - target, 0.0)
+    return past
 
 
 def settling_time(x: Any, target: Any, band: Any) -> Value[float]:
     """The last time (s since the start) ``x`` was farther than ``band`` from ``target``:
     at the end of a run, the time it settled (0 if it always was inside)."""
     elapsed = integrate(1.0)  # the time at the end of the current period
-    return feedback(lambda last: where(cp_abs(x - target) > band, elapsed, last), init=0.0)
+    last: Value[float] = feedback(lambda s: where(cp_abs(x - target) > band, elapsed, s),
+                                  init=0.0)
+    return last

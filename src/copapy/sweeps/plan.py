@@ -75,6 +75,10 @@ class Plan:
     inputs_io: tuple[tuple[int, int], ...]
     #: the metrics' names (finals[k] is the port of metric metric_names[k])
     metric_names: tuple[str, ...] = ()
+    #: the image was compiled by cp.sweep from copapy's stencils (not read from a file):
+    #: its jobs skip the guard's per-tick signal-state check (load(own_code=True); see
+    #: docs/decisions/2026-12-04-sweeps.md)
+    own_code: bool = False
     digest: str = ""
 
     @property
@@ -146,7 +150,7 @@ def build_plan(program: Any, keys: Sequence[str], seconds: float,
                               if b.direction == "input"}))
     plan = Plan(prog.image, prog.variant, tick_ns, total_ns // sample_ns, sample_ns // tick_ns,
                 tuple(params), tuple(records), tuple(finals), inputs_io, tuple(metric_names),
-                hashlib.sha256(prog.image).hexdigest())
+                tasks is not None, hashlib.sha256(prog.image).hexdigest())
     return plan
 
 
@@ -185,7 +189,8 @@ def decode(fields: Sequence[Field], raw: bytes | bytearray, lead: tuple[int, ...
         kind = f.dtype
         values = chunk.view("<i4" if kind.is_bool else kind.numpy)
         values = values.astype(bool) if kind.is_bool else values
-        out[f.name if labels is None else labels[k]] = values.reshape(*lead, *f.shape) if f.shape else values.reshape(lead)
+        shaped = values.reshape(*lead, *f.shape) if f.shape else values.reshape(lead)
+        out[f.name if labels is None else labels[k]] = shaped
     return out
 
 
@@ -240,7 +245,8 @@ def _compile(tasks: list[Task], record: Sequence[Any], metrics: Mapping[str, Any
                             f"{type(x).__name__} {x!r}")
         if x.node in by_node:
             return by_node[x.node]
-        own = x.node.attr[1] if x.node.op == "input" and x.node.attr[1] else default
+        attr: Any = x.node.attr  # an input's (serial, name, initial bytes)
+        own = attr[1] if x.node.op == "input" and attr[1] else default
         name = own if own not in taken else _fresh(own, taken)
         taken.add(name)
         by_node[x.node] = name
@@ -311,7 +317,8 @@ def _field(prog: Program, name: str, what: str) -> Field:
 
 
 def _ns(seconds: Any, what: str) -> int:
-    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not seconds >= 0:
+    if (isinstance(seconds, bool) or not isinstance(seconds, numbers.Real)
+            or not float(seconds) >= 0):
         raise ValueError(f"{what} is a number of seconds >= 0, got {seconds!r}")
     return to_ns(float(seconds))
 

@@ -62,7 +62,7 @@ def _envelope(ax: Any, band: Band, percentiles: Sequence[float]) -> None:
     for depth, (lo, hi) in enumerate(pairs):
         ax.fill_between(time, levels[lo], levels[hi], step="post", color="tab:blue",
                         alpha=0.15 + 0.15 * depth, linewidth=0,
-                        label=f"{qs[lo]:g}–{qs[hi]:g} %")
+                        label=f"{qs[lo]:g}-{qs[hi]:g} %")
     if len(qs) % 2:
         ax.step(time, levels[len(qs) // 2], where="post", color="tab:blue",
                 label=f"{qs[len(qs) // 2]:g} % (median)" if qs[len(qs) // 2] == 50
@@ -82,5 +82,5 @@ def _heatmap(fig: Any, ax: Any, grid: Grid) -> None:
     ax.set_yticks(np.arange(len(xs)) + 0.5, [f"{x:.3g}" for x in xs])
     ax.set_xlabel(yname)
     ax.set_ylabel(xname)
-    ax.set_title(f"{metric} over the {len(xs)}×{len(ys)} grid")
+    ax.set_title(f"{metric} over the {len(xs)}x{len(ys)} grid")
     fig.colorbar(mesh, ax=ax, label=metric)

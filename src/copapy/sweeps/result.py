@@ -53,7 +53,7 @@ class SweepResult:
 
     def identical(self, other: SweepResult) -> bool:
         """The same bits in every recorded value and metric (NaN equal to NaN)."""
-        return (self.series.keys() == other.series.keys()
+        return bool(self.series.keys() == other.series.keys()
                 and self.metrics.keys() == other.metrics.keys()
                 and all(_same(v, other.series[k]) for k, v in self.series.items())
                 and all(_same(v, other.metrics[k]) for k, v in self.metrics.items()))
@@ -127,4 +127,4 @@ class SweepResult:
 
 def _same(a: Any, b: Any) -> bool:
     a, b = np.asarray(a), np.asarray(b)
-    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    return bool(a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes())
