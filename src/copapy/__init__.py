@@ -150,6 +150,7 @@ __all__ = [
     "simplify_options",
     "sin",
     "sqrt",
+    "sweep",
     "tan",
     "tanh",
     "trunc",
