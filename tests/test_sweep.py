@@ -158,11 +158,13 @@ def test_batch_equals_what_a_user_gets_from_local_target() -> None:
             assert r["pwm"][k, step] == tg.read(names["pwm"])
 
 
-def test_chunks_do_not_change_the_result(motor: cp.Program) -> None:
+def test_chunks_do_not_change_the_result(motor: cp.Program,
+                                        capfd: pytest.CaptureFixture[str]) -> None:
     sc = mc(10)
     a = cp.sweep(motor, sc, 0.02, record=["angle"], sample=1e-3)
-    b = cp.sweep(motor, sc, 0.02, record=["angle"], sample=1e-3, chunk=3)
+    b = cp.sweep(motor, sc, 0.02, record=["angle"], sample=1e-3, chunk=3, progress=True)
     assert a.identical(b)
+    assert "10.0/10.0" in capfd.readouterr().err  # the tqdm bar, moved per chunk
 
 
 def test_metrics_agree_with_the_recorded_signal(motor: cp.Program) -> None:

@@ -56,8 +56,9 @@ def scenarios() -> cp.sweep.Scenarios:  # type: ignore[name-defined]
 
 def run(motor: tuple[object, dict[str, object]], sc: object, **kw: object) -> SweepResult:
     program, metrics = motor
+    kw.setdefault("progress", False)
     return cp.sweep(program, sc, SECONDS, record=["angle", "pwm"], sample=SAMPLE,
-                    metrics=metrics, progress=False, **kw)  # type: ignore[arg-type]
+                    metrics=metrics, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +81,14 @@ def test_batched_c_equals_the_python_loop(motor: tuple[object, dict[str, object]
     assert len(np.unique(batch["iae"])) > 0.99 * N
 
 
-def test_local_cluster_of_two_processes(motor: tuple[object, dict[str, object]], scenarios: object,
-                                        reference: SweepResult) -> None:
+def test_local_cluster_of_two_processes(motor: tuple[object, dict[str, object]],
+                                        scenarios: object, reference: SweepResult,
+                                        capfd: pytest.CaptureFixture[str]) -> None:
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        assert run(motor, scenarios, client=client).identical(reference)
+        assert run(motor, scenarios, client=client, progress=True).identical(reference)
+    assert "10.0k/10.0k" in capfd.readouterr().err  # the tqdm bar counted every scenario
 
 
 @pytest.fixture

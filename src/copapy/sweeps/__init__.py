@@ -106,7 +106,8 @@ def _bar(total: int, progress: bool | None) -> Any:
         return None
     from tqdm import tqdm
 
-    t = tqdm(total=total, desc="sweep", unit="scenario", unit_scale=True, leave=False)
+    t = tqdm(total=total, desc="sweep", unit="scenario", unit_scale=True, leave=False,
+             mininterval=0, miniters=1)  # each chunk is an update the bar shows
 
     def update(k: int, close: bool = False) -> None:
         if close:
