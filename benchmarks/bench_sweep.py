@@ -27,12 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import copapy as cp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-import motor_pid  # noqa: E402
+import motor_pid
 
 SECONDS, TICK = 0.1, 1e-4
 SAMPLE = 1e-3  # --sample
@@ -116,7 +114,7 @@ def jax_vmap(n: int) -> tuple[Callable[[], Any], Any]:
     run = jax.jit(jax.vmap(one))
 
     def go() -> Any:
-        angle, pwm = run(res, inertia, friction, keys)
+        angle, _pwm = run(res, inertia, friction, keys)
         return angle.block_until_ready()
 
     return go, go()

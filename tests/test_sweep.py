@@ -328,3 +328,18 @@ def test_result_type() -> None:
     g = cp.value(1.0, name="g")
     r = cp.sweep([cp.Task(cp.integrate(g), period=1e-3)], {"g": [1.0]}, 0.002)
     assert isinstance(r, SweepResult) and len(r) == 1 and r.series == {}
+
+
+def test_aarch64_code_gives_the_same_bits_on_the_emulator() -> None:
+    """The plan compiled for aarch64 and run on the unicorn emulator (the Python engine)
+    records the same bits as the x86_64 batch here: what an aarch64 worker returns."""
+    pytest.importorskip("unicorn", reason="pip install 'copapy[emu]'")
+    program = motor_pid.sweep_program()
+    sc = cp.sweep.monte_carlo({"resistance": cp.sweep.around(2.0, 0.2),
+                               "seed": cp.sweep.seeds(), "noise": 2.0}, 8, seed=5)
+    here = cp.sweep(program, sc, 0.005, record=["angle", "pwm"], sample=1e-3)
+    there = cp.sweep(program, sc, 0.005, record=["angle", "pwm"], sample=1e-3,
+                     engine="python", arch="aarch64")
+    assert here.identical(there)
+    with pytest.raises(TargetError, match="does not execute it natively"):
+        cp.sweep(program, sc, 0.005, record=["angle"], arch="aarch64")

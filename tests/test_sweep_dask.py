@@ -163,6 +163,20 @@ def test_scheduler_and_workers_as_processes_and_a_killed_worker(
         assert result.identical(reference)
 
 
+def test_aarch64_code_on_the_emulator_100_scenarios() -> None:
+    """Where no aarch64 machine is at hand: the aarch64 image of the same tasks on the unicorn
+    emulator (the Python engine) gives the bits of the x86_64 batch, 100 scenarios."""
+    pytest.importorskip("unicorn", reason="pip install 'copapy[emu]'")
+    program = motor_pid.sweep_program()
+    sc = cp.sweep.monte_carlo({"resistance": cp.sweep.around(2.0, 0.2),
+                               "inertia": cp.sweep.around(2e-5, 0.2),
+                               "seed": cp.sweep.seeds(), "noise": 2.0}, 100, seed=5)
+    here = cp.sweep(program, sc, 0.01, record=["angle", "pwm"], sample=1e-3)
+    there = cp.sweep(program, sc, 0.01, record=["angle", "pwm"], sample=1e-3,
+                     engine="python", arch="aarch64")
+    assert here.identical(there)
+
+
 def test_aarch64_worker_gives_the_same_bits(tmp_path: Path) -> None:
     """100 scenarios of the aarch64 image in the aarch64 userland (qemu-user, chroot) against
     the x86_64 image here."""

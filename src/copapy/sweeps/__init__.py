@@ -42,7 +42,7 @@ class Sweep:
                  sample: float | None = None, metrics: Mapping[str, Any] | None = None,
                  bindings: Sequence[Any] = (), names: Mapping[str, Any] | None = None,
                  engine: str = "batch", client: Any = None, chunk: int | None = None,
-                 progress: bool | None = None) -> SweepResult:
+                 progress: bool | None = None, arch: str | None = None) -> SweepResult:
         """Run ``program`` once per scenario of ``params`` for ``seconds`` of simulated time.
 
         ``program``: ``cp.Task`` objects (with ``bindings=``/``names=`` as ``cp.save``
@@ -57,11 +57,14 @@ class Sweep:
         over a LocalTarget (slow; the same bits). ``client``: a ``dask.distributed`` Client
         to spread chunks of ``chunk`` scenarios (default: about half a second of work each)
         over its workers. ``progress``: a tqdm bar (default: on a terminal, see
-        ``COPAPY_PROGRESS``)."""
+        ``COPAPY_PROGRESS``). ``arch``: the stencil table tasks are compiled for (default:
+        this machine's base table, which every CPU of its architecture runs); another
+        architecture's image runs with ``engine="python"`` on its emulator here, or batched
+        on a Dask worker of that architecture."""
         sc = _params.scenarios(params)
         keys = list(sc.columns)
         plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}),
-                                  tick, sample, bindings, names)
+                                  tick, sample, bindings, names, arch)
         check_size(plan, sc.n)
         if engine not in ENGINES:
             raise ValueError(f"engine is one of {', '.join(map(repr, ENGINES))}, got "

@@ -72,12 +72,13 @@ def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
 
 
 def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
-    """The Python loop: the plan's program on a Scheduler (scheduler.c), per scenario a
-    reset, the simulated inputs at 0, the parameter bytes written, then per recorded row an
-    ``advance`` and a ``settle`` (what LocalTarget.step does) and a read of every recorded
-    range, all from Python."""
-    program = load(plan.image, plan.variant, own_code=plan.own_code)
+    """The Python loop: the plan's program on its Scheduler (scheduler.c natively, the
+    emulator's for another architecture), per scenario a reset, the simulated inputs at 0,
+    the parameter bytes written, then per recorded row an ``advance`` and a ``settle`` (what
+    LocalTarget.step does) and a read of every recorded range, all from Python."""
+    program: Any = load(plan.image, plan.variant, own_code=plan.own_code)
     sched: Any = program.scheduler(plan.tick_ns, deterministic=True, measure=False)
+    data = _Data(program)
     row = plan.param_row
     series = bytearray()
     finals = bytearray()
@@ -85,22 +86,44 @@ def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
         sched.reset()
         for kind, channel in plan.inputs_io:  # the simulated world starts at rest too
             sched.io_write(kind, channel, 0.0)
-        with memoryview(program) as data:  # type: ignore[arg-type]
-            at = k * row
-            for f in plan.params:
-                data[f.offset:f.offset + f.size] = params[at:at + f.size]
-                at += f.size
-            for _ in range(plan.steps):
-                sched.advance(plan.sample_ticks)
-                if sched.fault is not None:
-                    raise SweepFault(f"scenario {first + k} faulted: {sched.fault[0]} in task "
-                                     f"{sched.fault[1]} at tick {sched.fault[5]}")
-                sched.settle()
-                for f in plan.records:
-                    series += data[f.offset:f.offset + f.size]
-            for f in plan.finals:
-                finals += data[f.offset:f.offset + f.size]
+        at = k * row
+        for f in plan.params:
+            data.write(f.offset, params[at:at + f.size])
+            at += f.size
+        for _ in range(plan.steps):
+            sched.advance(plan.sample_ticks)
+            fault = getattr(sched, "fault", None)
+            if fault is not None:
+                raise SweepFault(f"scenario {first + k} faulted: {fault[0]} in task "
+                                 f"{fault[1]} at tick {fault[5]}")
+            sched.settle()
+            for f in plan.records:
+                series += data.read(f.offset, f.size)
+        for f in plan.finals:
+            finals += data.read(f.offset, f.size)
     return bytes(series), bytes(finals)
+
+
+class _Data:
+    """A loaded program's data region: its buffer natively, read_bytes/write_bytes on an
+    emulator."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.emulated = hasattr(program, "read_bytes")
+
+    def read(self, offset: int, size: int) -> bytes:
+        if self.emulated:
+            return bytes(self.program.read_bytes(offset, size))
+        with memoryview(self.program) as view:
+            return bytes(view[offset:offset + size])
+
+    def write(self, offset: int, data: bytes) -> None:
+        if self.emulated:
+            self.program.write_bytes(offset, data)
+            return
+        with memoryview(self.program) as view:
+            view[offset:offset + len(data)] = data
 
 
 def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes]) -> int:

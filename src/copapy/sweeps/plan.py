@@ -107,10 +107,13 @@ class Plan:
 def build_plan(program: Any, keys: Sequence[str], seconds: float,
                record: Sequence[Any], metrics: Mapping[str, Any], tick: float | None,
                sample: float | None, bindings: Iterable[Any] = (),
-               names: Mapping[str, Any] | None = None) -> Plan:
+               names: Mapping[str, Any] | None = None, arch: str | None = None) -> Plan:
     """The plan: parameters are input ports by name, recorded signals and metrics values
     or port names."""
     tasks, bindings, names = _unpack(program, bindings, names)
+    if tasks is None and arch is not None:
+        raise TypeError("arch= is for tasks; a saved program holds the code of its own "
+                        "architecture")
     for k in keys:
         _port_name(k, "parameter")
     if tasks is None:
@@ -118,7 +121,8 @@ def build_plan(program: Any, keys: Sequence[str], seconds: float,
         record_names = [_port_name(r, "record") for r in record]
         metric_names = {m: _port_name(v, f"metrics[{m!r}]") for m, v in metrics.items()}
     else:
-        prog, record_names, metric_names = _compile(tasks, record, metrics, bindings, names)
+        prog, record_names, metric_names = _compile(tasks, record, metrics, bindings, names,
+                                                    arch)
     if not prog.periodic:
         raise TargetError(f"{prog.source} runs on request, it has no periodic tasks: a sweep "
                           f"steps simulated time (cp.Task(..., period=...))")
@@ -230,7 +234,7 @@ def _port_name(x: Any, what: str) -> str:
 
 
 def _compile(tasks: list[Task], record: Sequence[Any], metrics: Mapping[str, Any],
-             bindings: list[Any], names: dict[str, Any]
+             bindings: list[Any], names: dict[str, Any], arch: str | None
              ) -> tuple[Program, list[str], dict[str, str]]:
     """The image of the tasks with every value the sweep reads or writes named (and made a
     task output if it is none)."""
@@ -264,7 +268,7 @@ def _compile(tasks: list[Task], record: Sequence[Any], metrics: Mapping[str, Any
         metric_names[m] = name_of(v, m, f"metrics[{m!r}]")
     wanted = [names[n] for n in (*record_names, *metric_names.values())
               if isinstance(names.get(n), Value)]
-    return (build(*_with_outputs(tasks, wanted), names=names, bindings=bindings),
+    return (build(*_with_outputs(tasks, wanted), arch=arch, names=names, bindings=bindings),
             record_names, metric_names)
 
 
