@@ -92,7 +92,8 @@ class BuildWithRunner(build_ext):
 
     def build_library(self) -> None:
         lib_dir = Path(self.get_ext_fullpath("copapy._runner")).parent / "_lib"
-        sources = ["runner/lib/abi.c", "runner/lib/loop.c", *sorted(glob("runner/src/*.c"))]
+        sources = ["runner/lib/abi.c", "runner/lib/loop.c", *sorted(glob("runner/lib/loop_rt_*.c")),
+                   *sorted(glob("runner/src/*.c"))]
         objects = self.compiler.compile(
             sources, output_dir=str(Path(self.build_temp) / "libcopapy"),
             include_dirs=["runner/include", "runner/src"],

@@ -30,7 +30,7 @@ from copapy.serial_target import SerialTarget
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests import faults  # noqa: E402
+from tests.support import faults  # noqa: E402
 from tests.support.runners import qemu_runner, runner_process  # noqa: E402
 from tests.test_faults_inprocess import two_task_target  # noqa: E402
 from tests.test_safety_host import (  # noqa: E402

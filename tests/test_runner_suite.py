@@ -1,7 +1,8 @@
 """One SerialTarget end-to-end suite, run on every runner: the host runner (pty), the bare-metal
-Cortex-M7 firmware in qemu, the Zephyr firmware on qemu's mps2-an500 and the Zephyr teensy41
-build (LPUART6) on Renode's Teensy 4.1. The Zephyr runners skip without ZEPHYR_BASE (and
-COPAPY_RENODE for Renode); docs/zephyr.md says how to provide them.
+Cortex-M7 firmware in qemu, the Zephyr firmware on qemu's mps2-an500, the Zephyr teensy41
+build (LPUART6) on Renode's Teensy 4.1 and the Windows host runner under wine (TCP with a key).
+The Zephyr runners skip without ZEPHYR_BASE (and COPAPY_RENODE for Renode); docs/zephyr.md
+says how to provide them. The Windows runner skips without COPAPY_WINE (docs/platforms.md).
 
 Results, the link and I/O first, then safety (issue 12): injected faults of every kind the
 runner's architecture reports, the watchdog, the safe state, atomic replace, the dead-man
@@ -28,7 +29,7 @@ from copapy.io import Channel
 from copapy.serial import protocol as p
 from copapy.serial_target import SerialTarget, SerialTargetError
 
-from .support import faults
+from .support import faults, wine
 from .support import zephyr_runners as zr
 from .support.faults import SNIPPETS, FaultWaiter, deploy_faulty
 from .support.runners import host_runner, qemu_runner, retry_unskipped, runner_process
@@ -56,23 +57,39 @@ class Runner:
     no_watchdog: str | None = None
     #: fault kinds of the architecture the emulator cannot cause, and why
     unmodelled_faults: tuple[tuple[str, str], ...] = ()
+    #: the runner's key (a TCP runner has one); None: none
+    key: bytes | None = None
+    #: what stops `cpsid i; b .`: the watchdog's NMI, or the budget timer where tasks run
+    #: unprivileged and cpsid does nothing (the bare-metal firmware, tests/test_fw_isolation.py)
+    masked_loop_fault: str = "watchdog"
 
     def target(self, **kw: Any) -> SerialTarget:
+        if self.key is not None:
+            kw.setdefault("key", self.key)
         return SerialTarget(self.url, timeout=self.timeout, **kw)
 
 
-RUNNERS = ["host", "bare-metal-qemu", "zephyr-qemu", "zephyr-renode"]
+RUNNERS = ["host", "bare-metal-qemu", "zephyr-qemu", "zephyr-renode", "windows-wine"]
 
 
 @pytest.fixture(scope="module", params=RUNNERS)
-def runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
+def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[Runner]:
     name = request.param
     if name == "host":
         with host_runner() as (pty, _proc):
             yield Runner(name, pty, 2.0, True, "the host runner has no hardware watchdog")
+    elif name == "windows-wine":
+        key = os.urandom(32)
+        with wine.runner(key, tmp_path_factory.mktemp("wine")) as url:
+            yield Runner(name, url, 3.0, True, "the host runner has no hardware watchdog",
+                         (("SIGBUS", "wine 8 raises the alignment-check fault as "
+                                     "EXCEPTION_ACCESS_VIOLATION (contained, as SIGSEGV); "
+                                     "Windows raises EXCEPTION_DATATYPE_MISALIGNMENT"),),
+                         key=key)
     elif name == "bare-metal-qemu":
         with qemu_runner("cortex-m7") as url:
-            yield Runner(name, url, 3.0, True)
+            yield Runner(name, url, 3.0, True, masked_loop_fault="timeout")
     elif name == "zephyr-qemu":
         zr.require_zephyr()
         with zr.qemu_runner("mps2_an500") as url:
@@ -440,7 +457,8 @@ def test_injected_faults_are_contained(runner: Runner) -> None:
 
 
 def test_watchdog_catches_a_chain_with_interrupts_masked(runner: Runner) -> None:
-    """`cpsid i; b .`: no interrupt reaches the chain, the watchdog's warning (NMI) does."""
+    """`cpsid i; b .`: no interrupt reaches a privileged chain, the watchdog's warning (NMI)
+    does; an unprivileged chain cannot mask interrupts, its budget timer stops it."""
     if runner.no_watchdog is not None:
         pytest.skip(runner.no_watchdog)
     with runner.target() as tg:
@@ -459,7 +477,7 @@ def test_watchdog_catches_a_chain_with_interrupts_masked(runner: Runner) -> None
             began = time.monotonic()
             tg.start()
             fault = waiter.wait(10)
-            assert (fault.kind, fault.task) == ("watchdog", 1)
+            assert (fault.kind, fault.task) == (runner.masked_loop_fault, 1)
             assert time.monotonic() - began < 5  # one watchdog period, not a reset
             assert_safe(tg)
         record = tg.runner_stats().fault
@@ -575,6 +593,9 @@ def keyed_runner(name: str, key: bytes, tmp: Path) -> Iterator[str]:
             yield u
     elif name == "zephyr-qemu":
         with zr.qemu_runner("mps2_an500_keyed") as url:
+            yield url
+    elif name == "windows-wine":
+        with wine.runner(key, tmp) as url:
             yield url
     else:
         with zr.renode_runner("teensy41_lpuart_keyed") as url:

@@ -37,6 +37,7 @@ void fault_entry(void);
  * unexpected exceptions like any other (the job harness enables none). */
 void systick_handler(void);
 void irq_handler(void);
+void pendsv_handler(void);
 
 #define IRQ_VECTORS 32
 #define IRQ4 irq_handler, irq_handler, irq_handler, irq_handler
@@ -65,7 +66,7 @@ static const vector_table vectors = {
         fault_entry,   /* 11 SVCall */
         fault_entry,   /* 12 DebugMonitor */
         0,             /* 13 reserved */
-        fault_entry,   /* 14 PendSV */
+        pendsv_handler, /* 14 PendSV: the runner firmware's way into a task */
         systick_handler, /* 15 SysTick */
     },
     .irq = {IRQ4, IRQ4, irq_handler, fault_entry, irq_handler, irq_handler, IRQ4, IRQ4, IRQ4,
@@ -143,6 +144,12 @@ void irq_handler(void)
     __asm__ volatile("b fault_entry");
 }
 
+__attribute__((weak, naked))
+void pendsv_handler(void)
+{
+    __asm__ volatile("b fault_entry");
+}
+
 /* The job harness contains nothing: every fault is reported. The runner firmware defines its
  * own fault_contain (runner_fw.c). */
 GENERAL_REGS_ONLY __attribute__((weak))
@@ -159,7 +166,7 @@ GENERAL_REGS_ONLY void cancel_lazy_fp(void)
 }
 
 /* Every fault and unexpected exception: leave the (possibly broken) stack for a private one
- * and ask fault_contain what to do: NULL returns to the interrupted code as it was (with the
+ * and ask fault_contain what to do (with the frame on the stack EXC_RETURN names): NULL returns to the interrupted code as it was (with the
  * original MSP and EXC_RETURN); a frame on the stack of the context to resume is returned
  * into, in handler mode with a basic frame (EXC_RETURN 0xFFFFFFF1). Naked, so no prologue
  * touches the faulting stack; only basic asm is allowed here. */
@@ -167,15 +174,19 @@ __attribute__((naked))
 void fault_entry(void)
 {
     __asm__ volatile(
-        "mrs r0, msp\n\t"
+        "mrs r3, msp\n\t"
         "mov r1, lr\n\t"
+        "tst r1, #4\n\t" /* the frame is on the process stack (an unprivileged task) */
+        "ite eq\n\t"
+        "mrseq r0, msp\n\t"
+        "mrsne r0, psp\n\t"
 #if HAVE_STACK_LIMIT
         "movs r2, #0\n\t"
         "msr msplim, r2\n\t"
 #endif
         "ldr r2, =__fault_stack_top\n\t"
         "mov sp, r2\n\t"
-        "push {r0, r1}\n\t"
+        "push {r1, r3}\n\t"
         "bl fault_contain\n\t"
         "pop {r1, r2}\n\t"
         "cbz r0, 1f\n\t"
@@ -183,8 +194,8 @@ void fault_entry(void)
         "ldr lr, =0xFFFFFFF1\n\t"
         "bx lr\n\t"
         "1:\n\t"
-        "msr msp, r1\n\t"
-        "bx r2\n\t"
+        "msr msp, r2\n\t"
+        "bx r1\n\t"
         ".ltorg\n\t");
 }
 

@@ -61,8 +61,6 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -73,6 +71,7 @@
 
 #include "copapy/platform_posix.h"
 #include "copapy/server.h"
+#include "host_os.h"
 
 enum {
     MAX_PAYLOAD = 1024,

@@ -1,106 +1,17 @@
-/* copapy_loop_run: a periodic loop on the calling thread, with absolute deadlines on
- * CLOCK_MONOTONIC (clock_nanosleep TIMER_ABSTIME), the overrun rule of cyclictest and
- * ros2_control (a wake-up a period or more late skips the missed deadlines and counts them),
- * and the usual real-time set-up (SCHED_FIFO, mlockall, timer slack 1 ns, cpu_dma_latency 0,
- * CPU pinning), each optional and reported in copapy_loop_stats.rt. */
-#define _GNU_SOURCE 1
+/* copapy_loop_run: a periodic loop on the calling thread, with absolute deadlines on the
+ * monotonic clock, the overrun rule of cyclictest and ros2_control (a wake-up a period or more
+ * late skips the missed deadlines and counts them), and the usual real-time set-up, each
+ * optional and reported in copapy_loop_stats.rt. The set-up and the sleep are the platform's
+ * (loop_rt_posix.c: SCHED_FIFO, mlockall, timer slack 1 ns, cpu_dma_latency 0, CPU pinning;
+ * loop_rt_win32.c: thread priority, working set, a high-resolution waitable timer). */
 #define COPAPY_BUILDING_LIBRARY 1
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "copapy/copapy.h"
 #include "abi_internal.h"
 
 #define STORE(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
-
-typedef struct rt_saved {
-    int policy;
-    struct sched_param param;
-    int slack;   /* previous timer slack (ns), -1 if unknown */
-    int dma_fd;
-} rt_saved;
-
-static uint32_t rt_setup(const copapy_loop_config *c, rt_saved *saved)
-{
-    uint32_t achieved = 0;
-    saved->slack = -1;
-    saved->dma_fd = -1;
-    pthread_getschedparam(pthread_self(), &saved->policy, &saved->param);
-    if (c->cpu >= 0 && c->cpu < CPU_SETSIZE) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(c->cpu, &set);
-        (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    }
-    if (c->flags & COPAPY_LOOP_MLOCK) {
-        if (mlockall(MCL_CURRENT | MCL_FUTURE) == 0) {
-            achieved |= COPAPY_RT_MLOCK;
-        }
-    }
-    if (c->flags & COPAPY_LOOP_SLACK1) {
-        int old = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-        if (prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0) == 0) {
-            saved->slack = old;
-            achieved |= COPAPY_RT_SLACK1;
-        }
-    }
-    if (c->flags & COPAPY_LOOP_DMA_LATENCY0) {
-        int fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
-        int32_t zero = 0;
-        if (fd >= 0 && write(fd, &zero, sizeof(zero)) == (ssize_t)sizeof(zero)) {
-            saved->dma_fd = fd;  /* held open: the request lasts while the fd is open */
-            achieved |= COPAPY_RT_DMA_LATENCY0;
-        } else if (fd >= 0) {
-            close(fd);
-        }
-    }
-    if (c->flags & COPAPY_LOOP_FIFO) {
-        struct sched_param sp;
-        memset(&sp, 0, sizeof(sp));
-        sp.sched_priority = c->priority > 0 ? c->priority : 80;
-        if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0) {
-            achieved |= COPAPY_RT_FIFO;
-        }
-    }
-    return achieved;
-}
-
-static void rt_restore(const rt_saved *saved, uint32_t achieved)
-{
-    if (achieved & COPAPY_RT_FIFO) {
-        (void)pthread_setschedparam(pthread_self(), saved->policy, &saved->param);
-    }
-    if ((achieved & COPAPY_RT_SLACK1) && saved->slack > 0) {
-        (void)prctl(PR_SET_TIMERSLACK, (unsigned long)saved->slack, 0, 0, 0);
-    }
-    if (saved->dma_fd >= 0) {
-        close(saved->dma_fd);
-    }
-}
-
-static struct timespec to_timespec(int64_t ns)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)(ns / 1000000000);
-    ts.tv_nsec = (long)(ns % 1000000000);
-    return ts;
-}
-
-static void sleep_until(int64_t deadline)
-{
-    struct timespec ts = to_timespec(deadline);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
-    }
-}
 
 int copapy_loop_run(const copapy_loop_config *c, copapy_loop_stats *stats, copapy_error *err)
 {
@@ -129,8 +40,8 @@ int copapy_loop_run(const copapy_loop_config *c, copapy_loop_stats *stats, copap
     s->struct_size = sizeof(*s);
     STORE(s->latency_min_ns, INT64_MAX);
 
-    rt_saved saved;
-    uint32_t rt = rt_setup(c, &saved);
+    uint32_t rt = 0;
+    copapy_rt_saved *saved = copapy_rt_setup(c, &rt);
     STORE(s->rt, rt);
     STORE(s->running, 1u);
 
@@ -145,7 +56,7 @@ int copapy_loop_run(const copapy_loop_config *c, copapy_loop_stats *stats, copap
         if (c->stop != NULL && __atomic_load_n(c->stop, __ATOMIC_ACQUIRE) != 0) {
             break;
         }
-        sleep_until(deadline);
+        copapy_rt_sleep_until(deadline);
         int64_t wake = copapy_now_ns();
         int64_t lat = wake - deadline;
         if (c->latency_ns != NULL) {
@@ -196,7 +107,7 @@ int copapy_loop_run(const copapy_loop_config *c, copapy_loop_stats *stats, copap
             STORE(s->missed, missed);
         }
     }
-    rt_restore(&saved, rt);
+    copapy_rt_restore(saved, rt);
     if (status == COPAPY_OK && faulted) {
         status = COPAPY_E_FAULTED;
     }

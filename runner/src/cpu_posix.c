@@ -3,7 +3,7 @@
  * state, XGETBV (the operating system must save those registers, else the instructions
  * fault); other architectures have no optional features. COPAPY_CPU_FEATURES_MASK hides
  * features from the answer (tests, and checking that a program runs on an older CPU). */
-#if defined(__unix__) || defined(__APPLE__)
+#if defined(__unix__) || defined(__APPLE__) || defined(_WIN32) /* Windows: the same CPUID */
 
 #include <stdlib.h>
 

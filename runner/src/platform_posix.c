@@ -21,11 +21,19 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
+#if defined(__APPLE__)
+/* Darwin: the machine context without the deprecated ucontext routines, the threads' CPU
+ * time through Mach (no pthread_getcpuclockid) */
+#include <mach/mach.h>
+#include <sys/ucontext.h>
+#else
+#include <ucontext.h>
+#endif
 
 #include "copapy/platform_posix.h"
 #include "cpu_state.h"
+#include "guard_common.h"
 #include "internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -66,6 +74,30 @@ static size_t round_up(size_t n, size_t to)
     return (n + to - 1) / to * to;
 }
 
+/* Apple silicon executes only MAP_JIT code that this process writes: the region is mapped
+ * RWX with MAP_JIT and the loading thread writes it with its JIT write protection off
+ * (pthread_jit_write_protect_np, per thread); sealing turns the protection on again and
+ * remaps the data part as an ordinary read-write mapping (a MAP_JIT page is writable only
+ * by a thread that has the protection off, and chains write their data). */
+#if defined(__APPLE__) && defined(__aarch64__)
+#define REGION_PROT (PROT_READ | PROT_WRITE | PROT_EXEC)
+#define REGION_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_JIT)
+#else
+#define REGION_PROT (PROT_READ | PROT_WRITE)
+#define REGION_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS)
+#endif
+
+static void *map_region(size_t len)
+{
+    void *p = mmap(NULL, len, REGION_PROT, REGION_FLAGS, -1, 0);
+#if defined(__APPLE__) && defined(__aarch64__)
+    if (p != MAP_FAILED) {
+        pthread_jit_write_protect_np(0); /* this thread loads the program */
+    }
+#endif
+    return p;
+}
+
 static void *posix_alloc(void *ctx, size_t size, size_t align)
 {
     (void)ctx;
@@ -75,12 +107,12 @@ static void *posix_alloc(void *ctx, size_t size, size_t align)
     }
     size_t len = round_up(size, page);
     if (align <= page) {
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *p = map_region(len);
         return p == MAP_FAILED ? NULL : p;
     }
     /* over-map by `align`, then give back the misaligned head and the unused tail */
     size_t span = len + align;
-    uint8_t *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *raw = map_region(span);
     if ((void *)raw == MAP_FAILED) {
         return NULL;
     }
@@ -108,7 +140,30 @@ static int posix_seal(void *ctx, void *base, size_t code_len, size_t size)
         return 0;
     }
     __builtin___clear_cache((char *)base, (char *)base + len);
+#if defined(__APPLE__) && defined(__aarch64__)
+    size_t rest = round_up(size, page) - len;
+    uint8_t *tail = (uint8_t *)base + len;
+    uint8_t *copy = rest > 0 ? malloc(rest) : NULL;
+    if (rest > 0 && copy == NULL) {
+        return -1;
+    }
+    if (rest > 0) {
+        memcpy(copy, tail, rest);
+        void *p = mmap(tail, rest, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+                       -1, 0);
+        if (p != MAP_FAILED) {
+            memcpy(tail, copy, rest);
+        }
+        free(copy);
+        if (p == MAP_FAILED) {
+            return -1;
+        }
+    }
+    pthread_jit_write_protect_np(1);
+    return 0;
+#else
     return mprotect(base, len, PROT_READ | PROT_EXEC) == 0 ? 0 : -1;
+#endif
 }
 
 static void posix_free(void *ctx, void *base, size_t size)
@@ -156,17 +211,18 @@ typedef struct guard_slot {
     uint64_t budget_ns;            /* atomic */
     uint64_t kill_seq;             /* atomic */
     pthread_t thread;
+#if defined(__APPLE__)
+    mach_port_t cpu_clock;         /* the Mach thread: its CPU time by thread_info */
+#else
     clockid_t cpu_clock;
+#endif
     int have_cpu_clock;
     void *alt_stack;               /* ours, or NULL if the thread had one */
     cp_fault fault;                /* filled by the signal handler */
     cp_fault *out;                 /* the caller's fault record */
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
-    /* supervisor only */
-    uint64_t seen_seq;
-    uint64_t seen_cpu_ns;
-    uint64_t kill_cpu_ns;
+    cp_guard_watch watch;          /* supervisor only */
 } guard_slot;
 
 static guard_slot slots[GUARD_SLOTS];
@@ -199,6 +255,10 @@ static uint64_t interrupted_pc(const void *uctx)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.pc;
 #elif defined(__linux__) && defined(__arm__)
     return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext.arm_pc;
+#elif defined(__APPLE__) && defined(__x86_64__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext->__ss.__rip;
+#elif defined(__APPLE__) && defined(__aarch64__)
+    return (uint64_t)((const ucontext_t *)uctx)->uc_mcontext->__ss.__pc;
 #else
     (void)uctx;
     return 0;
@@ -424,9 +484,14 @@ __attribute__((noinline)) static guard_slot *claim_slot(void)
             guard_slot *g = &slots[i];
             g->active = 0;
             g->thread = pthread_self();
+#if defined(__APPLE__)
+            g->cpu_clock = pthread_mach_thread_np(g->thread);
+            g->have_cpu_clock = g->cpu_clock != MACH_PORT_NULL;
+#else
             g->have_cpu_clock = pthread_getcpuclockid(g->thread, &g->cpu_clock) == 0;
+#endif
             g->alt_stack = NULL;
-            g->seen_seq = 0;
+            g->watch.seen_seq = 0;
             stack_t cur;
             if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) != 0) {
                 void *mem = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
@@ -480,32 +545,14 @@ static int jumped_back(int sig)
     recover(sig);
     cp_cpu_restore(&j->cpu);
     (void)repair_signals();
-    if (j->out != NULL) {
-        j->out->kind = j->fault.kind;
-        j->out->address = j->fault.address;
-        j->out->pc = j->fault.pc;
-        j->out->code = j->fault.code;
-    }
-    return 1;
-}
-
-/* A chain that left the CPU or the signal state changed (cpu_state.h): a fault. */
-static int changed_state(cp_fault *fault, uint32_t changed, uint32_t fp_left)
-{
-    if (fault != NULL) {
-        fault->kind = CP_FAULT_CPU_STATE;
-        fault->address = fp_left;
-        fault->pc = 0;
-        fault->code = changed;
-    }
-    return 1;
+    return cp_guard_report(j->out, &j->fault);
 }
 
 /* One job under an armed slot: seq is odd and the fault is ours while the chain runs; the
  * chain starts in the defined CPU state and the caller's comes back after it. Returns the
  * CP_CPU_CHANGED_* bits of what the chain left changed; *fp_left the FP control word. */
 CP_CALLS_LOADED_CODE
-static inline uint32_t run_armed(guard_slot *g, void (*entry)(void), uint32_t *fp_left)
+static inline uint32_t run_armed(guard_slot *g, cp_chain_fn entry, uint32_t *fp_left)
 {
     cp_cpu_enter(&g->cpu); /* saved before a fault can jump back to restore it */
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
@@ -536,7 +583,7 @@ static inline void need_watchdog(uint64_t budget_ns)
 }
 
 CP_CALLS_LOADED_CODE
-int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
 {
     guard_slot *g = own_slot();
     if (g == NULL) {
@@ -555,20 +602,20 @@ int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault 
     }
     uint32_t fp_left = 0;
     uint32_t changed = run_armed(g, entry, &fp_left);
-    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
+    return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
 /* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
  * budget and run_armed; a fault jumps back into cp_posix_guard_run, never returns here. */
 CP_CALLS_LOADED_CODE
-static int armed_job(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
+static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
 {
     guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
     need_watchdog(budget_ns);
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     uint32_t fp_left = 0;
     uint32_t changed = run_armed(g, entry, &fp_left);
-    return changed != 0 ? changed_state(fault, changed, fp_left) : 0;
+    return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
@@ -592,10 +639,23 @@ static uint64_t poll_interval_ns = DEFAULT_POLL_NS;
 
 static uint64_t thread_cpu_ns(const guard_slot *g, uint64_t wall)
 {
+#if defined(__APPLE__)
+    thread_basic_info_data_t info;
+    mach_msg_type_number_t count = THREAD_BASIC_INFO_COUNT;
+    if (g->have_cpu_clock &&
+        thread_info(g->cpu_clock, THREAD_BASIC_INFO, (thread_info_t)&info, &count) ==
+            KERN_SUCCESS) {
+        return ((uint64_t)info.user_time.seconds + (uint64_t)info.system_time.seconds) *
+                   1000000000u +
+               ((uint64_t)info.user_time.microseconds + (uint64_t)info.system_time.microseconds) *
+                   1000u;
+    }
+#else
     struct timespec ts;
     if (g->have_cpu_clock && clock_gettime(g->cpu_clock, &ts) == 0) {
         return ts_ns(&ts);
     }
+#endif
     return wall; /* no CPU clock for that thread: wall time */
 }
 
@@ -616,21 +676,11 @@ static void *watchdog_main(void *arg)
             uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_ACQUIRE);
             uint64_t budget = __atomic_load_n(&g->budget_ns, __ATOMIC_RELAXED);
             if ((seq & 1u) == 0 || budget == 0) {
-                g->seen_seq = 0;
+                g->watch.seen_seq = 0;
                 continue;
             }
-            uint64_t cpu = thread_cpu_ns(g, wall);
-            if (seq != g->seen_seq) {
-                /* first seen running now: it has used at least nothing of its budget */
-                g->seen_seq = seq;
-                g->seen_cpu_ns = cpu;
-                continue;
-            }
-            uint64_t used = cpu - g->seen_cpu_ns;
             int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
-            /* interrupt once; again if the first signal did not end it within a budget */
-            if ((!fired && used >= budget) || (fired && cpu - g->kill_cpu_ns >= budget)) {
-                g->kill_cpu_ns = cpu;
+            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), fired)) {
                 __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
                 pthread_kill(g->thread, CP_POSIX_WATCHDOG_SIGNAL);
             }

@@ -60,7 +60,7 @@ static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
         cp_task_record t = cp_image_task(img, i);
         /* integer to function pointer is the implementation-defined but universal way;
          * entry keeps bit 0 so Thumb code is entered in Thumb state */
-        tasks[i].entry = (void (*)(void))((uintptr_t)base + t.entry);
+        tasks[i].entry = (cp_chain_fn)((uintptr_t)base + t.entry);
         tasks[i].period_ns = t.period_ns;
         tasks[i].offset_ns = t.offset_ns;
         tasks[i].priority = t.priority;
@@ -153,6 +153,10 @@ static const record_kind LET_COPIES = {CP_SEC_LET_COPIES, let_copy_group,
 static const record_kind IO_BINDINGS = {CP_SEC_IO_BINDINGS, io_binding_group,
                                         cp_image_check_io_binding, put_io_binding};
 
+#ifndef CP_DATA_END_ALIGN
+#define CP_DATA_END_ALIGN 1u
+#endif
+
 static uint64_t align_up(uint64_t n, uint64_t align)
 {
     return (n + align - 1) / align * align;
@@ -200,7 +204,10 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
     uint32_t copy_count = img->sec[CP_SEC_LET_COPIES].count;
     uint32_t binding_count = img->sec[CP_SEC_IO_BINDINGS].count;
     uint64_t data_end = (uint64_t)img->data_offset + img->data_size;
-    uint64_t tasks_offset = align_up(data_end, _Alignof(cp_task_entry));
+    /* CP_DATA_END_ALIGN (a platform's -D, e.g. the firmware's MPU granule): nothing of the
+     * runner's shares a granule with the data a task may write */
+    uint64_t tasks_offset = align_up(align_up(data_end, CP_DATA_END_ALIGN),
+                                     _Alignof(cp_task_entry));
     uint64_t copies_offset = align_up(tasks_offset + (uint64_t)task_count * sizeof(cp_task_entry),
                                       _Alignof(cp_let_copy));
     uint64_t bindings_offset = align_up(copies_offset + (uint64_t)copy_count *

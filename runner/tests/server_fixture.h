@@ -11,9 +11,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN 1
+#include <windows.h>
+#else
 #include <sys/mman.h>
+#endif
 
 #include "copapy/platform_posix.h"
+
+#if defined(_WIN32) /* memmem is a GNU and BSD extension the Windows C runtime lacks */
+static inline void *memmem(const void *hay, size_t n, const void *needle, size_t m)
+{
+    const uint8_t *h = hay;
+    for (size_t i = 0; m <= n && i <= n - m; i++) {
+        if (memcmp(h + i, needle, m) == 0) {
+            return (void *)(uintptr_t)(h + i);
+        }
+    }
+    return NULL;
+}
+#endif
 #include "copapy/server.h"
 #include "internal.h"
 #include "test_image.h"
@@ -325,7 +343,12 @@ static inline int fx_seal_rwx(void *ctx, void *base, size_t code_len, size_t siz
     (void)code_len;
     uintptr_t page = (uintptr_t)base & ~(uintptr_t)4095;
     size_t len = ((uintptr_t)base + size + 4095 - page) & ~(size_t)4095;
+#if defined(_WIN32)
+    DWORD old = 0;
+    return VirtualProtect((void *)page, len, PAGE_EXECUTE_READWRITE, &old) ? 0 : -1;
+#else
     return mprotect((void *)page, len, PROT_READ | PROT_WRITE | PROT_EXEC);
+#endif
 }
 
 enum { FX_SLOT_SIZE = 1 << 16 };
@@ -339,9 +362,14 @@ static inline void fx_config(fx *f, int use_slots)
     c->struct_size = sizeof(*c);
     c->platform = cp_platform_posix();
     if (use_slots) {
+#if defined(_WIN32)
+        f->slots = VirtualAlloc(NULL, 2 * FX_SLOT_SIZE, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+        if (f->slots == NULL) {
+#else
         f->slots = mmap(NULL, 2 * FX_SLOT_SIZE, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (f->slots == MAP_FAILED) {
+#endif
             perror("mmap");
             exit(2);
         }
@@ -394,7 +422,11 @@ static inline void fx_close(fx *f)
 {
     cp_server_close(&f->srv);
     if (f->slots != NULL) {
+#if defined(_WIN32)
+        VirtualFree(f->slots, 0, MEM_RELEASE);
+#else
         munmap(f->slots, 2 * FX_SLOT_SIZE);
+#endif
     }
     pthread_mutex_destroy(&f->mutex);
 }

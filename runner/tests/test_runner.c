@@ -9,6 +9,11 @@
 #include "test_image.h"
 #include "check.h"
 
+#if defined(_WIN32) /* the C runtime's names: an empty value removes the variable */
+#define setenv(name, value, overwrite) _putenv_s((name), (value))
+#define unsetenv(name) _putenv_s((name), "")
+#endif
+
 static int verbose;
 
 static cp_status validate(const uint8_t *img, size_t len, cp_error *err)

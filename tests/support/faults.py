@@ -53,8 +53,10 @@ SNIPPETS: dict[str, dict[str, bytes]] = {
         "HardFault": bytes.fromhex("00df"),
         # movw r0, #1; movt r0, #0x4000; bx r0: execute from the peripheral region (XN)
         "MemManage": bytes.fromhex("40f20100c4f200000047"),
-        # movw r0, #0; movt r0, #0x5000; ldr r0, [r0]: nothing is mapped at 0x50000000
-        "BusFault": bytes.fromhex("40f20000c5f200000068"),
+        # movw r0, #0xed28; movt r0, #0xe000; ldr r0, [r0]: the System Control Space, a bus
+        # error for an unprivileged task (the bare-metal firmware's); privileged code reads
+        # it, then movw r0, #0; movt r0, #0x5000; ldr r0, [r0]: nothing is mapped there
+        "BusFault": bytes.fromhex("4ef62850cef20000006840f20000c5f200000068"),
         # udf #0
         "UsageFault": bytes.fromhex("00de"),
         # b .

@@ -90,20 +90,22 @@ def qemu_runner(arch: str, *make_args: str, build_dir: str = "build") -> Iterato
 
 @contextmanager
 def qemu_process(arch: str, *make_args: str, build_dir: str = "build",
-                 clock: tuple[str, ...] = QEMU_CLOCK
+                 clock: tuple[str, ...] = QEMU_CLOCK, elf: Path | None = None
                  ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """(URL, qemu process) of qemu_runner; ``clock``: qemu's timing options."""
+    """(URL, qemu process) of qemu_runner; ``clock``: qemu's timing options; ``elf``: boot
+    this firmware file instead of building one (e.g. another revision's, to compare)."""
     board = by_name(arch).qemu
     assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
     assert shutil.which(board.system), ("the firmware test needs qemu: apt-get install "
                                         "qemu-system-arm")
-    assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross compiler: "
-                                               "apt-get install gcc-arm-none-eabi "
-                                               "libnewlib-arm-none-eabi")
-    build(f"{build_dir}/{board.firmware}", f"BUILD={build_dir}", *make_args,
-          directory="runner/baremetal")
+    if elf is None:
+        assert shutil.which("arm-none-eabi-gcc"), ("the firmware test needs the cross "
+                                                   "compiler: apt-get install gcc-arm-none-eabi "
+                                                   "libnewlib-arm-none-eabi")
+        build(f"{build_dir}/{board.firmware}", f"BUILD={build_dir}", *make_args,
+              directory="runner/baremetal")
+        elf = ROOT / "runner" / "baremetal" / build_dir / board.firmware
     port = free_port()
-    elf = ROOT / "runner" / "baremetal" / build_dir / board.firmware
     proc = subprocess.Popen([board.system, *board.args, *clock, "-display", "none",
                              "-monitor", "none",
                              "-serial", f"tcp:127.0.0.1:{port},server=on,wait=on,nodelay=on",

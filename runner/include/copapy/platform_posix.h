@@ -1,5 +1,8 @@
 /* The POSIX platform for cp_program_load (mmap'd regions, W^X via mprotect) and the POSIX half
- * of fault containment (docs/realtime.md, "Faults and the safe state"). */
+ * of fault containment (docs/realtime.md, "Faults and the safe state"). This is the host
+ * platform's interface: on Windows src/platform_win32.c implements it with Win32
+ * (VirtualAlloc/VirtualProtect, a vectored exception handler, QueryPerformanceCounter), so
+ * libcopapy and the host runner call the same functions there (docs/platforms.md). */
 #ifndef COPAPY_PLATFORM_POSIX_H
 #define COPAPY_PLATFORM_POSIX_H
 
@@ -10,7 +13,7 @@ extern "C" {
 #endif
 
 /* A static platform whose arch is the architecture this process executes (0 if unknown, so
- * every load fails with CP_ERR_ARCH). Defined only where __unix__ or __APPLE__ is. Sealing
+ * every load fails with CP_ERR_ARCH). Defined where __unix__, __APPLE__ or _WIN32 is. Sealing
  * needs data_offset to be a multiple of the page size, else the load fails with NOMEM. */
 const cp_platform *cp_platform_posix(void);
 
@@ -36,7 +39,7 @@ uint64_t cp_posix_cpu_features(void *ctx, uint16_t arch);
  * path costs no system call: a sigsetjmp without the signal mask and two relaxed stores. */
 #define CP_POSIX_WATCHDOG_SIGNAL SIGXCPU
 
-int cp_posix_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault);
+int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault);
 
 /* What a guard checks after each chain besides the CPU state (cpu_state.h): whether the chain
  * blocked a fault signal or reset a handler, which takes seven system calls (~1.5 us). The

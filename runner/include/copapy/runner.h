@@ -98,8 +98,19 @@ typedef struct cp_platform {
 /* cp_platform as ABI 3 knew it (without cpu_features): still accepted by cp_program_load. */
 #define CP_PLATFORM_SIZE_ABI3 offsetof(cp_platform, cpu_features)
 
+/* A chain's entry. Stencils are compiled once per architecture, for the System V calling
+ * convention of the ELF targets: on Windows x86_64 (whose own convention is Microsoft's) the
+ * runner calls them as System V functions, so the same tables serve every operating system
+ * and the results stay bit-identical (docs/platforms.md). Elsewhere it is a plain function. */
+#if defined(_WIN32) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CP_CHAIN_ABI __attribute__((sysv_abi))
+#else
+#define CP_CHAIN_ABI
+#endif
+typedef void(CP_CHAIN_ABI *cp_chain_fn)(void);
+
 typedef struct cp_task_entry {
-    void (*entry)(void);
+    cp_chain_fn entry;
     uint32_t period_ns;
     uint32_t offset_ns;
     uint16_t priority;
@@ -210,8 +221,7 @@ typedef struct cp_fault {
 /* Runs entry() so that a synchronous fault inside it, or running past budget_ns (0: no
  * limit), comes back here instead of ending the runner. Returns 0 when entry returned;
  * otherwise fills fault->kind, address, pc and code and returns nonzero. */
-typedef int (*cp_guard_fn)(void *ctx, void (*entry)(void), uint64_t budget_ns,
-                           cp_fault *fault);
+typedef int (*cp_guard_fn)(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault);
 
 /* Appended in ABI 5: a guard armed once around a run of jobs. It calls body(arg, job,
  * job_ctx) with fault containment armed; body runs each chain as job(job_ctx, entry,

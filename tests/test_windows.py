@@ -1,0 +1,70 @@
+"""The runner on Windows, cross-built with zig cc (tools/cross_build.py) and run under wine
+(COPAPY_WINE; the tests skip with a reason naming docs/platforms.md without it): the runner
+core's C unit tests, libcopapy's C example computing what LocalTarget computes, bit for bit,
+and the host runner on a COM port. The Windows host runner's SerialTarget suite (TCP) is
+tests/test_runner_suite.py (windows-wine)."""
+
+from __future__ import annotations
+
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+import copapy as cp
+from copapy.serial_target import SerialTarget
+
+from .support import wine
+from .test_kits_abi import INPUTS, controller, reference
+from .test_safety_host import healthy_program_runs, inject_all
+
+C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
+
+
+@pytest.fixture(scope="module")
+def built_tests() -> None:
+    wine.wine()
+    wine.build("tests")
+
+
+@pytest.mark.parametrize("name", C_TESTS)
+def test_c_unit_tests_pass_under_wine(built_tests: None, name: str) -> None:
+    """The core's C tests, fault containment included (the vectored exception handler, the
+    System V entry into the chains), as on Linux."""
+    proc = wine.run(f"{name}.exe")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    last = proc.stdout.strip().splitlines()[-1]
+    assert " checks, 0 fail" in last, last
+
+
+def test_the_c_example_runs_the_image_under_wine(tmp_path: Path) -> None:
+    """libcopapy (copapy.dll) loads an image and ticks it: LocalTarget's results bit for bit
+    (the x86_64 stencils are System V code, called as such from Windows code)."""
+    wine.wine()
+    wine.build("lib")
+    task, *_ = controller()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(task)
+    image = tmp_path / "ctrl.cpim"
+    image.write_bytes(tg.image)
+    xs = INPUTS[:50]
+    proc = wine.run("copapy-example.exe", str(image), "measured", "ctrl.out0", *map(repr, xs))
+    assert proc.returncode == 0, proc.stderr
+    got = [float.fromhex(v) for v in proc.stdout.split()]
+    assert struct.pack("50f", *reference(xs)) == struct.pack("50f", *got)
+    bad = wine.run("copapy-example.exe", str(image), "nope", "ctrl.out0")
+    assert bad.returncode == 1 and "NO_PORT" in bad.stderr and "measured" in bad.stderr
+
+
+def test_the_runner_serves_a_com_port() -> None:
+    """--com: the protocol over a serial port (wine's COM9, a pty here); a program runs, an
+    injected fault is contained and reported over it, a new program runs after."""
+    with wine.com_runner() as url, SerialTarget(url, timeout=3.0) as tg:
+        assert tg.info().name == "copapy host runner (windows)"
+        counter = cp.feedback(lambda n: n + 1, init=0)
+        tg.deploy(cp.Task(counter, period=1e-3), start=True)
+        time.sleep(0.3)
+        assert tg.read(counter) > 0
+        assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
+        healthy_program_runs(tg)

@@ -1,0 +1,177 @@
+"""Cross-build the runner for Windows and macOS from Linux with zig cc (ziglang, the build
+extra): the host runner, libcopapy with its C example, for Windows the runner core's C unit
+tests (run under wine: tests/test_windows.py), for macOS the copapy._runner extension (a build
+check). Every unit is compiled with -std=c11 -Wall -Wextra -Werror and any compiler output is
+an error; docs/platforms.md lists what is tested how.
+
+    python tools/cross_build.py windows-x86_64 [--out DIR] [--only tests|runner|lib]
+    python tools/cross_build.py macos-x86_64 | macos-aarch64 [--only runner|lib|ext]
+
+Artefacts go to runner/build/<platform>/ (the default) and their sizes are printed. A missing
+ziglang is an error naming the install command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNER = ROOT / "runner"
+WARN = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
+INCLUDE = ["-I", str(RUNNER / "include"), "-I", str(RUNNER / "src")]
+#: the runner core's C unit tests that run on Windows (fuzzers and the ASan builds stay Linux's)
+C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    triple: str
+    exe: str        # executable suffix
+    shared: str     # shared-library file name of libcopapy
+    system_libs: tuple[str, ...]
+
+    @property
+    def windows(self) -> bool:
+        return "windows" in self.triple
+
+
+PLATFORMS = {
+    p.name: p for p in (
+        Platform("windows-x86_64", "x86_64-windows-gnu", ".exe", "copapy.dll",
+                 ("-lws2_32", "-lwinmm", "-lbcrypt")),
+        Platform("macos-x86_64", "x86_64-macos", "", "libcopapy.dylib", ()),
+        Platform("macos-aarch64", "aarch64-macos", "", "libcopapy.dylib", ()),
+    )
+}
+
+
+class CrossBuildError(RuntimeError):
+    """No zig, or a unit does not compile (warnings are errors); the message has the output."""
+
+
+def zig_cc(triple: str) -> list[str]:
+    try:
+        import ziglang  # type: ignore[import-untyped]  # noqa: F401
+    except ImportError as exc:
+        raise CrossBuildError("cross builds need ziglang: pip install -e '.[build]'") from exc
+    return [sys.executable, "-m", "ziglang", "cc", "-target", triple]
+
+
+def core_sources() -> list[Path]:
+    return sorted((RUNNER / "src").glob("*.c"))
+
+
+def lib_sources() -> list[Path]:
+    lib = RUNNER / "lib"
+    return [lib / "abi.c", lib / "loop.c", *sorted(lib.glob("loop_rt_*.c"))]
+
+
+def host_sources(p: Platform) -> list[Path]:
+    if p.windows:
+        return sorted((RUNNER / "host" / "win32").glob("*.c"))
+    return sorted((RUNNER / "host").glob("*.c"))
+
+
+def _cc(p: Platform, args: list[str], out: Path) -> Path:
+    """Links under the final name in a private directory (a DLL records its own name, which
+    the programs linked against it look for), then renames it into place with its import
+    library: a parallel build never sees a half-written file."""
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".build") as tmpdir:
+        tmp = Path(tmpdir) / out.name
+        cmd = [*zig_cc(p.triple), *WARN, *INCLUDE, *args, "-o", str(tmp)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmpdir)
+        if proc.returncode != 0 or proc.stderr.strip():
+            raise CrossBuildError(f"{p.name}: building {out.name} failed (or warned):\n"
+                                  + " ".join(cmd) + "\n" + proc.stderr[-6000:])
+        for made in Path(tmpdir).iterdir():
+            if made.suffix == ".lib":  # the import library of a DLL
+                os.replace(made, out.with_suffix(".lib"))
+        os.replace(tmp, out)
+    return out
+
+
+def build_tests(p: Platform, out: Path) -> list[Path]:
+    made = []
+    for name in C_TESTS:
+        extra = lib_sources() if name == "test_abi" else []
+        made.append(_cc(p, ["-O1", "-g", "-pthread", str(RUNNER / "tests" / f"{name}.c"),
+                            *map(str, extra), *map(str, core_sources()), *p.system_libs],
+                        out / f"{name}{p.exe}"))
+    return made
+
+
+def build_runner(p: Platform, out: Path) -> Path:
+    return _cc(p, ["-O2", *([] if p.windows else ["-pthread"]),
+                   *map(str, host_sources(p)), *map(str, core_sources()), *p.system_libs],
+               out / f"copapy-runner{p.exe}")
+
+
+def build_lib(p: Platform, out: Path) -> list[Path]:
+    lib = _cc(p, ["-O2", "-shared", "-fvisibility=hidden",
+                  *([] if p.windows else ["-fPIC", "-pthread"]),
+                  *map(str, lib_sources()), *map(str, core_sources()), *p.system_libs],
+              out / p.shared)
+    example = _cc(p, ["-O2", str(RUNNER / "lib" / "example.c"), str(lib)],
+                  out / f"copapy-example{p.exe}")
+    return [lib, example]
+
+
+def build_extension(p: Platform, out: Path) -> Path:
+    """copapy._runner (the runner core with its CPython module) as a macOS bundle, against
+    this machine's CPython headers: a check that it compiles and links for Darwin without a
+    warning, not a module to import (a wheel is built with the macOS Python's headers). A
+    Windows extension needs Windows CPython's headers and import library: not built here."""
+    include = sysconfig.get_paths()["include"]
+    python = RUNNER / "python"
+    return _cc(p, ["-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-I", include,
+                   "-Wl,-undefined,dynamic_lookup", str(python / "module.c"),
+                   str(python / "scheduler.c"), *map(str, core_sources())],
+               out / "_runner.cpython-darwin.so")
+
+
+def build(name: str, out: Path | None = None, only: str | None = None) -> list[Path]:
+    """Every artefact of platform ``name`` (or only the ``only`` group), their paths."""
+    if name not in PLATFORMS:
+        raise CrossBuildError(f"unknown platform {name!r}: one of {', '.join(PLATFORMS)}")
+    p = PLATFORMS[name]
+    out = out or RUNNER / "build" / name
+    out.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+    if only in (None, "tests") and p.windows:
+        made += build_tests(p, out)
+    if only in (None, "runner"):
+        made.append(build_runner(p, out))
+    if only in (None, "lib"):
+        made += build_lib(p, out)
+    if only in (None, "ext") and not p.windows:
+        made.append(build_extension(p, out))
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("platform", choices=sorted(PLATFORMS))
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--only", choices=("tests", "runner", "lib", "ext"))
+    args = ap.parse_args(argv)
+    try:
+        made = build(args.platform, args.out, args.only)
+    except CrossBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in made:
+        shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        print(f"{path.stat().st_size:>9} {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
