@@ -23,7 +23,8 @@ HERE = Path(__file__).resolve().parent
 runner = Extension(
     "copapy._runner",
     sources=sorted(glob("runner/src/*.c")) + ["runner/python/module.c",
-                                              "runner/python/scheduler.c"],
+                                              "runner/python/scheduler.c",
+                                              "runner/python/batch.c"],
     include_dirs=["runner/include"],
     extra_compile_args=STRICT,
 )

@@ -28,7 +28,7 @@ FORBIDDEN = {
 GROUPS = {
     "DSL": ("value", "arrays", "functions", "quaternions", "signals", "task", "io"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "cli", "cli_program",
-                "cli_tools", "cli_bench", "jit", "kits", "bench"),
+                "cli_tools", "cli_bench", "jit", "kits", "bench", "sweeps"),
 }
 
 

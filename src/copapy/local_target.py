@@ -122,6 +122,17 @@ class LocalTarget:
         #: changes whenever recorded trace rows may change other than by new ticks
         self._trace_epoch = 0
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A target pickles as its settings and its program's image bytes (what ``save``
+        writes): unpickled, e.g. on a Dask worker, it runs the same program, its ports read
+        and written by name; the state of the data region and traces stay behind."""
+        image = None
+        if self._compiled is not None:
+            image = self._compiled.image
+            if self._rebuild is not None:  # the port names and arrays save() writes
+                image = with_arrays(image, array_specs(self._compiled, {}))
+        return (_restored, (self.arch, self.tick, self.measure, image))
+
     # ---- on-request programs -------------------------------------------------------------
 
     def compile(self, *values: Value[Any] | Array | Quaternion, check: bool = False) -> None:
@@ -690,6 +701,15 @@ class LocalTarget:
                               f"tg.compile() or make it a task output (inputs and outputs "
                               f"can be read)")
         return port
+
+
+def _restored(arch: str, tick: float | None, measure: bool, image: bytes | None
+              ) -> LocalTarget:
+    """An unpickled LocalTarget: the same settings, its program loaded from the image."""
+    tg = LocalTarget(arch, tick=tick, measure=measure)
+    if image is not None:
+        tg.deploy(Program(image, "<pickled LocalTarget>"))
+    return tg
 
 
 def _nothing_compiled(task: int = 0) -> None:
