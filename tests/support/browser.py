@@ -21,7 +21,8 @@ MISSING = ("the scope's browser tests need Debian's chromium and its driver (apt
 FIND_VIEW = """
 const model = Bokeh.documents[0].get_model_by_name(arguments[0]);
 function* walk(v) { yield v; for (const c of (v.child_views || [])) yield* walk(c); }
-for (const root of Object.values(Bokeh.index)) for (const v of walk(root)) if (v.model === model) return v;
+for (const root of Object.values(Bokeh.index))
+  for (const v of walk(root)) if (v.model === model) return v;
 return null;
 """
 
@@ -100,9 +101,9 @@ def updates(driver: Any) -> int:
 
 def element(driver: Any, name: str, selector: str) -> Any:
     """The element ``selector`` in the shadow DOM of the widget named ``name``."""
-    found = driver.execute_script("const v = (function(){" + FIND_VIEW + "}).apply(null, arguments);"
-                                  "return v === null ? null : v.shadow_el.querySelector("
-                                  "arguments[1])", name, selector)
+    found = driver.execute_script("const v = (function(){" + FIND_VIEW + "})"
+                                  ".apply(null, arguments); return v === null ? null : "
+                                  "v.shadow_el.querySelector(arguments[1])", name, selector)
     assert found is not None, f"no {selector} in a widget named {name!r} on the page"
     return found
 
