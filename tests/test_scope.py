@@ -274,3 +274,29 @@ def test_bench_scope_records_every_tick(tmp_path: Path) -> None:
     assert result["recorded"] == result["ticks_run"] >= 2500 and result["gaps"] == 0
     assert result["page_updates_per_s"] > 0 and result["jitter_with_scope"]["ticks"] > 0
     assert "recorded ticks" in proc.stdout and "jitter ratio" in proc.stdout
+
+
+def test_copapy_scope_on_a_runner_records_every_tick(tmp_path: Path) -> None:
+    """``copapy scope PORT --image F --record run.csv``: uploads and starts the program, serves
+    the page (its URL printed), and records consecutive ticks until it closes."""
+    tasks, _signals, _controls = program()
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(*tasks)
+    tg.save(str(tmp_path / "prog.cpimg"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(cp.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    with runner_process("--pty", "--no-rt") as (address, _proc):
+        proc = subprocess.run([sys.executable, "-m", "copapy", "scope", address, "--image",
+                               str(tmp_path / "prog.cpimg"), "--control", "gain=0:2",
+                               "--record", str(tmp_path / "run.csv"), "--seconds", "2",
+                               "--no-browser"], capture_output=True, text=True, env=env,
+                              timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "copapy scope: http://127.0.0.1:" in proc.stdout and "?token=" in proc.stdout
+    table = np.loadtxt(tmp_path / "run.csv", delimiter=",", skiprows=1)
+    assert len(table) > 1000 and (np.diff(table[:, 0]) == 1).all()
+    outputs = cp.load(str(tmp_path / "prog.cpimg")).names("output")
+    assert open(tmp_path / "run.csv").readline().strip() == ",".join(
+        ["tick", "time_s", *outputs])
+    assert f"recorded {len(table)} ticks" in proc.stderr

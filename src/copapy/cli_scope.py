@@ -110,8 +110,8 @@ def cmd_scope(args: argparse.Namespace) -> int:
             time.sleep(0.2)
     except KeyboardInterrupt:
         pass
+    scope.close()  # the recording takes the ticks still on their way, then closes
     recorded = scope.recorded
-    scope.close()
     if args.record:
         print(f"copapy scope: recorded {recorded} ticks to {args.record}", file=sys.stderr)
     return 0

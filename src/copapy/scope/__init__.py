@@ -41,7 +41,7 @@ class Scope:
 
     @property
     def recorded(self) -> int:
-        """Ticks written to the current recording."""
+        """Ticks written to the current recording (the last one, once it ended)."""
         return self.core.recorded
 
     def record(self, path: str | Path | None) -> Path | None:
