@@ -12,9 +12,12 @@ them: their ``scope`` methods open it); nothing below the targets imports it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import copapy
 
 from .core import Control, Core
 from .sources import Signal, SteppedSource, StreamedSource
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["SCOPE_EXTRA", "Scope", "open_scope"]
 
 SCOPE_EXTRA = "pip install 'copapy[scope]' (bokeh)"
+#: the range of an int32 input declared without one
+INT32_SPAN = (-2.0**31, 2.0**31 - 1)
 
 
 class Scope:
@@ -100,9 +105,26 @@ def controls_of(target: Any, controls: Sequence[Any] | Mapping[str, Any],
         if hasattr(initial, "shape"):
             raise TypeError(f"control {label!r} is an array input: the scope controls scalar "
                             f"inputs")
-        lo, hi = ranges.get(label, (None, None))
+        lo, hi = ranges.get(label) or declared_range(key) or (None, None)
         found.append(Control(key, label, initial, lo, hi))
     return found
+
+
+def declared_range(key: Any) -> tuple[float, float] | None:
+    """The range an input value was declared with (``cp.value(x, range=(lo, hi))``, where
+    this copapy has range declarations: ``cp.ranges``); None for a port name, an input
+    declared without one (its range is its type's: unbounded, or all of int32) or none."""
+    ranges_of = getattr(copapy, "ranges", None)
+    if ranges_of is None or isinstance(key, str):
+        return None
+    try:
+        span = ranges_of(key)
+    except Exception:  # not an input this analysis knows: a number field then
+        return None
+    lo, hi = float(span.lo), float(span.hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi) or (lo, hi) == INT32_SPAN:
+        return None
+    return lo, hi
 
 
 def open_scope(target: Any, *signals: Any, controls: Sequence[Any] | Mapping[str, Any] = (),
