@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import cli
 from copapy.cli_scope import parse_control
+from copapy.scope import controls_of
 from copapy.scope.display import Display
 from copapy.scope.record import Recorder
 from copapy.scope.sources import Batch
@@ -114,3 +116,21 @@ def test_copapy_scope_of_a_runner_needs_its_program(capsys: pytest.CaptureFixtur
                                                     ) -> None:
     with pytest.raises(SystemExit, match="name the program it runs with --image"):
         cli.main(["scope", "/dev/pts/999", "--no-browser"])
+
+
+def test_a_declared_input_range_makes_a_slider() -> None:
+    """cp.value(x, range=(lo, hi)) (issue 35) gives the control its slider range; an input
+    declared without one gets a number field; ranges= overrides."""
+    declared: dict[str, Any] = {"range": (0.0, 2.0)}
+    try:
+        gain = cp.value(0.5, name="gain", **declared)
+    except TypeError:
+        pytest.skip("this tree has no input range declarations (cp.value(range=), issue 35)")
+    offset, n = cp.value(0.0, name="offset"), cp.value(3, name="n")
+    out = gain * 3.0 + offset + cp.cast(n, cp.float32)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(out, period=1e-3))
+    found = {c.label: (c.kind, c.lo, c.hi) for c in controls_of(
+        tg, {"gain": gain, "offset": offset, "n": n}, {"offset": (-1.0, 1.0)})}
+    assert found == {"gain": ("slider", 0.0, 2.0), "offset": ("slider", -1.0, 1.0),
+                     "n": ("field", None, None)}
