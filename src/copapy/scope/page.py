@@ -4,6 +4,7 @@ start/stop, recording), updated from the core ten times a second."""
 from __future__ import annotations
 
 import time
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def build(doc: Document, core: Core, recordings: Path) -> None:
             source.stream({k: v.tolist() for k, v in data.items()},
                           rollover=core.display.capacity)
         status = core.status()
-        banner.text = status.text
+        banner.text = escape(status.text)  # a Div holds HTML; messages quote reprs
         banner.styles = {**BANNER_BASE, **_style(status.state)}
         state["updates"] += 1
         rec = core.recording
@@ -78,10 +79,10 @@ def build(doc: Document, core: Core, recordings: Path) -> None:
         done = f"; last recording {core.last_recording}" if core.last_recording and not rec \
             else ""
         info.text = (f"ticks received <b>{core.received}</b>, recorded <b>{core.recorded}</b>"
-                     f"{f' to {rec}' if rec else ''}{done}; page updates "
+                     f"{f' to {escape(str(rec))}' if rec else ''}{escape(done)}; page updates "
                      f"<span id='updates'>{state['updates']}</span>")
-        latest.text = "<br>".join(f"{k} = <span class='value' data-label='{k}'>{v:.6g}</span>"
-                                  for k, v in core.display.latest.items())
+        latest.text = "<br>".join(f"{escape(k)} = <span class='value' data-label='{escape(k)}'>"
+                                  f"{v:.6g}</span>" for k, v in core.display.latest.items())
 
     update()
     doc.add_periodic_callback(update, UPDATE_MS)
