@@ -76,7 +76,8 @@ def descendants(pid: int) -> list[int]:
 
 def jitter(tg: SerialTarget) -> dict[str, float]:
     s = tg.runner_stats()
-    return {"ticks": s.ticks, "late_ticks": s.late_ticks, "p50_us": s.jitter_p50_ns / 1e3,
+    return {"ticks": s.ticks, "late_ticks": s.late_ticks, "stream_dropped": s.stream_dropped,
+            "p50_us": s.jitter_p50_ns / 1e3,
             "p99_us": s.jitter_p99_ns / 1e3, "max_us": s.jitter_max_ns / 1e3}
 
 
@@ -107,7 +108,7 @@ def run(seconds: float, screenshot: Path | None, record: Path) -> dict[str, Any]
             tg.stop()
             ran = scope.core.drain(timeout=30)
             recorded = scope.recorded
-            gaps = scope.core.source.rows.gaps  # type: ignore[attr-defined]
+            gaps = scope.core.source.gaps()
             with_scope = jitter(tg)
         elapsed = t1 - t0
         return {
@@ -133,7 +134,8 @@ def main() -> int:
     a, w = r["jitter_alone"], r["jitter_with_scope"]
     print(f"{seconds:g} s at 1 kHz per phase (SCHED_FIFO: {r['realtime']})")
     print(f"recorded ticks {r['recorded']} / ticks run {r['ticks_run']} "
-          f"({'equal' if r['recorded'] == r['ticks_run'] else 'NOT EQUAL'}), gaps {r['gaps']}")
+          f"({'equal' if r['recorded'] == r['ticks_run'] else 'NOT EQUAL'}), gaps {r['gaps']}, "
+          f"STREAM events the runner dropped {w['stream_dropped']}")
     print(f"page updates {r['page_updates_per_s']:.1f}/s; browser CPU "
           f"{r['browser_cpu_percent']:.1f} %; scope process CPU "
           f"{r['scope_process_cpu_percent']:.1f} %")

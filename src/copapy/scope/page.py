@@ -78,7 +78,10 @@ def build(doc: Document, core: Core, recordings: Path) -> None:
         record.button_type = "danger" if rec else "success"
         done = f"; last recording {core.last_recording}" if core.last_recording and not rec \
             else ""
-        info.text = (f"ticks received <b>{core.received}</b>, recorded <b>{core.recorded}</b>"
+        lost = core.source.gaps()
+        info.text = (f"ticks received <b>{core.received}</b>"
+                     f"{f', <b>{lost} lost on the link</b>' if lost else ''}"
+                     f", recorded <b>{core.recorded}</b>"
                      f"{f' to {escape(str(rec))}' if rec else ''}{escape(done)}; page updates "
                      f"<span id='updates'>{state['updates']}</span>")
         latest.text = "<br>".join(f"{escape(k)} = <span class='value' data-label='{escape(k)}'>"

@@ -60,6 +60,7 @@ class Source(Protocol):
     def stop(self) -> None: ...
     def status(self) -> Status: ...
     def ticks_run(self) -> int: ...
+    def gaps(self) -> int: ...
     def close(self) -> None: ...
 
 
@@ -158,6 +159,10 @@ class SteppedSource:
 
     def ticks_run(self) -> int:
         return round(float(self.target.time) / self.tick_s)
+
+    def gaps(self) -> int:
+        """Ticks missing between those taken (none: each step is read whole)."""
+        return self.rows.gaps
 
     def poll(self) -> Batch | None:
         while self.pending:  # writes land between two steps (the target is not shared)
@@ -274,6 +279,11 @@ class StreamedSource:
         if self.fault is not None or self.state == "faulted":
             return Status("FAULTED", self.fault or "")
         return Status(self.state)
+
+    def gaps(self) -> int:
+        """Ticks missing from the stream: events the runner dropped (best effort, when the
+        host did not read the link in time) or the stream trace overflowed."""
+        return self.rows.gaps
 
     def ticks_run(self) -> int:
         stats = self._request(self.target.runner_stats)
