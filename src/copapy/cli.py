@@ -16,6 +16,7 @@
                                      # wake-up latency, 4 cells, about 40 s; without options
                                      # all 54 cells, about 13 min, with CPU stress
     copapy flash build/zephyr/zephyr.hex   # the Teensy 4.1 firmware, via teensy_loader_cli
+    copapy scope prog.cpimg --control gain=0:2   # live plots and controls in the browser
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import __version__, cli_bench, cli_program, cli_tools
+from . import __version__, cli_bench, cli_program, cli_scope, cli_tools
 from .host_runner import runner_executable
 
 
@@ -199,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_program.register(sub)
     cli_tools.register(sub)
     cli_bench.register(sub)
+    cli_scope.register(sub)
     fl = sub.add_parser("flash", help="write the Zephyr firmware to a Teensy (teensy_loader_cli)")
     fl.add_argument("hex", help="the firmware, e.g. build/zephyr/zephyr.hex")
     fl.add_argument("--mcu", default="TEENSY41", help="teensy_loader_cli's --mcu (TEENSY41)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from . import dtypes as dt
@@ -34,6 +34,7 @@ from .runtime.load import (
     load,
 )
 from .saved import Program, array_specs, with_arrays, write_image
+from .scope import Scope, open_scope
 from .target_common import (
     Named,
     TaskStats,
@@ -331,6 +332,24 @@ class LocalTarget:
                 flat = col.reshape(len(col), -1)
                 columns += [(f"{label}[{k}]", flat[:, k]) for k in range(flat.shape[1])]
         return step_plot(trace.time, columns, path=path, title=title)
+
+    def scope(self, *signals: Value[Any] | Array | str,
+              controls: Sequence[Value[Any] | str] | Mapping[str, Value[Any] | str] = (),
+              ranges: Mapping[str, tuple[float, float]] | None = None,
+              record: str | None = None, realtime: bool = True, port: int = 0,
+              **named: Value[Any] | Array | str) -> Scope:
+        """A live scope of the deployed tasks in the browser (``pip install
+        'copapy[scope]'``): plots of ``signals`` (values, port names; ``label=value``), a
+        slider per control input whose range ``ranges`` gives by label (else a number
+        field), start/stop, the program's state and a recording of every tick (``record``:
+        a .csv or .parquet file, or the page's button). From now on the scope steps the
+        target in its own thread, in real time (``realtime=False``: as fast as it runs);
+        do not step it yourself until ``close()``. Open ``.url`` (it carries the token);
+        in Jupyter the returned object shows the page (guide: "Watch and tune a running
+        program")."""
+        self._scheduler()
+        return open_scope(self, *signals, controls=controls, ranges=ranges, record=record,
+                          realtime=realtime, port=port, named=named)
 
     def io_value(self, channel: Channel) -> float:
         """Current value of a simulated I/O channel (e.g. the recorded PWM duty)."""
