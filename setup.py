@@ -39,7 +39,8 @@ TABLE_FLAGS = ["-DCP_WITH_TABLE"] if TABLE else []
 runner = Extension(
     "copapy._runner",
     sources=sorted(glob("runner/src/*.c")) + TABLE + ["runner/python/module.c",
-                                                      "runner/python/scheduler.c"],
+                                                      "runner/python/scheduler.c",
+                                                      "runner/python/batch.c"],
     include_dirs=["runner/include"],
     extra_compile_args=STRICT + TABLE_FLAGS,
 )

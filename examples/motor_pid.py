@@ -21,9 +21,13 @@ COUNTS_PER_RAD = 1000.0 / (2 * math.pi)  # a 1000-count encoder
 SUPPLY_V = 12.0
 
 
-def motor_plant(duty: cp.Value[float]) -> cp.Value[float]:
+Param = float | cp.Value[float]
+
+
+def motor_plant(duty: cp.Value[float], resistance: Param = 2.0, kt: Param = 0.05,
+                ke: Param = 0.05, inertia: Param = 2e-5, friction: Param = 1e-5
+                ) -> cp.Value[float]:
     """Shaft angle (counts) of a small DC motor: J dω/dt = Kt·i − b·ω, i = (V − Ke·ω)/R."""
-    resistance, kt, ke, inertia, friction = 2.0, 0.05, 0.05, 2e-5, 1e-5
     voltage = SUPPLY_V * cp.clamp(duty, -1.0, 1.0)
 
     def speed_update(omega: cp.Value[float]) -> cp.Value[float]:
@@ -34,9 +38,9 @@ def motor_plant(duty: cp.Value[float]) -> cp.Value[float]:
     return cp.integrate(omega) * COUNTS_PER_RAD
 
 
-def pid_controller(setpoint: cp.Value[float], counts: cp.Value[float]) -> cp.Value[float]:
+def pid_controller(setpoint: cp.Value[float], counts: cp.Value[float], kp: Param = 0.004,
+                   ki: Param = 0.02, kd: Param = 0.00008) -> cp.Value[float]:
     """Duty cycle from the angle error: PID, integrating only near the setpoint (anti-windup)."""
-    kp, ki, kd = 0.004, 0.02, 0.00008
     error = setpoint - counts
     integral = cp.feedback(
         lambda prev: cp.where(abs(error) < 10.0, cp.clamp(prev + error * cp.dt, -5.0, 5.0), prev),
@@ -65,6 +69,38 @@ def program(setpoint0: float = 0.0) -> tuple[list[cp.Task],
     tasks = [cp.Task(duty, period=1e-3, priority=0, name="controller"),
              cp.Task(angle, period=1e-4, priority=1, name="plant")]
     return tasks, bindings, {"setpoint": setpoint, "angle": angle, "pwm": duty}
+
+
+def encoder_noise(seed: cp.Value[float], amplitude: cp.Value[float]) -> cp.Value[float]:
+    """Sensor noise in [-amplitude/2, amplitude/2) counts from a Park-Miller generator started
+    at ``seed`` (1 .. 2**31 - 2): float64 arithmetic, exact, so every CPU draws the same."""
+    modulus = 2147483647.0
+    state = cp.feedback(lambda s: cp.where(cp.first_run(), seed, s * 16807.0 % modulus),
+                        init=1.0)
+    return (state / modulus - 0.5) * amplitude
+
+
+def sweep_program() -> tuple[list[cp.Task], list[tuple[cp.Value[float], cp.io.Channel]],
+                             dict[str, cp.Value[float]]]:
+    """program() with the gains, the plant's resistance, inertia and friction and the
+    encoder noise (seed, amplitude) as inputs: what docs/guide/howto/sweeps.md sweeps."""
+    setpoint = cp.value(500.0, name="setpoint")
+    gains = {k: cp.value(v, name=k) for k, v in (("kp", 0.004), ("ki", 0.02), ("kd", 0.00008))}
+    plant = {k: cp.value(v, name=k) for k, v in (("resistance", 2.0), ("inertia", 2e-5),
+                                                 ("friction", 1e-5))}
+    seed, noise = cp.value(1.0, name="seed"), cp.value(0.0, name="noise")
+    encoder_in = cp.value(0.0, name="encoder")
+    duty_in = cp.value(0.0, name="duty")
+
+    duty = pid_controller(setpoint, encoder_in, **gains)
+    angle = motor_plant(duty_in, **plant)
+    measured = angle + encoder_noise(seed, noise)
+    bindings = [(encoder_in, cp.io.Encoder(0)), (duty, cp.io.PWM(0)),
+                (duty_in, cp.io.plant(cp.io.PWM(0))), (measured, cp.io.plant(cp.io.Encoder(0)))]
+    tasks = [cp.Task(duty, period=1e-3, priority=0, name="controller"),
+             cp.Task(angle, measured, period=1e-4, priority=1, name="plant")]
+    return tasks, bindings, {"setpoint": setpoint, "angle": angle, "pwm": duty, **gains,
+                             **plant, "seed": seed, "noise": noise}
 
 
 def simulate(seconds: float = 0.6, arch: str | None = None) -> tuple[cp.LocalTarget, dict[str, object]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from copapy import cli, cli_tools, host_runner
+from copapy._contract import IO_KIND_COUNT
 from copapy.arch.targets import arch_names
 from copapy.bench.jitter_plan import CONDITIONS, POLICIES, VARIANTS, describe
 from copapy.runtime.load import host_architecture
@@ -94,6 +95,28 @@ def test_runner_on_a_unix_socket_with_a_key(tmp_path: Path) -> None:
     finally:
         runner.kill()
         runner.wait(timeout=5)
+
+
+def test_runner_passes_io_file_and_no_seccomp_on(tmp_path: Path) -> None:
+    """copapy runner --io-file F --no-seccomp: the runner maps F (16 float64 channels of each
+    kind) and forks its supervisor, whose only child it is."""
+    io_file = tmp_path / "io"
+    runner = subprocess.Popen([sys.executable, "-m", "copapy", "runner", "--pty", "--no-rt",
+                               "--io-file", str(io_file), "--no-seccomp"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=_env())
+    try:
+        assert runner.stdout is not None
+        line = runner.stdout.readline().split()
+        assert line[:1] == ["PTY"], f"runner did not start: {line}"
+        assert io_file.stat().st_size == IO_KIND_COUNT * 16 * 8
+        children = Path(f"/proc/{runner.pid}/task/{runner.pid}/children").read_text().split()
+        assert len(children) == 1
+        cmdline = Path(f"/proc/{children[0]}/cmdline").read_bytes().split(b"\0")
+        assert b"--no-seccomp" in cmdline and str(io_file).encode() in cmdline
+    finally:
+        runner.terminate()
+        assert runner.wait(timeout=10) == 0
 
 
 def test_runner_options_are_checked() -> None:

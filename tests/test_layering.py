@@ -14,21 +14,24 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "copapy"
 
 #: what each layer may not import: data flows DSL -> graph -> compiler -> image -> runner
 FORBIDDEN = {
-    "arch": ("graph", "compiler", "image", "runtime", "serial", "DSL", "targets"),
-    "graph": ("compiler", "image", "runtime", "serial", "DSL", "targets"),
-    "compiler": ("runtime", "serial", "DSL", "targets"),
-    "image": ("graph", "compiler", "runtime", "serial", "DSL", "targets"),
-    "runtime": ("graph", "compiler", "serial", "DSL", "targets"),
-    "serial": ("graph", "compiler", "runtime", "DSL", "targets"),
+    "arch": ("graph", "compiler", "image", "runtime", "serial", "DSL", "targets", "scope"),
+    "graph": ("compiler", "image", "runtime", "serial", "DSL", "targets", "scope"),
+    "compiler": ("runtime", "serial", "DSL", "targets", "scope"),
+    "image": ("graph", "compiler", "runtime", "serial", "DSL", "targets", "scope"),
+    "runtime": ("graph", "compiler", "serial", "DSL", "targets", "scope"),
+    "serial": ("graph", "compiler", "runtime", "DSL", "targets", "scope"),
     # the DSL (and cp.io's channel declarations) describe programs; checking them against a
     # target's state (TargetError) belongs to the targets
-    "DSL": ("compiler", "image", "runtime", "serial", "targets"),
+    "DSL": ("compiler", "image", "runtime", "serial", "targets", "scope"),
+    # the live scope sits beside the targets: their scope() methods and cli_scope open it;
+    # it drives them through their public methods and imports none of them
+    "scope": ("graph", "compiler", "image", "DSL", "targets"),
 }
 #: the top-level modules of the DSL and of the targets (packages are named by their folder)
 GROUPS = {
     "DSL": ("value", "arrays", "functions", "quaternions", "signals", "task", "io"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "cli", "cli_program",
-                "cli_tools", "cli_bench", "jit", "kits", "bench"),
+                "cli_tools", "cli_bench", "cli_scope", "jit", "kits", "bench", "sweeps"),
 }
 
 

@@ -9,6 +9,9 @@
  *   copapy-runner --tcp PORT --key-file F ...    (127.0.0.1 only; PORT 0 picks a free port)
  * common options: --name NAME, --max-image BYTES, --max-memory BYTES, --no-rt, --user NAME,
  *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS, --auth-grace SECONDS,
+ *   --no-seccomp (the tick thread without its system-call filter, sandbox.c: for debugging),
+ *   --io-file PATH (the channels in a shared file; a supervisor process, supervisor.c, drives
+ *   the outputs safe if the runner process dies),
  *   --allow-code (accept format-1 images, which carry machine code, besides the verified
  *   format 2: for fault-containment tests only; HELLO reports it, CP_SERVER_FLAG_CODE)
  *   copapy-runner [--pty|--stdio|--unix PATH|--tcp PORT] --image FILE [--start] ...
@@ -25,10 +28,12 @@
  *     responses and the queued events; survives disconnects (pty clients may come and go; on a
  *     socket a second connection is the server's guest link: refused with BUSY, or promoted
  *     when it takes the session over) while the program keeps running;
- *   * tick (real time, SCHED_FIFO 80 when permitted): sleeps to absolute deadlines with
- *     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), records the release jitter (wake time -
- *     deadline) in a histogram and runs cp_server_tick() under the server lock (a priority-
- *     inheritance mutex), so READ/WRITE from the protocol thread land between ticks.
+ *   * tick (real time, SCHED_FIFO 80 when permitted; under a seccomp filter that allows only
+ *     the system calls it needs, a forbidden one is a SIGSYS fault): sleeps to absolute
+ *     deadlines with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), records the release
+ *     jitter (wake time - deadline) in a histogram and runs cp_server_tick() under the server
+ *     lock (a priority-inheritance mutex), so READ/WRITE from the protocol thread land
+ *     between ticks.
  *   * watchdog (SCHED_FIFO 90 when permitted): the budget supervisor of platform_posix.c; it
  *     interrupts a chain that runs past its budget (FAULTED: timeout).
  * Real-time set-up (skipped with --no-rt), each failure one warning: mlockall (RLIMIT_MEMLOCK
@@ -74,6 +79,8 @@
 #include "copapy/platform_posix.h"
 #include "copapy/server.h"
 #include "host_os.h"
+#include "sandbox.h"
+#include "supervisor.h"
 
 enum {
     MAX_PAYLOAD = 1024,
@@ -106,8 +113,12 @@ typedef struct host {
     uint8_t *staging;
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    pthread_t tick_thread;
     int quit;                 /* under lock */
+    int sandbox_go;           /* under lock: main has dropped root, the filter may go on */
+    int tick_ready, tick_parked; /* under lock: set up (sandbox_rc says how), ended */
+    int sandbox_rc;           /* the seccomp filter: 0 installed, else an errno value */
+    int want_seccomp;         /* not --no-seccomp */
+    int to_supervisor;        /* the pipe to the supervisor process (--io-file), or -1 */
     /* transport */
     transport mode;
     int fd_in, fd_out;        /* the current client (-1: none) */
@@ -133,8 +144,10 @@ typedef struct host {
     int verbose;              /* --verbose: real-time state changes on stderr */
     cp_jitter_hist hist;      /* written by the tick thread only */
     uint32_t late_ticks;      /* atomic */
-    /* simulated I/O: doubles as bits, atomics */
-    uint64_t io[CP_IO_KIND_COUNT][CHANNELS];
+    /* simulated I/O: doubles as bits, atomics; in io_own, or with --io-file in a shared
+     * mapping of the file that the supervisor drives safe if this process dies */
+    uint64_t (*io)[CHANNELS];
+    uint64_t io_own[CP_IO_KIND_COUNT][CHANNELS];
     /* --image: responses of the server to the start-up requests are decoded here */
     int preloading;
     cp_decoder pre_dec;
@@ -227,6 +240,11 @@ static void h_notify(void *ctx, uint32_t what)
     switch (what) {
     case CP_SERVER_NOTIFY_STATE:
     case CP_SERVER_NOTIFY_REPLACED:
+        /* protocol context: the supervisor learns the loaded program's safe outputs */
+        if (h->to_supervisor >= 0 &&
+            supervisor_send_safe(h->to_supervisor, cp_server_program(&h->srv)) != 0) {
+            warn("cannot tell the supervisor the safe outputs (%s)", strerror(errno));
+        }
         pthread_mutex_lock(&h->lock);
         /* at the request itself: a STOP and START within one tick still release and hold */
         dma_hold(h, cp_server_state(&h->srv) == CP_SERVER_RUNNING);
@@ -387,14 +405,43 @@ static void dma_hold(host *h, int on)
     }
 }
 
-static void *tick_main(void *arg)
+static void no_job(void)
 {
-    host *h = arg;
+}
+
+/* The tick thread's set-up: everything that needs a system call the filter forbids is done
+ * first (the guard's slot and alternate stack, the job clock's calibration), then the filter
+ * goes on when main says so (docs/realtime.md, "Isolation on the host runner"): after --user
+ * dropped root, which glibc does in every thread (setuid, setgid, setgroups). */
+static void tick_setup(host *h)
+{
     if (h->want_rt && prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) != 0) {
         warn("PR_SET_TIMERSLACK failed (%s): wake-ups may be up to 50 us late",
              strerror(errno));
     }
+    (void)cp_posix_clock_init();
+    cp_fault none;
+    memset(&none, 0, sizeof(none));
+    (void)cp_posix_guard(NULL, no_job, 0, &none);
     pthread_mutex_lock(&h->lock);
+    while (!h->sandbox_go) {
+        pthread_cond_wait(&h->cond, &h->lock);
+    }
+    int rc = 0;
+    if (h->want_seccomp) {
+        int fds[SANDBOX_MAX_WRITE_FDS] = {h->wake_pipe[1], h->dma_fd,
+                                          h->verbose ? STDERR_FILENO : -1, -1};
+        rc = sandbox_tick_thread(fds, SANDBOX_MAX_WRITE_FDS);
+    }
+    h->sandbox_rc = rc;
+    h->tick_ready = 1;
+    pthread_cond_broadcast(&h->cond);
+}
+
+static void *tick_main(void *arg)
+{
+    host *h = arg;
+    tick_setup(h); /* returns locked */
     for (;;) {
         while (!h->quit && cp_server_state(&h->srv) != CP_SERVER_RUNNING) {
             dma_hold(h, 0);
@@ -436,12 +483,38 @@ static void *tick_main(void *arg)
         }
     }
     dma_hold(h, 0);
-    pthread_mutex_unlock(&h->lock);
+    /* parked, not ended: under the filter a thread may not exit (SYS_exit is what a task
+     * that ends the tick thread would call); the process's exit ends it */
+    h->tick_parked = 1;
+    pthread_cond_broadcast(&h->cond);
+    for (;;) {
+        pthread_cond_wait(&h->cond, &h->lock);
+    }
     return NULL;
+}
+
+/* Main, before any program can be loaded: the tick thread's filter goes on. */
+static void seal_tick_thread(host *h)
+{
+    pthread_mutex_lock(&h->lock);
+    h->sandbox_go = 1;
+    pthread_cond_broadcast(&h->cond);
+    while (!h->tick_ready) {
+        pthread_cond_wait(&h->cond, &h->lock);
+    }
+    int rc = h->sandbox_rc;
+    pthread_mutex_unlock(&h->lock);
+    if (rc == ENOSYS) {
+        warn("no seccomp on this system: the tick thread runs without a system-call filter");
+    } else if (rc != 0) {
+        die("cannot install the tick thread's seccomp filter: %s (--no-seccomp runs without "
+            "it)", strerror(rc));
+    }
 }
 
 static void start_tick_thread(host *h)
 {
+    pthread_t thread;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1u << 20);
@@ -450,7 +523,7 @@ static void start_tick_thread(host *h)
         pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
         pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
         pthread_attr_setschedparam(&attr, &sp);
-        int rc = pthread_create(&h->tick_thread, &attr, tick_main, h);
+        int rc = pthread_create(&thread, &attr, tick_main, h);
         if (rc == 0) {
             h->rt_active = 1;
             pthread_attr_destroy(&attr);
@@ -460,7 +533,7 @@ static void start_tick_thread(host *h)
              RT_PRIORITY, strerror(rc));
         pthread_attr_setinheritsched(&attr, PTHREAD_INHERIT_SCHED);
     }
-    int rc = pthread_create(&h->tick_thread, &attr, tick_main, h);
+    int rc = pthread_create(&thread, &attr, tick_main, h);
     if (rc != 0) {
         die("cannot create the tick thread: %s", strerror(rc));
     }
@@ -897,6 +970,7 @@ static const char USAGE[] =
     "         [--insecure-no-auth] [--user NAME] [--name NAME] [--max-image BYTES]\n"
     "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
     "         [--session-lease SECONDS] [--auth-grace SECONDS] [--no-rt] [--verbose]\n"
+    "         [--no-seccomp] [--io-file PATH]\n"
     "         [--allow-code]  (also format-1 images, machine code: fault tests only)\n"
     "         [--image FILE [--start]]\n"
     "       copapy-runner --image FILE --start [options]   (no transport)\n";
@@ -985,6 +1059,10 @@ int main(int argc, char **argv)
     h->fd_in = h->fd_out = h->listen_fd = h->pty_master = h->pty_slave = h->dma_fd = -1;
     h->guest_fd = -1;
     h->want_rt = 1;
+    h->want_seccomp = 1;
+    h->to_supervisor = -1;
+    h->io = h->io_own;
+    const char *io_file = NULL;
     const char *name = "copapy host runner";
     const char *key_file = NULL, *user = NULL, *unix_path = NULL;
     unsigned long max_image = DEFAULT_MAX_IMAGE, max_memory = DEFAULT_MAX_MEMORY;
@@ -1009,6 +1087,8 @@ int main(int argc, char **argv)
         {"session-lease", required_argument, NULL, 'L'},
         {"auth-grace", required_argument, NULL, 'A'},
         {"no-rt", no_argument, NULL, 'r'},
+        {"no-seccomp", no_argument, NULL, 'S'},
+        {"io-file", required_argument, NULL, 'o'},
         {"allow-code", no_argument, NULL, 'C'},
         {"verbose", no_argument, NULL, 'v'},
         {"image", required_argument, NULL, 'i'},
@@ -1077,6 +1157,12 @@ int main(int argc, char **argv)
         case 'C':
             h->allow_code = 1;
             break;
+        case 'S':
+            h->want_seccomp = 0;
+            break;
+        case 'o':
+            io_file = optarg;
+            break;
         case 'v':
             h->verbose = 1;
             break;
@@ -1131,6 +1217,15 @@ int main(int argc, char **argv)
     }
     uint32_t key_len = 0;
     const uint8_t *key = key_file != NULL ? read_key(key_file, &key_len) : NULL;
+    if (io_file != NULL) {
+        /* before any thread exists: the supervisor is a fork of this process */
+        void *io = supervisor_map_io(io_file, sizeof(h->io_own));
+        if (io == NULL) {
+            die("--io-file %s: %s", io_file, strerror(errno));
+        }
+        h->io = io;
+        supervisor_start(io, CP_IO_KIND_COUNT, CHANNELS, &h->to_supervisor);
+    }
     signal(SIGPIPE, SIG_IGN);
 
     h->staging = malloc(max_image);
@@ -1241,6 +1336,7 @@ int main(int argc, char **argv)
                     (unsigned)getuid());
         }
     }
+    seal_tick_thread(h);
     if (image_path != NULL) {
         /* after dropping root: the program is loaded as the user it runs as */
         preload_image(h, image_path, start_image);
@@ -1257,9 +1353,14 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&h->lock);
     h->quit = 1;
     pthread_cond_broadcast(&h->cond);
+    while (!h->tick_parked) {
+        pthread_cond_wait(&h->cond, &h->lock);
+    }
     pthread_mutex_unlock(&h->lock);
-    pthread_join(h->tick_thread, NULL);
     cp_server_close(&h->srv); /* the outputs take their safe values */
+    if (h->to_supervisor >= 0) {
+        supervisor_send_clean_exit(h->to_supervisor);
+    }
     if (h->unix_path != NULL) {
         unlink(h->unix_path);
     }

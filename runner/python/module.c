@@ -761,6 +761,9 @@ static PyMethodDef runner_methods[] = {
      "'monotonic' (clock_gettime; also with COPAPY_CLOCK=monotonic)."},
     {"job_clock_ns", (PyCFunction)runner_job_clock_ns, METH_NOARGS,
      "job_clock_ns()\n--\n\nA reading of that clock in ns (test hook)."},
+    {"batch", (PyCFunction)(void (*)(void))runner_batch, METH_VARARGS | METH_KEYWORDS,
+     "batch(program, tick_ns, steps, sample_ticks, writes, params, records, finals)\n--\n\n"
+     "Run one scenario per row of params (batch.c); returns (series, finals, done, fault)."},
     {"noop", (PyCFunction)runner_noop, METH_NOARGS,
      "noop()\n--\n\nDo nothing (baseline for call-overhead benchmarks)."},
     {NULL, NULL, 0, NULL},

@@ -45,4 +45,7 @@ void *guard_policy(const ProgramObject *self);
 extern PyTypeObject SchedulerType;
 PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject *kwargs);
 
+/* batch.c: many scenarios of one program in one call (cp.sweep) */
+PyObject *runner_batch(PyObject *module, PyObject *args, PyObject *kwargs);
+
 #endif

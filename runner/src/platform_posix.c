@@ -234,6 +234,9 @@ static int handlers_installed;
 
 /* the synchronous signals a chain can cause, then the supervisor's (last: signal_index) */
 static const int fault_signals[] = {SIGSEGV, SIGILL, SIGBUS, SIGFPE, SIGTRAP,
+#ifdef SIGSYS
+                                    SIGSYS, /* a system call a seccomp filter forbids */
+#endif
                                     CP_POSIX_WATCHDOG_SIGNAL};
 #define FAULT_SIGNALS (sizeof(fault_signals) / sizeof(fault_signals[0]))
 static struct sigaction previous[FAULT_SIGNALS];
@@ -278,9 +281,27 @@ static uint32_t fault_kind(int sig)
         return CP_FAULT_SIGFPE;
     case SIGTRAP:
         return CP_FAULT_SIGTRAP;
+#ifdef SIGSYS
+    case SIGSYS:
+        return CP_FAULT_SIGSYS;
+#endif
     default:
         return CP_FAULT_TIMEOUT;
     }
+}
+
+/* cp_fault.code: the si_code, or for SIGSYS from a seccomp filter the system call's number
+ * (what the filter refused names the problem better than SYS_SECCOMP does). */
+static uint32_t fault_code(int sig, const siginfo_t *si)
+{
+#if defined(__linux__) && defined(SIGSYS)
+    if (sig == SIGSYS) {
+        return (uint32_t)si->si_syscall;
+    }
+#else
+    (void)sig;
+#endif
+    return si->si_code >= 0 ? (uint32_t)si->si_code : 0u;
 }
 
 static size_t signal_index(int sig)
@@ -318,7 +339,7 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
         g->fault.kind = fault_kind(sig);
         g->fault.address = watchdog ? 0u : (uint64_t)(uintptr_t)si->si_addr;
         g->fault.pc = interrupted_pc(uctx);
-        g->fault.code = si->si_code >= 0 ? (uint32_t)si->si_code : 0u;
+        g->fault.code = fault_code(sig, si);
         siglongjmp(g->env, sig);
     }
     if (watchdog && g != NULL && g->active) {
@@ -389,7 +410,7 @@ int cp_posix_guard_install(void)
 
 /* What a chain may have done with system calls to the containment itself: blocked a fault
  * signal (the next fault would kill the process) or reset a handler. Both are put back;
- * returns the CP_CPU_CHANGED_SIGNAL_* bits. Seven system calls (~3 us): the price of a job on
+ * returns the CP_CPU_CHANGED_SIGNAL_* bits. Eight system calls (~3 us): the price of a job on
  * the host, where an image comes from outside the process. */
 static uint32_t repair_signals(void)
 {
@@ -680,7 +701,7 @@ static void *watchdog_main(void *arg)
                 continue;
             }
             int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
-            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), fired)) {
+            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), wall, fired)) {
                 __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
                 pthread_kill(g->thread, CP_POSIX_WATCHDOG_SIGNAL);
             }

@@ -462,7 +462,7 @@ static DWORD WINAPI watchdog_main(LPVOID arg)
                 continue;
             }
             int fired = __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) == seq;
-            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), fired)) {
+            if (cp_guard_watch_due(&g->watch, seq, budget, thread_cpu_ns(g, wall), wall, fired)) {
                 __atomic_store_n(&g->kill_seq, seq, __ATOMIC_RELEASE);
                 interrupt(g, seq);
             }

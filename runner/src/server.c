@@ -355,6 +355,11 @@ uint64_t cp_server_ticks(const cp_server *srv)
     return srv->state == CP_SERVER_EMPTY ? 0 : srv->sched[srv->active].tick;
 }
 
+const cp_program *cp_server_program(const cp_server *srv)
+{
+    return srv->state == CP_SERVER_EMPTY ? NULL : active_prog(srv);
+}
+
 /* ---- commands */
 
 static void cmd_hello(cp_server *s, const uint8_t *p, uint32_t n)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         integrate_rotation,
         rate,
     )
+    from .sweeps import sweep as sweep
     from .task import Task
 
 __version__ = "0.1.0"
@@ -154,6 +155,7 @@ __all__ = [
     "simplify_options",
     "sin",
     "sqrt",
+    "sweep",
     "tan",
     "tanh",
     "trunc",
@@ -192,6 +194,7 @@ _LAZY = {
     "quaternion": "quaternions",
     "rate": "signals",
     "save": "saved",
+    "sweep": "sweeps",
 }
 
 

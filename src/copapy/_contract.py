@@ -245,9 +245,10 @@ class FaultKind(IntEnum):
     LINK = 11
     SIGTRAP = 12
     CPU_STATE = 13
+    SIGSYS = 14
 
 
-FAULT_KIND_COUNT = 13
+FAULT_KIND_COUNT = 14
 FAULT_KIND_DISPLAY = {
     FaultKind.SIGSEGV: 'SIGSEGV',
     FaultKind.SIGILL: 'SIGILL',
@@ -262,6 +263,7 @@ FAULT_KIND_DISPLAY = {
     FaultKind.LINK: 'link timeout',
     FaultKind.SIGTRAP: 'SIGTRAP',
     FaultKind.CPU_STATE: 'CPU state',
+    FaultKind.SIGSYS: 'SIGSYS',
 }
 
 

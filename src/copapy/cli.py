@@ -16,6 +16,7 @@
                                      # wake-up latency, 4 cells, about 40 s; without options
                                      # all 54 cells, about 13 min, with CPU stress
     copapy flash build/zephyr/zephyr.hex   # the Teensy 4.1 firmware, via teensy_loader_cli
+    copapy scope prog.cpimg --control gain=0:2   # live plots and controls in the browser
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import __version__, cli_bench, cli_program, cli_tools
+from . import __version__, cli_bench, cli_program, cli_scope, cli_tools
 from .host_runner import runner_executable
 
 
@@ -46,12 +47,14 @@ def cmd_runner(args: argparse.Namespace) -> int:
         argv += ["--pty"]
     if args.no_rt:
         argv += ["--no-rt"]
+    if args.no_seccomp:
+        argv += ["--no-seccomp"]
     if args.name:
         argv += ["--name", args.name]
     for option, value in (("--key-file", args.key_file), ("--user", args.user),
                           ("--max-memory", args.max_memory),
                           ("--budget-factor", args.budget_factor),
-                          ("--link-timeout", args.link_timeout)):
+                          ("--link-timeout", args.link_timeout), ("--io-file", args.io_file)):
         if value is not None:
             argv += [option, str(value)]
     if args.insecure_no_auth:
@@ -171,6 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--link-timeout", type=float, metavar="SECONDS",
                      help="dead-man switch: outputs go safe when the host is silent this long")
     run.add_argument("--no-rt", action="store_true", help="skip real-time scheduling setup")
+    run.add_argument("--no-seccomp", action="store_true",
+                     help="run the tick thread without its system-call filter (debugging only: "
+                          "a task may then end or hang the runner)")
+    run.add_argument("--io-file", metavar="PATH",
+                     help="keep the I/O channels in this shared file; a supervisor process "
+                          "drives the outputs safe if the runner process dies")
     run.add_argument("--name", default="", help="name reported in HELLO")
     run.add_argument("--rebuild", action="store_true", help="rebuild the runner first")
     run.add_argument("--path", action="store_true", help="print the runner executable's path")
@@ -191,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     cli_program.register(sub)
     cli_tools.register(sub)
     cli_bench.register(sub)
+    cli_scope.register(sub)
     fl = sub.add_parser("flash", help="write the Zephyr firmware to a Teensy (teensy_loader_cli)")
     fl.add_argument("hex", help="the firmware, e.g. build/zephyr/zephyr.hex")
     fl.add_argument("--mcu", default="TEENSY41", help="teensy_loader_cli's --mcu (TEENSY41)")

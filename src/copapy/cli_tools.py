@@ -214,6 +214,7 @@ def checks() -> list[Check]:
         _core, _host_runner, _realtime, _emulators,
         _python_feature("serial (SerialTarget)", "serial", "serial", "pyserial"),
         _python_feature("plotting (tg.plot)", "matplotlib", "plot", "matplotlib"),
+        _python_feature("live scope (tg.scope)", "bokeh", "scope", "bokeh"),
         _python_feature("kits (cppyy loops)", "cppyy", "kits", "cppyy"),
         _zephyr, _teensy, _cross, _c_compiler)]
 

@@ -425,6 +425,17 @@ class JitFunction(Dispatcher):
         self.__name__ = getattr(fn, "__name__", "jitted function")
         functools.update_wrapper(self, fn)
 
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """A jitted function pickles as its Python function: by reference where the module
+        attribute is this object (``@cp.jit`` at module level, as pickle does functions),
+        else with the function itself (which cloudpickle, Dask's pickler, sends by value);
+        the receiver compiles its own programs on the first calls."""
+        module = sys.modules.get(getattr(self, "__module__", ""), None)
+        name = str(getattr(self, "__qualname__", self.__name__))
+        if getattr(module, name, None) is self:
+            return name
+        return (JitFunction, (self.fn, self.cache_size, self.arch))
+
     def _dispatch(self, *args: Any, **kwargs: Any) -> Any:
         """The general call: signature look-up (compiling a new one); the C slot calls it when
         the fast plan of the most recent signature does not take the arguments."""

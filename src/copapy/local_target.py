@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from . import dtypes as dt
@@ -34,6 +34,7 @@ from .runtime.load import (
     load,
 )
 from .saved import Program, array_specs, with_arrays, write_image
+from .scope import Scope, open_scope
 from .target_common import (
     Named,
     TaskStats,
@@ -121,6 +122,17 @@ class LocalTarget:
         self._bound: tuple[bytes, set[tuple[int, int]]] | None = None
         #: changes whenever recorded trace rows may change other than by new ticks
         self._trace_epoch = 0
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A target pickles as its settings and its program's image bytes (what ``save``
+        writes): unpickled, e.g. on a Dask worker, it runs the same program, its ports read
+        and written by name; the state of the data region and traces stay behind."""
+        image = None
+        if self._compiled is not None:
+            image = self._compiled.image
+            if self._rebuild is not None:  # the port names and arrays save() writes
+                image = with_arrays(image, array_specs(self._compiled, {}))
+        return (_restored, (self.arch, self.tick, self.measure, image))
 
     # ---- on-request programs -------------------------------------------------------------
 
@@ -320,6 +332,24 @@ class LocalTarget:
                 flat = col.reshape(len(col), -1)
                 columns += [(f"{label}[{k}]", flat[:, k]) for k in range(flat.shape[1])]
         return step_plot(trace.time, columns, path=path, title=title)
+
+    def scope(self, *signals: Value[Any] | Array | str,
+              controls: Sequence[Value[Any] | str] | Mapping[str, Value[Any] | str] = (),
+              ranges: Mapping[str, tuple[float, float]] | None = None,
+              record: str | None = None, realtime: bool = True, port: int = 0,
+              **named: Value[Any] | Array | str) -> Scope:
+        """A live scope of the deployed tasks in the browser (``pip install
+        'copapy[scope]'``): plots of ``signals`` (values, port names; ``label=value``), a
+        slider per control input whose range ``ranges`` gives by label (else a number
+        field), start/stop, the program's state and a recording of every tick (``record``:
+        a .csv or .parquet file, or the page's button). From now on the scope steps the
+        target in its own thread, in real time (``realtime=False``: as fast as it runs);
+        do not step it yourself until ``close()``. Open ``.url`` (it carries the token);
+        in Jupyter the returned object shows the page (guide: "Watch and tune a running
+        program")."""
+        self._scheduler()
+        return open_scope(self, *signals, controls=controls, ranges=ranges, record=record,
+                          realtime=realtime, port=port, named=named)
 
     def io_value(self, channel: Channel) -> float:
         """Current value of a simulated I/O channel (e.g. the recorded PWM duty)."""
@@ -690,6 +720,15 @@ class LocalTarget:
                               f"tg.compile() or make it a task output (inputs and outputs "
                               f"can be read)")
         return port
+
+
+def _restored(arch: str, tick: float | None, measure: bool, image: bytes | None
+              ) -> LocalTarget:
+    """An unpickled LocalTarget: the same settings, its program loaded from the image."""
+    tg = LocalTarget(arch, tick=tick, measure=measure)
+    if image is not None:
+        tg.deploy(Program(image, "<pickled LocalTarget>"))
+    return tg
 
 
 def _nothing_compiled(task: int = 0) -> None:

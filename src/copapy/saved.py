@@ -30,7 +30,7 @@ from .target_common import NamedPorts, io_specs, task_specs
 from .task import Task
 from .value import Value, flatten, is_traced
 
-__all__ = ["Program", "ProgramFileError", "load", "save"]
+__all__ = ["Program", "ProgramFileError", "build", "load", "save"]
 
 #: the file name suffix of saved programs
 SUFFIX = ".cpimg"
@@ -207,6 +207,11 @@ class Program:
         return CompiledProgram(self.arch, self.image, ports, self.meta.ops, self.meta.stencils,
                                len(self._parsed.code), 0, self._parsed.data_size,
                                len(self._parsed.patches), [], [])
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A program pickles as its image bytes (and where they came from): a worker
+        process rebuilds the same program from them."""
+        return (Program, (self.image, self.source))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the image to ``path`` (the same bytes ``cp.save`` wrote)."""
@@ -459,6 +464,17 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
     """
     if not items:
         raise TypeError("save(path, ...) needs cp.Task objects or values to compile")
+    program = build(*items, arch=arch, names=names, bindings=bindings)
+    write_image(path, program.image)
+    return Program(program.image, str(path))
+
+
+def build(*items: Any, arch: str | None = None, names: Mapping[str, Any] | None = None,
+          bindings: Iterable[tuple[Any, Channel]] = ()) -> Program:
+    """What ``save`` writes, without a file: the :class:`Program` of tasks or values (the
+    same arguments; ``cp.sweep`` builds its image this way)."""
+    if not items:
+        raise TypeError("build() needs cp.Task objects or values to compile")
     arch = check_architecture(arch) if arch is not None else host_architecture()
     tasks = [x for x in items if isinstance(x, Task)]
     node_names = _node_names(names)
@@ -477,10 +493,8 @@ def save(path: str | os.PathLike[str], *items: Any, arch: str | None = None,
             raise ValueError(f"names[{name!r}]: the value is neither an input nor an output of "
                              f"the program, so it has no port to name: make it a task output "
                              f"(or a saved value), or leave it out of names")
-    image = with_arrays(compiled.image, array_specs(compiled, _shapes(names)),
-                        range_specs(compiled))
-    write_image(path, image)
-    return Program(image, str(path))
+    return Program(with_arrays(compiled.image, array_specs(compiled, _shapes(names)),
+                               range_specs(compiled)))
 
 
 def load(path: str | os.PathLike[str]) -> Program:

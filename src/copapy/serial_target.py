@@ -19,7 +19,7 @@ import sys
 import threading
 import warnings
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,6 +34,7 @@ from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.feature_error import features_error
 from .saved import Program
+from .scope import Scope, open_scope
 from .serial import protocol as p
 from .serial.link import Heartbeat, Link
 from .serial.link import SerialTargetError as SerialTargetError  # cp.SerialTargetError
@@ -538,6 +539,21 @@ class SerialTarget:
         self._trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
         self._link.request(p.STREAM, payload)
         return self._trace
+
+    def scope(self, *signals: Value[Any] | Array | str,
+              controls: Sequence[Value[Any] | str] | Mapping[str, Value[Any] | str] = (),
+              ranges: Mapping[str, tuple[float, float]] | None = None,
+              record: str | None = None, port: int = 0,
+              **named: Value[Any] | Array | str) -> Scope:
+        """A live scope of the running program in the browser, as ``LocalTarget.scope``:
+        the runner streams every tick's values of ``signals`` (STREAM, replacing a
+        ``trace``), the page writes the ``controls`` inputs and starts and stops the
+        program; its banner shows FAULTED (task and kind) and a lost link."""
+        if self._compiled is None:
+            raise SerialTargetError("nothing deployed: call tg.deploy(...) (or tg.attach) "
+                                    "before tg.scope()")
+        return open_scope(self, *signals, controls=controls, ranges=ranges, record=record,
+                          port=port, named=named)
 
     def _on_event(self, frame: p.Frame) -> None:
         if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:

@@ -1,23 +1,14 @@
 /* Counts every heap or mapping allocation of the process while armed (tests/test_no_alloc.py):
  * the executable's malloc, calloc, realloc, free, posix_memalign, aligned_alloc, mmap and
- * mremap take precedence over libc's for libcopapy.so too, and forward to glibc. Then runs
+ * mremap (alloc_hooks.h) take precedence over libc's for libcopapy.so too. Then runs
  * an image through libcopapy: warm-up, then N write + tick + read calls armed. Prints the
  * count. Usage: alloc_count IMAGE INPUT OUTPUT N */
 #define _GNU_SOURCE 1
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "copapy/copapy.h"
-
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
 
 static volatile int armed;
 static volatile unsigned long count;
@@ -29,27 +20,7 @@ static void note(void)
     }
 }
 
-void *malloc(size_t n) { note(); return __libc_malloc(n); }
-void *calloc(size_t a, size_t b) { note(); return __libc_calloc(a, b); }
-void *realloc(void *p, size_t n) { note(); return __libc_realloc(p, n); }
-void free(void *p) { if (p != NULL) { note(); } __libc_free(p); }
-void *aligned_alloc(size_t a, size_t n) { note(); return __libc_memalign(a, n); }
-int posix_memalign(void **out, size_t a, size_t n)
-{
-    note();
-    *out = __libc_memalign(a, n);
-    return *out != NULL ? 0 : 12;
-}
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    note();
-    return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-}
-void *mremap(void *old, size_t old_len, size_t len, int flags, ...)
-{
-    note();
-    return (void *)syscall(SYS_mremap, old, old_len, len, flags, NULL);
-}
+#include "alloc_hooks.h"
 
 int main(int argc, char **argv)
 {

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import copapy as cp
 from copapy import image as im
 from copapy.arch.features import variant_name
 from copapy.compiler.manifest import decode, materialise
@@ -141,3 +142,45 @@ class FaultWaiter:
         assert self.arrived.wait(timeout), f"no FAULT event within {timeout} s"
         self.arrived.clear()
         return self.faults[-1]
+
+
+#: float32 1/3 rounded to nearest (0.33333334): what an honest ``x / 3`` gives on a runner
+#: whose FP state nothing changed
+ONE_THIRD = bytes.fromhex("abaaaa3e")
+
+
+def f32(v: float) -> bytes:
+    return struct.pack("<f", v)
+
+
+def victim() -> Any:
+    """A task with enough code for the longest hand-made snippet (its entry gets
+    overwritten)."""
+    x = cp.value(0.5)
+    return cp.sin(x) * cp.cos(x) + cp.sqrt(x) / 3.0 + cp.exp(x) * cp.log(x + 2.0)
+
+
+def honest_third_remote(tg: Any) -> bytes:
+    """``x / 3`` of an honest program deployed on the SerialTarget ``tg`` (after 3 ticks)."""
+    tg.unbind()
+    x = cp.value(1.0)
+    q = x / 3.0
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg.deploy(cp.Task(q, counter, period=1e-3), start=True)
+    while tg.read(counter) < 3:
+        pass
+    return f32(tg.read(q))
+
+
+def contained_fault(tg: Any, waiter: FaultWaiter, code: bytes, timeout: float = 10.0) -> Any:
+    """Deploys ``victim()`` on the SerialTarget ``tg`` with task 0's code replaced by ``code``
+    (x86_64; its output bound to PWM 0, safe 0.25), starts it and returns the FAULT event it
+    must cause, after checking that the output took its safe value."""
+    tg.unbind()
+    out = victim()
+    tg.bind(out, cp.io.PWM(0, safe=0.25))
+    deploy_faulty(tg, [cp.Task(out, period=1e-3)], 0, code, "x86_64")
+    tg.start()
+    fault = waiter.wait(timeout)
+    assert tg.io_value(cp.io.PWM(0)) == 0.25, fault
+    return fault

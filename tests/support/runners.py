@@ -56,18 +56,18 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
 
 
 @contextmanager
-def runner_process(*args: str, asan: bool = False, allow_code: bool = True
-                   ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def runner_process(*args: str, asan: bool = False, env: dict[str, str] | None = None,
+                   allow_code: bool = True) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """(address, process) of a host runner started with ``args`` (a transport and options):
-    the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget.
-    ``allow_code``: --allow-code, format-1 images too (the fault tests inject machine code);
-    False: only what the runner verifies (format 2)."""
+    the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget. ``env``: the
+    runner's environment (the build keeps the test's). ``allow_code``: --allow-code,
+    format-1 images too (the fault tests inject machine code); False: only what the runner
+    verifies (format 2)."""
     build("host-asan" if asan else "host")
     exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
     code = ["--allow-code"] if allow_code else []
     proc = subprocess.Popen([str(exe), *code, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE,
-                            text=True)
+                            stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
     kinds = {"PTY": "{}", "UNIX": "unix:{}", "TCP": "socket://{}"}

@@ -127,7 +127,8 @@
     X(WATCHDOG, 10, "watchdog")   /* the hardware watchdog's warning caught a blocked CPU */ \
     X(LINK, 11, "link timeout")   /* dead-man switch: the host link was silent too long */ \
     X(SIGTRAP, 12, "SIGTRAP")     /* host: breakpoint or trap flag (int3, icebp, EFLAGS.TF) */ \
-    X(CPU_STATE, 13, "CPU state") /* a job left the FP control state, flags or signals changed */
+    X(CPU_STATE, 13, "CPU state") /* a job left the FP control state, flags or signals changed */ \
+    X(SIGSYS, 14, "SIGSYS")       /* host: a system call the tick thread's seccomp filter forbids */
 
 /* Image section types (docs/image.md). X(NAME, code, v1 entry size): a reader accepts
  * entries of at least the v1 size (later versions append fields). */

@@ -42,7 +42,7 @@ uint64_t cp_posix_cpu_features(void *ctx, uint16_t arch);
 int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault);
 
 /* What a guard checks after each chain besides the CPU state (cpu_state.h): whether the chain
- * blocked a fault signal or reset a handler, which takes seven system calls (~1.5 us). The
+ * blocked a fault signal or reset a handler, which takes eight system calls (~1.5 us). The
  * ctx of cp_posix_guard and cp_posix_guard_run: NULL checks it (an image from outside the
  * process: the host runner, cp.load, libcopapy); &cp_posix_own_code skips it, for code this
  * process compiled from its own stencils, which makes no system call. */

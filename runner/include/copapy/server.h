@@ -298,6 +298,9 @@ uint32_t cp_server_state(const cp_server *srv);
 uint64_t cp_server_tick_ns(const cp_server *srv);
 uint32_t cp_server_generation(const cp_server *srv);
 uint64_t cp_server_ticks(const cp_server *srv);
+/* The loaded program (its I/O bindings: what a supervisor must drive safe), NULL if none.
+ * Under the lock, or in the protocol context (the only one that replaces it). */
+const cp_program *cp_server_program(const cp_server *srv);
 
 /* Shuts down: unloads the program (frees its region). */
 void cp_server_close(cp_server *srv);

@@ -247,12 +247,14 @@ def worker(variant: str, policy: str, condition: str, seconds: float,
     return info
 
 
-def host_runner(seconds: float, fifo: bool) -> dict[str, Any]:
+def host_runner(seconds: float, fifo: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """One run of the host runner (``extra``: more of its options, e.g. --no-seccomp)."""
     import copapy as cp
     from copapy.host_runner import runner_executable
+    from copapy.target_common import TaskStats
 
     exe = runner_executable()
-    argv = [str(exe), "--pty", *([] if fifo else ["--no-rt"])]
+    argv = [str(exe), "--pty", *([] if fifo else ["--no-rt"]), *extra]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     try:
@@ -275,6 +277,7 @@ def host_runner(seconds: float, fifo: bool) -> dict[str, Any]:
                         "p99_us": s.jitter_p99_ns / 1e3, "p999_us": None,
                         "max_us": s.jitter_max_ns / 1e3},
             "missed": int(s.late_ticks),
+            "exec_mean_ns": TaskStats.from_counters("ctrl", s.tasks[0]).mean_exec_ns,
             "note": ("" if realtime or not fifo else "real-time set-up denied; ") +
                     "the runner's histogram: no p99.9, no samples"}
 

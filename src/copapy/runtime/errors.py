@@ -52,9 +52,10 @@ class ProgramFault(RuntimeError):
     """A program faulted while it ran and was stopped; the runner (here: Python) survived.
 
     ``kind`` names what happened: ``"SIGSEGV"``, ``"SIGILL"``, ``"SIGBUS"``, ``"SIGFPE"``,
-    ``"SIGTRAP"``, ``"CPU state"`` (host; the last: a job left the FP control state, flags or
-    signal state changed), ``"HardFault"``, ``"MemManage"``, ``"BusFault"``, ``"UsageFault"``
-    (Cortex-M),
+    ``"SIGTRAP"``, ``"CPU state"`` (host; a job left the FP control state, flags or signal
+    state changed), ``"SIGSYS"`` (host runner: a system call its tick thread's seccomp filter
+    forbids; ``code`` is the call's number), ``"HardFault"``, ``"MemManage"``,
+    ``"BusFault"``, ``"UsageFault"`` (Cortex-M),
     ``"timeout"`` (a job ran longer than its budget times the factor), ``"watchdog"`` or
     ``"link timeout"`` (the dead-man switch). ``task`` is the faulting task (None for a link
     timeout), ``address`` the data address of a memory fault, ``pc`` the interrupted

@@ -1,0 +1,180 @@
+"""Sweep speed (issue 33): scenarios per second of a Monte-Carlo of the motor PID of
+examples/motor_pid.py (plant ±20 %, noise seeds; 0.1 simulated seconds at a 10 kHz tick,
+angle and PWM recorded every 1 ms), run five ways:
+
+* Python loop: one LocalTarget, per scenario reset + write + ``step(1e-3)`` and two reads per
+  recorded millisecond (what a user writes);
+* Python engine: ``cp.sweep(..., engine="python")``, the same loop on the Scheduler;
+* batched C: ``cp.sweep(...)``, one ``_runner.batch`` call per 1024 scenarios;
+* Dask, 1 and 2 worker processes (a LocalCluster, one thread each), chunks of 0.5 s;
+* JAX ``vmap`` of the same model (float32, 10 plant steps per controller step, ``lax.scan``),
+  compiled before timing (its noise comes from jax.random, so the bits differ).
+
+    PYTHONPATH=src python benchmarks/bench_sweep.py [--scenarios 4000] [--rounds 3]
+    PYTHONPATH=src python benchmarks/bench_sweep.py --sample 1e-4   # record every tick
+
+Each row is the best of ``--rounds`` (the machine may be shared); the ratios are against the
+Python loop of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import copapy as cp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import motor_pid
+
+SECONDS, TICK = 0.1, 1e-4
+SAMPLE = 1e-3  # --sample
+
+
+def scenarios(n: int) -> Any:
+    return cp.sweep.monte_carlo({"resistance": cp.sweep.around(2.0, 0.2),
+                                 "inertia": cp.sweep.around(2e-5, 0.2),
+                                 "friction": cp.sweep.around(1e-5, 0.2),
+                                 "seed": cp.sweep.seeds(), "noise": 2.0}, n, seed=33)
+
+
+def python_loop(sc: Any) -> float:
+    """The user's loop; returns the mean final angle (so that nothing is optimised away)."""
+    tasks, bindings, names = motor_pid.sweep_program()
+    tg = cp.LocalTarget(tick=TICK, measure=False)
+    for value, channel in bindings:
+        tg.bind(value, channel)
+    tg.deploy(*tasks)
+    inputs = [ch for v, ch in bindings if v.node.op == "input"]
+    angle, pwm = names["angle"], names["pwm"]
+    total = 0.0
+    for k in range(sc.n):
+        tg.reset()
+        for ch in inputs:
+            tg.set_io(ch, 0.0)
+        for name, col in sc.columns.items():
+            tg.write(names[name], float(col[k]))
+        rows = []
+        for step in range(1, round(SECONDS / SAMPLE) + 1):
+            tg.step(SAMPLE)
+            # (the PWM has no value before the controller's first period ends: 1 ms)
+            rows.append((tg.read(angle), tg.read(pwm) if step * SAMPLE >= 1e-3 else 0.0))
+        total += rows[-1][0]
+    return total / sc.n
+
+
+def sweep(sc: Any, **kw: Any) -> float:
+    r = cp.sweep(motor_pid.sweep_program(), sc, SECONDS, record=["angle", "pwm"],
+                 sample=SAMPLE, progress=False, **kw)
+    return float(r["angle"][:, -1].mean())
+
+
+def jax_vmap(n: int) -> tuple[Callable[[], Any], Any]:
+    """The motor PID in JAX, vmapped over n scenarios; returns (run, final angles)."""
+    import jax
+    import jax.numpy as jnp
+
+    sc = scenarios(n)
+    res = jnp.asarray(sc.columns["resistance"], jnp.float32)
+    inertia = jnp.asarray(sc.columns["inertia"], jnp.float32)
+    friction = jnp.asarray(sc.columns["friction"], jnp.float32)
+    keys = jax.random.split(jax.random.PRNGKey(33), n)
+    steps = round(SECONDS / 1e-3)
+    kp, ki, kd, kt, ke, dt_c, dt_p = 0.004, 0.02, 0.00008, 0.05, 0.05, 1e-3, 1e-4
+    counts_per_rad = 1000.0 / (2 * math.pi)
+
+    def one(r: Any, j: Any, b: Any, key: Any) -> Any:
+        noise = (jax.random.uniform(key, (steps,)) - 0.5) * 2.0
+
+        def control(state: Any, noise_k: Any) -> tuple[Any, Any]:
+            omega, theta, integral, prev_err = state
+            err = 500.0 - (theta * counts_per_rad + noise_k)
+            integral = jnp.where(jnp.abs(err) < 10.0,
+                                 jnp.clip(integral + err * dt_c, -5.0, 5.0), integral)
+            duty = jnp.clip(kp * err + ki * integral + kd * (err - prev_err) / dt_c, -1.0, 1.0)
+
+            def plant(s: Any, _: Any) -> tuple[Any, None]:
+                w, th = s
+                current = (12.0 * duty - ke * w) / r
+                w = w + (kt * current - b * w) / j * dt_p
+                return (w, th + w * dt_p), None
+
+            (omega, theta), _ = jax.lax.scan(plant, (omega, theta), None, length=10)
+            return (omega, theta, integral, err), (theta * counts_per_rad, duty)
+
+        zero = jnp.float32(0.0)
+        _, (angle, pwm) = jax.lax.scan(control, (zero, zero, zero, zero), noise)
+        return angle, pwm
+
+    run = jax.jit(jax.vmap(one))
+
+    def go() -> Any:
+        angle, _pwm = run(res, inertia, friction, keys)
+        return angle.block_until_ready()
+
+    return go, go()
+
+
+def best(fn: Callable[[], Any], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> int:
+    global SAMPLE
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenarios", type=int, default=4000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sample", type=float, default=SAMPLE,
+                    help="seconds between recorded rows (a multiple of the 1e-4 s tick)")
+    args = ap.parse_args()
+    SAMPLE = args.sample
+    n, rounds = args.scenarios, args.rounds
+    few = scenarios(max(1, n // 20))  # the Python loops are slow: a twentieth of the scenarios
+    many = scenarios(n)
+    sweep(scenarios(8))  # compile once (the stencil tables, the image) before timing
+    rows: list[tuple[str, int, float]] = [
+        ("Python loop (LocalTarget step + read)", few.n,
+         best(lambda: python_loop(few), rounds)),
+        ("Python engine (engine='python')", few.n,
+         best(lambda: sweep(few, engine="python"), rounds)),
+        ("batched C, 1 process", many.n, best(lambda: sweep(many), rounds)),
+    ]
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        print("(no Dask rows: pip install 'copapy[sweep]')")
+    else:
+        for workers in (1, 2):
+            with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                              dashboard_address=None) as cluster, Client(cluster) as client:
+                sweep(scenarios(8), client=client)  # workers import copapy, load the image
+                rows.append((f"Dask, {workers} worker process{'es' if workers > 1 else ''}",
+                             many.n, best(lambda c=client: sweep(many, client=c), rounds)))
+    try:
+        go, _ = jax_vmap(n)
+    except ImportError:
+        print("(no JAX row: pip install 'copapy[bench]')")
+    else:
+        rows.append(("JAX vmap (jit, CPU)", n, best(go, rounds)))
+    base = rows[0][1] / rows[0][2]
+    print(f"{n} scenarios of {SECONDS} s at a {TICK * 1e6:.0f} us tick, 2 signals recorded "
+          f"every {SAMPLE * 1e3:g} ms (best of {rounds}; the Python rows ran {few.n})")
+    print(f"{'':42} {'scenarios/s':>12} {'x Python loop':>14}")
+    for name, count, seconds in rows:
+        rate = count / seconds
+        print(f"{name:42} {rate:12,.0f} {rate / base:14.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
