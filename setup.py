@@ -20,13 +20,29 @@ from setuptools.command.build_py import build_py
 STRICT = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"]
 HERE = Path(__file__).resolve().parent
 
+
+def _host_table() -> list[str]:
+    """The stencil tables the host's runners carry (runner/tables/<arch>.c, which lists them,
+    and its variants <arch>-*.c; verified loading); none where the architecture has no table
+    yet (format-1 images only)."""
+    wide = struct.calcsize("P") == 8
+    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+            "riscv64": "rv64"}.get(platform.machine().lower()) if wide else None
+    path = f"runner/tables/{arch}.c"
+    variants = sorted(glob(f"runner/tables/{arch}-*.c"))
+    return [path, *variants] if arch and Path(path).exists() else []
+
+
+TABLE = _host_table()
+TABLE_FLAGS = ["-DCP_WITH_TABLE"] if TABLE else []
+
 runner = Extension(
     "copapy._runner",
-    sources=sorted(glob("runner/src/*.c")) + ["runner/python/module.c",
-                                              "runner/python/scheduler.c",
-                                              "runner/python/batch.c"],
+    sources=sorted(glob("runner/src/*.c")) + TABLE + ["runner/python/module.c",
+                                                      "runner/python/scheduler.c",
+                                                      "runner/python/batch.c"],
     include_dirs=["runner/include"],
-    extra_compile_args=STRICT,
+    extra_compile_args=STRICT + TABLE_FLAGS,
 )
 
 # -ffp-contract=off: no FMA contraction, so the host computes exactly what the stencils do;
@@ -62,8 +78,9 @@ interning = strict_module("copapy.graph._intern", "src/copapy/graph/_intern.c")
 
 #: what a user needs to build a runner for a board (copied into the wheel; globbed, so
 #: directories that do not exist in this checkout are simply left out)
-FIRMWARE = ["runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
-            "zephyr_app",
+# runner/tables: the stencil tables runner/Makefile links into the host runner (format 2)
+FIRMWARE = ["runner/src", "runner/include", "runner/tables", "runner/baremetal",
+            "runner/cortexm", "runner/host", "zephyr_app",
             "runner/Makefile", "docs/protocol.md", "docs/image.md"]
 FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 
@@ -79,11 +96,12 @@ class BuildWithRunner(build_ext):
 
     def build_runner(self) -> None:
         out = Path(self.get_ext_fullpath("copapy._runner")).parent / "_bin" / "copapy-runner"
-        sources = sorted(glob("runner/host/*.c")) + sorted(glob("runner/src/*.c"))
+        sources = sorted(glob("runner/host/*.c")) + sorted(glob("runner/src/*.c")) + TABLE
         tmp = Path(self.build_temp) / "copapy-runner"
         objects = self.compiler.compile(
             sources, output_dir=str(tmp), include_dirs=["runner/include", "runner/src"],
-            extra_preargs=["-std=c11", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread"])
+            extra_preargs=["-std=c11", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread",
+                           *TABLE_FLAGS])
         out.parent.mkdir(parents=True, exist_ok=True)
         self.compiler.link_executable(objects, "copapy-runner", output_dir=str(tmp),
                                       extra_preargs=["-pthread"])
@@ -93,12 +111,12 @@ class BuildWithRunner(build_ext):
     def build_library(self) -> None:
         lib_dir = Path(self.get_ext_fullpath("copapy._runner")).parent / "_lib"
         sources = ["runner/lib/abi.c", "runner/lib/loop.c", *sorted(glob("runner/lib/loop_rt_*.c")),
-                   *sorted(glob("runner/src/*.c"))]
+                   *sorted(glob("runner/src/*.c")), *TABLE]
         objects = self.compiler.compile(
             sources, output_dir=str(Path(self.build_temp) / "libcopapy"),
             include_dirs=["runner/include", "runner/src"],
             extra_preargs=["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
-                           "-Werror", "-pthread"])
+                           "-Werror", "-pthread", *TABLE_FLAGS])
         self.compiler.link_shared_object(objects, str(lib_dir / "libcopapy.so"),
                                          extra_preargs=["-pthread",
                                                         "-Wl,-soname,libcopapy.so"])

@@ -39,7 +39,8 @@ def faulty(monkeypatch: pytest.MonkeyPatch, kind: str | None, task: int = 1) -> 
     def load(image: bytes, own_code: bool = False) -> Any:
         if kind is None:
             return real(image, own_code)
-        return real(inject(image, task, kind, HOST), own_code=False)  # not our compiler's
+        return real(inject(image, task, kind, HOST), own_code=False,
+                    allow_code=True)  # not our compiler's
 
     monkeypatch.setattr(loader, "load_native", load)
 

@@ -58,7 +58,7 @@ def test_bit_flips_are_rejected() -> None:
 def test_wrong_version_and_arch_have_their_own_errors() -> None:
     tg, x, y, image = compiled()
     bad = bytearray(image)
-    bad[4:6] = struct.pack("<H", 2)
+    bad[4:6] = struct.pack("<H", 3)  # formats 1 and 2 exist
     with pytest.raises(_runner.ImageError) as info:
         _runner.load(recrc(bad))
     assert info.value.name == "VERSION"

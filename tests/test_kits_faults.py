@@ -25,6 +25,7 @@ from copapy.kits import ProgramFaultError
 from copapy.kits import ros2_control as rc
 from copapy.kits.abi import E_FAULTED, OK, CProgram
 from copapy.kits.control_loop import ControlLoop
+from copapy.kits.errors import KitError
 
 from .support.faults import SNIPPETS, inject
 
@@ -62,7 +63,7 @@ def faulty(kind: str) -> bytes:
 @pytest.mark.parametrize("kind", KINDS)
 def test_libcopapy_contains_every_kind(kind: str) -> None:
     # a 20 ms budget (factor 1 x the victim's 20 ms period) for the endless loop
-    p = CProgram(faulty(kind), budget_factor=1)
+    p = CProgram(faulty(kind), budget_factor=1, allow_code=True)
     x = p.port("x")
     for _ in range(3):  # and again after each reset
         p.write(x, 4.0)
@@ -87,7 +88,8 @@ def test_libcopapy_contains_every_kind(kind: str) -> None:
 def test_control_loop_commands_safe_values_after_a_fault() -> None:
     state = np.array([4.0])
     command = np.zeros(1)
-    loop = ControlLoop(image=faulty("SIGSEGV"), states=["x"], commands=["ctrl.out0"],
+    loop = ControlLoop(image=faulty("SIGSEGV"), allow_code=True, states=["x"],
+                       commands=["ctrl.out0"],
                        safe=[-1.0], hardware=(state, command), deterministic=True,
                        trace_capacity=40)
     spins = [0]
@@ -121,7 +123,8 @@ def test_control_loop_commands_safe_values_after_a_fault() -> None:
 
 
 def test_control_loop_stops_an_endless_loop() -> None:
-    loop = ControlLoop(image=faulty("timeout"), states=["x"], commands=["ctrl.out0"],
+    loop = ControlLoop(image=faulty("timeout"), allow_code=True, states=["x"],
+                       commands=["ctrl.out0"],
                        safe=[0.5], hardware=(np.array([2.0]), np.zeros(1)))
     loop.start()
     try:
@@ -160,7 +163,7 @@ TWO_CORES = textwrap.dedent("""
     image, _ = program()
 
     def local(kind):
-        prog = native.load_native(inject(image, 0, kind))  # the Python module's core
+        prog = native.load_native(inject(image, 0, kind), allow_code=True)  # the module's core
         try:
             prog.run(0)
         except cp.ProgramFault as f:
@@ -169,7 +172,7 @@ TWO_CORES = textwrap.dedent("""
         raise AssertionError("no ProgramFault")
 
     def lib(kind):
-        p = CProgram(inject(image, 0, kind), budget_factor=1)
+        p = CProgram(inject(image, 0, kind), budget_factor=1, allow_code=True)
         assert p.run(0) == E_FAULTED and p.fault.kind == kind, p.fault
 
     order = {order!r}
@@ -191,19 +194,14 @@ def test_two_runner_cores_in_one_process(order: tuple[str, str]) -> None:
     assert proc.returncode == -11, (proc.returncode, proc.stderr[-3000:])  # SIGSEGV, no hang
 
 
-def test_emulated_controller_commands_safe_values(tmp_path: Path) -> None:
+def test_emulated_controller_refuses_machine_code(tmp_path: Path) -> None:
+    """The controller loads only what libcopapy verifies (issue 29): a faulty image (machine
+    code, format 1) is refused before anything runs."""
     path = tmp_path / "faulty.cpim"
     path.write_bytes(faulty("SIGILL"))
-    run = rc.run_emulated(1, 60, image=path, state_ports=["x"], command_ports=["ctrl.out0"],
-                          lock_memory=False)
-    assert run.fault.startswith("SIGILL in task 0 at tick 10"), run.fault
-    assert run.updates == 60
-    # the mock system reflects each command into the next state: 0 -> 1 -> 1.5 -> ...
-    want = [0.0]
-    for _ in range(FAULT_TICK):
-        want.append(float(np.float32(0.5 * np.float32(want[-1]) + 1.0)))
-    assert list(run.commands[:FAULT_TICK, 0]) == want[1:]
-    assert list(run.commands[FAULT_TICK:, 0]) == [0.0] * (60 - FAULT_TICK)
+    with pytest.raises(KitError, match="IMAGE/VERSION: image format 1 carries machine code"):
+        rc.run_emulated(1, 60, image=path, state_ports=["x"], command_ports=["ctrl.out0"],
+                        lock_memory=False)
 
 
 needs_ros = pytest.mark.skipif(rc.ros2_setup() is None, reason=rc.skip_reason())

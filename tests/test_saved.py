@@ -147,7 +147,7 @@ def test_malformed_files_with_a_valid_crc(tmp_path: Path) -> None:
         struct.pack_into("<I", b, off, 10**6)  # the first port's name offset
 
     def past_end(b: bytearray) -> None:
-        struct.pack_into("<I", b, sec[im.CODE][0] + 8, len(good))
+        struct.pack_into("<I", b, sec[im.BLOCKS][0] + 8, len(good))
 
     for edit in (huge_count, bad_metadata, bad_dtype, bad_name, past_end):
         path = tmp_path / f"{edit.__name__}.cpimg"

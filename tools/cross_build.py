@@ -74,6 +74,16 @@ def lib_sources() -> list[Path]:
     return [lib / "abi.c", lib / "loop.c", *sorted(lib.glob("loop_rt_*.c"))]
 
 
+def table_sources(p: Platform) -> list[str]:
+    """-DCP_WITH_TABLE and the stencil tables of the platform's architecture (runner/tables,
+    verified loading: the runner then takes format-2 images); none where there are none."""
+    arch = p.triple.split("-")[0]
+    base = RUNNER / "tables" / f"{arch}.c"
+    if not base.exists():
+        return []
+    return ["-DCP_WITH_TABLE", str(base), *map(str, sorted(base.parent.glob(f"{arch}-*.c")))]
+
+
 def host_sources(p: Platform) -> list[Path]:
     if p.windows:
         return sorted((RUNNER / "host" / "win32").glob("*.c"))
@@ -110,14 +120,16 @@ def build_tests(p: Platform, out: Path) -> list[Path]:
 
 def build_runner(p: Platform, out: Path) -> Path:
     return _cc(p, ["-O2", *([] if p.windows else ["-pthread"]),
-                   *map(str, host_sources(p)), *map(str, core_sources()), *p.system_libs],
+                   *map(str, host_sources(p)), *map(str, core_sources()), *table_sources(p),
+                   *p.system_libs],
                out / f"copapy-runner{p.exe}")
 
 
 def build_lib(p: Platform, out: Path) -> list[Path]:
     lib = _cc(p, ["-O2", "-shared", "-fvisibility=hidden",
                   *([] if p.windows else ["-fPIC", "-pthread"]),
-                  *map(str, lib_sources()), *map(str, core_sources()), *p.system_libs],
+                  *map(str, lib_sources()), *map(str, core_sources()), *table_sources(p),
+                  *p.system_libs],
               out / p.shared)
     example = _cc(p, ["-O2", str(RUNNER / "lib" / "example.c"), str(lib)],
                   out / f"copapy-example{p.exe}")
@@ -133,7 +145,7 @@ def build_extension(p: Platform, out: Path) -> Path:
     python = RUNNER / "python"
     return _cc(p, ["-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-I", include,
                    "-Wl,-undefined,dynamic_lookup", str(python / "module.c"),
-                   str(python / "scheduler.c"), *map(str, core_sources())],
+                   str(python / "scheduler.c"), *map(str, core_sources()), *table_sources(p)],
                out / "_runner.cpython-darwin.so")
 
 

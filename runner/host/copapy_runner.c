@@ -11,7 +11,9 @@
  *   --budget-factor N, --link-timeout SECONDS, --session-lease SECONDS, --auth-grace SECONDS,
  *   --no-seccomp (the tick thread without its system-call filter, sandbox.c: for debugging),
  *   --io-file PATH (the channels in a shared file; a supervisor process, supervisor.c, drives
- *   the outputs safe if the runner process dies)
+ *   the outputs safe if the runner process dies),
+ *   --allow-code (accept format-1 images, which carry machine code, besides the verified
+ *   format 2: for fault-containment tests only; HELLO reports it, CP_SERVER_FLAG_CODE)
  *   copapy-runner [--pty|--stdio|--unix PATH|--tcp PORT] --image FILE [--start] ...
  *
  * --image loads a saved program (cp.save, `copapy run`) at start-up exactly as an upload
@@ -134,6 +136,8 @@ typedef struct host {
     int wake_pending;         /* atomic */
     /* real time */
     int want_rt;
+    int drops_root; /* --user given: CAP_IPC_LOCK goes with root */
+    int allow_code; /* --allow-code: format-1 images (machine code) too, for tests */
     int rt_active;
     int dma_fd;
     int dma_held;             /* 0 is written (a program runs); under lock */
@@ -354,8 +358,17 @@ static void rt_setup_process(host *h)
     /* locked memory stays locked after dropping root only within RLIMIT_MEMLOCK: lift it
      * while we may (every program region is mmap'd later, under MCL_FUTURE) */
     struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
-    (void)setrlimit(RLIMIT_MEMLOCK, &unlimited);
-    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    int lifted = setrlimit(RLIMIT_MEMLOCK, &unlimited) == 0;
+    /* where the limit stays (a container without CAP_SYS_RESOURCE), the runner's own pages
+     * (2.3 MB of stencil tables among them) may already exceed it: after --user drops
+     * CAP_IPC_LOCK, MCL_FUTURE would then make every later mmap fail (EAGAIN), the program
+     * regions included; lock what is mapped now only, and say so */
+    int future = lifted || !h->drops_root;
+    if (!future) {
+        warn("RLIMIT_MEMLOCK cannot be raised: memory mapped after start-up (program regions) "
+             "is not locked");
+    }
+    if (mlockall(MCL_CURRENT | (future ? MCL_FUTURE : 0)) != 0) {
         warn("mlockall failed (%s): page faults may delay ticks", strerror(errno));
     }
     /* opened now (it needs root) but held at 0 only while a program runs (dma_hold) */
@@ -958,6 +971,7 @@ static const char USAGE[] =
     "         [--max-memory BYTES] [--budget-factor N] [--link-timeout SECONDS]\n"
     "         [--session-lease SECONDS] [--auth-grace SECONDS] [--no-rt] [--verbose]\n"
     "         [--no-seccomp] [--io-file PATH]\n"
+    "         [--allow-code]  (also format-1 images, machine code: fault tests only)\n"
     "         [--image FILE [--start]]\n"
     "       copapy-runner --image FILE --start [options]   (no transport)\n";
 
@@ -1075,6 +1089,7 @@ int main(int argc, char **argv)
         {"no-rt", no_argument, NULL, 'r'},
         {"no-seccomp", no_argument, NULL, 'S'},
         {"io-file", required_argument, NULL, 'o'},
+        {"allow-code", no_argument, NULL, 'C'},
         {"verbose", no_argument, NULL, 'v'},
         {"image", required_argument, NULL, 'i'},
         {"start", no_argument, NULL, 'g'},
@@ -1110,6 +1125,7 @@ int main(int argc, char **argv)
             break;
         case 'U':
             user = optarg;
+            h->drops_root = 1;
             break;
         case 'n':
             name = optarg;
@@ -1137,6 +1153,9 @@ int main(int argc, char **argv)
             break;
         case 'r':
             h->want_rt = 0;
+            break;
+        case 'C':
+            h->allow_code = 1;
             break;
         case 'S':
             h->want_seccomp = 0;
@@ -1285,7 +1304,8 @@ int main(int argc, char **argv)
         die("cannot start the watchdog thread: %s", strerror(wd));
     }
     cfg->flags = (uint8_t)(CP_SERVER_FLAG_SIMULATED_IO |
-                           (h->rt_active ? CP_SERVER_FLAG_REALTIME : 0));
+                           (h->rt_active ? CP_SERVER_FLAG_REALTIME : 0) |
+                           (h->allow_code ? CP_SERVER_FLAG_CODE : 0));
     cp_error err;
     memset(&err, 0, sizeof(err));
     err.struct_size = sizeof(err);

@@ -203,6 +203,7 @@ int copapy_load(const void *image, size_t len, const copapy_options *options,
     ce.struct_size = sizeof(ce);
     cp_image img;
     cp_status st = cp_image_parse(&img, image, len, p->platform.arch, &ce);
+    img.allow_code = (flags & COPAPY_ALLOW_CODE) != 0;
     if (st == CP_OK) {
         st = cp_program_load_parsed(&p->prog, &img, &p->platform, &ce);
     }

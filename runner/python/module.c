@@ -502,15 +502,15 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
     static char *keywords[] = {"image", "arch", "max_memory", "memory_option", "own_code",
-                               NULL};
+                               "allow_code", NULL};
     Py_buffer image;
     PyObject *arch_obj = Py_None;
     Py_ssize_t max_memory = (Py_ssize_t)DEFAULT_MAX_MEMORY;
     const char *option = NULL;
-    int own_code = 0;
+    int own_code = 0, allow_code = 0;
     uint16_t arch;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|Onzp:load", keywords, &image, &arch_obj,
-                                     &max_memory, &option, &own_code)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|Onzpp:load", keywords, &image, &arch_obj,
+                                     &max_memory, &option, &own_code, &allow_code)) {
         return NULL;
     }
     if (max_memory <= 0) {
@@ -546,8 +546,11 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
      * import: the replaced handler becomes the one faults outside guarded code go to */
     (void)cp_posix_guard_install();
     cp_error err = new_error();
-    cp_status st = cp_program_load(&self->prog, (const uint8_t *)image.buf, (size_t)image.len,
-                                   &self->platform, &err);
+    /* own_code: this process compiled the image (@cp.jit, LocalTarget), which may then be
+     * format 1 (as with allow_code, for fault tests); an image from a file or a peer must be
+     * format 2 (verified) */
+    cp_status st = (own_code || allow_code ? cp_program_load_own : cp_program_load)(
+        &self->prog, (const uint8_t *)image.buf, (size_t)image.len, &self->platform, &err);
     PyBuffer_Release(&image); /* the program owns copies of everything it needs */
     if (st != CP_OK) {
         Py_DECREF(self);

@@ -33,11 +33,11 @@ static cp_status check_envelope(const uint8_t *p, size_t len, uint16_t arch,
                        "program image", cp_le32(p));
     }
     uint16_t version = cp_le16(p + 4);
-    if (version != CP_IMAGE_FORMAT_VERSION) {
+    if (version != CP_IMAGE_FORMAT_VERSION && version != CP_IMAGE_FORMAT_VERSION_CODE) {
         return CP_FAIL(err, CP_ERR_VERSION, version,
-                       "image format version %u, but this runner reads version %u: use a "
-                       "runner and a compiler of matching copapy versions",
-                       version, CP_IMAGE_FORMAT_VERSION);
+                       "image format version %u, but this runner reads versions %u and %u: "
+                       "use a runner and a compiler of matching copapy versions",
+                       version, CP_IMAGE_FORMAT_VERSION_CODE, CP_IMAGE_FORMAT_VERSION);
     }
     uint32_t total = cp_le32(p + 12);
     if ((uint64_t)len < total) {
@@ -213,8 +213,44 @@ static int has_section(const uint8_t *p, uint16_t type)
     return 0;
 }
 
+/* Format 2 (docs/image.md): BLOCKS and TABLE_PIN instead of CODE, PATCH_KINDS and PATCHES. */
+static cp_status check_sections_v2(const cp_image *img, const uint8_t *p, cp_error *err)
+{
+    static const uint16_t code_sections[] = {CP_SEC_CODE, CP_SEC_PATCH_KINDS, CP_SEC_PATCHES};
+    for (unsigned i = 0; i < sizeof(code_sections) / sizeof(code_sections[0]); i++) {
+        if (has_section(p, code_sections[i])) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, code_sections[i],
+                           "a format-2 image carries no code, but it has a %S section: an "
+                           "image chooses stencils and data, never code", code_sections[i]);
+        }
+    }
+    if (!has_section(p, CP_SEC_BLOCKS) || !has_section(p, CP_SEC_TASKS) ||
+        img->sec[CP_SEC_TABLE_PIN].count != 1) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "a format-2 image needs the BLOCKS and TASKS sections and one TABLE_PIN "
+                       "entry", 0);
+    }
+    if (img->sec[CP_SEC_DATA_INIT].size > img->data_size) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, 0,
+                       "DATA_INIT has %u bytes, more than data_size %u",
+                       img->sec[CP_SEC_DATA_INIT].size, img->data_size);
+    }
+    return CP_OK;
+}
+
 static cp_status check_sections(const cp_image *img, const uint8_t *p, cp_error *err)
 {
+    if (img->version == CP_IMAGE_FORMAT_VERSION) {
+        return check_sections_v2(img, p, err);
+    }
+    static const uint16_t v2_sections[] = {CP_SEC_BLOCKS, CP_SEC_TABLE_PIN, CP_SEC_FROZEN};
+    for (unsigned i = 0; i < sizeof(v2_sections) / sizeof(v2_sections[0]); i++) {
+        if (has_section(p, v2_sections[i])) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, v2_sections[i],
+                           "a format-1 image has a %S section, which only format 2 knows",
+                           v2_sections[i]);
+        }
+    }
     if (!has_section(p, CP_SEC_CODE) || !has_section(p, CP_SEC_TASKS)) {
         return CP_FAIL(err, CP_ERR_LAYOUT, 0,
                        "the CODE and TASKS sections are required but %S is missing",
@@ -339,7 +375,9 @@ static cp_status check_tasks(const cp_image *img, cp_error *err)
     }
     for (uint32_t i = 0; i < count; i++) {
         cp_task_record t = cp_image_task(img, i);
-        if ((t.entry & ~(uint32_t)1) >= img->code_size) {
+        /* format 2: entry is a chain index, checked against BLOCKS while loading */
+        if (img->version == CP_IMAGE_FORMAT_VERSION_CODE &&
+            (t.entry & ~(uint32_t)1) >= img->code_size) {
             return CP_FAIL(err, CP_ERR_LAYOUT, i,
                            "task %u: entry %u is not inside the code (code_size %u)",
                            i, t.entry, img->code_size);
@@ -557,6 +595,7 @@ static cp_status parse(cp_image *img, const uint8_t *image, size_t len, uint16_t
     v.data_offset = cp_le32(image + 20);
     v.data_size = cp_le32(image + 24);
     v.base_align = cp_le32(image + 28);
+    v.version = cp_le16(image + 4);
     if ((st = check_header(&v, image, err)) != CP_OK ||
         (st = check_directory(&v, image, err)) != CP_OK ||
         (st = check_cpu_features(&v, image, err)) != CP_OK ||

@@ -134,6 +134,9 @@ typedef struct cp_image {
     uint32_t base_align;
     cp_section sec[CP_SEC_KNOWN_MAX + 1]; /* by type; absent sections are all zero */
     uint64_t cpu_features;                /* CPU_FEATURES bits the code needs; 0: baseline */
+    uint16_t version;                     /* 1: carries code; 2: stencil ids (BLOCKS) */
+    uint8_t allow_code;                   /* a format-1 image may load on a runner with a
+                                           * table: @cp.jit's own images (cp_program_load_own) */
 } cp_image;
 
 typedef struct cp_patch_record {
@@ -313,6 +316,55 @@ cp_status cp_check_cpu_features(const cp_image *img, const cp_platform *platform
  * The image bytes must stay unchanged until it returns. */
 cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
                                  const cp_platform *platform, cp_error *err);
+
+/* cp_program_load for code this process compiled itself (@cp.jit, LocalTarget): a format-1
+ * image is accepted even where the runner carries a stencil table (the trusted path of
+ * docs/decisions/2026-12-04-verified-loading.md, rule 5). Never for images from outside. */
+cp_status cp_program_load_own(cp_program *out, const uint8_t *image, size_t len,
+                              const cp_platform *platform, cp_error *err);
+
+/* ---- verified loading of format 2 (table.c, blocks.c) */
+
+/* The stencil tables this runner carries (runner/tables/<arch>.c and its variants, linked with
+ * -DCP_WITH_TABLE): cp_table_get fills `out` with table `index` and returns 1, or returns 0
+ * (no such table; a runner without tables refuses format-2 images, TABLE). */
+typedef struct cp_table {
+    const uint8_t *blob;
+    uint32_t size;
+    const uint8_t *sha256; /* 32 bytes: the TABLE_PIN of images built from it */
+} cp_table;
+uint32_t cp_table_count(void);
+int cp_table_get(uint32_t index, cp_table *out);
+
+enum {
+    CP_MAX_HELPERS = 256, /* distinct helper functions one program calls */
+    CP_MAX_RODATA = 128,  /* distinct constant blobs */
+    CP_MAX_KINDS = 16,    /* patch kinds of a table */
+    CP_PIN_SIZE = 32
+};
+
+/* What pass 1 over the manifest computed (blocks.c): pass 2 places code by it. */
+typedef struct cp_blocks_plan {
+    uint32_t code_size;
+    uint32_t chain_count;
+    uint32_t chain_start[CP_MAX_TASKS]; /* entry offsets, Thumb bit included */
+    uint32_t helper_count, rodata_count;
+    uint16_t helper[CP_MAX_HELPERS];
+    uint32_t helper_at[CP_MAX_HELPERS];
+    uint16_t rodata[CP_MAX_RODATA];
+    uint32_t rodata_at[CP_MAX_RODATA];
+    uint32_t ops; /* blocks of the manifest */
+} cp_blocks_plan;
+
+/* Pass 1: picks the table the image's pin names (TABLE if none), checks every rule of docs/image.md's "Verified loading" (STENCIL,
+ * SLOTS, DATA_RANGE, STRUCTURE, FROZEN, TABLE) and lays the code out, writing nothing. */
+cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_plan *plan,
+                              cp_error *err);
+/* Pass 2: copies and patches every byte of code into base[0, plan->code_size) (the region at
+ * `base`, data already initialised), checking every rule again (the image buffer may have
+ * changed since pass 1). */
+cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
+                          const cp_blocks_plan *plan, uint8_t *base, cp_error *err);
 
 /* ---- calling loaded code (program.c, sched.c) */
 

@@ -54,10 +54,14 @@ static cp_status apply_patches(const cp_image *img, uint8_t *base, cp_error *err
     return CP_OK;
 }
 
-static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks)
+static void fill_tasks(const cp_image *img, uint8_t *base, cp_task_entry *tasks,
+                       const cp_blocks_plan *plan)
 {
     for (uint32_t i = 0; i < img->sec[CP_SEC_TASKS].count; i++) {
         cp_task_record t = cp_image_task(img, i);
+        if (plan != NULL) {
+            t.entry = plan->chain_start[t.entry]; /* a chain index, checked by pass 1 */
+        }
         /* integer to function pointer is the implementation-defined but universal way;
          * entry keeps bit 0 so Thumb code is entered in Thumb state */
         tasks[i].entry = (cp_chain_fn)((uintptr_t)base + t.entry);
@@ -162,8 +166,8 @@ static uint64_t align_up(uint64_t n, uint64_t align)
     return (n + align - 1) / align * align;
 }
 
-cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
-                          const cp_platform *platform, cp_error *err)
+static cp_status load(cp_program *out, const uint8_t *image, size_t len,
+                      const cp_platform *platform, int allow_code, cp_error *err)
 {
     cp_status st = check_arguments(out, platform, err);
     if (st != CP_OK) {
@@ -174,7 +178,44 @@ cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
     if (st != CP_OK) {
         return st;
     }
+    img.allow_code = (uint8_t)allow_code;
     return cp_program_load_parsed(out, &img, platform, err);
+}
+
+cp_status cp_program_load(cp_program *out, const uint8_t *image, size_t len,
+                          const cp_platform *platform, cp_error *err)
+{
+    return load(out, image, len, platform, 0, err);
+}
+
+cp_status cp_program_load_own(cp_program *out, const uint8_t *image, size_t len,
+                              const cp_platform *platform, cp_error *err)
+{
+    return load(out, image, len, platform, 1, err);
+}
+
+/* Which format this runner takes: a runner that carries a stencil table (a build with
+ * CP_WITH_TABLE) runs only what it can verify (format 2), unless the caller compiled the code
+ * itself (allow_code); one without a table takes format 1 only. */
+static cp_status check_format(const cp_image *img, cp_error *err)
+{
+#if defined(CP_WITH_TABLE)
+    int has_table = 1;
+#else
+    int has_table = 0;
+    if (img->version == CP_IMAGE_FORMAT_VERSION) {
+        return CP_FAIL(err, CP_ERR_TABLE, 0,
+                       "this runner carries no stencil table for %a, so it cannot build a "
+                       "format-2 image: use a runner built with one (runner/tables/)", img->arch);
+    }
+#endif
+    if (img->version == CP_IMAGE_FORMAT_VERSION_CODE && has_table && !img->allow_code) {
+        return CP_FAIL(err, CP_ERR_VERSION, img->version,
+                       "image format 1 carries machine code, and this runner runs only what it "
+                       "can verify (format 2, stencil ids): compile it again, or convert a "
+                       "saved file with `copapy upgrade FILE`", 0);
+    }
+    return CP_OK;
 }
 
 cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
@@ -197,6 +238,21 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
     if (st != CP_OK) {
         return st;
     }
+    st = check_format(img, err);
+    if (st != CP_OK) {
+        return st;
+    }
+#if defined(CP_WITH_TABLE)
+    cp_table table;
+    cp_blocks_plan plan;
+    int blocks = img->version == CP_IMAGE_FORMAT_VERSION;
+    if (blocks && (st = cp_blocks_plan_make(img, &table, &plan, err)) != CP_OK) {
+        return st;
+    }
+    const cp_blocks_plan *laid = blocks ? &plan : NULL;
+#else
+    const cp_blocks_plan *laid = NULL;
+#endif
     const uint8_t *image = img->bytes;
 
     /* region: code | gap | data | tasks | LET copies | I/O bindings | initial data */
@@ -244,10 +300,16 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
                        (uintptr_t)base, img->base_align);
     }
     cp_fill(base, 0, size);
-    cp_copy(base, image + img->sec[CP_SEC_CODE].offset, img->code_size);
     cp_copy(base + img->data_offset, image + img->sec[CP_SEC_DATA_INIT].offset,
             img->sec[CP_SEC_DATA_INIT].size);
-    st = apply_patches(img, base, err);
+    if (laid != NULL) {
+#if defined(CP_WITH_TABLE)
+        st = cp_blocks_place(img, &table, laid, base, err);
+#endif
+    } else {
+        cp_copy(base, image + img->sec[CP_SEC_CODE].offset, img->code_size);
+        st = apply_patches(img, base, err);
+    }
     if (st != CP_OK) {
         platform->region_free(platform->ctx, base, size);
         return st;
@@ -256,7 +318,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
     cp_let_copy *copies = (cp_let_copy *)(void *)(base + copies_offset);
     cp_io_binding *bindings = (cp_io_binding *)(void *)(base + bindings_offset);
     uint8_t *initial = base + initial_offset;
-    fill_tasks(img, base, tasks);
+    fill_tasks(img, base, tasks, laid);
     if ((st = fill_grouped(img, &LET_COPIES, copies, err)) != CP_OK ||
         (st = fill_grouped(img, &IO_BINDINGS, bindings, err)) != CP_OK) {
         platform->region_free(platform->ctx, base, size);

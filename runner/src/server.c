@@ -548,6 +548,7 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
     e.struct_size = sizeof(e);
     cp_image img;
     cp_status st = cp_image_parse_crc(&img, image, total, s->slot_platform[fresh].arch, crc, &e);
+    img.allow_code = (s->cfg.flags & CP_SERVER_FLAG_CODE) != 0;
     if (st == CP_OK) {
         st = cp_program_load_parsed(prog, &img, &s->slot_platform[fresh], &e);
     }

@@ -254,7 +254,8 @@ static void test_hello(void)
     CHECK(send_p(f, CP_CMD_HELLO) == 0);
     CHECK(R.len == HELLO_CHANNELS + 2 * CP_IO_KIND_COUNT + strlen("test-runner"));
     CHECK(g16(R.p) == CP_PROTO_VERSION && g16(R.p + 2) == CP_RUNNER_ABI_VERSION &&
-          g16(R.p + 4) == CP_ARCH_X86_64 && g16(R.p + 6) == 1 && g16(R.p + 8) == FX_MAXP &&
+          g16(R.p + 4) == CP_ARCH_X86_64 && g16(R.p + 6) == CP_IMAGE_FORMAT_VERSION &&
+          g16(R.p + 8) == FX_MAXP &&
           g16(R.p + 10) == 32);
     CHECK(tb_get32(R.p + 12) == UINT32_MAX && tb_get32(R.p + 16) == UINT32_MAX);
     CHECK(tb_get32(R.p + 20) == 0);

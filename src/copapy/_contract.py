@@ -218,9 +218,15 @@ class LoadError(IntEnum):
     ARGUMENT = 10
     UNSUPPORTED = 11
     CPU_FEATURES = 12
+    STENCIL = 13
+    SLOTS = 14
+    DATA_RANGE = 15
+    STRUCTURE = 16
+    FROZEN = 17
+    TABLE = 18
 
 
-LOAD_ERROR_COUNT = 12
+LOAD_ERROR_COUNT = 18
 
 
 class FaultKind(IntEnum):
@@ -275,9 +281,12 @@ class Section(IntEnum):
     LET_COPIES = 9
     IO_BINDINGS = 10
     CPU_FEATURES = 11
+    BLOCKS = 12
+    TABLE_PIN = 13
+    FROZEN = 14
 
 
-SECTION_COUNT = 11
+SECTION_COUNT = 14
 SECTION_V1_ENTRY_SIZE = {
     Section.CODE: 1,
     Section.DATA_INIT: 1,
@@ -290,6 +299,9 @@ SECTION_V1_ENTRY_SIZE = {
     Section.LET_COPIES: 16,
     Section.IO_BINDINGS: 16,
     Section.CPU_FEATURES: 8,
+    Section.BLOCKS: 1,
+    Section.TABLE_PIN: 32,
+    Section.FROZEN: 8,
 }
 
 

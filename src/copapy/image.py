@@ -1,4 +1,5 @@
-"""Program image format v1 (docs/image.md): writing, and reading for tools and tests."""
+"""Program images (docs/image.md): writing format 2 (by stencil ids) and format 1 (code, for
+@cp.jit's in-process trusted path), and reading both for tools and tests."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ from ._contract import SECTION_V1_ENTRY_SIZE, Section
 from .arch.patchkind import PatchKind
 
 MAGIC = b"CPIM"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: format 1 carries code; only @cp.jit's in-process images and the architectures whose runners
+#: have no stencil table yet still use it (compiler/runner_table.py VERIFIED_ARCHS)
+FORMAT_VERSION_CODE = 1
+READ_VERSIONS = (FORMAT_VERSION_CODE, FORMAT_VERSION)
 HEADER = struct.Struct("<4sHHHHIIIIIIIII")  # 48 bytes
 SECTION = struct.Struct("<HHIII")
 PATCH = struct.Struct("<IHBBi")
@@ -28,6 +33,8 @@ CODE, DATA_INIT, PATCH_KINDS = Section.CODE, Section.DATA_INIT, Section.PATCH_KI
 PATCHES, TASKS, PORTS, STRINGS = Section.PATCHES, Section.TASKS, Section.PORTS, Section.STRINGS
 METADATA, LET_COPIES, IO_BINDINGS = Section.METADATA, Section.LET_COPIES, Section.IO_BINDINGS
 CPU_FEATURES = Section.CPU_FEATURES
+BLOCKS, TABLE_PIN, FROZEN = Section.BLOCKS, Section.TABLE_PIN, Section.FROZEN
+FROZEN_SLOT = struct.Struct("<II")  # offset, size in the data region
 FEATURES = struct.Struct("<Q")  # CPU_FEATURES: one entry, the feature bits the code needs
 #: each section type's entry size in format version 1 (later entries may be longer: appended
 #: fields); a reader accepts an entry of at least this size, of any size for a type it does not
@@ -117,6 +124,17 @@ class Image:
     metadata: dict[str, object] = field(default_factory=dict)
     #: CPU_FEATURES bits the code needs (copapy.arch.features); 0: the baseline, no section
     cpu_features: int = 0
+    #: format 2: the BLOCKS manifest (compiler/manifest.py), the SHA-256 of the stencil table
+    #: it names ids of, and the frozen (offset, size) slots; an empty pin writes format 1
+    blocks: bytes = b""
+    table_pin: bytes = b""
+    frozen: list[tuple[int, int]] = field(default_factory=list)
+    #: format 2: bytes of the code region the runner builds (the header's code_size)
+    code_size: int = 0
+
+    @property
+    def format_version(self) -> int:
+        return FORMAT_VERSION if self.table_pin else FORMAT_VERSION_CODE
 
     def to_bytes(self) -> bytes:
         strings = bytearray()
@@ -126,6 +144,7 @@ class Image:
                 name_offsets[p.name] = len(strings)
                 strings += p.name.encode() + b"\0"
         bodies: list[tuple[int, int, bytes]] = [
+            (BLOCKS, len(self.blocks), self.blocks) if self.table_pin else
             (CODE, len(self.code), self.code),
             (TASKS, len(self.tasks), b"".join(
                 TASK.pack(t.entry, t.period_ns, t.offset_ns, t.priority, t.flags, t.wcet_ns, 0,
@@ -134,9 +153,14 @@ class Image:
         ]
         if self.data_init:
             bodies.append((DATA_INIT, len(self.data_init), self.data_init))
-        if self.kinds:
+        if self.table_pin:
+            bodies.append((TABLE_PIN, 1, self.table_pin))
+            if self.frozen:
+                bodies.append((FROZEN, len(self.frozen), b"".join(
+                    FROZEN_SLOT.pack(o, n) for o, n in self.frozen)))
+        if self.kinds and not self.table_pin:
             bodies.append((PATCH_KINDS, len(self.kinds), b"".join(self.kinds)))
-        if self.patches:
+        if self.patches and not self.table_pin:
             bodies.append((PATCHES, len(self.patches), b"".join(
                 PATCH.pack(p.site, p.kind, 0, 0, p.addend) for p in self.patches)))
         if self.ports:
@@ -170,8 +194,9 @@ class Image:
             offset += len(body)
         payload += bytes((-offset) % 4)
         total = HEADER.size + directory_size + len(payload) + 4
-        header = HEADER.pack(MAGIC, FORMAT_VERSION, HEADER.size, self.arch, 0, total,
-                             len(self.code), self.data_offset, self.data_size, self.base_align,
+        header = HEADER.pack(MAGIC, self.format_version, HEADER.size, self.arch, 0, total,
+                             self.code_size if self.table_pin else len(self.code),
+                             self.data_offset, self.data_size, self.base_align,
                              len(bodies), 0, 0, 0)
         body = header + bytes(directory) + bytes(payload)
         return body + struct.pack("<I", zlib.crc32(body))
@@ -217,9 +242,9 @@ def parse(blob: bytes) -> Image:
      base_align, count, *_r) = HEADER.unpack_from(blob)
     if magic != MAGIC:
         raise ImageFormatError("not a copapy image (bad magic)")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise ImageFormatError(f"image format version {version}, this reader knows "
-                               f"{FORMAT_VERSION}")
+                               f"{', '.join(map(str, READ_VERSIONS))}")
     if total > len(blob):
         raise ImageFormatError(f"truncated: header says {total} bytes, got {len(blob)}")
     if total < len(blob):
@@ -228,7 +253,7 @@ def parse(blob: bytes) -> Image:
     if zlib.crc32(blob[:-4]) != struct.unpack_from("<I", blob, total - 4)[0]:
         raise ImageFormatError("CRC mismatch: the image is corrupted")
     try:
-        return _parse_sections(blob, header_size, arch, code_size, data_offset, data_size,
+        return _parse_sections(blob, version, header_size, arch, code_size, data_offset, data_size,
                                base_align, count)
     except (struct.error, ValueError, IndexError) as exc:  # the CRC holds, the content not
         raise ImageFormatError(f"malformed: {exc}") from None
@@ -249,7 +274,7 @@ def _metadata(raw: bytes) -> dict[str, object]:
     return meta
 
 
-def _parse_sections(blob: bytes, header_size: int, arch: int, code_size: int,
+def _parse_sections(blob: bytes, version: int, header_size: int, arch: int, code_size: int,
                     data_offset: int, data_size: int, base_align: int, count: int) -> Image:
     sections: dict[int, tuple[int, int, int, int]] = {}
     if count > MAX_SECTIONS:
@@ -304,6 +329,16 @@ def _parse_sections(blob: bytes, header_size: int, arch: int, code_size: int,
         raise ImageFormatError(f"the CPU_FEATURES section has {len(features)} entries, it must "
                                f"have one")
     img.cpu_features = int(features[0][0]) if features else 0  # type: ignore[call-overload]
+    img.blocks = body(BLOCKS)
+    img.table_pin = body(TABLE_PIN)
+    img.frozen = [(int(o), int(n)) for o, n in FROZEN_SLOT.iter_unpack(body(FROZEN))]
+    if bool(img.table_pin) != (version == FORMAT_VERSION):
+        raise ImageFormatError(f"a format-{version} image "
+                               f"{'without' if version == FORMAT_VERSION else 'with'} a "
+                               f"TABLE_PIN section")
+    if version == FORMAT_VERSION:
+        img.code_size = code_size
+        return img
     if len(img.code) != code_size:
         raise ImageFormatError(f"the code section holds {len(img.code)} bytes, the header says "
                                f"{code_size}")

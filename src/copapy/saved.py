@@ -21,6 +21,7 @@ from .arch import targets as arch_targets
 from .checks import bind_range
 from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
+from .compiler.runner_table import VERIFIED_ARCHS
 from .dtypes import BY_CODE, DType
 from .graph.ranges import analyse
 from .io import Channel, image_channel
@@ -119,6 +120,12 @@ class Program:
             needs = features.feature_names(base, parsed.cpu_features)
         except (arch_targets.UnknownArchitectureError, features.UnknownFeatureError) as exc:
             raise ProgramFileError(f"{source}: {exc}") from None
+        variant = features.variant_name(base.id, parsed.cpu_features)
+        if parsed.format_version == im.FORMAT_VERSION_CODE and variant in VERIFIED_ARCHS:
+            raise ProgramFileError(
+                f"{source}: image format 1 carries machine code, and {variant} runners run "
+                f"only what they can verify (format 2, stencil ids; docs/image.md): it was "
+                f"saved by an older copapy; compile and save the program again with this one")
         self.image = bytes(image)
         self.source = source
         #: the architecture whose CPUs execute it (the image's id: x86_64 for x86_64-v3 code)

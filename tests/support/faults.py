@@ -11,6 +11,9 @@ from typing import Any
 
 import copapy as cp
 from copapy import image as im
+from copapy.arch.features import variant_name
+from copapy.compiler.manifest import decode, materialise
+from copapy.compiler.table import load_table
 
 #: per architecture: fault kind as the runner reports it -> the code that causes it
 SNIPPETS: dict[str, dict[str, bytes]] = {
@@ -72,6 +75,20 @@ SNIPPETS["x86"] = SNIPPETS["x86_64"]
 WATCHDOG_M7 = bytes.fromhex("72b6fee7")
 
 
+def with_code(img: im.Image) -> im.Image:
+    """A format-2 image as format 1: the code the runner would build (compiler/manifest.py),
+    so that hand-made machine code can replace a task's (a runner then needs --allow-code,
+    COPAPY_ALLOW_CODE or load_native(allow_code=True) to take it)."""
+    if img.format_version == im.FORMAT_VERSION_CODE:
+        return img
+    table = load_table(variant_name(img.arch, img.cpu_features))  # x86_64-v4 code: its table
+    code, entries = materialise(table, decode(img.blocks), img.data_offset)
+    img.code = code
+    img.tasks = [t._replace(entry=entries[t.entry]) for t in img.tasks]
+    img.blocks, img.table_pin, img.frozen, img.kinds, img.patches = b"", b"", [], [], []
+    return img
+
+
 def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:
     """The image with task ``task``'s entry replaced by the ``kind`` snippet of ``arch``."""
     return inject_code(image, task, SNIPPETS[arch][kind], arch, kind)
@@ -81,7 +98,7 @@ def inject_code(image: bytes, task: int, snippet: bytes, arch: str = "x86_64",
                 kind: str = "code") -> bytes:
     """The image with task ``task``'s entry replaced by ``snippet`` (hand-made machine code;
     the image stays CRC-valid)."""
-    img = im.parse(image)
+    img = with_code(im.parse(image))
     start = img.tasks[task].entry
     if arch.startswith("cortex-m"):
         start &= ~1  # a Thumb address; x86 code may start at an odd byte

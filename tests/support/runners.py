@@ -36,10 +36,12 @@ def build(target: str, *args: str, directory: str = "runner", timeout: int = 900
 
 @contextmanager
 def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """(pty path, process) of a host runner; its stderr must stay free of sanitizer reports."""
+    """(pty path, process) of a host runner; its stderr must stay free of sanitizer reports.
+    It takes format-1 images too (--allow-code): the fault tests inject machine code."""
     build("host-asan" if asan else "host")
     exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
-    proc = subprocess.Popen([str(exe), "--pty", "--no-rt", *extra], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([str(exe), "--pty", "--no-rt", "--allow-code", *extra],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
@@ -54,15 +56,18 @@ def host_runner(asan: bool = False, *extra: str) -> Iterator[tuple[str, subproce
 
 
 @contextmanager
-def runner_process(*args: str, asan: bool = False, env: dict[str, str] | None = None
-                   ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def runner_process(*args: str, asan: bool = False, env: dict[str, str] | None = None,
+                   allow_code: bool = True) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """(address, process) of a host runner started with ``args`` (a transport and options):
     the pty path, ``unix:PATH`` or ``socket://127.0.0.1:PORT`` for SerialTarget. ``env``: the
-    runner's environment (the build keeps the test's)."""
+    runner's environment (the build keeps the test's). ``allow_code``: --allow-code,
+    format-1 images too (the fault tests inject machine code); False: only what the runner
+    verifies (format 2)."""
     build("host-asan" if asan else "host")
     exe = ROOT / "runner" / "build" / ("copapy-runner-asan" if asan else "copapy-runner")
-    proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    code = ["--allow-code"] if allow_code else []
+    proc = subprocess.Popen([str(exe), *code, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     line = proc.stdout.readline().split()
     kinds = {"PTY": "{}", "UNIX": "unix:{}", "TCP": "socket://{}"}

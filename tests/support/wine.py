@@ -70,7 +70,7 @@ def runner(key: bytes, tmp: Path, *extra: str) -> Iterator[str]:
     key_file = tmp / "windows-runner.key"
     key_file.write_bytes(key)
     proc = subprocess.Popen([*command, str(BUILD / "copapy-runner.exe"), "--tcp", "0",
-                             "--key-file", str(key_file), "--no-rt", *extra],
+                             "--key-file", str(key_file), "--no-rt", "--allow-code", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=wine_env())
     assert proc.stdout is not None
@@ -97,7 +97,8 @@ def com_runner(port: str = "COM9") -> Iterator[str]:
     link.unlink(missing_ok=True)
     link.symlink_to(os.ttyname(slave))
     proc = subprocess.Popen([*command, str(BUILD / "copapy-runner.exe"), "--com", port,
-                             "--no-rt"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--no-rt", "--allow-code"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
                             text=True, env=wine_env())
     listener = socket.create_server(("127.0.0.1", 0))
     done = threading.Event()

@@ -73,6 +73,7 @@ typedef struct host {
     SOCKET wake_rx, wake_tx;           /* a loopback UDP pair: the tick thread wakes main */
     LONG wake_pending;
     int want_rt, rt_active;
+    int allow_code; /* --allow-code: format-1 images (machine code) too, for tests */
     cp_jitter_hist hist;
     uint32_t late_ticks; /* atomic */
     uint64_t io[CP_IO_KIND_COUNT][CHANNELS];
@@ -602,7 +603,7 @@ static const char USAGE[] =
     "usage: copapy-runner (--tcp PORT --key-file F | --com COMn [--key-file F]) [--name NAME]\n"
     "         [--max-image BYTES] [--max-memory BYTES] [--budget-factor N]\n"
     "         [--link-timeout SECONDS] [--session-lease SECONDS] [--auth-grace SECONDS]\n"
-    "         [--no-rt]\n";
+    "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n";
 
 static BOOL WINAPI on_console(DWORD what)
 {
@@ -704,6 +705,8 @@ int main(int argc, char **argv)
             auth_grace = parse_seconds(a, need_arg(&i, argc, argv));
         } else if (strcmp(a, "--no-rt") == 0) {
             h->want_rt = 0;
+        } else if (strcmp(a, "--allow-code") == 0) {
+            h->allow_code = 1;
         } else if (strcmp(a, "--help") == 0) {
             fputs(USAGE, stdout);
             return 0;
@@ -786,6 +789,7 @@ int main(int argc, char **argv)
         die("cannot start the watchdog thread (error %d)", wd);
     }
     cfg->flags = (uint8_t)(CP_SERVER_FLAG_SIMULATED_IO |
+                           (h->allow_code ? CP_SERVER_FLAG_CODE : 0) |
                            (h->rt_active ? CP_SERVER_FLAG_REALTIME : 0));
     cp_error err;
     memset(&err, 0, sizeof(err));

@@ -104,7 +104,13 @@
     X(TOO_LARGE, 9)            \
     X(ARGUMENT, 10)            \
     X(UNSUPPORTED, 11)  /* a required section type this runner does not know (ABI 3) */  \
-    X(CPU_FEATURES, 12) /* the image needs CPU features this CPU lacks (ABI 4) */
+    X(CPU_FEATURES, 12) /* the image needs CPU features this CPU lacks (ABI 4) */ \
+    X(STENCIL, 13)      /* format 2: a block names no stencil of the runner's table */ \
+    X(SLOTS, 14)        /* format 2: a block's slot count is not its stencil's */ \
+    X(DATA_RANGE, 15)   /* format 2: a slot's access leaves the data region */ \
+    X(STRUCTURE, 16)    /* format 2: chains, fused loops or task entries malformed */ \
+    X(FROZEN, 17)       /* format 2: a length or pointer slot not frozen, or written */ \
+    X(TABLE, 18)        /* format 2: the image pins another stencil table */
 
 /* Fault kinds (docs/realtime.md, "Faults and the safe state"); 0 is none.
  * X(NAME, code, display name) */
@@ -137,7 +143,10 @@
     X(METADATA, 8, 1)          \
     X(LET_COPIES, 9, 16)       \
     X(IO_BINDINGS, 10, 16)     \
-    X(CPU_FEATURES, 11, 8)
+    X(CPU_FEATURES, 11, 8)     \
+    X(BLOCKS, 12, 1)           \
+    X(TABLE_PIN, 13, 32)       \
+    X(FROZEN, 14, 8)
 
 /* Kinds of the entries of a @cp.jit invoke plan (runner/python/invoke.h). X(NAME, code):
  * SCALAR a scalar argument or result; COPY a buffer argument copied in, a result copied out

@@ -96,7 +96,10 @@ enum {
     /* do not time the chains (no clock reads; exec times in the statistics stay 0) */
     COPAPY_NO_MEASURE = 2u,
     /* ABI 2: no time budget (a chain that never returns is not stopped) */
-    COPAPY_NO_BUDGET = 4u
+    COPAPY_NO_BUDGET = 4u,
+    /* also load a format-1 image, which carries machine code (unverified; docs/image.md):
+     * only for fault-containment tests. Default: format 2 only, built from the stencil table */
+    COPAPY_ALLOW_CODE = 8u
 };
 
 typedef struct copapy_options {

@@ -19,7 +19,9 @@ extern "C" {
 #endif
 
 #define CP_RUNNER_ABI_VERSION 5u
-#define CP_IMAGE_FORMAT_VERSION 1u
+#define CP_IMAGE_FORMAT_VERSION 2u
+/* the format that carries code: @cp.jit's own images and runners without a stencil table */
+#define CP_IMAGE_FORMAT_VERSION_CODE 1u
 
 /* Architecture ids of docs/image.md. */
 enum {

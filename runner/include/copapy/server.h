@@ -81,7 +81,10 @@ enum { CP_SERVER_EMPTY = 0, CP_SERVER_STOPPED = 1, CP_SERVER_RUNNING = 2,
 /* HELLO flags. AUTH: requests must be authenticated (cfg.require_auth); SESSION: a client's
  * session is live (a second one gets BUSY). */
 enum { CP_SERVER_FLAG_REALTIME = 1u, CP_SERVER_FLAG_SIMULATED_IO = 2u,
-       CP_SERVER_FLAG_AUTH = 4u, CP_SERVER_FLAG_SESSION = 8u };
+       CP_SERVER_FLAG_AUTH = 4u, CP_SERVER_FLAG_SESSION = 8u,
+       /* the runner also loads format-1 images (machine code, unverified): a runner started
+        * for fault-containment tests (copapy-runner --allow-code), never for peers */
+       CP_SERVER_FLAG_CODE = 16u };
 
 /* Links: the owner's connection, and a second connection on a socket transport. */
 enum { CP_SERVER_OWNER = 0, CP_SERVER_GUEST = 1 };

@@ -11,6 +11,8 @@ from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from . import _link
 from .fuse import LOOP_BEGIN
 from .lower import CompileError, Instr
+from .manifest import Chains
+from .runner_table import slot_roles
 from .table import Function, Reloc, StencilTable
 
 
@@ -27,6 +29,8 @@ class Linked:
     entries: list[int]  # entry offset of each task (Thumb bit included)
     patches: list[RuntimePatch] = field(default_factory=list)
     stencil_bytes: int = 0  # bytes of the chains (without helpers and constants)
+    #: the chains by stencil id and slot offsets (format 2's BLOCKS, compiler/manifest.py)
+    blocks: Chains = field(default_factory=list)
 
 
 #: a reference to resolve: [site, kind, target type, target, addend], where the target type is
@@ -127,6 +131,20 @@ class _Linker:
 _link.configure(CompileError)
 
 
+def blocks_of(chains: Sequence[Sequence[Instr]], table: StencilTable) -> Chains:
+    """The manifest of ``chains``: each stencil's id and its slot offsets in the canonical
+    role order (compiler/runner_table.py)."""
+    ids = {n: i for i, n in enumerate(table.names())}
+    out: Chains = []
+    for instrs in chains:
+        blocks = []
+        for stencil, slots in instrs:
+            by_role = dict(slots)
+            blocks.append((ids[stencil], tuple(by_role[r] for r in slot_roles(table, stencil))))
+        out.append(blocks)
+    return out
+
+
 def link(chains: Sequence[Sequence[Instr]], table: StencilTable) -> Linked:
     """Code of all task chains plus helpers and constants, and the patches left for the runner."""
     linker = _Linker(table)
@@ -136,4 +154,5 @@ def link(chains: Sequence[Sequence[Instr]], table: StencilTable) -> Linked:
     linker.pad_to(4)
     data_offset = _align(max(len(linker.code), 1), table.base_align)
     patches = linker.resolve(data_offset)
-    return Linked(bytes(linker.code), data_offset, entries, patches, stencil_bytes)
+    return Linked(bytes(linker.code), data_offset, entries, patches, stencil_bytes,
+                  blocks_of(chains, table))

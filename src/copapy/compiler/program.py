@@ -27,6 +27,8 @@ from .lanepack import pack_reductions
 from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
 from .link import link
 from .lower import ChainSpec, CompileError, Instr, lower_chain
+from .manifest import encode, frozen_slots
+from .runner_table import VERIFIED_ARCHS, runner_table
 from .table import StencilTable, load_table
 
 COMPILER_VERSION = "copapy-0.1"
@@ -128,6 +130,9 @@ class _Builder:
         self.blocks: dict[Node, tuple[Node, ...]] = {}
         self.member: dict[Node, tuple[Node, int]] = {}
         self.block_offsets: dict[Node, int] = {}
+        #: write format 1 (code) even where runners verify: @cp.jit's in-place images, whose
+        #: pointer slots Program.invoke moves per call (loaded only on the trusted path)
+        self.code_image = arch not in VERIFIED_ARCHS
         #: a bar for compiles longer than about a second
         self.progress = Progress("compiling")
 
@@ -247,6 +252,13 @@ class _Builder:
                       "tasks": [t.name for t in specs]},
             cpu_features=feature_mask(by_name(self.arch)),
         )
+        if not self.code_image:
+            image.blocks = encode(linked.blocks)
+            image.table_pin = runner_table(self.arch).pin
+            image.frozen = frozen_slots(self.table, linked.blocks)
+            image.code_size = len(linked.code)
+            # a task names its chain, not a code offset: the runner places the chains
+            image.tasks = [t._replace(entry=k) for k, t in enumerate(image.tasks)]
         return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
                                len(linked.code), linked.stencil_bytes, data_size,
                                len(linked.patches), list(specs), self.task_ops)
@@ -266,6 +278,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
     simpler ones (comparisons the value ranges decide, checks.folded); the outputs keep their
     ports."""
     b = _Builder(arch, names)
+    b.code_image = b.code_image or in_place
     order, states = _closure(outputs, set(), fold)
     order, states, mapping = b.pack(order, states, outputs, mapping=fold)
     spec = ChainSpec({}, {}, [])

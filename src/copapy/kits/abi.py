@@ -19,7 +19,7 @@ else:
 
 OK, E_ARGUMENT, E_IMAGE, E_NO_PORT, E_NOMEM, E_IO, E_READ_ONLY, E_FAULTED, E_SYSTEM, \
     E_STOPPED = range(10)
-DETERMINISTIC, NO_MEASURE, NO_BUDGET = 1, 2, 4
+DETERMINISTIC, NO_MEASURE, NO_BUDGET, ALLOW_CODE = 1, 2, 4, 8
 LOOP_FIFO, LOOP_MLOCK, LOOP_SLACK1, LOOP_DMA_LATENCY0 = 1, 2, 4, 8
 
 
@@ -163,16 +163,19 @@ class CProgram:
     """A program image loaded by libcopapy (ctypes)."""
 
     def __init__(self, image: bytes, deterministic: bool = False, tick_ns: int = 0,
-                 budget_factor: int = 0, budget_min_ns: int = 0) -> None:
+                 budget_factor: int = 0, budget_min_ns: int = 0,
+                 allow_code: bool = False) -> None:
         """``budget_factor``/``budget_min_ns``: the time budget of a job (copapy_options; 0:
-        the defaults, 10 x the task's budget, at least 20 ms)."""
+        the defaults, 10 x the task's budget, at least 20 ms). ``allow_code``: also a
+        format-1 image, which carries machine code (COPAPY_ALLOW_CODE: fault tests only)."""
         if not isinstance(image, bytes | bytearray | memoryview):
             raise TypeError(f"CProgram(image) takes the image bytes (cp.load(path).image, "
                             f"tg.image), got {type(image).__name__}")
         image = bytes(image)
         self._lib = lib()
         err = new_error()
-        opt = Options(struct_size=C.sizeof(Options), flags=DETERMINISTIC if deterministic else 0,
+        flags = (DETERMINISTIC if deterministic else 0) | (ALLOW_CODE if allow_code else 0)
+        opt = Options(struct_size=C.sizeof(Options), flags=flags,
                       tick_ns=tick_ns, budget_factor=budget_factor, budget_min_ns=budget_min_ns)
         handle = C.c_void_p()
         rc = self._lib.copapy_load(image, len(image), C.byref(opt), C.byref(handle),

@@ -11,16 +11,19 @@ if TYPE_CHECKING:
     from .._runner import Program
 
 
-def load_native(image: bytes, own_code: bool = False) -> Program:
+def load_native(image: bytes, own_code: bool = False, allow_code: bool = False) -> Program:
     """Validate and load an image for this machine; raises ImageLoadError naming the problem
     (an image larger than the memory cap, runtime.errors.max_memory(), names the option).
     ``own_code``: this process compiled it from its stencils, so its jobs skip the guard's
-    signal-state check (1.5 us of system calls; platform_posix.h, cp_posix_guard_policy)."""
+    signal-state check (1.5 us of system calls; platform_posix.h, cp_posix_guard_policy), and
+    it may be a format-1 image (machine code: @cp.jit's in-place images). ``allow_code``: a
+    format-1 image is accepted without own_code's trust (fault-containment tests); otherwise
+    an image must be format 2, which the runner builds from its own stencil table."""
     from .. import _runner
 
     try:
         return _runner.load(image, max_memory=max_memory(), memory_option=MEMORY_OPTION,
-                            own_code=own_code)
+                            own_code=own_code, allow_code=allow_code)
     except _runner.ImageError as exc:
         if exc.code == CPU_FEATURES:  # the runner's CPUID check (the Python one passed)
             raise features_error(_runner.ARCH, image, exc.detail) from None

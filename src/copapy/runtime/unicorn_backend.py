@@ -76,6 +76,10 @@ class UnicornProgram:
             img = parse(image)
         except ValueError as exc:
             raise ImageLoadError(str(exc)) from exc
+        if img.format_version != 1:
+            raise ImageLoadError("TABLE: the emulated runtime builds no code from stencil ids "
+                                 "(image format 2) yet: run the image on a native runner of "
+                                 "its architecture")
         check_memory(img.data_offset + img.data_size)
         name = id_name(img.arch)
         if name != arch:

@@ -37,6 +37,8 @@ __all__ = ["ControlLoop", "LoopStats", "arm", "buffer_hardware", "dc_motor", "ki
 
 OK, E_NO_PORT, E_FAULTED = 0, 3, 7
 DETERMINISTIC = 1
+#: copapy_options.flags COPAPY_ALLOW_CODE: a format-1 image (machine code) too; fault tests only
+ALLOW_CODE = 8
 _kit_lock = threading.Lock()
 _kit_built: Built | None = None
 
@@ -121,7 +123,9 @@ class ControlLoop:
     commanded while the program is faulted, default 0), ``parameters`` inputs written from
     Python with :meth:`write`. Ports are given as values or as port names. ``hardware``: a
     copapy_kit Hardware object (``dc_motor``, ``arm``, your own C++ class), a pair of float64
-    arrays ``(state, command)``, or None. ``deterministic``: job costs are the declared
+    arrays ``(state, command)``, or None. ``allow_code``: also a format-1 image, which carries
+    machine code (COPAPY_ALLOW_CODE: fault-containment tests only; by default only what
+    libcopapy verifies runs). ``deterministic``: job costs are the declared
     wcet, as in LocalTarget (else measured).
 
     Real-time options (each applied by the loop thread, reported in ``stats().rt``):
@@ -135,7 +139,7 @@ class ControlLoop:
                  hardware: Any = None, deterministic: bool = False, fifo: bool = False,
                  priority: int = 80, mlock: bool = False, slack1: bool = True,
                  dma_latency0: bool = False, cpu: int = -1, latency_capacity: int = 1 << 16,
-                 trace_capacity: int = 0) -> None:
+                 trace_capacity: int = 0, allow_code: bool = False) -> None:
         if bool(tasks) == (image is not None):
             raise TypeError("ControlLoop takes tasks or image=, not both (nor neither)")
         self._ports: dict[Any, Any] = {}
@@ -148,7 +152,8 @@ class ControlLoop:
         k = kit()
         self._loop = k.ControlLoop()
         period_ns = round(period * 1e9) if period is not None else 0
-        rc = self._loop.load(image, len(image), DETERMINISTIC if deterministic else 0, period_ns)
+        flags = (DETERMINISTIC if deterministic else 0) | (ALLOW_CODE if allow_code else 0)
+        rc = self._loop.load(image, len(image), flags, period_ns)
         if rc != OK:
             name = str(self._loop.error_name())
             message = str(self._loop.error())
