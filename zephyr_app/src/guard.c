@@ -43,6 +43,9 @@ __attribute__((noreturn)) static void guard_resume(void)
 int cpz_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
 {
     ARG_UNUSED(ctx);
+#if defined(CONFIG_COPAPY_USERSPACE)
+    return cpz_user_job(entry, budget_ns, fault); /* userjob.c */
+#endif
     if (cm_setjmp(&env) != 0) {
         cpz_budget_disarm();
         /* a chain may have masked interrupts (cpsid i, basepri) before it was stopped */
@@ -127,6 +130,17 @@ void __wrap_z_arm_fault(uint32_t msp, uint32_t psp, uint32_t exc_return, void *c
 {
     uint32_t cfsr = CM_SCB_CFSR, hfsr = CM_SCB_HFSR;
     uint32_t vect = CM_SCB_ICSR & ICSR_VECTACTIVE;
+#if defined(CONFIG_COPAPY_USERSPACE)
+    /* a fault of the job thread (userjob.c): recorded, then Zephyr's path ends the thread */
+    if ((exc_return & CPZ_EXC_THREAD_PSP) == CPZ_EXC_THREAD_PSP && cpz_user_job_current() &&
+        vect >= 3u && vect <= 6u) {
+        static const uint32_t ukinds[4] = {CP_FAULT_HARDFAULT, CP_FAULT_MEMMANAGE,
+                                           CP_FAULT_BUSFAULT, CP_FAULT_USAGEFAULT};
+        uint32_t ukind = ukinds[vect - 3u];
+        cpz_user_fault(ukind, ukind == CP_FAULT_HARDFAULT ? cfsr | hfsr : cfsr,
+                       cm_fault_address(ukind, cfsr), ((const uint32_t *)(uintptr_t)psp)[6]);
+    }
+#endif
     /* taken from thread mode (EXC_RETURN), in the thread that runs the guarded chain */
     if ((exc_return & CPZ_EXC_THREAD_PSP) != CPZ_EXC_THREAD_PSP || !chain_is_current() ||
         (cfsr & CFSR_STACK_ERRORS) != 0 || vect < 3u || vect > 6u) {
@@ -148,6 +162,11 @@ void __wrap_z_do_kernel_oops(const void *esf, void *callee_regs)
     uint32_t psp;
     __asm__ volatile("mrs %0, psp" : "=r"(psp));
     const uint32_t *frame = esf;
+#if defined(CONFIG_COPAPY_USERSPACE)
+    if ((uintptr_t)esf == psp && cpz_user_job_current()) {
+        cpz_user_fault(CP_FAULT_HARDFAULT, 0, 0, frame[6]); /* an SVC the kernel refused */
+    }
+#endif
     if ((uintptr_t)esf != psp || !chain_is_current() || !cpz_in_slots(frame[6])) {
         __real_z_do_kernel_oops(esf, callee_regs);
         return;
