@@ -69,7 +69,8 @@ class Runner:
         return SerialTarget(self.url, timeout=self.timeout, **kw)
 
 
-RUNNERS = ["host", "bare-metal-qemu", "zephyr-qemu", "zephyr-renode", "windows-wine"]
+RUNNERS = ["host", "bare-metal-qemu", "zephyr-qemu", "zephyr-qemu-user", "zephyr-renode",
+           "windows-wine"]
 
 
 @pytest.fixture(scope="module", params=RUNNERS)
@@ -94,6 +95,16 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         zr.require_zephyr()
         with zr.qemu_runner("mps2_an500") as url:
             yield Runner(name, url, 3.0, True)
+    elif name == "zephyr-qemu-user":  # jobs in a Zephyr user thread (docs/zephyr.md)
+        zr.require_zephyr()
+        with zr.qemu_runner("mps2_an500_user") as url:
+            # cpsid does nothing in user mode: the budget stops the masked loop
+            yield Runner(name, url, 3.0, True,
+                         unmodelled_faults=(("BusFault", "user mode: the MPU refuses the load "
+                                             "from unmapped memory first (MemManage); the SCS "
+                                             "attacks of test_zephyr_usermode.py are "
+                                             "BusFaults"),),
+                         masked_loop_fault="timeout")
     else:
         zr.require_zephyr()
         with zr.renode_runner("teensy41_lpuart") as url:
@@ -591,8 +602,9 @@ def keyed_runner(name: str, key: bytes, tmp: Path) -> Iterator[str]:
     elif name == "bare-metal-qemu":
         with qemu_runner("cortex-m7", f"RUNNER_KEY={key.hex()}", build_dir="build/keyed") as u:
             yield u
-    elif name == "zephyr-qemu":
-        with zr.qemu_runner("mps2_an500_keyed") as url:
+    elif name in ("zephyr-qemu", "zephyr-qemu-user"):
+        with zr.qemu_runner("mps2_an500_keyed" if name == "zephyr-qemu"
+                            else "mps2_an500_user_keyed") as url:
             yield url
     elif name == "windows-wine":
         with wine.runner(key, tmp) as url:
