@@ -8,6 +8,7 @@
  *   codemem.c   the program slots (ITCM or a devicetree memory node) and sealing them
  *   io.c        copapy channels -> devicetree copapy,io (GPIO, PWM, QDEC, ADC) or simulated
  *   guard.c     fault containment: the chains' guard, Zephyr's fault entries wrapped
+ *   userjob.c   user mode (CONFIG_COPAPY_USERSPACE): the jobs in a user thread, MPU-confined
  *   budget.c    the budget timer that stops a chain running past its budget
  *   watchdog.c  the hardware watchdog (watchdog0), the last resort
  *   fault.c     faults outside a guarded chain: report, reboot
