@@ -5,7 +5,7 @@ with every job in a user thread (mps2_an500_user). The guest clock counts instru
 instruction count, guard included. Prints per task the mean and max job time of both builds,
 the difference per job in instructions, and flash/RAM of both images.
 
-    source /opt/zephyrproject/env.sh
+    # ZEPHYR_BASE, the toolchain and west as for the tests (docs/zephyr.md, "Tests")
     PYTHONPATH=src python benchmarks/bench_zephyr_usermode.py [--seconds 3]
 """
 
