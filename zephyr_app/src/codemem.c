@@ -183,7 +183,7 @@ static void user_free(void *ctx, void *base, size_t size)
     }
 }
 
-/* the tables inside the data MPU region: [align_up(data end, 8), initial data), cut at the
+/* the tables inside the data MPU region: [data end, initial data), cut at the
  * region's end (program.c's layout: code | data | tasks | copies | bindings | initial data) */
 static int user_snapshot(struct user_slot *u, size_t code_len, size_t size)
 {
@@ -191,7 +191,8 @@ static int user_snapshot(struct user_slot *u, size_t code_len, size_t size)
         printk("copapy: user mode: the image header changed during the load\n");
         return -1;
     }
-    uintptr_t tables = ROUND_UP(u->base + code_len + u->data_bytes, 8);
+    /* from the data's end: the padding before the tables (CP_DATA_END_ALIGN) is no data either */
+    uintptr_t tables = u->base + code_len + u->data_bytes;
     uintptr_t end = MIN(u->base + size - u->data_bytes, u->data_start + u->data_size);
     size_t len = end > tables ? end - tables : 0u;
     if (len > sizeof(u->snapshot)) {

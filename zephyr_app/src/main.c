@@ -165,7 +165,8 @@ int main(void)
     cpz_budget_init();
     cpz_watchdog_init();
     printk("copapy: %s; slots %p and %p, %u bytes each; link %s; budget %s; watchdog %s%s\n",
-           name, (void *)cpz_slot(0), (void *)cpz_slot(1), (unsigned int)cpz_slot_size(), cpz_link_name(), cpz_budget_source(),
+           name, (void *)cpz_slot(0), (void *)cpz_slot(1), (unsigned int)cpz_slot_size(),
+           cpz_link_name(), cpz_budget_source(),
            cpz_watchdog_name(), cfg.require_auth ? "; key required" : "");
     rc = cpz_link_init();
     if (rc != 0) {

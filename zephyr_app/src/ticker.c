@@ -394,7 +394,8 @@ void cpz_ticker_notify(void *ctx, uint32_t what)
 }
 
 /* user mode: the jobs run in another thread, with interrupts on (userjob.c) */
-#define LOCK_IRQS (IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS) && !IS_ENABLED(CONFIG_COPAPY_USERSPACE))
+#define LOCK_IRQS \
+    (IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS) && !IS_ENABLED(CONFIG_COPAPY_USERSPACE))
 
 static void tick_loop(void *p1, void *p2, void *p3)
 {
