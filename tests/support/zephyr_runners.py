@@ -50,6 +50,11 @@ VARIANTS = {
     "teensy41": Variant("teensy41"),  # USB CDC ACM: the product
     "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",)),
     "mps3_an547": Variant("mps3_an547"),
+    # jobs in a Zephyr user thread (CONFIG_COPAPY_USERSPACE, docs/zephyr.md "User mode")
+    "mps2_an500_user": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y",)),
+    "teensy41_user": Variant("teensy41", ("-DCONFIG_COPAPY_USERSPACE=y",)),
+    "mps2_an500_user_keyed": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y",
+                                                    f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"')),
     # sessions with a key: only its owner gets in
     "mps2_an500_keyed": Variant("mps2_an500", (f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"',)),
     "teensy41_lpuart_keyed": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",

@@ -8,6 +8,7 @@
  *   codemem.c   the program slots (ITCM or a devicetree memory node) and sealing them
  *   io.c        copapy channels -> devicetree copapy,io (GPIO, PWM, QDEC, ADC) or simulated
  *   guard.c     fault containment: the chains' guard, Zephyr's fault entries wrapped
+ *   userjob.c   user mode (CONFIG_COPAPY_USERSPACE): the jobs in a user thread, MPU-confined
  *   budget.c    the budget timer that stops a chain running past its budget
  *   watchdog.c  the hardware watchdog (watchdog0), the last resort
  *   fault.c     faults outside a guarded chain: report, reboot
@@ -79,6 +80,21 @@ const char *cpz_budget_source(void);
 void cpz_watchdog_init(void);
 void cpz_watchdog_feed(void);                  /* link thread: unless a tick is stuck */
 const char *cpz_watchdog_name(void);
+
+/* ---- userjob.c (CONFIG_COPAPY_USERSPACE): the jobs in a user thread */
+void cpz_user_init(void);
+int cpz_user_job(void (*entry)(void), uint64_t budget_ns, cp_fault *fault); /* as cpz_guard */
+int cpz_user_job_current(void);                /* 1: the job thread is the current thread */
+void cpz_user_fault(uint32_t kind, uint32_t code, uint64_t address, uint32_t pc);
+int cpz_user_fatal(void);                      /* fatal error path: 1 if it was the job's */
+
+/* ---- codemem.c, user mode: the MPU regions of the program whose code holds entry */
+int cpz_user_slot_of(uintptr_t entry, uint32_t *id, uint32_t *gen, uintptr_t *code,
+                     size_t *code_size, uintptr_t *data, size_t *data_size);
+uintptr_t cpz_user_tables_check(uint32_t id); /* 0, or the first changed byte (restored) */
+
+/* ---- main.c */
+const uint8_t *cpz_staging(void);              /* the upload buffer: the image being loaded */
 
 /* ---- fault.c */
 void cpz_fault_init(void);

@@ -11,6 +11,11 @@
 void k_sys_fatal_error_handler(unsigned int reason, const z_arch_esf_t *esf)
 {
     ARG_UNUSED(esf);
+#if defined(CONFIG_COPAPY_USERSPACE)
+    if (cpz_user_fatal()) {
+        return; /* the job thread's: contained (userjob.c), Zephyr aborts the thread */
+    }
+#endif
     printk("copapy: fatal error %u: restarting\n", reason);
     sys_reboot(SYS_REBOOT_COLD);
 }

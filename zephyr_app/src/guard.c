@@ -15,6 +15,10 @@
  *   * the budget timer (budget.c) and the watchdog's warning (watchdog.c), through
  *     cpz_guard_abandon.
  *
+ * User mode (CONFIG_COPAPY_USERSPACE): the chains run in userjob.c's job thread instead; its
+ * faults and refused SVCs are recorded here (cpz_user_fault) and end in Zephyr's fatal error
+ * path, which aborts that thread (fault.c, userjob.c).
+ *
  * No FP register is used on these paths (general-regs-only): a lazy FP save may be pending. */
 #include <zephyr/kernel.h>
 #include <zephyr/sys/util.h>
@@ -43,6 +47,9 @@ __attribute__((noreturn)) static void guard_resume(void)
 int cpz_guard(void *ctx, void (*entry)(void), uint64_t budget_ns, cp_fault *fault)
 {
     ARG_UNUSED(ctx);
+#if defined(CONFIG_COPAPY_USERSPACE)
+    return cpz_user_job(entry, budget_ns, fault); /* userjob.c */
+#endif
     if (cm_setjmp(&env) != 0) {
         cpz_budget_disarm();
         /* a chain may have masked interrupts (cpsid i, basepri) before it was stopped */
@@ -122,20 +129,31 @@ void __wrap_z_arm_fault(uint32_t msp, uint32_t psp, uint32_t exc_return, void *c
 void __real_z_do_kernel_oops(const void *esf, void *callee_regs);
 void __wrap_z_do_kernel_oops(const void *esf, void *callee_regs);
 
+/* exception number 3..6 -> fault kind */
+static const uint32_t fault_kinds[4] = {CP_FAULT_HARDFAULT, CP_FAULT_MEMMANAGE,
+                                        CP_FAULT_BUSFAULT, CP_FAULT_USAGEFAULT};
+
 __attribute__((target("general-regs-only")))
 void __wrap_z_arm_fault(uint32_t msp, uint32_t psp, uint32_t exc_return, void *callee_regs)
 {
     uint32_t cfsr = CM_SCB_CFSR, hfsr = CM_SCB_HFSR;
     uint32_t vect = CM_SCB_ICSR & ICSR_VECTACTIVE;
+#if defined(CONFIG_COPAPY_USERSPACE)
+    /* a fault of the job thread (userjob.c): recorded, then Zephyr's path ends the thread */
+    if ((exc_return & CPZ_EXC_THREAD_PSP) == CPZ_EXC_THREAD_PSP && cpz_user_job_current() &&
+        vect >= 3u && vect <= 6u) {
+        uint32_t ukind = fault_kinds[vect - 3u];
+        cpz_user_fault(ukind, ukind == CP_FAULT_HARDFAULT ? cfsr | hfsr : cfsr,
+                       cm_fault_address(ukind, cfsr), ((const uint32_t *)(uintptr_t)psp)[6]);
+    }
+#endif
     /* taken from thread mode (EXC_RETURN), in the thread that runs the guarded chain */
     if ((exc_return & CPZ_EXC_THREAD_PSP) != CPZ_EXC_THREAD_PSP || !chain_is_current() ||
         (cfsr & CFSR_STACK_ERRORS) != 0 || vect < 3u || vect > 6u) {
         __real_z_arm_fault(msp, psp, exc_return, callee_regs);
         return;
     }
-    static const uint32_t kinds[4] = {CP_FAULT_HARDFAULT, CP_FAULT_MEMMANAGE,
-                                      CP_FAULT_BUSFAULT, CP_FAULT_USAGEFAULT};
-    uint32_t kind = kinds[vect - 3u];
+    uint32_t kind = fault_kinds[vect - 3u];
     uint64_t address = cm_fault_address(kind, cfsr);
     cm_fault_clear(cfsr, hfsr);
     abandon((uint32_t *)(uintptr_t)psp, kind, kind == CP_FAULT_HARDFAULT ? cfsr | hfsr : cfsr,
@@ -148,6 +166,11 @@ void __wrap_z_do_kernel_oops(const void *esf, void *callee_regs)
     uint32_t psp;
     __asm__ volatile("mrs %0, psp" : "=r"(psp));
     const uint32_t *frame = esf;
+#if defined(CONFIG_COPAPY_USERSPACE)
+    if ((uintptr_t)esf == psp && cpz_user_job_current()) {
+        cpz_user_fault(CP_FAULT_HARDFAULT, 0, 0, frame[6]); /* an SVC the kernel refused */
+    }
+#endif
     if ((uintptr_t)esf != psp || !chain_is_current() || !cpz_in_slots(frame[6])) {
         __real_z_do_kernel_oops(esf, callee_regs);
         return;

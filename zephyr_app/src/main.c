@@ -28,6 +28,11 @@ static cp_server_config cfg;
 static uint8_t work[CP_SERVER_WORK_SIZE(MAX_PAYLOAD, PORTS_CAPACITY, RING_SIZE)] __aligned(8);
 static uint8_t staging[CONFIG_COPAPY_STAGING_SIZE] __aligned(8) __noinit;
 
+const uint8_t *cpz_staging(void)
+{
+    return staging;
+}
+
 /* the shared key (CONFIG_COPAPY_KEY, hex): sessions as on every runner (docs/protocol.md) */
 static uint8_t key[64];
 
@@ -106,9 +111,11 @@ int main(void)
 
     cfg.struct_size = sizeof(cfg);
     cfg.platform = cpz_platform();
+#if !defined(CONFIG_COPAPY_USERSPACE)
     cfg.slot_mem[0] = cpz_slot(0);
     cfg.slot_mem[1] = cpz_slot(1);
     cfg.slot_size = cpz_slot_size();
+#endif /* user mode: the platform places programs in the slots itself (codemem.c) */
     cfg.staging = staging;
     cfg.staging_size = sizeof(staging);
     cfg.work = work;
@@ -152,11 +159,14 @@ int main(void)
         return 0;
     }
     cpz_fault_init();
+#if defined(CONFIG_COPAPY_USERSPACE)
+    cpz_user_init();
+#endif
     cpz_budget_init();
     cpz_watchdog_init();
     printk("copapy: %s; slots %p and %p, %u bytes each; link %s; budget %s; watchdog %s%s\n",
-           name, (void *)cfg.slot_mem[0], (void *)cfg.slot_mem[1],
-           (unsigned int)cfg.slot_size, cpz_link_name(), cpz_budget_source(),
+           name, (void *)cpz_slot(0), (void *)cpz_slot(1), (unsigned int)cpz_slot_size(),
+           cpz_link_name(), cpz_budget_source(),
            cpz_watchdog_name(), cfg.require_auth ? "; key required" : "");
     rc = cpz_link_init();
     if (rc != 0) {

@@ -393,6 +393,10 @@ void cpz_ticker_notify(void *ctx, uint32_t what)
     cpz_unlock(NULL);
 }
 
+/* user mode: the jobs run in another thread, with interrupts on (userjob.c) */
+#define LOCK_IRQS \
+    (IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS) && !IS_ENABLED(CONFIG_COPAPY_USERSPACE))
+
 static void tick_loop(void *p1, void *p2, void *p3)
 {
     ARG_UNUSED(p1);
@@ -409,7 +413,7 @@ static void tick_loop(void *p1, void *p2, void *p3)
          * handler runs it: execution times then exclude interrupt handlers (under qemu a UART
          * byte's interrupt costs tens of microseconds) */
         __atomic_store_n(&busy_since, k_uptime_get_32() + 1u, __ATOMIC_RELAXED);
-        unsigned int key = IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS) ? irq_lock() : 0u;
+        unsigned int key = LOCK_IRQS ? irq_lock() : 0u;
         uint64_t now = src->now_units();
         if (now + tk.margin >= tk.deadline) {
             cp_jitter_record(&hist, src->units_to_ns(now > tk.deadline ? now - tk.deadline : 0));
@@ -417,7 +421,7 @@ static void tick_loop(void *p1, void *p2, void *p3)
                                                tk.margin, MAX_CATCHUP);
             __atomic_store_n(&late_ticks, late_ticks + late, __ATOMIC_RELAXED);
         }
-        if (IS_ENABLED(CONFIG_COPAPY_TICK_LOCK_IRQS)) {
+        if (LOCK_IRQS) {
             irq_unlock(key);
         }
         __atomic_store_n(&busy_since, 0u, __ATOMIC_RELAXED);
