@@ -194,6 +194,23 @@ def test_two_runner_cores_in_one_process(order: tuple[str, str]) -> None:
     assert proc.returncode == -11, (proc.returncode, proc.stderr[-3000:])  # SIGSEGV, no hang
 
 
+def test_emulated_controller_commands_safe_values(tmp_path: Path) -> None:
+    """A fault in the controller's program (machine code injected: allow_code) is contained and
+    the controller commands the safe values from then on."""
+    path = tmp_path / "faulty.cpim"
+    path.write_bytes(faulty("SIGILL"))
+    run = rc.run_emulated(1, 60, image=path, state_ports=["x"], command_ports=["ctrl.out0"],
+                          lock_memory=False, allow_code=True)
+    assert run.fault.startswith("SIGILL in task 0 at tick 10"), run.fault
+    assert run.updates == 60
+    # the mock system reflects each command into the next state: 0 -> 1 -> 1.5 -> ...
+    want = [0.0]
+    for _ in range(FAULT_TICK):
+        want.append(float(np.float32(0.5 * np.float32(want[-1]) + 1.0)))
+    assert list(run.commands[:FAULT_TICK, 0]) == want[1:]
+    assert list(run.commands[FAULT_TICK:, 0]) == [0.0] * (60 - FAULT_TICK)
+
+
 def test_emulated_controller_refuses_machine_code(tmp_path: Path) -> None:
     """The controller loads only what libcopapy verifies (issue 29): a faulty image (machine
     code, format 1) is refused before anything runs."""
@@ -213,7 +230,8 @@ def test_real_controller_manager_survives_a_faulting_program(tmp_path: Path) -> 
     path.write_bytes(faulty("SIGSEGV"))
     prefix = rc.build_package()
     run = rc.run_controller_manager(1, 1.0, prefix=prefix, image=path, state_ports=["x"],
-                                    command_ports=["ctrl.out0"], safe_commands=[-0.5])
+                                    command_ports=["ctrl.out0"], safe_commands=[-0.5],
+                                    allow_code=True)
     assert run.fault.startswith("SIGSEGV in task 0 at tick 10"), run.log[-3000:]
     assert run.updates > 100  # update() went on after the fault
     c = run.commands[:, 0]

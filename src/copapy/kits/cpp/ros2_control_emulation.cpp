@@ -123,11 +123,13 @@ Ros2ControlEmulation::Ros2ControlEmulation(int joints, double initial_position)
 Ros2ControlEmulation::~Ros2ControlEmulation() { delete impl_; }
 
 bool Ros2ControlEmulation::use_copapy(const char *image_path, const char *state_ports,
-                                      const char *command_ports, int64_t tick_ns)
+                                      const char *command_ports, int64_t tick_ns,
+                                      bool allow_code)
 {
     Impl &m = *impl_;
     std::vector<std::string> s = split(state_ports), c = split(command_ports);
-    if (!m.core.configure(image_path != nullptr ? image_path : "", tick_ns, s, c, {}, &m.error)) {
+    if (!m.core.configure(image_path != nullptr ? image_path : "", tick_ns, s, c, {}, &m.error,
+                          allow_code)) {
         return false;
     }
     if (m.core.state_size() != static_cast<std::size_t>(m.joints) ||

@@ -164,14 +164,17 @@ def emulation_kit() -> Any:
 def run_emulated(joints: int, cycles: int, *, image: Path | None = None,
                  state_ports: list[str] | None = None, command_ports: list[str] | None = None,
                  update_rate: int = 1000, thread_priority: int = 50, lock_memory: bool = True,
-                 gain: float = 0.01, target: float = 1.0, record: bool = True) -> ControllerRun:
+                 gain: float = 0.01, target: float = 1.0, record: bool = True,
+                 allow_code: bool = False) -> ControllerRun:
     """The copapy controller (``image`` given) or the trivial one, in the loop that reproduces
-    ros2_control_node's timing, on a mock system of ``joints`` position joints."""
+    ros2_control_node's timing, on a mock system of ``joints`` position joints. ``allow_code``:
+    also a format-1 image, which carries machine code (fault-containment tests only)."""
     k = emulation_kit()
     emu = k.Ros2ControlEmulation(joints, 0.0)
     if image is not None:
         if not emu.use_copapy(str(image), ",".join(state_ports or []),
-                              ",".join(command_ports or []), 1_000_000_000 // update_rate):
+                              ",".join(command_ports or []), 1_000_000_000 // update_rate,
+                              allow_code):
             raise KitError(str(emu.error()))
         name = "copapy"
     else:
@@ -241,12 +244,13 @@ def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
                            command_ports: list[str] | None = None,
                            safe_commands: list[float] | None = None, update_rate: int = 1000,
                            thread_priority: int = 50, gain: float = 0.01, target: float = 1.0,
-                           workdir: Path | None = None) -> ControllerRun:
+                           workdir: Path | None = None, allow_code: bool = False) -> ControllerRun:
     """Runs ``ros2_control_node`` (mock_components/GenericSystem with ``joints`` position
     joints, ``update_rate`` Hz, ``thread_priority``: 50 = the node's default FIFO priority, 0 =
     SCHED_OTHER) with the copapy controller (``image``; ``safe_commands``: what it commands
     once the program has faulted, default 0) or the trivial one for ``seconds``. ``prefix``:
-    the install prefix of copapy_ros2_control (:func:`build_package`)."""
+    the install prefix of copapy_ros2_control (:func:`build_package`). ``allow_code``: also a
+    format-1 image, which carries machine code (fault-containment tests only)."""
     node_exe = os.environ.get("COPAPY_ROS2_CONTROL_NODE", "ros2_control_node")
     name = "copapy" if image is not None else "passthrough"
     cycles = int(seconds * update_rate * 1.5) + 1000
@@ -266,6 +270,8 @@ def run_controller_manager(joints: int, seconds: float, *, prefix: Path,
                     f"    command_ports: {_yaml_list(command_ports or [])}\n")
         if safe_commands:
             specific += f"    safe_commands: {json.dumps([float(v) for v in safe_commands])}\n"
+        if allow_code:
+            specific += "    allow_code: true\n"
         kind = f"{PACKAGE}/CopapyController"
     else:
         specific = f"    gain: {gain}\n    target: {target}\n"

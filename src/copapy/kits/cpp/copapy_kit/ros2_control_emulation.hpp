@@ -34,9 +34,10 @@ public:
     Ros2ControlEmulation &operator=(const Ros2ControlEmulation &) = delete;
 
     // The copapy controller: the image and its ports (comma-separated, one state port per
-    // joint position, one command port per joint). False with error() on failure.
+    // joint position, one command port per joint). False with error() on failure. allow_code:
+    // also a format-1 image (machine code; fault-containment tests only).
     bool use_copapy(const char *image_path, const char *state_ports, const char *command_ports,
-                    int64_t tick_ns);
+                    int64_t tick_ns, bool allow_code = false);
     // The trivial controller (PassthroughController's update).
     void use_passthrough(double gain, double target);
 

@@ -156,6 +156,7 @@ protected:
         auto_declare<std::vector<std::string>>("state_ports", {});
         auto_declare<std::vector<std::string>>("command_ports", {});
         auto_declare<std::vector<double>>("safe_commands", {});
+        auto_declare<bool>("allow_code", false);  // fault-containment tests only
     }
 
     bool configure_more(std::string *error) override
@@ -165,13 +166,15 @@ protected:
         const auto state_ports = node->get_parameter("state_ports").as_string_array();
         const auto command_ports = node->get_parameter("command_ports").as_string_array();
         const auto safe = node->get_parameter("safe_commands").as_double_array();
+        const bool allow_code = node->get_parameter("allow_code").as_bool();
         if (image.empty()) {
             *error = "parameter 'image' (a saved copapy program, .cpim) is empty";
             return false;
         }
         const unsigned rate = get_update_rate();
         const int64_t tick_ns = rate > 0 ? 1000000000LL / rate : 0;
-        if (!core_.configure(image, tick_ns, state_ports, command_ports, safe, error)) {
+        if (!core_.configure(image, tick_ns, state_ports, command_ports, safe, error,
+                             allow_code)) {
             return false;
         }
         const std::size_t ns = node->get_parameter("state_interfaces").as_string_array().size();

@@ -101,11 +101,13 @@ public:
     ~ControllerCore() { copapy_free(prog_); }
 
     // Loads the image (ticked every tick_ns: the controller's update period) and binds the
-    // ports. False with *error set if anything does not fit.
+    // ports. False with *error set if anything does not fit. allow_code: also a format-1
+    // image, which carries machine code (COPAPY_ALLOW_CODE: fault-containment tests only).
     bool configure(const std::string &image_path, int64_t tick_ns,
                    const std::vector<std::string> &state_ports,
                    const std::vector<std::string> &command_ports,
-                   const std::vector<double> &safe, std::string *error)
+                   const std::vector<double> &safe, std::string *error,
+                   bool allow_code = false)
     {
         copapy_free(prog_);
         prog_ = nullptr;
@@ -117,6 +119,7 @@ public:
         copapy_options opt{};
         opt.struct_size = sizeof opt;
         opt.tick_ns = tick_ns > 0 ? static_cast<uint64_t>(tick_ns) : 0u;
+        opt.flags = allow_code ? static_cast<uint32_t>(COPAPY_ALLOW_CODE) : 0u;
         copapy_error err{};
         err.struct_size = sizeof err;
         if (copapy_load_file(image_path.c_str(), &opt, &prog_, &err) != COPAPY_OK) {
