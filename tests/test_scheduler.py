@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,11 @@ from copapy.arch.targets import by_name
 from copapy.image import Image, ImageIoBinding, ImageLetCopy, ImagePatch, ImageTask
 
 from .support.checks import examples
+
+
+def load_code(blob: bytes, **kw: Any) -> _runner.Program:
+    """These tests hand-assemble machine code (format 1): the trusted path of the fault tests."""
+    return _runner.load(blob, allow_code=True, **kw)
 
 pytestmark = pytest.mark.skipif(_runner.ARCH != by_name("x86_64").id,
                                 reason="the chains are hand-written x86_64 code")
@@ -338,7 +344,7 @@ def specs(draw: st.DrawFn) -> Spec:
 def test_matches_the_model(spec: Spec, seed: int, capacity: int) -> None:
     rng = random.Random(seed)
     blob, model, ext = build_random(spec)
-    prog = _runner.load(blob)
+    prog = load_code(blob)
     sched = prog.scheduler(spec.tick_ns, measure=False)
     n = len(spec.tasks)
     assert sched.task_count == n and sched.tick_ns == spec.tick_ns
@@ -401,14 +407,14 @@ def test_determinism_bit_for_bit() -> None:
         counts = [sched.stats(i)[:3] for i in range(5)]
         return bytes(sched.trace_buffer()), data_bytes(prog), counts
 
-    prog = _runner.load(blob)
+    prog = load_code(blob)
     sched = prog.scheduler(spec.tick_ns)
     first = run(prog, sched)
     assert any(sched.stats(i)[1] for i in range(5))  # overloaded: there were skips
     sched.reset()
     sched.clear_feeds()
     assert run(prog, sched) == first
-    other = _runner.load(blob)
+    other = load_code(blob)
     assert run(other, other.scheduler(spec.tick_ns)) == first
 
 
@@ -429,7 +435,7 @@ def two_task_let() -> tuple[bytes, int]:
 
 def test_let_visibility() -> None:
     blob, tick = two_task_let()
-    prog = _runner.load(blob)
+    prog = load_code(blob)
     sched = prog.scheduler(tick)
     sched.tick()
     assert i32(prog, 16) == 1 and i32(prog, 0) == 0  # written, not yet published
@@ -450,7 +456,7 @@ def test_overload_skips_the_lowest_priority_first() -> None:
     tasks = [ImageTask(entries[0], 2000, 0, 2, 0, 500),   # L
              ImageTask(entries[1], 1000, 0, 0, 0, 600),   # H
              ImageTask(entries[2], 1000, 0, 1, 0, 300)]   # M
-    prog = _runner.load(image(asm, tasks, 32))
+    prog = load_code(image(asm, tasks, 32))
     sched = prog.scheduler(1000)
     sched.advance(60)
     assert sched.stats(0)[:3] == (10, 20, 20)
@@ -478,7 +484,7 @@ def test_io_bindings_and_conversions() -> None:
                 ImageIoBinding(1, OUTPUT, GPIO, 5, BOOL, 28),
                 ImageIoBinding(1, OUTPUT, PWM, 1, F32, 32),
                 ImageIoBinding(0, OUTPUT, PWM, 2, F64, 40)]
-    prog = _runner.load(image(asm, [ImageTask(t0, 1000), ImageTask(t1, 2000, 0, 1)], 56,
+    prog = load_code(image(asm, [ImageTask(t0, 1000), ImageTask(t1, 2000, 0, 1)], 56,
                               bindings=bindings))
     sched = prog.scheduler(1000)
     cases = [(3.7, 3, True), (-3.7, -3, True), (0.0, 0, False), (-0.0, 0, False),
@@ -516,7 +522,7 @@ def test_feeds() -> None:
     t = inc_chain(asm, 8, 12, 0)
     blob = image(asm, [ImageTask(t, 1000)], 16, data_init=struct.pack("<i", 77),
                  copies=[ImageLetCopy(0, RELEASE, 4, 0, 8), ImageLetCopy(0, PUBLISH, 4, 12, 4)])
-    prog = _runner.load(blob)
+    prog = load_code(blob)
     sched = prog.scheduler(1000)
     samples = bytearray(struct.pack("<5i", 10, 20, 30, 40, 50))
     sched.add_feed(0, 4, samples, first_tick=2)
@@ -550,7 +556,7 @@ def test_feeds() -> None:
 
 def test_trace_ring() -> None:
     blob, tick = two_task_let()
-    prog = _runner.load(blob)
+    prog = load_code(blob)
     sched = prog.scheduler(tick)
     assert sched.trace_capacity == 0 and bytes(sched.trace_buffer()) == b""
     sched.set_trace([(0, 4), (4, 2)], 4)
@@ -583,7 +589,7 @@ def test_trace_ring() -> None:
 def test_reset_restores_the_initial_data() -> None:
     asm = Asm()
     t = inc_chain(asm, 4, 4, 3)
-    prog = _runner.load(image(asm, [ImageTask(t, 1000, 0, 0, 0, 1500)], 16,
+    prog = load_code(image(asm, [ImageTask(t, 1000, 0, 0, 0, 1500)], 16,
                               data_init=struct.pack("<2i", 11, 1000),
                               copies=[ImageLetCopy(0, PUBLISH, 4, 4, 8)]))
     initial = data_bytes(prog)
@@ -604,7 +610,7 @@ def test_reset_restores_the_initial_data() -> None:
 def test_errors() -> None:
     asm = Asm()
     e = inc_chain(asm, 0, 0)
-    prog = _runner.load(image(asm, [ImageTask(e, 1_000_000), ImageTask(e, 2_000_000),
+    prog = load_code(image(asm, [ImageTask(e, 1_000_000), ImageTask(e, 2_000_000),
                                     ImageTask(e, 1_500_000), ImageTask(e, 0)], 16))
     with pytest.raises(ValueError, match="task 2 period 1500000 ns is not a multiple of the "
                                          "tick 1000000 ns"):
@@ -639,25 +645,25 @@ def test_errors() -> None:
     # the sections' validation errors come through load()
     bad = image(asm, [ImageTask(e, 1000)], 16, copies=[ImageLetCopy(0, RELEASE, 4, 0, 2)])
     with pytest.raises(_runner.ImageError, match=r"LET copy 0 .*overlap") as info:
-        _runner.load(bad)
+        load_code(bad)
     assert info.value.name == "LAYOUT"
     bad = image(asm, [ImageTask(e, 0)], 16, copies=[ImageLetCopy(0, PUBLISH, 4, 0, 4)])
     with pytest.raises(_runner.ImageError, match="period 0"):
-        _runner.load(bad)
+        load_code(bad)
     bad = image(asm, [ImageTask(e, 1000)], 16,
                 bindings=[ImageIoBinding(0, INPUT, ADC, 0, F64, 4)])
     with pytest.raises(_runner.ImageError, match=r"I/O binding 0 .*aligned"):
-        _runner.load(bad)
+        load_code(bad)
     bad = image(asm, [ImageTask(e, 1000, 1000)], 16)
     with pytest.raises(_runner.ImageError, match="offset 1000 ns must be smaller"):
-        _runner.load(bad)
+        load_code(bad)
     # a channel the simulated I/O does not have
-    big = _runner.load(image(asm, [ImageTask(e, 1000)], 16,
+    big = load_code(image(asm, [ImageTask(e, 1000)], 16,
                              bindings=[ImageIoBinding(0, INPUT, ADC, 300, F32, 4)]))
     with pytest.raises(ValueError, match="channel 300"):
         big.scheduler(1000)
     # a program for another architecture can be loaded but not scheduled
-    arm = _runner.load(Image(by_name("aarch64").id, b"\xc0\x03\x5f\xd6", 4096, 16, 4096,
+    arm = load_code(Image(by_name("aarch64").id, b"\xc0\x03\x5f\xd6", 4096, 16, 4096,
                              tasks=[ImageTask(0, 1000)]).to_bytes(), arch=by_name("aarch64").id)
     with pytest.raises(RuntimeError, match="aarch64"):
         arm.scheduler(1000)
@@ -665,7 +671,7 @@ def test_errors() -> None:
 
 def test_scheduler_keeps_the_program_alive() -> None:
     blob, tick = two_task_let()
-    prog = _runner.load(blob)
+    prog = load_code(blob)
     sched = prog.scheduler(tick)
     del prog
     sched.advance(7)
@@ -676,7 +682,7 @@ def test_scheduler_keeps_the_program_alive() -> None:
 def test_advance_releases_the_gil() -> None:
     asm = Asm()
     e = inc_chain(asm, 0, 0)
-    prog = _runner.load(image(asm, [ImageTask(e, 1000)], 16))
+    prog = load_code(image(asm, [ImageTask(e, 1000)], 16))
     sched = prog.scheduler(1000, measure=False)
     errors: list[BaseException] = []
 

@@ -203,7 +203,7 @@ def test_local_target_faulted_banner(monkeypatch: pytest.MonkeyPatch, driver: An
                                      fast_watchdog: None) -> None:
     real = native.load_native
     monkeypatch.setattr(loader, "load_native", lambda image, own_code=False: real(
-        inject(image, 1, "SIGSEGV", HOST), own_code=False))
+        inject(image, 1, "SIGSEGV", HOST), own_code=False, allow_code=True))
     tasks, signals, controls = program(faulty=True)
     tg = cp.LocalTarget(HOST, tick=1e-3)  # the snippets overwrite this table's code
     tg.deploy(*tasks)

@@ -463,6 +463,15 @@ def test_cp_load_refuses_a_format_1_file_naming_the_fix(tmp_path: Path) -> None:
         cp.load(path)
 
 
+def test_the_runner_names_the_fix_for_a_format_1_image_in_full() -> None:
+    """The runner's own refusal fits its 160-byte message (it was cut off mid-word, naming a
+    `copapy upgrade` command that does not exist)."""
+    _, img, _ = base_program()
+    with pytest.raises(_runner.ImageError) as info:
+        _runner.load(v1_of(img))
+    assert str(info.value).endswith("compile or save the program again"), str(info.value)
+
+
 # ---- the manifest parsers never crash ---------------------------------------------------
 
 @given(st.binary(max_size=64))

@@ -211,9 +211,8 @@ static cp_status check_format(const cp_image *img, cp_error *err)
 #endif
     if (img->version == CP_IMAGE_FORMAT_VERSION_CODE && has_table && !img->allow_code) {
         return CP_FAIL(err, CP_ERR_VERSION, img->version,
-                       "image format 1 carries machine code, and this runner runs only what it "
-                       "can verify (format 2, stencil ids): compile it again, or convert a "
-                       "saved file with `copapy upgrade FILE`", 0);
+                       "image format 1 carries machine code; this runner runs only verified "
+                       "format-2 images (stencil ids): compile or save the program again", 0);
     }
     return CP_OK;
 }
