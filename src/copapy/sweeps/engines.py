@@ -151,7 +151,10 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
         chunk = chunk_size(plan, n, workers, lambda k: encoded(0, k))
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk is a number of scenarios per task >= 1, got {chunk!r}")
-    [plan_future] = client.scatter([plan], broadcast=True, hash=True)
+    # The plan is a task's result, not scattered data: a broadcast scatter waits forever for a
+    # worker that dies meanwhile, and scattered data cannot be recomputed once its worker is
+    # gone; a task result is recomputed (the plan's bytes travel once, in the task).
+    plan_future = client.submit(the_plan, plan, key=f"copapy-plan-{plan.digest}", pure=True)
     starts = list(range(0, n, chunk))
     parts = [encoded(s, min(s + chunk, n)) for s in starts]
     futures = client.map(run_batch, [plan_future] * len(parts), parts, starts, pure=True,
@@ -165,6 +168,11 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
             progress(min(chunk, n - starts[index[f.key]]))
     results: list[Raw] = client.gather(futures)
     return b"".join(r[0] for r in results), b"".join(r[1] for r in results)
+
+
+def the_plan(plan: Plan) -> Plan:
+    """The plan on a worker (the task whose result the chunks depend on)."""
+    return plan
 
 
 def _token(data: bytes) -> str:
