@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from .arrays import Array
 from .graph import build
+from .graph.errors import NotDifferentiableError
 from .graph.grad import gradients
 from .graph.node import Node, fresh_input
 from .graph.traverse import live_nodes
@@ -119,6 +120,11 @@ def _check_mode(function: str, mode: str) -> None:
 def _rows(outputs: list[Node], inputs: list[Node], mode: Mode) -> list[list[Node]]:
     if not outputs or not inputs:
         raise ValueError("jacobian(): ys and xs must hold at least one value each")
+    for y in outputs:
+        if not y.dtype.is_float:
+            raise NotDifferentiableError(
+                f"jacobian(): cannot differentiate a {y.dtype.name} output: the ys must be "
+                f"float32/float64 (cast them: cp.cast(y, cp.float32))")
     if mode == "reverse":
         rows = _rows_reverse(outputs, inputs)
     else:
