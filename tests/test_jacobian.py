@@ -113,9 +113,9 @@ def skew(v: np.ndarray) -> np.ndarray:
 
 
 def rotation_jacobians(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """By hand, for Quaternion.rotate's v' = v + 2 w (u × v) + 2 u × (u × v)
-    = v + 2 w (u × v) + 2 (u·v) u - 2 (u·u) v, q = (w, u) (any q, unit or not):
-    d/dw = 2 u × v;  d/du = -2 w [v]ₓ + 2 (u vᵀ + (u·v) I) - 4 v uᵀ;
+    """By hand, for Quaternion.rotate's v' = v + 2 w (u x v) + 2 u x (u x v)
+    = v + 2 w (u x v) + 2 (u·v) u - 2 (u·u) v, q = (w, u) (any q, unit or not):
+    d/dw = 2 u x v;  d/du = -2 w [v]ₓ + 2 (u vᵀ + (u·v) I) - 4 v uᵀ;
     d/dv = (1 - 2 u·u) I + 2 w [u]ₓ + 2 u uᵀ (R(q) for a unit q)."""
     w, u = q[0], q[1:]
     d_w = 2 * np.cross(u, v)

@@ -237,11 +237,11 @@ def test_det_gradient_is_jacobis_formula() -> None:
 
 
 def test_shape_errors_name_the_problem() -> None:
-    with pytest.raises(cp.ShapeError, match="linalg.inv needs a square matrix|linalg.solve"):
+    with pytest.raises(cp.ShapeError, match=r"linalg\.inv needs a square matrix, got shape \(2, 3"):
         linalg.inv(cp.value(np.ones((2, 3))))
-    with pytest.raises(cp.ShapeError, match="linalg.det needs a square matrix, got shape"):
+    with pytest.raises(cp.ShapeError, match=r"linalg\.det needs a square matrix, got shape"):
         linalg.det(cp.value([1.0, 2.0]))
     with pytest.raises(cp.ShapeError, match="does not fit a of shape"):
         linalg.solve(cp.value(np.eye(3)), cp.value([1.0, 2.0]))
-    with pytest.raises(cp.ShapeError, match="linalg.cholesky needs a square matrix"):
+    with pytest.raises(cp.ShapeError, match=r"linalg\.cholesky needs a square matrix"):
         linalg.cholesky(cp.value(np.ones((3, 2))))

@@ -121,7 +121,7 @@ def solve(a: Any, b: Any) -> Array:
 
 def inv(a: Any) -> Array:
     """The inverse of a square matrix: solve(a, I). All-NaN if singular (see solve)."""
-    n = asarray(a).shape[0]
+    n = len(_square(a, "inv")[0])
     identity = [[1.0 if r == c else 0.0 for c in range(n)] for r in range(n)]
     return solve(a, identity)
 
