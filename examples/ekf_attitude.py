@@ -108,7 +108,7 @@ def run(gyro: np.ndarray, acc: np.ndarray, dt: float) -> tuple[np.ndarray, np.nd
     estimates = np.empty((len(gyro), 4), np.float32)
     traces = np.empty(len(gyro), np.float32)
     for k in range(len(gyro)):
-        q, P = step(q, P, gyro[k], acc[k], np.float32(dt))
+        q, P = step(q, P, gyro[k], acc[k], dt)  # a Python float: the fast call path
         estimates[k] = q
         traces[k] = np.trace(P)
     return estimates, traces
