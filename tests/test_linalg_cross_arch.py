@@ -1,11 +1,14 @@
 """cp.linalg and cp.jacobian give the same bits on every CPU: one program (solve, inv, det,
-cholesky of 4x4 and 12x12 matrices, and an EKF-style Jacobian) compiled for native x86_64 (the
-baseline) and for 64-bit and 32-bit targets on their emulators (tests/support/archs.py),
-written the same input bytes, every output compared bit for bit (NaN equals NaN)."""
+cholesky of 4x4 and 12x12 matrices, a Jacobian, and the step of examples/ekf_attitude.py)
+compiled for native x86_64 (the baseline) and for 64-bit and 32-bit targets on their emulators
+(tests/support/archs.py), written the same input bytes, every output compared bit for bit
+(NaN equals NaN)."""
 
 from __future__ import annotations
 
 import struct
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +20,9 @@ from copapy.dtypes import DType
 from copapy.graph.node import Node
 
 from .support.archs import NATIVE, Batch, Config, execute, first_difference, has_float64
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import ekf_attitude
 
 #: 64-bit ARM, x86 (32-bit), 32-bit ARM (A and M profiles, the M7 on qemu's real model), RV32
 CONFIGS = [Config("aarch64", "unicorn"), Config("x86", "unicorn"), Config("armv7a", "unicorn"),
@@ -46,7 +52,12 @@ def program(dtype: DType) -> tuple[list[Node], list[Node], list[list[bytes]]]:
     quat = cp.quaternion(*q.items())
     jac = cp.jacobian(quat.conjugate().rotate([0.0, 0.0, -9.81]), q)
     outputs += [v.node for v in jac.items()]
-    nodes = [v.node for arr in inputs for v in arr.items()]
+    ekf = [cp.value(np.zeros(shape), dtype, packed=False) for shape in ((4,), (4, 4), (3,), (3,))]
+    dt = cp.value(1e-3, dtype)
+    inputs += ekf
+    q_new, p_new = ekf_attitude.ekf_step(*ekf, dt)
+    outputs += [v.node for v in q_new.items() + p_new.items()]
+    nodes = [v.node for arr in inputs for v in arr.items()] + [dt.node]
     runs = []
     for seed in range(3):
         values: list[float] = []
@@ -54,6 +65,13 @@ def program(dtype: DType) -> tuple[list[Node], list[Node], list[list[bytes]]]:
             for m in matrices(seed, n):
                 values += m.reshape(-1).tolist()
         values += [0.9, 0.1 * seed, -0.3, 0.2]
+        rng = np.random.default_rng(seed + 10)
+        q = rng.normal(size=4)
+        root = rng.normal(size=(4, 4)) * 0.1
+        values += (q / np.linalg.norm(q)).tolist() + (root @ root.T).reshape(-1).tolist()
+        gravity = np.array([0.0, 0.0, 9.81])
+        values += rng.normal(size=3).tolist() + (rng.normal(size=3) + gravity).tolist()
+        values.append(1e-3)
         runs.append([struct.pack(dtype.fmt, v) for v in values])
     singular = list(runs[0])  # a singular 4x4 (two equal rows) and a non-SPD 4x4
     for c in range(4):
