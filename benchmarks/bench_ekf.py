@@ -14,6 +14,10 @@ Usage:
   ``casadi.solve`` (symbolic, unrolled as copapy's), one ``casadi.Function`` evaluated by its
   virtual machine; build = graph, Jacobians and Function; float64 (CasADi has no float32).
 
+Also the instructions one step executes on emulated CPUs (unicorn, counted per instruction;
+the code is straight-line, so the count does not depend on the data), against a 1 kHz budget
+at 600 MHz (Cortex-M7).
+
 Per step: the best and the median over rounds of the mean wall time of ``--steps`` calls from
 Python, each call fed the previous state (as a filter runs), on the same synthetic IMU data.
 The three filters are checked to agree (attitude within 1e-4 rad after the steps) before
@@ -116,6 +120,28 @@ def casadi_build() -> Step:
     return call
 
 
+def instructions_per_step(arch: str) -> tuple[int, int]:
+    """Instructions one EKF step executes on ``arch`` under unicorn, and the image's size."""
+    import unicorn
+
+    from copapy.compiler import compile_program
+    from copapy.runtime.unicorn_backend import UnicornProgram
+
+    shapes = ((4,), (4, 4), (3,), (3,))
+    args = [cp.value(np.zeros(shape), cp.float32, packed=False) for shape in shapes]
+    q_new, p_new = ex.ekf_step(*args, cp.value(1e-3))
+    compiled = compile_program([v.node for v in q_new.items() + p_new.items()], arch)
+    program = UnicornProgram(compiled.image, arch)
+    count = [0]
+
+    def one(*_: Any) -> None:
+        count[0] += 1
+
+    program._emu.hook_add(unicorn.UC_HOOK_CODE, one)  # the emulator of the loaded program
+    program.run()
+    return count[0], len(compiled.image)
+
+
 def run(step: Step, gyro: np.ndarray, acc: np.ndarray, dt: Any, cast: Callable[[Any], Any]
         ) -> np.ndarray:
     q: Any = cast(np.array([1.0, 0.0, 0.0, 0.0]))
@@ -165,6 +191,11 @@ def main() -> None:
     for name in systems:
         print(f"{name:8} {build[name] * 1e3:11.1f} {min(per_step[name]) * 1e6:15.2f} "
               f"{statistics.median(per_step[name]) * 1e6:17.2f}")
+    for arch in ("cortex-m7", "cortex-m4", "aarch64"):
+        count, size = instructions_per_step(arch)
+        budget = (f"; at one cycle per instruction {count / 600_000:.2%} of the 600k cycles of a "
+                  f"1 kHz tick at 600 MHz" if arch == "cortex-m7" else "")
+        print(f"{arch}: {count} instructions per step, image {size} bytes{budget}")
     for other in ("JAX", "CasADi"):
         print(f"copapy / {other}: build {build['copapy'] / build[other]:.3f}, step best "
               f"{min(per_step['copapy']) / min(per_step[other]):.3f}, median "
