@@ -204,3 +204,34 @@ def test_errors_name_the_problem() -> None:
         cp.jacobian([], x)
     with pytest.raises(cp.NotDifferentiableError, match="int32 output"):
         cp.jacobian(cp.value(3) * 2, x)
+
+
+def test_auto_mode_takes_the_smaller_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    from copapy import jacobians
+
+    chosen: list[str] = []
+    reverse, forward = jacobians._rows_reverse, jacobians._rows_forward
+    monkeypatch.setattr(jacobians, "_rows_reverse",
+                        lambda *a: chosen.append("reverse") or reverse(*a))
+    monkeypatch.setattr(jacobians, "_rows_forward",
+                        lambda *a: chosen.append("forward") or forward(*a))
+    t = cp.value(0.3, F64)  # one input, 12 outputs sharing a long chain: forward (1 sweep)
+    chain = t
+    for _ in range(30):
+        chain = cp.sin(chain) * 1.1 + t
+    many = cp.jacobian([chain * k for k in range(1, 13)], t)
+    x = cp.value(np.linspace(0.1, 1.0, 12).tolist(), F64)  # 12 inputs, one output: reverse
+    one = cp.jacobian((x * x).sum() * cp.exp(x[0]), x)
+    assert chosen == ["forward", "reverse"]
+    got_many, got_one = run(many, one)
+    (want,) = run(cp.jacobian([chain * k for k in range(1, 13)], t, mode="reverse"))
+    np.testing.assert_allclose(got_many, want, rtol=1e-13)
+    assert got_one.shape == (1, 12)
+
+
+def test_hessian_with_respect_to_a_packed_vector() -> None:
+    x = cp.value([0.5, -0.25, 2.0], F64, packed=True)
+    m = np.array([[1.0, 2.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 1.0]])
+    y = cp.matrix(m, packed=True, dtype=F64) @ x
+    (got,) = run(cp.hessian((y * y).sum(), x))
+    np.testing.assert_allclose(got, 2 * m.T @ m, rtol=1e-13)
