@@ -245,3 +245,9 @@ def test_shape_errors_name_the_problem() -> None:
         linalg.solve(cp.value(np.eye(3)), cp.value([1.0, 2.0]))
     with pytest.raises(cp.ShapeError, match=r"linalg\.cholesky needs a square matrix"):
         linalg.cholesky(cp.value(np.ones((3, 2))))
+
+
+def test_results_stay_unpacked_at_every_size() -> None:
+    a = cp.value(well_conditioned(1, 12), F64)
+    for result in (linalg.inv(a), linalg.cholesky(a @ a.T), linalg.solve(a, np.ones(12))):
+        assert not result.packed  # 144 elements: cp.matrix would pack them

@@ -3,8 +3,9 @@
 
 Every function unrolls into a scalar graph of +, -, *, /, sqrt and ``where`` (no loops, no
 library calls), so the result is the same bits on every CPU and constants fold: a constant
-matrix gives a constant result at compile time, and a zero entry removes its terms. Meant for
-the small fixed sizes of estimators and controllers (1 to about 16; the graph grows as n³).
+matrix gives a constant result at compile time, and a zero entry removes its terms. Results are
+unpacked arrays at every size. Meant for the small fixed sizes of estimators and controllers
+(1 to about 16; the graph grows as n³).
 
 * ``solve``, ``inv``, ``det``: Gaussian elimination with partial pivoting (LU). In column k
   the pivot is the first row r ≥ k of largest |a_rk| (strictly larger wins, as LAPACK's
@@ -32,7 +33,7 @@ import math
 from typing import Any
 
 from . import dtypes as dt
-from .arrays import Array, asarray, matrix, vector
+from .arrays import Array, asarray
 from .functions import abs as abs_
 from .functions import logical_or, sqrt, where
 from .graph.errors import ShapeError
@@ -116,7 +117,7 @@ def solve(a: Any, b: Any) -> Array:
                 total = total - upper[i][j] * x[j][c]
             x[i].append(total / divisor)
     flat = _nan_if(singular, [v for row in x for v in row])
-    return vector(flat) if rhs.ndim == 1 else matrix([flat[r * k:(r + 1) * k] for r in range(n)])
+    return Array(rhs.shape, items=flat)
 
 
 def inv(a: Any) -> Array:
@@ -162,4 +163,4 @@ def cholesky(a: Any) -> Array:
     guarded = [v if r < c else where(failed, math.nan, v)
                for (r, c), v in zip(((r, c) for r in range(n) for c in range(n)), flat,
                                     strict=True)]
-    return matrix([guarded[r * n:(r + 1) * n] for r in range(n)])
+    return Array((n, n), items=guarded)
