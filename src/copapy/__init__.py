@@ -15,6 +15,7 @@ from .dtypes import DType, bool_, float32, float64, int32
 from .functions import cast, clamp, grad
 from .graph.errors import NotDifferentiableError, ShapeError
 from .graph.options import simplify_options
+from .jacobians import hessian, jacobian
 from .jit import jit, map_to_numpy
 from .runtime.errors import CpuFeatureError as CpuFeatureError
 from .runtime.errors import NotComputedError as NotComputedError
@@ -23,7 +24,7 @@ from .runtime.errors import TargetError
 from .value import Value, constant, value
 
 if TYPE_CHECKING:
-    from . import io
+    from . import io, linalg
     from .checks import RangeError, RangeWarning, check, ranges
     from .io import BindingError
     from .local_target import LocalTarget
@@ -126,12 +127,15 @@ __all__ = [
     "float64",
     "floor",
     "grad",
+    "hessian",
     "hypot",
     "int32",
     "integrate",
     "integrate_rotation",
     "io",
+    "jacobian",
     "jit",
+    "linalg",
     "load",
     "log",
     "log1p",
@@ -176,6 +180,7 @@ _LAZY = {
     "check": "checks",
     "ranges": "checks",
     "io": "io",
+    "linalg": "linalg",
     "LocalTarget": "local_target",
     "Program": "saved",
     "ProgramFileError": "saved",
