@@ -181,3 +181,26 @@ def test_plan_matches_element_wise(values: list[float], packed: bool) -> None:
     tg.run()
     assert np.array_equal(tg.read(y), element_wise(tg, y))
     assert np.array_equal(tg.read(y), xs * np.float32(2))
+
+
+def test_named_array_port_of_a_saved_program(tmp_path: Any) -> None:
+    """A loaded program's array port by name: its shape or a flat list of all its elements,
+    the port's own error for another size (the first write makes the plan, the next use it)."""
+    grid = cp.value(np.zeros((2, 3), np.float32), packed=False, name="grid")
+    tg = cp.LocalTarget()
+    tg.compile(grid * 2)
+    tg.save(str(tmp_path / "p.cpimg"))
+    loaded = cp.LocalTarget()
+    loaded.deploy(cp.load(str(tmp_path / "p.cpimg")))
+    shape = np.shape(loaded.read("grid"))  # the shape the image records, (6,) or (2, 3)
+    assert np.prod(shape) == 6
+    xs = np.arange(6, dtype=np.float32).reshape(shape)
+    for k in range(2):
+        loaded.write("grid", xs + k)
+        assert np.array_equal(loaded.read("grid"), xs + k)
+        loaded.write("grid", (xs + k + 10).reshape(-1).tolist())  # flat, row-major
+        assert np.array_equal(loaded.read("grid"), xs + k + 10)
+        with pytest.raises(ValueError, match=r"port 'grid' holds 6 values.*got 5"):
+            loaded.write("grid", [1, 2, 3, 4, 5])
+    assert loaded._write_plans["grid"][1] is not None
+    assert loaded._read_plans["grid"][1] is not None

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt
-from .target_common import Slots, numbers_of
+from .target_common import Slots, numbers_of, shaped
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,12 +30,14 @@ __all__ = ["CopyPlan", "copy_plan"]
 class CopyPlan:
     """One value's elements in a data region: ``read()`` a new array, ``write(x)`` them."""
 
-    __slots__ = ("_flat", "_index", "_storage", "dtype", "read", "shape")
+    __slots__ = ("_flat", "_index", "_storage", "dtype", "name", "read", "shape")
 
     def __init__(self, region: Any, dtype: dt.DType, shape: tuple[int, ...],
-                 index: NDArray[np.intp]) -> None:
+                 index: NDArray[np.intp], name: str | None = None) -> None:
         self.dtype = dtype
         self.shape = shape
+        #: the port name the plan was made for (it also takes a flat list), None for a value
+        self.name = name
         self._storage = np.dtype("<i4" if dtype.is_bool else dtype.numpy)
         first, count = int(index[0]), len(index)
         if int(index[-1]) - first + 1 == count and bool((np.diff(index) == 1).all()):
@@ -53,13 +55,11 @@ class CopyPlan:
                                         lambda: copy().astype(np.bool_))
 
     def write(self, x: Any) -> None:
-        """Write ``x`` (an array or nested list of the value's shape) into the elements,
-        checked as writing one number is (dt.storage_array); ValueError for another shape."""
+        """Write ``x`` (an array or nested list of the value's shape; for a port name also a
+        flat list) into the elements, checked as writing one number is (dt.storage_array);
+        ValueError for another shape."""
         if type(x) is not np.ndarray or x.dtype is not self._storage or x.shape != self.shape:
-            values = numbers_of(x, self.dtype, self.shape)
-            if values.shape != self.shape:
-                raise ValueError(f"writing shape {values.shape} into an input of shape "
-                                 f"{self.shape}")
+            values = shaped(numbers_of(x, self.dtype, self.shape), self.shape, self.name)
             x = dt.storage_array(values, self.dtype)
         if self._index is not None:
             self._flat[self._index] = x
@@ -83,4 +83,5 @@ def copy_plan(buffer: Any, slots: Slots) -> CopyPlan | None:
                             for p in slots.ports]).astype(np.intp)
     if index.size != int(np.prod(slots.shape)):
         return None
-    return CopyPlan(region, slots.dtype, slots.shape, index)
+    name = slots.key[0] if isinstance(slots.key[0], str) else None
+    return CopyPlan(region, slots.dtype, slots.shape, index, name)
