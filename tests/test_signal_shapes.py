@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.cli import main
 from copapy.serial_target import SerialTarget
 
 from .support.runners import host_runner
@@ -213,6 +214,25 @@ def test_saved_array_signals_round_trip(tmp_path: Path) -> None:
     assert got_x.shape == (2,) and got_p.shape == (2, 2)
     check("two_state", got_x, 30)
     check("riccati", got_p, 30)
+
+
+def test_cli_prints_array_signals_in_their_shapes(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """copapy info lists the array ports with their shapes; copapy run prints a vector's
+    elements and a matrix row by row (' ; ' between rows), the values LocalTarget reads."""
+    x, p = two_state(False)[0], riccati(True)
+    q = cp.integrate_rotation(cp.vector([0.0, 0.0, 1.0]))
+    path = tmp_path / "s.cpimg"
+    cp.save(path, cp.Task(x, p, q, period=PERIOD), names={"x": x, "P": p, "q": q})
+    assert main(["info", str(path)]) == 0
+    info = capsys.readouterr().out
+    assert "float32[2, 2]" in info and "float32[2]" in info
+    assert main(["run", str(path), "--steps", "10"]) == 0
+    lines = dict(line.split(" ", 1) for line in capsys.readouterr().out.splitlines())
+    want_p = riccati_ref(10)
+    assert lines["P"] == " ; ".join(" ".join(repr(float(v)) for v in row) for row in want_p)
+    assert lines["x"] == " ".join(repr(float(v)) for v in two_state_ref(10))
+    assert len(lines["q"].split()) == 4
 
 
 def test_wrong_shapes_are_named() -> None:
