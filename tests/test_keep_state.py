@@ -94,36 +94,42 @@ def test_keep_state_needs_a_program() -> None:
         tg.deploy(pid_loop(1.0, 1.0)[0], keep_state=True)
 
 
+def gain_change(tg: SerialTarget, keep: bool, settle: float = 30.0) -> None:
+    """On a runner: settle the loop, change its gains with an atomic replace, and check the
+    lowest y since the swap: at the setpoint with keep_state, near 0 without."""
+    task, v = pid_loop(2.0, 20.0)
+    tg.deploy(task, start=True, check=False)
+    tg.reset()
+    tg.start()
+    deadline = time.monotonic() + settle
+    while abs(tg.read(v["y"]) - 1.0) > 1e-4:  # wait for the loop to settle
+        assert time.monotonic() < deadline, tg.read(v["y"])
+        time.sleep(0.1)
+    y_before = tg.read(v["y"])
+    task2, v2 = pid_loop(4.0, 40.0, low=True)
+    if keep:
+        with pytest.warns(StateNotCarried):
+            kept = tg.deploy(task2, start=True, check=False, keep_state=True)
+        assert kept is not None and set(kept.carried) == {"plant@task0", "integral@task0"}
+    else:
+        tg.deploy(task2, start=True, check=False)
+    assert tg.info().state == "running"
+    time.sleep(0.1)
+    low = tg.read(v2["low"])
+    if keep:
+        assert abs(low - y_before) < 1e-4
+    else:
+        assert low < 0.05
+    tg.stop()
+
+
 def test_pid_gain_change_on_the_host_runner() -> None:
     """The same on the host runner: the runner copies the states at the swap (LOAD_COMMIT
-    KEEP); without keep_state the plant restarts."""
+    KEEP); without keep_state the plant restarts. (tests/test_runner_suite.py runs it on the
+    firmware runners too.)"""
     with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
         for keep in (True, False):
-            task, v = pid_loop(2.0, 20.0)
-            tg.deploy(task, start=True, check=False)
-            tg.reset()
-            tg.start()
-            deadline = time.monotonic() + 30
-            while abs(tg.read(v["y"]) - 1.0) > 1e-4:  # wait for the loop to settle
-                assert time.monotonic() < deadline, tg.read(v["y"])
-                time.sleep(0.1)
-            y_before = tg.read(v["y"])
-            task2, v2 = pid_loop(4.0, 40.0, low=True)
-            if keep:
-                with pytest.warns(StateNotCarried):
-                    kept = tg.deploy(task2, start=True, check=False, keep_state=True)
-                assert kept is not None and set(kept.carried) == {"plant@task0",
-                                                                  "integral@task0"}
-            else:
-                tg.deploy(task2, start=True, check=False)
-            assert tg.info().state == "running"
-            time.sleep(0.1)
-            low = tg.read(v2["low"])
-            if keep:
-                assert abs(low - y_before) < 1e-4
-            else:
-                assert low < 0.05
-        tg.stop()
+            gain_change(tg, keep)
 
 
 def test_runner_refuses_bad_keep_lists_and_keeps_the_old_program() -> None:
