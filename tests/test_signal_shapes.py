@@ -264,15 +264,17 @@ def test_wrong_shapes_are_named() -> None:
 # ---- the host runner: the same bits as LocalTarget
 
 
-def run_on_host(outputs: list[Any], counter: Any) -> tuple[int, list[Any]]:
-    """Run a task on the host runner for a moment: (its runs, the outputs then)."""
+def run_on_host(outputs: list[Any], counter: Any) -> tuple[int, list[Any], Any]:
+    """Run a task on the host runner for a moment: (its runs, the outputs then, the ticks
+    and rows of the first output streamed while it ran)."""
     with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
         tg.deploy(cp.Task(counter, *outputs, period=PERIOD), check=False)
         tg.reset()
+        tr = tg.trace(outputs[0])
         tg.start()
         time.sleep(0.15)
         tg.stop()
-        return tg.read(counter), [tg.read(o) for o in outputs]
+        return tg.read(counter), [tg.read(o) for o in outputs], (tr.time, tr[outputs[0]])
 
 
 @pytest.mark.parametrize("packed", [False, True], ids=["unpacked", "packed"])
@@ -283,8 +285,18 @@ def test_host_runner_gives_local_targets_bits(packed: bool) -> None:
     counter = cp.feedback(lambda n: n + 1, init=0)
     outputs = [PROGRAMS[name][0](packed) for name in PROGRAMS]
     q = cp.integrate_rotation(cp.vector([0.3, -0.2, 1.0]))
-    runs, remote = run_on_host([*outputs, q], counter)
+    runs, remote, (ticks, rows) = run_on_host([*outputs, q], counter)
     assert runs > 10
+    # the stream: rows of the 2-state vector, each the hand recurrence's step of the one a
+    # tick before (events a busy link dropped leave gaps, which are skipped)
+    assert rows.ndim == 2 and rows.shape[1] == 2 and len(rows) > 5
+    steps = [(a, b) for a, b, ta, tb in zip(rows, rows[1:], ticks, ticks[1:], strict=False)
+             if round((tb - ta) / PERIOD) == 1]
+    assert len(steps) > 3
+    for a, b in steps:
+        want = np.array([A2[0, 0] * a[0] + A2[0, 1] * a[1] + B2[0],
+                         A2[1, 0] * a[0] + A2[1, 1] * a[1] + B2[1]], f32)
+        assert b.tobytes() == want.tobytes()
     sim = cp.LocalTarget(tick=PERIOD)
     sim.deploy(cp.Task(counter, *outputs, q, period=PERIOD))
     sim.step(runs * PERIOD)
