@@ -88,10 +88,7 @@ def _parse_values(text: str, port: Any) -> Any:
 
 
 def _format(value: Any) -> str:
-    """A number, a vector's elements, or a matrix's rows separated by ' ; '."""
     if hasattr(value, "tolist"):
-        if getattr(value, "ndim", 1) > 1:
-            return " ; ".join(_format(row) for row in value)
         return " ".join(_format(v) for v in value.reshape(-1).tolist())
     if isinstance(value, float):
         return repr(value)
