@@ -25,7 +25,8 @@ def measure(n: int, packed: bool, repeat: int = 3) -> tuple[cp.LocalTarget, floa
         u = cp.value(1.0)
         a, b = cp.matrix(a_np, packed=packed), cp.vector(b_np, packed=packed)
         t0 = time.perf_counter()
-        x = cp.feedback(lambda s: a @ s + b * u, init=np.zeros(n, np.float32), packed=packed)
+        x = cp.feedback(lambda s, a=a, b=b, u=u: a @ s + b * u, init=np.zeros(n, np.float32),
+                        packed=packed)
         tg = cp.LocalTarget(tick=1e-3)
         tg.deploy(cp.Task(x, period=1e-3))
         best = min(best, time.perf_counter() - t0)
