@@ -10,6 +10,8 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.keep_state import StateNotCarried, plan
@@ -60,6 +62,29 @@ def test_plan_matches_names_types_and_sizes() -> None:
     assert kept.not_carried["fresh@task0"].startswith("new")
     assert kept.not_carried["n@task0"].startswith("type or size changed (1 x")
     assert sum(size for _, _, size in kept.copies) == 12
+
+
+NAMES = ("a", "b", "c", "d")
+
+
+@settings(max_examples=25, deadline=None)
+@given(old=st.dictionaries(st.sampled_from(NAMES), st.sampled_from((1, 2, 3)), min_size=1),
+       new=st.dictionaries(st.sampled_from(NAMES), st.sampled_from((1, 2, 3)), min_size=1))
+def test_plan_is_the_matching_rule(old: dict[str, int], new: dict[str, int]) -> None:
+    """For any two programs of named packed states (name -> element count): exactly the
+    names both have with the same count are carried, with their bytes; every other state of
+    either program is listed."""
+    def image(states: dict[str, int]) -> bytes:
+        x = cp.value(1.0)
+        signals = [cp.integrate(cp.vector([x] * n, packed=True), name=k)
+                   for k, n in states.items()]
+        return build(cp.Task(*signals, period=PERIOD)).image
+
+    kept = plan(image(old), image(new))
+    same = {k for k in old.keys() & new.keys() if old[k] == new[k]}
+    assert set(kept.carried) == {f"{k}@task0" for k in same}
+    assert sum(size for _, _, size in kept.copies) == 4 * sum(new[k] for k in same)
+    assert set(kept.not_carried) == {f"{k}@task0" for k in (old.keys() | new.keys()) - same}
 
 
 def test_pid_gain_change_on_local_target() -> None:
