@@ -14,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.image import PORT, ImageFormatError, parse_ports_block
+from copapy.image import parse as parse_image
 from copapy.keep_state import StateNotCarried, plan
 from copapy.saved import build
 from copapy.serial import protocol as p
@@ -155,6 +157,46 @@ def test_pid_gain_change_on_the_host_runner() -> None:
     with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
         for keep in (True, False):
             gain_change(tg, keep)
+
+
+def test_keep_state_from_another_session() -> None:
+    """A second SerialTarget (another process, say) changes the gains of the program the first
+    one deployed: it takes the running program's states from the runner (GET_PORTS)."""
+    with host_runner() as (pty, _proc):
+        task, v = pid_loop(2.0, 20.0)
+        with SerialTarget(pty, timeout=2.0) as first:
+            first.deploy(task, start=True, check=False)
+            deadline = time.monotonic() + 30
+            while abs(first.read(v["y"]) - 1.0) > 1e-4:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        task2, v2 = pid_loop(4.0, 40.0, low=True)
+        with SerialTarget(pty, timeout=2.0) as second, pytest.warns(StateNotCarried):
+            kept = second.deploy(task2, start=True, check=False, keep_state=True)
+            assert kept is not None and set(kept.carried) == {"plant@task0", "integral@task0"}
+            assert kept.not_carried == {"state2@task0": "new: starts from its init"}
+            time.sleep(0.05)
+            assert abs(second.read(v2["low"]) - 1.0) < 1e-4
+            second.stop()
+
+
+def test_port_blocks_parse_as_images_do() -> None:
+    """parse_ports_block reads GET_PORTS's block as parse reads an image's ports; a block of
+    another length or a name outside the strings is an ImageFormatError."""
+    image = build(pid_loop(1.0, 2.0, low=True)[0]).image
+    img = parse_image(image)
+    names = b"".join(p.name.encode() + b"\0" for p in img.ports)
+    entries, at = [], 0
+    for port in img.ports:
+        entries.append(PORT.pack(at, port.offset, port.dtype, port.role, port.task, port.count))
+        at += len(port.name) + 1
+    block = struct.pack("<II", len(img.ports), len(names)) + b"".join(entries) + names
+    assert parse_ports_block(block) == img.ports
+    for bad, match in ((block[:-1], "got"), (block[:4], "at least 8"),
+                       (struct.pack("<II", 1, 2) + PORT.pack(5, 0, 1, 3, 0, 1) + b"x\0",
+                        "outside the strings")):
+        with pytest.raises(ImageFormatError, match=match):
+            parse_ports_block(bad)
 
 
 def test_runner_refuses_bad_keep_lists_and_keeps_the_old_program() -> None:

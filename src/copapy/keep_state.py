@@ -10,6 +10,7 @@ list of (old offset, new offset, size) copies that a target applies between two 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .compiler.layout import ROLE_STATE
@@ -36,10 +37,10 @@ class KeptState:
     copies: tuple[tuple[int, int, int], ...]
 
 
-def _states(image: bytes) -> dict[str, ImagePort | None]:
-    """The state ports of an image by name (None: a name two states share)."""
+def _states(ports: Sequence[ImagePort]) -> dict[str, ImagePort | None]:
+    """The state ports by name (None: a name two states share)."""
     found: dict[str, ImagePort | None] = {}
-    for port in parse_image(image).ports:
+    for port in ports:
         if port.role == ROLE_STATE:
             found[port.name] = None if port.name in found else port
     return found
@@ -47,7 +48,12 @@ def _states(image: bytes) -> dict[str, ImagePort | None]:
 
 def plan(old_image: bytes, new_image: bytes) -> KeptState:
     """The states of ``old_image`` that ``new_image`` takes over, and the rest."""
-    old, new = _states(old_image), _states(new_image)
+    return plan_ports(parse_image(old_image).ports, parse_image(new_image).ports)
+
+
+def plan_ports(old_ports: Sequence[ImagePort], new_ports: Sequence[ImagePort]) -> KeptState:
+    """``plan`` from the two programs' port tables (a runner's GET_PORTS gives the old one)."""
+    old, new = _states(old_ports), _states(new_ports)
     carried: list[str] = []
     not_carried: dict[str, str] = {}
     copies: list[tuple[int, int, int]] = []

@@ -29,8 +29,10 @@ from .checks import bind_range
 from .checks import check as range_check
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
+from .image import ImagePort, parse_ports_block
+from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
-from .keep_state import KeptState, needs_running, plan, report
+from .keep_state import KeptState, needs_running, plan, plan_ports, report
 from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.feature_error import features_error
@@ -329,7 +331,7 @@ class SerialTarget:
         program into the new one at the swap, between two ticks (a bumpless gain change);
         returns what was carried and warns (StateNotCarried) about the rest."""
         kept = None
-        kept_from = self._running_image(start) if keep_state else b""
+        kept_from = self._running_ports(start) if keep_state else []
         compiled, program_tasks = self._program(tasks, check)
         self._check_heartbeat([t.link_timeout for t in program_tasks if t.link_timeout],
                               "the program's link_timeout")
@@ -342,14 +344,14 @@ class SerialTarget:
                 self.start()
             return plan(image, image) if keep_state else None  # it goes on as it is
         if keep_state:
-            kept = plan(kept_from, image)
+            kept = plan_ports(kept_from, parse_image(image).ports)
         self._upload(image, crc, start, kept.copies if kept else None)
         self._adopt(compiled, program_tasks)
         return report(kept) if kept else None
 
-    def _running_image(self, start: bool) -> bytes:
-        """The image of the running program this session deployed or attached (keep_state
-        takes its states from it)."""
+    def _running_ports(self, start: bool) -> list[ImagePort]:
+        """The port table of the running program (keep_state takes its states from it): the
+        one this session deployed or attached, else the runner's (GET_PORTS)."""
         if not start:
             raise SerialTargetError("deploy(keep_state=True) carries states into a program "
                                     "that replaces a running one between two ticks: pass "
@@ -357,10 +359,17 @@ class SerialTarget:
         info = self.info()
         needs_running(info.state == "running", f"the runner on {self._link.name} (it is "
                                                f"{info.state})", SerialTargetError)
-        if self._compiled is None or p.image_crc(self._compiled.image) != info.image_crc:
-            raise SerialTargetError("deploy(keep_state=True) needs the running program's "
-                                    "ports: deploy or attach() it in this session first")
-        return self._compiled.image
+        if self._compiled is not None and p.image_crc(self._compiled.image) == info.image_crc:
+            return parse_image(self._compiled.image).ports
+        block, total = b"", None
+        while total is None or len(block) < total:
+            reply = self._link.request(p.GET_PORTS, struct.pack("<I", len(block)))
+            (total,) = struct.unpack_from("<I", reply)
+            block += reply[4:]
+            if len(reply) <= 4 and len(block) < total:
+                raise SerialTargetError(f"GET_PORTS returned nothing at offset {len(block)} of "
+                                        f"{total}")
+        return parse_ports_block(block)
 
     def _program(self, items: Sequence[Task | Program], check: bool = False
                  ) -> tuple[CompiledProgram, tuple[Task, ...]]:
