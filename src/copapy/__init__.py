@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from . import io, linalg
     from .checks import RangeError, RangeWarning, check, ranges
     from .io import BindingError
+    from .keep_state import KeptState, StateNotCarried
     from .local_target import LocalTarget
     from .quaternions import Quaternion, quaternion
     from .saved import Program, ProgramFileError, load, save
@@ -86,6 +87,7 @@ __all__ = [
     "CompileError",
     "CpuFeatureError",
     "DType",
+    "KeptState",
     "LocalTarget",
     "NotComputedError",
     "NotDifferentiableError",
@@ -98,6 +100,7 @@ __all__ = [
     "SerialTarget",
     "SerialTargetError",
     "ShapeError",
+    "StateNotCarried",
     "TargetError",
     "Task",
     "Value",
@@ -185,6 +188,8 @@ _LAZY = {
     "Program": "saved",
     "ProgramFileError": "saved",
     "Quaternion": "quaternions",
+    "KeptState": "keep_state",
+    "StateNotCarried": "keep_state",
     "SerialTarget": "serial_target",
     "SerialTargetError": "serial_target",
     "Task": "task",

@@ -23,6 +23,7 @@ from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
 from .io_plan import CopyPlan, copy_plan
+from .keep_state import KeptState, needs_running, plan, report
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import NotComputedError, TargetError
@@ -192,17 +193,29 @@ class LocalTarget:
         keeps driving and reading its channels until then."""
         remove_binding(self._bindings, value, TargetError)
 
-    def deploy(self, *items: Task | Program, check: bool = False) -> None:
+    def deploy(self, *items: Task | Program, check: bool = False,
+               keep_state: bool = False) -> KeptState | None:
         """Compile and load periodic tasks; simulated time starts at 0. ``check=True``: the
         range analysis first (cp.check, with the bound channels' ranges).
+
+        ``keep_state=True`` (an online change, between two steps): every signal state of the
+        deployed program whose name, task, type and size match one of the new program goes
+        on with its value instead of its init (a bumpless gain change); returns what was
+        carried and warns (StateNotCarried) about the rest (docs/guide signals page).
 
         A saved program (``cp.load(path)``) is loaded as it is: periodic tasks run with
         ``step`` (the tick defaults to the program's), one run on request with ``run``; its
         ports are read and written by name (``tg.read("speed")``).
         """
+        if keep_state:
+            needs_running(self._compiled is not None and self._sched is not None,
+                          "a LocalTarget")
         if len(items) == 1 and isinstance(items[0], Program):
+            if keep_state:
+                raise TargetError("deploy(keep_state=True) takes cp.Task objects; a saved "
+                                  "program is deployed as it is")
             self._deploy_program(items[0])
-            return
+            return None
         if any(isinstance(t, Program) for t in items):
             raise TypeError("deploy() takes cp.Task objects or one saved program, not both")
         tasks = cast(tuple[Task, ...], items)  # task_specs checks the types
@@ -222,8 +235,12 @@ class LocalTarget:
         compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch, own_code=True)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
+        kept = plan(self.image, compiled.image) if keep_state else None
+        carried = [self._bytes(o, n) for o, _, n in kept.copies] if kept else []
         self._install(compiled, program,
                       bound_inputs(compiled.image, compiled.ports) if io else None)
+        for (_, offset, _), data in zip(kept.copies if kept else (), carried, strict=True):
+            self._put_bytes(offset, data)
         self._bind_run(program.run)
         self._rebuild = lambda arch: compile_tasks(specs, arch, io)
         self._sched = sched
@@ -231,6 +248,7 @@ class LocalTarget:
         self._trace_epoch += 1
         self._feeds = {k: (v, samples, 0) for k, (v, samples, _) in self._feeds.items()}
         self._refeed()
+        return report(kept) if kept else None
 
     def step(self, seconds: float) -> None:
         """Advance simulated time by ``seconds`` (a whole number of ticks).
