@@ -29,7 +29,8 @@ FORBIDDEN = {
 }
 #: the top-level modules of the DSL and of the targets (packages are named by their folder)
 GROUPS = {
-    "DSL": ("value", "arrays", "functions", "quaternions", "signals", "task", "io"),
+    "DSL": ("value", "arrays", "array_shapes", "array_ops", "functions", "quaternions", "signals",
+            "task", "io"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "cli", "cli_program",
                 "cli_tools", "cli_bench", "cli_scope", "jit", "kits", "bench", "sweeps"),
 }
