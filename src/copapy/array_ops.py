@@ -5,7 +5,7 @@ operations (docs/decisions/2026-12-04-sort-convolve-pool-as-graph-compositions.m
   (value, index) pairs: stable, NaNs last (NumPy's order), the same on every CPU; the
   gradient of a sorted element goes to the element it came from (a permutation).
 * ``convolve`` (1-D, modes full/same/valid): Σ over the kernel taps in increasing tap order
-  of tap × shifted input; packed, one multiply-add of whole slices per tap.
+  of tap x shifted input; packed, one multiply-add of whole slices per tap.
 * ``conv2d`` (scipy.signal.convolve2d), ``max_pool2d``/``avg_pool2d``: the same per kernel
   tap or window offset, on 2-D slices.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import dtypes as dt
 from .arrays import Array, _permute, asarray, elementwise, stack_rows
@@ -25,11 +25,6 @@ from .graph import build
 from .graph.errors import ShapeError
 from .graph.node import const
 from .value import Value, _op, register_numpy_function, wrap
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    from ._lazy import numpy as np
 
 MODES = ("full", "same", "valid")
 
@@ -152,7 +147,7 @@ def convolve(a: Any, v: Any, mode: str = "full") -> Array:
         x, k = k, x
     n, m = x.size, k.size
     taps = k.items()
-    middle = _tap_sum([taps[j] * x[m - 1 - j:n - j] for j in range(m)])
+    middle: Array = _tap_sum([taps[j] * x[m - 1 - j:n - j] for j in range(m)])
     if mode == "valid":
         return middle
     xs = x.items()
@@ -183,7 +178,7 @@ def _concat(parts: Sequence[Array], packed: bool) -> Array:
 
 def conv2d(x: Any, kernel: Any, mode: str = "valid") -> Array:
     """``scipy.signal.convolve2d(x, kernel, mode)`` of two 2-D arrays: Σ over the kernel taps
-    in row-major order of tap × the shifted input (one multiply-add of 2-D slices per tap);
+    in row-major order of tap x the shifted input (one multiply-add of 2-D slices per tap);
     modes full and same pad the input with zeros first."""
     a, k = _pair(x, kernel, "conv2d", 2)
     mode = _mode(mode)
@@ -208,7 +203,7 @@ def _pad2d(a: Array, ph: int, pw: int) -> Array:
     h, w = a.shape
     shape = (h + 2 * ph, w + 2 * pw)
     if not a.packed:
-        zero = Value(const(0, a.dtype))
+        zero: Value[Any] = Value(const(0, a.dtype))
         src = a.items()
         return Array(shape, items=[src[(r - ph) * w + c - pw]
                                    if ph <= r < ph + h and pw <= c < pw + w else zero
@@ -242,7 +237,7 @@ def _windows(x: Any, size: int, stride: int | None, name: str) -> tuple[Array, l
 
 
 def max_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
-    """The largest element of each ``size``×``size`` window (``stride`` defaults to ``size``;
+    """The largest element of each ``size``x``size`` window (``stride`` defaults to ``size``;
     windows that do not fit are dropped, as in PyTorch); NaN if a window holds one. The
     gradient goes to the window's largest element (split evenly between equal ones)."""
     _, views = _windows(x, size, stride, "max_pool2d")
@@ -253,7 +248,7 @@ def max_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
 
 
 def avg_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
-    """The mean of each ``size``×``size`` window (sum in window row-major order, divided by
+    """The mean of each ``size``x``size`` window (sum in window row-major order, divided by
     size²); int32 and bool inputs as float32."""
     a, views = _windows(x, size, stride, "avg_pool2d")
     if not a.dtype.is_float:
