@@ -107,6 +107,11 @@ def test_conv2d_matches_scipy(shape: tuple[int, int], kshape: tuple[int, int], m
     x = data.draw(hnp.arrays(np.float32, shape, elements=st.floats(-4, 4, width=32)))
     k = data.draw(hnp.arrays(np.float32, kshape, elements=st.floats(-4, 4, width=32)))
     (got,) = run(cp.conv2d(cp.value(x, packed=packed), cp.value(k), mode))
+    (other,) = run(cp.conv2d(cp.value(x, packed=not packed), cp.value(k), mode))
+    if mode == "valid":  # packed and unpacked: the same bits
+        assert other.tobytes() == got.tobytes()
+    else:  # the zero padding folds away unpacked (x*0 -> 0, x+0 -> x): ±0 may differ
+        np.testing.assert_array_equal(other, got)
     want = scipy.signal.convolve2d(x.astype(np.float64), k.astype(np.float64), mode)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
 
@@ -125,6 +130,9 @@ def test_pooling_matches_numpy(size: int, stride: int, packed: bool,
     x = data.draw(hnp.arrays(np.float32, shape, elements=st.floats(-4, 4, width=32)))
     a = cp.value(x, packed=packed)
     got_max, got_avg = run(cp.max_pool2d(a, size, stride), cp.avg_pool2d(a, size, stride))
+    b = cp.value(x, packed=not packed)  # the other form: the same bits
+    other = run(cp.max_pool2d(b, size, stride), cp.avg_pool2d(b, size, stride))
+    assert [o.tobytes() for o in other] == [got_max.tobytes(), got_avg.tobytes()]
     np.testing.assert_array_equal(got_max, pool_reference(x, size, stride, np.max))
     np.testing.assert_allclose(got_avg, pool_reference(x, size, stride, np.mean), rtol=1e-6,
                                atol=1e-6)

@@ -23,6 +23,7 @@ from . import dtypes as dt
 from .arrays import Array, _permute, asarray, elementwise, stack_rows
 from .graph import build
 from .graph.errors import ShapeError
+from .graph.lanes import reduce_in_lane_order
 from .graph.node import const
 from .value import Value, _op, register_numpy_function, wrap
 
@@ -178,8 +179,10 @@ def _concat(parts: Sequence[Array], packed: bool) -> Array:
 
 def conv2d(x: Any, kernel: Any, mode: str = "valid") -> Array:
     """``scipy.signal.convolve2d(x, kernel, mode)`` of two 2-D arrays: Σ over the kernel taps
-    in row-major order of tap x the shifted input (one multiply-add of 2-D slices per tap);
-    modes full and same pad the input with zeros first."""
+    in row-major order of tap x the shifted input. The input's rows are laid end to end, so
+    every tap's shifted input is one contiguous slice of them ("wide" rows that run on into
+    the next row; those extra columns are computed and dropped): one multiply-add per tap,
+    then one copy of the rows kept. Modes full and same pad the input with zeros first."""
     a, k = _pair(x, kernel, "conv2d", 2)
     mode = _mode(mode)
     (h, w), (kh, kw) = a.shape, k.shape
@@ -188,14 +191,17 @@ def conv2d(x: Any, kernel: Any, mode: str = "valid") -> Array:
                          f"{a.shape}; use mode='full' or 'same'")
     if mode != "valid":
         a = _pad2d(a, kh - 1, kw - 1)
-    oh, ow = a.shape[0] - kh + 1, a.shape[1] - kw + 1
+    width = a.shape[1]
+    oh, ow = a.shape[0] - kh + 1, width - kw + 1
+    flat = a.flatten()
+    span = (oh - 1) * width + ow
     taps = k.items()
-    out = _tap_sum([taps[i * kw + j] * a[kh - 1 - i:kh - 1 - i + oh, kw - 1 - j:kw - 1 - j + ow]
-                    for i in range(kh) for j in range(kw)])
+    wide: Array = _tap_sum([taps[i * kw + j] * flat[(kh - 1 - i) * width + kw - 1 - j:][:span]
+                            for i in range(kh) for j in range(kw)])
+    top, left, rows, cols = 0, 0, oh, ow
     if mode == "same":  # scipy's: centred on the input
-        top, left = (oh - h) // 2, (ow - w) // 2
-        out = out[top:top + h, left:left + w]
-    return out  # type: ignore[no-any-return]
+        top, left, rows, cols = (oh - h) // 2, (ow - w) // 2, h, w
+    return stack_rows([wide[(top + r) * width + left:][:cols] for r in range(rows)])
 
 
 def _pad2d(a: Array, ph: int, pw: int) -> Array:
@@ -221,6 +227,8 @@ def _pad2d(a: Array, ph: int, pw: int) -> Array:
 
 
 def _windows(x: Any, size: int, stride: int | None, name: str) -> tuple[Array, list[Array]]:
+    """The input and its size² strided views, one per window offset (row-major): view (i, j)
+    holds element (i, j) of every window."""
     a = asarray(x)
     if a.ndim != 2:
         raise ShapeError(f"{name} takes a 2-D array (height, width), got shape {a.shape}")
@@ -241,19 +249,18 @@ def max_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
     windows that do not fit are dropped, as in PyTorch); NaN if a window holds one. The
     gradient goes to the window's largest element (split evenly between equal ones)."""
     _, views = _windows(x, size, stride, "max_pool2d")
-    out = views[0]
-    for v in views[1:]:
-        out = elementwise("max", out, v)
+    out: Array = reduce_in_lane_order(views, lambda p, q: elementwise("max", p, q))
     return out
 
 
 def avg_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
-    """The mean of each ``size``x``size`` window (sum in window row-major order, divided by
-    size²); int32 and bool inputs as float32."""
+    """The mean of each ``size``x``size`` window: its sum in the lane order of the window's
+    elements (row-major; graph/lanes.py) divided by size²; int32 and bool inputs as float32."""
     a, views = _windows(x, size, stride, "avg_pool2d")
     if not a.dtype.is_float:
         views = [v.astype(dt.float32) for v in views]
-    return _tap_sum(views) / float(size * size)  # type: ignore[no-any-return]
+    total: Array = reduce_in_lane_order(views, lambda p, q: p + q)
+    return total / float(size * size)
 
 
 register_numpy_function("sort", sort)
