@@ -220,3 +220,15 @@ def test_axis_errors_name_the_problem() -> None:
         _ = a + cp.value(np.zeros((2,), np.float32))
     with pytest.raises(cp.ShapeError, match="1 to 4 dimensions"):
         cp.value(np.zeros((1, 1, 1, 1, 2), np.float32))
+
+
+def test_jit_takes_and_returns_nd() -> None:
+    """cp.jit: a 3-D nested list as an argument, a 3-D NumPy constant as a result; a 5-D
+    sequence is refused naming the limit."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(cp.jit(lambda a: a * 2.0)(x.tolist()), x * 2)
+    const = np.ones((2, 2, 2), np.float32)
+    _, got = cp.jit(lambda a: (a, const))(1.0)
+    np.testing.assert_array_equal(got, const)
+    with pytest.raises(TypeError, match="1-D to 4-D"):
+        cp.jit(lambda a: a)(np.zeros((1, 1, 1, 1, 2)).tolist())
