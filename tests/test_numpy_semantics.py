@@ -17,9 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.arrays import elementwise as apply
 from copapy.graph.lanes import np_reduce
+from copapy.graph.ops import REGISTRY
 
 from .support.checks import examples
+from .support.registry_ops import elementwise
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "argmax", "argmin")
 SETTINGS = settings(max_examples=examples(30), deadline=None,
@@ -232,3 +235,40 @@ def test_jit_takes_and_returns_nd() -> None:
     np.testing.assert_array_equal(got, const)
     with pytest.raises(TypeError, match="1-D to 4-D"):
         cp.jit(lambda a: a)(np.zeros((1, 1, 1, 1, 2)).tolist())
+
+
+#: every element-wise registry operation of two or three operands, on float32 or int32
+BROADCAST_OPS = sorted({(n, d) for d in ("float32", "int32")
+                        for arity in (2, 3) for n in elementwise(arity=arity, dtype=d,
+                                                                  cast=False)})
+
+
+@pytest.mark.parametrize(("name", "dtype"), BROADCAST_OPS)
+@settings(max_examples=examples(6), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_every_elementwise_operation_broadcasts(name: str, dtype: str,
+                                                data: st.DataObject) -> None:
+    """Broadcast operands give the bits of the same operation on operands NumPy broadcast
+    beforehand (np.broadcast_to), packed and unpacked: broadcasting only repeats elements."""
+    arity = REGISTRY[name].arity
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=arity, min_dims=1,
+                                                         max_dims=4, max_side=3))
+    kind = "bool" if name == "where" else dtype
+    xs = [data.draw(arrays(kind if (name == "where" and k == 0) else dtype, s))
+          for k, s in enumerate(shapes.input_shapes)]
+    full = [np.ascontiguousarray(np.broadcast_to(x, shapes.result_shape)) for x in xs]
+    packed = data.draw(st.booleans())
+    out = apply(name, *[cp.value(x, packed=packed) for x in xs])
+    want = apply(name, *[cp.value(x, packed=packed) for x in full])
+    assert out.shape == want.shape == shapes.result_shape
+    got, expected = (np.asarray(v) for v in run_all(out, want))
+    assert got.tobytes() == expected.tobytes() or (
+        got.dtype.kind == "f" and np.array_equal(got, expected, equal_nan=True))
+
+
+def run_all(*outs: Any) -> list[Any]:
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    return [tg.read(o) for o in outs]
