@@ -272,3 +272,33 @@ def run_all(*outs: Any) -> list[Any]:
     tg.compile(*outs)
     tg.run()
     return [tg.read(o) for o in outs]
+
+
+def numeric_gradient(f: Any, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    g = np.zeros_like(x)
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = h
+        g.flat[k] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_gradients_through_axes_broadcasting_and_transposes(packed: bool) -> None:
+    """cp.grad through axis reductions, a broadcast operand and an N-D transpose, against
+    central differences (packed: the concatenated transposed blocks of an axis move hand their
+    gradient back in their own shape; this raised a ShapeError before)."""
+    rng = np.random.default_rng(5)
+    x, b, w = rng.standard_normal((3, 4, 5)), rng.standard_normal((4, 1)), rng.standard_normal(
+        (3, 5))
+
+    def f(x: Any, b: Any) -> Any:
+        return (((x * b).sum(axis=1) * w).sum() + x.max(axis=(0, 2)).sum()
+                + x.transpose(2, 0, 1)[1].sum())
+
+    xs, bs = cp.value(x, dtype=cp.float64, packed=packed), cp.value(b, dtype=cp.float64,
+                                                                    packed=packed)
+    gx, gb = cp.grad(f(xs, bs), [xs, bs])
+    got_x, got_b = run_all(gx, gb)
+    np.testing.assert_allclose(got_x, numeric_gradient(lambda z: f(z, b), x), atol=1e-6)
+    np.testing.assert_allclose(got_b, numeric_gradient(lambda z: f(x, z), b), atol=1e-6)
