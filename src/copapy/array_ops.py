@@ -182,15 +182,16 @@ def conv2d(x: Any, kernel: Any, mode: str = "valid") -> Array:
     in row-major order of tap x the shifted input. The input's rows are laid end to end, so
     every tap's shifted input is one contiguous slice of them ("wide" rows that run on into
     the next row; those extra columns are computed and dropped): one multiply-add per tap,
-    then one copy of the rows kept. Modes full and same pad the input with zeros first."""
+    then one copy of the rows kept. Modes full and same pad the input with zeros first (packed:
+    packed and unpacked inputs give the same bits)."""
     a, k = _pair(x, kernel, "conv2d", 2)
     mode = _mode(mode)
     (h, w), (kh, kw) = a.shape, k.shape
     if mode == "valid" and (kh > h or kw > w):
         raise ShapeError(f"conv2d(mode='valid'): the kernel {k.shape} is larger than the input "
                          f"{a.shape}; use mode='full' or 'same'")
-    if mode != "valid":
-        a = _pad2d(a, kh - 1, kw - 1)
+    if mode != "valid":  # packed either way: an unpacked input would fold the zeros away
+        a = _pad2d(a.to_packed(), kh - 1, kw - 1)  # (x*0 -> 0: other bits beside inf and -0)
     width = a.shape[1]
     oh, ow = a.shape[0] - kh + 1, width - kw + 1
     flat = a.flatten()
@@ -205,15 +206,10 @@ def conv2d(x: Any, kernel: Any, mode: str = "valid") -> Array:
 
 
 def _pad2d(a: Array, ph: int, pw: int) -> Array:
-    """``a`` with ``ph`` zero rows above and below and ``pw`` zero columns left and right."""
+    """Packed ``a`` with ``ph`` zero rows above and below and ``pw`` zero columns left and
+    right."""
     h, w = a.shape
     shape = (h + 2 * ph, w + 2 * pw)
-    if not a.packed:
-        zero: Value[Any] = Value(const(0, a.dtype))
-        src = a.items()
-        return Array(shape, items=[src[(r - ph) * w + c - pw]
-                                   if ph <= r < ph + h and pw <= c < pw + w else zero
-                                   for r in range(shape[0]) for c in range(shape[1])])
 
     def zeros(count: int) -> list[Any]:
         return [build.broadcast_to(const(0, a.dtype), (count,))] if count else []
