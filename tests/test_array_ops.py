@@ -87,6 +87,9 @@ def test_convolve_matches_numpy(n: int, m: int, mode: str, packed: bool,
     a = data.draw(hnp.arrays(np.float32, n, elements=st.floats(-4, 4, width=32)))
     v = data.draw(hnp.arrays(np.float32, m, elements=st.floats(-4, 4, width=32)))
     (got,) = run(cp.convolve(cp.value(a, packed=packed), cp.value(v, packed=packed), mode))
+    (other,) = run(cp.convolve(cp.value(a, packed=not packed), cp.value(v, packed=not packed),
+                               mode))
+    assert other.tobytes() == got.tobytes()  # packed and unpacked: the same bits
     want = np.convolve(a.astype(np.float64), v.astype(np.float64), mode)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * (1 + np.abs(v).sum() * 4))
     ints = (a * 4).astype(np.int32), (v * 4).astype(np.int32)
