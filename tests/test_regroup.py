@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
@@ -79,6 +79,24 @@ def evaluate(tree: Tree, env: dict[str, Any], number: Callable[[int], Any]) -> A
     return x + y if op == "add" else x - y if op == "sub" else x * y
 
 
+def folds_to_zero(tree: Tree) -> bool:
+    """A constant subtree equal to 0 (``-4 - -4``): its x + 0 -> x and x * 0 -> 0 are the
+    older exact-rule exceptions, not regrouping."""
+    if isinstance(tree, str):
+        return False
+    if isinstance(tree, int):
+        return tree == 0
+    _, a, b = tree
+    if folds_to_zero(a) or folds_to_zero(b):
+        return True
+    constant = not any(isinstance(leaf, str) for leaf in leaves_of(tree))
+    return constant and evaluate(tree, {}, int) == 0
+
+
+def leaves_of(tree: Tree) -> list[Any]:
+    return [tree] if not isinstance(tree, tuple) else leaves_of(tree[1]) + leaves_of(tree[2])
+
+
 def magnitude(tree: Tree, env: dict[str, float]) -> float:
     """Σ |terms| bound of the expression (the scale of its rounding errors)."""
     if isinstance(tree, str):
@@ -113,6 +131,7 @@ float_values = st.lists(st.floats(-100, 100, width=32), min_size=3, max_size=3)
 def test_float_graphs_unchanged_without_the_option(tree: Tree, values: list[float]) -> None:
     """Default options: the float graph is the one built with regrouping switched off
     entirely (the same node), and NumPy float32 in the written order gives the same bits."""
+    assume(not folds_to_zero(tree))
     env = {k: np.float32(v) for k, v in zip("xyz", values, strict=True)}
     with np.errstate(all="ignore"):
         want = np.float32(evaluate(tree, env, lambda c: np.float32(c)))
