@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy.array_ops import merge_network
 
-from .support.checks import examples
+from .support.checks import central_difference, examples
 
 SETTINGS = settings(max_examples=examples(25), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -141,16 +141,6 @@ def test_pooling_matches_numpy(size: int, stride: int, packed: bool,
 # ---- gradients: cp.grad against central differences of the NumPy reference (float64)
 
 
-def finite_difference(f: Callable[[np.ndarray], float], x: np.ndarray,
-                      h: float = 1e-6) -> np.ndarray:
-    g = np.zeros_like(x)
-    for k in range(x.size):
-        e = np.zeros_like(x)
-        e.flat[k] = h
-        g.flat[k] = (f(x + e) - f(x - e)) / (2 * h)
-    return g
-
-
 GRADIENT_CASES: dict[str, tuple[tuple[int, ...], Callable[[Any], Any], Callable[[Any], Any]]] = {
     "sort": ((7,), cp.sort, np.sort),
     "sort_axis0": ((4, 3), lambda a: cp.sort(a, axis=0), lambda a: np.sort(a, axis=0)),
@@ -178,7 +168,7 @@ def test_gradients_against_finite_differences(name: str, packed: bool) -> None:
     y = op(a)
     loss = (y * weights).sum()
     (got,) = run(cp.grad(loss, a))
-    want = finite_difference(lambda z: float((reference(z) * weights).sum()), x)
+    want = central_difference(lambda z: float((reference(z) * weights).sum()), x)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
