@@ -182,6 +182,22 @@ def test_sort_gradient_is_the_permutation() -> None:
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_max_pool_gradient_routes_to_one_element(packed: bool) -> None:
+    """Equal largest elements in a window: the whole gradient goes to the first of them
+    (argmax routing), not split between them; NaN windows give NaN."""
+    x = np.array([[1.0, 5.0, 2.0, 2.0], [5.0, 0.0, 2.0, 2.0]], np.float32)
+    a = cp.value(x, packed=packed)
+    pooled = cp.max_pool2d(a, 2)
+    got_grad, got = run(cp.grad((pooled * np.array([[1.0, 10.0]], np.float32)).sum(), a),
+                        pooled)
+    np.testing.assert_array_equal(got, [[5.0, 2.0]])
+    np.testing.assert_array_equal(got_grad, [[0, 1, 10, 0], [0, 0, 0, 0]])
+    x[1, 3] = np.nan
+    (with_nan,) = run(cp.max_pool2d(cp.value(x, packed=packed), 2))
+    assert with_nan[0, 0] == 5.0 and np.isnan(with_nan[0, 1])
+
+
 def test_errors_name_the_problem() -> None:
     v = cp.value(np.ones(4, np.float32))
     with pytest.raises(ValueError, match="one of full, same, valid"):

@@ -242,10 +242,19 @@ def _windows(x: Any, size: int, stride: int | None, name: str) -> tuple[Array, l
 
 def max_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
     """The largest element of each ``size``x``size`` window (``stride`` defaults to ``size``;
-    windows that do not fit are dropped, as in PyTorch); NaN if a window holds one. The
-    gradient goes to the window's largest element (split evenly between equal ones)."""
-    _, views = _windows(x, size, stride, "max_pool2d")
-    out: Array = reduce_in_lane_order(views, lambda p, q: elementwise("max", p, q))
+    windows that do not fit are dropped, as in PyTorch); NaN if a window holds one. Argmax
+    routing: the gradient goes to one largest element of each window, whole (among equal
+    ones the first in the lane order of the window's elements, row-major)."""
+    a, views = _windows(x, size, stride, "max_pool2d")
+
+    def keep_larger(p: Array, q: Array) -> Array:
+        """q where it is larger (or NaN), else p: a select, whose gradient is not split."""
+        larger = q > p
+        if a.dtype.is_float:
+            larger = larger | (q != q)
+        return elementwise("where", larger, q, p)
+
+    out: Array = reduce_in_lane_order(views, keep_larger)
     return out
 
 
