@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import dtypes as dt
 from ._contract import PlanKind
 from ._dispatch import Dispatcher
-from .arrays import Array, array_input, matrix, vector
+from .array_shapes import MAX_NDIM
+from .arrays import Array, array_input, asarray, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
 from .runtime.load import check_architecture, fastest_host_architecture, load
@@ -156,9 +157,9 @@ def _sequence_signature(seq: Any) -> tuple[Any, ...]:
         arr = np.asarray(seq)
     except ValueError as exc:
         raise TypeError(f"ragged sequence passed to a jitted function: {exc}") from None
-    if arr.dtype == object or arr.size == 0 or arr.ndim > 2:
-        raise TypeError("sequences passed to a jitted function must be non-empty, rectangular "
-                        "(1-D or 2-D) and hold only numbers")
+    if arr.dtype == object or arr.size == 0 or arr.ndim > MAX_NDIM:
+        raise TypeError(f"sequences passed to a jitted function must be non-empty, rectangular "
+                        f"(1-D to {MAX_NDIM}-D) and hold only numbers")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"sequence of {arr.dtype} passed to a jitted function: only numbers")
     return ("f" if arr.dtype.kind == "f" else arr.dtype.kind, arr.shape)
@@ -207,7 +208,7 @@ class _Compiled:
                 r, copy = r.value, r.copy
             if isinstance(r, bool | int | float):
                 r = _const_value(r)
-            elif isinstance(r, np.ndarray) and r.ndim in (1, 2) and r.size:
+            elif isinstance(r, np.ndarray) and 1 <= r.ndim <= MAX_NDIM and r.size:
                 r = _result_array(r)
             if not isinstance(r, Value | Array):
                 raise TypeError(_bad_result(r, index if self.tuple_result else None))
@@ -397,6 +398,8 @@ def _result_array(r: Any) -> Array:
     give those: np.cumsum, np.concatenate) or a constant, of its own element type when copapy
     has it (a float64 constant stays float64)."""
     keep = dt.BY_NAME.get(r.dtype.name) if r.dtype != object else None
+    if r.ndim > 2:
+        return asarray(r) if keep is None else asarray(r).astype(keep)
     return vector(r, dtype=keep) if r.ndim == 1 else matrix(r, dtype=keep)
 
 

@@ -175,7 +175,8 @@ def _g_concat(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     out: list[Node | None] = []
     start = 0
     for needed, part in zip(need, n.args, strict=True):
-        out.append(slice_(g, start, part.size) if needed else None)
+        # a part may be a matrix (a transposed block of an axis permutation): its own shape
+        out.append(reshape(slice_(g, start, part.size), part.shape) if needed else None)
         start += part.size
     return tuple(out)
 
