@@ -55,7 +55,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_ranges_soundness.py": ("slow",),
     "test_linalg.py": ("slow",), "test_linalg_cross_arch.py": ("emulator",),
     "test_example_ekf.py": ("slow",), "test_example_lqr.py": ("slow",),
-    "test_example_mpc.py": ("slow",),
+    "test_example_mpc.py": ("slow",), "test_example_ekf_runners.py": ("firmware",),
     "test_signal_shapes.py": ("build",), "test_keep_state.py": ("build",),
 }
 MARKERS = {
