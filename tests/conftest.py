@@ -42,6 +42,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_userland.py": ("emulator",),
     "test_runner_suite.py": ("firmware",), "test_safety_firmware.py": ("firmware",),
     "test_fw_isolation.py": ("firmware", "build"),
+    "test_verified_loading_fw.py": ("firmware", "build"),
     "test_zephyr_build.py": ("firmware",), "test_zephyr_dac.py": ("firmware",),
     "test_zephyr_usermode.py": ("firmware",),
     "test_wheel.py": ("build",), "test_array_stencils.py": ("build",),

@@ -33,7 +33,8 @@ from ._dispatch import Dispatcher
 from .arrays import Array, array_input, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
-from .runtime.load import check_architecture, fastest_host_architecture, load
+from .runtime.load import check_architecture, fastest_host_architecture
+from .target_common import load_program
 from .value import Value, constant, flatten, is_traced, value
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        program: Any = load(compiled.image, arch, own_code=True)
+        program: Any = load_program(compiled.image, arch, own_code=True)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
         #: new array (compile_program(in_place))
