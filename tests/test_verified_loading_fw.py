@@ -24,6 +24,7 @@ from copapy.runtime.qemu_backend import QemuProgram
 from copapy.serial_target import SerialTarget
 from copapy.target_common import load_program
 
+from .support import zephyr_runners as zr
 from .support.image_corpus import RULES, base_program, corpus, v1_of
 from .support.runners import qemu_runner
 
@@ -65,10 +66,21 @@ def test_the_m7_corpus_is_large_and_covers_every_rule() -> None:
     assert {rule for _, rule, _ in CORPUS} >= set(RULES)
 
 
-def test_the_firmware_refuses_the_corpus_and_still_runs_an_honest_program() -> None:
+def shipped(firmware: str) -> Any:
+    """The URL of a firmware as shipped (no ALLOW_CODE) in qemu: the bare-metal runner or
+    the Zephyr runner on mps2-an500 (skipped without ZEPHYR_BASE, as every Zephyr test)."""
+    if firmware == "bare-metal":
+        return qemu_runner(ARCH, allow_code=False)
+    zr.require_zephyr()
+    return zr.qemu_runner("mps2_an500_verified")
+
+
+@pytest.mark.parametrize("firmware", ["bare-metal", "zephyr"])
+def test_the_firmware_refuses_the_corpus_and_still_runs_an_honest_program(firmware: str
+                                                                           ) -> None:
     """The firmware as shipped (no ALLOW_CODE): every bad image is IMAGE_INVALID with its
     rule's load error, nothing is loaded, and an honest program then runs right."""
-    with qemu_runner(ARCH, allow_code=False) as url, SerialTarget(url, timeout=5.0) as tg:
+    with shipped(firmware) as url, SerialTarget(url, timeout=5.0) as tg:
         wrong = []
         for what, rule, blob in CORPUS:
             name, status, message = upload_status(tg, blob)
