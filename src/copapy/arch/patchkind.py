@@ -92,7 +92,7 @@ class PatchKind(NamedTuple):
             self.align_log2,
             [list(f) for f in self.fields],
             self.encoder,
-            self.flip,
+            *([self.flip] if self.flip else []),  # rows without a flip mask keep 7 items
         ]
 
     @staticmethod
