@@ -19,13 +19,14 @@ import pytest
 import copapy as cp
 from copapy import image as im
 from copapy.arrays import array_input
+from copapy.compiler.program import compile_program
 from copapy.compiler.runner_table import runner_table
 from copapy.runtime.qemu_backend import QemuProgram
 from copapy.serial_target import SerialTarget
 from copapy.target_common import load_program
 
 from .support import zephyr_runners as zr
-from .support.image_corpus import RULES, base_program, corpus, v1_of
+from .support.image_corpus import RULES, base_program, corpus, nodes, programs, v1_of
 from .support.runners import qemu_runner
 
 ARCH = "cortex-m7"
@@ -127,11 +128,19 @@ def test_format_1_loads_only_on_a_build_for_fault_tests() -> None:
         assert tg.info().state != "empty"
 
 
-def test_the_qemu_harness_builds_format_2_from_its_table() -> None:
-    """The emulated back end on qemu (harness-cortex-m7.elf, CP_WITH_TABLE) copies and
-    patches from the C table: the data after a run equals unicorn's (the Python relink)."""
-    compiled, img, _ = base_program(ARCH)
-    assert img.table_pin == runner_table(ARCH).pin
+PROGRAMS = [("base program", []), *programs()]
+
+
+@pytest.mark.parametrize("name", [n for n, _ in PROGRAMS])
+def test_the_qemu_harness_builds_format_2_from_its_table(name: str) -> None:
+    """No false refusal by the C verifier on the M7, and its code equals the Python relink's:
+    the emulated back end on qemu (harness-cortex-m7.elf, CP_WITH_TABLE) copies and patches
+    every representative program from the C table, and the data after a run equals
+    unicorn's (compiler/code_image.py, the Python relink)."""
+    outs = dict(PROGRAMS)[name]
+    compiled = base_program(ARCH)[0] if not outs else compile_program(nodes(outs), ARCH)
+    img = im.parse(compiled.image)
+    assert img.format_version == 2 and img.table_pin == runner_table(ARCH).pin
     emulated = QemuProgram(compiled.image, ARCH)
     emulated.run(0)
     ref = load_program(compiled.image, ARCH)  # unicorn, after compiler/code_image.py

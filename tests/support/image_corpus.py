@@ -35,6 +35,44 @@ def nodes(outs: list[Any]) -> list[Any]:
                                       else [o.node])]
 
 
+def programs() -> Iterator[tuple[str, list[Any]]]:
+    """A representative set: scalar chains (every dtype, math kernels), packed arrays
+    (element-wise, reductions, dot, where, matrix products), fused loops through pointer
+    slots, and conversions."""
+    rng = np.random.default_rng(7)
+    xs = [cp.value(float(i) + 0.5) for i in range(8)]
+    y = xs[0]
+    for k in range(30):
+        y = y * xs[k % 8] + xs[(k * 3) % 8] - cp.sin(y) / (xs[(k + 1) % 8] + 2.0)
+    yield "scalar chain", [y]
+    d = cp.value(1.25, dtype="float64")
+    yield "float64 kernels", [cp.exp(d) * cp.sqrt(d) + cp.atan2(d, d * 3.0)]
+    n = cp.value(7)
+    yield "int ops and where", [cp.where(xs[0] > xs[1], xs[2], xs[3]), n * 7 // cp.value(2),
+                                (n & 5) | 2, n % 3]
+    a = array_input(rng.random(200).astype(np.float32), packed=True)
+    yield "packed: sum, sqrt", [(a * 2.0 + 1.0).sum(), cp.sqrt(a * a + 1.0)]
+    b = array_input(rng.random(64).astype(np.float32), packed=True)
+    c = array_input(rng.random(64).astype(np.float32), packed=True)
+    yield "packed: dot, where, min, max", [b @ c, cp.where(b > c, b, c), b.min(), c.max(),
+                                           cp.where(b > 0.5, b, 0.0)]
+    m = array_input(rng.random((6, 5)).astype(np.float32), packed=True)
+    v = array_input(rng.random(5).astype(np.float32), packed=True)
+    w = array_input(rng.random(6).astype(np.float32), packed=True)
+    m2 = array_input(rng.random((5, 4)).astype(np.float32), packed=True)
+    yield "matvec, vecmat, matmul", [m @ v, w @ m, m @ m2]
+    q = cp.matrix([[xs[i] + xs[j] for j in range(4)] for i in range(4)])
+    yield "4x4 matvec of scalars", [q @ cp.vector(xs[:4])]
+    yield "grad", [cp.grad(cp.sqrt(xs[0] * xs[1] + cp.exp(xs[2])) * xs[3], xs[:4])]
+    u = array_input(rng.random(2000).astype(np.float32), packed=True)
+    yield "fused loop", [u * u + u * 2.0 - 1.0]
+    big = array_input(rng.random(3000).astype(np.float32), packed=True)
+    big2 = array_input(rng.random(3000).astype(np.float32), packed=True)
+    yield "fused kernels and dot", [cp.exp(big) * big2 + cp.sin(big2), (big * big2).sum()]
+    dd = array_input(rng.random(300), packed=True)
+    yield "float64 arrays", [cp.sqrt(dd * dd + 1.0), dd.sum()]
+
+
 def base_program(arch: str) -> tuple[Any, im.Image, Chains]:
     """Scalars (float32 and float64), a packed array operation (a length slot), a fused loop
     where the architecture has them (pointer slots), outputs stored (written slots)."""
