@@ -21,9 +21,9 @@ from copapy import image as im
 from copapy.arrays import array_input
 from copapy.compiler.program import compile_program
 from copapy.compiler.runner_table import runner_table
+from copapy.loading import load_program
 from copapy.runtime.qemu_backend import QemuProgram
 from copapy.serial_target import SerialTarget
-from copapy.target_common import load_program
 
 from .support import zephyr_runners as zr
 from .support.image_corpus import RULES, base_program, corpus, nodes, programs, v1_of

@@ -33,8 +33,8 @@ from ._dispatch import Dispatcher
 from .arrays import Array, array_input, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
+from .loading import load_program
 from .runtime.load import check_architecture, fastest_host_architecture
-from .target_common import load_program
 from .value import Value, constant, flatten, is_traced, value
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
+from .loading import load_program
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import NotComputedError, TargetError
@@ -45,7 +46,6 @@ from .target_common import (
     elements,
     find_port,
     io_specs,
-    load_program,
     numbers_of,
     remove_binding,
     slots_of,

@@ -1,6 +1,5 @@
 """What LocalTarget and SerialTarget share: task and I/O specs for the compiler, input value
-checks, port lookup, task statistics and decoding trace rows; loading an image in this process
-(``load_program``)."""
+checks, port lookup, task statistics and decoding trace rows."""
 
 from __future__ import annotations
 
@@ -14,13 +13,11 @@ from . import dtypes as dt
 from ._contract import IoDirection
 from .arrays import Array
 from .compiler import IoSpec, TaskSpec
-from .compiler.code_image import code_image
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
 from .quaternions import Quaternion
-from .runtime.errors import ImageLoadError, TargetError
-from .runtime.load import LoadedProgram, is_native, load
+from .runtime.errors import TargetError
 from .task import Task
 from .value import Value, flatten
 
@@ -34,17 +31,6 @@ else:
 
 
 # ---- programs
-
-
-def load_program(image: bytes, arch: str, own_code: bool = False) -> LoadedProgram:
-    """``runtime.load``; an emulated back end (no stencil table) gets a format-2 image rebuilt
-    as format 1 by the one Python relink (compiler/code_image.py)."""
-    if not is_native(arch):
-        try:
-            image = code_image(image)
-        except ValueError as exc:
-            raise ImageLoadError(str(exc)) from exc
-    return load(image, arch, own_code)
 
 
 def to_ns(seconds: float) -> int:

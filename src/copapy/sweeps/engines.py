@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..loading import load_program
 from ..runtime.errors import TargetError
 from ..runtime.load import is_native
-from ..target_common import load_program
 from .plan import Plan, decode
 
 if TYPE_CHECKING:
