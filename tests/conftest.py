@@ -43,6 +43,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_array_ops.py": ("slow",), "test_numpy_semantics.py": ("slow",),
     "test_runner_suite.py": ("firmware",), "test_safety_firmware.py": ("firmware",),
     "test_fw_isolation.py": ("firmware", "build"),
+    "test_verified_loading_fw.py": ("firmware", "build"),
     "test_zephyr_build.py": ("firmware",), "test_zephyr_dac.py": ("firmware",),
     "test_zephyr_usermode.py": ("firmware",),
     "test_wheel.py": ("build",), "test_array_stencils.py": ("build",),

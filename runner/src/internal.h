@@ -263,7 +263,14 @@ enum {
     CP_PK_SIGNED = 1u << 2,
     CP_PK_ROUND = 1u << 3,
     CP_PK_THUMB32 = 1u << 4,
-    CP_PK_KNOWN = (1u << 5) - 1u
+    CP_PK_KNOWN = (1u << 5) - 1u,
+    /* only in a stencil table's 32-byte descriptors (blocks.c): XOR the shifted value with
+     * flip_mask when it is non-negative (Thumb-2 B.W/BL: J1 = NOT(I1 XOR S)) */
+    CP_PK_XOR_NOT_SIGN = 1u << 5,
+    CP_PK_KNOWN_WIDE = (1u << 6) - 1u,
+    CP_KIND_FIELDS = 4,      /* fields of an image's 20-byte descriptor */
+    CP_KIND_FIELDS_WIDE = 6, /* fields of a table's 32-byte descriptor */
+    CP_KIND_SIZE_WIDE = 32
 };
 
 typedef struct cp_patch_kind {
@@ -273,11 +280,16 @@ typedef struct cp_patch_kind {
     uint8_t range_bits;
     uint8_t align_log2;
     uint8_t field_count;
-    uint8_t field[4][3]; /* src_lsb, width, dst_lsb */
+    uint8_t field[CP_KIND_FIELDS_WIDE][3]; /* src_lsb, width, dst_lsb */
+    uint32_t flip_mask;                    /* CP_PK_XOR_NOT_SIGN */
 } cp_patch_kind;
 
 /* Decodes and validates a 20-byte descriptor; `index` names it in messages (CP_ERR_LAYOUT). */
 cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind, cp_error *err);
+/* The same for a stencil table's 32-byte descriptor: up to 6 fields, XOR_NOT_SIGN and its
+ * u32 flip mask at bytes 28-31 (src/copapy/arch/patchkind.py pack_wide). */
+cp_status cp_kind_decode_wide(const uint8_t *raw, uint32_t index, cp_patch_kind *kind,
+                              cp_error *err);
 
 /* Computes the value and rewrites the word at `word` (word_bits/8 bytes, any alignment).
  * Addresses are the run-time addresses of the patched word and of the target. On an alignment

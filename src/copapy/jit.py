@@ -34,7 +34,8 @@ from .array_shapes import MAX_NDIM
 from .arrays import Array, array_input, asarray, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
-from .runtime.load import check_architecture, fastest_host_architecture, load
+from .loading import load_program
+from .runtime.load import check_architecture, fastest_host_architecture
 from .value import Value, constant, flatten, is_traced, value
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        program: Any = load(compiled.image, arch, own_code=True)
+        program: Any = load_program(compiled.image, arch, own_code=True)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
         #: new array (compile_program(in_place))
