@@ -32,8 +32,8 @@ GROUPS = {
     "DSL": ("value", "arrays", "array_shapes", "array_ops", "functions", "quaternions", "signals",
             "signal_shape", "task", "io", "jacobians", "linalg"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "io_plan", "keep_state",
-                "cli", "cli_program", "cli_tools", "cli_bench", "cli_scope", "jit", "kits",
-                "bench", "sweeps"),
+                "loading", "cli", "cli_program", "cli_tools", "cli_bench", "cli_scope", "jit",
+                "kits", "bench", "sweeps"),
 }
 
 
