@@ -52,6 +52,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_windows.py": ("build", "emulator"), "test_macos_build.py": ("build",),
     "test_ranges_examples.py": ("build", "slow"),
     "test_ranges_soundness.py": ("slow",),
+    "test_strided.py": ("slow",), "test_strided_cross_arch.py": ("emulator",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

@@ -382,8 +382,9 @@ class Array:
             if not picks:
                 raise IndexError("empty slice: arrays have at least one element")
             if self.ndim == 1:
-                if self.packed and step == 1:
-                    return Array((len(picks),), node=build.slice_(self.node(), start, len(picks)))
+                if self.packed:  # a view (step 1) or one strided copy: no code per element
+                    return Array((len(picks),), node=build.strided(self.node(), picks[0], step,
+                                                                   len(picks)))
                 items = self.items()
                 return Array((len(picks),), items=[items[i] for i in picks])
             rows = [self._row(i) for i in picks]
