@@ -53,6 +53,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_ranges_examples.py": ("build", "slow"),
     "test_ranges_soundness.py": ("slow",),
     "test_strided.py": ("slow",), "test_strided_cross_arch.py": ("emulator",),
+    "test_jit_large.py": ("slow",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

@@ -378,7 +378,7 @@ class Array:
             raise TypeError("indices must be Python ints or slices (constant at trace time)")
         if isinstance(key, slice):
             start, stop, step = key.indices(self.shape[0])
-            picks = list(range(start, stop, step))
+            picks = range(start, stop, step)  # not a list: 36 MB at 1e6 elements
             if not picks:
                 raise IndexError("empty slice: arrays have at least one element")
             if self.ndim == 1:
