@@ -58,6 +58,8 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_example_ekf.py": ("slow",), "test_example_lqr.py": ("slow",),
     "test_example_mpc.py": ("slow",), "test_example_ekf_runners.py": ("firmware",),
     "test_signal_shapes.py": ("build",), "test_keep_state.py": ("build",),
+    "test_strided.py": ("slow",), "test_strided_cross_arch.py": ("emulator",),
+    "test_jit_large.py": ("slow",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

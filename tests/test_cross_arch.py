@@ -916,6 +916,16 @@ def array_op_cases(name: str) -> list[tuple[str, list[tuple[tuple[int, ...], str
             cases.append((f"concat({d})", [((ARRAY_N,), d), ((7,), d)],
                           lambda a, b: [build.concat([a, b], (ARRAY_N + 7,)),
                                         build.concat([b, b], (2, 7))]))
+    elif name == "sgather":
+        for d in DTYPES:
+            cases.append((f"sgather({d})", [((ARRAY_N,), d)],
+                          lambda a: [build.strided(a, 0, 2, 34), build.strided(a, 66, -1, 67),
+                                     build.strided(a, 60, -7, 9)]))
+    elif name == "sscatter":
+        for d in DTYPES:
+            cases.append((f"sscatter({d})", [((9,), d)],
+                          lambda a: [build.scatter(a, 3, 7, ARRAY_N),
+                                     build.scatter(a, 64, -8, ARRAY_N)]))
     else:
         raise AssertionError(f"array operation {name} has no cross-architecture case: add one")
     return cases

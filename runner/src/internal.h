@@ -64,6 +64,48 @@ static inline void cp_fill(uint8_t *dst, uint8_t value, size_t n)
     }
 }
 
+/* Whether n bytes are all zero (8 bytes per step; the words are read with __builtin_memcpy,
+ * which the compilers inline, so no alignment is assumed). */
+static inline int cp_all_zero(const uint8_t *p, size_t n)
+{
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + i, sizeof w);
+        any |= w;
+    }
+    for (; i < n; i++) {
+        any |= p[i];
+    }
+    return any == 0;
+}
+
+/* Zero n bytes, writing only the 64-byte chunks that are not zero yet: the pages of a fresh
+ * mapping (which reads as zeros) stay untouched, so a large region costs memory only where it
+ * is used (the homes of @cp.jit's in-place arguments and results, issue 31). */
+static inline void cp_clear(uint8_t *dst, size_t n)
+{
+    for (size_t at = 0; at < n; at += 64) {
+        size_t len = n - at < 64 ? n - at : 64;
+        if (!cp_all_zero(dst + at, len)) {
+            cp_fill(dst + at, 0, len);
+        }
+    }
+}
+
+/* Copy n bytes into a zeroed destination, skipping the 64-byte chunks of the source that are
+ * all zero (the destination's pages there stay untouched, as cp_clear's). */
+static inline void cp_copy_sparse(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    for (size_t at = 0; at < n; at += 64) {
+        size_t len = n - at < 64 ? n - at : 64;
+        if (!cp_all_zero(src + at, len)) {
+            cp_copy(dst + at, src + at, len);
+        }
+    }
+}
+
 /* ---- error reporting (message.c) */
 
 /* Fills `err` (if given and large enough) and returns `code`. `fmt` understands

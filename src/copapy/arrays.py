@@ -392,12 +392,13 @@ class Array:
             raise TypeError("indices must be Python ints or slices (constant at trace time)")
         if isinstance(key, slice):
             start, stop, step = key.indices(self.shape[0])
-            picks = list(range(start, stop, step))
+            picks = range(start, stop, step)  # not a list: 36 MB at 1e6 elements
             if not picks:
                 raise IndexError("empty slice: arrays have at least one element")
             if self.ndim == 1:
-                if self.packed and step == 1:
-                    return Array((len(picks),), node=build.slice_(self.node(), start, len(picks)))
+                if self.packed:  # a view (step 1) or one strided copy: no code per element
+                    return Array((len(picks),), node=build.strided(self.node(), picks[0], step,
+                                                                   len(picks)))
                 items = self.items()
                 return Array((len(picks),), items=[items[i] for i in picks])
             if self.packed and step == 1:

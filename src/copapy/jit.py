@@ -34,6 +34,7 @@ from .array_shapes import MAX_NDIM
 from .arrays import Array, array_input, asarray, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
+from .graph.node import fresh_array_input
 from .loading import load_program
 from .runtime.load import check_architecture, fastest_host_architecture
 from .value import Value, constant, flatten, is_traced, value
@@ -220,7 +221,10 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        program: Any = load_program(compiled.image, arch, own_code=True)
+        # the homes of arguments and results the caller's arrays stand in for (and their
+        # initial copy) are zeros the runner leaves untouched: not counted against the cap
+        reserve = 2 * sum(node.nbytes for node in compiled.pointers)
+        program: Any = load_program(compiled.image, arch, own_code=True, reserve=reserve)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
         #: new array (compile_program(in_place))
@@ -391,7 +395,14 @@ def _result_view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _array_input(arr: Any, etype: str) -> Array:
-    return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
+    """A packed input of the argument's shape and element type, without initial data: every
+    call writes the argument or reads it in place, so the caller's elements are never copied
+    into the image (at 1e8 elements that copy took 55 s and 4.6 GB before the memory cap was
+    checked; issue 31)."""
+    if arr.ndim not in (1, 2) or arr.size == 0:
+        return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])  # its error
+    shape = tuple(int(d) for d in arr.shape)
+    return Array(shape, node=fresh_array_input(dt.BY_NAME[etype], b"", shape))
 
 
 def _result_array(r: Any) -> Array:

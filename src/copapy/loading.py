@@ -10,11 +10,12 @@ from .runtime.errors import ImageLoadError
 from .runtime.load import LoadedProgram, is_native, load
 
 
-def load_program(image: bytes, arch: str, own_code: bool = False) -> LoadedProgram:
+def load_program(image: bytes, arch: str, own_code: bool = False,
+                 reserve: int = 0) -> LoadedProgram:
     """``runtime.load``; an emulated back end gets a format-2 image as format 1."""
     if not is_native(arch):
         try:
             image = code_image(image)
         except ValueError as exc:
             raise ImageLoadError(str(exc)) from exc
-    return load(image, arch, own_code)
+    return load(image, arch, own_code, reserve)

@@ -71,6 +71,11 @@ def programs() -> Iterator[tuple[str, list[Any]]]:
     yield "fused kernels and dot", [cp.exp(big) * big2 + cp.sin(big2), (big * big2).sum()]
     dd = array_input(rng.random(300), packed=True)
     yield "float64 arrays", [cp.sqrt(dd * dd + 1.0), dd.sum()]
+    sv = array_input(rng.random(301).astype(np.float32), packed=True)
+    sd = array_input(rng.random(99), packed=True)
+    yield "strided views and their adjoint", [sv[:-1:2] * sv[1::2], sv[::-3], sd[::-1],
+                                              cp.grad((sv[5::7] * sv[5::7]).sum(), sv),
+                                              cp.grad((sd[::-2] * sd[::-2]).sum(), sd)]
 
 
 def base_program(arch: str) -> tuple[Any, im.Image, Chains]:

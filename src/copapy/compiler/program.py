@@ -24,7 +24,15 @@ from ..image import (
 )
 from ..progress import Progress
 from .lanepack import pack_reductions
-from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
+from .layout import (
+    DEFERRED,
+    ROLE_CONSTANT,
+    ROLE_INPUT,
+    ROLE_OUTPUT,
+    ROLE_STATE,
+    DataLayout,
+    Port,
+)
 from .link import link
 from .lower import ChainSpec, CompileError, Instr, lower_chain
 from .manifest import encode, frozen_slots
@@ -133,6 +141,9 @@ class _Builder:
         #: write format 1 (code) even where runners verify: @cp.jit's in-place images, whose
         #: pointer slots Program.invoke moves per call (loaded only on the trusted path)
         self.code_image = arch not in VERIFIED_ARCHS
+        #: array inputs without initial data and array outputs go to the deferred zone
+        #: (@cp.jit: the caller's arrays stand in for them; DataLayout.alloc_deferred)
+        self.defer = False
         #: a bar for compiles longer than about a second
         self.progress = Progress("compiling")
 
@@ -142,7 +153,10 @@ class _Builder:
             block = self.member.get(node)
             if block is not None:  # one of the scalar inputs an input block holds
                 return self.input_block(block[0]) + block[1] * node.dtype.size
-            offset = self.layout.alloc(node.nbytes, input_initial(node), _align(node))
+            initial = input_initial(node)
+            offset = (self.layout.alloc_deferred(node.nbytes, _align(node))
+                      if self.defer and node.shape and not initial else
+                      self.layout.alloc(node.nbytes, initial, _align(node)))
             self.input_port(node, offset)
             return offset
         return port.offset
@@ -222,7 +236,22 @@ class _Builder:
         self.ops += ops
         self.task_ops.append(ops)
 
+    def place_deferred(self) -> None:
+        """The deferred zone after every other slot: its offsets in the code and the ports."""
+        if not self.layout.deferred:
+            return
+        shift = self.layout.place_deferred()
+
+        def moved(offset: int) -> int:
+            return offset + shift if offset >= DEFERRED else offset
+
+        self.chains = [[Instr(i.stencil, tuple((r, moved(o)) for r, o in i.slots))
+                        for i in chain] for chain in self.chains]
+        self.ports = {n: replace(p, offset=moved(p.offset)) for n, p in self.ports.items()}
+        self.image_ports = [replace(p, offset=moved(p.offset)) for p in self.image_ports]
+
     def finish(self, tasks: Sequence[ImageTask], specs: list[TaskSpec]) -> CompiledProgram:
+        self.place_deferred()
         self.progress.phase("linking")
         try:
             linked = link(self.chains, self.table)
@@ -279,6 +308,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
     ports."""
     b = _Builder(arch, names)
     b.code_image = b.code_image or in_place
+    b.defer = b.layout.defer_temps = in_place
     order, states = _closure(outputs, set(), fold)
     order, states, mapping = b.pack(order, states, outputs, mapping=fold)
     spec = ChainSpec({}, {}, [])
@@ -299,7 +329,9 @@ def compile_program(outputs: Sequence[Node], arch: str,
             role = ROLE_CONSTANT
         else:
             init = preset.get(node)
-            offset = b.layout.alloc(node.nbytes, init, _align(node))
+            offset = (b.layout.alloc_deferred(node.nbytes, _align(node))
+                      if b.defer and node.shape and init is None else
+                      b.layout.alloc(node.nbytes, init, _align(node)))
             spec.stores.setdefault(mapping.get(node, node), []).append(offset)
             role = ROLE_OUTPUT
         name = b.name(node, f"output{k}")

@@ -147,7 +147,10 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     if form == "v":
         dims = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
                 "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
-                "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J}}.get(family, {})
+                "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J},
+                # strided views: the vector has n elements, the array it steps through j
+                "sgather": {"a": DIM_J, "out": DIM_N},
+                "sscatter": {"a": DIM_N, "out": DIM_J}}.get(family, {})
         return Role(role, ACCESS_ARRAY, _elem(op, role), written | dims.get(role, DIM_N))
     return Role(role, ACCESS_SCALAR, _elem(op, role), written)
 

@@ -179,6 +179,8 @@ def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[i
         return ()
     if rule == "slice":
         return (attr[1],)  # type: ignore[index]
+    if rule == "strided":
+        return (attr[2],)  # type: ignore[index]
     if rule == "reduce":
         if not shapes[0]:
             raise ShapeError(f"{spec.name} reduces an array; got a scalar")
@@ -306,6 +308,34 @@ def slice_(node: Node, start: int, length: int) -> Node:
     if start == 0 and length == node.size and len(node.shape) == 1:
         return node
     return make(REGISTRY["slice"], (node,), (start, length))
+
+
+def strided(node: Node, start: int, step: int, count: int) -> Node:
+    """Elements start, start + step, ... (count of them, step of any sign but 0) of a packed
+    array, row-major, as a packed vector: one strided copy (a loop stencil), whatever count."""
+    last = start + (count - 1) * step
+    if count < 1 or step == 0 or not (0 <= start < node.size and 0 <= last < node.size):
+        raise IndexError(f"strided view start {start}, step {step}, count {count} out of range "
+                         f"for shape {node.shape}")
+    if step == 1:
+        return slice_(node, start, count)
+    return make(REGISTRY["sgather"], (node,), (start, step, count))
+
+
+def strided_attr(node: Node) -> tuple[int, int, int]:
+    """(start, step, count) of an sgather, (start, step, size) of an sscatter."""
+    attr: tuple[int, int, int] = node.attr  # type: ignore[assignment]
+    return attr
+
+
+def scatter(node: Node, start: int, step: int, size: int) -> Node:
+    """A vector of ``size`` zeros with ``node``'s elements at start, start + step, ...: the
+    adjoint of ``strided``."""
+    last = start + (node.size - 1) * step
+    if step == 0 or not (0 <= start < size and 0 <= last < size):
+        raise IndexError(f"scatter start {start}, step {step} of {node.size} elements out of "
+                         f"range for size {size}")
+    return make(REGISTRY["sscatter"], (node,), (start, step, size))
 
 
 def reshape(node: Node, shape: tuple[int, ...]) -> Node:
