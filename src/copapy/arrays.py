@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import array_shapes as shp
 from . import dtypes as dt
-from .graph import build
+from .graph import build, element_shapes
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
@@ -790,6 +790,8 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     # one port per element, named as cp.save names an unpacked array's elements
     items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
              for k, v in enumerate(arr.reshape(-1))]
+    if name is not None:  # tg.save describes the array as of this shape, not 1-D
+        element_shapes.record(items[0].node, shape)
     return Array(shape, items=items)
 
 

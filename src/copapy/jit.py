@@ -541,6 +541,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     subclass of your own; its methods and operators are not traced, the results are plain
     ndarrays, and each such call takes the general path, some µs more); ``np.ma.MaskedArray``
     and ``np.matrix`` are refused with TypeError: pass ``x.filled(value)`` or ``np.asarray(x)``.
+    A NumPy scalar is the Python number it holds: ``np.float16/32/64`` have the signature of
+    ``float`` (the program's float32 argument, as for a Python float), the NumPy integer types
+    that of ``int``, ``np.bool_`` that of ``bool``; a warm program takes them on the fast path
+    (``f(x, np.float32(dt))`` costs what ``f(x, 0.01)`` does).
     Signal state (``cp.delay``, ``cp.feedback``) lives in the program of one signature: each
     call is one run (``f(1.0), f(2.0)`` with ``cp.delay(x)`` gives 0.0, 1.0); a new signature,
     or one evicted from the cache and compiled again, starts from ``init``. ``cp.dt`` has no

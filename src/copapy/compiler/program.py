@@ -81,6 +81,9 @@ class CompiledProgram:
     #: array inputs read only through a pointer slot, and outputs written only through one
     #: that nothing reads -> the slot (compile_program(in_place))
     pointers: dict[Node, int] = field(default_factory=dict)
+    #: state port name -> its state leaf (states are no ``ports``: the host reads them by
+    #: name; cp.save describes the arrays among them with their shapes)
+    states: dict[str, Node] = field(default_factory=dict)
 
 
 def _closure(roots: Sequence[Node], stop: set[Node] | dict[Node, int],
@@ -131,6 +134,8 @@ class _Builder:
         self.chains: list[list[Instr]] = []
         self.copies: list[ImageLetCopy] = []
         self.bindings: list[ImageIoBinding] = []
+        #: state port name -> state leaf (CompiledProgram.states)
+        self.states: dict[str, Node] = {}
         self.ops = 0
         self.task_ops: list[int] = []
         #: input blocks (compiler/lanepack.py): stand-in -> members; member -> (stand-in,
@@ -225,8 +230,9 @@ class _Builder:
             spec.stores.setdefault(mapping.get(update, update), []).append(nxt)
             spec.end_copies.append((s, nxt, offset))
             name = s.attr[1] or f"state{k}"  # type: ignore[index]
-            self.image_ports.append(ImagePort(f"{name}@task{task}" if task != 0xFFFF else name,
-                                              offset, s.dtype.code, ROLE_STATE, task,
+            port_name = f"{name}@task{task}" if task != 0xFFFF else name
+            self.states[port_name] = s
+            self.image_ports.append(ImagePort(port_name, offset, s.dtype.code, ROLE_STATE, task,
                                               s.size))
 
     def add_chain(self, spec: ChainSpec, live: Sequence[Node]) -> None:
@@ -290,7 +296,8 @@ class _Builder:
             image.tasks = [t._replace(entry=k) for k, t in enumerate(image.tasks)]
         return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
                                len(linked.code), linked.stencil_bytes, data_size,
-                               len(linked.patches), list(specs), self.task_ops)
+                               len(linked.patches), list(specs), self.task_ops,
+                               states=self.states)
 
 
 @without_gc
