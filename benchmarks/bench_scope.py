@@ -7,6 +7,7 @@ scope open (the scope must not disturb the real-time side).
     python benchmarks/bench_scope.py --minutes 10               # the issue's acceptance run
     python benchmarks/bench_scope.py --seconds 3 --json out.json   # a smoke run (the test)
     python benchmarks/bench_scope.py --seconds 20 --screenshot docs/guide/howto/scope.png
+    python benchmarks/bench_scope.py --seconds 10 --stall 2   # stop the scope's process 2 s
 
 Needs Debian's chromium and chromium-driver and selenium (the dev extra). Run as root (or with
 rtprio) for SCHED_FIFO; without it the jitter numbers are those of a normal thread.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -81,7 +83,14 @@ def jitter(tg: SerialTarget) -> dict[str, float]:
             "p99_us": s.jitter_p99_ns / 1e3, "max_us": s.jitter_max_ns / 1e3}
 
 
-def run(seconds: float, screenshot: Path | None, record: Path) -> dict[str, Any]:
+def stall(seconds: float) -> None:
+    """Stops this process (the scope, its reader) for ``seconds``: a host stall."""
+    me = os.getpid()
+    subprocess.Popen(["sh", "-c", f"kill -STOP {me}; sleep {seconds}; kill -CONT {me}"]).wait()
+
+
+def run(seconds: float, screenshot: Path | None, record: Path, stall_s: float = 0.0
+        ) -> dict[str, Any]:
     tasks, signals, controls = program()
     with runner_process("--pty") as (address, _proc), SerialTarget(address) as tg:
         tg.deploy(*tasks)
@@ -99,7 +108,12 @@ def run(seconds: float, screenshot: Path | None, record: Path) -> dict[str, Any]
             # each clock read right after what it times (a busy browser answers slowly)
             u0 = br.updates(driver)
             t0, c0, py0 = time.monotonic(), cpu_seconds(browser), os.times()
-            time.sleep(seconds)
+            if stall_s:
+                time.sleep(seconds / 2)
+                stall(stall_s)
+                time.sleep(max(0.0, seconds / 2 - stall_s))
+            else:
+                time.sleep(seconds)
             c1, py1, t1 = cpu_seconds(browser), os.times(), time.monotonic()
             u1 = br.updates(driver)
             t1u = time.monotonic()
@@ -108,7 +122,7 @@ def run(seconds: float, screenshot: Path | None, record: Path) -> dict[str, Any]
             tg.stop()
             ran = scope.core.drain(timeout=30)
             recorded = scope.recorded
-            gaps = scope.core.source.gaps()
+            gaps = scope.lost
             with_scope = jitter(tg)
         elapsed = t1 - t0
         return {
@@ -127,15 +141,19 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, help="each phase's length (instead of --minutes)")
     ap.add_argument("--screenshot", type=Path, help="save the page here (PNG)")
     ap.add_argument("--json", type=Path, help="write the numbers here")
+    ap.add_argument("--stall", type=float, default=0.0,
+                    help="stop the scope's process this many seconds mid-run (a host stall)")
     args = ap.parse_args()
     seconds = args.seconds if args.seconds is not None else 60 * args.minutes
     with tempfile.TemporaryDirectory() as tmp:
-        r = run(seconds, args.screenshot, Path(tmp) / "scope.csv")
+        r = run(seconds, args.screenshot, Path(tmp) / "scope.csv", args.stall)
     a, w = r["jitter_alone"], r["jitter_with_scope"]
-    print(f"{seconds:g} s at 1 kHz per phase (SCHED_FIFO: {r['realtime']})")
+    print(f"{seconds:g} s at 1 kHz per phase (SCHED_FIFO: {r['realtime']})"
+          f"{f', scope stopped {args.stall:g} s mid-run' if args.stall else ''}")
     print(f"recorded ticks {r['recorded']} / ticks run {r['ticks_run']} "
-          f"({'equal' if r['recorded'] == r['ticks_run'] else 'NOT EQUAL'}), gaps {r['gaps']}, "
-          f"STREAM events the runner dropped {w['stream_dropped']}")
+          f"({'equal' if r['recorded'] == r['ticks_run'] else 'NOT EQUAL'}), reported lost "
+          f"{r['gaps']} (run - recorded {r['ticks_run'] - r['recorded']}), STREAM events the "
+          f"runner dropped {w['stream_dropped']}")
     print(f"page updates {r['page_updates_per_s']:.1f}/s; browser CPU "
           f"{r['browser_cpu_percent']:.1f} %; scope process CPU "
           f"{r['scope_process_cpu_percent']:.1f} %")

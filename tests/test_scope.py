@@ -106,7 +106,8 @@ def check_page_recording(d: Any, scope: Any) -> None:
         rows = list(csv.DictReader(f))
     ticks = np.array([int(r["tick"]) for r in rows])
     assert len(ticks) > 100 and (np.diff(ticks) == 1).all(), "the recording skipped ticks"
-    assert set(rows[0]) == {"tick", "time_s", "count", "out"}
+    assert set(rows[0]) == {"tick", "time_s", "count", "out", "lost_before"}
+    assert all(r["lost_before"] == "0" for r in rows)
 
 
 def _holds(d: Any) -> float | None:
@@ -298,5 +299,6 @@ def test_copapy_scope_on_a_runner_records_every_tick(tmp_path: Path) -> None:
     assert len(table) > 1000 and (np.diff(table[:, 0]) == 1).all()
     outputs = cp.load(str(tmp_path / "prog.cpimg")).names("output")
     assert open(tmp_path / "run.csv").readline().strip() == ",".join(
-        ["tick", "time_s", *outputs])
+        ["tick", "time_s", *outputs, "lost_before"])
+    assert (table[:, -1] == 0).all()  # no tick lost
     assert f"recorded {len(table)} ticks" in proc.stderr

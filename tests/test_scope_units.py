@@ -5,6 +5,7 @@ entry points name what is wrong (no deploy, a range for no control, a bad --cont
 from __future__ import annotations
 
 import csv
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from copapy.cli_scope import parse_control
 from copapy.scope import controls_of
 from copapy.scope.display import Display
 from copapy.scope.record import Recorder
-from copapy.scope.sources import Batch
+from copapy.scope.sources import Batch, Signal, _Rows
 
 
 def batches(sizes: list[int], first: int = 0) -> list[Batch]:
@@ -134,3 +135,56 @@ def test_a_declared_input_range_makes_a_slider() -> None:
         tg, {"gain": gain, "offset": offset, "n": n}, {"offset": (-1.0, 1.0)})}
     assert found == {"gain": ("slider", 0.0, 2.0), "offset": ("slider", -1.0, 1.0),
                      "n": ("field", None, None)}
+
+
+class _FakeTrace:
+    """A stream trace that holds the rows of some ticks (``time`` and ``trace[key]``)."""
+
+    def __init__(self) -> None:
+        self.ticks = np.zeros(0, np.int64)
+
+    @property
+    def time(self) -> Any:
+        return self.ticks * 1e-3
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.ticks * 0.5
+
+
+@given(st.lists(st.booleans(), min_size=1, max_size=400), st.integers(1, 50))
+def test_ticks_missing_from_a_stream_are_counted_and_marked_in_the_recording(
+        delivered: list[bool], reads: int) -> None:
+    """Ticks the link lost (never delivered) are counted by the source and each recorded row
+    says how many were lost right before it: rows + marks = ticks from the first delivered
+    to the last, whatever the reads' split."""
+    ticks = np.flatnonzero(delivered).astype(np.int64)
+    trace = _FakeTrace()
+    rows = _Rows(trace, [Signal("a", "a")], tick_s=1e-3)
+    with tempfile.TemporaryDirectory() as tmp:
+        rec = Recorder(Path(tmp) / "r.csv", ["a"], tick_s=1e-3)
+        for cut in np.linspace(0, len(ticks), reads + 1).astype(int)[1:]:
+            trace.ticks = ticks[:cut]
+            batch = rows.take()
+            if batch is not None:
+                rec.add(batch)
+        rec.close()
+        out = list(csv.DictReader(open(Path(tmp) / "r.csv")))
+    if not len(ticks):
+        assert out == [] and rows.gaps == 0
+        return
+    missing = int(ticks[-1] - ticks[0] + 1 - len(ticks))
+    assert rows.gaps == rec.lost == missing
+    assert [int(r["tick"]) for r in out] == ticks.tolist()
+    marks = [int(r["lost_before"]) for r in out]
+    assert marks == [0, *(np.diff(ticks) - 1).tolist()]
+    assert [float(r["a"]) for r in out] == (ticks * 0.5).tolist()
+
+
+def test_a_parquet_recording_marks_lost_ticks(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")  # optional: Parquet only with pyarrow
+    r = Recorder(tmp_path / "r.parquet", ["a"], tick_s=1e-3)
+    ticks = np.array([0, 1, 5, 6, 9], np.int64)
+    r.add(Batch(ticks, {"a": ticks * 0.5}, np.array([0, 0, 3, 0, 2], np.int64)))
+    r.close()
+    table = pq.read_table(tmp_path / "r.parquet")
+    assert table.column("lost_before").to_pylist() == [0, 0, 3, 0, 2] and r.lost == 5

@@ -85,7 +85,10 @@
 enum {
     MAX_PAYLOAD = 1024,
     PORTS_CAPACITY = 64 * 1024,
-    RING_SIZE = 64 * 1024,
+    /* events (STREAM, FAULT) wait here while the client does not read: 1 MiB holds
+     * STALL_TIMEOUT_MS of a 1 kHz stream of up to 190 value bytes per tick (2 + 8 + 8-byte
+     * tick + values per event; docs/guide/howto/scope.md, "Host stalls") */
+    RING_SIZE = 1024 * 1024,
     CHANNELS = 16,
     RT_PRIORITY = 80,
     WATCHDOG_PRIORITY = 90,
@@ -95,7 +98,10 @@ enum {
     MAX_KEY = 4096,
     MAX_CATCHUP = 16,
     MIN_TICK_NS = 10000,
-    WRITE_TIMEOUT_MS = 500
+    WRITE_TIMEOUT_MS = 500,
+    /* a client that holds a session may stall this long (a busy host, a paused process)
+     * before its unread bytes are discarded; events queue in the ring meanwhile */
+    STALL_TIMEOUT_MS = 5000
 };
 
 #define DEFAULT_MAX_IMAGE (4u * 1024u * 1024u)
@@ -278,8 +284,9 @@ static int is_socket(const host *h)
     return h->mode == T_TCP || h->mode == T_UNIX;
 }
 
-/* Writes everything or gives up: a client that stops reading for WRITE_TIMEOUT_MS loses the
- * bytes (pty: the unread backlog is discarded; a socket client is dropped). */
+/* Writes everything or gives up: a client that stops reading for WRITE_TIMEOUT_MS
+ * (STALL_TIMEOUT_MS while it holds a session) loses the bytes (pty: the unread backlog is
+ * discarded; a socket client is dropped). */
 static void preload_reply(host *h, const uint8_t *bytes, size_t n);
 
 static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t n)
@@ -307,7 +314,8 @@ static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t 
         }
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             struct pollfd p = {fd, POLLOUT, 0};
-            if (poll(&p, 1, WRITE_TIMEOUT_MS) > 0 && (p.revents & POLLOUT)) {
+            int wait_ms = !guest && h->srv.owner.active ? STALL_TIMEOUT_MS : WRITE_TIMEOUT_MS;
+            if (poll(&p, 1, wait_ms) > 0 && (p.revents & POLLOUT)) {
                 continue;
             }
             if (h->mode == T_PTY && !flushed) {

@@ -114,4 +114,8 @@ def cmd_scope(args: argparse.Namespace) -> int:
     recorded = scope.recorded
     if args.record:
         print(f"copapy scope: recorded {recorded} ticks to {args.record}", file=sys.stderr)
+    if scope.lost:
+        print(f"copapy scope: WARNING {scope.lost} ticks were lost from the stream (the host "
+              f"stalled longer than the runner keeps its events); the recording marks each "
+              f"gap in its lost_before column", file=sys.stderr)
     return 0

@@ -49,6 +49,12 @@ class Scope:
         """Ticks written to the current recording (the last one, once it ended)."""
         return self.core.recorded
 
+    @property
+    def lost(self) -> int:
+        """Ticks missing from what the target delivered (0 unless the host stalled longer
+        than the stream's bound; the recording marks them in ``lost_before``)."""
+        return self.core.source.gaps()
+
     def record(self, path: str | Path | None) -> Path | None:
         """Record every tick to ``path`` (.csv, or .parquet with pyarrow); None stops and
         returns the file."""

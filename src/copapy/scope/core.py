@@ -78,10 +78,17 @@ class Core:
         self.display.add(batch)
 
     def status(self) -> Status:
+        """The source's state; while running or stopped, the scope's error and the ticks
+        lost from the stream (loudly: the recording has gaps, marked in its rows)."""
         status = self.source.status()
-        if self.error and status.state in ("running", "stopped"):
-            return Status(status.state, self.error)
-        return status
+        if status.state not in ("running", "stopped"):
+            return status
+        lost = self.source.gaps()
+        detail = [self.error] if self.error else []
+        if lost:
+            detail.append(f"{lost} ticks lost from the stream (the recording marks them in "
+                          f"lost_before)")
+        return Status(status.state, "; ".join(detail)) if detail else status
 
     def write(self, key: Any, value: float | int | bool) -> None:
         self.source.write(key, value)

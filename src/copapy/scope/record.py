@@ -29,13 +29,16 @@ def formats() -> list[str]:
 
 class Recorder:
     """Appends batches to ``path`` (``.parquet`` for Parquet, else CSV): columns ``tick``,
-    ``time_s`` and one per signal label. ``rows`` counts what was written."""
+    ``time_s``, one per signal label and ``lost_before``, the ticks lost right before the row
+    (0 but after a gap in the stream). ``rows`` counts what was written, ``lost`` the ticks
+    marked lost."""
 
     def __init__(self, path: str | Path, labels: list[str], tick_s: float) -> None:
         self.path = Path(path)
         self.labels = list(labels)
         self.tick_s = tick_s
         self.rows = 0
+        self.lost = 0
         self._lock = threading.Lock()
         self._csv: TextIO | None = None
         self._parquet: Any = None
@@ -46,21 +49,23 @@ class Recorder:
                                  f"pyarrow, or record to a .csv file")
         else:
             self._csv = open(self.path, "w", newline="")
-            self._csv.write(",".join(["tick", "time_s", *self.labels]) + "\n")
+            self._csv.write(",".join(["tick", "time_s", *self.labels, "lost_before"]) + "\n")
 
     def add(self, batch: Batch) -> None:
         with self._lock:
             if self._csv is not None:
                 table = np.column_stack([batch.ticks.astype(np.float64),
                                          batch.ticks * self.tick_s,
-                                         *(batch.columns[k] for k in self.labels)])
-                fmt = ",".join(["%d", "%.9g"] + ["%.9g"] * len(self.labels))
+                                         *(batch.columns[k] for k in self.labels),
+                                         batch.lost_before()])
+                fmt = ",".join(["%d", "%.9g"] + ["%.9g"] * len(self.labels) + ["%d"])
                 np.savetxt(self._csv, table, fmt=fmt)
             else:
                 self._pending.append(batch)
                 if sum(len(b) for b in self._pending) >= ROW_GROUP:
                     self._flush_parquet()
             self.rows += len(batch)
+            self.lost += int(batch.lost_before().sum())
 
     def _flush_parquet(self) -> None:
         import pyarrow as pa
@@ -72,6 +77,7 @@ class Recorder:
         data = {"tick": ticks, "time_s": ticks * self.tick_s}
         data.update({k: np.concatenate([b.columns[k] for b in self._pending])
                      for k in self.labels})
+        data["lost_before"] = np.concatenate([b.lost_before() for b in self._pending])
         table = pa.table(data)
         if self._parquet is None:
             self._parquet = pq.ParquetWriter(str(self.path), table.schema)

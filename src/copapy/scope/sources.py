@@ -26,16 +26,28 @@ else:
 #: ticks one step of a stepped target runs at most (its trace ring holds twice as many)
 CHUNK = 2000
 
+#: seconds a streamed scope's host may stall (not read the link) without losing a tick: the
+#: host runner keeps a client's unread events this long (copapy_runner.c STALL_TIMEOUT_MS,
+#: its 1 MiB event ring); the stream trace holds this and a margin. Longer stalls lose ticks,
+#: counted and marked in the recording.
+STALL_BOUND_S = 5.0
+
 
 @dataclass(frozen=True)
 class Batch:
-    """Consecutive ticks: their indices and one float column per signal label."""
+    """Ticks in order: their indices, one float column per signal label and, per row, the
+    ticks lost right before it (``lost``; None: none lost)."""
 
     ticks: NDArray[np.int64]
     columns: dict[str, NDArray[np.float64]]
+    lost: NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return len(self.ticks)
+
+    def lost_before(self) -> NDArray[np.int64]:
+        """Ticks lost right before each row (zeros when none)."""
+        return self.lost if self.lost is not None else np.zeros(len(self.ticks), np.int64)
 
 
 @dataclass(frozen=True)
@@ -112,9 +124,9 @@ class _Rows:
             return None
         first = int(np.argmax(new))
         ticks = ticks[first:]
-        if self.last >= 0:
-            self.gaps += int(ticks[0] - self.last - 1)
-        self.gaps += int(ticks[-1] - ticks[0] + 1 - len(ticks))
+        # ticks missing before each row (before the first one taken: none known)
+        lost = np.diff(ticks, prepend=ticks[0] - 1 if self.last < 0 else self.last) - 1
+        self.gaps += int(lost.sum())
         self.last = int(ticks[-1])
         columns: dict[str, NDArray[np.float64]] = {}
         for s, whole in zip(self.signals, cols, strict=True):
@@ -124,7 +136,7 @@ class _Rows:
             else:
                 flat = col.reshape(len(col), -1)
                 columns.update({f"{s.label}[{k}]": flat[:, k] for k in range(flat.shape[1])})
-        return Batch(ticks, columns)
+        return Batch(ticks, columns, lost.astype(np.int64) if lost.any() else None)
 
 
 def labels_of(signals: Sequence[Signal], trace: Any) -> list[str]:
@@ -218,8 +230,9 @@ class StreamedSource:
                  ) -> None:
         self.target = target
         self.tick_s = target.tick_ns * 1e-9
-        # a few seconds of ticks: polled every 20 ms, decoded whole (keep it small)
-        capacity = capacity or max(1000, min(20_000, int(4.0 / self.tick_s)))
+        # the ticks of a stall up to STALL_BOUND_S arrive at once when the host resumes:
+        # hold them and a margin (polled every 20 ms, decoded whole: not much more)
+        capacity = capacity or max(1000, min(100_000, int((STALL_BOUND_S + 3.0) / self.tick_s)))
         self.task_names = [t.name for t in target.stats()]
         self.rows = _Rows(target.trace(*[s.key for s in signals], decimation=1,
                                        capacity=capacity), signals, self.tick_s)
@@ -281,8 +294,8 @@ class StreamedSource:
         return Status(self.state)
 
     def gaps(self) -> int:
-        """Ticks missing from the stream: events the runner dropped (best effort, when the
-        host did not read the link in time) or the stream trace overflowed."""
+        """Ticks missing from the stream: events the runner dropped or discarded (the host
+        stalled longer than STALL_BOUND_S) or the stream trace overflowed."""
         return self.rows.gaps
 
     def ticks_run(self) -> int:
