@@ -58,6 +58,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_example_ekf.py": ("slow",), "test_example_lqr.py": ("slow",),
     "test_example_mpc.py": ("slow",), "test_example_ekf_runners.py": ("firmware",),
     "test_signal_shapes.py": ("build",), "test_keep_state.py": ("build",),
+    "test_stencil_cpu_state.py": ("build",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",
