@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
