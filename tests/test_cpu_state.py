@@ -166,3 +166,35 @@ def test_a_loaded_file_gets_the_signal_check_that_own_code_skips(name: str,
     tg = cp.LocalTarget()
     tg.compile(victim())
     assert honest_third_inprocess() == ONE_THIRD
+
+
+def test_a_format1_image_is_checked_per_job_a_verified_one_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard skips the per-job CPU-state check only for a verified (format-2) program
+    (tools/stencil_cpu_state.py proves its stencils keep that state). A format-1 image that
+    changes MXCSR in the second of three jobs of a tick is still caught at that job: the
+    fault names task 1, and the outputs go safe."""
+    real = native.load_native
+    loaded: list[Any] = []
+
+    def load(image: bytes, own_code: bool = False) -> Any:
+        program = real(image, own_code)
+        assert program.verified  # LocalTarget compiles format 2 by default
+        mx = bytes.fromhex(CASES["mxcsr_rz_ftz"][0])
+        program = real(inject_code(image, 1, mx), own_code=False, allow_code=True)
+        loaded.append(program)
+        return program
+
+    monkeypatch.setattr(loader, "load_native", load)
+    tg = cp.LocalTarget(tick=1e-3)
+    out = victim()
+    tg.bind(out, cp.io.PWM(0, safe=0.25))
+    tg.deploy(cp.Task(out, period=1e-3), cp.Task(victim(), period=1e-3),
+              cp.Task(cp.value(2.0) * 2.0, period=1e-3))
+    with pytest.raises(cp.ProgramFault) as info:  # one guard run per tick, three jobs
+        tg.step(0.005)
+    assert (info.value.kind, info.value.task) == ("CPU state", 1), info.value
+    assert not loaded[0].verified
+    assert tg.io_value(cp.io.PWM(0)) == 0.25
+    monkeypatch.setattr(loader, "load_native", real)
+    assert honest_third_inprocess() == ONE_THIRD

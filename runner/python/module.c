@@ -42,6 +42,9 @@ void raise_fault(const cp_fault *f, long long tick)
 
 void *guard_policy(const ProgramObject *self)
 {
+    if (self->verified) {
+        return (void *)(self->own_code ? &cp_posix_own_verified_code : &cp_posix_verified);
+    }
     return self->own_code ? (void *)&cp_posix_own_code : NULL;
 }
 
@@ -437,6 +440,12 @@ static PyObject *Program_get_arch(ProgramObject *self, void *closure)
     return PyLong_FromLong((long)self->platform.arch);
 }
 
+static PyObject *Program_get_verified(ProgramObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->verified);
+}
+
 #define U32_FIELD(name, doc) \
     {#name, (getter)Program_get_u32, NULL, doc, (void *)offsetof(cp_program, name)}
 
@@ -448,6 +457,9 @@ static PyGetSetDef Program_getset[] = {
     {"code", (getter)Program_get_code, NULL, "bytes of the patched code region", NULL},
     {"arch", (getter)Program_get_arch, NULL, "architecture id the program was loaded for",
      NULL},
+    {"verified", (getter)Program_get_verified, NULL,
+     "a format-2 image built from this runner's table: its runs of jobs skip the per-job "
+     "CPU-state check (no stencil writes that state)", NULL},
     {"invoke_copies", (getter)Program_get_invoke_copies, NULL,
      "argument buffers invoke() copied (those it read in place are not counted)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -542,6 +554,7 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->plan = NULL;
     self->runnable = arch != 0 && arch == host_arch();
     self->own_code = own_code;
+    self->verified = 0;
     /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
      * import: the replaced handler becomes the one faults outside guarded code go to */
     (void)cp_posix_guard_install();
@@ -551,6 +564,9 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
      * format 2 (verified) */
     cp_status st = (own_code || allow_code ? cp_program_load_own : cp_program_load)(
         &self->prog, (const uint8_t *)image.buf, (size_t)image.len, &self->platform, &err);
+    /* loaded, so the header is valid: its u16 version at byte 4 (docs/image.md) */
+    const uint8_t *head = (const uint8_t *)image.buf;
+    self->verified = st == CP_OK && (head[4] | (head[5] << 8)) == CP_IMAGE_FORMAT_VERSION;
     PyBuffer_Release(&image); /* the program owns copies of everything it needs */
     if (st != CP_OK) {
         Py_DECREF(self);

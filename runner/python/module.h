@@ -22,6 +22,8 @@ typedef struct {
     int runnable;         /* the image's code is for this machine */
     int own_code;         /* compiled in this process from its stencils (load(own_code=True)):
                              the guard skips its signal-state check (cp_posix_guard_policy) */
+    int verified;         /* format 2 (stencil ids, built from this runner's table): a run of
+                             jobs skips the per-job CPU-state check (verified_code) */
     uint64_t invoke_copies; /* argument buffers invoke() copied into the data region */
     struct invoke_plan *plan; /* the last plan invoke() parsed (invoke.h), or NULL */
 } ProgramObject;

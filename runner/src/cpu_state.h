@@ -116,7 +116,9 @@ static inline void cp_cpu_restore(const cp_cpu_saved *saved)
  * fldcw and popf cost ~20 ns a job here against ~9 ns for a 10-stencil chain, reads a few
  * cycles (docs/decisions/2026-12-04-simulation-loop-in-c.md). A changed state is put back to
  * the defined one (DF, AC and TF first, before the compiler's code copies memory): the job
- * faults, and cp_cpu_leave then gives the caller's state back. */
+ * faults, and cp_cpu_leave then gives the caller's state back. Not called for a verified
+ * (format-2) program, whose stencils provably keep this state (cp_posix_guard_policy
+ * verified_code; tools/stencil_cpu_state.py). */
 static inline uint32_t cp_cpu_check(uint32_t *fp_left)
 {
     uintptr_t flags;

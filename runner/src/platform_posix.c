@@ -230,6 +230,7 @@ typedef struct guard_slot {
     cp_fault *out;                 /* the caller's fault record */
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
+    uint8_t check_cpu;             /* a job of a run checks the CPU state (not verified_code) */
     cp_guard_watch watch;          /* supervisor only */
 } guard_slot;
 
@@ -597,11 +598,18 @@ static inline uint32_t run_armed(guard_slot *g, cp_chain_fn entry, uint32_t *fp_
     return changed | (g->check_signals ? repair_signals() : 0u);
 }
 
-const cp_posix_guard_policy cp_posix_own_code = {0};
+const cp_posix_guard_policy cp_posix_own_code = {0, 0};
+const cp_posix_guard_policy cp_posix_verified = {1, 1};
+const cp_posix_guard_policy cp_posix_own_verified_code = {0, 1};
 
 static uint8_t checks_signals(const void *ctx)
 {
     return ctx == NULL || ((const cp_posix_guard_policy *)ctx)->check_signals != 0;
+}
+
+static uint8_t checks_cpu(const void *ctx)
+{
+    return ctx == NULL || ((const cp_posix_guard_policy *)ctx)->verified_code == 0;
 }
 
 static inline void need_watchdog(uint64_t budget_ns)
@@ -650,7 +658,8 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     entry();
     uint32_t fp_left = 0;
-    uint32_t changed = cp_cpu_check(&fp_left);
+    /* a verified program's chains are table stencils, none of which writes the CPU state */
+    uint32_t changed = g->check_cpu ? cp_cpu_check(&fp_left) : 0u;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g->active = 0;
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
@@ -667,6 +676,7 @@ int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fa
     }
     g->out = fault;
     g->check_signals = checks_signals(ctx);
+    g->check_cpu = checks_cpu(ctx);
     /* saved before a fault can jump back to restore it; the body's own code (the scheduler
      * between jobs) runs in the defined state too */
     cp_cpu_enter(&g->cpu);

@@ -150,7 +150,10 @@ static SRWLOCK install_lock = SRWLOCK_INIT;
 static PVOID handler_cookie;
 static LONG handlers_installed;
 
-const cp_posix_guard_policy cp_posix_own_code = {0};
+const cp_posix_guard_policy cp_posix_own_code = {0, 0};
+/* verified_code is not used here: this guard checks the CPU state after every job */
+const cp_posix_guard_policy cp_posix_verified = {1, 1};
+const cp_posix_guard_policy cp_posix_own_verified_code = {0, 1};
 
 static uint32_t fault_kind(DWORD code)
 {
