@@ -98,6 +98,16 @@ def programs() -> Iterator[tuple[str, list[Any]]]:
     yield "fused kernels and dot", [cp.exp(big) * big2 + cp.sin(big2), (big * big2).sum()]
     dd = array_input(rng.random(300), packed=True)
     yield "float64 arrays", [cp.sqrt(dd * dd + 1.0), dd.sum()]
+    yield "fori_loop: scalars and a packed array", list(fori_states(xs[0], xs[1]))
+
+
+def fori_states(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """Two counted loops (cp.fori_loop): a tuple of scalars, then a packed vector whose body
+    holds a fused loop."""
+    x, y = cp.fori_loop(20, lambda s: (a * s[0] + b, cp.sin(s[1]) + s[0]), (a, b))
+    v = cp.fori_loop(9, lambda s: s * 0.5 + x, cp.vector([1.0, 2.0, 3.0, 4.0, 5.0],
+                                                         packed=True))
+    return x, y, v
 
 
 def outputs(prog: Any, compiled: Any) -> list[bytes]:
@@ -385,6 +395,70 @@ def mutants() -> Iterator[tuple[str, str, bytes]]:
     yield "where's condition array past the data", "DATA_RANGE", with_chains(img, ch)
 
 
+def fori_program() -> tuple[im.Image, Chains]:
+    """Two counted loops in a row (two counters) around scalar and fused-loop bodies."""
+    x, y, v = fori_states(cp.value(0.5, name="a"), cp.value(0.25, name="b"))
+    img = im.parse(compile_program(nodes([x, y, v]), ARCH).image)
+    return img, decode(img.blocks)
+
+
+def fori_mutants() -> Iterator[tuple[str, str, bytes]]:
+    """Attacks on a counted loop: its bound, its counter, its structure. The back branch's
+    target is not in the image (the runner computes it), so these are what an image can
+    change."""
+    def is_begin(n: str) -> bool:
+        return n == "floop_i32__begin"
+
+    def is_end(n: str) -> bool:
+        return n == "floop_i32__end"
+
+    img, ch = fori_program()
+    ce, be = find(ch, is_end)
+    bound = ch[ce][be][1][slot_of(ch, ce, be, "n")]
+    counter = ch[ce][be][1][slot_of(ch, ce, be, "out")]
+    patch_init(img, bound, struct.pack("<I", 0))
+    yield "a counted loop's bound set to 0", "STRUCTURE", img.to_bytes()
+    img, ch = fori_program()
+    img.frozen = [f for f in img.frozen if f[0] != bound]
+    yield "a counted loop's bound not frozen", "FROZEN", img.to_bytes()
+    img, ch = fori_program()
+    img.frozen = [f for f in img.frozen if f[0] != counter]
+    yield "a counted loop's counter not frozen", "FROZEN", img.to_bytes()
+    img, ch = fori_program()
+    cs, bs = find(ch, lambda n: n.startswith("store_f32__m"))
+    set_slot(ch, cs, bs, slot_of(ch, cs, bs, "out"), counter)
+    yield "a store into the loop counter (an endless loop)", "FROZEN", with_chains(img, ch)
+    img, ch = fori_program()
+    port = next(p for p in img.ports if p.role == PortRole.INPUT)
+    img.ports = [im.ImagePort(p.name, counter, p.dtype, p.role, p.task, 1) if p is port else p
+                 for p in img.ports]
+    yield "an input port on the loop counter (the host rewinds it)", "FROZEN", img.to_bytes()
+    img, ch = fori_program()
+    set_slot(ch, ce, be, slot_of(ch, ce, be, "out"), bound)
+    cb, bb = find(ch, is_begin)
+    set_slot(ch, cb, bb, 0, bound)
+    yield "the counter on the bound", "FROZEN", with_chains(img, ch)
+    img, ch = fori_program()
+    ends = [b for b, n in enumerate(names_of(ch)[ce]) if is_end(n)]
+    other = ch[ce][ends[1]][1][slot_of(ch, ce, ends[1], "out")]
+    set_slot(ch, ce, ends[0], slot_of(ch, ce, ends[0], "out"), other)
+    yield "a loop ending on another loop's counter", "STRUCTURE", with_chains(img, ch)
+    img, ch = fori_program()
+    cb, bb = find(ch, is_begin)
+    del ch[cb][bb]
+    yield "a counted loop's end without its begin", "STRUCTURE", with_chains(img, ch)
+    img, ch = fori_program()
+    ch[cb].insert(bb + 1, ch[cb][bb])
+    yield "counted loops nested (begun twice)", "STRUCTURE", with_chains(img, ch)
+    img, ch = fori_program()
+    del ch[ce][be]
+    yield "a counted loop without its end", "STRUCTURE", with_chains(img, ch)
+    img, ch = fori_program()
+    cv, bv = find(ch, lambda n: n == "vloop_i32__begin")
+    ch[cv].insert(bv + 1, ch[ce][be])
+    yield "a counted loop's end inside a fused loop", "STRUCTURE", with_chains(img, ch)
+
+
 def v1_of(img: im.Image) -> bytes:
     """The honest program, but as code (format 1): refused by a verifying runner."""
     code, entries = materialise(load_table(ARCH), decode(img.blocks), img.data_offset)
@@ -402,7 +476,7 @@ def smuggled(img: im.Image) -> bytes:
 
 
 def corpus() -> list[tuple[str, str, bytes]]:
-    found = list(mutants())
+    found = [*mutants(), *fori_mutants()]
     _, img, _ = base_program()
     found.append(("format 1 (machine code) on a verifying runner", "VERSION", v1_of(img)))
     _, img, _ = base_program()

@@ -16,6 +16,7 @@ from .functions import cast, clamp, grad
 from .graph.errors import NotDifferentiableError, ShapeError
 from .graph.options import simplify_options
 from .jit import jit, map_to_numpy
+from .loops import fori_loop
 from .runtime.errors import CpuFeatureError as CpuFeatureError
 from .runtime.errors import NotComputedError as NotComputedError
 from .runtime.errors import ProgramFault as ProgramFault
@@ -125,6 +126,7 @@ __all__ = [
     "float32",
     "float64",
     "floor",
+    "fori_loop",
     "grad",
     "hypot",
     "int32",

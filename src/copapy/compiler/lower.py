@@ -510,7 +510,10 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
         if node in spec.placed or node.op == "const":
             src = lowerer.slot_of(node)
             for offset in offsets:
-                lowerer.store(node, "m", offset, src)
+                if node.shape:  # a packed array (cp.fori_loop's state): all its elements
+                    lowerer.copy_array(node, src, offset)
+                else:
+                    lowerer.store(node, "m", offset, src)
     computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
     lowerer.lower(computed, progress)
     spec.pointers.update(lowerer.pointer_ports())

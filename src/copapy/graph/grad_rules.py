@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from .build import apply as _a
 from .build import broadcast_to, cast, concat, index, reshape, slice_
+from .errors import NotDifferentiableError
 from .node import Node, const
 
 Need = tuple[bool, ...]
@@ -202,7 +203,16 @@ def _g_copysign(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 ZERO_GRADIENT = frozenset({"floordiv", "sign", "floor", "ceil", "round", "trunc", "cast_i32",
                            "cast_bool"})
 
+def _g_fori(node: Node, g: Node, need: tuple[bool, ...]) -> tuple[Node | None, ...]:
+    """A cp.fori_loop result (graph/loop.py): not differentiated yet; refuse rather than
+    hand on a zero gradient."""
+    raise NotDifferentiableError(
+        "cp.grad through cp.fori_loop is not supported yet: differentiate the unrolled loop "
+        "(a Python for loop over the body) instead (docs/decisions/2026-12-04-fori-loop.md)")
+
+
 RULES: dict[str, GradRule] = {
+    "fori": _g_fori,
     "add": _g_add,
     "sub": _g_sub,
     "mul": _g_mul,

@@ -1,0 +1,208 @@
+"""cp.fori_loop (issue 30 item 4; docs/decisions/2026-12-04-fori-loop.md): the body compiled
+once and run n times, through the verifying runner on x86_64 (format 2), bit for bit against
+NumPy float32 recurrences written here and against the unrolled loop; code size independent
+of n; the errors. Other architectures: tests/test_fori_loop_arch.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+from copapy import _runner
+from copapy import image as im
+from copapy.compiler.program import CompiledProgram, compile_program
+
+f32 = np.float32
+pytestmark = pytest.mark.skipif(_runner.ARCH != 1, reason="the verifying runner here is x86_64")
+
+
+def nodes_of(outs: Sequence[Any]) -> list[Any]:
+    return [n for o in outs for n in (o.nodes() if isinstance(o, cp.Array) else [o.node])]
+
+
+def run(outs: Sequence[Any], arch: str = "x86_64") -> tuple[list[bytes], CompiledProgram]:
+    """The raw output bytes, run by the verifying runner (format 2: the runner builds the
+    code from its own table and checks the counted loop)."""
+    nodes = nodes_of(outs)
+    compiled = compile_program(nodes, arch)
+    assert im.parse(compiled.image).format_version == 2
+    prog = _runner.load(compiled.image)
+    prog.run(0)
+    raws = []
+    for node in nodes:
+        port = compiled.ports[node]
+        values = [prog.read(port.offset + i * port.dtype.size, port.dtype.code)
+                  for i in range(port.count)]
+        raws.append(np.array(values, dtype=port.dtype.numpy).tobytes())
+    return raws, compiled
+
+
+def as_f32(raw: bytes) -> np.ndarray:
+    return np.frombuffer(raw, dtype="<f4")
+
+
+def unrolled(n: int, body: Callable[[Any], Any], init: Any) -> Any:
+    x = init
+    for _ in range(n):
+        x = body(x)
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000])
+def test_affine_recurrence_matches_numpy_float32_bit_for_bit(n: int) -> None:
+    a, b, x0 = cp.value(0.97), cp.value(0.25), cp.value(1.5)
+    x = cp.fori_loop(n, lambda x: a * x + b, x0)
+    (raw,), _ = run([x])
+    want = f32(1.5)
+    for _ in range(n):
+        want = f32(0.97) * want + f32(0.25)
+    assert as_f32(raw)[0].tobytes() == want.tobytes(), (as_f32(raw), want)
+
+
+def test_newton_sqrt_matches_numpy_float32_bit_for_bit() -> None:
+    c = cp.value(2.0)
+    x = cp.fori_loop(6, lambda x: 0.5 * (x + c / x), c)
+    (raw,), _ = run([x])
+    want = f32(2.0)
+    for _ in range(6):
+        want = f32(0.5) * (want + f32(2.0) / want)
+    assert as_f32(raw)[0].tobytes() == want.tobytes()
+    assert abs(float(as_f32(raw)[0]) - 2 ** 0.5) < 1e-6
+
+
+def test_a_two_state_linear_map_as_a_tuple_matches_numpy() -> None:
+    def body(s: tuple[Any, Any]) -> tuple[Any, Any]:
+        x, y = s
+        return 0.9 * x - 0.2 * y + 0.1, 0.3 * x + 0.8 * y
+
+    x, y = cp.fori_loop(50, body, (cp.value(1.0), cp.value(-1.0)))
+    (rx, ry), _ = run([x, y])
+    wx, wy = f32(1.0), f32(-1.0)
+    for _ in range(50):
+        wx, wy = f32(0.9) * wx - f32(0.2) * wy + f32(0.1), f32(0.3) * wx + f32(0.8) * wy
+    assert as_f32(rx)[0].tobytes() == wx.tobytes() and as_f32(ry)[0].tobytes() == wy.tobytes()
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_a_vector_state_equals_the_unrolled_loop(packed: bool) -> None:
+    m = cp.matrix([[0.9, -0.2, 0.05], [0.3, 0.8, 0.0], [0.0, 0.1, 0.95]], packed=packed)
+    u = cp.vector([cp.value(0.1), cp.value(0.0), cp.value(-0.1)], packed=packed)
+    s0 = cp.vector([cp.value(1.0), cp.value(-1.0), cp.value(0.5)], packed=packed)
+
+    def body(s: Any) -> Any:
+        return m @ s + u
+
+    looped = cp.fori_loop(40, body, s0)
+    flat, _ = run([looped, unrolled(40, body, s0)])
+    half = len(flat) // 2
+    assert flat[:half] == flat[half:]
+    want = np.array([1.0, -1.0, 0.5], f32)
+    mm = np.array([[0.9, -0.2, 0.05], [0.3, 0.8, 0.0], [0.0, 0.1, 0.95]], f32)
+    for _ in range(40):
+        want = (mm @ want + np.array([0.1, 0.0, -0.1], f32)).astype(f32)
+    got = np.concatenate([as_f32(r) for r in flat[:half]])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_packed_state_with_a_fused_loop_in_the_body() -> None:
+    v = cp.vector(np.linspace(-1, 1, 37).astype(f32), packed=True)
+    w = cp.fori_loop(25, lambda s: s * 0.9 + 1.0, v)
+    (raw,), _ = run([w])
+    want = np.linspace(-1, 1, 37).astype(f32)
+    for _ in range(25):
+        want = want * f32(0.9) + f32(1.0)
+    assert as_f32(raw).tobytes() == want.tobytes()
+
+
+def test_two_loops_in_a_row_and_values_before_and_after() -> None:
+    a = cp.value(3.0)
+    pre = a * a  # computed before the first loop, read inside and after
+    x = cp.fori_loop(5, lambda x: x * 0.5 + pre, a)
+    y = cp.fori_loop(4, lambda y: y - x * 0.125, x + pre)
+    z = y * 2.0 + pre
+    raws, _ = run([x, y, z])
+    wx = f32(3.0)
+    for _ in range(5):
+        wx = wx * f32(0.5) + f32(9.0)
+    wy = wx + f32(9.0)
+    for _ in range(4):
+        wy = wy - wx * f32(0.125)
+    wz = wy * f32(2.0) + f32(9.0)
+    assert [as_f32(r)[0].tobytes() for r in raws] == [w.tobytes() for w in (wx, wy, wz)]
+
+
+@settings(max_examples=15, deadline=None)
+@given(n=st.integers(0, 40), a=st.floats(-1.5, 1.5, width=32), b=st.floats(-4, 4, width=32),
+       x0=st.floats(-10, 10, width=32))
+def test_any_count_equals_the_unrolled_loop(n: int, a: float, b: float, x0: float) -> None:
+    av, bv = cp.value(a), cp.value(b)
+
+    def body(s: tuple[Any, Any]) -> tuple[Any, Any]:
+        return av * s[0] + bv * s[1], cp.sin(s[0]) - s[1] * 0.5
+
+    init = (cp.value(x0), cp.value(1.0))
+    looped = cp.fori_loop(n, body, init)
+    raws, _ = run([*looped, *unrolled(n, body, init)])
+    assert raws[:2] == raws[2:]
+
+
+def test_code_size_does_not_depend_on_n() -> None:
+    a, b = cp.value(0.5), cp.value(1.0)
+    sizes = []
+    for n in (10, 100, 1000):
+        x = cp.fori_loop(n, lambda x: cp.sin(a * x + b) * x, cp.value(0.3))
+        _, compiled = run([x])
+        sizes.append((compiled.code_bytes, compiled.op_count, len(compiled.image)))
+    assert sizes[0] == sizes[1] == sizes[2]
+
+
+# ---- errors -------------------------------------------------------------------------------
+
+def test_a_non_int_count_is_refused_naming_the_fix() -> None:
+    x = cp.value(1.0)
+    with pytest.raises(TypeError, match="n must be a Python int"):
+        cp.fori_loop(2.5, lambda s: s, x)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="n must be a Python int"):
+        cp.fori_loop(cp.value(3), lambda s: s, x)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be >= 0"):
+        cp.fori_loop(-1, lambda s: s, x)
+    with pytest.raises(TypeError, match="body must be a function"):
+        cp.fori_loop(3, 5, x)  # type: ignore[arg-type]
+    assert cp.fori_loop(np.int64(2), lambda s: s + 1.0, x) is not None  # an integer index
+
+
+def test_a_body_returning_another_structure_type_or_shape_is_refused() -> None:
+    x, y = cp.value(1.0), cp.value(2.0)
+    with pytest.raises(TypeError, match=r"returns a tuple of 1 .* the state is a tuple of 2"):
+        cp.fori_loop(3, lambda s: (s[0],), (x, y))
+    with pytest.raises(TypeError, match="element 0 of the state is float32 but the body "
+                                        "returns int32"):
+        cp.fori_loop(3, lambda s: cp.value(1), x)
+    with pytest.raises(TypeError, match="must return a state like init"):
+        cp.fori_loop(3, lambda s: "nope", x)
+    v = cp.vector([1.0, 2.0], packed=True)
+    with pytest.raises(TypeError, match="shape"):
+        cp.fori_loop(3, lambda s: cp.vector([1.0, 2.0, 3.0], packed=True), v)
+    with pytest.raises(TypeError, match="a loop state is a copapy value"):
+        cp.fori_loop(3, lambda s: s, {"x": x})
+
+
+def test_a_body_with_a_signal_state_or_a_nested_loop_is_refused() -> None:
+    x = cp.value(1.0)
+    with pytest.raises(ValueError, match="signal state"):
+        cp.fori_loop(3, lambda s: s + cp.delay(s, 1), x)
+    with pytest.raises(ValueError, match="nested loops"):
+        cp.fori_loop(3, lambda s: cp.fori_loop(2, lambda t: t + s, s), x)
+
+
+def test_a_gradient_through_a_loop_is_refused_not_zero() -> None:
+    a = cp.value(0.5)
+    x = cp.fori_loop(3, lambda s: a * s, cp.value(1.0))
+    with pytest.raises(cp.NotDifferentiableError, match="fori_loop"):
+        cp.grad(x, a)
