@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._gc import without_gc
-from . import _sweep
+from . import _sweep, loop_grad
 from .build import apply, broadcast_to, make
 from .errors import NotDifferentiableError
 from .grad_rules import rule_for
+from .loop import FORI
 from .node import Node, const
 from .ops import REGISTRY
 from .traverse import live_nodes
@@ -49,7 +50,9 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
         need = tuple([a in wanted for a in args])
         if True not in need:
             return
-        for arg, needed, contribution in zip(args, need, rule(node, g, need), strict=True):
+        shares = (loop_grad.contributions(node, g, need, gradients) if node.op == FORI else
+                  rule(node, g, need))
+        for arg, needed, contribution in zip(args, need, shares, strict=True):
             if contribution is None or not needed:
                 continue
             if contribution.shape != arg.shape:

@@ -204,11 +204,10 @@ ZERO_GRADIENT = frozenset({"floordiv", "sign", "floor", "ceil", "round", "trunc"
                            "cast_bool"})
 
 def _g_fori(node: Node, g: Node, need: tuple[bool, ...]) -> tuple[Node | None, ...]:
-    """A cp.fori_loop result (graph/loop.py): not differentiated yet; refuse rather than
-    hand on a zero gradient."""
+    """A cp.fori_loop result (graph/loop.py): grad.py hands its gradient on through a tangent
+    loop (graph/loop_grad.py); a sweep that reaches this rule must not pass on a zero."""
     raise NotDifferentiableError(
-        "cp.grad through cp.fori_loop is not supported yet: differentiate the unrolled loop "
-        "(a Python for loop over the body) instead (docs/decisions/2026-12-04-fori-loop.md)")
+        "cp.fori_loop results are differentiated by copapy.graph.grad.gradients only")
 
 
 RULES: dict[str, GradRule] = {
