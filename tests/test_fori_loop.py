@@ -17,6 +17,7 @@ import copapy as cp
 from copapy import _runner
 from copapy import image as im
 from copapy.compiler.program import CompiledProgram, compile_program
+from copapy.graph.reference import evaluate_graph
 
 f32 = np.float32
 pytestmark = pytest.mark.skipif(_runner.ARCH != 1, reason="the verifying runner here is x86_64")
@@ -248,3 +249,45 @@ def test_a_gradient_through_a_packed_state_is_refused_not_zero() -> None:
     v = cp.fori_loop(3, lambda s: s * a, cp.vector([1.0, 2.0], packed=True))
     with pytest.raises(cp.NotDifferentiableError, match="packed"):
         cp.grad(v.sum(), a)
+
+
+def test_the_numpy_oracle_and_range_analysis_know_loops() -> None:
+    """graph/reference.py runs the body n times (the same bits); cp.check gives a loop's
+    result the full range of its type (no fixed point is computed) instead of failing."""
+    a, c = cp.value(0.9), cp.value(3.0)
+    x, y = cp.fori_loop(10, lambda s: (a * s[0] + c, cp.sin(s[1]) + s[0]), (c, a))
+    raws, _ = run([x, y])
+    oracle = evaluate_graph([x.node, y.node])
+    assert [np.asarray(v, f32).tobytes() for v in oracle] == raws
+    tg = cp.LocalTarget()
+    tg.compile(x, y, check=True)
+    tg.run()
+    assert np.float32(tg.read(x)).tobytes() == raws[0]
+
+
+def test_a_loop_inside_a_periodic_task_with_a_feedback_state() -> None:
+    u = cp.value(1.0, name="u")
+    y = cp.feedback(lambda s: cp.fori_loop(3, lambda z: z * 0.5 + u, s), init=0.0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(y, period=1e-3))
+    tg.step(4e-3)
+    want = [f32(0.0)]
+    for _ in range(4):
+        z = want[-1]
+        for _ in range(3):
+            z = z * f32(0.5) + f32(1.0)
+        want.append(z)
+    got = np.float32(tg.read(y))
+    assert got.tobytes() in {w.tobytes() for w in want[1:]}, (got, want)
+    assert got > 1.5
+
+
+def test_a_loop_in_a_jit_function() -> None:
+    @cp.jit
+    def f(a: Any, v: Any) -> Any:
+        return cp.fori_loop(10, lambda s: a * s + 1.0, v)
+
+    want = f32(1.0)
+    for _ in range(10):
+        want = f32(0.9) * want + f32(1.0)
+    assert np.float32(f(f32(0.9), f32(1.0))).tobytes() == want.tobytes()
