@@ -10,6 +10,9 @@ import numpy as np
 import pytest
 
 import copapy as cp
+from copapy.compiler.program import compile_program
+
+from .support.archs import Batch, Config, execute
 
 #: 64-bit ARM, Cortex-M7 Thumb-2, both RISC-V widths, 32-bit ARM A-profile
 ARCHS = ["aarch64", "cortex-m7", "rv32", "rv64", "armv7a"]
@@ -82,3 +85,18 @@ def test_the_loop_gives_the_unrolled_bits_and_x86_64s(arch: str, native: list[by
     half = len(got) // 2
     assert got[:half] == got[half:], f"{arch}: loop != unrolled"
     assert got == native, f"{arch}: != x86_64"
+
+
+@pytest.mark.parametrize("arch", ["cortex-m7"])
+def test_the_real_cortex_m7_on_qemu(arch: str, native: list[bytes]) -> None:
+    """qemu's M7 model (mps2-an500, FPv5-D16) running the C runner core as firmware."""
+    looped, flat = program()
+    outs = [v.node for v in (*looped, *flat)]
+    compiled = compile_program(outs, arch)
+    slots = [(compiled.ports[n].offset, 4) for n in outs]
+    batch = Batch(compiled.image, [[]], slots)
+    execute(Config(arch, "qemu"), [batch])
+    got = batch.results[0]
+    half = len(got) // 2
+    assert got[:half] == got[half:], f"{arch} on qemu: loop != unrolled"
+    assert got == native, f"{arch} on qemu: != x86_64"
