@@ -194,6 +194,13 @@ def test_a_body_returning_another_structure_type_or_shape_is_refused() -> None:
         cp.fori_loop(3, lambda s: s, {"x": x})
 
 
+def test_a_target_without_the_loop_stencils_names_the_fix() -> None:
+    x = cp.fori_loop(3, lambda s: s * 0.5, cp.value(1.0))
+    with pytest.raises(cp.CompileError, match="tricore stencil table has no counted loop.*"
+                                               "unroll the loop"):
+        compile_program([x.node], "tricore")
+
+
 def test_a_body_with_a_signal_state_or_a_nested_loop_is_refused() -> None:
     x = cp.value(1.0)
     with pytest.raises(ValueError, match="signal state"):

@@ -72,14 +72,25 @@ def _describe(desc: Any) -> str:
 def fori_loop(n: int, body: Callable[[State], State], init: State) -> State:
     """``body`` applied ``n`` times to ``init``: ``x = init; for _ in range(n): x = body(x)``.
 
-    The body is traced once and compiled once, so the program's size does not depend on
-    ``n``; the results are the bits of the unrolled loop. ``n`` is a Python int (the count is
-    fixed in the program). The state is a copapy value, a ``cp.vector``/``cp.matrix``
-    (packed or unpacked), a number, or a tuple or list of those; ``body`` returns a state of
-    the same structure, types and shapes. The body may read values from outside the loop
-    (computed once, before it); it may not hold signal states (``cp.delay``, ...), ``cp.dt``
-    or another ``cp.fori_loop``. Gradients through a loop are not supported yet
-    (docs/decisions/2026-12-04-fori-loop.md).
+    The body is traced once and compiled once, between a counted loop's begin and end
+    stencils, so the program's size and compile time do not depend on ``n``; the results are
+    the bits of the unrolled loop on every architecture. ``n`` is a Python int (the count is
+    fixed in the program; a verifying runner checks it at load). The state is a copapy value,
+    a ``cp.vector``/``cp.matrix`` (packed or unpacked), a number, or a tuple or list of
+    those; ``body`` returns a state of the same structure, types and shapes. The body may
+    read values from outside the loop (computed once, before it); it may not hold signal
+    states (``cp.delay``, ...), ``cp.dt`` or another ``cp.fori_loop`` (write loops one after
+    the other).
+
+    ``cp.grad`` differentiates through a loop whose state is scalars of one float type (a
+    value, a tuple of values, an unpacked vector): forward-mode tangents run in a second
+    counted loop (memory: state x operands slots, whatever ``n``), which agree with the
+    unrolled loop's gradient to rounding, not bit for bit (another summation order).
+
+    Example: Newton's iteration for a square root, 6 steps::
+
+        c = cp.value(2.0)
+        root = cp.fori_loop(6, lambda x: 0.5 * (x + c / x), c)
     """
     if isinstance(n, bool) or not isinstance(n, int):
         try:

@@ -57,7 +57,9 @@ def lower_with_loops(spec: ChainSpec, table: StencilTable, layout: DataLayout,
         return lower_chain(spec, table, layout, progress, live)
     if FORI_BEGIN not in table or FORI_END not in table:
         raise CompileError(f"the {table.arch} stencil table has no counted loop "
-                               f"({FORI_BEGIN}): rebuild it with tools/build_stencils.py")
+                           f"({FORI_BEGIN}, stencils/fori.c), so cp.fori_loop does not compile "
+                           f"for {table.arch}: unroll the loop there (a Python for loop over "
+                           f"the body)")
     where: dict[Node, int] = dict(spec.placed)  # every value in memory so far -> its slot
     results: dict[int, list[Node]] = {}
     for node in live or ():
