@@ -55,7 +55,7 @@ def unrolled(n: int, body: Callable[[Any], Any], init: Any) -> Any:
     return x
 
 
-@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 100_000])
 def test_affine_recurrence_matches_numpy_float32_bit_for_bit(n: int) -> None:
     a, b, x0 = cp.value(0.97), cp.value(0.25), cp.value(1.5)
     x = cp.fori_loop(n, lambda x: a * x + b, x0)
@@ -194,9 +194,20 @@ def test_a_body_returning_another_structure_type_or_shape_is_refused() -> None:
         cp.fori_loop(3, lambda s: s, {"x": x})
 
 
+def test_the_job_budget_stops_a_loop_longer_than_its_period() -> None:
+    """2**31 - 1 iterations in a 1 ms task: the runner's budget watchdog faults the task and
+    drives the outputs safe; the loop's bound does not take the watchdog's place."""
+    u = cp.value(1.0, name="u")
+    x = cp.fori_loop(2**31 - 1, lambda s: s * 0.5 + u, cp.value(0.0))
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(x, period=1e-3))
+    with pytest.raises(cp.ProgramFault, match="timeout"):
+        tg.step(5e-3)
+
+
 def test_a_target_without_the_loop_stencils_names_the_fix() -> None:
     x = cp.fori_loop(3, lambda s: s * 0.5, cp.value(1.0))
-    with pytest.raises(cp.CompileError, match="tricore stencil table has no counted loop.*"
+    with pytest.raises(cp.CompileError, match=r"tricore stencil table has no counted loop.*"
                                                "unroll the loop"):
         compile_program([x.node], "tricore")
 

@@ -14,8 +14,9 @@ from copapy.compiler.program import compile_program
 
 from .support.archs import Batch, Config, execute
 
-#: 64-bit ARM, Cortex-M7 Thumb-2, both RISC-V widths, 32-bit ARM A-profile
-ARCHS = ["aarch64", "cortex-m7", "rv32", "rv64", "armv7a"]
+#: every architecture with C stencils but x86_64 (the baseline)
+ARCHS = ["aarch64", "cortex-m7", "rv32", "rv64", "armv7a", "armv6", "cortex-m4", "cortex-m55",
+         "x86"]
 
 
 def program() -> tuple[list[Any], list[Any]]:

@@ -50,9 +50,9 @@ def lower_with_loops(spec: ChainSpec, table: StencilTable, layout: DataLayout,
                      progress: Callable[[int, int], None] | None = None,
                      live: Sequence[Node] | None = None) -> tuple[list[Instr], int]:
     """``lower_chain`` for a chain that may hold counted loops."""
-    loops = loops_in(live if live is not None else
-                     live_nodes([*spec.stores, *(s for s, _, _ in spec.end_copies)],
-                                stop=spec.placed))
+    every = live if live is not None else live_nodes(
+        [*spec.stores, *(s for s, _, _ in spec.end_copies)], stop=spec.placed)
+    loops = loops_in(every)
     if not loops:
         return lower_chain(spec, table, layout, progress, live)
     if FORI_BEGIN not in table or FORI_END not in table:
@@ -62,7 +62,7 @@ def lower_with_loops(spec: ChainSpec, table: StencilTable, layout: DataLayout,
                            f"the body)")
     where: dict[Node, int] = dict(spec.placed)  # every value in memory so far -> its slot
     results: dict[int, list[Node]] = {}
-    for node in live or ():
+    for node in every:
         if node.op == FORI:
             results.setdefault(body_of(node).serial, []).append(node)
     # plan: the segments in order; a value is stored by the segment computing it if a later
