@@ -5,6 +5,7 @@ of n; the errors. Other architectures: tests/test_fori_loop_arch.py."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from copapy import _runner
 from copapy import image as im
 from copapy.compiler.program import CompiledProgram, compile_program
 from copapy.graph.reference import evaluate_graph
+
+from .support.runners import runner_process
 
 f32 = np.float32
 pytestmark = pytest.mark.skipif(_runner.ARCH != 1, reason="the verifying runner here is x86_64")
@@ -298,6 +301,26 @@ def test_a_loop_inside_a_periodic_task_with_a_feedback_state() -> None:
     got = np.float32(tg.read(y))
     assert got.tobytes() in {w.tobytes() for w in want[1:]}, (got, want)
     assert got > 1.5
+
+
+def test_the_host_runner_verifies_and_runs_a_loop() -> None:
+    """copapy-runner without --allow-code (as deployed) takes the format-2 image with a
+    counted loop over the wire and computes the recurrence's bits."""
+    a = cp.value(0.97, name="a")
+    x = cp.fori_loop(300, lambda s: a * s + 0.25, cp.value(1.5, name="x0"))
+    ticks = cp.feedback(lambda k: k + 1, init=0)
+    want = f32(1.5)
+    for _ in range(300):
+        want = f32(0.97) * want + f32(0.25)
+    with runner_process("--pty", "--no-rt", allow_code=False) as (pty, proc), \
+            cp.SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(x, ticks, period=1e-3), start=True)
+        deadline = time.monotonic() + 10
+        while tg.read(ticks) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert tg.read(ticks) >= 3
+        assert np.float32(tg.read(x)).tobytes() == want.tobytes()
+        assert proc.poll() is None
 
 
 def test_a_loop_in_a_jit_function() -> None:
