@@ -141,6 +141,30 @@ def test_two_loops_in_a_row_and_values_before_and_after() -> None:
     assert [as_f32(r)[0].tobytes() for r in raws] == [w.tobytes() for w in (wx, wy, wz)]
 
 
+def test_projected_gradient_mpc_with_cp_grad_in_the_body() -> None:
+    """The issue's use case: a short-horizon MPC by projected gradient (a double integrator,
+    5 controls in [-1, 1]), the cost's gradient taken by cp.grad inside the body."""
+    x0, v0, dt = cp.value(1.0, name="x0"), cp.value(0.0, name="v0"), 0.1
+
+    def cost(u: Sequence[Any]) -> Any:
+        x, v, total = x0, v0, cp.constant(0.0)
+        for uk in u:
+            v = v + dt * uk
+            x = x + dt * v
+            total = total + x * x + 0.1 * v * v + 0.01 * uk * uk
+        return total
+
+    def step(u: tuple[Any, ...]) -> tuple[Any, ...]:
+        g = cp.grad(cost(u), list(u))
+        return tuple(cp.clamp(uk - 0.5 * gk, -1.0, 1.0) for uk, gk in zip(u, g, strict=True))
+
+    init = tuple(cp.value(0.0) for _ in range(5))
+    raws, _ = run([*cp.fori_loop(50, step, init), *unrolled(50, step, init)])
+    assert raws[:5] == raws[5:]
+    u = np.concatenate([as_f32(r) for r in raws[:5]])
+    assert u[0] == -1.0 and np.all(np.abs(u) <= 1.0)  # braking hard first, within bounds
+
+
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(0, 40), a=st.floats(-1.5, 1.5, width=32), b=st.floats(-4, 4, width=32),
        x0=st.floats(-10, 10, width=32))
