@@ -289,11 +289,35 @@ def test_gradients_match_the_unrolled_loop_and_finite_differences(n: int) -> Non
     np.testing.assert_allclose(got, exact, rtol=1e-4, atol=1e-5)
 
 
-def test_a_gradient_through_a_packed_state_is_refused_not_zero() -> None:
+@pytest.mark.parametrize("packed", [True, False])
+def test_gradients_through_a_vector_state_and_a_matrix_capture(packed: bool) -> None:
+    """A linear map of a 2-vector state (packed or not) with a capture matrix: d(loss)/d(the
+    matrix entries, the initial state) against the unrolled loop."""
+    def program() -> tuple[Any, Any, list[Any]]:
+        p = [cp.value(v) for v in (0.9, -0.2, 0.3, 0.8)]
+        m = cp.matrix([[p[0], p[1]], [p[2], p[3]]], packed=packed)
+        s0 = [cp.value(1.0), cp.value(-0.5)]
+
+        def body(s: Any) -> Any:
+            return m @ s + 0.01
+
+        init = cp.vector(s0, packed=packed)
+        x = cp.fori_loop(12, body, init)
+        u = unrolled(12, body, init)
+        return (x * x).sum(), (u * u).sum(), [*p, *s0]
+
+    looped, flat, params = program()
+    got = _read(cp.grad(looped, params))
+    want = _read(cp.grad(flat, params))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+def test_a_gradient_with_mixed_state_types_is_refused_not_zero() -> None:
     a = cp.value(0.5)
-    v = cp.fori_loop(3, lambda s: s * a, cp.vector([1.0, 2.0], packed=True))
-    with pytest.raises(cp.NotDifferentiableError, match="packed"):
-        cp.grad(v.sum(), a)
+    x, _ = cp.fori_loop(3, lambda s: (s[0] * a, s[1] * 2.0),
+                        (cp.value(1.0), cp.value(1.0, dtype="float64")))
+    with pytest.raises(cp.NotDifferentiableError, match="one float type"):
+        cp.grad(x, a)
 
 
 def test_the_numpy_oracle_and_range_analysis_know_loops() -> None:

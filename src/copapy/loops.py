@@ -82,10 +82,10 @@ def fori_loop(n: int, body: Callable[[State], State], init: State) -> State:
     states (``cp.delay``, ...), ``cp.dt`` or another ``cp.fori_loop`` (write loops one after
     the other).
 
-    ``cp.grad`` differentiates through a loop whose state is scalars of one float type (a
-    value, a tuple of values, an unpacked vector): forward-mode tangents run in a second
-    counted loop (memory: state x operands slots, whatever ``n``), which agree with the
-    unrolled loop's gradient to rounding, not bit for bit (another summation order).
+    ``cp.grad`` differentiates through a loop whose state has one float type (float32 or
+    float64 throughout; packed or unpacked): forward-mode tangents run in a second counted
+    loop (memory: state elements x operand elements slots, whatever ``n``), which agree with
+    the unrolled loop's gradient to rounding, not bit for bit (another summation order).
 
     Example: Newton's iteration for a square root, 6 steps::
 
