@@ -5,7 +5,9 @@ and the results bit for bit (issue 30 item 4).
 
 The body is one Gauss-Newton-like step on a 2-state problem (a few multiplies, a division, a
 sine). Prints code bytes, image bytes and compile time (best of --repeat) for both forms and
-the ratios unrolled / loop; the loop's code and compile time should be flat in n.
+the ratios unrolled / loop; the loop's code and compile time should be flat in n. Also the
+run time per iteration (a whole run divided by n, best of --repeat) and the ratio loop /
+unrolled: the loop's overhead (the state copies, the counter's stencils).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def build(n: int, loop: bool) -> list[Any]:
     return [x.node, y.node]
 
 
-def measure(n: int, loop: bool, repeat: int) -> tuple[int, int, float, list[bytes]]:
+def measure(n: int, loop: bool, repeat: int) -> tuple[int, int, float, list[bytes], float]:
     best = float("inf")
     for _ in range(repeat):
         outs = build(n, loop)
@@ -53,21 +55,30 @@ def measure(n: int, loop: bool, repeat: int) -> tuple[int, int, float, list[byte
     prog.run(0)
     raws = [np.float32(prog.read(compiled.ports[o].offset, o.dtype.code)).tobytes()
             for o in outs]
-    return compiled.code_bytes, len(compiled.image), best, raws
+    runs = max(1, 20000 // n)
+    run_best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(runs):
+            prog.run(0)
+        run_best = min(run_best, (time.perf_counter() - t0) / runs)
+    return compiled.code_bytes, len(compiled.image), best, raws, run_best / n
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    print(f"{'n':>5} | {'loop code B':>11} {'image B':>8} {'compile ms':>10} | "
-          f"{'unrolled code B':>15} {'image B':>8} {'compile ms':>10} | "
-          f"{'code ratio':>10} {'time ratio':>10} | same bits")
+    print(f"{'n':>5} | {'loop code B':>11} {'image B':>8} {'compile ms':>10} "
+          f"{'ns/iter':>8} | {'unrolled code B':>15} {'image B':>8} {'compile ms':>10} "
+          f"{'ns/iter':>8} | {'code ratio':>10} {'compile ratio':>13} {'run ratio':>9} | "
+          f"same bits")
     for n in (10, 100, 1000):
-        lc, li, lt, lr = measure(n, True, args.repeat)
-        uc, ui, ut, ur = measure(n, False, args.repeat)
-        print(f"{n:>5} | {lc:>11} {li:>8} {lt * 1e3:>10.2f} | {uc:>15} {ui:>8} "
-              f"{ut * 1e3:>10.2f} | {uc / lc:>10.1f} {ut / lt:>10.1f} | {lr == ur}")
+        lc, li, lt, lr, lrun = measure(n, True, args.repeat)
+        uc, ui, ut, ur, urun = measure(n, False, args.repeat)
+        print(f"{n:>5} | {lc:>11} {li:>8} {lt * 1e3:>10.2f} {lrun * 1e9:>8.1f} | {uc:>15} "
+              f"{ui:>8} {ut * 1e3:>10.2f} {urun * 1e9:>8.1f} | {uc / lc:>10.1f} "
+              f"{ut / lt:>13.1f} {lrun / urun:>9.2f} | {lr == ur}")
 
 
 if __name__ == "__main__":

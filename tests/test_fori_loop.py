@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from copapy import _runner
 from copapy import image as im
 from copapy.compiler.program import CompiledProgram, compile_program
 from copapy.graph.reference import evaluate_graph
+from copapy.runtime.load import is_native
 
 from .support.runners import runner_process
 
@@ -349,6 +351,30 @@ def test_a_loop_inside_a_periodic_task_with_a_feedback_state() -> None:
     got = np.float32(tg.read(y))
     assert got.tobytes() in {w.tobytes() for w in want[1:]}, (got, want)
     assert got > 1.5
+
+
+@pytest.mark.parametrize("arch", ["x86_64-v3", "x86_64-v4"])
+def test_the_vector_variants_give_the_baselines_bits(arch: str) -> None:
+    """AVX2 and AVX-512 tables (their fused loops inside the body), verified on load."""
+    if not is_native(arch):
+        pytest.skip(f"this CPU does not run {arch}")
+    v = cp.vector(np.linspace(-1, 1, 37).astype(f32), packed=True)
+    a = cp.value(0.9)
+    outs = [cp.fori_loop(25, lambda s: cp.sin(s) * a + 1.0, v)]
+    assert run(outs, arch)[0] == run(outs)[0]
+
+
+def test_a_saved_program_with_a_loop_loads_and_runs(tmp_path: Path) -> None:
+    a = cp.value(0.97, name="a")
+    x = cp.fori_loop(40, lambda s: a * s + 0.25, cp.value(1.5))
+    cp.save(tmp_path / "loop.cpimg", x, names={"x": x})
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.load(tmp_path / "loop.cpimg"))
+    tg.run()
+    want = f32(1.5)
+    for _ in range(40):
+        want = f32(0.97) * want + f32(0.25)
+    assert np.float32(tg.read("x")).tobytes() == want.tobytes()
 
 
 def test_the_host_runner_verifies_and_runs_a_loop() -> None:
