@@ -167,6 +167,23 @@ def test_projected_gradient_mpc_with_cp_grad_in_the_body() -> None:
     assert u[0] == -1.0 and np.all(np.abs(u) <= 1.0)  # braking hard first, within bounds
 
 
+def test_the_iteration_number_in_the_body() -> None:
+    """index=True: body(i, state), i = 0 .. n-1 read from the loop's counter slot (a read of
+    a frozen slot, which the verifier allows); a harmonic sum and a shrinking step."""
+    a = cp.value(1.0)
+
+    def body(i: Any, s: Any) -> Any:
+        return s + a / cp.cast(i + 1, cp.float32)
+
+    x = cp.fori_loop(300, body, cp.value(0.0), index=True)
+    raws, _ = run([x, cp.grad(x, a)])
+    want = f32(0.0)
+    for i in range(300):
+        want = want + f32(1.0) / f32(i + 1)
+    assert raws[0] == want.tobytes() == raws[1]  # d x / d a is the same sum
+    assert np.asarray(evaluate_graph([x.node])[0], f32).tobytes() == raws[0]
+
+
 @settings(max_examples=15, deadline=None)
 @given(n=st.integers(0, 40), a=st.floats(-1.5, 1.5, width=32), b=st.floats(-4, 4, width=32),
        x0=st.floats(-10, 10, width=32))

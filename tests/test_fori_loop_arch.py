@@ -38,11 +38,16 @@ def program() -> tuple[list[Any], list[Any]]:
     def linear(s: Any) -> Any:
         return m @ s + 0.01
 
+    def shrinking(i: Any, x: Any) -> Any:
+        return x - (x * x - c) / (cp.cast(i, cp.float32) + 2.0)
+
+    looped: list[Any] = [cp.fori_loop(9, shrinking, c, index=True)]
+    flat: list[Any] = [c]
+    for i in range(9):
+        flat[0] = shrinking(cp.constant(i), flat[0])
     cases = [(37, affine, cp.value(1.5)), (6, newton, c),
              (25, pair, (cp.value(1.0), cp.value(0.5))),
              (30, linear, cp.vector([cp.value(1.0), cp.value(-1.0)], packed=False))]
-    looped: list[Any] = []
-    flat: list[Any] = []
     for n, body, init in cases:
         looped.append(cp.fori_loop(n, body, init))
         x = init

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import dtypes as dt
 from .arrays import Array
-from .graph.loop import make_loop, new_carry
+from .graph.loop import make_loop, new_carry, new_index
 from .graph.node import Node, const
 from .value import Value
 
@@ -69,7 +69,7 @@ def _describe(desc: Any) -> str:
     return f"a {kind} of {len(info)} ({', '.join(_describe(d) for _, d in info)})"
 
 
-def fori_loop(n: int, body: Callable[[State], State], init: State) -> State:
+def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = False) -> State:
     """``body`` applied ``n`` times to ``init``: ``x = init; for _ in range(n): x = body(x)``.
 
     The body is traced once and compiled once, between a counted loop's begin and end
@@ -80,7 +80,8 @@ def fori_loop(n: int, body: Callable[[State], State], init: State) -> State:
     those; ``body`` returns a state of the same structure, types and shapes. The body may
     read values from outside the loop (computed once, before it); it may not hold signal
     states (``cp.delay``, ...), ``cp.dt`` or another ``cp.fori_loop`` (write loops one after
-    the other).
+    the other). With ``index=True`` the body is ``body(i, state)``, ``i`` the iteration's
+    number (an int32 value, 0 to n - 1; e.g. a step size that shrinks with i).
 
     ``cp.grad`` differentiates through a loop whose state has one float type (float32 or
     float64 throughout; packed or unpacked): forward-mode tangents run in a second counted
@@ -107,7 +108,9 @@ def fori_loop(n: int, body: Callable[[State], State], init: State) -> State:
                         f"{type(body).__name__}")
     inits, desc = _leaves(init, "init")
     carries = [new_carry(x) for x in inits]
-    result = body(_rebuild(carries, desc))
+    i = new_index() if index else None
+    state = _rebuild(carries, desc)
+    result = body(Value(i), state) if i is not None else body(state)
     try:
         outs, out_desc = _leaves(result, "the body's result")
     except TypeError as exc:
@@ -124,7 +127,7 @@ def fori_loop(n: int, body: Callable[[State], State], init: State) -> State:
                             f"state keeps its type")
     if n == 0:
         return _rebuild(inits, desc)
-    return _rebuild(make_loop(n, inits, carries, outs), desc)
+    return _rebuild(make_loop(n, inits, carries, outs, i), desc)
 
 
 def _shape_of(desc: Any) -> Any:

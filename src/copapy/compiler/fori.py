@@ -137,6 +137,8 @@ def _loop(loop: LoopBody, carry_slots: list[int], where: dict[Node, int],
     bound = layout.alloc(4, int32.pack(loop.n), 4)
     placed = {c: s for c, s in zip(loop.carries, carry_slots, strict=True)}
     placed.update({c: where[c] for c in loop.captures})
+    if loop.index is not None:  # the counter is the iteration's number while the body runs
+        placed[loop.index] = counter
     next_slots = [layout.alloc(c.nbytes, align=_align(c)) for c in loop.carries]
     stores: dict[Node, list[int]] = {}
     for out, slot in zip(loop.outputs, next_slots, strict=True):

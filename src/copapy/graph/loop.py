@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..dtypes import int32
 from .node import Node, intern, next_serial
 from .traverse import live_nodes
 
-CARRY, FORI = "carry", "fori"
+CARRY, FORI, INDEX = "carry", "fori", "loop_index"
 #: leaves a body may not hold: their value would change between iterations' meaning
 _FORBIDDEN_IN_BODY = {"state": "a signal state (cp.delay, cp.feedback, cp.integrate)",
                       "dt": "cp.dt"}
@@ -32,6 +33,8 @@ class LoopBody:
     carries: tuple[Node, ...]
     outputs: tuple[Node, ...]
     captures: tuple[Node, ...]
+    #: the iteration's number (int32, 0 to n - 1) if the body reads it
+    index: Node | None = None
 
 
 _bodies: dict[int, LoopBody] = {}
@@ -40,6 +43,11 @@ _bodies: dict[int, LoopBody] = {}
 def new_carry(like: Node) -> Node:
     """A fresh carry leaf of ``like``'s type and shape."""
     return intern(CARRY, like.dtype, (), (next_serial(),), like.shape)
+
+
+def new_index() -> Node:
+    """A fresh leaf for the iteration number a body reads (``cp.fori_loop(..., index=True)``)."""
+    return intern(INDEX, int32, (), (next_serial(),))
 
 
 def body_of(node: Node) -> LoopBody:
@@ -52,16 +60,18 @@ def result_index(node: Node) -> int:
 
 
 def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
-              outputs: Sequence[Node]) -> list[Node]:
-    """The ``fori`` result nodes of a loop whose body maps ``carries`` to ``outputs``."""
+              outputs: Sequence[Node], index: Node | None = None) -> list[Node]:
+    """The ``fori`` result nodes of a loop whose body maps ``carries`` (and the iteration
+    number ``index``) to ``outputs``."""
     carry_set = set(carries)
-    order = live_nodes(list(outputs), stop=carry_set)
-    varying: set[Node] = set(carry_set)
+    leaves = carry_set | ({index} if index is not None else set())
+    order = live_nodes(list(outputs), stop=leaves)
+    varying: set[Node] = set(leaves)
     for node in order:
         if node.op in _FORBIDDEN_IN_BODY:
             raise ValueError(f"cp.fori_loop: the body reads {_FORBIDDEN_IN_BODY[node.op]}; "
                              f"compute it outside the body and let the body read the value")
-        if node.op == CARRY and node not in carry_set:
+        if node.op in (CARRY, INDEX) and node not in leaves:
             raise ValueError("cp.fori_loop: the body reads the state of another loop's body "
                              "(nested loops are not supported): write the inner loop outside")
         if any(a in varying for a in node.args):
@@ -75,13 +85,13 @@ def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
             captures.append(node)
 
     for node in order:
-        if node in varying and node.op != CARRY:
+        if node in varying and node not in leaves:
             for a in node.args:
                 capture(a)
     for out in outputs:
         capture(out)
     serial = next_serial()
-    body = LoopBody(serial, n, tuple(carries), tuple(outputs), tuple(captures))
+    body = LoopBody(serial, n, tuple(carries), tuple(outputs), tuple(captures), index)
     _bodies[serial] = body
     args = (*inits, *captures)
     return [intern(FORI, c.dtype, args, (serial, k), c.shape) for k, c in enumerate(carries)]

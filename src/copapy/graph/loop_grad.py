@@ -62,7 +62,7 @@ def _tangent_results(node: Node, gradients: Gradients) -> list[list[Node]]:
     carries = [*loop.carries, *(t for row in tangents for t in row)]
     inits = [*node.args[:len(loop.carries)],
              *(const(1.0 if i == j else 0.0, dtype) for i in range(m) for j in range(p))]
-    results = make_loop(loop.n, inits, carries, outs)
+    results = make_loop(loop.n, inits, carries, outs, loop.index)
     first = len(loop.carries)
     table = [results[first + i * p: first + (i + 1) * p] for i in range(m)]
     _tangents[loop.serial] = table

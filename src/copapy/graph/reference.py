@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _kernels  # the C kernels built for the host
 from ..dtypes import DType
-from .loop import CARRY, FORI, LoopBody, body_of, result_index
+from .loop import CARRY, FORI, INDEX, LoopBody, body_of, result_index
 from .node import Node
 from .ops import REGISTRY, STRUCTURAL, OpSpec
 from .traverse import live_nodes
@@ -47,7 +47,7 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
                 loops[loop.serial] = _run_loop(loop, [values[id(a)] for a in node.args],
                                                inputs, kernels)
             values[id(node)] = loops[loop.serial][result_index(node)]
-        elif node.op == CARRY:
+        elif node.op in (CARRY, INDEX):
             values[id(node)] = np.asarray(inputs[node], dtype=node.dtype.numpy)  # type: ignore[index]
         elif node.op == "const":
             values[id(node)] = leaf_array(node, node.attr)
@@ -75,8 +75,10 @@ def _run_loop(loop: LoopBody, operands: list[Any], inputs: dict[Any, Any] | None
     m = len(loop.carries)
     state = operands[:m]
     outer = dict(inputs or {})
-    for _ in range(loop.n):
+    for i in range(loop.n):
         env = {**outer, **dict(zip(loop.carries, state, strict=True))}
+        if loop.index is not None:
+            env[loop.index] = np.int32(i)
         state = evaluate_graph(list(loop.outputs), env, kernels)
     return state
 
