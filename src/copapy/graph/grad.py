@@ -44,14 +44,15 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
     def by_rule(node: Node, g: Node) -> None:
         """Node's gradient g handed to its operands by the operation's rule."""
         rule = rule_for(node.op)
-        if rule is None:
+        if rule is None and node.op != FORI:
             return  # bool/int results carry no gradient
         args = node.args
         need = tuple([a in wanted for a in args])
         if True not in need:
             return
-        shares = (loop_grad.contributions(node, g, need, gradients) if node.op == FORI else
-                  rule(node, g, need))
+        # a cp.fori_loop result: through the loop's tangents (graph/loop_grad.py)
+        shares = (rule(node, g, need) if rule is not None else
+                  loop_grad.contributions(node, g, need, gradients))
         for arg, needed, contribution in zip(args, need, shares, strict=True):
             if contribution is None or not needed:
                 continue

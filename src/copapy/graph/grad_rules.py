@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from .build import apply as _a
 from .build import broadcast_to, cast, concat, index, reshape, slice_
-from .errors import NotDifferentiableError
 from .node import Node, const
 
 Need = tuple[bool, ...]
@@ -203,15 +202,7 @@ def _g_copysign(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 ZERO_GRADIENT = frozenset({"floordiv", "sign", "floor", "ceil", "round", "trunc", "cast_i32",
                            "cast_bool"})
 
-def _g_fori(node: Node, g: Node, need: tuple[bool, ...]) -> tuple[Node | None, ...]:
-    """A cp.fori_loop result (graph/loop.py): grad.py hands its gradient on through a tangent
-    loop (graph/loop_grad.py); a sweep that reaches this rule must not pass on a zero."""
-    raise NotDifferentiableError(
-        "cp.fori_loop results are differentiated by copapy.graph.grad.gradients only")
-
-
 RULES: dict[str, GradRule] = {
-    "fori": _g_fori,
     "add": _g_add,
     "sub": _g_sub,
     "mul": _g_mul,
