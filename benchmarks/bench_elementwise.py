@@ -19,6 +19,10 @@ Variants (each called with the same NumPy float32 inputs, writing or returning a
   C O3 fm       gcc -O3 -ffast-math
   C O3 nat      gcc -O3 -march=native
   C O3 fm nat   gcc -O3 -ffast-math -march=native
+  C O3 fm v3    gcc -O3 -ffast-math -march=x86-64-v3 (AVX2, no AVX-512: the anchor of the
+                x86_64-v3 table on a machine that has AVX-512 too)
+  floor         the memory floor: the C loop o[i] = x[i] + y[i] (read two arrays, write one),
+                -O3 -ffast-math -march=native
 Every result is checked against a float64 NumPy reference (max error in float32 ulps printed),
 and the two copapy tables against each other bit for bit.
 """
@@ -62,7 +66,8 @@ NP = {"add": np.add, "mul": np.multiply, "sqrt": np.sqrt, "sin": np.sin, "cos": 
       "exp": np.exp, "log": np.log, "tanh": np.tanh}
 C_FLAGS = {"C O3": ["-O3"], "C O3 fm": ["-O3", "-ffast-math"],
            "C O3 nat": ["-O3", "-march=native"],
-           "C O3 fm nat": ["-O3", "-ffast-math", "-march=native"]}
+           "C O3 fm nat": ["-O3", "-ffast-math", "-march=native"],
+           "C O3 fm v3": ["-O3", "-ffast-math", "-march=x86-64-v3"]}
 
 
 def numpy_fn(op: str) -> Callable[..., Array]:
@@ -226,8 +231,9 @@ def main() -> None:
         libs = {name: c_library(flags, Path(tmp)) for name, flags in C_FLAGS.items()}
         print("| op | n | " + " | ".join(["cp " + a for a in archs] + ["cp unfused", "numpy",
               "numba", "numba fm", *C_FLAGS])
-              + " | cp/numpy | cp/numba | cp/numba fm | cp/C O3 fm nat | cp/cp unfused |")
-        print("|" + "---|" * (7 + len(archs) + len(C_FLAGS) + 5))
+              + " | floor | cp/numpy | cp/numba | cp/numba fm | cp/C O3 fm nat | cp/cp unfused "
+                "| v3/C O3 fm v3 | cp/floor |")
+        print("|" + "---|" * (7 + len(archs) + len(C_FLAGS) + 8))
         for op in opts.ops.split(","):
             for n in map(int, opts.sizes.split(",")):
                 args = inputs(op, n)
@@ -241,6 +247,7 @@ def main() -> None:
                     variants[name] = f
                 for name, lib in libs.items():
                     variants[name] = CLoop(lib, op, n)
+                floor = CLoop(libs["C O3 fm nat"], "add", n)
                 a64 = [x.astype(np.float64) for x in args]
                 with np.errstate(all="ignore"):
                     if op == "expr":
@@ -253,14 +260,17 @@ def main() -> None:
                                   for k in [f"cp {a}" for a in archs] + (
                                       ["cp unfused"] if op == "expr" else []))
                 assert all(np.array_equal(first, o) for o in others), op  # same bits
-                t = measure(variants, args, reps, budget, clock)
+                t = measure({**variants, "floor": floor}, args, reps, budget, clock)
                 results.setdefault(op, {})[n] = {k: v / n * 1e9 for k, v in t.items()}
                 best = min(t[f"cp {a}"] for a in archs)
                 cols = [f"{t[k] / n * 1e9:.2f}" if k in t else "-" for k in
                         [*(f"cp {a}" for a in archs), "cp unfused", "numpy", "numba",
-                         "numba fm", *C_FLAGS]]
+                         "numba fm", *C_FLAGS, "floor"]]
                 ratio = [f"{best / t[k]:.2f}" if k in t else "-" for k in
                          ("numpy", "numba", "numba fm", "C O3 fm nat", "cp unfused")]
+                v3 = t.get("cp x86_64-v3")
+                ratio.append(f"{v3 / t['C O3 fm v3']:.2f}" if v3 else "-")
+                ratio.append(f"{best / t['floor']:.2f}")
                 print(f"| {op} | {n:.0e} | " + " | ".join(cols + ratio) + " |", flush=True)
                 bad = {k: round(e, 1) for k, e in err.items() if not e <= 4.0}
                 if bad:

@@ -1,15 +1,21 @@
-"""Simulation speed: simulated seconds per wall second for a 10-task, 1 kHz PID program.
+"""Simulation speed: a 10-task, 1 kHz PID program in LocalTarget against the same loop
+hand-written in C (benchmarks/sim_pid.c, timing on and off) and in numba.
 
-    PYTHONPATH=src python benchmarks/bench_sim.py
+    PYTHONPATH=src python benchmarks/bench_sim.py [--rounds 7]       # ratios to the anchors
+    PYTHONPATH=src python benchmarks/bench_sim.py --table            # simulated s per wall s
     PYTHONPATH=src python benchmarks/bench_sim.py --against /tmp/base/src [--rounds 5]
     PYTHONPATH=src python benchmarks/bench_sim.py --image /tmp/pid10.img
 
-Each row steps 20 simulated seconds (20,000 ticks) five times and reports the median wall
-time and the median CPU time of the process (``time.process_time``; on a shared machine the
-wall time includes the time other processes had the CPU, the CPU time does not).
+The default run: every round measures, one after another, copapy ``tg.step(20.0)`` with
+timing measured and off, the hand-written C loop with a job-clock read after each task and
+without, and numba; each measurement is the best CPU time (``time.process_time``) of three
+20-second (20,000-tick) steps. The ratios copapy / anchor (> 1: copapy is slower) are given as
+min / median / max over the rounds, with the load average before and after. The C loop is
+compiled with ``cc -O2`` (no -ffast-math), as copapy's stencils are.
 
-``--against`` compares with another copapy source tree (``git archive <commit> | tar -x -C
-/tmp/base``, then build its extension modules in place, ``python setup.py build_ext
+``--table``: simulated seconds per wall second and per CPU second (median of five), the old
+single table. ``--against`` compares with another copapy source tree (``git archive <commit>
+| tar -x -C /tmp/base``, then build its extension modules in place, ``python setup.py build_ext
 --inplace``): each round runs every row in a fresh interpreter of this tree, then of the
 other, so both see the same machine load; the table gives the best round of each.
 ``COPAPY_CLOCK=monotonic`` makes the job clock ``clock_gettime`` again (docs/design.md,
@@ -20,16 +26,25 @@ other, so both see the same machine load; the table gives the best round of each
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import copapy as cp
 
 ROWS = ((1, True), (10, True), (10, False))
 SECONDS = 20.0
+TASKS = 10
+TICKS = round(SECONDS / 1e-3)
+HERE = Path(__file__).resolve().parent
 
 
 def pid_program(tasks: int) -> tuple[list[cp.Task], list[cp.Value[float]]]:
@@ -122,10 +137,127 @@ def against(other: str, rounds: int) -> None:
               f"| {ratio(this[1])} / {ratio(that[1])} |")
 
 
+# ---- the anchors: the same loop hand-written in C and in numba -----------------------------
+
+def c_anchor() -> ctypes.CDLL:
+    """benchmarks/sim_pid.c built with ``cc -O2`` into a temporary shared library."""
+    out = Path(tempfile.mkdtemp(prefix="bench_sim_")) / "sim_pid.so"
+    subprocess.run(["cc", "-std=c11", "-O2", "-shared", "-fPIC", str(HERE / "sim_pid.c"),
+                    "-o", str(out)], check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.sim_run.restype = ctypes.c_float
+    lib.sim_run.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int]
+    lib.sim_reset.argtypes = [ctypes.c_int]
+    lib.sim_runs.restype = ctypes.c_uint64
+    return lib
+
+
+def numba_anchor() -> Callable[[], float]:
+    """The loop in numba (``@njit``, float32 state arrays, no fastmath), compiled before use."""
+    import numba
+    import numpy as np
+
+    @numba.njit(cache=False)
+    def run(setpoint: Any, position: Any, integral: Any, prev: Any, ticks: int) -> float:
+        dt = np.float32(1e-3)
+        gain = dt / np.float32(0.05)
+        for t in range(ticks):
+            for k in range(setpoint.shape[0]):
+                error = setpoint[k] - position[k]
+                integral[k] = integral[k] + error * dt
+                rate = np.float32(0.0) if t == 0 else (error - prev[k]) / dt
+                u = (np.float32(2.0) * error + np.float32(5.0) * integral[k]
+                     + np.float32(0.05) * rate)
+                u = min(max(u, np.float32(-10.0)), np.float32(10.0))
+                position[k] = position[k] + (u - position[k]) * gain
+                prev[k] = error
+        return float(position[0])
+
+    def go() -> float:
+        z = np.zeros(TASKS, np.float32)
+        return float(run(np.arange(1, TASKS + 1, dtype=np.float32), z.copy(), z.copy(),
+                         z.copy(), TICKS))
+
+    go()
+    return go
+
+
+def best_cpu(fn: Callable[[], Any], repeats: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        c0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+def anchors(rounds: int) -> None:
+    """copapy (timing measured / off) against hand-written C (timing on / off) and numba,
+    interleaved in every round; ratios min / median / max."""
+    tasks, outs = pid_program(TASKS)
+    targets = {}
+    for timed in (True, False):
+        tg = cp.LocalTarget(tick=1e-3, measure=timed)
+        tg.deploy(*tasks)
+        targets[timed] = tg
+    lib = c_anchor()
+    go_numba = numba_anchor()
+
+    def copapy(timed: bool) -> Callable[[], None]:
+        tg = targets[timed]
+
+        def go() -> None:
+            tg.reset()
+            tg.step(SECONDS)
+        return go
+
+    def c_loop(timed: bool) -> Callable[[], float]:
+        def go() -> float:
+            lib.sim_reset(TASKS)
+            return float(lib.sim_run(TASKS, TICKS, int(timed)))
+        return go
+
+    rows: dict[str, Callable[[], Any]] = {
+        "copapy timed": copapy(True), "copapy untimed": copapy(False),
+        "C timed": c_loop(True), "C untimed": c_loop(False), "numba": go_numba}
+    load_before = os.getloadavg()
+    times: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(rounds):
+        for name, fn in rows.items():
+            times[name].append(best_cpu(fn))
+    load_after = os.getloadavg()
+    # the same results: copapy's position after 20 s against the C loop's and numba's
+    cp_pos = targets[False].read(outs[0])
+    c_pos, nb_pos = c_loop(False)(), go_numba()
+    assert 0.9 < cp_pos < 1.1 and abs(cp_pos - c_pos) < 1e-4 and abs(cp_pos - nb_pos) < 1e-4, \
+        (cp_pos, c_pos, nb_pos)
+    assert lib.sim_runs(0) == TICKS and targets[True].stats()[0].runs == TICKS
+    print(f"{TASKS} PID tasks at 1 kHz, {SECONDS:.0f} simulated s ({TICKS:,} ticks) per "
+          f"measurement, best CPU time of 3, {rounds} interleaved rounds; "
+          f"{platform.processor() or platform.machine()}, job clock {job_clock()}; "
+          f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
+    print("| | CPU ms per 20 s: min / median / max | ns per tick (median) "
+          "| simulated s per CPU s (median) |")
+    print("|---|---:|---:|---:|")
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        print(f"| {name} | {min(ts) * 1e3:.2f} / {med * 1e3:.2f} / {max(ts) * 1e3:.2f} "
+              f"| {med / TICKS * 1e9:.0f} | {SECONDS / med:,.0f}x |")
+    print("| ratio (copapy / anchor, per round) | min | median | max |")
+    print("|---|---:|---:|---:|")
+    for mine, anchor in (("copapy timed", "C timed"), ("copapy untimed", "C untimed"),
+                         ("copapy timed", "C untimed"), ("copapy untimed", "numba"),
+                         ("copapy timed", "numba")):
+        ratios = [a / b for a, b in zip(times[mine], times[anchor], strict=True)]
+        print(f"| {mine} / {anchor} | {min(ratios):.2f} | {statistics.median(ratios):.2f} "
+              f"| {max(ratios):.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", metavar="SRC", help="compare with another source tree")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--table", action="store_true", help="the old single table")
     parser.add_argument("--image", metavar="PATH", help="write the 10-task image and exit")
     parser.add_argument("--row", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -141,8 +273,10 @@ def main() -> None:
         print(wall, cpu)
     elif args.against:
         against(args.against, args.rounds)
-    else:
+    elif args.table:
         single()
+    else:
+        anchors(args.rounds)
 
 
 if __name__ == "__main__":

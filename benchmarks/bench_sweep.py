@@ -14,13 +14,16 @@ angle and PWM recorded every 1 ms), run five ways:
     PYTHONPATH=src python benchmarks/bench_sweep.py --sample 1e-4   # record every tick
 
 Each row is the best of ``--rounds`` (the machine may be shared); the ratios are against the
-Python loop of the same run.
+Python loop of the same run. The rows in this process also give scenarios per CPU second of
+the process (``time.process_time``: on a loaded machine the wall time includes the time other
+processes had the CPU); the load average is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -120,13 +123,16 @@ def jax_vmap(n: int) -> tuple[Callable[[], Any], Any]:
     return go, go()
 
 
-def best(fn: Callable[[], Any], rounds: int) -> float:
-    times = []
+def best(fn: Callable[[], Any], rounds: int, cpu: bool = True) -> tuple[float, float]:
+    """The best wall time and the best CPU time of this process (NaN: ``cpu=False``, the
+    work ran in other processes)."""
+    walls, cpus = [], []
     for _ in range(rounds):
-        start = time.perf_counter()
+        c0, start = time.process_time(), time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - c0)
+    return min(walls), min(cpus) if cpu else math.nan
 
 
 def main() -> int:
@@ -142,7 +148,8 @@ def main() -> int:
     few = scenarios(max(1, n // 20))  # the Python loops are slow: a twentieth of the scenarios
     many = scenarios(n)
     sweep(scenarios(8))  # compile once (the stencil tables, the image) before timing
-    rows: list[tuple[str, int, float]] = [
+    load = os.getloadavg()[0]
+    rows: list[tuple[str, int, tuple[float, float]]] = [
         ("Python loop (LocalTarget step + read)", few.n,
          best(lambda: python_loop(few), rounds)),
         ("Python engine (engine='python')", few.n,
@@ -159,20 +166,26 @@ def main() -> int:
                               dashboard_address=None) as cluster, Client(cluster) as client:
                 sweep(scenarios(8), client=client)  # workers import copapy, load the image
                 rows.append((f"Dask, {workers} worker process{'es' if workers > 1 else ''}",
-                             many.n, best(lambda c=client: sweep(many, client=c), rounds)))
+                             many.n, best(lambda c=client: sweep(many, client=c), rounds,
+                                          cpu=False)))
     try:
         go, _ = jax_vmap(n)
     except ImportError:
         print("(no JAX row: pip install 'copapy[bench]')")
     else:
-        rows.append(("JAX vmap (jit, CPU)", n, best(go, rounds)))
-    base = rows[0][1] / rows[0][2]
+        rows.append(("JAX vmap (jit, CPU)", n, best(go, rounds, cpu=False)))
+    base = rows[0][1] / rows[0][2][0]
+    base_cpu = rows[0][1] / rows[0][2][1]
     print(f"{n} scenarios of {SECONDS} s at a {TICK * 1e6:.0f} us tick, 2 signals recorded "
-          f"every {SAMPLE * 1e3:g} ms (best of {rounds}; the Python rows ran {few.n})")
-    print(f"{'':42} {'scenarios/s':>12} {'x Python loop':>14}")
-    for name, count, seconds in rows:
-        rate = count / seconds
-        print(f"{name:42} {rate:12,.0f} {rate / base:14.1f}")
+          f"every {SAMPLE * 1e3:g} ms (best of {rounds}; the Python rows ran {few.n}); load "
+          f"average {load:.1f} before, {os.getloadavg()[0]:.1f} after")
+    print(f"{'':42} {'scenarios/s':>12} {'x Python loop':>14} {'per CPU s':>10} "
+          f"{'x Python loop':>14}")
+    for name, count, (wall, cpu) in rows:
+        rate, rate_cpu = count / wall, count / cpu
+        cpu_cols = (f"{rate_cpu:10,.0f} {rate_cpu / base_cpu:14.1f}" if not math.isnan(cpu)
+                    else f"{'-':>10} {'-':>14}")
+        print(f"{name:42} {rate:12,.0f} {rate / base:14.1f} {cpu_cols}")
     return 0
 
 

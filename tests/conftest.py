@@ -53,6 +53,10 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_windows.py": ("build", "emulator"), "test_macos_build.py": ("build",),
     "test_ranges_examples.py": ("build", "slow"),
     "test_ranges_soundness.py": ("slow",),
+    "test_linalg.py": ("slow",), "test_linalg_cross_arch.py": ("emulator",),
+    "test_example_ekf.py": ("slow",), "test_example_lqr.py": ("slow",),
+    "test_example_mpc.py": ("slow",),
+    "test_signal_shapes.py": ("build",), "test_keep_state.py": ("build",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

@@ -247,6 +247,10 @@ def test_cpu_flags_are_read_from_cpuinfo() -> None:
     assert parse_flags(text) == {"fpu", "sse2", "avx2", "fma"}
     assert parse_flags("Features\t: fp asimd\n") == {"fp", "asimd"}
     assert parse_flags("") == frozenset()
+    # lines (the file object host_flags passes): the first processor's, nothing read after
+    lines = iter(text.splitlines(keepends=True))
+    assert parse_flags(lines) == {"fpu", "sse2", "avx2", "fma"}
+    assert next(lines) == "\n"
 
 
 def test_host_variant_follows_the_cpu_flags(monkeypatch: pytest.MonkeyPatch) -> None:

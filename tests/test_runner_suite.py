@@ -33,6 +33,7 @@ from .support import faults, wine
 from .support import zephyr_runners as zr
 from .support.faults import SNIPPETS, FaultWaiter, deploy_faulty
 from .support.runners import host_runner, qemu_runner, retry_unskipped, runner_process
+from .test_keep_state import gain_change
 from .test_safety_host import (
     PWM_SAFE,
     assert_safe,
@@ -43,6 +44,7 @@ from .test_safety_host import (
     wait_running,
 )
 from .test_serial_target import control_program, deploy
+from .test_signal_shapes import PROGRAMS
 
 
 @dataclass
@@ -564,6 +566,37 @@ def test_atomic_replace_keeps_running(runner: Runner) -> None:
             assert 0 < n and ticks <= (time.monotonic() - first_start) * 1000 + 2
             assert tg.io_value(cp.io.PWM(0)) == pytest.approx(0.1 * (k + 1))
         tg.stop()
+
+
+def test_array_signals_equal_local_target(runner: Runner) -> None:
+    """Vector, matrix (packed and unpacked) and quaternion signals on the runner: after the
+    same number of runs, LocalTarget's bits for the runner's architecture."""
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    outputs = [build(packed) for build, _, _ in PROGRAMS.values() for packed in (False, True)]
+    outputs.append(cp.integrate_rotation(cp.vector([0.3, -0.2, 1.0])))
+    with runner.target() as tg:
+        tg.deploy(cp.Task(counter, *outputs, period=1e-3), check=False)
+        tg.reset()
+        tg.start()
+        time.sleep(0.2)
+        tg.stop()
+        runs = tg.read(counter)
+        remote = [tg.read(o) for o in outputs]
+        arch = tg.arch
+    assert runs > 10
+    sim = cp.LocalTarget(arch, tick=1e-3)
+    sim.deploy(cp.Task(counter, *outputs, period=1e-3))
+    sim.step(runs * 1e-3)
+    for out, got in zip(outputs, remote, strict=True):
+        assert got.shape == sim.read(out).shape and got.tobytes() == sim.read(out).tobytes()
+
+
+def test_keep_state_gain_change_is_bumpless(runner: Runner) -> None:
+    """deploy(start=True, keep_state=True): the runner copies the PI loop's states at the swap
+    (LOAD_COMMIT KEEP), so the plant stays at its setpoint; without it the plant restarts."""
+    with runner.target() as tg:
+        for keep in (True, False):
+            gain_change(tg, keep, settle=60.0)
 
 
 def test_link_timeout_is_a_dead_man_switch(runner: Runner) -> None:

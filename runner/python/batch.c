@@ -114,7 +114,32 @@ typedef struct {
     const batch_ranges *writes, *records, *finals;
     const uint8_t *params;
     uint8_t *series, *final;
+    cp_guard_fn job;            /* the guard run's job function, which batch_guard wraps */
+    void *job_ctx;
+    cp_chain_fn volatile running; /* the chain of the job running (its task after a jump) */
 } batch_job;
+
+/* The scheduler's guard: the guard run's job, with the chain noted first. A signal's fault
+ * jumps from inside the chain straight back into the guard run, past the scheduler's frame
+ * that knows the task; the chain names it (every task has its own entry). */
+CP_CALLS_LOADED_CODE
+static int batch_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
+{
+    batch_job *j = ctx;
+    j->running = entry;
+    return j->job(j->job_ctx, entry, budget_ns, fault);
+}
+
+/* The task whose chain is `entry` (0 if none is). */
+static uint32_t task_of(const cp_program *prog, cp_chain_fn entry)
+{
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        if (prog->tasks[i].entry == entry) {
+            return i;
+        }
+    }
+    return 0;
+}
 
 /* Runs the scenarios; returns how many completed (fewer: the next one faulted). */
 CP_CALLS_LOADED_CODE
@@ -145,8 +170,11 @@ static uint64_t run_scenarios(batch_job *j)
 static int batch_body(void *arg, cp_guard_fn job, void *job_ctx)
 {
     batch_job *j = arg;
-    j->cfg.guard = job; /* NULL: containment could not arm, the chains are called directly */
-    j->cfg.guard_ctx = job_ctx;
+    /* job NULL: containment could not arm, the chains are called directly */
+    j->job = job;
+    j->job_ctx = job_ctx;
+    j->cfg.guard = job != NULL ? batch_guard : NULL;
+    j->cfg.guard_ctx = j;
     j->cfg.guard_run = NULL;
     j->init_status = cp_sched_init(j->sched, j->prog, &j->cfg, &j->err);
     if (j->init_status != CP_OK) {
@@ -280,6 +308,9 @@ PyObject *runner_batch(PyObject *module, PyObject *args, PyObject *kwargs)
                                               ? job.err.message
                                               : cp_status_name(job.init_status));
         goto done;
+    }
+    if (faulted) { /* a jump back: the guard knows the fault, the noted chain its task */
+        fault.task = task_of(&self->prog, job.running);
     }
     const cp_fault *f = faulted ? &fault : cp_sched_fault(sched);
     if (f != NULL) {

@@ -102,6 +102,53 @@ static inline void cp_cpu_restore(const cp_cpu_saved *saved)
     (void)cp_cpu_leave(saved, &ignored);
 }
 
+/* Between two jobs of one armed run (cp_cpu_enter before the first, cp_cpu_leave after the
+ * last): what the job just finished changed, read without a write on the common path. ldmxcsr,
+ * fldcw and popf cost ~20 ns a job here against ~9 ns for a 10-stencil chain, reads a few
+ * cycles (docs/decisions/2026-12-04-simulation-loop-in-c.md). A changed state is put back to
+ * the defined one (DF, AC and TF first, before the compiler's code copies memory): the job
+ * faults, and cp_cpu_leave then gives the caller's state back. */
+static inline uint32_t cp_cpu_check(uint32_t *fp_left)
+{
+    uintptr_t flags;
+#if defined(__x86_64__)
+    __asm__ volatile("pushfq\n\tpopq %0\n\ttestq %1, %0\n\tjz 1f\n\t"
+                     "pushq %0\n\tandq %2, (%%rsp)\n\tpopfq\n1:"
+                     : "=&r"(flags) : "i"((long)CP_CPU_EFLAGS_BAD), "i"(~(long)CP_CPU_EFLAGS_BAD)
+                     : "memory", "cc");
+#else
+    __asm__ volatile("pushfl\n\tpopl %0\n\ttestl %1, %0\n\tjz 1f\n\t"
+                     "pushl %0\n\tandl %2, (%%esp)\n\tpopfl\n1:"
+                     : "=&r"(flags) : "i"((long)CP_CPU_EFLAGS_BAD), "i"(~(long)CP_CPU_EFLAGS_BAD)
+                     : "memory", "cc");
+#endif
+    uint32_t changed = (flags & CP_CPU_EFLAGS_BAD) != 0 ? (uint32_t)CP_CPU_CHANGED_FLAGS : 0u;
+    uint16_t cw = 0, sw = 0;
+    __asm__ volatile("fnstcw %0\n\tfnstsw %1" : "=m"(cw), "=m"(sw) : : "memory");
+    *fp_left = cw;
+    if ((cw & CP_CPU_X87_CW_MASK) != (CP_CPU_X87_CW & CP_CPU_X87_CW_MASK)) {
+        changed |= CP_CPU_CHANGED_FP_CONTROL;
+    }
+    if ((sw & 0x3800u) != 0) {
+        changed |= CP_CPU_CHANGED_X87_STACK;
+    }
+    if ((changed & (CP_CPU_CHANGED_FP_CONTROL | CP_CPU_CHANGED_X87_STACK)) != 0) {
+        const uint16_t want = CP_CPU_X87_CW;
+        __asm__ volatile("fninit\n\tfldcw %0" : : "m"(want) : "memory");
+    }
+#ifdef CP_CPU_HAS_MXCSR
+    uint32_t mx = 0;
+    __asm__ volatile("stmxcsr %0" : "=m"(mx) : : "memory");
+    if ((mx & ~CP_CPU_MXCSR_FLAGS) != CP_CPU_MXCSR) {
+        changed |= CP_CPU_CHANGED_FP_CONTROL;
+        *fp_left = mx;
+        const uint32_t mx_want = CP_CPU_MXCSR;
+        __asm__ volatile("ldmxcsr %0" : : "m"(mx_want) : "memory");
+    }
+#endif
+    return changed;
+}
+
 #elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
 /* FPCR: RMode (23:22), FZ (24), DN (25), AHP (26), FZ16 (19) and the trap enables (15, 12:8)
  * all 0 is round to nearest, IEEE behaviour, no traps */
@@ -128,6 +175,18 @@ static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left
 static inline void cp_cpu_restore(const cp_cpu_saved *saved)
 {
     __asm__ volatile("msr fpcr, %0" : : "r"((uint64_t)saved->fp) : "memory");
+}
+
+static inline uint32_t cp_cpu_check(uint32_t *fp_left)
+{
+    uint64_t fpcr;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    *fp_left = (uint32_t)fpcr;
+    if ((fpcr & CP_CPU_FPCR_MASK) == 0) {
+        return 0;
+    }
+    __asm__ volatile("msr fpcr, %0" : : "r"(fpcr & ~(uint64_t)CP_CPU_FPCR_MASK) : "memory");
+    return CP_CPU_CHANGED_FP_CONTROL;
 }
 
 #elif defined(__arm__) && defined(__ARM_FP) && !defined(__SOFTFP__) && \
@@ -159,6 +218,18 @@ static inline void cp_cpu_restore(const cp_cpu_saved *saved)
     __asm__ volatile("vmsr fpscr, %0" : : "r"(saved->fp) : "memory");
 }
 
+static inline uint32_t cp_cpu_check(uint32_t *fp_left)
+{
+    uint32_t fpscr;
+    __asm__ volatile("vmrs %0, fpscr" : "=r"(fpscr));
+    *fp_left = fpscr;
+    if ((fpscr & CP_CPU_FPSCR_MASK) == 0) {
+        return 0;
+    }
+    __asm__ volatile("vmsr fpscr, %0" : : "r"(fpscr & ~CP_CPU_FPSCR_MASK) : "memory");
+    return CP_CPU_CHANGED_FP_CONTROL;
+}
+
 #elif defined(__riscv) && defined(__riscv_flen) && (defined(__GNUC__) || defined(__clang__))
 /* fcsr.frm (7:5) 0 is round to nearest, ties to even; RISC-V has no FP traps */
 static inline void cp_cpu_enter(cp_cpu_saved *saved)
@@ -184,6 +255,18 @@ static inline void cp_cpu_restore(const cp_cpu_saved *saved)
     __asm__ volatile("fsrm %0" : : "r"(saved->fp) : "memory");
 }
 
+static inline uint32_t cp_cpu_check(uint32_t *fp_left)
+{
+    uint32_t frm;
+    __asm__ volatile("frrm %0" : "=r"(frm));
+    *fp_left = frm;
+    if (frm == 0) {
+        return 0;
+    }
+    __asm__ volatile("fsrm zero" ::: "memory");
+    return CP_CPU_CHANGED_FP_CONTROL;
+}
+
 #else
 static inline void cp_cpu_enter(cp_cpu_saved *saved)
 {
@@ -201,6 +284,12 @@ static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left
 static inline void cp_cpu_restore(const cp_cpu_saved *saved)
 {
     (void)saved;
+}
+
+static inline uint32_t cp_cpu_check(uint32_t *fp_left)
+{
+    *fp_left = 0;
+    return 0;
 }
 #endif
 

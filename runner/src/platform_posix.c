@@ -634,8 +634,20 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
     need_watchdog(budget_ns);
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
+    /* the run entered the defined CPU state once (cp_posix_guard_run); a job only checks what
+     * it left, and the caller's state comes back when the run ends */
+    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
+                     __ATOMIC_RELEASE);
+    g->active = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    entry();
     uint32_t fp_left = 0;
-    uint32_t changed = run_armed(g, entry, &fp_left);
+    uint32_t changed = cp_cpu_check(&fp_left);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g->active = 0;
+    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
+                     __ATOMIC_RELEASE);
+    changed |= g->check_signals ? repair_signals() : 0u;
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
@@ -647,11 +659,16 @@ int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fa
     }
     g->out = fault;
     g->check_signals = checks_signals(ctx);
+    /* saved before a fault can jump back to restore it; the body's own code (the scheduler
+     * between jobs) runs in the defined state too */
+    cp_cpu_enter(&g->cpu);
     int sig = sigsetjmp(g->env, 0);
     if (sig != 0) {
         return jumped_back(sig);
     }
-    return body(arg, armed_job, g);
+    int result = body(arg, armed_job, g);
+    cp_cpu_restore(&g->cpu);
+    return result;
 }
 
 /* ---- fault containment: the budget supervisor */

@@ -511,14 +511,47 @@ static uint64_t min_nonzero(uint64_t a, uint64_t b)
     return a == 0 ? b : b == 0 ? a : a < b ? a : b;
 }
 
+/* LOAD_COMMIT's KEEP list: (u32 old offset, u32 new offset, u32 size) each, checked against
+ * both data regions before the swap (0: refused, the old program untouched). */
+#define KEEP_ENTRY 12u
+
+static int check_keep(cp_server *s, const uint8_t *list, uint32_t count, uint32_t old_size,
+                      uint32_t new_size)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        const uint8_t *e = list + (size_t)i * KEEP_ENTRY;
+        uint64_t from = cp_le32(e), to = cp_le32(e + 4), size = cp_le32(e + 8);
+        if (size == 0 || from + size > old_size || to + size > new_size) {
+            FAIL(s, CP_PERR_OUT_OF_RANGE, i,
+                 "KEEP entry %u: %u bytes at old %u -> new %u outside the data (old %u, new "
+                 "%u bytes): made for another program", i, size, from, to, old_size, new_size);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
 {
-    if (n > 1 || (n == 1 && (p[0] & ~1u) != 0)) {
-        FAIL(s, CP_PERR_BAD_PAYLOAD, 0, "LOAD_COMMIT takes nothing or u8 flags (bit 0: "
-             "START), %u bytes given", n);
+    /* u8 flags (bit 0 START, bit 1 KEEP); with KEEP: u16 count, count x (old, new, size) */
+    uint32_t keep_count = n >= 3 ? cp_le16(p + 1) : 0u;
+    int keep = n >= 1 && (p[0] & 2u) != 0;
+    if (n >= 1 && (p[0] & ~3u) != 0) {
+        FAIL(s, CP_PERR_BAD_PAYLOAD, 0, "LOAD_COMMIT flags: bit 0 START, bit 1 KEEP; other "
+             "bits are reserved (%u given)", p[0]);
         return;
     }
-    int start = n == 1 && (p[0] & 1u) != 0;
+    if (keep ? (n < 3 || n != 3u + keep_count * KEEP_ENTRY) : n > 1) {
+        FAIL(s, CP_PERR_BAD_PAYLOAD, 0, "LOAD_COMMIT: u8 flags (bit 0 START), with KEEP "
+             "(bit 1) u16 count + count x 12 bytes; %u bytes given", n);
+        return;
+    }
+    int start = n >= 1 && (p[0] & 1u) != 0;
+    if (keep && !(start && s->state == CP_SERVER_RUNNING)) {
+        FAIL(s, CP_PERR_BAD_STATE, 0, "KEEP carries state from a running program: commit "
+             "with START while one runs", 0);
+        return;
+    }
     if (!s->up_active) {
         FAIL(s, CP_PERR_BAD_STATE, 0, "LOAD_COMMIT without LOAD_BEGIN", 0);
         return;
@@ -611,6 +644,12 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
 
+    if (keep && !check_keep(s, p + 3, keep_count, s->prog[s->active].data_size,
+                            prog->data_size)) {
+        cp_program_unload(prog);
+        return;
+    }
+
     uint64_t link_timeout = s->cfg.link_timeout_ns;
     for (uint32_t i = 0; i < prog->task_count; i++) {
         link_timeout = min_nonzero(link_timeout, prog->tasks[i].link_timeout_ns);
@@ -625,6 +664,14 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
     uint32_t old_state = s->state;
     int had_old = old_state != CP_SERVER_EMPTY;
     int replace = start && old_state == CP_SERVER_RUNNING;
+    if (replace && keep) { /* between two ticks: the old program's states go on in the new */
+        const uint8_t *from = cp_program_data(&s->prog[old]);
+        uint8_t *to = cp_program_data(prog);
+        for (uint32_t i = 0; i < keep_count; i++) {
+            const uint8_t *e = p + 3 + (size_t)i * KEEP_ENTRY;
+            cp_copy(to + cp_le32(e + 4), from + cp_le32(e), cp_le32(e + 8));
+        }
+    }
     if (had_old) {
         cp_sched_release_outputs(&s->sched[old], replace ? prog : NULL);
     }

@@ -1173,8 +1173,9 @@ static void test_catch_up(void)
 
 static const uint8_t UD2[] = {0x0f, 0x0b};
 
-/* upload + commit with flags (0: none, 1: START) */
-static int load_opts(fx *f, uint32_t variant, const pg_options *o, int start)
+/* upload + commit with the commit payload `commit` (n bytes) */
+static int load_commit(fx *f, uint32_t variant, const pg_options *o, const uint8_t *commit,
+                       size_t n)
 {
     tb_image img;
     pg_build_opts(&img, variant, o);
@@ -1191,8 +1192,27 @@ static int load_opts(fx *f, uint32_t variant, const pg_options *o, int start)
         pbbytes(img.bytes + off, n);
         CHECK(send_p(f, CP_CMD_LOAD_CHUNK) == 0);
     }
+    return req(f, CP_CMD_LOAD_COMMIT, commit, n);
+}
+
+/* upload + commit with flags (0: none, 1: START) */
+static int load_opts(fx *f, uint32_t variant, const pg_options *o, int start)
+{
     uint8_t flags = (uint8_t)start;
-    return req(f, CP_CMD_LOAD_COMMIT, &flags, start ? 1 : 0);
+    return load_commit(f, variant, o, &flags, start ? 1 : 0);
+}
+
+/* a KEEP commit: START | KEEP, `count` entries of (old, new, size) from `e` */
+static size_t keep_payload(uint8_t *out, uint16_t count, const uint32_t (*e)[3])
+{
+    out[0] = 3;
+    tb_put16(out + 1, count);
+    for (uint32_t i = 0; i < count; i++) {
+        for (uint32_t k = 0; k < 3; k++) {
+            tb_put32(out + 3 + 12 * i + 4 * k, e[i][k]);
+        }
+    }
+    return 3u + 12u * count;
 }
 
 static uint8_t hello_state(fx *f)
@@ -1320,6 +1340,52 @@ static void test_atomic_replace(void)
     /* START on a stopped program's commit starts the new one */
     CHECK(req(f, CP_CMD_STOP, NULL, 0) == 0);
     CHECK(load_opts(f, 31, &o, 1) == 0 && hello_state(f) == CP_SERVER_RUNNING);
+    free_fx(f);
+}
+
+/* LOAD_COMMIT KEEP: the listed bytes go from the old program's data into the new one's at
+ * the swap (the counter state goes on); a list outside either data region, an empty entry, a
+ * length other than the count's, or KEEP without a running program is refused and the old
+ * program runs on. */
+static void test_keep_state(void)
+{
+    fx *f = new_guarded_fx();
+    pg_options o = {NULL, 0, 0.5, 0, 0};
+    uint8_t commit[3 + 12 * 3];
+    const uint32_t keep[][3] = {{PG_COUNTER, PG_COUNTER, 4}};
+    size_t n = keep_payload(commit, 1, keep);
+    CHECK(load_commit(f, 0, &o, commit, n) == CP_PERR_BAD_STATE); /* nothing runs yet */
+    CHECK(load_opts(f, 0, &o, 1) == 0);
+    ticks(f, 5);
+    CHECK(read_i32(f, PG_COUNTER) == 5);
+    CHECK(load_commit(f, 1, &o, commit, n) == 0);
+    CHECK(hello_state(f) == CP_SERVER_RUNNING && read_i32(f, PG_COUNTER) == 5); /* carried */
+    ticks(f, 1);
+    CHECK(read_i32(f, PG_COUNTER) == 6);
+    const uint32_t bad[][3][3] = {
+        {{PG_DATA_SIZE - 2, PG_COUNTER, 4}},            /* past the old data */
+        {{PG_COUNTER, PG_DATA_SIZE, 4}},                /* past the new data */
+        {{PG_COUNTER, PG_COUNTER, 4}, {0, 0, 0}},       /* an empty entry */
+        {{0xFFFFFFF0u, 0, 0x20}},                       /* wraps in 32 bits */
+    };
+    const uint16_t counts[] = {1, 1, 2, 1};
+    const uint32_t index[] = {0, 0, 1, 0};
+    for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+        n = keep_payload(commit, counts[k], bad[k]);
+        CHECK(load_commit(f, 2, &o, commit, n) == CP_PERR_OUT_OF_RANGE);
+        CHECK(err_detail() == index[k]);
+        ticks(f, 1);
+        CHECK(read_i32(f, PG_COUNTER) == 7 + (int32_t)k && hello_state(f) == CP_SERVER_RUNNING);
+    }
+    n = keep_payload(commit, 2, bad[2]);
+    CHECK(load_commit(f, 2, &o, commit, n - 12) == CP_PERR_BAD_PAYLOAD); /* count says 2 */
+    n = keep_payload(commit, 0, keep);
+    commit[0] = 2; /* KEEP without START */
+    CHECK(load_commit(f, 2, &o, commit, n) == CP_PERR_BAD_STATE);
+    commit[0] = 7;
+    CHECK(load_commit(f, 2, &o, commit, 1) == CP_PERR_BAD_PAYLOAD);
+    ticks(f, 1);
+    CHECK(read_i32(f, PG_COUNTER) == 11 && hello_state(f) == CP_SERVER_RUNNING);
     free_fx(f);
 }
 
@@ -1614,6 +1680,7 @@ int main(void)
     test_faults_and_safe_state();
     test_timeout_fault();
     test_atomic_replace();
+    test_keep_state();
     test_link_timeout();
     test_authentication();
     test_sessions_without_key();

@@ -15,6 +15,7 @@ from .dtypes import DType, bool_, float32, float64, int32
 from .functions import cast, clamp, grad
 from .graph.errors import NotDifferentiableError, ShapeError
 from .graph.options import simplify_options
+from .jacobians import hessian, jacobian
 from .jit import jit, map_to_numpy
 from .loops import fori_loop
 from .runtime.errors import CpuFeatureError as CpuFeatureError
@@ -24,9 +25,10 @@ from .runtime.errors import TargetError
 from .value import Value, constant, value
 
 if TYPE_CHECKING:
-    from . import io
+    from . import io, linalg
     from .checks import RangeError, RangeWarning, check, ranges
     from .io import BindingError
+    from .keep_state import KeptState, StateNotCarried
     from .local_target import LocalTarget
     from .quaternions import Quaternion, quaternion
     from .saved import Program, ProgramFileError, load, save
@@ -86,6 +88,7 @@ __all__ = [
     "CompileError",
     "CpuFeatureError",
     "DType",
+    "KeptState",
     "LocalTarget",
     "NotComputedError",
     "NotDifferentiableError",
@@ -98,6 +101,7 @@ __all__ = [
     "SerialTarget",
     "SerialTargetError",
     "ShapeError",
+    "StateNotCarried",
     "TargetError",
     "Task",
     "Value",
@@ -128,12 +132,15 @@ __all__ = [
     "floor",
     "fori_loop",
     "grad",
+    "hessian",
     "hypot",
     "int32",
     "integrate",
     "integrate_rotation",
     "io",
+    "jacobian",
     "jit",
+    "linalg",
     "load",
     "log",
     "log1p",
@@ -178,10 +185,13 @@ _LAZY = {
     "check": "checks",
     "ranges": "checks",
     "io": "io",
+    "linalg": "linalg",
     "LocalTarget": "local_target",
     "Program": "saved",
     "ProgramFileError": "saved",
     "Quaternion": "quaternions",
+    "KeptState": "keep_state",
+    "StateNotCarried": "keep_state",
     "SerialTarget": "serial_target",
     "SerialTargetError": "serial_target",
     "Task": "task",

@@ -232,6 +232,26 @@ def required_features(blob: bytes, arch: int) -> int:
     return 0
 
 
+def parse_ports_block(block: bytes) -> list[ImagePort]:
+    """The ports of a runner's GET_PORTS block (docs/protocol.md): ``u32 port_count, u32
+    strings_size``, the PORTS entries, then the STRINGS section."""
+    if len(block) < 8:
+        raise ImageFormatError(f"a port block holds at least 8 bytes, got {len(block)}")
+    count, strings_size = struct.unpack_from("<II", block)
+    end = 8 + count * PORT.size
+    if len(block) != end + strings_size:
+        raise ImageFormatError(f"a port block of {count} ports and {strings_size} string bytes "
+                               f"is {end + strings_size} bytes, got {len(block)}")
+    strings = block[end:]
+    ports = []
+    for n, o, d, r, t, c in PORT.iter_unpack(block[8:end]):
+        stop = strings.find(b"\0", n)
+        if n >= len(strings) or stop < 0:
+            raise ImageFormatError(f"a port's name at {n} is outside the strings")
+        ports.append(ImagePort(strings[n:stop].decode(), o, d, r, t, c))
+    return ports
+
+
 def parse(blob: bytes) -> Image:
     """Read an image back (for inspection and tests); checks magic, version and CRC."""
     if blob[:len(MAGIC)] != MAGIC[:len(blob)]:

@@ -22,6 +22,8 @@ from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
 from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
+from .io_plan import CopyPlan, copy_plan
+from .keep_state import KeptState, needs_running, plan, report
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import NotComputedError, TargetError
@@ -111,6 +113,10 @@ class LocalTarget:
         #: first run (compile) or their task's first publish (deploy); see _computed
         self._pending: dict[Any, Port] = {}
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
+        #: copy plans of arrays, quaternions and port names read or written (io_plan), by
+        #: id (the name for a port name) -> (the value, its plan or None: copied port by port)
+        self._read_plans: dict[Any, tuple[Any, CopyPlan | None]] = {}
+        self._write_plans: dict[Any, tuple[Any, CopyPlan | None]] = {}
         self._sched: Scheduler | None = None
         self._tasks: list[Named] = []
         #: drive()'s sources by the driven value's key (trace_key): one each, the last given
@@ -187,17 +193,29 @@ class LocalTarget:
         keeps driving and reading its channels until then."""
         remove_binding(self._bindings, value, TargetError)
 
-    def deploy(self, *items: Task | Program, check: bool = False) -> None:
+    def deploy(self, *items: Task | Program, check: bool = False,
+               keep_state: bool = False) -> KeptState | None:
         """Compile and load periodic tasks; simulated time starts at 0. ``check=True``: the
         range analysis first (cp.check, with the bound channels' ranges).
+
+        ``keep_state=True`` (an online change, between two steps): every signal state of the
+        deployed program whose name, task, type and size match one of the new program goes
+        on with its value instead of its init (a bumpless gain change); returns what was
+        carried and warns (StateNotCarried) about the rest (docs/guide signals page).
 
         A saved program (``cp.load(path)``) is loaded as it is: periodic tasks run with
         ``step`` (the tick defaults to the program's), one run on request with ``run``; its
         ports are read and written by name (``tg.read("speed")``).
         """
+        if keep_state:
+            needs_running(self._compiled is not None and self._sched is not None,
+                          "a LocalTarget")
         if len(items) == 1 and isinstance(items[0], Program):
+            if keep_state:
+                raise TargetError("deploy(keep_state=True) takes cp.Task objects; a saved "
+                                  "program is deployed as it is")
             self._deploy_program(items[0])
-            return
+            return None
         if any(isinstance(t, Program) for t in items):
             raise TypeError("deploy() takes cp.Task objects or one saved program, not both")
         tasks = cast(tuple[Task, ...], items)  # task_specs checks the types
@@ -217,8 +235,12 @@ class LocalTarget:
         compiled = compile_tasks(specs, self.arch, io)
         program = load(compiled.image, self.arch, own_code=True)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
+        kept = plan(self.image, compiled.image) if keep_state else None
+        carried = [self._bytes(o, n) for o, _, n in kept.copies] if kept else []
         self._install(compiled, program,
                       bound_inputs(compiled.image, compiled.ports) if io else None)
+        for (_, offset, _), data in zip(kept.copies if kept else (), carried, strict=True):
+            self._put_bytes(offset, data)
         self._bind_run(program.run)
         self._rebuild = lambda arch: compile_tasks(specs, arch, io)
         self._sched = sched
@@ -226,6 +248,7 @@ class LocalTarget:
         self._trace_epoch += 1
         self._feeds = {k: (v, samples, 0) for k, (v, samples, _) in self._feeds.items()}
         self._refeed()
+        return report(kept) if kept else None
 
     def step(self, seconds: float) -> None:
         """Advance simulated time by ``seconds`` (a whole number of ticks).
@@ -395,20 +418,43 @@ class LocalTarget:
     def read(self, v: Value[Any]) -> float | int | bool: ...
     @overload
     def read(self, v: Array | Quaternion) -> NDArray[Any]: ...
-    def read(self, v: Any) -> Any:
-        """Current value of an input or a computed value (see ``_read``)."""
+    @overload
+    def read(self, v: Any, *more: Any) -> tuple[Any, ...]: ...
+    def read(self, v: Any, *more: Any) -> Any:
+        """Current value of an input or a computed value (see ``_read``); several at once,
+        ``tg.read(a, b)``, as a tuple."""
+        if more:
+            return tuple(self.read(x) for x in (v, *more))
         if type(v) is Value:
             where = self._fast_read.get(v.node)
             if where is not None:
                 return self._program.read(*where)  # type: ignore[union-attr]
+        else:
+            entry = self._read_plans.get(v if type(v) is str else id(v))
+            if entry is not None and entry[0] is v and entry[1] is not None:
+                return entry[1].read()
         return self._read(v)
 
-    def write(self, v: Any, x: Any) -> None:
-        """Set an input (a ``cp.value``, or an input array); tasks see it at their next release."""
+    def write(self, v: Any, x: Any, *more: Any) -> None:
+        """Set an input (a ``cp.value``, or an input array); tasks see it at their next
+        release. Several at once: ``tg.write(a, xa, b, xb)``."""
+        if more:
+            if len(more) % 2:
+                raise TypeError("write() takes (input, value) pairs: tg.write(a, xa, b, xb); "
+                                f"got {len(more) + 2} arguments")
+            pairs = (v, x, *more)
+            for k in range(0, len(pairs), 2):
+                self.write(pairs[k], pairs[k + 1])
+            return
         if type(v) is Value:
             where = self._fast_write.get(v.node)
             if where is not None and type(x) is where[2]:
                 self._program.write(where[0], where[1], x)  # type: ignore[union-attr]
+                return
+        else:
+            entry = self._write_plans.get(v if type(v) is str else id(v))
+            if entry is not None and entry[0] is v and entry[1] is not None:
+                entry[1].write(x)
                 return
         self._write(v, x)
 
@@ -419,6 +465,10 @@ class LocalTarget:
         For deployed tasks this is the LET-visible value: what the producing task published at
         the end of its last completed period.
         """
+        if isinstance(v, Array | Quaternion | str):
+            plan = self._plan(v, self._read_plans, write=False)
+            if plan is not None:
+                return plan.read()
         if isinstance(v, Array):
             return self._read_array(v)
         if isinstance(v, str):
@@ -438,6 +488,11 @@ class LocalTarget:
             raise TargetError("nothing compiled yet: call tg.compile(values) or tg.deploy(tasks) "
                               "before writing inputs (the program starts from its initial "
                               "values)")
+        if isinstance(v, Array | str):
+            plan = self._plan(v, self._write_plans, write=True)
+            if plan is not None:
+                plan.write(x)
+                return
         if isinstance(v, Array):
             self._write_array(v, x)
             return
@@ -534,6 +589,34 @@ class LocalTarget:
             raise TargetError(f"{a!r} is not an input of the compiled program")
         self._put_bytes(port.offset, dt.storage_array(values, node.dtype).tobytes())
 
+    def _plan(self, v: Array | Quaternion | str, plans: dict[Any, tuple[Any, CopyPlan | None]],
+              write: bool) -> CopyPlan | None:
+        """The copy plan of ``v`` (made and kept in ``plans`` on first use); None where the
+        element-wise path decides: an emulated program, an element the program does not hold,
+        an output not computed yet, an element that is not a free input (for ``write``)."""
+        key = v if isinstance(v, str) else id(v)
+        entry = plans.get(key)
+        if entry is not None and entry[0] is v:
+            return entry[1]
+        prog: Any = self._program
+        if prog is None or hasattr(prog, "read_bytes"):
+            return None
+        try:
+            slots = slots_of(v, self._ports, self._port)
+        except TargetError:
+            plans[key] = (v, None)
+            return None
+        if not write and any(k in self._pending for k in slots.key):
+            return None  # NotComputedError now; a plan once computed
+        bound = self._bound_inputs
+        if write and (any(p.role != ROLE_INPUT or p.name in bound for p in slots.ports)
+                      or any(k in bound for k in slots.key)):
+            plan = None  # the element-wise path raises the error naming the element
+        else:
+            plan = copy_plan(memoryview(prog), slots)
+        plans[key] = (v, plan)
+        return plan
+
     def _bytes(self, offset: int, size: int) -> bytes:
         prog: Any = self._program
         if hasattr(prog, "read_bytes"):
@@ -565,6 +648,8 @@ class LocalTarget:
         self._program = program
         self._ports = compiled.ports
         self._detached = {}
+        self._read_plans = {}
+        self._write_plans = {}
         self._sched = None
         # the common cases as one dict lookup: scalar ports, and inputs of a matching type
         self._fast_read = {n: (p.offset, p.dtype.code) for n, p in compiled.ports.items()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Never
 
 from . import functions
@@ -25,6 +26,17 @@ class Quaternion:
     def components(self) -> list[Value[Any]]:
         """[w, x, y, z]."""
         return [self.w, self.x, self.y, self.z]
+
+    def __iter__(self) -> Iterator[Value[Any]]:
+        """w, x, y, z (``w, x, y, z = q``, ``cp.Task(*q)``)."""
+        return iter(self.components())
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, i: int) -> Value[Any]:
+        """Component ``i`` of (w, x, y, z)."""
+        return self.components()[i]
 
     def nodes(self) -> list[Node]:
         """What the compiler computes (the traced-value protocol of value.Traced)."""

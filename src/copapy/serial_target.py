@@ -29,7 +29,10 @@ from .checks import bind_range
 from .checks import check as range_check
 from .compiler import CompiledProgram, compile_tasks
 from .compiler.layout import ROLE_INPUT, Port
+from .image import ImagePort, parse_ports_block
+from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
+from .keep_state import KeptState, needs_running, plan, plan_ports, report
 from .quaternions import Quaternion
 from .runtime.errors import CPU_FEATURES, ProgramFault
 from .runtime.feature_error import features_error
@@ -308,7 +311,8 @@ class SerialTarget:
             range_check(*[Value(n) for t in specs for n in t.outputs], bindings=self._bindings)
         return compile_tasks(specs, self.arch, io_specs(self._bindings))
 
-    def deploy(self, *tasks: Task | Program, start: bool = False, check: bool = True) -> None:
+    def deploy(self, *tasks: Task | Program, start: bool = False, check: bool = True,
+               keep_state: bool = False) -> KeptState | None:
         """Compile for the runner's architecture and upload (unless it already runs exactly
         this program, in which case this re-attaches without stopping it). A saved program
         (``cp.load(path)``) is uploaded as it is; its ports are read and written by name.
@@ -320,7 +324,14 @@ class SerialTarget:
 
         ``check`` (on by default): the range analysis first (cp.check with the bound channels'
         ranges): a RangeError names each operation whose operand ranges admit a domain error
-        before anything reaches the hardware; ``check=False`` deploys without it."""
+        before anything reaches the hardware; ``check=False`` deploys without it.
+
+        ``keep_state=True`` with ``start=True`` on a running program (an online change): the
+        runner copies every signal state whose name, task, type and size match from the old
+        program into the new one at the swap, between two ticks (a bumpless gain change);
+        returns what was carried and warns (StateNotCarried) about the rest."""
+        kept = None
+        kept_from = self._running_ports(start) if keep_state else []
         compiled, program_tasks = self._program(tasks, check)
         self._check_heartbeat([t.link_timeout for t in program_tasks if t.link_timeout],
                               "the program's link_timeout")
@@ -331,9 +342,34 @@ class SerialTarget:
             self._adopt(compiled, program_tasks)
             if start and info.state != "running":
                 self.start()
-            return
-        self._upload(image, crc, start)
+            return plan(image, image) if keep_state else None  # it goes on as it is
+        if keep_state:
+            kept = plan_ports(kept_from, parse_image(image).ports)
+        self._upload(image, crc, start, kept.copies if kept else None)
         self._adopt(compiled, program_tasks)
+        return report(kept) if kept else None
+
+    def _running_ports(self, start: bool) -> list[ImagePort]:
+        """The port table of the running program (keep_state takes its states from it): the
+        one this session deployed or attached, else the runner's (GET_PORTS)."""
+        if not start:
+            raise SerialTargetError("deploy(keep_state=True) carries states into a program "
+                                    "that replaces a running one between two ticks: pass "
+                                    "start=True too")
+        info = self.info()
+        needs_running(info.state == "running", f"the runner on {self._link.name} (it is "
+                                               f"{info.state})", SerialTargetError)
+        if self._compiled is not None and p.image_crc(self._compiled.image) == info.image_crc:
+            return parse_image(self._compiled.image).ports
+        block, total = b"", None
+        while total is None or len(block) < total:
+            reply = self._link.request(p.GET_PORTS, struct.pack("<I", len(block)))
+            (total,) = struct.unpack_from("<I", reply)
+            block += reply[4:]
+            if len(reply) <= 4 and len(block) < total:
+                raise SerialTargetError(f"GET_PORTS returned nothing at offset {len(block)} of "
+                                        f"{total}")
+        return parse_ports_block(block)
 
     def _program(self, items: Sequence[Task | Program], check: bool = False
                  ) -> tuple[CompiledProgram, tuple[Task, ...]]:
@@ -366,7 +402,19 @@ class SerialTarget:
         timeouts = [t.link_timeout for t in tasks if t.link_timeout]
         self._keep_alive(min(timeouts) if timeouts else 0.0)
 
-    def _upload(self, image: bytes, crc: int, start: bool = False) -> None:
+    def _upload(self, image: bytes, crc: int, start: bool = False,
+                keep: Sequence[tuple[int, int, int]] | None = None) -> None:
+        """Upload and commit ``image`` (``start``: replace a running program between two
+        ticks; ``keep``: the (old offset, new offset, size) copies it makes then)."""
+        commit = bytes([p.COMMIT_START]) if start else b""
+        if keep is not None:
+            commit = bytes([p.COMMIT_START | p.COMMIT_KEEP]) + struct.pack("<H", len(keep)) \
+                + b"".join(struct.pack("<III", *c) for c in keep)
+            if len(commit) > self._info.max_payload:
+                raise SerialTargetError(f"keep_state: {len(keep)} separate state ranges take "
+                                        f"{len(commit)} bytes, more than a frame's "
+                                        f"{self._info.max_payload}: pack array states "
+                                        f"(packed=True) or carry fewer")
         try:
             (max_chunk,) = struct.unpack("<I", self._link.request(
                 p.LOAD_BEGIN, struct.pack("<II", len(image), crc)))
@@ -394,8 +442,7 @@ class SerialTarget:
         if bar is not None:
             bar.close()
         try:
-            self._link.request(p.LOAD_COMMIT, bytes([p.COMMIT_START]) if start else b"",
-                               timeout=max(2.0, self._link.timeout))
+            self._link.request(p.LOAD_COMMIT, commit, timeout=max(2.0, self._link.timeout))
         except p.ProtocolError as err:
             if err.name == "IMAGE_INVALID" and err.status == CPU_FEATURES:
                 raise features_error(by_name(self.arch).id, image, err.detail,

@@ -209,17 +209,8 @@ class Slots:
         number: an array of the value's shape (of its element count for a port name)."""
         if not self.shape:
             return [(self.ports[0].offset, self.dtype.pack(checked_scalar(x, self.dtype)))]
-        values = numbers_of(x, self.dtype, self.shape)
-        if isinstance(self.key[0], str) and values.shape != self.shape:
-            # a port name takes its shape, or all its elements in a flat list
-            size = math.prod(self.shape)
-            shape = f" (shape {self.shape})" if len(self.shape) > 1 else ""
-            if values.ndim != 1 or values.size != size:
-                raise ValueError(f"port {self.key[0]!r} holds {size} values{shape}, got "
-                                 f"{values.size} (shape {values.shape})")
-        elif values.shape != self.shape:
-            raise ValueError(f"writing shape {values.shape} into an input of shape "
-                             f"{self.shape}")
+        name = self.key[0] if isinstance(self.key[0], str) else None
+        values = shaped(numbers_of(x, self.dtype, self.shape), self.shape, name)
         rows = dt.storage_array(values.reshape(1, -1), self.dtype)
         return [(o, b) for (o, _), b in zip(self.ranges(), self.split(rows), strict=True)]
 
@@ -303,6 +294,21 @@ def numbers_of(x: Any, dtype: dt.DType, shape: tuple[int, ...]) -> Any:
                         f"shape {shape}: {' and '.join(bad)} is not a number; pass an array or "
                         f"list of numbers of shape {shape}")
     return values
+
+
+def shaped(values: Any, shape: tuple[int, ...], name: str | None) -> Any:
+    """``values`` (a NumPy array) in ``shape``, or ValueError naming both shapes: an input
+    takes its shape; a port ``name`` also all its elements in a flat list (row-major)."""
+    if values.shape == shape:
+        return values
+    if name is None:
+        raise ValueError(f"writing shape {values.shape} into an input of shape {shape}")
+    size = math.prod(shape)
+    if values.ndim != 1 or values.size != size:
+        dims = f" (shape {shape})" if len(shape) > 1 else ""
+        raise ValueError(f"port {name!r} holds {size} values{dims}, got {values.size} "
+                         f"(shape {values.shape})")
+    return values.reshape(shape)
 
 
 def checked_scalar(x: Any, dtype: dt.DType) -> float | int | bool:

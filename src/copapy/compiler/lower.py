@@ -279,6 +279,14 @@ class _Lowerer:
         self.emit(names.stencil("mov", node.dtype.stencil, "v", "v"),
                   [("a", src), ("out", dst), ("n", self.const_int(node.size))])
 
+    def copy_slot(self, node: Node, src: int, dst: int) -> None:
+        """The value of ``node`` from slot ``src`` into slot ``dst``: every element of an
+        array (a packed signal state and its update), a scalar's one."""
+        if node.shape:
+            self.copy_array(node, src, dst)
+        else:
+            self.store(node, "m", dst, src)
+
     def lower_array(self, node: Node) -> None:
         """Array values live in memory; reductions return a scalar in a register."""
         if node.op in VIEWS:
@@ -510,16 +518,13 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
         if node in spec.placed or node.op == "const":
             src = lowerer.slot_of(node)
             for offset in offsets:
-                if node.shape:  # a packed array (cp.fori_loop's state): all its elements
-                    lowerer.copy_array(node, src, offset)
-                else:
-                    lowerer.store(node, "m", offset, src)
+                lowerer.copy_slot(node, src, offset)
     computed = [n for n in order if n.op not in MEMORY_OPS and n not in spec.placed]
     lowerer.lower(computed, progress)
     spec.pointers.update(lowerer.pointer_ports())
     if progress is not None:
         progress(len(computed), len(computed))
     for node, src, dst in spec.end_copies:
-        lowerer.store(node, "m", dst, src)
+        lowerer.copy_slot(node, src, dst)
     layout.end_temp_scope()
     return lowerer.instrs, len(computed)

@@ -11,13 +11,14 @@ operation.
 from __future__ import annotations
 
 import linecache
+import os.path
 import sys
-from pathlib import Path
 
 from .node import Node
 
 #: the copapy package's directory: frames in it are the DSL's, not the user's
-_PACKAGE = str(Path(__file__).resolve().parent.parent)
+#: (os.path, not pathlib: pathlib and what it imports cost ~3 ms of `import copapy`)
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 _getframe = sys._getframe
 
 

@@ -34,6 +34,7 @@ GAP, BAD_COMMAND, BUSY = ErrorCode.GAP, ErrorCode.BAD_COMMAND, ErrorCode.BUSY
 AUTH_REQUIRED, AUTH_FAILED, REPLAY = (ErrorCode.AUTH_REQUIRED, ErrorCode.AUTH_FAILED,
                                       ErrorCode.REPLAY)
 COMMIT_START = 1  # LOAD_COMMIT flags: replace a running program and run the new one at once
+COMMIT_KEEP = 2  # ... and copy the (old, new, size) state ranges that follow at the swap
 SESSION_TAKEOVER, SESSION_CLOSE = 1, 2
 TRAILER = 20  # u32 counter + 16-byte tag
 TAG = 16

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..runtime.errors import TargetError
+from ..runtime.errors import ProgramFault, TargetError
 from ..runtime.load import is_native, load
 from .plan import Plan, decode
 
@@ -91,7 +91,11 @@ def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
             data.write(f.offset, params[at:at + f.size])
             at += f.size
         for _ in range(plan.steps):
-            sched.advance(plan.sample_ticks)
+            try:  # the native Scheduler raises the fault, the emulator's reports it
+                sched.advance(plan.sample_ticks)
+            except ProgramFault as exc:
+                raise SweepFault(f"scenario {first + k} faulted: {exc.kind} in task "
+                                 f"{exc.task} at tick {exc.tick}") from exc
             fault = getattr(sched, "fault", None)
             if fault is not None:
                 raise SweepFault(f"scenario {first + k} faulted: {fault[0]} in task "

@@ -17,7 +17,8 @@ __all__ = ["iae", "overshoot", "peak", "settling_time"]
 
 def iae(error: Any) -> Value[float]:
     """Integral of the absolute error: ∫|e| dt over the run (in the task's time step)."""
-    return integrate(cp_abs(error))
+    total: Value[float] = integrate(cp_abs(error))
+    return total
 
 
 def peak(x: Any) -> Value[float]:
