@@ -11,7 +11,9 @@ Variants (each called with the same NumPy float32 inputs, writing or returning a
   cp x86_64     @cp.jit(arch="x86_64"), the SSE2 stencil table, result as a view (map_to_numpy)
   cp x86_64-v3  @cp.jit(arch="x86_64-v3"), the AVX2 table (same bits); skipped without AVX2
   cp x86_64-v4  @cp.jit(arch="x86_64-v4"), the AVX-512 table (same bits); skipped without it
-  cp unfused    expr only: the best table with fused loops switched off (one pass per operation)
+  cp unfused    expr only: the best table with fused loops switched off (one pass per operation);
+                a copapy cell whose program exceeds the in-process memory cap (unfused
+                at 1e7) is skipped, "-", with the reason printed
   numpy         the NumPy expression (vectorised ufuncs, temporaries per operation)
   numba         @numba.njit loop over the elements into a preallocated output (default flags)
   numba fm      the same loop with fastmath=True
@@ -46,6 +48,7 @@ import numpy as np
 import copapy as cp
 from copapy.arch.targets import host_variants
 from copapy.compiler import fuse
+from copapy.runtime.errors import ImageLoadError
 
 Array = np.ndarray[Any, Any]
 SIZES = [1_000, 100_000, 1_000_000]
@@ -94,15 +97,31 @@ def copapy_fn(op: str, arch: str) -> Callable[..., Array]:
     return f
 
 
-def unfused_fn(op: str, arch: str, args: tuple[Array, ...]) -> Callable[..., Array]:
-    """copapy_fn compiled (at its first call) with the fused loops switched off"""
+def too_large(f: Callable[..., Any], args: tuple[Array, ...], label: str) -> bool:
+    """Call ``f`` once (its compile); True, with the reason printed, when its program exceeds
+    the in-process memory cap (the default 64 MiB, COPAPY_MAX_MEMORY): the cell is skipped
+    ("-") instead of the run stopping. Unfused, every intermediate of n elements is an array
+    in the program's memory (400 MB at 1e7 elements)."""
+    try:
+        f(*args)
+    except ImageLoadError as exc:
+        if getattr(exc, "name", None) != "TOO_LARGE":
+            raise
+        print(f"<!-- {label}: skipped, {exc} -->", flush=True)
+        return True
+    return False
+
+
+def unfused_fn(op: str, arch: str, args: tuple[Array, ...]) -> Callable[..., Array] | None:
+    """copapy_fn compiled (at its first call) with the fused loops switched off; None when
+    its program is too large (see too_large)"""
     f = copapy_fn(op, arch)
     saved, fuse.ENABLED = fuse.ENABLED, False
     try:
-        f(*args)
+        skip = too_large(f, args, f"cp unfused {op} n={args[0].size:.0e}")
     finally:
         fuse.ENABLED = saved
-    return f
+    return None if skip else f
 
 
 def c_library(flags: list[str], tmp: Path) -> ctypes.CDLL:
@@ -238,9 +257,12 @@ def main() -> None:
             for n in map(int, opts.sizes.split(",")):
                 args = inputs(op, n)
                 variants: dict[str, Callable[..., Array]] = {
-                    f"cp {a}": copapy_fn(op, a) for a in archs}
-                if op == "expr":
-                    variants["cp unfused"] = unfused_fn(op, archs[-1], args)
+                    f"cp {a}": f for a in archs if not too_large(
+                        f := copapy_fn(op, a), args, f"cp {a} {op} n={n:.0e}")}
+                unfused = unfused_fn(op, archs[-1], args) if op == "expr" else None
+                if unfused is not None:
+                    variants["cp unfused"] = unfused
+                ours = [k for k in variants if k.startswith("cp ")]
                 variants["numpy"] = numpy_fn(op)
                 for name, f in numba_fns(op).items():
                     f.out = np.empty(n, np.float32)  # type: ignore[attr-defined]
@@ -256,21 +278,19 @@ def main() -> None:
                     else:
                         ref = mag = NP[op](*a64)
                 err = {k: ulps(np.array(f(*args)), ref, mag) for k, f in variants.items()}
-                first, *others = (np.array(variants[k](*args)).view(np.uint32)
-                                  for k in [f"cp {a}" for a in archs] + (
-                                      ["cp unfused"] if op == "expr" else []))
-                assert all(np.array_equal(first, o) for o in others), op  # same bits
+                bits = [np.array(variants[k](*args)).view(np.uint32) for k in ours]
+                assert all(np.array_equal(bits[0], o) for o in bits[1:]), op  # same bits
                 t = measure({**variants, "floor": floor}, args, reps, budget, clock)
                 results.setdefault(op, {})[n] = {k: v / n * 1e9 for k, v in t.items()}
-                best = min(t[f"cp {a}"] for a in archs)
+                tables = [t[f"cp {a}"] for a in archs if f"cp {a}" in t]
+                best = min(tables) if tables else 0.0  # 0: every table skipped, ratios "-"
                 cols = [f"{t[k] / n * 1e9:.2f}" if k in t else "-" for k in
                         [*(f"cp {a}" for a in archs), "cp unfused", "numpy", "numba",
                          "numba fm", *C_FLAGS, "floor"]]
-                ratio = [f"{best / t[k]:.2f}" if k in t else "-" for k in
-                         ("numpy", "numba", "numba fm", "C O3 fm nat", "cp unfused")]
+                ratio = [f"{best / t[k]:.2f}" if k in t and best else "-" for k in
+                         ("numpy", "numba", "numba fm", "C O3 fm nat", "cp unfused", "floor")]
                 v3 = t.get("cp x86_64-v3")
-                ratio.append(f"{v3 / t['C O3 fm v3']:.2f}" if v3 else "-")
-                ratio.append(f"{best / t['floor']:.2f}")
+                ratio.insert(5, f"{v3 / t['C O3 fm v3']:.2f}" if v3 else "-")
                 print(f"| {op} | {n:.0e} | " + " | ".join(cols + ratio) + " |", flush=True)
                 bad = {k: round(e, 1) for k, e in err.items() if not e <= 4.0}
                 if bad:

@@ -12,8 +12,16 @@ The state q = (w, x, y, z) rotates body vectors into the world frame (z up).
   S = H P⁻ Hᵀ + R, K = P⁻ Hᵀ S⁻¹ (from solve(S, H P⁻): S and P are symmetric),
   q = normalise(q⁻ + K (a/|a| - h(q⁻))), P = (I - K H) P⁻, symmetrised.
 
-``ekf_step`` is traced once by ``@cp.jit`` and runs as machine code; the state is driven from
-Python step by step here (signals of any shape would carry it in a task: cp.feedback).
+Two forms of the same step:
+
+* ``ekf_program(gyro, acc)``: a task at 1 kHz for a target. q and P are ``cp.feedback``
+  signals of shape (4,) and (4, 4); gyro and acc are array inputs (``ekf_task()``), so the
+  program deploys to LocalTarget, the host runner or the firmware like any other.
+  ``demo_imu()`` makes them inside the program instead (a deterministic swinging body with
+  pseudo-noise), so a target runs the filter with no IMU and no host I/O per tick.
+* ``step = cp.jit(ekf_step)``: the step traced once and called from Python per tick.
+
+Both give the same bits (tests/test_example_ekf.py).
 """
 
 from __future__ import annotations
@@ -70,6 +78,65 @@ def ekf_step(q: Any, P: Any, gyro: Any, acc: Any, dt: Any) -> tuple[cp.Array, cp
 
 
 step = cp.jit(ekf_step)
+
+PERIOD = 1e-3  # the task's period, 1 kHz
+Q0 = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+P0 = np.eye(4, dtype=np.float32) * 0.01
+
+
+def ekf_program(gyro: Any, acc: Any, dt: float = PERIOD) -> tuple[cp.Array, cp.Array]:
+    """The filter's signals q (4,) and P (4, 4) driven by ``gyro`` and ``acc`` (3-vectors).
+
+    q and P are coupled (each update reads both), and ``cp.feedback`` holds one state, so P's
+    feedback is made inside q's update function: it sees q's previous value, computes the
+    whole step and hands q's new value out."""
+    new: dict[str, cp.Array] = {}
+
+    def update_q(q_prev: cp.Array) -> cp.Array:
+        def update_P(P_prev: cp.Array) -> cp.Array:
+            new["q"], P_new = ekf_step(q_prev, P_prev, gyro, acc, dt)
+            return P_new
+
+        new["P"] = cp.feedback(update_P, init=P0, name="P")
+        return new["q"]
+
+    q = cp.feedback(update_q, init=Q0, name="q")
+    return q, new["P"]
+
+
+def ekf_task(period: float = PERIOD) -> tuple[cp.Task, dict[str, Any]]:
+    """The deployable EKF: a task of period ``period`` with the array inputs ``gyro`` (rad/s)
+    and ``acc`` (any unit, it is normalised) and the outputs ``q`` and ``P``."""
+    gyro = cp.value(np.zeros(3, np.float32))
+    acc = cp.value(np.array([0.0, 0.0, 1.0], np.float32))
+    q, P = ekf_program(gyro, acc, period)
+    return cp.Task(q, P, period=period, name="ekf"), {"gyro": gyro, "acc": acc, "q": q, "P": P}
+
+
+def demo_imu(runs: Any, dt: float = PERIOD) -> tuple[cp.Array, cp.Array]:
+    """Gyro and accelerometer computed in the program from the run counter ``runs`` (an int
+    signal counting the task's runs): sinusoidal rates and the gravity direction of a
+    body tilting back and forth, with deterministic pseudo-noise (products of fast
+    incommensurate sines). It depends on the run count only, so a target that skips a
+    release still computes what LocalTarget does after the same number of runs."""
+    t = cp.cast(runs, cp.float32) * dt
+    noise = [cp.sin(t * f1) * cp.sin(t * f2) for f1, f2 in ((911.0, 1301.0), (977.0, 1409.0),
+                                                            (1031.0, 1523.0))]
+    gyro = cp.vector([0.6 * cp.sin(1.3 * t) + 0.01 * noise[0],
+                      0.4 * cp.cos(0.7 * t) + 0.01 * noise[1],
+                      0.3 * cp.sin(0.4 * t + 1.0) + 0.01 * noise[2]])
+    roll, pitch = 0.3 * cp.sin(0.5 * t), 0.2 * cp.sin(0.8 * t + 0.5)
+    acc = cp.vector([-cp.sin(pitch) + 0.05 * noise[1],
+                     cp.cos(pitch) * cp.sin(roll) + 0.05 * noise[2],
+                     cp.cos(pitch) * cp.cos(roll) + 0.05 * noise[0]])
+    return gyro, acc
+
+
+def demo_task(period: float = PERIOD) -> tuple[cp.Task, dict[str, Any]]:
+    """The EKF fed by ``demo_imu``: no inputs, outputs ``runs``, ``q`` and ``P``."""
+    runs = cp.feedback(lambda n: n + 1, init=0, name="runs")
+    q, P = ekf_program(*demo_imu(runs, period), period)
+    return cp.Task(runs, q, P, period=period, name="ekf_demo"), {"runs": runs, "q": q, "P": P}
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -22,6 +22,11 @@ CP_VFILL(f32)
 CP_VFILL(f64)
 CP_VFILL(i32)
 
+/* ---- strided views: a gather and its adjoint scatter, by element width ------------------ */
+
+CP_VSTRIDED(i32, uint32_t)
+CP_VSTRIDED(f64, uint64_t)
+
 /* ---- reductions into a register and matrix products --------------------------------------- */
 
 CP_ARRAY_HELPERS(f32)

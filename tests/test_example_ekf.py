@@ -78,20 +78,23 @@ def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return 2 * np.arccos(np.clip(dots, -1.0, 1.0))  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("seed", [1])
-def test_ekf_against_an_independent_float64_ekf(seed: int) -> None:
-    truth, gyro, acc = imu(seed)
-    dt = 1.0 / RATE
-    got, traces = ekf_attitude.run(gyro, acc, dt)
+def reference_run(gyro: np.ndarray, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The float64 filter over the samples: the attitudes and the covariance traces."""
     q = np.array([1.0, 0.0, 0.0, 0.0])
     P = np.eye(4) * 0.01
-    want = np.empty_like(truth)
-    want_traces = np.empty(len(truth))
-    for k in range(len(truth)):
+    want = np.empty((len(gyro), 4))
+    want_traces = np.empty(len(gyro))
+    for k in range(len(gyro)):
         q, P = reference_step(q, P, gyro[k].astype(np.float64), acc[k].astype(np.float64),
-                              float(np.float32(dt)))
+                              float(np.float32(1.0 / RATE)))
         want[k] = q
         want_traces[k] = np.trace(P)
+    return want, want_traces
+
+
+def assert_matches_reference(got: np.ndarray, traces: np.ndarray, truth: np.ndarray,
+                             gyro: np.ndarray, acc: np.ndarray) -> None:
+    want, want_traces = reference_run(gyro, acc)
     # float32 against float64: the attitudes agree to float32 rounding (not to the truth)
     difference = angle_between(got.astype(np.float64), want)
     print(f"attitude difference: max {difference.max():.2e} rad, median "
@@ -102,6 +105,36 @@ def test_ekf_against_an_independent_float64_ekf(seed: int) -> None:
     # and the filter works: its tilt follows the truth (yaw is not observed by gravity)
     tilt = ekf_attitude.tilt_error(got[len(got) // 2:].astype(np.float64), truth[len(got) // 2:])
     assert np.degrees(tilt).max() < 2.0
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_ekf_against_an_independent_float64_ekf(seed: int) -> None:
+    truth, gyro, acc = imu(seed)
+    got, traces = ekf_attitude.run(gyro, acc, 1.0 / RATE)
+    assert_matches_reference(got, traces, truth, gyro, acc)
+
+
+def test_the_task_on_local_target() -> None:
+    """The deployable program (q and P feedback signals of shape (4,) and (4, 4), gyro and
+    acc array inputs fed one sample per tick) over 10 s at 1 kHz: within float32 rounding of
+    the float64 EKF, and the same bits as the jitted step called from Python."""
+    truth, gyro, acc = imu(1)
+    task, s = ekf_attitude.ekf_task()
+    assert s["q"].shape == (4,) and s["P"].shape == (4, 4)
+    tg = cp.LocalTarget(tick=ekf_attitude.PERIOD)
+    tg.deploy(task)
+    tg.drive(s["gyro"], gyro)
+    tg.drive(s["acc"], acc)
+    tr = tg.trace(s["q"], s["P"])
+    tg.step(SECONDS)
+    assert tg.stats()[0].runs == len(gyro)
+    # trace row k holds what k runs published (row 0: the init); the last run is read
+    got = np.concatenate([tr[s["q"]][1:], tg.read(s["q"])[None]])
+    P = np.concatenate([tr[s["P"]][1:], tg.read(s["P"])[None]])
+    assert got.shape == (len(gyro), 4) and P.shape == (len(gyro), 4, 4)
+    assert_matches_reference(got, np.trace(P, axis1=1, axis2=2), truth, gyro, acc)
+    jitted, _ = ekf_attitude.run(gyro, acc, 1.0 / RATE)
+    assert got.tobytes() == jitted.tobytes()
 
 
 def test_one_step_matches_to_float32_rounding() -> None:

@@ -29,11 +29,11 @@ FORBIDDEN = {
 }
 #: the top-level modules of the DSL and of the targets (packages are named by their folder)
 GROUPS = {
-    "DSL": ("value", "arrays", "functions", "quaternions", "signals", "signal_shape", "task",
-            "io", "jacobians", "linalg"),
+    "DSL": ("value", "arrays", "array_shapes", "array_ops", "functions", "quaternions", "signals",
+            "signal_shape", "task", "io", "jacobians", "linalg"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "io_plan", "keep_state",
-                "cli", "cli_program", "cli_tools", "cli_bench", "cli_scope", "jit", "kits",
-                "bench", "sweeps"),
+                "loading", "cli", "cli_program", "cli_tools", "cli_bench", "cli_scope", "jit",
+                "kits", "bench", "sweeps"),
 }
 
 

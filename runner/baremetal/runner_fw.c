@@ -1124,6 +1124,11 @@ _Noreturn void harness_main(void)
         cfg.channels[k] = CHANNELS;
     }
     cfg.flags = CP_SERVER_FLAG_REALTIME | CP_SERVER_FLAG_SIMULATED_IO;
+#if defined(CP_RUNNER_ALLOW_CODE)
+    /* a build for fault-injection tests (make ALLOW_CODE=1): format-1 images (machine code)
+     * load too; a normal build runs only what it builds from its stencil table */
+    cfg.flags |= CP_SERVER_FLAG_CODE;
+#endif
     cfg.ports_capacity = PORTS_CAPACITY;
     cfg.ring_size = RING_SIZE;
     /* the tick must be a whole number of SysTick counts (1 us with the reference clock) */

@@ -24,6 +24,32 @@
  * a matrix's operators differ), so the general path decides (copapy.jit refuses some, passes
  * the others as their base ndarray). */
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+/* A result buffer of 4 MiB or more is backed by transparent huge pages where the kernel
+ * offers them on request (Linux, THP mode "madvise"), as NumPy does for its arrays: the fused
+ * loop's first store into each 4 KiB page was a page fault, 1.13x NumPy's time at 1e8
+ * elements (issue 31; benchmarks/bench_slices.py). Advice only: nothing changes otherwise. */
+static void advise_huge(void *p, size_t n)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    if (n < ((size_t)4 << 20)) {
+        return;
+    }
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t end = ((uintptr_t)p + n) & ~(huge - 1);
+    if (end > start) {
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+    }
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 static PyObject *read_value(const uint8_t *p, uint8_t dtype)
 {
     if (dtype == CP_DT_F32) {
@@ -211,16 +237,71 @@ static int is_ndarray_subclass(PyObject *arg)
     return PyType_IsSubtype(type, ndarray_type);
 }
 
+/* NumPy's scalar types a jitted function takes as the Python number they hold (copapy.jit's
+ * as_python_scalar: the same signature as float, int or bool), looked up in sys.modules the
+ * first time an argument is not a Python number and held from then on. Exact types only: a
+ * subclass or np.longdouble goes to the general path, which decides. */
+enum { NP_FLOAT, NP_INT, NP_BOOL };
+static const struct { const char *name; int kind; } numpy_scalar_names[] = {
+    {"float16", NP_FLOAT}, {"float32", NP_FLOAT}, {"float64", NP_FLOAT},
+    {"int8", NP_INT},      {"int16", NP_INT},     {"int32", NP_INT},   {"int64", NP_INT},
+    {"uint8", NP_INT},     {"uint16", NP_INT},    {"uint32", NP_INT},  {"uint64", NP_INT},
+    {"bool_", NP_BOOL},
+};
+#define NUMPY_SCALARS (sizeof numpy_scalar_names / sizeof numpy_scalar_names[0])
+static PyTypeObject *numpy_scalar_types[NUMPY_SCALARS];
+static int numpy_scalars_found;
+
+/* The NP_* kind of arg's exact NumPy scalar type, or -1 (not one, or NumPy not imported). */
+static int numpy_scalar_kind(PyObject *arg)
+{
+    if (!numpy_scalars_found) {
+        PyObject *name = PyUnicode_FromString("numpy");
+        if (name == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+        PyObject *numpy = PyImport_GetModule(name);
+        Py_DECREF(name);
+        if (numpy == NULL) {
+            PyErr_Clear();
+            return -1; /* no NumPy imported: no NumPy scalar exists */
+        }
+        for (size_t i = 0; i < NUMPY_SCALARS; i++) {
+            PyObject *found = PyObject_GetAttrString(numpy, numpy_scalar_names[i].name);
+            if (found == NULL || !PyType_Check(found)) {
+                PyErr_Clear();
+                Py_XDECREF(found);
+                continue; /* left NULL: that type takes the general path */
+            }
+            if (numpy_scalar_types[i] == NULL) {
+                numpy_scalar_types[i] = (PyTypeObject *)found;
+            } else {
+                Py_DECREF(found);
+            }
+        }
+        Py_DECREF(numpy);
+        numpy_scalars_found = 1;
+    }
+    PyTypeObject *type = Py_TYPE(arg);
+    for (size_t i = 0; i < NUMPY_SCALARS; i++) {
+        if (type == numpy_scalar_types[i]) {
+            return numpy_scalar_names[i].kind;
+        }
+    }
+    return -1;
+}
+
 static int scalar_matches(PyObject *arg, long dtype)
 {
     switch (dtype) {
     case CP_DT_F32:
     case CP_DT_F64:
-        return PyFloat_CheckExact(arg);
+        return PyFloat_CheckExact(arg) || numpy_scalar_kind(arg) == NP_FLOAT;
     case CP_DT_I32:
-        return PyLong_CheckExact(arg);
+        return PyLong_CheckExact(arg) || numpy_scalar_kind(arg) == NP_INT;
     case CP_DT_BOOL:
-        return PyBool_Check(arg);
+        return PyBool_Check(arg) || numpy_scalar_kind(arg) == NP_BOOL;
     default:
         return 0;
     }
@@ -398,6 +479,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
             goto done;
         }
         PyTuple_SET_ITEM(result, i, item);
+        advise_huge(PyByteArray_AS_STRING(item), (size_t)entry[3]);
         if (out_pointed < 32 && (uintptr_t)PyByteArray_AS_STRING(item) % 8 == 0) {
             out_slots[out_pointed][0] = entry[4];
             out_slots[out_pointed][1] = entry[1];

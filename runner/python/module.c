@@ -621,14 +621,17 @@ static PyObject *apply_patch_buffers(Py_buffer *word, PyObject *site_obj, PyObje
         parse_address(target_obj, "target_addr", &target) < 0) {
         return NULL;
     }
-    if (kind_raw->len != CP_KIND_SIZE) {
-        cp_status st = CP_FAIL(&err, CP_ERR_LAYOUT, 0, "a patch kind is %u bytes, got %u",
-                               CP_KIND_SIZE, (uint64_t)kind_raw->len);
+    if (kind_raw->len != CP_KIND_SIZE && kind_raw->len != CP_KIND_SIZE_WIDE) {
+        cp_status st = CP_FAIL(&err, CP_ERR_LAYOUT, 0, "a patch kind is %u (an image's) or %u "
+                               "bytes (a stencil table's), got %u", CP_KIND_SIZE,
+                               CP_KIND_SIZE_WIDE, (uint64_t)kind_raw->len);
         raise_image_error(st, &err);
         return NULL;
     }
     cp_patch_kind kind;
-    cp_status st = cp_kind_decode((const uint8_t *)kind_raw->buf, 0, &kind, &err);
+    cp_status st = kind_raw->len == CP_KIND_SIZE_WIDE
+                       ? cp_kind_decode_wide((const uint8_t *)kind_raw->buf, 0, &kind, &err)
+                       : cp_kind_decode((const uint8_t *)kind_raw->buf, 0, &kind, &err);
     if (st != CP_OK) {
         raise_image_error(st, &err);
         return NULL;

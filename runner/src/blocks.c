@@ -18,7 +18,7 @@ enum {
     T_FUNC = 20,
     T_RELOC = 12,
     T_ROLE = 4,
-    T_KIND = 20,
+    T_KIND = CP_KIND_SIZE_WIDE,
     T_RODATA = 12,
     FN_BLOCK = 1,
     FN_LOOP_BEGIN = 2,
@@ -93,9 +93,9 @@ static cp_status tab_open(tab *t, const cp_table *table, uint16_t arch, cp_error
 {
     const uint8_t *b = table->blob;
     if (table->size < T_HEADER || b[0] != 'C' || b[1] != 'P' || b[2] != 'T' || b[3] != 'B' ||
-        cp_le16(b + 4) != 1 || cp_le16(b + 6) != arch) {
+        cp_le16(b + 4) != 2 || cp_le16(b + 6) != arch) {
         return CP_FAIL(err, CP_ERR_TABLE, 0,
-                       "this runner's stencil table is not a version-1 table for %a: rebuild "
+                       "this runner's stencil table is not a version-2 table for %a: rebuild "
                        "the runner", arch);
     }
     t->b = b;
@@ -120,7 +120,7 @@ static cp_status tab_open(tab *t, const cp_table *table, uint16_t arch, cp_error
         return CP_FAIL(err, CP_ERR_TABLE, 0, "this runner's stencil table is malformed", 0);
     }
     for (uint32_t k = 0; k < t->kinds; k++) {
-        cp_status st = cp_kind_decode(b + t->off_kinds + (size_t)k * T_KIND, k, &t->kind[k], err);
+        cp_status st = cp_kind_decode_wide(b + t->off_kinds + (size_t)k * T_KIND, k, &t->kind[k], err);
         if (st != CP_OK) {
             return st;
         }

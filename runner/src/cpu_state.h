@@ -54,6 +54,23 @@ static inline void cp_cpu_enter(cp_cpu_saved *saved)
 #endif
 }
 
+/* What the x87 unit was left with: a control word other than the defined one, or values on
+ * its stack (TOP is not 0). Writes the control word to *fp_left; changes nothing. */
+static inline uint32_t cp_cpu_x87_changed(uint32_t *fp_left)
+{
+    uint16_t cw = 0, sw = 0;
+    __asm__ volatile("fnstcw %0\n\tfnstsw %1" : "=m"(cw), "=m"(sw) : : "memory");
+    *fp_left = cw;
+    uint32_t changed = 0;
+    if ((cw & CP_CPU_X87_CW_MASK) != (CP_CPU_X87_CW & CP_CPU_X87_CW_MASK)) {
+        changed |= CP_CPU_CHANGED_FP_CONTROL;
+    }
+    if ((sw & 0x3800u) != 0) {
+        changed |= CP_CPU_CHANGED_X87_STACK;
+    }
+    return changed;
+}
+
 /* Clears DF, AC and TF first (before the compiler's code may touch memory unaligned or copy
  * backwards), then checks and puts back the FP state. Returns the CP_CPU_CHANGED_* bits. */
 static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left)
@@ -67,15 +84,7 @@ static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left
                      : "=&r"(flags) : "i"(~(long)CP_CPU_EFLAGS_BAD) : "memory", "cc");
 #endif
     uint32_t changed = (flags & CP_CPU_EFLAGS_BAD) != 0 ? (uint32_t)CP_CPU_CHANGED_FLAGS : 0u;
-    uint16_t cw = 0, sw = 0;
-    __asm__ volatile("fnstcw %0\n\tfnstsw %1" : "=m"(cw), "=m"(sw) : : "memory");
-    *fp_left = cw;
-    if ((cw & CP_CPU_X87_CW_MASK) != (CP_CPU_X87_CW & CP_CPU_X87_CW_MASK)) {
-        changed |= CP_CPU_CHANGED_FP_CONTROL;
-    }
-    if ((sw & 0x3800u) != 0) { /* TOP is not 0: values left on the x87 stack */
-        changed |= CP_CPU_CHANGED_X87_STACK;
-    }
+    changed |= cp_cpu_x87_changed(fp_left);
     if ((changed & (CP_CPU_CHANGED_FP_CONTROL | CP_CPU_CHANGED_X87_STACK)) != 0) {
         __asm__ volatile("fninit" ::: "memory"); /* empty stack, pending exceptions cleared */
     }
@@ -123,15 +132,7 @@ static inline uint32_t cp_cpu_check(uint32_t *fp_left)
                      : "memory", "cc");
 #endif
     uint32_t changed = (flags & CP_CPU_EFLAGS_BAD) != 0 ? (uint32_t)CP_CPU_CHANGED_FLAGS : 0u;
-    uint16_t cw = 0, sw = 0;
-    __asm__ volatile("fnstcw %0\n\tfnstsw %1" : "=m"(cw), "=m"(sw) : : "memory");
-    *fp_left = cw;
-    if ((cw & CP_CPU_X87_CW_MASK) != (CP_CPU_X87_CW & CP_CPU_X87_CW_MASK)) {
-        changed |= CP_CPU_CHANGED_FP_CONTROL;
-    }
-    if ((sw & 0x3800u) != 0) {
-        changed |= CP_CPU_CHANGED_X87_STACK;
-    }
+    changed |= cp_cpu_x87_changed(fp_left);
     if ((changed & (CP_CPU_CHANGED_FP_CONTROL | CP_CPU_CHANGED_X87_STACK)) != 0) {
         const uint16_t want = CP_CPU_X87_CW;
         __asm__ volatile("fninit\n\tfldcw %0" : : "m"(want) : "memory");

@@ -64,6 +64,48 @@ static inline void cp_fill(uint8_t *dst, uint8_t value, size_t n)
     }
 }
 
+/* Whether n bytes are all zero (8 bytes per step; the words are read with __builtin_memcpy,
+ * which the compilers inline, so no alignment is assumed). */
+static inline int cp_all_zero(const uint8_t *p, size_t n)
+{
+    uint64_t any = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        __builtin_memcpy(&w, p + i, sizeof w);
+        any |= w;
+    }
+    for (; i < n; i++) {
+        any |= p[i];
+    }
+    return any == 0;
+}
+
+/* Zero n bytes, writing only the 64-byte chunks that are not zero yet: the pages of a fresh
+ * mapping (which reads as zeros) stay untouched, so a large region costs memory only where it
+ * is used (the homes of @cp.jit's in-place arguments and results, issue 31). */
+static inline void cp_clear(uint8_t *dst, size_t n)
+{
+    for (size_t at = 0; at < n; at += 64) {
+        size_t len = n - at < 64 ? n - at : 64;
+        if (!cp_all_zero(dst + at, len)) {
+            cp_fill(dst + at, 0, len);
+        }
+    }
+}
+
+/* Copy n bytes into a zeroed destination, skipping the 64-byte chunks of the source that are
+ * all zero (the destination's pages there stay untouched, as cp_clear's). */
+static inline void cp_copy_sparse(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    for (size_t at = 0; at < n; at += 64) {
+        size_t len = n - at < 64 ? n - at : 64;
+        if (!cp_all_zero(src + at, len)) {
+            cp_copy(dst + at, src + at, len);
+        }
+    }
+}
+
 /* ---- error reporting (message.c) */
 
 /* Fills `err` (if given and large enough) and returns `code`. `fmt` understands
@@ -263,7 +305,14 @@ enum {
     CP_PK_SIGNED = 1u << 2,
     CP_PK_ROUND = 1u << 3,
     CP_PK_THUMB32 = 1u << 4,
-    CP_PK_KNOWN = (1u << 5) - 1u
+    CP_PK_KNOWN = (1u << 5) - 1u,
+    /* only in a stencil table's 32-byte descriptors (blocks.c): XOR the shifted value with
+     * flip_mask when it is non-negative (Thumb-2 B.W/BL: J1 = NOT(I1 XOR S)) */
+    CP_PK_XOR_NOT_SIGN = 1u << 5,
+    CP_PK_KNOWN_WIDE = (1u << 6) - 1u,
+    CP_KIND_FIELDS = 4,      /* fields of an image's 20-byte descriptor */
+    CP_KIND_FIELDS_WIDE = 6, /* fields of a table's 32-byte descriptor */
+    CP_KIND_SIZE_WIDE = 32
 };
 
 typedef struct cp_patch_kind {
@@ -273,11 +322,16 @@ typedef struct cp_patch_kind {
     uint8_t range_bits;
     uint8_t align_log2;
     uint8_t field_count;
-    uint8_t field[4][3]; /* src_lsb, width, dst_lsb */
+    uint8_t field[CP_KIND_FIELDS_WIDE][3]; /* src_lsb, width, dst_lsb */
+    uint32_t flip_mask;                    /* CP_PK_XOR_NOT_SIGN */
 } cp_patch_kind;
 
 /* Decodes and validates a 20-byte descriptor; `index` names it in messages (CP_ERR_LAYOUT). */
 cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind, cp_error *err);
+/* The same for a stencil table's 32-byte descriptor: up to 6 fields, XOR_NOT_SIGN and its
+ * u32 flip mask at bytes 28-31 (src/copapy/arch/patchkind.py pack_wide). */
+cp_status cp_kind_decode_wide(const uint8_t *raw, uint32_t index, cp_patch_kind *kind,
+                              cp_error *err);
 
 /* Computes the value and rewrites the word at `word` (word_bits/8 bytes, any alignment).
  * Addresses are the run-time addresses of the patched word and of the target. On an alignment

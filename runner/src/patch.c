@@ -68,19 +68,29 @@ static void write_word(const cp_patch_kind *kind, uint8_t *p, uint64_t word)
     }
 }
 
-cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind, cp_error *err)
+/* fields: how many the descriptor holds (4 or 6); known: the flags it may use */
+static cp_status kind_decode(const uint8_t *raw, unsigned fields, uint32_t known, uint32_t index,
+                             cp_patch_kind *kind, cp_error *err)
 {
     cp_patch_kind k;
+    cp_fill((uint8_t *)&k, 0, sizeof(k));
     k.word_bits = raw[0];
     k.flags = raw[1];
     k.shift = raw[2];
     k.range_bits = raw[3];
     k.align_log2 = raw[4];
     k.field_count = raw[5];
-    for (unsigned f = 0; f < 4; f++) {
+    for (unsigned f = 0; f < fields; f++) {
         for (unsigned b = 0; b < 3; b++) {
             k.field[f][b] = raw[8 + 3 * f + b];
         }
+    }
+    if (fields == CP_KIND_FIELDS_WIDE) {
+        if (raw[26] != 0 || raw[27] != 0) {
+            return CP_FAIL(err, CP_ERR_LAYOUT, index,
+                           "patch kind %u: reserved bytes 26-27 must be 0", index);
+        }
+        k.flip_mask = cp_le32(raw + 28);
     }
 
     if (k.word_bits != 16 && k.word_bits != 32 && k.word_bits != 64) {
@@ -88,7 +98,7 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
                        "patch kind %u: word_bits %u is invalid; must be 16, 32 or 64",
                        index, k.word_bits);
     }
-    uint32_t unknown_flags = (uint32_t)k.flags & ~(uint32_t)CP_PK_KNOWN;
+    uint32_t unknown_flags = (uint32_t)k.flags & ~known;
     if (unknown_flags != 0) {
         return CP_FAIL(err, CP_ERR_LAYOUT, index,
                        "patch kind %u: unknown flag bits %x (v1 knows bits 0-4)",
@@ -106,9 +116,13 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
         return CP_FAIL(err, CP_ERR_LAYOUT, index, "patch kind %u: align_log2 %u exceeds 63",
                        index, k.align_log2);
     }
-    if (k.field_count < 1 || k.field_count > 4) {
+    if (k.field_count < 1 || k.field_count > fields) {
+        return CP_FAIL(err, CP_ERR_LAYOUT, index, "patch kind %u: field_count %u must be 1 to %u",
+                       index, k.field_count, fields);
+    }
+    if (!(k.flags & CP_PK_XOR_NOT_SIGN) && k.flip_mask != 0) {
         return CP_FAIL(err, CP_ERR_LAYOUT, index,
-                       "patch kind %u: field_count %u must be 1 to 4", index, k.field_count);
+                       "patch kind %u: a flip mask without XOR_NOT_SIGN", index);
     }
     if (raw[6] != 0 || raw[7] != 0) {
         return CP_FAIL(err, CP_ERR_LAYOUT, index,
@@ -122,7 +136,7 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
         return CP_FAIL(err, CP_ERR_LAYOUT, index,
                        "patch kind %u: ROUND needs shift >= 1", index);
     }
-    for (unsigned f = 0; f < 4; f++) {
+    for (unsigned f = 0; f < fields; f++) {
         unsigned src = k.field[f][0], width = k.field[f][1], dst = k.field[f][2];
         if (f >= k.field_count) {
             if (src != 0 || width != 0 || dst != 0) {
@@ -140,6 +154,17 @@ cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind
     }
     *kind = k;
     return CP_OK;
+}
+
+cp_status cp_kind_decode(const uint8_t *raw, uint32_t index, cp_patch_kind *kind, cp_error *err)
+{
+    return kind_decode(raw, CP_KIND_FIELDS, CP_PK_KNOWN, index, kind, err);
+}
+
+cp_status cp_kind_decode_wide(const uint8_t *raw, uint32_t index, cp_patch_kind *kind,
+                              cp_error *err)
+{
+    return kind_decode(raw, CP_KIND_FIELDS_WIDE, CP_PK_KNOWN_WIDE, index, kind, err);
 }
 
 cp_status cp_patch_apply(const cp_patch_kind *kind, uint8_t *word, uint64_t site_addr,
@@ -176,8 +201,12 @@ cp_status cp_patch_apply(const cp_patch_kind *kind, uint8_t *word, uint64_t site
                        "unsigned bits; the target is out of this relocation's reach",
                        index, site_addr, value, kind->shift, kind->range_bits);
     }
+    if ((kind->flags & CP_PK_XOR_NOT_SIGN) && (value >> 63) == 0) {
+        value ^= kind->flip_mask;
+    }
     uint64_t w = read_word(kind, word);
-    unsigned count = kind->field_count > 4 ? 4u : kind->field_count;
+    unsigned count = kind->field_count > CP_KIND_FIELDS_WIDE ? (unsigned)CP_KIND_FIELDS_WIDE
+                                                             : kind->field_count;
     for (unsigned f = 0; f < count; f++) {
         unsigned src = kind->field[f][0], width = kind->field[f][1], dst = kind->field[f][2];
         if (width == 0 || src > 63 || dst > 63) {

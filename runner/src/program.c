@@ -278,8 +278,8 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
         const char *option = platform->memory_option;
         return CP_FAIL(err, CP_ERR_TOO_LARGE, 0,
                        option != NULL
-                           ? "image needs %u bytes of memory but this runner offers at most %u: "
-                             "shrink the program or raise the limit (%s)"
+                           ? "image needs %u bytes of memory, at most %u here: raise the limit "
+                             "(%s)"
                            : "image needs %u bytes of memory but this runner offers at most %u: "
                              "shrink the program or give the runner more memory",
                        need, limit, (uint64_t)(uintptr_t)option);
@@ -298,7 +298,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
                        "the platform returned a region at %x, not aligned to base_align %u",
                        (uintptr_t)base, img->base_align);
     }
-    cp_fill(base, 0, size);
+    cp_clear(base, size);
     cp_copy(base + img->data_offset, image + img->sec[CP_SEC_DATA_INIT].offset,
             img->sec[CP_SEC_DATA_INIT].size);
     if (laid != NULL) {
@@ -324,7 +324,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
         return st;
     }
     /* the patches only touch the code, so this is the data region as the image defines it */
-    cp_copy(initial, base + img->data_offset, img->data_size);
+    cp_copy_sparse(initial, base + img->data_offset, img->data_size);
     /* [0, data_offset) holds code and the zero gap; data and the task table stay writable */
     if (platform->region_seal(platform->ctx, base, img->data_offset, size) != 0) {
         platform->region_free(platform->ctx, base, size);

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .array_ops import argsort, avg_pool2d, conv2d, convolve, max_pool2d, sort
 from .arrays import Array, cross, dot, matrix, norm, vector
 from .compiler import CompileError
 from .dtypes import DType, bool_, float32, float64, int32
@@ -108,15 +109,19 @@ __all__ = [
     "abs",
     "acos",
     "angular_rate",
+    "argsort",
     "asin",
     "atan",
     "atan2",
+    "avg_pool2d",
     "bool_",
     "cast",
     "ceil",
     "check",
     "clamp",
     "constant",
+    "conv2d",
+    "convolve",
     "copysign",
     "cos",
     "cross",
@@ -151,6 +156,7 @@ __all__ = [
     "map_to_numpy",
     "matrix",
     "max",
+    "max_pool2d",
     "min",
     "norm",
     "pow",
@@ -163,6 +169,7 @@ __all__ = [
     "sign",
     "simplify_options",
     "sin",
+    "sort",
     "sqrt",
     "sweep",
     "tan",

@@ -16,8 +16,9 @@ import operator
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import array_shapes as shp
 from . import dtypes as dt
-from .graph import build
+from .graph import build, element_shapes
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
@@ -96,7 +97,7 @@ class Array:
 
     def __repr__(self) -> str:
         form = "packed" if self.packed else "unpacked"
-        kind = "vector" if self.ndim == 1 else "matrix"
+        kind = {1: "vector", 2: "matrix"}.get(self.ndim, f"{self.ndim}-D array")
         return f"<copapy {kind} {self.shape} {self.dtype.name} {form}>"
 
     def __format__(self, spec: str) -> str:
@@ -249,43 +250,50 @@ class Array:
 
     # ---- reductions and products -----------------------------------------------------------
 
-    def sum(self, **numpy: Any) -> Value[Any]:
-        """Σ of the elements in the fixed lane order (the same bits packed or unpacked).
-        ``np.sum(a)`` calls it; NumPy's other arguments (``axis``, ...) are not supported."""
-        _whole_array("sum", numpy)
-        return _reduce(self, "rsum", "add")
+    def sum(self, axis: Any = None, **numpy: Any) -> Any:
+        """Σ of the elements in the fixed lane order (the same bits packed or unpacked); over
+        ``axis`` (an int or a tuple) each output reduces its elements in that order, row-major.
+        ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments)."""
+        return _reduce_axes(self, "sum", axis, numpy, "add",
+                            lambda g: _reduce(g, "rsum", "add"))
 
-    def mean(self, **numpy: Any) -> Value[float]:
-        """The sum divided by the number of elements; of int32 and bool elements as float32
-        (as NumPy's mean is a float: the int32 sum would wrap)."""
-        _whole_array("mean", numpy)
-        return _floats(self).sum() / float(self.size)
+    def mean(self, axis: Any = None, **numpy: Any) -> Any:
+        """The sum divided by the number of elements reduced; of int32 and bool elements as
+        float32 (as NumPy's mean is a float: the int32 sum would wrap)."""
+        keep = _keepdims("mean", numpy)
+        count = math.prod(self.shape[k] for k in shp.normalize_axes(axis, self.ndim, "mean"))
+        return _floats(self).sum(axis=axis, keepdims=keep, **numpy) / float(count)
 
-    def min(self, **numpy: Any) -> Value[Any]:
-        """The smallest element; NaN if any element is NaN."""
-        _whole_array("min", numpy)
-        return _reduce(self, "rmin", "min")
+    def min(self, axis: Any = None, **numpy: Any) -> Any:
+        """The smallest element (over ``axis``); NaN if any element is NaN."""
+        return _reduce_axes(self, "min", axis, numpy, "min",
+                            lambda g: _reduce(g, "rmin", "min"))
 
-    def max(self, **numpy: Any) -> Value[Any]:
-        """The largest element; NaN if any element is NaN."""
-        _whole_array("max", numpy)
-        return _reduce(self, "rmax", "max")
+    def max(self, axis: Any = None, **numpy: Any) -> Any:
+        """The largest element (over ``axis``); NaN if any element is NaN."""
+        return _reduce_axes(self, "max", axis, numpy, "max",
+                            lambda g: _reduce(g, "rmax", "max"))
 
-    def prod(self, **numpy: Any) -> Value[Any]:
+    def prod(self, axis: Any = None, **numpy: Any) -> Any:
         """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``."""
-        _whole_array("prod", numpy)
-        items = [v.node for v in self.items()]
-        return Value(reduce_in_lane_order(items, lambda x, y: build.apply("mul", x, y)))
+        return _reduce_axes(self, "prod", axis, numpy, "mul", _product)
 
-    def any(self, **numpy: Any) -> Value[bool]:
-        """Whether an element is true (non-zero); ``np.any``."""
-        _whole_array("any", numpy)
-        return self._truth().max() != 0
+    def any(self, axis: Any = None, **numpy: Any) -> Any:
+        """Whether an element (over ``axis``) is true (non-zero); ``np.any``."""
+        return self._truth().max(axis=axis, keepdims=_keepdims("any", numpy), **numpy) != 0
 
-    def all(self, **numpy: Any) -> Value[bool]:
-        """Whether every element is true (non-zero); ``np.all``."""
-        _whole_array("all", numpy)
-        return self._truth().min() != 0
+    def all(self, axis: Any = None, **numpy: Any) -> Any:
+        """Whether every element (over ``axis``) is true (non-zero); ``np.all``."""
+        return self._truth().min(axis=axis, keepdims=_keepdims("all", numpy), **numpy) != 0
+
+    def argmax(self, axis: Any = None, **numpy: Any) -> Any:
+        """The index of the first largest element (of the flattened array, or along one
+        ``axis``), int32; a NaN counts as largest (NumPy's rule)."""
+        return _arg_extreme(self, "argmax", axis, numpy)
+
+    def argmin(self, axis: Any = None, **numpy: Any) -> Any:
+        """The index of the first smallest element, int32; a NaN counts as smallest."""
+        return _arg_extreme(self, "argmin", axis, numpy)
 
     def _truth(self) -> Array:
         """The elements' truth values as int32 0/1 (which min and max reduce)."""
@@ -325,15 +333,21 @@ class Array:
 
     @property
     def T(self) -> Array:
+        """The transpose (the axes reversed, as NumPy's ``a.T``)."""
         if self.ndim == 1:
             return self
-        rows, cols = self.shape
-        if self.packed:
-            return Array((cols, rows), node=build.make(REGISTRY["transpose"],
-                                                       (self.node(),)))
-        items = self.items()
-        return Array((cols, rows), items=[items[r * cols + c] for c in range(cols)
-                                          for r in range(rows)])
+        return self.transpose()
+
+    def transpose(self, *axes: Any) -> Array:
+        """The axes permuted (reversed without arguments), NumPy's ``a.transpose``: a packed
+        matrix is one transpose node, a packed N-D array one per block before the moved axis."""
+        given = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list) else axes
+        perm = tuple(reversed(range(self.ndim))) if not given else tuple(
+            operator.index(k) % self.ndim for k in given)
+        if sorted(perm) != list(range(self.ndim)):
+            raise ValueError(f"transpose{tuple(given)!r}: axes must be a permutation of "
+                             f"0..{self.ndim - 1}")
+        return _permute(self, perm)
 
     def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
         """A view with another shape of the same size (no code is emitted); one dimension
@@ -370,22 +384,28 @@ class Array:
                 return self[key[0]]
             rows = self[key[0]]
             if not isinstance(key[0], slice):
-                return rows[key[1]]  # one row: a vector
-            # rows picked: pick the columns of that matrix (as rows of its transpose)
-            cols = rows.T[key[1]]
-            return cols.T if isinstance(key[1], slice) else cols
+                return rows[key[1:]]  # one row: the rest indexes it
+            # rows picked: index the other axes with the picked one moved last, then back
+            moved = _permute(rows, (*range(1, rows.ndim), 0))[key[1:]]
+            return _permute(moved, (moved.ndim - 1, *range(moved.ndim - 1)))
         if isinstance(key, Value):
             raise TypeError("indices must be Python ints or slices (constant at trace time)")
         if isinstance(key, slice):
             start, stop, step = key.indices(self.shape[0])
-            picks = list(range(start, stop, step))
+            picks = range(start, stop, step)  # not a list: 36 MB at 1e6 elements
             if not picks:
                 raise IndexError("empty slice: arrays have at least one element")
             if self.ndim == 1:
-                if self.packed and step == 1:
-                    return Array((len(picks),), node=build.slice_(self.node(), start, len(picks)))
+                if self.packed:  # a view (step 1) or one strided copy: no code per element
+                    return Array((len(picks),), node=build.strided(self.node(), picks[0], step,
+                                                                   len(picks)))
                 items = self.items()
                 return Array((len(picks),), items=[items[i] for i in picks])
+            if self.packed and step == 1:
+                block = math.prod(self.shape[1:])
+                return Array((len(picks), *self.shape[1:]), node=build.reshape(
+                    build.slice_(self.node(), start * block, len(picks) * block),
+                    (len(picks), *self.shape[1:])))
             rows = [self._row(i) for i in picks]
             return stack_rows(rows)
         k = _index(key, self.shape[0])
@@ -400,11 +420,14 @@ class Array:
                         "cp.vector([v[0], x, v[2]]) or cp.where(mask, x, v)")
 
     def _row(self, r: int) -> Array:
-        cols = self.shape[1]
+        """Sub-array ``r`` along the first axis (a view)."""
+        sub = self.shape[1:]
+        block = math.prod(sub)
         if self.packed:
-            return Array((cols,), node=build.slice_(self.node(), r * cols, cols))
+            node = build.slice_(self.node(), r * block, block)
+            return Array(sub, node=node if len(sub) == 1 else build.reshape(node, sub))
         items = self.items()
-        return Array((cols,), items=items[r * cols:(r + 1) * cols])
+        return Array(sub, items=items[r * block:(r + 1) * block])
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(self.shape[0]):
@@ -412,13 +435,14 @@ class Array:
 
 
 def _whole_array(name: str, numpy: dict[str, Any]) -> None:
-    """The arguments ``np.sum(a)`` and its kind pass (``axis=None, out=None``) are accepted;
-    anything else raises naming what to do instead."""
+    """The arguments ``np.sum(a, axis=..., keepdims=...)`` and its kind pass with their
+    defaults (``out=None, dtype=None``) are accepted; anything else raises naming the fix."""
     given = {k: v for k, v in numpy.items() if v is not None and v is not False}
     if given:
         args = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        raise TypeError(f"{name}({args}): copapy reduces the whole array; for a row or a "
-                        f"column, index first (m[r].{name}(), m[:, c].{name}())")
+        raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only; for another "
+                        f"type cast first (a.astype(cp.float64).{name}()), arrays are "
+                        f"immutable (no out=)")
 
 
 def _index(key: Any, length: int) -> int:
@@ -447,7 +471,16 @@ def asarray(x: Any, like: dt.DType | None = None) -> Array:
         return x
     data = np.asarray(x)
     dtype = None if like is None else _weak_kind(data.dtype.kind, like)
+    if data.ndim > 2:
+        return _build(data, _checked_shape(data.shape), None, dtype)
     return vector(data, dtype=dtype) if data.ndim == 1 else matrix(data, dtype=dtype)
+
+
+def _checked_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if not 1 <= len(shape) <= shp.MAX_NDIM or 0 in shape:
+        raise build.ShapeError(f"copapy arrays have 1 to {shp.MAX_NDIM} dimensions and no "
+                               f"empty one, got shape {shape}")
+    return tuple(int(d) for d in shape)
 
 
 def _weak_kind(kind: str, like: dt.DType) -> dt.DType | None:
@@ -466,48 +499,151 @@ def _traced_type(operands: Sequence[Any]) -> dt.DType | None:
 
 
 def elementwise(name: str, *operands: Any) -> Array:
-    """``name`` element by element; scalars broadcast, and a vector broadcasts over the rows of
-    a matrix (as NumPy). Packed if any array operand is packed."""
+    """``name`` element by element, with NumPy's broadcasting (scalars, and dimensions of 1 or
+    missing in front). Packed if any array operand is packed."""
     like = _traced_type(operands)
     arrays = [asarray(o, like) if is_array(o) else None for o in operands]
-    ops = [a if a is not None else o for a, o in zip(arrays, operands, strict=True)]
-    shapes = [a.shape for a in arrays if a is not None]
-    shape = max(shapes, key=len)
-    for sh in shapes:
-        if sh != shape and not (len(shape) == 2 and sh == shape[1:]):
-            raise build.ShapeError(f"{name}: shapes {' and '.join(str(s) for s in shapes)} do not "
-                                   f"broadcast (equal shapes, scalars, or a row vector over a "
-                                   f"matrix)")
+    shape = shp.broadcast_shape(name, [a.shape for a in arrays if a is not None])
     packed = any(a.packed for a in arrays if a is not None)
+    ops = [o if a is None else _broadcast(a.to_packed() if packed else a, shape)
+           for a, o in zip(arrays, operands, strict=True)]
     if packed:
-        if len(shape) == 2 and any(a is not None and a.shape != shape for a in arrays):
-            rows = [elementwise(name, *[o[r] if isinstance(o, Array) and o.shape == shape else o
-                                        for o in ops]) for r in range(shape[0])]
-            return stack_rows(rows)
         nodes = [o.node() if isinstance(o, Array) else _node(o) for o in ops]
         return Array(shape, node=mark(build.apply(name, *nodes)))
     columns: list[Value[Any]] = []
-    size = math.prod(shape)
-    for i in range(size):
-        args = []
-        for o in ops:
-            if isinstance(o, Array):
-                items = o.items()
-                args.append(items[i] if o.shape == shape else items[i % shape[-1]])
-            else:
-                args.append(o)
+    elements = [o.items() if isinstance(o, Array) else None for o in ops]
+    for i in range(math.prod(shape)):
+        args = [o if e is None else e[i] for o, e in zip(ops, elements, strict=True)]
         columns.append(Value(mark(build.apply(name, *(_node(a) for a in args)))))
     return Array(shape, items=columns)
 
 
+def _broadcast(a: Array, shape: tuple[int, ...]) -> Array:
+    """``a`` repeated to ``shape`` (NumPy's broadcasting): packed, a concatenation of views
+    of ``a`` (runs of its elements) and fills of single elements."""
+    if a.shape == shape:
+        return a
+    indices = shp.broadcast_indices(a.shape, shape)
+    if not a.packed:
+        items = a.items()
+        return Array(shape, items=[items[i] for i in indices])
+    flat = build.reshape(a.node(), (a.size,))
+    if a.size == 1:
+        return Array(shape, node=build.broadcast_to(build.index(flat, 0), shape))
+    parts = [build.broadcast_to(build.index(flat, start), (n,)) if repeated
+             else build.slice_(flat, start, n) for start, n, repeated in shp.runs(indices)]
+    return Array(shape, node=build.concat(parts, shape))
+
+
+def _permute(a: Array, perm: tuple[int, ...]) -> Array:
+    """``a`` with its axes in the order ``perm`` (NumPy's transpose). Packed, each axis that
+    moves goes to the end in turn: one transpose per block in front of it, concatenated."""
+    if perm == tuple(range(a.ndim)):
+        return a
+    shape = shp.permuted_shape(a.shape, perm)
+    if not a.packed:
+        items = a.items()
+        order = np.arange(a.size).reshape(a.shape).transpose(perm).reshape(-1)
+        return Array(shape, items=[items[i] for i in order])
+    fixed = 0
+    while perm[fixed] == fixed:
+        fixed += 1
+    node = a.node()
+    axes = list(range(a.ndim))
+    dims = list(a.shape)
+    for k in perm[fixed:]:
+        pos = axes.index(k)
+        node = _move_to_end(node, tuple(dims), pos)
+        axes.append(axes.pop(pos))
+        dims.append(dims.pop(pos))
+    return Array(shape, node=node)
+
+
+def _move_to_end(node: Node, shape: tuple[int, ...], pos: int) -> Node:
+    before, n, after = math.prod(shape[:pos]), shape[pos], math.prod(shape[pos + 1:])
+    moved = (*shape[:pos], *shape[pos + 1:], n)
+    if after == 1 or n == 1:
+        return build.reshape(node, moved)
+    transpose = REGISTRY["transpose"]
+    flat = build.reshape(node, (node.size,))
+    parts = [build.make(transpose, (build.reshape(build.slice_(flat, b * n * after, n * after),
+                                                  (n, after)),))
+             for b in range(before)]
+    return build.reshape(parts[0], moved) if before == 1 else build.concat(parts, moved)
+
+
+def _keepdims(name: str, numpy: dict[str, Any]) -> bool:
+    keep = numpy.pop("keepdims", False)
+    if not isinstance(keep, bool | np.bool_):
+        raise TypeError(f"{name}(keepdims={keep!r}): keepdims is True or False")
+    return bool(keep)
+
+
+def _reduce_axes(a: Array, name: str, axis: Any, numpy: dict[str, Any], combine: str,
+                 whole: Any) -> Any:
+    """``whole`` (a reduction of a 1-D array to a value) of each group of elements ``axis``
+    spans. Every output combines its group in the lane order (graph/lanes.py), row-major over
+    the reduced axes; packed, with fewer elements per group than outputs, that tree is built
+    of element-wise ``combine`` operations on whole slices (the same bits)."""
+    keep = _keepdims(name, numpy)
+    _whole_array(name, numpy)
+    axes = shp.normalize_axes(axis, a.ndim, name)
+    out_shape = shp.kept_shape(a.shape, axes, False)
+    if not out_shape:
+        value_ = whole(a.flatten())
+        return Array((1,) * a.ndim, items=[value_]) if keep else value_
+    rest = tuple(k for k in range(a.ndim) if k not in axes)
+    group = math.prod(a.shape[k] for k in axes)
+    outputs = math.prod(out_shape)
+    if a.packed and group <= outputs:
+        front = build.reshape(_permute(a, (*axes, *rest)).node(), (a.size,))
+        rows = [build.slice_(front, r * outputs, outputs) for r in range(group)]
+        node = reduce_in_lane_order(rows, lambda x, y: build.apply(combine, x, y))
+        result = Array(out_shape, node=build.reshape(node, out_shape))
+    else:
+        last = _permute(a, (*rest, *axes)).flatten()
+        result = Array(out_shape, items=[wrap(whole(last[r * group:(r + 1) * group]))
+                                         for r in range(outputs)])
+    return result.reshape(shp.kept_shape(a.shape, axes, True)) if keep else result
+
+
+def _product(a: Array) -> Value[Any]:
+    items = [v.node for v in a.items()]
+    return Value(reduce_in_lane_order(items, lambda x, y: build.apply("mul", x, y)))
+
+
+def _arg_extreme(a: Array, name: str, axis: Any, numpy: dict[str, Any]) -> Any:
+    """The first index of the extreme along ``axis`` (of the flattened array without one):
+    the positions where the extreme (or a NaN) is, their minimum."""
+    keep = _keepdims(name, numpy)
+    _whole_array(name, numpy)
+    if axis is not None and not isinstance(axis, int | np.integer):
+        raise TypeError(f"{name}(axis={axis!r}): one axis (an int) or None")
+    x = a.flatten() if axis is None else a
+    (k,) = shp.normalize_axes(0 if axis is None else axis, x.ndim, name)
+    if x.dtype.is_bool:
+        x = x.astype(dt.int32)
+    extreme = x.max(axis=k, keepdims=True) if name == "argmax" else x.min(axis=k, keepdims=True)
+    hit = x == extreme
+    if x.dtype.is_float:
+        hit = hit | (x != x)
+    n = x.shape[k]
+    positions = np.arange(n, dtype=np.int32).reshape([n if j == k else 1
+                                                       for j in range(x.ndim)])
+    first = elementwise("where", hit, asarray(positions), n).min(axis=k, keepdims=keep)
+    if axis is None and keep:
+        return Array((1,) * a.ndim, items=[first.items()[0]])
+    return first
+
+
 def stack_rows(rows: Sequence[Array]) -> Array:
-    cols = rows[0].shape[0]
-    if any(r.shape != (cols,) for r in rows):
-        raise build.ShapeError("rows must be vectors of equal length")
+    sub = rows[0].shape
+    if any(r.shape != sub for r in rows):
+        raise build.ShapeError("rows must be arrays of equal shape")
+    shape = (len(rows), *sub)
     if any(r.packed for r in rows):
-        return Array((len(rows), cols), node=build.concat([r.node() for r in rows],
-                                                         (len(rows), cols)))
-    return Array((len(rows), cols), items=[v for r in rows for v in r.items()])
+        return Array(shape, node=build.concat([r.node() for r in rows], shape))
+    return Array(shape, items=[v for r in rows for v in r.items()])
 
 
 def _reduce(a: Array, op: str, scalar_op: str) -> Value[Any]:
@@ -643,8 +779,7 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"an input array holds numbers; got elements of NumPy dtype {arr.dtype} "
                         f"({arr.reshape(-1)[:3].tolist()!r}...)")
-    if arr.ndim not in (1, 2) or arr.size == 0:
-        raise build.ShapeError(f"array inputs are 1-D or 2-D and non-empty, got shape {arr.shape}")
+    _checked_shape(arr.shape)
     kind = dt.as_dtype(dtype) if dtype is not None else (
         dt.float32 if arr.dtype.kind == "f" else dt.bool_ if arr.dtype.kind == "b" else dt.int32)
     # the checks of one number, for every element; initial bools by truth value (cp.value)
@@ -655,6 +790,8 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     # one port per element, named as cp.save names an unpacked array's elements
     items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
              for k, v in enumerate(arr.reshape(-1))]
+    if name is not None:  # tg.save describes the array as of this shape, not 1-D
+        element_shapes.record(items[0].node, shape)
     return Array(shape, items=items)
 
 

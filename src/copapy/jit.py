@@ -30,10 +30,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from . import dtypes as dt
 from ._contract import PlanKind
 from ._dispatch import Dispatcher
-from .arrays import Array, array_input, matrix, vector
+from .array_shapes import MAX_NDIM
+from .arrays import Array, array_input, asarray, matrix, vector
 from .compiler import compile_program
 from .compiler.layout import ROLE_CONSTANT
-from .runtime.load import check_architecture, fastest_host_architecture, load
+from .graph.node import fresh_array_input
+from .loading import load_program
+from .runtime.load import check_architecture, fastest_host_architecture
 from .value import Value, constant, flatten, is_traced, value
 
 if TYPE_CHECKING:
@@ -156,9 +159,9 @@ def _sequence_signature(seq: Any) -> tuple[Any, ...]:
         arr = np.asarray(seq)
     except ValueError as exc:
         raise TypeError(f"ragged sequence passed to a jitted function: {exc}") from None
-    if arr.dtype == object or arr.size == 0 or arr.ndim > 2:
-        raise TypeError("sequences passed to a jitted function must be non-empty, rectangular "
-                        "(1-D or 2-D) and hold only numbers")
+    if arr.dtype == object or arr.size == 0 or arr.ndim > MAX_NDIM:
+        raise TypeError(f"sequences passed to a jitted function must be non-empty, rectangular "
+                        f"(1-D to {MAX_NDIM}-D) and hold only numbers")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"sequence of {arr.dtype} passed to a jitted function: only numbers")
     return ("f" if arr.dtype.kind == "f" else arr.dtype.kind, arr.shape)
@@ -207,7 +210,7 @@ class _Compiled:
                 r, copy = r.value, r.copy
             if isinstance(r, bool | int | float):
                 r = _const_value(r)
-            elif isinstance(r, np.ndarray) and r.ndim in (1, 2) and r.size:
+            elif isinstance(r, np.ndarray) and 1 <= r.ndim <= MAX_NDIM and r.size:
                 r = _result_array(r)
             if not isinstance(r, Value | Array):
                 raise TypeError(_bad_result(r, index if self.tuple_result else None))
@@ -218,7 +221,10 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        program: Any = load(compiled.image, arch, own_code=True)
+        # the homes of arguments and results the caller's arrays stand in for (and their
+        # initial copy) are zeros the runner leaves untouched: not counted against the cap
+        reserve = 2 * sum(node.nbytes for node in compiled.pointers)
+        program: Any = load_program(compiled.image, arch, own_code=True, reserve=reserve)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
         #: new array (compile_program(in_place))
@@ -389,7 +395,14 @@ def _result_view(buffer: Any, port: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _array_input(arr: Any, etype: str) -> Array:
-    return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])
+    """A packed input of the argument's shape and element type, without initial data: every
+    call writes the argument or reads it in place, so the caller's elements are never copied
+    into the image (at 1e8 elements that copy took 55 s and 4.6 GB before the memory cap was
+    checked; issue 31)."""
+    if arr.ndim not in (1, 2) or arr.size == 0:
+        return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])  # its error
+    shape = tuple(int(d) for d in arr.shape)
+    return Array(shape, node=fresh_array_input(dt.BY_NAME[etype], b"", shape))
 
 
 def _result_array(r: Any) -> Array:
@@ -397,6 +410,8 @@ def _result_array(r: Any) -> Array:
     give those: np.cumsum, np.concatenate) or a constant, of its own element type when copapy
     has it (a float64 constant stays float64)."""
     keep = dt.BY_NAME.get(r.dtype.name) if r.dtype != object else None
+    if r.ndim > 2:
+        return asarray(r) if keep is None else asarray(r).astype(keep)
     return vector(r, dtype=keep) if r.ndim == 1 else matrix(r, dtype=keep)
 
 
@@ -526,6 +541,10 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     subclass of your own; its methods and operators are not traced, the results are plain
     ndarrays, and each such call takes the general path, some µs more); ``np.ma.MaskedArray``
     and ``np.matrix`` are refused with TypeError: pass ``x.filled(value)`` or ``np.asarray(x)``.
+    A NumPy scalar is the Python number it holds: ``np.float16/32/64`` have the signature of
+    ``float`` (the program's float32 argument, as for a Python float), the NumPy integer types
+    that of ``int``, ``np.bool_`` that of ``bool``; a warm program takes them on the fast path
+    (``f(x, np.float32(dt))`` costs what ``f(x, 0.01)`` does).
     Signal state (``cp.delay``, ``cp.feedback``) lives in the program of one signature: each
     call is one run (``f(1.0), f(2.0)`` with ``cp.delay(x)`` gives 0.0, 1.0); a new signature,
     or one evicted from the cache and compiled again, starts from ``init``. ``cp.dt`` has no

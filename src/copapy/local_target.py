@@ -24,6 +24,7 @@ from .image import parse as parse_image
 from .io import Channel, check_binding, checked_channel
 from .io_plan import CopyPlan, copy_plan
 from .keep_state import KeptState, needs_running, plan, report
+from .loading import load_program
 from .plot import step_plot
 from .quaternions import Quaternion
 from .runtime.errors import NotComputedError, TargetError
@@ -33,7 +34,6 @@ from .runtime.load import (
     check_architecture,
     fastest_host_architecture,
     host_architecture,
-    load,
 )
 from .saved import Program, array_specs, with_arrays, write_image
 from .scope import Scope, open_scope
@@ -153,7 +153,7 @@ class LocalTarget:
         flat = flatten(values, "compile()")
         fold = folded(flat, range_check(*values)) if check else None
         compiled = compile_program(flat, self.arch, fold=fold)
-        program = load(compiled.image, self.arch, own_code=True)
+        program = load_program(compiled.image, self.arch, own_code=True)
         self._install(compiled, program)
         self._bind_run(self._first_run if self._pending else program.run)
         self._rebuild = lambda arch: compile_program(flat, arch)
@@ -233,7 +233,7 @@ class LocalTarget:
         if check:
             range_check(*[Value(n) for t in specs for n in t.outputs], bindings=self._bindings)
         compiled = compile_tasks(specs, self.arch, io)
-        program = load(compiled.image, self.arch, own_code=True)
+        program = load_program(compiled.image, self.arch, own_code=True)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         kept = plan(self.image, compiled.image) if keep_state else None
         carried = [self._bytes(o, n) for o, _, n in kept.copies] if kept else []
@@ -527,7 +527,7 @@ class LocalTarget:
         if prog.arch != base_of(by_name(self.arch)).name:
             raise TargetError(f"{prog.source} holds {prog.arch} code; this target runs "
                               f"{self.arch}: LocalTarget(arch={prog.variant!r})")
-        program = load(prog.image, prog.variant)
+        program = load_program(prog.image, prog.variant)
         sched = None
         if prog.periodic:
             tick = self.tick if self.tick is not None else prog.tick

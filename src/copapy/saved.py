@@ -23,6 +23,7 @@ from .compiler import CompiledProgram, compile_program, compile_tasks
 from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, Port
 from .compiler.runner_table import VERIFIED_ARCHS
 from .dtypes import BY_CODE, DType
+from .graph import element_shapes
 from .graph.ranges import analyse
 from .io import Channel, image_channel
 from .runtime.load import check_architecture, host_architecture
@@ -308,23 +309,34 @@ _ELEMENT = re.compile(r"(.+)\[(\d+)\]")
 
 def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
                 ) -> list[saved_meta.ArraySpec]:
-    """The arrays save() describes in the metadata: each packed port (its node has the
-    shape) and the elements ``name[0..n-1]`` of an unpacked array (of ``shapes[name]``, the
-    arrays names= gives, else 1-D: an input array's ``cp.value(..., name=...)``)."""
+    """The arrays save() describes in the metadata: each packed port or state (its node has
+    the shape) and the elements ``name[0..n-1]`` of an unpacked array (of ``shapes[name]``,
+    the arrays names= gives, else the shape its first element recorded when a named input or
+    state array was made (graph.element_shapes), else 1-D). The elements of a task's unpacked
+    state, ``name[k]@taskN``, are not described (an array's elements are ``name[k]``)."""
+    ports = {node: p for node, p in compiled.ports.items()}
+    ports.update({node: Port(name, 0, node.dtype, ROLE_STATE, node.size)
+                  for name, node in compiled.states.items()})
     specs = {p.name: saved_meta.ArraySpec(p.name, tuple(node.shape), p.dtype)
-             for node, p in compiled.ports.items() if p.count > 1}
+             for node, p in ports.items() if node.shape}
     groups: dict[str, list[Port]] = {}
-    for p in compiled.ports.values():
+    for p in ports.values():
         m = _ELEMENT.fullmatch(p.name)
         if m and p.count == 1:
             groups.setdefault(m[1], []).append(p)
-    taken = {p.name for p in compiled.ports.values()}
+    nodes = {p.name: node for node, p in ports.items()}
     for name, parts in groups.items():
-        shape = shapes.get(name, (len(parts),))
-        if (name not in taken and math.prod(shape) == len(parts)
+        first = nodes.get(f"{name}[0]")
+        recorded = element_shapes.shape_of(first) if first is not None else None
+        shape = shapes.get(name) or recorded or (len(parts),)
+        if (name not in nodes and math.prod(shape) == len(parts)
                 and {p.name for p in parts} == {f"{name}[{i}]" for i in range(len(parts))}
                 and len({(p.dtype, p.role, p.task) for p in parts}) == 1):
             specs[name] = saved_meta.ArraySpec(name, shape, parts[0].dtype)
+    for name, shape in shapes.items():  # a one-element array names= names: one scalar port
+        node = nodes.get(name)
+        if name not in specs and node is not None and math.prod(shape) == node.size == 1:
+            specs[name] = saved_meta.ArraySpec(name, shape, ports[node].dtype)
     return list(specs.values())
 
 
@@ -407,7 +419,8 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
 def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
     """The shapes of the arrays (and quaternions) that ``names`` names."""
     return {name: tuple(getattr(v, "shape", (len(v.nodes()),)))
-            for name, v in (names or {}).items() if len(v.nodes()) > 1}
+            for name, v in (names or {}).items()
+            if len(v.nodes()) > 1 or len(getattr(v, "shape", ())) > 0}
 
 
 def with_arrays(image: bytes, arrays: Sequence[saved_meta.ArraySpec],

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt_types
 from .arrays import Array, _auto_packed, asarray
-from .graph import build
+from .graph import build, element_shapes
 from .graph.location import mark
 from .graph.node import Node, const_value, intern, next_serial
 from .graph.state import set_update
@@ -153,6 +153,8 @@ def new_states(form: Form, dtype: dt_types.DType, init: Any, op: str,
               for n, v in zip(names, values, strict=True)]
     if form.kind == SCALAR:
         return Value(leaves[0]), leaves
+    if name is not None:  # cp.save describes the state as of this shape, not 1-D
+        element_shapes.record(leaves[0], form.shape)
     return Array(form.shape, items=[Value(n) for n in leaves]), leaves
 
 

@@ -490,11 +490,23 @@ def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
     return _op("sqrt", var) if std else var
 
 
+#: NumPy functions copapy implements itself, by name (array_ops.py registers np.sort,
+#: np.argsort and np.convolve): ``np.sort(x)`` on a traced array calls ``cp.sort(x)``
+NUMPY_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+
+def register_numpy_function(name: str, implementation: Callable[..., Any]) -> None:
+    NUMPY_FUNCTIONS[name] = implementation
+
+
 def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A NumPy function called on traced values: np.where and np.clip are copapy's select and
     clamp (NumPy's own would ask each element for its truth value); others run as NumPy's
     implementation does on the elements."""
     name = getattr(func, "__name__", "")
+    own = NUMPY_FUNCTIONS.get(name)
+    if own is not None:
+        return own(*args, **kwargs)
     if name == "where" and len(args) == 3 and not kwargs:
         return _op("where", *args)
     if name == "clip":

@@ -198,6 +198,55 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
         CP_NEXT();                                                                             \
     }
 
+/* Strided views (issue 31): x[start::step] of any step, also negative, as a copy; and its
+ * adjoint, the scatter into an array of zeros. Elements of type T are moved as the unsigned
+ * integer W of their width (a move, bit for bit on every CPU: no float load can quiet a NaN).
+ *   sgather: out[i] = a[start + i*step], i < n; a has j elements.
+ *   sscatter: out[0..j) = 0, then out[start + i*step] = a[i], i < n.
+ * start is the int32 scalar slot b, step the int32 scalar slot c. Both ends of the index range
+ * are checked against j first (the indices are monotonic in i), so no value of the writable
+ * slots b and c makes the stencil touch memory outside its arrays (verified loading); the
+ * compiler never emits a range that fails the check (then nothing is moved). */
+#define CP_STRIDED_RANGE(n, len)                                                               \
+    const int64_t start_ = (int64_t)SLOT_i32(b), step_ = (int64_t)SLOT_i32(c);                 \
+    const int64_t last_ = start_ + ((int64_t)(n) - 1) * step_;                                 \
+    const int ok_ = start_ >= 0 && start_ < (int64_t)(len) && last_ >= 0 &&                    \
+                    last_ < (int64_t)(len);                                                    \
+    size_t at_ = (size_t)(ok_ ? start_ : 0);                                                   \
+    const size_t by_ = (size_t)step_; /* modulo 2^N: adding it steps backwards too */
+#define CP_VSTRIDED(T, W)                                                                      \
+    CP_STENCIL(sgather_##T##__v_v_m_m)                                                         \
+    {                                                                                          \
+        const size_t n = CP_LEN(cp_n_i32);                                                     \
+        CP_STRIDED_RANGE(n, CP_LEN(cp_j_i32))                                                  \
+        if (ok_) {                                                                             \
+            for (size_t i = 0; i < n; i++, at_ += by_) {                                       \
+                W w_;                                                                          \
+                __builtin_memcpy(&w_, &VSLOT_##T(a)[at_], sizeof w_);                          \
+                __builtin_memcpy(&VSLOT_##T(out)[i], &w_, sizeof w_);                          \
+            }                                                                                  \
+        }                                                                                      \
+        CP_NEXT();                                                                             \
+    }                                                                                          \
+    CP_STENCIL(sscatter_##T##__v_v_m_m)                                                        \
+    {                                                                                          \
+        const size_t n = CP_LEN(cp_n_i32);                                                     \
+        const size_t len = CP_LEN(cp_j_i32);                                                   \
+        const W zero_ = 0;                                                                     \
+        for (size_t i = 0; i < len; i++) {                                                     \
+            __builtin_memcpy(&VSLOT_##T(out)[i], &zero_, sizeof zero_);                        \
+        }                                                                                      \
+        CP_STRIDED_RANGE(n, len)                                                               \
+        if (ok_) {                                                                             \
+            for (size_t i = 0; i < n; i++, at_ += by_) {                                       \
+                W w_;                                                                          \
+                __builtin_memcpy(&w_, &VSLOT_##T(a)[i], sizeof w_);                            \
+                __builtin_memcpy(&VSLOT_##T(out)[at_], &w_, sizeof w_);                        \
+            }                                                                                  \
+        }                                                                                      \
+        CP_NEXT();                                                                             \
+    }
+
 /* The lane order over n >= 1 elements, for any kind of lane state. Two copies of the state:
  * acc_ (registers) runs through the blocks of eight, q_ (memory) takes the last partial block
  * and the combination tree. The caller supplies function-like macros, each taking X and Y first

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 from hypothesis import settings
 
@@ -20,3 +23,13 @@ def same_bits(got: object, want: object, dtype: str) -> bool:
             return True
         return bool(g.view(f"u{g.itemsize}") == w.view(f"u{w.itemsize}"))
     return bool(g == w)
+
+
+def central_difference(f: Callable[[Any], float], x: Any, h: float = 1e-6) -> Any:
+    """The gradient of scalar ``f`` at float64 array ``x`` by central differences."""
+    g = np.zeros_like(x)
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = h
+        g.flat[k] = (f(x + e) - f(x - e)) / (2 * h)
+    return g

@@ -11,9 +11,7 @@ from typing import Any
 
 import copapy as cp
 from copapy import image as im
-from copapy.arch.features import variant_name
-from copapy.compiler.manifest import decode, materialise
-from copapy.compiler.table import load_table
+from copapy.compiler.code_image import code_image
 
 #: per architecture: fault kind as the runner reports it -> the code that causes it
 SNIPPETS: dict[str, dict[str, bytes]] = {
@@ -76,17 +74,11 @@ WATCHDOG_M7 = bytes.fromhex("72b6fee7")
 
 
 def with_code(img: im.Image) -> im.Image:
-    """A format-2 image as format 1: the code the runner would build (compiler/manifest.py),
-    so that hand-made machine code can replace a task's (a runner then needs --allow-code,
-    COPAPY_ALLOW_CODE or load_native(allow_code=True) to take it)."""
-    if img.format_version == im.FORMAT_VERSION_CODE:
-        return img
-    table = load_table(variant_name(img.arch, img.cpu_features))  # x86_64-v4 code: its table
-    code, entries = materialise(table, decode(img.blocks), img.data_offset)
-    img.code = code
-    img.tasks = [t._replace(entry=entries[t.entry]) for t in img.tasks]
-    img.blocks, img.table_pin, img.frozen, img.kinds, img.patches = b"", b"", [], [], []
-    return img
+    """A format-2 image as format 1: the code the runner would build (compiler/code_image.py:
+    the load-address-dependent references stay patches, as Cortex-M's MOVW/MOVT), so that
+    hand-made machine code can replace a task's (a runner then needs --allow-code,
+    COPAPY_ALLOW_CODE, load_native(allow_code=True) or a firmware built with ALLOW_CODE=1)."""
+    return im.parse(code_image(img.to_bytes()))
 
 
 def inject(image: bytes, task: int, kind: str, arch: str = "x86_64") -> bytes:

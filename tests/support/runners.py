@@ -87,19 +87,25 @@ def free_port() -> int:
 
 
 @contextmanager
-def qemu_runner(arch: str, *make_args: str, build_dir: str = "build") -> Iterator[str]:
+def qemu_runner(arch: str, *make_args: str, build_dir: str = "build",
+                allow_code: bool = True) -> Iterator[str]:
     """socket:// URL of the runner firmware of ``arch`` on the qemu board of its toml (built
-    with ``make_args``, e.g. RUNNER_KEY=..., into runner/baremetal/<build_dir>)."""
-    with qemu_process(arch, *make_args, build_dir=build_dir) as (url, _proc):
+    with ``make_args``, e.g. RUNNER_KEY=..., into runner/baremetal/<build_dir>).
+    ``allow_code``: a build with ALLOW_CODE=1 (into <build_dir>/code), which takes format-1
+    images too (the fault tests inject machine code), as host_runner's --allow-code; False:
+    the firmware as shipped, only what it builds from its stencil table (format 2)."""
+    with qemu_process(arch, *make_args, build_dir=build_dir, allow_code=allow_code) as (url, _):
         yield url
 
 
 @contextmanager
 def qemu_process(arch: str, *make_args: str, build_dir: str = "build",
-                 clock: tuple[str, ...] = QEMU_CLOCK, elf: Path | None = None
-                 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+                 clock: tuple[str, ...] = QEMU_CLOCK, elf: Path | None = None,
+                 allow_code: bool = True) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """(URL, qemu process) of qemu_runner; ``clock``: qemu's timing options; ``elf``: boot
     this firmware file instead of building one (e.g. another revision's, to compare)."""
+    if allow_code:
+        make_args, build_dir = (*make_args, "ALLOW_CODE=1"), f"{build_dir}/code"
     board = by_name(arch).qemu
     assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
     assert shutil.which(board.system), ("the firmware test needs qemu: apt-get install "

@@ -45,19 +45,24 @@ class Variant:
     extra: tuple[str, ...] = ()
 
 
+#: the fault tests upload hand-made machine code (format 1): their builds allow it, as the
+#: host runner's --allow-code; "teensy41" (the product) and "mps2_an500_verified" are as shipped
+CODE = "-DCONFIG_COPAPY_ALLOW_CODE=y"
+
 VARIANTS = {
-    "mps2_an500": Variant("mps2_an500"),
+    "mps2_an500": Variant("mps2_an500", (CODE,)),
+    "mps2_an500_verified": Variant("mps2_an500"),
     "teensy41": Variant("teensy41"),  # USB CDC ACM: the product
-    "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",)),
+    "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y", CODE)),
     "mps3_an547": Variant("mps3_an547"),
     # jobs in a Zephyr user thread (CONFIG_COPAPY_USERSPACE, docs/zephyr.md "User mode")
-    "mps2_an500_user": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y",)),
-    "teensy41_user": Variant("teensy41", ("-DCONFIG_COPAPY_USERSPACE=y",)),
-    "mps2_an500_user_keyed": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y",
+    "mps2_an500_user": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y", CODE)),
+    "teensy41_user": Variant("teensy41", ("-DCONFIG_COPAPY_USERSPACE=y", CODE)),
+    "mps2_an500_user_keyed": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y", CODE,
                                                     f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"')),
     # sessions with a key: only its owner gets in
-    "mps2_an500_keyed": Variant("mps2_an500", (f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"',)),
-    "teensy41_lpuart_keyed": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",
+    "mps2_an500_keyed": Variant("mps2_an500", (f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"', CODE)),
+    "teensy41_lpuart_keyed": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y", CODE,
                                                   f'-DCONFIG_COPAPY_KEY="{TEST_KEY.hex()}"')),
 }
 

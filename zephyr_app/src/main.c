@@ -122,6 +122,9 @@ int main(void)
     cfg.work_size = sizeof(work);
     cfg.max_payload = MAX_PAYLOAD;
     cfg.flags = CP_SERVER_FLAG_REALTIME | (simulated_only ? CP_SERVER_FLAG_SIMULATED_IO : 0u);
+#if defined(CONFIG_COPAPY_ALLOW_CODE)
+    cfg.flags |= CP_SERVER_FLAG_CODE; /* fault tests only: format-1 images (machine code) */
+#endif
     cfg.ports_capacity = PORTS_CAPACITY;
     cfg.ring_size = RING_SIZE;
     cfg.tick_quantum_ns = cpz_tick_quantum_ns();

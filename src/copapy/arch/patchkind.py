@@ -4,7 +4,6 @@ the runner: one algorithm, so Python-resolved and runner-resolved patches agree 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from typing import NamedTuple
 
 PCREL = 1
@@ -12,6 +11,12 @@ PAGE = 2
 SIGNED = 4
 ROUND = 8
 THUMB32 = 16
+#: XOR the shifted value with ``flip`` when it is non-negative, before scattering: encodings
+#: that store bits relative to the sign (Thumb-2 B.W/BL: J1 = NOT(I1 XOR S)). Only in the
+#: 32-byte descriptors of a runner's stencil table (``pack_wide``), never in an image.
+XOR_NOT_SIGN = 32
+#: the fields a descriptor holds: 4 in an image's 20-byte PATCH_KINDS entry, 6 in a table's
+IMAGE_FIELDS, WIDE_FIELDS = 4, 6
 
 Field = tuple[int, int, int]  # (src_lsb, width, dst_lsb)
 
@@ -23,8 +28,9 @@ class PatchError(ValueError):
 class PatchKind(NamedTuple):
     """How a value is written into an instruction or data word.
 
-    ``encoder`` names a compile-time-only encoding the generic descriptor cannot express
-    (Thumb-2 branches); such kinds are only ever resolved by the compiler, never by a runner.
+    ``flip``: the mask XORed into a non-negative value under ``XOR_NOT_SIGN``. ``encoder``
+    is kept for reading old stencil tables only (``from_json`` maps the Thumb-2 encoders it
+    names to generic descriptors); every kind a table holds today is generic.
     """
 
     word_bits: int
@@ -34,6 +40,7 @@ class PatchKind(NamedTuple):
     align_log2: int = 0
     fields: tuple[Field, ...] = ()
     encoder: str = ""
+    flip: int = 0
 
     @property
     def pcrel(self) -> bool:
@@ -41,12 +48,23 @@ class PatchKind(NamedTuple):
 
     def pack(self) -> bytes:
         """The 20-byte descriptor of the image's PATCH_KINDS section."""
-        if self.encoder:
-            raise ValueError(f"patch kind {self.encoder!r} is compile-time only")
-        padded = list(self.fields) + [(0, 0, 0)] * (4 - len(self.fields))
+        if self.encoder or self.flags & XOR_NOT_SIGN or len(self.fields) > IMAGE_FIELDS:
+            raise ValueError(f"patch kind {self} needs the wide descriptor of a runner's "
+                             "stencil table; an image cannot carry it")
+        return self._packed(IMAGE_FIELDS)
+
+    def pack_wide(self) -> bytes:
+        """The 32-byte descriptor of a runner's stencil table: the 20-byte form with fields 5
+        and 6 appended (bytes 20-25), 2 zero bytes and the u32 ``flip`` mask."""
+        if self.encoder or len(self.fields) > WIDE_FIELDS:
+            raise ValueError(f"patch kind {self} does not fit a wide descriptor")
+        return self._packed(WIDE_FIELDS) + struct.pack("<2xI", self.flip)
+
+    def _packed(self, slots: int) -> bytes:
+        padded = list(self.fields) + [(0, 0, 0)] * (slots - len(self.fields))
         flat = [b for f in padded for b in f]
         return struct.pack(
-            "<6B2x12B",
+            f"<6B2x{3 * slots}B",
             self.word_bits,
             self.flags,
             self.shift,
@@ -74,12 +92,15 @@ class PatchKind(NamedTuple):
             self.align_log2,
             [list(f) for f in self.fields],
             self.encoder,
+            *([self.flip] if self.flip else []),  # rows without a flip mask keep 7 items
         ]
 
     @staticmethod
     def from_json(row: list[object]) -> PatchKind:
-        word_bits, flags, shift, range_bits, align_log2, fields, encoder = row
+        word_bits, flags, shift, range_bits, align_log2, fields, encoder, *rest = row
         assert isinstance(fields, list)
+        if encoder in THUMB_BRANCHES:  # a table written before the generic Thumb-2 kinds
+            return THUMB_BRANCHES[str(encoder)]
         return PatchKind(
             int(word_bits),  # type: ignore[call-overload]
             int(flags),  # type: ignore[call-overload]
@@ -88,6 +109,7 @@ class PatchKind(NamedTuple):
             int(align_log2),  # type: ignore[call-overload]
             tuple((int(a), int(b), int(c)) for a, b, c in fields),
             str(encoder),
+            int(rest[0]) if rest else 0,  # type: ignore[call-overload]
         )
 
 
@@ -132,6 +154,8 @@ def encode_value(kind: PatchKind, site_addr: int, target_addr: int) -> int:
             low, high = 0, 1 << kind.range_bits
         if not low <= value < high:
             raise PatchError(f"value {value:#x} does not fit in {kind.range_bits} bits")
+    if kind.flags & XOR_NOT_SIGN and value >= 0:
+        value ^= kind.flip
     return value
 
 
@@ -150,39 +174,20 @@ def gather(word: int, kind: PatchKind) -> int:
     return value
 
 
-def _thumb_branch(word: int, value: int, bits: int) -> int:
-    """Thumb-2 B.W/BL (bits=25) and B<c>.W (bits=21): the J1/J2 encoding."""
-    if value & 1:
-        raise PatchError("Thumb branch offset must be even")
-    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
-        raise PatchError(f"Thumb branch offset {value} out of range")
-    v = value & ((1 << bits) - 1)
-    s = (v >> (bits - 1)) & 1
-    hw1, hw2 = word >> 16, word & 0xFFFF
-    if bits == 25:
-        i1, i2 = (v >> 23) & 1, (v >> 22) & 1
-        j1, j2 = (~(i1 ^ s)) & 1, (~(i2 ^ s)) & 1
-        hw1 = (hw1 & 0xF800) | (s << 10) | ((v >> 12) & 0x3FF)
-        hw2 = (hw2 & 0xD000) | (j1 << 13) | (j2 << 11) | ((v >> 1) & 0x7FF)
-    else:
-        j2, j1 = (v >> 19) & 1, (v >> 18) & 1
-        hw1 = (hw1 & 0xFBC0) | (s << 10) | ((v >> 12) & 0x3F)
-        hw2 = (hw2 & 0xD000) | (j1 << 13) | (j2 << 11) | ((v >> 1) & 0x7FF)
-    return (hw1 << 16) | hw2
-
-
-SPECIAL_ENCODERS: dict[str, Callable[[int, int], int]] = {
-    "thumb_b25": lambda word, value: _thumb_branch(word, value, 25),
-    "thumb_b21": lambda word, value: _thumb_branch(word, value, 21),
-}
+#: Thumb-2 branches as generic kinds (the value is the offset >> 1). B.W/BL (25-bit offset):
+#: imm11, imm10, I2 -> J2 (bit 11), I1 -> J1 (bit 13), S, with J = NOT(I XOR S), i.e. I1 and I2
+#: flipped when the offset is non-negative. B<c>.W (21-bit offset): imm11, imm6, J1, J2, S.
+THUMB_B25 = PatchKind(32, THUMB32 | PCREL | SIGNED | XOR_NOT_SIGN, 1, 24, 1,
+                      ((0, 11, 0), (11, 10, 16), (21, 1, 11), (22, 1, 13), (23, 1, 26)),
+                      flip=(1 << 21) | (1 << 22))
+THUMB_B21 = PatchKind(32, THUMB32 | PCREL | SIGNED, 1, 20, 1,
+                      ((0, 11, 0), (11, 6, 16), (17, 1, 13), (18, 1, 11), (19, 1, 26)))
+THUMB_BRANCHES = {"thumb_b25": THUMB_B25, "thumb_b21": THUMB_B21}
 
 
 def apply_patch(buf: bytearray, site: int, kind: PatchKind, site_addr: int,
                 target_addr: int) -> None:
     """Patch the word at ``buf[site]`` (whose address is site_addr) to refer to target_addr."""
     word = read_word(buf, site, kind)
-    if kind.encoder:
-        word = SPECIAL_ENCODERS[kind.encoder](word, _to_signed64(target_addr - site_addr))
-    else:
-        word = scatter(word, kind, encode_value(kind, site_addr, target_addr))
+    word = scatter(word, kind, encode_value(kind, site_addr, target_addr))
     write_word(buf, site, kind, word)

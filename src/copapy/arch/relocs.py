@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .patchkind import PAGE, PCREL, ROUND, SIGNED, THUMB32, PatchKind, gather
+from .patchkind import (
+    PAGE,
+    PCREL,
+    ROUND,
+    SIGNED,
+    THUMB32,
+    THUMB_B21,
+    THUMB_B25,
+    PatchKind,
+    gather,
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +63,8 @@ class RelocSpec:
 
 
 def _k(word_bits: int, flags: int = 0, shift: int = 0, range_bits: int = 0, align: int = 0,
-       fields: tuple[tuple[int, int, int], ...] = (), encoder: str = "") -> PatchKind:
-    return PatchKind(word_bits, flags, shift, range_bits, align, fields, encoder)
+       fields: tuple[tuple[int, int, int], ...] = ()) -> PatchKind:
+    return PatchKind(word_bits, flags, shift, range_bits, align, fields)
 
 
 def _one(name: str, kind: PatchKind, **kw: object) -> RelocSpec:
@@ -117,12 +127,9 @@ ARM: dict[int, RelocSpec] = {
     44: _one("R_ARM_MOVT_ABS", _ARM_MOVT, implicit="imm16"),
     47: _one("R_ARM_THM_MOVW_ABS_NC", _THM_MOVW, implicit="imm16"),
     48: _one("R_ARM_THM_MOVT_ABS", _THM_MOVT, implicit="imm16"),
-    10: _one("R_ARM_THM_CALL", _k(32, THUMB32 | PCREL, encoder="thumb_b25"),
-             implicit="thumb_b25", call=True),
-    30: _one("R_ARM_THM_JUMP24", _k(32, THUMB32 | PCREL, encoder="thumb_b25"),
-             jump=(0, 4), implicit="thumb_b25"),
-    51: _one("R_ARM_THM_JUMP19", _k(32, THUMB32 | PCREL, encoder="thumb_b21"),
-             implicit="thumb_b21"),
+    10: _one("R_ARM_THM_CALL", THUMB_B25, implicit="thumb_b25", call=True),
+    30: _one("R_ARM_THM_JUMP24", THUMB_B25, jump=(0, 4), implicit="thumb_b25"),
+    51: _one("R_ARM_THM_JUMP19", THUMB_B21, implicit="thumb_b21"),
 }
 
 _RV_HI20 = ((0, 20, 12),)

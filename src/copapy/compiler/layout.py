@@ -32,33 +32,71 @@ ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, ROLE_CONSTANT = (
 POINTER_SIZE = 8
 
 
+#: where deferred slots live until ``place_deferred`` moves them behind everything else
+DEFERRED = 1 << 46
+#: temporaries of this size or more are deferred (``DataLayout.defer_temps``)
+DEFER_TEMP_BYTES = 4096
+
+
 @dataclass
 class DataLayout:
     size: int = 0
     init: bytearray = field(default_factory=bytearray)
     _free: dict[int, list[int]] = field(default_factory=dict)
     _consts: dict[tuple[str, bytes], int] = field(default_factory=dict)
+    #: bytes of the deferred zone (``alloc_deferred``)
+    deferred: int = 0
+    #: large temporaries go to the deferred zone too, so that no later slot with initial
+    #: data (a pointer slot, a constant) makes the image's initial data cover them
+    defer_temps: bool = False
+    #: (slot, target) of every pointer slot, to re-aim those into the deferred zone
+    _pointers: list[tuple[int, int]] = field(default_factory=list)
+
+    def alloc_deferred(self, size: int, align: int) -> int:
+        """A slot with no initial data in the deferred zone: its offset is ``DEFERRED`` plus
+        its place there until ``place_deferred`` puts the zone after every other slot, so the
+        image's initial data (which ends at the last non-zero byte) never covers it (@cp.jit's
+        array arguments and results, whose homes the caller's arrays stand in for)."""
+        offset = -(-self.deferred // align) * align
+        self.deferred = offset + size
+        return DEFERRED + offset
+
+    def place_deferred(self) -> int:
+        """Put the deferred zone after every other slot; the shift to add to its offsets."""
+        start = -(-self.size // 64) * 64
+        shift = start - DEFERRED
+        if self.deferred:
+            self.size = start + self.deferred
+        for slot, target in self._pointers:
+            if target >= DEFERRED:
+                self.preset(slot, struct.pack("<q", target + shift - slot))
+        return shift
 
     def alloc(self, size: int, init: bytes | None = None, align: int | None = None) -> int:
         """A new slot of ``size`` bytes (aligned to its size), never shared."""
         align = align or size
         offset = -(-self.size // align) * align
         self.size = offset + size
-        if len(self.init) < self.size:
-            self.init.extend(bytes(self.size - len(self.init)))
-        if init is not None:
-            self.init[offset : offset + len(init)] = init
+        if init:
+            self.preset(offset, init)
         return offset
 
     def preset(self, offset: int, init: bytes) -> None:
-        """Initial data for a slot allocated earlier (a task output that is a state's update)."""
-        self.init[offset : offset + len(init)] = init
+        """Initial data for a slot allocated earlier (a task output that is a state's update).
+        ``init`` holds only bytes written so far: slots with no initial data (temporaries, a
+        jitted function's arguments and results) cost nothing here, whatever their size."""
+        end = offset + len(init)
+        if len(self.init) < end:
+            self.init.extend(bytes(end - len(self.init)))
+        self.init[offset:end] = init
 
     def temp(self, size: int, align: int | None = None) -> int:
         """A temporary slot, reusing one released earlier when possible."""
         free = self._free.get(size)
         if free:
             return free.pop()
+        if self.defer_temps and size >= DEFER_TEMP_BYTES:
+            return self.alloc_deferred(size, align or 16)
         return self.alloc(size, align=align)
 
     def release(self, offset: int, size: int) -> None:
@@ -83,7 +121,8 @@ class DataLayout:
         initial data stays position-independent. Never shared: @cp.jit redirects the slot of
         an argument for one call (compiler/lower.py)."""
         offset = self.alloc(POINTER_SIZE, align=POINTER_SIZE)
-        self.init[offset : offset + POINTER_SIZE] = struct.pack("<q", target - offset)
+        self.preset(offset, struct.pack("<q", target - offset))
+        self._pointers.append((offset, target))
         return offset
 
     def init_bytes(self) -> bytes:

@@ -118,7 +118,7 @@ class _Linker:
         base_align = self.table.base_align
         code = self.code
         for site, kind, address in _link.resolve(self, data_offset, _REL32, self.table.arch):
-            if kind.encoder or kind.base_independent(base_align):
+            if kind.base_independent(base_align):
                 try:
                     apply_patch(code, site, kind, site, address)
                 except PatchError as exc:

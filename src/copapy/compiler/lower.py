@@ -14,11 +14,14 @@ calls.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..dtypes import DType, int32
+from ..arch.targets import lacks_reason
+from ..dtypes import DType, float64, int32
+from ..graph.build import strided_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
@@ -138,7 +141,8 @@ class _Lowerer:
         """CompileError if the table lacks ``stencil`` (each name is looked up once)."""
         if stencil not in self.known:
             if stencil not in self.table:
-                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
+                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}"
+                                   f"{lacks_reason(self.table.arch, stencil)}")
             self.known.add(stencil)
 
     def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
@@ -329,6 +333,9 @@ class _Lowerer:
             self.consume(node)
             self.copy_stores(node, skip_first=True)
             return
+        if node.op in ("sgather", "sscatter"):
+            self.lower_strided(node)
+            return
         loop = self.loops.get(node)
         if loop is not None:
             self.lower_loop(node, loop)
@@ -446,6 +453,27 @@ class _Lowerer:
             else:
                 self.store(node, "m", offset, src)
 
+    def lower_strided(self, node: Node) -> None:
+        """A strided view (sgather) or its adjoint (sscatter): one loop stencil of the element
+        width (a move of bits), start and step in int32 slots, the lengths n (the vector) and
+        j (the array it steps through)."""
+        start, step, _ = strided_attr(node)
+        src = self.slot_of(node.args[0])
+        out = self.array_out(node)
+        vector, whole = (node, node.args[0]) if node.op == "sgather" else (node.args[0], node)
+        width = "f64" if node.dtype.size == 8 else "i32"
+        self.emit(names.stencil(node.op, width, "v", "v", "m", "m"),
+                  [("a", src), ("b", self.const_word(start)), ("c", self.const_word(step)),
+                   ("out", out), ("n", self.const_int(vector.size)),
+                   ("j", self.const_int(whole.size))])
+        self.consume(node)
+        self.copy_stores(node, skip_first=True)
+
+    def const_word(self, value: int) -> int:
+        """An int32 in an 8-byte slot (its low, first bytes): the strided stencils read it as
+        the int32 slot of a role that verified loading sizes by the element (4 or 8 bytes)."""
+        return self.layout.constant(INT64, struct.pack("<ii", value, -1 if value < 0 else 0))
+
     def evict(self, regs: list[Node | None], dst: int) -> None:
         """Save the value in ``dst`` if it is still needed and not in memory (a spill)."""
         _lower.evict(self, regs, dst)
@@ -463,6 +491,7 @@ MEMORY_OPS = ("input", "const", "state")
 VIEWS = frozenset({"index", "slice", "reshape"})
 ARRAY_ALIGN = 16
 INT32 = int32
+INT64 = float64  # the alignment and size of an 8-byte constant slot
 _lower.configure(Instr, _scalar_name, _store_name, VIEWS)
 
 

@@ -107,9 +107,12 @@ def _pad(code: bytearray, align: int, nop: bytes) -> None:
 
 
 def materialise(table: StencilTable, chains: Sequence[Sequence[Block]], data_offset: int,
-                base: int = 0) -> tuple[bytes, list[int]]:
+                base: int = 0, left: list[tuple[int, PatchKind, int]] | None = None
+                ) -> tuple[bytes, list[int]]:
     """The code region the runner builds from ``chains`` at address ``base`` (every reference
-    resolved) and each chain's entry offset. Trusts ``chains`` (verify with the runner)."""
+    resolved) and each chain's entry offset. Trusts ``chains`` (verify with the runner).
+    ``left``: references whose bits depend on the load address are not resolved but appended
+    here as (site, kind, target offset in the region), the patches of a format-1 image."""
     names = table.names()
     entry_id, ret_id = names.index("cp_entry"), names.index("cp_ret")
     code = bytearray()
@@ -179,6 +182,9 @@ def materialise(table: StencilTable, chains: Sequence[Sequence[Block]], data_off
             where = rodata_at[target]
         elif rtype == "code" or rtype == "data":
             where += int(target)  # type: ignore[call-overload]
+        if left is not None and not kind.base_independent(table.base_align):
+            left.append((site, kind, where + addend))
+            continue
         try:
             apply_patch(code, site, kind, base + site, base + where + addend)
         except PatchError as exc:

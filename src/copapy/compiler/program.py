@@ -25,7 +25,15 @@ from ..image import (
 from ..progress import Progress
 from .fori import lower_with_loops
 from .lanepack import pack_reductions
-from .layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE, DataLayout, Port
+from .layout import (
+    DEFERRED,
+    ROLE_CONSTANT,
+    ROLE_INPUT,
+    ROLE_OUTPUT,
+    ROLE_STATE,
+    DataLayout,
+    Port,
+)
 from .link import link
 from .lower import ChainSpec, CompileError, Instr
 from .manifest import encode, frozen_slots
@@ -74,6 +82,9 @@ class CompiledProgram:
     #: array inputs read only through a pointer slot, and outputs written only through one
     #: that nothing reads -> the slot (compile_program(in_place))
     pointers: dict[Node, int] = field(default_factory=dict)
+    #: state port name -> its state leaf (states are no ``ports``: the host reads them by
+    #: name; cp.save describes the arrays among them with their shapes)
+    states: dict[str, Node] = field(default_factory=dict)
 
 
 def _closure(roots: Sequence[Node], stop: set[Node] | dict[Node, int],
@@ -124,6 +135,8 @@ class _Builder:
         self.chains: list[list[Instr]] = []
         self.copies: list[ImageLetCopy] = []
         self.bindings: list[ImageIoBinding] = []
+        #: state port name -> state leaf (CompiledProgram.states)
+        self.states: dict[str, Node] = {}
         self.ops = 0
         self.task_ops: list[int] = []
         #: input blocks (compiler/lanepack.py): stand-in -> members; member -> (stand-in,
@@ -134,6 +147,9 @@ class _Builder:
         #: write format 1 (code) even where runners verify: @cp.jit's in-place images, whose
         #: pointer slots Program.invoke moves per call (loaded only on the trusted path)
         self.code_image = arch not in VERIFIED_ARCHS
+        #: array inputs without initial data and array outputs go to the deferred zone
+        #: (@cp.jit: the caller's arrays stand in for them; DataLayout.alloc_deferred)
+        self.defer = False
         #: a bar for compiles longer than about a second
         self.progress = Progress("compiling")
 
@@ -143,7 +159,10 @@ class _Builder:
             block = self.member.get(node)
             if block is not None:  # one of the scalar inputs an input block holds
                 return self.input_block(block[0]) + block[1] * node.dtype.size
-            offset = self.layout.alloc(node.nbytes, input_initial(node), _align(node))
+            initial = input_initial(node)
+            offset = (self.layout.alloc_deferred(node.nbytes, _align(node))
+                      if self.defer and node.shape and not initial else
+                      self.layout.alloc(node.nbytes, initial, _align(node)))
             self.input_port(node, offset)
             return offset
         return port.offset
@@ -212,8 +231,9 @@ class _Builder:
             spec.stores.setdefault(mapping.get(update, update), []).append(nxt)
             spec.end_copies.append((s, nxt, offset))
             name = s.attr[1] or f"state{k}"  # type: ignore[index]
-            self.image_ports.append(ImagePort(f"{name}@task{task}" if task != 0xFFFF else name,
-                                              offset, s.dtype.code, ROLE_STATE, task,
+            port_name = f"{name}@task{task}" if task != 0xFFFF else name
+            self.states[port_name] = s
+            self.image_ports.append(ImagePort(port_name, offset, s.dtype.code, ROLE_STATE, task,
                                               s.size))
 
     def add_chain(self, spec: ChainSpec, live: Sequence[Node]) -> None:
@@ -223,7 +243,22 @@ class _Builder:
         self.ops += ops
         self.task_ops.append(ops)
 
+    def place_deferred(self) -> None:
+        """The deferred zone after every other slot: its offsets in the code and the ports."""
+        if not self.layout.deferred:
+            return
+        shift = self.layout.place_deferred()
+
+        def moved(offset: int) -> int:
+            return offset + shift if offset >= DEFERRED else offset
+
+        self.chains = [[Instr(i.stencil, tuple((r, moved(o)) for r, o in i.slots))
+                        for i in chain] for chain in self.chains]
+        self.ports = {n: replace(p, offset=moved(p.offset)) for n, p in self.ports.items()}
+        self.image_ports = [replace(p, offset=moved(p.offset)) for p in self.image_ports]
+
     def finish(self, tasks: Sequence[ImageTask], specs: list[TaskSpec]) -> CompiledProgram:
+        self.place_deferred()
         self.progress.phase("linking")
         try:
             linked = link(self.chains, self.table)
@@ -262,7 +297,8 @@ class _Builder:
             image.tasks = [t._replace(entry=k) for k, t in enumerate(image.tasks)]
         return CompiledProgram(self.arch, image.to_bytes(), self.ports, self.ops, stencils,
                                len(linked.code), linked.stencil_bytes, data_size,
-                               len(linked.patches), list(specs), self.task_ops)
+                               len(linked.patches), list(specs), self.task_ops,
+                               states=self.states)
 
 
 @without_gc
@@ -280,6 +316,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
     ports."""
     b = _Builder(arch, names)
     b.code_image = b.code_image or in_place
+    b.defer = b.layout.defer_temps = in_place
     order, states = _closure(outputs, set(), fold)
     order, states, mapping = b.pack(order, states, outputs, mapping=fold)
     spec = ChainSpec({}, {}, [])
@@ -300,7 +337,9 @@ def compile_program(outputs: Sequence[Node], arch: str,
             role = ROLE_CONSTANT
         else:
             init = preset.get(node)
-            offset = b.layout.alloc(node.nbytes, init, _align(node))
+            offset = (b.layout.alloc_deferred(node.nbytes, _align(node))
+                      if b.defer and node.shape and init is None else
+                      b.layout.alloc(node.nbytes, init, _align(node)))
             spec.stores.setdefault(mapping.get(node, node), []).append(offset)
             role = ROLE_OUTPUT
         name = b.name(node, f"output{k}")

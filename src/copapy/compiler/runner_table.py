@@ -19,7 +19,8 @@ Layout (little-endian; offsets from the blob start):
     roles (4 B)        u8 role letter (ROLE_NAMES index), u8 access (ACCESS_*), u8 element
                        bytes, u8 flags (bit 0 written, bits 1-3 the length roles n, k, j whose
                        product is an array's element count)
-    kinds (20 B)       the generic patch descriptors of docs/image.md
+    kinds (32 B)       the generic patch descriptors of docs/image.md, wide: 6 fields and the
+                       XOR_NOT_SIGN flip mask (arch/patchkind.py pack_wide; Thumb-2 branches)
     rodata (12 B)      u32 code offset, u32 length, u32 alignment
     code               every function's bytes, then every constant blob
 """
@@ -51,7 +52,7 @@ def _sha256_function() -> Callable[[bytes], Any]:
 sha256 = _sha256_function()
 
 MAGIC = b"CPTB"
-VERSION = 1
+VERSION = 2
 HEADER = struct.Struct("<4sHH6I6IHHBB2x16s")
 FUNC = struct.Struct("<IIIHHBBBB")
 RELOC = struct.Struct("<IBBHi")
@@ -61,7 +62,7 @@ RODATA = struct.Struct("<III")
 #: architectures (and variants: a runner carries every table of its architecture) whose
 #: runners take only format-2 images (runner/tables/*.c must match:
 #: tests/test_verified_loading.py)
-VERIFIED_ARCHS = frozenset({"x86_64", "x86_64-v3", "x86_64-v4"})
+VERIFIED_ARCHS = frozenset({"x86_64", "x86_64-v3", "x86_64-v4", "cortex-m7"})
 
 #: slot roles in their canonical order: a block's slot offsets come in this order
 ROLE_NAMES = ("a", "b", "c", "out", "n", "k", "j")
@@ -154,7 +155,10 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     if form == "v":
         dims = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
                 "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
-                "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J}}.get(family, {})
+                "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J},
+                # strided views: the vector has n elements, the array it steps through j
+                "sgather": {"a": DIM_J, "out": DIM_N},
+                "sscatter": {"a": DIM_N, "out": DIM_J}}.get(family, {})
         return Role(role, ACCESS_ARRAY, _elem(op, role), written | dims.get(role, DIM_N))
     return Role(role, ACCESS_SCALAR, _elem(op, role), written)
 
@@ -219,7 +223,7 @@ def build(table: StencilTable) -> RunnerTable:
         data, align = table.rodata[key]
         rodata += RODATA.pack(len(code), len(data), align)
         code += data
-    kind_bytes = b"".join(k.pack() for k in table.kinds)
+    kind_bytes = b"".join(k.pack_wide() for k in table.kinds)
     parts = [bytes(p) for p in (funcs, relocs, roles, kind_bytes, rodata, code)]
     offsets, at = [], HEADER.size
     for part in parts:

@@ -36,6 +36,9 @@ static PyObject *s_key, *s_code, *s_const, *s_input, *s_state, *empty_tuple;
 /* what node.py and build.py hand over once at import (bind, bind_make) */
 static PyObject *ref_type, *interned, *serials, *stable_hash, *op_hashes, *op_hash;
 static PyObject *forget_fn, *fast_specs, *python_make;
+/* set_regroup: the operations whose operands build.py's _regroup looks into, and the element
+ * types it regroups now (NULL: none); such calls go to the Python make */
+static PyObject *regroup_names, *regroup_dtypes;
 
 static PyObject *node_type;
 
@@ -282,6 +285,28 @@ static int plain_scalar(PyObject *node) {
     return r;
 }
 
+/* 1 if build.py's _regroup may rewrite name(a, b) (an operand is itself a regrouped operation
+ * of a regrouped type), 0 if not, -1 on error */
+static int may_regroup(PyObject *name, PyObject *a, PyObject *b) {
+    if (regroup_names == NULL) return 0;
+    int r = PySet_Contains(regroup_names, name);
+    if (r <= 0) return r;
+    PyObject *dtype = get(a, F_DTYPE);
+    if (dtype == NULL) return -1;
+    r = PySet_Contains(regroup_dtypes, dtype);
+    Py_DECREF(dtype);
+    if (r <= 0) return r;
+    PyObject *operands[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        PyObject *op = get(operands[k], F_OP);
+        if (op == NULL) return -1;
+        r = PySet_Contains(regroup_names, op);
+        Py_DECREF(op);
+        if (r != 0) return r;
+    }
+    return 0;
+}
+
 /* make's common case, or NULL without an error if it does not apply */
 static PyObject *make_plain(PyObject *spec, PyObject *args, PyObject *attr) {
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) < 1 || !PyTuple_Check(args) ||
@@ -295,6 +320,7 @@ static PyObject *make_plain(PyObject *spec, PyObject *args, PyObject *attr) {
     int plain = plain_scalar(a);
     if (plain > 0) plain = plain_scalar(b);
     if (plain <= 0) return NULL;
+    if (may_regroup(name, a, b) != 0) return NULL;
     PyObject *dtype = PyTuple_GET_ITEM(entry, 0), *ordered = args;
     if (dtype == Py_None) {
         dtype = get(b, F_DTYPE);
@@ -401,7 +427,24 @@ static PyObject *bind_make(PyObject *module, PyObject *const *argv, Py_ssize_t a
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(set_regroup_doc,
+             "set_regroup(names, dtypes)\n\n"
+             "The operations (a set of names) whose operands build.py's _regroup looks into and\n"
+             "the element types (a set) it regroups now: make hands those calls to Python.");
+
+static PyObject *set_regroup(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
+    (void)module;
+    if (argc != 2 || !PyAnySet_Check(argv[0]) || !PyAnySet_Check(argv[1])) {
+        PyErr_SetString(PyExc_TypeError, "set_regroup(names: set, dtypes: set)");
+        return NULL;
+    }
+    keep(&regroup_names, argv[0]);
+    keep(&regroup_dtypes, argv[1]);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"set_regroup", (PyCFunction)(void (*)(void))set_regroup, METH_FASTCALL, set_regroup_doc},
     {"intern", (PyCFunction)(void (*)(void))intern_fn, METH_FASTCALL, intern_doc},
     {"make", (PyCFunction)(void (*)(void))make, METH_FASTCALL, make_doc},
     {"forget", forget, METH_O, forget_doc},

@@ -27,6 +27,7 @@ from .node import (
 )
 from .ops import CASTS, REGISTRY, OpSpec
 from .options import current as options
+from .options import float_regrouping_listeners
 from .traverse import live_nodes
 
 __all__ = ["ShapeError", "ShapeOrTypeError", "apply", "cast", "live_nodes", "make", "rebuild"]
@@ -178,6 +179,8 @@ def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[i
         return ()
     if rule == "slice":
         return (attr[1],)  # type: ignore[index]
+    if rule == "strided":
+        return (attr[2],)  # type: ignore[index]
     if rule == "reduce":
         if not shapes[0]:
             raise ShapeError(f"{spec.name} reduces an array; got a scalar")
@@ -249,6 +252,20 @@ _intern.bind_make({name: (None if REGISTRY[name].result == "same"
                    for name in _SCALAR_BINARY}, _make_python)
 
 
+#: the operations whose non-constant operands _regroup looks into
+_REGROUPED = frozenset({"add", "mul", "sub"})
+
+
+def _regroup_types(floats: bool) -> None:
+    """Tell make's C part which element types _regroup rewrites now (int32 always)."""
+    types = {dt.int32, dt.float32, dt.float64} if floats else {dt.int32}
+    _intern.set_regroup(set(_REGROUPED), types)
+
+
+_regroup_types(False)
+float_regrouping_listeners.append(_regroup_types)
+
+
 def stack(items: Sequence[Node], shape: tuple[int, ...]) -> Node:
     """A packed array from scalar nodes of one type (row-major)."""
     if not items:
@@ -291,6 +308,34 @@ def slice_(node: Node, start: int, length: int) -> Node:
     if start == 0 and length == node.size and len(node.shape) == 1:
         return node
     return make(REGISTRY["slice"], (node,), (start, length))
+
+
+def strided(node: Node, start: int, step: int, count: int) -> Node:
+    """Elements start, start + step, ... (count of them, step of any sign but 0) of a packed
+    array, row-major, as a packed vector: one strided copy (a loop stencil), whatever count."""
+    last = start + (count - 1) * step
+    if count < 1 or step == 0 or not (0 <= start < node.size and 0 <= last < node.size):
+        raise IndexError(f"strided view start {start}, step {step}, count {count} out of range "
+                         f"for shape {node.shape}")
+    if step == 1:
+        return slice_(node, start, count)
+    return make(REGISTRY["sgather"], (node,), (start, step, count))
+
+
+def strided_attr(node: Node) -> tuple[int, int, int]:
+    """(start, step, count) of an sgather, (start, step, size) of an sscatter."""
+    attr: tuple[int, int, int] = node.attr  # type: ignore[assignment]
+    return attr
+
+
+def scatter(node: Node, start: int, step: int, size: int) -> Node:
+    """A vector of ``size`` zeros with ``node``'s elements at start, start + step, ...: the
+    adjoint of ``strided``."""
+    last = start + (node.size - 1) * step
+    if step == 0 or not (0 <= start < size and 0 <= last < size):
+        raise IndexError(f"scatter start {start}, step {step} of {node.size} elements out of "
+                         f"range for size {size}")
+    return make(REGISTRY["sscatter"], (node,), (start, step, size))
 
 
 def reshape(node: Node, shape: tuple[int, ...]) -> Node:
@@ -374,7 +419,7 @@ def _identity(spec: OpSpec, args: tuple[Node, ...]) -> Node | None:
     if a.op != "const" and b.op != "const":
         # no constant operand (most nodes): only the rewrites of x op x below apply
         if a is not b:
-            return None
+            return _regroup(spec, a, b) if name in _REGROUPED else None
         if (name == "sub" and not a.dtype.is_float) or name == "xor":
             return const(0, a.dtype)
         return a if name in ("and", "or") else None
@@ -437,6 +482,51 @@ def _reassociate(spec: OpSpec, a: Node, b: Node) -> Node | None:
         return None
     combined = make(spec, (inner_const, b))
     return make(spec, (x, combined))
+
+
+def _regroup(spec: OpSpec, a: Node, b: Node) -> Node | None:
+    """Constant regrouping across terms (docs/semantics.md): constants move outward,
+    ``(x+c1)+(y+c2) -> (x+y)+(c1+c2)`` and ``(x+c)+y -> (x+y)+c`` (the same for *), and like
+    terms combine, ``c1*x ± c2*x -> (c1±c2)*x``. Exact in int32 (wrapping arithmetic is a
+    ring), so always done there; for floats only under ``reassociate_floats``."""
+    dtype = a.dtype
+    if dtype.is_bool or (dtype.is_float and not options().reassociate_floats):
+        return None
+    if dtype is not b.dtype:
+        return None
+    name = spec.name
+    if name != "sub":
+        pa, pb = _const_term(a, name), _const_term(b, name)
+        if pa is not None and pb is not None:
+            return make(spec, (make(spec, (pa[0], pb[0])), make(spec, (pa[1], pb[1]))))
+        if pa is not None:
+            return make(spec, (make(spec, (pa[0], b)), pa[1]))
+        if pb is not None:
+            return make(spec, (make(spec, (a, pb[0])), pb[1]))
+    if name == "mul":
+        return None
+    (ca, xa), (cb, xb) = _scaled(a), _scaled(b)
+    if xa is not xb or (ca is None and cb is None):
+        return None  # unlike terms, or x ± x (x + x is not cheaper as 2*x)
+    one = const(1, dtype)
+    coefficient = make(spec, (ca or one, cb or one))
+    return make(REGISTRY["mul"], (xa, coefficient))
+
+
+def _const_term(node: Node, name: str) -> tuple[Node, Node] | None:
+    """``(x, c)`` if ``node`` is ``x name c`` (or ``c name x``) with a scalar constant c."""
+    if node.op != name:
+        return None
+    x, c = node.args
+    if is_const(x) and not x.shape:
+        x, c = c, x
+    return (x, c) if is_const(c) and not c.shape and not is_const(x) else None
+
+
+def _scaled(node: Node) -> tuple[Node | None, Node]:
+    """``(c, x)`` if ``node`` is ``c*x`` with a scalar constant c, else ``(None, node)``."""
+    split = _const_term(node, "mul")
+    return (None, node) if split is None else (split[1], split[0])
 
 
 def fresh_input_for_test(dtype: DType) -> Node:

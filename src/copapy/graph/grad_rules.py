@@ -13,7 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .build import apply as _a
-from .build import broadcast_to, cast, concat, index, reshape, slice_
+from .build import (
+    broadcast_to,
+    cast,
+    concat,
+    index,
+    reshape,
+    scatter,
+    slice_,
+    strided,
+    strided_attr,
+)
 from .node import Node, const
 
 Need = tuple[bool, ...]
@@ -167,6 +177,18 @@ def _g_view(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return (reshape(whole, x.shape),)
 
 
+def _g_sgather(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """g at every step-th place of zeros of the operand's size: one scatter stencil."""
+    x = n.args[0]
+    start, step, _ = strided_attr(n)
+    return (reshape(scatter(g, start, step, x.size), x.shape),)
+
+
+def _g_sscatter(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    start, step, _ = strided_attr(n)
+    return (strided(g, start, step, n.args[0].size),)
+
+
 def _g_stack(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return tuple(index(g, i) if need[i] else None for i in range(len(n.args)))
 
@@ -175,7 +197,8 @@ def _g_concat(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     out: list[Node | None] = []
     start = 0
     for needed, part in zip(need, n.args, strict=True):
-        out.append(slice_(g, start, part.size) if needed else None)
+        # a part may be a matrix (a transposed block of an axis permutation): its own shape
+        out.append(reshape(slice_(g, start, part.size), part.shape) if needed else None)
         start += part.size
     return tuple(out)
 
@@ -243,6 +266,8 @@ RULES: dict[str, GradRule] = {
     "stack": _g_stack,
     "index": _g_view,
     "slice": _g_view,
+    "sgather": _g_sgather,
+    "sscatter": _g_sscatter,
     "reshape": _g_view,
     "concat": _g_concat,
     "fill": _g_fill,

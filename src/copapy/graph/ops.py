@@ -205,7 +205,8 @@ _row("transpose", 1, "any", "same", lambda np, a: np.ascontiguousarray(a.T),
      shape_rule="transpose")
 
 # structural nodes: the reference receives the node's attribute first
-STRUCTURAL = frozenset({"stack", "index", "slice", "reshape", "fill", "concat"})
+STRUCTURAL = frozenset({"stack", "index", "slice", "reshape", "fill", "concat", "sgather",
+                        "sscatter"})
 
 
 def _np_stack(np: Any, shape: Any, *items: Any) -> Any:
@@ -225,6 +226,25 @@ _row("reshape", 1, "any", "same", lambda np, shape, a: np.asarray(a).reshape(sha
      shape_rule="reshape")
 _row("concat", -1, "any", "same", _np_concat, shape_rule="stack")
 _row("fill", 1, "any", "same", lambda np, shape, a: np.full(shape, a), shape_rule="fill")
+
+
+def _np_sgather(np: Any, attr: Any, a: Any) -> Any:
+    start, step, count = attr
+    return np.asarray(a).reshape(-1)[start + step * np.arange(count)]
+
+
+def _np_sscatter(np: Any, attr: Any, a: Any) -> Any:
+    start, step, size = attr
+    flat = np.asarray(a).reshape(-1)
+    out = np.zeros(size, flat.dtype)
+    out[start + step * np.arange(flat.size)] = flat
+    return out
+
+
+# strided views (issue 31): x[start::step] as a copy, attr (start, step, count); its adjoint
+# puts a vector at every step-th place of zeros, attr (start, step, size of the result)
+_row("sgather", 1, "any", "same", _np_sgather, shape_rule="strided")
+_row("sscatter", 1, "any", "same", _np_sscatter, shape_rule="strided")
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, fields, replace
@@ -24,6 +25,24 @@ _current: ContextVar[SimplifyOptions] = ContextVar("copapy_simplify_options",
                                                    default=SimplifyOptions())  # noqa: B039 (frozen)
 
 
+#: called with True while some thread traces under reassociate_floats=True, False when none
+#: does (build.py tells graph/_intern.c which element types it must hand to _regroup)
+float_regrouping_listeners: list[Callable[[bool], None]] = []
+_float_regroupers = 0
+_lock = threading.Lock()
+
+
+def _count_float_regrouping(delta: int) -> None:
+    global _float_regroupers
+    with _lock:
+        before = _float_regroupers > 0
+        _float_regroupers += delta
+        after = _float_regroupers > 0
+        if before != after:
+            for listener in float_regrouping_listeners:
+                listener(after)
+
+
 def current() -> SimplifyOptions:
     return _current.get()
 
@@ -39,7 +58,12 @@ def simplify_options(**changes: bool) -> Iterator[SimplifyOptions]:
         if not isinstance(on, bool):
             raise TypeError(f"simplify option {name} is True or False, got {on!r}")
     token = _current.set(replace(_current.get(), **changes))
+    floats = _current.get().reassociate_floats
+    if floats:
+        _count_float_regrouping(1)
     try:
         yield _current.get()
     finally:
         _current.reset(token)
+        if floats:
+            _count_float_regrouping(-1)

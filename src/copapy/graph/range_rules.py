@@ -564,12 +564,18 @@ def _dot(a: tuple[Interval, ...], d: DType) -> Result:
     return _mul(a, d)
 
 
-@rule("transpose", *STRUCTURAL)
+@rule("transpose", *(STRUCTURAL - {"sscatter"}))
 def _same(a: tuple[Interval, ...], d: DType) -> Result:
     out = a[0]
     for x in a[1:]:
         out = hull(out, x)
     return out, None
+
+
+@rule("sscatter")
+def _scattered(a: tuple[Interval, ...], d: DType) -> Result:
+    """The operand's values and the zeros between them."""
+    return hull(a[0], Interval(0.0, 0.0)), None
 
 
 def check_overflow(i: Interval, d: DType) -> bool:

@@ -141,9 +141,15 @@ def check_memory(need: int) -> None:
     than the cap; the emulated runtimes call it before they allocate anything."""
     limit = max_memory()
     if need > limit:
-        err = ImageLoadError(f"TOO_LARGE: image needs {need} bytes of memory but this runner "
-                             f"offers at most {limit}: shrink the program or raise the limit "
-                             f"({MEMORY_OPTION})")
-        err.code = int(TOO_LARGE)  # type: ignore[attr-defined]
-        err.name = "TOO_LARGE"  # type: ignore[attr-defined]
-        raise err
+        raise too_large(need, limit)
+
+
+def too_large(need: int, limit: int) -> ImageLoadError:
+    """The cap's error: the size, the cap and both ways to raise it, in full (the native
+    runner's own message has 160 bytes and once ended in "... or copapy.runti")."""
+    err = ImageLoadError(f"TOO_LARGE: image needs {need} bytes of memory but this runner "
+                         f"offers at most {limit}: shrink the program or raise the limit "
+                         f"({MEMORY_OPTION})")
+    err.code = int(TOO_LARGE)  # type: ignore[attr-defined]
+    err.name = "TOO_LARGE"  # type: ignore[attr-defined]
+    return err

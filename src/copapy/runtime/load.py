@@ -122,15 +122,18 @@ def check_features(image: bytes, target: Target) -> None:
         raise CpuFeatureError(variant, base.name, needed, missing, where)
 
 
-def load(image: bytes, arch: str, own_code: bool = False) -> LoadedProgram:
+def load(image: bytes, arch: str, own_code: bool = False, reserve: int = 0) -> LoadedProgram:
     """A loaded program (native ``_runner.Program``, ``QemuProgram`` or ``UnicornProgram``);
     ImageLoadError names what is wrong with a bad image, CpuFeatureError (before anything
     runs) code that needs CPU features the runner here lacks. ``own_code``: the image was
-    compiled in this process (LocalTarget, @cp.jit), not read from a file or a peer."""
+    compiled in this process (LocalTarget, @cp.jit), not read from a file or a peer.
+    ``reserve``: bytes the native runner's memory cap does not count (load_native)."""
     target = by_name(arch)
     check_features(image, target)
     if is_native(arch):
-        return load_native(image, own_code)
+        # (only a jitted program has a reserve: test doubles of load_native take two arguments)
+        return load_native(image, own_code, reserve=reserve) if reserve else load_native(
+            image, own_code)
     if target.emulator == "qemu":
         from .qemu_backend import QemuProgram
 

@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..loading import load_program
 from ..runtime.errors import ProgramFault, TargetError
-from ..runtime.load import is_native, load
+from ..runtime.load import is_native
 from .plan import Plan, decode
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ def _loaded(plan: Plan) -> Any:
                               f"execute it natively: run the sweep on a {plan.variant} "
                               f"machine or worker")
         cache.clear()  # one plan at a time per thread: a worker does not keep old images
-        program = cache[plan.digest] = load(plan.image, plan.variant, own_code=plan.own_code)
+        program = cache[plan.digest] = load_program(plan.image, plan.variant,
+                                                    own_code=plan.own_code)
     return program
 
 
@@ -76,7 +78,7 @@ def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
     emulator's for another architecture), per scenario a reset, the simulated inputs at 0,
     the parameter bytes written, then per recorded row an ``advance`` and a ``settle`` (what
     LocalTarget.step does) and a read of every recorded range, all from Python."""
-    program: Any = load(plan.image, plan.variant, own_code=plan.own_code)
+    program: Any = load_program(plan.image, plan.variant, own_code=plan.own_code)
     sched: Any = program.scheduler(plan.tick_ns, deterministic=True, measure=False)
     data = _Data(program)
     row = plan.param_row

@@ -1,0 +1,140 @@
+"""Strided slices under @cp.jit (issue 31): compile time and peak RSS against the length, and
+the contiguous case beside them; then a large fused expression against NumPy.
+
+Usage:
+    python benchmarks/bench_slices.py [--sizes 1000,10000,...] [--big 100000000] [--no-big]
+
+Each (case, n) runs in a subprocess of its own (its peak RSS is ``resource.getrusage``'s
+``ru_maxrss`` of that process alone): import, make the argument, then the first call of the
+jitted function, which traces, compiles, loads and runs (the *compile* column); the result is
+checked against NumPy. "RSS - base" subtracts the RSS a process had after the imports and the
+argument. The cap on a program's memory is raised for these runs (COPAPY_MAX_MEMORY), since
+the slices' inputs and temporaries are copies in the program's memory at 1e7 elements.
+
+The big expression ``sqrt(x*x + y*y)`` on float32 arguments of ``--big`` elements reads its
+arguments in place and writes into the caller's new array; its peak RSS is set against
+inputs + output, its time (median of five calls after the first) against NumPy's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+SIZES = [1000, 10_000, 100_000, 1_000_000, 10_000_000]
+CASES = {
+    "contiguous x[1:] + x[:-1]": "lambda x: x[1:] + x[:-1]",
+    "x[::2] + x[1::2]": "lambda x: x[::2] + x[1::2]",
+    "x[::-1] * 2": "lambda x: x[::-1] * 2.0",
+    "x[1::3]": "lambda x: x[1::3]",
+}
+
+CHILD = """
+import json, resource, sys, time
+import numpy as np
+import copapy as cp
+fn, n = eval(sys.argv[1]), int(sys.argv[2])
+x = np.random.default_rng(0).random(n, dtype=np.float32)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+f = cp.jit(fn)
+t = time.perf_counter()
+r = f(x)
+compile_s = time.perf_counter() - t
+ok = bool(np.array_equal(np.asarray(r), fn(x)))
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"compile": compile_s, "peak": peak / 1024, "base": base / 1024, "ok": ok}))
+"""
+
+BIG = """
+import json, resource, sys, time
+import numpy as np
+import copapy as cp
+n = int(sys.argv[1]); which = sys.argv[2]
+rng = np.random.default_rng(0)
+x = rng.random(n, dtype=np.float32); y = rng.random(n, dtype=np.float32)
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+if which == "copapy":
+    f = cp.jit(lambda x, y: cp.sqrt(x * x + y * y))
+else:
+    f = lambda x, y: np.sqrt(x * x + y * y)
+t = time.perf_counter(); r = f(x, y); first = time.perf_counter() - t
+del r
+times = []
+for _ in range(5):
+    t = time.perf_counter(); r = f(x, y); times.append(time.perf_counter() - t); del r
+r = f(x, y)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # before the check's temporaries
+ok = True
+if which == "copapy":  # in slices of 1e6: the check allocates little
+    for k in range(0, n, 1 << 20):
+        a, b = x[k:k + (1 << 20)], y[k:k + (1 << 20)]
+        ok = ok and bool(np.array_equal(r[k:k + (1 << 20)], np.sqrt(a * a + b * b)))
+print(json.dumps({"first": first, "time": sorted(times)[2], "peak": peak / 1024,
+                  "base": base / 1024, "ok": ok}))
+"""
+
+
+def child(code: str, *args: str, env: dict[str, str] | None = None) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                         env=env, check=False)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}  # type: ignore[dict-item]
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def slices(sizes: list[int]) -> None:
+    env = dict(os.environ, COPAPY_MAX_MEMORY=str(8 << 30))
+    print("| case | n | compile s | peak RSS MB | RSS - base MB | compile / contiguous | "
+          "(RSS - base) / contiguous | = NumPy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for n in sizes:
+        ref: dict[str, float] = {}
+        for name, fn in CASES.items():
+            r = child(CHILD, fn, str(n), env=env)
+            if "error" in r:
+                print(f"| {name} | {n:,} | {r['error']} |")
+                continue
+            extra = max(r["peak"] - r["base"], 0.1)
+            if not ref:
+                ref = {"compile": r["compile"], "extra": extra}
+            print(f"| {name} | {n:,} | {r['compile']:.3f} | {r['peak']:.0f} | {extra:.1f} | "
+                  f"{r['compile'] / ref['compile']:.2f} | {extra / ref['extra']:.2f} | "
+                  f"{'yes' if r['ok'] else 'NO'} |")
+
+
+def big(n: int) -> None:
+    data_mb = 3 * n * 4 / 2**20
+    print(f"\nsqrt(x*x + y*y), float32, n = {n:,}: inputs + output = {data_mb:.0f} MB\n")
+    print("| | first call s | call s (median of 5) | peak RSS MB | peak / (inputs + output) "
+          "| = NumPy |")
+    print("|---|---:|---:|---:|---:|---|")
+    rows = {}
+    for which in ("numpy", "copapy"):
+        r = child(BIG, str(n), which)
+        if "error" in r:
+            print(f"| {which} | {r['error']} |")
+            continue
+        rows[which] = r
+        print(f"| {which} | {r['first']:.2f} | {r['time']:.3f} | {r['peak']:.0f} | "
+              f"{r['peak'] / data_mb:.2f} | {'yes' if r['ok'] else 'NO'} |")
+    if len(rows) == 2:
+        print(f"\ncopapy / NumPy time: {rows['copapy']['time'] / rows['numpy']['time']:.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--big", type=int, default=100_000_000)
+    parser.add_argument("--no-big", action="store_true")
+    opts = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.2f}\n")
+    slices([int(s) for s in opts.sizes.split(",")])
+    if not opts.no_big:
+        big(opts.big)
+
+
+if __name__ == "__main__":
+    main()
