@@ -39,6 +39,8 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_sweep_dask.py": ("slow",), "test_scope.py": ("slow",),
     "test_scope_stall.py": ("slow",),
     "test_cross_arch.py": ("emulator",), "test_tricore.py": ("emulator",),
+    "test_cross_arch.py": ("emulator",), "test_fori_loop_arch.py": ("emulator",),
+    "test_tricore.py": ("emulator",),
     "test_qemu_backend.py": ("emulator",), "test_qemu_installed.py": ("emulator", "build"),
     "test_userland.py": ("emulator",), "test_array_ops_cross_arch.py": ("emulator",),
     "test_array_ops.py": ("slow",), "test_numpy_semantics.py": ("slow",),

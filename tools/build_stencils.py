@@ -322,8 +322,8 @@ class TableBuilder:
         if shndx == "SHN_UNDEF":
             if name in ("cp_next", "cp_vnext"):  # cp_vnext: the same, in a fused loop
                 return "next", "", addend
-            if name == "cp_vloop":  # a fused loop's backward branch (stencils/fused.c)
-                return "loop", "", addend
+            if name in ("cp_vloop", "cp_floop"):  # a loop's backward branch (stencils/fused.c,
+                return "loop", "", addend       # stencils/fori.c)
             m = SLOT_RE.match(name)
             if m:
                 return "slot", m.group(1), addend

@@ -25,6 +25,8 @@ enum {
     FN_LOOP_END = 4,
     FN_LOOP_BODY = 8,
     FN_THUMB = 16,
+    FN_FORI_BEGIN = 32, /* cp.fori_loop's counted loop (stencils/fori.c) */
+    FN_FORI_END = 64,
     REL_SLOT = 0,
     REL_NEXT = 1,
     REL_LOOP = 2,
@@ -35,6 +37,7 @@ enum {
     ACC_LENGTH = 2,
     ACC_LOOP_POINTER = 3,
     ACC_POINTER = 4,
+    ACC_COUNTER = 5, /* a counted loop's counter: frozen, written by its loop's stencils only */
     ROLE_WRITTEN = 1,
     DIM_N = 2,
     DIM_K = 4,
@@ -245,9 +248,10 @@ static uint64_t extent(uint64_t elem, const uint32_t *dims, unsigned count, uint
     return n;
 }
 
-/* Checks the slots of one block (DATA_RANGE, FROZEN); loop_n: the enclosing loop's length. */
+/* Checks the slots of one block (DATA_RANGE, FROZEN); loop_n: the enclosing loop's length;
+ * *counter: the offset of a counted loop's counter slot (UINT32_MAX: none). */
 static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_t loop_n,
-                             int in_loop, uint32_t *own_n)
+                             int in_loop, uint32_t *own_n, uint32_t *counter)
 {
     const cp_image *img = w->img;
     uint64_t data = img->data_size;
@@ -271,11 +275,32 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
         }
     }
     *own_n = len[ROLE_N];
+    *counter = UINT32_MAX;
     for (uint32_t r = 0; r < f->nroles; r++) {
         const uint8_t *d = w->t->b + w->t->off_roles + (size_t)(f->first_role + r) * T_ROLE;
         uint8_t access = d[1], elem = d[2], flags = d[3];
         uint64_t start = offs[r], size = elem;
         if (access == ACC_LENGTH) {
+            continue;
+        }
+        if (access == ACC_COUNTER) {
+            /* only its loop writes it: frozen for every other writer, apart from the bound */
+            if (start + 4 > data) {
+                return fail_block(w, CP_ERR_DATA_RANGE, "a loop counter lies outside the data "
+                                  "region (offset, data_size)", start, data);
+            }
+            if (!frozen_covers(img, offs[r], 4)) {
+                return fail_block(w, CP_ERR_FROZEN, "a loop counter is not in the FROZEN list "
+                                  "(offset, role)", offs[r], d[0]);
+            }
+            for (uint32_t q = 0; q < f->nroles; q++) {
+                const uint8_t *e = w->t->b + w->t->off_roles + (size_t)(f->first_role + q) * T_ROLE;
+                if (e[1] == ACC_LENGTH && offs[q] < start + 4 && start < (uint64_t)offs[q] + 4) {
+                    return fail_block(w, CP_ERR_FROZEN, "a loop counter overlaps the loop's "
+                                      "bound (counter, bound)", start, offs[q]);
+                }
+            }
+            *counter = offs[r];
             continue;
         }
         if (access == ACC_ARRAY) {
@@ -406,6 +431,8 @@ static cp_status add_ref(walk *w, const reloc *r, uint32_t site)
 typedef struct {
     int after_begin;     /* the previous block began a fused loop */
     uint32_t start;      /* where its back branch goes: the block after the begin */
+    int after_fori;      /* the same for a counted loop (cp.fori_loop) */
+    uint32_t fori_start;
 } loop_state;
 
 static cp_status place(walk *w, uint32_t id, int whole, const uint32_t *offs, loop_state *loop,
@@ -430,6 +457,10 @@ static cp_status place(walk *w, uint32_t id, int whole, const uint32_t *offs, lo
         loop->start = start;
     }
     loop->after_begin = (f.flags & FN_LOOP_BEGIN) != 0;
+    if (loop->after_fori) {
+        loop->fori_start = start;
+    }
+    loop->after_fori = (f.flags & FN_FORI_BEGIN) != 0;
     /* the previous block's references to "the next block" */
     for (uint32_t i = 0; i < w->nwaiting; i++) {
         cp_status st = patch(w, w->waiting[i], w->waiting_kind[i],
@@ -457,7 +488,8 @@ static cp_status place(walk *w, uint32_t id, int whole, const uint32_t *offs, lo
             w->waiting_kind[w->nwaiting] = r.kind;
             w->waiting_addend[w->nwaiting++] = r.addend;
         } else if (r.type == REL_LOOP) {
-            st = patch(w, site, r.kind, (uint64_t)loop->start + (uint64_t)(int64_t)r.addend);
+            uint32_t back = (f.flags & FN_FORI_END) ? loop->fori_start : loop->start;
+            st = patch(w, site, r.kind, (uint64_t)back + (uint64_t)(int64_t)r.addend);
         } else {
             st = add_ref(w, &r, site);
         }
@@ -543,7 +575,7 @@ static cp_status walk_blocks(walk *w)
             return fail_block(w, CP_ERR_STRUCTURE, "the manifest ends inside a chain header "
                               "(byte, bytes)", r.at, r.len);
         }
-        loop_state loop = {0, 0};
+        loop_state loop = {0, 0, 0, 0};
         cp_status st = place(w, t->entry_id, 0, none, &loop, &start);
         if (st != CP_OK) {
             return st;
@@ -555,6 +587,7 @@ static cp_status walk_blocks(walk *w)
         }
         int in_loop = 0;
         uint32_t loop_n = 0;
+        uint32_t fori_counter = UINT32_MAX; /* inside a counted loop: its counter slot */
         for (uint32_t b = 0; b < count; b++, w->ops++) {
             uint32_t id, nslots, offs[MAX_ROLES];
             w->block = b;
@@ -584,10 +617,34 @@ static cp_status walk_blocks(walk *w)
                                     "(id, loop)" : "a loop-body stencil outside a fused loop "
                                     "(id, loop)", id, in_loop);
             }
-            uint32_t own_n = 0;
-            st = check_slots(w, &f, offs, loop_n, in_loop, &own_n);
+            uint32_t own_n = 0, counter = UINT32_MAX;
+            st = check_slots(w, &f, offs, loop_n, in_loop, &own_n, &counter);
             if (st != CP_OK) {
                 return st;
+            }
+            /* counted loops: not nested, not inside a fused loop, begin and end share their
+             * counter, the bound (frozen) is at least 1 */
+            if (f.flags & FN_FORI_BEGIN) {
+                if (fori_counter != UINT32_MAX || in_loop) {
+                    return fail_block(w, CP_ERR_STRUCTURE, "a counted loop begins inside another "
+                                      "loop (id, fused)", id, in_loop);
+                }
+                fori_counter = counter;
+            } else if (f.flags & FN_FORI_END) {
+                if (fori_counter == UINT32_MAX || in_loop) {
+                    return fail_block(w, CP_ERR_STRUCTURE, "a counted loop ends where none began "
+                                      "(id, fused)", id, in_loop);
+                }
+                if (counter != fori_counter) {
+                    return fail_block(w, CP_ERR_STRUCTURE, "a counted loop ends on another "
+                                      "counter than it began with (end, begin)", counter,
+                                      fori_counter);
+                }
+                if (own_n == 0) {
+                    return fail_block(w, CP_ERR_STRUCTURE, "a counted loop's count is 0 "
+                                      "(count, id)", own_n, id);
+                }
+                fori_counter = UINT32_MAX;
             }
             st = place(w, id, 0, offs, &loop, &start);
             if (st != CP_OK) {
@@ -600,9 +657,9 @@ static cp_status walk_blocks(walk *w)
                 in_loop = 0;
             }
         }
-        if (in_loop) {
-            return fail_block(w, CP_ERR_STRUCTURE, "the chain ends inside a fused loop "
-                              "(blocks, loop)", count, 1);
+        if (in_loop || fori_counter != UINT32_MAX) {
+            return fail_block(w, CP_ERR_STRUCTURE, "the chain ends inside a loop "
+                              "(blocks, fused)", count, in_loop);
         }
         w->block = count;
         st = place(w, t->ret_id, 1, none, &loop, &start);

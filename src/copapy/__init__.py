@@ -18,6 +18,7 @@ from .graph.errors import NotDifferentiableError, ShapeError
 from .graph.options import simplify_options
 from .jacobians import hessian, jacobian
 from .jit import jit, map_to_numpy
+from .loops import fori_loop
 from .runtime.errors import CpuFeatureError as CpuFeatureError
 from .runtime.errors import NotComputedError as NotComputedError
 from .runtime.errors import ProgramFault as ProgramFault
@@ -134,6 +135,7 @@ __all__ = [
     "float32",
     "float64",
     "floor",
+    "fori_loop",
     "grad",
     "hessian",
     "hypot",

@@ -291,7 +291,7 @@ def stencil_sequence(outputs: Sequence[Node], arch: str = "x86_64",
     from copapy.compiler import compile_program, program
 
     chains: list[list[Any]] = []
-    real = program.lower_chain
+    real = program.lower_with_loops
 
     class Lowered(Exception):
         pass
@@ -300,11 +300,11 @@ def stencil_sequence(outputs: Sequence[Node], arch: str = "x86_64",
         chains.append(real(*args, **kwargs)[0])
         raise Lowered  # linking and the image are not needed
 
-    program.lower_chain = spy  # type: ignore[assignment]
+    program.lower_with_loops = spy  # type: ignore[assignment]
     try:
         compile_program(list(outputs), arch, in_place=in_place)
     except Lowered:
         pass
     finally:
-        program.lower_chain = real  # type: ignore[assignment]
+        program.lower_with_loops = real  # type: ignore[assignment]
     return [instr.stencil for chain in chains for instr in chain]

@@ -76,6 +76,16 @@ def programs() -> Iterator[tuple[str, list[Any]]]:
     yield "strided views and their adjoint", [sv[:-1:2] * sv[1::2], sv[::-3], sd[::-1],
                                               cp.grad((sv[5::7] * sv[5::7]).sum(), sv),
                                               cp.grad((sd[::-2] * sd[::-2]).sum(), sd)]
+    yield "fori_loop: scalars and a packed array", list(fori_states(xs[0], xs[1]))
+
+
+def fori_states(a: Any, b: Any) -> tuple[Any, Any, Any]:
+    """Two counted loops (cp.fori_loop): a tuple of scalars, then a packed vector whose body
+    holds a fused loop where the architecture has them."""
+    x, y = cp.fori_loop(20, lambda s: (a * s[0] + b, cp.sin(s[1]) + s[0]), (a, b))
+    v = cp.fori_loop(9, lambda s: s * 0.5 + x, cp.vector([1.0, 2.0, 3.0, 4.0, 5.0],
+                                                         packed=True))
+    return x, y, v
 
 
 def base_program(arch: str) -> tuple[Any, im.Image, Chains]:
@@ -323,6 +333,69 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     yield "where's condition array past the data", "DATA_RANGE", with_chains(img, ch)
 
 
+def fori_mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
+    """Attacks on a counted loop (cp.fori_loop): its bound, its counter, its structure. The
+    back branch's target is not in the image (the runner computes it), so these are what an
+    image can change."""
+    ed = _Editor(arch)
+
+    def fresh() -> tuple[im.Image, Chains]:
+        x, y, v = fori_states(cp.value(0.5, name="a"), cp.value(0.25, name="b"))
+        img = im.parse(compile_program(nodes([x, y, v]), arch).image)
+        return img, decode(img.blocks)
+
+    def is_begin(n: str) -> bool:
+        return n == "floop_i32__begin"
+
+    def is_end(n: str) -> bool:
+        return n == "floop_i32__end"
+
+    img, ch = fresh()
+    ce, be = ed.must(ch, is_end)
+    bound, counter = ed.offset(ch, ce, be, "n"), ed.offset(ch, ce, be, "out")
+    patch_init(img, bound, struct.pack("<I", 0))
+    yield "a counted loop's bound set to 0", "STRUCTURE", img.to_bytes()
+    img, ch = fresh()
+    img.frozen = [f for f in img.frozen if f[0] != bound]
+    yield "a counted loop's bound not frozen", "FROZEN", img.to_bytes()
+    img, ch = fresh()
+    img.frozen = [f for f in img.frozen if f[0] != counter]
+    yield "a counted loop's counter not frozen", "FROZEN", img.to_bytes()
+    img, ch = fresh()
+    cs, bs = ed.must(ch, lambda n: n.startswith("store_f32__m"))
+    set_slot(ch, cs, bs, ed.slot_of(ch, cs, bs, "out"), counter)
+    yield "a store into the loop counter (an endless loop)", "FROZEN", with_chains(img, ch)
+    img, ch = fresh()
+    port = next(p for p in img.ports if p.role == PortRole.INPUT)
+    img.ports = [im.ImagePort(p.name, counter, p.dtype, p.role, p.task, 1) if p is port else p
+                 for p in img.ports]
+    yield "an input port on the loop counter (the host rewinds it)", "FROZEN", img.to_bytes()
+    img, ch = fresh()
+    set_slot(ch, ce, be, ed.slot_of(ch, ce, be, "out"), bound)
+    cb, bb = ed.must(ch, is_begin)
+    set_slot(ch, cb, bb, 0, bound)
+    yield "the counter on the bound", "FROZEN", with_chains(img, ch)
+    img, ch = fresh()
+    ends = [b for b, (sid, _) in enumerate(ch[ce]) if is_end(ed.names[sid])]
+    other = ed.offset(ch, ce, ends[1], "out")
+    set_slot(ch, ce, ends[0], ed.slot_of(ch, ce, ends[0], "out"), other)
+    yield "a loop ending on another loop's counter", "STRUCTURE", with_chains(img, ch)
+    img, ch = fresh()
+    del ch[cb][bb]
+    yield "a counted loop's end without its begin", "STRUCTURE", with_chains(img, ch)
+    img, ch = fresh()
+    ch[cb].insert(bb + 1, ch[cb][bb])
+    yield "counted loops nested (begun twice)", "STRUCTURE", with_chains(img, ch)
+    img, ch = fresh()
+    del ch[ce][be]
+    yield "a counted loop without its end", "STRUCTURE", with_chains(img, ch)
+    img, ch = fresh()
+    fused = ed.find(ch, lambda n: n == "vloop_i32__begin")
+    if fused is not None:  # an architecture with fused loops
+        ch[fused[0]].insert(fused[1] + 1, ch[ce][be])
+        yield "a counted loop's end inside a fused loop", "STRUCTURE", with_chains(img, ch)
+
+
 def v1_of(img: im.Image, arch: str) -> bytes:
     """The honest program, but as code (format 1): refused by a verifying runner."""
     code, entries = materialise(load_table(arch), decode(img.blocks), img.data_offset)
@@ -340,7 +413,7 @@ def smuggled(img: im.Image, arch: str) -> bytes:
 
 
 def corpus(arch: str) -> Corpus:
-    found = list(mutants(arch))
+    found = [*mutants(arch), *fori_mutants(arch)]
     _, img, _ = base_program(arch)
     found.append(("format 1 (machine code) on a verifying runner", "VERSION", v1_of(img, arch)))
     _, img, _ = base_program(arch)

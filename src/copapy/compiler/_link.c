@@ -187,21 +187,23 @@ static int resolve_to_code(PyObject *p, Py_ssize_t base) {
 }
 
 PyDoc_STRVAR(chain_doc,
-             "chain(linker, instrs, loop_begin)\n\n"
+             "chain(linker, instrs, loop_begin, fori_begin, fori_end)\n\n"
              "Place one task's chain: cp_entry, the stencils of ``instrs`` (each followed\n"
              "directly by the next, so without its trailing jump), cp_ret. Resolves the\n"
-             "references to the next stencil and a fused loop's backward branch (to the\n"
-             "stencil after ``loop_begin``). Returns the entry offset (Thumb bit included).");
+             "references to the next stencil and a loop's backward branch: a fused loop's\n"
+             "to the stencil after ``loop_begin``, ``fori_end``'s (cp.fori_loop) to the\n"
+             "stencil after ``fori_begin``. Returns the entry offset (Thumb bit included).");
 
 static PyObject *chain(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
     (void)module;
-    if (argc != 3 || g_error == NULL) {
-        PyErr_SetString(PyExc_TypeError, "chain(linker, instrs, loop_begin), once configured");
+    if (argc != 5 || g_error == NULL) {
+        PyErr_SetString(PyExc_TypeError, "chain(linker, instrs, loop_begin, fori_begin, "
+                        "fori_end), once configured");
         return NULL;
     }
     Linker ln;
     if (load(&ln, argv[0]) < 0) return NULL;
-    PyObject *loop_begin = argv[2];
+    PyObject *loop_begin = argv[2], *fori_begin = argv[3], *fori_end = argv[4];
     PyObject *instrs = PySequence_Fast(argv[1], "instrs must be a sequence");
     if (instrs == NULL) return NULL;
     PyObject *forms = PyObject_GetAttr(ln.linker, s_forms);
@@ -218,8 +220,8 @@ static PyObject *chain(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
         goto done;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(instrs), last = n + 1;
-    Py_ssize_t entry = -1, loop_start = -1;
-    int after_begin = 0;
+    Py_ssize_t entry = -1, loop_start = -1, fori_start = -1;
+    int after_begin = 0, after_fori = 0;
     for (Py_ssize_t k = 0; k <= last; k++) {
         PyObject *name, *slots;
         if (k == 0 || k == last) {
@@ -248,17 +250,22 @@ static PyObject *chain(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(waiting); j++)
             if (resolve_to_code(PyList_GET_ITEM(waiting, j), start) < 0) goto done;
         if (after_begin) loop_start = start;
-        after_begin = PyUnicode_Check(name) && PyUnicode_Compare(name, loop_begin) == 0;
+        if (after_fori) fori_start = start;
+        int is_name = PyUnicode_Check(name);
+        after_begin = is_name && PyUnicode_Compare(name, loop_begin) == 0;
+        after_fori = is_name && PyUnicode_Compare(name, fori_begin) == 0;
+        int fori = is_name && PyUnicode_Compare(name, fori_end) == 0;
+        Py_ssize_t back = fori ? fori_start : loop_start;
         if (PyList_SetSlice(waiting, 0, PyList_GET_SIZE(waiting), NULL) < 0) goto done;
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(refs); j++) {
             PyObject *p = PyList_GET_ITEM(refs, j);
             if (PyUnicode_CompareWithASCIIString(PyList_GET_ITEM(p, TYPE), "next") == 0) {
                 if (PyList_Append(waiting, p) < 0) goto done;
-            } else if (loop_start < 0) {
+            } else if (back < 0) {
                 PyErr_Format(g_error, "%S branches back without a %S before it", name,
-                             loop_begin);
+                             fori ? fori_begin : loop_begin);
                 goto done;
-            } else if (resolve_to_code(p, loop_start) < 0) { /* a fused loop's back branch */
+            } else if (resolve_to_code(p, back) < 0) { /* a loop's back branch */
                 goto done;
             }
         }

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
-from .runner_table import role_descriptor, slot_roles
+from .runner_table import FORI_BEGIN, FORI_END, role_descriptor, slot_roles
 from .table import StencilTable
 
 Block = tuple[int, tuple[int, ...]]  # stencil id, slot offsets in canonical role order
@@ -121,8 +121,8 @@ def materialise(table: StencilTable, chains: Sequence[Sequence[Block]], data_off
     for chain in chains:
         seq = [(entry_id, ()), *chain, (ret_id, ())]
         waiting: list[tuple[int, PatchKind, int]] = []
-        loop_start = -1
-        after_begin = False
+        loop_start = fori_start = -1
+        after_begin = after_fori = False
         for pos, (sid, offsets) in enumerate(seq):
             func = table.function(names[sid])
             roles = slot_roles(table, func.name)
@@ -135,7 +135,11 @@ def materialise(table: StencilTable, chains: Sequence[Sequence[Block]], data_off
             waiting = []
             if after_begin:
                 loop_start = start
+            if after_fori:
+                fori_start = start
             after_begin = func.name.startswith("vloop_") and func.name.endswith("__begin")
+            after_fori = func.name == FORI_BEGIN
+            back = fori_start if func.name == FORI_END else loop_start
             for r in func.relocs:
                 if r.offset >= len(body):
                     continue
@@ -145,7 +149,7 @@ def materialise(table: StencilTable, chains: Sequence[Sequence[Block]], data_off
                 elif r.target_type == "next":
                     waiting.append((site, r.kind, r.addend))
                 elif r.target_type == "loop":
-                    refs.append((site, r.kind, "code", loop_start, r.addend))
+                    refs.append((site, r.kind, "code", back, r.addend))
                 else:
                     refs.append((site, r.kind, r.target_type, r.target, r.addend))
             if pos == 0:

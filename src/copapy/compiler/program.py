@@ -23,6 +23,7 @@ from ..image import (
     kinds_table,
 )
 from ..progress import Progress
+from .fori import lower_with_loops
 from .lanepack import pack_reductions
 from .layout import (
     DEFERRED,
@@ -34,7 +35,7 @@ from .layout import (
     Port,
 )
 from .link import link
-from .lower import ChainSpec, CompileError, Instr, lower_chain
+from .lower import ChainSpec, CompileError, Instr
 from .manifest import encode, frozen_slots
 from .runner_table import VERIFIED_ARCHS, runner_table
 from .table import StencilTable, load_table
@@ -237,7 +238,7 @@ class _Builder:
 
     def add_chain(self, spec: ChainSpec, live: Sequence[Node]) -> None:
         """``live``: the chain's closure (saves the schedule a walk over the graph)."""
-        instrs, ops = lower_chain(spec, self.table, self.layout, self.progress.part, live)
+        instrs, ops = lower_with_loops(spec, self.table, self.layout, self.progress.part, live)
         self.chains.append(instrs)
         self.ops += ops
         self.task_ops.append(ops)

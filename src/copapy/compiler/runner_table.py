@@ -70,12 +70,18 @@ REL_SLOT, REL_NEXT, REL_LOOP, REL_FUNC, REL_RODATA = range(5)
 _REL = {"slot": REL_SLOT, "next": REL_NEXT, "loop": REL_LOOP, "func": REL_FUNC,
         "rodata": REL_RODATA}
 #: function flags: may appear in a manifest; starts a fused loop; ends one (branches back);
-#: runs inside a fused loop only (the vector-register signature)
+#: runs inside a fused loop only (the vector-register signature); Thumb code; starts a
+#: counted loop (cp.fori_loop, stencils/fori.c); ends one (its back branch)
 FN_BLOCK, FN_LOOP_BEGIN, FN_LOOP_END, FN_LOOP_BODY, FN_THUMB = 1, 2, 4, 8, 16
+FN_FORI_BEGIN, FN_FORI_END = 32, 64
+#: the counted loop's stencils (stencils/fori.c)
+FORI_BEGIN, FORI_END = "floop_i32__begin", "floop_i32__end"
 #: what a slot role designates: a scalar; an array of elements (count: the product of the
 #: length roles in flags); an array length (i32, frozen); a pointer slot (8 bytes, frozen) to
-#: an array of the enclosing fused loop's length; one of the block's own length n
-ACCESS_SCALAR, ACCESS_ARRAY, ACCESS_LENGTH, ACCESS_LOOP_POINTER, ACCESS_POINTER = range(5)
+#: an array of the enclosing fused loop's length; one of the block's own length n; a counted
+#: loop's counter (i32, frozen: only its loop's stencils write it)
+ACCESS_SCALAR, ACCESS_ARRAY, ACCESS_LENGTH, ACCESS_LOOP_POINTER, ACCESS_POINTER, \
+    ACCESS_COUNTER = range(6)
 WRITTEN = 1
 DIM_N, DIM_K, DIM_J = 2, 4, 8
 LENGTH_ROLES = {"n": DIM_N, "k": DIM_K, "j": DIM_J}
@@ -94,7 +100,7 @@ class Role:
     def frozen_size(self) -> int:
         """Bytes of the slot that must be frozen (0: an ordinary slot)."""
         return {ACCESS_LENGTH: LENGTH_SIZE, ACCESS_LOOP_POINTER: POINTER_SIZE,
-                ACCESS_POINTER: POINTER_SIZE}.get(self.access, 0)
+                ACCESS_POINTER: POINTER_SIZE, ACCESS_COUNTER: LENGTH_SIZE}.get(self.access, 0)
 
 
 def slot_roles(table: StencilTable, name: str) -> tuple[str, ...]:
@@ -129,6 +135,8 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     false refusal, which tests/test_verified_loading.py would show), narrower is not."""
     if role in LENGTH_ROLES:
         return Role(role, ACCESS_LENGTH, LENGTH_SIZE, 0)
+    if name in (FORI_BEGIN, FORI_END):
+        return Role(role, ACCESS_COUNTER, LENGTH_SIZE, WRITTEN)
     op, _, forms_text = name.partition("__")
     forms = forms_text.split("_")
     family = op.split("_")[0]
@@ -162,7 +170,11 @@ def function_flags(table: StencilTable, name: str) -> int:
         flags |= FN_BLOCK
     if name.startswith("vloop_") and name.endswith("__begin"):
         flags |= FN_LOOP_BEGIN
-    if any(r.target_type == "loop" for r in func.relocs):
+    if name == FORI_BEGIN:
+        flags |= FN_FORI_BEGIN
+    elif name == FORI_END:
+        flags |= FN_FORI_END
+    elif any(r.target_type == "loop" for r in func.relocs):
         flags |= FN_LOOP_END | FN_LOOP_BODY
     if name.startswith("vr"):
         flags |= FN_LOOP_BODY

@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._gc import without_gc
-from . import _sweep
+from . import _sweep, loop_grad
 from .build import apply, broadcast_to, make
 from .errors import NotDifferentiableError
 from .grad_rules import rule_for
+from .loop import FORI
 from .node import Node, const
 from .ops import REGISTRY
 from .traverse import live_nodes
@@ -43,13 +44,16 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
     def by_rule(node: Node, g: Node) -> None:
         """Node's gradient g handed to its operands by the operation's rule."""
         rule = rule_for(node.op)
-        if rule is None:
+        if rule is None and node.op != FORI:
             return  # bool/int results carry no gradient
         args = node.args
         need = tuple([a in wanted for a in args])
         if True not in need:
             return
-        for arg, needed, contribution in zip(args, need, rule(node, g, need), strict=True):
+        # a cp.fori_loop result: through the loop's tangents (graph/loop_grad.py)
+        shares = (rule(node, g, need) if rule is not None else
+                  loop_grad.contributions(node, g, need, gradients))
+        for arg, needed, contribution in zip(args, need, shares, strict=True):
             if contribution is None or not needed:
                 continue
             if contribution.shape != arg.shape:

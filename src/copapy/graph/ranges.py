@@ -41,6 +41,7 @@ from .intervals import (
     point,
 )
 from .location import describe
+from .loop import FORI
 from .node import Node, const_value
 from .range_rules import RULES, Finding, decide, sum_of
 from .reference import leaf_array
@@ -313,6 +314,9 @@ class _Pass:
                         elif not finite or (-INF < lo and hi < INF):
                             ranges[node] = new(Interval, (lo, hi, nan))
                             continue
+            if op == FORI:  # a cp.fori_loop result: not iterated to a fixed point
+                ranges[node] = full(node.dtype)
+                continue
             ins = tuple([ranges[a] for a in args])
             if op == "where" and ins[0] != TRUE and ins[0] != FALSE and \
                     self.depth < SPLIT_DEPTH:

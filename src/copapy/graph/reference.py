@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _kernels  # the C kernels built for the host
 from ..dtypes import DType
+from .loop import CARRY, FORI, INDEX, LoopBody, body_of, result_index
 from .node import Node
 from .ops import REGISTRY, STRUCTURAL, OpSpec
 from .traverse import live_nodes
@@ -37,9 +38,18 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
     without, NumPy's own functions (for accuracy comparisons).
     """
     values: dict[int, Any] = {}
+    loops: dict[int, list[Any]] = {}  # a loop's serial -> its final state
     for node in live_nodes(outputs):
         assert isinstance(node, Node)
-        if node.op == "const":
+        if node.op == FORI:
+            loop = body_of(node)
+            if loop.serial not in loops:
+                loops[loop.serial] = _run_loop(loop, [values[id(a)] for a in node.args],
+                                               inputs, kernels)
+            values[id(node)] = loops[loop.serial][result_index(node)]
+        elif node.op in (CARRY, INDEX):
+            values[id(node)] = np.asarray(inputs[node], dtype=node.dtype.numpy)  # type: ignore[index]
+        elif node.op == "const":
             values[id(node)] = leaf_array(node, node.attr)
         elif node.op in ("input", "state"):
             raw = inputs.get(node) if inputs else None
@@ -57,6 +67,20 @@ def evaluate_graph(outputs: Sequence[Any], inputs: dict[Any, Any] | None = None,
                 result = evaluate_reference(spec, typed, node.attr)
                 values[id(node)] = np.asarray(result, dtype=node.dtype.numpy)
     return [values[id(o)] for o in outputs]
+
+
+def _run_loop(loop: LoopBody, operands: list[Any], inputs: dict[Any, Any] | None,
+              kernels: bool) -> list[Any]:
+    """A counted loop's final state: the body evaluated ``loop.n`` times."""
+    m = len(loop.carries)
+    state = operands[:m]
+    outer = dict(inputs or {})
+    for i in range(loop.n):
+        env = {**outer, **dict(zip(loop.carries, state, strict=True))}
+        if loop.index is not None:
+            env[loop.index] = np.int32(i)
+        state = evaluate_graph(list(loop.outputs), env, kernels)
+    return state
 
 
 def leaf_array(node: Any, raw: Any) -> Any:
