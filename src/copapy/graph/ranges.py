@@ -25,6 +25,7 @@ import weakref
 from collections import ChainMap, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from .._gc import without_gc
 from ..dtypes import DType, float32, float64
@@ -394,7 +395,6 @@ class _Pass:
         region = _window(side, narrowed, self.env, min(n.serial for n in narrowed))
         memo.explored += len(region)
         # the window's nodes that depend on a narrowed node (args come before their users)
-        region.sort(key=_serial)
         moved: set[Node] = set(narrowed)
         dependent = []
         for n in region:
@@ -463,12 +463,14 @@ class _Pass:
 def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
             first: int) -> list[Node]:
     """The SIDE_NODES operations of ``side``'s cone nearest it (breadth first) that a
-    narrowing of nodes created at ``first`` or later can change; narrowed nodes, leaves,
-    states and ``env`` end the walk."""
+    narrowing of nodes created at ``first`` or later can change, in creation order; none
+    if none of them has a narrowed operand. Narrowed nodes, leaves, states and ``env`` end
+    the walk."""
     region: list[Node] = []
     seen = {side}
     queue = deque((side,))
     pop, push, add = queue.popleft, queue.append, seen.add
+    reached = side in narrowed
     while queue and len(region) < SIDE_NODES:
         n = pop()
         if n in narrowed or not n.args or n.op == "state" or n in env or n.serial < first:
@@ -478,6 +480,11 @@ def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, In
             if arg not in seen:
                 add(arg)
                 push(arg)
+                if arg in narrowed:
+                    reached = True
+    if not reached:
+        return []
+    region.sort(key=_serial)
     return region
 
 
@@ -494,8 +501,7 @@ def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
     return result, finding
 
 
-def _serial(node: Node) -> int:
-    return node.serial
+_serial = attrgetter("serial")
 
 
 def _states(roots: Sequence[Node]) -> tuple[list[Node], list[Node], list[Node]]:
