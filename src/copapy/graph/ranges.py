@@ -119,7 +119,7 @@ class Analysis:
     #: the cp.where splitting ran out of its budget: later guards were not split, so an
     #: operation they guard may be reported
     split_budget_exhausted: bool = False
-    #: the cost of splitting: operations the side windows walked, and operations the side
+    #: the cost of splitting: nodes the side windows walked, and operations the side
     #: analyses evaluated again (each at most SIDE_NODES per side; in total SPLIT_NODES or
     #: 8 per operation)
     split_explored: int = 0
@@ -238,8 +238,8 @@ class _Shared:
         self.sides: dict[object, _Pass] = {}
         self.budget = budget
         self.exhausted = False
-        #: work counters (tests check that they stay linear in the graph): operations the
-        #: side windows walked, and operations the side analyses evaluated again
+        #: work counters (tests check that they stay linear in the graph): nodes the side
+        #: windows walked, and operations the side analyses evaluated again
         self.explored = 0
         self.evaluated = 0
 
@@ -392,8 +392,8 @@ class _Pass:
         if memo.budget <= 0:
             memo.exhausted = True
             return None
-        region = _window(side, narrowed, self.env, min(n.serial for n in narrowed))
-        memo.explored += len(region)
+        region, walked = _window(side, narrowed, self.env, min(n.serial for n in narrowed))
+        memo.explored += walked
         # the window's nodes that depend on a narrowed node (args come before their users)
         moved: set[Node] = set(narrowed)
         dependent = []
@@ -461,18 +461,20 @@ class _Pass:
 
 
 def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
-            first: int) -> list[Node]:
+            first: int) -> tuple[list[Node], int]:
     """The SIDE_NODES operations of ``side``'s cone nearest it (breadth first) that a
-    narrowing of nodes created at ``first`` or later can change, in creation order; none
-    if none of them has a narrowed operand. Narrowed nodes, leaves, states and ``env`` end
-    the walk."""
+    narrowing of nodes created at ``first`` or later can change, in creation order (none
+    if none of them has a narrowed operand), and how many nodes the walk took. Narrowed
+    nodes, leaves, states and ``env`` end the walk."""
     region: list[Node] = []
     seen = {side}
     queue = deque((side,))
     pop, push, add = queue.popleft, queue.append, seen.add
     reached = side in narrowed
+    walked = 0
     while queue and len(region) < SIDE_NODES:
         n = pop()
+        walked += 1
         if n in narrowed or not n.args or n.op == "state" or n in env or n.serial < first:
             continue
         region.append(n)
@@ -483,9 +485,9 @@ def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, In
                 if arg in narrowed:
                     reached = True
     if not reached:
-        return []
+        return [], walked
     region.sort(key=_serial)
-    return region
+    return region, walked
 
 
 def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
