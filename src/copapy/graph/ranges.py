@@ -11,7 +11,9 @@ Operations take the rule of their registry row (graph/range_rules.py). ``cp.wher
 is split by its condition: when ``c`` compares a node with something, ``a`` is analysed with
 that node's range narrowed to where ``c`` holds and ``b`` to where it does not, and a domain
 error inside a side is reported only where the narrowed range admits it (both sides are
-computed, but a NaN of the side not taken never reaches the result).
+computed, but a NaN of the side not taken never reaches the result). A side is analysed
+again only in the operations near it that depend on a narrowed node; the rest keep their
+range (the work stays linear in the graph, see benchmarks/bench_ranges.py).
 
 Findings of a node are reported only if the node is *exposed*: an output depends on it other
 than only through the guarded side of a ``cp.where``.
