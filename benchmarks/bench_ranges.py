@@ -7,7 +7,9 @@ For the graphs of bench_compile.py (*chain*, *dag*, *term*) and a *guarded* one 
 cp.where guards over declared inputs, the analysis' costly case: each side is analysed with
 the narrowed range), prints µs per operation of compile_program alone, of the analysis
 (graph/ranges.analyse and the folding map, what ``tg.compile(..., check=True)`` adds) and
-the ratio of compile time with checks to without (goal: <= 1.5). Then the trace-time cost of
+the ratio of compile time with checks to without (goal: <= 1.5), and the splitting's work
+per operation: operations the cp.where side windows walked and operations the sides
+evaluated again (counters, Analysis.split_explored / split_evaluated). Then the trace-time cost of
 capturing source locations (graph/location.mark): tracing the chain with and without it.
 Best of ``--rounds`` (CPU time, the machine is shared).
 """
@@ -77,15 +79,17 @@ def main() -> int:
     arch = host_architecture()
     graphs = {**GRAPHS, "guarded": guarded}
     print(f"{'graph':8} {'ops':>7} {'compile us/op':>14} {'analysis us/op':>15} "
-          f"{'with/without':>13}")
+          f"{'with/without':>13} {'walked/op':>10} {'again/op':>9}")
     for name, make in graphs.items():
         _, outs = make(args.nodes)
         nodes = [o.node for o in outs]
         ops = ops_of(outs)
         compile_s = best(lambda nodes=nodes: compile_program(nodes, arch), args.rounds)
         analysis_s = best(lambda nodes=nodes: folded(nodes, analyse(nodes)), args.rounds)
+        found = analyse(nodes)
         print(f"{name:8} {ops:7d} {compile_s / ops * 1e6:14.2f} {analysis_s / ops * 1e6:15.2f} "
-              f"{(compile_s + analysis_s) / compile_s:13.2f}")
+              f"{(compile_s + analysis_s) / compile_s:13.2f} "
+              f"{found.split_explored / ops:10.2f} {found.split_evaluated / ops:9.2f}")
     with_loc, without = trace_cost(args.nodes, args.rounds)
     print(f"tracing (chain): {with_loc:.2f} us/op with source locations, {without:.2f} without "
           f"({with_loc / without:.2f}x, {(with_loc - without) * 1e3:.0f} ns per operation)")

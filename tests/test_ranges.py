@@ -327,3 +327,26 @@ def test_analysis_of_a_shared_subgraph_is_linear() -> None:
         y = cp.where(x > k / 100.0, y + 1.0, y * 0.5)
     found = analyse([y.node])
     assert found.ranges[y.node].finite
+
+
+def _guard_dense(blocks: int) -> tuple[Any, int]:
+    """A cp.where every six operations over 16 inputs (benchmarks/bench_ranges.py)."""
+    xs = [cp.value(0.5, range=(-1.0, 1.0)) for _ in range(16)]
+    acc: Any = xs[0]
+    for i in range(blocks):
+        x = xs[i % 16]
+        acc = cp.where(x > 0.1, acc + cp.log(x), acc * 0.5) + cp.sqrt(x * x + 1.0)
+    return acc, 6 * blocks
+
+
+@pytest.mark.parametrize("blocks", [40, 400])
+def test_guard_dense_splitting_work_is_linear(blocks: int) -> None:
+    """Each side is analysed again only where it depends on the narrowed input: the work
+    per operation is a constant (counted, not timed), no split is dropped for the budget,
+    and every log stays guarded."""
+    acc, ops = _guard_dense(blocks)
+    found = analyse([acc.node])
+    assert not found.split_budget_exhausted
+    assert found.split_evaluated <= 0.5 * ops, (found.split_evaluated, ops)
+    assert found.split_explored <= 12 * ops, (found.split_explored, ops)
+    assert cp.check(acc).reports == []

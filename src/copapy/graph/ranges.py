@@ -11,7 +11,9 @@ Operations take the rule of their registry row (graph/range_rules.py). ``cp.wher
 is split by its condition: when ``c`` compares a node with something, ``a`` is analysed with
 that node's range narrowed to where ``c`` holds and ``b`` to where it does not, and a domain
 error inside a side is reported only where the narrowed range admits it (both sides are
-computed, but a NaN of the side not taken never reaches the result).
+computed, but a NaN of the side not taken never reaches the result). A side is analysed
+again only in the operations near it that depend on a narrowed node; the rest keep their
+range (the work stays linear in the graph, see benchmarks/bench_ranges.py).
 
 Findings of a node are reported only if the node is *exposed*: an output depends on it other
 than only through the guarded side of a ``cp.where``.
@@ -22,8 +24,10 @@ from __future__ import annotations
 import math
 import struct
 import weakref
+from collections import ChainMap, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from .._gc import without_gc
 from ..dtypes import DType, float32, float64
@@ -118,6 +122,11 @@ class Analysis:
     #: the cp.where splitting ran out of its budget: later guards were not split, so an
     #: operation they guard may be reported
     split_budget_exhausted: bool = False
+    #: the cost of splitting: nodes the side windows walked, and operations the side
+    #: analyses evaluated again (each at most SIDE_NODES per side; in total SPLIT_NODES or
+    #: 8 per operation)
+    split_explored: int = 0
+    split_evaluated: int = 0
 
 
 def _leaf(node: Node) -> Interval:
@@ -232,6 +241,10 @@ class _Shared:
         self.sides: dict[object, _Pass] = {}
         self.budget = budget
         self.exhausted = False
+        #: work counters (tests check that they stay linear in the graph): nodes the side
+        #: windows walked, and operations the side analyses evaluated again
+        self.explored = 0
+        self.evaluated = 0
 
 
 class _Pass:
@@ -341,12 +354,23 @@ class _Pass:
             p = p.parent
         raise KeyError(node)
 
+    def _chain(self) -> list[dict[Node, Interval]]:
+        out: list[dict[Node, Interval]] = []
+        p: _Pass | None = self
+        while p is not None:
+            out.append(p.ranges)
+            p = p.parent
+        return out
+
     def _where(self, node: Node, ins: tuple[Interval, ...]) -> Interval:
         cond, a, b = node.args
         out: list[Interval] = []
         sides: list[tuple[_Pass, Node]] = []
+        # (a side analysis holds only what it evaluated again: the rest is its parents')
+        known: Mapping[Node, Interval] = (self.ranges if self.parent is None
+                                          else ChainMap(*self._chain()))
         for truth, side in ((True, a), (False, b)):
-            narrowed = _refine(cond, truth, self.ranges)
+            narrowed = _refine(cond, truth, known)
             sub = self._side(side, narrowed) if narrowed else None
             if sub is None:
                 out.append(self.ranges[side])
@@ -358,49 +382,46 @@ class _Pass:
         return hull(out[0], out[1])
 
     def _side(self, side: Node, narrowed: dict[Node, Interval]) -> _Pass | None:
-        """``side`` analysed with the ``narrowed`` ranges: the nodes of its cone that can
-        depend on them (created after the first of them), at most SIDE_NODES of them nearest
-        the side; the others keep this analysis' range (sound: wider) and findings."""
+        """``side`` analysed with the ``narrowed`` ranges: of the SIDE_NODES nodes of its
+        cone nearest the side (created after the first narrowed node), those that depend on
+        a narrowed node within them; the others keep this analysis' range and findings
+        (sound: what does not depend on a narrowing is what this analysis computed, or
+        wider)."""
         env = {**self.env, **narrowed}
         # one analysis per side and narrowed environment, whichever analysis asks: a parent
         # whose environment the narrowed one implies gives ranges that hold in it too
         key = (side, frozenset(env.items()))
-        sub = self.memo.sides.get(key)
+        memo = self.memo
+        sub = memo.sides.get(key)
         if sub is not None:
             return sub
-        if self.memo.budget <= 0:
-            self.memo.exhausted = True
+        if memo.budget <= 0:
+            memo.exhausted = True
             return None
-        first = min(n.serial for n in narrowed)
-        region: list[Node] = []
-        seen = {side}
-        queue = [side]
-        reached = False
-        while queue and len(region) < SIDE_NODES:
-            n = queue.pop(0)
-            if n in narrowed:
-                reached = True
-                continue
-            if not n.args or n.op == "state" or n in self.env or n.serial < first:
-                continue
-            region.append(n)
-            for arg in n.args:
-                if arg not in seen:
-                    seen.add(arg)
-                    queue.append(arg)
-        if not reached:
-            return None
-        sub = _Pass(env, self.memo, self)
-        inside = set(region)
+        region, walked = _window(side, narrowed, self.env, min(n.serial for n in narrowed))
+        memo.explored += walked
+        # the window's nodes that depend on a narrowed node (args come before their users)
+        moved: set[Node] = set(narrowed)
+        dependent = []
         for n in region:
             for arg in n.args:
-                if arg not in inside and arg not in sub.ranges:
-                    sub.ranges[arg] = self.lookup(arg)
-        region.sort(key=_serial)
-        sub.evaluated = inside
-        sub.run([side], region)
-        self.memo.sides[key] = sub
-        self.memo.budget -= len(region)
+                if arg in moved:
+                    moved.add(n)
+                    dependent.append(n)
+                    break
+        if side not in moved:
+            return None
+        sub = _Pass(env, memo, self)
+        ranges = sub.ranges
+        for n in dependent:
+            for arg in n.args:
+                if arg not in moved and arg not in ranges:
+                    ranges[arg] = self.lookup(arg)
+        sub.evaluated = set(dependent)
+        sub.run([side], dependent)
+        memo.sides[key] = sub
+        memo.budget -= len(dependent)
+        memo.evaluated += len(dependent)
         return sub
 
     def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
@@ -445,6 +466,36 @@ class _Pass:
         return found
 
 
+def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
+            first: int) -> tuple[list[Node], int]:
+    """The SIDE_NODES operations of ``side``'s cone nearest it (breadth first) that a
+    narrowing of nodes created at ``first`` or later can change, in creation order (none
+    if none of them has a narrowed operand), and how many nodes the walk took. Narrowed
+    nodes, leaves, states and ``env`` end the walk."""
+    region: list[Node] = []
+    seen = {side}
+    queue = deque((side,))
+    pop, push, add = queue.popleft, queue.append, seen.add
+    reached = side in narrowed
+    walked = 0
+    while queue and len(region) < SIDE_NODES:
+        n = pop()
+        walked += 1
+        if n in narrowed or not n.args or n.op == "state" or n in env or n.serial < first:
+            continue
+        region.append(n)
+        for arg in n.args:
+            if arg not in seen:
+                add(arg)
+                push(arg)
+                if arg in narrowed:
+                    reached = True
+    if not reached:
+        return [], walked
+    region.sort(key=_serial)
+    return region, walked
+
+
 def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
                 finding: Finding | None) -> tuple[Interval, Finding | None]:
     """Reductions and products of arrays: the sum over the reduced length."""
@@ -458,8 +509,7 @@ def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
     return result, finding
 
 
-def _serial(node: Node) -> int:
-    return node.serial
+_serial = attrgetter("serial")
 
 
 def _states(roots: Sequence[Node]) -> tuple[list[Node], list[Node], list[Node]]:
@@ -566,7 +616,7 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     for r in reports:
         unique.setdefault((id(r.node), r.finding.kind), r)
     return Analysis(main.ranges, list(unique.values()), unbounded, main.decided,
-                    shared.exhausted)
+                    shared.exhausted, shared.explored, shared.evaluated)
 
 
 
