@@ -68,3 +68,38 @@ def test_the_runner_serves_a_com_port() -> None:
         assert tg.read(counter) > 0
         assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
         healthy_program_runs(tg)
+
+
+@pytest.fixture(scope="module")
+def built_runner() -> None:
+    wine.wine()
+    wine.build("runner")
+
+
+def refused(*args: str) -> str:
+    """copapy-runner.exe under wine with `args` ends at start with status 2: its stderr."""
+    proc = wine.run("copapy-runner.exe", *args, "--no-rt", timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    return proc.stderr
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o604])
+def test_a_key_file_everyone_may_read_is_refused(built_runner: None, tmp_path: Path,
+                                                 mode: int) -> None:
+    """The key file's DACL may grant Everyone (Users, Authenticated Users) no read access;
+    wine makes a file's DACL from its Unix mode, "other" read giving an Everyone ACE."""
+    key = tmp_path / "runner.key"
+    key.write_bytes(bytes(range(32)))
+    key.chmod(mode)
+    err = refused("--tcp", "0", "--key-file", str(key))
+    assert f"--key-file {key} can be read by Everyone" in err and "icacls" in err
+
+
+def test_a_missing_or_short_key_file_is_refused(built_runner: None, tmp_path: Path) -> None:
+    """(An unreadable one cannot be made here: the tests run as root, which reads any file.)"""
+    key = tmp_path / "runner.key"
+    key.write_bytes(b"short")
+    key.chmod(0o600)
+    assert "has 5 bytes; a key has 16 to 4096" in refused("--tcp", "0", "--key-file", str(key))
+    assert "No such file" in refused("--tcp", "0", "--key-file", str(tmp_path / "none"))

@@ -20,6 +20,7 @@
 #include <winsock2.h>
 #include <ws2tcpip.h>
 #include <windows.h>
+#include <aclapi.h>
 #include <bcrypt.h>
 #include <mmsystem.h>
 
@@ -612,13 +613,56 @@ static BOOL WINAPI on_console(DWORD what)
     return TRUE;
 }
 
-/* The shared key: the whole file (16 .. 4096 bytes). Who may read it is the file's ACL. */
+/* The key file's DACL may grant no read access to the groups every local user is in (the
+ * Linux runner's "no bits for group and others"): Everyone, Users, Authenticated Users. A NULL
+ * DACL grants everything. Any allow ACE for them that includes reading counts, whatever deny
+ * ACEs say (icacls writes a protected, explicit list: that is what is asked for). Under wine
+ * the DACL of a file without a stored one is made from its Unix mode: "other" bits give an
+ * Everyone ACE (docs/platforms.md). */
+static void check_key_acl(const char *path)
+{
+    PACL dacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    DWORD rc = GetNamedSecurityInfoA(path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL,
+                                     &dacl, NULL, &sd);
+    if (rc != ERROR_SUCCESS) {
+        die("--key-file %s: cannot read its access control list (Windows error %lu)", path,
+            (unsigned long)rc);
+    }
+    static const WELL_KNOWN_SID_TYPE wide[] = {WinWorldSid, WinBuiltinUsersSid,
+                                               WinAuthenticatedUserSid};
+    static const char *const wide_name[] = {"Everyone", "Users", "Authenticated Users"};
+    const char *who = dacl == NULL ? "Everyone (it has no access control list)" : NULL;
+    const DWORD reading = FILE_READ_DATA | GENERIC_READ | GENERIC_ALL | MAXIMUM_ALLOWED;
+    for (DWORD i = 0; who == NULL && i < dacl->AceCount; i++) {
+        ACE_HEADER *ace = NULL;
+        if (!GetAce(dacl, i, (void **)&ace) || ace->AceType != ACCESS_ALLOWED_ACE_TYPE ||
+            (ace->AceFlags & INHERIT_ONLY_ACE) != 0) {
+            continue;
+        }
+        ACCESS_ALLOWED_ACE *allow = (ACCESS_ALLOWED_ACE *)ace;
+        for (size_t k = 0; k < sizeof(wide) / sizeof(wide[0]); k++) {
+            if ((allow->Mask & reading) != 0 && IsWellKnownSid(&allow->SidStart, wide[k])) {
+                who = wide_name[k];
+            }
+        }
+    }
+    LocalFree(sd);
+    if (who != NULL) {
+        die("--key-file %s can be read by %s: icacls %s /inheritance:r /grant:r "
+            "\"%%USERNAME%%\":F",
+            path, who, path);
+    }
+}
+
+/* The shared key: the whole file (16 .. 4096 bytes), which only its owner may read. */
 static uint8_t *read_key(const char *path, uint32_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         die("--key-file %s: %s", path, strerror(errno));
     }
+    check_key_acl(path);
     static uint8_t key[MAX_KEY + 1];
     size_t n = fread(key, 1, sizeof(key), f);
     fclose(f);
