@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 import copapy as cp
-from copapy.serial_target import SerialTarget
+from copapy.saved import Program
+from copapy.serial_target import SerialTarget, SerialTargetError
 
 from .support import wine
+from .support.faults import inject
 from .test_kits_abi import INPUTS, controller, reference
 from .test_safety_host import healthy_program_runs, inject_all
 
@@ -103,3 +105,64 @@ def test_a_missing_or_short_key_file_is_refused(built_runner: None, tmp_path: Pa
     key.chmod(0o600)
     assert "has 5 bytes; a key has 16 to 4096" in refused("--tcp", "0", "--key-file", str(key))
     assert "No such file" in refused("--tcp", "0", "--key-file", str(tmp_path / "none"))
+
+
+def owner_key(tmp_path: Path) -> Path:
+    key = tmp_path / "owner.key"
+    key.write_bytes(bytes(range(32)))
+    key.chmod(0o600)
+    return key
+
+
+def counting_program(path: Path) -> Program:
+    """A 1 ms task counting its ticks, saved (cp.save's format) to ``path``."""
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(counter, period=1e-3, name="ctrl"))
+    return tg.save(str(path))
+
+
+def test_image_is_loaded_and_started_at_start(tmp_path: Path) -> None:
+    """--image FILE --start: the program runs before any client connects; the key is required
+    afterwards as usual; a client attaches to it (same image: no upload) and reads it."""
+    prog = counting_program(tmp_path / "count.cpimg")
+    key = bytes(range(32))
+    with wine.runner(key, tmp_path, "--image", str(tmp_path / "count.cpimg"), "--start") as url:
+        with pytest.raises(SerialTargetError):
+            SerialTarget(url, timeout=2.0).info()
+        with SerialTarget(url, key=key, timeout=3.0) as tg:
+            info = tg.info()
+            assert info.state == "running"
+            assert info.image_crc == int.from_bytes(prog.image[-4:], "little")
+            tg.deploy(prog)
+            first = tg.read("ctrl.out0")
+            time.sleep(0.2)
+            assert tg.read("ctrl.out0") > first > 0
+
+
+def test_image_errors_end_the_runner_with_the_reason(built_runner: None, tmp_path: Path) -> None:
+    """A file that is no image, a truncated or corrupted image (the server's CRC check), a
+    format-1 image (machine code) without --allow-code, a missing file: one line naming the
+    file and the problem, status 2, nothing served."""
+    prog = counting_program(tmp_path / "good.cpimg")
+    key = str(owner_key(tmp_path))
+    cases = {
+        "junk": (b"hello world", "is not a copapy program image (it does not start with CPIM)"),
+        "short": (prog.image[: len(prog.image) // 2], "CRC"),
+        "flipped": (prog.image[:60] + bytes([prog.image[60] ^ 0xFF]) + prog.image[61:], "CRC"),
+        "code": (inject(prog.image, 0, "SIGILL"), "image format 1 carries machine code"),
+    }
+    for name, (data, says) in cases.items():
+        path = tmp_path / f"{name}.cpimg"
+        path.write_bytes(data)
+        err = refused("--tcp", "0", "--key-file", key, "--image", str(path), "--start")
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("copapy-runner: error: "), (name, err)
+        assert str(path) in err and says in err, (name, err)
+    missing = tmp_path / "none.cpimg"
+    assert f"cannot open {missing}" in refused("--tcp", "0", "--key-file", key, "--image",
+                                                str(missing))
+    assert "--start needs --image FILE" in refused("--tcp", "0", "--key-file", key, "--start")
+    big = refused("--tcp", "0", "--key-file", key, "--max-image", "64", "--image",
+                  str(tmp_path / "good.cpimg"))
+    assert "is larger than the largest image this runner accepts (64 bytes" in big

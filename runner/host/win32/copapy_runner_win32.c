@@ -9,6 +9,7 @@
  *   copapy-runner --com COM3 [--key-file F] [options] (115200 8N1, raw)
  * options: --name NAME --max-image BYTES --max-memory BYTES --budget-factor N
  *          --link-timeout SECONDS --session-lease SECONDS --auth-grace SECONDS --no-rt
+ *          --allow-code --image FILE [--start] (a saved program loaded at start, ../preload.h)
  *
  * --tcp prints "TCP 127.0.0.1:PORT", --com "COM COM3" as the first stdout line. Threads: main
  * (protocol: WSAPoll on the sockets and a loopback wake socket, or the COM port polled every
@@ -34,9 +35,10 @@
 #include "copapy/platform_posix.h"
 #include "copapy/platform_win32.h"
 #include "copapy/server.h"
+#include "../preload.h"
 
 enum {
-    MAX_PAYLOAD = 1024,
+    MAX_PAYLOAD = CP_PRELOAD_MAX_PAYLOAD,
     PORTS_CAPACITY = 64 * 1024,
     RING_SIZE = 64 * 1024,
     CHANNELS = 16,
@@ -75,6 +77,7 @@ typedef struct host {
     LONG wake_pending;
     int want_rt, rt_active;
     int allow_code; /* --allow-code: format-1 images (machine code) too, for tests */
+    cp_preload pre; /* --image: the server's answers to the start-up requests */
     cp_jitter_hist hist;
     uint32_t late_ticks; /* atomic */
     uint64_t io[CP_IO_KIND_COUNT][CHANNELS];
@@ -229,6 +232,10 @@ static int send_all(SOCKET s, const uint8_t *bytes, size_t n)
 static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t n)
 {
     host *h = ctx;
+    if (h->pre.active) {
+        cp_preload_reply(&h->pre, bytes, n);
+        return;
+    }
     if (n == 0) {
         return;
     }
@@ -604,7 +611,8 @@ static const char USAGE[] =
     "usage: copapy-runner (--tcp PORT --key-file F | --com COMn [--key-file F]) [--name NAME]\n"
     "         [--max-image BYTES] [--max-memory BYTES] [--budget-factor N]\n"
     "         [--link-timeout SECONDS] [--session-lease SECONDS] [--auth-grace SECONDS]\n"
-    "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n";
+    "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n"
+    "         [--image FILE [--start]]  (a saved program loaded at start)\n";
 
 static BOOL WINAPI on_console(DWORD what)
 {
@@ -717,6 +725,8 @@ int main(int argc, char **argv)
     unsigned long long budget_factor = DEFAULT_BUDGET_FACTOR;
     double link_timeout = 0.0, lease = 0.0, auth_grace = -1.0;
     int tcp_port = -1;
+    const char *image_path = NULL;
+    int start_image = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--tcp") == 0 || strcmp(a, "--com") == 0) {
@@ -751,6 +761,10 @@ int main(int argc, char **argv)
             h->want_rt = 0;
         } else if (strcmp(a, "--allow-code") == 0) {
             h->allow_code = 1;
+        } else if (strcmp(a, "--image") == 0) {
+            image_path = need_arg(&i, argc, argv);
+        } else if (strcmp(a, "--start") == 0) {
+            start_image = 1;
         } else if (strcmp(a, "--help") == 0) {
             fputs(USAGE, stdout);
             return 0;
@@ -762,6 +776,9 @@ int main(int argc, char **argv)
     if (h->mode == T_NONE) {
         fprintf(stderr, "copapy-runner: error: give a transport\n%s", USAGE);
         return 2;
+    }
+    if (start_image && image_path == NULL) {
+        die("--start needs --image FILE (the program to start)");
     }
     if (h->mode == T_TCP && key_file == NULL) {
         die("--tcp needs --key-file: any local user (and a browser's request) can reach a TCP "
@@ -825,7 +842,9 @@ int main(int argc, char **argv)
     h->auth_grace_ns = auth_grace >= 0.0 ? (uint64_t)(auth_grace * 1e9) : DEFAULT_AUTH_GRACE_NS;
     cfg->key = key;
     cfg->key_len = key_len;
-    cfg->require_auth = key != NULL;
+    /* --image feeds its requests unauthenticated, before any client can connect; the rule
+     * is switched on after it (the server reads it per request) */
+    cfg->require_auth = key != NULL && image_path == NULL;
 
     start_tick_thread(h);
     int wd = cp_posix_watchdog_start(WATCHDOG_POLL_NS, h->want_rt ? 1 : 0);
@@ -843,6 +862,14 @@ int main(int argc, char **argv)
     ReleaseSRWLockExclusive(&h->lock);
     if (st != CP_OK) {
         die("%s", err.message);
+    }
+    if (image_path != NULL) {
+        char why[CP_ERROR_MESSAGE_MAX + 512];
+        if (cp_preload_image(&h->srv, &h->pre, (uint32_t)max_image, image_path, start_image,
+                             why, sizeof(why)) != 0) {
+            die("%s", why);
+        }
+        h->srv.cfg.require_auth = key != NULL;
     }
     if (h->mode == T_TCP) {
         open_tcp(h, tcp_port);
