@@ -78,12 +78,13 @@
 
 #include "copapy/platform_posix.h"
 #include "copapy/server.h"
+#include "preload.h"
 #include "host_os.h"
 #include "sandbox.h"
 #include "supervisor.h"
 
 enum {
-    MAX_PAYLOAD = 1024,
+    MAX_PAYLOAD = CP_PRELOAD_MAX_PAYLOAD,
     PORTS_CAPACITY = 64 * 1024,
     RING_SIZE = 64 * 1024,
     CHANNELS = 16,
@@ -148,12 +149,10 @@ typedef struct host {
      * mapping of the file that the supervisor drives safe if this process dies */
     uint64_t (*io)[CHANNELS];
     uint64_t io_own[CP_IO_KIND_COUNT][CHANNELS];
-    /* --image: responses of the server to the start-up requests are decoded here */
+    /* --image: responses of the server to the start-up requests are decoded here
+     * (preloading: set around cp_preload_image, for h_write_link) */
     int preloading;
-    cp_decoder pre_dec;
-    uint8_t pre_buf[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
-    int pre_answered, pre_error, pre_status; /* pre_status: the cp_status of IMAGE_INVALID */
-    char pre_message[CP_ERROR_MESSAGE_MAX + 1];
+    cp_preload pre;
 } host;
 
 static host H;
@@ -863,104 +862,23 @@ static void protocol_loop(host *h)
     }
 }
 
-/* ---- --image: a saved program loaded at start-up through the protocol server */
+/* ---- --image: a saved program loaded at start-up through the protocol server (preload.c) */
 
 static void preload_reply(host *h, const uint8_t *bytes, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        cp_frame f;
-        if (cp_decoder_push(&h->pre_dec, bytes[i], &f) != CP_DEC_FRAME ||
-            !(f.flags & CP_FLAG_RESPONSE)) {
-            continue;
-        }
-        h->pre_answered = 1;
-        h->pre_error = 0;
-        h->pre_status = 0;
-        if (f.flags & CP_FLAG_ERROR) {
-            h->pre_error = f.length > 0 ? f.payload[0] : -1;
-            h->pre_status = f.length > 1 ? f.payload[1] : 0;
-            size_t len = f.length > 8 ? (size_t)f.length - 8 : 0;
-            if (len > CP_ERROR_MESSAGE_MAX) {
-                len = CP_ERROR_MESSAGE_MAX;
-            }
-            memcpy(h->pre_message, f.payload + 8, len);
-            h->pre_message[len] = '\0';
-        }
-    }
-}
-
-/* One request to the server; dies with the server's message if it is refused. */
-static void preload_request(host *h, uint16_t seq, uint8_t command, const uint8_t *payload,
-                            uint16_t length, const char *path)
-{
-    static uint8_t frame[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
-    static uint8_t wire[CP_WIRE_MAX(MAX_PAYLOAD)];
-    memcpy(frame + CP_FRAME_HEADER, payload, length);
-    size_t n = cp_frame_encode(frame, 0, seq, command, length, wire, sizeof(wire));
-    h->pre_answered = 0;
-    cp_server_feed(&h->srv, wire, n);
-    if (!h->pre_answered) {
-        die("%s: the runner did not answer command %u", path, command);
-    }
-    if (h->pre_error != 0 && h->pre_status != 0) { /* a load error: its name, then why */
-        die("%s: %s: %s", path, cp_status_name((cp_status)h->pre_status), h->pre_message);
-    }
-    if (h->pre_error != 0) {
-        die("%s: %s", path, h->pre_message);
-    }
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++) {
-        p[k] = (uint8_t)(v >> (8 * k));
-    }
+    cp_preload_reply(&h->pre, bytes, n);
 }
 
 static void preload_image(host *h, const char *path, int start)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        die("cannot open %s: %s", path, strerror(errno));
-    }
-    uint8_t *image = malloc(h->cfg.staging_size);
-    if (image == NULL) {
-        die("out of memory");
-    }
-    size_t size = fread(image, 1, h->cfg.staging_size, f);
-    int more = fgetc(f) != EOF;
-    fclose(f);
-    if (more) {
-        die("%s is larger than the largest image this runner accepts (%u bytes; --max-image)",
-            path, h->cfg.staging_size);
-    }
-    if (size < 8 || memcmp(image, "CPIM", 4) != 0) {
-        die("%s is not a copapy program image (it does not start with CPIM)", path);
-    }
-    if (cp_decoder_init(&h->pre_dec, h->pre_buf, sizeof(h->pre_buf), MAX_PAYLOAD) != 0) {
-        die("decoder set-up failed");
-    }
-    /* the image CRC of LOAD_BEGIN is the image's own trailing CRC field (docs/protocol.md) */
-    uint8_t p[MAX_PAYLOAD];
-    put_u32(p, (uint32_t)size);
-    memcpy(p + 4, image + size - 4, 4);
-    uint16_t seq = 1;
+    char why[CP_ERROR_MESSAGE_MAX + PATH_MAX + 128];
     h->preloading = 1;
-    preload_request(h, seq++, CP_CMD_LOAD_BEGIN, p, 8, path);
-    const size_t chunk = MAX_PAYLOAD - 4;
-    for (size_t off = 0; off < size; off += chunk) {
-        size_t len = size - off < chunk ? size - off : chunk;
-        put_u32(p, (uint32_t)off);
-        memcpy(p + 4, image + off, len);
-        preload_request(h, seq++, CP_CMD_LOAD_CHUNK, p, (uint16_t)(len + 4), path);
-    }
-    preload_request(h, seq++, CP_CMD_LOAD_COMMIT, p, 0, path);
-    if (start) {
-        preload_request(h, seq++, CP_CMD_START, p, 0, path);
-    }
+    int rc = cp_preload_image(&h->srv, &h->pre, h->cfg.staging_size, path, start, why,
+                              sizeof(why));
     h->preloading = 0;
-    cp_server_disconnect(&h->srv);
-    free(image);
+    if (rc != 0) {
+        die("%s", why);
+    }
 }
 
 /* ---- main */
