@@ -86,7 +86,8 @@ def table_sources(p: Platform) -> list[str]:
 
 def host_sources(p: Platform) -> list[Path]:
     if p.windows:
-        return [*sorted((RUNNER / "host" / "win32").glob("*.c")), RUNNER / "host" / "preload.c"]
+        return [*sorted((RUNNER / "host" / "win32").glob("*.c")), RUNNER / "host" / "preload.c",
+                RUNNER / "host" / "runner_common.c"]
     return sorted((RUNNER / "host").glob("*.c"))
 
 

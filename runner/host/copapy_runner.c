@@ -79,6 +79,7 @@
 #include "copapy/platform_posix.h"
 #include "copapy/server.h"
 #include "preload.h"
+#include "runner_common.h"
 #include "host_os.h"
 #include "sandbox.h"
 #include "supervisor.h"
@@ -157,27 +158,6 @@ typedef struct host {
 
 static host H;
 static volatile sig_atomic_t stop_requested;
-
-static void warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("copapy-runner: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("copapy-runner: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
 
 /* ---- server callbacks */
 
@@ -932,16 +912,6 @@ static uint8_t *read_key(const char *path, uint32_t *len)
     }
     *len = (uint32_t)n;
     return key;
-}
-
-static double parse_seconds(const char *opt, const char *arg)
-{
-    char *end = NULL;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || !(v > 0.0) || v > 86400.0) {
-        die("%s needs a time in seconds (> 0, at most 86400), got '%s'", opt, arg);
-    }
-    return v;
 }
 
 /* A whole number min..max (base 0: 0x.. too) or die with `what`; a sign is refused

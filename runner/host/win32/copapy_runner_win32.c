@@ -36,6 +36,7 @@
 #include "copapy/platform_win32.h"
 #include "copapy/server.h"
 #include "../preload.h"
+#include "../runner_common.h"
 
 enum {
     MAX_PAYLOAD = CP_PRELOAD_MAX_PAYLOAD,
@@ -85,30 +86,6 @@ typedef struct host {
 
 static host H;
 static volatile LONG stop_requested;
-
-static void report(const char *what, const char *fmt, va_list ap)
-{
-    fprintf(stderr, "copapy-runner: %s: ", what);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    report("error", fmt, ap);
-    va_end(ap);
-    exit(2);
-}
-
-static void warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    report("warning", fmt, ap);
-    va_end(ap);
-}
 
 /* ---- server callbacks */
 
@@ -680,16 +657,6 @@ static uint8_t *read_key(const char *path, uint32_t *len)
     }
     *len = (uint32_t)n;
     return key;
-}
-
-static double parse_seconds(const char *opt, const char *arg)
-{
-    char *end = NULL;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || !(v > 0.0) || v > 86400.0) {
-        die("%s needs a time in seconds (> 0, at most 86400), got '%s'", opt, arg);
-    }
-    return v;
 }
 
 static unsigned long long parse_count(const char *opt, const char *arg, unsigned long long min,
