@@ -4,6 +4,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "copapy/server.h"
 
 static void report(const char *what, const char *fmt, va_list ap)
 {
@@ -37,4 +40,26 @@ double parse_seconds(const char *opt, const char *arg)
         die("%s needs a time in seconds (> 0, at most 86400), got '%s'", opt, arg);
     }
     return v;
+}
+
+double host_io_read(uint64_t (*io)[HOST_CHANNELS], uint8_t kind, uint16_t channel)
+{
+    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= HOST_CHANNELS) {
+        return 0.0;
+    }
+    uint64_t bits = __atomic_load_n(&io[kind - 1][channel], __ATOMIC_RELAXED);
+    double d;
+    memcpy(&d, &bits, sizeof(d));
+    return d;
+}
+
+int host_io_write(uint64_t (*io)[HOST_CHANNELS], uint8_t kind, uint16_t channel, double value)
+{
+    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= HOST_CHANNELS) {
+        return 1;
+    }
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    __atomic_store_n(&io[kind - 1][channel], bits, __ATOMIC_RELAXED);
+    return 0;
 }

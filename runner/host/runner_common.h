@@ -1,8 +1,23 @@
 /* What the Linux and the Windows host runner (copapy_runner.c, win32/copapy_runner_win32.c)
- * share that has nothing platform-specific: their error reporting and option parsing. Both
+ * share that has nothing platform-specific: their error reporting, option parsing and
+ * simulated I/O. Both
  * build runner_common.c. */
 #ifndef COPAPY_HOST_RUNNER_COMMON_H
 #define COPAPY_HOST_RUNNER_COMMON_H
+
+#include <stdint.h>
+
+/* The simulated I/O: CP_IO_KIND_COUNT kinds of HOST_CHANNELS channels, each a double kept as
+ * its bits and read and written atomically (the tick thread and the protocol thread). Outputs
+ * (GPIO, PWM) are recorded; inputs (ENCODER, ADC) are set by the host via IO_WRITE. Every
+ * channel is writable. */
+#define HOST_CHANNELS 16
+
+/* The value of channel `channel` of kind `kind` (1 ..), 0.0 for one that does not exist. */
+double host_io_read(uint64_t (*io)[HOST_CHANNELS], uint8_t kind, uint16_t channel);
+
+/* Sets it: 0, or 1 for a channel that does not exist. */
+int host_io_write(uint64_t (*io)[HOST_CHANNELS], uint8_t kind, uint16_t channel, double value);
 
 /* "copapy-runner: error: ..." on stderr, then exit status 2 (bad start-up). */
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);

@@ -42,7 +42,7 @@ enum {
     MAX_PAYLOAD = CP_PRELOAD_MAX_PAYLOAD,
     PORTS_CAPACITY = 64 * 1024,
     RING_SIZE = 64 * 1024,
-    CHANNELS = 16,
+    CHANNELS = HOST_CHANNELS,
     WATCHDOG_POLL_NS = 2000000,
     DEFAULT_BUDGET_FACTOR = 10,
     MIN_KEY = 16,
@@ -108,25 +108,13 @@ static uint64_t h_clock(void *ctx)
 static double h_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     host *h = ctx;
-    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
-        return 0.0;
-    }
-    uint64_t bits = __atomic_load_n(&h->io[kind - 1][channel], __ATOMIC_RELAXED);
-    double d;
-    memcpy(&d, &bits, sizeof(d));
-    return d;
+    return host_io_read(h->io, kind, channel);
 }
 
 static int h_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 {
     host *h = ctx;
-    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
-        return 1;
-    }
-    uint64_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    __atomic_store_n(&h->io[kind - 1][channel], bits, __ATOMIC_RELAXED);
-    return 0;
+    return host_io_write(h->io, kind, channel, value);
 }
 
 static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
