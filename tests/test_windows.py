@@ -18,8 +18,9 @@ from copapy.serial_target import SerialTarget, SerialTargetError
 
 from .support import wine
 from .support.faults import inject
+from .test_admission import closed_by_runner, connect
 from .test_kits_abi import INPUTS, controller, reference
-from .test_safety_host import healthy_program_runs, inject_all
+from .test_safety_host import healthy_program_runs, inject_all, owner_program
 
 C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
 
@@ -166,3 +167,21 @@ def test_image_errors_end_the_runner_with_the_reason(built_runner: None, tmp_pat
     big = refused("--tcp", "0", "--key-file", key, "--max-image", "64", "--image",
                   str(tmp_path / "good.cpimg"))
     assert "is larger than the largest image this runner accepts (64 bytes" in big
+
+
+def test_unauthenticated_connections_are_closed_after_the_grace(tmp_path: Path) -> None:
+    """Admission on the Windows runner (runner_common.c's deadlines, as on Linux): a silent
+    owner connection and a silent guest are closed at their grace; the key holder's session
+    is kept past it."""
+    key = bytes(range(32))
+    with wine.runner(key, tmp_path, "--auth-grace", "0.3") as url:
+        silent = connect(url)
+        assert closed_by_runner(silent)
+        silent.close()
+        with SerialTarget(url, key=key, timeout=3.0) as tg:
+            counter = owner_program(tg)
+            late = connect(url)
+            assert closed_by_runner(late)
+            late.close()
+            before = tg.read(counter)
+            assert tg.read(counter) >= before and tg.info().state == "running"

@@ -646,26 +646,20 @@ static int admission_deadlines(host *h)
     if (!admission(h)) {
         return -1;
     }
-    uint64_t now = cp_posix_monotonic_ns();
-    if (client_authenticated(h)) {
-        h->client_deadline_ns = now + h->auth_grace_ns;
-    } else if (h->fd_in >= 0 && now >= h->client_deadline_ns) {
+    int drop = 0;
+    int client = h->fd_in < 0              ? HOST_LINK_NONE
+                 : client_authenticated(h) ? HOST_LINK_AUTHENTICATED
+                                           : HOST_LINK_OPEN;
+    int ms = host_admission_deadlines(cp_posix_monotonic_ns(), h->auth_grace_ns,
+                                      &h->client_deadline_ns, h->guest_deadline_ns, client,
+                                      h->guest_fd >= 0, &drop);
+    if (drop & HOST_DROP_CLIENT) {
         drop_client(h);
     }
-    if (h->guest_fd >= 0 && now >= h->guest_deadline_ns) {
+    if (drop & HOST_DROP_GUEST) {
         drop_guest(h);
     }
-    uint64_t next = UINT64_MAX;
-    if (h->fd_in >= 0 && !client_authenticated(h)) {
-        next = h->client_deadline_ns;
-    }
-    if (h->guest_fd >= 0 && h->guest_deadline_ns < next) {
-        next = h->guest_deadline_ns;
-    }
-    if (next == UINT64_MAX) {
-        return -1;
-    }
-    return (int)((next - now) / 1000000u) + 1;
+    return ms;
 }
 
 /* The first connection is the owner's; a second one is the server's guest link (refused with

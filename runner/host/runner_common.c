@@ -63,3 +63,27 @@ int host_io_write(uint64_t (*io)[HOST_CHANNELS], uint8_t kind, uint16_t channel,
     __atomic_store_n(&io[kind - 1][channel], bits, __ATOMIC_RELAXED);
     return 0;
 }
+
+int host_admission_deadlines(uint64_t now, uint64_t grace_ns, uint64_t *client_deadline_ns,
+                             uint64_t guest_deadline_ns, int client, int guest, int *drop)
+{
+    *drop = 0;
+    if (client == HOST_LINK_AUTHENTICATED) {
+        *client_deadline_ns = now + grace_ns;
+    } else if (client == HOST_LINK_OPEN && now >= *client_deadline_ns) {
+        *drop |= HOST_DROP_CLIENT;
+        client = HOST_LINK_NONE;
+    }
+    if (guest && now >= guest_deadline_ns) {
+        *drop |= HOST_DROP_GUEST;
+        guest = 0;
+    }
+    uint64_t next = UINT64_MAX;
+    if (client == HOST_LINK_OPEN) {
+        next = *client_deadline_ns;
+    }
+    if (guest && guest_deadline_ns < next) {
+        next = guest_deadline_ns;
+    }
+    return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000u) + 1;
+}
