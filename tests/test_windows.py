@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 
 import copapy as cp
-from copapy.serial_target import SerialTarget
+from copapy.saved import Program
+from copapy.serial_target import SerialTarget, SerialTargetError
 
 from .support import wine
+from .support.faults import inject
+from .test_admission import closed_by_runner, connect
 from .test_kits_abi import INPUTS, controller, reference
-from .test_safety_host import healthy_program_runs, inject_all
+from .test_safety_host import healthy_program_runs, inject_all, owner_program
 
 C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
 
@@ -68,3 +71,117 @@ def test_the_runner_serves_a_com_port() -> None:
         assert tg.read(counter) > 0
         assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
         healthy_program_runs(tg)
+
+
+@pytest.fixture(scope="module")
+def built_runner() -> None:
+    wine.wine()
+    wine.build("runner")
+
+
+def refused(*args: str) -> str:
+    """copapy-runner.exe under wine with `args` ends at start with status 2: its stderr."""
+    proc = wine.run("copapy-runner.exe", *args, "--no-rt", timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert proc.stdout == ""
+    return proc.stderr
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o604])
+def test_a_key_file_everyone_may_read_is_refused(built_runner: None, tmp_path: Path,
+                                                 mode: int) -> None:
+    """The key file's DACL may grant Everyone (Users, Authenticated Users) no read access;
+    wine makes a file's DACL from its Unix mode, "other" read giving an Everyone ACE."""
+    key = tmp_path / "runner.key"
+    key.write_bytes(bytes(range(32)))
+    key.chmod(mode)
+    err = refused("--tcp", "0", "--key-file", str(key))
+    assert f"--key-file {key} can be read by Everyone" in err and "icacls" in err
+
+
+def test_a_missing_or_short_key_file_is_refused(built_runner: None, tmp_path: Path) -> None:
+    """(An unreadable one cannot be made here: the tests run as root, which reads any file.)"""
+    key = tmp_path / "runner.key"
+    key.write_bytes(b"short")
+    key.chmod(0o600)
+    assert "has 5 bytes; a key has 16 to 4096" in refused("--tcp", "0", "--key-file", str(key))
+    assert "No such file" in refused("--tcp", "0", "--key-file", str(tmp_path / "none"))
+
+
+def owner_key(tmp_path: Path) -> Path:
+    key = tmp_path / "owner.key"
+    key.write_bytes(bytes(range(32)))
+    key.chmod(0o600)
+    return key
+
+
+def counting_program(path: Path) -> Program:
+    """A 1 ms task counting its ticks, saved (cp.save's format) to ``path``."""
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.deploy(cp.Task(counter, period=1e-3, name="ctrl"))
+    return tg.save(str(path))
+
+
+def test_image_is_loaded_and_started_at_start(tmp_path: Path) -> None:
+    """--image FILE --start: the program runs before any client connects; the key is required
+    afterwards as usual; a client attaches to it (same image: no upload) and reads it."""
+    prog = counting_program(tmp_path / "count.cpimg")
+    key = bytes(range(32))
+    with wine.runner(key, tmp_path, "--image", str(tmp_path / "count.cpimg"), "--start") as url:
+        with pytest.raises(SerialTargetError):
+            SerialTarget(url, timeout=2.0).info()
+        with SerialTarget(url, key=key, timeout=3.0) as tg:
+            info = tg.info()
+            assert info.state == "running"
+            assert info.image_crc == int.from_bytes(prog.image[-4:], "little")
+            tg.deploy(prog)
+            first = tg.read("ctrl.out0")
+            time.sleep(0.2)
+            assert tg.read("ctrl.out0") > first > 0
+
+
+def test_image_errors_end_the_runner_with_the_reason(built_runner: None, tmp_path: Path) -> None:
+    """A file that is no image, a truncated or corrupted image (the server's CRC check), a
+    format-1 image (machine code) without --allow-code, a missing file: one line naming the
+    file and the problem, status 2, nothing served."""
+    prog = counting_program(tmp_path / "good.cpimg")
+    key = str(owner_key(tmp_path))
+    cases = {
+        "junk": (b"hello world", "is not a copapy program image (it does not start with CPIM)"),
+        "short": (prog.image[: len(prog.image) // 2], "CRC"),
+        "flipped": (prog.image[:60] + bytes([prog.image[60] ^ 0xFF]) + prog.image[61:], "CRC"),
+        "code": (inject(prog.image, 0, "SIGILL"), "image format 1 carries machine code"),
+    }
+    for name, (data, says) in cases.items():
+        path = tmp_path / f"{name}.cpimg"
+        path.write_bytes(data)
+        err = refused("--tcp", "0", "--key-file", key, "--image", str(path), "--start")
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("copapy-runner: error: "), (name, err)
+        assert str(path) in err and says in err, (name, err)
+    missing = tmp_path / "none.cpimg"
+    assert f"cannot open {missing}" in refused("--tcp", "0", "--key-file", key, "--image",
+                                                str(missing))
+    assert "--start needs --image FILE" in refused("--tcp", "0", "--key-file", key, "--start")
+    big = refused("--tcp", "0", "--key-file", key, "--max-image", "64", "--image",
+                  str(tmp_path / "good.cpimg"))
+    assert "is larger than the largest image this runner accepts (64 bytes" in big
+
+
+def test_unauthenticated_connections_are_closed_after_the_grace(tmp_path: Path) -> None:
+    """Admission on the Windows runner (runner_common.c's deadlines, as on Linux): a silent
+    owner connection and a silent guest are closed at their grace; the key holder's session
+    is kept past it."""
+    key = bytes(range(32))
+    with wine.runner(key, tmp_path, "--auth-grace", "0.3") as url:
+        silent = connect(url)
+        assert closed_by_runner(silent)
+        silent.close()
+        with SerialTarget(url, key=key, timeout=3.0) as tg:
+            counter = owner_program(tg)
+            late = connect(url)
+            assert closed_by_runner(late)
+            late.close()
+            before = tg.read(counter)
+            assert tg.read(counter) >= before and tg.info().state == "running"

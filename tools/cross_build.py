@@ -46,7 +46,7 @@ class Platform:
 PLATFORMS = {
     p.name: p for p in (
         Platform("windows-x86_64", "x86_64-windows-gnu", ".exe", "copapy.dll",
-                 ("-lws2_32", "-lwinmm", "-lbcrypt")),
+                 ("-lws2_32", "-lwinmm", "-lbcrypt", "-ladvapi32")),
         Platform("macos-x86_64", "x86_64-macos", "", "libcopapy.dylib", ()),
         Platform("macos-aarch64", "aarch64-macos", "", "libcopapy.dylib", ()),
     )
@@ -86,7 +86,8 @@ def table_sources(p: Platform) -> list[str]:
 
 def host_sources(p: Platform) -> list[Path]:
     if p.windows:
-        return sorted((RUNNER / "host" / "win32").glob("*.c"))
+        return [*sorted((RUNNER / "host" / "win32").glob("*.c")), RUNNER / "host" / "preload.c",
+                RUNNER / "host" / "runner_common.c"]
     return sorted((RUNNER / "host").glob("*.c"))
 
 

@@ -78,18 +78,20 @@
 
 #include "copapy/platform_posix.h"
 #include "copapy/server.h"
+#include "preload.h"
+#include "runner_common.h"
 #include "host_os.h"
 #include "sandbox.h"
 #include "supervisor.h"
 
 enum {
-    MAX_PAYLOAD = 1024,
+    MAX_PAYLOAD = CP_PRELOAD_MAX_PAYLOAD,
     PORTS_CAPACITY = 64 * 1024,
     /* events (STREAM, FAULT) wait here while the client does not read: 1 MiB holds
      * STALL_TIMEOUT_MS of a 1 kHz stream of up to 190 value bytes per tick (2 + 8 + 8-byte
      * tick + values per event; docs/guide/howto/scope.md, "Host stalls") */
     RING_SIZE = 1024 * 1024,
-    CHANNELS = 16,
+    CHANNELS = HOST_CHANNELS,
     RT_PRIORITY = 80,
     WATCHDOG_PRIORITY = 90,
     WATCHDOG_POLL_NS = 2000000,
@@ -154,37 +156,14 @@ typedef struct host {
      * mapping of the file that the supervisor drives safe if this process dies */
     uint64_t (*io)[CHANNELS];
     uint64_t io_own[CP_IO_KIND_COUNT][CHANNELS];
-    /* --image: responses of the server to the start-up requests are decoded here */
+    /* --image: responses of the server to the start-up requests are decoded here
+     * (preloading: set around cp_preload_image, for h_write_link) */
     int preloading;
-    cp_decoder pre_dec;
-    uint8_t pre_buf[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
-    int pre_answered, pre_error, pre_status; /* pre_status: the cp_status of IMAGE_INVALID */
-    char pre_message[CP_ERROR_MESSAGE_MAX + 1];
+    cp_preload pre;
 } host;
 
 static host H;
 static volatile sig_atomic_t stop_requested;
-
-static void warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("copapy-runner: warning: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("copapy-runner: error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
 
 /* ---- server callbacks */
 
@@ -209,27 +188,14 @@ static uint64_t h_clock(void *ctx)
 static double h_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     host *h = ctx;
-    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
-        return 0.0;
-    }
-    uint64_t bits = __atomic_load_n(&h->io[kind - 1][channel], __ATOMIC_RELAXED);
-    double d;
-    memcpy(&d, &bits, sizeof(d));
-    return d;
+    return host_io_read(h->io, kind, channel);
 }
 
-/* Outputs (GPIO, PWM) are recorded; inputs (ENCODER, ADC) are set by the host via IO_WRITE.
- * Every simulated channel is writable. */
+/* the simulated I/O: runner_common.h */
 static int h_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 {
     host *h = ctx;
-    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
-        return 1;
-    }
-    uint64_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    __atomic_store_n(&h->io[kind - 1][channel], bits, __ATOMIC_RELAXED);
-    return 0;
+    return host_io_write(h->io, kind, channel, value);
 }
 
 static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
@@ -688,26 +654,20 @@ static int admission_deadlines(host *h)
     if (!admission(h)) {
         return -1;
     }
-    uint64_t now = cp_posix_monotonic_ns();
-    if (client_authenticated(h)) {
-        h->client_deadline_ns = now + h->auth_grace_ns;
-    } else if (h->fd_in >= 0 && now >= h->client_deadline_ns) {
+    int drop = 0;
+    int client = h->fd_in < 0              ? HOST_LINK_NONE
+                 : client_authenticated(h) ? HOST_LINK_AUTHENTICATED
+                                           : HOST_LINK_OPEN;
+    int ms = host_admission_deadlines(cp_posix_monotonic_ns(), h->auth_grace_ns,
+                                      &h->client_deadline_ns, h->guest_deadline_ns, client,
+                                      h->guest_fd >= 0, &drop);
+    if (drop & HOST_DROP_CLIENT) {
         drop_client(h);
     }
-    if (h->guest_fd >= 0 && now >= h->guest_deadline_ns) {
+    if (drop & HOST_DROP_GUEST) {
         drop_guest(h);
     }
-    uint64_t next = UINT64_MAX;
-    if (h->fd_in >= 0 && !client_authenticated(h)) {
-        next = h->client_deadline_ns;
-    }
-    if (h->guest_fd >= 0 && h->guest_deadline_ns < next) {
-        next = h->guest_deadline_ns;
-    }
-    if (next == UINT64_MAX) {
-        return -1;
-    }
-    return (int)((next - now) / 1000000u) + 1;
+    return ms;
 }
 
 /* The first connection is the owner's; a second one is the server's guest link (refused with
@@ -871,104 +831,23 @@ static void protocol_loop(host *h)
     }
 }
 
-/* ---- --image: a saved program loaded at start-up through the protocol server */
+/* ---- --image: a saved program loaded at start-up through the protocol server (preload.c) */
 
 static void preload_reply(host *h, const uint8_t *bytes, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        cp_frame f;
-        if (cp_decoder_push(&h->pre_dec, bytes[i], &f) != CP_DEC_FRAME ||
-            !(f.flags & CP_FLAG_RESPONSE)) {
-            continue;
-        }
-        h->pre_answered = 1;
-        h->pre_error = 0;
-        h->pre_status = 0;
-        if (f.flags & CP_FLAG_ERROR) {
-            h->pre_error = f.length > 0 ? f.payload[0] : -1;
-            h->pre_status = f.length > 1 ? f.payload[1] : 0;
-            size_t len = f.length > 8 ? (size_t)f.length - 8 : 0;
-            if (len > CP_ERROR_MESSAGE_MAX) {
-                len = CP_ERROR_MESSAGE_MAX;
-            }
-            memcpy(h->pre_message, f.payload + 8, len);
-            h->pre_message[len] = '\0';
-        }
-    }
-}
-
-/* One request to the server; dies with the server's message if it is refused. */
-static void preload_request(host *h, uint16_t seq, uint8_t command, const uint8_t *payload,
-                            uint16_t length, const char *path)
-{
-    static uint8_t frame[MAX_PAYLOAD + CP_FRAME_OVERHEAD];
-    static uint8_t wire[CP_WIRE_MAX(MAX_PAYLOAD)];
-    memcpy(frame + CP_FRAME_HEADER, payload, length);
-    size_t n = cp_frame_encode(frame, 0, seq, command, length, wire, sizeof(wire));
-    h->pre_answered = 0;
-    cp_server_feed(&h->srv, wire, n);
-    if (!h->pre_answered) {
-        die("%s: the runner did not answer command %u", path, command);
-    }
-    if (h->pre_error != 0 && h->pre_status != 0) { /* a load error: its name, then why */
-        die("%s: %s: %s", path, cp_status_name((cp_status)h->pre_status), h->pre_message);
-    }
-    if (h->pre_error != 0) {
-        die("%s: %s", path, h->pre_message);
-    }
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++) {
-        p[k] = (uint8_t)(v >> (8 * k));
-    }
+    cp_preload_reply(&h->pre, bytes, n);
 }
 
 static void preload_image(host *h, const char *path, int start)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        die("cannot open %s: %s", path, strerror(errno));
-    }
-    uint8_t *image = malloc(h->cfg.staging_size);
-    if (image == NULL) {
-        die("out of memory");
-    }
-    size_t size = fread(image, 1, h->cfg.staging_size, f);
-    int more = fgetc(f) != EOF;
-    fclose(f);
-    if (more) {
-        die("%s is larger than the largest image this runner accepts (%u bytes; --max-image)",
-            path, h->cfg.staging_size);
-    }
-    if (size < 8 || memcmp(image, "CPIM", 4) != 0) {
-        die("%s is not a copapy program image (it does not start with CPIM)", path);
-    }
-    if (cp_decoder_init(&h->pre_dec, h->pre_buf, sizeof(h->pre_buf), MAX_PAYLOAD) != 0) {
-        die("decoder set-up failed");
-    }
-    /* the image CRC of LOAD_BEGIN is the image's own trailing CRC field (docs/protocol.md) */
-    uint8_t p[MAX_PAYLOAD];
-    put_u32(p, (uint32_t)size);
-    memcpy(p + 4, image + size - 4, 4);
-    uint16_t seq = 1;
+    char why[CP_ERROR_MESSAGE_MAX + PATH_MAX + 128];
     h->preloading = 1;
-    preload_request(h, seq++, CP_CMD_LOAD_BEGIN, p, 8, path);
-    const size_t chunk = MAX_PAYLOAD - 4;
-    for (size_t off = 0; off < size; off += chunk) {
-        size_t len = size - off < chunk ? size - off : chunk;
-        put_u32(p, (uint32_t)off);
-        memcpy(p + 4, image + off, len);
-        preload_request(h, seq++, CP_CMD_LOAD_CHUNK, p, (uint16_t)(len + 4), path);
-    }
-    preload_request(h, seq++, CP_CMD_LOAD_COMMIT, p, 0, path);
-    if (start) {
-        preload_request(h, seq++, CP_CMD_START, p, 0, path);
-    }
+    int rc = cp_preload_image(&h->srv, &h->pre, h->cfg.staging_size, path, start, why,
+                              sizeof(why));
     h->preloading = 0;
-    cp_server_disconnect(&h->srv);
-    free(image);
+    if (rc != 0) {
+        die("%s", why);
+    }
 }
 
 /* ---- main */
@@ -1022,16 +901,6 @@ static uint8_t *read_key(const char *path, uint32_t *len)
     }
     *len = (uint32_t)n;
     return key;
-}
-
-static double parse_seconds(const char *opt, const char *arg)
-{
-    char *end = NULL;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || !(v > 0.0) || v > 86400.0) {
-        die("%s needs a time in seconds (> 0, at most 86400), got '%s'", opt, arg);
-    }
-    return v;
 }
 
 /* A whole number min..max (base 0: 0x.. too) or die with `what`; a sign is refused

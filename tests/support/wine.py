@@ -69,6 +69,7 @@ def runner(key: bytes, tmp: Path, *extra: str) -> Iterator[str]:
     build("runner")
     key_file = tmp / "windows-runner.key"
     key_file.write_bytes(key)
+    key_file.chmod(0o600)  # the runner refuses a key Everyone may read (wine: mode "other")
     proc = subprocess.Popen([*command, str(BUILD / "copapy-runner.exe"), "--tcp", "0",
                              "--key-file", str(key_file), "--no-rt", "--allow-code", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

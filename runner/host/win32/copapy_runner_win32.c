@@ -9,6 +9,7 @@
  *   copapy-runner --com COM3 [--key-file F] [options] (115200 8N1, raw)
  * options: --name NAME --max-image BYTES --max-memory BYTES --budget-factor N
  *          --link-timeout SECONDS --session-lease SECONDS --auth-grace SECONDS --no-rt
+ *          --allow-code --image FILE [--start] (a saved program loaded at start, ../preload.h)
  *
  * --tcp prints "TCP 127.0.0.1:PORT", --com "COM COM3" as the first stdout line. Threads: main
  * (protocol: WSAPoll on the sockets and a loopback wake socket, or the COM port polled every
@@ -20,6 +21,7 @@
 #include <winsock2.h>
 #include <ws2tcpip.h>
 #include <windows.h>
+#include <aclapi.h>
 #include <bcrypt.h>
 #include <mmsystem.h>
 
@@ -33,12 +35,14 @@
 #include "copapy/platform_posix.h"
 #include "copapy/platform_win32.h"
 #include "copapy/server.h"
+#include "../preload.h"
+#include "../runner_common.h"
 
 enum {
-    MAX_PAYLOAD = 1024,
+    MAX_PAYLOAD = CP_PRELOAD_MAX_PAYLOAD,
     PORTS_CAPACITY = 64 * 1024,
     RING_SIZE = 64 * 1024,
-    CHANNELS = 16,
+    CHANNELS = HOST_CHANNELS,
     WATCHDOG_POLL_NS = 2000000,
     DEFAULT_BUDGET_FACTOR = 10,
     MIN_KEY = 16,
@@ -74,6 +78,7 @@ typedef struct host {
     LONG wake_pending;
     int want_rt, rt_active;
     int allow_code; /* --allow-code: format-1 images (machine code) too, for tests */
+    cp_preload pre; /* --image: the server's answers to the start-up requests */
     cp_jitter_hist hist;
     uint32_t late_ticks; /* atomic */
     uint64_t io[CP_IO_KIND_COUNT][CHANNELS];
@@ -81,30 +86,6 @@ typedef struct host {
 
 static host H;
 static volatile LONG stop_requested;
-
-static void report(const char *what, const char *fmt, va_list ap)
-{
-    fprintf(stderr, "copapy-runner: %s: ", what);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    report("error", fmt, ap);
-    va_end(ap);
-    exit(2);
-}
-
-static void warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    report("warning", fmt, ap);
-    va_end(ap);
-}
 
 /* ---- server callbacks */
 
@@ -127,25 +108,13 @@ static uint64_t h_clock(void *ctx)
 static double h_io_read(void *ctx, uint8_t kind, uint16_t channel)
 {
     host *h = ctx;
-    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
-        return 0.0;
-    }
-    uint64_t bits = __atomic_load_n(&h->io[kind - 1][channel], __ATOMIC_RELAXED);
-    double d;
-    memcpy(&d, &bits, sizeof(d));
-    return d;
+    return host_io_read(h->io, kind, channel);
 }
 
 static int h_io_write(void *ctx, uint8_t kind, uint16_t channel, double value)
 {
     host *h = ctx;
-    if (kind < 1 || kind > CP_IO_KIND_COUNT || channel >= CHANNELS) {
-        return 1;
-    }
-    uint64_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    __atomic_store_n(&h->io[kind - 1][channel], bits, __ATOMIC_RELAXED);
-    return 0;
+    return host_io_write(h->io, kind, channel, value);
 }
 
 static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
@@ -228,6 +197,10 @@ static int send_all(SOCKET s, const uint8_t *bytes, size_t n)
 static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t n)
 {
     host *h = ctx;
+    if (h->pre.active) {
+        cp_preload_reply(&h->pre, bytes, n);
+        return;
+    }
     if (n == 0) {
         return;
     }
@@ -434,23 +407,20 @@ static int admission_deadlines(host *h)
     if (!admission(h)) {
         return -1;
     }
-    uint64_t now = cp_posix_monotonic_ns();
-    if (client_authenticated(h)) {
-        h->client_deadline_ns = now + h->auth_grace_ns;
-    } else if (h->client != INVALID_SOCKET && now >= h->client_deadline_ns) {
+    int drop = 0;
+    int client = h->client == INVALID_SOCKET ? HOST_LINK_NONE
+                 : client_authenticated(h)   ? HOST_LINK_AUTHENTICATED
+                                             : HOST_LINK_OPEN;
+    int ms = host_admission_deadlines(cp_posix_monotonic_ns(), h->auth_grace_ns,
+                                      &h->client_deadline_ns, h->guest_deadline_ns, client,
+                                      h->guest != INVALID_SOCKET, &drop);
+    if (drop & HOST_DROP_CLIENT) {
         drop_client(h);
     }
-    if (h->guest != INVALID_SOCKET && now >= h->guest_deadline_ns) {
+    if (drop & HOST_DROP_GUEST) {
         drop_guest(h);
     }
-    uint64_t next = UINT64_MAX;
-    if (h->client != INVALID_SOCKET && !client_authenticated(h)) {
-        next = h->client_deadline_ns;
-    }
-    if (h->guest != INVALID_SOCKET && h->guest_deadline_ns < next) {
-        next = h->guest_deadline_ns;
-    }
-    return next == UINT64_MAX ? -1 : (int)((next - now) / 1000000u) + 1;
+    return ms;
 }
 
 static void accept_client(host *h)
@@ -603,7 +573,8 @@ static const char USAGE[] =
     "usage: copapy-runner (--tcp PORT --key-file F | --com COMn [--key-file F]) [--name NAME]\n"
     "         [--max-image BYTES] [--max-memory BYTES] [--budget-factor N]\n"
     "         [--link-timeout SECONDS] [--session-lease SECONDS] [--auth-grace SECONDS]\n"
-    "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n";
+    "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n"
+    "         [--image FILE [--start]]  (a saved program loaded at start)\n";
 
 static BOOL WINAPI on_console(DWORD what)
 {
@@ -612,13 +583,56 @@ static BOOL WINAPI on_console(DWORD what)
     return TRUE;
 }
 
-/* The shared key: the whole file (16 .. 4096 bytes). Who may read it is the file's ACL. */
+/* The key file's DACL may grant no read access to the groups every local user is in (the
+ * Linux runner's "no bits for group and others"): Everyone, Users, Authenticated Users. A NULL
+ * DACL grants everything. Any allow ACE for them that includes reading counts, whatever deny
+ * ACEs say (icacls writes a protected, explicit list: that is what is asked for). Under wine
+ * the DACL of a file without a stored one is made from its Unix mode: "other" bits give an
+ * Everyone ACE (docs/platforms.md). */
+static void check_key_acl(const char *path)
+{
+    PACL dacl = NULL;
+    PSECURITY_DESCRIPTOR sd = NULL;
+    DWORD rc = GetNamedSecurityInfoA(path, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL,
+                                     &dacl, NULL, &sd);
+    if (rc != ERROR_SUCCESS) {
+        die("--key-file %s: cannot read its access control list (Windows error %lu)", path,
+            (unsigned long)rc);
+    }
+    static const WELL_KNOWN_SID_TYPE wide[] = {WinWorldSid, WinBuiltinUsersSid,
+                                               WinAuthenticatedUserSid};
+    static const char *const wide_name[] = {"Everyone", "Users", "Authenticated Users"};
+    const char *who = dacl == NULL ? "Everyone (it has no access control list)" : NULL;
+    const DWORD reading = FILE_READ_DATA | GENERIC_READ | GENERIC_ALL | MAXIMUM_ALLOWED;
+    for (DWORD i = 0; who == NULL && i < dacl->AceCount; i++) {
+        ACE_HEADER *ace = NULL;
+        if (!GetAce(dacl, i, (void **)&ace) || ace->AceType != ACCESS_ALLOWED_ACE_TYPE ||
+            (ace->AceFlags & INHERIT_ONLY_ACE) != 0) {
+            continue;
+        }
+        ACCESS_ALLOWED_ACE *allow = (ACCESS_ALLOWED_ACE *)ace;
+        for (size_t k = 0; k < sizeof(wide) / sizeof(wide[0]); k++) {
+            if ((allow->Mask & reading) != 0 && IsWellKnownSid(&allow->SidStart, wide[k])) {
+                who = wide_name[k];
+            }
+        }
+    }
+    LocalFree(sd);
+    if (who != NULL) {
+        die("--key-file %s can be read by %s: icacls %s /inheritance:r /grant:r "
+            "\"%%USERNAME%%\":F",
+            path, who, path);
+    }
+}
+
+/* The shared key: the whole file (16 .. 4096 bytes), which only its owner may read. */
 static uint8_t *read_key(const char *path, uint32_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         die("--key-file %s: %s", path, strerror(errno));
     }
+    check_key_acl(path);
     static uint8_t key[MAX_KEY + 1];
     size_t n = fread(key, 1, sizeof(key), f);
     fclose(f);
@@ -628,16 +642,6 @@ static uint8_t *read_key(const char *path, uint32_t *len)
     }
     *len = (uint32_t)n;
     return key;
-}
-
-static double parse_seconds(const char *opt, const char *arg)
-{
-    char *end = NULL;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || !(v > 0.0) || v > 86400.0) {
-        die("%s needs a time in seconds (> 0, at most 86400), got '%s'", opt, arg);
-    }
-    return v;
 }
 
 static unsigned long long parse_count(const char *opt, const char *arg, unsigned long long min,
@@ -673,6 +677,8 @@ int main(int argc, char **argv)
     unsigned long long budget_factor = DEFAULT_BUDGET_FACTOR;
     double link_timeout = 0.0, lease = 0.0, auth_grace = -1.0;
     int tcp_port = -1;
+    const char *image_path = NULL;
+    int start_image = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--tcp") == 0 || strcmp(a, "--com") == 0) {
@@ -707,6 +713,10 @@ int main(int argc, char **argv)
             h->want_rt = 0;
         } else if (strcmp(a, "--allow-code") == 0) {
             h->allow_code = 1;
+        } else if (strcmp(a, "--image") == 0) {
+            image_path = need_arg(&i, argc, argv);
+        } else if (strcmp(a, "--start") == 0) {
+            start_image = 1;
         } else if (strcmp(a, "--help") == 0) {
             fputs(USAGE, stdout);
             return 0;
@@ -718,6 +728,9 @@ int main(int argc, char **argv)
     if (h->mode == T_NONE) {
         fprintf(stderr, "copapy-runner: error: give a transport\n%s", USAGE);
         return 2;
+    }
+    if (start_image && image_path == NULL) {
+        die("--start needs --image FILE (the program to start)");
     }
     if (h->mode == T_TCP && key_file == NULL) {
         die("--tcp needs --key-file: any local user (and a browser's request) can reach a TCP "
@@ -781,7 +794,9 @@ int main(int argc, char **argv)
     h->auth_grace_ns = auth_grace >= 0.0 ? (uint64_t)(auth_grace * 1e9) : DEFAULT_AUTH_GRACE_NS;
     cfg->key = key;
     cfg->key_len = key_len;
-    cfg->require_auth = key != NULL;
+    /* --image feeds its requests unauthenticated, before any client can connect; the rule
+     * is switched on after it (the server reads it per request) */
+    cfg->require_auth = key != NULL && image_path == NULL;
 
     start_tick_thread(h);
     int wd = cp_posix_watchdog_start(WATCHDOG_POLL_NS, h->want_rt ? 1 : 0);
@@ -799,6 +814,14 @@ int main(int argc, char **argv)
     ReleaseSRWLockExclusive(&h->lock);
     if (st != CP_OK) {
         die("%s", err.message);
+    }
+    if (image_path != NULL) {
+        char why[CP_ERROR_MESSAGE_MAX + 512];
+        if (cp_preload_image(&h->srv, &h->pre, (uint32_t)max_image, image_path, start_image,
+                             why, sizeof(why)) != 0) {
+            die("%s", why);
+        }
+        h->srv.cfg.require_auth = key != NULL;
     }
     if (h->mode == T_TCP) {
         open_tcp(h, tcp_port);
