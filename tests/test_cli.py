@@ -3,6 +3,7 @@ real host runner, and a bad port gives a one-line error, not a traceback."""
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
@@ -237,3 +238,14 @@ def test_the_cli_reference_names_every_command_and_option() -> None:
         missing += [f"{command} {o}" for o in sorted(options)
                     if not re.search(rf"{o}(?![-\w])", text)]
     assert not missing, f"{CLI_REFERENCE.name} leaves out: {missing}"
+
+
+def test_firmware_export_writes_what_the_wheel_ships() -> None:
+    """`copapy firmware export` and the wheel's copapy/_firmware (setup.py) list the same
+    sources: runner/tables was missing from the export, so the guide's bare-metal build
+    stopped at `No rule to make target '../tables/cortex-m7.c'`."""
+    tree = ast.parse((Path(__file__).resolve().parents[1] / "setup.py").read_text())
+    shipped = next(ast.literal_eval(node.value) for node in ast.walk(tree)
+                   if isinstance(node, ast.Assign)
+                   and any(isinstance(t, ast.Name) and t.id == "FIRMWARE" for t in node.targets))
+    assert list(cli_tools.FIRMWARE) == list(shipped)

@@ -18,9 +18,11 @@ from .host_runner import runner_status
 
 __all__ = ["Check", "checks", "firmware_sources", "register"]
 
-#: what `copapy firmware export` writes (relative paths; globbed, so missing ones are skipped)
-FIRMWARE = ("runner/src", "runner/include", "runner/baremetal", "runner/cortexm", "runner/host",
-            "zephyr_app",
+#: what `copapy firmware export` writes (relative paths; globbed, so missing ones are skipped);
+#: the same list as setup.py's FIRMWARE (tests/test_cli.py holds them equal). runner/tables: the
+#: stencil tables a verifying runner links (the Cortex-M7 firmware since verified loading)
+FIRMWARE = ("runner/src", "runner/include", "runner/tables", "runner/baremetal",
+            "runner/cortexm", "runner/host", "zephyr_app",
             "runner/Makefile", "docs/protocol.md", "docs/image.md")
 SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 
