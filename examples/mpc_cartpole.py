@@ -11,7 +11,8 @@ on the Euler-discretised linear model of examples/lqr_cartpole.py, with P the Ri
 solution there (so without the limit the first move is the LQR's). The cost is traced once
 with inputs U and s₀; ``cp.grad`` gives its gradient, ``cp.jacobian`` of that gradient its
 constant Hessian H and the constant matrix Fs with ∇J = H U + Fs s₀ (both fold while tracing).
-The solver unrolls ITERATIONS steps of FISTA: U ← clip(Y - (H Y + Fs s₀)/L, ±U_MAX), with L the
+The solver runs ITERATIONS steps of FISTA in one ``cp.fori_loop`` (compiled once: the code
+does not grow with the iteration count): U ← clip(Y - (H Y + Fs s₀)/L, ±U_MAX), with L the
 largest eigenvalue of H (taken from the folded constants at trace time). The plant is the
 nonlinear cart-pole, integrated by RK4 in the same compiled step.
 """
@@ -68,16 +69,19 @@ LIPSCHITZ = float(np.linalg.eigvalsh(H).max())
 
 
 def solve_qp(s0: cp.Array) -> cp.Array:
-    """The first ITERATIONS steps of FISTA on the box-constrained QP, from U = 0."""
+    """ITERATIONS steps of FISTA on the box-constrained QP, from U = 0, as one cp.fori_loop:
+    the step is compiled once, so the code does not grow with ITERATIONS."""
     hm, linear = cp.matrix(H).astype(s0.dtype), cp.matrix(FS).astype(s0.dtype) @ s0
-    u = y = cp.vector(np.zeros(HORIZON)).astype(s0.dtype)
-    t = 1.0
-    for _ in range(ITERATIONS):
+    zero = cp.vector(np.zeros(HORIZON)).astype(s0.dtype)
+
+    def fista(state: tuple[cp.Array, cp.Array, Any]) -> tuple[cp.Array, cp.Array, Any]:
+        u, y, t = state
         step = y - (hm @ y + linear) * (1.0 / LIPSCHITZ)
         u_next = cp.vector([cp.clamp(v, -U_MAX, U_MAX) for v in step.items()])
-        t_next = (1.0 + math.sqrt(1.0 + 4.0 * t * t)) / 2.0
-        y = u_next + (u_next - u) * ((t - 1.0) / t_next)
-        u, t = u_next, t_next
+        t_next = (1.0 + cp.sqrt(1.0 + 4.0 * t * t)) * 0.5
+        return u_next, u_next + (u_next - u) * ((t - 1.0) / t_next), t_next
+
+    u, _, _ = cp.fori_loop(ITERATIONS, fista, (zero, zero, cp.constant(1.0, s0.dtype)))
     return u
 
 

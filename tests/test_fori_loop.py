@@ -423,3 +423,18 @@ def test_a_loop_in_a_jit_function() -> None:
     for _ in range(10):
         want = f32(0.9) * want + f32(1.0)
     assert np.float32(f(f32(0.9), f32(1.0))).tobytes() == want.tobytes()
+
+
+def test_an_initial_state_used_again_after_the_loop_keeps_its_value() -> None:
+    """The carry slot holds the initial state only until the loop runs: a constant that is a
+    loop's init and is read again after the loop (1.0 here; the MPC example's FISTA step t and
+    its zero moves) read the loop's final state instead (x + 1.0 gave 8.5, and the closed-loop
+    cart-pole fell over)."""
+    f = cp.jit(lambda x: (cp.fori_loop(3, lambda t: t * 2.0, cp.constant(1.0, cp.float32)),
+                          x + 1.0, x * 0.0 + cp.fori_loop(2, lambda t: t + 1.0, 0.0)))
+    assert f(0.5) == (8.0, 1.5, 2.0)
+    zero = np.zeros(3, np.float32)
+    g = cp.jit(lambda v: (cp.fori_loop(4, lambda s: s + v.to_unpacked(), cp.vector(zero)),
+                          v.to_unpacked() + cp.vector(zero)))
+    got, same = g(np.array([1.0, 2.0, 3.0], np.float32))
+    assert np.array_equal(got, [4.0, 8.0, 12.0]) and np.array_equal(same, [1.0, 2.0, 3.0])

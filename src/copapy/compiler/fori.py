@@ -113,8 +113,14 @@ def lower_with_loops(spec: ChainSpec, table: StencilTable, layout: DataLayout,
         part, count = lower_chain(ChainSpec(dict(where), stores, []), table, layout, progress)
         instrs += part
         ops += count
+        # a carry slot holds the initial state only until the loop runs (then its result):
+        # an initial value read later (a constant 1.0 used again after the loop) must not be
+        # found there
+        carries = set(carry_slots)
         for node, offsets in stores.items():
-            where.setdefault(node, offsets[0])
+            kept = [o for o in offsets if o not in carries]
+            if kept:
+                where.setdefault(node, kept[0])
         if loop.n > 0:
             part, count = _loop(loop, carry_slots, where, table, layout, progress)
             instrs += part
