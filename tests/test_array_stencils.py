@@ -131,6 +131,11 @@ def expected_names() -> dict[str, str]:
                 names[f"{fused}_{t}__{d}_v_m_v"] = "fused"
         for op in ["matvec", "vecmat", "matmul"]:
             names[f"{op}_{t}__v_v_v"] = "matrix"
+    # strided views (issue 31): they move integers of the element's width, 4 or 8 bytes
+    # (tests/test_strided.py and test_strided_cross_arch.py check their values)
+    for width in ("i32", "f64"):
+        for op in ("sgather", "sscatter"):
+            names[f"{op}_{width}__v_v_m_m"] = "strided"
     return names
 
 
@@ -480,7 +485,7 @@ def test_families_count() -> None:
     for family in NAMES.values():
         counts[family] = counts.get(family, 0) + 1
     assert {f: c for f, c in counts.items() if f not in ("binary", "compare", "unary", "cast")} \
-        == {"where": 21, "fill": 3, "reduce": 24, "matrix": 9, "fused": 24}
+        == {"where": 21, "fill": 3, "reduce": 24, "matrix": 9, "fused": 24, "strided": 4}
     covered = {e.op for e in ELEMENTS.values()}
     assert covered == set(registry_ops.ELEMENTWISE) - {"where"}
 

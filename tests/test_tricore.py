@@ -218,7 +218,11 @@ def test_table_has_every_stencil_of_the_other_single_precision_targets() -> None
     """The same C sources as every architecture without float64 (RV32, Cortex-M4): the same
     stencils, array stencils and kernels."""
     names = set(TABLE_NAMES)
-    assert names == set(load_table("rv32").names()) == set(load_table("cortex-m4").names())
+    lacks = by_name(ARCH).table_lacks  # declared in tricore.toml ([table]): not rebuilt here
+    assert lacks and not {n for n in names if n.split("_")[0] in lacks}
+    others = [{n for n in load_table(a).names() if n.split("_")[0] not in lacks}
+              for a in ("rv32", "cortex-m4")]
+    assert names == others[0] == others[1]
     assert {"cp_entry", "cp_ret", "sin_f32__0_0", "add_f32__v_v_v", "floordiv_i32__1_m_0",
             "shl_i32__0_0_1", "dot_f32__0_v_v"} <= names
     assert not any("f64" in n for n in names)

@@ -273,7 +273,9 @@ def check_target(target: str, host: hx.Harness | None = None) -> tuple[int, list
     spec = build_stencils.load_target(target)
     with tempfile.TemporaryDirectory() as tmp:
         m = load(target, build_elf(target, Path(tmp)))
-    names = [n for n in sorted(NAMES) if stencil_applicable(n, spec)]
+    # strided views take a start and a step from their m slots, which this harness does not
+    # model: tests/test_strided_cross_arch.py runs them on every target
+    names = [n for n in sorted(NAMES) if stencil_applicable(n, spec) and NAMES[n] != "strided"]
     bad: list[str] = []
     for name in names:
         op, t, forms = parse(name)
