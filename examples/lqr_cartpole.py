@@ -108,10 +108,9 @@ def gain_values() -> np.ndarray:
     return np.asarray(tg.read(GAIN))
 
 
-def main(path: str = "lqr_cartpole.png") -> None:
-    print("K =", gain_values())
-    states, forces = simulate(np.array([0.0, 0.0, 0.25, 0.0], np.float32))
-    print(f"after 5 s: x = {states[-1, 0]:.4f} m, theta = {states[-1, 2]:.2e} rad")
+def plot_run(states: np.ndarray, forces: np.ndarray, path: str,
+             limit: float | None = None) -> None:
+    """Cart position and pole angle over the run, and the force (with its limit, if any)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,12 +123,22 @@ def main(path: str = "lqr_cartpole.png") -> None:
     ax1.legend()
     ax1.grid(True, alpha=0.3)
     ax2.step(t[:-1], forces, where="post", label="force u [N]")
+    if limit is not None:
+        ax2.axhline(limit, color="gray", linestyle=":", label="limit")
+        ax2.axhline(-limit, color="gray", linestyle=":")
     ax2.set_xlabel("time [s]")
     ax2.legend()
     ax2.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print(f"plot written to {path}")
+
+
+def main(path: str = "lqr_cartpole.png") -> None:
+    print("K =", gain_values())
+    states, forces = simulate(np.array([0.0, 0.0, 0.25, 0.0], np.float32))
+    print(f"after 5 s: x = {states[-1, 0]:.4f} m, theta = {states[-1, 2]:.2e} rad")
+    plot_run(states, forces, path)
 
 
 if __name__ == "__main__":

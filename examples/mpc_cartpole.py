@@ -19,7 +19,6 @@ nonlinear cart-pole, integrated by RK4 in the same compiled step.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -120,26 +119,7 @@ def main(path: str = "mpc_cartpole.png") -> None:
     states, forces = simulate(np.array([0.0, 0.0, 0.25, 0.0], np.float32))
     print(f"after 3 s: x = {states[-1, 0]:.4f} m, theta = {states[-1, 2]:.2e} rad, "
           f"largest |u| = {np.abs(forces).max():.3f} N (limit {U_MAX})")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    t = np.arange(len(states)) * model.DT
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
-    ax1.plot(t, states[:, 0], label="cart x [m]")
-    ax1.plot(t, states[:, 2], label="pole θ [rad]")
-    ax1.legend()
-    ax1.grid(True, alpha=0.3)
-    ax2.step(t[:-1], forces, where="post", label="force u [N]")
-    ax2.axhline(U_MAX, color="gray", linestyle=":", label="limit")
-    ax2.axhline(-U_MAX, color="gray", linestyle=":")
-    ax2.set_xlabel("time [s]")
-    ax2.legend()
-    ax2.grid(True, alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"plot written to {path}")
+    model.plot_run(states, forces, path, limit=U_MAX)
 
 
 if __name__ == "__main__":
