@@ -44,10 +44,9 @@ from copapy.serial_target import SerialTarget
 
 from .support import zephyr_runners as zr
 from .support.faults import FaultWaiter, inject_code
-from .support.runners import ROOT, qemu_process, qemu_runner
+from .support.runners import ROOT, firmware_elf, qemu_process, qemu_runner
 
 FW_DIR = ROOT / "runner" / "baremetal"
-ELF = FW_DIR / "build" / "runner-cortex-m7.elf"
 PWM_SAFE = 0.25
 SLOT = 0x100000  # CP_SLOT_SIZE: program slots are aligned to it
 
@@ -258,7 +257,7 @@ def reference() -> tuple[bytes, ...]:
 @pytest.fixture(scope="module")
 def board() -> Iterator[tuple[SerialTarget, Fw]]:
     with qemu_runner("cortex-m7") as url, SerialTarget(url, timeout=3.0) as tg:
-        sym = symbols(ELF)
+        sym = symbols(firmware_elf("cortex-m7"))  # the file qemu booted
         assert sym["slot_mem"] % SLOT == 0 and sym["slot_mem"] == SLOT, sym["slot_mem"]
         fw = Fw(sym, sym["srv"] + offset_of("offsetof(cp_server, cfg.require_auth)"),
                 sym["srv"] + offset_of("offsetof(cp_server, owner)"))
@@ -299,7 +298,7 @@ def test_auth_stays_required(tmp_path: Path) -> None:
     session key: both faults, and a peer without the key is still refused."""
     key = zr.TEST_KEY  # the key build/keyed has (test_runner_suite.py builds it the same)
     with qemu_runner("cortex-m7", f"RUNNER_KEY={key.hex()}", build_dir="build/keyed") as url:
-        sym = symbols(FW_DIR / "build" / "keyed" / "runner-cortex-m7.elf")
+        sym = symbols(firmware_elf("cortex-m7", "build/keyed"))
         fw = Fw(sym, sym["srv"] + offset_of("offsetof(cp_server, cfg.require_auth)"),
                 sym["srv"] + offset_of("offsetof(cp_server, owner)"))
         with SerialTarget(url, key=key, timeout=3.0) as tg:

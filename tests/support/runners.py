@@ -98,16 +98,29 @@ def qemu_runner(arch: str, *make_args: str, build_dir: str = "build",
         yield url
 
 
+def firmware_build_dir(build_dir: str, allow_code: bool) -> str:
+    """Where qemu_runner builds: an --allow-code firmware goes to <build_dir>/code."""
+    return f"{build_dir}/code" if allow_code else build_dir
+
+
+def firmware_elf(arch: str, build_dir: str = "build", allow_code: bool = True) -> Path:
+    """The firmware file qemu_runner(arch, build_dir=, allow_code=) builds and boots."""
+    board = by_name(arch).qemu
+    assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
+    return ROOT / "runner" / "baremetal" / firmware_build_dir(build_dir, allow_code) / board.firmware
+
+
 @contextmanager
 def qemu_process(arch: str, *make_args: str, build_dir: str = "build",
                  clock: tuple[str, ...] = QEMU_CLOCK, elf: Path | None = None,
                  allow_code: bool = True) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """(URL, qemu process) of qemu_runner; ``clock``: qemu's timing options; ``elf``: boot
     this firmware file instead of building one (e.g. another revision's, to compare)."""
-    if allow_code:
-        make_args, build_dir = (*make_args, "ALLOW_CODE=1"), f"{build_dir}/code"
     board = by_name(arch).qemu
     assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
+    if allow_code:
+        make_args = (*make_args, "ALLOW_CODE=1")
+    build_dir = firmware_build_dir(build_dir, allow_code)
     assert shutil.which(board.system), ("the firmware test needs qemu: apt-get install "
                                         "qemu-system-arm")
     if elf is None:
