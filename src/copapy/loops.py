@@ -107,7 +107,7 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
         raise TypeError(f"cp.fori_loop: body must be a function of the state, got "
                         f"{type(body).__name__}")
     inits, desc = _leaves(init, "init")
-    carries = [new_carry(x) for x in inits]
+    carries = [new_carry(x, k) for k, x in enumerate(inits)]
     i = new_index() if index else None
     state = _rebuild(carries, desc)
     result = body(Value(i), state) if i is not None else body(state)
