@@ -74,7 +74,9 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
 
     The body is traced once and compiled once, between a counted loop's begin and end
     stencils, so the program's size and compile time do not depend on ``n``; the results are
-    the bits of the unrolled loop on every architecture. ``n`` is a Python int (the count is
+    the bits of the unrolled loop on every architecture (a body holding ``cp.grad`` may sum its
+    gradient in another order than the unrolled loop's iterations do, so it can differ by an
+    ulp, the same in every process). ``n`` is a Python int (the count is
     fixed in the program; a verifying runner checks it at load). The state is a copapy value,
     a ``cp.vector``/``cp.matrix`` (packed or unpacked), a number, or a tuple or list of
     those; ``body`` returns a state of the same structure, types and shapes. The body may
