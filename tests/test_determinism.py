@@ -10,7 +10,11 @@ import subprocess
 import sys
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import copapy as cp
+from copapy.compiler.program import compile_program
 from copapy.graph.ops import REGISTRY
 
 CONSTANTS = [0.5, 2.0, 3.0, 5.0, 0.1, -1.25]
@@ -89,3 +93,86 @@ def test_same_image_in_every_process() -> None:
         digests.add(out.stdout.strip())
     here = hashlib.sha256(pid_image() + b"".join(random_image(s) for s in range(4))).hexdigest()
     assert digests == {here}
+
+
+# ---- property: no program's bytes depend on what was traced before -----------------------
+
+#: float operations whose operands' order a rewrite may change (add, mul, max, min commute)
+FLOAT_OPS = ("add", "sub", "mul", "max", "min", "hypot")
+Steps = list[tuple[str, int, int]]
+
+
+@st.composite
+def steps_over(draw: st.DrawFn, pool: int, count: tuple[int, int]) -> Steps:
+    """Operations, each over two of the values so far (pool values to start with)."""
+    steps = []
+    for k in range(draw(st.integers(*count))):
+        steps.append((draw(st.sampled_from(FLOAT_OPS)), draw(st.integers(0, pool + k - 1)),
+                      draw(st.integers(0, pool + k - 1))))
+    return steps
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> dict[str, Any]:
+    """A small random graph, with a cp.fori_loop (a random body over two carries and two
+    captures, optionally cp.grad inside it and a gradient through it) or without."""
+    program: dict[str, Any] = {"outer": draw(steps_over(5, (1, 8)))}
+    if draw(st.booleans()):
+        program["loop"] = {"n": draw(st.integers(1, 5)), "body": draw(steps_over(4, (2, 8))),
+                           "grad_in_body": draw(st.booleans()), "index": draw(st.booleans()),
+                           "grad_through": draw(st.booleans())}
+    return program
+
+
+def _run_steps(steps: Steps, pool: list[Any]) -> list[Any]:
+    values = list(pool)
+    for name, i, j in steps:
+        values.append(_apply(name, values[i], values[j]))
+    return values
+
+
+def program_image(program: dict[str, Any]) -> bytes:
+    """The program traced anew (fresh inputs) and compiled for x86_64: its image bytes."""
+    inputs = [cp.value(0.5 + k) for k in range(3)]
+    values = _run_steps(program["outer"], [*inputs, cp.constant(2.0), cp.constant(0.25)])
+    outs = values[-2:]
+    spec = program.get("loop")
+    if spec is not None:
+        captures = values[-3:-1]
+
+        def body(i: Any, s: tuple[Any, Any]) -> tuple[Any, Any]:
+            last = _run_steps(spec["body"], [*s, *captures])[-2:]
+            if spec["grad_in_body"]:
+                g = cp.grad(last[0] * last[1], list(s))
+                last = [s[0] - 0.125 * g[0], s[1] - 0.125 * g[1]]
+            if spec["index"]:
+                last[0] = last[0] + cp.cast(i, cp.float32)
+            return cp.clamp(last[0], -4.0, 4.0), cp.clamp(last[1], -4.0, 4.0)
+
+        result = cp.fori_loop(spec["n"], body, (inputs[0], values[-1]), index=True)
+        outs = [*outs, *result]
+        if spec["grad_through"]:
+            outs += cp.grad(result[0] * result[1] + result[1], [inputs[0], inputs[1]])
+    return compile_program([o.node for o in outs], "x86_64").image
+
+
+def _junk(kind: str, count: int) -> list[Any]:
+    """Unrelated nodes an earlier trace leaves alive: products and sums with constants, a
+    loop, gradients."""
+    x = cp.value(0.75)
+    if kind == "products":
+        return [x * (0.5 + k) + k * 0.25 for k in range(count)]
+    if kind == "loop":
+        return [cp.fori_loop(1 + count % 4, lambda s: s * 0.5 + x, x + float(count))]
+    return [cp.grad(cp.sin(x * float(k)) * x, x) for k in range(count)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(program=programs(), kind=st.sampled_from(["products", "loop", "grad"]),
+       count=st.integers(1, 40))
+def test_image_bytes_do_not_depend_on_earlier_traces(program: dict[str, Any], kind: str,
+                                                     count: int) -> None:
+    first = program_image(program)
+    kept = _junk(kind, count)
+    assert program_image(program) == first
+    assert kept

@@ -15,14 +15,15 @@ import copapy as cp
 from copapy import dtypes as dt
 from copapy.graph import build
 from copapy.graph import node as node_module
-from copapy.graph.node import Node, stable_hash
+from copapy.graph.loop import body_of
+from copapy.graph.node import FRESH, Node, stable_hash
 from copapy.graph.ops import REGISTRY
 from copapy.graph.traverse import live_nodes
 
 
 def expected_fingerprint(node: Node) -> int:
     """node.py's fingerprint rule, computed here from the node's fields."""
-    identity = node.attr[1] if node.op in ("input", "state") else node.attr  # type: ignore[index]
+    identity = node.attr[1] if node.op in FRESH else node.attr  # type: ignore[index]
     own = 0 if identity is None else stable_hash(identity)
     return hash((zlib.crc32(node.op.encode()), node.dtype.code, own,
                  *[a.fingerprint for a in node.args]))
@@ -83,6 +84,28 @@ def test_fingerprints_of_leaves_follow_the_rule() -> None:
         assert node.fingerprint == expected_fingerprint(node)
     # an input's fingerprint is its name's: the same for the same name, whatever its value
     assert cp.value(1.0, name="p").node.fingerprint == cp.value(9.0, name="p").node.fingerprint
+
+
+def test_a_loops_nodes_are_fingerprinted_by_position_not_serial() -> None:
+    """A loop's carries, iteration number and results are made fresh (node.FRESH): their
+    fingerprint is their position in the loop, so the same loop traced again (after other
+    nodes took serials) has the same fingerprints, and the same canonical operand order."""
+    def traced() -> list[Node]:
+        a = cp.value(0.5, name="a")
+        x, y = cp.fori_loop(4, lambda i, s: (s[0] * a + cp.cast(i, cp.float32), s[1] + s[0]),
+                            (cp.value(1.0), cp.value(2.0)), index=True)
+        body = body_of(x.node)
+        assert body.index is not None
+        return [x.node, y.node, *body.carries, body.index, *body.outputs]
+
+    first = traced()
+    node_module.next_serial()
+    again = traced()
+    for node in first:
+        assert node.fingerprint == expected_fingerprint(node), node
+    assert [n.serial for n in first] != [n.serial for n in again]
+    assert [n.fingerprint for n in first] == [n.fingerprint for n in again]
+    assert len({n.fingerprint for n in first[2:4]}) == 2  # the two carries differ
 
 
 def test_nodes_and_their_entries_are_not_in_the_cycle_collector() -> None:

@@ -74,7 +74,9 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
 
     The body is traced once and compiled once, between a counted loop's begin and end
     stencils, so the program's size and compile time do not depend on ``n``; the results are
-    the bits of the unrolled loop on every architecture. ``n`` is a Python int (the count is
+    the bits of the unrolled loop on every architecture (a body holding ``cp.grad`` may sum its
+    gradient in another order than the unrolled loop's iterations do, so it can differ by an
+    ulp, the same in every process). ``n`` is a Python int (the count is
     fixed in the program; a verifying runner checks it at load). The state is a copapy value,
     a ``cp.vector``/``cp.matrix`` (packed or unpacked), a number, or a tuple or list of
     those; ``body`` returns a state of the same structure, types and shapes. The body may
@@ -107,7 +109,7 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
         raise TypeError(f"cp.fori_loop: body must be a function of the state, got "
                         f"{type(body).__name__}")
     inits, desc = _leaves(init, "init")
-    carries = [new_carry(x) for x in inits]
+    carries = [new_carry(x, k) for k, x in enumerate(inits)]
     i = new_index() if index else None
     state = _rebuild(carries, desc)
     result = body(Value(i), state) if i is not None else body(state)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..dtypes import int32
-from ..graph.loop import FORI, LoopBody, body_of
+from ..graph.loop import FORI, LoopBody, body_of, result_index
 from ..graph.node import Node
 from ..graph.traverse import live_nodes
 from .layout import DataLayout
@@ -66,19 +66,21 @@ def lower_with_loops(spec: ChainSpec, table: StencilTable, layout: DataLayout,
         if node.op == FORI:
             results.setdefault(body_of(node).serial, []).append(node)
     # plan: the segments in order; a value is stored by the segment computing it if a later
-    # one reads it (decided after all segments are known)
-    plan: list[tuple[str, list[Node], set[Node], LoopBody | None]] = []
+    # one reads it (decided after all segments are known). What a segment computes is a list
+    # in walk order, not a set: the slots are allocated in that order, and a set of nodes
+    # iterates in address order, which differs between processes
+    plan: list[tuple[str, list[Node], list[Node], LoopBody | None]] = []
     avail: set[Node] = set(spec.placed)
     for loop in loops:
         inits = [loop_init(loop, k, results) for k in range(len(loop.carries))]
         roots = [x for x in (*inits, *loop.captures) if x not in avail]
         pre = live_nodes(roots, stop=avail)
-        plan.append(("pre", roots, {n for n in pre if n not in avail}, loop))
+        plan.append(("pre", roots, [n for n in pre if n not in avail], loop))
         avail.update(pre)
         avail.update(results.get(loop.serial, ()))
     final_roots = [*spec.stores, *(s for s, _, _ in spec.end_copies)]
     final = live_nodes(final_roots, stop=avail)
-    plan.append(("final", final_roots, {n for n in final if n not in avail}, None))
+    plan.append(("final", final_roots, [n for n in final if n not in avail], None))
     # what each segment reads (its loop's captures and initial states included)
     reads: list[set[Node]] = []
     for _, roots, computed, owner in plan:
@@ -126,7 +128,7 @@ def lower_with_loops(spec: ChainSpec, table: StencilTable, layout: DataLayout,
             instrs += part
             ops += count
         for node in results.get(loop.serial, ()):
-            where[node] = carry_slots[node.attr[1]]  # type: ignore[index]
+            where[node] = carry_slots[result_index(node)]
     return instrs, ops
 
 

@@ -31,7 +31,8 @@ static const char *const field_names[N_FIELDS] = {"op", "dtype", "args", "attr",
                                                    "fingerprint", "shape", "loc"};
 static Py_ssize_t field_offset[N_FIELDS];
 
-static PyObject *s_key, *s_code, *s_const, *s_input, *s_state, *empty_tuple;
+static PyObject *s_key, *s_code, *s_const, *s_input, *s_state, *s_carry, *s_index, *s_fori;
+static PyObject *empty_tuple;
 
 /* what node.py and build.py hand over once at import (bind, bind_make) */
 static PyObject *ref_type, *interned, *serials, *stable_hash, *op_hashes, *op_hash;
@@ -80,12 +81,19 @@ static PyObject *dead_or_alive(PyObject *ref) {
 #endif
 }
 
+/* 1 if op makes a node fresh on every call (node.FRESH: its attribute is (creation serial,
+ * name), the name its identity), 0 if not */
+static int fresh(PyObject *op) {
+    return same_str(op, s_input) || same_str(op, s_state) || same_str(op, s_carry) ||
+           same_str(op, s_index) || same_str(op, s_fori);
+}
+
 /* the node's fingerprint: hash((crc32(op), dtype code, stable_hash(identity), *operand
- * fingerprints)), identity being the name of a fresh leaf or the attribute (node.py) */
+ * fingerprints)), identity being the name of a fresh node or the attribute (node.py) */
 static PyObject *fingerprint(PyObject *op, PyObject *code, PyObject *args, PyObject *attr) {
     PyObject *identity = attr, *own = NULL, *h = NULL, *parts = NULL, *result = NULL;
     Py_INCREF(identity);
-    if (same_str(op, s_input) || same_str(op, s_state)) {
+    if (fresh(op)) {
         Py_DECREF(identity);
         identity = PySequence_GetItem(attr, 1);
         if (identity == NULL) return NULL;
@@ -460,8 +468,10 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__intern(void) {
-    PyObject **names[] = {&s_key, &s_code, &s_const, &s_input, &s_state};
-    const char *texts[] = {"key", "code", "const", "input", "state"};
+    PyObject **names[] = {&s_key, &s_code, &s_const, &s_input, &s_state, &s_carry, &s_index,
+                          &s_fori};
+    const char *texts[] = {"key", "code", "const", "input", "state", "carry", "loop_index",
+                           "fori"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         *names[k] = PyUnicode_InternFromString(texts[k]);
         if (*names[k] == NULL) return NULL;

@@ -40,14 +40,16 @@ class LoopBody:
 _bodies: dict[int, LoopBody] = {}
 
 
-def new_carry(like: Node) -> Node:
-    """A fresh carry leaf of ``like``'s type and shape."""
-    return intern(CARRY, like.dtype, (), (next_serial(),), like.shape)
+def new_carry(like: Node, position: int) -> Node:
+    """A fresh carry leaf of ``like``'s type and shape, element ``position`` of its loop's
+    state: the position, not the creation serial, is its identity in the fingerprint (node.FRESH),
+    so a body's operand order does not depend on what the process traced before."""
+    return intern(CARRY, like.dtype, (), (next_serial(), position), like.shape)
 
 
 def new_index() -> Node:
     """A fresh leaf for the iteration number a body reads (``cp.fori_loop(..., index=True)``)."""
-    return intern(INDEX, int32, (), (next_serial(),))
+    return intern(INDEX, int32, (), (next_serial(), None))
 
 
 def body_of(node: Node) -> LoopBody:
@@ -56,7 +58,7 @@ def body_of(node: Node) -> LoopBody:
 
 
 def result_index(node: Node) -> int:
-    return node.attr[1]  # type: ignore[index,no-any-return]
+    return node.attr[1][0]  # type: ignore[index,no-any-return]
 
 
 def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
@@ -94,4 +96,8 @@ def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
     body = LoopBody(serial, n, tuple(carries), tuple(outputs), tuple(captures), index)
     _bodies[serial] = body
     args = (*inits, *captures)
-    return [intern(FORI, c.dtype, args, (serial, k), c.shape) for k, c in enumerate(carries)]
+    # a result's identity (its fingerprint, node.FRESH): its position, the count and the
+    # body's structure, not the loop's serial
+    structure = hash((n, index is not None, *(o.fingerprint for o in outputs)))
+    return [intern(FORI, c.dtype, args, (serial, (k, n, structure)), c.shape)
+            for k, c in enumerate(carries)]

@@ -40,7 +40,8 @@ def _tangent_results(node: Node, gradients: Gradients) -> list[list[Node]]:
     m = sum(c.size for c in loop.carries)  # state elements
     p = sum(a.size for a in node.args)  # operand elements: the initial states, the captures
     scalar = const(0.0, dtype)
-    tangents = [[new_carry(scalar) for _ in range(p)] for _ in range(m)]
+    first = len(loop.carries)  # the tangents' positions in the state follow the carries'
+    tangents = [[new_carry(scalar, first + i * p + j) for j in range(p)] for i in range(m)]
     # d f_i / d (carries, float captures); an int or bool capture carries no gradient
     wrt = [*loop.carries, *(c for c in loop.captures if c.dtype.is_float)]
     outs: list[Node] = list(loop.outputs)
@@ -63,7 +64,6 @@ def _tangent_results(node: Node, gradients: Gradients) -> list[list[Node]]:
     inits = [*node.args[:len(loop.carries)],
              *(const(1.0 if i == j else 0.0, dtype) for i in range(m) for j in range(p))]
     results = make_loop(loop.n, inits, carries, outs, loop.index)
-    first = len(loop.carries)
     table = [results[first + i * p: first + (i + 1) * p] for i in range(m)]
     _tangents[loop.serial] = table
     return table

@@ -92,11 +92,19 @@ class _KeyedRef(weakref.ref):  # type: ignore[type-arg]
 #: and the entry, a _KeyedRef, dies with the node (_intern.forget), so the key holding its
 #: operands keeps nothing alive that the node does not. The node's fingerprint is
 #: hash((_op_hash(op), dtype.code, stable_hash(identity) or 0 for None, *operand
-#: fingerprints)), where the identity of leaves made fresh on every call (inputs, states) is
-#: their name alone (their serial depends on the history, and code must not depend on initial
-#: values) and otherwise the attribute; the shape is left out (the code of a packed loop does
-#: not depend on its length).
+#: fingerprints)), where the identity of nodes made fresh on every call (FRESH: their attribute
+#: is (creation serial, name, ...)) is their name alone (their serial depends on the history,
+#: and code must not depend on initial values) and otherwise the attribute; the shape is left
+#: out (the code of a packed loop does not depend on its length).
 intern = _intern.intern
+
+#: the operations whose nodes are made fresh on every call, their attribute a creation serial
+#: and a name (the fingerprint's identity; in C, _intern.c's ``fresh``): inputs, signal states,
+#: a counted loop's carries, its iteration number and its results (graph/loop.py). A loop's
+#: carries and results once hashed their serial, so the canonical operand order in a loop's
+#: body, and with it cp.grad's summation order there, depended on how many nodes the process
+#: had made before (docs/decisions/2026-12-04-fori-loop.md)
+FRESH = frozenset({"input", "state", "carry", "loop_index", "fori"})
 
 
 def _op_hash(op: str) -> int:
