@@ -107,7 +107,8 @@ def firmware_elf(arch: str, build_dir: str = "build", allow_code: bool = True) -
     """The firmware file qemu_runner(arch, build_dir=, allow_code=) builds and boots."""
     board = by_name(arch).qemu
     assert board is not None and board.firmware, f"no [qemu] firmware for {arch}"
-    return ROOT / "runner" / "baremetal" / firmware_build_dir(build_dir, allow_code) / board.firmware
+    directory = ROOT / "runner" / "baremetal" / firmware_build_dir(build_dir, allow_code)
+    return directory / board.firmware
 
 
 @contextmanager
