@@ -25,12 +25,14 @@ import math
 import struct
 import weakref
 from collections import ChainMap, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import NamedTuple
 
 from .._gc import without_gc
 from ..dtypes import DType, float32, float64
+from . import _walk
 from .intervals import (
     BOOL,
     F32_MAX,
@@ -245,6 +247,10 @@ class _Shared:
         #: windows walked, and operations the side analyses evaluated again
         self.explored = 0
         self.evaluated = 0
+        #: the side analyses' rule results: (node, ids of the operand ranges) -> (range,
+        #: finding, operand ranges)
+        self.rules: dict[tuple[object, ...], tuple[Interval, Finding | None,
+                                                    tuple[Interval, ...]]] = {}
 
 
 class _Pass:
@@ -268,6 +274,9 @@ class _Pass:
         self.sides: dict[Node, list[tuple[_Pass, Node]]] = {}
         #: comparisons the ranges decide
         self.decided: dict[Node, bool] = {}
+        #: (condition, truth) -> what the condition narrows in this analysis (its ranges do
+        #: not change once computed: a condition shared by many guards is narrowed once)
+        self.splits: dict[tuple[Node, bool], _Split | None] = {}
 
     def run(self, roots: Sequence[Node], order: Sequence[Node] | None = None) -> None:
         """Ranges of everything the roots depend on (``order``: their live nodes, if known).
@@ -278,6 +287,9 @@ class _Pass:
         ranges = self.ranges
         findings = self.findings
         rules = RULES
+        # a side analysis evaluates again what depends on its narrowed ranges: a node that
+        # many sides share (a guard's condition reused) gets the same operands again
+        cache = None if self.parent is None else self.memo.rules
         new = tuple.__new__
         pack, unpack = _F32S.pack, _F32S.unpack
         for node in live_nodes(roots, stop=self.env) if order is None else order:
@@ -336,9 +348,22 @@ class _Pass:
                 result = self._where(node, ins)
                 ranges[node] = result
                 continue
-            result, finding = rules[op](ins, node.dtype)
-            if node.shape or any(a.shape for a in args):
-                result, finding = _array_rule(node, ins, result, finding)
+            if cache is None:
+                result, finding = rules[op](ins, node.dtype)
+                if node.shape or any(a.shape for a in args):
+                    result, finding = _array_rule(node, ins, result, finding)
+            else:
+                # (the ranges' identities: equal intervals may differ in the sign of a zero;
+                # the entry holds them, so no other object takes their id)
+                key = (node, *map(id, ins))
+                hit = cache.get(key)
+                if hit is None:
+                    result, finding = rules[op](ins, node.dtype)
+                    if node.shape or any(a.shape for a in args):
+                        result, finding = _array_rule(node, ins, result, finding)
+                    cache[key] = (result, finding, ins)
+                else:
+                    result, finding = hit[0], hit[1]
             ranges[node] = result
             if finding is not None:
                 findings[node] = (finding, ins)
@@ -366,12 +391,13 @@ class _Pass:
         cond, a, b = node.args
         out: list[Interval] = []
         sides: list[tuple[_Pass, Node]] = []
-        # (a side analysis holds only what it evaluated again: the rest is its parents')
-        known: Mapping[Node, Interval] = (self.ranges if self.parent is None
-                                          else ChainMap(*self._chain()))
+        splits = self.splits
         for truth, side in ((True, a), (False, b)):
-            narrowed = _refine(cond, truth, known)
-            sub = self._side(side, narrowed) if narrowed else None
+            try:
+                split = splits[cond, truth]
+            except KeyError:
+                split = splits[cond, truth] = self._split(cond, truth)
+            sub = self._side(side, split) if split is not None else None
             if sub is None:
                 out.append(self.ranges[side])
                 continue
@@ -381,16 +407,26 @@ class _Pass:
             self.sides[node] = sides
         return hull(out[0], out[1])
 
-    def _side(self, side: Node, narrowed: dict[Node, Interval]) -> _Pass | None:
-        """``side`` analysed with the ``narrowed`` ranges: of the SIDE_NODES nodes of its
-        cone nearest the side (created after the first narrowed node), those that depend on
-        a narrowed node within them; the others keep this analysis' range and findings
+    def _split(self, cond: Node, truth: bool) -> _Split | None:
+        """What ``cond`` narrows where it is ``truth`` (None: nothing)."""
+        # (a side analysis holds only what it evaluated again: the rest is its parents')
+        known: Mapping[Node, Interval] = (self.ranges if self.parent is None
+                                          else ChainMap(*self._chain()))
+        narrowed = _refine(cond, truth, known)
+        if not narrowed:
+            return None
+        env = {**self.env, **narrowed}
+        return _Split(narrowed, env, frozenset(env.items()), min(n.serial for n in narrowed))
+
+    def _side(self, side: Node, split: _Split) -> _Pass | None:
+        """``side`` analysed with the ``split``'s narrowed ranges: of the SIDE_NODES nodes of
+        its cone nearest the side (created after the first narrowed node), those that depend
+        on a narrowed node within them; the others keep this analysis' range and findings
         (sound: what does not depend on a narrowing is what this analysis computed, or
         wider)."""
-        env = {**self.env, **narrowed}
         # one analysis per side and narrowed environment, whichever analysis asks: a parent
         # whose environment the narrowed one implies gives ranges that hold in it too
-        key = (side, frozenset(env.items()))
+        key = (side, split.key)
         memo = self.memo
         sub = memo.sides.get(key)
         if sub is not None:
@@ -398,26 +434,19 @@ class _Pass:
         if memo.budget <= 0:
             memo.exhausted = True
             return None
-        region, walked = _window(side, narrowed, self.env, min(n.serial for n in narrowed))
+        narrowed = split.narrowed
+        dependent, walked = side_window(side, narrowed, self.env, split.first, SIDE_NODES)
         memo.explored += walked
-        # the window's nodes that depend on a narrowed node (args come before their users)
-        moved: set[Node] = set(narrowed)
-        dependent = []
-        for n in region:
-            for arg in n.args:
-                if arg in moved:
-                    moved.add(n)
-                    dependent.append(n)
-                    break
-        if side not in moved:
+        if side not in narrowed and (not dependent or dependent[-1] is not side):
             return None
-        sub = _Pass(env, memo, self)
+        sub = _Pass(split.env, memo, self)
         ranges = sub.ranges
+        moved = set(dependent)
         for n in dependent:
             for arg in n.args:
-                if arg not in moved and arg not in ranges:
+                if arg not in ranges and arg not in moved:
                     ranges[arg] = self.lookup(arg)
-        sub.evaluated = set(dependent)
+        sub.evaluated = moved
         sub.run([side], dependent)
         memo.sides[key] = sub
         memo.budget -= len(dependent)
@@ -426,59 +455,112 @@ class _Pass:
 
     def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
         """The findings of the nodes the roots depend on other than through a split side
-        (one worklist over this analysis and its sides: guard chains nest deeply)."""
+        (one worklist over this analysis and its sides: guard chains nest deeply). This is
+        the top analysis (no parent): its nodes take a stack of their own, walked first."""
         if not self.findings and not any(sub.findings for sub in self.memo.sides.values()):
             return []
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
-        work: list[tuple[_Pass, Node]] = [(self, r) for r in roots if r in self.ranges]
-        while work:
-            p, node = work.pop()
-            if node in p.visited:  # a node's findings in one analysis are collected once
-                continue
-            p.visited.add(node)
-            parent = p.parent
-            if parent is not None and (node not in p.evaluated or (
-                    node.op == "where" and p.depth >= SPLIT_DEPTH
-                    and p.ranges[node.args[0]] not in (TRUE, FALSE))):
-                # evaluated by the parent (a where too deep to split here: split there, with
-                # wider ranges)
-                if node not in p.env:
-                    work.append((parent, node))
-                continue
-            hit = p.findings.get(node)
-            if hit is not None:
-                found.append((node, *hit))
-            split = p.sides.get(node)
-            if split is None:
-                if node in p.env:
+        ranges, visited, findings, sides = self.ranges, self.visited, self.findings, self.sides
+        stack = [r for r in roots if r in ranges]
+        push, pop, visit = stack.append, stack.pop, visited.add
+        work: list[tuple[_Pass, Node]] = []
+        while stack or work:
+            while stack:
+                node = pop()
+                if node in visited:
                     continue
-                args = node.args
-                if node.op == "where":  # decided by the ranges: the other side never counts
-                    decided = p.ranges.get(args[0])
-                    if decided == TRUE or decided == FALSE:
-                        args = (args[0], args[1] if decided == TRUE else args[2])
-                work.extend((p, a) for a in args if a in p.ranges)
-                continue
-            work.append((p, node.args[0]))
-            split_sides = {side for _, side in split}
-            work.extend((p, a) for a in node.args[1:] if a not in split_sides)
-            work.extend((sub, side) for sub, side in split)
+                visit(node)
+                hit = findings.get(node)
+                if hit is not None:
+                    found.append((node, *hit))
+                split = sides.get(node)
+                if split is None:
+                    args = node.args
+                    if not args or node in self.env:
+                        continue
+                    if node.op == "where":  # decided: the other side never counts
+                        decided = ranges.get(args[0])
+                        if decided == TRUE or decided == FALSE:
+                            args = (args[0], args[1] if decided == TRUE else args[2])
+                    for a in args:  # (a leaf has no finding: not pushed)
+                        if a.args and a not in visited and a in ranges:
+                            push(a)
+                    continue
+                push(node.args[0])
+                split_sides = {side for _, side in split}
+                stack.extend(a for a in node.args[1:] if a not in split_sides)
+                work.extend((sub, side) for sub, side in split)
+            if work:
+                self._exposed_side(work, stack, found)
         return found
 
+    def _exposed_side(self, work: list[tuple[_Pass, Node]], stack: list[Node],
+                      found: list[tuple[Node, Finding, tuple[Interval, ...]]]) -> None:
+        """exposed's walk of one node of a side analysis: the nodes it hands to the top
+        analysis go on ``stack``, the others on ``work``."""
+        p, node = work.pop()
+        if node in p.visited:  # a node's findings in one analysis are collected once
+            return
+        p.visited.add(node)
+        parent = p.parent
+        assert parent is not None
+        if node not in p.evaluated or (node.op == "where" and p.depth >= SPLIT_DEPTH
+                                       and p.ranges[node.args[0]] not in (TRUE, FALSE)):
+            # evaluated by the parent (a where too deep to split here: split there, with
+            # wider ranges)
+            if node not in p.env:
+                stack.append(node) if parent is self else work.append((parent, node))
+            return
+        hit = p.findings.get(node)
+        if hit is not None:
+            found.append((node, *hit))
+        split = p.sides.get(node)
+        if split is None:
+            args = node.args
+            if node.op == "where":  # decided by the ranges: the other side never counts
+                decided = p.ranges.get(args[0])
+                if decided == TRUE or decided == FALSE:
+                    args = (args[0], args[1] if decided == TRUE else args[2])
+            evaluated, env = p.evaluated, p.env
+            for a in args:
+                if a in evaluated:
+                    work.append((p, a))
+                elif a not in env:  # the parent's: (p, a) would hand it on
+                    stack.append(a) if parent is self else work.append((parent, a))
+            return
+        work.append((p, node.args[0]))
+        split_sides = {side for _, side in split}
+        work.extend((p, a) for a in node.args[1:] if a not in split_sides)
+        work.extend((sub, side) for sub, side in split)
 
-def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
-            first: int) -> tuple[list[Node], int]:
-    """The SIDE_NODES operations of ``side``'s cone nearest it (breadth first) that a
-    narrowing of nodes created at ``first`` or later can change, in creation order (none
-    if none of them has a narrowed operand), and how many nodes the walk took. Narrowed
-    nodes, leaves, states and ``env`` end the walk."""
+
+class _Split(NamedTuple):
+    """What a condition narrows on one side of a cp.where."""
+
+    narrowed: dict[Node, Interval]
+    #: the side analysis' environment (the parent's and the narrowed ranges), as a memo key
+    env: dict[Node, Interval]
+    key: frozenset[tuple[Node, Interval]]
+    #: the oldest narrowed node's serial: what is older cannot depend on a narrowed node
+    first: int
+
+
+def _side_window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
+                 first: int, limit: int) -> tuple[list[Node], int]:
+    """The operations among the ``limit`` operations of ``side``'s cone nearest it (breadth
+    first) that depend on a narrowed node, in creation order (none if none of them has a
+    narrowed operand), and how many nodes the walk took. Narrowed nodes, leaves, states,
+    ``env`` and nodes created before ``first`` end the walk.
+
+    The reference of graph/_walk.c's side_window (:data:`side_window`, what the analysis
+    calls: this walk in Python was a third of a guard-dense graph's analysis)."""
     region: list[Node] = []
     seen = {side}
     queue = deque((side,))
     pop, push, add = queue.popleft, queue.append, seen.add
     reached = side in narrowed
     walked = 0
-    while queue and len(region) < SIDE_NODES:
+    while queue and len(region) < limit:
         n = pop()
         walked += 1
         if n in narrowed or not n.args or n.op == "state" or n in env or n.serial < first:
@@ -493,7 +575,21 @@ def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, In
     if not reached:
         return [], walked
     region.sort(key=_serial)
-    return region, walked
+    # the region's nodes that depend on a narrowed node (args come before their users)
+    moved: set[Node] = set(narrowed)
+    dependent = []
+    for n in region:
+        for arg in n.args:
+            if arg in moved:
+                moved.add(n)
+                dependent.append(n)
+                break
+    return dependent, walked
+
+
+#: the window walk in C (same result as _side_window, tests/test_ranges_window.py)
+side_window: Callable[[Node, dict[Node, Interval], Mapping[Node, Interval], int, int],
+                      tuple[list[Node], int]] = _walk.side_window
 
 
 def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
@@ -598,6 +694,7 @@ def undeclared(nodes: Sequence[Node], unbounded: Iterable[Node] = ()) -> bool:
     return False
 
 
+@without_gc
 def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None) -> Analysis:
     """Ranges of everything the outputs depend on, and the domain errors they admit."""
     env = dict(env or {})
