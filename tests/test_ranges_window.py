@@ -1,6 +1,7 @@
-"""The window walk of the range analysis' cp.where splitting in C (graph/_walk.c side_window)
-against its Python reference (graph/ranges.py _side_window), and the whole analysis with
-either (issue 35): same operations, same order, same work counted, same ranges and reports."""
+"""The walks of the range analysis in C (graph/_walk.c: side_window, the window of a cp.where
+side; expose_top, the exposure walk) against their Python references (graph/ranges.py
+_side_window, _expose_top), and the whole analysis with either (issue 35): same operations,
+same order, same work counted, same ranges and reports."""
 
 from __future__ import annotations
 
@@ -48,13 +49,13 @@ def build(n_inputs: int, plan: list[tuple[int, int, int, int]]) -> tuple[list[An
 
 
 @contextmanager
-def python_window() -> Iterator[None]:
-    saved = R.side_window
-    R.side_window = R._side_window
+def python_walks() -> Iterator[None]:
+    saved = R.side_window, R.expose_top
+    R.side_window, R.expose_top = R._side_window, R._expose_top
     try:
         yield
     finally:
-        R.side_window = saved
+        R.side_window, R.expose_top = saved
 
 
 @settings(max_examples=150, deadline=None)
@@ -76,23 +77,35 @@ def test_side_window_is_its_python_reference(n_inputs: int,
         R._side_window(side, narrowed, env, first, limit)
 
 
-@settings(max_examples=60, deadline=None)
+#: how many of the drawn programs had reports, and how many none (both must occur)
+reported = [0, 0]
+
+
+@settings(max_examples=80, deadline=None)
 @given(n_inputs=st.integers(1, 4), plan=steps)
-def test_the_analysis_is_the_same_with_the_python_window(
+def test_the_analysis_is_the_same_with_the_python_walks(
         n_inputs: int, plan: list[tuple[int, int, int, int]]) -> None:
     _, values = build(n_inputs, plan)
     outs = [v.node for v in values[-3:]]
     fast = R.analyse(outs)
-    with python_window():
+    with python_walks():
         ref = R.analyse(outs)
     assert fast.ranges == ref.ranges
     assert [(r.node, r.finding.kind, r.operands) for r in fast.reports] == \
         [(r.node, r.finding.kind, r.operands) for r in ref.reports]
+    reported[bool(fast.reports)] += 1
     assert (fast.split_explored, fast.split_evaluated, fast.split_budget_exhausted) == \
         (ref.split_explored, ref.split_evaluated, ref.split_budget_exhausted)
 
 
-def test_a_guard_chain_is_the_same_with_the_python_window() -> None:
+def test_the_drawn_programs_have_reports_and_none() -> None:
+    """The differential test above met both: the exposure walk had findings to walk to."""
+    if not all(reported):
+        test_the_analysis_is_the_same_with_the_python_walks()
+    assert all(reported), reported
+
+
+def test_a_guard_chain_is_the_same_with_the_python_walks() -> None:
     """The benchmark's guard-dense graph (bench_ranges.py guarded): every log guarded."""
     xs = [cp.value(0.5, range=(-1.0, 1.0)) for _ in range(16)]
     acc: Any = xs[0]
@@ -100,9 +113,15 @@ def test_a_guard_chain_is_the_same_with_the_python_window() -> None:
         x = xs[i % 16]
         acc = cp.where(x > 0.1, acc + cp.log(x), acc * 0.5) + cp.sqrt(x * x + 1.0)
     fast = R.analyse([acc.node])
-    with python_window():
+    with python_walks():
         ref = R.analyse([acc.node])
     assert fast.reports == ref.reports == []
+    # and with one log unguarded the walk finds it (in C and in Python)
+    bare = R.analyse([(acc + cp.log(xs[3])).node])
+    with python_walks():
+        bare_ref = R.analyse([(acc + cp.log(xs[3])).node])
+    assert [r.node for r in bare.reports] == [r.node for r in bare_ref.reports] == \
+        [cp.log(xs[3]).node]
     assert fast.ranges == ref.ranges
     assert (fast.split_explored, fast.split_evaluated) == (ref.split_explored,
                                                            ref.split_evaluated) != (0, 0)
@@ -143,6 +162,25 @@ def test_bad_calls_name_the_problem(call: Callable[[Any], Any], error: str) -> N
     x = cp.value(0.5, range=(-1.0, 1.0))
     with pytest.raises((TypeError, AttributeError, ValueError), match=error):
         call(x)
+
+
+def test_expose_top_refuses_what_is_not_its_containers() -> None:
+    x = cp.value(0.5, range=(-1.0, 1.0))
+    good: list[Any] = [[x.node], set(), {}, {}, {}, {x.node: Interval(-1.0, 1.0)}, [], [],
+                       R.TRUE, R.FALSE]
+    _walk.expose_top(*good)
+    assert good[0] == [] and good[1] == {x.node}
+    for k, bad in [(0, ()), (1, []), (2, []), (3, []), (4, [x.node]), (5, []), (6, ()),
+                   (7, ())]:
+        args = list(good)
+        args[k] = bad
+        with pytest.raises(TypeError, match=r"expose_top\(stack: list"):
+            _walk.expose_top(*args)
+    with pytest.raises(TypeError, match="expose_top"):
+        _walk.expose_top(*good[:9])
+    split = cp.where(x > 0.0, x + 1.0, x).node
+    with pytest.raises(TypeError, match=r"\(analysis, side\) pairs"):
+        _walk.expose_top([split], set(), {}, {split: [split]}, {}, {}, [], [], R.TRUE, R.FALSE)
 
 
 def test_a_node_without_its_args_slot_is_an_error() -> None:

@@ -7,13 +7,15 @@
  *
  * side_window is called for both sides of every cp.where the range check splits (ranges.py's
  * _side_window is the reference it is tested against, tests/test_ranges_window.py); in Python
- * the walk of its ~16 nodes was a third of a guard-dense graph's analysis.
+ * the walk of its ~16 nodes was a third of a guard-dense graph's analysis. expose_top is the
+ * exposure walk over the top analysis' nodes (ranges.py's _expose_top, the reference), one
+ * visit per node of a program that has a finding.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
-static PyObject *s_args, *s_op, *s_serial, *s_state;
+static PyObject *s_args, *s_op, *s_serial, *s_state, *s_where;
 
 typedef struct {
     PyObject *node; /* strong */
@@ -438,8 +440,141 @@ done:
     return Py_BuildValue("(Nn)", out, walked);
 }
 
+/* 1 if op is the string name, 0 if not, -1 on error */
+static int is_op(PyObject *op, PyObject *name) {
+    if (op == name) return 1;
+    if (!PyUnicode_Check(op)) return 0;
+    int r = PyUnicode_Compare(op, name);
+    if (r == -1 && PyErr_Occurred()) return -1;
+    return r == 0;
+}
+
+/* pushes node's operands for the exposure walk: those with operands of their own (a leaf has
+ * no finding), not visited, that the analysis has a range for; a where whose condition the
+ * ranges decide only its condition and the side taken */
+static int expose_args(Nodes *stack, PyObject *node, PyObject *args, PyObject *visited,
+                       PyObject *ranges, PyObject *true_, PyObject *false_) {
+    Py_ssize_t n = PyTuple_GET_SIZE(args), skip = -1;
+    PyObject *op = field(node, F_OP);
+    if (op == NULL) return -1;
+    int where = is_op(op, s_where);
+    Py_DECREF(op);
+    if (where < 0) return -1;
+    if (where && n == 3) {
+        PyObject *decided = PyDict_GetItemWithError(ranges, PyTuple_GET_ITEM(args, 0));
+        if (decided == NULL && PyErr_Occurred()) return -1;
+        if (decided != NULL) {
+            int t = PyObject_RichCompareBool(decided, true_, Py_EQ);
+            int f = t ? 0 : PyObject_RichCompareBool(decided, false_, Py_EQ);
+            if (t < 0 || f < 0) return -1;
+            if (t) skip = 2;
+            if (f) skip = 1;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (k == skip) continue;
+        PyObject *a = PyTuple_GET_ITEM(args, k), *aargs = field(a, F_ARGS);
+        if (aargs == NULL) return -1;
+        int inner = PyObject_IsTrue(aargs);
+        Py_DECREF(aargs);
+        if (inner > 0) inner = !PySet_Contains(visited, a);
+        if (inner > 0) inner = PyDict_Contains(ranges, a);
+        if (inner < 0) return -1;
+        if (inner && nodes_push(stack, a) < 0) return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(expose_top_doc,
+             "expose_top(stack, visited, findings, sides, env, ranges, found, work, TRUE, "
+             "FALSE)\n\n"
+             "The exposure walk over the top analysis' nodes from those on ``stack`` (emptied):\n"
+             "visited nodes go into ``visited``, those with findings onto ``found``, the split\n"
+             "sides met ((analysis, side) pairs) onto ``work``: graph/ranges.py's _expose_top.");
+
+static PyObject *expose_top(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
+    (void)module;
+    if (argc != 10 || !PyList_Check(argv[0]) || !PyAnySet_Check(argv[1]) ||
+        !PyDict_Check(argv[2]) || !PyDict_Check(argv[3]) || !PyDict_Check(argv[4]) ||
+        !PyDict_Check(argv[5]) || !PyList_Check(argv[6]) || !PyList_Check(argv[7])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "expose_top(stack: list, visited: set, findings: dict, sides: dict, "
+                        "env: dict, ranges: dict, found: list, work: list, TRUE, FALSE)");
+        return NULL;
+    }
+    PyObject *list = argv[0], *visited = argv[1], *findings = argv[2], *sides = argv[3];
+    PyObject *env = argv[4], *ranges = argv[5], *found = argv[6], *work = argv[7];
+    PyObject *true_ = argv[8], *false_ = argv[9];
+    Nodes stack = {NULL, 0, 0};
+    int ok = 0;
+    if (PyList_GET_SIZE(list)) bind_slots(Py_TYPE(PyList_GET_ITEM(list, 0)));
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(list); k++) {
+        if (nodes_push(&stack, PyList_GET_ITEM(list, k)) < 0) goto done;
+    }
+    /* the caller holds the roots; every other node is an operand of one held */
+    while (stack.size) {
+        PyObject *node = stack.items[--stack.size];
+        int r = PySet_Contains(visited, node);
+        if (r < 0) goto done;
+        if (r) continue;
+        if (PySet_Add(visited, node) < 0) goto done;
+        r = PyDict_Contains(findings, node);
+        if (r < 0 || (r && PyList_Append(found, node) < 0)) goto done;
+        PyObject *split = PyDict_GetItemWithError(sides, node);
+        if (split == NULL && PyErr_Occurred()) goto done;
+        PyObject *args = field(node, F_ARGS);
+        if (args == NULL) goto done;
+        if (!PyTuple_Check(args)) {
+            Py_DECREF(args);
+            PyErr_SetString(PyExc_TypeError, "node.args must be a tuple");
+            goto done;
+        }
+        if (split == NULL) {
+            r = PyTuple_GET_SIZE(args) ? contains(env, node) : 1;
+            if (r == 0) r = expose_args(&stack, node, args, visited, ranges, true_, false_);
+            Py_DECREF(args);
+            if (r < 0) goto done;
+            continue;
+        }
+        /* a split where: its condition and what is not a split side here, the sides in
+         * their analyses */
+        PyObject *pairs = PySequence_Fast(split, "sides values must be sequences");
+        r = pairs == NULL || PyTuple_GET_SIZE(args) == 0 ? -1 : 0;
+        if (r == 0) r = nodes_push(&stack, PyTuple_GET_ITEM(args, 0));
+        for (Py_ssize_t k = 1; r == 0 && k < PyTuple_GET_SIZE(args); k++) {
+            PyObject *a = PyTuple_GET_ITEM(args, k);
+            int side = 0;
+            for (Py_ssize_t m = 0; !side && m < PySequence_Fast_GET_SIZE(pairs); m++) {
+                PyObject *pair = PySequence_Fast_GET_ITEM(pairs, m);
+                if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                    PyErr_SetString(PyExc_TypeError, "a split is (analysis, side) pairs");
+                    r = -1;
+                    break;
+                }
+                side = PyTuple_GET_ITEM(pair, 1) == a;
+            }
+            if (r == 0 && !side) r = nodes_push(&stack, a);
+        }
+        for (Py_ssize_t m = 0; r == 0 && m < PySequence_Fast_GET_SIZE(pairs); m++) {
+            r = PyList_Append(work, PySequence_Fast_GET_ITEM(pairs, m));
+        }
+        if (r < 0 && pairs != NULL && !PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "a split where has operands");
+        }
+        Py_XDECREF(pairs);
+        Py_DECREF(args);
+        if (r < 0) goto done;
+    }
+    ok = 1;
+done:
+    PyMem_Free(stack.items);
+    if (PyList_SetSlice(list, 0, PyList_GET_SIZE(list), NULL) < 0 || !ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"live_nodes", (PyCFunction)(void (*)(void))live_nodes, METH_FASTCALL, live_nodes_doc},
+    {"expose_top", (PyCFunction)(void (*)(void))expose_top, METH_FASTCALL, expose_top_doc},
     {"side_window", (PyCFunction)(void (*)(void))side_window, METH_FASTCALL, side_window_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -457,6 +592,10 @@ PyMODINIT_FUNC PyInit__walk(void) {
     s_op = PyUnicode_InternFromString("op");
     s_serial = PyUnicode_InternFromString("serial");
     s_state = PyUnicode_InternFromString("state");
-    if (s_args == NULL || s_op == NULL || s_serial == NULL || s_state == NULL) return NULL;
+    s_where = PyUnicode_InternFromString("where");
+    if (s_args == NULL || s_op == NULL || s_serial == NULL || s_state == NULL ||
+        s_where == NULL) {
+        return NULL;
+    }
     return PyModule_Create(&module_def);
 }

@@ -256,6 +256,9 @@ class _Shared:
 class _Pass:
     """One analysis of some roots with some nodes' ranges fixed (``env``)."""
 
+    __slots__ = ("decided", "depth", "env", "evaluated", "findings", "memo", "parent",
+                 "ranges", "sides", "splits", "visited")
+
     def __init__(self, env: Mapping[Node, Interval], memo: _Shared,
                  parent: _Pass | None = None) -> None:
         self.env = env
@@ -442,10 +445,12 @@ class _Pass:
         sub = _Pass(split.env, memo, self)
         ranges = sub.ranges
         moved = set(dependent)
+        own = self.ranges
         for n in dependent:
             for arg in n.args:
                 if arg not in ranges and arg not in moved:
-                    ranges[arg] = self.lookup(arg)
+                    found = own.get(arg)
+                    ranges[arg] = self.lookup(arg) if found is None else found
         sub.evaluated = moved
         sub.run([side], dependent)
         memo.sides[key] = sub
@@ -460,78 +465,59 @@ class _Pass:
         if not self.findings and not any(sub.findings for sub in self.memo.sides.values()):
             return []
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
-        ranges, visited, findings, sides = self.ranges, self.visited, self.findings, self.sides
-        stack = [r for r in roots if r in ranges]
-        push, pop, visit = stack.append, stack.pop, visited.add
+        findings = self.findings
+        stack = [r for r in roots if r in self.ranges]
         work: list[tuple[_Pass, Node]] = []
+        top: list[Node] = []
         while stack or work:
-            while stack:
-                node = pop()
-                if node in visited:
-                    continue
-                visit(node)
-                hit = findings.get(node)
-                if hit is not None:
-                    found.append((node, *hit))
-                split = sides.get(node)
-                if split is None:
-                    args = node.args
-                    if not args or node in self.env:
-                        continue
-                    if node.op == "where":  # decided: the other side never counts
-                        decided = ranges.get(args[0])
-                        if decided == TRUE or decided == FALSE:
-                            args = (args[0], args[1] if decided == TRUE else args[2])
-                    for a in args:  # (a leaf has no finding: not pushed)
-                        if a.args and a not in visited and a in ranges:
-                            push(a)
-                    continue
-                push(node.args[0])
-                split_sides = {side for _, side in split}
-                stack.extend(a for a in node.args[1:] if a not in split_sides)
-                work.extend((sub, side) for sub, side in split)
-            if work:
-                self._exposed_side(work, stack, found)
+            expose_top(stack, self.visited, findings, self.sides, self.env, self.ranges, top,
+                       work, TRUE, FALSE)
+            found.extend((n, *findings[n]) for n in top)
+            top.clear()
+            self._exposed_side(work, stack, found)
         return found
 
     def _exposed_side(self, work: list[tuple[_Pass, Node]], stack: list[Node],
                       found: list[tuple[Node, Finding, tuple[Interval, ...]]]) -> None:
-        """exposed's walk of one node of a side analysis: the nodes it hands to the top
-        analysis go on ``stack``, the others on ``work``."""
-        p, node = work.pop()
-        if node in p.visited:  # a node's findings in one analysis are collected once
-            return
-        p.visited.add(node)
-        parent = p.parent
-        assert parent is not None
-        if node not in p.evaluated or (node.op == "where" and p.depth >= SPLIT_DEPTH
-                                       and p.ranges[node.args[0]] not in (TRUE, FALSE)):
-            # evaluated by the parent (a where too deep to split here: split there, with
-            # wider ranges)
-            if node not in p.env:
-                stack.append(node) if parent is self else work.append((parent, node))
-            return
-        hit = p.findings.get(node)
-        if hit is not None:
-            found.append((node, *hit))
-        split = p.sides.get(node)
-        if split is None:
-            args = node.args
-            if node.op == "where":  # decided by the ranges: the other side never counts
-                decided = p.ranges.get(args[0])
-                if decided == TRUE or decided == FALSE:
-                    args = (args[0], args[1] if decided == TRUE else args[2])
-            evaluated, env = p.evaluated, p.env
-            for a in args:
-                if a in evaluated:
-                    work.append((p, a))
-                elif a not in env:  # the parent's: (p, a) would hand it on
-                    stack.append(a) if parent is self else work.append((parent, a))
-            return
-        work.append((p, node.args[0]))
-        split_sides = {side for _, side in split}
-        work.extend((p, a) for a in node.args[1:] if a not in split_sides)
-        work.extend((sub, side) for sub, side in split)
+        """exposed's walk of the side analyses' nodes on ``work`` (until none is left): the
+        nodes they hand to the top analysis go on ``stack``."""
+        while work:
+            p, node = work.pop()
+            visited = p.visited
+            if node in visited:  # a node's findings in one analysis are collected once
+                continue
+            visited.add(node)
+            parent = p.parent
+            assert parent is not None
+            if node not in p.evaluated or (node.op == "where" and p.depth >= SPLIT_DEPTH
+                                           and p.ranges[node.args[0]] not in (TRUE, FALSE)):
+                # evaluated by the parent (a where too deep to split here: split there,
+                # with wider ranges)
+                if node not in p.env:
+                    stack.append(node) if parent is self else work.append((parent, node))
+                continue
+            hit = p.findings.get(node)
+            if hit is not None:
+                found.append((node, *hit))
+            split = p.sides.get(node)
+            if split is None:
+                args = node.args
+                if node.op == "where":  # decided by the ranges: the other side never counts
+                    decided = p.ranges.get(args[0])
+                    if decided == TRUE or decided == FALSE:
+                        args = (args[0], args[1] if decided == TRUE else args[2])
+                evaluated, env = p.evaluated, p.env
+                for a in args:
+                    if a in evaluated:
+                        if a not in visited:
+                            work.append((p, a))
+                    elif a not in env:  # the parent's: (p, a) would hand it on
+                        stack.append(a) if parent is self else work.append((parent, a))
+                continue
+            work.append((p, node.args[0]))
+            split_sides = {side for _, side in split}
+            work.extend((p, a) for a in node.args[1:] if a not in split_sides)
+            work.extend(split)
 
 
 class _Split(NamedTuple):
@@ -587,9 +573,51 @@ def _side_window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Nod
     return dependent, walked
 
 
+def _expose_top(stack: list[Node], visited: set[Node], findings: Mapping[Node, object],
+                sides: Mapping[Node, list[tuple[_Pass, Node]]], env: Mapping[Node, Interval],
+                ranges: Mapping[Node, Interval], found: list[Node],
+                work: list[tuple[_Pass, Node]], true: Interval, false: Interval) -> None:
+    """The exposure walk over the top analysis' nodes from those on ``stack`` (emptied):
+    each node once (``visited``), those with findings onto ``found``, the split sides met
+    onto ``work`` (their analyses walk them, :meth:`_Pass._exposed_side`).
+
+    The reference of graph/_walk.c's expose_top (:data:`expose_top`, what the analysis
+    calls: in Python this walk was a fifth of a guard-dense graph's analysis)."""
+    push, pop, visit = stack.append, stack.pop, visited.add
+    while stack:
+        node = pop()
+        if node in visited:
+            continue
+        visit(node)
+        if node in findings:
+            found.append(node)
+        split = sides.get(node)
+        if split is None:
+            args = node.args
+            if not args or node in env:
+                continue
+            if node.op == "where":  # decided: the other side never counts
+                decided = ranges.get(args[0])
+                if decided == true or decided == false:
+                    args = (args[0], args[1] if decided == true else args[2])
+            for a in args:  # (a leaf has no finding: not pushed)
+                if a.args and a not in visited and a in ranges:
+                    push(a)
+            continue
+        push(node.args[0])
+        split_sides = {side for _, side in split}
+        stack.extend(a for a in node.args[1:] if a not in split_sides)
+        work.extend(split)
+
+
 #: the window walk in C (same result as _side_window, tests/test_ranges_window.py)
 side_window: Callable[[Node, dict[Node, Interval], Mapping[Node, Interval], int, int],
                       tuple[list[Node], int]] = _walk.side_window
+#: the exposure walk in C (same result as _expose_top)
+expose_top: Callable[[list[Node], set[Node], Mapping[Node, object],
+                      Mapping[Node, list[tuple[_Pass, Node]]], Mapping[Node, Interval],
+                      Mapping[Node, Interval], list[Node], list[tuple[_Pass, Node]],
+                      Interval, Interval], None] = _walk.expose_top
 
 
 def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
