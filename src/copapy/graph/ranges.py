@@ -256,8 +256,8 @@ class _Shared:
 class _Pass:
     """One analysis of some roots with some nodes' ranges fixed (``env``)."""
 
-    __slots__ = ("decided", "depth", "env", "evaluated", "findings", "memo", "parent",
-                 "ranges", "sides", "splits", "visited")
+    __slots__ = ("decided", "depth", "env", "evaluated", "findings", "frontier", "memo",
+                 "parent", "ranges", "sides", "splits", "visited")
 
     def __init__(self, env: Mapping[Node, Interval], memo: _Shared,
                  parent: _Pass | None = None) -> None:
@@ -280,6 +280,9 @@ class _Pass:
         #: (condition, truth) -> what the condition narrows in this analysis (its ranges do
         #: not change once computed: a condition shared by many guards is narrowed once)
         self.splits: dict[tuple[Node, bool], _Split | None] = {}
+        #: a side analysis without findings, sides or a where: the nodes its exposure walk
+        #: would hand to the parent (exposed() hands them on at once)
+        self.frontier: list[Node] | None = None
 
     def run(self, roots: Sequence[Node], order: Sequence[Node] | None = None) -> None:
         """Ranges of everything the roots depend on (``order``: their live nodes, if known).
@@ -446,13 +449,20 @@ class _Pass:
         ranges = sub.ranges
         moved = set(dependent)
         own = self.ranges
+        frontier = []
         for n in dependent:
             for arg in n.args:
                 if arg not in ranges and arg not in moved:
                     found = own.get(arg)
                     ranges[arg] = self.lookup(arg) if found is None else found
+                    frontier.append(arg)
         sub.evaluated = moved
         sub.run([side], dependent)
+        if not sub.findings and not sub.sides and all(n.op != "where" for n in dependent):
+            # what exposed() hands to the parent from this side: the operands it did not
+            # evaluate (it reaches every node it evaluated: each lies on a path of them
+            # from the side, the window's walk)
+            sub.frontier = frontier
         memo.sides[key] = sub
         memo.budget -= len(dependent)
         memo.evaluated += len(dependent)
@@ -489,6 +499,11 @@ class _Pass:
             visited.add(node)
             parent = p.parent
             assert parent is not None
+            frontier = p.frontier
+            if frontier is not None:  # (the side: nothing else of p is on work)
+                stack.extend(frontier) if parent is self else work.extend(
+                    (parent, a) for a in frontier)
+                continue
             if node not in p.evaluated or (node.op == "where" and p.depth >= SPLIT_DEPTH
                                            and p.ranges[node.args[0]] not in (TRUE, FALSE)):
                 # evaluated by the parent (a where too deep to split here: split there,
