@@ -67,8 +67,9 @@ def test_side_window_is_its_python_reference(n_inputs: int,
     nodes = live_nodes([v.node for v in values])
     inner = [n for n in nodes if n.args]
     side = data.draw(st.sampled_from(inner or nodes))
+    # (more than 8 narrowed nodes: the C walk looks them up in the dict, not in an array)
     narrowed = {n: Interval(0.0, 1.0) for n in data.draw(
-        st.lists(st.sampled_from(nodes), max_size=4))}
+        st.lists(st.sampled_from(nodes), max_size=12))}
     env = {n: Interval(-1.0, 1.0) for n in data.draw(st.lists(st.sampled_from(nodes),
                                                               max_size=3))}
     first = data.draw(st.sampled_from([0, *(n.serial for n in nodes)]))
@@ -170,6 +171,25 @@ def test_objects_other_than_nodes_are_read_by_attribute() -> None:
         got = side_window(top, narrowed, {}, 0, 16)
         assert got == R._side_window(top, narrowed, {}, 0, 16)  # type: ignore[arg-type]
     assert side_window(top, {a: Interval(0.0, 1.0)}, {}, 0, 16) == ([m, top], 5)
+
+
+class Named(Fake):
+    """Equal by name: being a key of narrowed is equality, not identity."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Named) and other.op == self.op
+
+    def __hash__(self) -> int:
+        return hash(self.op)
+
+
+def test_narrowed_keys_equal_but_not_identical_count() -> None:
+    a = Named(0, "a")
+    top = Fake(2, "add", Fake(1, "neg", a), Fake(0, "b"))
+    narrowed = {Named(5, "a"): Interval(0.0, 1.0)}
+    got = side_window(top, narrowed, {}, 0, 16)
+    assert got == R._side_window(top, narrowed, {}, 0, 16)  # type: ignore[arg-type]
+    assert [n.op for n in got[0]] == ["neg", "add"]
 
 
 @pytest.mark.parametrize("call, error", [

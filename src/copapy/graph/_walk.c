@@ -293,12 +293,46 @@ static long long serial_of(PyObject *node) {
     return s;
 }
 
+
+/* the keys of a small dict as an array (membership by identity: nodes hash by identity), or
+ * the dict itself when it is larger */
+enum { FEW = 8 };
+typedef struct {
+    PyObject *dict;
+    PyObject *keys[FEW];
+    Py_ssize_t n; /* -1: look up in dict */
+} Keys;
+
+static void keys_of(Keys *k, PyObject *dict) {
+    k->dict = dict;
+    k->n = -1;
+    if (PyDict_GET_SIZE(dict) > FEW) return;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0, n = 0;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        /* only keys that compare by identity (object's ==, as a node's): then being a key
+         * is being one of them; others go through the dict */
+        if (Py_TYPE(key)->tp_richcompare != PyBaseObject_Type.tp_richcompare) return;
+        k->keys[n++] = key;
+    }
+    k->n = n;
+}
+
+/* 1 if node is a key, 0 if not, -1 on error */
+static int keys_has(const Keys *k, PyObject *node) {
+    if (k->n < 0) return PyDict_Contains(k->dict, node);
+    for (Py_ssize_t i = 0; i < k->n; i++) {
+        if (k->keys[i] == node) return 1;
+    }
+    return 0;
+}
+
 /* whether the BFS walk ends at node (1), enters it (0, *args a new reference), -1 on error:
  * narrowed nodes, leaves, states, env's nodes and nodes older than first end it */
-static int window_end(PyObject *node, PyObject *narrowed, PyObject *env, long long first,
+static int window_end(PyObject *node, const Keys *narrowed, PyObject *env, long long first,
                       PyObject **args, long long *serial) {
     *args = NULL;
-    int r = PyDict_Contains(narrowed, node);
+    int r = keys_has(narrowed, node);
     if (r != 0) return r;
     PyObject *a = field(node, F_ARGS);
     if (a == NULL) return -1;
@@ -360,19 +394,22 @@ static PyObject *side_window(PyObject *module, PyObject *const *argv, Py_ssize_t
     PyObject *out = NULL;
     Py_ssize_t head = 0, walked = 0;
     int reached = 0;
-    if (bind_slots(Py_TYPE(side)) < 0 || ptrset_add(&seen, side) < 0 || nodes_push(&queue, side) < 0) goto done;
+    Keys keys;
+    if (bind_slots(Py_TYPE(side)) < 0) goto done;
+    keys_of(&keys, narrowed);
+    if (ptrset_add(&seen, side) < 0 || nodes_push(&queue, side) < 0) goto done;
     serials = PyMem_Malloc((size_t)(limit > 0 ? limit : 1) * sizeof(long long));
     if (serials == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    reached = PyDict_Contains(narrowed, side);
+    reached = keys_has(&keys, side);
     if (reached < 0) goto done;
     while (head < queue.size && region.size < limit) {
         PyObject *n = queue.items[head++], *args;
         long long serial = 0;
         walked++;
-        int r = window_end(n, narrowed, env, first, &args, &serial);
+        int r = window_end(n, &keys, env, first, &args, &serial);
         if (r < 0) goto done;
         if (r) continue;
         serials[region.size] = serial;
@@ -388,7 +425,7 @@ static PyObject *side_window(PyObject *module, PyObject *const *argv, Py_ssize_t
                 r = -1;
                 break;
             }
-            int hit = PyDict_Contains(narrowed, arg);
+            int hit = keys_has(&keys, arg);
             if (hit < 0) r = -1;
             if (hit > 0) reached = 1;
         }
@@ -421,7 +458,7 @@ static PyObject *side_window(PyObject *module, PyObject *const *argv, Py_ssize_t
             for (Py_ssize_t m = 0; !depends && m < moved.size; m++) {
                 depends = moved.items[m] == arg;
             }
-            if (!depends) depends = PyDict_Contains(narrowed, arg);
+            if (!depends) depends = keys_has(&keys, arg);
         }
         Py_DECREF(args);
         if (depends < 0) goto fail;

@@ -395,9 +395,9 @@ class _Pass:
 
     def _where(self, node: Node, ins: tuple[Interval, ...]) -> Interval:
         cond, a, b = node.args
-        out: list[Interval] = []
-        sides: list[tuple[_Pass, Node]] = []
         splits = self.splits
+        sides: list[tuple[_Pass, Node]] = []
+        ra, rb = self.ranges[a], self.ranges[b]
         for truth, side in ((True, a), (False, b)):
             try:
                 split = splits[cond, truth]
@@ -405,13 +405,15 @@ class _Pass:
                 split = splits[cond, truth] = self._split(cond, truth)
             sub = self._side(side, split) if split is not None else None
             if sub is None:
-                out.append(self.ranges[side])
                 continue
             sides.append((sub, side))
-            out.append(sub.ranges[side])
+            if truth:
+                ra = sub.ranges[side]
+            else:
+                rb = sub.ranges[side]
         if sides:
             self.sides[node] = sides
-        return hull(out[0], out[1])
+        return hull(ra, rb)
 
     def _split(self, cond: Node, truth: bool) -> _Split | None:
         """What ``cond`` narrows where it is ``truth`` (None: nothing)."""
@@ -450,7 +452,10 @@ class _Pass:
         moved = set(dependent)
         own = self.ranges
         frontier = []
+        simple = True
         for n in dependent:
+            if n.op == "where":
+                simple = False
             for arg in n.args:
                 if arg not in ranges and arg not in moved:
                     found = own.get(arg)
@@ -458,7 +463,7 @@ class _Pass:
                     frontier.append(arg)
         sub.evaluated = moved
         sub.run([side], dependent)
-        if not sub.findings and not sub.sides and all(n.op != "where" for n in dependent):
+        if simple and not sub.findings and not sub.sides:
             # what exposed() hands to the parent from this side: the operands it did not
             # evaluate (it reaches every node it evaluated: each lies on a path of them
             # from the side, the window's walk)
