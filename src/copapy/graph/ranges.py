@@ -13,7 +13,9 @@ that node's range narrowed to where ``c`` holds and ``b`` to where it does not, 
 error inside a side is reported only where the narrowed range admits it (both sides are
 computed, but a NaN of the side not taken never reaches the result). A side is analysed
 again only in the operations near it that depend on a narrowed node; the rest keep their
-range (the work stays linear in the graph, see benchmarks/bench_ranges.py).
+range (the work stays linear in the graph, see benchmarks/bench_ranges.py). The walks this
+needs (a side's window, the exposure walk) run in C (graph/_walk.c); :func:`_side_window` and
+:func:`_expose_top` are their Python references (tests/test_ranges_window.py).
 
 Findings of a node are reported only if the node is *exposed*: an output depends on it other
 than only through the guarded side of a ``cp.where``.
