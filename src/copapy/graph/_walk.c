@@ -368,9 +368,9 @@ fail:
 }
 
 PyDoc_STRVAR(side_window_doc,
-             "side_window(side, narrowed, env, first, limit)\\n\\n"
-             "The operations among the ``limit`` nodes of side's cone nearest it (breadth\\n"
-             "first) that depend on a node of the dict ``narrowed``, in creation order, and\\n"
+             "side_window(side, narrowed, env, first, limit)\n\n"
+             "The operations among the ``limit`` nodes of side's cone nearest it (breadth\n"
+             "first) that depend on a node of the dict ``narrowed``, in creation order, and\n"
              "how many nodes the walk took: graph/ranges.py's _side_window.");
 
 static PyObject *side_window(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
@@ -514,7 +514,10 @@ static int expose_args(Nodes *stack, PyObject *node, PyObject *args, PyObject *v
         if (aargs == NULL) return -1;
         int inner = PyObject_IsTrue(aargs);
         Py_DECREF(aargs);
-        if (inner > 0) inner = !PySet_Contains(visited, a);
+        if (inner > 0) {
+            int seen = PySet_Contains(visited, a);
+            inner = seen < 0 ? -1 : !seen;
+        }
         if (inner > 0) inner = PyDict_Contains(ranges, a);
         if (inner < 0) return -1;
         if (inner && nodes_push(stack, a) < 0) return -1;
