@@ -11,14 +11,18 @@ signal state.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 PREAMBLE = '''
-import atexit as _atexit, os as _os
+import atexit as _atexit, os as _os, sys as _sys
 import copapy.graph.ranges as _gr
-import copapy.jit as _jt, copapy.local_target as _lt, copapy.saved as _sv
+import copapy.jit, copapy.local_target, copapy.saved
+# (the modules by name: `import copapy.jit as m` gives the function cp.jit, which the
+# package's attribute of that name is)
+_jt, _lt, _sv = (_sys.modules[f"copapy.{_n}"] for _n in ("jit", "local_target", "saved"))
 _found = []
 def _audit(nodes):
     a = _gr.analyse(list(nodes))
@@ -35,11 +39,12 @@ def _tasks(fn):
         _audit([n for t in tasks for n in t.outputs])
         return fn(tasks, *args, **kw)
     return compile_tasks
+# every entry point must be there (an AttributeError otherwise: a compile the audit missed
+# would pass as one without findings)
 for _m in (_jt, _lt, _sv):
-    if hasattr(_m, "compile_program"):
-        _m.compile_program = _program(_m.compile_program)
-    if hasattr(_m, "compile_tasks"):
-        _m.compile_tasks = _tasks(_m.compile_tasks)
+    _m.compile_program = _program(_m.compile_program)
+for _m in (_lt, _sv):
+    _m.compile_tasks = _tasks(_m.compile_tasks)
 def _write():
     with open(_os.environ["RANGE_AUDIT"], "a") as f:
         f.write("".join(line.replace("\\n", " ") + "\\n" for line in _found))
@@ -56,11 +61,19 @@ def audit(argv_tail: list[str], code: str, cwd: Path, env: dict[str, str],
                           start_new_session=True)
 
 
+#: lines the preamble puts before the audited code
+PREAMBLE_LINES = PREAMBLE.count("\n")
+
+
 def findings(out: Path) -> list[tuple[str, str, str]]:
+    """(kind, source, what) per finding; a source in code run by :func:`audit`
+    (``<string>:N``) names the line of that code, not counting the preamble."""
     if not out.exists():
         return []
-    return [tuple(line.split("|", 2)) for line in out.read_text().splitlines()  # type: ignore[misc]
-            if line]
+    return [(kind, re.sub(r"^<string>:(\d+)", lambda m: f"<string>:{int(m[1]) - PREAMBLE_LINES}",
+                          source), what)
+            for kind, source, what in (line.split("|", 2) for line in
+                                       out.read_text().splitlines() if line)]
 
 
 def run_path(path: Path, args: list[str], cwd: Path, env: dict[str, str],

@@ -13,7 +13,9 @@ that node's range narrowed to where ``c`` holds and ``b`` to where it does not, 
 error inside a side is reported only where the narrowed range admits it (both sides are
 computed, but a NaN of the side not taken never reaches the result). A side is analysed
 again only in the operations near it that depend on a narrowed node; the rest keep their
-range (the work stays linear in the graph, see benchmarks/bench_ranges.py).
+range (the work stays linear in the graph, see benchmarks/bench_ranges.py). The walks this
+needs (a side's window, the exposure walk) run in C (graph/_walk.c); :func:`_side_window` and
+:func:`_expose_top` are their Python references (tests/test_ranges_window.py).
 
 Findings of a node are reported only if the node is *exposed*: an output depends on it other
 than only through the guarded side of a ``cp.where``.
@@ -25,12 +27,14 @@ import math
 import struct
 import weakref
 from collections import ChainMap, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import NamedTuple
 
 from .._gc import without_gc
 from ..dtypes import DType, float32, float64
+from . import _walk
 from .intervals import (
     BOOL,
     F32_MAX,
@@ -245,10 +249,17 @@ class _Shared:
         #: windows walked, and operations the side analyses evaluated again
         self.explored = 0
         self.evaluated = 0
+        #: the side analyses' rule results: (node, ids of the operand ranges) -> (range,
+        #: finding, operand ranges)
+        self.rules: dict[tuple[object, ...], tuple[Interval, Finding | None,
+                                                    tuple[Interval, ...]]] = {}
 
 
 class _Pass:
     """One analysis of some roots with some nodes' ranges fixed (``env``)."""
+
+    __slots__ = ("decided", "depth", "env", "evaluated", "findings", "frontier", "memo",
+                 "parent", "ranges", "sides", "splits", "visited")
 
     def __init__(self, env: Mapping[Node, Interval], memo: _Shared,
                  parent: _Pass | None = None) -> None:
@@ -268,6 +279,12 @@ class _Pass:
         self.sides: dict[Node, list[tuple[_Pass, Node]]] = {}
         #: comparisons the ranges decide
         self.decided: dict[Node, bool] = {}
+        #: (condition, truth) -> what the condition narrows in this analysis (its ranges do
+        #: not change once computed: a condition shared by many guards is narrowed once)
+        self.splits: dict[tuple[Node, bool], _Split | None] = {}
+        #: a side analysis without findings, sides or a where: the nodes its exposure walk
+        #: would hand to the parent (exposed() hands them on at once)
+        self.frontier: list[Node] | None = None
 
     def run(self, roots: Sequence[Node], order: Sequence[Node] | None = None) -> None:
         """Ranges of everything the roots depend on (``order``: their live nodes, if known).
@@ -278,6 +295,9 @@ class _Pass:
         ranges = self.ranges
         findings = self.findings
         rules = RULES
+        # a side analysis evaluates again what depends on its narrowed ranges: a node that
+        # many sides share (a guard's condition reused) gets the same operands again
+        cache = None if self.parent is None else self.memo.rules
         new = tuple.__new__
         pack, unpack = _F32S.pack, _F32S.unpack
         for node in live_nodes(roots, stop=self.env) if order is None else order:
@@ -336,9 +356,22 @@ class _Pass:
                 result = self._where(node, ins)
                 ranges[node] = result
                 continue
-            result, finding = rules[op](ins, node.dtype)
-            if node.shape or any(a.shape for a in args):
-                result, finding = _array_rule(node, ins, result, finding)
+            if cache is None:
+                result, finding = rules[op](ins, node.dtype)
+                if node.shape or any(a.shape for a in args):
+                    result, finding = _array_rule(node, ins, result, finding)
+            else:
+                # (the ranges' identities: equal intervals may differ in the sign of a zero;
+                # the entry holds them, so no other object takes their id)
+                key = (node, *map(id, ins))
+                hit = cache.get(key)
+                if hit is None:
+                    result, finding = rules[op](ins, node.dtype)
+                    if node.shape or any(a.shape for a in args):
+                        result, finding = _array_rule(node, ins, result, finding)
+                    cache[key] = (result, finding, ins)
+                else:
+                    result, finding = hit[0], hit[1]
             ranges[node] = result
             if finding is not None:
                 findings[node] = (finding, ins)
@@ -364,33 +397,46 @@ class _Pass:
 
     def _where(self, node: Node, ins: tuple[Interval, ...]) -> Interval:
         cond, a, b = node.args
-        out: list[Interval] = []
+        splits = self.splits
         sides: list[tuple[_Pass, Node]] = []
+        ra, rb = self.ranges[a], self.ranges[b]
+        for truth, side in ((True, a), (False, b)):
+            try:
+                split = splits[cond, truth]
+            except KeyError:
+                split = splits[cond, truth] = self._split(cond, truth)
+            sub = self._side(side, split) if split is not None else None
+            if sub is None:
+                continue
+            sides.append((sub, side))
+            if truth:
+                ra = sub.ranges[side]
+            else:
+                rb = sub.ranges[side]
+        if sides:
+            self.sides[node] = sides
+        return hull(ra, rb)
+
+    def _split(self, cond: Node, truth: bool) -> _Split | None:
+        """What ``cond`` narrows where it is ``truth`` (None: nothing)."""
         # (a side analysis holds only what it evaluated again: the rest is its parents')
         known: Mapping[Node, Interval] = (self.ranges if self.parent is None
                                           else ChainMap(*self._chain()))
-        for truth, side in ((True, a), (False, b)):
-            narrowed = _refine(cond, truth, known)
-            sub = self._side(side, narrowed) if narrowed else None
-            if sub is None:
-                out.append(self.ranges[side])
-                continue
-            sides.append((sub, side))
-            out.append(sub.ranges[side])
-        if sides:
-            self.sides[node] = sides
-        return hull(out[0], out[1])
+        narrowed = _refine(cond, truth, known)
+        if not narrowed:
+            return None
+        env = {**self.env, **narrowed}
+        return _Split(narrowed, env, frozenset(env.items()), min(n.serial for n in narrowed))
 
-    def _side(self, side: Node, narrowed: dict[Node, Interval]) -> _Pass | None:
-        """``side`` analysed with the ``narrowed`` ranges: of the SIDE_NODES nodes of its
-        cone nearest the side (created after the first narrowed node), those that depend on
-        a narrowed node within them; the others keep this analysis' range and findings
+    def _side(self, side: Node, split: _Split) -> _Pass | None:
+        """``side`` analysed with the ``split``'s narrowed ranges: of the SIDE_NODES nodes of
+        its cone nearest the side (created after the first narrowed node), those that depend
+        on a narrowed node within them; the others keep this analysis' range and findings
         (sound: what does not depend on a narrowing is what this analysis computed, or
         wider)."""
-        env = {**self.env, **narrowed}
         # one analysis per side and narrowed environment, whichever analysis asks: a parent
         # whose environment the narrowed one implies gives ranges that hold in it too
-        key = (side, frozenset(env.items()))
+        key = (side, split.key)
         memo = self.memo
         sub = memo.sides.get(key)
         if sub is not None:
@@ -398,27 +444,32 @@ class _Pass:
         if memo.budget <= 0:
             memo.exhausted = True
             return None
-        region, walked = _window(side, narrowed, self.env, min(n.serial for n in narrowed))
+        narrowed = split.narrowed
+        dependent, walked = side_window(side, narrowed, self.env, split.first, SIDE_NODES)
         memo.explored += walked
-        # the window's nodes that depend on a narrowed node (args come before their users)
-        moved: set[Node] = set(narrowed)
-        dependent = []
-        for n in region:
-            for arg in n.args:
-                if arg in moved:
-                    moved.add(n)
-                    dependent.append(n)
-                    break
-        if side not in moved:
+        if side not in narrowed and (not dependent or dependent[-1] is not side):
             return None
-        sub = _Pass(env, memo, self)
+        sub = _Pass(split.env, memo, self)
         ranges = sub.ranges
+        moved = set(dependent)
+        own = self.ranges
+        frontier = []
+        simple = True
         for n in dependent:
+            if n.op == "where":
+                simple = False
             for arg in n.args:
-                if arg not in moved and arg not in ranges:
-                    ranges[arg] = self.lookup(arg)
-        sub.evaluated = set(dependent)
+                if arg not in ranges and arg not in moved:
+                    found = own.get(arg)
+                    ranges[arg] = self.lookup(arg) if found is None else found
+                    frontier.append(arg)
+        sub.evaluated = moved
         sub.run([side], dependent)
+        if simple and not sub.findings and not sub.sides:
+            # what exposed() hands to the parent from this side: the operands it did not
+            # evaluate (it reaches every node it evaluated: each lies on a path of them
+            # from the side, the window's walk)
+            sub.frontier = frontier
         memo.sides[key] = sub
         memo.budget -= len(dependent)
         memo.evaluated += len(dependent)
@@ -426,59 +477,98 @@ class _Pass:
 
     def exposed(self, roots: Iterable[Node]) -> list[tuple[Node, Finding, tuple[Interval, ...]]]:
         """The findings of the nodes the roots depend on other than through a split side
-        (one worklist over this analysis and its sides: guard chains nest deeply)."""
+        (one worklist over this analysis and its sides: guard chains nest deeply). This is
+        the top analysis (no parent): its nodes take a stack of their own, walked first."""
         if not self.findings and not any(sub.findings for sub in self.memo.sides.values()):
             return []
         found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
-        work: list[tuple[_Pass, Node]] = [(self, r) for r in roots if r in self.ranges]
+        findings = self.findings
+        stack = [r for r in roots if r in self.ranges]
+        work: list[tuple[_Pass, Node]] = []
+        top: list[Node] = []
+        while stack or work:
+            expose_top(stack, self.visited, findings, self.sides, self.env, self.ranges, top,
+                       work, TRUE, FALSE)
+            found.extend((n, *findings[n]) for n in top)
+            top.clear()
+            self._exposed_side(work, stack, found)
+        return found
+
+    def _exposed_side(self, work: list[tuple[_Pass, Node]], stack: list[Node],
+                      found: list[tuple[Node, Finding, tuple[Interval, ...]]]) -> None:
+        """exposed's walk of the side analyses' nodes on ``work`` (until none is left): the
+        nodes they hand to the top analysis go on ``stack``."""
         while work:
             p, node = work.pop()
-            if node in p.visited:  # a node's findings in one analysis are collected once
+            visited = p.visited
+            if node in visited:  # a node's findings in one analysis are collected once
                 continue
-            p.visited.add(node)
+            visited.add(node)
             parent = p.parent
-            if parent is not None and (node not in p.evaluated or (
-                    node.op == "where" and p.depth >= SPLIT_DEPTH
-                    and p.ranges[node.args[0]] not in (TRUE, FALSE))):
-                # evaluated by the parent (a where too deep to split here: split there, with
-                # wider ranges)
+            assert parent is not None
+            frontier = p.frontier
+            if frontier is not None:  # (the side: nothing else of p is on work)
+                stack.extend(frontier) if parent is self else work.extend(
+                    (parent, a) for a in frontier)
+                continue
+            if node not in p.evaluated or (node.op == "where" and p.depth >= SPLIT_DEPTH
+                                           and p.ranges[node.args[0]] not in (TRUE, FALSE)):
+                # evaluated by the parent (a where too deep to split here: split there,
+                # with wider ranges)
                 if node not in p.env:
-                    work.append((parent, node))
+                    stack.append(node) if parent is self else work.append((parent, node))
                 continue
             hit = p.findings.get(node)
             if hit is not None:
                 found.append((node, *hit))
             split = p.sides.get(node)
             if split is None:
-                if node in p.env:
-                    continue
                 args = node.args
                 if node.op == "where":  # decided by the ranges: the other side never counts
                     decided = p.ranges.get(args[0])
                     if decided == TRUE or decided == FALSE:
                         args = (args[0], args[1] if decided == TRUE else args[2])
-                work.extend((p, a) for a in args if a in p.ranges)
+                evaluated, env = p.evaluated, p.env
+                for a in args:
+                    if a in evaluated:
+                        if a not in visited:
+                            work.append((p, a))
+                    elif a not in env:  # the parent's: (p, a) would hand it on
+                        stack.append(a) if parent is self else work.append((parent, a))
                 continue
             work.append((p, node.args[0]))
             split_sides = {side for _, side in split}
             work.extend((p, a) for a in node.args[1:] if a not in split_sides)
-            work.extend((sub, side) for sub, side in split)
-        return found
+            work.extend(split)
 
 
-def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
-            first: int) -> tuple[list[Node], int]:
-    """The SIDE_NODES operations of ``side``'s cone nearest it (breadth first) that a
-    narrowing of nodes created at ``first`` or later can change, in creation order (none
-    if none of them has a narrowed operand), and how many nodes the walk took. Narrowed
-    nodes, leaves, states and ``env`` end the walk."""
+class _Split(NamedTuple):
+    """What a condition narrows on one side of a cp.where."""
+
+    narrowed: dict[Node, Interval]
+    #: the side analysis' environment (the parent's and the narrowed ranges), as a memo key
+    env: dict[Node, Interval]
+    key: frozenset[tuple[Node, Interval]]
+    #: the oldest narrowed node's serial: what is older cannot depend on a narrowed node
+    first: int
+
+
+def _side_window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, Interval],
+                 first: int, limit: int) -> tuple[list[Node], int]:
+    """The operations among the ``limit`` operations of ``side``'s cone nearest it (breadth
+    first) that depend on a narrowed node, in creation order (none if none of them has a
+    narrowed operand), and how many nodes the walk took. Narrowed nodes, leaves, states,
+    ``env`` and nodes created before ``first`` end the walk.
+
+    The reference of graph/_walk.c's side_window (:data:`side_window`, what the analysis
+    calls: this walk in Python was a third of a guard-dense graph's analysis)."""
     region: list[Node] = []
     seen = {side}
     queue = deque((side,))
     pop, push, add = queue.popleft, queue.append, seen.add
     reached = side in narrowed
     walked = 0
-    while queue and len(region) < SIDE_NODES:
+    while queue and len(region) < limit:
         n = pop()
         walked += 1
         if n in narrowed or not n.args or n.op == "state" or n in env or n.serial < first:
@@ -493,7 +583,63 @@ def _window(side: Node, narrowed: Mapping[Node, Interval], env: Mapping[Node, In
     if not reached:
         return [], walked
     region.sort(key=_serial)
-    return region, walked
+    # the region's nodes that depend on a narrowed node (args come before their users)
+    moved: set[Node] = set(narrowed)
+    dependent = []
+    for n in region:
+        for arg in n.args:
+            if arg in moved:
+                moved.add(n)
+                dependent.append(n)
+                break
+    return dependent, walked
+
+
+def _expose_top(stack: list[Node], visited: set[Node], findings: Mapping[Node, object],
+                sides: Mapping[Node, list[tuple[_Pass, Node]]], env: Mapping[Node, Interval],
+                ranges: Mapping[Node, Interval], found: list[Node],
+                work: list[tuple[_Pass, Node]], true: Interval, false: Interval) -> None:
+    """The exposure walk over the top analysis' nodes from those on ``stack`` (emptied):
+    each node once (``visited``), those with findings onto ``found``, the split sides met
+    onto ``work`` (their analyses walk them, :meth:`_Pass._exposed_side`).
+
+    The reference of graph/_walk.c's expose_top (:data:`expose_top`, what the analysis
+    calls: in Python this walk was a fifth of a guard-dense graph's analysis)."""
+    push, pop, visit = stack.append, stack.pop, visited.add
+    while stack:
+        node = pop()
+        if node in visited:
+            continue
+        visit(node)
+        if node in findings:
+            found.append(node)
+        split = sides.get(node)
+        if split is None:
+            args = node.args
+            if not args or node in env:
+                continue
+            if node.op == "where":  # decided: the other side never counts
+                decided = ranges.get(args[0])
+                if decided == true or decided == false:
+                    args = (args[0], args[1] if decided == true else args[2])
+            for a in args:  # (a leaf has no finding: not pushed)
+                if a.args and a not in visited and a in ranges:
+                    push(a)
+            continue
+        push(node.args[0])
+        split_sides = {side for _, side in split}
+        stack.extend(a for a in node.args[1:] if a not in split_sides)
+        work.extend(split)
+
+
+#: the window walk in C (same result as _side_window, tests/test_ranges_window.py)
+side_window: Callable[[Node, dict[Node, Interval], Mapping[Node, Interval], int, int],
+                      tuple[list[Node], int]] = _walk.side_window
+#: the exposure walk in C (same result as _expose_top)
+expose_top: Callable[[list[Node], set[Node], Mapping[Node, object],
+                      Mapping[Node, list[tuple[_Pass, Node]]], Mapping[Node, Interval],
+                      Mapping[Node, Interval], list[Node], list[tuple[_Pass, Node]],
+                      Interval, Interval], None] = _walk.expose_top
 
 
 def _array_rule(node: Node, ins: tuple[Interval, ...], result: Interval,
@@ -598,6 +744,7 @@ def undeclared(nodes: Sequence[Node], unbounded: Iterable[Node] = ()) -> bool:
     return False
 
 
+@without_gc
 def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None) -> Analysis:
     """Ranges of everything the outputs depend on, and the domain errors they admit."""
     env = dict(env or {})
