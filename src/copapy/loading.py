@@ -34,14 +34,21 @@ def verify_image(image: bytes) -> bytes | None:
     return verify_foreign(image, table)
 
 
+def emulator_image(image: bytes) -> bytes:
+    """What an emulated back end (unicorn, qemu; no stencil table) runs: a format-2 image
+    verified (``verify_image``), then rebuilt as format 1 (unchanged if it is format 1);
+    ImageLoadError naming the broken rule."""
+    verify_image(image)
+    try:
+        return code_image(image)
+    except ValueError as exc:
+        raise ImageLoadError(str(exc)) from exc
+
+
 def load_program(image: bytes, arch: str, own_code: bool = False,
                  reserve: int = 0) -> LoadedProgram:
     """``runtime.load``; an emulated back end gets a format-2 image verified, then as
-    format 1."""
+    format 1 (``emulator_image``)."""
     if not is_native(arch):
-        verify_image(image)
-        try:
-            image = code_image(image)
-        except ValueError as exc:
-            raise ImageLoadError(str(exc)) from exc
+        image = emulator_image(image)
     return load(image, arch, own_code, reserve)
