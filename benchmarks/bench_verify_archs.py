@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,8 +58,8 @@ def main(archs: list[str]) -> None:
                 continue  # no float64 unit
             image = compiled.image
             ops = compiled.stencil_count
-            tv = best(lambda image=image: _runner.verify(image, blob))  # type: ignore[misc]
-            tr = best(lambda image=image: code_image(image))  # type: ignore[misc]
+            tv = best(partial(_runner.verify, image, blob))
+            tr = best(partial(code_image, image))
             print(f"| {name} | {ops} | {tv * 1e6:.1f} | {tv / ops * 1e9:.0f} | "
                   f"{tr * 1e6:.0f} | {tv / (tv + tr):.3f} |")
         print()
