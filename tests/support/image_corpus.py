@@ -322,7 +322,8 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     yield "a code size the blocks do not make", "STRUCTURE", img.to_bytes()
 
     img, ch = fresh()
-    img.code_size += 8
+    img.code_size += img.base_align  # the data moved up as well (else LAYOUT, checked first)
+    img.data_offset += img.base_align
     yield "a code size larger than the blocks make", "STRUCTURE", img.to_bytes()
 
     # TABLE: the pin
