@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import _runner
 from copapy import image as im
-from copapy.arch.patchkind import PatchError, apply_patch
 from copapy.compiler.code_image import code_image
 from copapy.compiler.lower import CompileError
 from copapy.compiler.manifest import decode, materialise
@@ -28,6 +27,7 @@ from copapy.compiler.table import load_table
 from copapy.loading import load_program, verify_image
 from copapy.runtime.errors import ImageLoadError
 
+from .support.checks import patch_agrees
 from .support.image_corpus import base_program, corpus, nodes, programs
 
 #: the architectures whose runners (or emulated back ends) verified loading reached last
@@ -83,14 +83,7 @@ def test_the_table_kinds_patch_alike_in_python_and_c(arch: str, data: st.DataObj
     target = site + data.draw(st.integers(-(1 << 28), 1 << 28))
     target &= (1 << 64) - 1
     raw = data.draw(st.binary(min_size=kind.word_bits // 8, max_size=kind.word_bits // 8))
-    buf = bytearray(raw)
-    try:
-        apply_patch(buf, 0, kind, site, target)
-    except PatchError:
-        with pytest.raises(_runner.ImageError):
-            _runner.apply_patch(raw, site, target, kind.pack_wide())
-        return
-    assert _runner.apply_patch(raw, site, target, kind.pack_wide()) == bytes(buf)
+    patch_agrees(kind, kind.pack_wide(), raw, site, target)
 
 
 # ---- the crafted corpus: aarch64 and rv64 (each rule), through both entry points ------------
