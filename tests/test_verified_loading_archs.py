@@ -152,6 +152,22 @@ def test_the_verifier_refuses_another_architectures_table() -> None:
     assert info.value.name == "TABLE"
 
 
+@given(st.binary(max_size=48), st.booleans())
+def test_the_verifier_refuses_or_builds_any_aarch64_manifest(data: bytes, prefix: bool) -> None:
+    img = im.parse(_AARCH64.to_bytes())
+    img.blocks = (img.blocks[:4] + data) if prefix else data
+    try:
+        code = _runner.verify(img.to_bytes(), runner_table("aarch64").blob)
+    except _runner.ImageError as exc:
+        assert exc.name in ("STENCIL", "SLOTS", "DATA_RANGE", "STRUCTURE", "FROZEN", "TABLE",
+                            "PATCH", "TOO_LARGE"), exc.name
+    else:
+        assert len(code) == img.code_size
+
+
+_AARCH64 = base_program("aarch64")[1]
+
+
 # ---- a table blob from outside the runner is checked before it is used ---------------------
 
 _IMAGE = base_program("rv64")[1]
