@@ -26,8 +26,10 @@ def _host_table() -> list[str]:
     and its variants <arch>-*.c; verified loading); none where the architecture has no table
     yet (format-1 images only)."""
     wide = struct.calcsize("P") == 8
-    arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
-            "riscv64": "rv64"}.get(platform.machine().lower()) if wide else None
+    arch = ({"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64",
+             "riscv64": "rv64"} if wide else
+            {"i386": "x86", "i486": "x86", "i586": "x86", "i686": "x86", "x86": "x86",
+             "armv7l": "armv7a"}).get(platform.machine().lower())
     path = f"runner/tables/{arch}.c"
     variants = sorted(glob(f"runner/tables/{arch}-*.c"))
     return [path, *variants] if arch and Path(path).exists() else []

@@ -125,13 +125,14 @@ def instructions_per_step(arch: str) -> tuple[int, int]:
     import unicorn
 
     from copapy.compiler import compile_program
+    from copapy.loading import emulator_image
     from copapy.runtime.unicorn_backend import UnicornProgram
 
     shapes = ((4,), (4, 4), (3,), (3,))
     args = [cp.value(np.zeros(shape), cp.float32, packed=False) for shape in shapes]
     q_new, p_new = ex.ekf_step(*args, cp.value(1e-3))
     compiled = compile_program([v.node for v in q_new.items() + p_new.items()], arch)
-    program = UnicornProgram(compiled.image, arch)
+    program = UnicornProgram(emulator_image(compiled.image), arch)
     count = [0]
 
     def one(*_: Any) -> None:

@@ -16,6 +16,7 @@ from copapy.arch.patchkind import THUMB32, PatchKind
 from copapy.arch.targets import by_name, targets
 from copapy.compiler import compile_program
 from copapy.image import Image, ImagePatch, ImageTask
+from copapy.loading import emulator_image
 from copapy.runtime import qemu_backend as qb
 from copapy.runtime.errors import ImageLoadError
 
@@ -274,7 +275,7 @@ def test_compiled_program_matches_native(arch: str) -> None:
     native = cp.LocalTarget()
     native.compile(f32, f64)
     compiled = compile_program([f32.node, f64.node], arch)
-    prog = qb.QemuProgram(compiled.image, arch)
+    prog = qb.QemuProgram(emulator_image(compiled.image), arch)
     ports = compiled.ports
     for va, vb, vx, vy in ((1.5, 2.0, 2.0, 3.25), (7.0, -0.375, 1e-3, 12345.678)):
         for v, value in ((a, va), (b, vb), (x, vx), (y, vy)):
@@ -302,7 +303,7 @@ def test_compiled_program_batch_matches_native(arch: str, boots: list[int]) -> N
             qb.Write(ports[v.node].offset, struct.pack(
                 "<f" if ports[v.node].dtype.code == F32 else "<d", value))
             for v, value in zip((a, b, x, y), values, strict=True))
-        jobs.append(qb.Job(compiled.image, (*writes, qb.Run(0))))
+        jobs.append(qb.Job(emulator_image(compiled.image), (*writes, qb.Run(0))))
     results = qb.run_jobs(arch, jobs)
     assert len(boots) == 1
     for values, result in zip(inputs, results, strict=True):

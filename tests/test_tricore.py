@@ -36,6 +36,7 @@ from copapy.compiler.table import load_table
 from copapy.graph.build import live_nodes
 from copapy.graph.reference import evaluate_graph
 from copapy.image import Image, ImagePatch, ImageTask, kinds_table
+from copapy.loading import emulator_image
 from copapy.runtime import unicorn_backend
 from copapy.runtime.native import load_native
 from copapy.runtime.unicorn_backend import UnicornProgram
@@ -450,9 +451,10 @@ def test_expressions_on_qemu_tc27x(tmp_path: Path, monkeypatch: pytest.MonkeyPat
             cp.where(i > j, cp.cast(i, cp.float32), z)]
     tg = cp.LocalTarget(ARCH)
     tg.compile(*outs)
-    before, after = _unicorn_data(tg.image, monkeypatch)
-    assert _run_qemu(tg.image, after, tmp_path) == 0
-    assert _run_qemu(tg.image, before, tmp_path) == 1
+    image = emulator_image(tg.image)  # verified, then as code (format 1)
+    before, after = _unicorn_data(image, monkeypatch)
+    assert _run_qemu(image, after, tmp_path) == 0
+    assert _run_qemu(image, before, tmp_path) == 1
 
 
 # -- float64 ------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Write runner/tables/<arch>.c: the stencil table a runner carries for verified loading
 (issue 29; the blob's layout: src/copapy/compiler/runner_table.py).
 
-    python tools/gen_runner_tables.py            # rewrite the tables of VERIFIED_ARCHS
+    python tools/gen_runner_tables.py            # rewrite the tables of RUNNER_TABLE_ARCHS
     python tools/gen_runner_tables.py --check    # exit 1 if one is stale (run by the tests)
     python tools/gen_runner_tables.py cortex-m7  # (re)write one architecture's table
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from copapy.arch.targets import by_name  # noqa: E402
-from copapy.compiler.runner_table import VERIFIED_ARCHS, runner_table  # noqa: E402
+from copapy.compiler.runner_table import RUNNER_TABLE_ARCHS, runner_table  # noqa: E402
 
 TABLES = ROOT / "runner" / "tables"
 
@@ -55,7 +55,7 @@ def render(arch: str) -> str:
     )
     if by_name(arch).variant_of:
         return text
-    members = [arch, *sorted(a for a in VERIFIED_ARCHS if by_name(a).variant_of == arch)]
+    members = [arch, *sorted(a for a in RUNNER_TABLE_ARCHS if by_name(a).variant_of == arch)]
     sizes = [len(runner_table(a).blob) for a in members]
     text += "\n/* every table of the architecture this runner carries (table.c) */\n"
     for a, size in zip(members[1:], sizes[1:], strict=True):
@@ -79,10 +79,10 @@ def render(arch: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--check", action="store_true", help="exit 1 if a table is stale")
-    ap.add_argument("archs", nargs="*", help="architectures (default: VERIFIED_ARCHS)")
+    ap.add_argument("archs", nargs="*", help="architectures (default: RUNNER_TABLE_ARCHS)")
     args = ap.parse_args()
     stale = []
-    for arch in args.archs or sorted(VERIFIED_ARCHS):
+    for arch in args.archs or sorted(RUNNER_TABLE_ARCHS):
         path = TABLES / f"{arch}.c"
         text = render(arch)
         if args.check:

@@ -601,6 +601,118 @@ static PyObject *runner_validate(PyObject *module, PyObject *args, PyObject *kwa
     Py_RETURN_NONE;
 }
 
+/* Tables verify() has checked (bounds) and hashed, by identity: bytes objects are
+ * immutable, and the cache holds a reference, so a hit is the same bytes (runner_table.py
+ * hands the same blob object to every call of a process). */
+enum { CHECKED_TABLES = 16 };
+static struct {
+    PyObject *blob;
+    uint8_t pin[CP_SHA256_SIZE];
+} checked_tables[CHECKED_TABLES];
+
+/* The table `obj` as cp_table (its SHA-256 in `pin`), bounds-checked; 1 if it was checked
+ * before (bytes seen by an earlier call), 0 if the caller must check it, -1 on error. */
+static int table_of(PyObject *obj, Py_buffer *view, uint8_t pin[CP_SHA256_SIZE])
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view->len > (Py_ssize_t)UINT32_MAX) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_ValueError, "a stencil table of more than 4 GB");
+        return -1;
+    }
+    if (PyBytes_CheckExact(obj)) {
+        for (unsigned i = 0; i < CHECKED_TABLES; i++) {
+            if (checked_tables[i].blob == obj) {
+                memcpy(pin, checked_tables[i].pin, CP_SHA256_SIZE);
+                return 1;
+            }
+        }
+    }
+    cp_sha256 c;
+    cp_sha256_init(&c);
+    cp_sha256_update(&c, (const uint8_t *)view->buf, (size_t)view->len);
+    cp_sha256_final(&c, pin);
+    return 0;
+}
+
+static void table_checked(PyObject *obj, const uint8_t pin[CP_SHA256_SIZE])
+{
+    static unsigned next;
+    if (!PyBytes_CheckExact(obj)) {
+        return; /* mutable: checked again on every call */
+    }
+    unsigned i = next++ % CHECKED_TABLES;
+    Py_XDECREF(checked_tables[i].blob);
+    Py_INCREF(obj);
+    checked_tables[i].blob = obj;
+    memcpy(checked_tables[i].pin, pin, CP_SHA256_SIZE);
+}
+
+/* Verified loading of any architecture's format-2 image against its stencil table, given
+ * by the caller (runner_table.py builds it from the .cpst files): every rule of
+ * cp_program_load's verifier, then the code the runner would build, patched as if placed at
+ * `base`. The emulated back ends check their images with it, so the extension carries only
+ * its own architecture's tables. The table comes from outside the runner: its records are
+ * bounds-checked (once per bytes object) before the walk trusts them. */
+static PyObject *runner_verify(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    (void)module;
+    static char *keywords[] = {"image", "table", "base", NULL};
+    Py_buffer image, table;
+    PyObject *table_obj;
+    unsigned long long base = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*O|K:verify", keywords, &image,
+                                     &table_obj, &base)) {
+        return NULL;
+    }
+    uint8_t pin[CP_SHA256_SIZE];
+    int known = table_of(table_obj, &table, pin);
+    if (known < 0) {
+        PyBuffer_Release(&image);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    uint8_t *code = NULL;
+    const uint8_t *bytes = (const uint8_t *)image.buf;
+    cp_error err = new_error();
+    cp_image img;
+    cp_blocks_plan plan;
+    cp_table t = {(const uint8_t *)table.buf, (uint32_t)table.len, pin};
+    cp_status st = cp_image_parse(&img, bytes, (size_t)image.len,
+                                  image.len >= 10 ? (uint16_t)(bytes[8] | (bytes[9] << 8)) : 0,
+                                  &err);
+    if (st == CP_OK && img.version != CP_IMAGE_FORMAT_VERSION) {
+        st = CP_FAIL(&err, CP_ERR_VERSION, img.version, "image format %u carries machine "
+                     "code; only format 2 (stencil ids) can be verified", img.version);
+    }
+    if (st == CP_OK) {
+        st = cp_blocks_plan_table(&img, &t, !known, &plan, &err);
+    }
+    if (st == CP_OK && !known) {
+        table_checked(table_obj, pin); /* its pin matched an image's and its records fit */
+    }
+    if (st == CP_OK) {
+        code = PyMem_Calloc(plan.code_size ? plan.code_size : 1, 1);
+        if (code == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        st = cp_blocks_place_at(&img, &t, &plan, code, (uint64_t)base, &err);
+    }
+    if (st != CP_OK) {
+        raise_image_error(st, &err);
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize((const char *)code, (Py_ssize_t)plan.code_size);
+done:
+    PyMem_Free(code);
+    PyBuffer_Release(&image);
+    PyBuffer_Release(&table);
+    return result;
+}
+
 static PyObject *runner_crc32(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
@@ -759,6 +871,10 @@ static PyMethodDef runner_methods[] = {
      "Program. arch defaults to ARCH. Raises ImageError."},
     {"validate", (PyCFunction)(void (*)(void))runner_validate, METH_VARARGS | METH_KEYWORDS,
      "validate(image, arch=None)\n--\n\nCheck an image completely; raises ImageError."},
+    {"verify", (PyCFunction)(void (*)(void))runner_verify, METH_VARARGS | METH_KEYWORDS,
+     "verify(image, table, base=0) -> bytes: check a format-2 image of any architecture "
+     "against that architecture's stencil table blob (every rule of verified loading; "
+     "ImageError names the rule) and return the code the runner builds from it at `base`"},
     {"crc32", (PyCFunction)(void (*)(void))runner_crc32, METH_VARARGS | METH_KEYWORDS,
      "crc32(data, crc=0)\n--\n\nzlib-compatible CRC-32, as in the image trailer."},
     {"apply_patch", (PyCFunction)(void (*)(void))runner_apply_patch,

@@ -116,13 +116,71 @@ static cp_status tab_open(tab *t, const cp_table *table, uint16_t arch, cp_error
     t->nop_len = b[60];
     t->nop = b + 64;
     if (t->kinds > CP_MAX_KINDS || t->nop_len == 0 || t->nop_len > 16 ||
-        (uint64_t)t->off_code + t->code_size > table->size) {
+        (uint64_t)t->off_code + t->code_size > table->size ||
+        (uint64_t)t->off_kinds + (uint64_t)t->kinds * T_KIND > table->size) {
         return CP_FAIL(err, CP_ERR_TABLE, 0, "this runner's stencil table is malformed", 0);
     }
     for (uint32_t k = 0; k < t->kinds; k++) {
         cp_status st = cp_kind_decode_wide(b + t->off_kinds + (size_t)k * T_KIND, k, &t->kind[k], err);
         if (st != CP_OK) {
             return st;
+        }
+    }
+    return CP_OK;
+}
+
+/* A table from outside the runner (cp_blocks_plan_table's `untrusted`: the in-process
+ * verifier of another architecture's images, whose table the caller supplies): every record
+ * and every reference must lie inside the blob, so no blob makes the walk read or write
+ * outside it. A runner's own tables are part of it and are not checked. */
+static cp_status tab_check(const tab *t, uint32_t size, cp_error *err)
+{
+    const uint64_t parts[5][2] = {{t->off_funcs, (uint64_t)t->funcs * T_FUNC},
+                                  {t->off_relocs, (uint64_t)t->relocs * T_RELOC},
+                                  {t->off_roles, (uint64_t)t->roles * T_ROLE},
+                                  {t->off_rodata, (uint64_t)t->rodata * T_RODATA},
+                                  {t->off_code, t->code_size}};
+    for (unsigned i = 0; i < 5; i++) {
+        if (parts[i][0] < T_HEADER || parts[i][0] + parts[i][1] > size) {
+            return CP_FAIL(err, CP_ERR_TABLE, i, "the stencil table's part %u lies outside "
+                           "its %u bytes", i, size);
+        }
+    }
+    if (t->entry_id >= t->funcs || t->ret_id >= t->funcs) {
+        return CP_FAIL(err, CP_ERR_TABLE, 0, "the stencil table's cp_entry or cp_ret id is "
+                       "not a function", 0);
+    }
+    for (uint32_t id = 0; id < t->funcs; id++) {
+        const uint8_t *p = t->b + t->off_funcs + (size_t)id * T_FUNC;
+        uint64_t code_off = cp_le32(p), len = cp_le32(p + 4), first_reloc = cp_le32(p + 8);
+        uint32_t nrelocs = cp_le16(p + 12), first_role = cp_le16(p + 14), nroles = p[16];
+        if (code_off + len > t->code_size || first_reloc + nrelocs > t->relocs ||
+            (uint64_t)first_role + nroles > t->roles || nroles > MAX_ROLES) {
+            return CP_FAIL(err, CP_ERR_TABLE, id, "stencil table: function %u's code, "
+                           "relocations or roles lie outside the table", id);
+        }
+        for (uint32_t q = 0; q < nroles; q++) {
+            if (t->b[t->off_roles + (size_t)(first_role + q) * T_ROLE] >= MAX_ROLES) {
+                return CP_FAIL(err, CP_ERR_TABLE, id, "stencil table: function %u has an "
+                               "unknown slot role", id);
+            }
+        }
+        for (uint32_t k = 0; k < nrelocs; k++) {
+            reloc r = tab_reloc(t, (uint32_t)first_reloc + k);
+            uint32_t limit = r.type == REL_SLOT ? nroles : r.type == REL_FUNC ? t->funcs
+                             : r.type == REL_RODATA ? t->rodata : 1;
+            if (r.kind >= t->kinds || r.type > REL_RODATA || r.target >= limit ||
+                (uint64_t)r.offset + t->kind[r.kind].word_bits / 8u > len) {
+                return CP_FAIL(err, CP_ERR_TABLE, id, "stencil table: a relocation of "
+                               "function %u lies outside it or names nothing", id);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < t->rodata; i++) {
+        const uint8_t *d = t->b + t->off_rodata + (size_t)i * T_RODATA;
+        if ((uint64_t)cp_le32(d) + cp_le32(d + 4) > t->code_size || cp_le32(d + 8) > 4096) {
+            return CP_FAIL(err, CP_ERR_TABLE, i, "stencil table: constant blob %u lies "
+                           "outside the table", i);
         }
     }
     return CP_OK;
@@ -163,6 +221,7 @@ typedef struct {
     cp_blocks_plan *plan;       /* pass 1 fills it */
     const cp_blocks_plan *laid; /* pass 2 reads it */
     uint8_t *base;              /* NULL in pass 1 */
+    uint64_t vbase;             /* the address base[0] has for the patches (pass 2) */
     cp_error *err;
     uint32_t at;                /* code bytes placed */
     uint32_t waiting[MAX_WAITING];
@@ -360,9 +419,25 @@ static int find16(const uint16_t *list, uint32_t count, uint16_t id)
     return -1;
 }
 
-static void pad(walk *w, uint32_t align)
+/* The code placed so far plus `more` bytes must fit the header's code_size (checked in both
+ * passes, before anything is written: w->at never passes it, so it cannot wrap). */
+static cp_status room(walk *w, uint64_t more)
 {
-    uint32_t target = (uint32_t)(((uint64_t)w->at + align - 1) / align * align);
+    if ((uint64_t)w->at + more > w->img->code_size) {
+        return fail_block(w, CP_ERR_STRUCTURE, "the blocks make more code than the header's "
+                          "code_size (bytes, code_size)", (uint64_t)w->at + more,
+                          w->img->code_size);
+    }
+    return CP_OK;
+}
+
+static cp_status pad(walk *w, uint32_t align)
+{
+    uint64_t target = ((uint64_t)w->at + align - 1) / align * align;
+    cp_status st = room(w, target - w->at);
+    if (st != CP_OK) {
+        return st;
+    }
     while (w->at < target) { /* whole no-ops, the last one cut short (link.py pad_to) */
         for (uint32_t k = 0; k < w->t->nop_len && w->at < target; k++, w->at++) {
             if (w->base != NULL) {
@@ -370,6 +445,7 @@ static void pad(walk *w, uint32_t align)
             }
         }
     }
+    return CP_OK;
 }
 
 /* Patch a reference at site to target (offsets in the region); pass 2 only. */
@@ -382,8 +458,8 @@ static cp_status patch(walk *w, uint32_t site, uint8_t kind, uint64_t target)
     if ((uint64_t)site + k->word_bits / 8u > w->laid->code_size) {
         return layout_error(w);
     }
-    uint64_t base = (uint64_t)(uintptr_t)w->base;
-    return cp_patch_apply(k, w->base + site, base + site, base + target, w->ops, w->err);
+    return cp_patch_apply(k, w->base + site, w->vbase + site, w->vbase + target, w->ops,
+                          w->err);
 }
 
 static cp_status add_ref(walk *w, const reloc *r, uint32_t site)
@@ -443,9 +519,12 @@ static cp_status place(walk *w, uint32_t id, int whole, const uint32_t *offs, lo
     if (f.align == 0) {
         f.align = 1;
     }
-    pad(w, f.align);
-    uint32_t start = w->at;
     uint32_t body = whole || f.strip > f.len ? f.len : f.len - f.strip;
+    cp_status grown = pad(w, f.align);
+    if (grown != CP_OK || (grown = room(w, body)) != CP_OK) {
+        return grown;
+    }
+    uint32_t start = w->at;
     if (w->base != NULL) {
         if ((uint64_t)start + body > w->laid->code_size) {
             return layout_error(w);
@@ -509,7 +588,10 @@ static cp_status place_helpers(walk *w)
     for (uint32_t h = 0; h < count; h++) {
         uint16_t id = w->base == NULL ? plan->helper[h] : w->laid->helper[h];
         fn f = tab_fn(w->t, id);
-        pad(w, f.align == 0 ? 1 : f.align);
+        cp_status grown = pad(w, f.align == 0 ? 1 : f.align);
+        if (grown != CP_OK || (grown = room(w, f.len)) != CP_OK) {
+            return grown;
+        }
         if (w->base == NULL) {
             plan->helper_at[h] = w->at;
         } else if (w->at != w->laid->helper_at[h] ||
@@ -540,7 +622,10 @@ static cp_status place_helpers(walk *w)
         uint16_t id = w->base == NULL ? plan->rodata[i] : w->laid->rodata[i];
         const uint8_t *d = w->t->b + w->t->off_rodata + (size_t)id * T_RODATA;
         uint32_t off = cp_le32(d), len = cp_le32(d + 4), align = cp_le32(d + 8);
-        pad(w, align == 0 ? 1 : align);
+        cp_status grown = pad(w, align == 0 ? 1 : align);
+        if (grown != CP_OK || (grown = room(w, len)) != CP_OK) {
+            return grown;
+        }
         if (w->base == NULL) {
             plan->rodata_at[i] = w->at;
         } else if (w->at != w->laid->rodata_at[i] ||
@@ -551,8 +636,7 @@ static cp_status place_helpers(walk *w)
         }
         w->at += len;
     }
-    pad(w, 4);
-    return CP_OK;
+    return pad(w, 4);
 }
 
 static cp_status walk_blocks(walk *w)
@@ -770,8 +854,21 @@ cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_pl
                        "carries %u others (%s..., ...): compile with the copapy version of the "
                        "runner", (uint64_t)(uintptr_t)want, count, (uint64_t)(uintptr_t)have);
     }
+    return cp_blocks_plan_table(img, table, 0, plan, err);
+}
+
+cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int untrusted,
+                               cp_blocks_plan *plan, cp_error *err)
+{
+    if (!same_pin(img->bytes + img->sec[CP_SEC_TABLE_PIN].offset, table->sha256)) {
+        return CP_FAIL(err, CP_ERR_TABLE, 0, "the image was compiled against another stencil "
+                       "table than the one given: compile it with this copapy", 0);
+    }
     tab t;
     cp_status st = tab_open(&t, table, img->arch, err);
+    if (st == CP_OK && untrusted) {
+        st = tab_check(&t, table->size, err);
+    }
     if (st != CP_OK || (st = check_frozen_list(img, err)) != CP_OK) {
         return st;
     }
@@ -806,6 +903,13 @@ cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_pl
 cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
                           const cp_blocks_plan *plan, uint8_t *base, cp_error *err)
 {
+    return cp_blocks_place_at(img, table, plan, base, (uint64_t)(uintptr_t)base, err);
+}
+
+cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
+                             const cp_blocks_plan *plan, uint8_t *base, uint64_t vbase,
+                             cp_error *err)
+{
     tab t;
     cp_status st = tab_open(&t, table, img->arch, err);
     if (st != CP_OK || (st = check_frozen_list(img, err)) != CP_OK) {
@@ -818,6 +922,7 @@ cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
     w.plan = NULL;
     w.laid = plan;
     w.base = base;
+    w.vbase = vbase;
     w.err = err;
     st = walk_blocks(&w);
     if (st == CP_OK && w.at != plan->code_size) {

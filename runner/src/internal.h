@@ -420,6 +420,18 @@ cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_pl
 cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
                           const cp_blocks_plan *plan, uint8_t *base, cp_error *err);
 
+/* The same with a given table (cp_blocks_plan_make picks one of the runner's by the pin):
+ * TABLE unless table->sha256 is the image's pin; `untrusted`: the table comes from outside
+ * the runner and its records are bounds-checked first (the in-process verifier of other
+ * architectures' images, runner/python/module.c verify). */
+cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int untrusted,
+                               cp_blocks_plan *plan, cp_error *err);
+/* cp_blocks_place patching as if base[0] were at address `vbase` (the code is for another
+ * machine's address space, or only checked). */
+cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
+                             const cp_blocks_plan *plan, uint8_t *base, uint64_t vbase,
+                             cp_error *err);
+
 /* ---- calling loaded code (program.c, sched.c) */
 
 /* clang's -fsanitize=function reads a type hash in front of every indirect callee; loaded code

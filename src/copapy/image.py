@@ -15,8 +15,8 @@ from .arch.patchkind import PatchKind
 
 MAGIC = b"CPIM"
 FORMAT_VERSION = 2
-#: format 1 carries code; only @cp.jit's in-process images and the architectures whose runners
-#: have no stencil table yet still use it (compiler/runner_table.py VERIFIED_ARCHS)
+#: format 1 carries code; only @cp.jit's in-process images use it, and the emulated back ends
+#: take a format-2 image rebuilt as format 1 after it was verified (loading.emulator_image)
 FORMAT_VERSION_CODE = 1
 READ_VERSIONS = (FORMAT_VERSION_CODE, FORMAT_VERSION)
 HEADER = struct.Struct("<4sHHHHIIIIIIIII")  # 48 bytes

@@ -1,4 +1,5 @@
-"""Comparisons the tests share: bit-exact equality and a property's example count."""
+"""Comparisons the tests share: bit-exact equality, a property's example count, and the
+generic patch in Python against the runner's C."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import settings
+
+from copapy import _runner
+from copapy.arch.patchkind import PatchError, PatchKind, apply_patch
 
 
 def examples(n: int) -> int:
@@ -33,3 +38,16 @@ def central_difference(f: Callable[[Any], float], x: Any, h: float = 1e-6) -> An
         e.flat[k] = h
         g.flat[k] = (f(x + e) - f(x - e)) / (2 * h)
     return g
+
+
+def patch_agrees(kind: PatchKind, packed: bytes, raw: bytes, site: int, target: int) -> None:
+    """Python's apply_patch and the runner's (descriptor ``packed``) write the same word, or
+    both refuse the value (PATCH)."""
+    buf = bytearray(raw)
+    try:
+        apply_patch(buf, 0, kind, site, target)
+    except PatchError:
+        with pytest.raises(_runner.ImageError):
+            _runner.apply_patch(raw, site, target, packed)
+        return
+    assert _runner.apply_patch(raw, site, target, packed) == bytes(buf)

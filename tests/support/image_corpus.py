@@ -20,7 +20,12 @@ from copapy._contract import PortRole
 from copapy.arrays import array_input
 from copapy.compiler.manifest import Chains, decode, encode, materialise
 from copapy.compiler.program import compile_program
-from copapy.compiler.runner_table import ACCESS_LOOP_POINTER, role_descriptor, slot_roles
+from copapy.compiler.runner_table import (
+    ACCESS_LOOP_POINTER,
+    role_descriptor,
+    runner_table,
+    slot_roles,
+)
 from copapy.compiler.table import load_table
 
 Corpus = list[tuple[str, str, bytes]]
@@ -316,10 +321,19 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     img.code_size -= 4  # (more would collide with data_offset: LAYOUT, checked first)
     yield "a code size the blocks do not make", "STRUCTURE", img.to_bytes()
 
+    img, ch = fresh()
+    img.code_size += img.base_align  # the data moved up as well (else LAYOUT, checked first)
+    img.data_offset += img.base_align
+    yield "a code size larger than the blocks make", "STRUCTURE", img.to_bytes()
+
     # TABLE: the pin
     img, ch = fresh()
     img.table_pin = bytes(32)
     yield "another table's pin", "TABLE", img.to_bytes()
+    img, ch = fresh()
+    img.table_pin = runner_table("aarch64" if arch != "aarch64" else "rv64").pin
+    yield "the pin of another architecture's table (its ids mean other stencils)", "TABLE", \
+        img.to_bytes()
     img, ch = fresh()
     img.table_pin = img.table_pin[:31] + bytes([img.table_pin[31] ^ 1])
     yield "a pin differing in its last bit", "TABLE", img.to_bytes()

@@ -17,12 +17,9 @@ from .runner_table import VERIFIED_ARCHS, runner_table
 from .table import load_table
 
 
-def code_image(blob: bytes) -> bytes:
-    """``blob`` as format 1 (unchanged if it is format 1 already); ValueError if its
-    manifest does not fit the stencil table it pins."""
-    img = im.parse(blob)
-    if img.format_version == im.FORMAT_VERSION_CODE:
-        return blob
+def pinned_table(img: im.Image) -> str:
+    """The stencil table (an architecture or variant of VERIFIED_ARCHS) whose pin a format-2
+    image carries; ValueError (TABLE) if this copapy has none."""
     known = sorted(a for a in VERIFIED_ARCHS if by_name(a).id == img.arch)
     pinned = [a for a in known if runner_table(a).pin == img.table_pin]
     if not pinned:
@@ -30,7 +27,16 @@ def code_image(blob: bytes) -> bytes:
                          f"{img.table_pin[:8].hex()}..., which this copapy does not have "
                          f"(it has {', '.join(known) or 'none'} for this architecture): "
                          "compile the program again with this copapy")
-    arch = pinned[0]
+    return pinned[0]
+
+
+def code_image(blob: bytes) -> bytes:
+    """``blob`` as format 1 (unchanged if it is format 1 already); ValueError if its
+    manifest does not fit the stencil table it pins."""
+    img = im.parse(blob)
+    if img.format_version == im.FORMAT_VERSION_CODE:
+        return blob
+    arch = pinned_table(img)
     table = load_table(arch)
     try:
         chains = decode(img.blocks)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import import_module
 from typing import Any
 
@@ -59,10 +59,18 @@ RELOC = struct.Struct("<IBBHi")
 ROLE = struct.Struct("<4B")
 RODATA = struct.Struct("<III")
 
-#: architectures (and variants: a runner carries every table of its architecture) whose
-#: runners take only format-2 images (runner/tables/*.c must match:
-#: tests/test_verified_loading.py)
-VERIFIED_ARCHS = frozenset({"x86_64", "x86_64-v3", "x86_64-v4", "cortex-m7"})
+#: architectures (and variants) whose compiler output is format 2 (stencil ids): every
+#: runner of theirs verifies, and the emulated back ends check each image with the runner's
+#: verifier against the table built here before they run it (loading.py verify_image)
+VERIFIED_ARCHS = frozenset({"x86_64", "x86_64-v3", "x86_64-v4", "cortex-m7", "aarch64", "rv64",
+                            "rv32", "x86", "armv7a", "armv6", "cortex-m4", "cortex-m55",
+                            "tricore"})
+#: the tables C runners link (runner/tables/*.c must match: tests/test_verified_loading.py):
+#: the host architectures of the runner and its wheels (x86_64 and its variants, aarch64,
+#: riscv64, i686, armv7l) and the Cortex-M7 firmware; the others' runners are emulated here
+#: and their images are verified against the table from Python instead
+RUNNER_TABLE_ARCHS = frozenset({"x86_64", "x86_64-v3", "x86_64-v4", "cortex-m7", "aarch64",
+                                "rv64", "x86", "armv7a"})
 
 #: slot roles in their canonical order: a block's slot offsets come in this order
 ROLE_NAMES = ("a", "b", "c", "out", "n", "k", "j")
@@ -189,7 +197,7 @@ class RunnerTable:
     blob: bytes
     ids: dict[str, int]
 
-    @property
+    @cached_property
     def pin(self) -> bytes:
         pin: bytes = sha256(self.blob).digest()
         return pin

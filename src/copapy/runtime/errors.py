@@ -18,6 +18,15 @@ class ImageLoadError(ValueError):
     """An image was rejected at load time; the previously loaded program keeps running."""
 
 
+def named_load_error(name: str, message: str) -> ImageLoadError:
+    """ImageLoadError for the runner's load error ``name`` (a LoadError name: its ``code``
+    and ``name`` set, the message prefixed with the name)."""
+    err = ImageLoadError(f"{name}: {message}")
+    err.code = int(LoadError[name]) if name in LoadError.__members__ else 0  # type: ignore[attr-defined]
+    err.name = name  # type: ignore[attr-defined]
+    return err
+
+
 class CpuFeatureError(ImageLoadError):
     """The program's code needs CPU features (AVX2, AVX-512) the CPU that would run it lacks:
     it was compiled for a variant (``arch="x86_64-v3"``, the default on such a machine for

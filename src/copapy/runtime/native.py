@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .errors import CPU_FEATURES, MEMORY_OPTION, TOO_LARGE, ImageLoadError, max_memory, too_large
+from .errors import (
+    CPU_FEATURES,
+    MEMORY_OPTION,
+    TOO_LARGE,
+    ImageLoadError,
+    max_memory,
+    named_load_error,
+    too_large,
+)
 from .feature_error import features_error
 
 if TYPE_CHECKING:
@@ -38,10 +46,28 @@ def load_native(image: bytes, own_code: bool = False, allow_code: bool = False,
         need = re.match(r"image needs (\d+) bytes", str(exc))
         if exc.code == TOO_LARGE and need:  # the runner's text has 160 bytes: the full one
             raise too_large(int(need.group(1)) - reserve, limit) from None
-        err = ImageLoadError(f"{exc.name}: {exc}")
-        err.code = exc.code  # type: ignore[attr-defined]
-        err.name = exc.name  # type: ignore[attr-defined]
-        raise err from None
+        raise _named(exc) from None
+
+
+def _named(exc: Exception) -> ImageLoadError:
+    """The runner's ImageError as ImageLoadError, with its code and rule name."""
+    return named_load_error(getattr(exc, "name", ""), str(exc))
+
+
+def verify_foreign(image: bytes, table: bytes) -> bytes | None:
+    """The runner's verifier (runner/src/blocks.c) on a format-2 image of any architecture,
+    against that architecture's stencil table blob ``table`` (compiler/runner_table.py): the
+    code it builds (at address 0), or ImageLoadError naming the rule it breaks. None if this
+    machine has no native extension (the emulators then run what code_image rebuilds,
+    unverified)."""
+    try:
+        from .. import _runner
+    except ImportError:
+        return None
+    try:
+        return _runner.verify(image, table)
+    except _runner.ImageError as exc:
+        raise _named(exc) from None
 
 
 def set_watchdog(factor: int = 10, minimum: float = 1.0, on_request: float = 60.0) -> None:
