@@ -6,6 +6,11 @@
   read per row): the reference the others are checked against;
 * ``run_dask``: chunks of scenarios as tasks of a ``dask.distributed`` client, the plan
   (image bytes) shipped to every worker once, results in scenario order.
+
+A scenario whose program faults does not end the sweep: its fault (kind, task, tick) is
+returned with the results, the rows it recorded before the fault are kept, the rest of its
+rows and its metrics are NaN (0 for integers and bools), and the next scenario runs
+(``fill``). Every engine gives the same bytes and the same faults.
 """
 
 from __future__ import annotations
@@ -15,20 +20,37 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..loading import load_program
 from ..runtime.errors import ProgramFault, TargetError
 from ..runtime.load import is_native
-from .plan import Plan, decode
+from .plan import Field, Plan, decode
 
 if TYPE_CHECKING:
-    pass
+    import numpy as np
+else:
+    from .._lazy import numpy as np
 
-__all__ = ["SweepFault", "run_batch", "run_dask", "run_python"]
+__all__ = ["ScenarioFault", "SweepFault", "run_batch", "run_dask", "run_python"]
 
-#: (series bytes, finals bytes) of some scenarios
-Raw = tuple[bytes, bytes]
+
+class ScenarioFault(NamedTuple):
+    """A scenario whose program faulted: its number in the sweep, the fault's kind (as
+    ``cp.ProgramFault.kind``: "SIGSEGV", "timeout", ...), the task and the scheduler tick."""
+
+    scenario: int
+    kind: str
+    task: int
+    tick: int
+
+    def __str__(self) -> str:
+        return (f"scenario {self.scenario} faulted: {self.kind} in task {self.task} at tick "
+                f"{self.tick}")
+
+
+#: (series bytes, finals bytes, the faults in scenario order) of some scenarios
+Raw = tuple[bytes, bytes, tuple[ScenarioFault, ...]]
 
 #: a Dask task should run about this long: well above the scheduler's per-task overhead
 #: (about 1 ms), short enough that a lost worker costs little
@@ -36,7 +58,15 @@ CHUNK_SECONDS = 0.5
 
 
 class SweepFault(TargetError):
-    """A scenario's program faulted (the message names the scenario and the fault)."""
+    """A scenario's program faulted and the sweep was asked to stop at a fault
+    (``cp.sweep(..., on_fault="raise")``): ``fault`` is the first one, the message names
+    it."""
+
+    def __init__(self, fault: ScenarioFault, more: int = 0) -> None:
+        self.fault = fault
+        also = f" ({more} more scenarios faulted)" if more else ""
+        super().__init__(f"{fault}{also}; on_fault='record' returns the results with the "
+                         f"faults in result.faults")
 
 
 _local = threading.local()
@@ -60,17 +90,57 @@ def _loaded(plan: Plan) -> Any:
 
 def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
     """The batched C runner over the scenarios whose parameter rows ``params`` holds (the
-    first is scenario number ``first`` of the sweep, for error messages)."""
+    first is scenario number ``first`` of the sweep). A fault ends a ``_runner.batch`` call
+    at the faulting scenario: its rows are filled, its fault noted, and the next call starts
+    with the scenario after it."""
     from .. import _runner
 
-    series, finals, done, fault = _runner.batch(
-        _loaded(plan), plan.tick_ns, plan.steps, plan.sample_ticks,
-        [f.range for f in plan.params], params, [f.range for f in plan.records],
-        [f.range for f in plan.finals])
-    if fault is not None:
-        raise SweepFault(f"scenario {first + done} faulted: {fault[0]} in task {fault[1]} at "
-                         f"tick {fault[5]} (pc {fault[3]:#x}); the scenarios before it ran")
-    return bytes(series), bytes(finals)
+    row, n = plan.param_row, len(params) // max(1, plan.param_row)
+    per_scenario = plan.steps * plan.record_row
+    series, finals = bytearray(), bytearray()
+    faults: list[ScenarioFault] = []
+    at = 0
+    with memoryview(params) as rows:
+        while at < n:
+            part, ends, done, fault = _runner.batch(
+                _loaded(plan), plan.tick_ns, plan.steps, plan.sample_ticks,
+                [f.range for f in plan.params], rows[at * row:], [f.range for f in plan.records],
+                [f.range for f in plan.finals])
+            if fault is None:
+                series += part
+                finals += ends
+                break
+            # scenario `done` of the call faulted in the tick fault[5]: its rows before that
+            # tick's were recorded (row k holds ticks k * sample_ticks .. (k + 1) * sample_ticks
+            # - 1); what the call wrote after them is not
+            tick = int(fault[5])
+            start = len(series) + done * per_scenario
+            series += part[:(done + 1) * per_scenario]
+            finals += ends[:done * plan.final_row]
+            fill(plan, series, finals, start, tick // plan.sample_ticks)
+            faults.append(ScenarioFault(first + at + done, str(fault[0]), int(fault[1]), tick))
+            at += done + 1
+    return bytes(series), bytes(finals), tuple(faults)
+
+
+def fill(plan: Plan, series: bytearray, finals: bytearray, start: int, valid: int) -> None:
+    """The scenario whose rows begin at ``series[start]`` faulted after ``valid`` recorded
+    rows: the rest of ``series`` is cut and its later rows and its metrics are appended as
+    NaN, 0 for integers and bools."""
+    del series[start + valid * plan.record_row:]
+    series += _blank(plan.records) * (plan.steps - valid)
+    finals += _blank(plan.finals)
+
+
+def _blank(fields: tuple[Field, ...]) -> bytes:
+    """One row of ``fields`` standing for "not computed": NaN for floats, 0 otherwise."""
+    out = bytearray()
+    for f in fields:
+        kind = f.dtype
+        value = np.full(f.count, np.nan if kind.is_float else 0,
+                        dtype="<i4" if kind.is_bool else kind.numpy)
+        out += value.tobytes()
+    return bytes(out)
 
 
 def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
@@ -82,8 +152,8 @@ def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
     sched: Any = program.scheduler(plan.tick_ns, deterministic=True, measure=False)
     data = _Data(program)
     row = plan.param_row
-    series = bytearray()
-    finals = bytearray()
+    series, finals = bytearray(), bytearray()
+    faults: list[ScenarioFault] = []
     for k in range(len(params) // row):
         sched.reset()
         for kind, channel in plan.inputs_io:  # the simulated world starts at rest too
@@ -92,22 +162,31 @@ def run_python(plan: Plan, params: bytes, first: int = 0) -> Raw:
         for f in plan.params:
             data.write(f.offset, params[at:at + f.size])
             at += f.size
-        for _ in range(plan.steps):
-            try:  # the native Scheduler raises the fault, the emulator's reports it
-                sched.advance(plan.sample_ticks)
-            except ProgramFault as exc:
-                raise SweepFault(f"scenario {first + k} faulted: {exc.kind} in task "
-                                 f"{exc.task} at tick {exc.tick}") from exc
-            fault = getattr(sched, "fault", None)
+        start = len(series)
+        for step in range(plan.steps):
+            fault = _advance(sched, plan.sample_ticks)
             if fault is not None:
-                raise SweepFault(f"scenario {first + k} faulted: {fault[0]} in task "
-                                 f"{fault[1]} at tick {fault[5]}")
+                faults.append(ScenarioFault(first + k, *fault))
+                fill(plan, series, finals, start, step)
+                break
             sched.settle()
             for f in plan.records:
                 series += data.read(f.offset, f.size)
-        for f in plan.finals:
-            finals += data.read(f.offset, f.size)
-    return bytes(series), bytes(finals)
+        else:
+            for f in plan.finals:
+                finals += data.read(f.offset, f.size)
+    return bytes(series), bytes(finals), tuple(faults)
+
+
+def _advance(sched: Any, ticks: int) -> tuple[str, int, int] | None:
+    """``sched.advance(ticks)``; its fault's (kind, task, tick), or None. The native
+    Scheduler raises the fault, the emulator's reports it."""
+    try:
+        sched.advance(ticks)
+    except ProgramFault as exc:
+        return exc.kind, int(exc.task or 0), int(exc.tick or 0)
+    fault = getattr(sched, "fault", None)
+    return None if fault is None else (str(fault[0]), int(fault[1]), int(fault[5]))
 
 
 class _Data:
@@ -172,8 +251,13 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
         index = {f.key: k for k, f in enumerate(futures)}
         for f in as_completed(futures):  # type: ignore[no-untyped-call]
             progress(min(chunk, n - starts[index[f.key]]))
-    results: list[Raw] = client.gather(futures)
-    return b"".join(r[0] for r in results), b"".join(r[1] for r in results)
+    return join(client.gather(futures))
+
+
+def join(parts: list[Raw]) -> Raw:
+    """The results of consecutive chunks as one."""
+    return (b"".join(r[0] for r in parts), b"".join(r[1] for r in parts),
+            tuple(f for r in parts for f in r[2]))
 
 
 def the_plan(plan: Plan) -> Plan:
