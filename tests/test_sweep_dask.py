@@ -14,15 +14,18 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import copapy as cp
+from copapy.runtime.load import host_architecture
 from copapy.saved import build
 from copapy.sweeps import SweepResult
+
+from .support.faults import FAULT_TASK, FAULT_TICK, inject_param_fault, with_fault_task
 
 distributed = pytest.importorskip("distributed", reason="pip install 'copapy[sweep]'")
 
@@ -34,6 +37,7 @@ SRC = str(Path(cp.__file__).resolve().parents[1])
 N = 10_000
 SECONDS, SAMPLE = 0.1, 1e-2
 USERLANDS = os.environ.get("COPAPY_USERLANDS")
+HOST = host_architecture()
 
 
 @pytest.fixture(scope="module")
@@ -135,32 +139,114 @@ def test_scheduler_and_workers_as_processes_and_a_killed_worker(
         assert run(motor, scenarios, client=client).identical(reference)
         # again, with one worker killed (SIGKILL) once some chunks are done: the scheduler
         # recomputes the lost chunks on the other worker, and the result is the same
-        out: dict[str, SweepResult | BaseException] = {}
-
-        def sweep() -> None:
-            try:
-                out["result"] = run(motor, scenarios, client=client, chunk=100)
-            except BaseException as exc:
-                out["result"] = exc
-
-        thread = threading.Thread(target=sweep)
-        thread.start()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and thread.is_alive():
-            done = sum(1 for keys in client.has_what().values() for k in keys
-                       if str(k).startswith("copapy-sweep-"))
-            if done >= 4:
-                break
-            time.sleep(0.01)
-        killed_mid_sweep = thread.is_alive()
-        os.kill(workers[0].pid, signal.SIGKILL)
-        thread.join(300)
-        assert not thread.is_alive()
-        result = out["result"]
-        assert not isinstance(result, BaseException), result
-        assert killed_mid_sweep, "the sweep ended before a worker could be killed"
+        result = kill_mid_sweep(client, workers[0],
+                                lambda: run(motor, scenarios, client=client, chunk=100))
         assert len(client.scheduler_info()["workers"]) == 1
         assert result.identical(reference)
+
+
+def kill_mid_sweep(client: distributed.Client, worker: subprocess.Popen[bytes],
+                   sweep: Callable[[], SweepResult]) -> SweepResult:
+    """``sweep()`` in a thread; ``worker`` killed (SIGKILL) once 4 chunks are done."""
+    out: dict[str, SweepResult | BaseException] = {}
+
+    def target() -> None:
+        try:
+            out["result"] = sweep()
+        except BaseException as exc:
+            out["result"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and thread.is_alive():
+        done = sum(1 for keys in client.has_what().values() for k in keys
+                   if str(k).startswith("copapy-sweep-"))
+        if done >= 4:
+            break
+        time.sleep(0.01)
+    killed_mid_sweep = thread.is_alive()
+    os.kill(worker.pid, signal.SIGKILL)
+    thread.join(300)
+    assert not thread.is_alive()
+    result = out["result"]
+    assert not isinstance(result, BaseException), result
+    assert killed_mid_sweep, "the sweep ended before a worker could be killed"
+    return result
+
+
+# ---- a fault inside a Dask sweep -------------------------------------------------------------
+
+N_FAULT = 2000
+
+
+@pytest.fixture(scope="module")
+def fault_scenarios() -> cp.sweep.Scenarios:  # type: ignore[name-defined]
+    """2,000 motor scenarios, about 5 % of them armed to fault with SIGSEGV, 5 % SIGILL."""
+    rng = np.random.default_rng(44)
+    return cp.sweep.monte_carlo({"resistance": cp.sweep.around(2.0, 0.2),
+                                 "seed": cp.sweep.seeds(), "noise": 2.0,
+                                 "fault": rng.choice([0.0, 1.0, 2.0], N_FAULT,
+                                                     p=[0.9, 0.05, 0.05])}, N_FAULT, seed=45)
+
+
+def run_faulty(sc: object, monkeypatch: pytest.MonkeyPatch, **kw: object) -> SweepResult:
+    """The motor with the fault task (tests/support/faults.py), record every 1 ms."""
+    inject_param_fault(monkeypatch)
+    program = with_fault_task(motor_pid.sweep_program())
+    names = program[2]
+    kw.setdefault("progress", False)
+    return cp.sweep(program, sc, SECONDS, record=["angle"], sample=1e-3,  # type: ignore[arg-type]
+                    metrics={"iae": cp.sweep.iae(names["setpoint"] - names["angle"])}, **kw)
+
+
+@pytest.fixture(scope="module")
+def fault_reference(fault_scenarios: object) -> SweepResult:
+    """The Python loop; checked: the faults are the armed scenarios, in scenario order, and
+    the others' results are those of the same scenarios unarmed (batched C)."""
+    with pytest.MonkeyPatch.context() as mp:
+        ref = run_faulty(fault_scenarios, mp, engine="python")
+        calm = {**fault_scenarios.columns, "fault": np.zeros(N_FAULT)}  # type: ignore[attr-defined]
+        unarmed = run_faulty(calm, mp)
+    arm = fault_scenarios.columns["fault"]  # type: ignore[attr-defined]
+    assert [(f.scenario, f.kind, f.task, f.tick) for f in ref.faults] == [
+        (k, {1.0: "SIGSEGV", 2.0: "SIGILL"}[a], FAULT_TASK, FAULT_TICK)
+        for k, a in enumerate(arm) if a]
+    assert 150 < len(ref.faults) < 250 and unarmed.faults == ()
+    ok = ~ref.faulted
+    assert ref["angle"][ok].tobytes() == unarmed["angle"][ok].tobytes()
+    assert ref["iae"][ok].tobytes() == unarmed["iae"][ok].tobytes()
+    return ref
+
+
+@pytest.mark.skipif(HOST != "x86_64", reason="the injected fault is hand-assembled x86_64 code")
+def test_faults_batched_and_on_a_local_cluster(fault_scenarios: object,
+                                               fault_reference: SweepResult,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run_faulty(fault_scenarios, monkeypatch).identical(fault_reference)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        there = run_faulty(fault_scenarios, monkeypatch, client=client, chunk=150)
+    assert there.faults == fault_reference.faults
+    assert there.identical(fault_reference)
+
+
+@pytest.mark.skipif(HOST != "x86_64", reason="the injected fault is hand-assembled x86_64 code")
+def test_faults_on_scheduler_and_worker_processes_with_a_killed_worker(
+        fault_scenarios: object, fault_reference: SweepResult,
+        cli_cluster: tuple[str, list[subprocess.Popen[bytes]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    address, workers = cli_cluster
+    with distributed.Client(address) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert run_faulty(fault_scenarios, monkeypatch, client=client).identical(
+            fault_reference)
+        result = kill_mid_sweep(client, workers[1], lambda: run_faulty(
+            fault_scenarios, monkeypatch, client=client, chunk=10))
+        assert len(client.scheduler_info()["workers"]) == 1
+    assert result.faults == fault_reference.faults
+    assert result.identical(fault_reference)
 
 
 def test_aarch64_code_on_the_emulator_100_scenarios() -> None:
