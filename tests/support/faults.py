@@ -219,15 +219,17 @@ def with_fault_task(program: tuple[list[Any], list[Any], dict[str, Any]]
 
 
 def inject_param_fault(monkeypatch: Any, param: str = "fault", task: int = FAULT_TASK) -> None:
-    """cp.sweep's plans (in this process; Dask workers get the plan) carry
-    param_fault_code in task ``task``, armed by the parameter ``param``."""
+    """cp.sweep's plans that set ``param`` (made in this process; Dask workers get the plan)
+    carry param_fault_code in task ``task``, armed by that parameter."""
     from copapy import sweeps
 
     real = sweeps.build_plan
 
     def build(*args: Any, **kwargs: Any) -> Any:
         plan = real(*args, **kwargs)
-        field = next(f for f in plan.params if f.name == param)
+        field = next((f for f in plan.params if f.name == param), None)
+        if field is None:  # a sweep without the parameter: as it is
+            return plan
         image = param_fault_code(plan.image, task, field.offset)
         return dataclasses.replace(plan, image=image, digest=hashlib.sha256(image).hexdigest())
 

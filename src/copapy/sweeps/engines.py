@@ -227,24 +227,30 @@ def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes])
 
 def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: int,
              chunk: int | None, progress: Callable[[int], None] | None) -> Raw:
-    """The scenarios as tasks of ``client`` (dask.distributed): the plan scattered once to
-    every worker, chunks of parameter rows as the tasks' arguments, results gathered in
-    scenario order. A worker lost mid-sweep loses only results the scheduler recomputes
-    (the tasks are pure: same plan and rows, same bytes)."""
-    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    """The scenarios as tasks of ``client`` (dask.distributed): the plan sent once to the
+    workers, chunks of parameter rows as the tasks' arguments, results gathered in scenario
+    order. A worker lost mid-sweep loses only results the scheduler recomputes (the tasks
+    are pure: same plan and rows, same bytes). In a cluster of mixed CPUs the tasks go only
+    to the workers that execute the plan's code (``native_workers``)."""
+    able = native_workers(client, plan.variant)
     if chunk is None:
-        chunk = chunk_size(plan, n, workers, lambda k: encoded(0, k))
+        chunk = chunk_size(plan, n, len(able or client.scheduler_info()["workers"]) or 1,
+                           lambda k: encoded(0, k))
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"chunk is a number of scenarios per task >= 1, got {chunk!r}")
     # The plan is a task's result, not scattered data: a broadcast scatter waits forever for a
     # worker that dies meanwhile, and scattered data cannot be recomputed once its worker is
     # gone; a task result is recomputed (the plan's bytes travel once, in the task).
-    plan_future = client.submit(the_plan, plan, key=f"copapy-plan-{plan.digest}", pure=True)
+    where: dict[str, Any] = {} if able is None else {"workers": able,
+                                                     "allow_other_workers": False}
+    plan_future = client.submit(the_plan, plan, key=f"copapy-plan-{plan.digest}", pure=True,
+                                **where)
     starts = list(range(0, n, chunk))
     parts = [encoded(s, min(s + chunk, n)) for s in starts]
     futures = client.map(run_batch, [plan_future] * len(parts), parts, starts, pure=True,
                          key=[f"copapy-sweep-{plan.digest[:12]}-{s}-{len(p)}-"
-                              f"{_token(p)}" for s, p in zip(starts, parts, strict=True)])
+                              f"{_token(p)}" for s, p in zip(starts, parts, strict=True)],
+                         **where)
     if progress is not None:
         from distributed import as_completed
 
@@ -252,6 +258,20 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
         for f in as_completed(futures):  # type: ignore[no-untyped-call]
             progress(min(chunk, n - starts[index[f.key]]))
     return join(client.gather(futures))
+
+
+def native_workers(client: Any, variant: str) -> list[str] | None:
+    """The addresses of the client's workers whose CPU executes ``variant`` code, or None
+    when every worker does (then the tasks are not tied to addresses: a worker restarted by
+    its nanny, at a new address, still takes them). A worker that cannot answer (it died
+    meanwhile, or has no copapy) gets no tasks. TargetError if none does."""
+    answers: dict[str, Any] = client.run(is_native, variant, on_error="return")
+    able = sorted(a for a, yes in answers.items() if yes is True)
+    if not able:
+        raise TargetError(f"none of the {len(answers)} Dask workers executes {variant} code: "
+                          f"start a `dask worker` where {variant} code runs natively (docs/guide/"
+                          f"howto/sweeps.md), or sweep with arch= of the workers' CPU")
+    return None if len(able) == len(answers) else able
 
 
 def join(parts: list[Raw]) -> Raw:
