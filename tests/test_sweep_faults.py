@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import sweeps
 from copapy.runtime.load import host_architecture
-from copapy.sweeps.engines import ScenarioFault, SweepFault, join, run_batch, run_python
+from copapy.sweeps.engines import ScenarioFault, join, run_batch, run_python
 from copapy.sweeps.params import scenarios
 from copapy.sweeps.plan import encode
 
@@ -91,8 +91,9 @@ def test_a_faulting_scenario_comes_back_as_its_fault(program: tuple[Any, dict[st
 
 def test_on_fault_raise_names_the_first_fault(program: tuple[Any, dict[str, Any]]) -> None:
     for engine in ("batch", "python"):
-        with pytest.raises(SweepFault, match=r"scenario 2 faulted: SIGILL in task 2 at tick 23 "
-                                             r"\(1 more scenarios faulted\)") as info:
+        with pytest.raises(cp.sweep.SweepFault,
+                           match=r"scenario 2 faulted: SIGILL in task 2 at tick 23 "
+                                 r"\(1 more scenarios faulted\)") as info:
             sweep(program, {"fault": [0.0, 0.0, 2.0, 1.0]}, engine=engine, on_fault="raise")
         assert info.value.fault == ScenarioFault(2, "SIGILL", FAULT_TASK, FAULT_TICK)
     with pytest.raises(ValueError, match="on_fault is one of 'record', 'raise', got 'skip'"):

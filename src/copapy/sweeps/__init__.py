@@ -10,7 +10,17 @@ from typing import Any
 from ..progress import enabled as progress_enabled
 from . import metrics as _metrics
 from . import params as _params
-from .engines import Raw, ScenarioFault, SweepFault, join, run_batch, run_dask, run_python, split
+from .engines import (
+    Raw,
+    ScenarioFault,
+    SweepFault,
+    join,
+    run_batch,
+    run_dask,
+    run_python,
+    run_ray,
+    split,
+)
 from .params import Distribution, Scenarios
 from .plan import Plan, build_plan, check_size, encode
 from .result import SweepResult
@@ -18,7 +28,7 @@ from .result import SweepResult
 __all__ = ["Distribution", "Plan", "ScenarioFault", "Scenarios", "Sweep", "SweepFault",
            "SweepResult", "sweep"]
 
-ENGINES = ("batch", "python")
+ENGINES = ("batch", "python", "ray")
 ON_FAULT = ("record", "raise")
 #: scenarios per batched C call without Dask (a progress bar moves between calls)
 LOCAL_CHUNK = 1024
@@ -38,6 +48,9 @@ class Sweep:
     peak = staticmethod(_metrics.peak)
     overshoot = staticmethod(_metrics.overshoot)
     settling_time = staticmethod(_metrics.settling_time)
+    #: what ``on_fault="raise"`` raises, and a faulted scenario in ``result.faults``
+    SweepFault = SweepFault
+    ScenarioFault = ScenarioFault
 
     def __call__(self, program: Any, params: Any, seconds: float,
                  record: Sequence[Any] = (), tick: float | None = None, *,
@@ -59,11 +72,12 @@ class Sweep:
         ``engine="batch"`` runs the batched C runner here; ``"python"`` the reference loop
         over a LocalTarget (slow; the same bits). ``client``: a ``dask.distributed`` Client
         to spread chunks of ``chunk`` scenarios (default: about half a second of work each)
-        over its workers. ``progress``: a tqdm bar (default: on a terminal, see
-        ``COPAPY_PROGRESS``). ``arch``: the stencil table tasks are compiled for (default:
-        this machine's base table, which every CPU of its architecture runs); another
-        architecture's image runs with ``engine="python"`` on its emulator here, or batched
-        on a Dask worker of that architecture.
+        over its workers. ``engine="ray"``: the same chunks as tasks of Ray's runtime in
+        this process (``ray.init(address=...)`` first for a cluster). ``progress``: a tqdm
+        bar (default: on a terminal, see ``COPAPY_PROGRESS``). ``arch``: the stencil table
+        tasks are compiled for (default: this machine's base table, which every CPU of its
+        architecture runs); another architecture's image runs with ``engine="python"`` on
+        its emulator here, or batched on the Dask workers of that architecture.
 
         A scenario whose program faults (``cp.ProgramFault``'s kinds) does not stop the
         sweep: ``result.faults`` lists each such scenario's fault (kind, task, tick) in
@@ -90,6 +104,8 @@ class Sweep:
 
             if client is not None:
                 raw = run_dask(client, plan, encoded, sc.n, chunk, bar)
+            elif engine == "ray":
+                raw = run_ray(plan, encoded, sc.n, chunk, bar)
             else:
                 raw = _local(plan, sc, keys, engine, chunk or LOCAL_CHUNK, encoded, bar)
         finally:

@@ -5,7 +5,8 @@
 * ``run_python``: the Python loop over the program's Scheduler (reset, write, advance,
   read per row): the reference the others are checked against;
 * ``run_dask``: chunks of scenarios as tasks of a ``dask.distributed`` client, the plan
-  (image bytes) shipped to every worker once, results in scenario order.
+  (image bytes) shipped to every worker once, results in scenario order;
+* ``run_ray``: the same chunks as Ray tasks (``engine="ray"``).
 
 A scenario whose program faults does not end the sweep: its fault (kind, task, tick) is
 returned with the results, the rows it recorded before the fault are kept, the rest of its
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 else:
     from .._lazy import numpy as np
 
-__all__ = ["ScenarioFault", "SweepFault", "run_batch", "run_dask", "run_python"]
+__all__ = ["ScenarioFault", "SweepFault", "run_batch", "run_dask", "run_python", "run_ray"]
 
 
 class ScenarioFault(NamedTuple):
@@ -233,11 +234,8 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
     are pure: same plan and rows, same bytes). In a cluster of mixed CPUs the tasks go only
     to the workers that execute the plan's code (``native_workers``)."""
     able = native_workers(client, plan.variant)
-    if chunk is None:
-        chunk = chunk_size(plan, n, len(able or client.scheduler_info()["workers"]) or 1,
-                           lambda k: encoded(0, k))
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk is a number of scenarios per task >= 1, got {chunk!r}")
+    chunk = _chunk(chunk, plan, n, len(able or client.scheduler_info()["workers"]) or 1,
+                   encoded)
     # The plan is a task's result, not scattered data: a broadcast scatter waits forever for a
     # worker that dies meanwhile, and scattered data cannot be recomputed once its worker is
     # gone; a task result is recomputed (the plan's bytes travel once, in the task).
@@ -258,6 +256,44 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
         for f in as_completed(futures):  # type: ignore[no-untyped-call]
             progress(min(chunk, n - starts[index[f.key]]))
     return join(client.gather(futures))
+
+
+def run_ray(plan: Plan, encoded: Callable[[int, int], bytes], n: int, chunk: int | None,
+            progress: Callable[[int], None] | None) -> Raw:
+    """The scenarios as Ray tasks, chunked as for Dask: the plan put in Ray's object store
+    once, each chunk of parameter rows a task running the batched engine (Ray retries a task
+    whose worker died; the same input gives the same bytes), results in scenario order.
+    Uses the Ray runtime of this process (``ray.init(...)`` first for a cluster; else Ray
+    starts a local one). Every worker must execute the plan's code natively."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("engine='ray' needs Ray: pip install 'copapy[ray]'") from None
+    if not ray.is_initialized():
+        ray.init()
+    workers = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+    chunk = _chunk(chunk, plan, n, workers, encoded)
+    plan_ref = ray.put(plan)
+    task: Any = ray.remote(run_batch)
+    starts = list(range(0, n, chunk))
+    refs = [task.remote(plan_ref, encoded(s, min(s + chunk, n)), s) for s in starts]
+    if progress is not None:
+        index = {ref: k for k, ref in enumerate(refs)}
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            progress(min(chunk, n - starts[index[ready[0]]]))
+    return join(ray.get(refs))
+
+
+def _chunk(chunk: int | None, plan: Plan, n: int, workers: int,
+           encoded: Callable[[int, int], bytes]) -> int:
+    """The scenarios per task: ``chunk``, checked, or chunk_size's."""
+    if chunk is None:
+        chunk = chunk_size(plan, n, workers, lambda k: encoded(0, k))
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk is a number of scenarios per task >= 1, got {chunk!r}")
+    return chunk
 
 
 def native_workers(client: Any, variant: str) -> list[str] | None:
