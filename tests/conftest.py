@@ -38,6 +38,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_lowering_order.py": ("slow",), "test_no_alloc.py": ("slow",),
     "test_sweep_dask.py": ("slow",), "test_scope.py": ("slow",),
     "test_scope_stall.py": ("slow",),
+    "test_sweep_ray.py": ("slow",),
     "test_cross_arch.py": ("emulator",), "test_tricore.py": ("emulator",),
     "test_fori_loop_arch.py": ("emulator",),
     "test_qemu_backend.py": ("emulator",), "test_qemu_installed.py": ("emulator", "build"),

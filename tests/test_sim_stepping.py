@@ -208,7 +208,7 @@ def test_a_faulting_sweep_names_the_task_and_tick_in_both_engines(
     for engine in ("batch", "python"):
         with pytest.raises(SweepFault) as info:
             cp.sweep(tasks, {"g": [1.0, 2.0]}, 0.01, record=[counter], engine=engine,
-                     progress=False)
+                     progress=False, on_fault="raise")
         seen[engine] = _fault_of(str(info.value))
     assert seen["batch"] == seen["python"] == (0, kind, 1, 3), seen
     assert struct.pack("<f", 1.0 / 3.0) == ONE_THIRD

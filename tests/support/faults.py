@@ -4,6 +4,8 @@ never returns). Runner patches that would land in the overwritten bytes are drop
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import struct
 import threading
 from collections.abc import Sequence
@@ -145,10 +147,10 @@ def f32(v: float) -> bytes:
     return struct.pack("<f", v)
 
 
-def victim() -> Any:
+def victim(x: Any = None) -> Any:
     """A task with enough code for the longest hand-made snippet (its entry gets
-    overwritten)."""
-    x = cp.value(0.5)
+    overwritten), of the input ``x`` (default: a new one, 0.5)."""
+    x = cp.value(0.5) if x is None else x
     return cp.sin(x) * cp.cos(x) + cp.sqrt(x) / 3.0 + cp.exp(x) * cp.log(x + 2.0)
 
 
@@ -176,3 +178,59 @@ def contained_fault(tg: Any, waiter: FaultWaiter, code: bytes, timeout: float = 
     fault = waiter.wait(timeout)
     assert tg.io_value(cp.io.PWM(0)) == 0.25, fault
     return fault
+
+
+#: x86_64 code whose fault depends on a float32 in the data region: at a sweep parameter's
+#: home (param_fault_code): 1.0 -> SIGSEGV, 2.0 -> SIGILL, anything else -> return (the task
+#: does nothing). The disp32 of the first instruction is filled in.
+PARAM_FAULT = {"SIGSEGV": 1.0, "SIGILL": 2.0}
+
+
+def param_fault_code(image: bytes, task: int, offset: int) -> bytes:
+    """The image (x86_64) with task ``task``'s entry replaced by code that reads the float32
+    at ``offset`` of the data region (RIP-relative, as the stencils reach their slots) and
+    faults as PARAM_FAULT says, else returns: a fault that one sweep parameter turns on."""
+    img = with_code(im.parse(image))
+    entry = img.tasks[task].entry
+    disp = img.data_offset + offset - (entry + 6)
+    code = (b"\x8b\x05" + struct.pack("<i", disp)          # mov eax, [rip + disp]
+            + b"\x3d" + struct.pack("<f", PARAM_FAULT["SIGSEGV"])  # cmp eax, 1.0f
+            + b"\x74\x08"                                  # je segv
+            + b"\x3d" + struct.pack("<f", PARAM_FAULT["SIGILL"])   # cmp eax, 2.0f
+            + b"\x74\x05"                                  # je ill
+            + b"\xc3"                                      # ret
+            + bytes.fromhex("31c08b00")                    # segv: xor eax, eax; mov eax, [rax]
+            + bytes.fromhex("0f0b"))                       # ill: ud2
+    return inject_code(img.to_bytes(), task, code, "x86_64", "parameter fault")
+
+
+#: the task index and first release (tick) of with_fault_task's task in the motor program
+FAULT_TASK, FAULT_TICK = 2, 23
+
+
+def with_fault_task(program: tuple[list[Any], list[Any], dict[str, Any]]
+                    ) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """examples/motor_pid.sweep_program() plus a third task (5 ms, first release at 2.3 ms,
+    lowest priority) of the input "fault" (0.0), whose code inject_param_fault replaces."""
+    tasks, bindings, names = program
+    arm = cp.value(0.0, name="fault")
+    return ([*tasks, cp.Task(victim(arm), period=5e-3, offset=2.3e-3, priority=2,
+                             name="faulter")], bindings, {**names, "fault": arm})
+
+
+def inject_param_fault(monkeypatch: Any, param: str = "fault", task: int = FAULT_TASK) -> None:
+    """cp.sweep's plans that set ``param`` (made in this process; Dask workers get the plan)
+    carry param_fault_code in task ``task``, armed by that parameter."""
+    from copapy import sweeps
+
+    real = sweeps.build_plan
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        field = next((f for f in plan.params if f.name == param), None)
+        if field is None:  # a sweep without the parameter: as it is
+            return plan
+        image = param_fault_code(plan.image, task, field.offset)
+        return dataclasses.replace(plan, image=image, digest=hashlib.sha256(image).hexdigest())
+
+    monkeypatch.setattr(sweeps, "build_plan", build)

@@ -10,14 +10,26 @@ from typing import Any
 from ..progress import enabled as progress_enabled
 from . import metrics as _metrics
 from . import params as _params
-from .engines import SweepFault, run_batch, run_dask, run_python, split
+from .engines import (
+    Raw,
+    ScenarioFault,
+    SweepFault,
+    join,
+    run_batch,
+    run_dask,
+    run_python,
+    run_ray,
+    split,
+)
 from .params import Distribution, Scenarios
 from .plan import Plan, build_plan, check_size, encode
 from .result import SweepResult
 
-__all__ = ["Distribution", "Plan", "Scenarios", "Sweep", "SweepFault", "SweepResult", "sweep"]
+__all__ = ["Distribution", "Plan", "ScenarioFault", "Scenarios", "Sweep", "SweepFault",
+           "SweepResult", "sweep"]
 
-ENGINES = ("batch", "python")
+ENGINES = ("batch", "python", "ray")
+ON_FAULT = ("record", "raise")
 #: scenarios per batched C call without Dask (a progress bar moves between calls)
 LOCAL_CHUNK = 1024
 
@@ -36,13 +48,17 @@ class Sweep:
     peak = staticmethod(_metrics.peak)
     overshoot = staticmethod(_metrics.overshoot)
     settling_time = staticmethod(_metrics.settling_time)
+    #: what ``on_fault="raise"`` raises, and a faulted scenario in ``result.faults``
+    SweepFault = SweepFault
+    ScenarioFault = ScenarioFault
 
     def __call__(self, program: Any, params: Any, seconds: float,
                  record: Sequence[Any] = (), tick: float | None = None, *,
                  sample: float | None = None, metrics: Mapping[str, Any] | None = None,
                  bindings: Sequence[Any] = (), names: Mapping[str, Any] | None = None,
                  engine: str = "batch", client: Any = None, chunk: int | None = None,
-                 progress: bool | None = None, arch: str | None = None) -> SweepResult:
+                 progress: bool | None = None, arch: str | None = None,
+                 on_fault: str = "record") -> SweepResult:
         """Run ``program`` once per scenario of ``params`` for ``seconds`` of simulated time.
 
         ``program``: ``cp.Task`` objects (with ``bindings=``/``names=`` as ``cp.save``
@@ -56,11 +72,18 @@ class Sweep:
         ``engine="batch"`` runs the batched C runner here; ``"python"`` the reference loop
         over a LocalTarget (slow; the same bits). ``client``: a ``dask.distributed`` Client
         to spread chunks of ``chunk`` scenarios (default: about half a second of work each)
-        over its workers. ``progress``: a tqdm bar (default: on a terminal, see
-        ``COPAPY_PROGRESS``). ``arch``: the stencil table tasks are compiled for (default:
-        this machine's base table, which every CPU of its architecture runs); another
-        architecture's image runs with ``engine="python"`` on its emulator here, or batched
-        on a Dask worker of that architecture."""
+        over its workers. ``engine="ray"``: the same chunks as tasks of Ray's runtime in
+        this process (``ray.init(address=...)`` first for a cluster). ``progress``: a tqdm
+        bar (default: on a terminal, see ``COPAPY_PROGRESS``). ``arch``: the stencil table
+        tasks are compiled for (default: this machine's base table, which every CPU of its
+        architecture runs); another architecture's image runs with ``engine="python"`` on
+        its emulator here, or batched on the Dask workers of that architecture.
+
+        A scenario whose program faults (``cp.ProgramFault``'s kinds) does not stop the
+        sweep: ``result.faults`` lists each such scenario's fault (kind, task, tick) in
+        scenario order, its rows from the faulting one on and its metrics are NaN (0 for
+        integers), and every other scenario's results are what they are without it.
+        ``on_fault="raise"``: raise ``SweepFault`` naming the first fault instead."""
         sc = _params.scenarios(params)
         keys = list(sc.columns)
         plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}),
@@ -69,6 +92,9 @@ class Sweep:
         if engine not in ENGINES:
             raise ValueError(f"engine is one of {', '.join(map(repr, ENGINES))}, got "
                              f"{engine!r}")
+        if on_fault not in ON_FAULT:
+            raise ValueError(f"on_fault is one of {', '.join(map(repr, ON_FAULT))}, got "
+                             f"{on_fault!r}")
         if client is not None and engine != "batch":
             raise ValueError("a Dask client runs the batched engine (engine='batch')")
         bar = _bar(sc.n, progress)
@@ -78,29 +104,32 @@ class Sweep:
 
             if client is not None:
                 raw = run_dask(client, plan, encoded, sc.n, chunk, bar)
+            elif engine == "ray":
+                raw = run_ray(plan, encoded, sc.n, chunk, bar)
             else:
                 raw = _local(plan, sc, keys, engine, chunk or LOCAL_CHUNK, encoded, bar)
         finally:
             if bar is not None:
                 bar(0, close=True)
+        if raw[2] and on_fault == "raise":
+            raise SweepFault(raw[2][0], len(raw[2]) - 1)
         series, finals = split(raw, plan, sc.n)
-        return SweepResult(sc, plan.time, series, finals)
+        return SweepResult(sc, plan.time, series, finals, raw[2])
 
 
 def _local(plan: Plan, sc: Scenarios, keys: list[str], engine: str, chunk: int,
-           encoded: Callable[[int, int], bytes], bar: Any) -> tuple[bytes, bytes]:
-    series, finals = [], []
+           encoded: Callable[[int, int], bytes], bar: Any) -> Raw:
+    parts = []
     for start in range(0, sc.n, chunk):
         stop = min(start + chunk, sc.n)
         if engine == "batch":
             part = run_batch(plan, encoded(start, stop), start)
         else:
             part = run_python(plan, encoded(start, stop), start)
-        series.append(part[0])
-        finals.append(part[1])
+        parts.append(part)
         if bar is not None:
             bar(stop - start)
-    return b"".join(series), b"".join(finals)
+    return join(parts)
 
 
 def _bar(total: int, progress: bool | None) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .engines import ScenarioFault
 from .params import Scenarios
 from .plotting import envelope_and_heatmap
 
@@ -24,12 +25,22 @@ SWEEP_EXTRA = "pip install 'copapy[sweep]' (xarray, pandas, dask[distributed])"
 @dataclass(frozen=True)
 class SweepResult:
     """``series[name]`` is (scenario, time[, shape]); ``metrics[name]`` is (scenario,);
-    ``params[name]`` is (scenario,); ``time`` the simulated time of each recorded row."""
+    ``params[name]`` is (scenario,); ``time`` the simulated time of each recorded row;
+    ``faults`` the scenarios whose program faulted, in scenario order (their rows from the
+    faulting one on and their metrics are NaN, 0 for integers)."""
 
     scenarios: Scenarios
     time: Any
     series: Mapping[str, Any]
     metrics: Mapping[str, Any]
+    faults: tuple[ScenarioFault, ...] = ()
+
+    @property
+    def faulted(self) -> Any:
+        """(scenario,) bool: True where the scenario's program faulted."""
+        out = np.zeros(self.n, dtype=bool)
+        out[[f.scenario for f in self.faults]] = True
+        return out
 
     @property
     def n(self) -> int:
@@ -52,8 +63,10 @@ class SweepResult:
                        f"{', '.join([*self.series, *self.metrics]) or 'none'}")
 
     def identical(self, other: SweepResult) -> bool:
-        """The same bits in every recorded value and metric (NaN equal to NaN)."""
-        return bool(self.series.keys() == other.series.keys()
+        """The same bits in every recorded value and metric (NaN equal to NaN) and the same
+        faults."""
+        return bool(self.faults == other.faults
+                and self.series.keys() == other.series.keys()
                 and self.metrics.keys() == other.metrics.keys()
                 and all(_same(v, other.series[k]) for k, v in self.series.items())
                 and all(_same(v, other.metrics[k]) for k, v in self.metrics.items()))
@@ -74,17 +87,29 @@ class SweepResult:
             data[name] = (("scenario", *extra), v)
         coords: dict[str, Any] = {"scenario": np.arange(self.n), "time": self.time}
         coords.update({p: ("scenario", v) for p, v in self.params.items()})
+        if self.faults:
+            coords["fault_kind"] = ("scenario", self.fault_kinds())
         return xr.Dataset(data, coords=coords)
 
+    def fault_kinds(self) -> Any:
+        """(scenario,) str: each scenario's fault kind, "" where it did not fault."""
+        out = np.full(self.n, "", dtype=object)
+        for f in self.faults:
+            out[f.scenario] = f.kind
+        return out
+
     def to_pandas(self, series: bool = False) -> Any:
-        """A DataFrame of one row per scenario (parameters, then metrics), or with
-        ``series=True`` one row per scenario and recorded time (long form)."""
+        """A DataFrame of one row per scenario (parameters, then metrics, then the fault
+        kind if any scenario faulted), or with ``series=True`` one row per scenario and
+        recorded time (long form)."""
         try:
             import pandas as pd
         except ImportError:
             raise ImportError(f"to_pandas() needs pandas: {SWEEP_EXTRA}") from None
         if not series:
             cols = {**self.params, **{k: v for k, v in self.metrics.items() if v.ndim == 1}}
+            if self.faults:
+                cols["fault_kind"] = self.fault_kinds()
             return pd.DataFrame(cols, index=pd.RangeIndex(self.n, name="scenario"))
         steps = len(self.time)
         long: dict[str, Any] = {"scenario": np.repeat(np.arange(self.n), steps),
