@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from copapy import _runner  # noqa: E402
-from copapy import image as im  # noqa: E402
+from copapy.compiler.code_image import code_image  # noqa: E402
 from copapy.compiler.program import compile_program  # noqa: E402
-from copapy.compiler.runner_table import VERIFIED_ARCHS, runner_table  # noqa: E402
-from tests.test_verified_loading import CASES, nodes, v1_of  # noqa: E402
+from copapy.compiler.runner_table import RUNNER_TABLE_ARCHS, runner_table  # noqa: E402
+from tests.test_verified_loading import CASES, nodes  # noqa: E402
 
 REPS, ROUNDS = 200, 7
 
@@ -45,7 +45,7 @@ def main() -> None:
     for name, outs in CASES:
         compiled = compile_program(nodes(outs), "x86_64")
         v2 = compiled.image
-        v1 = v1_of(im.parse(v2))
+        v1 = code_image(v2)
         ops = compiled.stencil_count
         t1, t2 = per_load(v1, True), per_load(v2, False)
         print(f"| {name} | {ops} | {t1 * 1e6:.1f} | {t2 * 1e6:.1f} | "
@@ -54,7 +54,7 @@ def main() -> None:
     print()
     print("| table | blob bytes | runner/tables/<arch>.c bytes |")
     print("|---|---:|---:|")
-    for arch in sorted(VERIFIED_ARCHS):
+    for arch in sorted(RUNNER_TABLE_ARCHS):
         source = ROOT / "runner" / "tables" / f"{arch}.c"
         print(f"| {arch} | {len(runner_table(arch).blob)} | {source.stat().st_size} |")
 
