@@ -8,13 +8,19 @@ runner inside is the one tests/test_windows.py runs under wine."""
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
+import io
+import json
+import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -111,7 +117,8 @@ def test_the_tags_and_record(tag: str, cross_wheel: Callable[[str], Path]) -> No
     zf = zipfile.ZipFile(whl)
     text = zf.read("copapy-0.1.0.dist-info/WHEEL").decode()
     assert f"Tag: cp{PY}-cp{PY}-{tag}\n" in text and "Root-Is-Purelib: false" in text
-    rows = [r.split(",") for r in zf.read("copapy-0.1.0.dist-info/RECORD").decode().split()]
+    rows = list(csv.reader(io.StringIO(zf.read("copapy-0.1.0.dist-info/RECORD").decode())))
+    assert any("," in r[0] for r in rows)  # a name with a comma, quoted
     assert sorted(r[0] for r in rows) == sorted(zf.namelist())
     for name, digest, size in rows:
         if name.endswith("RECORD"):
@@ -144,12 +151,16 @@ def pe_info(path: Path) -> tuple[str, dict[str, list[str]], list[str]]:
 
 def python_api() -> set[str]:
     """Every name CPython's headers declare PyAPI_FUNC or PyAPI_DATA: what python3XX.dll
-    exports (a Windows build of CPython marks them __declspec(dllexport))."""
+    exports (a Windows build of CPython marks them __declspec(dllexport)); a name a macro
+    renames (``#define PyArg_ParseTuple _PyArg_ParseTuple_SizeT``) under its new name."""
     include = Path(sysconfig.get_paths()["include"])
     names = set(cross_ext.data_symbols(include))
+    renamed: dict[str, str] = {}
     for header in include.rglob("*.h"):
-        names.update(re.findall(r"PyAPI_FUNC\([^;{]*?\)\s*(\w+)\s*\(", header.read_text()))
-    return names
+        text = header.read_text()
+        names.update(re.findall(r"PyAPI_FUNC\([^;{]*?\)\s*(\w+)\s*\(", text))
+        renamed.update(re.findall(r"^#\s*define\s+(_?Py\w+)\s+(_?Py\w+)\s*$", text, re.MULTILINE))
+    return names | {new for old, new in renamed.items() if old in names}
 
 
 def test_windows_binaries_are_pe32_plus_importing_python_and_system_dlls(
@@ -262,3 +273,36 @@ def test_a_python_variable_used_without_dllimport_is_an_error(tmp_path: Path) ->
         cross_ext.imported_python_symbols([obj], cross_ext.data_symbols(include))
     assert cross_ext.imported_python_symbols([obj], set()) == ["PyExc_TypeError",
                                                                 "PyLong_FromLong"]
+
+
+def test_cibuildwheel_reads_the_configuration() -> None:
+    """pyproject.toml's [tool.cibuildwheel] is valid for cibuildwheel (it refuses unknown
+    options) and builds CPython 3.11+ for Linux, macOS (both CPUs) and Windows x86_64; its test
+    command is the wheel smoke test with options the smoke test has; macOS builds for the
+    minimum macOS of tools/cross_build.py's macos-x86_64."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["cibuildwheel"]
+    wants = {"linux": {"cp311-manylinux_x86_64", "cp311-manylinux_aarch64"},
+             "macos": {"cp311-macosx_x86_64", "cp311-macosx_arm64"},
+             "windows": {"cp311-win_amd64"}}
+    for platform, identifiers in wants.items():
+        assert platform in config, platform
+        proc = _run([sys.executable, "-m", "cibuildwheel", "--print-build-identifiers",
+                     "--platform", platform], cwd=ROOT)
+        assert identifiers <= set(proc.stdout.split()), (platform, proc.stdout)
+    python, script, *options = shlex.split(config["test-command"])
+    assert (python, script) == ("python", "{project}/tools/wheel_smoke.py")
+    usage = _run([sys.executable, str(ROOT / "tools" / "wheel_smoke.py"), "--help"]).stdout
+    assert options and all(o in usage for o in options), (options, usage)
+    minos = cross_build.PLATFORMS["macos-x86_64"].triple.rsplit(".", 2)
+    assert config["macos"]["environment"]["MACOSX_DEPLOYMENT_TARGET"] == ".".join(minos[1:])
+
+
+def test_the_wheel_smoke_test_reaches_the_runner_over_tcp(tmp_path: Path) -> None:
+    """tools/wheel_smoke.py's TCP path (the one Windows takes: no pty there) with this
+    checkout's runner: a key file of mode 600, the runner's ``TCP 127.0.0.1:PORT`` line."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = _run([sys.executable, str(ROOT / "tools" / "wheel_smoke.py"), "--transport", "tcp",
+                 "--allow-compiler"], cwd=tmp_path, env=env, timeout=600)
+    out = json.loads(proc.stdout.strip().splitlines()[-1].removeprefix("SMOKE "))
+    assert out["transport"] == "tcp" and out["serial"] == 42.0 and out["image_doubled"] == 2.0
+    assert (tmp_path / "runner.key").stat().st_mode & 0o777 == 0o600

@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import csv
 import hashlib
+import io
 import shutil
 import subprocess
 import sys
@@ -108,7 +110,8 @@ def write_wheel(stage: Path, info: Path, tag: str, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     wheel = out / f"{name}-{version}-{python}-{python}-{tag}.whl"
     tmp = wheel.with_suffix(".tmp")
-    lines = []
+    lines = io.StringIO()
+    rows = csv.writer(lines, lineterminator="\n")  # RECORD is CSV: a name may hold a comma
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as whl:
         for f in files:
             arc = f.relative_to(stage).as_posix()
@@ -118,10 +121,10 @@ def write_wheel(stage: Path, info: Path, tag: str, out: Path) -> Path:
                                    | 0o100000) << 16
             entry.compress_type = zipfile.ZIP_DEFLATED
             whl.writestr(entry, data)
-            lines.append(f"{arc},{_record_hash(data)},{len(data)}")
-        lines.append(f"{record.relative_to(stage).as_posix()},,")
+            rows.writerow([arc, _record_hash(data), len(data)])
+        rows.writerow([record.relative_to(stage).as_posix(), "", ""])
         whl.writestr(zipfile.ZipInfo(record.relative_to(stage).as_posix(),
-                                     date_time=(2020, 1, 1, 0, 0, 0)), "\n".join(lines) + "\n")
+                                     date_time=(2020, 1, 1, 0, 0, 0)), lines.getvalue())
     tmp.replace(wheel)
     return wheel
 
