@@ -108,6 +108,18 @@ def test_a_missing_or_short_key_file_is_refused(built_runner: None, tmp_path: Pa
     assert "No such file" in refused("--tcp", "0", "--key-file", str(tmp_path / "none"))
 
 
+@pytest.mark.parametrize("transport", [["--unix", "cp.sock"], ["--pty"], ["--stdio"],
+                                       ["--user", "nobody"]])
+def test_the_linux_transports_are_refused_naming_the_windows_ones(built_runner: None,
+                                                                  transport: list[str]) -> None:
+    """--unix, --pty, --stdio and --user are the Linux runner's: one line naming --tcp and
+    --com, status 2 (not "unknown argument")."""
+    err = refused(*transport)
+    assert err.strip().splitlines() == [
+        f"copapy-runner: error: {transport[0]} is not available on Windows: give --tcp PORT "
+        "--key-file F (127.0.0.1, with a key) or --com COMn"], err
+
+
 def owner_key(tmp_path: Path) -> Path:
     key = tmp_path / "owner.key"
     key.write_bytes(bytes(range(32)))

@@ -7,6 +7,7 @@
  *
  *   copapy-runner --tcp PORT --key-file F [options]   (127.0.0.1 only; PORT 0: a free port)
  *   copapy-runner --com COM3 [--key-file F] [options] (115200 8N1, raw)
+ * (--unix, --pty, --stdio, --user are the Linux runner's: refused, naming these two)
  * options: --name NAME --max-image BYTES --max-memory BYTES --budget-factor N
  *          --link-timeout SECONDS --session-lease SECONDS --auth-grace SECONDS --no-rt
  *          --allow-code --image FILE [--start] (a saved program loaded at start, ../preload.h)
@@ -720,6 +721,12 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--help") == 0) {
             fputs(USAGE, stdout);
             return 0;
+        } else if (strcmp(a, "--unix") == 0 || strcmp(a, "--pty") == 0 ||
+                   strcmp(a, "--stdio") == 0 || strcmp(a, "--user") == 0) {
+            /* the Linux runner's transports and privilege drop that this one does not have */
+            die("%s is not available on Windows: give --tcp PORT --key-file F (127.0.0.1, "
+                "with a key) or --com COMn",
+                a);
         } else {
             fprintf(stderr, "copapy-runner: error: unknown argument '%s'\n%s", a, USAGE);
             return 2;
