@@ -1,10 +1,11 @@
 """Cross-build the runner for Windows and macOS from Linux with zig cc (ziglang, the build
-extra): the host runner, libcopapy with its C example, for Windows the runner core's C unit
-tests (run under wine: tests/test_windows.py), for macOS the copapy._runner extension (a build
-check). Every unit is compiled with -std=c11 -Wall -Wextra -Werror and any compiler output is
-an error; docs/platforms.md lists what is tested how.
+extra): the host runner, libcopapy with its C example, setup.py's CPython modules
+(tools/cross_ext.py; build-only), for Windows the runner core's C unit tests (run under wine:
+tests/test_windows.py). Every unit is compiled with -std=c11 -Wall -Wextra -Werror (macOS also
+-Wunguarded-availability: nothing newer than the platform's minimum macOS) and any compiler
+output is an error; docs/platforms.md lists what is tested how. Wheels: tools/cross_wheel.py.
 
-    python tools/cross_build.py windows-x86_64 [--out DIR] [--only tests|runner|lib]
+    python tools/cross_build.py windows-x86_64 [--out DIR] [--only tests|runner|lib|ext]
     python tools/cross_build.py macos-x86_64 | macos-aarch64 [--only runner|lib|ext]
 
 Artefacts go to runner/build/<platform>/ (the default) and their sizes are printed. A missing

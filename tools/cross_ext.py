@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import setuptools  # type: ignore[import-untyped]
+
 ROOT = Path(__file__).resolve().parents[1]
 WIN_PYCONFIG = ROOT / "tools" / "cross" / "pyconfig-win_amd64.h"
 #: a symbol of the CPython API (every exported name of python3XX.dll starts so)
@@ -50,11 +52,9 @@ class ExtSpec:
 def setup_extensions() -> list[ExtSpec]:
     """setup.py's ``ext_modules`` (read by running setup.py with ``setup()`` captured, so
     the module list and flags have one home)."""
-    import setuptools
-
     captured: dict[str, Any] = {}
     real = setuptools.setup
-    setuptools.setup = lambda **kw: captured.update(kw)  # type: ignore[assignment]
+    setuptools.setup = lambda **kw: captured.update(kw)
     try:
         with contextlib.chdir(ROOT):
             runpy.run_path(str(ROOT / "setup.py"))
