@@ -1,0 +1,751 @@
+/* The real-time scheduler of docs/realtime.md: LET copies, I/O bindings, fixed-priority
+ * processor model, statistics, feeds and the trace ring. No allocation and no libc: the same
+ * code runs in the Python module (simulated time), the host runner and the firmware.
+ *
+ * cp_sched_init turns the schedule into tick counts (next release per task) and finds each
+ * task's slice of the LET copy and I/O binding tables (cp_program_load groups them by task and
+ * phase/direction), so a tick does no division and no table scan. */
+#include "internal.h"
+
+/* ---- conversions between slots and I/O channel values (doubles) */
+
+/* Truncation toward zero with saturation, NaN -> 0 (cp.cast semantics). */
+static int32_t to_i32(double d)
+{
+    if (d != d) {
+        return 0;
+    }
+    if (d >= 2147483647.0) {
+        return INT32_MAX;
+    }
+    if (d <= -2147483648.0) {
+        return INT32_MIN;
+    }
+    return (int32_t)d;
+}
+
+static void store_slot(uint8_t *p, uint8_t dtype, double v)
+{
+    switch (dtype) {
+    case CP_DT_F32: {
+        float f = cp_to_f32(v);
+        cp_copy(p, (const uint8_t *)&f, sizeof(f));
+        break;
+    }
+    case CP_DT_F64:
+        cp_copy(p, (const uint8_t *)&v, sizeof(v));
+        break;
+    case CP_DT_I32: {
+        int32_t i = to_i32(v);
+        cp_copy(p, (const uint8_t *)&i, sizeof(i));
+        break;
+    }
+    default: { /* CP_DT_BOOL, stored as int32 0/1 */
+        int32_t i = v != 0.0;
+        cp_copy(p, (const uint8_t *)&i, sizeof(i));
+        break;
+    }
+    }
+}
+
+static double load_slot(const uint8_t *p, uint8_t dtype)
+{
+    switch (dtype) {
+    case CP_DT_F32: {
+        float f;
+        cp_copy((uint8_t *)&f, p, sizeof(f));
+        return (double)f;
+    }
+    case CP_DT_F64: {
+        double d;
+        cp_copy((uint8_t *)&d, p, sizeof(d));
+        return d;
+    }
+    case CP_DT_I32: {
+        int32_t i;
+        cp_copy((uint8_t *)&i, p, sizeof(i));
+        return (double)i;
+    }
+    default: {
+        int32_t i;
+        cp_copy((uint8_t *)&i, p, sizeof(i));
+        return i != 0 ? 1.0 : 0.0;
+    }
+    }
+}
+
+/* ---- the steps of a tick */
+
+/* Slots are mostly 4 or 8 bytes: move words through a local (one load and one store each, no
+ * aliasing question) and only the tail byte by byte. The ranges never overlap. */
+static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+    while (n >= 8) {
+        uint64_t w;
+        cp_copy((uint8_t *)&w, src, 8);
+        cp_copy(dst, (const uint8_t *)&w, 8);
+        dst += 8;
+        src += 8;
+        n -= 8;
+    }
+    if (n >= 4) {
+        uint32_t w;
+        cp_copy((uint8_t *)&w, src, 4);
+        cp_copy(dst, (const uint8_t *)&w, 4);
+        dst += 4;
+        src += 4;
+        n -= 4;
+    }
+    cp_copy(dst, src, n);
+}
+
+/* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by copy_slot. */
+static inline void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_t begin,
+                                uint32_t end)
+{
+    for (const cp_let_copy *c = table + begin, *stop = table + end; c != stop; c++) {
+        uint8_t *dst = data + c->dst;
+        const uint8_t *src = data + c->src;
+        if (c->size == 4) {
+            uint32_t w;
+            cp_copy((uint8_t *)&w, src, 4);
+            cp_copy(dst, (const uint8_t *)&w, 4);
+        } else if (c->size == 8) {
+            uint64_t w;
+            cp_copy((uint8_t *)&w, src, 8);
+            cp_copy(dst, (const uint8_t *)&w, 8);
+        } else {
+            copy_slot(dst, src, c->size);
+        }
+    }
+}
+
+/* OUTPUT bindings [begin, end) from the shared slots. */
+static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel,
+                        load_slot(data + b[k].offset, b[k].dtype));
+    }
+}
+
+/* INPUT bindings [begin, end) into the shared slots. */
+static void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        double v = s->cfg.io_read != NULL
+                       ? s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel) : 0.0;
+        store_slot(data + b[k].offset, b[k].dtype, v);
+    }
+}
+
+/* Period end of a finished job: PUBLISH copies, then OUTPUT bindings from the shared slots. */
+static inline void publish(cp_sched *s, uint32_t task, uint8_t *data)
+{
+    apply_copies(data, s->prog->let_copies, s->copies[task][1], s->copies[task][2]);
+    if (s->bindings[task][1] < s->bindings[task][2] && s->cfg.io_write != NULL) {
+        write_outputs(s, data, s->bindings[task][1], s->bindings[task][2]);
+    }
+}
+
+/* A chain faulted: record it (the safe state applied). */
+static void job_faulted(cp_sched *s, uint32_t task, const cp_fault *by_guard)
+{
+    cp_fault fault;
+    cp_fill((uint8_t *)&fault, 0, sizeof(fault));
+    fault.kind = by_guard->kind != CP_FAULT_NONE ? by_guard->kind
+                                                 : CP_FAULT_SIGSEGV; /* a guard that forgot */
+    fault.address = by_guard->address;
+    fault.pc = by_guard->pc;
+    fault.code = by_guard->code;
+    fault.task = task;
+    cp_sched_fail(s, &fault);
+}
+
+/* Release of a job before its chain: INPUT bindings into the shared slots, RELEASE copies. */
+static inline void prepare(cp_sched *s, uint32_t task, uint8_t *data,
+                           const cp_let_copy *copies)
+{
+    if (s->bindings[task][0] < s->bindings[task][1]) {
+        read_inputs(s, data, s->bindings[task][0], s->bindings[task][1]);
+    }
+    apply_copies(data, copies, s->copies[task][0], s->copies[task][1]);
+}
+
+/* Time between two clock reads (0 if the clock went back). */
+static inline uint64_t elapsed(uint64_t start, uint64_t stop)
+{
+    return stop >= start ? stop - start : 0;
+}
+
+static inline void add_exec(cp_task_stats *stats, uint64_t exec_ns)
+{
+    if (exec_ns > stats->exec_ns_max) {
+        stats->exec_ns_max = exec_ns;
+    }
+    stats->exec_ns_sum += exec_ns;
+}
+
+/* Step 3, the releases of the due tasks in priority order. The job loop may run inside the
+ * platform's guard_run and be left by a fault (a jump back into the guard): everything it has
+ * done is in memory here, in the caller's frame. */
+typedef struct release_run {
+    cp_sched *s;
+    uint8_t *data;
+    uint32_t due;
+    uint32_t jobs;                     /* chains that returned, in ran[0, jobs) */
+    uint8_t ran[CP_MAX_TASKS];         /* ran[jobs]: the one that faulted, if one did */
+    uint64_t stamp[CP_MAX_TASKS + 1];  /* clock reads: before the first job, after each */
+    cp_fault fault;                    /* filled by the guard when a chain faulted */
+} release_run;
+
+/* The job loop (`timed`: a constant in each copy, there is a clock). A job's time runs from
+ * the clock read before its release (the end of the previous job, or the start of the tick's
+ * releases) to the read after its chain, so back-to-back jobs cost one read each. Between two
+ * reads only the job's release work (bindings, copies), its chain and its guard run; the
+ * statistics, pending state and cost of every job are recorded by the caller after the
+ * tick's last chain. A skipped release (counted between two reads) adds its few instructions
+ * to the next job's time: a job's time is an upper bound of its chain's (docs/design.md, "The
+ * job clock"). Returns nonzero if a per-job guard reported a fault. */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int run_jobs(release_run *r, cp_guard_fn job, void *job_ctx, int timed)
+{
+    /* the loop's reads in locals: the byte stores of the copies may alias anything in memory */
+    cp_sched *s = r->s;
+    uint8_t *data = r->data;
+    uint32_t due = r->due, n = s->task_count, jobs = 0;
+    const cp_task_entry *tasks = s->prog->tasks;
+    const cp_let_copy *copies = s->prog->let_copies;
+    uint64_t (*clock_ns)(void *) = s->cfg.clock_ns;
+    void *clock_ctx = s->cfg.clock_ctx;
+    if (timed) {
+        r->stamp[0] = clock_ns(clock_ctx);
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = s->order[k];
+        if ((due >> i & 1u) == 0) {
+            continue;
+        }
+        if (s->state[i].pending) {
+            s->stats[i].skipped++;
+            continue;
+        }
+        prepare(s, i, data, copies);
+        r->ran[jobs] = (uint8_t)i;
+        if (job == NULL) {
+            tasks[i].entry();
+        } else if (job(job_ctx, tasks[i].entry, s->budget_ns[i], &r->fault) != 0) {
+            return 1;
+        }
+        r->jobs = ++jobs;
+        if (timed) {
+            r->stamp[jobs] = clock_ns(clock_ctx);
+        }
+    }
+    return 0;
+}
+
+CP_CALLS_LOADED_CODE
+static int run_jobs_timed(void *arg, cp_guard_fn job, void *job_ctx)
+{
+    return run_jobs(arg, job, job_ctx, 1);
+}
+
+CP_CALLS_LOADED_CODE
+static int run_jobs_untimed(void *arg, cp_guard_fn job, void *job_ctx)
+{
+    return run_jobs(arg, job, job_ctx, 0);
+}
+
+/* Runs the tick's releases: inside one guard_run if the platform has one and more than one
+ * task is due, else with the per-job guard (or none). Then the bookkeeping: the jobs whose chain returned are finished,
+ * a faulting one gets its time (up to a read after the guard came back) but no run, the
+ * fault is recorded and the safe state applied; no job after it has run. Returns nonzero on
+ * a fault. */
+static CP_ALWAYS_INLINE int releases(cp_sched *s, uint8_t *data, uint32_t due)
+{
+    release_run r;
+    r.s = s;
+    r.data = data;
+    r.due = due;
+    r.jobs = 0;
+    r.fault.kind = CP_FAULT_NONE;
+    r.fault.address = 0;
+    r.fault.pc = 0;
+    r.fault.code = 0;
+    int timed = s->cfg.clock_ns != NULL;
+    int faulted;
+    if (s->cfg.guard_run != NULL && (due & (due - 1u)) != 0) {
+        faulted = s->cfg.guard_run(s->cfg.guard_ctx, timed ? run_jobs_timed : run_jobs_untimed,
+                                   &r, &r.fault);
+    } else { /* at most one release (or no guard_run): per job is as cheap, and a call less */
+        faulted = timed ? run_jobs(&r, s->cfg.guard, s->cfg.guard_ctx, 1)
+                        : run_jobs(&r, s->cfg.guard, s->cfg.guard_ctx, 0);
+    }
+    /* each finished job: statistics, pending with its cost (its declared wcet, deterministic,
+     * or its measured time) */
+    uint32_t jobs = r.jobs;
+    const cp_task_entry *tasks = s->prog->tasks;
+    int deterministic = s->cfg.deterministic != 0;
+    for (uint32_t j = 0; j < jobs; j++) {
+        uint32_t i = r.ran[j];
+        uint64_t exec_ns = timed ? elapsed(r.stamp[j], r.stamp[j + 1]) : 0;
+        if (timed) {
+            add_exec(&s->stats[i], exec_ns);
+        }
+        s->stats[i].runs++;
+        s->state[i].remaining_ns = deterministic ? tasks[i].wcet_ns : exec_ns;
+        s->state[i].pending = 1;
+    }
+    if (faulted) {
+        uint32_t i = r.ran[jobs];
+        if (timed) {
+            add_exec(&s->stats[i], elapsed(r.stamp[jobs], s->cfg.clock_ns(s->cfg.clock_ctx)));
+        }
+        job_faulted(s, i, &r.fault);
+    }
+    return faulted;
+}
+
+static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
+{
+    uint8_t *row = s->trace_buf + (size_t)s->trace_next * s->trace_row_size;
+    cp_copy(row, (const uint8_t *)&t_ns, sizeof(t_ns));
+    row += sizeof(t_ns);
+    for (uint32_t r = 0; r < s->trace_range_count; r++) {
+        copy_slot(row, data + s->trace_offset[r], s->trace_size[r]);
+        row += s->trace_size[r];
+    }
+    s->trace_rows++;
+    s->trace_next = s->trace_next + 1 < s->trace_capacity ? s->trace_next + 1 : 0;
+}
+
+/* Which tasks have a release instant (= a period boundary after the first) at `tick`, as a
+ * bit mask; their next releases move on by a period. */
+static uint32_t due_tasks(cp_sched *s, uint64_t tick)
+{
+    uint32_t due = 0;
+    uint64_t next_event = UINT64_MAX;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        if (s->period_ticks[i] == 0) {
+            continue;
+        }
+        if (s->next_release[i] == tick) {
+            due |= (uint32_t)1 << i;
+            s->next_release[i] += s->period_ticks[i];
+        }
+        if (s->next_release[i] < next_event) {
+            next_event = s->next_release[i];
+        }
+    }
+    s->next_event = next_event;
+    return due;
+}
+
+static void apply_feeds(cp_sched *s, uint8_t *data, uint64_t tick)
+{
+    for (uint32_t f = 0; f < s->feed_count; f++) {
+        const cp_sched_feed *feed = &s->feeds[f];
+        if (tick >= feed->first_tick && tick - feed->first_tick < feed->count) {
+            copy_slot(data + feed->offset,
+                      feed->samples + (size_t)(tick - feed->first_tick) * feed->size, feed->size);
+        }
+    }
+}
+
+void cp_sched_tick(cp_sched *s)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
+        return;
+    }
+    uint8_t *data = cp_program_data(s->prog);
+    uint32_t n = s->task_count;
+    uint64_t tick = s->tick;
+    uint32_t due = tick >= s->next_event ? due_tasks(s, tick) : 0;
+
+    /* 1. period ends, in task index order (a pending job implies t > offset) */
+    for (uint32_t i = 0; i < n && (due >> i) != 0; i++) {
+        if ((due >> i & 1u) == 0 || !s->state[i].pending) {
+            continue;
+        }
+        if (s->state[i].remaining_ns == 0) {
+            publish(s, i, data);
+            s->state[i].pending = 0;
+        } else {
+            s->stats[i].overruns++;
+        }
+    }
+
+    /* 2. feeds */
+    if (s->feed_count != 0) {
+        apply_feeds(s, data, tick);
+    }
+
+    /* 3. releases in priority order */
+    if (due != 0 && releases(s, data, due) != 0) {
+        return; /* faulted: nothing more happens in this program until a reset */
+    }
+
+    /* 4. processor model: the tick's time to pending jobs by priority (preemptive); nothing
+     * to do when no pending job has time left, never in a deterministic run without wcets
+     * (job_costs 0: every job costs nothing) */
+    uint32_t busy = 0;
+    for (uint32_t i = 0; i < n && s->job_costs; i++) {
+        busy |= (uint32_t)(s->state[i].pending != 0) & (uint32_t)(s->state[i].remaining_ns != 0);
+    }
+    uint64_t left = busy ? s->cfg.tick_ns : 0;
+    for (uint32_t k = 0; k < n && left != 0; k++) {
+        cp_sched_task_state *st = &s->state[s->order[k]];
+        if (st->pending && st->remaining_ns != 0) {
+            uint64_t take = st->remaining_ns < left ? st->remaining_ns : left;
+            st->remaining_ns -= take;
+            left -= take;
+        }
+    }
+
+    /* 5. trace */
+    if (s->trace_buf != NULL) {
+        write_trace_row(s, data, s->now_ns);
+    }
+    s->tick = tick + 1;
+    s->now_ns += s->cfg.tick_ns;
+}
+
+void cp_sched_settle(cp_sched *s)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
+        return;
+    }
+    uint8_t *data = cp_program_data(s->prog);
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        /* finished jobs whose period ends exactly now publish; unfinished ones stay pending and
+         * are counted as overruns when the tick itself is processed */
+        if (s->period_ticks[i] != 0 && s->next_release[i] == s->tick && s->state[i].pending &&
+            s->state[i].remaining_ns == 0) {
+            publish(s, i, data);
+            s->state[i].pending = 0;
+        }
+    }
+}
+
+void cp_sched_advance(cp_sched *s, uint64_t ticks)
+{
+    for (uint64_t k = 0; k < ticks; k++) {
+        cp_sched_tick(s);
+    }
+}
+
+/* ---- set-up */
+
+static void restart(cp_sched *s)
+{
+    uint64_t next_event = UINT64_MAX;
+    for (uint32_t i = 0; i < CP_MAX_TASKS; i++) {
+        s->state[i].pending = 0;
+        s->state[i].remaining_ns = 0;
+        cp_fill((uint8_t *)&s->stats[i], 0, sizeof(s->stats[i]));
+        s->next_release[i] = s->offset_ticks[i];
+        if (s->period_ticks[i] != 0 && s->offset_ticks[i] < next_event) {
+            next_event = s->offset_ticks[i];
+        }
+    }
+    s->next_event = next_event;
+    s->tick = 0;
+    s->now_ns = 0;
+    s->trace_rows = 0;
+    s->trace_next = 0;
+    cp_fill((uint8_t *)&s->fault, 0, sizeof(s->fault));
+}
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+uint64_t cp_program_tick_ns(const cp_program *prog)
+{
+    uint64_t g = 0;
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        if (prog->tasks[i].period_ns != 0) {
+            g = gcd(g, prog->tasks[i].period_ns);
+            g = gcd(g, prog->tasks[i].offset_ns);
+        }
+    }
+    return g;
+}
+
+static uint32_t group_key(const void *table, uint32_t index, int copies)
+{
+    return copies ? cp_let_copy_group((const cp_let_copy *)table + index)
+                  : cp_io_binding_group((const cp_io_binding *)table + index);
+}
+
+/* Each task's slice of a table grouped by (task, phase): bounds[t] = {start of group 2t,
+ * start of group 2t + 1, end of group 2t + 1}. Returns 0 if the table is not grouped that way
+ * (not loaded by cp_program_load). */
+static int group_bounds(uint32_t (*bounds)[3], uint32_t count, const void *table, int copies)
+{
+    uint32_t at = 0;
+    for (uint32_t g = 0; g < 2 * CP_MAX_TASKS; g++) {
+        bounds[g / 2][g % 2] = at;
+        while (at < count && group_key(table, at, copies) == g) {
+            at++;
+        }
+        if (at < count && group_key(table, at, copies) < g) {
+            return 0;
+        }
+        if (g % 2 == 1) {
+            bounds[g / 2][2] = at;
+        }
+    }
+    return at == count;
+}
+
+cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
+                        cp_error *err)
+{
+    if (s == NULL || prog == NULL || cfg == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched_init: scheduler, program and config must not be NULL", 0);
+    }
+    if (s->struct_size < sizeof(cp_sched) || cfg->struct_size < CP_SCHED_CONFIG_SIZE_ABI3) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched.struct_size is %u and cp_sched_config.struct_size %u, "
+                       "expected >= %u and >= %u: set them to sizeof() before cp_sched_init",
+                       s->struct_size, cfg->struct_size, sizeof(cp_sched),
+                       CP_SCHED_CONFIG_SIZE_ABI3);
+    }
+    if (!prog->loaded || prog->task_count > CP_MAX_TASKS) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "the program is not loaded (or has more than %u tasks)", CP_MAX_TASKS);
+    }
+    uint64_t tick_ns = cfg->tick_ns;
+    uint64_t fit = cp_program_tick_ns(prog);
+    if (tick_ns == 0) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       fit != 0 ? "tick_ns is 0: the tick must be a positive number of "
+                                  "nanoseconds that divides every task period and offset "
+                                  "(here at most %u ns)"
+                                : "tick_ns is 0: the tick must be a positive number of "
+                                  "nanoseconds", fit);
+    }
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        const cp_task_entry *t = &prog->tasks[i];
+        if (t->period_ns == 0) {
+            continue;
+        }
+        if (t->period_ns % tick_ns != 0) {
+            return CP_FAIL(err, CP_ERR_ARGUMENT, i,
+                           "task %u period %u ns is not a multiple of the tick %u ns: choose "
+                           "a tick that divides every period and offset (the largest is %u ns)",
+                           i, t->period_ns, tick_ns, fit);
+        }
+        if (t->offset_ns % tick_ns != 0) {
+            return CP_FAIL(err, CP_ERR_ARGUMENT, i,
+                           "task %u offset %u ns is not a multiple of the tick %u ns: choose "
+                           "a tick that divides every period and offset (the largest is %u ns)",
+                           i, t->offset_ns, tick_ns, fit);
+        }
+    }
+
+    uint32_t struct_size = s->struct_size;
+    cp_fill((uint8_t *)s, 0, sizeof(*s));
+    s->struct_size = struct_size;
+    if (!group_bounds(s->copies, prog->let_copy_count, prog->let_copies, 1) ||
+        !group_bounds(s->bindings, prog->io_binding_count, prog->io_bindings, 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "the program's LET copies or I/O bindings are not grouped by task: "
+                       "load the program with cp_program_load", 0);
+    }
+    s->task_count = prog->task_count;
+    s->prog = prog;
+    /* a config of ABI 3 or 4 ends before guard_run (left NULL by the fill above) */
+    cp_copy((uint8_t *)&s->cfg, (const uint8_t *)cfg,
+            cfg->struct_size < sizeof(cp_sched_config) ? cfg->struct_size
+                                                       : sizeof(cp_sched_config));
+    s->cfg.struct_size = sizeof(cp_sched_config);
+    /* priority order: lower number first, ties by task index (a stable insertion sort) */
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        uint32_t k = i;
+        while (k > 0 && prog->tasks[s->order[k - 1]].priority > prog->tasks[i].priority) {
+            s->order[k] = s->order[k - 1];
+            k--;
+        }
+        s->order[k] = (uint8_t)i;
+        s->period_ticks[i] = prog->tasks[i].period_ns / tick_ns;
+        s->offset_ticks[i] = prog->tasks[i].period_ns != 0 ? prog->tasks[i].offset_ns / tick_ns
+                                                           : 0;
+    }
+    s->job_costs = s->cfg.deterministic == 0;
+    for (uint32_t i = 0; i < prog->task_count; i++) {
+        s->budget_ns[i] = cp_task_budget_ns(&prog->tasks[i], cfg->budget_factor,
+                                            cfg->budget_min_ns, 0);
+        s->job_costs |= prog->tasks[i].wcet_ns != 0;
+    }
+    restart(s);
+    cp_ok(err);
+    return CP_OK;
+}
+
+uint64_t cp_task_budget_ns(const cp_task_entry *task, uint32_t factor, uint64_t min_ns,
+                           uint64_t request_ns)
+{
+    if (factor == 0) {
+        return 0;
+    }
+    uint64_t base = task->budget_ns != 0  ? task->budget_ns
+                    : task->wcet_ns != 0  ? task->wcet_ns
+                                          : task->period_ns;
+    if (base == 0) {
+        return request_ns; /* a task run on request, with nothing declared */
+    }
+    uint64_t budget = base > UINT64_MAX / factor ? UINT64_MAX : base * factor;
+    return budget < min_ns ? min_ns : budget;
+}
+
+/* ---- the safe state */
+
+static void drive_safe(const cp_sched *s, const cp_io_binding *b)
+{
+    if (s->cfg.io_write != NULL && b->direction == CP_DIR_OUTPUT) {
+        s->cfg.io_write(s->cfg.io_ctx, b->kind, b->channel, b->safe);
+    }
+}
+
+void cp_sched_safe_state(const cp_sched *s)
+{
+    cp_sched_release_outputs(s, NULL);
+}
+
+/* 1 if `prog` drives (kind, channel) from an OUTPUT binding. */
+static int drives(const cp_program *prog, uint8_t kind, uint16_t channel)
+{
+    for (uint32_t k = 0; prog != NULL && k < prog->io_binding_count; k++) {
+        const cp_io_binding *b = &prog->io_bindings[k];
+        if (b->direction == CP_DIR_OUTPUT && b->kind == kind && b->channel == channel) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cp_sched_release_outputs(const cp_sched *s, const cp_program *next)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+        return;
+    }
+    const cp_program *prog = s->prog;
+    for (uint32_t k = 0; k < prog->io_binding_count; k++) {
+        const cp_io_binding *b = &prog->io_bindings[k];
+        if (!drives(next, b->kind, b->channel)) {
+            drive_safe(s, b);
+        }
+    }
+}
+
+void cp_sched_fail(cp_sched *s, const cp_fault *fault)
+{
+    if (s == NULL || s->prog == NULL || fault == NULL || fault->kind == CP_FAULT_NONE ||
+        s->fault.kind != CP_FAULT_NONE) {
+        return; /* the first fault is the one reported */
+    }
+    s->fault = *fault;
+    s->fault.tick = s->tick;
+    cp_sched_safe_state(s);
+}
+
+void cp_sched_reset(cp_sched *s)
+{
+    if (s == NULL || s->prog == NULL || !s->prog->loaded) {
+        return;
+    }
+    const cp_program *prog = s->prog;
+    cp_copy(cp_program_data(prog), prog->initial_data, prog->data_size);
+    restart(s);
+}
+
+cp_status cp_sched_add_feed(cp_sched *s, const cp_sched_feed *feed, cp_error *err)
+{
+    if (s == NULL || s->prog == NULL || feed == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched_add_feed: an initialised scheduler and a feed are needed", 0);
+    }
+    if (s->feed_count >= CP_MAX_FEEDS) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, s->feed_count,
+                       "already %u feeds, the maximum: clear the feeds first", CP_MAX_FEEDS);
+    }
+    uint32_t data_size = s->prog->data_size;
+    if (feed->size == 0 || (uint64_t)feed->offset + feed->size > data_size) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, s->feed_count,
+                       "feed slot [%u, %u) is empty or exceeds the %u-byte data region",
+                       feed->offset, (uint64_t)feed->offset + feed->size, data_size);
+    }
+    if (feed->count > (uint64_t)SIZE_MAX / feed->size ||
+        (feed->samples == NULL && feed->count != 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, s->feed_count,
+                       "feed samples: %u samples of %u bytes are not addressable (or NULL)",
+                       feed->count, feed->size);
+    }
+    s->feeds[s->feed_count++] = *feed;
+    cp_ok(err);
+    return CP_OK;
+}
+
+void cp_sched_clear_feeds(cp_sched *s)
+{
+    if (s != NULL) {
+        s->feed_count = 0;
+        cp_fill((uint8_t *)s->feeds, 0, sizeof(s->feeds));
+    }
+}
+
+cp_status cp_sched_set_trace(cp_sched *s, const uint32_t *offsets, const uint32_t *sizes,
+                             uint32_t count, uint8_t *buf, uint64_t capacity, cp_error *err)
+{
+    if (s == NULL || s->prog == NULL) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "cp_sched_set_trace: the scheduler is not initialised", 0);
+    }
+    if (count > CP_MAX_TRACE_RANGES) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0, "%u trace ranges, at most %u are supported",
+                       count, CP_MAX_TRACE_RANGES);
+    }
+    if (count > 0 && (offsets == NULL || sizes == NULL || buf == NULL || capacity == 0)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "tracing %u ranges needs the ranges, a buffer and a capacity > 0 rows",
+                       count);
+    }
+    uint64_t row_size = sizeof(uint64_t);
+    for (uint32_t r = 0; r < count; r++) {
+        uint64_t end = (uint64_t)offsets[r] + sizes[r];
+        if (sizes[r] == 0 || end > s->prog->data_size) {
+            return CP_FAIL(err, CP_ERR_ARGUMENT, r,
+                           "trace range %u [%u, %u) is empty or exceeds the %u-byte data "
+                           "region", r, offsets[r], end, s->prog->data_size);
+        }
+        row_size += sizes[r];
+    }
+    if (row_size > UINT32_MAX || (count > 0 && capacity > (uint64_t)SIZE_MAX / row_size)) {
+        return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
+                       "a trace of %u rows of %u bytes is not addressable", capacity, row_size);
+    }
+    s->trace_range_count = count;
+    for (uint32_t r = 0; r < CP_MAX_TRACE_RANGES; r++) {
+        s->trace_offset[r] = r < count ? offsets[r] : 0;
+        s->trace_size[r] = r < count ? sizes[r] : 0;
+    }
+    s->trace_row_size = count > 0 ? (uint32_t)row_size : 0;
+    s->trace_buf = count > 0 ? buf : NULL;
+    s->trace_capacity = count > 0 ? capacity : 0;
+    s->trace_rows = 0;
+    s->trace_next = 0;
+    cp_ok(err);
+    return CP_OK;
+}

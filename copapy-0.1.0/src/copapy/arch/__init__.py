@@ -1,0 +1,1 @@
+"""Architecture knowledge: relocation tables and the generic patch they translate into."""

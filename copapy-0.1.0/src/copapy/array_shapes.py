@@ -1,0 +1,99 @@
+"""Shape arithmetic of NumPy's rules, on index tables: broadcasting, axis arguments, axis
+moves. Pure functions of shapes (no graph nodes): arrays.py turns their index tables into
+views, copies and reductions."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .graph.errors import ShapeError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
+
+#: the most dimensions a copapy array has (images with channels and a batch: 4)
+MAX_NDIM = 4
+
+
+def broadcast_shape(name: str, shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    """NumPy's broadcast shape of ``shapes``, or a ShapeError naming the operation."""
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(f"{name}: shapes {' and '.join(str(s) for s in shapes)} do not "
+                         f"broadcast (NumPy's rule: trailing dimensions equal or 1)") from None
+
+
+def broadcast_indices(shape: tuple[int, ...], target: tuple[int, ...]) -> Any:
+    """The flat source index of every element (row-major) of ``shape`` broadcast to
+    ``target``."""
+    return np.broadcast_to(np.arange(math.prod(shape)).reshape(shape), target).reshape(-1)
+
+
+def runs(indices: Any) -> list[tuple[int, int, bool]]:
+    """``indices`` as maximal runs ``(start, length, repeated)``: ``start, start+1, ...``
+    (``repeated`` False) or ``start`` repeated ``length`` times (True). Length-1 runs are
+    ascending ones."""
+    out: list[tuple[int, int, bool]] = []
+    idx = [int(i) for i in indices]
+    k = 0
+    while k < len(idx):
+        start = idx[k]
+        end = k + 1
+        if end < len(idx) and idx[end] == start:
+            while end < len(idx) and idx[end] == start:
+                end += 1
+            out.append((start, end - k, True))
+        else:
+            while end < len(idx) and idx[end] == idx[end - 1] + 1:
+                end += 1
+            out.append((start, end - k, False))
+        k = end
+    return out
+
+
+def normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:
+    """``axis`` (None, an int or a tuple of ints; negative counts from the end) as sorted
+    distinct axes; None is every axis."""
+    if axis is None:
+        return tuple(range(ndim))
+    given = axis if isinstance(axis, tuple | list) else (axis,)
+    out: list[int] = []
+    for a in given:
+        try:
+            k = operator.index(a)
+        except TypeError:
+            raise TypeError(f"{name}(axis={axis!r}): an axis is an int or a tuple of "
+                            f"ints") from None
+        if not -ndim <= k < ndim:
+            raise np.exceptions.AxisError(f"{name}(axis={axis!r}): axis {k} is out of bounds "
+                                          f"for an array of {ndim} dimensions")
+        k %= ndim
+        if k in out:
+            raise ValueError(f"{name}(axis={axis!r}): axis {k} is repeated")
+        out.append(k)
+    return tuple(sorted(out))
+
+
+def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    """The shape of a reduction over ``axes``: those dimensions dropped, or 1 (keepdims)."""
+    if keepdims:
+        return tuple(1 if k in axes else d for k, d in enumerate(shape))
+    return tuple(d for k, d in enumerate(shape) if k not in axes)
+
+
+def moved_to_end(shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    """The flat source indices of the array with ``axes`` moved to the end (in order): row r
+    of the result reshaped to (-1, Π shape[axes]) lists the elements one output reduces."""
+    rest = [k for k in range(len(shape)) if k not in axes]
+    order = np.arange(math.prod(shape)).reshape(shape).transpose(*rest, *axes)
+    return order.reshape(-1)
+
+
+def permuted_shape(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(shape[k] for k in axes)

@@ -1,0 +1,826 @@
+"""Vectors and matrices of traced values, in two forms.
+
+* **unpacked** (scalar form): one scalar node per element. Constant folding and sparsity
+  work per element (multiplying by a zero element removes that branch).
+* **packed**: one array node; the compiler uses loop stencils that the C compiler
+  vectorised, and compile time does not grow with the element count.
+
+``packed=None`` picks packed above ``PACK_THRESHOLD`` elements. Reductions (sum, dot, @)
+use one fixed order in both forms (graph/lanes.py), so both forms give bit-identical results.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import array_shapes as shp
+from . import dtypes as dt
+from .graph import build, element_shapes
+from .graph.lanes import reduce_in_lane_order
+from .graph.location import mark
+from .graph.node import Node, const, const_array, fresh_array_input
+from .graph.ops import REGISTRY
+from .value import (
+    Value,
+    _convert,
+    _node,
+    _op,
+    _round_args,
+    array_function,
+    array_ufunc,
+    format_traced,
+    install_array_support,
+    is_array,
+    value,
+    wrap,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
+
+PACK_THRESHOLD = 64
+
+
+def _auto_packed(packed: bool | None, size: int) -> bool:
+    return size > PACK_THRESHOLD if packed is None else bool(packed)
+
+
+class Array:
+    """A vector (1-D) or matrix (2-D) of traced values. Use ``cp.vector`` / ``cp.matrix``."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, shape: tuple[int, ...], items: list[Value[Any]] | None = None,
+                 node: Node | None = None) -> None:
+        if (items is None) == (node is None):
+            raise ValueError("an Array holds either items (unpacked) or a node (packed)")
+        if any(d < 1 for d in shape):
+            raise ValueError(f"array dimensions must be >= 1, got shape {shape}")
+        self.shape = tuple(shape)
+        self._items = items
+        self._node = node
+
+    # ---- construction helpers --------------------------------------------------------------
+
+    @staticmethod
+    def _from_node(node: Node) -> Array | Value[Any]:
+        if not node.shape:
+            return Value(node)
+        return Array(node.shape, node=node)
+
+    @property
+    def packed(self) -> bool:
+        return self._node is not None
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def dtype(self) -> dt.DType:
+        if self._node is not None:
+            return self._node.dtype
+        assert self._items is not None
+        return self._items[0].dtype
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        form = "packed" if self.packed else "unpacked"
+        kind = {1: "vector", 2: "matrix"}.get(self.ndim, f"{self.ndim}-D array")
+        return f"<copapy {kind} {self.shape} {self.dtype.name} {form}>"
+
+    def __format__(self, spec: str) -> str:
+        return format_traced(self, spec)
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a traced copapy array is not known while tracing; "
+                        "use cp.where(cond, a, b) element-wise")
+
+    def items(self) -> list[Value[Any]]:
+        """The elements as scalar values (row-major); views of a packed array."""
+        if self._items is not None:
+            return list(self._items)
+        assert self._node is not None
+        return [Value(build.index(self._node, i)) for i in range(self.size)]
+
+    def node(self) -> Node:
+        """The packed array node (packing an unpacked array: one store per element)."""
+        if self._node is not None:
+            return self._node
+        assert self._items is not None
+        nodes = [v.node for v in self._items]
+        common = nodes[0].dtype
+        for n in nodes[1:]:
+            common = dt.promote(common, n.dtype)
+        return build.stack([build.cast(n, common) for n in nodes], self.shape)
+
+    def to_packed(self) -> Array:
+        """This array as one packed node (one data slot, loop stencils)."""
+        return self if self.packed else Array(self.shape, node=self.node())
+
+    def to_unpacked(self) -> Array:
+        """This array as one scalar node per element (constants fold per element)."""
+        return self if not self.packed else Array(self.shape, items=self.items())
+
+    def nodes(self) -> list[Node]:
+        """What the compiler computes for this array."""
+        if self._node is not None:
+            return [self._node]
+        return [v.node for v in self.items()]
+
+    # ---- element-wise operations -----------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return array_function(func, args, kwargs)
+
+    # ---- generated by tools/gen_api.py from the registry: do not edit ----
+    def __add__(self, o: Any) -> Array:
+        return elementwise("add", self, o)
+
+    def __radd__(self, o: Any) -> Array:
+        return elementwise("add", o, self)
+
+    def __sub__(self, o: Any) -> Array:
+        return elementwise("sub", self, o)
+
+    def __rsub__(self, o: Any) -> Array:
+        return elementwise("sub", o, self)
+
+    def __mul__(self, o: Any) -> Array:
+        return elementwise("mul", self, o)
+
+    def __rmul__(self, o: Any) -> Array:
+        return elementwise("mul", o, self)
+
+    def __truediv__(self, o: Any) -> Array:
+        return elementwise("div", self, o)
+
+    def __rtruediv__(self, o: Any) -> Array:
+        return elementwise("div", o, self)
+
+    def __floordiv__(self, o: Any) -> Array:
+        return elementwise("floordiv", self, o)
+
+    def __rfloordiv__(self, o: Any) -> Array:
+        return elementwise("floordiv", o, self)
+
+    def __mod__(self, o: Any) -> Array:
+        return elementwise("mod", self, o)
+
+    def __rmod__(self, o: Any) -> Array:
+        return elementwise("mod", o, self)
+
+    def __pow__(self, o: Any) -> Array:
+        return elementwise("pow", self, o)
+
+    def __rpow__(self, o: Any) -> Array:
+        return elementwise("pow", o, self)
+
+    def __neg__(self) -> Array:
+        return elementwise("neg", self)
+
+    def __abs__(self) -> Array:
+        return elementwise("abs", self)
+
+    def __lt__(self, o: Any) -> Array:
+        return elementwise("lt", self, o)
+
+    def __le__(self, o: Any) -> Array:
+        return elementwise("le", self, o)
+
+    def __gt__(self, o: Any) -> Array:
+        return elementwise("gt", self, o)
+
+    def __ge__(self, o: Any) -> Array:
+        return elementwise("ge", self, o)
+
+    def __eq__(self, o: Any) -> Array:  # type: ignore[override]
+        return elementwise("eq", self, o)
+
+    def __ne__(self, o: Any) -> Array:  # type: ignore[override]
+        return elementwise("ne", self, o)
+
+    def __and__(self, o: Any) -> Array:
+        return elementwise("and", self, o)
+
+    def __rand__(self, o: Any) -> Array:
+        return elementwise("and", o, self)
+
+    def __or__(self, o: Any) -> Array:
+        return elementwise("or", self, o)
+
+    def __ror__(self, o: Any) -> Array:
+        return elementwise("or", o, self)
+
+    def __xor__(self, o: Any) -> Array:
+        return elementwise("xor", self, o)
+
+    def __rxor__(self, o: Any) -> Array:
+        return elementwise("xor", o, self)
+
+    def __invert__(self) -> Array:
+        return elementwise("lnot" if self.dtype.is_bool else "invert", self)
+
+    def __lshift__(self, o: Any) -> Array:
+        return elementwise("shl", self, o)
+
+    def __rlshift__(self, o: Any) -> Array:
+        return elementwise("shl", o, self)
+
+    def __rshift__(self, o: Any) -> Array:
+        return elementwise("shr", self, o)
+
+    def __rrshift__(self, o: Any) -> Array:
+        return elementwise("shr", o, self)
+    # ---- end of generated code ----
+
+    # ---- reductions and products -----------------------------------------------------------
+
+    def sum(self, axis: Any = None, **numpy: Any) -> Any:
+        """Σ of the elements in the fixed lane order (the same bits packed or unpacked); over
+        ``axis`` (an int or a tuple) each output reduces its elements in that order, row-major.
+        ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments)."""
+        return _reduce_axes(self, "sum", axis, numpy, "add",
+                            lambda g: _reduce(g, "rsum", "add"))
+
+    def mean(self, axis: Any = None, **numpy: Any) -> Any:
+        """The sum divided by the number of elements reduced; of int32 and bool elements as
+        float32 (as NumPy's mean is a float: the int32 sum would wrap)."""
+        keep = _keepdims("mean", numpy)
+        count = math.prod(self.shape[k] for k in shp.normalize_axes(axis, self.ndim, "mean"))
+        return _floats(self).sum(axis=axis, keepdims=keep, **numpy) / float(count)
+
+    def min(self, axis: Any = None, **numpy: Any) -> Any:
+        """The smallest element (over ``axis``); NaN if any element is NaN."""
+        return _reduce_axes(self, "min", axis, numpy, "min",
+                            lambda g: _reduce(g, "rmin", "min"))
+
+    def max(self, axis: Any = None, **numpy: Any) -> Any:
+        """The largest element (over ``axis``); NaN if any element is NaN."""
+        return _reduce_axes(self, "max", axis, numpy, "max",
+                            lambda g: _reduce(g, "rmax", "max"))
+
+    def prod(self, axis: Any = None, **numpy: Any) -> Any:
+        """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``."""
+        return _reduce_axes(self, "prod", axis, numpy, "mul", _product)
+
+    def any(self, axis: Any = None, **numpy: Any) -> Any:
+        """Whether an element (over ``axis``) is true (non-zero); ``np.any``."""
+        return self._truth().max(axis=axis, keepdims=_keepdims("any", numpy), **numpy) != 0
+
+    def all(self, axis: Any = None, **numpy: Any) -> Any:
+        """Whether every element (over ``axis``) is true (non-zero); ``np.all``."""
+        return self._truth().min(axis=axis, keepdims=_keepdims("all", numpy), **numpy) != 0
+
+    def argmax(self, axis: Any = None, **numpy: Any) -> Any:
+        """The index of the first largest element (of the flattened array, or along one
+        ``axis``), int32; a NaN counts as largest (NumPy's rule)."""
+        return _arg_extreme(self, "argmax", axis, numpy)
+
+    def argmin(self, axis: Any = None, **numpy: Any) -> Any:
+        """The index of the first smallest element, int32; a NaN counts as smallest."""
+        return _arg_extreme(self, "argmin", axis, numpy)
+
+    def _truth(self) -> Array:
+        """The elements' truth values as int32 0/1 (which min and max reduce)."""
+        return (self != 0).astype(dt.int32)
+
+    def clip(self, low: Any = None, high: Any = None) -> Array:
+        """``np.clip(a, low, high)`` (cp.clamp's definition; either bound may be None)."""
+        return array_function(np.clip, (self, low, high), {})  # type: ignore[no-any-return]
+
+    def round(self, decimals: int = 0, out: None = None) -> Array:
+        """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
+        _round_args(decimals, out)
+        return elementwise("round", self)
+
+    def astype(self, dtype: Any) -> Array:
+        """``cp.cast(self, dtype)``, as NumPy's ``a.astype(np.int32)`` reads (float to int
+        truncates toward zero and saturates, NaN gives 0)."""
+        target = dt.as_dtype(dtype)
+        if self.packed:
+            return Array(self.shape, node=build.cast(self.node(), target))
+        return Array(self.shape, items=[v.astype(target) for v in self.items()])
+
+    def dot(self, other: Any) -> Any:
+        """NumPy's ``a.dot(b)``: ``cp.dot`` of two vectors, ``a @ b`` when one is a matrix
+        (``m.dot(v)`` raised "dot needs two vectors")."""
+        if self.ndim == 1 and np.ndim(other) == 1:
+            return dot(self, other)
+        return matmul(self, other)
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self)
+
+    # ---- shape -----------------------------------------------------------------------------
+
+    @property
+    def T(self) -> Array:
+        """The transpose (the axes reversed, as NumPy's ``a.T``)."""
+        if self.ndim == 1:
+            return self
+        return self.transpose()
+
+    def transpose(self, *axes: Any) -> Array:
+        """The axes permuted (reversed without arguments), NumPy's ``a.transpose``: a packed
+        matrix is one transpose node, a packed N-D array one per block before the moved axis."""
+        given = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list) else axes
+        perm = tuple(reversed(range(self.ndim))) if not given else tuple(
+            operator.index(k) % self.ndim for k in given)
+        if sorted(perm) != list(range(self.ndim)):
+            raise ValueError(f"transpose{tuple(given)!r}: axes must be a permutation of "
+                             f"0..{self.ndim - 1}")
+        return _permute(self, perm)
+
+    def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
+        """A view with another shape of the same size (no code is emitted); one dimension
+        may be -1 (inferred, as in NumPy)."""
+        dims = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        new = tuple(operator.index(d) for d in dims)  # type: ignore[arg-type]
+        if new.count(-1) == 1:  # one dimension inferred, as NumPy's reshape(-1) / (2, -1)
+            known = math.prod(d for d in new if d != -1)
+            if known > 0 and self.size % known == 0:
+                new = tuple(self.size // known if d == -1 else d for d in new)
+        if math.prod(new) != self.size or any(d < 1 for d in new):
+            raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
+        if self.packed:
+            return Array(new, node=build.reshape(self.node(), new))
+        return Array(new, items=self.items())
+
+    def flatten(self) -> Array:
+        """A 1-D view of all elements, row-major."""
+        return self.reshape((self.size,))
+
+    ravel = flatten
+
+    def copy(self) -> Array:
+        """The array itself: traced arrays are immutable, so a copy is the same graph."""
+        return self
+
+    # ---- indexing --------------------------------------------------------------------------
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, tuple):
+            if not 1 <= len(key) <= self.ndim:
+                raise IndexError(f"{len(key)} indices for an array of {self.ndim} dimensions")
+            if len(key) == 1:
+                return self[key[0]]
+            rows = self[key[0]]
+            if not isinstance(key[0], slice):
+                return rows[key[1:]]  # one row: the rest indexes it
+            # rows picked: index the other axes with the picked one moved last, then back
+            moved = _permute(rows, (*range(1, rows.ndim), 0))[key[1:]]
+            return _permute(moved, (moved.ndim - 1, *range(moved.ndim - 1)))
+        if isinstance(key, Value):
+            raise TypeError("indices must be Python ints or slices (constant at trace time)")
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.shape[0])
+            picks = range(start, stop, step)  # not a list: 36 MB at 1e6 elements
+            if not picks:
+                raise IndexError("empty slice: arrays have at least one element")
+            if self.ndim == 1:
+                if self.packed:  # a view (step 1) or one strided copy: no code per element
+                    return Array((len(picks),), node=build.strided(self.node(), picks[0], step,
+                                                                   len(picks)))
+                items = self.items()
+                return Array((len(picks),), items=[items[i] for i in picks])
+            if self.packed and step == 1:
+                block = math.prod(self.shape[1:])
+                return Array((len(picks), *self.shape[1:]), node=build.reshape(
+                    build.slice_(self.node(), start * block, len(picks) * block),
+                    (len(picks), *self.shape[1:])))
+            rows = [self._row(i) for i in picks]
+            return stack_rows(rows)
+        k = _index(key, self.shape[0])
+        if self.ndim == 1:
+            if self._items is not None:
+                return self._items[k]
+            return Value(build.index(self.node(), k))
+        return self._row(k)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise TypeError("copapy arrays are immutable (a graph of values): build a new one, e.g. "
+                        "cp.vector([v[0], x, v[2]]) or cp.where(mask, x, v)")
+
+    def _row(self, r: int) -> Array:
+        """Sub-array ``r`` along the first axis (a view)."""
+        sub = self.shape[1:]
+        block = math.prod(sub)
+        if self.packed:
+            node = build.slice_(self.node(), r * block, block)
+            return Array(sub, node=node if len(sub) == 1 else build.reshape(node, sub))
+        items = self.items()
+        return Array(sub, items=items[r * block:(r + 1) * block])
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(self.shape[0]):
+            yield self[i]
+
+
+def _whole_array(name: str, numpy: dict[str, Any]) -> None:
+    """The arguments ``np.sum(a, axis=..., keepdims=...)`` and its kind pass with their
+    defaults (``out=None, dtype=None``) are accepted; anything else raises naming the fix."""
+    given = {k: v for k, v in numpy.items() if v is not None and v is not False}
+    if given:
+        args = ", ".join(f"{k}={v!r}" for k, v in given.items())
+        raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only; for another "
+                        f"type cast first (a.astype(cp.float64).{name}()), arrays are "
+                        f"immutable (no out=)")
+
+
+def _index(key: Any, length: int) -> int:
+    if isinstance(key, bool | np.bool_):  # NumPy reads v[True] as a new axis, not as v[1]
+        raise TypeError(f"index {key!r}: a bool is not an index; select with cp.where")
+    if isinstance(key, list | np.ndarray | Array):
+        raise TypeError(f"indices must be integers or slices, not {type(key).__name__}: pick "
+                        f"elements one by one (cp.vector([v[i] for i in picks])), select with "
+                        f"cp.where(mask, v, 0)")
+    try:
+        k = operator.index(key)
+    except TypeError:
+        raise TypeError(f"indices must be integers or slices, not {type(key).__name__}") from None
+    if k < 0:
+        k += length
+    if not 0 <= k < length:
+        raise IndexError(f"index {key} out of range for length {length}")
+    return k
+
+
+def asarray(x: Any, like: dt.DType | None = None) -> Array:
+    """``x`` as a copapy array; NumPy arrays and lists of numbers become constants, weak next to
+    traced operands of type ``like`` as a Python number is (float data beside float64 values is
+    float64, not float32 rounded)."""
+    if isinstance(x, Array):
+        return x
+    data = np.asarray(x)
+    dtype = None if like is None else _weak_kind(data.dtype.kind, like)
+    if data.ndim > 2:
+        return _build(data, _checked_shape(data.shape), None, dtype)
+    return vector(data, dtype=dtype) if data.ndim == 1 else matrix(data, dtype=dtype)
+
+
+def _checked_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    if not 1 <= len(shape) <= shp.MAX_NDIM or 0 in shape:
+        raise build.ShapeError(f"copapy arrays have 1 to {shp.MAX_NDIM} dimensions and no "
+                               f"empty one, got shape {shape}")
+    return tuple(int(d) for d in shape)
+
+
+def _weak_kind(kind: str, like: dt.DType) -> dt.DType | None:
+    """The type constants of NumPy kind ``kind`` take beside values of type ``like``."""
+    sample = {"b": True, "i": 0, "u": 0, "f": 0.0}.get(kind)
+    return None if sample is None else dt.weak_type(sample, like)
+
+
+def _traced_type(operands: Sequence[Any]) -> dt.DType | None:
+    """The common type of the traced operands (None if there is none)."""
+    common = None
+    for o in operands:
+        if isinstance(o, Value | Array):
+            common = o.dtype if common is None else dt.promote(common, o.dtype)
+    return common
+
+
+def elementwise(name: str, *operands: Any) -> Array:
+    """``name`` element by element, with NumPy's broadcasting (scalars, and dimensions of 1 or
+    missing in front). Packed if any array operand is packed."""
+    like = _traced_type(operands)
+    arrays = [asarray(o, like) if is_array(o) else None for o in operands]
+    shape = shp.broadcast_shape(name, [a.shape for a in arrays if a is not None])
+    packed = any(a.packed for a in arrays if a is not None)
+    ops = [o if a is None else _broadcast(a.to_packed() if packed else a, shape)
+           for a, o in zip(arrays, operands, strict=True)]
+    if packed:
+        nodes = [o.node() if isinstance(o, Array) else _node(o) for o in ops]
+        return Array(shape, node=mark(build.apply(name, *nodes)))
+    columns: list[Value[Any]] = []
+    elements = [o.items() if isinstance(o, Array) else None for o in ops]
+    for i in range(math.prod(shape)):
+        args = [o if e is None else e[i] for o, e in zip(ops, elements, strict=True)]
+        columns.append(Value(mark(build.apply(name, *(_node(a) for a in args)))))
+    return Array(shape, items=columns)
+
+
+def _broadcast(a: Array, shape: tuple[int, ...]) -> Array:
+    """``a`` repeated to ``shape`` (NumPy's broadcasting): packed, a concatenation of views
+    of ``a`` (runs of its elements) and fills of single elements."""
+    if a.shape == shape:
+        return a
+    indices = shp.broadcast_indices(a.shape, shape)
+    if not a.packed:
+        items = a.items()
+        return Array(shape, items=[items[i] for i in indices])
+    flat = build.reshape(a.node(), (a.size,))
+    if a.size == 1:
+        return Array(shape, node=build.broadcast_to(build.index(flat, 0), shape))
+    parts = [build.broadcast_to(build.index(flat, start), (n,)) if repeated
+             else build.slice_(flat, start, n) for start, n, repeated in shp.runs(indices)]
+    return Array(shape, node=build.concat(parts, shape))
+
+
+def _permute(a: Array, perm: tuple[int, ...]) -> Array:
+    """``a`` with its axes in the order ``perm`` (NumPy's transpose). Packed, each axis that
+    moves goes to the end in turn: one transpose per block in front of it, concatenated."""
+    if perm == tuple(range(a.ndim)):
+        return a
+    shape = shp.permuted_shape(a.shape, perm)
+    if not a.packed:
+        items = a.items()
+        order = np.arange(a.size).reshape(a.shape).transpose(perm).reshape(-1)
+        return Array(shape, items=[items[i] for i in order])
+    fixed = 0
+    while perm[fixed] == fixed:
+        fixed += 1
+    node = a.node()
+    axes = list(range(a.ndim))
+    dims = list(a.shape)
+    for k in perm[fixed:]:
+        pos = axes.index(k)
+        node = _move_to_end(node, tuple(dims), pos)
+        axes.append(axes.pop(pos))
+        dims.append(dims.pop(pos))
+    return Array(shape, node=node)
+
+
+def _move_to_end(node: Node, shape: tuple[int, ...], pos: int) -> Node:
+    before, n, after = math.prod(shape[:pos]), shape[pos], math.prod(shape[pos + 1:])
+    moved = (*shape[:pos], *shape[pos + 1:], n)
+    if after == 1 or n == 1:
+        return build.reshape(node, moved)
+    transpose = REGISTRY["transpose"]
+    flat = build.reshape(node, (node.size,))
+    parts = [build.make(transpose, (build.reshape(build.slice_(flat, b * n * after, n * after),
+                                                  (n, after)),))
+             for b in range(before)]
+    return build.reshape(parts[0], moved) if before == 1 else build.concat(parts, moved)
+
+
+def _keepdims(name: str, numpy: dict[str, Any]) -> bool:
+    keep = numpy.pop("keepdims", False)
+    if not isinstance(keep, bool | np.bool_):
+        raise TypeError(f"{name}(keepdims={keep!r}): keepdims is True or False")
+    return bool(keep)
+
+
+def _reduce_axes(a: Array, name: str, axis: Any, numpy: dict[str, Any], combine: str,
+                 whole: Any) -> Any:
+    """``whole`` (a reduction of a 1-D array to a value) of each group of elements ``axis``
+    spans. Every output combines its group in the lane order (graph/lanes.py), row-major over
+    the reduced axes; packed, with fewer elements per group than outputs, that tree is built
+    of element-wise ``combine`` operations on whole slices (the same bits)."""
+    keep = _keepdims(name, numpy)
+    _whole_array(name, numpy)
+    axes = shp.normalize_axes(axis, a.ndim, name)
+    out_shape = shp.kept_shape(a.shape, axes, False)
+    if not out_shape:
+        value_ = whole(a.flatten())
+        return Array((1,) * a.ndim, items=[value_]) if keep else value_
+    rest = tuple(k for k in range(a.ndim) if k not in axes)
+    group = math.prod(a.shape[k] for k in axes)
+    outputs = math.prod(out_shape)
+    if a.packed and group <= outputs:
+        front = build.reshape(_permute(a, (*axes, *rest)).node(), (a.size,))
+        rows = [build.slice_(front, r * outputs, outputs) for r in range(group)]
+        node = reduce_in_lane_order(rows, lambda x, y: build.apply(combine, x, y))
+        result = Array(out_shape, node=build.reshape(node, out_shape))
+    else:
+        last = _permute(a, (*rest, *axes)).flatten()
+        result = Array(out_shape, items=[wrap(whole(last[r * group:(r + 1) * group]))
+                                         for r in range(outputs)])
+    return result.reshape(shp.kept_shape(a.shape, axes, True)) if keep else result
+
+
+def _product(a: Array) -> Value[Any]:
+    items = [v.node for v in a.items()]
+    return Value(reduce_in_lane_order(items, lambda x, y: build.apply("mul", x, y)))
+
+
+def _arg_extreme(a: Array, name: str, axis: Any, numpy: dict[str, Any]) -> Any:
+    """The first index of the extreme along ``axis`` (of the flattened array without one):
+    the positions where the extreme (or a NaN) is, their minimum."""
+    keep = _keepdims(name, numpy)
+    _whole_array(name, numpy)
+    if axis is not None and not isinstance(axis, int | np.integer):
+        raise TypeError(f"{name}(axis={axis!r}): one axis (an int) or None")
+    x = a.flatten() if axis is None else a
+    (k,) = shp.normalize_axes(0 if axis is None else axis, x.ndim, name)
+    if x.dtype.is_bool:
+        x = x.astype(dt.int32)
+    extreme = x.max(axis=k, keepdims=True) if name == "argmax" else x.min(axis=k, keepdims=True)
+    hit = x == extreme
+    if x.dtype.is_float:
+        hit = hit | (x != x)
+    n = x.shape[k]
+    positions = np.arange(n, dtype=np.int32).reshape([n if j == k else 1
+                                                       for j in range(x.ndim)])
+    first = elementwise("where", hit, asarray(positions), n).min(axis=k, keepdims=keep)
+    if axis is None and keep:
+        return Array((1,) * a.ndim, items=[first.items()[0]])
+    return first
+
+
+def stack_rows(rows: Sequence[Array]) -> Array:
+    sub = rows[0].shape
+    if any(r.shape != sub for r in rows):
+        raise build.ShapeError("rows must be arrays of equal shape")
+    shape = (len(rows), *sub)
+    if any(r.packed for r in rows):
+        return Array(shape, node=build.concat([r.node() for r in rows], shape))
+    return Array(shape, items=[v for r in rows for v in r.items()])
+
+
+def _reduce(a: Array, op: str, scalar_op: str) -> Value[Any]:
+    if a.packed:
+        return Value(build.apply(op, a.node()))
+    items = [v.node for v in a.items()]
+    return Value(reduce_in_lane_order(items, lambda x, y: build.apply(scalar_op, x, y)))
+
+
+def dot(a: Any, b: Any) -> Value[Any]:
+    """Σ a_i·b_i in the fixed lane order (same result packed or unpacked)."""
+    like = _traced_type((a, b))
+    x, y = asarray(a, like), asarray(b, like)
+    if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
+        raise build.ShapeError(f"dot needs two vectors of equal length, got {x.shape} and "
+                               f"{y.shape}")
+    if x.packed or y.packed:
+        return Value(build.apply("dot", x.node(), y.node()))
+    products = [build.apply("mul", p.node, q.node) for p, q in zip(x.items(), y.items(),
+                                                                 strict=True)]
+    return Value(reduce_in_lane_order(products, lambda s, t: build.apply("add", s, t)))
+
+
+def matmul(a: Any, b: Any) -> Any:
+    for operand in (a, b):
+        if not is_array(operand):
+            raise build.ShapeError(f"@ multiplies vectors and matrices; {operand!r} is a scalar: "
+                                   f"multiply by it with *")
+    like = _traced_type((a, b))
+    x, y = asarray(a, like), asarray(b, like)
+    if x.ndim == 1 and y.ndim == 1:
+        return dot(x, y)
+    if x.packed or y.packed:
+        op = {(2, 1): "matvec", (1, 2): "vecmat", (2, 2): "matmul"}[(x.ndim, y.ndim)]
+        return Array._from_node(build.apply(op, x.node(), y.node()))
+    inner = x.shape[-1]
+    if inner != y.shape[0]:
+        raise build.ShapeError(f"matmul: shapes {x.shape} and {y.shape} do not fit (inner "
+                               f"dimensions must agree)")
+    if x.ndim == 2 and y.ndim == 1:
+        return Array((x.shape[0],), items=[dot(x._row(r), y) for r in range(x.shape[0])])
+    cols = y.T
+    if x.ndim == 1:
+        return Array((y.shape[1],), items=[dot(x, cols._row(c)) for c in range(y.shape[1])])
+    return Array((x.shape[0], y.shape[1]), items=[dot(x._row(r), cols._row(c))
+                                                  for r in range(x.shape[0])
+                                                  for c in range(y.shape[1])])
+
+
+def _rectangular(values: Any, what: str, dtype: Any = object) -> Any:
+    """``values`` as a NumPy array, or the ShapeError that says why it is none (NumPy's own
+    speaks of "an inhomogeneous shape after 1 dimensions")."""
+    try:
+        return np.asarray(values, dtype=dtype)
+    except ValueError:
+        raise build.ShapeError(f"{what} needs a rectangular sequence: rows of one length, "
+                               f"numbers or scalar values (not arrays) as elements") from None
+
+
+def _build(values: Any, shape: tuple[int, ...], packed: bool | None, dtype: Any) -> Array:
+    """From numbers (constants), copapy values, or a NumPy array (constant)."""
+    flat: list[Any] = list(_rectangular(values, "an array").reshape(-1))
+    if any(isinstance(v, Array) for v in flat):
+        raise TypeError("nested arrays: pass numbers or scalar values")
+    for k, v in enumerate(flat):
+        if not isinstance(v, Value | bool | int | float | np.number | np.bool_):
+            raise TypeError(f"element {k} of the array is {type(v).__name__} {v!r}: the "
+                            f"elements of a copapy array are numbers or copapy values")
+    traced = any(isinstance(v, Value) for v in flat)
+    if not traced:
+        kind = dt.as_dtype(dtype) if dtype is not None else (
+            dt.float32 if any(isinstance(v, float | np.floating) for v in flat)
+            else dt.int32 if any(isinstance(v, int | np.integer) and not isinstance(v, bool)
+                                 for v in flat) else dt.bool_)
+        if _auto_packed(packed, len(flat)):
+            arr = np.asarray(flat)
+            raw = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
+            return Array(shape, node=const_array(raw.tobytes(), kind, shape))
+        return Array(shape, items=[Value(const(_as_scalar(v, kind), kind)) for v in flat])
+    items = [wrap(v) if isinstance(v, Value) else v for v in flat]
+    common = None
+    for v in items:
+        if isinstance(v, Value):
+            common = v.dtype if common is None else dt.promote(common, v.dtype)
+    assert common is not None
+    for v in items:  # numbers beside traced values are weak (as in an operation)
+        if not isinstance(v, Value):
+            common = dt.weak_type(v.item() if hasattr(v, "item") else v, common)
+    if dtype is not None:
+        common = dt.as_dtype(dtype)
+    values_: list[Value[Any]] = [Value(build.cast(v.node, common)) if isinstance(v, Value)
+                                 else Value(const(_as_scalar(v, common), common)) for v in items]
+    result = Array(shape, items=values_)
+    return result.to_packed() if _auto_packed(packed, len(flat)) else result
+
+
+def _as_scalar(v: Any, kind: dt.DType) -> bool | int | float:
+    """A number as a constant or initial value of ``kind`` (errors as ``cp.value``'s)."""
+    return _convert(v.item() if hasattr(v, "item") else v, kind)
+
+
+def vector(values: Any, packed: bool | None = None, dtype: Any = None) -> Array:
+    """A 1-D array from numbers, copapy values or a NumPy array (numbers become constants)."""
+    if isinstance(values, Iterator):
+        values = list(values)
+    try:
+        shape = np.shape(values)
+    except ValueError:  # ragged, or arrays among the elements: say which
+        shape = _rectangular(values, "cp.vector").shape
+    if len(shape) != 1:
+        raise build.ShapeError(f"cp.vector needs a 1-D sequence, got shape {shape}")
+    return _build(values, (int(shape[0]),), packed, dtype)
+
+
+def matrix(rows: Any, packed: bool | None = None, dtype: Any = None) -> Array:
+    """A 2-D array from nested sequences or a NumPy array (row-major)."""
+    if isinstance(rows, Array):
+        if rows.ndim != 2:
+            raise build.ShapeError(f"cp.matrix needs a 2-D array, got shape {rows.shape} (a row: "
+                                   f"v.reshape(1, -1), a column: v.reshape(-1, 1))")
+        out = rows if dtype is None else rows.astype(dtype)
+        return out if packed is None else out.to_packed() if packed else out.to_unpacked()
+    shape = _rectangular(rows, "cp.matrix").shape
+    if len(shape) != 2:
+        raise build.ShapeError(f"cp.matrix needs a 2-D sequence (list of rows), got shape {shape}")
+    return _build(rows, (int(shape[0]), int(shape[1])), packed, dtype)
+
+
+def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
+                name: str | None = None) -> Array:
+    """An input array (written by the host before runs) with the given initial values."""
+    arr = _rectangular(initial, "cp.value", None)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"an input array holds numbers; got elements of NumPy dtype {arr.dtype} "
+                        f"({arr.reshape(-1)[:3].tolist()!r}...)")
+    _checked_shape(arr.shape)
+    kind = dt.as_dtype(dtype) if dtype is not None else (
+        dt.float32 if arr.dtype.kind == "f" else dt.bool_ if arr.dtype.kind == "b" else dt.int32)
+    # the checks of one number, for every element; initial bools by truth value (cp.value)
+    stored = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
+    shape = tuple(int(d) for d in arr.shape)
+    if _auto_packed(packed, arr.size):
+        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name))
+    # one port per element, named as cp.save names an unpacked array's elements
+    items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
+             for k, v in enumerate(arr.reshape(-1))]
+    if name is not None:  # tg.save describes the array as of this shape, not 1-D
+        element_shapes.record(items[0].node, shape)
+    return Array(shape, items=items)
+
+
+def _floats(a: Array) -> Array:
+    """``a``, or for int32 and bool elements ``a`` as float32 (as ``/`` converts them)."""
+    if a.dtype.is_float:
+        return a
+    if a.packed:
+        return Array(a.shape, node=build.cast(a.node(), dt.float32))
+    return Array(a.shape, items=[Value(build.cast(v.node, dt.float32)) for v in a.items()])
+
+
+def norm(x: Any) -> Value[float]:
+    """Euclidean length sqrt(Σ x_i²) (fixed summation order); int32 and bool elements as
+    float32 (their squares would wrap in int32)."""
+    a = _floats(asarray(x))
+    result: Value[float] = _op("sqrt", dot(a.flatten(), a.flatten()))
+    return result
+
+
+def cross(a: Any, b: Any) -> Array:
+    """Cross product of two 3-vectors."""
+    like = _traced_type((a, b))
+    x, y = asarray(a, like).to_unpacked(), asarray(b, like).to_unpacked()
+    if x.shape != (3,) or y.shape != (3,):
+        raise build.ShapeError(f"cross needs two 3-vectors, got {x.shape} and {y.shape}")
+    x0, x1, x2 = x.items()
+    y0, y1, y2 = y.items()
+    return Array((3,), items=[x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0])
+
+
+install_array_support(elementwise, array_input, matmul)

@@ -1,0 +1,1 @@
+"""Benchmarks shipped with copapy (``copapy bench ...``)."""

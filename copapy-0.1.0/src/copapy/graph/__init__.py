@@ -1,0 +1,1 @@
+"""Graph IR: typed hash-consed nodes, the operation registry and graph passes."""

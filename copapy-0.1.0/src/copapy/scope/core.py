@@ -1,0 +1,137 @@
+"""A scope's running core: a thread moves every batch of its source to the recording (all
+ticks) and to the display (decimated); the page reads the display and the state, and sends
+control writes, start/stop and recording requests here. No Bokeh in this module."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .display import Display
+from .record import Recorder
+from .sources import Batch, Source, Status
+
+
+@dataclass(frozen=True)
+class Control:
+    """An input the page writes: a slider over ``[lo, hi]`` when the range is known, a
+    checkbox for a bool, else a typed number field."""
+
+    key: Any
+    label: str
+    initial: float | int | bool
+    lo: float | None = None
+    hi: float | None = None
+
+    @property
+    def kind(self) -> str:
+        if isinstance(self.initial, bool):
+            return "toggle"
+        return "slider" if self.lo is not None and self.hi is not None else "field"
+
+    @property
+    def integer(self) -> bool:
+        return isinstance(self.initial, int) and not isinstance(self.initial, bool)
+
+
+class Core:
+    """Pumps ``source`` in a thread until ``close``."""
+
+    def __init__(self, source: Source, controls: list[Control], record: str | Path | None = None
+                 ) -> None:
+        self.source = source
+        self.controls = controls
+        self.display = Display(source.labels, source.tick_s)
+        self.recorder: Recorder | None = None
+        self.recorded = 0  # rows of finished recordings and the current one
+        self.received = 0  # ticks taken from the source
+        self.last_recording: Path | None = None
+        self.error = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        #: ticks the program had run before the scope (not streamed or traced)
+        self.base = source.ticks_run()
+        if record is not None:
+            self.start_recording(record)
+        self._thread = threading.Thread(target=self._pump, name="copapy-scope", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._move(self.source.poll())
+            except Exception as exc:  # the banner shows it; the thread must not die silently
+                self.error = f"{type(exc).__name__}: {exc}"
+                time.sleep(0.1)
+
+    def _move(self, batch: Batch | None) -> None:
+        if batch is None or not len(batch):
+            return
+        with self._lock:
+            if self.recorder is not None:
+                self.recorder.add(batch)
+                self.recorded += len(batch)
+            self.received += len(batch)
+        self.display.add(batch)
+
+    def status(self) -> Status:
+        """The source's state; while running or stopped, the scope's error and the ticks
+        lost from the stream (loudly: the recording has gaps, marked in its rows)."""
+        status = self.source.status()
+        if status.state not in ("running", "stopped"):
+            return status
+        lost = self.source.gaps()
+        detail = [self.error] if self.error else []
+        if lost:
+            detail.append(f"{lost} ticks lost from the stream (the recording marks them in "
+                          f"lost_before)")
+        return Status(status.state, "; ".join(detail)) if detail else status
+
+    def write(self, key: Any, value: float | int | bool) -> None:
+        self.source.write(key, value)
+
+    def start(self) -> None:
+        self.source.start()
+
+    def stop(self) -> None:
+        self.source.stop()
+
+    @property
+    def recording(self) -> Path | None:
+        return self.recorder.path if self.recorder is not None else None
+
+    def start_recording(self, path: str | Path) -> Path:
+        recorder = Recorder(path, self.display.labels, self.source.tick_s)
+        with self._lock:
+            old, self.recorder = self.recorder, recorder
+            self.recorded = 0
+        if old is not None:
+            old.close()
+        return recorder.path
+
+    def stop_recording(self) -> Path | None:
+        with self._lock:
+            old, self.recorder = self.recorder, None
+        if old is not None:
+            old.close()
+            self.last_recording = old.path
+        return self.last_recording
+
+    def drain(self, timeout: float = 5.0) -> int:
+        """Wait until the source has delivered every tick run since the scope opened (all of
+        them, once the program is stopped), up to ``timeout`` s; those ticks."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.source.ticks_run() - self.base
+            if self.received >= run or time.monotonic() > deadline:
+                return run
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.stop_recording()
+        self.source.close()

@@ -1,0 +1,88 @@
+"""Sort, argsort, convolve, conv2d, pooling and axis reductions give the same bits on every
+architecture: one program of all of them, compiled for native x86_64 (the baseline) and for
+each configuration of tests/support/archs.py (unicorn and qemu emulators), the same input
+bytes written, every output compared raw (any NaN equals any NaN)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+
+import copapy as cp
+from copapy.compiler import CompiledProgram, compile_program
+from copapy.graph.node import Node
+
+from .support.archs import CONFIG_IDS, CONFIGS, NATIVE, Batch, Config, execute, same_raw
+
+
+@functools.cache
+def program() -> tuple[list[Node], list[Node], list[list[bytes]]]:
+    """Output nodes, input nodes, and three input sets (raw bytes per input)."""
+    rng = np.random.default_rng(7)
+    x = cp.value(np.zeros(13, np.float32), packed=True)
+    img = cp.value(np.zeros((6, 7), np.float32), packed=True)
+    kernel = cp.value(np.zeros(4, np.float32), packed=True)
+    outs: list[Any] = [
+        cp.sort(x), cp.argsort(x),
+        cp.convolve(x, kernel, "full"), cp.convolve(x, kernel, "same"),
+        cp.conv2d(img, np.array([[0.5, -1.25], [2.0, 0.75]], np.float32), "same"),
+        cp.max_pool2d(img, 2), cp.avg_pool2d(img, 3, 2),
+        img.sum(axis=0), img.mean(axis=1, keepdims=True), img.argmax(axis=1),
+        cp.grad((cp.sort(x) * np.arange(13, dtype=np.float32)).sum(), x),
+        cp.grad(cp.max_pool2d(img, 2).sum() + cp.conv2d(img, np.ones((2, 2)), "valid").sum(),
+                img),
+    ]
+    outputs = [n for o in outs for n in o.to_packed().nodes()]
+    inputs = [x.node(), img.node(), kernel.node()]
+    sets = []
+    for run in range(3):
+        values = [rng.standard_normal(13), rng.standard_normal((6, 7)),
+                  rng.standard_normal(4)]
+        if run == 2:  # ties, signed zeros and a NaN
+            values[0][:4] = [1.0, 1.0, -0.0, 0.0]
+            values[0][7] = np.nan
+            values[1][2, 2:5] = 3.0
+        sets.append([v.astype(np.float32).tobytes() for v in values])
+    return outputs, inputs, sets
+
+
+def batch(compiled: CompiledProgram) -> Batch:
+    outputs, inputs, sets = program()
+    ports = compiled.ports
+    return Batch(compiled.image,
+                 [[(ports[n].offset, raw) for n, raw in zip(inputs, values, strict=True)]
+                  for values in sets],
+                 [(ports[o].offset, o.nbytes) for o in outputs])
+
+
+@functools.cache
+def baseline() -> list[list[bytes]]:
+    outputs, _, _ = program()
+    b = batch(compile_program(outputs, NATIVE.arch))
+    execute(NATIVE, [b])
+    return b.results
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
+def test_same_bits_on_every_architecture(config: Config) -> None:
+    outputs, _, _ = program()
+    b = batch(compile_program(outputs, config.arch))
+    execute(config, [b])
+    want = baseline()
+    for run, (got_run, want_run) in enumerate(zip(b.results, want, strict=True)):
+        for k, (got, expected) in enumerate(zip(got_run, want_run, strict=True)):
+            assert same_raw(got, expected, outputs[k].dtype), (
+                f"{config.id}: output {k} ({outputs[k].op}) differs in input set {run}")
+
+
+def test_baseline_computes_the_written_inputs() -> None:
+    """The native baseline read the written inputs: its sort and argsort are NumPy's."""
+    _, _, sets = program()
+    for values, results in zip(sets, baseline(), strict=True):
+        x = np.frombuffer(values[0], np.float32)
+        np.testing.assert_array_equal(np.frombuffer(results[0], np.float32), np.sort(x))
+        np.testing.assert_array_equal(np.frombuffer(results[1], np.int32),
+                                      np.argsort(x, kind="stable"))

@@ -1,0 +1,236 @@
+"""Verified loading (issue 29 item 1; docs/image.md, format 2): the runner builds the code from
+its own stencil table by the image's manifest, and refuses every image that is not a
+composition of its stencils with every slot in range, naming the block and the rule.
+
+The C runner (the Python module's core, the host runner) is checked against the one Python
+relink (compiler/manifest.py materialise) byte for byte, every program of a representative
+set must pass (no false refusal), and a corpus of hand-made bad manifests and images must be
+refused with the named rule, in-process and over the wire."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import copapy as cp
+from copapy import _runner
+from copapy import image as im
+from copapy.compiler.manifest import ManifestError, decode, encode, materialise
+from copapy.compiler.program import compile_program
+from copapy.compiler.runner_table import (
+    ACCESS_ARRAY,
+    ACCESS_LENGTH,
+    ACCESS_LOOP_POINTER,
+    ACCESS_SCALAR,
+    FN_BLOCK,
+    FN_LOOP_BODY,
+    VERIFIED_ARCHS,
+    function_flags,
+    role_descriptor,
+    runner_table,
+    slot_roles,
+)
+from copapy.compiler.table import load_table
+
+from .support.image_corpus import RULES, base_program, corpus, nodes, programs, v1_of
+from .support.runners import runner_process
+
+ROOT = Path(__file__).resolve().parents[1]
+ARCH = "x86_64"
+pytestmark = pytest.mark.skipif(_runner.ARCH != 1, reason="the verifying runner here is x86_64")
+
+
+def outputs(prog: Any, compiled: Any) -> list[bytes]:
+    got = []
+    for port in compiled.ports.values():
+        raw = b"".join(struct.pack("<d", float(prog.read(port.offset + i * port.dtype.size,
+                                                          port.dtype.code)))
+                       for i in range(port.count))
+        got.append(raw)
+    return got
+
+
+CASES = list(programs())
+
+
+@pytest.mark.parametrize("name", [n for n, _ in CASES])
+def test_every_program_passes_and_the_runner_builds_the_relinked_code(name: str) -> None:
+    outs = dict(CASES)[name]
+    compiled = compile_program(nodes(outs), ARCH)
+    img = im.parse(compiled.image)
+    assert img.format_version == 2 and img.table_pin == runner_table(ARCH).pin
+    prog = _runner.load(compiled.image)  # not own code: the verifying path
+    code, _ = materialise(load_table(ARCH), decode(img.blocks), img.data_offset)
+    assert bytes(prog.code) == code
+    prog.run(0)
+    # the same program by the trusted path (format 1, the code the compiler linked)
+    trusted = compile_program(nodes(outs), ARCH, in_place=True)
+    assert im.parse(trusted.image).format_version == 1
+    ref = _runner.load(trusted.image, own_code=True)
+    ref.run(0)
+    assert outputs(prog, compiled) == outputs(ref, trusted)
+
+
+def test_periodic_tasks_with_let_and_state_pass_on_a_local_target() -> None:
+    x = cp.value(2.0, name="x")
+    y = x * 3.0 + 1.0
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg = cp.LocalTarget(tick=1e-3, arch=ARCH)  # (the default: the widest variant here)
+    tg.deploy(cp.Task(y, period=2e-3, name="fast"), cp.Task(counter, period=5e-3, name="slow"))
+    assert im.parse(tg.image).format_version == 2
+    prog = _runner.load(tg.image)  # the verifying path accepts it too
+    prog.run(0)
+    prog.run(1)
+    tg.step(0.01)
+    assert tg.read(y) == 7.0
+
+
+def test_the_committed_table_is_current_and_pinned() -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_runner_tables.py"),
+                          "--check"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert {p.stem for p in (ROOT / "runner" / "tables").glob("*.c")} == set(VERIFIED_ARCHS)
+    text = (ROOT / "runner" / "tables" / f"{ARCH}.c").read_text()
+    blob = runner_table(ARCH).blob
+    pin = _runner.sha256(blob)  # the runner's own SHA-256 (runner/src/sha256.c)
+    assert pin == hashlib.sha256(blob).digest() == runner_table(ARCH).pin
+    assert pin.hex() in text
+
+
+def test_role_widths_cover_what_the_stencils_touch() -> None:
+    """The descriptors read from the names: lengths are i32, arrays and scalars are at least
+    as wide as their element type, loop bodies use loop pointers, and only chain stencils are
+    blocks."""
+    table = load_table(ARCH)
+    for name in table.names():
+        roles = slot_roles(table, name)
+        flags = function_flags(table, name)
+        assert bool(flags & FN_BLOCK) == ("__" in name), name
+        for role in roles:
+            d = role_descriptor(name, role, roles)
+            if role in ("n", "k", "j"):
+                assert d.access == ACCESS_LENGTH, name
+            elif "_f64__" in name and role != "out" and not (name.startswith("where")
+                                                             and role == "c"):
+                assert d.elem == 8, name  # a float64 operand
+            elif "tof64" in name and role == "out":
+                assert d.elem == 8, name
+            if d.access == ACCESS_LOOP_POINTER:
+                assert flags & FN_LOOP_BODY, name
+            if d.access == ACCESS_ARRAY:
+                assert "n" in roles or "k" in roles, name
+            if role == "out":
+                assert d.flags & 1, name
+    widths = {("tof64_f32__0_m", "a"): 4, ("tof32_f64__m_m", "out"): 4,
+              ("tof64_i32__v_v", "out"): 8, ("lt_f64__v_v_v", "out"): 4,
+              ("lt_f64__v_v_v", "a"): 8, ("where_f64__v_v_m_m", "c"): 4,
+              ("where_f64__v_v_m_m", "b"): 8, ("store_f64__m_0", "out"): 8}
+    for (name, role), size in widths.items():
+        assert role_descriptor(name, role, ("a", "b", "out", "n")).elem == size, (name, role)
+    # where(c, a, b): the forms after the destination are c, a, b (a wrong order once left an
+    # array unchecked: c, the condition, read as a scalar)
+    abc = ("a", "b", "c", "n", "out")
+    assert [role_descriptor("where_f32__v_v_v_m", r, abc).access for r in ("c", "a", "b")] == \
+        [ACCESS_ARRAY, ACCESS_ARRAY, ACCESS_SCALAR]
+    assert role_descriptor("dotadd_f32__0_v_m_v", "c", ("a", "b", "c", "n")).access == \
+        ACCESS_SCALAR
+    assert role_descriptor("dotadd_f32__0_v_m_v", "b", ("a", "b", "c", "n")).access == \
+        ACCESS_ARRAY
+
+
+# ---- the corpus of bad images (tests/support/image_corpus.py) ---------------------------
+
+CORPUS = corpus(ARCH)
+
+
+def test_the_corpus_is_large_and_the_base_program_loads() -> None:
+    assert len(CORPUS) >= 40
+    assert {rule for _, rule, _ in CORPUS} >= set(RULES)
+    compiled, img, _ = base_program(ARCH)
+    assert img.frozen, "the base program has frozen slots"
+    _runner.load(compiled.image).run(0)
+
+
+@pytest.mark.parametrize("what,rule,blob", CORPUS, ids=[w for w, _, _ in CORPUS])
+def test_a_bad_image_is_refused_with_its_rule(what: str, rule: str, blob: bytes) -> None:
+    with pytest.raises(_runner.ImageError) as info:
+        _runner.load(blob)
+    assert info.value.name == rule, (what, str(info.value))
+    if rule in ("STENCIL", "SLOTS", "DATA_RANGE"):
+        assert re.search(r"chain \d+, block \d+", str(info.value)), str(info.value)
+
+
+def test_the_host_runner_refuses_the_corpus_and_still_runs_honest_programs() -> None:
+    """copapy-runner without --allow-code (as deployed): every bad image is IMAGE_INVALID
+    with the rule as status, nothing is loaded, and an honest program then runs."""
+    codes = {e.name: int(e) for e in cp._contract.LoadError}
+    with runner_process("--pty", "--no-rt", allow_code=False) as (pty, proc), \
+            cp.SerialTarget(pty) as tg:
+        for what, rule, blob in CORPUS:
+            with pytest.raises(cp.serial_target.p.ProtocolError) as info:
+                tg._upload(blob, struct.unpack("<I", blob[-4:])[0])
+            assert info.value.name == "IMAGE_INVALID", what
+            assert info.value.status == codes[rule], (what, str(info.value))
+        assert tg.info().state == "empty"
+        x = cp.value(3.0, name="x")
+        y = x * x + 1.0
+        counter = cp.feedback(lambda n: n + 1, init=0)
+        tg.deploy(cp.Task(y, counter, period=1e-3), start=True)
+        deadline = time.monotonic() + 10
+        while tg.read(counter) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert tg.read(counter) >= 3 and tg.read(y) == 10.0
+        assert proc.poll() is None
+
+
+def test_cp_load_refuses_a_format_1_file_naming_the_fix(tmp_path: Path) -> None:
+    _, img, _ = base_program(ARCH)
+    path = tmp_path / "old.cpimg"
+    path.write_bytes(v1_of(img, ARCH))
+    with pytest.raises(cp.ProgramFileError, match=r"format 1 carries machine code.*save the "
+                                                   r"program again"):
+        cp.load(path)
+
+
+def test_the_runner_names_the_fix_for_a_format_1_image_in_full() -> None:
+    """The runner's own refusal fits its 160-byte message (it was cut off mid-word, naming a
+    `copapy upgrade` command that does not exist)."""
+    _, img, _ = base_program(ARCH)
+    with pytest.raises(_runner.ImageError) as info:
+        _runner.load(v1_of(img, ARCH))
+    assert str(info.value).endswith("compile or save the program again"), str(info.value)
+
+
+# ---- the manifest parsers never crash ---------------------------------------------------
+
+@given(st.binary(max_size=64))
+def test_the_python_manifest_reader_refuses_or_reads(data: bytes) -> None:
+    try:
+        chains = decode(data)
+    except ManifestError:
+        return
+    assert encode(chains) == data or decode(encode(chains)) == chains
+
+
+@given(st.binary(max_size=48), st.booleans())
+def test_the_runner_refuses_or_loads_any_manifest(data: bytes, valid_prefix: bool) -> None:
+    _, img, chains = BASE
+    img.blocks = (encode(chains)[:4] + data) if valid_prefix else data
+    try:
+        _runner.load(img.to_bytes())
+    except _runner.ImageError as exc:
+        assert exc.name in ("STENCIL", "SLOTS", "DATA_RANGE", "STRUCTURE", "FROZEN", "TABLE",
+                            "PATCH", "TOO_LARGE"), exc.name
+
+
+BASE = base_program(ARCH)
