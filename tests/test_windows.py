@@ -7,6 +7,7 @@ tests/test_runner_suite.py (windows-wine)."""
 from __future__ import annotations
 
 import struct
+import subprocess
 import time
 from pathlib import Path
 
@@ -73,6 +74,38 @@ def test_the_runner_serves_a_com_port() -> None:
         healthy_program_runs(tg)
 
 
+def test_the_runner_serves_its_standard_input_and_output() -> None:
+    """--stdio: the protocol over the pipes of the process that started the runner; a program
+    runs, an injected fault is contained and reported, a new program runs after; closing the
+    runner's input ends it cleanly (status 0)."""
+    with wine.stdio_runner() as (url, proc), SerialTarget(url, timeout=5.0) as tg:
+        assert tg.info().name == "copapy host runner (windows)"
+        counter = cp.feedback(lambda n: n + 1, init=0)
+        tg.deploy(cp.Task(counter, period=1e-3), start=True)
+        time.sleep(0.3)
+        assert tg.read(counter) > 0
+        assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
+        healthy_program_runs(tg)
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_stdio_from_a_terminal_or_file_is_refused(tmp_path: Path) -> None:
+    """--stdio needs pipes: with standard input a file, one line naming --tcp and --com."""
+    wine.wine()
+    wine.build("runner")
+    (tmp_path / "in").write_bytes(b"")
+    with open(tmp_path / "in", "rb") as stdin:
+        proc = subprocess.run([*wine.wine(), str(wine.BUILD / "copapy-runner.exe"), "--stdio",
+                               "--no-rt"], stdin=stdin, capture_output=True, text=True,
+                              timeout=120, env=wine.wine_env())
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stderr)
+    assert proc.stderr.strip().splitlines() == [
+        "copapy-runner: error: --stdio needs standard input and output to be pipes (a program "
+        "that starts the runner); for a terminal use --tcp PORT --key-file F or --com COMn"]
+
+
 @pytest.fixture(scope="module")
 def built_runner() -> None:
     wine.wine()
@@ -108,16 +141,16 @@ def test_a_missing_or_short_key_file_is_refused(built_runner: None, tmp_path: Pa
     assert "No such file" in refused("--tcp", "0", "--key-file", str(tmp_path / "none"))
 
 
-@pytest.mark.parametrize("transport", [["--unix", "cp.sock"], ["--pty"], ["--stdio"],
+@pytest.mark.parametrize("transport", [["--unix", "cp.sock"], ["--pty"],
                                        ["--user", "nobody"]])
 def test_the_linux_transports_are_refused_naming_the_windows_ones(built_runner: None,
                                                                   transport: list[str]) -> None:
-    """--unix, --pty, --stdio and --user are the Linux runner's: one line naming --tcp and
-    --com, status 2 (not "unknown argument")."""
+    """--unix, --pty and --user are the Linux runner's: one line naming --tcp, --com and
+    --stdio, status 2 (not "unknown argument")."""
     err = refused(*transport)
     assert err.strip().splitlines() == [
         f"copapy-runner: error: {transport[0]} is not available on Windows: give --tcp PORT "
-        "--key-file F (127.0.0.1, with a key) or --com COMn"], err
+        "--key-file F (127.0.0.1, with a key), --com COMn or --stdio"], err
 
 
 def owner_key(tmp_path: Path) -> Path:

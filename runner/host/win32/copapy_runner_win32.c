@@ -7,7 +7,8 @@
  *
  *   copapy-runner --tcp PORT --key-file F [options]   (127.0.0.1 only; PORT 0: a free port)
  *   copapy-runner --com COM3 [--key-file F] [options] (115200 8N1, raw)
- * (--unix, --pty, --stdio, --user are the Linux runner's: refused, naming these two)
+ *   copapy-runner --stdio [--key-file F] [options]    (stdin/stdout pipes of a parent)
+ * (--unix, --pty, --user are the Linux runner's: refused, naming these three)
  * options: --name NAME --max-image BYTES --max-memory BYTES --budget-factor N
  *          --link-timeout SECONDS --session-lease SECONDS --auth-grace SECONDS --no-rt
  *          --allow-code --image FILE [--start] (a saved program loaded at start, ../preload.h)
@@ -57,7 +58,7 @@ enum {
 #define DEFAULT_MAX_MEMORY (64ull * 1024 * 1024)
 #define DEFAULT_AUTH_GRACE_NS 2000000000ull
 
-typedef enum { T_NONE, T_TCP, T_COM } transport;
+typedef enum { T_NONE, T_TCP, T_COM, T_STDIO } transport;
 
 typedef struct host {
     cp_server srv;
@@ -71,7 +72,8 @@ typedef struct host {
     int quit; /* under lock */
     transport mode;
     SOCKET client, guest, listener;
-    HANDLE com;
+    HANDLE com;      /* --com: the port; --stdio: standard output (written like a port) */
+    HANDLE stdin_h;  /* --stdio: standard input, a pipe */
     uint64_t auth_grace_ns;
     uint64_t client_deadline_ns, guest_deadline_ns;
     int text_seen, refused, took_over; /* set by notify in the protocol context */
@@ -205,7 +207,7 @@ static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t 
     if (n == 0) {
         return;
     }
-    if (h->mode == T_COM) {
+    if (h->mode == T_COM || h->mode == T_STDIO) {
         DWORD done = 0;
         while (n > 0 && WriteFile(h->com, bytes, (DWORD)n, &done, NULL) && done > 0) {
             bytes += done;
@@ -550,6 +552,43 @@ static void tcp_loop(host *h)
     }
 }
 
+/* --stdio: standard input is a pipe (a console or file is refused); a read waits only for
+ * what PeekNamedPipe says has arrived, so the loop also serves the tick thread's wakes. The
+ * other end closing the pipe ends the runner (as on Linux: end of input). */
+static void open_stdio(host *h)
+{
+    h->stdin_h = GetStdHandle(STD_INPUT_HANDLE);
+    h->com = GetStdHandle(STD_OUTPUT_HANDLE);
+    DWORD avail = 0;
+    if (h->stdin_h == INVALID_HANDLE_VALUE || h->stdin_h == NULL || h->com == NULL ||
+        h->com == INVALID_HANDLE_VALUE || !PeekNamedPipe(h->stdin_h, NULL, 0, NULL, &avail, NULL)) {
+        die("--stdio needs standard input and output to be pipes (a program that starts the "
+            "runner); for a terminal use --tcp PORT --key-file F or --com COMn");
+    }
+}
+
+static void stdio_loop(host *h)
+{
+    uint8_t buf[4096];
+    while (!stop_requested) {
+        DWORD avail = 0, got = 0;
+        if (!PeekNamedPipe(h->stdin_h, NULL, 0, NULL, &avail, NULL)) {
+            break; /* the writer closed its end */
+        }
+        if (avail > 0) {
+            DWORD want = avail < sizeof(buf) ? avail : (DWORD)sizeof(buf);
+            if (!ReadFile(h->stdin_h, buf, want, &got, NULL)) {
+                break;
+            }
+            cp_server_feed(&h->srv, buf, got);
+        }
+        WSAPOLLFD p = {h->wake_rx, POLLRDNORM, 0};
+        if (WSAPoll(&p, 1, avail > 0 ? 0 : 1) > 0) {
+            serve_wake(h);
+        }
+    }
+}
+
 static void com_loop(host *h)
 {
     uint8_t buf[4096];
@@ -571,7 +610,8 @@ static void com_loop(host *h)
 /* ---- main */
 
 static const char USAGE[] =
-    "usage: copapy-runner (--tcp PORT --key-file F | --com COMn [--key-file F]) [--name NAME]\n"
+    "usage: copapy-runner (--tcp PORT --key-file F | --com COMn | --stdio) [--key-file F]\n"
+    "         [--name NAME]\n"
     "         [--max-image BYTES] [--max-memory BYTES] [--budget-factor N]\n"
     "         [--link-timeout SECONDS] [--session-lease SECONDS] [--auth-grace SECONDS]\n"
     "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n"
@@ -684,7 +724,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--tcp") == 0 || strcmp(a, "--com") == 0) {
             if (h->mode != T_NONE) {
-                die("give one transport: --tcp PORT or --com COMn");
+                die("give one transport: --tcp PORT, --com COMn or --stdio");
             }
             const char *v = need_arg(&i, argc, argv);
             if (a[2] == 't') {
@@ -721,11 +761,16 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--help") == 0) {
             fputs(USAGE, stdout);
             return 0;
+        } else if (strcmp(a, "--stdio") == 0) {
+            if (h->mode != T_NONE) {
+                die("give one transport: --tcp PORT, --com COMn or --stdio");
+            }
+            h->mode = T_STDIO;
         } else if (strcmp(a, "--unix") == 0 || strcmp(a, "--pty") == 0 ||
-                   strcmp(a, "--stdio") == 0 || strcmp(a, "--user") == 0) {
+                   strcmp(a, "--user") == 0) {
             /* the Linux runner's transports and privilege drop that this one does not have */
             die("%s is not available on Windows: give --tcp PORT --key-file F (127.0.0.1, "
-                "with a key) or --com COMn",
+                "with a key), --com COMn or --stdio",
                 a);
         } else {
             fprintf(stderr, "copapy-runner: error: unknown argument '%s'\n%s", a, USAGE);
@@ -745,6 +790,9 @@ int main(int argc, char **argv)
     }
     uint32_t key_len = 0;
     const uint8_t *key = key_file != NULL ? read_key(key_file, &key_len) : NULL;
+    if (h->mode == T_STDIO) {
+        open_stdio(h);
+    }
 
     WSADATA wsa;
     if (WSAStartup(MAKEWORD(2, 2), &wsa) != 0) {
@@ -833,9 +881,11 @@ int main(int argc, char **argv)
     if (h->mode == T_TCP) {
         open_tcp(h, tcp_port);
         tcp_loop(h);
-    } else {
+    } else if (h->mode == T_COM) {
         open_com(h, com);
         com_loop(h);
+    } else {
+        stdio_loop(h);
     }
 
     AcquireSRWLockExclusive(&h->lock);

@@ -1,1 +1,0 @@
-"""Architecture knowledge: relocation tables and the generic patch they translate into."""

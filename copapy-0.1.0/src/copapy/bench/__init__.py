@@ -1,1 +1,0 @@
-"""Benchmarks shipped with copapy (``copapy bench ...``)."""

@@ -1,1 +1,0 @@
-"""Graph IR: typed hash-consed nodes, the operation registry and graph passes."""
