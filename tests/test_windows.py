@@ -15,6 +15,7 @@ import pytest
 
 import copapy as cp
 from copapy.saved import Program
+from copapy.serial import protocol
 from copapy.serial_target import SerialTarget, SerialTargetError
 
 from .support import wine
@@ -91,19 +92,21 @@ def test_the_runner_serves_its_standard_input_and_output() -> None:
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
 
 
-def test_stdio_from_a_terminal_or_file_is_refused(tmp_path: Path) -> None:
-    """--stdio needs pipes: with standard input a file, one line naming --tcp and --com."""
+def test_stdio_ends_at_the_end_of_a_file_as_input(tmp_path: Path) -> None:
+    """--stdio with a file as standard input: the HELLO request in it is answered on standard
+    output (the runner's name), the end of the file ends the runner with status 0."""
     wine.wine()
     wine.build("runner")
-    (tmp_path / "in").write_bytes(b"")
+    hello = protocol.encode_frame(1, protocol.HELLO, struct.pack("<H", protocol.VERSION))
+    (tmp_path / "in").write_bytes(hello)
     with open(tmp_path / "in", "rb") as stdin:
         proc = subprocess.run([*wine.wine(), str(wine.BUILD / "copapy-runner.exe"), "--stdio",
-                               "--no-rt"], stdin=stdin, capture_output=True, text=True,
-                              timeout=120, env=wine.wine_env())
-    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stderr)
-    assert proc.stderr.strip().splitlines() == [
-        "copapy-runner: error: --stdio needs standard input and output to be pipes (a program "
-        "that starts the runner); for a terminal use --tcp PORT --key-file F or --com COMn"]
+                               "--no-rt"], stdin=stdin, capture_output=True, timeout=120,
+                              env=wine.wine_env())
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    frames = [protocol.decode_frame(f) for f in proc.stdout.split(b"\0") if f]
+    assert frames and frames[0] is not None and frames[0].seq == 1, proc.stdout[:200]
+    assert b"copapy host runner (windows)" in frames[0].payload
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@
  *
  *   copapy-runner --tcp PORT --key-file F [options]   (127.0.0.1 only; PORT 0: a free port)
  *   copapy-runner --com COM3 [--key-file F] [options] (115200 8N1, raw)
- *   copapy-runner --stdio [--key-file F] [options]    (stdin/stdout pipes of a parent)
+ *   copapy-runner --stdio [--key-file F] [options]    (standard input and output)
  * (--unix, --pty, --user are the Linux runner's: refused, naming these three)
  * options: --name NAME --max-image BYTES --max-memory BYTES --budget-factor N
  *          --link-timeout SECONDS --session-lease SECONDS --auth-grace SECONDS --no-rt
@@ -73,7 +73,8 @@ typedef struct host {
     transport mode;
     SOCKET client, guest, listener;
     HANDLE com;      /* --com: the port; --stdio: standard output (written like a port) */
-    HANDLE stdin_h;  /* --stdio: standard input, a pipe */
+    HANDLE stdin_h;  /* --stdio: standard input */
+    SOCKET stdin_tx, stdin_rx; /* --stdio: its bytes, copied by a thread (open_stdio) */
     uint64_t auth_grace_ns;
     uint64_t client_deadline_ns, guest_deadline_ns;
     int text_seen, refused, took_over; /* set by notify in the protocol context */
@@ -552,18 +553,61 @@ static void tcp_loop(host *h)
     }
 }
 
-/* --stdio: standard input is a pipe (a console or file is refused); a read waits only for
- * what PeekNamedPipe says has arrived, so the loop also serves the tick thread's wakes. The
- * other end closing the pipe ends the runner (as on Linux: end of input). */
+/* --stdio: a thread copies standard input (pipe, file or console; ReadFile blocks) into a
+ * loopback TCP connection that the main loop polls beside the wake socket; the end of input
+ * closes it, which ends the runner (as on Linux). Standard output is written like a COM port.
+ * (PeekNamedPipe would need no thread, but wine does not support it on the pipes a Linux
+ * parent passes: tests/test_windows.py could not test it.) */
+static DWORD WINAPI stdin_main(LPVOID arg)
+{
+    host *h = arg;
+    uint8_t buf[4096];
+    DWORD got = 0;
+    while (ReadFile(h->stdin_h, buf, sizeof(buf), &got, NULL) && got > 0) {
+        if (send_all(h->stdin_tx, buf, got) != 0) {
+            break;
+        }
+    }
+    shutdown(h->stdin_tx, SD_SEND);
+    return 0;
+}
+
+static int same_address(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+    return a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
 static void open_stdio(host *h)
 {
     h->stdin_h = GetStdHandle(STD_INPUT_HANDLE);
     h->com = GetStdHandle(STD_OUTPUT_HANDLE);
-    DWORD avail = 0;
-    if (h->stdin_h == INVALID_HANDLE_VALUE || h->stdin_h == NULL || h->com == NULL ||
-        h->com == INVALID_HANDLE_VALUE || !PeekNamedPipe(h->stdin_h, NULL, 0, NULL, &avail, NULL)) {
-        die("--stdio needs standard input and output to be pipes (a program that starts the "
-            "runner); for a terminal use --tcp PORT --key-file F or --com COMn");
+    if (h->stdin_h == NULL || h->stdin_h == INVALID_HANDLE_VALUE || h->com == NULL ||
+        h->com == INVALID_HANDLE_VALUE) {
+        die("--stdio: this process has no standard input or output");
+    }
+    SOCKET listener = loopback(SOCK_STREAM, 0);
+    struct sockaddr_in to, from, peer;
+    int len = sizeof(to);
+    memset(&to, 0, sizeof(to));
+    h->stdin_tx = socket(AF_INET, SOCK_STREAM, 0);
+    if (listen(listener, 1) != 0 || getsockname(listener, (struct sockaddr *)&to, &len) != 0 ||
+        h->stdin_tx == INVALID_SOCKET ||
+        connect(h->stdin_tx, (struct sockaddr *)&to, sizeof(to)) != 0) {
+        die("--stdio: cannot set up the input connection: error %d", WSAGetLastError());
+    }
+    len = sizeof(from);
+    getsockname(h->stdin_tx, (struct sockaddr *)&from, &len);
+    h->stdin_rx = accept(listener, NULL, NULL);
+    len = sizeof(peer);
+    /* only our own connection: another local process may not have raced in first */
+    if (h->stdin_rx == INVALID_SOCKET ||
+        getpeername(h->stdin_rx, (struct sockaddr *)&peer, &len) != 0 ||
+        !same_address(&peer, &from)) {
+        die("--stdio: the input connection was not the runner's own");
+    }
+    closesocket(listener);
+    if (CreateThread(NULL, 1u << 16, stdin_main, h, 0, NULL) == NULL) {
+        die("--stdio: cannot start the input thread (error %lu)", GetLastError());
     }
 }
 
@@ -571,19 +615,18 @@ static void stdio_loop(host *h)
 {
     uint8_t buf[4096];
     while (!stop_requested) {
-        DWORD avail = 0, got = 0;
-        if (!PeekNamedPipe(h->stdin_h, NULL, 0, NULL, &avail, NULL)) {
-            break; /* the writer closed its end */
+        WSAPOLLFD p[2] = {{h->stdin_rx, POLLRDNORM, 0}, {h->wake_rx, POLLRDNORM, 0}};
+        if (WSAPoll(p, 2, 100) == SOCKET_ERROR) {
+            die("WSAPoll failed: error %d", WSAGetLastError());
         }
-        if (avail > 0) {
-            DWORD want = avail < sizeof(buf) ? avail : (DWORD)sizeof(buf);
-            if (!ReadFile(h->stdin_h, buf, want, &got, NULL)) {
-                break;
+        if (p[0].revents != 0) {
+            int got = recv(h->stdin_rx, (char *)buf, sizeof(buf), 0);
+            if (got <= 0) {
+                break; /* end of input */
             }
-            cp_server_feed(&h->srv, buf, got);
+            cp_server_feed(&h->srv, buf, (size_t)got);
         }
-        WSAPOLLFD p = {h->wake_rx, POLLRDNORM, 0};
-        if (WSAPoll(&p, 1, avail > 0 ? 0 : 1) > 0) {
+        if (p[1].revents & POLLRDNORM) {
             serve_wake(h);
         }
     }
@@ -790,9 +833,6 @@ int main(int argc, char **argv)
     }
     uint32_t key_len = 0;
     const uint8_t *key = key_file != NULL ? read_key(key_file, &key_len) : NULL;
-    if (h->mode == T_STDIO) {
-        open_stdio(h);
-    }
 
     WSADATA wsa;
     if (WSAStartup(MAKEWORD(2, 2), &wsa) != 0) {
@@ -885,6 +925,7 @@ int main(int argc, char **argv)
         open_com(h, com);
         com_loop(h);
     } else {
+        open_stdio(h);
         stdio_loop(h);
     }
 
