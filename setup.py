@@ -10,6 +10,7 @@ import os
 import platform
 import shutil
 import struct
+import sys
 from glob import glob
 from pathlib import Path
 
@@ -87,9 +88,26 @@ FIRMWARE = ["runner/src", "runner/include", "runner/tables", "runner/baremetal",
 FIRMWARE_SKIP = shutil.ignore_patterns("build", "build-*", "*.o", "*.elf", "*.bin", "__pycache__")
 
 
+WINDOWS = sys.platform == "win32"
+#: libcopapy's file in copapy/_lib (src/copapy/kits/paths.py looks for the same name)
+LIBRARY = {"win32": "copapy.dll", "darwin": "libcopapy.dylib"}.get(sys.platform, "libcopapy.so")
+#: the Windows host runner (runner/host/win32) and its system libraries (tools/cross_build.py)
+WIN32_HOST = [*sorted(glob("runner/host/win32/*.c")), "runner/host/preload.c",
+              "runner/host/runner_common.c"]
+WIN32_LIBS = ["ws2_32", "winmm", "bcrypt", "advapi32"]
+PTHREAD = [] if WINDOWS else ["-pthread"]
+
+
 class BuildWithRunner(build_ext):
     """The extension modules, then beside them the host runner executable (same compiler,
-    same strict flags as runner/Makefile's `host` target) and libcopapy.so (its `lib` flags)."""
+    same strict flags as runner/Makefile's `host` target) and libcopapy (its `lib` flags).
+    On Windows the compiler is MinGW's gcc (the flags and the platform layer are GCC's):
+    untested, the Windows wheel is built on Linux by tools/cross_wheel.py (docs/platforms.md)."""
+
+    def initialize_options(self) -> None:
+        super().initialize_options()
+        if WINDOWS:
+            self.compiler = "mingw32"
 
     def run(self) -> None:
         super().run()
@@ -97,17 +115,20 @@ class BuildWithRunner(build_ext):
         self.build_library()
 
     def build_runner(self) -> None:
-        out = Path(self.get_ext_fullpath("copapy._runner")).parent / "_bin" / "copapy-runner"
-        sources = sorted(glob("runner/host/*.c")) + sorted(glob("runner/src/*.c")) + TABLE
+        exe = "copapy-runner.exe" if WINDOWS else "copapy-runner"
+        out = Path(self.get_ext_fullpath("copapy._runner")).parent / "_bin" / exe
+        host = WIN32_HOST if WINDOWS else sorted(glob("runner/host/*.c"))
+        sources = host + sorted(glob("runner/src/*.c")) + TABLE
         tmp = Path(self.build_temp) / "copapy-runner"
         objects = self.compiler.compile(
             sources, output_dir=str(tmp), include_dirs=["runner/include", "runner/src"],
-            extra_preargs=["-std=c11", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", "-pthread",
+            extra_preargs=["-std=c11", "-O2", "-g0", "-Wall", "-Wextra", "-Werror", *PTHREAD,
                            *TABLE_FLAGS])
         out.parent.mkdir(parents=True, exist_ok=True)
         self.compiler.link_executable(objects, "copapy-runner", output_dir=str(tmp),
-                                      extra_preargs=["-pthread"])
-        shutil.copy2(tmp / "copapy-runner", out)
+                                      extra_preargs=PTHREAD,
+                                      libraries=WIN32_LIBS if WINDOWS else None)
+        shutil.copy2(tmp / exe, out)
         os.chmod(out, 0o755)
 
     def build_library(self) -> None:
@@ -117,11 +138,14 @@ class BuildWithRunner(build_ext):
         objects = self.compiler.compile(
             sources, output_dir=str(Path(self.build_temp) / "libcopapy"),
             include_dirs=["runner/include", "runner/src"],
-            extra_preargs=["-std=c11", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra",
-                           "-Werror", "-pthread", *TABLE_FLAGS])
-        self.compiler.link_shared_object(objects, str(lib_dir / "libcopapy.so"),
-                                         extra_preargs=["-pthread",
-                                                        "-Wl,-soname,libcopapy.so"])
+            extra_preargs=["-std=c11", "-O2", *([] if WINDOWS else ["-fPIC"]),
+                           "-fvisibility=hidden", "-Wall", "-Wextra", "-Werror", *PTHREAD,
+                           *TABLE_FLAGS])
+        name = {"darwin": ["-Wl,-install_name,@rpath/libcopapy.dylib"],
+                "win32": []}.get(sys.platform, ["-Wl,-soname,libcopapy.so"])
+        self.compiler.link_shared_object(objects, str(lib_dir / LIBRARY),
+                                         extra_preargs=[*PTHREAD, *name],
+                                         libraries=WIN32_LIBS if WINDOWS else None)
         include = lib_dir / "include" / "copapy"
         include.mkdir(parents=True, exist_ok=True)
         for header in ("copapy.h", "runner.h", "contract.h"):

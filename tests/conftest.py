@@ -55,6 +55,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_vector_kernels.py": ("build",), "test_kits_control_loop.py": ("build",),
     "test_kits_ros2_control.py": ("build",),
     "test_windows.py": ("build", "emulator"), "test_macos_build.py": ("build",),
+    "test_cross_wheels.py": ("build",),
     "test_ranges_examples.py": ("build", "slow"),
     "test_ranges_soundness.py": ("slow",),
     "test_linalg.py": ("slow",), "test_linalg_cross_arch.py": ("emulator",),

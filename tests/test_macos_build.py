@@ -1,5 +1,5 @@
 """macOS builds, cross-compiled with zig cc (tools/cross_build.py): the host runner, libcopapy
-with its C example and the copapy._runner extension for x86_64 and arm64 compile and link
+with its C example and setup.py's extension modules for x86_64 and arm64 compile and link
 without a warning into Mach-O files of the right CPU. Build-only: nothing here runs macOS code
 (docs/platforms.md)."""
 
@@ -15,7 +15,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MH_MAGIC_64 = 0xFEEDFACF
 CPU_TYPE = {"macos-x86_64": 0x01000007, "macos-aarch64": 0x0100000C}  # CPU_TYPE_X86_64, ARM64
-ARTEFACTS = ("copapy-runner", "libcopapy.dylib", "copapy-example", "_runner.cpython-darwin.so")
+PY = f"{sys.version_info.major}{sys.version_info.minor}"
+ARTEFACTS = ("copapy-runner", "libcopapy.dylib", "copapy-example",
+             *(f"copapy/{m}.cpython-{PY}-darwin.so" for m in (
+                 "_runner", "_kernels", "_dispatch", "compiler/_lower", "compiler/_link",
+                 "graph/_walk", "graph/_sweep", "graph/_intern")))
 
 
 @pytest.mark.parametrize("platform", sorted(CPU_TYPE))

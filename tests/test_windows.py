@@ -7,6 +7,7 @@ tests/test_runner_suite.py (windows-wine)."""
 from __future__ import annotations
 
 import struct
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 import copapy as cp
 from copapy.saved import Program
+from copapy.serial import protocol
 from copapy.serial_target import SerialTarget, SerialTargetError
 
 from .support import wine
@@ -73,6 +75,40 @@ def test_the_runner_serves_a_com_port() -> None:
         healthy_program_runs(tg)
 
 
+def test_the_runner_serves_its_standard_input_and_output() -> None:
+    """--stdio: the protocol over the pipes of the process that started the runner; a program
+    runs, an injected fault is contained and reported, a new program runs after; closing the
+    runner's input ends it cleanly (status 0)."""
+    with wine.stdio_runner() as (url, proc), SerialTarget(url, timeout=5.0) as tg:
+        assert tg.info().name == "copapy host runner (windows)"
+        counter = cp.feedback(lambda n: n + 1, init=0)
+        tg.deploy(cp.Task(counter, period=1e-3), start=True)
+        time.sleep(0.3)
+        assert tg.read(counter) > 0
+        assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
+        healthy_program_runs(tg)
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+
+
+def test_stdio_ends_at_the_end_of_a_file_as_input(tmp_path: Path) -> None:
+    """--stdio with a file as standard input: the HELLO request in it is answered on standard
+    output (the runner's name), the end of the file ends the runner with status 0."""
+    wine.wine()
+    wine.build("runner")
+    hello = protocol.encode_frame(1, protocol.HELLO, struct.pack("<H", protocol.VERSION))
+    (tmp_path / "in").write_bytes(hello)
+    with open(tmp_path / "in", "rb") as stdin:
+        proc = subprocess.run([*wine.wine(), str(wine.BUILD / "copapy-runner.exe"), "--stdio",
+                               "--no-rt"], stdin=stdin, capture_output=True, timeout=120,
+                              env=wine.wine_env())
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    frames = [protocol.decode_frame(f) for f in proc.stdout.split(b"\0") if f]
+    assert frames and frames[0] is not None and frames[0].seq == 1, proc.stdout[:200]
+    assert b"copapy host runner (windows)" in frames[0].payload
+
+
 @pytest.fixture(scope="module")
 def built_runner() -> None:
     wine.wine()
@@ -106,6 +142,18 @@ def test_a_missing_or_short_key_file_is_refused(built_runner: None, tmp_path: Pa
     key.chmod(0o600)
     assert "has 5 bytes; a key has 16 to 4096" in refused("--tcp", "0", "--key-file", str(key))
     assert "No such file" in refused("--tcp", "0", "--key-file", str(tmp_path / "none"))
+
+
+@pytest.mark.parametrize("transport", [["--unix", "cp.sock"], ["--pty"],
+                                       ["--user", "nobody"]])
+def test_the_linux_transports_are_refused_naming_the_windows_ones(built_runner: None,
+                                                                  transport: list[str]) -> None:
+    """--unix, --pty and --user are the Linux runner's: one line naming --tcp, --com and
+    --stdio, status 2 (not "unknown argument")."""
+    err = refused(*transport)
+    assert err.strip().splitlines() == [
+        f"copapy-runner: error: {transport[0]} is not available on Windows: give --tcp PORT "
+        "--key-file F (127.0.0.1, with a key), --com COMn or --stdio"], err
 
 
 def owner_key(tmp_path: Path) -> Path:

@@ -1,10 +1,11 @@
 """Cross-build the runner for Windows and macOS from Linux with zig cc (ziglang, the build
-extra): the host runner, libcopapy with its C example, for Windows the runner core's C unit
-tests (run under wine: tests/test_windows.py), for macOS the copapy._runner extension (a build
-check). Every unit is compiled with -std=c11 -Wall -Wextra -Werror and any compiler output is
-an error; docs/platforms.md lists what is tested how.
+extra): the host runner, libcopapy with its C example, setup.py's CPython modules
+(tools/cross_ext.py; build-only), for Windows the runner core's C unit tests (run under wine:
+tests/test_windows.py). Every unit is compiled with -std=c11 -Wall -Wextra -Werror (macOS also
+-Wunguarded-availability: nothing newer than the platform's minimum macOS) and any compiler
+output is an error; docs/platforms.md lists what is tested how. Wheels: tools/cross_wheel.py.
 
-    python tools/cross_build.py windows-x86_64 [--out DIR] [--only tests|runner|lib]
+    python tools/cross_build.py windows-x86_64 [--out DIR] [--only tests|runner|lib|ext]
     python tools/cross_build.py macos-x86_64 | macos-aarch64 [--only runner|lib|ext]
 
 Artefacts go to runner/build/<platform>/ (the default) and their sizes are printed. A missing
@@ -17,10 +18,13 @@ import argparse
 import os
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cross_ext
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNER = ROOT / "runner"
@@ -37,6 +41,7 @@ class Platform:
     exe: str        # executable suffix
     shared: str     # shared-library file name of libcopapy
     system_libs: tuple[str, ...]
+    wheel_tag: str  # the platform tag of its wheels (tools/cross_wheel.py)
 
     @property
     def windows(self) -> bool:
@@ -46,9 +51,13 @@ class Platform:
 PLATFORMS = {
     p.name: p for p in (
         Platform("windows-x86_64", "x86_64-windows-gnu", ".exe", "copapy.dll",
-                 ("-lws2_32", "-lwinmm", "-lbcrypt", "-ladvapi32")),
-        Platform("macos-x86_64", "x86_64-macos", "", "libcopapy.dylib", ()),
-        Platform("macos-aarch64", "aarch64-macos", "", "libcopapy.dylib", ()),
+                 ("-lws2_32", "-lwinmm", "-lbcrypt", "-ladvapi32"), "win_amd64"),
+        # the oldest macOS each binary runs on (LC_BUILD_VERSION's minos, the wheel's tag);
+        # -Wunguarded-availability makes a call newer than it an error
+        Platform("macos-x86_64", "x86_64-macos.10.12", "", "libcopapy.dylib", (),
+                 "macosx_10_12_x86_64"),
+        Platform("macos-aarch64", "aarch64-macos.11.0", "", "libcopapy.dylib", (),
+                 "macosx_11_0_arm64"),
     )
 }
 
@@ -57,12 +66,20 @@ class CrossBuildError(RuntimeError):
     """No zig, or a unit does not compile (warnings are errors); the message has the output."""
 
 
-def zig_cc(triple: str) -> list[str]:
+def zig() -> list[str]:
     try:
         import ziglang  # type: ignore[import-untyped]  # noqa: F401
     except ImportError as exc:
         raise CrossBuildError("cross builds need ziglang: pip install -e '.[build]'") from exc
-    return [sys.executable, "-m", "ziglang", "cc", "-target", triple]
+    return [sys.executable, "-m", "ziglang"]
+
+
+def zig_cc(triple: str) -> list[str]:
+    return [*zig(), "cc", "-target", triple]
+
+
+def warnings(p: Platform) -> list[str]:
+    return [*WARN, *([] if p.windows else ["-Wunguarded-availability"])]
 
 
 def core_sources() -> list[Path]:
@@ -97,13 +114,13 @@ def _cc(p: Platform, args: list[str], out: Path) -> Path:
     library: a parallel build never sees a half-written file."""
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".build") as tmpdir:
         tmp = Path(tmpdir) / out.name
-        cmd = [*zig_cc(p.triple), *WARN, *INCLUDE, *args, "-o", str(tmp)]
+        cmd = [*zig_cc(p.triple), *warnings(p), *INCLUDE, *args, "-o", str(tmp)]
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmpdir)
         if proc.returncode != 0 or proc.stderr.strip():
             raise CrossBuildError(f"{p.name}: building {out.name} failed (or warned):\n"
                                   + " ".join(cmd) + "\n" + proc.stderr[-6000:])
         for made in Path(tmpdir).iterdir():
-            if made.suffix == ".lib":  # the import library of a DLL
+            if made.suffix == ".lib" and out.suffix == ".dll":  # a DLL's import library
                 os.replace(made, out.with_suffix(".lib"))
         os.replace(tmp, out)
     return out
@@ -137,17 +154,11 @@ def build_lib(p: Platform, out: Path) -> list[Path]:
     return [lib, example]
 
 
-def build_extension(p: Platform, out: Path) -> Path:
-    """copapy._runner (the runner core with its CPython module) as a macOS bundle, against
-    this machine's CPython headers: a check that it compiles and links for Darwin without a
-    warning, not a module to import (a wheel is built with the macOS Python's headers). A
-    Windows extension needs Windows CPython's headers and import library: not built here."""
-    include = sysconfig.get_paths()["include"]
-    python = RUNNER / "python"
-    return _cc(p, ["-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-I", include,
-                   "-Wl,-undefined,dynamic_lookup", str(python / "module.c"),
-                   str(python / "scheduler.c"), *map(str, core_sources()), *table_sources(p)],
-               out / "_runner.cpython-darwin.so")
+def build_extensions(p: Platform, out: Path) -> list[Path]:
+    """setup.py's CPython modules for the platform, against this Python's headers (a .pyd
+    linked to a generated python3XX.lib for Windows; tools/cross_ext.py), under out/copapy/."""
+    return cross_ext.build_extensions(zig(), lambda args, target: _cc(p, ["-O2", *args], target),
+                                      p.windows, table_sources(p), p.system_libs, out)
 
 
 def build(name: str, out: Path | None = None, only: str | None = None) -> list[Path]:
@@ -164,8 +175,8 @@ def build(name: str, out: Path | None = None, only: str | None = None) -> list[P
         made.append(build_runner(p, out))
     if only in (None, "lib"):
         made += build_lib(p, out)
-    if only in (None, "ext") and not p.windows:
-        made.append(build_extension(p, out))
+    if only in (None, "ext"):
+        made += build_extensions(p, out)
     return made
 
 
@@ -177,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         made = build(args.platform, args.out, args.only)
-    except CrossBuildError as exc:
+    except (CrossBuildError, cross_ext.ExtensionBuildError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     for path in made:

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
-__all__ = ["repo_root", "runner_executable", "runner_status"]
+__all__ = ["PACKAGED_RUNNER", "repo_root", "runner_executable", "runner_status"]
+
+#: the runner a wheel carries (tools/cross_wheel.py builds the Windows and macOS wheels)
+PACKAGED_RUNNER = Path("_bin") / ("copapy-runner.exe" if sys.platform == "win32"
+                                  else "copapy-runner")
 
 
 def repo_root() -> Path:
@@ -19,7 +24,7 @@ def runner_executable(rebuild: bool = False) -> Path:
     """The host runner, kept up to date with `make -C runner host` in a source checkout; the
     one built into the wheel (copapy/_bin) in an installed copapy."""
     root = repo_root()
-    packaged = Path(__file__).resolve().parent / "_bin" / "copapy-runner"
+    packaged = Path(__file__).resolve().parent / PACKAGED_RUNNER
     if not (root / "runner" / "Makefile").exists() and packaged.exists() and not rebuild:
         return packaged
     exe = root / "runner" / "build" / "copapy-runner"
@@ -46,7 +51,7 @@ def runner_status() -> tuple[Path | None, str]:
     """(the runner there is now, or None; how ``runner_executable`` will get one), without
     building anything: ``copapy doctor`` only reports (a build took it 15 s)."""
     root = repo_root()
-    packaged = Path(__file__).resolve().parent / "_bin" / "copapy-runner"
+    packaged = Path(__file__).resolve().parent / PACKAGED_RUNNER
     checkout = (root / "runner" / "Makefile").exists()
     if not checkout:
         return (packaged, "") if packaged.exists() else (None, "no copapy/_bin/copapy-runner")

@@ -85,6 +85,51 @@ def runner(key: bytes, tmp: Path, *extra: str) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+def _bridge(listener: socket.socket, read_fd: int, write_fd: int,
+            done: threading.Event) -> None:
+    """Copies between the first connection to ``listener`` and the runner's byte stream
+    (read from ``read_fd``, written to ``write_fd``) until either side ends."""
+    conn, _ = listener.accept()
+    with conn:
+        while not done.is_set():
+            ready, _, _ = select.select([conn.fileno(), read_fd], [], [], 0.2)
+            if conn.fileno() in ready:
+                data = conn.recv(4096)
+                if not data:
+                    return
+                os.write(write_fd, data)
+            if read_fd in ready:
+                data = os.read(read_fd, 4096)
+                if not data:
+                    return
+                conn.sendall(data)
+
+
+@contextmanager
+def stdio_runner() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """(socket:// URL, the process) of copapy-runner.exe --stdio under wine: its standard
+    input and output are pipes, bridged by a thread to a loopback TCP socket."""
+    command = wine()
+    build("runner")
+    proc = subprocess.Popen([*command, str(BUILD / "copapy-runner.exe"), "--stdio", "--no-rt",
+                             "--allow-code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=wine_env())
+    assert proc.stdin is not None and proc.stdout is not None
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+    thread = threading.Thread(target=_bridge, args=(listener, proc.stdout.fileno(),
+                                                    proc.stdin.fileno(), done), daemon=True)
+    thread.start()
+    try:
+        yield f"socket://127.0.0.1:{listener.getsockname()[1]}", proc
+    finally:
+        done.set()
+        proc.kill()
+        proc.wait(timeout=10)
+        listener.close()
+        thread.join(timeout=2)
+
+
 @contextmanager
 def com_runner(port: str = "COM9") -> Iterator[str]:
     """socket:// URL of copapy-runner.exe under wine on a COM port: wine maps COM9 to the
@@ -103,21 +148,7 @@ def com_runner(port: str = "COM9") -> Iterator[str]:
                             text=True, env=wine_env())
     listener = socket.create_server(("127.0.0.1", 0))
     done = threading.Event()
-
-    def bridge() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            while not done.is_set():
-                ready, _, _ = select.select([conn.fileno(), master], [], [], 0.2)
-                if conn.fileno() in ready:
-                    data = conn.recv(4096)
-                    if not data:
-                        return
-                    os.write(master, data)
-                if master in ready:
-                    conn.sendall(os.read(master, 4096))
-
-    thread = threading.Thread(target=bridge, daemon=True)
+    thread = threading.Thread(target=_bridge, args=(listener, master, master, done), daemon=True)
     thread.start()
     try:
         assert proc.stdout is not None

@@ -7,6 +7,8 @@
  *
  *   copapy-runner --tcp PORT --key-file F [options]   (127.0.0.1 only; PORT 0: a free port)
  *   copapy-runner --com COM3 [--key-file F] [options] (115200 8N1, raw)
+ *   copapy-runner --stdio [--key-file F] [options]    (standard input and output)
+ * (--unix, --pty, --user are the Linux runner's: refused, naming these three)
  * options: --name NAME --max-image BYTES --max-memory BYTES --budget-factor N
  *          --link-timeout SECONDS --session-lease SECONDS --auth-grace SECONDS --no-rt
  *          --allow-code --image FILE [--start] (a saved program loaded at start, ../preload.h)
@@ -56,7 +58,7 @@ enum {
 #define DEFAULT_MAX_MEMORY (64ull * 1024 * 1024)
 #define DEFAULT_AUTH_GRACE_NS 2000000000ull
 
-typedef enum { T_NONE, T_TCP, T_COM } transport;
+typedef enum { T_NONE, T_TCP, T_COM, T_STDIO } transport;
 
 typedef struct host {
     cp_server srv;
@@ -70,7 +72,9 @@ typedef struct host {
     int quit; /* under lock */
     transport mode;
     SOCKET client, guest, listener;
-    HANDLE com;
+    HANDLE com;      /* --com: the port; --stdio: standard output (written like a port) */
+    HANDLE stdin_h;  /* --stdio: standard input */
+    SOCKET stdin_tx, stdin_rx; /* --stdio: its bytes, copied by a thread (open_stdio) */
     uint64_t auth_grace_ns;
     uint64_t client_deadline_ns, guest_deadline_ns;
     int text_seen, refused, took_over; /* set by notify in the protocol context */
@@ -204,7 +208,7 @@ static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t 
     if (n == 0) {
         return;
     }
-    if (h->mode == T_COM) {
+    if (h->mode == T_COM || h->mode == T_STDIO) {
         DWORD done = 0;
         while (n > 0 && WriteFile(h->com, bytes, (DWORD)n, &done, NULL) && done > 0) {
             bytes += done;
@@ -549,6 +553,85 @@ static void tcp_loop(host *h)
     }
 }
 
+/* --stdio: a thread copies standard input (pipe, file or console; ReadFile blocks) into a
+ * loopback TCP connection that the main loop polls beside the wake socket; the end of input
+ * closes it, which ends the runner (as on Linux). Standard output is written like a COM port.
+ * (PeekNamedPipe would need no thread, but wine does not support it on the pipes a Linux
+ * parent passes: tests/test_windows.py could not test it.) */
+static DWORD WINAPI stdin_main(LPVOID arg)
+{
+    host *h = arg;
+    uint8_t buf[4096];
+    DWORD got = 0;
+    while (ReadFile(h->stdin_h, buf, sizeof(buf), &got, NULL) && got > 0) {
+        if (send_all(h->stdin_tx, buf, got) != 0) {
+            break;
+        }
+    }
+    shutdown(h->stdin_tx, SD_SEND);
+    return 0;
+}
+
+static int same_address(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+    return a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
+}
+
+static void open_stdio(host *h)
+{
+    h->stdin_h = GetStdHandle(STD_INPUT_HANDLE);
+    h->com = GetStdHandle(STD_OUTPUT_HANDLE);
+    if (h->stdin_h == NULL || h->stdin_h == INVALID_HANDLE_VALUE || h->com == NULL ||
+        h->com == INVALID_HANDLE_VALUE) {
+        die("--stdio: this process has no standard input or output");
+    }
+    SOCKET listener = loopback(SOCK_STREAM, 0);
+    struct sockaddr_in to, from, peer;
+    int len = sizeof(to);
+    memset(&to, 0, sizeof(to));
+    h->stdin_tx = socket(AF_INET, SOCK_STREAM, 0);
+    if (listen(listener, 1) != 0 || getsockname(listener, (struct sockaddr *)&to, &len) != 0 ||
+        h->stdin_tx == INVALID_SOCKET ||
+        connect(h->stdin_tx, (struct sockaddr *)&to, sizeof(to)) != 0) {
+        die("--stdio: cannot set up the input connection: error %d", WSAGetLastError());
+    }
+    len = sizeof(from);
+    getsockname(h->stdin_tx, (struct sockaddr *)&from, &len);
+    h->stdin_rx = accept(listener, NULL, NULL);
+    len = sizeof(peer);
+    /* only our own connection: another local process may not have raced in first */
+    if (h->stdin_rx == INVALID_SOCKET ||
+        getpeername(h->stdin_rx, (struct sockaddr *)&peer, &len) != 0 ||
+        !same_address(&peer, &from)) {
+        die("--stdio: the input connection was not the runner's own");
+    }
+    closesocket(listener);
+    if (CreateThread(NULL, 1u << 16, stdin_main, h, 0, NULL) == NULL) {
+        die("--stdio: cannot start the input thread (error %lu)", GetLastError());
+    }
+}
+
+static void stdio_loop(host *h)
+{
+    uint8_t buf[4096];
+    while (!stop_requested) {
+        WSAPOLLFD p[2] = {{h->stdin_rx, POLLRDNORM, 0}, {h->wake_rx, POLLRDNORM, 0}};
+        if (WSAPoll(p, 2, 100) == SOCKET_ERROR) {
+            die("WSAPoll failed: error %d", WSAGetLastError());
+        }
+        if (p[0].revents != 0) {
+            int got = recv(h->stdin_rx, (char *)buf, sizeof(buf), 0);
+            if (got <= 0) {
+                break; /* end of input */
+            }
+            cp_server_feed(&h->srv, buf, (size_t)got);
+        }
+        if (p[1].revents & POLLRDNORM) {
+            serve_wake(h);
+        }
+    }
+}
+
 static void com_loop(host *h)
 {
     uint8_t buf[4096];
@@ -570,7 +653,8 @@ static void com_loop(host *h)
 /* ---- main */
 
 static const char USAGE[] =
-    "usage: copapy-runner (--tcp PORT --key-file F | --com COMn [--key-file F]) [--name NAME]\n"
+    "usage: copapy-runner (--tcp PORT --key-file F | --com COMn | --stdio) [--key-file F]\n"
+    "         [--name NAME]\n"
     "         [--max-image BYTES] [--max-memory BYTES] [--budget-factor N]\n"
     "         [--link-timeout SECONDS] [--session-lease SECONDS] [--auth-grace SECONDS]\n"
     "         [--no-rt] [--allow-code]  (also format-1 images, machine code: fault tests)\n"
@@ -683,7 +767,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strcmp(a, "--tcp") == 0 || strcmp(a, "--com") == 0) {
             if (h->mode != T_NONE) {
-                die("give one transport: --tcp PORT or --com COMn");
+                die("give one transport: --tcp PORT, --com COMn or --stdio");
             }
             const char *v = need_arg(&i, argc, argv);
             if (a[2] == 't') {
@@ -720,6 +804,17 @@ int main(int argc, char **argv)
         } else if (strcmp(a, "--help") == 0) {
             fputs(USAGE, stdout);
             return 0;
+        } else if (strcmp(a, "--stdio") == 0) {
+            if (h->mode != T_NONE) {
+                die("give one transport: --tcp PORT, --com COMn or --stdio");
+            }
+            h->mode = T_STDIO;
+        } else if (strcmp(a, "--unix") == 0 || strcmp(a, "--pty") == 0 ||
+                   strcmp(a, "--user") == 0) {
+            /* the Linux runner's transports and privilege drop that this one does not have */
+            die("%s is not available on Windows: give --tcp PORT --key-file F (127.0.0.1, "
+                "with a key), --com COMn or --stdio",
+                a);
         } else {
             fprintf(stderr, "copapy-runner: error: unknown argument '%s'\n%s", a, USAGE);
             return 2;
@@ -826,9 +921,12 @@ int main(int argc, char **argv)
     if (h->mode == T_TCP) {
         open_tcp(h, tcp_port);
         tcp_loop(h);
-    } else {
+    } else if (h->mode == T_COM) {
         open_com(h, com);
         com_loop(h);
+    } else {
+        open_stdio(h);
+        stdio_loop(h);
     }
 
     AcquireSRWLockExclusive(&h->lock);

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -18,6 +19,10 @@ PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = PACKAGE.parents[1]
 #: the kits' own C++ sources (control loop, plants, ros2_control emulation)
 KIT_SOURCES = Path(__file__).resolve().parent
+
+#: libcopapy's file in a wheel's copapy/_lib (tools/cross_wheel.py: Windows and macOS)
+PACKAGED_LIBRARY = {"win32": "copapy.dll", "darwin": "libcopapy.dylib"}.get(sys.platform,
+                                                                            "libcopapy.so")
 
 _lock = threading.Lock()
 _built: Path | None = None
@@ -34,7 +39,7 @@ def library_path(rebuild: bool = False) -> Path:
     with _lock:
         if _built is not None and not rebuild:
             return _built
-        packaged = PACKAGE / "_lib" / "libcopapy.so"
+        packaged = PACKAGE / "_lib" / PACKAGED_LIBRARY
         if _checkout() and shutil.which("make") and shutil.which("cc"):
             argv = ["make", "-C", str(ROOT / "runner"), *(["-B"] if rebuild else []),
                     "build/libcopapy.so"]
