@@ -1,16 +1,14 @@
 """The teensy41 firmware's hardware watchdog on Renode (issue 29 item 4; docs/zephyr.md,
 "Safety"): a task that masks interrupts and loops (`cpsid i; b .`) stops the firmware's
 watchdog feeding; WDOG1 expires and resets the SoC (Renode 1.15 has no WDOG1: copapy's model,
-zephyr_app/renode/IMXRT_WDOG.cs); the board comes back, answers HELLO with no program (the
-host learns of the reset) and runs programs again.
+zephyr_app/renode/IMXRT_WDOG.cs); the board comes back driving the last program's outputs at
+their safe values (the boot record, zephyr_app/src/bootrec.c), answers HELLO with no program
+(the host learns of the reset) and runs programs again.
 
-The qemu counterparts: tests/test_fw_isolation.py (the bare-metal firmware resets into the
-boot record's safe outputs) and the runner suite's watchdog case (the Zephyr mps2_an500 build,
-whose CMSDK watchdog warns first: the chain is stopped as FAULTED, no reset).
-
-Known gap, reported as an xfail (the test passes once it is closed): after the reset the
-Zephyr firmware drives its outputs at their power-on level (0), not at the last program's safe
-values; it keeps no boot record as the bare-metal firmware does."""
+The qemu counterparts: tests/test_fw_isolation.py (the bare-metal firmware's watchdog reset
+into its boot record's safe outputs) and the runner suite's watchdog case (the Zephyr
+mps2_an500 build, whose CMSDK watchdog warns first: the chain is stopped as FAULTED, no
+reset)."""
 
 from __future__ import annotations
 
@@ -83,10 +81,7 @@ def test_masked_loop_resets_the_board_and_it_comes_back() -> None:
         info = come_back(url)
         assert info.state == "empty" and info.ticks == 0, info  # the host learns of the reset
         with SerialTarget(url, timeout=TIMEOUT) as tg:
-            outputs = (tg.io_value(cp.io.PWM(0)), tg.io_value(cp.io.GPIO(2)))
-            assert outputs != (0.75, 0.0), outputs  # the program's values are gone
+            # the boot record's values, not the program's (0.75, 0) nor power-on (0, 0)
+            assert (tg.io_value(cp.io.PWM(0)), tg.io_value(cp.io.GPIO(2))) == (PWM_SAFE,
+                                                                                GPIO_SAFE)
             healthy_program_runs(tg)  # and it runs programs again
-        if outputs != (PWM_SAFE, GPIO_SAFE):
-            pytest.xfail(f"after the reset the outputs are at power-on level {outputs}, not "
-                         f"the last program's safe values {(PWM_SAFE, GPIO_SAFE)}: the Zephyr "
-                         "firmware keeps no boot record (docs/zephyr.md, Safety)")
