@@ -49,7 +49,8 @@ class Variant:
 
 
 #: the fault tests upload hand-made machine code (format 1): their builds allow it, as the
-#: host runner's --allow-code; "teensy41" (the product) and "mps2_an500_verified" are as shipped
+#: host runner's --allow-code; "teensy41" (the product), "mps2_an500_verified" and
+#: "teensy41_lpuart_verified" are as shipped
 CODE = "-DCONFIG_COPAPY_ALLOW_CODE=y"
 
 VARIANTS = {
@@ -57,6 +58,8 @@ VARIANTS = {
     "mps2_an500_verified": Variant("mps2_an500"),
     "teensy41": Variant("teensy41"),  # USB CDC ACM: the product
     "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y", CODE)),
+    # the LPUART build as shipped (format 2 only), for Renode's verified-loading run
+    "teensy41_lpuart_verified": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",)),
     "mps3_an547": Variant("mps3_an547"),
     # jobs in a Zephyr user thread (CONFIG_COPAPY_USERSPACE, docs/zephyr.md "User mode")
     "mps2_an500_user": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y", CODE)),
