@@ -49,6 +49,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_verified_loading_fw.py": ("firmware", "build"),
     "test_zephyr_build.py": ("firmware",), "test_zephyr_dac.py": ("firmware",),
     "test_zephyr_usermode.py": ("firmware",),
+    "test_zephyr_renode_watchdog.py": ("firmware",), "test_fuzz_format2.py": ("build",),
     "test_wheel.py": ("build",), "test_array_stencils.py": ("build",),
     "test_stencil_tables.py": ("build",), "test_protocol_c.py": ("build",),
     "test_guide.py": ("build",), "test_math_kernels.py": ("build",),

@@ -117,8 +117,9 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         zr.require_zephyr()
         with zr.renode_runner("teensy41_lpuart") as url:
             yield Runner(name, url, 10.0, False,
-                         "teensy41's WDOG1 resets the SoC, it has no warning to contain; "
-                         "Renode does not model it (docs/zephyr.md, Safety)",
+                         "teensy41's WDOG1 resets the SoC, it has no warning to contain: "
+                         "tests/test_zephyr_renode_watchdog.py tests the reset (docs/zephyr.md, "
+                         "Safety)",
                          (("BusFault", "Renode reads 0 from unmapped addresses, no bus error"),))
 
 

@@ -1,11 +1,12 @@
 """Verified loading on the Cortex-M7 firmware (issue 29 item 1; docs/image.md, format 2): the
 bare-metal runner in qemu carries the cortex-m7 stencil table in flash and builds every
-program from it. The crafted-image corpus (tests/support/image_corpus.py, the same attacks as
-the x86_64 corpus of test_verified_loading.py) is refused with the same rule, each with its
-load error code; the compiler's format-2 programs run with results equal to the emulated
-LocalTarget (unicorn, the Python relink); format 1 (machine code) loads only on a build made
-for fault tests (ALLOW_CODE=1). The qemu harness (the emulated back end of
-runtime/qemu_backend.py) builds format-2 images from the same C table."""
+program from it, as does the Zephyr firmware (mps2-an500 in qemu, teensy41 on Renode). The
+crafted-image corpus (tests/support/image_corpus.py, the same attacks as the x86_64 corpus of
+test_verified_loading.py) is refused with the same rule, each with its load error code; the
+compiler's format-2 programs run with results equal to the emulated LocalTarget (unicorn, the
+Python relink); format 1 (machine code) loads only on a build made for fault tests
+(ALLOW_CODE=1). The qemu harness (the emulated back end of runtime/qemu_backend.py) builds
+format-2 images from the same C table."""
 
 from __future__ import annotations
 
@@ -68,20 +69,24 @@ def test_the_m7_corpus_is_large_and_covers_every_rule() -> None:
 
 
 def shipped(firmware: str) -> Any:
-    """The URL of a firmware as shipped (no ALLOW_CODE) in qemu: the bare-metal runner or
-    the Zephyr runner on mps2-an500 (skipped without ZEPHYR_BASE, as every Zephyr test)."""
+    """The URL of a firmware as shipped (no ALLOW_CODE): the bare-metal runner or the Zephyr
+    runner on mps2-an500 in qemu, or the Zephyr teensy41 LPUART build on Renode (skipped
+    without ZEPHYR_BASE, and COPAPY_RENODE for Renode, as every Zephyr test)."""
     if firmware == "bare-metal":
         return qemu_runner(ARCH, allow_code=False)
     zr.require_zephyr()
+    if firmware == "zephyr-renode":
+        return zr.renode_runner("teensy41_lpuart_verified")
     return zr.qemu_runner("mps2_an500_verified")
 
 
-@pytest.mark.parametrize("firmware", ["bare-metal", "zephyr"])
+@pytest.mark.parametrize("firmware", ["bare-metal", "zephyr", "zephyr-renode"])
 def test_the_firmware_refuses_the_corpus_and_still_runs_an_honest_program(firmware: str
                                                                            ) -> None:
     """The firmware as shipped (no ALLOW_CODE): every bad image is IMAGE_INVALID with its
     rule's load error, nothing is loaded, and an honest program then runs right."""
-    with shipped(firmware) as url, SerialTarget(url, timeout=5.0) as tg:
+    timeout = 10.0 if firmware == "zephyr-renode" else 5.0  # as the runner suite's
+    with shipped(firmware) as url, SerialTarget(url, timeout=timeout) as tg:
         wrong = []
         for what, rule, blob in CORPUS:
             name, status, message = upload_status(tg, blob)

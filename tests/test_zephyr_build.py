@@ -154,6 +154,21 @@ def test_docs_qemu_command_is_the_tests() -> None:
         assert path not in doc, path
 
 
+def test_docs_renode_command_is_the_tests() -> None:
+    """docs/zephyr.md's Renode command is the one the tests start (the watchdog model and the
+    reset macro included)."""
+    doc = (ROOT / "docs" / "zephyr.md").read_text()
+    start = doc.index("$COPAPY_RENODE --disable-xwt --console --plain -e 'include")
+    block = doc[start:doc.index("start'", start) + len("start'")]
+    shown = shlex.split(block)
+    tests = zr.renode_command("$COPAPY_RENODE", "zephyr_app/build/teensy41_lpuart/zephyr/"
+                              "zephyr.elf", 45124, "zephyr_app/renode/teensy41.repl",
+                              "zephyr_app/renode/IMXRT_WDOG.cs")
+    assert shown[:-1] == tests[:-1]
+    assert " ".join(shown[-1].split()) == " ".join(tests[-1].split())
+    assert "IMXRT_WDOG" in (ROOT / "zephyr_app" / "renode" / "teensy41.repl").read_text()
+
+
 def test_emulator_that_exits_fails_with_its_log(tmp_path: Path) -> None:
     """An emulator that dies before it listens (Renode missing a library, qemu refusing an
     option) fails the start at once with the end of its log, not after the boot timeout."""

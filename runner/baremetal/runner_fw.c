@@ -31,6 +31,7 @@
  * resets the board. Either way the boot record drives the safe outputs first thing after. */
 #include <stdint.h>
 
+#include "cm_boot_record.h"
 #include "cm_guard.h"
 #include "copapy/server.h"
 #include "internal.h"
@@ -826,69 +827,25 @@ uint32_t *fault_contain(uint32_t *frame, uint32_t exc_return)
  * firmware makes itself; a valid record without a reason means the hardware reset the board
  * (the watchdog's second expiry, or external). */
 
-#define BOOT_MAGIC 0x43504e49u /* "INPC" */
-#define BOOT_SAFE_MAX 24u      /* every output channel: GPIO, PWM, DAC x CHANNELS */
-
-typedef struct boot_safe {
-    uint8_t kind;
-    uint8_t reserved;
-    uint16_t channel;
-    uint32_t reserved2;
-    double value;
-} boot_safe;
-
-typedef struct boot_record {
-    uint32_t magic;
-    uint32_t seq; /* the newer of two valid copies has the larger (wrapping) */
-    uint32_t count;
-    boot_safe out[BOOT_SAFE_MAX];
-    uint32_t crc; /* cp_crc32 of everything above */
-} boot_record;
-
 typedef struct boot_area {
-    boot_record copy[2];
+    cm_boot_record copy[2];
     /* written by the fault path (no CRC there): reason and its complement */
     uint32_t reason, reason_check, reason_ipsr, reason_pc;
 } boot_area;
 
 extern uint32_t __noinit_start[];
 _Static_assert(sizeof(boot_area) <= 1024, "the boot record fits the 1 KB noinit area");
-_Static_assert(BOOT_SAFE_MAX >= 3u * CHANNELS, "room for every output channel");
+_Static_assert(CM_BOOT_SAFE_MAX >= 3u * CHANNELS, "room for every output channel");
 
 static boot_area *boot_rec(void)
 {
     return (boot_area *)(void *)__noinit_start;
 }
 
-static uint32_t boot_crc(const boot_record *r)
-{
-    return cp_crc32(0, (const uint8_t *)r, offsetof(boot_record, crc));
-}
-
-static int boot_valid(const boot_record *r)
-{
-    return r->magic == BOOT_MAGIC && r->count <= BOOT_SAFE_MAX && boot_crc(r) == r->crc;
-}
-
-/* The newest valid copy, or NULL. */
-static const boot_record *boot_newest(const boot_area *a)
-{
-    int v0 = boot_valid(&a->copy[0]), v1 = boot_valid(&a->copy[1]);
-    if (v0 && v1) {
-        return (int32_t)(a->copy[1].seq - a->copy[0].seq) > 0 ? &a->copy[1] : &a->copy[0];
-    }
-    return v0 ? &a->copy[0] : v1 ? &a->copy[1] : (const boot_record *)0;
-}
-
 /* Writes `count` safe values into the older copy. */
-static void boot_record_write(const boot_safe *out, uint32_t count)
+static void boot_record_write(const cm_boot_safe *out, uint32_t count)
 {
-    boot_area *a = boot_rec();
-    const boot_record *newest = boot_newest(a);
-    boot_record *r = newest == &a->copy[0] ? &a->copy[1] : &a->copy[0];
-    r->magic = BOOT_MAGIC;
-    r->seq = newest != (const boot_record *)0 ? newest->seq + 1u : 1u;
-    r->count = count;
+    cm_boot_record *r = cm_boot_begin(boot_rec()->copy, count);
     for (uint32_t k = 0; k < count; k++) {
         r->out[k] = out[k];
 #ifdef CP_TEST_HANG
@@ -897,38 +854,16 @@ static void boot_record_write(const boot_safe *out, uint32_t count)
         }
 #endif
     }
-    r->crc = boot_crc(r);
+    cm_boot_seal(r);
 }
 
 /* Protocol context: the safe values of the outputs the loaded program drives. */
 static void boot_record_update(void)
 {
-    boot_safe out[BOOT_SAFE_MAX];
-    uint32_t n = 0;
-    if (cp_server_state(&srv) != CP_SERVER_EMPTY) {
-        const cp_program *p = &srv.prog[srv.active & 1u];
-        for (uint32_t k = 0; p->loaded && k < p->io_binding_count && n < BOOT_SAFE_MAX; k++) {
-            const cp_io_binding *b = &p->io_bindings[k];
-            if (b->direction == CP_DIR_OUTPUT) {
-                out[n].kind = b->kind;
-                out[n].reserved = 0;
-                out[n].channel = b->channel;
-                out[n].reserved2 = 0;
-                out[n].value = b->safe;
-                n++;
-            }
-        }
-    }
-    const boot_record *newest = boot_newest(boot_rec());
-    if (newest != (const boot_record *)0 && newest->count == n) {
-        const uint8_t *x = (const uint8_t *)newest->out, *y = (const uint8_t *)out;
-        uint32_t k = 0;
-        while (k < n * sizeof(out[0]) && x[k] == y[k]) {
-            k++;
-        }
-        if (k == n * sizeof(out[0])) {
-            return; /* unchanged (START, STOP, RESET of the same program) */
-        }
+    cm_boot_safe out[CM_BOOT_SAFE_MAX];
+    uint32_t n = cm_boot_outputs(cp_server_program(&srv), out);
+    if (cm_boot_same(cm_boot_newest(boot_rec()->copy), out, n)) {
+        return; /* unchanged (START, STOP, RESET of the same program) */
     }
     boot_record_write(out, n);
 }
@@ -974,10 +909,10 @@ static void runner_name_init(const char *name)
 static void boot_record_apply(void)
 {
     boot_area *a = boot_rec();
-    const boot_record *r = boot_newest(a);
-    if (r != (const boot_record *)0) {
+    const cm_boot_record *r = cm_boot_newest(a->copy);
+    if (r != (const cm_boot_record *)0) {
         for (uint32_t k = 0; k < r->count; k++) {
-            const boot_safe *s = &r->out[k];
+            const cm_boot_safe *s = &r->out[k];
             if (s->kind >= 1 && s->kind <= CP_IO_KIND_COUNT && s->channel < CHANNELS) {
                 io[s->kind - 1][s->channel] = s->value;
             }
@@ -989,7 +924,7 @@ static void boot_record_apply(void)
                       : a->reason == REASON_FAULT    ? "fault"
                                                      : "hardware";
     } else {
-        boot_record_write((const boot_safe *)0, 0); /* power-on: a valid empty record */
+        boot_record_write((const cm_boot_safe *)0, 0); /* power-on: a valid empty record */
     }
     a->reason = 0;
     a->reason_check = 0;

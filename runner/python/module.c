@@ -284,6 +284,28 @@ static int int_in_range(PyObject *value, long long lo, long long hi, const char 
     return 0;
 }
 
+/* Rule 5 (c) of verified loading in-process: a frozen slot (an array length, a fused loop's
+ * pointer) keeps the value the verifier checked; PermissionError and -1 for a write that
+ * overlaps one. */
+static int refuse_frozen(const ProgramObject *self, const uint8_t *p, long dtype)
+{
+    uint64_t off = (uint64_t)(p - cp_program_data(&self->prog)), size = cp_dtype_size(dtype);
+    for (uint32_t i = 0; i < self->frozen_count; i++) {
+        uint64_t start = self->frozen[2 * i], end = start + self->frozen[2 * i + 1];
+        if (start < off + size && off < end) {
+            PyErr_Format(PyExc_PermissionError,
+                         "write at data offset %llu (%llu bytes) refused: it overlaps frozen "
+                         "slot [%llu, %llu), an array length or loop pointer the runner "
+                         "verified at load; frozen slots are read-only (docs/image.md, "
+                         "format 2). Write the program's inputs instead",
+                         (unsigned long long)off, (unsigned long long)size,
+                         (unsigned long long)start, (unsigned long long)end);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *Program_write(ProgramObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
@@ -292,7 +314,7 @@ static PyObject *Program_write(ProgramObject *self, PyObject *const *args, Py_ss
     }
     long dtype;
     uint8_t *p = data_slot(self, args[0], args[1], &dtype);
-    if (p == NULL) {
+    if (p == NULL || refuse_frozen(self, p, dtype) < 0) {
         return NULL;
     }
     PyObject *value = args[2];
@@ -347,6 +369,13 @@ static PyObject *Program_write(ProgramObject *self, PyObject *const *args, Py_ss
     Py_RETURN_NONE;
 }
 
+static void drop_frozen(ProgramObject *self)
+{
+    PyMem_Free(self->frozen);
+    self->frozen = NULL;
+    self->frozen_count = 0;
+}
+
 static PyObject *Program_unload(ProgramObject *self, PyObject *Py_UNUSED(ignored))
 {
     if (check_loaded(self) < 0) {
@@ -365,6 +394,7 @@ static PyObject *Program_unload(ProgramObject *self, PyObject *Py_UNUSED(ignored
         return NULL;
     }
     cp_program_unload(&self->prog);
+    drop_frozen(self);
     Py_RETURN_NONE;
 }
 
@@ -372,6 +402,7 @@ static void Program_dealloc(ProgramObject *self)
 {
     invoke_plan_free(self->plan);
     cp_program_unload(&self->prog); /* views hold a reference, so none can be alive here */
+    drop_frozen(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -510,6 +541,33 @@ static PyTypeObject ProgramType = {
 /* The option string a TOO_LARGE error names; kept for the life of the module. */
 static char memory_option[160] = DEFAULT_MEMORY_OPTION;
 
+/* The FROZEN list of an image that loaded (so it parses), for write()'s check. */
+static int copy_frozen(ProgramObject *self, const Py_buffer *image, uint16_t arch)
+{
+    cp_image img;
+    cp_error err = new_error();
+    if (cp_image_parse(&img, (const uint8_t *)image->buf, (size_t)image->len, arch, &err) !=
+        CP_OK) {
+        return 0; /* only format 2 has the list; a loaded image parses */
+    }
+    uint32_t n = img.sec[CP_SEC_FROZEN].count;
+    if (n == 0) {
+        return 0;
+    }
+    self->frozen = PyMem_Malloc((size_t)n * 2u * sizeof(uint32_t));
+    if (self->frozen == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *e = cp_image_entry(&img, CP_SEC_FROZEN, i);
+        self->frozen[2 * i] = cp_le32(e);
+        self->frozen[2 * i + 1] = cp_le32(e + 4);
+    }
+    self->frozen_count = n;
+    return 0;
+}
+
 static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
@@ -552,6 +610,8 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->schedulers = 0;
     self->invoke_copies = 0;
     self->plan = NULL;
+    self->frozen_count = 0;
+    self->frozen = NULL;
     self->runnable = arch != 0 && arch == host_arch();
     self->own_code = own_code;
     self->verified = 0;
@@ -567,6 +627,11 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     /* loaded, so the header is valid: its u16 version at byte 4 (docs/image.md) */
     const uint8_t *head = (const uint8_t *)image.buf;
     self->verified = st == CP_OK && (head[4] | (head[5] << 8)) == CP_IMAGE_FORMAT_VERSION;
+    if (st == CP_OK && copy_frozen(self, &image, arch) < 0) {
+        PyBuffer_Release(&image);
+        Py_DECREF(self);
+        return NULL;
+    }
     PyBuffer_Release(&image); /* the program owns copies of everything it needs */
     if (st != CP_OK) {
         Py_DECREF(self);

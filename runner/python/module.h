@@ -24,6 +24,10 @@ typedef struct {
                              the guard skips its signal-state check (cp_posix_guard_policy) */
     int verified;         /* format 2 (stencil ids, built from this runner's table): a run of
                              jobs skips the per-job CPU-state check (verified_code) */
+    uint32_t frozen_count; /* the image's FROZEN slots (format 2, docs/image.md): array lengths
+                              and fused loops' pointers the verifier checked at load; write()
+                              refuses them (the verified-loading decision, rule 5 (c)) */
+    uint32_t *frozen;      /* frozen_count (offset, size) pairs, sorted and disjoint; or NULL */
     uint64_t invoke_copies; /* argument buffers invoke() copied into the data region */
     struct invoke_plan *plan; /* the last plan invoke() parsed (invoke.h), or NULL */
 } ProgramObject;

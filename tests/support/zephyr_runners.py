@@ -28,6 +28,9 @@ from .runners import QEMU_CLOCK, ROOT, free_port
 APP = ROOT / "zephyr_app"
 #: copapy's Teensy 4.1 platform description for Renode (COPAPY_RENODE_REPL overrides it)
 RENODE_REPL = APP / "renode" / "teensy41.repl"
+#: copapy's model of the i.MX RT watchdog (WDOG1), which the description uses (Renode 1.15 maps
+#: a stub there); the monitor compiles it before loading the description
+RENODE_WDOG = APP / "renode" / "IMXRT_WDOG.cs"
 #: where the teensy41 image's vector table is (after the FlexSPI boot header); Renode starts
 #: the CPU from there
 RENODE_VECTOR_TABLE = 0x60002000
@@ -46,7 +49,8 @@ class Variant:
 
 
 #: the fault tests upload hand-made machine code (format 1): their builds allow it, as the
-#: host runner's --allow-code; "teensy41" (the product) and "mps2_an500_verified" are as shipped
+#: host runner's --allow-code; "teensy41" (the product), "mps2_an500_verified" and
+#: "teensy41_lpuart_verified" are as shipped
 CODE = "-DCONFIG_COPAPY_ALLOW_CODE=y"
 
 VARIANTS = {
@@ -54,6 +58,8 @@ VARIANTS = {
     "mps2_an500_verified": Variant("mps2_an500"),
     "teensy41": Variant("teensy41"),  # USB CDC ACM: the product
     "teensy41_lpuart": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y", CODE)),
+    # the LPUART build as shipped (format 2 only), for Renode's verified-loading run
+    "teensy41_lpuart_verified": Variant("teensy41", ("-DCONFIG_COPAPY_TRANSPORT_UART=y",)),
     "mps3_an547": Variant("mps3_an547"),
     # jobs in a Zephyr user thread (CONFIG_COPAPY_USERSPACE, docs/zephyr.md "User mode")
     "mps2_an500_user": Variant("mps2_an500", ("-DCONFIG_COPAPY_USERSPACE=y", CODE)),
@@ -216,6 +222,26 @@ def qemu_runner(variant: str = "mps2_an500") -> Iterator[str]:
         proc.wait(timeout=5)
 
 
+def renode_command(renode: str, kernel: str, port: int, repl: str, wdog: str) -> list[str]:
+    """Renode's command line of the tests (docs/zephyr.md shows it): the watchdog model,
+    the platform, the link on LPUART6 a TCP server on ``port``, the image, and a ``reset``
+    macro that points the CPU at the image's vector table, as the i.MX RT boot ROM does after
+    every reset (Renode runs the macro at each machine reset: the watchdog's, the firmware's
+    own SYSRESETREQ)."""
+    return [renode, "--disable-xwt", "--console", "--plain", "-e", "; ".join([
+        f"include @{wdog}",
+        "mach create \"teensy41\"",
+        f"machine LoadPlatformDescription @{repl}",
+        f"emulation CreateServerSocketTerminal {port} \"term\" false",
+        "connector Connect sysbus.lpuart6 term",
+        "logLevel 3",
+        f"sysbus LoadELF @{kernel}",
+        f"macro reset \"sysbus.cpu VectorTableOffset {RENODE_VECTOR_TABLE:#x}\"",
+        "runMacro $reset",
+        "start",
+    ])]
+
+
 @contextmanager
 def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
     """socket:// URL of the teensy41 firmware (LPUART6 link) on Renode's Teensy 4.1."""
@@ -224,23 +250,13 @@ def renode_runner(variant: str = "teensy41_lpuart") -> Iterator[str]:
         pytest.skip(reason)
     out = build(variant)
     port = free_port()
-    repl = renode_repl()
-    script = "; ".join([
-        "mach create \"teensy41\"",
-        f"machine LoadPlatformDescription @{repl}",
-        f"emulation CreateServerSocketTerminal {port} \"term\" false",
-        "connector Connect sysbus.lpuart6 term",
-        "logLevel 3",
-        f"sysbus LoadELF @{elf(out)}",
-        f"sysbus.cpu VectorTableOffset {RENODE_VECTOR_TABLE:#x}",
-        "start",
-    ])
+    command = renode_command(os.environ["COPAPY_RENODE"], str(elf(out)), port,
+                             str(renode_repl()), str(RENODE_WDOG))
     log = out / "renode.log"
     # stdin stays an open pipe: with --console, EOF on stdin makes Renode quit
     with open(log, "wb") as out_file:
-        proc = subprocess.Popen([os.environ["COPAPY_RENODE"], "--disable-xwt", "--console",
-                                 "--plain", "-e", script], stdin=subprocess.PIPE,
-                                stdout=out_file, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=out_file,
+                                stderr=subprocess.STDOUT)
     try:
         _wait_ready(port, time.monotonic() + 180, proc, log)
         yield f"socket://127.0.0.1:{port}"

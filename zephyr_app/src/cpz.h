@@ -76,6 +76,10 @@ void cpz_budget_arm(uint64_t budget_ns);
 void cpz_budget_disarm(void);
 const char *cpz_budget_source(void);
 
+/* ---- bootrec.c: the outputs' safe values kept over a reset */
+void cpz_bootrec_update(void);                 /* protocol context, lock held */
+uint32_t cpz_bootrec_apply(void);              /* boot: drives them; how many */
+
 /* ---- watchdog.c */
 void cpz_watchdog_init(void);
 void cpz_watchdog_feed(void);                  /* link thread: unless a tick is stuck */

@@ -62,6 +62,11 @@ static void notify(void *ctx, uint32_t what)
         cpz_link_wake();
         return;
     }
+    if (what == CP_SERVER_NOTIFY_STATE || what == CP_SERVER_NOTIFY_REPLACED) {
+        cpz_lock(NULL); /* protocol context: the program cannot change under us */
+        cpz_bootrec_update();
+        cpz_unlock(NULL);
+    }
     cpz_ticker_notify(ctx, what);
 }
 
@@ -106,6 +111,8 @@ int main(void)
     if (rc != 0) {
         printk("copapy: an I/O device of copapy,io is not ready (%d); continuing\n", rc);
     }
+    /* the outputs first: the safe values of the program before a reset, if there was one */
+    uint32_t safe = cpz_bootrec_apply();
     snprintk(name, sizeof(name), "copapy Zephyr runner (%s, %s, %s)", CONFIG_BOARD, TRANSPORT,
              cpz_tick_source());
 
@@ -167,10 +174,11 @@ int main(void)
 #endif
     cpz_budget_init();
     cpz_watchdog_init();
-    printk("copapy: %s; slots %p and %p, %u bytes each; link %s; budget %s; watchdog %s%s\n",
+    printk("copapy: %s; slots %p and %p, %u bytes each; link %s; budget %s; watchdog %s%s; "
+           "%u outputs safe from the boot record\n",
            name, (void *)cpz_slot(0), (void *)cpz_slot(1), (unsigned int)cpz_slot_size(),
            cpz_link_name(), cpz_budget_source(),
-           cpz_watchdog_name(), cfg.require_auth ? "; key required" : "");
+           cpz_watchdog_name(), cfg.require_auth ? "; key required" : "", (unsigned int)safe);
     rc = cpz_link_init();
     if (rc != 0) {
         return 0;

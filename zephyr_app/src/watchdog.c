@@ -9,7 +9,8 @@
  *   * teensy41: WDOG1 of the i.MX RT1062 resets the SoC (its warning interrupt would come no
  *     earlier than the reset and, being a normal interrupt, not through masked interrupts).
  *
- * After a reset HELLO reports state 0 (no program): the host learns of it. */
+ * After a reset the boot record (bootrec.c) drives the last program's outputs safe, and HELLO
+ * reports state 0 (no program): the host learns of it. */
 #include <zephyr/device.h>
 #include <zephyr/devicetree.h>
 #include <zephyr/drivers/watchdog.h>
