@@ -63,6 +63,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_strided.py": ("slow",), "test_strided_cross_arch.py": ("emulator",),
     "test_jit_large.py": ("slow",),
     "test_stencil_cpu_state.py": ("build",),
+    "test_cpu_state_caller.py": ("build",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",
