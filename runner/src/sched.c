@@ -121,8 +121,7 @@ static inline void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_
 }
 
 /* OUTPUT bindings [begin, end) from the shared slots. */
-static CP_ALWAYS_INLINE void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin,
-                                          uint32_t end)
+static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
@@ -132,8 +131,7 @@ static CP_ALWAYS_INLINE void write_outputs(cp_sched *s, uint8_t *data, uint32_t 
 }
 
 /* INPUT bindings [begin, end) into the shared slots. */
-static CP_ALWAYS_INLINE void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin,
-                                        uint32_t end)
+static void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
