@@ -93,6 +93,8 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int g
     cfg.io_write = write_io;
     cfg.guard = guard != NO_GUARD ? cp_posix_guard : NULL;
     cfg.guard_run = guard == GUARD_PER_TICK ? cp_posix_guard_run : NULL;
+    /* as LocalTarget guards a format-2 program it compiled (module.c, guard_policy) */
+    cfg.guard_ctx = (void *)&cp_posix_own_verified_code;
     cfg.budget_factor = 10;            /* the in-process defaults of module.c */
     cfg.budget_min_ns = 1000000000u;
     cp_error err;
@@ -115,12 +117,12 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int g
 
 int main(int argc, char **argv)
 {
-    /* ONLY: "read" or "timed" runs just the chains with a read after each, or the timed
-     * scheduler (one function to count under valgrind --tool=callgrind) */
+    /* ONLY: "read", "timed" or "untimed" runs just the chains with a read after each, or the
+     * timed or untimed scheduler (one function to count under valgrind --tool=callgrind) */
     const char *only = argc == 3 ? argv[2] : "";
     if (argc < 2 || argc > 3 || (argc == 3 && strcmp(only, "read") != 0 &&
-                                 strcmp(only, "timed") != 0)) {
-        fprintf(stderr, "usage: sched_floor IMAGE [read|timed]\n");
+                                 strcmp(only, "timed") != 0 && strcmp(only, "untimed") != 0)) {
+        fprintf(stderr, "usage: sched_floor IMAGE [read|timed|untimed]\n");
         return 2;
     }
     cp_program prog;
@@ -133,10 +135,10 @@ int main(int argc, char **argv)
     printf("job clock: %s (%.3f MHz), %u tasks\n", cp_posix_clock_name(),
            (double)cp_posix_clock_hz() * 1e-6, prog.task_count);
     if (only[0] != '\0') {
-        printf("%s %6.1f ns/job\n", only, only[0] == 'r'
-                                              ? chains(&prog, cp_posix_clock_ns)
-                                              : scheduled(&prog, cp_posix_clock_ns,
-                                                          GUARD_PER_TICK));
+        printf("%s %6.1f ns/job\n", only,
+               only[0] == 'r' ? chains(&prog, cp_posix_clock_ns)
+                              : scheduled(&prog, only[0] == 't' ? cp_posix_clock_ns : NULL,
+                                          GUARD_PER_TICK));
         cp_program_unload(&prog);
         return (int)(sink & 0u);
     }

@@ -67,6 +67,7 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_jit_large.py": ("slow",),
     "test_stencil_cpu_state.py": ("build",),
     "test_verified_loading_archs.py": ("emulator",),
+    "test_cpu_state_caller.py": ("build",),
 }
 MARKERS = {
     "unit": "fast, in-process: the contributor loop (pytest -m unit, under a minute)",

@@ -1,5 +1,5 @@
-"""LocalTarget.step runs the whole interval in C (the scheduler's loop, one guard run per tick
-that enters the defined CPU state once and checks it after each job): how the interval is
+"""LocalTarget.step runs the whole interval in C (the scheduler's loop, one guard run per
+advance that enters the defined CPU state once and checks it after each job): how the interval is
 split, and whether a tick is driven from Python (a drive() callback) or from the C loop (a
 feed), must not change a bit of the traces, the outputs, the statistics or the I/O. A fault
 inside the C loop stops at the same (kind, task, tick) however the time was stepped, with

@@ -219,9 +219,7 @@ static PyObject *Scheduler_advance(SchedulerObject *self, PyObject *arg)
         return NULL;
     }
     if (ticks < GIL_FREE_TICKS) {
-        for (uint64_t k = 0; k < ticks && cp_sched_fault(&self->sched) == NULL; k++) {
-            cp_sched_tick(&self->sched);
-        }
+        cp_sched_advance(&self->sched, ticks); /* stops at a fault */
         return advance_result(self);
     }
     /* the chains never call Python and every buffer the loop touches is pinned, so the GIL can
@@ -230,9 +228,7 @@ static PyObject *Scheduler_advance(SchedulerObject *self, PyObject *arg)
     while (ticks > 0) {
         uint64_t n = ticks < SIGNAL_CHECK_TICKS ? ticks : SIGNAL_CHECK_TICKS;
         Py_BEGIN_ALLOW_THREADS
-        for (uint64_t k = 0; k < n && cp_sched_fault(&self->sched) == NULL; k++) {
-            cp_sched_tick(&self->sched);
-        }
+        cp_sched_advance(&self->sched, n); /* one guard run for the n ticks */
         Py_END_ALLOW_THREADS
         ticks -= n;
         if (cp_sched_fault(&self->sched) != NULL) {

@@ -38,16 +38,26 @@ typedef struct cp_cpu_saved {
 #define CP_CPU_HAS_MXCSR 1
 #endif
 
+/* Enter and leave write a control register only when its value differs: fldcw, ldmxcsr and
+ * popf are serialising or close to it (~20 ns a guard run here), and a caller usually is in
+ * the defined state already (the same value is the same state; the sticky MXCSR flags are the
+ * caller's and come back on leave). */
 static inline void cp_cpu_enter(cp_cpu_saved *saved)
 {
     uint16_t cw = 0;
     const uint16_t want = CP_CPU_X87_CW;
-    __asm__ volatile("fnstcw %0\n\tfldcw %1\n\tcld" : "=m"(cw) : "m"(want) : "memory", "cc");
+    __asm__ volatile("fnstcw %0\n\tcld" : "=m"(cw) : : "memory", "cc");
+    if (cw != want) {
+        __asm__ volatile("fldcw %0" : : "m"(want) : "memory");
+    }
     saved->x87 = cw;
 #ifdef CP_CPU_HAS_MXCSR
     uint32_t mx = 0;
     const uint32_t mx_want = CP_CPU_MXCSR;
-    __asm__ volatile("stmxcsr %0\n\tldmxcsr %1" : "=m"(mx) : "m"(mx_want) : "memory");
+    __asm__ volatile("stmxcsr %0" : "=m"(mx) : : "memory");
+    if ((mx & ~CP_CPU_MXCSR_FLAGS) != mx_want) { /* the flags: no stencil reads them */
+        __asm__ volatile("ldmxcsr %0" : : "m"(mx_want) : "memory");
+    }
     saved->fp = mx;
 #else
     saved->fp = 0;
@@ -77,19 +87,25 @@ static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left
 {
     uintptr_t flags;
 #if defined(__x86_64__)
-    __asm__ volatile("pushfq\n\tpopq %0\n\tpushq %0\n\tandq %1, (%%rsp)\n\tpopfq"
-                     : "=&r"(flags) : "i"(~(long)CP_CPU_EFLAGS_BAD) : "memory", "cc");
+    __asm__ volatile("pushfq\n\tpopq %0\n\ttestq %1, %0\n\tjz 1f\n\t"
+                     "pushq %0\n\tandq %2, (%%rsp)\n\tpopfq\n1:"
+                     : "=&r"(flags) : "i"((long)CP_CPU_EFLAGS_BAD), "i"(~(long)CP_CPU_EFLAGS_BAD)
+                     : "memory", "cc");
 #else
-    __asm__ volatile("pushfl\n\tpopl %0\n\tpushl %0\n\tandl %1, (%%esp)\n\tpopfl"
-                     : "=&r"(flags) : "i"(~(long)CP_CPU_EFLAGS_BAD) : "memory", "cc");
+    __asm__ volatile("pushfl\n\tpopl %0\n\ttestl %1, %0\n\tjz 1f\n\t"
+                     "pushl %0\n\tandl %2, (%%esp)\n\tpopfl\n1:"
+                     : "=&r"(flags) : "i"((long)CP_CPU_EFLAGS_BAD), "i"(~(long)CP_CPU_EFLAGS_BAD)
+                     : "memory", "cc");
 #endif
     uint32_t changed = (flags & CP_CPU_EFLAGS_BAD) != 0 ? (uint32_t)CP_CPU_CHANGED_FLAGS : 0u;
     changed |= cp_cpu_x87_changed(fp_left);
+    const uint16_t back = (uint16_t)saved->x87;
     if ((changed & (CP_CPU_CHANGED_FP_CONTROL | CP_CPU_CHANGED_X87_STACK)) != 0) {
         __asm__ volatile("fninit" ::: "memory"); /* empty stack, pending exceptions cleared */
+        __asm__ volatile("fldcw %0" : : "m"(back) : "memory");
+    } else if ((uint16_t)*fp_left != back) { /* the defined word, entered from another one */
+        __asm__ volatile("fldcw %0" : : "m"(back) : "memory");
     }
-    const uint16_t back = (uint16_t)saved->x87;
-    __asm__ volatile("fldcw %0" : : "m"(back) : "memory");
 #ifdef CP_CPU_HAS_MXCSR
     uint32_t mx = 0;
     __asm__ volatile("stmxcsr %0" : "=m"(mx) : : "memory");
@@ -98,7 +114,9 @@ static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left
         *fp_left = mx;
     }
     const uint32_t mx_back = saved->fp;
-    __asm__ volatile("ldmxcsr %0" : : "m"(mx_back) : "memory");
+    if (mx != mx_back) { /* most often the flags a job set: the caller's come back */
+        __asm__ volatile("ldmxcsr %0" : : "m"(mx_back) : "memory");
+    }
 #endif
     return changed;
 }

@@ -259,39 +259,28 @@ static int run_jobs_untimed(void *arg, cp_guard_fn job, void *job_ctx)
     return run_jobs(arg, job, job_ctx, 0);
 }
 
-/* Runs the tick's releases: inside one guard_run if the platform has one and more than one
- * task is due, else with the per-job guard (or none). Then the bookkeeping: the jobs whose chain returned are finished,
- * a faulting one gets its time (up to a read after the guard came back) but no run, the
- * fault is recorded and the safe state applied; no job after it has run. Returns nonzero on
- * a fault. */
-static CP_ALWAYS_INLINE int releases(cp_sched *s, uint8_t *data, uint32_t due)
+/* A guard run armed around several ticks (cp_sched_advance): its job function, used for every
+ * release inside it. */
+typedef struct armed_run {
+    cp_guard_fn job;
+    void *job_ctx;
+} armed_run;
+
+/* The bookkeeping of a tick's releases once its job loop is over or was left by a fault: the
+ * jobs whose chain returned are finished, a faulting one gets its time (up to a read after the
+ * guard came back) but no run, the fault is recorded and the safe state applied; no job after
+ * it has run. */
+static void releases_done(cp_sched *s, const release_run *r, int faulted)
 {
-    release_run r;
-    r.s = s;
-    r.data = data;
-    r.due = due;
-    r.jobs = 0;
-    r.fault.kind = CP_FAULT_NONE;
-    r.fault.address = 0;
-    r.fault.pc = 0;
-    r.fault.code = 0;
-    int timed = s->cfg.clock_ns != NULL;
-    int faulted;
-    if (s->cfg.guard_run != NULL && (due & (due - 1u)) != 0) {
-        faulted = s->cfg.guard_run(s->cfg.guard_ctx, timed ? run_jobs_timed : run_jobs_untimed,
-                                   &r, &r.fault);
-    } else { /* at most one release (or no guard_run): per job is as cheap, and a call less */
-        faulted = timed ? run_jobs(&r, s->cfg.guard, s->cfg.guard_ctx, 1)
-                        : run_jobs(&r, s->cfg.guard, s->cfg.guard_ctx, 0);
-    }
     /* each finished job: statistics, pending with its cost (its declared wcet, deterministic,
      * or its measured time) */
-    uint32_t jobs = r.jobs;
+    int timed = s->cfg.clock_ns != NULL;
+    uint32_t jobs = r->jobs;
     const cp_task_entry *tasks = s->prog->tasks;
     int deterministic = s->cfg.deterministic != 0;
     for (uint32_t j = 0; j < jobs; j++) {
-        uint32_t i = r.ran[j];
-        uint64_t exec_ns = timed ? elapsed(r.stamp[j], r.stamp[j + 1]) : 0;
+        uint32_t i = r->ran[j];
+        uint64_t exec_ns = timed ? elapsed(r->stamp[j], r->stamp[j + 1]) : 0;
         if (timed) {
             add_exec(&s->stats[i], exec_ns);
         }
@@ -300,12 +289,42 @@ static CP_ALWAYS_INLINE int releases(cp_sched *s, uint8_t *data, uint32_t due)
         s->state[i].pending = 1;
     }
     if (faulted) {
-        uint32_t i = r.ran[jobs];
+        uint32_t i = r->ran[jobs];
         if (timed) {
-            add_exec(&s->stats[i], elapsed(r.stamp[jobs], s->cfg.clock_ns(s->cfg.clock_ctx)));
+            add_exec(&s->stats[i], elapsed(r->stamp[jobs], s->cfg.clock_ns(s->cfg.clock_ctx)));
         }
-        job_faulted(s, i, &r.fault);
+        job_faulted(s, i, &r->fault);
     }
+}
+
+/* Runs the tick's releases into `r`: with the job function of the enclosing guard run if
+ * there is one (`run`), else inside one guard_run of this tick if the platform has one and
+ * more than one task is due, else with the per-job guard (or none). Then the bookkeeping.
+ * Returns nonzero on a fault. */
+static CP_ALWAYS_INLINE int releases(cp_sched *s, uint8_t *data, uint32_t due, release_run *r,
+                                     const armed_run *run)
+{
+    r->s = s;
+    r->data = data;
+    r->due = due;
+    r->jobs = 0;
+    r->fault.kind = CP_FAULT_NONE;
+    r->fault.address = 0;
+    r->fault.pc = 0;
+    r->fault.code = 0;
+    int timed = s->cfg.clock_ns != NULL;
+    int faulted;
+    if (run != NULL) {
+        faulted = timed ? run_jobs(r, run->job, run->job_ctx, 1)
+                        : run_jobs(r, run->job, run->job_ctx, 0);
+    } else if (s->cfg.guard_run != NULL && (due & (due - 1u)) != 0) {
+        faulted = s->cfg.guard_run(s->cfg.guard_ctx, timed ? run_jobs_timed : run_jobs_untimed,
+                                   r, &r->fault);
+    } else { /* at most one release (or no guard_run): per job is as cheap, and a call less */
+        faulted = timed ? run_jobs(r, s->cfg.guard, s->cfg.guard_ctx, 1)
+                        : run_jobs(r, s->cfg.guard, s->cfg.guard_ctx, 0);
+    }
+    releases_done(s, r, faulted);
     return faulted;
 }
 
@@ -355,11 +374,11 @@ static void apply_feeds(cp_sched *s, uint8_t *data, uint64_t tick)
     }
 }
 
-void cp_sched_tick(cp_sched *s)
+/* One tick into the release record `r` (with `run`: inside a guard run armed for several
+ * ticks). */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_run *run)
 {
-    if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
-        return;
-    }
     uint8_t *data = cp_program_data(s->prog);
     uint32_t n = s->task_count;
     uint64_t tick = s->tick;
@@ -384,7 +403,7 @@ void cp_sched_tick(cp_sched *s)
     }
 
     /* 3. releases in priority order */
-    if (due != 0 && releases(s, data, due) != 0) {
+    if (due != 0 && releases(s, data, due, r, run) != 0) {
         return; /* faulted: nothing more happens in this program until a reset */
     }
 
@@ -430,8 +449,55 @@ void cp_sched_settle(cp_sched *s)
     }
 }
 
+static int live(const cp_sched *s)
+{
+    return s != NULL && s->prog != NULL && s->prog->loaded && s->fault.kind == CP_FAULT_NONE;
+}
+
+void cp_sched_tick(cp_sched *s)
+{
+    if (live(s)) {
+        release_run r;
+        tick_in(s, &r, NULL);
+    }
+}
+
+/* Ticks inside one guard run: the release record lives in cp_sched_advance's frame, which a
+ * chain's signal does not leave (the jump lands in the guard run it called). */
+typedef struct advance_run {
+    cp_sched *s;
+    uint64_t ticks;
+    release_run r;
+} advance_run;
+
+CP_CALLS_LOADED_CODE
+static int advance_body(void *arg, cp_guard_fn job, void *job_ctx)
+{
+    advance_run *a = arg;
+    const armed_run run = {job, job_ctx};
+    for (uint64_t k = 0; k < a->ticks && a->s->fault.kind == CP_FAULT_NONE; k++) {
+        tick_in(a->s, &a->r, &run);
+    }
+    return 0; /* a fault a job returned is booked already (releases) */
+}
+
+/* `ticks` ticks, stopping at a fault. With the platform's guard_run, one run is armed for all
+ * of them (one sigsetjmp and CPU-state entry, not one a tick); each job is still guarded with
+ * its own budget, and a tick's releases are booked exactly as in cp_sched_tick. */
 void cp_sched_advance(cp_sched *s, uint64_t ticks)
 {
+    if (ticks > 1 && live(s) && s->cfg.guard_run != NULL) {
+        advance_run a;
+        a.s = s;
+        a.ticks = ticks;
+        a.r.jobs = 0;
+        a.r.fault.kind = CP_FAULT_NONE;
+        if (s->cfg.guard_run(s->cfg.guard_ctx, advance_body, &a, &a.r.fault) != 0) {
+            /* a chain's signal or budget jumped back out of its tick: that tick's booking */
+            releases_done(s, &a.r, 1);
+        }
+        return;
+    }
     for (uint64_t k = 0; k < ticks; k++) {
         cp_sched_tick(s);
     }

@@ -1326,7 +1326,8 @@ static uint64_t counting_now(void *ctx)
 /* Ten tasks, priority order 9, 8, ..., 0, released every tick but task 6 (period 3 ticks,
  * offset 2), whose chain faults (ud2) at its first release, tick 2. Each task counts its
  * runs in slot 4i. Reads per tick: one before the releases, one after each chain (and after
- * the guard came back). */
+ * the guard came back). per_tick 0: the per-job guard; 1: a guard run (cp_sched_advance arms
+ * one for all five ticks); 2: cp_sched_tick five times, one guard run a tick. */
 static void fault_in_the_fourth_job(int per_tick)
 {
     static const uint8_t ud2[] = {0x0f, 0x0b};
@@ -1351,7 +1352,13 @@ static void fault_in_the_fourth_job(int per_tick)
     if (fx_start(&f, &b, &cfg) != 0) {
         return;
     }
-    cp_sched_advance(&f.s, 5);
+    if (per_tick == 2) {
+        for (int k = 0; k < 5; k++) {
+            cp_sched_tick(&f.s);
+        }
+    } else {
+        cp_sched_advance(&f.s, 5);
+    }
     const cp_fault *fault = cp_sched_fault(&f.s);
     CHECK(fault != NULL && fault->kind == CP_FAULT_SIGILL && fault->task == 6 &&
           fault->tick == 2);
@@ -1508,6 +1515,7 @@ int main(int argc, char **argv)
         test_fault_timeout(per_tick);
         fault_in_the_fourth_job(per_tick);
     }
+    fault_in_the_fourth_job(2);
     test_config_sizes();
     test_budgets();
     test_release_outputs();

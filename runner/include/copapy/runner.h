@@ -353,7 +353,8 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
 /* Process the next tick (at s->now_ns) as docs/realtime.md describes. Never allocates. */
 void cp_sched_tick(cp_sched *s);
 
-/* Process `ticks` ticks. */
+/* Process `ticks` ticks, stopping at a fault. With a guard_run, one guarded run spans them
+ * (each job keeps its own guard and budget). */
 void cp_sched_advance(cp_sched *s, uint64_t ticks);
 
 /* Publish the jobs whose period ends exactly at the next tick's time and that have finished:

@@ -26,6 +26,7 @@ from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
 from .fuse import LOOP_BEGIN, Loop, find_loops
+from .inplace import store_in_place
 from .layout import DataLayout
 from .schedule import evaluation_order
 from .table import StencilTable
@@ -553,7 +554,7 @@ def lower_chain(spec: ChainSpec, table: StencilTable, layout: DataLayout,
     spec.pointers.update(lowerer.pointer_ports())
     if progress is not None:
         progress(len(computed), len(computed))
-    for node, src, dst in spec.end_copies:
+    for node, src, dst in store_in_place(lowerer.instrs, spec.end_copies):
         lowerer.copy_slot(node, src, dst)
     layout.end_temp_scope()
     return lowerer.instrs, len(computed)
