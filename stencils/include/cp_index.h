@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "cp_array.h"
+#include "cp_ops.h"
 #include "cp_stencil.h"
 
 #pragma GCC visibility push(hidden)
@@ -46,11 +47,14 @@
     const int64_t s2_ = cp_vc_i32[0], c2s_ = cp_vc_i32[1];                                     \
     const size_t c0_ = CP_LEN(cp_n_i32), kk_ = CP_LEN(cp_k_i32);                               \
     const size_t c2_ = c2s_ >= 1 ? (size_t)c2s_ : 1u;                                          \
-    const size_t c1_ = kk_ / c2_;                                                              \
+    int32_t rem_ = 0; /* cp_div_trunc: no runtime-library call on CPUs without a divide */     \
+    const size_t c1_ = kk_ <= 0x7fffffffu ? (size_t)cp_div_trunc((int32_t)kk_, (int32_t)c2_,   \
+                                                                 &rem_) : 0u;                  \
     const uint64_t e0_ = (uint64_t)(c0_ ? c0_ - 1u : 0u) * (uint64_t)(s0_ < 0 ? -s0_ : s0_);   \
     const uint64_t e1_ = (uint64_t)(c1_ ? c1_ - 1u : 0u) * (uint64_t)(s1_ < 0 ? -s1_ : s1_);   \
     const uint64_t e2_ = (uint64_t)(c2_ - 1u) * (uint64_t)(s2_ < 0 ? -s2_ : s2_);              \
-    const int ok_ = c2s_ >= 1 && kk_ % c2_ == 0u && e0_ < (uint64_t)(len) &&                   \
+    const int ok_ = c2s_ >= 1 && kk_ <= 0x7fffffffu && rem_ == 0 &&                            \
+                    e0_ < (uint64_t)(len) &&                                                   \
                     e1_ < (uint64_t)(len) && e2_ < (uint64_t)(len) &&                          \
                     e0_ + e1_ + e2_ < (uint64_t)(len);                                         \
     const size_t base_ = (size_t)((s0_ < 0 ? e0_ : 0u) + (s1_ < 0 ? e1_ : 0u) +                \
