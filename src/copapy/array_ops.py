@@ -1,9 +1,12 @@
 """Sorting, convolution and pooling of traced arrays, as graph compositions of element-wise
 operations (docs/decisions/2026-12-04-sort-convolve-pool-as-graph-compositions.md).
 
-* ``sort``/``argsort``: Batcher's odd-even merge network, O(n log² n) compare-exchanges of
-  (value, index) pairs: stable, NaNs last (NumPy's order), the same on every CPU; the
-  gradient of a sorted element goes to the element it came from (a permutation).
+* ``sort``/``argsort``: one merge-sort stencil along the rows of a packed array (``argsort``,
+  the values gathered by the permutation: ``pgather``; docs/decisions/
+  2026-12-04-nd-strided-views-and-sort-stencil.md); short unpacked rows by Batcher's odd-even
+  merge network of (value, index) compare-exchanges. Both stable, NaNs last (NumPy's order),
+  the same on every CPU; the gradient of a sorted element goes to the element it came from
+  (a permutation).
 * ``convolve`` (1-D, modes full/same/valid): Σ over the kernel taps in increasing tap order
   of tap x shifted input; packed, one multiply-add of whole slices per tap.
 * ``conv2d`` (scipy.signal.convolve2d), ``max_pool2d``/``avg_pool2d``: the same per kernel
