@@ -10,16 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from copapy.arch.targets import by_name
 from copapy.arrays import array_input
-from copapy.compiler import compile_program
-from copapy.compiler.lower import CompileError
 from copapy.graph import build, levels
 from copapy.graph.node import Node
 from copapy.graph.ops import REGISTRY
-from copapy.graph.reference import evaluate_graph
 
-from .support.archs import CONFIG_IDS, CONFIGS, Batch, Config, execute, has_float64
+from .support.archs import CONFIG_IDS, CONFIGS, Config, has_float64, run_one_input
 
 SHAPE = (6, 35)
 #: (start, levels) over the 6 x 35 array: rows and columns stepped both ways, three levels
@@ -63,17 +59,6 @@ def test_index_stencils_bit_for_bit(config: Config, dtype: str) -> None:
     if dtype == "float64" and not has_float64(config.arch):
         return  # the compiler refuses float64 there (tests/test_cross_arch.py checks that)
     x, outs = program(dtype)
-    lacks = by_name(config.arch)
-    if "ngather" in lacks.table_lacks:  # declared in its toml: the compiler must say why
-        with pytest.raises(CompileError, match="predates this operation"):
-            compile_program(outs, config.arch)
-        return
-    compiled = compile_program(outs, config.arch)
-    ports = compiled.ports
-    data = inputs(dtype, x.size, 13)
-    batch = Batch(compiled.image, [[(ports[x].offset, data.tobytes())]],
-                  [(ports[o].offset, o.nbytes) for o in outs])
-    execute(config, [batch])
-    want = evaluate_graph(outs, {x: data.reshape(SHAPE)})
-    for k, (o, w) in enumerate(zip(outs, want, strict=True)):
-        assert batch.results[0][k] == np.ascontiguousarray(w).tobytes(), (config.id, k, o.op)
+    results = run_one_input(config, x, outs, inputs(dtype, x.size, 13), "ngather")
+    for k, (got, want) in enumerate(results or []):
+        assert got == want.tobytes(), (config.id, k, outs[k].op)

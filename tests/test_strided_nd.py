@@ -189,3 +189,11 @@ def test_out_of_range_levels_are_refused_naming_them() -> None:
         m[1:2, ::2, 0]
     with pytest.raises(IndexError, match="out of range"):
         m[7, ::2]
+
+
+def test_a_traced_index_beside_a_slice_is_refused_naming_the_fix() -> None:
+    m = array_input(np.zeros((4, 5), np.float32), packed=True)
+    with pytest.raises(TypeError, match="constant at trace time"):
+        m[::2, cp.value(1)]
+    with pytest.raises(TypeError, match="a bool is not an index"):
+        m[True, ::2]

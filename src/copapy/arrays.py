@@ -423,8 +423,8 @@ class Array:
         """A packed N-D array indexed by ints and slices (at least one slice): one view or
         strided copy (graph/levels.py), whatever the size; None for other keys."""
         keys = key if isinstance(key, tuple) else (key,)
-        if not any(isinstance(k, slice) for k in keys):
-            return None
+        if not any(isinstance(k, slice) for k in keys) or any(isinstance(k, Value) for k in keys):
+            return None  # an element, or a traced index (refused below, naming the fix)
         if len(keys) > self.ndim:
             raise IndexError(f"{len(keys)} indices for an array of {self.ndim} dimensions")
         picks = [k if isinstance(k, slice) else _index(k, d)

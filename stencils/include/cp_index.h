@@ -61,22 +61,27 @@
                                   (s2_ < 0 ? e2_ : 0u));                                       \
     const size_t b0_ = (size_t)s0_, b1_ = (size_t)s1_, b2_ = (size_t)s2_; /* modulo 2^N */
 
+/* Walk the levels when they fit (ok_): element o_ of the vector and p2_ of the block, in the
+ * order of the vector; MOVE moves one element between them. */
+#define CP_WALK_LEVELS(MOVE)                                                                   \
+    if (ok_) {                                                                                 \
+        size_t o_ = 0, p0_ = base_;                                                            \
+        for (size_t i0 = 0; i0 < c0_; i0++, p0_ += b0_) {                                      \
+            size_t p1_ = p0_;                                                                  \
+            for (size_t i1 = 0; i1 < c1_; i1++, p1_ += b1_) {                                  \
+                size_t p2_ = p1_;                                                              \
+                for (size_t i2 = 0; i2 < c2_; i2++, p2_ += b2_, o_++) {                        \
+                    MOVE;                                                                      \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
 #define CP_NSTRIDED(T, W)                                                                      \
     CP_STENCIL(ngather_##T##__v_v_m_m)                                                         \
     {                                                                                          \
         CP_LEVELS(CP_LEN(cp_j_i32))                                                            \
-        if (ok_) {                                                                             \
-            size_t o_ = 0, p0_ = base_;                                                        \
-            for (size_t i0 = 0; i0 < c0_; i0++, p0_ += b0_) {                                  \
-                size_t p1_ = p0_;                                                              \
-                for (size_t i1 = 0; i1 < c1_; i1++, p1_ += b1_) {                              \
-                    size_t p2_ = p1_;                                                          \
-                    for (size_t i2 = 0; i2 < c2_; i2++, p2_ += b2_, o_++) {                    \
-                        CP_MOVE_BITS(W, VSLOT_##T(out), o_, VSLOT_##T(a), p2_);                \
-                    }                                                                          \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, VSLOT_##T(a), p2_))                 \
         CP_NEXT();                                                                             \
     }                                                                                          \
     CP_STENCIL(nscatter_##T##__v_v_m_m)                                                        \
@@ -87,18 +92,7 @@
             __builtin_memcpy(&VSLOT_##T(out)[i], &zero_, sizeof zero_);                        \
         }                                                                                      \
         CP_LEVELS(len_)                                                                        \
-        if (ok_) {                                                                             \
-            size_t o_ = 0, p0_ = base_;                                                        \
-            for (size_t i0 = 0; i0 < c0_; i0++, p0_ += b0_) {                                  \
-                size_t p1_ = p0_;                                                              \
-                for (size_t i1 = 0; i1 < c1_; i1++, p1_ += b1_) {                              \
-                    size_t p2_ = p1_;                                                          \
-                    for (size_t i2 = 0; i2 < c2_; i2++, p2_ += b2_, o_++) {                    \
-                        CP_MOVE_BITS(W, VSLOT_##T(out), p2_, VSLOT_##T(a), o_);                \
-                    }                                                                          \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), p2_, VSLOT_##T(a), o_))                 \
         CP_NEXT();                                                                             \
     }
 
