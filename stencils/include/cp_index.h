@@ -15,8 +15,9 @@
  * Sorting, along rows: n elements per row, k rows.
  *   argsort: out[r * n + i] = the stable ascending order of row r of a (indices in [0, n)):
  *            NaNs last, -0.0 equal to +0.0, equal keys in index order, as
- *            numpy.argsort(kind="stable"); b is an int32 scratch row of n elements. Bottom-up
- *            merge sort over runs sorted by insertion, keys compared as unsigned integers.
+ *            numpy.argsort(kind="stable"); b is int32 scratch of n * j elements (j = 4 for
+ *            4-byte elements, 1 for 8-byte ones). Bottom-up merge sort over runs sorted by
+ *            insertion, keys compared as unsigned integers.
  *   pgather:  out[r * n + i] = a[r * n + p[r * n + i]] (p: the int32 array b)
  *   pscatter: out zeroed, then out[r * n + p[r * n + i]] = a[r * n + i] (the adjoint of pgather
  *             for a permutation)
@@ -173,14 +174,89 @@ CP_ALWAYS_INLINE uint64_t cp_key_f64(const double *a, size_t i)
         }                                                                                      \
     } while (0)
 
+/* The indirect sort above, for 8-byte elements: b is one scratch row of n int32 (j >= 1). */
 #define CP_ARGSORT(T, K)                                                                       \
     CP_STENCIL(argsort_##T##__v_v_v)                                                           \
     {                                                                                          \
         const size_t n = CP_LEN(cp_n_i32), rows = CP_LEN(cp_k_i32);                            \
-        for (size_t row_ = 0; row_ < rows; row_++) {                                           \
+        for (size_t row_ = 0; row_ < rows && CP_LEN(cp_j_i32) >= 1u; row_++) {                 \
             const CT_##T *values_ = &VSLOT_##T(a)[row_ * n];                                   \
             int32_t *order_ = &VSLOT_i32(out)[row_ * n];                                       \
             CP_ARGSORT_ROW(T, K, values_, order_, VSLOT_i32(b), n);                            \
+        }                                                                                      \
+        CP_NEXT();                                                                             \
+    }
+
+/* 64-bit words in int32 arrays (moved through memcpy: no aliasing of the int32 objects). */
+CP_ALWAYS_INLINE uint64_t cp_ld64(const int32_t *p, size_t i)
+{
+    uint64_t v;
+    __builtin_memcpy(&v, &p[2u * i], sizeof v);
+    return v;
+}
+CP_ALWAYS_INLINE void cp_st64(int32_t *p, size_t i, uint64_t v)
+{
+    __builtin_memcpy(&p[2u * i], &v, sizeof v);
+}
+
+/* Sort the n words of s ascending (t: n words of scratch); returns the one holding them.
+ * Insertion sort of runs, then bottom-up merges, the left word first among equal ones. */
+CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
+{
+    for (size_t lo = 0; lo < n; lo += CP_SORT_RUN) {
+        const size_t hi = n - lo < CP_SORT_RUN ? n : lo + CP_SORT_RUN;
+        for (size_t i = lo + 1u; i < hi; i++) {
+            const uint64_t v = cp_ld64(s, i);
+            size_t j = i;
+            while (j > lo && cp_ld64(s, j - 1u) > v) {
+                cp_st64(s, j, cp_ld64(s, j - 1u));
+                j--;
+            }
+            cp_st64(s, j, v);
+        }
+    }
+    int32_t *src = s, *dst = t;
+    for (size_t w = CP_SORT_RUN; w < n; w *= 2u) {
+        for (size_t lo = 0; lo < n; lo += 2u * w) {
+            const size_t mid = n - lo < w ? n : lo + w;
+            const size_t hi = n - mid < w ? n : mid + w;
+            size_t l = lo, r = mid, o = lo;
+            while (l < mid && r < hi) {
+                const uint64_t x = cp_ld64(src, l), y = cp_ld64(src, r);
+                const size_t right = y < x;
+                cp_st64(dst, o++, right ? y : x);
+                r += right;
+                l += 1u - right;
+            }
+            for (; l < mid; l++) cp_st64(dst, o++, cp_ld64(src, l));
+            for (; r < hi; r++) cp_st64(dst, o++, cp_ld64(src, r));
+        }
+        int32_t *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    return src;
+}
+
+/* 4-byte elements: the words (key << 32 | index) sort by key, then by index: the same stable
+ * order, by plain compares of contiguous words (no indirect loads; 2-3x the indirect sort on
+ * x86_64). b holds two rows of n words (4n int32: j >= 4). */
+#define CP_ARGSORT_WORDS(T)                                                                    \
+    CP_STENCIL(argsort_##T##__v_v_v)                                                           \
+    {                                                                                          \
+        const size_t n = CP_LEN(cp_n_i32), rows = CP_LEN(cp_k_i32);                            \
+        if (CP_LEN(cp_j_i32) >= 4u) {                                                          \
+            int32_t *s_ = VSLOT_i32(b), *t_ = &VSLOT_i32(b)[2u * n];                           \
+            for (size_t row_ = 0; row_ < rows; row_++) {                                       \
+                const CT_##T *values_ = &VSLOT_##T(a)[row_ * n];                               \
+                for (size_t i = 0; i < n; i++) {                                               \
+                    cp_st64(s_, i, ((uint64_t)cp_key_##T(values_, i) << 32) | (uint64_t)i);    \
+                }                                                                              \
+                const int32_t *sorted_ = cp_sort_words(s_, t_, n);                             \
+                for (size_t i = 0; i < n; i++) {                                               \
+                    VSLOT_i32(out)[row_ * n + i] = (int32_t)(uint32_t)cp_ld64(sorted_, i);     \
+                }                                                                              \
+            }                                                                                  \
         }                                                                                      \
         CP_NEXT();                                                                             \
     }

@@ -500,11 +500,15 @@ class _Lowerer:
         rows = [("n", self.const_int(n)), ("k", self.const_int(node.size // n))]
         out = self.array_out(node)
         if node.op == "argsort":
+            # scratch: two rows of (key, index) words for 4-byte elements, one index row for
+            # 8-byte ones (stencils/include/cp_index.h); j counts its int32 rows
             values = node.args[0]
-            scratch = self.layout.temp(4 * n, ARRAY_ALIGN)
+            words = 4 if values.dtype.size == 4 else 1
+            scratch = self.layout.temp(4 * n * words, ARRAY_ALIGN)
             self.emit(names.stencil("argsort", values.dtype.stencil, "v", "v", "v"),
-                      [("a", self.slot_of(values)), ("b", scratch), ("out", out), *rows])
-            self.layout.release(scratch, 4 * n)
+                      [("a", self.slot_of(values)), ("b", scratch), ("out", out), *rows,
+                       ("j", self.const_int(words))])
+            self.layout.release(scratch, 4 * n * words)
         else:
             perm, values = node.args
             width = "f64" if node.dtype.size == 8 else "i32"

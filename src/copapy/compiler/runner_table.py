@@ -131,8 +131,8 @@ _DIMS = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J
          # N-D strided views: n x k elements gathered from a block of j
          "ngather": {"a": DIM_J, "out": DIM_N | DIM_K},
          "nscatter": {"a": DIM_N | DIM_K, "out": DIM_J},
-         # sorting along k rows of n elements; argsort's scratch b is one row
-         "argsort": {"a": DIM_N | DIM_K, "b": DIM_N, "out": DIM_N | DIM_K},
+         # sorting along k rows of n elements; argsort's scratch b is j rows
+         "argsort": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_J, "out": DIM_N | DIM_K},
          "pgather": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_K, "out": DIM_N | DIM_K},
          "pscatter": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_K, "out": DIM_N | DIM_K}}
 #: operand roles a stencil writes besides out (argsort's scratch row)
