@@ -105,24 +105,20 @@ CP_ALWAYS_INLINE uint32_t cp_key_i32(const int32_t *a, size_t i)
     __builtin_memcpy(&u, &a[i], sizeof u);
     return u ^ 0x80000000u;
 }
-CP_ALWAYS_INLINE uint32_t cp_key_f32(const float *a, size_t i)
-{
-    uint32_t u;
-    __builtin_memcpy(&u, &a[i], sizeof u);
-    const uint32_t mag = u & 0x7fffffffu;
-    if (mag > 0x7f800000u) return 0xffffffffu;
-    if (mag == 0u) return 0x80000000u;
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-CP_ALWAYS_INLINE uint64_t cp_key_f64(const double *a, size_t i)
-{
-    uint64_t u;
-    __builtin_memcpy(&u, &a[i], sizeof u);
-    const uint64_t mag = u & 0x7fffffffffffffffull;
-    if (mag > 0x7ff0000000000000ull) return 0xffffffffffffffffull;
-    if (mag == 0u) return 0x8000000000000000ull;
-    return (u & 0x8000000000000000ull) ? ~u : (u | 0x8000000000000000ull);
-}
+/* The float key of element i: U the unsigned integer of the width, SIGN its top bit, INF the
+ * bits of +inf. */
+#define CP_FLOAT_KEY(T, U, SIGN, INF)                                                          \
+    CP_ALWAYS_INLINE U cp_key_##T(const CT_##T *a, size_t i)                                   \
+    {                                                                                          \
+        U u;                                                                                   \
+        __builtin_memcpy(&u, &a[i], sizeof u);                                                 \
+        const U mag = u & (U)~(SIGN);                                                          \
+        if (mag > (INF)) return (U)~(U)0;                                                      \
+        if (mag == 0u) return (SIGN);                                                          \
+        return (u & (SIGN)) ? (U)~u : (U)(u | (SIGN));                                         \
+    }
+CP_FLOAT_KEY(f32, uint32_t, 0x80000000u, 0x7f800000u)
+CP_FLOAT_KEY(f64, uint64_t, 0x8000000000000000ull, 0x7ff0000000000000ull)
 
 /* runs of this many elements are sorted by insertion before the merges */
 #define CP_SORT_RUN 16u
