@@ -30,6 +30,11 @@ CASES = {
     "x[::2] + x[1::2]": "lambda x: x[::2] + x[1::2]",
     "x[::-1] * 2": "lambda x: x[::-1] * 2.0",
     "x[1::3]": "lambda x: x[1::3]",
+    # 2-D (issue 31: one level gather whatever the size), m = x as rows of 100
+    "m[::2]": "lambda x: x.reshape(-1, 100)[::2]",
+    "m[:, ::2]": "lambda x: x.reshape(-1, 100)[:, ::2]",
+    "m[::-1, 1::3]": "lambda x: x.reshape(-1, 100)[::-1, 1::3]",
+    "m[1:5, ::2]": "lambda x: x.reshape(-1, 100)[1:5, ::2]",
 }
 
 CHILD = """

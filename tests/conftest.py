@@ -64,6 +64,8 @@ COSTS: dict[str, tuple[str, ...]] = {
     "test_example_mpc.py": ("slow",), "test_example_ekf_runners.py": ("firmware",),
     "test_signal_shapes.py": ("build",), "test_keep_state.py": ("build",),
     "test_strided.py": ("slow",), "test_strided_cross_arch.py": ("emulator",),
+    "test_strided_nd.py": ("slow",), "test_sort_stencil.py": ("slow",),
+    "test_index_cross_arch.py": ("emulator",),
     "test_jit_large.py": ("slow",),
     "test_stencil_cpu_state.py": ("build",),
     "test_verified_loading_archs.py": ("emulator",),

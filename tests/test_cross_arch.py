@@ -58,7 +58,7 @@ from copapy.arch.features import base_of
 from copapy.arch.targets import arch_names, by_name, host_arch, targets
 from copapy.compiler import CompiledProgram, CompileError, compile_program
 from copapy.dtypes import DType
-from copapy.graph import build
+from copapy.graph import build, levels
 from copapy.graph.node import Node
 from copapy.graph.ops import REGISTRY
 from copapy.graph.reference import evaluate_graph
@@ -926,6 +926,19 @@ def array_op_cases(name: str) -> list[tuple[str, list[tuple[tuple[int, ...], str
             cases.append((f"sscatter({d})", [((9,), d)],
                           lambda a: [build.scatter(a, 3, 7, ARRAY_N),
                                      build.scatter(a, 64, -8, ARRAY_N)]))
+    elif name in ("ngather", "nscatter"):
+        # N-D strided views (graph/levels.py): two and three levels, steps of both signs
+        for d in DTYPES:
+            cases.append((f"{name}({d})", [((5, 4, 6), d)], lambda a, name=name: [
+                v if name == "ngather" else levels.scatter(v, *v.attr[:2], v.args[0].size)
+                for v in (levels.gather(a, 5, [(5, 24), (3, -2)]),
+                          levels.gather(a, 100, [(3, -48), (2, 12), (3, -2)]))]))
+    elif name in ("argsort", "pgather", "pscatter"):
+        # sorting along rows: the order, the sorted values, the gradient's scatter
+        for d in ("float32", "float64", "int32"):
+            cases.append((f"{name}({d})", [((3, 23), d)], lambda a, name=name: [
+                order if name == "argsort" else build.make(REGISTRY[name], (order, a))
+                for order in [build.make(REGISTRY["argsort"], (a,))]]))
     else:
         raise AssertionError(f"array operation {name} has no cross-architecture case: add one")
     return cases

@@ -9,15 +9,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from copapy.arch.targets import by_name
 from copapy.arrays import array_input
-from copapy.compiler import compile_program
-from copapy.compiler.lower import CompileError
 from copapy.graph import build
 from copapy.graph.node import Node
-from copapy.graph.reference import evaluate_graph
 
-from .support.archs import CONFIG_IDS, CONFIGS, Batch, Config, execute, has_float64
+from .support.archs import CONFIG_IDS, CONFIGS, Config, has_float64, run_one_input
 
 #: (start, step, count) over 203 elements: forward, backward, one element, the whole array
 VIEWS = [(0, 2, 102), (1, 2, 101), (202, -1, 203), (5, 3, 60), (200, -7, 29), (77, 5, 1),
@@ -47,17 +43,6 @@ def test_strided_views_and_their_adjoints_bit_for_bit(config: Config, dtype: str
     if dtype == "float64" and not has_float64(config.arch):
         return  # the compiler refuses float64 there (tests/test_cross_arch.py checks that)
     x, outs = program(dtype)
-    lacks = by_name(config.arch)
-    if "sgather" in lacks.table_lacks:  # declared in its toml: the compiler must say why
-        with pytest.raises(CompileError, match="predates this operation"):
-            compile_program(outs, config.arch)
-        return
-    compiled = compile_program(outs, config.arch)
-    ports = compiled.ports
-    data = inputs(dtype)
-    batch = Batch(compiled.image, [[(ports[x].offset, data.tobytes())]],
-                  [(ports[o].offset, o.nbytes) for o in outs])
-    execute(config, [batch])
-    want = evaluate_graph(outs, {x: data})
-    for k, (o, w) in enumerate(zip(outs, want, strict=True)):
-        assert batch.results[0][k] == np.ascontiguousarray(w).tobytes(), (config.id, k, o.attr)
+    results = run_one_input(config, x, outs, inputs(dtype), "sgather")
+    for k, (got, want) in enumerate(results or []):
+        assert got == want.tobytes(), (config.id, k, outs[k].attr)

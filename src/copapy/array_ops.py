@@ -1,9 +1,12 @@
 """Sorting, convolution and pooling of traced arrays, as graph compositions of element-wise
 operations (docs/decisions/2026-12-04-sort-convolve-pool-as-graph-compositions.md).
 
-* ``sort``/``argsort``: Batcher's odd-even merge network, O(n log² n) compare-exchanges of
-  (value, index) pairs: stable, NaNs last (NumPy's order), the same on every CPU; the
-  gradient of a sorted element goes to the element it came from (a permutation).
+* ``sort``/``argsort``: one merge-sort stencil along the rows of a packed array (``argsort``,
+  the values gathered by the permutation: ``pgather``; docs/decisions/
+  2026-12-04-nd-strided-views-and-sort-stencil.md); short unpacked rows by Batcher's odd-even
+  merge network of (value, index) compare-exchanges. Both stable, NaNs last (NumPy's order),
+  the same on every CPU; the gradient of a sorted element goes to the element it came from
+  (a permutation).
 * ``convolve`` (1-D, modes full/same/valid): Σ over the kernel taps in increasing tap order
   of tap x shifted input; packed, one multiply-add of whole slices per tap.
 * ``conv2d`` (scipy.signal.convolve2d), ``max_pool2d``/``avg_pool2d``: the same per kernel
@@ -25,6 +28,7 @@ from .graph import build
 from .graph.errors import ShapeError
 from .graph.lanes import reduce_in_lane_order
 from .graph.node import const
+from .graph.ops import REGISTRY
 from .value import Value, _op, register_numpy_function, wrap
 
 MODES = ("full", "same", "valid")
@@ -91,14 +95,17 @@ def _sortable(x: Any, name: str) -> Array:
 
 def sort(x: Any, axis: int | None = -1, kind: Any = None, order: Any = None, *,
          stable: Any = None) -> Array:
-    """NumPy's ``np.sort``: ascending along ``axis`` (None: the flattened array), NaNs last;
-    ``np.sort`` on a traced array calls it. ``kind``/``stable`` are accepted: the network is
-    stable."""
+    """NumPy's ``np.sort``: ascending along ``axis`` (None: the flattened array), NaNs last,
+    -0.0 and 0.0 equal and kept in their order (stable, as ``kind="stable"``); ``np.sort`` on
+    a traced array calls it. ``kind``/``stable`` are accepted: the sort is always stable."""
     _no_order("sort", order)
     a = _sortable(x, "sort")
     if axis is None:
         a, axis = a.flatten(), 0
-    return _along(a, axis, lambda row: Array(row.shape, items=_sorted_pairs(row.items())[0]))
+    if _by_network(a, axis):
+        return _along(a, axis, lambda row: Array(row.shape, items=_sorted_pairs(row.items())[0]))
+    return _along_last(a, axis, lambda node: build.make(
+        REGISTRY["pgather"], (build.make(REGISTRY["argsort"], (node,)), node)))
 
 
 def argsort(x: Any, axis: int | None = -1, kind: Any = None, order: Any = None, *,
@@ -108,8 +115,32 @@ def argsort(x: Any, axis: int | None = -1, kind: Any = None, order: Any = None, 
     a = _sortable(x, "argsort")
     if axis is None:
         a, axis = a.flatten(), 0
-    return _along(a, axis, lambda row: Array(row.shape, items=[
-        wrap(i).astype(dt.int32) for i in _sorted_pairs(row.items())[1]]))
+    if _by_network(a, axis):
+        return _along(a, axis, lambda row: Array(row.shape, items=[
+            wrap(i).astype(dt.int32) for i in _sorted_pairs(row.items())[1]]))
+    return _along_last(a, axis, lambda node: build.make(REGISTRY["argsort"], (node,)))
+
+
+#: rows this long or shorter of an unpacked array sort by the compare-exchange network (its
+#: elements stay scalars the compiler keeps in registers); longer rows and packed arrays by
+#: the sort stencil (measured: benchmarks/bench_sort.py)
+NETWORK_MAX = 8
+
+
+def _by_network(a: Array, axis: int) -> bool:
+    return not a.packed and a.shape[axis] <= NETWORK_MAX
+
+
+def _along_last(a: Array, axis: int, rows: Any) -> Array:
+    """``rows`` (a packed node -> a node of its shape, working along the last axis) applied
+    along ``axis``: the sort stencils (stencils/include/cp_index.h), k rows in one call."""
+    k = axis % a.ndim
+    moved = _permute(a.to_packed(), (*[d for d in range(a.ndim) if d != k], k))
+    out = Array(moved.shape, node=rows(moved.node()))
+    back = list(range(a.ndim - 1))
+    back.insert(k, a.ndim - 1)
+    result = _permute(out, tuple(back))
+    return result if a.packed else result.to_unpacked()
 
 
 def _no_order(name: str, order: Any) -> None:

@@ -97,3 +97,27 @@ def moved_to_end(shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
 
 def permuted_shape(shape: tuple[int, ...], axes: Sequence[int]) -> tuple[int, ...]:
     return tuple(shape[k] for k in axes)
+
+
+def strided_levels(shape: tuple[int, ...], keys: Sequence[int | slice]
+                   ) -> tuple[int, list[tuple[int, int]], tuple[int, ...]]:
+    """``array[keys]`` of a row-major array of ``shape`` (``keys``: an in-range int or a slice
+    per leading axis, the rest whole) as flat indices ``start + Σ i·step`` over one level
+    (count, step) per sliced axis, and the result's shape."""
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    start = 0
+    levels: list[tuple[int, int]] = []
+    out: list[int] = []
+    for k, dim in enumerate(shape):
+        key = keys[k] if k < len(keys) else slice(None)
+        if isinstance(key, slice):
+            first, stop, step = key.indices(dim)
+            count = len(range(first, stop, step))
+            if not count:
+                raise IndexError("empty slice: arrays have at least one element")
+            start += first * strides[k]
+            levels.append((count, step * strides[k]))
+            out.append(count)
+        else:
+            start += key * strides[k]
+    return start, levels, tuple(out)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import array_shapes as shp
 from . import dtypes as dt
-from .graph import build, element_shapes
+from .graph import build, element_shapes, levels
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
@@ -377,6 +377,10 @@ class Array:
     # ---- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
+        if self.packed and self.ndim > 1:
+            view = self._strided_view(key)
+            if view is not None:
+                return view
         if isinstance(key, tuple):
             if not 1 <= len(key) <= self.ndim:
                 raise IndexError(f"{len(key)} indices for an array of {self.ndim} dimensions")
@@ -414,6 +418,20 @@ class Array:
                 return self._items[k]
             return Value(build.index(self.node(), k))
         return self._row(k)
+
+    def _strided_view(self, key: Any) -> Array | None:
+        """A packed N-D array indexed by ints and slices (at least one slice): one view or
+        strided copy (graph/levels.py), whatever the size; None for other keys."""
+        keys = key if isinstance(key, tuple) else (key,)
+        if not any(isinstance(k, slice) for k in keys) or any(isinstance(k, Value) for k in keys):
+            return None  # an element, or a traced index (refused below, naming the fix)
+        if len(keys) > self.ndim:
+            raise IndexError(f"{len(keys)} indices for an array of {self.ndim} dimensions")
+        picks = [k if isinstance(k, slice) else _index(k, d)
+                 for k, d in zip(keys, self.shape, strict=False)]
+        start, steps, shape = shp.strided_levels(self.shape, picks)
+        flat = levels.gather(self.node(), start, steps)
+        return Array(shape, node=flat if len(shape) == 1 else build.reshape(flat, shape))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         raise TypeError("copapy arrays are immutable (a graph of values): build a new one, e.g. "

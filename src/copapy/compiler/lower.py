@@ -22,6 +22,7 @@ from typing import NamedTuple
 from ..arch.targets import lacks_reason
 from ..dtypes import DType, float64, int32
 from ..graph.build import strided_attr
+from ..graph.levels import MAX_LEVELS, level_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
@@ -337,6 +338,12 @@ class _Lowerer:
         if node.op in ("sgather", "sscatter"):
             self.lower_strided(node)
             return
+        if node.op in ("ngather", "nscatter"):
+            self.lower_levels(node)
+            return
+        if node.op in ("argsort", "pgather", "pscatter"):
+            self.lower_rows(node)
+            return
         loop = self.loops.get(node)
         if loop is not None:
             self.lower_loop(node, loop)
@@ -469,6 +476,52 @@ class _Lowerer:
                    ("j", self.const_int(whole.size))])
         self.consume(node)
         self.copy_stores(node, skip_first=True)
+
+    def lower_levels(self, node: Node) -> None:
+        """An N-D strided view (ngather) or its adjoint (nscatter): one loop stencil over three
+        levels (stencils/include/cp_index.h), fewer padded with outer levels of count 1."""
+        counts, steps, _ = level_attr(node)
+        pad = MAX_LEVELS - len(counts)
+        (c0, c1, c2), (s0, s1, s2) = (1,) * pad + counts, (0,) * pad + steps
+        block = node.args[0] if node.op == "ngather" else node
+        width = "f64" if node.dtype.size == 8 else "i32"
+        src = self.slot_of(node.args[0])
+        out = self.array_out(node)
+        self.emit(names.stencil(node.op, width, "v", "v", "m", "m"),
+                  [("a", src), ("b", self.const_pair(s0, s1)), ("c", self.const_pair(s2, c2)),
+                   ("out", out), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
+                   ("j", self.const_int(block.size))])
+        self.consume(node)
+        self.copy_stores(node, skip_first=True)
+
+    def lower_rows(self, node: Node) -> None:
+        """Sorting along the last axis: argsort (with a scratch row), the permutation's gather
+        and its scatter; k rows of n elements. The result never shares an operand's slot."""
+        n = node.shape[-1]
+        rows = [("n", self.const_int(n)), ("k", self.const_int(node.size // n))]
+        out = self.array_out(node)
+        if node.op == "argsort":
+            # scratch: two rows of (key, index) words for 4-byte elements, one index row for
+            # 8-byte ones (stencils/include/cp_index.h); j counts its int32 rows
+            values = node.args[0]
+            words = 4 if values.dtype.size == 4 else 1
+            scratch = self.layout.temp(4 * n * words, ARRAY_ALIGN)
+            self.emit(names.stencil("argsort", values.dtype.stencil, "v", "v", "v"),
+                      [("a", self.slot_of(values)), ("b", scratch), ("out", out), *rows,
+                       ("j", self.const_int(words))])
+            self.layout.release(scratch, 4 * n * words)
+        else:
+            perm, values = node.args
+            width = "f64" if node.dtype.size == 8 else "i32"
+            self.emit(names.stencil(node.op, width, "v", "v", "v"),
+                      [("a", self.slot_of(values)), ("b", self.slot_of(perm)), ("out", out),
+                       *rows])
+        self.consume(node)
+        self.copy_stores(node, skip_first=True)
+
+    def const_pair(self, first: int, second: int) -> int:
+        """Two int32 in one 8-byte slot (the level stencils' b and c)."""
+        return self.layout.constant(INT64, struct.pack("<ii", first, second))
 
     def const_word(self, value: int) -> int:
         """An int32 in an 8-byte slot (its low, first bytes): the strided stencils read it as

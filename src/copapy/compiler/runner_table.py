@@ -124,6 +124,29 @@ _SIZES = {"f32": 4, "f64": 8, "i32": 4, "bool": 4}
 _BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "lnot"}
 
 
+#: int32 index arrays of the sorting stencils (stencils/include/cp_index.h): argsort's result
+#: and scratch row, the permutation b of pgather/pscatter, whatever the element type
+_INDEX_ROLES = {"argsort": ("out", "b"), "pgather": ("b",), "pscatter": ("b",)}
+#: 8-byte scalar slots holding two int32 (the levels of ngather/nscatter)
+_PAIR_ROLES = {"ngather": ("b", "c"), "nscatter": ("b", "c")}
+#: array dimensions other than "n elements" (the length roles whose product is the count)
+_DIMS = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
+         "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
+         "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J},
+         # strided views: the vector has n elements, the array it steps through j
+         "sgather": {"a": DIM_J, "out": DIM_N},
+         "sscatter": {"a": DIM_N, "out": DIM_J},
+         # N-D strided views: n x k elements gathered from a block of j
+         "ngather": {"a": DIM_J, "out": DIM_N | DIM_K},
+         "nscatter": {"a": DIM_N | DIM_K, "out": DIM_J},
+         # sorting along k rows of n elements; argsort's scratch b is j rows
+         "argsort": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_J, "out": DIM_N | DIM_K},
+         "pgather": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_K, "out": DIM_N | DIM_K},
+         "pscatter": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_K, "out": DIM_N | DIM_K}}
+#: operand roles a stencil writes besides out (argsort's scratch row)
+_SCRATCH = {"argsort": ("b",)}
+
+
 def _elem(op: str, role: str) -> int:
     """Bytes of one element of ``role`` of the operation ``op`` (``<family>_<type>``): the
     operand type, except a conversion's result (``tof64_f32``: 8), a comparison's result (a
@@ -134,6 +157,10 @@ def _elem(op: str, role: str) -> int:
         return _SIZES[base[2:]]
     if (role == "out" and base in _BOOL_RESULT) or (base == "where" and role == "c"):
         return 4
+    if role in _INDEX_ROLES.get(base, ()):
+        return 4
+    if role in _PAIR_ROLES.get(base, ()):
+        return 8
     return _SIZES[dtype]
 
 
@@ -148,7 +175,7 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     op, _, forms_text = name.partition("__")
     forms = forms_text.split("_")
     family = op.split("_")[0]
-    written = WRITTEN if role == "out" else 0
+    written = WRITTEN if role == "out" or role in _SCRATCH.get(family, ()) else 0
     # the forms follow the destination in the order of the stencil macros' parameters:
     # where(c, a, b) (cp_stencil.h CP_SEL1, cp_array.h CP_VSEL1), the fused dots dot(a op c, b)
     # (cp_array.h CP_VFDOT1), everything else a, b
@@ -161,12 +188,7 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
         return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(op, role),
                     written | (DIM_N if own else 0))
     if form == "v":
-        dims = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
-                "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
-                "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J},
-                # strided views: the vector has n elements, the array it steps through j
-                "sgather": {"a": DIM_J, "out": DIM_N},
-                "sscatter": {"a": DIM_N, "out": DIM_J}}.get(family, {})
+        dims = _DIMS.get(family, {})
         return Role(role, ACCESS_ARRAY, _elem(op, role), written | dims.get(role, DIM_N))
     return Role(role, ACCESS_SCALAR, _elem(op, role), written)
 

@@ -181,6 +181,11 @@ def _result_shape(spec: OpSpec, args: tuple[Node, ...], attr: object) -> tuple[i
         return (attr[1],)  # type: ignore[index]
     if rule == "strided":
         return (attr[2],)  # type: ignore[index]
+    if rule == "rows":
+        if not shapes[0] or any(sh != shapes[0] for sh in shapes):
+            raise ShapeError(f"{spec.name} works along the rows of equal arrays; got shapes "
+                             f"{' and '.join(str(sh) for sh in shapes)}")
+        return shapes[0]
     if rule == "reduce":
         if not shapes[0]:
             raise ShapeError(f"{spec.name} reduces an array; got a scalar")

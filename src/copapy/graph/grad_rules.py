@@ -18,13 +18,17 @@ from .build import (
     cast,
     concat,
     index,
+    make,
     reshape,
     scatter,
     slice_,
     strided,
     strided_attr,
 )
+from .levels import level_attr, regather
+from .levels import scatter as level_scatter
 from .node import Node, const
+from .ops import REGISTRY
 
 Need = tuple[bool, ...]
 GradRule = Callable[[Node, Node, Need], tuple[Node | None, ...]]
@@ -189,6 +193,34 @@ def _g_sscatter(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return (strided(g, start, step, n.args[0].size),)
 
 
+def _g_ngather(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """g back at the levels' places of zeros of the block: one nscatter stencil."""
+    counts, steps, _ = level_attr(n)
+    x = n.args[0]
+    return (reshape(level_scatter(g, counts, steps, x.size), x.shape),)
+
+
+def _g_nscatter(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    counts, steps, _ = level_attr(n)
+    return (regather(reshape(g, (g.size,)), counts, steps),)
+
+
+def _g_pgather(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """pgather(p, a)[i] = a[p[i]] with p a permutation (sorting): a's gradient puts g back
+    where each element came from; p is an index (no gradient)."""
+    p = n.args[0]
+    return None, (_make_rows("pscatter", p, g) if need[1] else None)
+
+
+def _g_pscatter(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    p = n.args[0]
+    return None, (_make_rows("pgather", p, g) if need[1] else None)
+
+
+def _make_rows(name: str, p: Node, g: Node) -> Node:
+    return make(REGISTRY[name], (p, reshape(g, p.shape)))
+
+
 def _g_stack(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     return tuple(index(g, i) if need[i] else None for i in range(len(n.args)))
 
@@ -223,7 +255,7 @@ def _g_copysign(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 
 #: operations whose gradient is zero almost everywhere (steps, rounding, integer results)
 ZERO_GRADIENT = frozenset({"floordiv", "sign", "floor", "ceil", "round", "trunc", "cast_i32",
-                           "cast_bool"})
+                           "cast_bool", "argsort"})
 
 RULES: dict[str, GradRule] = {
     "add": _g_add,
@@ -268,6 +300,10 @@ RULES: dict[str, GradRule] = {
     "slice": _g_view,
     "sgather": _g_sgather,
     "sscatter": _g_sscatter,
+    "ngather": _g_ngather,
+    "nscatter": _g_nscatter,
+    "pgather": _g_pgather,
+    "pscatter": _g_pscatter,
     "reshape": _g_view,
     "concat": _g_concat,
     "fill": _g_fill,

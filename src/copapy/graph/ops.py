@@ -206,7 +206,7 @@ _row("transpose", 1, "any", "same", lambda np, a: np.ascontiguousarray(a.T),
 
 # structural nodes: the reference receives the node's attribute first
 STRUCTURAL = frozenset({"stack", "index", "slice", "reshape", "fill", "concat", "sgather",
-                        "sscatter"})
+                        "sscatter", "ngather", "nscatter"})
 
 
 def _np_stack(np: Any, shape: Any, *items: Any) -> Any:
@@ -245,6 +245,61 @@ def _np_sscatter(np: Any, attr: Any, a: Any) -> Any:
 # puts a vector at every step-th place of zeros, attr (start, step, size of the result)
 _row("sgather", 1, "any", "same", _np_sgather, shape_rule="strided")
 _row("sscatter", 1, "any", "same", _np_sscatter, shape_rule="strided")
+
+
+
+def level_indices(np: Any, counts: Any, steps: Any) -> Any:
+    """The flat indices an ``ngather`` reads, row-major over its levels: base + Σ i·step,
+    base = Σ (count - 1)·(-step) over the negative steps (the first index of the block is 0)."""
+    base = sum((c - 1) * -s for c, s in zip(counts, steps, strict=True) if s < 0)
+    idx = np.full((), base, np.int64)
+    for c, s in zip(counts, steps, strict=True):
+        idx = idx[..., None] + s * np.arange(c, dtype=np.int64)
+    return idx.reshape(-1)
+
+
+def _np_ngather(np: Any, attr: Any, a: Any) -> Any:
+    counts, steps, _ = attr
+    return np.asarray(a).reshape(-1)[level_indices(np, counts, steps)]
+
+
+def _np_nscatter(np: Any, attr: Any, a: Any) -> Any:
+    counts, steps, size = attr
+    flat = np.asarray(a).reshape(-1)
+    out = np.zeros(size, flat.dtype)
+    out[level_indices(np, counts, steps)] = flat
+    return out
+
+
+# strided views of N-D arrays (issue 31): up to three levels (count, step) over the bounding
+# block of the view (its operand), attr (counts, steps, size of the result); the adjoint puts
+# the vector back into zeros of the block's size
+_row("ngather", 1, "any", "same", _np_ngather, shape_rule="strided")
+_row("nscatter", 1, "any", "same", _np_nscatter, shape_rule="strided")
+
+
+def _rows(np: Any, a: Any) -> Any:
+    a = np.asarray(a)
+    return a.reshape(-1, a.shape[-1])
+
+
+def _np_pgather(np: Any, p: Any, a: Any) -> Any:
+    return np.take_along_axis(_rows(np, a), _rows(np, p), axis=-1).reshape(np.shape(a))
+
+
+def _np_pscatter(np: Any, p: Any, a: Any) -> Any:
+    out = np.zeros_like(_rows(np, a))
+    np.put_along_axis(out, _rows(np, p), _rows(np, a), axis=-1)
+    return out.reshape(np.shape(a))
+
+
+# sorting along the last axis (issue 31): argsort's stable order (NaNs last, -0.0 equal to
+# 0.0, as numpy.argsort(kind="stable")), the gather of a permutation p, pgather(p, a)[i] =
+# a[p[i]] per row, and its adjoint pscatter(p, a)[p[i]] = a[i]
+_row("argsort", 1, "num", "int32",
+     lambda np, a: np.argsort(a, axis=-1, kind="stable").astype(np.int32), shape_rule="rows")
+_row("pgather", 2, "any", "same", _np_pgather, shape_rule="rows")
+_row("pscatter", 2, "any", "same", _np_pscatter, shape_rule="rows")
 
 CASTS = {"float32": "cast_f32", "float64": "cast_f64", "int32": "cast_i32", "bool": "cast_bool"}
 

@@ -564,7 +564,7 @@ def _dot(a: tuple[Interval, ...], d: DType) -> Result:
     return _mul(a, d)
 
 
-@rule("transpose", *(STRUCTURAL - {"sscatter"}))
+@rule("transpose", *(STRUCTURAL - {"sscatter", "nscatter"}))
 def _same(a: tuple[Interval, ...], d: DType) -> Result:
     out = a[0]
     for x in a[1:]:
@@ -572,10 +572,23 @@ def _same(a: tuple[Interval, ...], d: DType) -> Result:
     return out, None
 
 
-@rule("sscatter")
+@rule("sscatter", "nscatter")
 def _scattered(a: tuple[Interval, ...], d: DType) -> Result:
     """The operand's values and the zeros between them."""
     return hull(a[0], Interval(0.0, 0.0)), None
+
+
+@rule("argsort")
+def _order(a: tuple[Interval, ...], d: DType) -> Result:
+    """Indices into a row: non-negative int32."""
+    return Interval(0.0, float(INT32_MAX)), None
+
+
+@rule("pgather", "pscatter")
+def _permuted(a: tuple[Interval, ...], d: DType) -> Result:
+    """The values of the permuted operand (the second), and zeros where an index is out of
+    range."""
+    return hull(a[1], Interval(0.0, 0.0)), None
 
 
 def check_overflow(i: Interval, d: DType) -> bool:
