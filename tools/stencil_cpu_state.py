@@ -172,7 +172,9 @@ def check_arch(arch: str) -> list[Hit]:
 
 
 def x86_archs() -> list[str]:
-    return sorted(a for a in VERIFIED_ARCHS if a.startswith("x86"))
+    """The tables whose verified programs skip the per-job check: x86_64's. The i386 table is
+    not among them (its stencils use the x87 stack; runner/src/platform_posix.c checks_cpu)."""
+    return sorted(a for a in VERIFIED_ARCHS if a.startswith("x86_64"))
 
 
 def main(argv: Iterable[str]) -> int:
