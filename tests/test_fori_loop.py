@@ -667,8 +667,8 @@ def test_a_hand_unrolled_loop_with_cp_grad_may_differ_unroll_true_does_not(
     """Why unroll=True is the loop's reference: a loop unrolled by hand in Python traces
     each iteration over the previous iteration's results, not over the body's carries, so
     the canonical operand order in its cp.grad, and the association of the gradient's sums,
-    can differ; these two random bodies (found by a search over random_body, about 1 body
-    with cp.grad in 10 differs) differ from the loop in the last bits, deterministically."""
+    can differ; these two random bodies (found by a search over random_body: about 1 body
+    with cp.grad in 20 differs) differ from the loop in the last bits, deterministically."""
     captures = [cp.value(0.7), cp.value(-1.25)]
     body = random_body(program, captures, True, False, False)
     init = _init(["value"] * size, False)
