@@ -162,9 +162,11 @@ def trace_junk(count: int) -> list[Any]:
     return [r * (0.5 + k) + k * 0.25 for k in range(count)]
 
 
-def projected_gradient_mpc(horizon: int, n: int, unroll: bool, index: bool = False
+def projected_gradient_mpc(horizon: int, n: int, unroll: bool, index: bool = False,
+                           unroll_true: bool = False
                            ) -> tuple[list[list[bytes]], CompiledProgram]:
-    """The loop's raw results (and the unrolled loop's if ``unroll``), and the program. With
+    """The loop's raw results (and the hand-unrolled loop's if ``unroll``, or
+    ``cp.fori_loop(..., unroll=True)``'s if ``unroll_true``), and the program. With
     ``index`` the step shrinks with the iteration number and the program also holds the
     gradient of the controls' sum through the loop (tangent carries, loop results in the
     outer graph)."""
@@ -189,10 +191,13 @@ def projected_gradient_mpc(horizon: int, n: int, unroll: bool, index: bool = Fal
     loop = list(cp.fori_loop(n, shrinking, init, index=True) if index else
                 cp.fori_loop(n, step, init))
     extra = [cp.grad(sum(loop[1:], loop[0]), x0)] if index else []
-    outs = [*loop, *extra, *(unrolled(n, step, init) if unroll else ())]
+    flat = (unrolled(n, step, init) if unroll else
+            cp.fori_loop(n, shrinking, init, index=True, unroll=True) if unroll_true and index
+            else cp.fori_loop(n, step, init, unroll=True) if unroll_true else ())
+    outs = [*loop, *extra, *flat]
     raws, compiled = run(outs)
     parts = [raws[:horizon]]
-    if unroll:
+    if unroll or unroll_true:
         parts.append(raws[len(raws) - horizon:])
     return parts, compiled
 
@@ -484,3 +489,195 @@ def test_an_initial_state_used_again_after_the_loop_keeps_its_value() -> None:
                           v.to_unpacked() + cp.vector(zero)))
     got, same = g(np.array([1.0, 2.0, 3.0], np.float32))
     assert np.array_equal(got, [4.0, 8.0, 12.0]) and np.array_equal(same, [1.0, 2.0, 3.0])
+
+
+# ---- unroll=True: the loop's own body, substituted n times ----------------------------------
+
+#: a random body's operations: (name, arity)
+_OPS = [("add", 2), ("sub", 2), ("mul", 2), ("sin", 1), ("min", 2), ("sq", 1), ("half", 1)]
+
+
+def _apply(op: str, x: Any, y: Any) -> Any:
+    if op == "add":
+        return x + y
+    if op == "sub":
+        return x - y
+    if op == "mul":
+        return x * y
+    if op == "sin":
+        return cp.sin(x)
+    if op == "min":
+        return cp.min(x, y)
+    if op == "sq":
+        return x * x
+    return x * 0.5
+
+
+def random_body(program: Sequence[tuple[int, int, int]], captures: Sequence[Any],
+                with_grad: bool, index: bool, vector: bool) -> Callable[..., Any]:
+    """A body from a list of (operation, operand, operand) picks over the state's elements,
+    the captures, the earlier terms (and the iteration number): the results are clamped
+    updates of the state, minus a cp.grad step if ``with_grad``."""
+    def body(*args: Any) -> Any:
+        i, s = args if index else (None, args[0])
+        elems = [s] if vector else list(s)
+        terms = [*elems, *captures]
+        if i is not None:
+            terms.append(cp.cast(i + 1, cp.float32) * 0.25)
+        for op, j, k in program:
+            name = _OPS[op % len(_OPS)][0]
+            terms.append(_apply(name, terms[j % len(terms)], terms[k % len(terms)]))
+        outs = [e * 0.5 + terms[-1 - j % len(program)] if program else e * 0.5
+                for j, e in enumerate(elems)]
+        if with_grad:
+            loss = terms[-1] * terms[-1] + terms[len(terms) // 2] * terms[-1]
+            if vector:
+                loss = (loss * loss).sum() if isinstance(loss, cp.Array) else loss
+            grads = cp.grad(loss, elems)
+            outs = [o - 0.125 * g for o, g in zip(outs, grads, strict=True)]
+        outs = [cp.clamp(o, -4.0, 4.0) for o in outs]
+        return outs[0] if vector else tuple(outs)
+    return body
+
+
+_INITS = st.sampled_from([0.0, -0.0, 1.0, -0.75, "value"])
+
+
+def _init(picks: Sequence[Any], vector: bool) -> Any:
+    elems = [cp.value(0.3 + 0.1 * k) if p == "value" else p for k, p in enumerate(picks)]
+    return cp.vector(elems, packed=True) if vector else tuple(elems)
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(0, 12),
+       program=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 9), st.integers(0, 9)),
+                        max_size=7),
+       picks=st.lists(_INITS, min_size=1, max_size=3),
+       with_grad=st.booleans(), index=st.booleans(), vector=st.booleans())
+def test_unroll_true_equals_the_compiled_loop_bit_for_bit(
+        n: int, program: list[tuple[int, int, int]], picks: list[Any], with_grad: bool,
+        index: bool, vector: bool) -> None:
+    """Random bodies (cp.grad inside or not, the iteration number or not, a tuple of scalars
+    or a packed vector, constant initial states included: 0.0 and -0.0 where a rewrite
+    such as x * 0 -> 0 would change the sign of a zero): unroll=True substitutes each
+    iteration's state into the one traced body without rewriting it, so it has the loop's
+    bits, run by the verifying runner."""
+    captures = [cp.value(0.7), cp.value(-1.25)]
+    body = random_body(program, captures, with_grad, index, vector)
+    init = _init(picks, vector)
+    looped = cp.fori_loop(n, body, init, index=index)
+    flat = cp.fori_loop(n, body, init, index=index, unroll=True)
+    outs = [looped, flat] if vector else [*looped, *flat]
+    raws, _ = run(outs)
+    half = len(raws) // 2
+    assert raws[:half] == raws[half:]
+
+
+def test_unroll_true_runs_the_body_even_where_a_rewrite_would_fold_a_constant_state() -> None:
+    """x * c with x = 0.0 is -0.0 for c < 0 at run time; the rewrite x * 0 -> 0 (on by
+    default) would give +0.0 had the substitution re-simplified the constant state, and
+    1 / x would then be +inf instead of the loop's -inf."""
+    c = cp.value(-2.0)
+    looped = cp.fori_loop(2, lambda s: (s[0] * c, 1.0 / s[0]), (0.0, 1.0))
+    flat = cp.fori_loop(2, lambda s: (s[0] * c, 1.0 / s[0]), (0.0, 1.0), unroll=True)
+    raws, _ = run([*looped, *flat])
+    assert raws[:2] == raws[2:]
+    assert as_f32(raws[1])[0] == -np.inf
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_the_mpc_loop_equals_its_unroll_true_form(index: bool) -> None:
+    """The projected-gradient MPC (cp.grad in the body), with and without the iteration
+    number: the compiled loop and unroll=True give the same bits."""
+    parts, _ = projected_gradient_mpc(horizon=5, n=30, unroll=False, index=index,
+                                      unroll_true=True)
+    assert parts[0] == parts[1]
+
+
+def test_unroll_true_refuses_a_bad_count_naming_the_loop() -> None:
+    x = cp.value(1.0)
+    with pytest.raises(ValueError, match=r"unroll=True; at most 10000 iterations.*"
+                                         r"cp.fori_loop without unroll"):
+        cp.fori_loop(10_001, lambda s: s * 0.5, x, unroll=True)
+    with pytest.raises(TypeError, match="n must be a Python int"):
+        cp.fori_loop(2.0, lambda s: s * 0.5, x, unroll=True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must be >= 0"):
+        cp.fori_loop(-1, lambda s: s * 0.5, x, unroll=True)
+    with pytest.raises(ValueError, match="nested loops"):
+        cp.fori_loop(3, lambda s: cp.fori_loop(2, lambda t: t + s, s), x, unroll=True)
+    assert cp.fori_loop(0, lambda s: s * 0.5, x, unroll=True).node is x.node
+
+
+def test_unroll_true_compiles_for_a_target_without_the_loop_stencils() -> None:
+    x = cp.fori_loop(3, lambda s: s * 0.5, cp.value(1.0), unroll=True)
+    compile_program([x.node], "tricore")
+
+
+def test_gradients_through_unroll_true_match_the_loop_and_finite_differences() -> None:
+    """Reverse mode through the unrolled graph against the loop's forward-mode tangents
+    (another summation order: close) and float64 central differences, a body with cp.grad."""
+    def program(av: float, x0v: float, unroll: bool, dtype: str = "float32"
+                ) -> tuple[Any, list[Any]]:
+        a, x0 = cp.value(av, dtype=dtype), cp.value(x0v, dtype=dtype)
+
+        def body(s: tuple[Any, Any]) -> tuple[Any, Any]:
+            loss = (s[0] - a) * (s[0] - a) + s[1] * s[1] * s[0]
+            g0, g1 = cp.grad(loss, [s[0], s[1]])
+            return s[0] - 0.1 * g0, cp.sin(s[1] - 0.1 * g1) + 0.5 * a
+
+        x, y = cp.fori_loop(9, body, (x0, a * 0.5), unroll=unroll)
+        return x + 2.0 * y, [a, x0]
+
+    point = (0.8, 1.3)
+    flat, params = program(*point, unroll=True)
+    looped, params2 = program(*point, unroll=False)
+    got = _read(cp.grad(flat, params))
+    want = _read(cp.grad(looped, params2))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+    flat64, params64 = program(*point, unroll=True, dtype="float64")
+    exact = _read(cp.grad(flat64, params64))
+    h = 1e-6
+    for k in range(2):
+        up, down = list(point), list(point)
+        up[k] += h
+        down[k] -= h
+        fd = (_read([program(*up, unroll=True, dtype="float64")[0]])[0]
+              - _read([program(*down, unroll=True, dtype="float64")[0]])[0]) / (2 * h)
+        assert abs(exact[k] - fd) <= 1e-6 * max(1.0, abs(fd)), (k, exact[k], fd)
+
+
+def test_a_capture_computed_from_another_is_not_differentiated_twice() -> None:
+    """The body reads a and 0.5 * a, two captures: the loop's tangents once took the body's
+    derivative with respect to a through 0.5 * a as well, and the outer sweep then handed
+    0.5 * a's share to a again (5.4 instead of 4.18 here). x3 = 1.5a^3 + 0.5a^2 + 0.5a."""
+    for unroll in (False, True):
+        a = cp.value(0.8, dtype="float64")
+        x = cp.fori_loop(3, lambda s, a=a: s * a + 0.5 * a, cp.value(1.0, dtype="float64"),
+                         unroll=unroll)
+        (got,) = _read([cp.grad(x, a)])
+        assert got == pytest.approx(4.5 * 0.8**2 + 0.8 + 0.5, rel=1e-12), unroll
+
+
+@pytest.mark.parametrize(("n", "program", "size"), [
+    (5, [(5, 0, 6), (6, 7, 3)], 1),
+    (4, [(6, 2, 0), (0, 6, 2), (5, 8, 0)], 3),
+])
+def test_a_hand_unrolled_loop_with_cp_grad_may_differ_unroll_true_does_not(
+        n: int, program: list[tuple[int, int, int]], size: int) -> None:
+    """Why unroll=True is the loop's reference: a loop unrolled by hand in Python traces
+    each iteration over the previous iteration's results, not over the body's carries, so
+    the canonical operand order in its cp.grad, and the association of the gradient's sums,
+    can differ; these two random bodies (found by a search over random_body: about 1 body
+    with cp.grad in 20 differs) differ from the loop in the last bits, deterministically."""
+    captures = [cp.value(0.7), cp.value(-1.25)]
+    body = random_body(program, captures, True, False, False)
+    init = _init(["value"] * size, False)
+    looped = cp.fori_loop(n, body, init)
+    flat = cp.fori_loop(n, body, init, unroll=True)
+    by_hand = unrolled(n, body, init)
+    raws, _ = run([*looped, *flat, *by_hand])
+    assert raws[:size] == raws[size:2 * size]
+    assert raws[:size] != raws[2 * size:]
+    got = np.concatenate([as_f32(r) for r in raws[:size]])
+    np.testing.assert_allclose(got, np.concatenate([as_f32(r) for r in raws[2 * size:]]),
+                               rtol=1e-5, atol=1e-6)

@@ -10,6 +10,7 @@ from . import dtypes as dt
 from .arrays import Array
 from .graph.loop import make_loop, new_carry, new_index
 from .graph.node import Node, const
+from .graph.unroll import MAX_UNROLL, unrolled
 from .value import Value
 
 #: a state: a scalar, a vector or matrix (packed or unpacked), or a tuple/list of those
@@ -69,15 +70,17 @@ def _describe(desc: Any) -> str:
     return f"a {kind} of {len(info)} ({', '.join(_describe(d) for _, d in info)})"
 
 
-def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = False) -> State:
+def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = False,
+              unroll: bool = False) -> State:
     """``body`` applied ``n`` times to ``init``: ``x = init; for _ in range(n): x = body(x)``.
 
     The body is traced once and compiled once, between a counted loop's begin and end
     stencils, so the program's size and compile time do not depend on ``n``; the results are
-    the bits of the unrolled loop on every architecture (a body holding ``cp.grad`` may sum its
-    gradient in another order than the unrolled loop's iterations do, so it can differ by an
-    ulp, the same in every process). ``n`` is a Python int (the count is
-    fixed in the program; a verifying runner checks it at load). The state is a copapy value,
+    the bits of ``unroll=True`` (below) on every architecture. A loop unrolled by hand in
+    Python gives them too unless the body holds ``cp.grad``: its iterations are traced over
+    other values than the body's carries, so cp.grad may sum in another order (an ulp or so
+    apart, the same in every process). ``n`` is a Python int (the count is fixed in the
+    program; a verifying runner checks it at load). The state is a copapy value,
     a ``cp.vector``/``cp.matrix`` (packed or unpacked), a number, or a tuple or list of
     those; ``body`` returns a state of the same structure, types and shapes. The body may
     read values from outside the loop (computed once, before it); it may not hold signal
@@ -94,6 +97,14 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
 
         c = cp.value(2.0)
         root = cp.fori_loop(6, lambda x: 0.5 * (x + c / x), c)
+
+    ``unroll=True`` builds the unrolled graph instead (no loop stencils; the size grows with
+    ``n``, at most ``MAX_UNROLL`` = 10,000 iterations) from the same single trace of the
+    body: each iteration substitutes the previous results for the carries (and the constant
+    i for the iteration number) without any rewrite, so it runs the body's operations in the
+    body's order and equals the compiled loop bit for bit, cp.grad inside the body included.
+    It is the loop's reference (and runs on a target without the loop stencils); cp.grad
+    through it is ordinary reverse mode.
     """
     if isinstance(n, bool) or not isinstance(n, int):
         try:
@@ -105,6 +116,10 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
         raise ValueError(f"cp.fori_loop: n = {n}; the iteration count must be >= 0")
     if n >= 2**31:
         raise ValueError(f"cp.fori_loop: n = {n}; at most 2**31 - 1 iterations")
+    if unroll and n > MAX_UNROLL:
+        raise ValueError(f"cp.fori_loop: n = {n} with unroll=True; at most {MAX_UNROLL} "
+                         f"iterations are unrolled (the graph grows with n): use "
+                         f"cp.fori_loop without unroll, which compiles the body once")
     if not callable(body):
         raise TypeError(f"cp.fori_loop: body must be a function of the state, got "
                         f"{type(body).__name__}")
@@ -129,6 +144,8 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
                             f"state keeps its type")
     if n == 0:
         return _rebuild(inits, desc)
+    if unroll:
+        return _rebuild(unrolled(n, inits, carries, outs, i), desc)
     return _rebuild(make_loop(n, inits, carries, outs, i), desc)
 
 

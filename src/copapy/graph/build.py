@@ -540,10 +540,13 @@ def fresh_input_for_test(dtype: DType) -> Node:
 
 
 def rebuild(order: Sequence[Node], mapping: dict[Node, Node],
-            stop: Container[Node] = ()) -> dict[Node, Node]:
+            stop: Container[Node] = (), exact: bool = False) -> dict[Node, Node]:
     """Rebuild ``order`` (operands first) with some nodes replaced, re-simplifying on the way.
 
-    Returns the replacement of every node that changed.
+    Returns the replacement of every node that changed. With ``exact`` no rewrite applies:
+    a changed node keeps its operation, operand order, attribute and shape, and only a node
+    whose operands all became constants folds (folded = computed, graph/fold.py), so the
+    rebuilt graph runs the same operations on the new values (cp.fori_loop(unroll=True)).
     """
     out = dict(mapping)
     for node in order:
@@ -552,5 +555,8 @@ def rebuild(order: Sequence[Node], mapping: dict[Node, Node],
         args = tuple(out.get(a, a) for a in node.args)
         if any(x is not y for x, y in zip(args, node.args, strict=True)):
             # attr carries what is not an operand: shapes, offsets, fill shapes
-            out[node] = make(REGISTRY[node.op], args, node.attr)
+            if exact and not (node.op in REGISTRY and _all_const(args)):
+                out[node] = intern(node.op, node.dtype, args, node.attr, node.shape)
+            else:
+                out[node] = make(REGISTRY[node.op], args, node.attr)
     return out

@@ -61,23 +61,33 @@ def result_index(node: Node) -> int:
     return node.attr[1][0]  # type: ignore[index,no-any-return]
 
 
-def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
-              outputs: Sequence[Node], index: Node | None = None) -> list[Node]:
-    """The ``fori`` result nodes of a loop whose body maps ``carries`` (and the iteration
-    number ``index``) to ``outputs``."""
-    carry_set = set(carries)
-    leaves = carry_set | ({index} if index is not None else set())
-    order = live_nodes(list(outputs), stop=leaves)
+def body_order(carries: Sequence[Node], outputs: Sequence[Node],
+               index: Node | None = None) -> list[Node]:
+    """The body's nodes that depend on its carries or iteration number (the leaves first,
+    operands before users), after checking that the body may run in a counted loop."""
+    leaves = set(carries) | ({index} if index is not None else set())
     varying: set[Node] = set(leaves)
-    for node in order:
+    out: list[Node] = []
+    for node in live_nodes(list(outputs), stop=leaves):
         if node.op in _FORBIDDEN_IN_BODY:
             raise ValueError(f"cp.fori_loop: the body reads {_FORBIDDEN_IN_BODY[node.op]}; "
                              f"compute it outside the body and let the body read the value")
         if node.op in (CARRY, INDEX) and node not in leaves:
             raise ValueError("cp.fori_loop: the body reads the state of another loop's body "
                              "(nested loops are not supported): write the inner loop outside")
-        if any(a in varying for a in node.args):
+        if node in leaves or any(a in varying for a in node.args):
             varying.add(node)
+            out.append(node)
+    return out
+
+
+def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
+              outputs: Sequence[Node], index: Node | None = None) -> list[Node]:
+    """The ``fori`` result nodes of a loop whose body maps ``carries`` (and the iteration
+    number ``index``) to ``outputs``."""
+    order = body_order(carries, outputs, index)
+    varying = set(order)
+    leaves = set(carries) | ({index} if index is not None else set())
     captures: list[Node] = []
     seen: set[Node] = set()
 
@@ -87,7 +97,7 @@ def make_loop(n: int, inits: Sequence[Node], carries: Sequence[Node],
             captures.append(node)
 
     for node in order:
-        if node in varying and node not in leaves:
+        if node not in leaves:
             for a in node.args:
                 capture(a)
     for out in outputs:

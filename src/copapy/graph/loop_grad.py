@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..dtypes import DType
-from .build import apply, cast, index, stack
+from .build import apply, cast, index, rebuild, stack
 from .errors import NotDifferentiableError
-from .loop import LoopBody, body_of, make_loop, new_carry, result_index
+from .loop import LoopBody, body_of, body_order, make_loop, new_carry, result_index
 from .node import Node, const
+from .traverse import live_nodes
 
 Gradients = Callable[[Node, Sequence[Node]], list[Node]]
 _tangents: dict[int, list[list[Node]]] = {}
@@ -42,24 +43,40 @@ def _tangent_results(node: Node, gradients: Gradients) -> list[list[Node]]:
     scalar = const(0.0, dtype)
     first = len(loop.carries)  # the tangents' positions in the state follow the carries'
     tangents = [[new_carry(scalar, first + i * p + j) for j in range(p)] for i in range(m)]
-    # d f_i / d (carries, float captures); an int or bool capture carries no gradient
-    wrt = [*loop.carries, *(c for c in loop.captures if c.dtype.is_float)]
-    outs: list[Node] = list(loop.outputs)
+    # d f_i / d (carries, float captures); an int or bool capture carries no gradient. A
+    # capture may be computed from another (a and 0.5 * a): each is replaced by a leaf of its
+    # own while differentiating, so the partial derivative of one does not also flow through
+    # the other (the outer gradient sweep hands each operand its share, and would count the
+    # path twice), and put back after
+    floats = [c for c in loop.captures if c.dtype.is_float]
+    base = first + m * p
+    holes = {c: new_carry(c, base + q) for q, c in enumerate(floats)}
+    opened = rebuild(body_order(loop.carries, loop.outputs, loop.index), dict(holes),
+                     exact=True)
+    wrt = [*loop.carries, *holes.values()]
+    derivatives: list[list[Node]] = []
     for out in loop.outputs:
-        for element in _elements(out):
-            by_operand = dict(zip(wrt, gradients(element, wrt), strict=True))
-            d: list[Node] = []
-            for x in (*loop.carries, *loop.captures):
-                share = by_operand.get(x)
-                d += ([cast(v, dtype) for v in _elements(share)] if share is not None else
-                      [scalar] * x.size)
-            for j in range(p):
-                total = d[j] if j >= m else None  # a capture's own share
-                for i in range(m):
-                    term = apply("mul", d[i], tangents[i][j])
-                    total = term if total is None else apply("add", total, term)
-                assert total is not None
-                outs.append(total)
+        for element in _elements(opened.get(out, out)):
+            derivatives.append(gradients(element, wrt))
+    flat = [d for row in derivatives for d in row]
+    leaves = {*loop.carries, *holes.values(), *([loop.index] if loop.index else [])}
+    back = rebuild(live_nodes(flat, stop=leaves), {h: c for c, h in holes.items()})
+    outs: list[Node] = list(loop.outputs)
+    for row in derivatives:
+        by_operand = dict(zip([*loop.carries, *floats], [back.get(d, d) for d in row],
+                              strict=True))
+        d: list[Node] = []
+        for x in (*loop.carries, *loop.captures):
+            share = by_operand.get(x)
+            d += ([cast(v, dtype) for v in _elements(share)] if share is not None else
+                  [scalar] * x.size)
+        for j in range(p):
+            total = d[j] if j >= m else None  # a capture's own share
+            for i in range(m):
+                term = apply("mul", d[i], tangents[i][j])
+                total = term if total is None else apply("add", total, term)
+            assert total is not None
+            outs.append(total)
     carries = [*loop.carries, *(t for row in tangents for t in row)]
     inits = [*node.args[:len(loop.carries)],
              *(const(1.0 if i == j else 0.0, dtype) for i in range(m) for j in range(p))]
