@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,10 @@ def test_host_runner_ticks_without_allocating(seccomp: bool, tmp_path: Path) -> 
         x = cp.value(0.0)
         y = x * 2.0 + 1.0
         tg.deploy(cp.Task(y, period=100e-6), start=True)
+        deadline = time.monotonic() + 10
+        while tg.read(y) == 0.0:  # before the first tick publishes, y reads its initial 0
+            assert time.monotonic() < deadline, "the runner published no tick in 10 s"
+            time.sleep(0.001)
         pairs = 0
         try:
             while pairs < PAIRS or tg.runner_stats().ticks < TICKS:

@@ -62,17 +62,22 @@ def test_the_c_example_runs_the_image_under_wine(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "NO_PORT" in bad.stderr and "measured" in bad.stderr
 
 
+def serves_programs_and_contains_faults(tg: SerialTarget) -> None:
+    """A program runs, injected faults are contained and reported, a new program runs after."""
+    assert tg.info().name == "copapy host runner (windows)"
+    counter = cp.feedback(lambda n: n + 1, init=0)
+    tg.deploy(cp.Task(counter, period=1e-3), start=True)
+    time.sleep(0.3)
+    assert tg.read(counter) > 0
+    assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
+    healthy_program_runs(tg)
+
+
 def test_the_runner_serves_a_com_port() -> None:
     """--com: the protocol over a serial port (wine's COM9, a pty here); a program runs, an
     injected fault is contained and reported over it, a new program runs after."""
     with wine.com_runner() as url, SerialTarget(url, timeout=3.0) as tg:
-        assert tg.info().name == "copapy host runner (windows)"
-        counter = cp.feedback(lambda n: n + 1, init=0)
-        tg.deploy(cp.Task(counter, period=1e-3), start=True)
-        time.sleep(0.3)
-        assert tg.read(counter) > 0
-        assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
-        healthy_program_runs(tg)
+        serves_programs_and_contains_faults(tg)
 
 
 def test_the_runner_serves_its_standard_input_and_output() -> None:
@@ -80,13 +85,7 @@ def test_the_runner_serves_its_standard_input_and_output() -> None:
     runs, an injected fault is contained and reported, a new program runs after; closing the
     runner's input ends it cleanly (status 0)."""
     with wine.stdio_runner() as (url, proc), SerialTarget(url, timeout=5.0) as tg:
-        assert tg.info().name == "copapy host runner (windows)"
-        counter = cp.feedback(lambda n: n + 1, init=0)
-        tg.deploy(cp.Task(counter, period=1e-3), start=True)
-        time.sleep(0.3)
-        assert tg.read(counter) > 0
-        assert inject_all(tg, tg.arch, ["SIGSEGV"], 3) == {"SIGSEGV": 3}
-        healthy_program_runs(tg)
+        serves_programs_and_contains_faults(tg)
         assert proc.stdin is not None
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""

@@ -15,6 +15,7 @@ import tty
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,25 @@ def _bridge(listener: socket.socket, read_fd: int, write_fd: int,
 
 
 @contextmanager
+def bridged(proc: subprocess.Popen[Any], read_fd: int, write_fd: int) -> Iterator[str]:
+    """socket:// URL of a loopback TCP socket a thread bridges to (read_fd, write_fd); on
+    exit the bridge stops and ``proc`` is killed."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+    thread = threading.Thread(target=_bridge, args=(listener, read_fd, write_fd, done),
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"socket://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        done.set()
+        proc.kill()
+        proc.wait(timeout=10)
+        listener.close()
+        thread.join(timeout=2)
+
+
+@contextmanager
 def stdio_runner() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """(socket:// URL, the process) of copapy-runner.exe --stdio under wine: its standard
     input and output are pipes, bridged by a thread to a loopback TCP socket."""
@@ -115,19 +135,8 @@ def stdio_runner() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
                              "--allow-code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=wine_env())
     assert proc.stdin is not None and proc.stdout is not None
-    listener = socket.create_server(("127.0.0.1", 0))
-    done = threading.Event()
-    thread = threading.Thread(target=_bridge, args=(listener, proc.stdout.fileno(),
-                                                    proc.stdin.fileno(), done), daemon=True)
-    thread.start()
-    try:
-        yield f"socket://127.0.0.1:{listener.getsockname()[1]}", proc
-    finally:
-        done.set()
-        proc.kill()
-        proc.wait(timeout=10)
-        listener.close()
-        thread.join(timeout=2)
+    with bridged(proc, proc.stdout.fileno(), proc.stdin.fileno()) as url:
+        yield url, proc
 
 
 @contextmanager
@@ -146,23 +155,15 @@ def com_runner(port: str = "COM9") -> Iterator[str]:
                              "--no-rt", "--allow-code"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE,
                             text=True, env=wine_env())
-    listener = socket.create_server(("127.0.0.1", 0))
-    done = threading.Event()
-    thread = threading.Thread(target=_bridge, args=(listener, master, master, done), daemon=True)
-    thread.start()
     try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().split()
-        assert line == ["COM", port], (
-            f"the Windows runner did not open {port}: {line} "
-            f"{proc.stderr.read() if proc.stderr else ''}")
-        yield f"socket://127.0.0.1:{listener.getsockname()[1]}"
+        with bridged(proc, master, master) as url:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().split()
+            assert line == ["COM", port], (
+                f"the Windows runner did not open {port}: {line} "
+                f"{proc.stderr.read() if proc.stderr else ''}")
+            yield url
     finally:
-        done.set()
-        proc.kill()
-        proc.wait(timeout=10)
-        listener.close()
-        thread.join(timeout=2)
         os.close(master)
         os.close(slave)
         link.unlink(missing_ok=True)
