@@ -239,6 +239,20 @@ def test_the_kit_cache_is_hit_by_a_second_process(tmp_path: Path) -> None:
     assert runs[0].startswith("[false") and runs[1] == "[true, 0.0]"
 
 
+def test_cppyy_finds_the_runner_library_that_ctypes_loaded_first() -> None:
+    """ctypes loads a library RTLD_LOCAL (copapy.kits.abi does); cppyy loading the same file
+    after it found none of its functions ("symbol 'copapy_abi_version' unresolved"), so the
+    kit tests failed by test order. A fresh interpreter, ctypes first."""
+    code = ("import ctypes\n"
+            "from copapy.kits.paths import library_path\n"
+            "ctypes.CDLL(str(library_path()))\n"
+            "from copapy.kits.cppyy_tools import load_runner\n"
+            "print(load_runner().copapy_abi_version())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0 and out.stdout.split()[-1:] == ["2"], out.stdout + out.stderr
+
+
 def test_runner_library_in_cppyy() -> None:
     """The runner's C ABI called from Python through cppyy (the pattern of the kit README)."""
     import cppyy

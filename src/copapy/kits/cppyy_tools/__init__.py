@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import os
@@ -172,6 +173,9 @@ def load_runner() -> Any:
     lib = str(library_path())
     if lib not in _loaded:
         cppyy.add_include_path(str(include_dir()))
+        # global symbols even if this process loaded it before with RTLD_LOCAL (ctypes'
+        # default, e.g. copapy.kits.abi): cling resolves calls only among global symbols
+        ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
         cppyy.load_library(lib)
         cppyy.include("copapy/copapy.h")
         _loaded.add(lib)
