@@ -3,6 +3,11 @@ the contiguous case beside them; then a large fused expression against NumPy.
 
 Usage:
     python benchmarks/bench_slices.py [--sizes 1000,10000,...] [--big 100000000] [--no-big]
+        [--cases "m.T;x[1::3]"] [--old-src DIR] [--timeout 120]
+
+``--old-src DIR`` runs every case a second time with DIR on PYTHONPATH first (a copy of an
+older ``src`` with its built extensions, e.g. before the transposes became level gathers) and
+prints its rows beside the new ones (a case that runs past ``--timeout`` seconds is stopped).
 
 Each (case, n) runs in a subprocess of its own (its peak RSS is ``resource.getrusage``'s
 ``ru_maxrss`` of that process alone): import, make the argument, then the first call of the
@@ -35,7 +40,13 @@ CASES = {
     "m[:, ::2]": "lambda x: x.reshape(-1, 100)[:, ::2]",
     "m[::-1, 1::3]": "lambda x: x.reshape(-1, 100)[::-1, 1::3]",
     "m[1:5, ::2]": "lambda x: x.reshape(-1, 100)[1:5, ::2]",
+    # axis permutations (one level gather; the 4-D reversal two), m as rows of 100, t as
+    # blocks of 10 x 10 x 10
+    "m.T": "lambda x: x.reshape(-1, 100).T",
+    "np.swapaxes(t, 1, 3)": "lambda x: np.swapaxes(x.reshape(-1, 10, 10, 10), 1, 3)",
+    "t.transpose(3, 2, 1, 0)": "lambda x: x.reshape(-1, 10, 10, 10).transpose(3, 2, 1, 0)",
 }
+CONTIGUOUS = "contiguous x[1:] + x[:-1]"
 
 CHILD = """
 import json, resource, sys, time
@@ -82,32 +93,43 @@ print(json.dumps({"first": first, "time": sorted(times)[2], "peak": peak / 1024,
 """
 
 
-def child(code: str, *args: str, env: dict[str, str] | None = None) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                         env=env, check=False)
+def child(code: str, *args: str, env: dict[str, str] | None = None,
+          timeout: float | None = None) -> dict[str, float]:
+    try:
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                             text=True, env=env, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"still running after {timeout:.0f} s (stopped)"}  # type: ignore[dict-item]
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}  # type: ignore[dict-item]
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def slices(sizes: list[int]) -> None:
+def slices(sizes: list[int], cases: list[str], old_src: str | None, timeout: float) -> None:
     env = dict(os.environ, COPAPY_MAX_MEMORY=str(8 << 30))
+    runs = [("", env)]
+    if old_src:
+        runs.append((" (old)", dict(env, PYTHONPATH=os.pathsep.join(
+            [old_src, *env.get("PYTHONPATH", "").split(os.pathsep)]))))
     print("| case | n | compile s | peak RSS MB | RSS - base MB | compile / contiguous | "
           "(RSS - base) / contiguous | = NumPy |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for n in sizes:
         ref: dict[str, float] = {}
-        for name, fn in CASES.items():
-            r = child(CHILD, fn, str(n), env=env)
-            if "error" in r:
-                print(f"| {name} | {n:,} | {r['error']} |")
-                continue
-            extra = max(r["peak"] - r["base"], 0.1)
-            if not ref:
-                ref = {"compile": r["compile"], "extra": extra}
-            print(f"| {name} | {n:,} | {r['compile']:.3f} | {r['peak']:.0f} | {extra:.1f} | "
-                  f"{r['compile'] / ref['compile']:.2f} | {extra / ref['extra']:.2f} | "
-                  f"{'yes' if r['ok'] else 'NO'} |")
+        for name in [CONTIGUOUS, *(c for c in cases if c != CONTIGUOUS)]:
+            for tag, run_env in runs:
+                if tag and name == CONTIGUOUS:
+                    continue
+                r = child(CHILD, CASES[name], str(n), env=run_env, timeout=timeout)
+                if "error" in r:
+                    print(f"| {name}{tag} | {n:,} | {r['error']} |")
+                    continue
+                extra = max(r["peak"] - r["base"], 0.1)
+                if not ref:
+                    ref = {"compile": r["compile"], "extra": extra}
+                print(f"| {name}{tag} | {n:,} | {r['compile']:.3f} | {r['peak']:.0f} | "
+                      f"{extra:.1f} | {r['compile'] / ref['compile']:.2f} | "
+                      f"{extra / ref['extra']:.2f} | {'yes' if r['ok'] else 'NO'} |", flush=True)
 
 
 def big(n: int) -> None:
@@ -134,9 +156,16 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--big", type=int, default=100_000_000)
     parser.add_argument("--no-big", action="store_true")
+    parser.add_argument("--cases", default=";".join(CASES), help="names of CASES, by semicolons")
+    parser.add_argument("--old-src", help="an older src directory to compare with")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per case")
     opts = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}\n")
-    slices([int(s) for s in opts.sizes.split(",")])
+    cases = [c.strip() for c in opts.cases.split(";")] if opts.cases else list(CASES)
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {list(CASES)}")
+    slices([int(s) for s in opts.sizes.split(",")], cases, opts.old_src, opts.timeout)
     if not opts.no_big:
         big(opts.big)
 

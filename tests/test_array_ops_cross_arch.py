@@ -27,6 +27,7 @@ def operations() -> tuple[list[list[Node]], list[Node], list[list[bytes]]]:
     x = cp.value(np.zeros(13, np.float32), packed=True)
     img = cp.value(np.zeros((6, 7), np.float32), packed=True)
     kernel = cp.value(np.zeros(4, np.float32), packed=True)
+    cube = cp.value(np.zeros((2, 3, 4, 5), np.float32), packed=True)
     outs: list[Any] = [
         cp.sort(x), cp.argsort(x),
         cp.convolve(x, kernel, "full"), cp.convolve(x, kernel, "same"),
@@ -36,13 +37,19 @@ def operations() -> tuple[list[list[Node]], list[Node], list[list[bytes]]]:
         cp.grad((cp.sort(x) * np.arange(13, dtype=np.float32)).sum(), x),
         cp.grad(cp.max_pool2d(img, 2).sum() + cp.conv2d(img, np.ones((2, 2)), "valid").sum(),
                 img),
+        # axis permutations (level gathers): sorting along the first axis, N-D reductions,
+        # a 4-D transpose and its gradient (the inverse gathers)
+        cp.sort(img, axis=0), cube.sum(axis=(0, 2)), cube.max(axis=1, keepdims=True),
+        cube.transpose(3, 2, 1, 0),
+        cp.grad((cube.transpose(3, 1, 2, 0) * np.arange(120, dtype=np.float32).reshape(
+            5, 3, 4, 2)).sum() + (np.swapaxes(cube, 1, 3) ** 2).sum(), cube),
     ]
     groups = [list(o.to_packed().nodes()) for o in outs]
-    inputs = [x.node(), img.node(), kernel.node()]
+    inputs = [x.node(), img.node(), kernel.node(), cube.node()]
     sets = []
     for run in range(3):
         values = [rng.standard_normal(13), rng.standard_normal((6, 7)),
-                  rng.standard_normal(4)]
+                  rng.standard_normal(4), rng.standard_normal((2, 3, 4, 5))]
         if run == 2:  # ties, signed zeros and a NaN
             values[0][:4] = [1.0, 1.0, -0.0, 0.0]
             values[0][7] = np.nan
@@ -73,7 +80,8 @@ def batch(compiled: CompiledProgram, outputs: list[Node]) -> Batch:
     _, inputs, sets = operations()
     ports = compiled.ports
     return Batch(compiled.image,
-                 [[(ports[n].offset, raw) for n, raw in zip(inputs, values, strict=True)]
+                 [[(ports[n].offset, raw) for n, raw in zip(inputs, values, strict=True)
+                   if n in ports]  # an input only refused operations read has no port
                   for values in sets],
                  [(ports[o].offset, o.nbytes) for o in outputs])
 
