@@ -20,6 +20,7 @@ from copapy.arrays import array_input
 from copapy.compiler import compile_program
 from copapy.graph import levels
 
+from .support.checks import central_difference
 from .test_strided import build_closure, cp_load, names_in, read, same_bits, values
 
 DTYPES = ["float32", "float64", "int32"]
@@ -144,14 +145,8 @@ def test_gradients_through_permutations_match_finite_differences(dtype: str) -> 
                 + (sin(xp.swapaxes(v, 1, 3)) * xp.moveaxis(v, 0, -1).transpose(
                     3, 0, 1, 2)[:, :, :, :1]).sum() + (v.T ** 2).sum())
 
-    def f_np(v: Any) -> float:
-        return float(f(v, np))
-
     grad = np.asarray(cp.jit(lambda v: cp.grad(f(v, cp), v))(x0), np.float64)
-    x64 = x0.astype(np.float64)
-    h = 1e-6
-    fd = np.array([(f_np(x64 + h * e.reshape(shape)) - f_np(x64 - h * e.reshape(shape)))
-                   / (2 * h) for e in np.eye(x0.size)]).reshape(shape)
+    fd = central_difference(lambda v: float(f(v, np)), x0.astype(np.float64))
     tol = 2e-3 if dtype == "float32" else 1e-7
     np.testing.assert_allclose(grad, fd, rtol=tol, atol=tol)
 
