@@ -43,6 +43,9 @@ def operations() -> tuple[list[list[Node]], list[Node], list[list[bytes]]]:
         cube.transpose(3, 2, 1, 0),
         cp.grad((cube.transpose(3, 1, 2, 0) * np.arange(120, dtype=np.float32).reshape(
             5, 3, 4, 2)).sum() + (np.swapaxes(cube, 1, 3) ** 2).sum(), cube),
+        # broadcasts (level gathers with steps of 0) and their gradients (sums of the copies)
+        cube * x[:5], cube + cube[:, :1, :, 2:3],
+        cp.grad((cube * cube[:1, :, :1] * x[:5]).sum(), x),
     ]
     groups = [list(o.to_packed().nodes()) for o in outs]
     inputs = [x.node(), img.node(), kernel.node(), cube.node()]
@@ -99,7 +102,10 @@ def baseline() -> dict[Node, list[bytes]]:
 @pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
 def test_same_bits_on_every_architecture(config: Config) -> None:
     outputs = program(config.arch)
-    assert len(outputs) >= 6, f"{config.id}: too few operations compile to compare"
+    # a table that lacks stencils (TriCore's, without ngather: broadcasts, transposes and
+    # sorting are refused there naming the reason, checked in program()) compares the rest
+    least = 3 if by_name(config.arch).table_lacks else sum(map(len, operations()[0]))
+    assert len(outputs) >= least, f"{config.id}: too few operations compile to compare"
     b = batch(compile_program(outputs, config.arch), outputs)
     execute(config, [b])
     want = baseline()

@@ -554,20 +554,19 @@ def elementwise(name: str, *operands: Any) -> Array:
 
 
 def _broadcast(a: Array, shape: tuple[int, ...]) -> Array:
-    """``a`` repeated to ``shape`` (NumPy's broadcasting): packed, a concatenation of views
-    of ``a`` (runs of its elements) and fills of single elements."""
+    """``a`` repeated to ``shape`` (NumPy's broadcasting): packed, one level gather whose
+    levels of the repeated axes step by 0 (graph/levels.py), whatever the size; one element,
+    a fill."""
     if a.shape == shape:
         return a
-    indices = shp.broadcast_indices(a.shape, shape)
     if not a.packed:
         items = a.items()
-        return Array(shape, items=[items[i] for i in indices])
+        return Array(shape, items=[items[i] for i in shp.broadcast_indices(a.shape, shape)])
     flat = build.reshape(a.node(), (a.size,))
     if a.size == 1:
         return Array(shape, node=build.broadcast_to(build.index(flat, 0), shape))
-    parts = [build.broadcast_to(build.index(flat, start), (n,)) if repeated
-             else build.slice_(flat, start, n) for start, n, repeated in shp.runs(indices)]
-    return Array(shape, node=build.concat(parts, shape))
+    node = levels.gather(flat, 0, shp.broadcast_levels(a.shape, shape))
+    return Array(shape, node=build.reshape(node, shape))
 
 
 def _permute(a: Array, perm: tuple[int, ...]) -> Array:

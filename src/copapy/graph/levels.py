@@ -11,7 +11,8 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from .build import make, reshape, slice_, strided
+from .build import apply, make, reshape, slice_, stack, strided
+from .lanes import reduce_in_lane_order
 from .node import Node
 from .ops import REGISTRY
 
@@ -81,12 +82,35 @@ def level_attr(node: Node) -> tuple[tuple[int, ...], tuple[int, ...], int]:
 def scatter(node: Node, counts: tuple[int, ...], steps: tuple[int, ...], size: int) -> Node:
     """Zeros of ``size`` (the block) with ``node``'s elements at the levels' indices: the
     adjoint of an ngather. Levels that visit every element of the block once (a permutation:
-    transposes, reversals) are undone by the inverse gather, one pass with no zeros."""
+    transposes, reversals) are undone by the inverse gather, one pass with no zeros; levels
+    of step 0 (a broadcast repeats elements) sum their copies first."""
+    if any(s == 0 and c > 1 for c, s in zip(counts, steps, strict=True)):
+        return _sum_repeats(node, counts, steps, size)
     inverse = inverse_levels(counts, steps, size)
     if inverse is not None:
         start, back = inverse
         return gather(reshape(node, (node.size,)), start, back)
     return make(REGISTRY["nscatter"], (node,), (counts, steps, size))
+
+
+def _sum_repeats(node: Node, counts: tuple[int, ...], steps: tuple[int, ...], size: int
+                 ) -> Node:
+    """The adjoint of a gather that repeats elements (levels of step 0: a broadcast): each
+    element's copies summed in the lane order (as an axis sum: whole rows added when there are
+    fewer copies than elements, else one row sum per element), then scattered by the other
+    levels."""
+    repeat = [k for k, (c, s) in enumerate(zip(counts, steps, strict=True)) if s == 0 and c > 1]
+    kept = [k for k in range(len(counts)) if k not in repeat]
+    copies, elements = (math.prod(counts[k] for k in ks) for ks in (repeat, kept))
+    if copies <= elements:
+        rows = permute(node, counts, [*repeat, *kept])
+        summed = reduce_in_lane_order([slice_(rows, r * elements, elements)
+                                       for r in range(copies)], lambda x, y: apply("add", x, y))
+    else:
+        rows = permute(node, counts, [*kept, *repeat])
+        summed = stack([apply("rsum", slice_(rows, e * copies, copies))
+                        for e in range(elements)], (elements,))
+    return scatter(summed, tuple(counts[k] for k in kept), tuple(steps[k] for k in kept), size)
 
 
 def inverse_levels(counts: Sequence[int], steps: Sequence[int], size: int
