@@ -17,7 +17,7 @@ from copapy.arrays import array_input
 from copapy.compiler import compile_program
 
 from .support.checks import central_difference
-from .test_strided import build_closure, same_bits
+from .test_strided import build_closure, cp_load, read, same_bits
 
 #: (shape of a, shape of b) pairs whose broadcast repeats b over fewer and over more copies
 #: than it has elements (the gradient's two forms), 1-D to 4-D
@@ -79,3 +79,22 @@ def test_the_gradient_of_a_broadcast_is_bounded_by_the_smaller_side() -> None:
         g = cp.grad((img * gain).sum(), gain)
         ops = [n.op for n in build_closure([g.node()])]
         assert ops.count("rsum") == 3 and "concat" not in ops, ops
+
+
+def test_broadcasts_through_the_verifying_loader() -> None:
+    """Levels of step 0 pass the C verifier's checks (the span counts (count - 1)·|step|) and
+    give NumPy's result, with the gradient's row sums and row adds in the same program."""
+    rng = np.random.default_rng(3)
+    img, gain = rng.standard_normal((9, 8, 3)).astype(np.float32), np.float32([0.5, 1, 2])
+    row = rng.standard_normal(8).astype(np.float32)
+    x, g, r = (array_input(v, packed=True) for v in (img, gain, row))
+    out = x * g + r.reshape(1, 8, 1)
+    grads = cp.grad(out.sum(), [g, r])
+    nodes = [out.node(), *(v.node() for v in grads)]
+    compiled = compile_program(nodes, "x86_64")
+    prog = cp_load(compiled)
+    prog.run(0)
+    got = [read(prog, compiled.ports[n]) for n in nodes]
+    assert same_bits(got[0], np.ravel(img * gain + row.reshape(1, 8, 1)))
+    np.testing.assert_allclose(got[1], img.sum(axis=(0, 1)), rtol=1e-5)
+    np.testing.assert_allclose(got[2], np.full(8, 27.0, np.float32))
