@@ -98,3 +98,34 @@ def test_broadcasts_through_the_verifying_loader() -> None:
     assert same_bits(got[0], np.ravel(img * gain + row.reshape(1, 8, 1)))
     np.testing.assert_allclose(got[1], img.sum(axis=(0, 1)), rtol=1e-5)
     np.testing.assert_allclose(got[2], np.full(8, 27.0, np.float32))
+
+
+#: keys with None (np.newaxis) and what NumPy makes of them
+NEW_AXES: list[Any] = [(slice(None), None, slice(None)), (None,), None, (slice(None), None, 1),
+                       (1, None, slice(None, None, 2), None), (None, 2, slice(1, 3)),
+                       (1, 2, 3, None), (slice(None, None, -1), None)]
+
+
+@pytest.mark.parametrize("key", NEW_AXES, ids=str)
+@pytest.mark.parametrize("packed", [True, False])
+def test_new_axes_index_as_numpy(key: Any, packed: bool) -> None:
+    """``a[:, None]`` and kin: NumPy's shape and elements, packed and unpacked, and as the
+    broadcast operand NumPy users write (``img * gain[:, None, None]``)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    gain = np.float32([0.5, 1.0, 2.0])
+    a = cp.value(x, packed=packed)
+    got = a[key]
+    assert got.shape == x[key].shape
+    assert same_bits(cp.jit(lambda v: v[key] * 1.0)(x), x[key])
+    assert same_bits(cp.jit(lambda v, g: v * g[:, None, None])(x, gain), x * gain[:, None, None])
+
+
+def test_new_axes_errors_name_the_problem() -> None:
+    a = cp.value(np.zeros((3, 4, 5), np.float32), packed=True)
+    with pytest.raises(IndexError, match="at most 4"):
+        a[None, :, None, :]
+    with pytest.raises(TypeError, match=r"a\[:, :, None\] rather than a\[\.\.\., None\]"):
+        a[..., None]
+    with pytest.raises(IndexError, match="4 indices for an array of 3 dimensions"):
+        a[0, 0, 0, 0, None]

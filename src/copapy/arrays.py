@@ -386,6 +386,9 @@ class Array:
     # ---- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(k is None for k in keys):
+            return self._new_axes(keys)
         if self.packed and self.ndim > 1:
             view = self._strided_view(key)
             if view is not None:
@@ -427,6 +430,33 @@ class Array:
                 return self._items[k]
             return Value(build.index(self.node(), k))
         return self._row(k)
+
+    def _new_axes(self, keys: tuple[Any, ...]) -> Array:
+        """``a[..., None, ...]`` (``np.newaxis``): the other keys' result with an axis of one
+        element at each None, as NumPy places them (a reshape: no code)."""
+        inner = tuple(k for k in keys if k is not None)
+        if len(inner) > self.ndim:
+            raise IndexError(f"{len(inner)} indices for an array of {self.ndim} dimensions")
+        shape: list[int] = []
+        axis = 0
+        for k in keys:
+            if k is None:
+                shape.append(1)
+                continue
+            if k is Ellipsis:
+                raise TypeError("indices with ... are not supported: name every axis (a[:, :, "
+                                "None] rather than a[..., None])")
+            if isinstance(k, slice):
+                shape.append(len(range(*k.indices(self.shape[axis]))))
+            axis += 1
+        shape += self.shape[axis:]
+        if len(shape) > shp.MAX_NDIM:
+            raise IndexError(f"a[{keys}] would have {len(shape)} dimensions: copapy arrays have "
+                             f"at most {shp.MAX_NDIM}")
+        picked = self[inner] if inner else self
+        if not isinstance(picked, Array):  # every axis indexed by an int: one element
+            picked = Array((1,), items=[picked])
+        return picked.reshape(tuple(shape))
 
     def _strided_view(self, key: Any) -> Array | None:
         """A packed N-D array indexed by ints and slices (at least one slice): one view or
