@@ -145,8 +145,10 @@ def main() -> int:
                     help="stop the scope's process this many seconds mid-run (a host stall)")
     args = ap.parse_args()
     seconds = args.seconds if args.seconds is not None else 60 * args.minutes
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         r = run(seconds, args.screenshot, Path(tmp) / "scope.csv", args.stall)
+    r["loadavg_before"], r["loadavg_after"] = load_before, os.getloadavg()
     a, w = r["jitter_alone"], r["jitter_with_scope"]
     print(f"{seconds:g} s at 1 kHz per phase (SCHED_FIFO: {r['realtime']})"
           f"{f', scope stopped {args.stall:g} s mid-run' if args.stall else ''}")
@@ -163,9 +165,15 @@ def main() -> int:
     print(f"jitter ratio with/without scope: p99 "
           f"{w['p99_us'] / a['p99_us'] if a['p99_us'] else float('nan'):.2f}, max "
           f"{w['max_us'] / a['max_us'] if a['max_us'] else float('nan'):.2f}")
+    print(f"load average (1, 5, 15 min) before {r['loadavg_before']}, after "
+          f"{r['loadavg_after']}")
     if args.json is not None:
         args.json.write_text(json.dumps(r, indent=2))
-    return 0 if r["recorded"] == r["ticks_run"] and r["gaps"] == 0 else 1
+    complete = r["recorded"] == r["ticks_run"] and r["gaps"] == 0
+    if not complete:
+        print(f"FAILED: {r['ticks_run'] - r['recorded']} of {r['ticks_run']} ticks run were not "
+              f"recorded ({r['gaps']} reported lost by the scope)", file=sys.stderr)
+    return 0 if complete else 1
 
 
 if __name__ == "__main__":
