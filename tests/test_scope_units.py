@@ -237,3 +237,42 @@ def test_ticks_lost_at_the_stream_ends_are_counted_after_the_drain(delivered: li
         assert core.lost() == 100 - len(delivered)
     finally:
         core.close()
+
+
+class _FastSource(_ListSource):
+    """A source that has 1 000 new ticks at every poll (a LocalTarget stepped as fast as it
+    runs)."""
+
+    def __init__(self) -> None:
+        super().__init__([], 0)
+        self.next = 0
+
+    def poll(self) -> Batch | None:
+        ticks = np.arange(self.next, self.next + 1000, dtype=np.int64)
+        self.next += 1000
+        return Batch(ticks, {"a": ticks * 0.5})
+
+
+def test_a_slow_recording_holds_a_fast_source_back(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ticks taken but not yet recorded stay within the backlog limit (memory stays bounded),
+    and every tick taken is recorded in order once the scope closes."""
+    add = Recorder.add
+
+    def slow_add(self: Recorder, batch: Batch) -> None:
+        time.sleep(0.01)
+        add(self, batch)
+
+    monkeypatch.setattr(Recorder, "add", slow_add)
+    core = Core(_FastSource(), [], tmp_path / "r.csv")
+    try:
+        behind = []
+        for _ in range(20):
+            time.sleep(0.05)
+            behind.append(core.taken - core.received)
+        assert max(behind) <= core.backlog_limit + 1000, (behind, core.backlog_limit)
+    finally:
+        core.close()
+    ticks = np.loadtxt(tmp_path / "r.csv", delimiter=",", skiprows=1)[:, 0]
+    assert len(ticks) == core.taken == core.received
+    assert (ticks == np.arange(len(ticks))).all()

@@ -15,7 +15,13 @@ from typing import Any
 
 from .display import Display
 from .record import Recorder
-from .sources import Batch, Source, Status
+from .sources import CHUNK, Batch, Source, Status
+
+#: seconds of ticks taken but not yet recorded before the source waits: memory stays bounded
+#: when the recording is slower than the source (a LocalTarget stepped as fast as it runs,
+#: which this throttles), and a stream survives a recording blocked this long (beyond it the
+#: stream's own buffer overflows: counted and marked, never silent)
+BACKLOG_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,9 @@ class Core:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._queue: queue.SimpleQueue[Batch | None] = queue.SimpleQueue()
+        #: ticks queued (taken, not yet moved) may reach this before the pump waits
+        self.backlog_limit = max(2 * CHUNK, int(BACKLOG_S / source.tick_s))
+        self._room = threading.Condition()
         #: ticks the program had run before the scope (not streamed or traced)
         self.base = source.ticks_run()
         if record is not None:
@@ -79,7 +88,11 @@ class Core:
                 time.sleep(0.1)
                 continue
             if batch is not None and len(batch):
-                self.taken += len(batch)
+                with self._room:
+                    while (self.taken - self.received > self.backlog_limit
+                           and not self._stop.is_set()):
+                        self._room.wait(0.1)
+                    self.taken += len(batch)
                 self._queue.put(batch)
         self._queue.put(None)  # the sink ends after the batches before this
 
@@ -89,13 +102,17 @@ class Core:
                 self._move(batch)
             except Exception as exc:  # as in _pump: said on the banner, the thread goes on
                 self.error = f"{type(exc).__name__}: {exc}"
+            with self._room:
+                self._room.notify_all()
 
     def _move(self, batch: Batch) -> None:
         with self._lock:
-            if self.recorder is not None:
-                self.recorder.add(batch)
-                self.recorded += len(batch)
-            self.received += len(batch)
+            try:
+                if self.recorder is not None:
+                    self.recorder.add(batch)
+                    self.recorded += len(batch)
+            finally:  # a failed write (said on the banner) must not hold the pump back
+                self.received += len(batch)
         self.display.add(batch)
 
     def status(self) -> Status:
