@@ -339,6 +339,16 @@ typedef struct cp_sched {
      * deterministic run where no task declares a wcet) */
     uint32_t job_costs;
     uint32_t reserved5;
+    /* appended after ABI 5, private: the hyperperiod plan (cp_sched_set_plan), in the caller's
+     * buffer of plan_capacity ops (2 bytes each: kind, task); plan_ops 0: no plan */
+    uint8_t *plan;
+    uint32_t plan_capacity;
+    uint32_t plan_ops;
+    uint64_t plan_start;    /* the first tick the plan describes (the latest first release) */
+    uint64_t plan_period;   /* ticks in the plan (the hyperperiod) */
+    uint64_t plan_tick;     /* the tick plan_at belongs to (UINT64_MAX: none) */
+    uint32_t plan_at;       /* op index where tick plan_tick starts */
+    uint32_t reserved6;
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
@@ -349,6 +359,19 @@ uint64_t cp_program_tick_ns(const cp_program *prog);
  * s->struct_size = sizeof(cp_sched) (and cfg->struct_size) first, as for cp_program. */
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
                         cp_error *err);
+
+/* Ops a plan of the whole hyperperiod needs (2 bytes each), 0 if the program is never planned
+ * (no periodic task, or a hyperperiod of more than max_ticks ticks). */
+uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);
+
+/* Flatten one hyperperiod of releases and publications into `ops` (capacity ops of 2 bytes,
+ * owned by the caller, kept until the scheduler is no longer used; cp_sched_plan_size says
+ * how many are needed) so that cp_sched_advance walks them instead of deciding every tick.
+ * Only where it is exact: deterministic, no wcet (every job finishes in its tick), untimed
+ * (clock_ns NULL), a job function fixed for the advance (guard_run armed for all ticks, or no
+ * guard_run). Returns the ops used, 0 if the program is not planned (the general path, with
+ * the same results). ops NULL: no plan. Call after cp_sched_init (which drops the plan). */
+uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity);
 
 /* Process the next tick (at s->now_ns) as docs/realtime.md describes. Never allocates. */
 void cp_sched_tick(cp_sched *s);
