@@ -182,6 +182,7 @@ static int batch_body(void *arg, cp_guard_fn job, void *job_ctx)
     if (j->init_status != CP_OK) {
         return 0;
     }
+    cp_sched_set_sim_io(j->sched, &j->io->io[0][0], BATCH_IO_CHANNELS); /* no callback a tick */
     uint64_t plan_size = cp_sched_plan_size(j->sched, BATCH_PLAN_MAX_TICKS);
     if (plan_size != 0) { /* no memory for it: the general path, the same results */
         j->plan = malloc((size_t)plan_size);

@@ -148,6 +148,7 @@ PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject *kwarg
                                                                   : cp_status_name(st));
         return NULL;
     }
+    cp_sched_set_sim_io(&sched->sched, &sched->io[0][0], IO_CHANNELS); /* no callback a tick */
     uint64_t plan_size = cp_sched_plan_size(&sched->sched, PLAN_MAX_TICKS);
     if (plan_size != 0 && plan_size <= UINT32_MAX) { /* no memory for it: the general path */
         sched->plan = PyMem_Malloc((size_t)plan_size);

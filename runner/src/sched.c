@@ -130,13 +130,29 @@ static CP_ALWAYS_INLINE void apply_copies(uint8_t *data, const cp_let_copy *tabl
     }
 }
 
-/* OUTPUT bindings [begin, end) from the shared slots. */
+/* The simulated I/O's channel (kind, channel), NULL if outside it. */
+static inline double *sim_channel(const cp_sched *s, uint8_t kind, uint16_t channel)
+{
+    return kind >= 1 && kind <= CP_IO_KIND_COUNT && channel < s->sim_io_channels
+               ? s->sim_io + (size_t)(kind - 1u) * s->sim_io_channels + channel
+               : NULL;
+}
+
+/* OUTPUT bindings [begin, end) from the shared slots (into the simulated I/O, or through
+ * io_write). */
 static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
-        s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel,
-                        load_slot(data + b[k].offset, b[k].dtype));
+        double v = load_slot(data + b[k].offset, b[k].dtype);
+        if (s->sim_io == NULL) {
+            s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel, v);
+        } else {
+            double *ch = sim_channel(s, b[k].kind, b[k].channel);
+            if (ch != NULL) {
+                *ch = v;
+            }
+        }
     }
 }
 
@@ -145,17 +161,28 @@ static void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
-        double v = s->cfg.io_read != NULL
-                       ? s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel) : 0.0;
+        double v = 0.0;
+        if (s->sim_io != NULL) {
+            const double *ch = sim_channel(s, b[k].kind, b[k].channel);
+            v = ch != NULL ? *ch : 0.0;
+        } else if (s->cfg.io_read != NULL) {
+            v = s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel);
+        }
         store_slot(data + b[k].offset, b[k].dtype, v);
     }
+}
+
+/* 1 if OUTPUT bindings [begin, end) go anywhere. */
+static inline int outputs_go(const cp_sched *s, uint32_t begin, uint32_t end)
+{
+    return begin < end && (s->cfg.io_write != NULL || s->sim_io != NULL);
 }
 
 /* Period end of a finished job: PUBLISH copies, then OUTPUT bindings from the shared slots. */
 static inline void publish(cp_sched *s, uint32_t task, uint8_t *data)
 {
     apply_copies(data, s->prog->let_copies, s->copies[task][1], s->copies[task][2]);
-    if (s->bindings[task][1] < s->bindings[task][2] && s->cfg.io_write != NULL) {
+    if (outputs_go(s, s->bindings[task][1], s->bindings[task][2])) {
         write_outputs(s, data, s->bindings[task][1], s->bindings[task][2]);
     }
 }
@@ -602,7 +629,7 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
             uint32_t i = *op++;
             if (s->state[i].pending) {
                 apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
-                if (s->bindings[i][1] < s->bindings[i][2] && s->cfg.io_write != NULL) {
+                if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
                     write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
                 }
                 s->state[i].pending = 0;
@@ -656,6 +683,14 @@ static CP_ALWAYS_INLINE void ticks_in(cp_sched *s, release_run *r, const armed_r
         }
         tick_in(s, r, run);
         k++;
+    }
+}
+
+void cp_sched_set_sim_io(cp_sched *s, double *io, uint32_t channels)
+{
+    if (s != NULL) {
+        s->sim_io = channels != 0 ? io : NULL;
+        s->sim_io_channels = io != NULL ? channels : 0;
     }
 }
 

@@ -348,7 +348,8 @@ typedef struct cp_sched {
     uint64_t plan_period;   /* ticks in the plan (the hyperperiod) */
     uint64_t plan_tick;     /* the tick plan_at belongs to (UINT64_MAX: none) */
     uint32_t plan_at;       /* op index where tick plan_tick starts */
-    uint32_t reserved6;
+    uint32_t sim_io_channels; /* channels per kind of sim_io */
+    double *sim_io;         /* the simulated I/O the bindings move directly (cp_sched_set_sim_io) */
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
@@ -372,6 +373,13 @@ uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);
  * guard_run). Returns the ops used, 0 if the program is not planned (the general path, with
  * the same results). ops NULL: no plan. Call after cp_sched_init (which drops the plan). */
 uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity);
+
+/* Simulated I/O that the INPUT and OUTPUT bindings read and write directly instead of
+ * calling io_read and io_write: CP_IO_KIND_COUNT kinds of `channels` doubles, kind k's channel
+ * c at io[(k - 1) * channels + c] (outside: reads 0.0, writes dropped), the same array the
+ * config's io_read and io_write use (they still drive the safe state). io NULL: the
+ * callbacks. Call after cp_sched_init. */
+void cp_sched_set_sim_io(cp_sched *s, double *io, uint32_t channels);
 
 /* Process the next tick (at s->now_ns) as docs/realtime.md describes. Never allocates. */
 void cp_sched_tick(cp_sched *s);
