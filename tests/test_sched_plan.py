@@ -16,12 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
-from copapy.runtime import load as loader
-from copapy.runtime import native
 from copapy.runtime.load import host_architecture
 
 from .support.checks import examples
-from .support.faults import inject_code, victim
+from .support.faults import inject_on_load, victim
 
 TICK = 1e-3
 
@@ -102,17 +100,7 @@ def test_planned_steps_equal_the_per_tick_path(spec: list[tuple[int, int, int, i
 @pytest.fixture
 def injected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bytes] | None]]:
     """Loads put injected[0] = (task, machine code) into that task's entry while it is set."""
-    real = native.load_native
-    code: list[tuple[int, bytes] | None] = [None]
-
-    def load(image: bytes, own_code: bool = False) -> Any:
-        if code[0] is None:
-            return real(image, own_code)
-        task, snippet = code[0]
-        return real(inject_code(image, task, snippet), own_code=False, allow_code=True)
-
-    monkeypatch.setattr(loader, "load_native", load)
-    yield code
+    yield inject_on_load(monkeypatch)
 
 
 def faulting(spec: list[tuple[int, int, int, int]], victim_spec: tuple[int, int, int],
