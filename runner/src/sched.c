@@ -474,8 +474,10 @@ static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_ru
  * Where every job finishes in its release tick (deterministic, no wcet: job_costs 0) and no
  * job is timed, which tasks a tick publishes and releases repeats with the hyperperiod once
  * every task has had its first release. The plan lists one hyperperiod from that tick on, a
- * tick as bytes: the count of due tasks and their indices in index order (period ends), then
- * the count again and the same tasks in priority order (releases). A planned tick does what
+ * tick as bytes: the count of due tasks and their indices in index order (period ends), 1 if
+ * one of them drives outputs, their PUBLISH copies as one list (a count and 16-bit indices,
+ * so that a tick past the first of a run copies without a test per task), then the count
+ * again and the same tasks in priority order (releases). A planned tick does what
  * tick_in does for those tasks, without the due scan, the skip test (a due task published
  * first, so it is never pending at its release) or the processor model (nothing to model);
  * a job's statistics and pending state are booked as it returns, so a fault books only the
@@ -513,15 +515,52 @@ static uint64_t plan_bounds(const cp_sched *s, uint64_t max_ticks, uint64_t *sta
     return h;
 }
 
+/* Tick t's plan bytes at ops + at (ops NULL: counted only); returns the index after them. */
+static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uint64_t at)
+{
+    uint32_t due = 0, count = 0, outputs = 0, ncopies = 0, n = s->task_count;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = (uint32_t)released_at(s, i, t);
+        due |= d << i;
+        count += d;
+        outputs |= d & (uint32_t)(s->bindings[i][1] < s->bindings[i][2]);
+        ncopies += d * (s->copies[i][2] - s->copies[i][1]);
+    }
+    if (ops == NULL) {
+        return at + 5u + 2u * count + 2u * ncopies;
+    }
+    ops[at++] = (uint8_t)count; /* period ends, in task index order */
+    for (uint32_t i = 0; i < n; i++) {
+        if (due >> i & 1u) {
+            ops[at++] = (uint8_t)i;
+        }
+    }
+    ops[at++] = (uint8_t)outputs; /* 1: a period end drives outputs */
+    ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies in that order (16-bit indices) */
+    ops[at++] = (uint8_t)(ncopies >> 8);
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t c = s->copies[i][1]; (due >> i & 1u) && c < s->copies[i][2]; c++) {
+            ops[at++] = (uint8_t)c;
+            ops[at++] = (uint8_t)(c >> 8);
+        }
+    }
+    ops[at++] = (uint8_t)count; /* releases in priority order */
+    for (uint32_t k = 0; k < n; k++) {
+        if (due >> s->order[k] & 1u) {
+            ops[at++] = s->order[k];
+        }
+    }
+    return at;
+}
+
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks)
 {
-    if (s == NULL || s->prog == NULL) {
-        return 0;
+    if (s == NULL || s->prog == NULL || s->prog->let_copy_count > UINT16_MAX) {
+        return 0; /* (copy indices are 16 bits, so are a tick's copies) */
     }
-    uint64_t start = 0, h = plan_bounds(s, max_ticks, &start);
-    uint64_t bytes = 2 * h;
-    for (uint32_t i = 0; i < s->task_count && h != 0; i++) {
-        bytes += s->period_ticks[i] != 0 ? 2 * (h / s->period_ticks[i]) : 0;
+    uint64_t start = 0, h = plan_bounds(s, max_ticks, &start), bytes = 0;
+    for (uint64_t t = start; t < start + h; t++) {
+        bytes = plan_tick_bytes(s, t, NULL, bytes);
     }
     return bytes;
 }
@@ -535,41 +574,22 @@ uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
     s->plan_capacity = 0;
     s->plan_ops = 0;
     s->plan_tick = UINT64_MAX;
-    uint64_t start = 0, h = plan_bounds(s, capacity / 2, &start);
-    uint64_t bytes = cp_sched_plan_size(s, capacity / 2);
-    if (ops == NULL || h == 0 || bytes > capacity || s->job_costs != 0 ||
+    uint64_t start = 0, h = plan_bounds(s, capacity / 5, &start);
+    uint64_t bytes = cp_sched_plan_size(s, capacity / 5);
+    if (ops == NULL || h == 0 || bytes == 0 || bytes > capacity || s->job_costs != 0 ||
         s->cfg.clock_ns != NULL) {
         return 0;
     }
-    uint32_t at = 0, n = s->task_count;
+    uint64_t at = 0;
     for (uint64_t t = start; t < start + h; t++) {
-        uint32_t due = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            due |= (uint32_t)released_at(s, i, t) << i;
-        }
-        uint32_t count = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            count += due >> i & 1u;
-        }
-        ops[at++] = (uint8_t)count; /* period ends, in task index order */
-        for (uint32_t i = 0; i < n; i++) {
-            if (due >> i & 1u) {
-                ops[at++] = (uint8_t)i;
-            }
-        }
-        ops[at++] = (uint8_t)count; /* releases in priority order */
-        for (uint32_t k = 0; k < n; k++) {
-            if (due >> s->order[k] & 1u) {
-                ops[at++] = s->order[k];
-            }
-        }
+        at = plan_tick_bytes(s, t, ops, at);
     }
     s->plan = ops;
     s->plan_capacity = capacity;
-    s->plan_ops = at;
+    s->plan_ops = (uint32_t)at;
     s->plan_start = start;
     s->plan_period = h;
-    return at;
+    return (uint32_t)at;
 }
 
 /* After planned ticks: each task's next release and the next event, as due_tasks keeps them
@@ -598,8 +618,9 @@ static uint32_t plan_position(const cp_sched *s)
     uint64_t phase = (s->tick - s->plan_start) % s->plan_period;
     uint32_t at = 0;
     for (uint64_t t = 0; t < phase; t++) {
-        at += 1u + s->plan[at];
-        at += 1u + s->plan[at];
+        at += 1u + s->plan[at];                                          /* period ends */
+        at += 3u + 2u * (s->plan[at + 1] | (uint32_t)s->plan[at + 2] << 8); /* copies */
+        at += 1u + s->plan[at];                                          /* releases */
     }
     return at;
 }
@@ -624,15 +645,33 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
     r->fault.pc = 0;
     r->fault.code = 0;
     for (uint64_t k = 0; k < ticks; k++) {
-        const uint8_t *op = plan + at;
-        for (uint32_t m = *op++; m != 0; m--) { /* 1. period ends */
-            uint32_t i = *op++;
-            if (s->state[i].pending) {
-                apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
-                if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
-                    write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
+        const uint8_t *op = plan + at, *ends = op + 1;
+        uint32_t m = *op, outputs = op[1 + m];
+        uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
+        const uint8_t *copy = op + 4 + m;
+        op = copy + 2 * ncopies;
+        if (k == 0 || outputs) { /* 1. period ends, task by task */
+            /* the first tick of a run may have been settled (published already), and a
+             * task's outputs come after its own copies */
+            for (; m != 0; m--) {
+                uint32_t i = *ends++;
+                if (s->state[i].pending) {
+                    apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
+                    if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
+                        write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
+                    }
+                    s->state[i].pending = 0;
                 }
-                s->state[i].pending = 0;
+            }
+        } else { /* the same from the flat copy list: after the plan's first tick (the latest
+                  * first release) every due task is pending, and only a settle between two
+                  * runs publishes early */
+            for (; ncopies != 0; ncopies--, copy += 2) {
+                const cp_let_copy *c = copies + (copy[0] | (uint32_t)copy[1] << 8);
+                apply_copies(data, c, 0, 1);
+            }
+            for (; m != 0; m--) {
+                s->state[*ends++].pending = 0;
             }
         }
         if (s->feed_count != 0) { /* 2. feeds */

@@ -1192,9 +1192,9 @@ static void test_random_against_model(void)
 /* ---- the hyperperiod plan (cp_sched_set_plan) against the per-tick decisions
  * The random model's programs without wcets (every job finishes in its tick), some tasks with I/O bindings (an INPUT into a spare slot, an OUTPUT of the
  * published count) and one that may fault (ud2 at its K-th run). One scheduler advances in
- * random chunks with a plan (settling after some), another of the same image takes the same
- * ticks one cp_sched_tick at a time without a plan (the per-tick decisions: due scan,
- * pending, skips, processor model); after every chunk their data regions, statistics, pending
+ * random chunks with a plan (settling after some, writing a shared slot between some), another
+ * of the same image takes the same ticks one cp_sched_tick at a time without a plan (the
+ * per-tick decisions: due scan, pending, skips, processor model); after every chunk their data regions, statistics, pending
  * states, simulated I/O (values and the number of reads and writes; half of the cases the
  * planned one moves it directly, cp_sched_set_sim_io), trace rows and faults are the same. */
 
@@ -1251,7 +1251,7 @@ static void plan_case(uint32_t n, int guard)
     io_sim io[2];
     fx f[2];
     static uint8_t rows[2][TICKS][8 + R_STRIDE * CP_MAX_TASKS];
-    uint8_t plan[4096];
+    static uint8_t plan[1u << 16];
     for (int k = 0; k < 2; k++) {
         memset(&io[k], 0, sizeof(io[k]));
         cp_sched_config cfg = default_config(1000);
@@ -1276,7 +1276,7 @@ static void plan_case(uint32_t n, int guard)
     int direct = rnd(2) == 0;
     cp_sched_set_sim_io(&f[0].s, direct ? &io[0].ch[1][0] : NULL, 256);
     uint32_t used = cp_sched_set_plan(&f[0].s, plan, sizeof(plan));
-    CHECK((used != 0) == (periodic != 0) && used <= cp_sched_plan_size(&f[0].s, 4096));
+    CHECK((used != 0) == (periodic != 0) && used == cp_sched_plan_size(&f[0].s, sizeof(plan) / 5));
     int ok = 1;
     for (uint32_t t = 0; t < TICKS && ok;) {
         uint32_t chunk = 1 + rnd(rnd(2) == 0 ? 3 : 20);
@@ -1293,6 +1293,12 @@ static void plan_case(uint32_t n, int guard)
         if (rnd(2) == 0) {
             cp_sched_settle(&f[0].s);
             cp_sched_settle(&f[1].s);
+        }
+        if (rnd(2) == 0) { /* a write between steps (tg.write): a shared slot in both */
+            uint32_t slot = R_STRIDE * rnd(n) + R_SHARED;
+            int32_t v = (int32_t)rnd(1000) - 500;
+            memcpy(cp_program_data(&f[0].prog) + slot, &v, 4);
+            memcpy(cp_program_data(&f[1].prog) + slot, &v, 4);
         }
         t += chunk;
         const cp_fault *a = cp_sched_fault(&f[0].s), *r = cp_sched_fault(&f[1].s);
