@@ -785,15 +785,7 @@ static int advance_body(void *arg, cp_guard_fn job, void *job_ctx)
  * its own budget, and a tick's releases are booked exactly as in cp_sched_tick. */
 void cp_sched_advance(cp_sched *s, uint64_t ticks)
 {
-    /* Not on Windows: there a budget overrun redirects the thread asynchronously, and under
-     * wine a timeout inside a run armed for several ticks left the safe outputs undriven
-     * (runner/tests/test_sched.c test_fault_timeout); a run a tick is what it was tested with. */
-#if defined(_WIN32)
-    const int armed_for_all = 0;
-#else
-    const int armed_for_all = 1;
-#endif
-    if (armed_for_all && ticks > 1 && live(s) && s->cfg.guard_run != NULL) {
+    if (ticks > 1 && live(s) && s->cfg.guard_run != NULL) {
         advance_run a;
         a.s = s;
         a.ticks = ticks;
