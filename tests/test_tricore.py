@@ -500,6 +500,28 @@ def test_the_compiler_is_the_pinned_one(tmp_path: Path, monkeypatch: pytest.Monk
         build_stencils.gcc_command(target)
 
 
+def test_a_stencil_folded_into_another_is_refused() -> None:
+    """GCC's identical code folding made eq_f32__0_0_0 (x == x) a jump to le_f32__0_0_0; the
+    build refuses that (tricore.toml builds with -fno-ipa-icf), a kernel call stays allowed."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_stencils
+
+    builder = build_stencils.TableBuilder(build_stencils.load_target(ARCH))
+    jump = bytes.fromhex("1d000000")
+    builder.functions = {
+        "le_f32__0_0_0": build_stencils.Function("le_f32__0_0_0", jump, False, 2,
+                                                 [[0, 0, "next", "", 0]]),
+        "sin_f32__0_0": build_stencils.Function("sin_f32__0_0", jump, False, 2,
+                                                [[0, 0, "func", "cp_sinf", 0]]),
+    }
+    builder.check_whole()
+    builder.functions["eq_f32__0_0_0"] = build_stencils.Function(
+        "eq_f32__0_0_0", jump, False, 2, [[0, 0, "func", "le_f32__0_0_0", 0]])
+    with pytest.raises(build_stencils.BuildError,
+                       match=r"(?s)-fno-ipa-icf.*eq_f32__0_0_0 -> le_f32__0_0_0"):
+        builder.check_whole()
+
+
 def test_table_is_reproducible_from_sources() -> None:
     _compiler()
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_stencils.py"), "--check",
