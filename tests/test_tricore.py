@@ -1,4 +1,4 @@
-"""TriCore 1.6.1 (AURIX TC2xx): the C stencils compiled by the GCC 11.3 TriCore port, executed on
+"""TriCore 1.6.1 (AURIX TC2xx): the C stencils compiled by the GCC 9.4 TriCore port, executed on
 unicorn's TriCore CPU and compared bit for bit with the same programs run natively on x86_64,
 plus a cross-check of the same programs on QEMU's TC27x model.
 
@@ -315,7 +315,7 @@ def _dextr_sites(code: bytes) -> list[int]:
 
 
 def test_decoder_finds_register_dextr() -> None:
-    # dextr %d2,%d4,%d5,%d6 (as GCC 11.3 emits it for a 64-bit shift by a variable) after a
+    # dextr %d2,%d4,%d5,%d6 (as GCC 11.3 emitted it for a 64-bit shift by a variable) after a
     # 16-bit instruction; dextr with an immediate count is another format (0x77)
     assert _dextr_sites(bytes.fromhex("0090" "17548026" "77540028")) == [2]
 
