@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..arch.targets import lacks_reason
 from ..dtypes import DType, float64, int32
 from ..graph.build import strided_attr
 from ..graph.levels import MAX_LEVELS, level_attr
@@ -143,8 +142,7 @@ class _Lowerer:
         """CompileError if the table lacks ``stencil`` (each name is looked up once)."""
         if stencil not in self.known:
             if stencil not in self.table:
-                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}"
-                                   f"{lacks_reason(self.table.arch, stencil)}")
+                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
             self.known.add(stencil)
 
     def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
