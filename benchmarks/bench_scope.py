@@ -8,6 +8,11 @@ scope open (the scope must not disturb the real-time side).
     python benchmarks/bench_scope.py --seconds 3 --json out.json   # a smoke run (the test)
     python benchmarks/bench_scope.py --seconds 20 --screenshot docs/guide/howto/scope.png
     python benchmarks/bench_scope.py --seconds 10 --stall 2   # stop the scope's process 2 s
+    python benchmarks/bench_scope.py --seconds 1 --rounds 6 --round-seconds 30  # jitter only
+
+``--rounds N`` adds N interleaved rounds of ``--round-seconds`` without and with the scope
+open (ABBA order), so a host whose load drifts over the run (a shared machine) weighs both
+sides alike: the jitter ratio of the long run compares two phases minutes apart.
 
 Needs Debian's chromium and chromium-driver and selenium (the dev extra). Run as root (or with
 rtprio) for SCHED_FIFO; without it the jitter numbers are those of a normal thread.
@@ -89,8 +94,43 @@ def stall(seconds: float) -> None:
     subprocess.Popen(["sh", "-c", f"kill -STOP {me}; sleep {seconds}; kill -CONT {me}"]).wait()
 
 
-def run(seconds: float, screenshot: Path | None, record: Path, stall_s: float = 0.0
-        ) -> dict[str, Any]:
+def phase(tg: SerialTarget, seconds: float) -> dict[str, float]:
+    """The runner's jitter over ``seconds`` of running from a reset."""
+    tg.start()
+    time.sleep(seconds)
+    tg.stop()
+    return jitter(tg)
+
+
+def interleaved(tg: SerialTarget, driver: Any, rounds: int, seconds: float, record: Path,
+                signals: dict[str, Any], controls: dict[str, Any]) -> dict[str, Any]:
+    """Jitter without and with the scope open (the page in the browser, recording), in
+    ``rounds`` rounds of both, alternating which goes first; every scope phase must record
+    every tick it ran."""
+    alone, scoped, incomplete = [], [], 0
+    for k in range(rounds):
+        for with_scope in ((False, True) if k % 2 == 0 else (True, False)):
+            tg.reset()
+            if not with_scope:
+                driver.get("about:blank")
+                alone.append(phase(tg, seconds))
+                continue
+            with tg.scope(controls=controls, ranges={"gain": (0, 2)}, record=str(record),
+                          **signals) as scope:
+                br.open_page(driver, scope.url)
+                scoped.append(phase(tg, seconds))
+                ran = scope.core.drain(timeout=30)
+                incomplete += ran != scope.recorded or scope.lost != 0
+    return {"alone": alone, "with_scope": scoped, "incomplete_phases": incomplete}
+
+
+def median(xs: list[float]) -> float:
+    ys = sorted(xs)
+    return (ys[(len(ys) - 1) // 2] + ys[len(ys) // 2]) / 2
+
+
+def run(seconds: float, screenshot: Path | None, record: Path, stall_s: float = 0.0,
+        rounds: int = 0, round_seconds: float = 30.0) -> dict[str, Any]:
     tasks, signals, controls = program()
     with runner_process("--pty") as (address, _proc), SerialTarget(address) as tg:
         tg.deploy(*tasks)
@@ -124,8 +164,12 @@ def run(seconds: float, screenshot: Path | None, record: Path, stall_s: float = 
             recorded = scope.recorded
             gaps = scope.lost
             with_scope = jitter(tg)
+            rounds_result = interleaved(
+                tg, driver, rounds, round_seconds, record, signals, controls) \
+                if rounds else None
         elapsed = t1 - t0
         return {
+            "interleaved": rounds_result,
             "seconds": seconds, "realtime": realtime, "ticks_run": ran, "recorded": recorded,
             "gaps": gaps, "page_updates_per_s": (u1 - u0) / (t1u - t0),
             "browser_cpu_percent": 100 * (c1 - c0) / elapsed,
@@ -141,12 +185,19 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, help="each phase's length (instead of --minutes)")
     ap.add_argument("--screenshot", type=Path, help="save the page here (PNG)")
     ap.add_argument("--json", type=Path, help="write the numbers here")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="then this many interleaved rounds without and with the scope")
+    ap.add_argument("--round-seconds", type=float, default=30.0,
+                    help="each phase's length in a round")
     ap.add_argument("--stall", type=float, default=0.0,
                     help="stop the scope's process this many seconds mid-run (a host stall)")
     args = ap.parse_args()
     seconds = args.seconds if args.seconds is not None else 60 * args.minutes
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        r = run(seconds, args.screenshot, Path(tmp) / "scope.csv", args.stall)
+        r = run(seconds, args.screenshot, Path(tmp) / "scope.csv", args.stall, args.rounds,
+                args.round_seconds)
+    r["loadavg_before"], r["loadavg_after"] = load_before, os.getloadavg()
     a, w = r["jitter_alone"], r["jitter_with_scope"]
     print(f"{seconds:g} s at 1 kHz per phase (SCHED_FIFO: {r['realtime']})"
           f"{f', scope stopped {args.stall:g} s mid-run' if args.stall else ''}")
@@ -163,9 +214,28 @@ def main() -> int:
     print(f"jitter ratio with/without scope: p99 "
           f"{w['p99_us'] / a['p99_us'] if a['p99_us'] else float('nan'):.2f}, max "
           f"{w['max_us'] / a['max_us'] if a['max_us'] else float('nan'):.2f}")
+    inter = r["interleaved"]
+    if inter is not None:
+        for key in ("p50_us", "p99_us", "max_us"):
+            a_k = [j[key] for j in inter["alone"]]
+            w_k = [j[key] for j in inter["with_scope"]]
+            print(f"interleaved {len(a_k)} x {args.round_seconds:g} s: {key[:-3]} alone "
+                  f"{' '.join(f'{x:.1f}' for x in a_k)} / with scope "
+                  f"{' '.join(f'{x:.1f}' for x in w_k)} us; ratio of medians "
+                  f"{median(w_k) / median(a_k):.2f}")
+        print(f"interleaved late ticks alone {[j['late_ticks'] for j in inter['alone']]}, "
+              f"with scope {[j['late_ticks'] for j in inter['with_scope']]}; scope phases "
+              f"with a tick not recorded: {inter['incomplete_phases']}")
+    print(f"load average (1, 5, 15 min) before {r['loadavg_before']}, after "
+          f"{r['loadavg_after']}")
     if args.json is not None:
         args.json.write_text(json.dumps(r, indent=2))
-    return 0 if r["recorded"] == r["ticks_run"] and r["gaps"] == 0 else 1
+    complete = r["recorded"] == r["ticks_run"] and r["gaps"] == 0 and (
+        inter is None or inter["incomplete_phases"] == 0)
+    if not complete:
+        print(f"FAILED: {r['ticks_run'] - r['recorded']} of {r['ticks_run']} ticks run were not "
+              f"recorded ({r['gaps']} reported lost by the scope)", file=sys.stderr)
+    return 0 if complete else 1
 
 
 if __name__ == "__main__":

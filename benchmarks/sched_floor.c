@@ -11,7 +11,9 @@
  * ns per job, CPU time of the process, best of 15 runs of 20,000 ticks (every task is
  * released every tick in that image). The scheduler rows arm the guard once per tick
  * (cp_posix_guard_run, as LocalTarget does); the last two rows: the per-job guard
- * (cp_posix_guard alone, as the host runner and the firmware), and no guard at all. */
+ * (cp_posix_guard alone, as the host runner and the firmware), and no guard at all. The
+ * scheduler walks its hyperperiod plan (cp_sched_set_plan) as LocalTarget's does; NO_PLAN=1:
+ * the per-tick decisions; NO_GUARD=1 with untimed: the scheduler without a guard. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +78,54 @@ static double chains(const cp_program *prog, uint64_t (*clock)(void *))
     return best / ((double)TICKS * prog->task_count) * 1e9;
 }
 
+/* the chains with their LET copies and nothing else (every task released every tick; the
+ * copies of this image are 4-byte slots): the publish copies of all tasks, then each task's
+ * release copies and its chain; the floor of any loop that keeps the jobs apart */
+static void copy4(uint8_t *data, const cp_let_copy *c)
+{
+    memcpy(data + c->dst, data + c->src, 4);
+}
+
+static double chains_with_copies(const cp_program *prog)
+{
+    enum { MAX = 256 };
+    uint8_t *data = cp_program_data(prog);
+    const cp_let_copy *pub[MAX], *rel[MAX];
+    uint32_t npub = 0, nrel[CP_MAX_TASKS + 1] = {0};
+    for (uint32_t i = 0; i < prog->task_count; i++) { /* release copies grouped by task */
+        nrel[i + 1] = nrel[i];
+        for (uint32_t k = 0; k < prog->let_copy_count && nrel[i + 1] < MAX; k++) {
+            const cp_let_copy *c = &prog->let_copies[k];
+            if (c->size != 4) {
+                return 0.0; /* not this image */
+            }
+            if (c->task == i && c->phase == 0) {
+                rel[nrel[i + 1]++] = c;
+            } else if (c->task == i && npub < MAX) {
+                pub[npub++] = c;
+            }
+        }
+    }
+    double best = 1e9;
+    for (int r = 0; r < ROUNDS; r++) {
+        double t0 = cpu_s();
+        for (int t = 0; t < TICKS; t++) {
+            for (uint32_t k = 0; k < npub; k++) {
+                copy4(data, pub[k]);
+            }
+            for (uint32_t i = 0; i < prog->task_count; i++) {
+                for (uint32_t k = nrel[i]; k < nrel[i + 1]; k++) {
+                    copy4(data, rel[k]);
+                }
+                prog->tasks[i].entry();
+            }
+        }
+        double dt = cpu_s() - t0;
+        best = dt < best ? dt : best;
+    }
+    return best / ((double)TICKS * prog->task_count) * 1e9;
+}
+
 enum { NO_GUARD, GUARD_PER_JOB, GUARD_PER_TICK };
 
 static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int guard)
@@ -104,6 +154,8 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int g
         fprintf(stderr, "cp_sched_init: %s\n", err.message);
         exit(1);
     }
+    static uint8_t plan[1u << 16]; /* as LocalTarget; NO_PLAN=1: the per-tick decisions */
+    (void)cp_sched_set_plan(&s, getenv("NO_PLAN") == NULL ? plan : NULL, sizeof(plan));
     double best = 1e9;
     for (int r = 0; r < ROUNDS; r++) {
         cp_sched_reset(&s);
@@ -138,11 +190,13 @@ int main(int argc, char **argv)
         printf("%s %6.1f ns/job\n", only,
                only[0] == 'r' ? chains(&prog, cp_posix_clock_ns)
                               : scheduled(&prog, only[0] == 't' ? cp_posix_clock_ns : NULL,
-                                          GUARD_PER_TICK));
+                                          getenv("NO_GUARD") != NULL ? NO_GUARD
+                                                                     : GUARD_PER_TICK));
         cp_program_unload(&prog);
         return (int)(sink & 0u);
     }
     printf("chains back to back          %6.1f ns/job\n", chains(&prog, NULL));
+    printf("chains + their LET copies    %6.1f ns/job\n", chains_with_copies(&prog));
     printf("chains + job clock read      %6.1f ns/job\n", chains(&prog, cp_posix_clock_ns));
     printf("chains + clock_gettime       %6.1f ns/job\n", chains(&prog, monotonic_ns));
     printf("scheduler, untimed           %6.1f ns/job\n",

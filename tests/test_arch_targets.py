@@ -178,7 +178,7 @@ def test_hashed_build_keys_exclude_the_run_set_up() -> None:
     for t in targets():
         assert not any(isinstance(v, dict) for v in t.build.values())
         assert set(raw(t.name)) - set(t.build) <= {"unicorn", "qemu", "tests", "linux", "simd",
-                                                   "image_features", "table"}
+                                                   "image_features"}
 
 
 # ---------------------------------------------------------------- copies that cannot read toml

@@ -12,9 +12,7 @@ import numpy as np
 import pytest
 
 import copapy as cp
-from copapy.arch.targets import by_name
 from copapy.compiler import CompiledProgram, compile_program
-from copapy.compiler.lower import CompileError
 from copapy.graph.node import Node
 
 from .support.archs import CONFIG_IDS, CONFIGS, NATIVE, Batch, Config, execute, same_raw
@@ -62,29 +60,16 @@ def operations() -> tuple[list[list[Node]], list[Node], list[list[bytes]]]:
 
 
 def program(arch: str) -> list[Node]:
-    """The outputs of every operation ``arch`` compiles. Where its toml declares that its
-    table lacks stencils (TriCore: docs/tricore.md), an operation that needs one must be
-    refused naming the reason, and is left out of the comparison."""
+    """The outputs of every operation (every architecture compiles them all)."""
     groups, _, _ = operations()
-    if not by_name(arch).table_lacks:
-        return [n for group in groups for n in group]
-    kept = []
-    for group in groups:
-        try:
-            compile_program(group, arch)
-        except CompileError as exc:
-            assert "predates this operation" in str(exc), exc
-            continue
-        kept.extend(group)
-    return kept
+    return [n for group in groups for n in group]
 
 
 def batch(compiled: CompiledProgram, outputs: list[Node]) -> Batch:
     _, inputs, sets = operations()
     ports = compiled.ports
     return Batch(compiled.image,
-                 [[(ports[n].offset, raw) for n, raw in zip(inputs, values, strict=True)
-                   if n in ports]  # an input only refused operations read has no port
+                 [[(ports[n].offset, raw) for n, raw in zip(inputs, values, strict=True)]
                   for values in sets],
                  [(ports[o].offset, o.nbytes) for o in outputs])
 
@@ -102,10 +87,7 @@ def baseline() -> dict[Node, list[bytes]]:
 @pytest.mark.parametrize("config", CONFIGS, ids=CONFIG_IDS)
 def test_same_bits_on_every_architecture(config: Config) -> None:
     outputs = program(config.arch)
-    # a table that lacks stencils (TriCore's, without ngather: broadcasts, transposes and
-    # sorting are refused there naming the reason, checked in program()) compares the rest
-    least = 3 if by_name(config.arch).table_lacks else sum(map(len, operations()[0]))
-    assert len(outputs) >= least, f"{config.id}: too few operations compile to compare"
+    assert len(outputs) == sum(map(len, operations()[0]))
     b = batch(compile_program(outputs, config.arch), outputs)
     execute(config, [b])
     want = baseline()

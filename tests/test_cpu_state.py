@@ -170,16 +170,18 @@ def test_a_loaded_file_gets_the_signal_check_that_own_code_skips(name: str,
 
 def test_a_format1_image_is_checked_per_job_a_verified_one_is_not(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The guard skips the per-job CPU-state check only for a verified (format-2) program
-    (tools/stencil_cpu_state.py proves its stencils keep that state). A format-1 image that
-    changes MXCSR in the second of three jobs of a tick is still caught at that job: the
-    fault names task 1, and the outputs go safe."""
+    """The guard skips the per-job CPU-state check only for a verified (format-2) program of
+    a table proven to keep that state (its flag, from tools/stencil_cpu_state.py's record:
+    x86_64's is). A format-1 image that changes MXCSR in the second of three jobs of a tick
+    is still caught at that job: the fault names task 1, and the outputs go safe
+    (runner/tests/test_guard.c shows the same job passing under the flag)."""
     real = native.load_native
     loaded: list[Any] = []
 
     def load(image: bytes, own_code: bool = False) -> Any:
         program = real(image, own_code)
         assert program.verified  # LocalTarget compiles format 2 by default
+        assert program.keeps_cpu_state  # against an x86_64 table, proven
         mx = bytes.fromhex(CASES["mxcsr_rz_ftz"][0])
         program = real(inject_code(image, 1, mx), own_code=False, allow_code=True)
         loaded.append(program)
@@ -194,7 +196,7 @@ def test_a_format1_image_is_checked_per_job_a_verified_one_is_not(
     with pytest.raises(cp.ProgramFault) as info:  # one guard run per tick, three jobs
         tg.step(0.005)
     assert (info.value.kind, info.value.task) == ("CPU state", 1), info.value
-    assert not loaded[0].verified
+    assert not loaded[0].verified and not loaded[0].keeps_cpu_state
     assert tg.io_value(cp.io.PWM(0)) == 0.25
     monkeypatch.setattr(loader, "load_native", real)
     assert honest_third_inprocess() == ONE_THIRD

@@ -966,10 +966,6 @@ def test_array_operations(config: Config, group: str) -> None:
             problems.append(prog)
         elif prog is not None:
             progs.append(prog)
-    if group in by_name(config.arch).table_lacks:  # declared in its toml, with the reason
-        why = by_name(config.arch).table_lacks_why
-        assert problems and not progs and all(why in p for p in problems), problems
-        return
     assert not problems, (f"{config.arch} cannot compile {len(problems)} of {len(cases)} "
                           f"programs that x86_64 compiles, e.g.:\n  " + "\n  ".join(
                               problems[:8]))
@@ -1005,10 +1001,6 @@ def test_every_array_stencil_is_exercised() -> None:
     for arch in ARCHS:
         names = set(load_table(arch).names())
         want = {n for n in used & array_stencils if has_float64(arch) or "f64" not in n}
-        declared = by_name(arch).table_lacks
-        assert not {n for n in names if n.split("_")[0] in declared}, (
-            f"{arch}'s table has {declared} now: remove them from its toml's [table] lacks")
-        want = {n for n in want if n.split("_")[0] not in declared}
         assert want <= names, f"{arch} lacks {sorted(want - names)[:10]}"
 
 

@@ -16,7 +16,7 @@ from .support.archs import Batch, Config, execute
 
 #: every architecture with C stencils but x86_64 (the baseline)
 ARCHS = ["aarch64", "cortex-m7", "rv32", "rv64", "armv7a", "armv6", "cortex-m4", "cortex-m55",
-         "x86"]
+         "x86", "tricore"]
 
 
 def program() -> tuple[list[Any], list[Any]]:

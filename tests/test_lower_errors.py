@@ -4,28 +4,14 @@ failing step leaves no half-built program behind."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 import copapy as cp
 from copapy.compiler import CompileError, compile_program
 from copapy.compiler import program as program_module
-from copapy.compiler.table import StencilTable, load_table
+from copapy.compiler.table import load_table
 
-
-class Without:
-    """A stencil table that lacks the stencils whose names start with ``prefix``."""
-
-    def __init__(self, table: StencilTable, prefix: str) -> None:
-        self._table = table
-        self._prefix = prefix
-
-    def __contains__(self, name: str) -> bool:
-        return not name.startswith(self._prefix) and name in self._table
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
+from .support.tables import Without
 
 
 @pytest.mark.parametrize("prefix", ["mul_f32__", "mul_f32__1_", "store_f32__m_1", "sub_f32__0_m"])

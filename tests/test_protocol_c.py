@@ -20,7 +20,7 @@ def test_compiler_present() -> None:
 def test_codec_and_server_unit_tests_and_host_runner() -> None:
     out = build("test", "host")
     assert " 0 failed" in out
-    for name in ("test_proto", "test_server", "test_runner", "test_sched"):
+    for name in ("test_proto", "test_server", "test_runner", "test_sched", "test_guard"):
         assert f"{name}: " in out and " 0 failed" in out.split(f"{name}: ", 1)[1].split("\n")[0]
     assert (RUNNER / "build" / "copapy-runner").is_file()
 

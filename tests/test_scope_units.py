@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,10 @@ import copapy as cp
 from copapy import cli
 from copapy.cli_scope import parse_control
 from copapy.scope import controls_of
+from copapy.scope.core import Core
 from copapy.scope.display import Display
 from copapy.scope.record import Recorder
-from copapy.scope.sources import Batch, Signal, _Rows
+from copapy.scope.sources import Batch, Signal, Status, _Rows
 
 
 def batches(sizes: list[int], first: int = 0) -> list[Batch]:
@@ -188,3 +190,89 @@ def test_a_parquet_recording_marks_lost_ticks(tmp_path: Path) -> None:
     r.close()
     table = pq.read_table(tmp_path / "r.parquet")
     assert table.column("lost_before").to_pylist() == [0, 0, 3, 0, 2] and r.lost == 5
+
+
+class _ListSource:
+    """A source that delivered some of the ticks a stopped program ran (one batch)."""
+
+    def __init__(self, delivered: list[int], ran: int) -> None:
+        self.labels, self.tick_s = ["a"], 1e-3
+        self.rows = _Rows(_FakeTrace(), [Signal("a", "a")], self.tick_s)
+        self.rows.trace.ticks = np.array(delivered, np.int64)
+        self.ran, self.base_read = ran, False
+
+    def poll(self) -> Batch | None:
+        time.sleep(0.01)
+        return self.rows.take()
+
+    def ticks_run(self) -> int:
+        ran = self.ran if self.base_read else 0  # the scope opened before the program ran
+        self.base_read = True
+        return ran
+
+    def gaps(self) -> int:
+        return self.rows.gaps
+
+    def status(self) -> Status:
+        return Status("stopped")
+
+    def write(self, key: Any, value: float | int | bool) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+
+
+@pytest.mark.parametrize("delivered", [list(range(3, 97)), [*range(0, 40), *range(45, 95)]],
+                         ids=["ends", "gap-and-end"])
+def test_ticks_lost_at_the_stream_ends_are_counted_after_the_drain(delivered: list[int]
+                                                                   ) -> None:
+    """Ticks lost before the first row or after the last one (no gap between rows shows
+    them) are counted once the drain gave up waiting for them: lost = run - received, said
+    on the banner."""
+    core = Core(_ListSource(delivered, 100), [])
+    try:
+        assert core.drain(timeout=0.5) == 100
+        assert core.received == len(delivered)
+        assert f"{100 - len(delivered)} ticks lost" in core.status().detail
+        assert core.lost() == 100 - len(delivered)
+    finally:
+        core.close()
+
+
+class _FastSource(_ListSource):
+    """A source that has 1 000 new ticks at every poll (a LocalTarget stepped as fast as it
+    runs)."""
+
+    def __init__(self) -> None:
+        super().__init__([], 0)
+        self.next = 0
+
+    def poll(self) -> Batch | None:
+        ticks = np.arange(self.next, self.next + 1000, dtype=np.int64)
+        self.next += 1000
+        return Batch(ticks, {"a": ticks * 0.5})
+
+
+def test_a_slow_recording_holds_a_fast_source_back(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ticks taken but not yet recorded stay within the backlog limit (memory stays bounded),
+    and every tick taken is recorded in order once the scope closes."""
+    add = Recorder.add
+
+    def slow_add(self: Recorder, batch: Batch) -> None:
+        time.sleep(0.01)
+        add(self, batch)
+
+    monkeypatch.setattr(Recorder, "add", slow_add)
+    core = Core(_FastSource(), [], tmp_path / "r.csv")
+    try:
+        behind = []
+        for _ in range(20):
+            time.sleep(0.05)
+            behind.append(core.taken - core.received)
+        assert max(behind) <= core.backlog_limit + 1000, (behind, core.backlog_limit)
+    finally:
+        core.close()
+    ticks = np.loadtxt(tmp_path / "r.csv", delimiter=",", skiprows=1)[:, 0]
+    assert len(ticks) == core.taken == core.received
+    assert (ticks == np.arange(len(ticks))).all()

@@ -18,12 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
-from copapy.runtime import load as loader
-from copapy.runtime import native
 from copapy.runtime.load import host_architecture
 from copapy.sweeps.engines import SweepFault
 
-from .support.faults import ONE_THIRD, inject_code, victim
+from .support.faults import ONE_THIRD, inject_on_load, victim
 
 TICK = 1e-3
 #: more ticks than the scheduler's GIL-free threshold (256), so both advance() paths run
@@ -130,18 +128,7 @@ FAULTS = {
 @pytest.fixture
 def injected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bytes] | None]]:
     """Loads put injected[0] = (task, machine code) into that task's entry while it is set."""
-    real = native.load_native
-    code: list[tuple[int, bytes] | None] = [None]
-
-    def load(image: bytes, own_code: bool = False) -> Any:
-        if code[0] is None:
-            return real(image, own_code)
-        task, snippet = code[0]
-        # hand-made code is not this process's compiler's: it gets every check a file gets
-        return real(inject_code(image, task, snippet), own_code=False, allow_code=True)
-
-    monkeypatch.setattr(loader, "load_native", load)
-    yield code
+    yield inject_on_load(monkeypatch)
 
 
 @pytest.mark.skipif(host_architecture() != "x86_64", reason="hand-assembled x86_64 tasks")

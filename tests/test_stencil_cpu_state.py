@@ -7,6 +7,7 @@ kind of denied instruction, put into a table, is found."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -24,18 +25,34 @@ def _require_llvm() -> None:
 
 
 @pytest.mark.parametrize("arch", scs.x86_archs())
-def test_no_stencil_writes_the_cpu_state(arch: str) -> None:
+def test_each_proof_record_is_the_proof_of_its_table(arch: str) -> None:
+    """The committed record (what tools/gen_runner_tables.py sets the table's flag from) is
+    what proving the table's bytes now gives: a changed table or rule fails here."""
     _require_llvm()
     codes = scs.functions(scs.runner_table(arch).blob)
-    listing = scs.disassemble(codes)
+    listing = scs.disassemble(codes, scs.triple_of(arch))
     assert all(listing[:-1]), f"{arch}: a function disassembled to nothing"
-    hits = scs.check_arch(arch)
-    assert not hits, f"{arch}: stencils that can change the CPU state:\n" + "\n".join(
-        map(str, hits))
+    record = scs.make_record(arch)
+    assert scs.load_record(arch) == record, (
+        f"{scs.record_path(arch)} is stale: run python tools/stencil_cpu_state.py --write")
+    assert scs.stale(record, arch) is None
 
 
-def test_every_verified_x86_table_is_checked() -> None:
-    assert set(scs.x86_archs()) == {"x86_64", "x86_64-v3", "x86_64-v4"}
+def test_x86_64_tables_keep_the_cpu_state_and_i386_does_not() -> None:
+    """The claim the guard rests on, from the records: no stencil of x86_64 (and -v3, -v4)
+    can change the state; i386's stencils use the x87 stack (floats return in st0)."""
+    assert set(scs.x86_archs()) == {"x86", "x86_64", "x86_64-v3", "x86_64-v4"}
+    for arch in ("x86_64", "x86_64-v3", "x86_64-v4"):
+        record = scs.load_record(arch)
+        assert record is not None and record["keeps_cpu_state"] and record["denied"] == 0, (
+            arch, record and record["first_denied"])
+        assert record["functions"] > 2000 and record["instructions"] > 50000
+        assert scs.keeps_cpu_state(arch) == (True, None)
+    x86 = scs.load_record("x86")
+    assert x86 is not None and not x86["keeps_cpu_state"] and x86["denied"] > 100
+    assert all(scs.X87 in line for line in x86["first_denied"])
+    assert scs.keeps_cpu_state("x86") == (False, None)
+    assert scs.keeps_cpu_state("aarch64") == (False, None)  # no record: not proven
 
 
 #: hand-assembled (Intel SDM vol. 2) examples of each denied kind, with the reason expected
@@ -101,3 +118,44 @@ def test_the_tool_exits_1_on_a_hit(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scs, "check_arch", lambda arch: scs.check([bytes.fromhex("fd")],
                                                                    ["cp_std"]))
     assert scs.main(["x86_64"]) == 1
+
+
+def test_the_table_flag_follows_its_proof_record(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """tools/gen_runner_tables.py sets keeps_cpu_state from the record alone: 1 for a current
+    record that found nothing; 0 without a record, for a record of other bytes or rules (then
+    --check fails naming the command) and for one that found a denied instruction."""
+    import gen_runner_tables as gen
+
+    flag = "const uint8_t cp_table_x86_64_keeps_cpu_state = {}u;"
+    real = json.loads(scs.record_path("x86_64").read_text())
+    monkeypatch.setattr(scs, "RECORDS", tmp_path)
+    assert flag.format(0) in gen.render("x86_64")
+    record = tmp_path / "x86_64.json"
+    record.write_text(scs.record_text(real))
+    assert flag.format(1) in gen.render("x86_64")
+    assert scs.keeps_cpu_state("x86_64") == (True, None)
+    for change, why in [({"table_sha256": "0" * 64}, "the table has changed"),
+                        ({"rules_sha256": "0" * 64}, "rules have changed"),
+                        ({"arch": "x86"}, "record of 'x86'"),
+                        ({"denied": 1}, "disagrees")]:
+        record.write_text(scs.record_text({**real, **change}))
+        keeps, problem = scs.keeps_cpu_state("x86_64")
+        assert not keeps and problem is not None and why in problem, problem
+        assert "tools/stencil_cpu_state.py --write x86_64" in problem
+        assert flag.format(0) in gen.render("x86_64")
+        monkeypatch.setattr(sys, "argv", ["gen_runner_tables.py", "--check", "x86_64"])
+        assert gen.main() == 1
+    record.write_text(scs.record_text({**real, "denied": 1, "keeps_cpu_state": False,
+                                       "first_denied": ["f+0x0: ldmxcsr (%rdi) (loads MXCSR)"]}))
+    assert scs.keeps_cpu_state("x86_64") == (False, None)  # current, but not proven
+    assert flag.format(0) in gen.render("x86_64")
+
+
+def test_the_committed_tables_carry_their_records_flags() -> None:
+    tables = ROOT / "runner" / "tables"
+    for arch, keeps in [("x86_64", 1), ("x86_64-v3", 1), ("x86_64-v4", 1), ("x86", 0),
+                        ("aarch64", 0), ("cortex-m7", 0)]:
+        sym = "cp_table_" + arch.replace("-", "_")
+        assert f"const uint8_t {sym}_keeps_cpu_state = {keeps}u;" in (
+            tables / f"{arch}.c").read_text(), arch

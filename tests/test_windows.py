@@ -24,7 +24,7 @@ from .test_admission import closed_by_runner, connect
 from .test_kits_abi import INPUTS, controller, reference
 from .test_safety_host import healthy_program_runs, inject_all, owner_program
 
-C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
+C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi", "test_guard")
 
 
 @pytest.fixture(scope="module")

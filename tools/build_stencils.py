@@ -368,6 +368,16 @@ class TableBuilder:
             raise BuildError(f"{self.target['name']}: unresolved external symbols (no libc or "
                              f"compiler runtime may be called):\n{lines}")
 
+    def check_whole(self) -> None:
+        """A stencil is copied alone, so it must not reach another stencil (GCC's identical
+        code folding turns a stencil whose body equals another's into a jump to it)."""
+        folded = sorted((f.name, r[3]) for f in self.functions.values() for r in f.relocs
+                        if r[2] == "func" and STENCIL_RE.match(r[3]))
+        if folded:
+            lines = "\n".join(f"  {fn} -> {sym}" for fn, sym in folded)
+            raise BuildError(f"{self.target['name']}: stencils that jump to or call another "
+                             f"stencil (build with -fno-ipa-icf):\n{lines}")
+
     def to_json(self, source_hash: str) -> dict[str, Any]:
         t = self.target
         return {
@@ -407,6 +417,7 @@ def build_table(name: str) -> bytes:
             builder.add_object(obj)
     builder.prune()
     builder.check_resolved()
+    builder.check_whole()
     return write_table(builder.to_json(source_hash(target)))
 
 

@@ -31,7 +31,7 @@ RUNNER = ROOT / "runner"
 WARN = ["-std=c11", "-Wall", "-Wextra", "-Werror"]
 INCLUDE = ["-I", str(RUNNER / "include"), "-I", str(RUNNER / "src")]
 #: the runner core's C unit tests that run on Windows (fuzzers and the ASan builds stay Linux's)
-C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi")
+C_TESTS = ("test_runner", "test_sched", "test_proto", "test_server", "test_abi", "test_guard")
 
 
 @dataclass(frozen=True)

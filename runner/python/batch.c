@@ -12,7 +12,8 @@
 enum {
     BATCH_IO_KINDS = CP_IO_KIND_COUNT,
     BATCH_IO_CHANNELS = 256, /* as the Scheduler's simulated I/O (scheduler.c) */
-    BATCH_MAX_RANGES = 64
+    BATCH_MAX_RANGES = 64,
+    BATCH_PLAN_MAX_TICKS = 1 << 16 /* a longer hyperperiod is not planned */
 };
 
 typedef struct {
@@ -117,6 +118,7 @@ typedef struct {
     cp_guard_fn job;            /* the guard run's job function, which batch_guard wraps */
     void *job_ctx;
     cp_chain_fn volatile running; /* the chain of the job running (its task after a jump) */
+    uint8_t *plan;              /* the hyperperiod plan's ops (malloc), or NULL */
 } batch_job;
 
 /* The scheduler's guard: the guard run's job, with the chain noted first. A signal's fault
@@ -179,6 +181,12 @@ static int batch_body(void *arg, cp_guard_fn job, void *job_ctx)
     j->init_status = cp_sched_init(j->sched, j->prog, &j->cfg, &j->err);
     if (j->init_status != CP_OK) {
         return 0;
+    }
+    cp_sched_set_sim_io(j->sched, &j->io->io[0][0], BATCH_IO_CHANNELS); /* no callback a tick */
+    uint64_t plan_size = cp_sched_plan_size(j->sched, BATCH_PLAN_MAX_TICKS);
+    if (plan_size != 0) { /* no memory for it: the general path, the same results */
+        j->plan = malloc((size_t)plan_size);
+        (void)cp_sched_set_plan(j->sched, j->plan, (uint32_t)plan_size);
     }
     uint64_t done = run_scenarios(j);
     j->current = done;
@@ -323,6 +331,7 @@ PyObject *runner_batch(PyObject *module, PyObject *args, PyObject *kwargs)
                                Py_None);
     }
     /* the data region is left as the last scenario ended; a later use resets it */
+    free(job.plan);
 done:
     free(sched);
     free(io);

@@ -42,7 +42,7 @@ void raise_fault(const cp_fault *f, long long tick)
 
 void *guard_policy(const ProgramObject *self)
 {
-    if (self->verified) {
+    if (self->keeps_cpu_state) {
         return (void *)(self->own_code ? &cp_posix_own_verified_code : &cp_posix_verified);
     }
     return self->own_code ? (void *)&cp_posix_own_code : NULL;
@@ -477,6 +477,12 @@ static PyObject *Program_get_verified(ProgramObject *self, void *closure)
     return PyBool_FromLong(self->verified);
 }
 
+static PyObject *Program_get_keeps_cpu_state(ProgramObject *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->keeps_cpu_state);
+}
+
 #define U32_FIELD(name, doc) \
     {#name, (getter)Program_get_u32, NULL, doc, (void *)offsetof(cp_program, name)}
 
@@ -489,8 +495,10 @@ static PyGetSetDef Program_getset[] = {
     {"arch", (getter)Program_get_arch, NULL, "architecture id the program was loaded for",
      NULL},
     {"verified", (getter)Program_get_verified, NULL,
-     "a format-2 image built from this runner's table: its runs of jobs skip the per-job "
-     "CPU-state check (no stencil writes that state)", NULL},
+     "a format-2 image built from this runner's table", NULL},
+    {"keeps_cpu_state", (getter)Program_get_keeps_cpu_state, NULL,
+     "verified against a table proven to keep the CPU state (its proof record, "
+     "tools/stencil_cpu_state.py): its runs of jobs skip the per-job CPU-state check", NULL},
     {"invoke_copies", (getter)Program_get_invoke_copies, NULL,
      "argument buffers invoke() copied (those it read in place are not counted)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -541,15 +549,20 @@ static PyTypeObject ProgramType = {
 /* The option string a TOO_LARGE error names; kept for the life of the module. */
 static char memory_option[160] = DEFAULT_MEMORY_OPTION;
 
-/* The FROZEN list of an image that loaded (so it parses), for write()'s check. */
-static int copy_frozen(ProgramObject *self, const Py_buffer *image, uint16_t arch)
+/* What a verified image that loaded (so it parses) leaves to its program: the keeps_cpu_state
+ * flag of its table (for the guard policy) and its FROZEN list (for write()'s check). */
+static int copy_verified(ProgramObject *self, const Py_buffer *image, uint16_t arch)
 {
     cp_image img;
     cp_error err = new_error();
-    if (cp_image_parse(&img, (const uint8_t *)image->buf, (size_t)image->len, arch, &err) !=
-        CP_OK) {
-        return 0; /* only format 2 has the list; a loaded image parses */
+    if (!self->verified ||
+        cp_image_parse(&img, (const uint8_t *)image->buf, (size_t)image->len, arch, &err) !=
+            CP_OK) {
+        return 0; /* only format 2 has a pin and the list; a loaded image parses */
     }
+    /* the flag of the table the program was verified against: the one its pin names */
+    self->keeps_cpu_state = cp_table_keeps_cpu_state(img.bytes +
+                                                     img.sec[CP_SEC_TABLE_PIN].offset);
     uint32_t n = img.sec[CP_SEC_FROZEN].count;
     if (n == 0) {
         return 0;
@@ -615,6 +628,7 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     self->runnable = arch != 0 && arch == host_arch();
     self->own_code = own_code;
     self->verified = 0;
+    self->keeps_cpu_state = 0;
     /* the fault handlers again, in case a library (faulthandler.enable()) replaced them since
      * import: the replaced handler becomes the one faults outside guarded code go to */
     (void)cp_posix_guard_install();
@@ -627,7 +641,7 @@ static PyObject *runner_load(PyObject *module, PyObject *args, PyObject *kwargs)
     /* loaded, so the header is valid: its u16 version at byte 4 (docs/image.md) */
     const uint8_t *head = (const uint8_t *)image.buf;
     self->verified = st == CP_OK && (head[4] | (head[5] << 8)) == CP_IMAGE_FORMAT_VERSION;
-    if (st == CP_OK && copy_frozen(self, &image, arch) < 0) {
+    if (st == CP_OK && copy_verified(self, &image, arch) < 0) {
         PyBuffer_Release(&image);
         Py_DECREF(self);
         return NULL;
@@ -744,7 +758,7 @@ static PyObject *runner_verify(PyObject *module, PyObject *args, PyObject *kwarg
     cp_error err = new_error();
     cp_image img;
     cp_blocks_plan plan;
-    cp_table t = {(const uint8_t *)table.buf, (uint32_t)table.len, pin};
+    cp_table t = {(const uint8_t *)table.buf, (uint32_t)table.len, pin, 0};
     cp_status st = cp_image_parse(&img, bytes, (size_t)image.len,
                                   image.len >= 10 ? (uint16_t)(bytes[8] | (bytes[9] << 8)) : 0,
                                   &err);

@@ -22,8 +22,10 @@ typedef struct {
     int runnable;         /* the image's code is for this machine */
     int own_code;         /* compiled in this process from its stencils (load(own_code=True)):
                              the guard skips its signal-state check (cp_posix_guard_policy) */
-    int verified;         /* format 2 (stencil ids, built from this runner's table): a run of
-                             jobs skips the per-job CPU-state check (verified_code) */
+    int verified;         /* format 2 (stencil ids, built from this runner's table) */
+    int keeps_cpu_state;  /* format 2 against a table proven to keep the CPU state
+                             (cp_table.keeps_cpu_state): a run of jobs skips the per-job
+                             CPU-state check (cp_posix_guard_policy) */
     uint32_t frozen_count; /* the image's FROZEN slots (format 2, docs/image.md): array lengths
                               and fused loops' pointers the verifier checked at load; write()
                               refuses them (the verified-loading decision, rule 5 (c)) */

@@ -8,7 +8,8 @@ enum {
     IO_KINDS = CP_IO_KIND_COUNT,
     IO_CHANNELS = 256,
     GIL_FREE_TICKS = 256,     /* advance() releases the GIL from this many ticks on */
-    SIGNAL_CHECK_TICKS = 1 << 16 /* and checks for Ctrl-C between chunks of this size */
+    SIGNAL_CHECK_TICKS = 1 << 16, /* and checks for Ctrl-C between chunks of this size */
+    PLAN_MAX_TICKS = 1 << 16  /* a longer hyperperiod is not planned (cp_sched_set_plan) */
 };
 
 typedef struct {
@@ -20,6 +21,7 @@ typedef struct {
     Py_buffer trace_view;     /* held for the scheduler's life: the ring cannot move */
     Py_buffer feed_views[CP_MAX_FEEDS]; /* one per sched.feeds entry; they pin the samples */
     double io[IO_KINDS][IO_CHANNELS];
+    uint8_t *plan;            /* the hyperperiod plan's ops (PyMem), or NULL */
     cp_sched sched;
 } SchedulerObject;
 
@@ -146,6 +148,12 @@ PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject *kwarg
                                                                   : cp_status_name(st));
         return NULL;
     }
+    cp_sched_set_sim_io(&sched->sched, &sched->io[0][0], IO_CHANNELS); /* no callback a tick */
+    uint64_t plan_size = cp_sched_plan_size(&sched->sched, PLAN_MAX_TICKS);
+    if (plan_size != 0 && plan_size <= UINT32_MAX) { /* no memory for it: the general path */
+        sched->plan = PyMem_Malloc((size_t)plan_size);
+        (void)cp_sched_set_plan(&sched->sched, sched->plan, (uint32_t)plan_size);
+    }
     Py_INCREF(self);
     sched->program = self;
     self->schedulers++;
@@ -174,6 +182,7 @@ static void Scheduler_dealloc(SchedulerObject *self)
     cp_sched_clear_feeds(&self->sched);
     release_feeds(self);
     release_trace(self);
+    PyMem_Free(self->plan);
     if (self->program != NULL) {
         self->program->schedulers--;
         Py_CLEAR(self->program);

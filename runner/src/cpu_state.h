@@ -135,8 +135,8 @@ static inline void cp_cpu_restore(const cp_cpu_saved *saved)
  * cycles (docs/decisions/2026-12-04-simulation-loop-in-c.md). A changed state is put back to
  * the defined one (DF, AC and TF first, before the compiler's code copies memory): the job
  * faults, and cp_cpu_leave then gives the caller's state back. Not called for a verified
- * (format-2) program, whose stencils provably keep this state (cp_posix_guard_policy
- * verified_code; tools/stencil_cpu_state.py). */
+ * (format-2) program of a table whose stencils provably keep this state (cp_posix_guard_policy
+ * keeps_cpu_state; tools/stencil_cpu_state.py). */
 static inline uint32_t cp_cpu_check(uint32_t *fp_left)
 {
     uintptr_t flags;

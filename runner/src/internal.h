@@ -386,9 +386,15 @@ typedef struct cp_table {
     const uint8_t *blob;
     uint32_t size;
     const uint8_t *sha256; /* 32 bytes: the TABLE_PIN of images built from it */
+    /* 1: tools/stencil_cpu_state.py proved that no stencil of this table changes the CPU
+     * state (its proof record, runner/tables/cpu_state/<arch>.json, is for these bytes), so
+     * a guard may skip the per-job CPU-state check of programs verified against it */
+    uint8_t keeps_cpu_state;
 } cp_table;
 uint32_t cp_table_count(void);
 int cp_table_get(uint32_t index, cp_table *out);
+/* keeps_cpu_state of the carried table whose SHA-256 is `pin` (32 bytes): 0 if none is */
+int cp_table_keeps_cpu_state(const uint8_t *pin);
 
 enum {
     CP_MAX_HELPERS = 256, /* distinct helper functions one program calls */

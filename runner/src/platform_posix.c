@@ -230,7 +230,7 @@ typedef struct guard_slot {
     cp_fault *out;                 /* the caller's fault record */
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
-    uint8_t check_cpu;             /* a job of a run checks the CPU state (not verified_code) */
+    uint8_t check_cpu;             /* a job of a run checks the CPU state (not keeps_cpu_state) */
     cp_guard_watch watch;          /* supervisor only */
 } guard_slot;
 
@@ -607,17 +607,12 @@ static uint8_t checks_signals(const void *ctx)
     return ctx == NULL || ((const cp_posix_guard_policy *)ctx)->check_signals != 0;
 }
 
-/* Only the x86_64 tables are proven to keep the CPU state (tools/stencil_cpu_state.py); the
- * i386 stencils use the x87 stack (its ABI returns floats in st0) and no other table is
- * checked, so a job there is checked whatever its format. */
+/* Whether a job of a run checks the CPU state: unless the policy says the chains are stencils
+ * of a table whose proof record says it keeps that state (cp_table.keeps_cpu_state, set by
+ * tools/gen_runner_tables.py from tools/stencil_cpu_state.py's record; not i386's). */
 static uint8_t checks_cpu(const void *ctx)
 {
-#if defined(__x86_64__)
-    return ctx == NULL || ((const cp_posix_guard_policy *)ctx)->verified_code == 0;
-#else
-    (void)ctx;
-    return 1;
-#endif
+    return ctx == NULL || ((const cp_posix_guard_policy *)ctx)->keeps_cpu_state == 0;
 }
 
 static inline void need_watchdog(uint64_t budget_ns)
@@ -666,7 +661,7 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     entry();
     uint32_t fp_left = 0;
-    /* a verified program's chains are table stencils, none of which writes the CPU state */
+    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state) */
     uint32_t changed = g->check_cpu ? cp_cpu_check(&fp_left) : 0u;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g->active = 0;

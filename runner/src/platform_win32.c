@@ -127,10 +127,84 @@ enum {
     RED_ZONE = 128              /* System V code may keep data below its stack pointer */
 };
 
+/* The guard's way back from a chain: a setjmp that keeps every register the Win64 ABI makes
+ * callee-saved (rbx, rbp, rdi, rsi, r12-r15, xmm6-xmm15), the stack pointer and the return
+ * address, and a longjmp that puts them back (no unwinding: the chain's frames have no unwind
+ * information). Not clang's __builtin_setjmp: on x86_64 Windows it saves llvm.frameaddress,
+ * which is RBP minus the frame's offset there, and __builtin_longjmp loads that into RBP, so
+ * the landing code restored xmm6-xmm15 from slots 0x80 bytes off (llvm/llvm-project#72908):
+ * after a fault or a timeout the guard's caller lost them (a run armed for several ticks:
+ * the caller of cp_sched_advance, whose 0.25 for the safe output was in one). */
+#if defined(__x86_64__)
+typedef struct jump_buf {
+    uint64_t gpr[10];    /* return address, rsp after the return, rbx rbp rdi rsi r12-r15 */
+    uint8_t xmm[10][16]; /* xmm6-xmm15 */
+} jump_buf;
+/* 0 when called, 1 when cp_win32_longjmp comes back to it */
+__attribute__((returns_twice)) int cp_win32_setjmp(jump_buf *b);
+__attribute__((noreturn)) void cp_win32_longjmp(jump_buf *b);
+__asm__(".text\n"
+        ".globl cp_win32_setjmp\n"
+        "cp_win32_setjmp:\n"
+        "    movq (%rsp), %rax\n"
+        "    movq %rax, 0(%rcx)\n"
+        "    leaq 8(%rsp), %rax\n"
+        "    movq %rax, 8(%rcx)\n"
+        "    movq %rbx, 16(%rcx)\n"
+        "    movq %rbp, 24(%rcx)\n"
+        "    movq %rdi, 32(%rcx)\n"
+        "    movq %rsi, 40(%rcx)\n"
+        "    movq %r12, 48(%rcx)\n"
+        "    movq %r13, 56(%rcx)\n"
+        "    movq %r14, 64(%rcx)\n"
+        "    movq %r15, 72(%rcx)\n"
+        "    movdqu %xmm6, 80(%rcx)\n"
+        "    movdqu %xmm7, 96(%rcx)\n"
+        "    movdqu %xmm8, 112(%rcx)\n"
+        "    movdqu %xmm9, 128(%rcx)\n"
+        "    movdqu %xmm10, 144(%rcx)\n"
+        "    movdqu %xmm11, 160(%rcx)\n"
+        "    movdqu %xmm12, 176(%rcx)\n"
+        "    movdqu %xmm13, 192(%rcx)\n"
+        "    movdqu %xmm14, 208(%rcx)\n"
+        "    movdqu %xmm15, 224(%rcx)\n"
+        "    xorl %eax, %eax\n"
+        "    ret\n"
+        ".globl cp_win32_longjmp\n"
+        "cp_win32_longjmp:\n"
+        "    movq 16(%rcx), %rbx\n"
+        "    movq 24(%rcx), %rbp\n"
+        "    movq 32(%rcx), %rdi\n"
+        "    movq 40(%rcx), %rsi\n"
+        "    movq 48(%rcx), %r12\n"
+        "    movq 56(%rcx), %r13\n"
+        "    movq 64(%rcx), %r14\n"
+        "    movq 72(%rcx), %r15\n"
+        "    movdqu 80(%rcx), %xmm6\n"
+        "    movdqu 96(%rcx), %xmm7\n"
+        "    movdqu 112(%rcx), %xmm8\n"
+        "    movdqu 128(%rcx), %xmm9\n"
+        "    movdqu 144(%rcx), %xmm10\n"
+        "    movdqu 160(%rcx), %xmm11\n"
+        "    movdqu 176(%rcx), %xmm12\n"
+        "    movdqu 192(%rcx), %xmm13\n"
+        "    movdqu 208(%rcx), %xmm14\n"
+        "    movdqu 224(%rcx), %xmm15\n"
+        "    movq 8(%rcx), %rsp\n"
+        "    movl $1, %eax\n"
+        "    jmpq *0(%rcx)\n");
+#define GUARD_SETJMP(b) cp_win32_setjmp(&(b))
+#define GUARD_LONGJMP(b) cp_win32_longjmp(&(b))
+#else
+typedef void *jump_buf[5]; /* no Windows guard is tested here but x86_64's */
+#define GUARD_SETJMP(b) __builtin_setjmp(b)
+#define GUARD_LONGJMP(b) __builtin_longjmp(b, 1)
+#endif
+
 /* One per thread that runs guarded code. `seq` is odd while a job runs; the supervisor reads
  * it, `budget_ns` and the thread's CPU time; `kill_seq` is the job it interrupted. */
 typedef struct guard_slot {
-    void *env[5];                 /* __builtin_setjmp's buffer */
+    jump_buf env;                 /* where a fault or a timeout resumes the guard */
     volatile LONG active;         /* the chain is running: an exception is ours */
     LONG in_use;                  /* atomic: claimed by a thread */
     uint64_t seq;                 /* atomic */
@@ -151,7 +225,7 @@ static PVOID handler_cookie;
 static LONG handlers_installed;
 
 const cp_posix_guard_policy cp_posix_own_code = {0, 0};
-/* verified_code is not used here: this guard checks the CPU state after every job */
+/* keeps_cpu_state is not used here: this guard checks the CPU state after every job */
 const cp_posix_guard_policy cp_posix_verified = {1, 1};
 const cp_posix_guard_policy cp_posix_own_verified_code = {0, 1};
 
@@ -187,11 +261,11 @@ static uint32_t fault_kind(DWORD code)
     }
 }
 
-/* Where a contained thread resumes: back into the guard's __builtin_setjmp (no unwinding:
- * the chain's frames have no unwind information). Only memory is trusted here. */
+/* Where a contained thread resumes: back into the guard's GUARD_SETJMP. Only memory is
+ * trusted here. */
 __attribute__((noreturn, noinline)) static void resume_in_guard(void)
 {
-    __builtin_longjmp(tls_slot->env, 1);
+    GUARD_LONGJMP(tls_slot->env);
 }
 
 /* The thread continues in resume_in_guard, on its own stack below the chain's (and below
@@ -371,7 +445,7 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
     need_watchdog(budget_ns);
     g->out = fault;
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
-    if (__builtin_setjmp(g->env) != 0) {
+    if (GUARD_SETJMP(g->env) != 0) {
         return jumped_back();
     }
     uint32_t fp_left = 0;
@@ -398,10 +472,13 @@ int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fa
         return body(arg, NULL, NULL); /* no slot left: unguarded, as cp_posix_guard */
     }
     g->out = fault;
-    if (__builtin_setjmp(g->env) != 0) {
+    if (GUARD_SETJMP(g->env) != 0) {
         return jumped_back();
     }
-    return body(arg, armed_job, g);
+    int result = body(arg, armed_job, g);
+    /* never a tail call: the body runs in this frame's GUARD_SETJMP, which must stay live */
+    __asm__ volatile("" : "+r"(result) : : "memory");
+    return result;
 }
 
 /* ---- fault containment: the budget supervisor */

@@ -74,6 +74,16 @@ static double load_slot(const uint8_t *p, uint8_t dtype)
     }
 }
 
+static uint64_t gcd_ticks(uint64_t a, uint64_t b)
+{
+    while (b != 0) {
+        uint64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
 /* ---- the steps of a tick */
 
 /* Slots are mostly 4 or 8 bytes: move words through a local (one load and one store each, no
@@ -100,7 +110,7 @@ static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
 }
 
 /* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by copy_slot. */
-static inline void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_t begin,
+static CP_ALWAYS_INLINE void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_t begin,
                                 uint32_t end)
 {
     for (const cp_let_copy *c = table + begin, *stop = table + end; c != stop; c++) {
@@ -120,13 +130,29 @@ static inline void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_
     }
 }
 
-/* OUTPUT bindings [begin, end) from the shared slots. */
+/* The simulated I/O's channel (kind, channel), NULL if outside it. */
+static inline double *sim_channel(const cp_sched *s, uint8_t kind, uint16_t channel)
+{
+    return kind >= 1 && kind <= CP_IO_KIND_COUNT && channel < s->sim_io_channels
+               ? s->sim_io + (size_t)(kind - 1u) * s->sim_io_channels + channel
+               : NULL;
+}
+
+/* OUTPUT bindings [begin, end) from the shared slots (into the simulated I/O, or through
+ * io_write). */
 static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
-        s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel,
-                        load_slot(data + b[k].offset, b[k].dtype));
+        double v = load_slot(data + b[k].offset, b[k].dtype);
+        if (s->sim_io == NULL) {
+            s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel, v);
+        } else {
+            double *ch = sim_channel(s, b[k].kind, b[k].channel);
+            if (ch != NULL) {
+                *ch = v;
+            }
+        }
     }
 }
 
@@ -135,17 +161,28 @@ static void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
-        double v = s->cfg.io_read != NULL
-                       ? s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel) : 0.0;
+        double v = 0.0;
+        if (s->sim_io != NULL) {
+            const double *ch = sim_channel(s, b[k].kind, b[k].channel);
+            v = ch != NULL ? *ch : 0.0;
+        } else if (s->cfg.io_read != NULL) {
+            v = s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel);
+        }
         store_slot(data + b[k].offset, b[k].dtype, v);
     }
+}
+
+/* 1 if OUTPUT bindings [begin, end) go anywhere. */
+static inline int outputs_go(const cp_sched *s, uint32_t begin, uint32_t end)
+{
+    return begin < end && (s->cfg.io_write != NULL || s->sim_io != NULL);
 }
 
 /* Period end of a finished job: PUBLISH copies, then OUTPUT bindings from the shared slots. */
 static inline void publish(cp_sched *s, uint32_t task, uint8_t *data)
 {
     apply_copies(data, s->prog->let_copies, s->copies[task][1], s->copies[task][2]);
-    if (s->bindings[task][1] < s->bindings[task][2] && s->cfg.io_write != NULL) {
+    if (outputs_go(s, s->bindings[task][1], s->bindings[task][2])) {
         write_outputs(s, data, s->bindings[task][1], s->bindings[task][2]);
     }
 }
@@ -432,6 +469,270 @@ static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_ru
     s->now_ns += s->cfg.tick_ns;
 }
 
+/* ---- the hyperperiod plan (cp_sched_set_plan)
+ *
+ * Where every job finishes in its release tick (deterministic, no wcet: job_costs 0) and no
+ * job is timed, which tasks a tick publishes and releases repeats with the hyperperiod once
+ * every task has had its first release. The plan lists one hyperperiod from that tick on, a
+ * tick as bytes: the count of due tasks and their indices in index order (period ends), 1 if
+ * one of them drives outputs, their PUBLISH copies as one list (a count and 16-bit indices,
+ * so that a tick past the first of a run copies without a test per task), then the count
+ * again and the same tasks in priority order (releases). A planned tick does what
+ * tick_in does for those tasks, without the due scan, the skip test (a due task published
+ * first, so it is never pending at its release) or the processor model (nothing to model);
+ * a job's statistics and pending state are booked as it returns, so a fault books only the
+ * faulting job (record: jobs 0, ran[0] the job), as releases_done would. */
+
+/* 1 if periodic task i is released at tick t. */
+static int released_at(const cp_sched *s, uint32_t i, uint64_t t)
+{
+    return s->period_ticks[i] != 0 && t >= s->offset_ticks[i] &&
+           (t - s->offset_ticks[i]) % s->period_ticks[i] == 0;
+}
+
+/* The first tick of the plan (the latest first release) and its length (the hyperperiod, 0 if
+ * no task is periodic or it exceeds max_ticks). */
+static uint64_t plan_bounds(const cp_sched *s, uint64_t max_ticks, uint64_t *start)
+{
+    uint64_t h = 0, first = 0;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        uint64_t p = s->period_ticks[i];
+        if (p == 0) {
+            continue;
+        }
+        first = s->offset_ticks[i] > first ? s->offset_ticks[i] : first;
+        uint64_t g = h == 0 ? p : gcd_ticks(h, p);
+        uint64_t step = p / g;
+        if (h != 0 && step > max_ticks / h) {
+            return 0;
+        }
+        h = h == 0 ? p : h * step;
+        if (h > max_ticks) {
+            return 0;
+        }
+    }
+    *start = first;
+    return h;
+}
+
+/* Tick t's plan bytes at ops + at (ops NULL: counted only); returns the index after them. */
+static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uint64_t at)
+{
+    uint32_t due = 0, count = 0, outputs = 0, ncopies = 0, n = s->task_count;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t d = (uint32_t)released_at(s, i, t);
+        due |= d << i;
+        count += d;
+        outputs |= d & (uint32_t)(s->bindings[i][1] < s->bindings[i][2]);
+        ncopies += d * (s->copies[i][2] - s->copies[i][1]);
+    }
+    if (ops == NULL) {
+        return at + 5u + 2u * count + 2u * ncopies;
+    }
+    ops[at++] = (uint8_t)count; /* period ends, in task index order */
+    for (uint32_t i = 0; i < n; i++) {
+        if (due >> i & 1u) {
+            ops[at++] = (uint8_t)i;
+        }
+    }
+    ops[at++] = (uint8_t)outputs; /* 1: a period end drives outputs */
+    ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies in that order (16-bit indices) */
+    ops[at++] = (uint8_t)(ncopies >> 8);
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t c = s->copies[i][1]; (due >> i & 1u) && c < s->copies[i][2]; c++) {
+            ops[at++] = (uint8_t)c;
+            ops[at++] = (uint8_t)(c >> 8);
+        }
+    }
+    ops[at++] = (uint8_t)count; /* releases in priority order */
+    for (uint32_t k = 0; k < n; k++) {
+        if (due >> s->order[k] & 1u) {
+            ops[at++] = s->order[k];
+        }
+    }
+    return at;
+}
+
+uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks)
+{
+    if (s == NULL || s->prog == NULL || s->prog->let_copy_count > UINT16_MAX) {
+        return 0; /* (copy indices are 16 bits, so are a tick's copies) */
+    }
+    uint64_t start = 0, h = plan_bounds(s, max_ticks, &start), bytes = 0;
+    for (uint64_t t = start; t < start + h; t++) {
+        bytes = plan_tick_bytes(s, t, NULL, bytes);
+    }
+    return bytes;
+}
+
+uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
+{
+    if (s == NULL || s->prog == NULL) {
+        return 0;
+    }
+    s->plan = NULL;
+    s->plan_capacity = 0;
+    s->plan_ops = 0;
+    s->plan_tick = UINT64_MAX;
+    uint64_t start = 0, h = plan_bounds(s, capacity / 5, &start);
+    uint64_t bytes = cp_sched_plan_size(s, capacity / 5);
+    if (ops == NULL || h == 0 || bytes == 0 || bytes > capacity || s->job_costs != 0 ||
+        s->cfg.clock_ns != NULL) {
+        return 0;
+    }
+    uint64_t at = 0;
+    for (uint64_t t = start; t < start + h; t++) {
+        at = plan_tick_bytes(s, t, ops, at);
+    }
+    s->plan = ops;
+    s->plan_capacity = capacity;
+    s->plan_ops = (uint32_t)at;
+    s->plan_start = start;
+    s->plan_period = h;
+    return (uint32_t)at;
+}
+
+/* After planned ticks: each task's next release and the next event, as due_tasks keeps them
+ * (s->tick >= plan_start >= every offset). */
+static void plan_sync(cp_sched *s)
+{
+    uint64_t next_event = UINT64_MAX, t = s->tick;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        uint64_t p = s->period_ticks[i];
+        if (p == 0) {
+            continue;
+        }
+        uint64_t since = t - s->offset_ticks[i];
+        s->next_release[i] = t + (since % p == 0 ? 0 : p - since % p);
+        next_event = s->next_release[i] < next_event ? s->next_release[i] : next_event;
+    }
+    s->next_event = next_event;
+}
+
+/* The op index where tick s->tick starts. */
+static uint32_t plan_position(const cp_sched *s)
+{
+    if (s->plan_tick == s->tick) {
+        return s->plan_at;
+    }
+    uint64_t phase = (s->tick - s->plan_start) % s->plan_period;
+    uint32_t at = 0;
+    for (uint64_t t = 0; t < phase; t++) {
+        at += 1u + s->plan[at];                                          /* period ends */
+        at += 3u + 2u * (s->plan[at + 1] | (uint32_t)s->plan[at + 2] << 8); /* copies */
+        at += 1u + s->plan[at];                                          /* releases */
+    }
+    return at;
+}
+
+/* Up to `ticks` planned ticks with the job function `job` (NULL: chains called directly),
+ * stopping at a fault; returns the ticks done (a faulting tick is not counted). */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guard_fn job,
+                                            void *job_ctx, uint64_t ticks)
+{
+    uint8_t *data = cp_program_data(s->prog);
+    const uint8_t *plan = s->plan;
+    const cp_let_copy *copies = s->prog->let_copies;
+    const cp_task_entry *tasks = s->prog->tasks;
+    uint64_t tick_ns = s->cfg.tick_ns;
+    uint32_t at = plan_position(s), end = s->plan_ops;
+    r->s = s;
+    r->data = data;
+    r->jobs = 0; /* every job is booked as it returns: a fault books ran[0] alone */
+    r->fault.kind = CP_FAULT_NONE;
+    r->fault.address = 0;
+    r->fault.pc = 0;
+    r->fault.code = 0;
+    for (uint64_t k = 0; k < ticks; k++) {
+        const uint8_t *op = plan + at, *ends = op + 1;
+        uint32_t m = *op, outputs = op[1 + m];
+        uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
+        const uint8_t *copy = op + 4 + m;
+        op = copy + 2 * ncopies;
+        if (k == 0 || outputs) { /* 1. period ends, task by task */
+            /* the first tick of a run may have been settled (published already), and a
+             * task's outputs come after its own copies */
+            for (; m != 0; m--) {
+                uint32_t i = *ends++;
+                if (s->state[i].pending) {
+                    apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
+                    if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
+                        write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
+                    }
+                    s->state[i].pending = 0;
+                }
+            }
+        } else { /* the same from the flat copy list: after the plan's first tick (the latest
+                  * first release) every due task is pending, and only a settle between two
+                  * runs publishes early */
+            for (; ncopies != 0; ncopies--, copy += 2) {
+                const cp_let_copy *c = copies + (copy[0] | (uint32_t)copy[1] << 8);
+                apply_copies(data, c, 0, 1);
+            }
+            for (; m != 0; m--) {
+                s->state[*ends++].pending = 0;
+            }
+        }
+        if (s->feed_count != 0) { /* 2. feeds */
+            apply_feeds(s, data, s->tick);
+        }
+        for (uint32_t m = *op++; m != 0; m--) { /* 3. releases */
+            uint32_t i = *op++;
+            if (s->bindings[i][0] < s->bindings[i][1]) {
+                read_inputs(s, data, s->bindings[i][0], s->bindings[i][1]);
+            }
+            apply_copies(data, copies, s->copies[i][0], s->copies[i][1]);
+            r->ran[0] = (uint8_t)i;
+            if (job == NULL) {
+                tasks[i].entry();
+            } else if (job(job_ctx, tasks[i].entry, s->budget_ns[i], &r->fault) != 0) {
+                releases_done(s, r, 1);
+                return k;
+            }
+            s->stats[i].runs++;
+            s->state[i].pending = 1;
+        }
+        if (s->trace_buf != NULL) { /* 5. trace (4: no job costs time) */
+            write_trace_row(s, data, s->now_ns);
+        }
+        s->tick++;
+        s->now_ns += tick_ns;
+        at = (uint32_t)(op - plan);
+        at = at == end ? 0 : at;
+    }
+    s->plan_at = at;
+    s->plan_tick = s->tick;
+    plan_sync(s);
+    return ticks;
+}
+
+/* `ticks` ticks (stopping at a fault): planned where the plan holds, else tick_in; the job
+ * function is the armed run's (`run`) or, without one, the per-job guard. */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE void ticks_in(cp_sched *s, release_run *r, const armed_run *run,
+                                      uint64_t ticks)
+{
+    cp_guard_fn job = run != NULL ? run->job : s->cfg.guard;
+    void *job_ctx = run != NULL ? run->job_ctx : s->cfg.guard_ctx;
+    for (uint64_t k = 0; k < ticks && s->fault.kind == CP_FAULT_NONE;) {
+        if (s->plan_ops != 0 && s->tick >= s->plan_start) {
+            k += plan_ticks(s, r, job, job_ctx, ticks - k);
+            continue;
+        }
+        tick_in(s, r, run);
+        k++;
+    }
+}
+
+void cp_sched_set_sim_io(cp_sched *s, double *io, uint32_t channels)
+{
+    if (s != NULL) {
+        s->sim_io = channels != 0 ? io : NULL;
+        s->sim_io_channels = io != NULL ? channels : 0;
+    }
+}
+
 void cp_sched_settle(cp_sched *s)
 {
     if (s == NULL || s->prog == NULL || !s->prog->loaded || s->fault.kind != CP_FAULT_NONE) {
@@ -475,9 +776,7 @@ static int advance_body(void *arg, cp_guard_fn job, void *job_ctx)
 {
     advance_run *a = arg;
     const armed_run run = {job, job_ctx};
-    for (uint64_t k = 0; k < a->ticks && a->s->fault.kind == CP_FAULT_NONE; k++) {
-        tick_in(a->s, &a->r, &run);
-    }
+    ticks_in(a->s, &a->r, &run, a->ticks);
     return 0; /* a fault a job returned is booked already (releases) */
 }
 
@@ -486,15 +785,7 @@ static int advance_body(void *arg, cp_guard_fn job, void *job_ctx)
  * its own budget, and a tick's releases are booked exactly as in cp_sched_tick. */
 void cp_sched_advance(cp_sched *s, uint64_t ticks)
 {
-    /* Not on Windows: there a budget overrun redirects the thread asynchronously, and under
-     * wine a timeout inside a run armed for several ticks left the safe outputs undriven
-     * (runner/tests/test_sched.c test_fault_timeout); a run a tick is what it was tested with. */
-#if defined(_WIN32)
-    const int armed_for_all = 0;
-#else
-    const int armed_for_all = 1;
-#endif
-    if (armed_for_all && ticks > 1 && live(s) && s->cfg.guard_run != NULL) {
+    if (ticks > 1 && live(s) && s->cfg.guard_run != NULL) {
         advance_run a;
         a.s = s;
         a.ticks = ticks;
@@ -504,6 +795,12 @@ void cp_sched_advance(cp_sched *s, uint64_t ticks)
             /* a chain's signal or budget jumped back out of its tick: that tick's booking */
             releases_done(s, &a.r, 1);
         }
+        return;
+    }
+    if (s != NULL && s->cfg.guard_run == NULL && live(s)) {
+        /* the job function is the per-job guard for every tick: planned where it can be */
+        release_run r;
+        ticks_in(s, &r, NULL, ticks);
         return;
     }
     for (uint64_t k = 0; k < ticks; k++) {
@@ -530,17 +827,8 @@ static void restart(cp_sched *s)
     s->now_ns = 0;
     s->trace_rows = 0;
     s->trace_next = 0;
+    s->plan_tick = UINT64_MAX;
     cp_fill((uint8_t *)&s->fault, 0, sizeof(s->fault));
-}
-
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b != 0) {
-        uint64_t r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
 }
 
 uint64_t cp_program_tick_ns(const cp_program *prog)
@@ -548,8 +836,8 @@ uint64_t cp_program_tick_ns(const cp_program *prog)
     uint64_t g = 0;
     for (uint32_t i = 0; i < prog->task_count; i++) {
         if (prog->tasks[i].period_ns != 0) {
-            g = gcd(g, prog->tasks[i].period_ns);
-            g = gcd(g, prog->tasks[i].offset_ns);
+            g = gcd_ticks(g, prog->tasks[i].period_ns);
+            g = gcd_ticks(g, prog->tasks[i].offset_ns);
         }
     }
     return g;

@@ -9,6 +9,7 @@ extern const uint32_t cp_tables_count;
 extern const uint8_t *const cp_tables_blob[];
 extern const uint8_t *const cp_tables_sha256[];
 extern const uint32_t cp_tables_size[];
+extern const uint8_t *const cp_tables_keeps_cpu_state[];
 
 uint32_t cp_table_count(void)
 {
@@ -23,6 +24,7 @@ int cp_table_get(uint32_t index, cp_table *out)
     out->blob = cp_tables_blob[index];
     out->size = cp_tables_size[index];
     out->sha256 = cp_tables_sha256[index];
+    out->keeps_cpu_state = *cp_tables_keeps_cpu_state[index];
     return 1;
 }
 #else
@@ -37,6 +39,22 @@ int cp_table_get(uint32_t index, cp_table *out)
     out->blob = NULL;
     out->size = 0;
     out->sha256 = NULL;
+    out->keeps_cpu_state = 0;
     return 0;
 }
 #endif
+
+int cp_table_keeps_cpu_state(const uint8_t *pin)
+{
+    cp_table t;
+    for (uint32_t i = 0; pin != NULL && cp_table_get(i, &t); i++) {
+        uint8_t diff = 0;
+        for (uint32_t k = 0; k < CP_PIN_SIZE; k++) {
+            diff |= (uint8_t)(t.sha256[k] ^ pin[k]);
+        }
+        if (diff == 0) {
+            return t.keeps_cpu_state;
+        }
+    }
+    return 0;
+}

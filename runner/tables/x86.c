@@ -16031,13 +16031,20 @@ const uint8_t cp_table_x86_blob[384514] = {
 50,63,0,0,50,63,0,0,48,63,0,0,48,63,0,0,46,63,0,0,46,63,0,0,
 44,63,0,0,44,63,0,0,42,63
 };
+/* keeps_cpu_state: the guard skips the per-job CPU-state check of programs verified
+ * against this table only if it is 1. This table is not proven to keep the CPU state,
+ * proof record (tools/stencil_cpu_state.py): runner/tables/cpu_state/x86.json */
+extern const uint8_t cp_table_x86_keeps_cpu_state;
+const uint8_t cp_table_x86_keeps_cpu_state = 0u;
 
 /* every table of the architecture this runner carries (table.c) */
 extern const uint32_t cp_tables_count;
 extern const uint8_t *const cp_tables_blob[1];
 extern const uint8_t *const cp_tables_sha256[1];
 extern const uint32_t cp_tables_size[1];
+extern const uint8_t *const cp_tables_keeps_cpu_state[1];
 const uint32_t cp_tables_count = 1u;
 const uint8_t *const cp_tables_blob[1] = {cp_table_x86_blob};
 const uint8_t *const cp_tables_sha256[1] = {cp_table_x86_sha256};
 const uint32_t cp_tables_size[1] = {384514u};
+const uint8_t *const cp_tables_keeps_cpu_state[1] = {&cp_table_x86_keeps_cpu_state};

@@ -38914,3 +38914,8 @@ const uint8_t cp_table_x86_64_v4_blob[933718] = {
 252,62,234,21,2,63,234,21,2,63,85,54,6,63,85,54,6,63,176,98,10,63,176,98,
 10,63,65,155,14,63,65,155,14,63,80,224,18,63,80,224,18,63,40,50,23,63
 };
+/* keeps_cpu_state: the guard skips the per-job CPU-state check of programs verified
+ * against this table only if it is 1. This table is proven to keep the CPU state,
+ * proof record (tools/stencil_cpu_state.py): runner/tables/cpu_state/x86_64-v4.json */
+extern const uint8_t cp_table_x86_64_v4_keeps_cpu_state;
+const uint8_t cp_table_x86_64_v4_keeps_cpu_state = 1u;

@@ -27284,17 +27284,26 @@ const uint8_t cp_table_x86_64_blob[654594] = {
 2,63,234,21,2,63,85,54,6,63,85,54,6,63,176,98,10,63,176,98,10,63,65,155,
 14,63,65,155,14,63,80,224,18,63,80,224,18,63,40,50,23,63
 };
+/* keeps_cpu_state: the guard skips the per-job CPU-state check of programs verified
+ * against this table only if it is 1. This table is proven to keep the CPU state,
+ * proof record (tools/stencil_cpu_state.py): runner/tables/cpu_state/x86_64.json */
+extern const uint8_t cp_table_x86_64_keeps_cpu_state;
+const uint8_t cp_table_x86_64_keeps_cpu_state = 1u;
 
 /* every table of the architecture this runner carries (table.c) */
 extern const uint8_t cp_table_x86_64_v3_sha256[32];
 extern const uint8_t cp_table_x86_64_v3_blob[774134];
+extern const uint8_t cp_table_x86_64_v3_keeps_cpu_state;
 extern const uint8_t cp_table_x86_64_v4_sha256[32];
 extern const uint8_t cp_table_x86_64_v4_blob[933718];
+extern const uint8_t cp_table_x86_64_v4_keeps_cpu_state;
 extern const uint32_t cp_tables_count;
 extern const uint8_t *const cp_tables_blob[3];
 extern const uint8_t *const cp_tables_sha256[3];
 extern const uint32_t cp_tables_size[3];
+extern const uint8_t *const cp_tables_keeps_cpu_state[3];
 const uint32_t cp_tables_count = 3u;
 const uint8_t *const cp_tables_blob[3] = {cp_table_x86_64_blob, cp_table_x86_64_v3_blob, cp_table_x86_64_v4_blob};
 const uint8_t *const cp_tables_sha256[3] = {cp_table_x86_64_sha256, cp_table_x86_64_v3_sha256, cp_table_x86_64_v4_sha256};
 const uint32_t cp_tables_size[3] = {654594u, 774134u, 933718u};
+const uint8_t *const cp_tables_keeps_cpu_state[3] = {&cp_table_x86_64_keeps_cpu_state, &cp_table_x86_64_v3_keeps_cpu_state, &cp_table_x86_64_v4_keeps_cpu_state};

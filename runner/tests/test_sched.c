@@ -462,7 +462,7 @@ static void test_overrun(void)
 /* ---- I/O */
 
 typedef struct io_sim {
-    double ch[5][256];
+    double ch[CP_IO_KIND_COUNT + 1][256]; /* by kind (row 0 unused), as cp_sched_set_sim_io's */
     const cp_sched *s;
     int reads;
     int writes;
@@ -1189,6 +1189,186 @@ static void test_random_against_model(void)
 }
 
 
+/* ---- the hyperperiod plan (cp_sched_set_plan) against the per-tick decisions
+ * The random model's programs without wcets (every job finishes in its tick), some tasks with I/O bindings (an INPUT into a spare slot, an OUTPUT of the
+ * published count) and one that may fault (ud2 at its K-th run). One scheduler advances in
+ * random chunks with a plan (settling after some, writing a shared slot between some), another
+ * of the same image takes the same ticks one cp_sched_tick at a time without a plan (the
+ * per-tick decisions: due scan, pending, skips, processor model); after every chunk their data regions, statistics, pending
+ * states, simulated I/O (values and the number of reads and writes; half of the cases the
+ * planned one moves it directly, cp_sched_set_sim_io), trace rows and faults are the same. */
+
+enum { R_SPARE = 20 };
+
+static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
+                         uint32_t *plan_ticks)
+{
+    const uint32_t tick_ns = 1000;
+    sb_init(b, R_STRIDE * n);
+    uint32_t period[CP_MAX_TASKS];
+    *faulty = can_fault && rnd(2) == 0 ? rnd(n) : n; /* n: none */
+    for (uint32_t i = 0; i < n; i++) {
+        period[i] = rnd(8) == 0 ? 0 : 1 + rnd(6);
+        uint32_t offset = period[i] ? rnd(period[i]) : 0; /* the loader: below the period */
+        uint32_t entry = b->code_size;
+        a_load32(b, R_STRIDE * i + R_IN);
+        a_add(b, 1);
+        a_store32(b, R_STRIDE * i + R_OUT);
+        a_load32(b, R_STRIDE * i + R_CNT);
+        a_add(b, 1);
+        a_store32(b, R_STRIDE * i + R_CNT);
+        if (i == *faulty) { /* cmp eax, K; jne +2; ud2 */
+            uint32_t k = 1 + rnd(12);
+            const uint8_t code[] = {0x3d, (uint8_t)k, 0, 0, 0, 0x75, 0x02, 0x0f, 0x0b};
+            emit(b, code, sizeof(code));
+        }
+        a_ret(b);
+        sb_task(b, entry, period[i] * tick_ns, offset * tick_ns, (uint16_t)rnd(4), 0);
+    }
+    *plan_ticks = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t prev = (i + n - 1) % n;
+        if (!period[i]) {
+            continue;
+        }
+        *plan_ticks += 1;
+        sb_copy(b, (uint16_t)i, 1, 4, R_STRIDE * i + R_OUT, R_STRIDE * i + R_SHARED);
+        sb_copy(b, (uint16_t)i, 0, 4, R_STRIDE * prev + R_SHARED, R_STRIDE * i + R_IN);
+        sb_copy(b, (uint16_t)i, 1, 4, R_STRIDE * i + R_CNT, R_STRIDE * i + R_SCNT);
+        if (rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
+            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, 3, R_STRIDE * i + R_SPARE);
+            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, 3, R_STRIDE * i + R_SCNT);
+        }
+    }
+}
+
+static void plan_case(uint32_t n, int guard)
+{
+    enum { TICKS = 80 };
+    sb b;
+    uint32_t faulty, periodic;
+    plan_program(&b, n, guard != 0, &faulty, &periodic);
+    io_sim io[2];
+    fx f[2];
+    static uint8_t rows[2][TICKS][8 + R_STRIDE * CP_MAX_TASKS];
+    static uint8_t plan[1u << 16];
+    for (int k = 0; k < 2; k++) {
+        memset(&io[k], 0, sizeof(io[k]));
+        cp_sched_config cfg = default_config(1000);
+        cfg.io_read = sim_read;
+        cfg.io_write = sim_write;
+        cfg.io_ctx = &io[k];
+        cfg.guard = guard != 0 ? cp_posix_guard : NULL;
+        cfg.guard_run = guard == 2 ? cp_posix_guard_run : NULL;
+        if (fx_start(&f[k], &b, &cfg) != 0) {
+            if (k == 1) {
+                fx_end(&f[0]);
+            }
+            return;
+        }
+        io[k].s = &f[k].s;
+        uint32_t offset = 0, size = R_STRIDE * n;
+        CHECK_STATUS(cp_sched_set_trace(&f[k].s, &offset, &size, 1, rows[k][0], TICKS,
+                                        &f[k].err), CP_OK);
+    }
+    /* the planned one moves the I/O directly half of the time (cp_sched_set_sim_io; its
+     * callbacks, which drive the safe state, use the same array) */
+    int direct = rnd(2) == 0;
+    cp_sched_set_sim_io(&f[0].s, direct ? &io[0].ch[1][0] : NULL, 256);
+    uint32_t used = cp_sched_set_plan(&f[0].s, plan, sizeof(plan));
+    CHECK((used != 0) == (periodic != 0) && used == cp_sched_plan_size(&f[0].s, sizeof(plan) / 5));
+    int ok = 1;
+    for (uint32_t t = 0; t < TICKS && ok;) {
+        uint32_t chunk = 1 + rnd(rnd(2) == 0 ? 3 : 20);
+        chunk = chunk < TICKS - t ? chunk : TICKS - t;
+        for (uint32_t c = 0; c < n; c++) { /* the inputs change between chunks */
+            double v = (double)rnd(100);
+            io[0].ch[CP_IO_ADC][c] = v;
+            io[1].ch[CP_IO_ADC][c] = v;
+        }
+        cp_sched_advance(&f[0].s, chunk);
+        for (uint32_t k = 0; k < chunk; k++) {
+            cp_sched_tick(&f[1].s);
+        }
+        if (rnd(2) == 0) {
+            cp_sched_settle(&f[0].s);
+            cp_sched_settle(&f[1].s);
+        }
+        if (rnd(2) == 0) { /* a write between steps (tg.write): a shared slot in both */
+            uint32_t slot = R_STRIDE * rnd(n) + R_SHARED;
+            int32_t v = (int32_t)rnd(1000) - 500;
+            memcpy(cp_program_data(&f[0].prog) + slot, &v, 4);
+            memcpy(cp_program_data(&f[1].prog) + slot, &v, 4);
+        }
+        t += chunk;
+        const cp_fault *a = cp_sched_fault(&f[0].s), *r = cp_sched_fault(&f[1].s);
+        ok = memcmp(cp_program_data(&f[0].prog), cp_program_data(&f[1].prog),
+                    R_STRIDE * n) == 0 && f[0].s.tick == f[1].s.tick &&
+             f[0].s.now_ns == f[1].s.now_ns && f[0].s.trace_rows == f[1].s.trace_rows &&
+             memcmp(rows[0], rows[1], sizeof(rows[0])) == 0 &&
+             memcmp(io[0].ch, io[1].ch, sizeof(io[0].ch)) == 0 &&
+             (direct || (io[0].reads == io[1].reads && io[0].writes == io[1].writes)) &&
+             (a == NULL) == (r == NULL) &&
+             (a == NULL || (a->kind == r->kind && a->task == r->task && a->tick == r->tick));
+        for (uint32_t i = 0; i < n; i++) {
+            ok = ok && memcmp(&f[0].s.stats[i], &f[1].s.stats[i], sizeof(cp_task_stats)) == 0 &&
+                 f[0].s.state[i].pending == f[1].s.state[i].pending &&
+                 f[0].s.state[i].remaining_ns == f[1].s.state[i].remaining_ns;
+        }
+        if (!ok) {
+            fprintf(stderr, "plan case (%u tasks, guard %d, faulty %u) differs after tick %u:"
+                    " tick %u/%u fault %u/%u\n", n, guard, faulty, t, (unsigned)f[0].s.tick,
+                    (unsigned)f[1].s.tick, a != NULL ? a->kind : 0, r != NULL ? r->kind : 0);
+            for (uint32_t i = 0; i < n; i++) {
+                fprintf(stderr, "  task %u: period %u offset %u | runs %u/%u pending %d/%d\n",
+                        i, (unsigned)f[0].prog.tasks[i].period_ns,
+                        (unsigned)f[0].prog.tasks[i].offset_ns, (unsigned)f[0].s.stats[i].runs,
+                        (unsigned)f[1].s.stats[i].runs, f[0].s.state[i].pending,
+                        f[1].s.state[i].pending);
+            }
+        }
+        if (a != NULL && ok) {
+            CHECK(a->kind == CP_FAULT_SIGILL && a->task == faulty);
+            break;
+        }
+    }
+    CHECK(ok);
+    fx_end(&f[0]);
+    fx_end(&f[1]);
+}
+
+static void test_plan_against_ticks(void)
+{
+    for (int guard = 0; guard < 3; guard++) {
+        for (int k = 0; k < 300; k++) {
+            plan_case(1 + rnd(8), guard);
+        }
+        for (int k = 0; k < 5; k++) {
+            plan_case(32, guard);
+        }
+    }
+    /* a hyperperiod longer than the buffer is not planned (the general path) */
+    sb b;
+    uint32_t faulty, periodic;
+    rng_state = 7;
+    plan_program(&b, 3, 0, &faulty, &periodic);
+    fx f;
+    cp_sched_config cfg = default_config(1000);
+    if (fx_start(&f, &b, &cfg) == 0) {
+        uint8_t small[2];
+        CHECK(cp_sched_set_plan(&f.s, small, sizeof(small)) == 0 && f.s.plan_ops == 0);
+        CHECK(cp_sched_set_plan(&f.s, NULL, 0) == 0);
+        fx_end(&f);
+    }
+    /* timed or with job costs: never planned */
+    cfg.clock_ns = fake_now;
+    uint8_t plan[4096];
+    if (fx_start(&f, &b, &cfg) == 0) {
+        CHECK(cp_sched_set_plan(&f.s, plan, sizeof(plan)) == 0);
+        fx_end(&f);
+    }
+}
+
 /* ---- faults, budgets and the safe state */
 
 static void put_f64(uint8_t *p, double v)
@@ -1510,6 +1690,7 @@ int main(int argc, char **argv)
     test_init_errors();
     test_tables_at_load();
     test_random_against_model();
+    test_plan_against_ticks();
     for (int per_tick = 0; per_tick < 2; per_tick++) {
         test_fault_contained(per_tick);
         test_fault_timeout(per_tick);

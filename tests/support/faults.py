@@ -11,9 +11,13 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 import copapy as cp
 from copapy import image as im
 from copapy.compiler.code_image import code_image
+from copapy.runtime import load as loader
+from copapy.runtime import native
 
 #: per architecture: fault kind as the runner reports it -> the code that causes it
 SNIPPETS: dict[str, dict[str, bytes]] = {
@@ -234,3 +238,20 @@ def inject_param_fault(monkeypatch: Any, param: str = "fault", task: int = FAULT
         return dataclasses.replace(plan, image=image, digest=hashlib.sha256(image).hexdigest())
 
     monkeypatch.setattr(sweeps, "build_plan", build)
+
+
+def inject_on_load(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bytes] | None]:
+    """Loads put code[0] = (task, machine code) into that task's entry while it is set (the
+    returned list, for a fixture to yield)."""
+    real = native.load_native  # the loader's own name for it is the one patched
+    code: list[tuple[int, bytes] | None] = [None]
+
+    def load(image: bytes, own_code: bool = False) -> Any:
+        if code[0] is None:
+            return real(image, own_code)
+        task, snippet = code[0]
+        # hand-made code is not this process's compiler's: it gets every check a file gets
+        return real(inject_code(image, task, snippet), own_code=False, allow_code=True)
+
+    monkeypatch.setattr(loader, "load_native", load)
+    return code

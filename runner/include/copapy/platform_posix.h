@@ -48,16 +48,19 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
  * process compiled from its own stencils, which makes no system call. */
 typedef struct {
     uint8_t check_signals;
-    /* the chains are only stencils of this runner's table (a verified, format-2 image): the
-     * jobs of cp_posix_guard_run skip the CPU-state check after each chain (cp_cpu_check),
-     * since no stencil writes that state (tools/stencil_cpu_state.py proves it for x86;
-     * docs/decisions/2026-12-04-stencils-keep-the-cpu-state.md). The run still enters the
-     * defined state once and gives the caller's back. Never for a format-1 image. */
-    uint8_t verified_code;
+    /* the chains are only stencils of a runner table proven to keep the CPU state (a
+     * verified, format-2 image, and that table's keeps_cpu_state flag: its proof record from
+     * tools/stencil_cpu_state.py; docs/decisions/2026-12-04-stencils-keep-the-cpu-state.md):
+     * the jobs of cp_posix_guard_run skip the CPU-state check after each chain
+     * (cp_cpu_check). The run still enters the defined state once and gives the caller's
+     * back. Never for a format-1 image, nor for a table without the flag (i386's: its
+     * stencils use the x87 stack). The Windows guard checks every job whatever this says. */
+    uint8_t keeps_cpu_state;
 } cp_posix_guard_policy;
 extern const cp_posix_guard_policy cp_posix_own_code;
-extern const cp_posix_guard_policy cp_posix_verified;          /* from outside, format 2 */
-extern const cp_posix_guard_policy cp_posix_own_verified_code; /* own_code and format 2 */
+/* format 2 against a table with keeps_cpu_state: from outside, and own_code */
+extern const cp_posix_guard_policy cp_posix_verified;
+extern const cp_posix_guard_policy cp_posix_own_verified_code;
 
 /* cp_posix_guard_run is a cp_guard_run_fn (cp_sched_config.guard_run): the same containment,
  * armed once (one sigsetjmp) for a run of jobs; each job is then the budget store and the two

@@ -339,6 +339,17 @@ typedef struct cp_sched {
      * deterministic run where no task declares a wcet) */
     uint32_t job_costs;
     uint32_t reserved5;
+    /* appended after ABI 5, private: the hyperperiod plan (cp_sched_set_plan), in the caller's
+     * buffer of plan_capacity bytes, plan_ops of them used (0: no plan) */
+    uint8_t *plan;
+    uint32_t plan_capacity;
+    uint32_t plan_ops;
+    uint64_t plan_start;    /* the first tick the plan describes (the latest first release) */
+    uint64_t plan_period;   /* ticks in the plan (the hyperperiod) */
+    uint64_t plan_tick;     /* the tick plan_at belongs to (UINT64_MAX: none) */
+    uint32_t plan_at;       /* byte where tick plan_tick starts */
+    uint32_t sim_io_channels; /* channels per kind of sim_io */
+    double *sim_io;         /* the simulated I/O the bindings move directly (cp_sched_set_sim_io) */
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
@@ -349,6 +360,27 @@ uint64_t cp_program_tick_ns(const cp_program *prog);
  * s->struct_size = sizeof(cp_sched) (and cfg->struct_size) first, as for cp_program. */
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
                         cp_error *err);
+
+/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release and 2 a PUBLISH copy),
+ * 0 if the program is never planned (no periodic task, a hyperperiod of more than max_ticks
+ * ticks, more than 65,535 LET copies). */
+uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);
+
+/* Flatten one hyperperiod of releases and publications into `ops` (capacity bytes, owned by
+ * the caller, kept until the scheduler is no longer used; cp_sched_plan_size says how many
+ * are needed) so that cp_sched_advance walks them instead of deciding every tick.
+ * Only where it is exact: deterministic, no wcet (every job finishes in its tick), untimed
+ * (clock_ns NULL), a job function fixed for the advance (guard_run armed for all ticks, or no
+ * guard_run). Returns the bytes used, 0 if the program is not planned (the general path, with
+ * the same results). ops NULL: no plan. Call after cp_sched_init (which drops the plan). */
+uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity);
+
+/* Simulated I/O that the INPUT and OUTPUT bindings read and write directly instead of
+ * calling io_read and io_write: CP_IO_KIND_COUNT kinds of `channels` doubles, kind k's channel
+ * c at io[(k - 1) * channels + c] (outside: reads 0.0, writes dropped), the same array the
+ * config's io_read and io_write use (they still drive the safe state). io NULL: the
+ * callbacks. Call after cp_sched_init. */
+void cp_sched_set_sim_io(cp_sched *s, double *io, uint32_t channels);
 
 /* Process the next tick (at s->now_ns) as docs/realtime.md describes. Never allocates. */
 void cp_sched_tick(cp_sched *s);

@@ -34,7 +34,7 @@ _TOP = {"name", "id", "builder", "triple", "cflags", "compiler", "elf_machine", 
         "float64", "emulator", "variant_of", "cpu_features", "fuse_vector_bytes"}
 _REQUIRED = {"name", "id", "elf_machine", "reloc_table", "pointer_bits", "endianness",
              "base_align", "code_align", "nop", "float64", "emulator"}
-_TABLES = {"unicorn", "qemu", "tests", "linux", "simd", "image_features", "table"}
+_TABLES = {"unicorn", "qemu", "tests", "linux", "simd", "image_features"}
 _UNICORN = {"arch", "mode", "cpu", "sp", "pc", "return_address", "fpu"}
 _QEMU = {"system", "machine", "cpu", "harness", "firmware"}
 _TESTS = {"extra_emulators", "flushes_subnormals"}
@@ -127,10 +127,6 @@ class Target:
     feature_bits: tuple[str, ...]
     #: the top-level keys as written: what the stencil build reads and hashes
     build: Mapping[str, Any] = field(compare=False, repr=False)
-    #: operations (stencil name prefixes) its committed table lacks because this machine could
-    #: not rebuild it ([table] lacks; the compiler names the reason, the tests hold it exact)
-    table_lacks: tuple[str, ...] = ()
-    table_lacks_why: str = ""
 
 
 def _keys(origin: str, table: Mapping[str, Any], allowed: set[str],
@@ -221,8 +217,6 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
     features = tables.get("image_features", {})
     _keys(f"{origin} [image_features]", features, {"bits"}, {"bits"} if features else set())
     bits = tuple(features.get("bits", ()))
-    table = tables.get("table", {})
-    _keys(f"{origin} [table]", table, {"lacks", "why"}, {"lacks", "why"} if table else set())
     if variant_of and bits:
         raise TargetFileError(f"{origin}: [image_features] belongs to the base architecture")
     if len(set(bits)) != len(bits) or len(bits) > 64:
@@ -237,8 +231,7 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         simd_flushes_subnormals=bool(simd.get("flushes_subnormals", False)),
         flushes_subnormals=bool(tests.get("flushes_subnormals", False)),
         variant_of=variant_of, cpu_features=tuple(top.get("cpu_features", ())),
-        feature_bits=bits, build=MappingProxyType(top),
-        table_lacks=tuple(table.get("lacks", ())), table_lacks_why=str(table.get("why", "")))
+        feature_bits=bits, build=MappingProxyType(top))
 
 
 #: the parsed toml of every declaration, shipped beside the stencil tables (written by
@@ -312,12 +305,6 @@ def arch_names() -> list[str]:
 @functools.cache
 def _by_name() -> dict[str, Target]:
     return {t.name: t for t in targets()}
-
-
-def lacks_reason(arch: str, stencil: str) -> str:
-    """Why ``arch``'s committed table lacks ``stencil`` (": ..."), or "" when not declared."""
-    target = by_name(arch)
-    return f": {target.table_lacks_why}" if stencil.split("_")[0] in target.table_lacks else ""
 
 
 def by_name(name: str) -> Target:

@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..arch.targets import lacks_reason
 from ..dtypes import DType, float64, int32
 from ..graph.build import strided_attr
 from ..graph.levels import MAX_LEVELS, level_attr
@@ -143,8 +142,7 @@ class _Lowerer:
         """CompileError if the table lacks ``stencil`` (each name is looked up once)."""
         if stencil not in self.known:
             if stencil not in self.table:
-                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}"
-                                   f"{lacks_reason(self.table.arch, stencil)}")
+                raise CompileError(f"no stencil {stencil} for architecture {self.table.arch}")
             self.known.add(stencil)
 
     def store(self, node: Node, reg: int | str, offset: int, src: int | None = None) -> None:
@@ -326,20 +324,8 @@ class _Lowerer:
             return
         if node.op == "transpose":
             rows, cols = node.args[0].shape
-            width = "f64" if node.dtype.size == 8 else "i32"
-            if names.stencil("ngather", width, "v", "v", "m", "m") in self.table:
-                # out[c, r] = a[r, c]: the level gather (c, 1), (r, cols), one loop stencil
-                self.lower_levels(node, "ngather", ((cols, 1), (rows, cols)))
-                return
-            # a table without the level stencils (TriCore's, [table] lacks): one store each
-            src = self.slot_of(node.args[0])
-            out = self.array_out(node)
-            size = node.dtype.size
-            for r in range(rows):
-                for c in range(cols):
-                    self.store(node, "m", out + (c * rows + r) * size, src + (r * cols + c) * size)
-            self.consume(node)
-            self.copy_stores(node, skip_first=True)
+            # out[c, r] = a[r, c]: the level gather (c, 1), (r, cols), one loop stencil
+            self.lower_levels(node, "ngather", ((cols, 1), (rows, cols)))
             return
         if node.op in ("sgather", "sscatter"):
             self.lower_strided(node)

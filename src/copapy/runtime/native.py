@@ -29,8 +29,9 @@ def load_native(image: bytes, own_code: bool = False, allow_code: bool = False,
     it may be a format-1 image (machine code: @cp.jit's in-place images). ``allow_code``: a
     format-1 image is accepted without own_code's trust (fault-containment tests); otherwise
     an image must be format 2, which the runner builds from its own stencil table; such a
-    program (``Program.verified``) skips the per-job CPU-state check of a run of jobs, as no
-    stencil of the table writes that state (tools/stencil_cpu_state.py).
+    program skips the per-job CPU-state check of a run of jobs when its table is proven to
+    keep that state (``Program.keeps_cpu_state``: the table's proof record,
+    tools/stencil_cpu_state.py).
     ``reserve``: bytes of the data region that the cap does not count (@cp.jit: the homes of
     arguments and results the caller's arrays stand in for, which the runner leaves
     untouched, so they cost no memory; issue 31)."""

@@ -52,8 +52,9 @@ class Scope:
     @property
     def lost(self) -> int:
         """Ticks missing from what the target delivered (0 unless the host stalled longer
-        than the stream's bound; the recording marks them in ``lost_before``)."""
-        return self.core.source.gaps()
+        than the stream's bound; the recording marks gaps between its rows in
+        ``lost_before``, and after ``core.drain`` this counts those missing at the ends)."""
+        return self.core.lost()
 
     def record(self, path: str | Path | None) -> Path | None:
         """Record every tick to ``path`` (.csv, or .parquet with pyarrow); None stops and

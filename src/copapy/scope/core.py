@@ -1,9 +1,12 @@
-"""A scope's running core: a thread moves every batch of its source to the recording (all
-ticks) and to the display (decimated); the page reads the display and the state, and sends
-control writes, start/stop and recording requests here. No Bokeh in this module."""
+"""A scope's running core: one thread takes every batch from its source as it comes and
+queues it, another moves the queued batches to the recording (all ticks) and to the display
+(decimated), so a slow recording (a busy disk) never keeps the first from emptying the
+target's bounded stream buffer; the page reads the display and the state, and sends control
+writes, start/stop and recording requests here. No Bokeh in this module."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -12,7 +15,13 @@ from typing import Any
 
 from .display import Display
 from .record import Recorder
-from .sources import Batch, Source, Status
+from .sources import CHUNK, Batch, Source, Status
+
+#: seconds of ticks taken but not yet recorded before the source waits: memory stays bounded
+#: when the recording is slower than the source (a LocalTarget stepped as fast as it runs,
+#: which this throttles), and a stream survives a recording blocked this long (beyond it the
+#: stream's own buffer overflows: counted and marked, never silent)
+BACKLOG_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -46,35 +55,64 @@ class Core:
         self.controls = controls
         self.display = Display(source.labels, source.tick_s)
         self.recorder: Recorder | None = None
-        self.recorded = 0  # rows of finished recordings and the current one
-        self.received = 0  # ticks taken from the source
+        self.recorded = 0  # rows of the current recording (the last one, once it ended)
+        self.taken = 0  # ticks taken from the source
+        self.received = 0  # ticks moved to the recording and the display
+        #: ticks run that never arrived and no gap between arrived rows accounts for (lost
+        #: at the stream's start or end), known once ``drain`` has waited for them
+        self.unaccounted = 0
         self.last_recording: Path | None = None
         self.error = ""
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._queue: queue.SimpleQueue[Batch | None] = queue.SimpleQueue()
+        #: ticks queued (taken, not yet moved) may reach this before the pump waits
+        self.backlog_limit = max(2 * CHUNK, int(BACKLOG_S / source.tick_s))
+        self._room = threading.Condition()
         #: ticks the program had run before the scope (not streamed or traced)
         self.base = source.ticks_run()
         if record is not None:
             self.start_recording(record)
         self._thread = threading.Thread(target=self._pump, name="copapy-scope", daemon=True)
+        self._sink = threading.Thread(target=self._drain_queue, name="copapy-scope-sink",
+                                      daemon=True)
+        self._sink.start()
         self._thread.start()
 
     def _pump(self) -> None:
         while not self._stop.is_set():
             try:
-                self._move(self.source.poll())
+                batch = self.source.poll()
             except Exception as exc:  # the banner shows it; the thread must not die silently
                 self.error = f"{type(exc).__name__}: {exc}"
                 time.sleep(0.1)
+                continue
+            if batch is not None and len(batch):
+                with self._room:
+                    while (self.taken - self.received > self.backlog_limit
+                           and not self._stop.is_set()):
+                        self._room.wait(0.1)
+                    self.taken += len(batch)
+                self._queue.put(batch)
+        self._queue.put(None)  # the sink ends after the batches before this
 
-    def _move(self, batch: Batch | None) -> None:
-        if batch is None or not len(batch):
-            return
+    def _drain_queue(self) -> None:
+        while (batch := self._queue.get()) is not None:
+            try:
+                self._move(batch)
+            except Exception as exc:  # as in _pump: said on the banner, the thread goes on
+                self.error = f"{type(exc).__name__}: {exc}"
+            with self._room:
+                self._room.notify_all()
+
+    def _move(self, batch: Batch) -> None:
         with self._lock:
-            if self.recorder is not None:
-                self.recorder.add(batch)
-                self.recorded += len(batch)
-            self.received += len(batch)
+            try:
+                if self.recorder is not None:
+                    self.recorder.add(batch)
+                    self.recorded += len(batch)
+            finally:  # a failed write (said on the banner) must not hold the pump back
+                self.received += len(batch)
         self.display.add(batch)
 
     def status(self) -> Status:
@@ -83,12 +121,17 @@ class Core:
         status = self.source.status()
         if status.state not in ("running", "stopped"):
             return status
-        lost = self.source.gaps()
+        lost = self.lost()
         detail = [self.error] if self.error else []
         if lost:
             detail.append(f"{lost} ticks lost from the stream (the recording marks them in "
                           f"lost_before)")
         return Status(status.state, "; ".join(detail)) if detail else status
+
+    def lost(self) -> int:
+        """Ticks the target ran and the scope will never get: the gaps between the rows it
+        took, and those missing at the stream's ends (known after ``drain``)."""
+        return self.source.gaps() + self.unaccounted
 
     def write(self, key: Any, value: float | int | bool) -> None:
         self.source.write(key, value)
@@ -122,16 +165,24 @@ class Core:
 
     def drain(self, timeout: float = 5.0) -> int:
         """Wait until the source has delivered every tick run since the scope opened (all of
-        them, once the program is stopped), up to ``timeout`` s; those ticks."""
+        them, once the program is stopped), up to ``timeout`` s; those ticks. Ticks still
+        missing then, beyond the gaps already counted, are counted lost (``unaccounted``)."""
         deadline = time.monotonic() + timeout
         while True:
             run = self.source.ticks_run() - self.base
-            if self.received >= run or time.monotonic() > deadline:
+            if self.received >= run:
+                return run
+            if time.monotonic() > deadline:
+                self.unaccounted = max(0, run - self.received - self.source.gaps())
                 return run
             time.sleep(0.05)
 
     def close(self) -> None:
+        """Stop taking; the batches taken still go to the recording, which then closes."""
         self._stop.set()
         self._thread.join(timeout=5)
+        if self._thread.is_alive():  # a source stuck in a request: end the sink anyway
+            self._queue.put(None)
+        self._sink.join(timeout=30)
         self.stop_recording()
         self.source.close()

@@ -78,7 +78,7 @@ def build(doc: Document, core: Core, recordings: Path) -> None:
         record.button_type = "danger" if rec else "success"
         done = f"; last recording {core.last_recording}" if core.last_recording and not rec \
             else ""
-        lost = core.source.gaps()
+        lost = core.lost()
         info.text = (f"ticks received <b>{core.received}</b>"
                      f"{f', <b>{lost} lost on the link</b>' if lost else ''}"
                      f", recorded <b>{core.recorded}</b>"
