@@ -43,12 +43,18 @@ typedef cp_fv_i32 cp_fv_bool;
 typedef cp_fvu_i32 cp_fvu_bool;
 #define CP_FL(T) (CP_FUSE_BYTES / sizeof(CT_##T))
 
-/* The block of array p at index i of n (zeros beyond n), a scalar broadcast, a block stored. */
+/* The block of array p at index i of n (zeros beyond n), a scalar broadcast, a block stored.
+ * A full block's load also prefetches the array CP_FPREFETCH bytes ahead (an address, never
+ * dereferenced: past the array's end it is harmless): a fused loop with a math kernel has
+ * too many operations per block for the out-of-order window to reach the next cache lines
+ * in time, and at 1e7 elements it waited for memory on top of computing. */
+#define CP_FPREFETCH 1024u
 #define CP_FUSE_MEMORY(T)                                                                      \
     static inline __attribute__((always_inline)) cp_fv_##T cp_fload_##T(const CT_##T *p,        \
                                                                           size_t i, size_t n)  \
     {                                                                                          \
         if (n - i >= CP_FL(T)) {                                                               \
+            __builtin_prefetch((const void *)((uintptr_t)(p + i) + CP_FPREFETCH));             \
             return *(const cp_fvu_##T *)(p + i);                                               \
         }                                                                                      \
         cp_fv_##T v = {0};                                                                     \
