@@ -387,47 +387,26 @@ double cp_tan(double x)
  * tools/vmath_exhaustive.c checks the float32 forms against the scalar
  * kernels for every float32 argument. */
 
-/* round to the nearest integer, ties to even (0 <= v < 2^22 or 2^51) */
-CP_INLINE float cp_vk_rintf(float v)
-{
+/* v rounded to the nearest integer, ties to even (0 <= v < 2^22 or 2^51): one
+ * instruction where the unit has it, else the scalar kernel's sum with magic */
 #if defined(__SSE4_1__) || defined(__aarch64__)
-    return __builtin_rintf(v);
+#define CP_VK_RINT(v, magic) _Generic((v), float: __builtin_rintf, double: __builtin_rint)(v)
 #else
-    return (v + 0x1.8p23f) - 0x1.8p23f;
+#define CP_VK_RINT(v, magic) (((v) + (magic)) - (magic))
 #endif
-}
-CP_INLINE double cp_vk_rint(double v)
-{
-#if defined(__SSE4_1__) || defined(__aarch64__)
-    return __builtin_rint(v);
-#else
-    return (v + 0x1.8p52) - 0x1.8p52;
-#endif
-}
-/* c - a*b where the product a*b is exact */
-CP_INLINE float cp_vk_fnmaf(float a, float b, float c)
-{
+/* c - a*b where the product a*b is exact: one fused multiply-add where the unit has it */
 #if defined(__FMA__) || defined(__aarch64__)
-    return __builtin_fmaf(-a, b, c);
+#define CP_VK_FNMA(a, b, c) _Generic((c), float: __builtin_fmaf, double: __builtin_fma)(-(a), b, c)
 #else
-    return c - a * b;
+#define CP_VK_FNMA(a, b, c) ((c) - (a) * (b))
 #endif
-}
-CP_INLINE double cp_vk_fnma(double a, double b, double c)
-{
-#if defined(__FMA__) || defined(__aarch64__)
-    return __builtin_fma(-a, b, c);
-#else
-    return c - a * b;
-#endif
-}
 
 /* r + rl and the quadrant of ax = |x| as cp_sinf/cp_cosf reduce it; bad as above */
 CP_INLINE uint32_t cp_vk_reducef(float ax, float *rh, float *rl, uint32_t *bad)
 {
     float x = CP_SEL(ax < 100.0f, ax, 0.0f);
-    float kf = cp_vk_rintf(x * CPF_INVPIO2);
-    float r1 = cp_vk_fnmaf(kf, CPF_PIO2_C1, x);   /* k*C1 exact (k <= 64, 17-bit C1) */
+    float kf = CP_VK_RINT(x * CPF_INVPIO2, 0x1.8p23f);
+    float r1 = CP_VK_FNMA(kf, CPF_PIO2_C1, x);   /* k*C1 exact (k <= 64, 17-bit C1) */
     float w2 = kf * CPF_PIO2_C2;
     float s, se, h, l;
     CP_TWO_SUM(s, se, r1, -w2);
@@ -468,10 +447,10 @@ CP_INLINE uint32_t cp_vk_reduce(double ax, double *rh, double *rl, uint32_t *bad
 {
     uint32_t cw = ax < 0x1p30;
     double xd = CP_SEL(cw, ax, 0.0);
-    double k = cp_vk_rint(xd * CPD_INVPIO2);
+    double k = CP_VK_RINT(xd * CPD_INVPIO2, 0x1.8p52);
     uint32_t n = (uint32_t)(int32_t)k;
-    double r1 = cp_vk_fnma(k, CPD_PIO2_CW1, xd);   /* k*P1, k*P2 exact (k < 2^30, 23-bit parts) */
-    double r2 = cp_vk_fnma(k, CPD_PIO2_CW2, r1);
+    double r1 = CP_VK_FNMA(k, CPD_PIO2_CW1, xd);   /* k*P1, k*P2 exact (k < 2^30, 23-bit parts) */
+    double r2 = CP_VK_FNMA(k, CPD_PIO2_CW2, r1);
     double s, se, s2, se2, h, l;
     CP_TWO_SUM(s, se, r2, -(k * CPD_PIO2_CW3));
     CP_TWO_SUM(s2, se2, s, -(k * CPD_PIO2_CW4));
