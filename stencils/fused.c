@@ -30,7 +30,8 @@
  * for the length of one call and restores it afterwards, so the loop reads the caller's array
  * in place (docs/design.md, "@cp.jit in place"). One load per block and stencil.
  *
- * Only the forms the compiler's register order can reach are defined (below, CP_FUN_D).
+ * Only the forms the compiler's register order can reach are defined (CP_FUSED_UNARY_FORMS,
+ * CP_FBIN_D).
  * The prefix keeps them apart from the scalar stencils (<op>_<type>__...) and the packed loops
  * (forms v), which the cross-architecture tests enumerate by name. The last
  * block may be partial: loads fill the missing lanes with zeros, the store writes only the
@@ -41,127 +42,31 @@
  */
 #include "cp_array.h"
 #include "cp_elements.h"
+#include "cp_fused.h"
 #include "cp_math.h"
 #include "cp_ops.h"
 #include "cp_stencil.h"
 
 #if defined(CP_FUSE_BYTES)
 
-#pragma GCC visibility push(hidden)
-
-typedef int32_t cp_vreg __attribute__((vector_size(CP_FUSE_BYTES)));
-#define CP_VREGS CP_REGS, size_t vi, size_t vn, cp_vreg v0, cp_vreg v1
-#define CP_VARGS CP_ARGS, vi, vn, v0, v1
-#define CP_VSTENCIL(name) CP_CC void name(CP_VREGS)
-#define CP_VNEXT() CP_MUSTTAIL return cp_vnext(CP_VARGS)
-
-extern CP_CC void cp_vnext(CP_VREGS);
-extern CP_CC void cp_vloop(CP_VREGS);
-extern int64_t cp_pa_ptr, cp_pb_ptr, cp_pout_ptr;
-
-#pragma GCC visibility pop
-
-/* A block of type T in a vector register, an unaligned block in memory, the lane count. */
-#define CP_FUSE_TYPES(T)                                                                       \
-    typedef CT_##T cp_fv_##T __attribute__((vector_size(CP_FUSE_BYTES)));                      \
-    typedef CT_##T cp_fvu_##T __attribute__((vector_size(CP_FUSE_BYTES), aligned(sizeof(CT_##T))));
-CP_FUSE_TYPES(f32)
-CP_FUSE_TYPES(f64)
-CP_FUSE_TYPES(i32)
-typedef cp_fv_i32 cp_fv_bool;
-typedef cp_fvu_i32 cp_fvu_bool;
-#define CP_FL(T) (CP_FUSE_BYTES / sizeof(CT_##T))
-
-/* The block of array p at index i of n (zeros beyond n), a scalar broadcast, a block stored. */
-#define CP_FUSE_MEMORY(T)                                                                      \
-    static inline __attribute__((always_inline)) cp_fv_##T cp_fload_##T(const CT_##T *p,        \
-                                                                          size_t i, size_t n)  \
-    {                                                                                          \
-        if (n - i >= CP_FL(T)) {                                                               \
-            return *(const cp_fvu_##T *)(p + i);                                               \
-        }                                                                                      \
-        cp_fv_##T v = {0};                                                                     \
-        CP_SCALAR_LOOP                                                                         \
-        for (size_t l = 0; l < n - i; l++) v[l] = p[i + l];                                    \
-        return v;                                                                              \
-    }                                                                                          \
-    static inline __attribute__((always_inline)) cp_fv_##T cp_fbcast_##T(CT_##T s)            \
-    {                                                                                          \
-        cp_fv_##T v;                                                                           \
-        for (size_t l = 0; l < CP_FL(T); l++) v[l] = s;                                        \
-        return v;                                                                              \
-    }                                                                                          \
-    static inline __attribute__((always_inline)) void cp_fstore_##T(CT_##T *p, size_t i,       \
-                                                                    size_t n, cp_fv_##T v)     \
-    {                                                                                          \
-        if (n - i >= CP_FL(T)) {                                                               \
-            *(cp_fvu_##T *)(p + i) = v;                                                        \
-            return;                                                                            \
-        }                                                                                      \
-        /* lane by lane at constant lanes: register extracts, no stack frame for the block */   \
-        _Pragma("clang loop unroll(full)")                                                     \
-        for (size_t l = 0; l < CP_FL(T); l++) {                                                \
-            if (l < n - i) p[i + l] = v[l];                                                    \
-        }                                                                                      \
-    }
-CP_FUSE_MEMORY(f32)
-CP_FUSE_MEMORY(f64)
-CP_FUSE_MEMORY(i32)
-#define cp_fload_bool cp_fload_i32
-#define cp_fbcast_bool cp_fbcast_i32
-
-/* The array a pointer slot designates: the slot's own address plus the offset it holds (in
- * unsigned arithmetic: an integer-to-pointer conversion, never pointer arithmetic beyond an
- * object). Fused tables are 64-bit only. */
-_Static_assert(sizeof(void *) == sizeof(int64_t), "fused loops need 64-bit pointers");
-static inline __attribute__((always_inline)) void *cp_fbase(const int64_t *slot)
-{
-    return (void *)((uintptr_t)slot + (uintptr_t)*slot);
-}
-#define CP_FARRAY(T, r) ((CT_##T *)cp_fbase(&cp_p##r##_ptr))
-
-/* Operand fetch of form 0, 1, p, m (role r, block type T). */
-#define CP_FSRC_0(T, r) ((cp_fv_##T)v0)
-#define CP_FSRC_1(T, r) ((cp_fv_##T)v1)
-#define CP_FSRC_p(T, r) cp_fload_##T(CP_FARRAY(T, r), vi, vn)
-#define CP_FSRC_m(T, r) cp_fbcast_##T(SLOT_##T(r))
-
-/* The lanes of a block: y = EXPR of the lanes of x (and z) as a and b. kind vec calls the
- * kernel's lane form (cp_math.h, CP_VBLOCK_LANES), every other kind the expression per lane. */
-#define CP_FLANES1_num(op, TI, TO, EXPR, x, y)                                                 \
-    for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                                \
-        const CT_##TI a = x[l_];                                                               \
-        y[l_] = (CT_##TO)(EXPR);                                                               \
-    }
-#define CP_FLANES1_bits CP_FLANES1_num
-/* The lane form's block goes through memory (a pointer argument): aligned to the block, so the
- * stencil's store and the kernel's load of it never split a cache line (a split store cannot
- * forward: with a 16-byte aligned stack half the processes ran the AVX-512 loop 2.8x slower). */
-#define CP_FALIGN __attribute__((aligned(CP_FUSE_BYTES)))
-#define CP_FLANES1_vec(op, TI, TO, EXPR, x, y)                                                 \
-    {                                                                                          \
-        CT_##TI in_[CP_FL(TI)] CP_FALIGN, out_[CP_FL(TI)] CP_FALIGN;                           \
-        __builtin_memcpy(in_, &x, sizeof in_);                                                 \
-        cp_v##op##_##TI##_w(out_, in_);                                                        \
-        __builtin_memcpy(&y, out_, sizeof out_);                                               \
-    }
-
-#define CP_FUN1(op, TI, TO, kind, EXPR, D, A)                                                  \
-    CP_VSTENCIL(vr##op##_##TI##__##D##_##A)                                                  \
+/* vr<op>_<T>__<D>_<A>: y = EXPR of the lanes of the operand as a. The element lines of kind
+ * vec (math kernels with a block form) are defined by the kernel's source instead (cp_math.h,
+ * CP_VBLOCK_FORM; cp_fused.h, CP_FUSED_VEC), where the kernel's lane form is in scope. */
+#define CP_FUN1(D, A, op, TI, TO, EXPR)                                                        \
+    CP_VSTENCIL(vr##op##_##TI##__##D##_##A)                                                    \
     {                                                                                          \
         const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
         cp_fv_##TO y_;                                                                         \
-        CP_FLANES1_##kind(op, TI, TO, EXPR, x_, y_)                                            \
+        for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                            \
+            const CT_##TI a = x_[l_];                                                          \
+            y_[l_] = (CT_##TO)(EXPR);                                                          \
+        }                                                                                      \
         v##D = (cp_vreg)y_;                                                                    \
         CP_VNEXT();                                                                            \
     }
-/* The forms the compiler's register order reaches (compiler/fuse.py): a result goes to the
- * register an operand computed in the loop is in, or to register 1 only while register 0
- * holds a value; so a unary D_D, D_p, a binary D_D_p, D_p_D, D_D_m, D_m_D, D_p_p, D_p_m,
- * D_m_p, and 0_0_1, 0_1_0 (both operands computed in the loop). */
-#define CP_FUN_D(op, TI, TO, kind, EXPR, D)                                                    \
-    CP_FUN1(op, TI, TO, kind, EXPR, D, D) CP_FUN1(op, TI, TO, kind, EXPR, D, p)
-
+/* The binary forms the compiler's register order reaches (compiler/fuse.py; the unary ones:
+ * cp_fused.h, CP_FUSED_UNARY_FORMS): D_D_p, D_p_D, D_D_m, D_m_D, D_p_p, D_p_m, D_m_p, and
+ * 0_0_1, 0_1_0 (both operands computed in the loop). */
 #define CP_FBIN1(op, TI, TO, EXPR, D, A, B)                                                    \
     CP_VSTENCIL(vr##op##_##TI##__##D##_##A##_##B)                                            \
     {                                                                                          \
@@ -186,8 +91,10 @@ static inline __attribute__((always_inline)) void *cp_fbase(const int64_t *slot)
  * same size (the same lane count). */
 #define CP_FVREG(arity, op, TI, TO, kind, EXPR)                                                \
     CP_FSIZE_##TI##_##TO(CP_FVREG_##arity, op, TI, TO, kind, EXPR)
-#define CP_FVREG_1(op, TI, TO, kind, EXPR)                                                     \
-    CP_FUN_D(op, TI, TO, kind, EXPR, 0) CP_FUN_D(op, TI, TO, kind, EXPR, 1)
+#define CP_FVREG_1(op, TI, TO, kind, EXPR) CP_FVREG_1_##kind(op, TI, TO, EXPR)
+#define CP_FVREG_1_num(op, TI, TO, EXPR) CP_FUSED_UNARY_FORMS(CP_FUN1, op, TI, TO, EXPR)
+#define CP_FVREG_1_bits CP_FVREG_1_num
+#define CP_FVREG_1_vec(op, TI, TO, EXPR)
 #define CP_FVREG_2(op, TI, TO, kind, EXPR)                                                     \
     CP_FBIN_D(op, TI, TO, EXPR, 0) CP_FBIN_D(op, TI, TO, EXPR, 1)                              \
     CP_FBIN1(op, TI, TO, EXPR, 0, 0, 1) CP_FBIN1(op, TI, TO, EXPR, 0, 1, 0)

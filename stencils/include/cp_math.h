@@ -96,16 +96,9 @@ CP_KERNELS(CP_KERNEL_PROTO)
     void cp_v##name##_f64(double *out, const double *a, size_t n);
 CP_VKERNELS(CP_VKERNEL_PROTO)
 #endif
-/* The same per lane over one block of a fused loop (stencils/fused.c): y = the kernel of the
- * CP_FUSE_BYTES / sizeof(T) lanes of a, fast path or, if a lane needs it, the scalar kernel. */
-#if defined(CP_FUSE_BYTES)
-#if !CP_VMATH
+/* The fused loops' stencils of these kernels are defined with them (CP_VBLOCK_FORM). */
+#if defined(CP_FUSE_BYTES) && !CP_VMATH
 #error "CP_FUSE_BYTES (fused loops) needs an IEEE-exact vector unit (CP_VMATH)"
-#endif
-#define CP_VKERNEL_WPROTO(name)                                                \
-    void cp_v##name##_f32_w(float *y, const float *a);                         \
-    void cp_v##name##_f64_w(double *y, const double *a);
-CP_VKERNELS(CP_VKERNEL_WPROTO)
 #endif
 
 /* Correctly rounded integer-only square roots.  cp_sqrtf/cp_sqrt use these
@@ -314,20 +307,23 @@ CP_INLINE double cp_sqrt_i(double x)
 }
 
 /* --- block forms (CP_VMATH) ---------------------------------------------
- * CP_VBLOCK_FORM(name, T, FAST, SCALAR) defines cp_v<name>_<sfx>: FAST(x, &bad)
- * is the branch-free copy of SCALAR(x), equal to it wherever it leaves bad 0.
- * Full blocks run FAST over CP_VBLOCK elements into a local buffer (the
- * inputs of a block are read before its outputs are written, so out == a is
- * fine); a block with a bad element is recomputed by SCALAR; the tail (fewer
- * than CP_VBLOCK elements) runs SCALAR. */
+ * CP_VBLOCK_FORM(op, S, T, FAST, SCALAR) defines cp_v<op>_<S> (S: f32, f64;
+ * T its C type): FAST(x, &bad) is the branch-free copy of SCALAR(x), equal to
+ * it wherever it leaves bad 0.  Full blocks run FAST over CP_VBLOCK elements
+ * into a local buffer (the inputs of a block are read before its outputs are
+ * written, so out == a is fine); a block with a bad element is recomputed by
+ * SCALAR; the tail (fewer than CP_VBLOCK elements) runs SCALAR.  Where the
+ * target has fused loops (CP_FUSE_BYTES) it also defines the fused loops'
+ * stencils of the kernel (cp_fused.h, CP_FUSED_VEC: FAST inline per block)
+ * and cp_v<op>_<S>_w, SCALAR over one block, their path for a bad lane. */
 #define CP_VBLOCK 16u
 #if defined(__clang__)
 #define CP_VECTOR_LOOP _Pragma("clang loop vectorize(enable)")
 #else
 #define CP_VECTOR_LOOP
 #endif
-#define CP_VBLOCK_FORM(fname, T, FAST, SCALAR)                                 \
-    void fname(T *out, const T *a, size_t n)                                   \
+#define CP_VBLOCK_FORM(op, S, T, FAST, SCALAR)                                 \
+    void cp_v##op##_##S(T *out, const T *a, size_t n)                          \
     {                                                                          \
         size_t i = 0;                                                          \
         for (; n - i >= CP_VBLOCK; i += CP_VBLOCK) {                           \
@@ -346,29 +342,29 @@ CP_INLINE double cp_sqrt_i(double x)
         }                                                                      \
         for (; i < n; i++) out[i] = SCALAR(a[i]);                              \
     }                                                                          \
-    CP_VBLOCK_LANES(fname, T, FAST, SCALAR)
+    CP_VBLOCK_LANES(op, S, T, FAST, SCALAR)
 #if defined(CP_FUSE_BYTES)
-#define CP_VBLOCK_LANES(fname, T, FAST, SCALAR)                                \
-    void fname##_w(T *y, const T *a)                                           \
+#define CP_VBLOCK_LANES(op, S, T, FAST, SCALAR)                                \
+    CP_VSLOW_CC cp_fv_##S cp_v##op##_##S##_w(cp_fv_##S a)                      \
     {                                                                          \
-        enum { W_ = CP_FUSE_BYTES / sizeof(T) };                               \
-        T r[W_];                                                               \
-        uint32_t bad = 0;                                                      \
-        for (size_t j = 0; j < W_; j++) { /* unrolled where W_ is small */     \
-            uint32_t b;                                                        \
-            r[j] = FAST(a[j], &b);                                             \
-            bad |= b;                                                          \
+        for (size_t j = 0; j < CP_FUSE_BYTES / sizeof(T); j++) {               \
+            a[j] = SCALAR(a[j]);                                               \
         }                                                                      \
-        if (bad) {                                                             \
-            for (size_t j = 0; j < W_; j++) r[j] = SCALAR(a[j]);               \
-        }                                                                      \
-        for (size_t j = 0; j < W_; j++) y[j] = r[j];                           \
-    }
+        return a;                                                              \
+    }                                                                          \
+    CP_VSLOW_END                                                               \
+    CP_FUSED_VEC(op, S, FAST, cp_v##op##_##S##_w)
 #else
-#define CP_VBLOCK_LANES(fname, T, FAST, SCALAR)
+#define CP_VBLOCK_LANES(op, S, T, FAST, SCALAR)
 #endif
 /* select without a branch on the condition's evaluation order */
 #define CP_SEL(c, x, y) ((c) ? (x) : (y))
 
 #endif /* CP_MATH_IMPL */
 #endif /* CP_MATH_H */
+
+/* the fused loops' stencils that CP_VBLOCK_FORM defines (after the guard: cp_fused.h includes
+ * cp_array.h, which includes this header) */
+#if defined(CP_MATH_IMPL) && defined(CP_FUSE_BYTES)
+#include "cp_fused.h"
+#endif

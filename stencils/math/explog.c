@@ -1024,10 +1024,10 @@ CP_INLINE double cp_vk_tanh(double x, uint32_t *bad)
     return CP_SEL(x != x, CP_NAN, v);
 }
 
-CP_VBLOCK_FORM(cp_vexp_f32, float, cp_vk_expf, cp_expf)
-CP_VBLOCK_FORM(cp_vexp_f64, double, cp_vk_exp, cp_exp)
-CP_VBLOCK_FORM(cp_vlog_f32, float, cp_vk_logf, cp_logf)
-CP_VBLOCK_FORM(cp_vlog_f64, double, cp_vk_log, cp_log)
-CP_VBLOCK_FORM(cp_vtanh_f32, float, cp_vk_tanhf, cp_tanhf)
-CP_VBLOCK_FORM(cp_vtanh_f64, double, cp_vk_tanh, cp_tanh)
+CP_VBLOCK_FORM(exp, f32, float, cp_vk_expf, cp_expf)
+CP_VBLOCK_FORM(exp, f64, double, cp_vk_exp, cp_exp)
+CP_VBLOCK_FORM(log, f32, float, cp_vk_logf, cp_logf)
+CP_VBLOCK_FORM(log, f64, double, cp_vk_log, cp_log)
+CP_VBLOCK_FORM(tanh, f32, float, cp_vk_tanhf, cp_tanhf)
+CP_VBLOCK_FORM(tanh, f64, double, cp_vk_tanh, cp_tanh)
 #endif

@@ -364,52 +364,81 @@ double cp_tan(double x)
 
 #if CP_VMATH
 /* ------------------------------------------------------------ block forms
- * The operation sequence of cp_sinf/cp_cosf/cp_sin/cp_cos with selects: the
- * direct case |x| <= pi/4 and the Cody-Waite reduction are both evaluated
- * (on |x| clamped to the Cody-Waite range, so no conversion overflows), both
- * polynomials too; an element that needs the Payne-Hanek reduction (float32:
- * |x| >= 100 or a Cody-Waite r below 2^-20; float64: |x| >= 2^30) sets bad. */
+ * The operation sequence of cp_sinf/cp_cosf/cp_sin/cp_cos with selects, on |x|
+ * clamped to the Cody-Waite range (so no conversion overflows), both
+ * polynomials evaluated; an element that needs the Payne-Hanek reduction
+ * (float32: |x| >= 100 or a Cody-Waite r below 2^-20; float64: |x| >= 2^30)
+ * sets bad.  Fewer operations than the scalar kernel, the same bits (each
+ * step below says why):
+ *   - no direct case |x| <= pi/4: there the Cody-Waite step has k = 0 and
+ *     returns r = |x|, rl = +0, quadrant 0, what the direct case takes;
+ *   - k = rint(|x| 2/pi) where the vector unit rounds to an integer in one
+ *     instruction: the magic-number sum (v + 1.5 2^23) - 1.5 2^23 of the
+ *     scalar kernel is that rounding (ties to even, 0 <= v < 2^22);
+ *   - x - k*c as one fused multiply-add where the unit has one and k*c is
+ *     exact (the split constants' high parts): one rounding either way;
+ *   - float32's last error-free sum h + l = s + tail as the fast two-sum
+ *     (3 operations, exact when |s| >= |tail|): an element where |s| < |tail|
+ *     has |h| < 2^-20 and is recomputed (bad), and l's sign of zero, the only
+ *     thing the two sums can disagree on, never reaches a result;
+ *   - no float32 case |x| < 2^-12 (sin x = x, cos x = 1): there r = |x|, rl = +0,
+ *     and the polynomials give exactly |x| and 1 (the terms they add to r and to
+ *     1 are below half an ulp of it), which the signs make x and 1.
+ * tools/vmath_exhaustive.c checks the float32 forms against the scalar
+ * kernels for every float32 argument. */
 
-/* r + rl and the quadrant of |x| = bits ax as cp_sinf/cp_cosf reduce it */
-CP_INLINE uint32_t cp_vk_reducef(uint32_t ax, float *rh, float *rl, uint32_t *bad)
+/* v rounded to the nearest integer, ties to even (0 <= v < 2^22 or 2^51): one
+ * instruction where the unit has it, else the scalar kernel's sum with magic */
+#if defined(__SSE4_1__) || defined(__aarch64__)
+#define CP_VK_RINT(v, magic) _Generic((v), float: __builtin_rintf, double: __builtin_rint)(v)
+#else
+#define CP_VK_RINT(v, magic) (((v) + (magic)) - (magic))
+#endif
+/* c - a*b where the product a*b is exact: one fused multiply-add where the unit has it */
+#if defined(__FMA__) || defined(__aarch64__)
+#define CP_VK_FNMA(a, b, c) _Generic((c), float: __builtin_fmaf, double: __builtin_fma)(-(a), b, c)
+#else
+#define CP_VK_FNMA(a, b, c) ((c) - (a) * (b))
+#endif
+
+/* r + rl and the quadrant of ax = |x| as cp_sinf/cp_cosf reduce it; bad as above */
+CP_INLINE uint32_t cp_vk_reducef(float ax, float *rh, float *rl, uint32_t *bad)
 {
-    float x = cp_u2f(CP_SEL(ax < 0x42c80000u, ax, 0u));
-    float kf = x * CPF_INVPIO2 + 0x1.8p23f;
-    kf = kf - 0x1.8p23f;
-    float r1 = x - kf * CPF_PIO2_C1;
+    float x = CP_SEL(ax < 100.0f, ax, 0.0f);
+    float kf = CP_VK_RINT(x * CPF_INVPIO2, 0x1.8p23f);
+    float r1 = CP_VK_FNMA(kf, CPF_PIO2_C1, x);   /* k*C1 exact (k <= 64, 17-bit C1) */
     float w2 = kf * CPF_PIO2_C2;
     float s, se, h, l;
     CP_TWO_SUM(s, se, r1, -w2);
     float tail = se - kf * CPF_PIO2_C3;
-    CP_TWO_SUM(h, l, s, tail);
-    uint32_t direct = ax <= 0x3f490fdau;
-    uint32_t cw_ok = ax < 0x42c80000u && (cp_f2u(h) & 0x7fffffffu) >= 0x35800000u;
-    *bad = !direct && ax < 0x7f800000u && !cw_ok;
-    *rh = CP_SEL(direct, cp_u2f(ax), h);
-    *rl = CP_SEL(direct, 0.0f, l);
-    return CP_SEL(direct, 0u, (uint32_t)(int32_t)kf & 3u);
+    CP_FAST_TWO_SUM(h, l, s, tail);
+    /* |x| >= 100 (then x = 0, h = 0) or a small r, but not a direct |x| <= pi/4
+     * (r = |x| may be small there), not inf or NaN */
+    *bad = __builtin_fabsf(h) < 0x1p-20f && ax > 0.5f && ax <= 0x1.fffffep127f;
+    *rh = h;
+    *rl = l;
+    return (uint32_t)(int32_t)kf & 3u;
 }
 
 CP_INLINE float cp_vk_sinf(float x, uint32_t *bad)
 {
-    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu, sg = u & 0x80000000u;
+    uint32_t sg = cp_f2u(x) & 0x80000000u;
+    float ax = __builtin_fabsf(x);
     float r, rl;
     uint32_t n = cp_vk_reducef(ax, &r, &rl, bad);
     float y = CP_SEL(n & 1u, cp_cos_kf(r, rl), cp_sin_kf(r, rl));
     float v = cp_u2f(cp_f2u(y) ^ sg ^ ((n & 2u) << 30));
-    v = CP_SEL(ax < 0x39800000u, x, v);
-    return CP_SEL(ax >= 0x7f800000u, CP_NANF, v);
+    return CP_SEL(ax <= 0x1.fffffep127f, v, CP_NANF);   /* inf, NaN */
 }
 
 CP_INLINE float cp_vk_cosf(float x, uint32_t *bad)
 {
-    uint32_t u = cp_f2u(x), ax = u & 0x7fffffffu;
+    float ax = __builtin_fabsf(x);
     float r, rl;
     uint32_t n = cp_vk_reducef(ax, &r, &rl, bad);
     float y = CP_SEL(n & 1u, cp_sin_kf(r, rl), cp_cos_kf(r, rl));
     float v = cp_u2f(cp_f2u(y) ^ (((n + 1u) & 2u) << 30));
-    v = CP_SEL(ax < 0x39800000u, 1.0f, v);
-    return CP_SEL(ax >= 0x7f800000u, CP_NANF, v);
+    return CP_SEL(ax <= 0x1.fffffep127f, v, CP_NANF);
 }
 
 /* float64: |x| < 2^30 is always reduced by Cody-Waite (comparisons of |x| as
@@ -418,21 +447,19 @@ CP_INLINE uint32_t cp_vk_reduce(double ax, double *rh, double *rl, uint32_t *bad
 {
     uint32_t cw = ax < 0x1p30;
     double xd = CP_SEL(cw, ax, 0.0);
-    double k = xd * CPD_INVPIO2 + 0x1.8p52;
-    k = k - 0x1.8p52;
+    double k = CP_VK_RINT(xd * CPD_INVPIO2, 0x1.8p52);
     uint32_t n = (uint32_t)(int32_t)k;
-    double r1 = xd - k * CPD_PIO2_CW1;
-    double r2 = r1 - k * CPD_PIO2_CW2;
+    double r1 = CP_VK_FNMA(k, CPD_PIO2_CW1, xd);   /* k*P1, k*P2 exact (k < 2^30, 23-bit parts) */
+    double r2 = CP_VK_FNMA(k, CPD_PIO2_CW2, r1);
     double s, se, s2, se2, h, l;
     CP_TWO_SUM(s, se, r2, -(k * CPD_PIO2_CW3));
     CP_TWO_SUM(s2, se2, s, -(k * CPD_PIO2_CW4));
     double a = (se + se2) - k * CPD_PIO2_CW5;
     CP_TWO_SUM(h, l, s2, a);
-    uint32_t direct = ax <= 0x1.921fb54442d18p-1;
     *bad = !cw && ax <= 0x1.fffffffffffffp1023;   /* finite, Payne-Hanek */
-    *rh = CP_SEL(direct, ax, h);
-    *rl = CP_SEL(direct, 0.0, l);
-    return CP_SEL(direct, 0u, n & 3u);
+    *rh = h;
+    *rl = l;
+    return n & 3u;
 }
 
 CP_INLINE double cp_vk_sin(double x, uint32_t *bad)
@@ -458,8 +485,8 @@ CP_INLINE double cp_vk_cos(double x, uint32_t *bad)
     return CP_SEL(ax <= 0x1.fffffffffffffp1023, v, CP_NAN);
 }
 
-CP_VBLOCK_FORM(cp_vsin_f32, float, cp_vk_sinf, cp_sinf)
-CP_VBLOCK_FORM(cp_vcos_f32, float, cp_vk_cosf, cp_cosf)
-CP_VBLOCK_FORM(cp_vsin_f64, double, cp_vk_sin, cp_sin)
-CP_VBLOCK_FORM(cp_vcos_f64, double, cp_vk_cos, cp_cos)
+CP_VBLOCK_FORM(sin, f32, float, cp_vk_sinf, cp_sinf)
+CP_VBLOCK_FORM(cos, f32, float, cp_vk_cosf, cp_cosf)
+CP_VBLOCK_FORM(sin, f64, double, cp_vk_sin, cp_sin)
+CP_VBLOCK_FORM(cos, f64, double, cp_vk_cos, cp_cos)
 #endif
