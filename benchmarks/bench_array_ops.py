@@ -61,6 +61,15 @@ ROWS: list[tuple[str, Callable[..., Any], Callable[..., Any], tuple[tuple[int, .
     ("sum axis=1 1000x64", lambda a: a.sum(axis=1), lambda a: a.sum(axis=1), ((1000, 64),)),
     ("broadcast (256,1,3)+(64,3)", lambda a, b: a + b, lambda a, b: a + b,
      ((256, 1, 3), (64, 3))),
+    ("broadcast image 512x512x3 * gain (3,)", lambda a, b: a * b, lambda a, b: a * b,
+     ((512, 512, 3), (3,))),
+    # axis permutations: one level gather (two for the 4-D reversal)
+    ("transpose 1000x1000 .T", lambda a: a.T, lambda a: np.ascontiguousarray(a.T),
+     ((1000, 1000),)),
+    ("transpose 16x32x32x8 (3,2,1,0)", lambda a: a.transpose(3, 2, 1, 0),
+     lambda a: np.ascontiguousarray(a.transpose(3, 2, 1, 0)), ((16, 32, 32, 8),)),
+    ("sum axis=(0,2) 64x64x64", lambda a: a.sum(axis=(0, 2)), lambda a: a.sum(axis=(0, 2)),
+     ((64, 64, 64),)),
 ]
 
 
@@ -93,19 +102,22 @@ REGROUPED: list[tuple[str, Callable[[Any, Any], Any]]] = [
 
 
 def regrouping_counts() -> None:
-    print("| expression | float32 (default: as written) | int32 | float32, reassociate_floats |")
-    print("|---|---|---|---|")
+    print("| expression | float32 (default: as written) | int32 | float32, reassociate_floats "
+          "| float64, reassociate_floats |")
+    print("|---|---|---|---|---|")
     for name, expr in REGROUPED:
         written = operations(expr(cp.value(1.0), cp.value(2.0)))
         ints = operations(expr(cp.value(1), cp.value(2)))
         with cp.simplify_options(reassociate_floats=True):
             floats = operations(expr(cp.value(1.0), cp.value(2.0)))
-        print(f"| `{name}` | {written} | {ints} | {floats} |")
+            doubles = operations(expr(cp.value(1.0, cp.float64), cp.value(2.0, cp.float64)))
+        print(f"| `{name}` | {written} | {ints} | {floats} | {doubles} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rows", help="only the rows whose name contains this text")
     args = parser.parse_args()
     repeat = 5 if args.quick else 21
     regrouping_counts()
@@ -113,7 +125,8 @@ def main() -> None:
     print("| operation | first call ms | operations | copapy µs | NumPy/SciPy µs | ratio |")
     print("|---|---|---|---|---|---|")
     for row in ROWS:
-        bench_row(*row, repeat=repeat)
+        if args.rows is None or args.rows in row[0]:
+            bench_row(*row, repeat=repeat)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,15 @@ the contiguous case beside them; then a large fused expression against NumPy.
 
 Usage:
     python benchmarks/bench_slices.py [--sizes 1000,10000,...] [--big 100000000] [--no-big]
+        [--cases "m.T;x[1::3]"] [--old-src DIR] [--timeout 120] [--rounds 3]
+
+``--old-src DIR`` runs every case a second time with DIR on PYTHONPATH first (a copy of an
+older ``src`` with its built extensions, e.g. before the transposes became level gathers) and
+prints its rows beside the new ones (a case that runs past ``--timeout`` seconds is stopped).
 
 Each (case, n) runs in a subprocess of its own (its peak RSS is ``resource.getrusage``'s
-``ru_maxrss`` of that process alone): import, make the argument, then the first call of the
+``ru_maxrss`` of that process alone), ``--rounds`` times in interleaved rounds (the medians
+are shown): import, make the argument, then the first call of the
 jitted function, which traces, compiles, loads and runs (the *compile* column); the result is
 checked against NumPy. "RSS - base" subtracts the RSS a process had after the imports and the
 argument. The cap on a program's memory is raised for these runs (COPAPY_MAX_MEMORY), since
@@ -35,7 +41,13 @@ CASES = {
     "m[:, ::2]": "lambda x: x.reshape(-1, 100)[:, ::2]",
     "m[::-1, 1::3]": "lambda x: x.reshape(-1, 100)[::-1, 1::3]",
     "m[1:5, ::2]": "lambda x: x.reshape(-1, 100)[1:5, ::2]",
+    # axis permutations (one level gather; the 4-D reversal two), m as rows of 100, t as
+    # blocks of 10 x 10 x 10
+    "m.T": "lambda x: x.reshape(-1, 100).T",
+    "np.swapaxes(t, 1, 3)": "lambda x: np.swapaxes(x.reshape(-1, 10, 10, 10), 1, 3)",
+    "t.transpose(3, 2, 1, 0)": "lambda x: x.reshape(-1, 10, 10, 10).transpose(3, 2, 1, 0)",
 }
+CONTIGUOUS = "contiguous x[1:] + x[:-1]"
 
 CHILD = """
 import json, resource, sys, time
@@ -82,32 +94,59 @@ print(json.dumps({"first": first, "time": sorted(times)[2], "peak": peak / 1024,
 """
 
 
-def child(code: str, *args: str, env: dict[str, str] | None = None) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                         env=env, check=False)
+def child(code: str, *args: str, env: dict[str, str] | None = None,
+          timeout: float | None = None) -> dict[str, float]:
+    try:
+        out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                             text=True, env=env, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"still running after {timeout:.0f} s (stopped)"}  # type: ignore[dict-item]
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}  # type: ignore[dict-item]
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def slices(sizes: list[int]) -> None:
+def slices(sizes: list[int], cases: list[str], old_src: str | None, timeout: float | None,
+           rounds: int) -> None:
     env = dict(os.environ, COPAPY_MAX_MEMORY=str(8 << 30))
+    runs = [("", env)]
+    if old_src:
+        runs.append((" (old)", dict(env, PYTHONPATH=os.pathsep.join(
+            [old_src, *env.get("PYTHONPATH", "").split(os.pathsep)]))))
+    print(f"median of {rounds} interleaved round(s), one process per case and round\n")
     print("| case | n | compile s | peak RSS MB | RSS - base MB | compile / contiguous | "
           "(RSS - base) / contiguous | = NumPy |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
     for n in sizes:
+        rows = [(name, tag, run_env) for name in [CONTIGUOUS, *(c for c in cases
+                                                                if c != CONTIGUOUS)]
+                for tag, run_env in runs if not (tag and name == CONTIGUOUS)]
+        got: dict[str, list[dict[str, float]]] = {}
+        for _ in range(rounds):  # every case once per round: load changes hit them alike
+            for name, tag, run_env in rows:
+                if any("error" in r for r in got.get(name + tag, [])):
+                    continue  # stopped or failed once: not again
+                got.setdefault(name + tag, []).append(
+                    child(CHILD, CASES[name], str(n), env=run_env, timeout=timeout))
         ref: dict[str, float] = {}
-        for name, fn in CASES.items():
-            r = child(CHILD, fn, str(n), env=env)
-            if "error" in r:
-                print(f"| {name} | {n:,} | {r['error']} |")
+        for name, tag, _ in rows:
+            results = got[name + tag]
+            if any("error" in r for r in results):
+                print(f"| {name}{tag} | {n:,} | {results[-1]['error']} |")
                 continue
-            extra = max(r["peak"] - r["base"], 0.1)
+            compile_s = median([r["compile"] for r in results])
+            extra = median([max(r["peak"] - r["base"], 0.1) for r in results])
+            peak = median([r["peak"] for r in results])
             if not ref:
-                ref = {"compile": r["compile"], "extra": extra}
-            print(f"| {name} | {n:,} | {r['compile']:.3f} | {r['peak']:.0f} | {extra:.1f} | "
-                  f"{r['compile'] / ref['compile']:.2f} | {extra / ref['extra']:.2f} | "
-                  f"{'yes' if r['ok'] else 'NO'} |")
+                ref = {"compile": compile_s, "extra": extra}
+            ok = all(r["ok"] for r in results)
+            print(f"| {name}{tag} | {n:,} | {compile_s:.3f} | {peak:.0f} | {extra:.1f} | "
+                  f"{compile_s / ref['compile']:.2f} | {extra / ref['extra']:.2f} | "
+                  f"{'yes' if ok else 'NO'} |", flush=True)
+
+
+def median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def big(n: int) -> None:
@@ -134,9 +173,18 @@ def main() -> None:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--big", type=int, default=100_000_000)
     parser.add_argument("--no-big", action="store_true")
+    parser.add_argument("--cases", default=";".join(CASES), help="names of CASES, by semicolons")
+    parser.add_argument("--old-src", help="an older src directory to compare with")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per case")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each case (median)")
     opts = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}\n")
-    slices([int(s) for s in opts.sizes.split(",")])
+    cases = [c.strip() for c in opts.cases.split(";")] if opts.cases else list(CASES)
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {list(CASES)}")
+    slices([int(s) for s in opts.sizes.split(",")], cases, opts.old_src, opts.timeout,
+           opts.rounds)
     if not opts.no_big:
         big(opts.big)
 

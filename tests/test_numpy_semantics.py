@@ -280,8 +280,9 @@ def run_all(*outs: Any) -> list[Any]:
 @pytest.mark.parametrize("packed", [True, False])
 def test_gradients_through_axes_broadcasting_and_transposes(packed: bool) -> None:
     """cp.grad through axis reductions, a broadcast operand and an N-D transpose, against
-    central differences (packed: the concatenated transposed blocks of an axis move hand their
-    gradient back in their own shape; this raised a ShapeError before)."""
+    central differences (packed: the axis moves are level gathers whose adjoints are the
+    inverse gathers; when they were concatenated transposed blocks, those handing their gradient
+    back in their own shape raised a ShapeError)."""
     rng = np.random.default_rng(5)
     x, b, w = rng.standard_normal((3, 4, 5)), rng.standard_normal((4, 1)), rng.standard_normal(
         (3, 5))

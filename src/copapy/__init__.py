@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .array_ops import argsort, avg_pool2d, conv2d, convolve, max_pool2d, sort
-from .arrays import Array, cross, dot, matrix, norm, vector
+from .arrays import Array, cross, dot, matrix, moveaxis, norm, swapaxes, transpose, vector
 from .compiler import CompileError
 from .dtypes import DType, bool_, float32, float64, int32
 from .functions import cast, clamp, grad
@@ -158,6 +158,7 @@ __all__ = [
     "max",
     "max_pool2d",
     "min",
+    "moveaxis",
     "norm",
     "pow",
     "quaternion",
@@ -171,9 +172,11 @@ __all__ = [
     "sin",
     "sort",
     "sqrt",
+    "swapaxes",
     "sweep",
     "tan",
     "tanh",
+    "transpose",
     "trunc",
     "value",
     "vector",

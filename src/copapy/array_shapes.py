@@ -35,26 +35,12 @@ def broadcast_indices(shape: tuple[int, ...], target: tuple[int, ...]) -> Any:
     return np.broadcast_to(np.arange(math.prod(shape)).reshape(shape), target).reshape(-1)
 
 
-def runs(indices: Any) -> list[tuple[int, int, bool]]:
-    """``indices`` as maximal runs ``(start, length, repeated)``: ``start, start+1, ...``
-    (``repeated`` False) or ``start`` repeated ``length`` times (True). Length-1 runs are
-    ascending ones."""
-    out: list[tuple[int, int, bool]] = []
-    idx = [int(i) for i in indices]
-    k = 0
-    while k < len(idx):
-        start = idx[k]
-        end = k + 1
-        if end < len(idx) and idx[end] == start:
-            while end < len(idx) and idx[end] == start:
-                end += 1
-            out.append((start, end - k, True))
-        else:
-            while end < len(idx) and idx[end] == idx[end - 1] + 1:
-                end += 1
-            out.append((start, end - k, False))
-        k = end
-    return out
+def broadcast_levels(shape: tuple[int, ...], target: tuple[int, ...]) -> list[tuple[int, int]]:
+    """``shape`` broadcast to ``target`` as levels (count, step) over its row-major elements:
+    one per target axis, step 0 where the axis repeats (a dimension of 1 or missing)."""
+    padded = (1,) * (len(target) - len(shape)) + tuple(shape)
+    strides = [math.prod(padded[k + 1:]) for k in range(len(padded))]
+    return [(n, 0 if d == 1 else s) for n, d, s in zip(target, padded, strides, strict=True)]
 
 
 def normalize_axes(axis: Any, ndim: int, name: str) -> tuple[int, ...]:

@@ -22,7 +22,6 @@ from .graph import build, element_shapes, levels
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
-from .graph.ops import REGISTRY
 from .value import (
     Value,
     _convert,
@@ -339,15 +338,25 @@ class Array:
         return self.transpose()
 
     def transpose(self, *axes: Any) -> Array:
-        """The axes permuted (reversed without arguments), NumPy's ``a.transpose``: a packed
-        matrix is one transpose node, a packed N-D array one per block before the moved axis."""
+        """The axes permuted (reversed without arguments or with None), NumPy's
+        ``a.transpose``: packed, one level gather (two for some 4-D orders), whatever the size."""
         given = axes[0] if len(axes) == 1 and isinstance(axes[0], tuple | list) else axes
+        if given == (None,):
+            given = ()
         perm = tuple(reversed(range(self.ndim))) if not given else tuple(
             operator.index(k) % self.ndim for k in given)
         if sorted(perm) != list(range(self.ndim)):
             raise ValueError(f"transpose{tuple(given)!r}: axes must be a permutation of "
                              f"0..{self.ndim - 1}")
         return _permute(self, perm)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Array:
+        """Axes ``axis1`` and ``axis2`` exchanged (NumPy's ``a.swapaxes``, which
+        ``np.swapaxes`` calls)."""
+        first, second = (_axis(k, self.ndim, "swapaxes") for k in (axis1, axis2))
+        perm = list(range(self.ndim))
+        perm[first], perm[second] = second, first
+        return _permute(self, tuple(perm))
 
     def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
         """A view with another shape of the same size (no code is emitted); one dimension
@@ -377,6 +386,9 @@ class Array:
     # ---- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(k is None for k in keys):
+            return self._new_axes(keys)
         if self.packed and self.ndim > 1:
             view = self._strided_view(key)
             if view is not None:
@@ -418,6 +430,33 @@ class Array:
                 return self._items[k]
             return Value(build.index(self.node(), k))
         return self._row(k)
+
+    def _new_axes(self, keys: tuple[Any, ...]) -> Array:
+        """``a[..., None, ...]`` (``np.newaxis``): the other keys' result with an axis of one
+        element at each None, as NumPy places them (a reshape: no code)."""
+        inner = tuple(k for k in keys if k is not None)
+        if len(inner) > self.ndim:
+            raise IndexError(f"{len(inner)} indices for an array of {self.ndim} dimensions")
+        shape: list[int] = []
+        axis = 0
+        for k in keys:
+            if k is None:
+                shape.append(1)
+                continue
+            if k is Ellipsis:
+                raise TypeError("indices with ... are not supported: name every axis (a[:, :, "
+                                "None] rather than a[..., None])")
+            if isinstance(k, slice):
+                shape.append(len(range(*k.indices(self.shape[axis]))))
+            axis += 1
+        shape += self.shape[axis:]
+        if len(shape) > shp.MAX_NDIM:
+            raise IndexError(f"a[{keys}] would have {len(shape)} dimensions: copapy arrays have "
+                             f"at most {shp.MAX_NDIM}")
+        picked = self[inner] if inner else self
+        if not isinstance(picked, Array):  # every axis indexed by an int: one element
+            picked = Array((1,), items=[picked])
+        return picked.reshape(tuple(shape))
 
     def _strided_view(self, key: Any) -> Array | None:
         """A packed N-D array indexed by ints and slices (at least one slice): one view or
@@ -461,6 +500,14 @@ def _whole_array(name: str, numpy: dict[str, Any]) -> None:
         raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only; for another "
                         f"type cast first (a.astype(cp.float64).{name}()), arrays are "
                         f"immutable (no out=)")
+
+
+def _axis(axis: Any, ndim: int, name: str) -> int:
+    """One axis argument (negative counts from the end), or NumPy's AxisError naming it."""
+    if not isinstance(axis, int | np.integer):
+        raise TypeError(f"{name}: an axis is an int, got {type(axis).__name__}")
+    (k,) = shp.normalize_axes(axis, ndim, name)
+    return k
 
 
 def _index(key: Any, length: int) -> int:
@@ -537,25 +584,24 @@ def elementwise(name: str, *operands: Any) -> Array:
 
 
 def _broadcast(a: Array, shape: tuple[int, ...]) -> Array:
-    """``a`` repeated to ``shape`` (NumPy's broadcasting): packed, a concatenation of views
-    of ``a`` (runs of its elements) and fills of single elements."""
+    """``a`` repeated to ``shape`` (NumPy's broadcasting): packed, one level gather whose
+    levels of the repeated axes step by 0 (graph/levels.py), whatever the size; one element,
+    a fill."""
     if a.shape == shape:
         return a
-    indices = shp.broadcast_indices(a.shape, shape)
     if not a.packed:
         items = a.items()
-        return Array(shape, items=[items[i] for i in indices])
+        return Array(shape, items=[items[i] for i in shp.broadcast_indices(a.shape, shape)])
     flat = build.reshape(a.node(), (a.size,))
     if a.size == 1:
         return Array(shape, node=build.broadcast_to(build.index(flat, 0), shape))
-    parts = [build.broadcast_to(build.index(flat, start), (n,)) if repeated
-             else build.slice_(flat, start, n) for start, n, repeated in shp.runs(indices)]
-    return Array(shape, node=build.concat(parts, shape))
+    node = levels.gather(flat, 0, shp.broadcast_levels(a.shape, shape))
+    return Array(shape, node=build.reshape(node, shape))
 
 
 def _permute(a: Array, perm: tuple[int, ...]) -> Array:
-    """``a`` with its axes in the order ``perm`` (NumPy's transpose). Packed, each axis that
-    moves goes to the end in turn: one transpose per block in front of it, concatenated."""
+    """``a`` with its axes in the order ``perm`` (NumPy's transpose). Packed, one level gather
+    with the axes' strides permuted (graph/levels.py): code and nodes independent of the size."""
     if perm == tuple(range(a.ndim)):
         return a
     shape = shp.permuted_shape(a.shape, perm)
@@ -563,31 +609,7 @@ def _permute(a: Array, perm: tuple[int, ...]) -> Array:
         items = a.items()
         order = np.arange(a.size).reshape(a.shape).transpose(perm).reshape(-1)
         return Array(shape, items=[items[i] for i in order])
-    fixed = 0
-    while perm[fixed] == fixed:
-        fixed += 1
-    node = a.node()
-    axes = list(range(a.ndim))
-    dims = list(a.shape)
-    for k in perm[fixed:]:
-        pos = axes.index(k)
-        node = _move_to_end(node, tuple(dims), pos)
-        axes.append(axes.pop(pos))
-        dims.append(dims.pop(pos))
-    return Array(shape, node=node)
-
-
-def _move_to_end(node: Node, shape: tuple[int, ...], pos: int) -> Node:
-    before, n, after = math.prod(shape[:pos]), shape[pos], math.prod(shape[pos + 1:])
-    moved = (*shape[:pos], *shape[pos + 1:], n)
-    if after == 1 or n == 1:
-        return build.reshape(node, moved)
-    transpose = REGISTRY["transpose"]
-    flat = build.reshape(node, (node.size,))
-    parts = [build.make(transpose, (build.reshape(build.slice_(flat, b * n * after, n * after),
-                                                  (n, after)),))
-             for b in range(before)]
-    return build.reshape(parts[0], moved) if before == 1 else build.concat(parts, moved)
+    return Array(shape, node=build.reshape(levels.permute(a.node(), a.shape, perm), shape))
 
 
 def _keepdims(name: str, numpy: dict[str, Any]) -> bool:
@@ -669,6 +691,32 @@ def _reduce(a: Array, op: str, scalar_op: str) -> Value[Any]:
         return Value(build.apply(op, a.node()))
     items = [v.node for v in a.items()]
     return Value(reduce_in_lane_order(items, lambda x, y: build.apply(scalar_op, x, y)))
+
+
+def transpose(a: Any, axes: Sequence[int] | None = None) -> Array:
+    """``np.transpose(a, axes)``: the axes in the order ``axes`` (reversed for None); packed,
+    one level gather whatever the size."""
+    return asarray(a).transpose(axes)
+
+
+def swapaxes(a: Any, axis1: int, axis2: int) -> Array:
+    """``np.swapaxes``: two axes exchanged."""
+    return asarray(a).swapaxes(axis1, axis2)
+
+
+def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Array:
+    """``np.moveaxis``: the axes ``source`` at the places ``destination``, the others in
+    their order."""
+    x = asarray(a)
+    src, dst = ([_axis(k, x.ndim, "moveaxis") for k in (v if isinstance(v, Sequence) else [v])]
+                for v in (source, destination))
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError(f"moveaxis({source!r}, {destination!r}): as many distinct source as "
+                         f"destination axes")
+    order = [k for k in range(x.ndim) if k not in src]
+    for d, k in sorted(zip(dst, src, strict=True)):
+        order.insert(d, k)
+    return _permute(x, tuple(order))
 
 
 def dot(a: Any, b: Any) -> Value[Any]:

@@ -323,21 +323,16 @@ class _Lowerer:
             self.copy_stores(node, skip_first=True)
             return
         if node.op == "transpose":
-            src = self.slot_of(node.args[0])
             rows, cols = node.args[0].shape
-            out = self.array_out(node)
-            size = node.dtype.size
-            for r in range(rows):
-                for c in range(cols):
-                    self.store(node, "m", out + (c * rows + r) * size, src + (r * cols + c) * size)
-            self.consume(node)
-            self.copy_stores(node, skip_first=True)
+            # out[c, r] = a[r, c]: the level gather (c, 1), (r, cols), one loop stencil
+            self.lower_levels(node, "ngather", ((cols, 1), (rows, cols)))
             return
         if node.op in ("sgather", "sscatter"):
             self.lower_strided(node)
             return
         if node.op in ("ngather", "nscatter"):
-            self.lower_levels(node)
+            counts, steps, _ = level_attr(node)
+            self.lower_levels(node, node.op, tuple(zip(counts, steps, strict=True)))
             return
         if node.op in ("argsort", "pgather", "pscatter"):
             self.lower_rows(node)
@@ -475,17 +470,17 @@ class _Lowerer:
         self.consume(node)
         self.copy_stores(node, skip_first=True)
 
-    def lower_levels(self, node: Node) -> None:
-        """An N-D strided view (ngather) or its adjoint (nscatter): one loop stencil over three
-        levels (stencils/include/cp_index.h), fewer padded with outer levels of count 1."""
-        counts, steps, _ = level_attr(node)
-        pad = MAX_LEVELS - len(counts)
-        (c0, c1, c2), (s0, s1, s2) = (1,) * pad + counts, (0,) * pad + steps
-        block = node.args[0] if node.op == "ngather" else node
+    def lower_levels(self, node: Node, op: str, levels: tuple[tuple[int, int], ...]) -> None:
+        """An N-D strided view or transpose (ngather) or its adjoint (nscatter): one loop
+        stencil over three levels (count, step) (stencils/include/cp_index.h), fewer padded
+        with outer levels of count 1."""
+        pad = MAX_LEVELS - len(levels)
+        (c0, s0), (c1, s1), (c2, s2) = ((1, 0),) * pad + levels
+        block = node.args[0] if op == "ngather" else node
         width = "f64" if node.dtype.size == 8 else "i32"
         src = self.slot_of(node.args[0])
         out = self.array_out(node)
-        self.emit(names.stencil(node.op, width, "v", "v", "m", "m"),
+        self.emit(names.stencil(op, width, "v", "v", "m", "m"),
                   [("a", src), ("b", self.const_pair(s0, s1)), ("c", self.const_pair(s2, c2)),
                    ("out", out), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
                    ("j", self.const_int(block.size))])
