@@ -305,6 +305,8 @@ static void link_record(host *h, uint8_t kind)
  * its own slave, which also waits out the bytes still in the tty buffer) and counts the
  * frames it touched from the history of what it wrote: every frame with a byte in the last
  * `taken` bytes written is lost to the client (one whose head was read arrives truncated).
+ * A client that begins to read again during these reads may take some of those bytes:
+ * the bytes counted stay exact, the frames may then be off by the few it shares. */
  * `frame`: the frame being written (`n` bytes), `sent` of them written. Returns the bytes
  * taken; *truncated: the client holds the head of a frame (a delimiter must end it). */
 static uint64_t discard_backlog(host *h, const uint8_t *frame, size_t n, size_t sent,
@@ -342,10 +344,10 @@ static uint64_t discard_backlog(host *h, const uint8_t *frame, size_t n, size_t 
         *truncated = taken < sent;
         end -= sent;
     }
-    /* the history reaches further back than a pty's buffer holds; bytes beyond it would
-     * still be counted in `bytes` */
+    /* the history reaches further back than a pty's buffer holds (bytes beyond it would
+     * still be counted in `bytes`); entry k - 1, the start of entry k, stays valid */
     uint32_t k = h->link_frames;
-    while (end > from && k > 0 && h->link_frames - k < LINK_HISTORY) {
+    while (end > from && k > 0 && h->link_frames - k < LINK_HISTORY - 1u) {
         k--;
         uint8_t kind = h->link_kind[k % LINK_HISTORY];
         frames += kind != LINK_FILLER;
