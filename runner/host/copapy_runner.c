@@ -306,7 +306,7 @@ static void link_record(host *h, uint8_t kind)
  * frames it touched from the history of what it wrote: every frame with a byte in the last
  * `taken` bytes written is lost to the client (one whose head was read arrives truncated).
  * A client that begins to read again during these reads may take some of those bytes:
- * the bytes counted stay exact, the frames may then be off by the few it shares. */
+ * the bytes counted stay exact, the frames may then be off by the few it shares.
  * `frame`: the frame being written (`n` bytes), `sent` of them written. Returns the bytes
  * taken; *truncated: the client holds the head of a frame (a delimiter must end it). */
 static uint64_t discard_backlog(host *h, const uint8_t *frame, size_t n, size_t sent,
