@@ -11,6 +11,7 @@ import subprocess
 import time
 
 import numpy as np
+import pytest
 
 import copapy as cp
 from copapy.serial_target import SerialTarget
@@ -30,11 +31,17 @@ def stop_this_process(seconds: float) -> None:
     subprocess.Popen(["sh", "-c", f"kill -STOP {me}; sleep {seconds}; kill -CONT {me}"]).wait()
 
 
-def test_a_discarded_pty_backlog_is_counted_event_by_event() -> None:
+@pytest.mark.parametrize("width", [0, 64])
+def test_a_discarded_pty_backlog_is_counted_event_by_event(width: int) -> None:
+    """``width`` more values per event: 64 make ~560-byte events, which the discard cuts
+    (the client holds a head, the runner ends it with a delimiter and counts it), and which
+    also overflow the runner's event ring during the stall timeout (stream_dropped)."""
     count = cp.feedback(lambda n: n + 1.0, init=0.0)
+    wide = cp.vector([count + float(k) for k in range(width)]) if width else None
+    streamed = (count,) if wide is None else (count, wide)
     with runner_process("--pty") as (address, _proc), SerialTarget(address) as tg:
-        tg.deploy(cp.Task(count, period=1e-3, name="loop"))
-        trace = tg.trace(count, capacity=1_000_000)
+        tg.deploy(cp.Task(*streamed, period=1e-3, name="loop"))
+        trace = tg.trace(*streamed, capacity=1_000_000)
         tg.start()
         time.sleep(0.5)
         stop_this_process(STOPPED_S)
@@ -56,6 +63,11 @@ def test_a_discarded_pty_backlog_is_counted_event_by_event() -> None:
     assert missed == stats.link_stream_dropped + stats.stream_dropped, stats
     # the events that did arrive are whole: each tick's value (count before the tick's run)
     assert np.array_equal(trace[count], ticks.astype(float))
+    if wide is not None:
+        # from tick 1 on: at tick 0 the vector's memory holds zeros (the event's state
+        # right after tick 0 shows count's initial value but not yet the vector)
+        got = np.asarray(trace[wide])
+        assert np.array_equal(got[1:], ticks[1:, None] + np.arange(width, dtype=float))
     print(f"ticks {stats.ticks}, missed {missed}: link {stats.link_stream_dropped} events "
           f"({stats.link_frames_dropped} frames, {stats.link_bytes_dropped} bytes, "
           f"{stats.link_discards} discards), ring {stats.stream_dropped}")
