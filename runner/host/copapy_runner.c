@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -103,8 +104,16 @@ enum {
     WRITE_TIMEOUT_MS = 500,
     /* a client that holds a session may stall this long (a busy host, a paused process)
      * before its unread bytes are discarded; events queue in the ring meanwhile */
-    STALL_TIMEOUT_MS = 5000
+    STALL_TIMEOUT_MS = 5000,
+    /* frames written to a pty remembered (end offset, kind) to account for a discarded
+     * backlog: a pty holds at most ~70 KB unread (4 KB line discipline + 64 KB tty buffer),
+     * at least 19 bytes a frame (an empty STREAM event) */
+    LINK_HISTORY = 8192
 };
+
+/* what ends at a link_end: a frame, a STREAM event's frame, bytes of no frame (the rest
+ * of a frame begun before a discard, a delimiter) */
+enum { LINK_OTHER = 0, LINK_STREAM = 1, LINK_FILLER = 2 };
 
 #define DEFAULT_MAX_IMAGE (4u * 1024u * 1024u)
 #define DEFAULT_MAX_MEMORY (64ul * 1024 * 1024)
@@ -160,6 +169,13 @@ typedef struct host {
      * (preloading: set around cp_preload_image, for h_write_link) */
     int preloading;
     cp_preload pre;
+    /* the pty link: bytes written to the master so far, and the frames among them (each
+     * h_write_link call is one frame; its end offset and kind) */
+    uint64_t link_written;
+    uint64_t link_end[LINK_HISTORY];
+    uint8_t link_kind[LINK_HISTORY]; /* LINK_OTHER, LINK_STREAM, LINK_FILLER */
+    uint32_t link_frames;     /* frames recorded (the newest at link_frames - 1) */
+    cp_server_link_drops drops; /* the discarded backlog, for STATS (atomics) */
 } host;
 
 static host H;
@@ -202,6 +218,10 @@ static void h_rt_stats(void *ctx, cp_server_rt_stats *out)
 {
     host *h = ctx;
     cp_jitter_rt_stats(out, &h->hist, &h->late_ticks);
+    out->link.stream_events = __atomic_load_n(&h->drops.stream_events, __ATOMIC_RELAXED);
+    out->link.frames = __atomic_load_n(&h->drops.frames, __ATOMIC_RELAXED);
+    out->link.discards = __atomic_load_n(&h->drops.discards, __ATOMIC_RELAXED);
+    out->link.bytes = __atomic_load_n(&h->drops.bytes, __ATOMIC_RELAXED);
 }
 
 static void dma_hold(host *h, int on);
@@ -250,9 +270,103 @@ static int is_socket(const host *h)
     return h->mode == T_TCP || h->mode == T_UNIX;
 }
 
+/* 1 if the COBS-encoded frame `enc` (n bytes) is a STREAM event: its header's flags and
+ * command, decoded from the first bytes (docs/protocol.md, "Framing"). */
+static int frame_is_stream(const uint8_t *enc, size_t n)
+{
+    uint8_t head[CP_FRAME_HEADER];
+    size_t i = 0, o = 0;
+    while (i < n && o < sizeof(head) && enc[i] != 0) {
+        uint8_t code = enc[i++];
+        for (uint8_t k = 1; k < code && i < n && o < sizeof(head); k++) {
+            head[o++] = enc[i++];
+        }
+        if (code != 0xFF && o < sizeof(head)) {
+            head[o++] = 0;
+        }
+    }
+    return o >= 5 && (head[1] & CP_FLAG_EVENT) != 0 && head[4] == CP_CMD_STREAM;
+}
+
+static void add_drop(uint32_t *counter, uint32_t n)
+{
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* Remembers the frame (or filler) that ends at the current link_written. */
+static void link_record(host *h, uint8_t kind)
+{
+    uint32_t at = h->link_frames++ % LINK_HISTORY;
+    h->link_end[at] = h->link_written;
+    h->link_kind[at] = kind;
+}
+
+/* Nobody reads the pty: the runner takes the unread backlog itself (a non-blocking read of
+ * its own slave, which also waits out the bytes still in the tty buffer) and counts the
+ * frames it touched from the history of what it wrote: every frame with a byte in the last
+ * `taken` bytes written is lost to the client (one whose head was read arrives truncated).
+ * A client that begins to read again during these reads may take some of those bytes:
+ * the bytes counted stay exact, the frames may then be off by the few it shares.
+ * `frame`: the frame being written (`n` bytes), `sent` of them written. Returns the bytes
+ * taken; *truncated: the client holds the head of a frame (a delimiter must end it). */
+static uint64_t discard_backlog(host *h, const uint8_t *frame, size_t n, size_t sent,
+                                int *truncated)
+{
+    uint8_t sink[4096];
+    uint64_t taken = 0;
+    for (;;) {
+        ssize_t r = read(h->pty_slave, sink, sizeof(sink));
+        if (r > 0) {
+            taken += (uint64_t)r;
+        } else if (r < 0 && errno == EINTR) {
+            continue;
+        } else {
+            break;
+        }
+    }
+    /* a client that left raw mode (canonical input) may keep bytes read() does not return:
+     * gone too, counted by what the line discipline still reports */
+    int left = 0;
+    if (ioctl(h->pty_slave, FIONREAD, &left) == 0 && left > 0) {
+        taken += (uint64_t)left;
+    }
+    tcflush(h->pty_slave, TCIFLUSH);
+    if (taken > h->link_written) {
+        taken = h->link_written; /* cannot happen: only this runner writes the master */
+    }
+    uint64_t from = h->link_written - taken; /* the first byte the client did not read */
+    uint32_t frames = 0, stream = 0;
+    *truncated = 0;
+    uint64_t end = h->link_written;
+    if (sent > 0 && taken > 0) {
+        frames++;
+        stream += (uint32_t)frame_is_stream(frame, n);
+        *truncated = taken < sent;
+        end -= sent;
+    }
+    /* the history reaches further back than a pty's buffer holds (bytes beyond it would
+     * still be counted in `bytes`); entry k - 1, the start of entry k, stays valid */
+    uint32_t k = h->link_frames;
+    while (end > from && k > 0 && h->link_frames - k < LINK_HISTORY - 1u) {
+        k--;
+        uint8_t kind = h->link_kind[k % LINK_HISTORY];
+        frames += kind != LINK_FILLER;
+        stream += kind == LINK_STREAM;
+        uint64_t start = k > 0 ? h->link_end[(k - 1u) % LINK_HISTORY] : 0;
+        *truncated = start < from;
+        end = start;
+    }
+    add_drop(&h->drops.frames, frames);
+    add_drop(&h->drops.stream_events, stream);
+    add_drop(&h->drops.discards, 1);
+    __atomic_store_n(&h->drops.bytes, __atomic_load_n(&h->drops.bytes, __ATOMIC_RELAXED) + taken,
+                     __ATOMIC_RELAXED);
+    return taken;
+}
+
 /* Writes everything or gives up: a client that stops reading for WRITE_TIMEOUT_MS
  * (STALL_TIMEOUT_MS while it holds a session) loses the bytes (pty: the unread backlog is
- * discarded; a socket client is dropped). */
+ * discarded and counted, STATS link_*; a socket client is dropped). */
 static void preload_reply(host *h, const uint8_t *bytes, size_t n);
 
 static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t n)
@@ -260,19 +374,30 @@ static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t 
     host *h = ctx;
     int guest = link == CP_SERVER_GUEST;
     int flushed = 0;
+    const uint8_t *frame = bytes;
+    size_t frame_n = n, sent = 0;
+    uint8_t kind = (uint8_t)frame_is_stream(bytes, n); /* LINK_OTHER or LINK_STREAM */
     if (h->preloading) {
         preload_reply(h, bytes, n);
         return;
     }
     for (;;) {
         int fd = guest ? h->guest_fd : h->fd_out;
-        if (n == 0 || fd < 0) {
+        if (fd < 0) {
+            return;
+        }
+        if (n == 0) {
+            if (fd == h->pty_master) {
+                link_record(h, kind);
+            }
             return;
         }
         ssize_t w = write(fd, bytes, n);
         if (w > 0) {
+            h->link_written += fd == h->pty_master ? (uint64_t)w : 0;
             bytes += w;
             n -= (size_t)w;
+            sent += (size_t)w;
             continue;
         }
         if (w < 0 && errno == EINTR) {
@@ -285,9 +410,23 @@ static void h_write_link(void *ctx, uint32_t link, const uint8_t *bytes, size_t 
                 continue;
             }
             if (h->mode == T_PTY && !flushed) {
-                /* nobody reads the pty: discard what waits there, then try once more */
-                tcflush(h->pty_slave, TCIFLUSH);
+                /* nobody reads the pty: discard what waits there (counted), then try once
+                 * more; a frame whose start went with it is not finished (it could only
+                 * arrive damaged), and a delimiter ends a frame the client holds a head of */
                 flushed = 1;
+                int truncated;
+                uint64_t taken = discard_backlog(h, frame, frame_n, sent, &truncated);
+                static const uint8_t delimiter[1] = {0};
+                if (sent > 0 && taken > 0) {
+                    bytes = delimiter;
+                    n = truncated ? 1 : 0;
+                    kind = LINK_FILLER;
+                } else if (truncated) {
+                    if (write(fd, delimiter, 1) == 1) {
+                        h->link_written++;
+                        link_record(h, LINK_FILLER);
+                    }
+                }
                 continue;
             }
         } else if (h->mode == T_STDIO) {
@@ -565,6 +704,7 @@ static void open_pty(host *h)
         tcsetattr(s, TCSANOW, &t);
     }
     set_nonblock(m);
+    set_nonblock(s); /* only read to take a backlog nobody reads (discard_backlog) */
     h->pty_master = m;
     h->pty_slave = s;
     h->fd_in = h->fd_out = m;

@@ -12,8 +12,9 @@ enum {
     HELLO_FIXED = 39 + 2 * CP_IO_KIND_COUNT, /* HELLO response (protocol 2) without the name */
     STATS_HEAD = 26,      /* STATS response before the per-task records */
     STATS_TASK = 40,
-    /* appended: p50, stream_dropped, first_task, total_tasks; then the fault record */
-    STATS_TAIL = 12 + CP_SERVER_FAULT_RECORD,
+    /* appended: p50, stream_dropped, first_task, total_tasks; then the fault record; then
+     * link_stream_dropped, link_frames_dropped, link_discards, link_bytes_dropped */
+    STATS_TAIL = 12 + CP_SERVER_FAULT_RECORD + 20,
     PORTS_HEAD = 8,       /* GET_PORTS block: u32 port_count, u32 strings_size */
     SESSION_REQUEST = 4 + CP_AUTH_NONCE,   /* u8 flags, 3 reserved, client nonce */
     SESSION_TAKEOVER = 1, /* SESSION flags */
@@ -1000,6 +1001,10 @@ static void cmd_stats(cp_server *s, const uint8_t *p, uint32_t n)
     put_u16(s, (uint16_t)tasks);
     put_fault(s, resp(s) + s->resp_len);
     s->resp_len += CP_SERVER_FAULT_RECORD;
+    put_u32(s, rt.link.stream_events);
+    put_u32(s, rt.link.frames);
+    put_u32(s, rt.link.discards);
+    put_u64(s, rt.link.bytes);
 }
 
 static void cmd_stream(cp_server *s, const uint8_t *p, uint32_t n)

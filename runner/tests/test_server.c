@@ -658,7 +658,7 @@ static void test_stats(void)
 {
     fx *f = new_fx(0);
     CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
-    CHECK(R.len == 26 + 12 + 40 && g64(R.p) == 0 && g16(R.p + 24) == 0);
+    CHECK(R.len == 26 + 12 + 40 + 20 && g64(R.p) == 0 && g16(R.p + 24) == 0);
     CHECK(load_program(f, 0) == 0);
     CHECK(req(f, CP_CMD_START, NULL, 0) == 0);
     ticks(f, 10);
@@ -666,6 +666,7 @@ static void test_stats(void)
     f->rt.jitter_max_ns = 900;
     f->rt.jitter_p99_ns = 800;
     f->rt.jitter_p50_ns = 400;
+    f->rt.link = (cp_server_link_drops){5, 7, 2, 0x100000001ull}; /* the embedder's discards */
     /* a dropped frame and a frame that is not a request both count as bad */
     static const uint8_t junk[] = {0x05, 1, 2, 3, 4, 0};
     cp_server_feed(&f->srv, junk, sizeof(junk));
@@ -674,7 +675,7 @@ static void test_stats(void)
     cp_server_feed(&f->srv, wire, w);
     CHECK(f->wire_len == 0); /* never answered */
     CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
-    CHECK(R.len == 26 + 2 * 40 + 12 + 40);
+    CHECK(R.len == 26 + 2 * 40 + 12 + 40 + 20);
     CHECK(g64(R.p) == 10 && tb_get32(R.p + 8) == 2 && tb_get32(R.p + 12) == 3 &&
           tb_get32(R.p + 16) == 900 && tb_get32(R.p + 20) == 800 && g16(R.p + 24) == 2);
     const uint8_t *t0 = R.p + 26, *t1 = R.p + 66, *tail = R.p + 106;
@@ -683,6 +684,9 @@ static void test_stats(void)
     CHECK(g64(t1) == 5); /* task 1: 2 ms period, 1 ms offset: t = 1, 3, 5, 7, 9 */
     CHECK(tb_get32(tail) == 400 && tb_get32(tail + 4) == 0 && g16(tail + 8) == 0 &&
           g16(tail + 10) == 2);
+    const uint8_t *link = tail + 12 + 40; /* appended after the fault record */
+    CHECK(tb_get32(link) == 5 && tb_get32(link + 4) == 7 && tb_get32(link + 8) == 2 &&
+          g64(link + 12) == 0x100000001ull);
     /* paging */
     pb_reset();
     pb16(1);
@@ -1223,11 +1227,11 @@ static uint8_t hello_state(fx *f)
     return R.p[HELLO_STATE];
 }
 
-/* The fault record at the end of a STATS response. */
+/* The fault record of a STATS response (before the 20 bytes of link_* counters). */
 static const uint8_t *stats_fault(fx *f)
 {
     CHECK(req(f, CP_CMD_STATS, NULL, 0) == 0);
-    return R.p + R.len - CP_SERVER_FAULT_RECORD;
+    return R.p + R.len - 20 - CP_SERVER_FAULT_RECORD;
 }
 
 static fx *new_guarded_fx(void)
@@ -1497,7 +1501,7 @@ static void test_authentication(void)
     client owner, other;
     CHECK(begin_session(f, &owner, KEY, sizeof(KEY) - 1, 0) == 0);
     CHECK(areq(f, &owner, CP_CMD_PING, NULL, 0, 0) == 0);
-    CHECK(areq(f, &owner, CP_CMD_STATS, NULL, 0, 0) == 0 && R.len == 26 + 12 + 40);
+    CHECK(areq(f, &owner, CP_CMD_STATS, NULL, 0, 0) == 0 && R.len == 26 + 12 + 40 + 20);
     /* an upload and START in the session */
     tb_image img;
     pg_build(&img, 0);

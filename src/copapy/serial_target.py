@@ -13,6 +13,7 @@ BUSY unless ``takeover=True``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import sys
@@ -553,9 +554,7 @@ class SerialTarget:
             tasks += page.tasks
             first += len(page.tasks)
             if first >= total or not page.tasks:
-                return p.RunnerStats(page.ticks, page.bad_frames, page.late_ticks,
-                                     page.jitter_max_ns, page.jitter_p99_ns, page.jitter_p50_ns,
-                                     page.stream_dropped, tasks, page.fault)
+                return dataclasses.replace(page, tasks=tasks)
 
     @property
     def tick_ns(self) -> int:

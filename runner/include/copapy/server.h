@@ -115,11 +115,22 @@ enum {
 };
 
 /* Real-time statistics the embedder measures (STATS). */
+/* What the embedder's link discarded unread (a pty's backlog nobody read, docs/protocol.md
+ * STATS link_*): frames with a byte among the discarded ones, STREAM events among them,
+ * discard episodes, bytes. */
+typedef struct cp_server_link_drops {
+    uint32_t stream_events;
+    uint32_t frames;
+    uint32_t discards;
+    uint64_t bytes;
+} cp_server_link_drops;
+
 typedef struct cp_server_rt_stats {
     uint32_t late_ticks;
     uint32_t jitter_p50_ns;
     uint32_t jitter_p99_ns;
     uint32_t jitter_max_ns;
+    cp_server_link_drops link; /* zeros where the link discards nothing */
 } cp_server_rt_stats;
 
 typedef struct cp_server_config {

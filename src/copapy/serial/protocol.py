@@ -319,11 +319,18 @@ class RunnerStats:
     stream_dropped: int
     tasks: list[tuple[int, int, int, int, int]]  # runs, skipped, overruns, exec max, exec sum
     fault: FaultRecord | None = None  # None from a runner that reports none
+    #: what the runner's link discarded unread (a pty nobody read): STREAM events, frames,
+    #: discard episodes, bytes (0 from a runner that discards nothing or does not say)
+    link_stream_dropped: int = 0
+    link_frames_dropped: int = 0
+    link_discards: int = 0
+    link_bytes_dropped: int = 0
 
 
 STATS_FIXED = struct.Struct("<QIIIIH")
 TASK_STATS = struct.Struct("<QQQQQ")
 STATS_TAIL = struct.Struct("<IIHH")
+STATS_LINK = struct.Struct("<IIIQ")
 
 
 def parse_stats_page(payload: bytes) -> tuple[RunnerStats, int, int]:
@@ -335,7 +342,11 @@ def parse_stats_page(payload: bytes) -> tuple[RunnerStats, int, int]:
     jp50, dropped, first, total = STATS_TAIL.unpack_from(payload, tail)
     at = tail + STATS_TAIL.size
     fault = parse_fault(payload, at) if len(payload) >= at + FAULT_RECORD.size else None
-    return RunnerStats(ticks, bad, late, jmax, jp99, jp50, dropped, tasks, fault), first, total
+    at += FAULT_RECORD.size
+    link = STATS_LINK.unpack_from(payload, at) if len(payload) >= at + STATS_LINK.size \
+        else (0, 0, 0, 0)
+    return RunnerStats(ticks, bad, late, jmax, jp99, jp50, dropped, tasks, fault, *link), \
+        first, total
 
 
 def image_crc(image: bytes) -> int:
