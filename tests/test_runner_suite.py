@@ -202,10 +202,14 @@ def test_read_write_while_running_and_stream(runner: Runner) -> None:
         time.sleep(0.3)
         tg.stop()
         values = trace[counter]
+        ticks = np.rint(np.asarray(trace.time) / 1e-3).astype(np.int64)
         # events are best effort (a slow link drops some): every one is on the decimation grid
-        assert len(values) > 5 and all((b - a) % 5 == 0 and b > a for a, b in pairwise(values))
+        # of ticks; the counter counts runs, which a loaded host may skip (a dropped deadline),
+        # so it only rises, by at most the ticks between two events
+        assert len(values) > 5 and all((b - a) % 5 == 0 and b > a for a, b in pairwise(ticks))
+        assert all(0 < vb - va <= tb - ta for (va, vb), (ta, tb)
+                   in zip(pairwise(values.tolist()), pairwise(ticks.tolist())))
         assert {6.0, 15.0} <= set(trace[y].tolist())
-        assert trace.time[1] - trace.time[0] == pytest.approx(5e-3 * (values[1] - values[0]) / 5)
 
 
 def test_stop_start_and_reset(runner: Runner) -> None:

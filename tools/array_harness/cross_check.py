@@ -63,6 +63,23 @@ __attribute__((noinline)) CP_CC void cp_next(CP_REGS)
         __asm__ volatile("");
     }
 }
+#include "cp_fused.h"
+#if defined(CP_FUSE_BYTES)
+/* the math sources carry fused-loop stencils too; their hidden links must resolve */
+int64_t cp_pa_ptr, cp_pb_ptr, cp_pout_ptr;
+__attribute__((noinline)) CP_CC void cp_vnext(CP_VREGS)
+{
+    for (;;) {
+        __asm__ volatile("");
+    }
+}
+__attribute__((noinline)) CP_CC void cp_vloop(CP_VREGS)
+{
+    for (;;) {
+        __asm__ volatile("");
+    }
+}
+#endif
 """
 
 LINKER_SCRIPT = """
