@@ -19,6 +19,7 @@ from copapy._contract import IO_KIND_COUNT
 from copapy.arch.targets import arch_names
 from copapy.bench.jitter_plan import CONDITIONS, POLICIES, VARIANTS, describe
 from copapy.runtime.load import host_architecture
+from copapy.serial.protocol import RunnerStats
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_PATH = str(ROOT / "src")
@@ -59,9 +60,22 @@ def test_runner_info_and_stats_end_to_end() -> None:
         stats = copapy("stats", line[1])
         assert stats.returncode == 0, stats.stderr
         assert stats.stdout.startswith("ticks ") and "release jitter p50" in stats.stdout
+        assert ("stream events dropped 0: 0 by the event ring, 0 by the link (discarded unread: "
+                "0 frames, 0 bytes in 0 discards)") in stats.stdout.splitlines()
     finally:
         runner.kill()
         runner.wait(timeout=5)
+
+
+def test_stats_names_both_places_stream_events_are_lost() -> None:
+    """The event ring's drops and the link's discards, each field in its place, and their sum
+    (what a scope sees as tick gaps)."""
+    s = RunnerStats(ticks=9000, bad_frames=0, late_ticks=0, jitter_max_ns=0, jitter_p99_ns=0,
+                    jitter_p50_ns=0, stream_dropped=12, tasks=[], link_stream_dropped=3400,
+                    link_frames_dropped=3401, link_discards=2, link_bytes_dropped=170050)
+    assert cli.stream_losses(s) == ("stream events dropped 3412: 12 by the event ring, 3400 by "
+                                    "the link (discarded unread: 3401 frames, 170050 bytes in 2 "
+                                    "discards)")
 
 
 def test_bad_port_is_one_clear_line() -> None:

@@ -4,7 +4,7 @@
     copapy runner --unix /run/cp.sock --key-file cp.key   # a Unix socket; only the key's owner
     copapy runner --tcp 5555 --key-file cp.key            # 127.0.0.1:5555, a key is required
     copapy info /dev/pts/3           # what a connected runner reports (--key-file for a key)
-    copapy stats /dev/pts/3          # per-task statistics and release jitter
+    copapy stats /dev/pts/3          # per-task statistics, release jitter, stream losses
     copapy archs                     # architectures copapy compiles for
     copapy run prog.cpimg --steps 100 --print speed    # a saved program (cp.save), in-process
     copapy info prog.cpimg           # header, tasks, ports and I/O bindings of a saved program
@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import __version__, cli_bench, cli_program, cli_scope, cli_tools
 from .host_runner import runner_executable
+from .serial.protocol import RunnerStats
 
 
 def cmd_runner(args: argparse.Namespace) -> int:
@@ -81,6 +82,14 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def stream_losses(s: RunnerStats) -> str:
+    """Where STREAM events were lost, so a scope's tick gaps are accounted for by the runner."""
+    return (f"stream events dropped {s.stream_dropped + s.link_stream_dropped}: "
+            f"{s.stream_dropped} by the event ring, {s.link_stream_dropped} by the link "
+            f"(discarded unread: {s.link_frames_dropped} frames, {s.link_bytes_dropped} bytes "
+            f"in {s.link_discards} discards)")
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from .serial_target import SerialTarget
     from .target_common import TaskStats
@@ -94,6 +103,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         print(f"ticks {s.ticks}, late ticks {s.late_ticks}, bad frames {s.bad_frames}, "
               f"release jitter p50 {s.jitter_p50_ns / 1e3:.1f} µs, "
               f"p99 {s.jitter_p99_ns / 1e3:.1f} µs, max {s.jitter_max_ns / 1e3:.1f} µs")
+        print(stream_losses(s))
         for k, counters in enumerate(s.tasks):
             t = TaskStats.from_counters(f"task {k}", counters)
             print(f"{t.name}: {t.runs} runs, {t.skipped} skipped, {t.overruns} overruns, "

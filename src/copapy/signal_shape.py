@@ -169,4 +169,4 @@ def bind(form: Form, leaves: list[Node], update: Any, op: str) -> None:
                          f"the update to the state's)")
     nodes = form.leaves(update) if form.kind != SCALAR else [wrap(update).node]
     for leaf, node in zip(leaves, nodes, strict=True):
-        set_update(leaf, build.cast(node, leaf.dtype))
+        set_update(leaf, build.cast(node, leaf.dtype), signal=op != "delay")

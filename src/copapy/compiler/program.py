@@ -12,7 +12,7 @@ from ..arch.features import feature_mask
 from ..arch.targets import by_name
 from ..graph.build import live_nodes, rebuild
 from ..graph.node import Node, const, input_initial, input_name
-from ..graph.state import state_initial, update_of
+from ..graph.state import state_initial, update_is_signal, update_of
 from ..image import (
     Image,
     ImageIoBinding,
@@ -109,8 +109,9 @@ def _closure(roots: Sequence[Node], stop: set[Node] | dict[Node, int],
 
 def _presets(states: Sequence[Node]) -> dict[Node, bytes]:
     """The outputs with a value before their first run, and that value: a state (delay) and a
-    state's update (feedback, integrate) start at the state's init (docs/semantics.md)."""
-    found = {update_of(s): state_initial(s) for s in states}
+    state's update that is the signal (feedback, integrate) start at the state's init
+    (docs/semantics.md); a delay's update is its input, a value of its own."""
+    found = {update_of(s): state_initial(s) for s in states if update_is_signal(s)}
     found.update({s: state_initial(s) for s in states})  # a state's own init comes first
     return found
 

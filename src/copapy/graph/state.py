@@ -14,6 +14,8 @@ from ..dtypes import DType
 from .node import Node, intern, next_serial
 
 _updates: weakref.WeakKeyDictionary[Node, Node] = weakref.WeakKeyDictionary()
+#: states whose update is the signal itself (feedback, integrate), not an input (delay)
+_signal_updates: weakref.WeakSet[Node] = weakref.WeakSet()
 
 
 def new_state(dtype: DType, initial: float | int | bool, name: str | None = None) -> Node:
@@ -21,8 +23,9 @@ def new_state(dtype: DType, initial: float | int | bool, name: str | None = None
     return intern("state", dtype, (), (next_serial(), name, dtype.pack(initial)))
 
 
-def set_update(state: Node, update: Node) -> None:
-    """Bind the value the state takes for the next run (once)."""
+def set_update(state: Node, update: Node, signal: bool = False) -> None:
+    """Bind the value the state takes for the next run (once); ``signal``: the update is the
+    signal's value (feedback, integrate), which reads the state's init before its first run."""
     if state.op != "state":
         raise TypeError("only a state leaf can be given an update")
     if state in _updates:
@@ -30,11 +33,18 @@ def set_update(state: Node, update: Node) -> None:
     if update.dtype is not state.dtype:
         raise TypeError(f"state is {state.dtype.name} but its update is {update.dtype.name}")
     _updates[state] = update
+    if signal:
+        _signal_updates.add(state)
 
 
 def update_of(state: Node) -> Node:
     """The update of a state leaf; a state without one keeps its value forever."""
     return _updates.get(state, state)
+
+
+def update_is_signal(state: Node) -> bool:
+    """Whether the state's update stands for the signal (so starts at the state's init)."""
+    return state in _signal_updates
 
 
 def state_initial(state: Node) -> bytes:
