@@ -208,7 +208,7 @@ def test_read_write_while_running_and_stream(runner: Runner) -> None:
         # so it only rises, by at most the ticks between two events
         assert len(values) > 5 and all((b - a) % 5 == 0 and b > a for a, b in pairwise(ticks))
         assert all(0 < vb - va <= tb - ta for (va, vb), (ta, tb)
-                   in zip(pairwise(values.tolist()), pairwise(ticks.tolist())))
+                   in zip(pairwise(values.tolist()), pairwise(ticks.tolist()), strict=True))
         assert {6.0, 15.0} <= set(trace[y].tolist())
 
 
