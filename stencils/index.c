@@ -12,3 +12,8 @@ CP_ARGSORT_WORDS(i32)
 
 CP_PERMUTE(i32, uint32_t)
 CP_PERMUTE(f64, uint64_t)
+
+#if defined(CP_FUSE_BYTES)
+CP_PGATHERS(i32, uint32_t)
+CP_PGATHERS(f64, uint64_t)
+#endif

@@ -75,7 +75,7 @@ def test_the_deferred_zone_goes_behind_everything_and_re_aims_its_pointers() -> 
 
 def test_the_cap_error_names_both_fixes_in_full(cap: None) -> None:
     x, _ = args()
-    jitted = cp.jit(lambda a: a[::2] + a[1::2])  # the strided copy reads x: x is copied in
+    jitted = cp.jit(lambda a: a[::2] + a[1::2])  # two halves and the result count, x does not
     with pytest.raises(ImageLoadError) as info:
         jitted(x)
     msg = str(info.value)
@@ -85,7 +85,7 @@ def test_the_cap_error_names_both_fixes_in_full(cap: None) -> None:
     assert MEMORY_OPTION == ("COPAPY_MAX_MEMORY=<bytes> or "
                              "copapy.runtime.set_max_memory(<bytes>)")
     need = int(msg.split("needs ")[1].split(" bytes")[0])
-    assert need > 4 * N  # x's copy, its two halves and the result
+    assert need > 4 * N  # the two halves and the result, each with its reset copy
 
 
 def test_nothing_is_copied_before_the_cap_refuses(cap: None) -> None:

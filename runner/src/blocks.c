@@ -384,7 +384,9 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
             }
             /* the slot holds its target relative to itself (stencils/fused.c) */
             start = (start + init_le(img, offs[r], 8)) & UINT64_MAX;
-            uint32_t n = access == ACC_POINTER ? len[ROLE_N] : loop_n;
+            /* a block's own pointer: its length role (n; j for a gather's source) */
+            uint32_t n = access == ACC_LOOP_POINTER ? loop_n
+                         : (flags & DIM_J) ? len[ROLE_J] : len[ROLE_N];
             size = extent(elem, &n, 1, data);
         }
         if (size > data || start > data - size) {

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "cp_array.h"
+#include "cp_fused.h"
 #include "cp_ops.h"
 #include "cp_stencil.h"
 
@@ -292,6 +293,34 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         }                                                                                      \
         CP_NEXT();                                                                             \
     }
+
+/* The gathers of an array read through its pointer slot a (form p, cp_fused.h): under @cp.jit
+ * the slot designates the caller's buffer for one call, so a strided view, transpose or
+ * broadcast of an argument reads it in place, as the fused loops do, and the program holds no
+ * copy of it (docs/decisions/2026-12-04-gathers-of-jit-arguments.md). Only where fused loops
+ * exist (64-bit targets with CP_FUSE_BYTES); the same checks as the v forms, the same bits. */
+#if defined(CP_FUSE_BYTES)
+#define CP_PGATHERS(T, W)                                                                      \
+    CP_STENCIL(ngather_##T##__v_p_m_m)                                                         \
+    {                                                                                          \
+        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        CP_LEVELS(CP_LEN(cp_j_i32))                                                            \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, src_, p2_))                         \
+        CP_NEXT();                                                                             \
+    }                                                                                          \
+    CP_STENCIL(sgather_##T##__v_p_m_m)                                                         \
+    {                                                                                          \
+        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        const size_t n = CP_LEN(cp_n_i32);                                                     \
+        CP_STRIDED_RANGE(n, CP_LEN(cp_j_i32))                                                  \
+        if (ok_) {                                                                             \
+            for (size_t i = 0; i < n; i++, at_ += by_) {                                       \
+                CP_MOVE_BITS(W, VSLOT_##T(out), i, src_, at_);                                 \
+            }                                                                                  \
+        }                                                                                      \
+        CP_NEXT();                                                                             \
+    }
+#endif
 
 #pragma GCC visibility pop
 

@@ -38,6 +38,18 @@ class CompileError(ValueError):
     """The graph cannot be compiled for the chosen architecture."""
 
 
+#: the operations lowered to a gather whose source may be read through a pointer slot
+_GATHERS = frozenset({"sgather", "ngather", "transpose"})
+
+
+def _home(node: Node) -> Node:
+    """The node whose memory ``node`` is (through reshapes and slices from its first
+    element, which share it from the same address)."""
+    while node.op == "reshape" or (node.op == "slice" and node.attr[0] == 0):  # type: ignore[index]
+        node = node.args[0]
+    return node
+
+
 class Instr(NamedTuple):
     """One stencil instance and the data slots its operand roles refer to (a named tuple:
     one is made per operation, and a tuple is the cheapest immutable record)."""
@@ -186,8 +198,11 @@ class _Lowerer:
         skipped.update(n for loop in loops.values() for n in loop.interior)
         if self.in_place:
             self.read = {a for node in order for a in node.args}
-            self.copied = {a for node in order if node not in loops and node not in skipped
-                           for a in node.args if a in self.in_place}
+            # a reshape or slice that is no output reads nothing (its readers read its home)
+            self.copied = {_home(a) for node in order if node not in loops
+                           and node not in skipped and not self.reads_in_place(node)
+                           and not (node is not _home(node) and node not in self.stores)
+                           for a in node.args if _home(a) in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
         # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
@@ -454,17 +469,36 @@ class _Lowerer:
             else:
                 self.store(node, "m", offset, src)
 
+    def reads_in_place(self, node: Node) -> bool:
+        """A gather of an in-place input that the table has a pointer form of (``v_p_m_m``):
+        it reads the caller's buffer through the input's pointer slot, so nothing copies it."""
+        return (node.op in _GATHERS and _home(node.args[0]) in self.in_place
+                and self.gather_name(node, "p") in self.table)
+
+    def gather_name(self, node: Node, source: str) -> str:
+        """The gather (or scatter) stencil of ``node``, its source ``a`` in form ``source``."""
+        op = "ngather" if node.op == "transpose" else node.op
+        width = "f64" if node.dtype.size == 8 else "i32"
+        return names.stencil(op, width, "v", source, "m", "m")
+
+    def gather_source(self, node: Node) -> tuple[str, tuple[str, int]]:
+        """The stencil of a gather or scatter and its slot ``a``: the source's pointer slot
+        when it is read in place (reads_in_place), else the source's own slot."""
+        src = self.slot_of(node.args[0])
+        if self.in_place and self.reads_in_place(node):
+            return self.gather_name(node, "p"), ("a", self.pointer_to(src))
+        return self.gather_name(node, "v"), ("a", src)
+
     def lower_strided(self, node: Node) -> None:
         """A strided view (sgather) or its adjoint (sscatter): one loop stencil of the element
         width (a move of bits), start and step in int32 slots, the lengths n (the vector) and
         j (the array it steps through)."""
         start, step, _ = strided_attr(node)
-        src = self.slot_of(node.args[0])
+        stencil, source = self.gather_source(node)
         out = self.array_out(node)
         vector, whole = (node, node.args[0]) if node.op == "sgather" else (node.args[0], node)
-        width = "f64" if node.dtype.size == 8 else "i32"
-        self.emit(names.stencil(node.op, width, "v", "v", "m", "m"),
-                  [("a", src), ("b", self.const_word(start)), ("c", self.const_word(step)),
+        self.emit(stencil,
+                  [source, ("b", self.const_word(start)), ("c", self.const_word(step)),
                    ("out", out), ("n", self.const_int(vector.size)),
                    ("j", self.const_int(whole.size))])
         self.consume(node)
@@ -477,11 +511,10 @@ class _Lowerer:
         pad = MAX_LEVELS - len(levels)
         (c0, s0), (c1, s1), (c2, s2) = ((1, 0),) * pad + levels
         block = node.args[0] if op == "ngather" else node
-        width = "f64" if node.dtype.size == 8 else "i32"
-        src = self.slot_of(node.args[0])
+        stencil, source = self.gather_source(node)
         out = self.array_out(node)
-        self.emit(names.stencil(op, width, "v", "v", "m", "m"),
-                  [("a", src), ("b", self.const_pair(s0, s1)), ("c", self.const_pair(s2, c2)),
+        self.emit(stencil,
+                  [source, ("b", self.const_pair(s0, s1)), ("c", self.const_pair(s2, c2)),
                    ("out", out), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
                    ("j", self.const_int(block.size))])
         self.consume(node)

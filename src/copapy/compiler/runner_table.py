@@ -185,8 +185,10 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
     form = dict(zip(order, forms, strict=False)).get(role, "m")
     if form == "p":
         own = "n" in roles and not family.startswith("vr")
+        # a block's own pointer designates n elements, a gather's source (form p) its j
+        length = _DIMS.get(family, {}).get(role, DIM_N) if own else 0
         return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(op, role),
-                    written | (DIM_N if own else 0))
+                    written | length)
     if form == "v":
         dims = _DIMS.get(family, {})
         return Role(role, ACCESS_ARRAY, _elem(op, role), written | dims.get(role, DIM_N))

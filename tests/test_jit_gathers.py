@@ -1,0 +1,222 @@
+"""Gathers of @cp.jit arguments read the caller's buffer in place (issue 31, item 2): a strided
+view, a reversal, a transpose or a broadcast of an argument is a gather stencil whose source is
+the argument's pointer slot (``<op>_<w>__v_p_m_m``, stencils/include/cp_index.h), so the program
+holds no copy of the argument and the memory cap does not count it, as for the fused loops
+(docs/decisions/2026-12-04-gathers-of-jit-arguments.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import copapy as cp
+from copapy import _runner
+from copapy import image as im
+from copapy.compiler import compile_program
+from copapy.compiler import program as compiler_program
+from copapy.compiler.manifest import decode
+from copapy.compiler.runner_table import runner_table
+from copapy.graph import build, levels
+from copapy.graph.node import Node
+from copapy.jit import _array_input
+from copapy.runtime import set_max_memory
+from copapy.runtime.errors import ImageLoadError
+
+from .support.archs import CONFIG_IDS, CONFIGS, Batch, Config, execute, stencils_used
+
+N = 1 << 18  # 1 MiB of float32
+CAP = 1 << 20
+
+#: (name, the function, NumPy's, the argument's shape)
+CASES: list[tuple[str, Callable[[Any], Any], Callable[[Any], Any], tuple[int, ...]]] = [
+    ("halves", lambda x: x[::2] + x[1::2], lambda x: x[::2] + x[1::2], (N,)),
+    ("reversed", lambda x: x[::-1] * 2.0, lambda x: x[::-1] * np.float32(2.0), (N,)),
+    ("thirds", lambda x: x[1::3] * 1.0, lambda x: x[1::3] * np.float32(1.0), (N,)),
+    ("transpose", lambda m: m.T, lambda m: m.T, (512, N // 512)),
+    ("columns", lambda m: m[:, ::-2] + 0.0, lambda m: m[:, ::-2] + np.float32(0.0), (512, 512)),
+    ("broadcast", lambda m: m * m[0], lambda m: m * m[0], (512, 512)),
+]
+#: gathers whose temporaries and result are small: the argument alone is larger than the cap
+SMALL: list[tuple[str, Callable[[Any], Any], Callable[[Any], Any], tuple[int, ...]]] = [
+    ("sixteenths", lambda x: x[::16] + x[1::16], lambda x: x[::16] + x[1::16], (2 * N,)),
+    ("reversed", lambda x: x[::-16] * 2.0, lambda x: x[::-16] * np.float32(2.0), (2 * N,)),
+    ("transpose", lambda m: m[::4, ::4].T, lambda m: m[::4, ::4].T, (512, 2 * N // 512)),
+]
+
+
+@pytest.fixture
+def cap() -> Iterator[None]:
+    set_max_memory(CAP)
+    try:
+        yield
+    finally:
+        set_max_memory(None)
+
+
+def data(shape: tuple[int, ...]) -> Any:
+    return np.random.default_rng(3).random(shape, dtype=np.float32)
+
+
+@pytest.mark.parametrize("name,f,ref,shape", CASES, ids=[c[0] for c in CASES])
+def test_gathers_of_an_argument_give_numpys_results(name: str, f: Callable[[Any], Any],
+                                                   ref: Callable[[Any], Any],
+                                                   shape: tuple[int, ...]) -> None:
+    x = data(shape)
+    jitted = cp.jit(f)
+    for arg in (x, x * 3):  # the slot follows the caller's buffer on every call
+        got = jitted(arg)
+        assert got.tobytes() == np.ascontiguousarray(ref(arg)).tobytes(), name
+
+
+@pytest.mark.parametrize("name,f,ref,shape", SMALL, ids=[c[0] for c in SMALL])
+def test_an_argument_larger_than_the_cap_is_read_in_place(cap: None, name: str,
+                                                          f: Callable[[Any], Any],
+                                                          ref: Callable[[Any], Any],
+                                                          shape: tuple[int, ...]) -> None:
+    x = data(shape)
+    assert x.nbytes > CAP
+    got = cp.jit(f)(x)
+    assert got.tobytes() == np.ascontiguousarray(ref(x)).tobytes(), name
+
+
+def test_the_cap_counts_the_temporaries_and_the_result_not_the_argument() -> None:
+    x = data((N,))
+    set_max_memory(4096)
+    try:
+        with pytest.raises(ImageLoadError) as info:
+            cp.jit(lambda a: a[::2] + a[1::2])(x)
+    finally:
+        set_max_memory(None)
+    need = int(str(info.value).split("needs ")[1].split(" bytes")[0])
+    # two halves and the result, each with its reset copy; a copy of x would add 2 x.nbytes
+    assert 3 * x.nbytes <= need < 3 * x.nbytes + (64 << 10)
+
+
+def test_the_program_holds_no_copy_of_the_argument() -> None:
+    x = np.zeros(N, np.float32)
+    traced = _array_input(x, "float32")
+    out = traced[::2] + traced[1::2]
+    compiled = compile_program([out.node()], "x86_64", in_place=True)
+    assert traced.node() in compiled.pointers  # read only through its pointer slot
+    names = stencils_used([out.node()], "x86_64", in_place=True)
+    assert "sgather_i32__v_p_m_m" in names and "sgather_i32__v_v_m_m" not in names
+
+
+def test_float64_and_int32_arguments_and_a_direct_run() -> None:
+    for dtype in (np.float64, np.int32):
+        m = (np.arange(6 * 35) * 7 % 23).astype(dtype).reshape(6, 35)
+        jitted = cp.jit(lambda a: (a.T, a[::-1, 1::3]))
+        t, s = jitted(m)
+        assert t.tobytes() == m.T.tobytes() and s.tobytes() == m[::-1, 1::3].tobytes()
+    compiled = next(iter(jitted._cache.values()))  # type: ignore[attr-defined]
+    compiled.run(0)  # the slot designates the home again: the program's zeros only
+    t, s = jitted(m)
+    assert t.tobytes() == m.T.tobytes()
+
+
+def test_another_read_of_the_argument_keeps_the_copy_and_the_right_values() -> None:
+    """A reduction reads the argument's home: the argument is copied in, and the gather reads
+    the home through the slot (which then designates the home)."""
+    x = np.arange(1000, dtype=np.float32)
+    got, total = cp.jit(lambda a: (a[::-1] * 2.0, a.sum()))(x)
+    assert got.tobytes() == (x[::-1] * np.float32(2.0)).tobytes()
+    assert total == pytest.approx(float(x.sum()))
+
+
+SHAPE = (6, 35)
+#: (start, levels) over the 6 x 35 array whose bounding block starts at its first element (the
+#: gather reads the argument's pointer slot itself), steps both ways, up to three levels
+VIEWS = [(0, [(3, 70), (18, 2)]), (175, [(6, -35), (12, 3)]), (28, [(6, 35), (5, -7)]),
+         (181, [(2, -100), (3, -30), (4, -7)])]
+FUSED = [c for c in CONFIGS if c.arch in ("x86_64", "x86_64-v3", "aarch64")]
+
+
+def program(dtype: str) -> tuple[Node, list[Node]]:
+    x = _array_input(np.zeros(SHAPE, np.dtype(dtype)), dtype).node()
+    outs = [levels.gather(x, start, lv) for start, lv in VIEWS]
+    outs.append(build.apply("transpose", x))
+    flat = _array_input(np.zeros(SHAPE[0] * SHAPE[1], np.dtype(dtype)), dtype)
+    outs.append(build.strided(flat.node(), 209, -3, 70))
+    return x, outs
+
+
+@pytest.mark.parametrize("config", FUSED, ids=[c.id for c in FUSED])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_the_pointer_forms_bit_for_bit_on_every_fused_target(config: Config, dtype: str) -> None:
+    """Every bit pattern moved as it is, on the emulators (the slot designates the home when
+    nothing moves it: the data written there is what the gathers read)."""
+    assert CONFIG_IDS
+    x, outs = program(dtype)
+    flat = outs[-1].args[0]
+    compiled = compile_program(outs, config.arch, in_place=True)
+    assert {x, flat} <= set(compiled.pointers)
+    names = stencils_used(outs, config.arch, in_place=True)
+    width = "f64" if dtype == "float64" else "i32"
+    assert {f"ngather_{width}__v_p_m_m", f"sgather_{width}__v_p_m_m"} <= set(names)
+    assert not any(n.startswith(("ngather", "sgather")) and "__v_v_" in n for n in names)
+    rng = np.random.default_rng(7)
+    raw = rng.integers(0, 2**63, x.size, dtype=np.uint64)
+    data = (raw.view(np.float64) if dtype == "float64" else
+            (raw & 0xFFFFFFFF).astype(np.uint32).view(np.dtype(dtype)))
+    ports = compiled.ports
+    batch = Batch(compiled.image, [[(ports[x].offset, data.tobytes()),
+                                    (ports[flat].offset, data.tobytes())]],
+                  [(ports[o].offset, o.nbytes) for o in outs])
+    execute(config, [batch])
+    m = data.reshape(SHAPE)
+    flat_data = data.reshape(-1)
+    want = [np.ascontiguousarray(_walk(flat_data, start, lv)) for start, lv in VIEWS]
+    want += [np.ascontiguousarray(m.T), np.ascontiguousarray(flat_data[209::-3][:70])]
+    for k, (got, w) in enumerate(zip(batch.results[0], want, strict=True)):
+        assert got == w.tobytes(), (config.id, k)
+
+
+def _walk(data: Any, start: int, lv: list[tuple[int, int]]) -> Any:
+    """NumPy's strided view of ``data`` at ``start`` with levels (count, step)."""
+    item = data.itemsize
+    view = np.lib.stride_tricks.as_strided(data[start:], shape=tuple(c for c, _ in lv),
+                                           strides=tuple(s * item for _, s in lv))
+    return view.reshape(-1)
+
+
+class _VerifiedBuilder(compiler_program._Builder):
+    """The in-place lowering in a format-2 image (which @cp.jit never makes: its images are
+    code), to put the pointer forms before the runner's verifier."""
+
+    code_image = property(lambda self: False, lambda self, value: None)
+
+
+def test_the_verifying_loader_accepts_the_pointer_forms_and_bounds_their_arrays(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _runner.ARCH == 1, "the verifying runner here is x86_64"
+    x = _array_input(np.zeros((6, 35), np.float32), "float32")
+    outs = [x.T.node(), x[::-1, ::3].node(), build.strided(x.reshape(-1).node(), 209, -3, 70)]
+    monkeypatch.setattr(compiler_program, "_Builder", _VerifiedBuilder)
+    compiled = compile_program(outs, "x86_64", in_place=True)
+    img = im.parse(compiled.image)
+    assert img.format_version == 2 and x.node() in compiled.pointers
+    by_id = {i: n for n, i in runner_table("x86_64").ids.items()}
+    names = {by_id[sid] for chain in decode(img.blocks) for sid, _ in chain}
+    assert {"ngather_i32__v_p_m_m", "sgather_i32__v_p_m_m"} <= names
+    prog = _runner.load(compiled.image)  # not own code: the verifying path
+    data = np.arange(210, dtype=np.float32)
+    home = compiled.ports[x.node()]
+    for i, v in enumerate(data):
+        prog.write(home.offset + 4 * i, home.dtype.code, float(v))
+    prog.run(0)
+    want = [data.reshape(6, 35).T, data.reshape(6, 35)[::-1, ::3], data[209::-3][:70]]
+    for out, w in zip(outs, want, strict=True):
+        port = compiled.ports[out]
+        got = [prog.read(port.offset + 4 * i, port.dtype.code) for i in range(out.size)]
+        assert got == np.ascontiguousarray(w).reshape(-1).tolist()
+    # the slot aimed so that j elements leave the data region: refused before anything runs
+    slot = compiled.pointers[x.node()]
+    init = bytearray(img.data_init)
+    init[slot:slot + 8] = (img.data_size - slot - 4).to_bytes(8, "little", signed=True)
+    bad = dataclasses.replace(img, data_init=bytes(init)).to_bytes()
+    with pytest.raises(_runner.ImageError, match="pointer slot's array leaves the data region"):
+        _runner.load(bad)
