@@ -158,9 +158,11 @@ def new_states(form: Form, dtype: dt_types.DType, init: Any, op: str,
     return Array(form.shape, items=[Value(n) for n in leaves]), leaves
 
 
-def bind(form: Form, leaves: list[Node], update: Any, op: str) -> None:
+def bind(form: Form, leaves: list[Node], update: Any, op: str, signal: bool = True) -> None:
     """Each state leaf takes its element of ``update`` (a value of the signal's shape) next
-    run; ValueError naming both shapes if ``update`` has another shape."""
+    run; ValueError naming both shapes if ``update`` has another shape. ``signal``: the update
+    is the signal itself (feedback, integrate), so it may read the state's init before its
+    first publish; a delay's update is its input, which has no init of its own."""
     shape = update.shape if isinstance(update, Array) else ()
     if shape != form.shape:
         got = "a scalar" if not shape else f"shape {shape}"
@@ -169,4 +171,4 @@ def bind(form: Form, leaves: list[Node], update: Any, op: str) -> None:
                          f"the update to the state's)")
     nodes = form.leaves(update) if form.kind != SCALAR else [wrap(update).node]
     for leaf, node in zip(leaves, nodes, strict=True):
-        set_update(leaf, build.cast(node, leaf.dtype), signal=op != "delay")
+        set_update(leaf, build.cast(node, leaf.dtype), signal=signal)

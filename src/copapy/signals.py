@@ -86,7 +86,7 @@ def delay(x: Any, n: int = 1, init: Any = 0, name: str | None = None) -> Any:
     for k in range(runs):
         s, leaves = new_states(form, out.dtype, init, "delay",
                                name if name is None or runs == 1 else f"{name}.{k}")
-        bind(form, leaves, out, "delay")
+        bind(form, leaves, out, "delay", signal=False)
         out = s
     return form.make(out)
 
