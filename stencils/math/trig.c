@@ -368,7 +368,7 @@ double cp_tan(double x)
  * clamped to the Cody-Waite range (so no conversion overflows), both
  * polynomials evaluated; an element that needs the Payne-Hanek reduction
  * (float32: |x| >= 100 or a Cody-Waite r below 2^-20; float64: |x| >= 2^30)
- * sets bad.  Fewer operations than the scalar kernel, the same bits (each
+ * or, in float32, an infinite or NaN x, sets bad.  Fewer operations than the scalar kernel, the same bits (each
  * step below says why):
  *   - no direct case |x| <= pi/4: there the Cody-Waite step has k = 0 and
  *     returns r = |x|, rl = +0, quadrant 0, what the direct case takes;
