@@ -368,8 +368,8 @@ double cp_tan(double x)
  * clamped to the Cody-Waite range (so no conversion overflows), both
  * polynomials evaluated; an element that needs the Payne-Hanek reduction
  * (float32: |x| >= 100 or a Cody-Waite r below 2^-20; float64: |x| >= 2^30)
- * or, in float32, an infinite or NaN x, sets bad.  Fewer operations than the scalar kernel, the same bits (each
- * step below says why):
+ * or, in float32, an infinite or NaN x, sets bad.  Fewer operations than the
+ * scalar kernel, the same bits (each step below says why):
  *   - no direct case |x| <= pi/4: there the Cody-Waite step has k = 0 and
  *     returns r = |x|, rl = +0, quadrant 0, what the direct case takes;
  *   - k = rint(|x| 2/pi) where the vector unit rounds to an integer in one
