@@ -23,6 +23,10 @@ Variants (each called with the same NumPy float32 inputs, writing or returning a
   C O3 fm nat   gcc -O3 -ffast-math -march=native
   C O3 fm v3    gcc -O3 -ffast-math -march=x86-64-v3 (AVX2, no AVX-512: the anchor of the
                 x86_64-v3 table on a machine that has AVX-512 too)
+  C fm v3 call  the same loop called once per Python call through ctypes (the buffers'
+                addresses taken once), as a copapy call is; the C columns above run all calls
+                of a repetition inside one C call, so they leave out the per-call cost that
+                every copapy column pays (it dominates at 1e3)
   floor         the memory floor: the C loop o[i] = x[i] + y[i] (read two arrays, write one),
                 -O3 -ffast-math -march=native
 Every result is checked against a float64 NumPy reference (max error in float32 ulps printed),
@@ -161,6 +165,21 @@ class CLoop:
         return self.out
 
 
+class CCall:
+    """a C loop of the library called once per Python call through ctypes, its buffers'
+    addresses taken once: the per-call cost a Python caller of a C library pays"""
+
+    def __init__(self, lib: ctypes.CDLL, op: str, args: tuple[Array, ...]) -> None:
+        loop = CLoop(lib, op, args[0].size)
+        self.fn, self.out = loop.fn, loop.out
+        y = args[1] if len(args) == 2 else args[0]
+        self.call = (self.out.ctypes.data, args[0].ctypes.data, y.ctypes.data, y.size, 1)
+
+    def __call__(self, *args: Array) -> Array:
+        self.fn(*self.call)
+        return self.out
+
+
 def numba_body(op: str) -> Callable[[Any, Any], Any]:
     """the element expression of op for numba (two operands; unary ones ignore y)"""
     half = np.float32(0.5)
@@ -249,10 +268,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         libs = {name: c_library(flags, Path(tmp)) for name, flags in C_FLAGS.items()}
         print("| op | n | " + " | ".join(["cp " + a for a in archs] + ["cp unfused", "numpy",
-              "numba", "numba fm", *C_FLAGS])
+              "numba", "numba fm", *C_FLAGS, "C fm v3 call"])
               + " | floor | cp/numpy | cp/numba | cp/numba fm | cp/C O3 fm nat | cp/cp unfused "
-                "| v3/C O3 fm v3 | cp/floor |")
-        print("|" + "---|" * (7 + len(archs) + len(C_FLAGS) + 8))
+                "| v3/C O3 fm v3 | v3/C fm v3 call | cp/floor |")
+        print("|" + "---|" * (16 + len(archs) + len(C_FLAGS)))
         for op in opts.ops.split(","):
             for n in map(int, opts.sizes.split(",")):
                 args = inputs(op, n)
@@ -269,6 +288,7 @@ def main() -> None:
                     variants[name] = f
                 for name, lib in libs.items():
                     variants[name] = CLoop(lib, op, n)
+                variants["C fm v3 call"] = CCall(libs["C O3 fm v3"], op, args)
                 floor = CLoop(libs["C O3 fm nat"], "add", n)
                 a64 = [x.astype(np.float64) for x in args]
                 with np.errstate(all="ignore"):
@@ -286,11 +306,12 @@ def main() -> None:
                 best = min(tables) if tables else 0.0  # 0: every table skipped, ratios "-"
                 cols = [f"{t[k] / n * 1e9:.2f}" if k in t else "-" for k in
                         [*(f"cp {a}" for a in archs), "cp unfused", "numpy", "numba",
-                         "numba fm", *C_FLAGS, "floor"]]
+                         "numba fm", *C_FLAGS, "C fm v3 call", "floor"]]
                 ratio = [f"{best / t[k]:.2f}" if k in t and best else "-" for k in
                          ("numpy", "numba", "numba fm", "C O3 fm nat", "cp unfused", "floor")]
                 v3 = t.get("cp x86_64-v3")
-                ratio.insert(5, f"{v3 / t['C O3 fm v3']:.2f}" if v3 else "-")
+                ratio[5:5] = [f"{v3 / t[k]:.2f}" if v3 else "-"
+                              for k in ("C O3 fm v3", "C fm v3 call")]
                 print(f"| {op} | {n:.0e} | " + " | ".join(cols + ratio) + " |", flush=True)
                 bad = {k: round(e, 1) for k, e in err.items() if not e <= 4.0}
                 if bad:

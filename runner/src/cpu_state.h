@@ -28,6 +28,46 @@ typedef struct cp_cpu_saved {
     uint32_t x87; /* x87 control word (x86) */
 } cp_cpu_saved;
 
+/* A chain of AVX stencils (the fused loops of the x86_64-v3 and -v4 tables hand their blocks
+ * from stencil to stencil in ymm/zmm registers, so they cannot end with vzeroupper) returns
+ * with the upper halves of the vector registers in use. Until a vzeroupper, every legacy SSE
+ * instruction of the host (this runner, Python, NumPy) merges those halves: Program.run of a
+ * jitted fused loop on 8 elements took 154 ns, 43 ns with a vzeroupper after the chain
+ * (docs/decisions/2026-12-04-sin-floor-avx2.md). cp_cpu_leave and cp_cpu_check clear
+ * them where the CPU executes vzeroupper (AVX with the OS saving the ymm state: CPUID once
+ * per translation unit, cached; without AVX no chain can have left them in use). */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+
+static inline int cp_cpu_detect_avx(void)
+{
+    uint32_t a, b, c, d;
+    if (__get_cpuid(1u, &a, &b, &c, &d) == 0 || (c & (3u << 27)) != (3u << 27)) {
+        return 0; /* no OSXSAVE or no AVX */
+    }
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0u));
+    return (lo & 6u) == 6u; /* the OS saves the SSE and ymm state */
+}
+
+static inline void cp_cpu_clear_upper(void)
+{
+    static int8_t avx = -1; /* -1: not asked yet; a race asks twice and stores the same */
+    int8_t known = __atomic_load_n(&avx, __ATOMIC_RELAXED);
+    if (known < 0) {
+        known = (int8_t)cp_cpu_detect_avx();
+        __atomic_store_n(&avx, known, __ATOMIC_RELAXED);
+    }
+    if (known) {
+        __asm__ volatile("vzeroupper" ::: "memory");
+    }
+}
+#else
+static inline void cp_cpu_clear_upper(void)
+{
+}
+#endif
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define CP_CPU_MXCSR 0x1f80u      /* round to nearest, all exceptions masked, no FTZ/DAZ */
 #define CP_CPU_MXCSR_FLAGS 0x3fu  /* the sticky exception flags a job may set */
@@ -37,6 +77,7 @@ typedef struct cp_cpu_saved {
 #if defined(__x86_64__) || defined(__SSE__)
 #define CP_CPU_HAS_MXCSR 1
 #endif
+
 
 /* Enter and leave write a control register only when its value differs: fldcw, ldmxcsr and
  * popf are serialising or close to it (~20 ns a guard run here), and a caller usually is in
@@ -85,6 +126,7 @@ static inline uint32_t cp_cpu_x87_changed(uint32_t *fp_left)
  * backwards), then checks and puts back the FP state. Returns the CP_CPU_CHANGED_* bits. */
 static inline uint32_t cp_cpu_leave(const cp_cpu_saved *saved, uint32_t *fp_left)
 {
+    cp_cpu_clear_upper();
     uintptr_t flags;
 #if defined(__x86_64__)
     __asm__ volatile("pushfq\n\tpopq %0\n\ttestq %1, %0\n\tjz 1f\n\t"
@@ -139,6 +181,7 @@ static inline void cp_cpu_restore(const cp_cpu_saved *saved)
  * keeps_cpu_state; tools/stencil_cpu_state.py). */
 static inline uint32_t cp_cpu_check(uint32_t *fp_left)
 {
+    cp_cpu_clear_upper();
     uintptr_t flags;
 #if defined(__x86_64__)
     __asm__ volatile("pushfq\n\tpopq %0\n\ttestq %1, %0\n\tjz 1f\n\t"

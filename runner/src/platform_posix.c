@@ -661,8 +661,14 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     entry();
     uint32_t fp_left = 0;
-    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state) */
-    uint32_t changed = g->check_cpu ? cp_cpu_check(&fp_left) : 0u;
+    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state); the
+     * vector registers' upper halves are cleared either way (cpu_state.h) */
+    uint32_t changed = 0;
+    if (g->check_cpu) {
+        changed = cp_cpu_check(&fp_left);
+    } else {
+        cp_cpu_clear_upper();
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g->active = 0;
     __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,

@@ -7,7 +7,10 @@
  * 2. A run of jobs checks the CPU state after each job unless its policy says the chains are
  *    stencils of a table proven to keep it (keeps_cpu_state): a job that changes MXCSR is
  *    caught at that job without the flag and runs on with it (POSIX; the Windows guard checks
- *    every job); the caller's MXCSR comes back either way. */
+ *    every job); the caller's MXCSR comes back either way.
+ * 3. A chain that leaves the upper halves of the vector registers in use (the AVX tables'
+ *    fused loops) hands them back cleared (vzeroupper, cpu_state.h): the XSAVE in-use bit of
+ *    the ymm state is 0 after the guard, whatever its policy. */
 #include <string.h>
 
 #include "check.h"
@@ -16,6 +19,8 @@
 #include "../src/internal.h"
 
 #if defined(__x86_64__) && (defined(__linux__) || defined(_WIN32))
+
+#include <cpuid.h>
 
 /* probe(fn, arg, out): a known value in every callee-saved register, fn(arg), then what the
  * registers hold into out[] (POSIX: rbx rbp r12-r15; Windows: rbx rbp rsi rdi r12-r15, then
@@ -203,6 +208,52 @@ static void test_cpu_state_policy(void)
     CHECK(one.result != 0 && one.fault.kind == CP_FAULT_CPU_STATE && mxcsr() == before);
 }
 
+/* all ones in ymm1: its upper half in use, as a fused loop of the x86_64-v3 table leaves it */
+static CP_CHAIN_ABI void ymm_chain(void)
+{
+    __asm__ volatile("vpcmpeqd %%ymm1, %%ymm1, %%ymm1" ::: "xmm1");
+    chain_runs++;
+}
+
+/* XINUSE bit 2 (XGETBV with ECX = 1): the ymm state is not in its initial configuration; -1
+ * where the CPU has no AVX or cannot say (CPUID 0xd.1 EAX bit 2) */
+static int ymm_in_use(void)
+{
+    uint32_t a, b, c, d;
+    if (__get_cpuid(1u, &a, &b, &c, &d) == 0 || (c & (3u << 27)) != (3u << 27) ||
+        __get_cpuid_max(0, NULL) < 0xdu) {
+        return -1;
+    }
+    __cpuid_count(0xdu, 1u, a, b, c, d);
+    if ((a & 4u) == 0) {
+        return -1;
+    }
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1u));
+    return (lo >> 2) & 1u;
+}
+
+static void test_vector_upper_cleared(void)
+{
+    static const cp_posix_guard_policy kept = {1, 1};
+    if (ymm_in_use() < 0) {
+        printf("test_guard: no AVX or no XINUSE here, the ymm state is not checked\n");
+        return;
+    }
+    __asm__ volatile("vpcmpeqd %%ymm1, %%ymm1, %%ymm1" ::: "xmm1");
+    CHECK(ymm_in_use() == 1); /* the probe sees a chain's left-over state */
+    __asm__ volatile("vzeroupper" ::: "memory");
+    call one = {0, NULL, {ymm_chain, NULL, NULL}, 0, 0, 0, {0}};
+    guarded(&one);
+    CHECK(ymm_in_use() == 0 && one.result == 0);
+    call run = {1, NULL, {ok_chain, ymm_chain, NULL}, 0, 0, 0, {0}};
+    guarded(&run);
+    CHECK(ymm_in_use() == 0 && run.result == 0);
+    call proven = {1, &kept, {ymm_chain, ok_chain, ymm_chain}, 0, 0, 0, {0}};
+    guarded(&proven);
+    CHECK(ymm_in_use() == 0 && proven.result == 0);
+}
+
 static void test_table_flag_lookup(void)
 {
     /* a build without tables (these tests) carries none: no pin is proven */
@@ -218,6 +269,7 @@ int main(void)
     CHECK(cp_posix_watchdog_start(1000000, 0) == 0); /* 1 ms polls */
     test_registers_after_a_jump_back();
     test_cpu_state_policy();
+    test_vector_upper_cleared();
     test_table_flag_lookup();
     printf("test_guard: %d checks, %d failed\n", checks, failures);
     return failures == 0 ? 0 : 1;

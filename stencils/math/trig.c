@@ -368,8 +368,8 @@ double cp_tan(double x)
  * clamped to the Cody-Waite range (so no conversion overflows), both
  * polynomials evaluated; an element that needs the Payne-Hanek reduction
  * (float32: |x| >= 100 or a Cody-Waite r below 2^-20; float64: |x| >= 2^30)
- * sets bad.  Fewer operations than the scalar kernel, the same bits (each
- * step below says why):
+ * or, in float32, an infinite or NaN x, sets bad.  Fewer operations than the
+ * scalar kernel, the same bits (each step below says why):
  *   - no direct case |x| <= pi/4: there the Cody-Waite step has k = 0 and
  *     returns r = |x|, rl = +0, quadrant 0, what the direct case takes;
  *   - k = rint(|x| 2/pi) where the vector unit rounds to an integer in one
@@ -377,10 +377,19 @@ double cp_tan(double x)
  *     scalar kernel is that rounding (ties to even, 0 <= v < 2^22);
  *   - x - k*c as one fused multiply-add where the unit has one and k*c is
  *     exact (the split constants' high parts): one rounding either way;
+ *   - float32's first error-free sum s + se = r1 - k*C2 as the fast two-sum
+ *     (3 operations instead of 6): it is exact when a's exponent in some
+ *     representation a = M 2^e, |M| < 2^24, is at least b's, and r1 = x - k*C1
+ *     is a multiple of 2^-24 below 1 in magnitude (|x| >= pi/4 where k >= 1,
+ *     C1 a multiple of 2^-16) while k*C2 is a multiple of 2^-30 below 2^-10
+ *     (k = 0: the sum is exact); the sign of a zero se, which the two sums can
+ *     disagree on at k = 0, only reaches l (below);
  *   - float32's last error-free sum h + l = s + tail as the fast two-sum
  *     (3 operations, exact when |s| >= |tail|): an element where |s| < |tail|
  *     has |h| < 2^-20 and is recomputed (bad), and l's sign of zero, the only
  *     thing the two sums can disagree on, never reaches a result;
+ *   - float32: an infinite or NaN x is recomputed (bad: x is 0 there, so h is,
+ *     and !(|x| <= 1/2) holds) instead of a NaN select per element;
  *   - no float32 case |x| < 2^-12 (sin x = x, cos x = 1): there r = |x|, rl = +0,
  *     and the polynomials give exactly |x| and 1 (the terms they add to r and to
  *     1 are below half an ulp of it), which the signs make x and 1.
@@ -409,12 +418,12 @@ CP_INLINE uint32_t cp_vk_reducef(float ax, float *rh, float *rl, uint32_t *bad)
     float r1 = CP_VK_FNMA(kf, CPF_PIO2_C1, x);   /* k*C1 exact (k <= 64, 17-bit C1) */
     float w2 = kf * CPF_PIO2_C2;
     float s, se, h, l;
-    CP_TWO_SUM(s, se, r1, -w2);
+    CP_FAST_TWO_SUM(s, se, r1, -w2);             /* exact: see above */
     float tail = se - kf * CPF_PIO2_C3;
     CP_FAST_TWO_SUM(h, l, s, tail);
-    /* |x| >= 100 (then x = 0, h = 0) or a small r, but not a direct |x| <= pi/4
-     * (r = |x| may be small there), not inf or NaN */
-    *bad = __builtin_fabsf(h) < 0x1p-20f && ax > 0.5f && ax <= 0x1.fffffep127f;
+    /* |x| >= 100, inf or NaN (then x = 0, h = 0) or a small r, but not a direct
+     * |x| <= pi/4 (r = |x| may be small there) */
+    *bad = __builtin_fabsf(h) < 0x1p-20f && !(ax <= 0.5f);
     *rh = h;
     *rl = l;
     return (uint32_t)(int32_t)kf & 3u;
@@ -427,8 +436,7 @@ CP_INLINE float cp_vk_sinf(float x, uint32_t *bad)
     float r, rl;
     uint32_t n = cp_vk_reducef(ax, &r, &rl, bad);
     float y = CP_SEL(n & 1u, cp_cos_kf(r, rl), cp_sin_kf(r, rl));
-    float v = cp_u2f(cp_f2u(y) ^ sg ^ ((n & 2u) << 30));
-    return CP_SEL(ax <= 0x1.fffffep127f, v, CP_NANF);   /* inf, NaN */
+    return cp_u2f(cp_f2u(y) ^ sg ^ ((n & 2u) << 30));   /* inf, NaN: bad */
 }
 
 CP_INLINE float cp_vk_cosf(float x, uint32_t *bad)
@@ -437,8 +445,7 @@ CP_INLINE float cp_vk_cosf(float x, uint32_t *bad)
     float r, rl;
     uint32_t n = cp_vk_reducef(ax, &r, &rl, bad);
     float y = CP_SEL(n & 1u, cp_sin_kf(r, rl), cp_cos_kf(r, rl));
-    float v = cp_u2f(cp_f2u(y) ^ (((n + 1u) & 2u) << 30));
-    return CP_SEL(ax <= 0x1.fffffep127f, v, CP_NANF);
+    return cp_u2f(cp_f2u(y) ^ (((n + 1u) & 2u) << 30));   /* inf, NaN: bad */
 }
 
 /* float64: |x| < 2^30 is always reduced by Cody-Waite (comparisons of |x| as
