@@ -320,6 +320,34 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         }                                                                                      \
         CP_NEXT();                                                                             \
     }
+
+/* vrsgather_<w>__<d>_p: a strided view of an array read through its pointer slot a as one
+ * operand of a fused loop (compiler/fuse.py), so neither the view nor the loop's result is a
+ * temporary (docs/decisions/2026-12-04-gather-free-fused-loops.md): lane l of the block at vi
+ * is element start + (vi + l) * step of the j elements (start b, step c: int32 slots, as for
+ * sgather), its bits moved into register d. Each lane's index is checked against j and the
+ * loop's count (a lane outside is 0), so no value of the slots makes it read outside its
+ * array; a valid program never has one outside. */
+#define CP_VRSGATHER1(T, W, D)                                                                 \
+    CP_VSTENCIL(vrsgather_##T##__##D##_p)                                                      \
+    {                                                                                          \
+        const W *src_ = (const W *)cp_fbase(&cp_pa_ptr);                                       \
+        const int64_t len_ = (int64_t)CP_LEN(cp_j_i32), step_ = (int64_t)SLOT_i32(c);          \
+        int64_t at_ = (int64_t)SLOT_i32(b) + (int64_t)vi * step_;                              \
+        const size_t left_ = vn - vi;                                                          \
+        W lanes_[CP_FUSE_BYTES / sizeof(W)];                                                   \
+        _Pragma("clang loop unroll(full)")                                                     \
+        for (size_t l_ = 0; l_ < CP_FUSE_BYTES / sizeof(W); l_++, at_ += step_) {              \
+            W w_ = 0;                                                                          \
+            if (l_ < left_ && at_ >= 0 && at_ < len_) {                                        \
+                __builtin_memcpy(&w_, &src_[at_], sizeof w_);                                  \
+            }                                                                                  \
+            lanes_[l_] = w_;                                                                   \
+        }                                                                                      \
+        __builtin_memcpy(&v##D, lanes_, sizeof lanes_);                                        \
+        CP_VNEXT();                                                                            \
+    }
+#define CP_VRSGATHER(T, W) CP_VRSGATHER1(T, W, 0) CP_VRSGATHER1(T, W, 1)
 #endif
 
 #pragma GCC visibility pop

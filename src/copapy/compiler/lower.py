@@ -25,7 +25,7 @@ from ..graph.levels import MAX_LEVELS, level_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
-from .fuse import LOOP_BEGIN, Loop, find_loops
+from .fuse import LOOP_BEGIN, Loop, find_loops, home
 from .inplace import store_in_place
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -40,14 +40,6 @@ class CompileError(ValueError):
 
 #: the operations lowered to a gather whose source may be read through a pointer slot
 _GATHERS = frozenset({"sgather", "ngather", "transpose"})
-
-
-def _home(node: Node) -> Node:
-    """The node whose memory ``node`` is (through reshapes and slices from its first
-    element, which share it from the same address)."""
-    while node.op == "reshape" or (node.op == "slice" and node.attr[0] == 0):  # type: ignore[index]
-        node = node.args[0]
-    return node
 
 
 class Instr(NamedTuple):
@@ -199,10 +191,10 @@ class _Lowerer:
         if self.in_place:
             self.read = {a for node in order for a in node.args}
             # a reshape or slice that is no output reads nothing (its readers read its home)
-            self.copied = {_home(a) for node in order if node not in loops
+            self.copied = {home(a) for node in order if node not in loops
                            and node not in skipped and not self.reads_in_place(node)
-                           and not (node is not _home(node) and node not in self.stores)
-                           for a in node.args if _home(a) in self.in_place}
+                           and not (node is not home(node) and node not in self.stores)
+                           for a in node.args if home(a) in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
         # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
@@ -312,6 +304,10 @@ class _Lowerer:
             self.consume(node)
             self.copy_stores(node)
             return
+        loop = self.loops.get(node)
+        if loop is not None:  # a lone strided view of an argument too (fuse.gather_step)
+            self.lower_loop(node, loop)
+            return
         suffix = node.args[0].dtype.stencil if node.args else node.dtype.stencil
         if node.op == "stack":
             out = self.array_out(node)
@@ -351,10 +347,6 @@ class _Lowerer:
             return
         if node.op in ("argsort", "pgather", "pscatter"):
             self.lower_rows(node)
-            return
-        loop = self.loops.get(node)
-        if loop is not None:
-            self.lower_loop(node, loop)
             return
         fusion = self.fused.get(node)
         if fusion is not None:
@@ -431,8 +423,9 @@ class _Lowerer:
         """A fused element-wise loop (compiler/fuse.py); its result may reuse an operand's
         slot, as an unfused element-wise result may (block i is read before it is stored).
         Its arrays are addressed through pointer slots (stencils/fused.c)."""
-        body = [(step.stencil, [(role, self.pointer_to(self.slot_of(x)) if x.shape
-                                 else self.ensure_mem(x)) for role, x in step.operands])
+        body = [(step.stencil, [*((role, self.pointer_to(self.slot_of(x)) if x.shape
+                                   else self.ensure_mem(x)) for role, x in step.operands),
+                                *self.gather_slots(step.gather)])
                 for step in loop.body]
         self.consume(node)
         out = self.array_out(node)
@@ -448,6 +441,15 @@ class _Lowerer:
         self.emit(loop.store, [("out", self.pointer_to(out))])
         self.emit(loop.end, [])
         self.copy_stores(node, skip_first=True)
+
+    def gather_slots(self, view: Node | None) -> list[tuple[str, int]]:
+        """A loop step's strided view (fuse.gather_step): its start and step (int32 in 8-byte
+        slots, as for sgather) and the length j of the array it steps through."""
+        if view is None:
+            return []
+        start, step, _ = strided_attr(view)
+        return [("b", self.const_word(start)), ("c", self.const_word(step)),
+                ("j", self.const_int(view.args[0].size))]
 
     def finish_scalar(self, node: Node, regs: list[Node | None], dst: int) -> None:
         """A scalar result is in register ``dst``: store it where it must go."""
@@ -472,7 +474,7 @@ class _Lowerer:
     def reads_in_place(self, node: Node) -> bool:
         """A gather of an in-place input that the table has a pointer form of (``v_p_m_m``):
         it reads the caller's buffer through the input's pointer slot, so nothing copies it."""
-        return (node.op in _GATHERS and _home(node.args[0]) in self.in_place
+        return (node.op in _GATHERS and home(node.args[0]) in self.in_place
                 and self.gather_name(node, "p") in self.table)
 
     def gather_name(self, node: Node, source: str) -> str:

@@ -135,6 +135,8 @@ _DIMS = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J
          "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J},
          # strided views: the vector has n elements, the array it steps through j
          "sgather": {"a": DIM_J, "out": DIM_N},
+         # a fused loop's strided operand: its source has j elements, not the loop's count
+         "vrsgather": {"a": DIM_J},
          "sscatter": {"a": DIM_N, "out": DIM_J},
          # N-D strided views: n x k elements gathered from a block of j
          "ngather": {"a": DIM_J, "out": DIM_N | DIM_K},
@@ -184,7 +186,8 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
              ("out", "a", "b", "c"))
     form = dict(zip(order, forms, strict=False)).get(role, "m")
     if form == "p":
-        own = "n" in roles and not family.startswith("vr")
+        # a fused loop step whose pointer has dimensions of its own (vrsgather) is sized by them
+        own = ("n" in roles and not family.startswith("vr")) or family in _DIMS
         # a block's own pointer designates n elements, a gather's source (form p) its j
         length = _DIMS.get(family, {}).get(role, DIM_N) if own else 0
         return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(op, role),
