@@ -3,7 +3,7 @@ the contiguous case beside them; then a large fused expression against NumPy.
 
 Usage:
     python benchmarks/bench_slices.py [--sizes 1000,10000,...] [--big 100000000] [--no-big]
-        [--cases "m.T;x[1::3]"] [--old-src DIR] [--timeout 120] [--rounds 3]
+        [--cases "m.T;x[1::3]"] [--old-src DIR] [--timeout 120] [--rounds 3] [--cap BYTES]
 
 ``--old-src DIR`` runs every case a second time with DIR on PYTHONPATH first (a copy of an
 older ``src`` with its built extensions, e.g. before the transposes became level gathers) and
@@ -14,8 +14,8 @@ Each (case, n) runs in a subprocess of its own (its peak RSS is ``resource.getru
 are shown): import, make the argument, then the first call of the
 jitted function, which traces, compiles, loads and runs (the *compile* column); the result is
 checked against NumPy. "RSS - base" subtracts the RSS a process had after the imports and the
-argument. The cap on a program's memory is raised for these runs (COPAPY_MAX_MEMORY), since
-the slices' inputs and temporaries are copies in the program's memory at 1e7 elements.
+argument. The cap on a program's memory is the default one (64 MiB) unless ``--cap BYTES``
+sets COPAPY_MAX_MEMORY: a case the cap refuses shows the runner's error in its row.
 
 The big expression ``sqrt(x*x + y*y)`` on float32 arguments of ``--big`` elements reads its
 arguments in place and writes into the caller's new array; its peak RSS is set against
@@ -107,8 +107,10 @@ def child(code: str, *args: str, env: dict[str, str] | None = None,
 
 
 def slices(sizes: list[int], cases: list[str], old_src: str | None, timeout: float | None,
-           rounds: int) -> None:
-    env = dict(os.environ, COPAPY_MAX_MEMORY=str(8 << 30))
+           rounds: int, cap: int | None) -> None:
+    env = dict(os.environ)
+    if cap is not None:
+        env["COPAPY_MAX_MEMORY"] = str(cap)
     runs = [("", env)]
     if old_src:
         runs.append((" (old)", dict(env, PYTHONPATH=os.pathsep.join(
@@ -177,6 +179,8 @@ def main() -> None:
     parser.add_argument("--old-src", help="an older src directory to compare with")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per case")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each case (median)")
+    parser.add_argument("--cap", type=int, default=None,
+                        help="COPAPY_MAX_MEMORY for the slice cases (default: the default cap)")
     opts = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}\n")
     cases = [c.strip() for c in opts.cases.split(";")] if opts.cases else list(CASES)
@@ -184,7 +188,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {list(CASES)}")
     slices([int(s) for s in opts.sizes.split(",")], cases, opts.old_src, opts.timeout,
-           opts.rounds)
+           opts.rounds, opts.cap)
     if not opts.no_big:
         big(opts.big)
 

@@ -45,6 +45,10 @@ SMALL: list[tuple[str, Callable[[Any], Any], Callable[[Any], Any], tuple[int, ..
     ("sixteenths", lambda x: x[::16] + x[1::16], lambda x: x[::16] + x[1::16], (2 * N,)),
     ("reversed", lambda x: x[::-16] * 2.0, lambda x: x[::-16] * np.float32(2.0), (2 * N,)),
     ("transpose", lambda m: m[::4, ::4].T, lambda m: m[::4, ::4].T, (512, 2 * N // 512)),
+    # a view past the first element (ngatherat): the argument was copied in before
+    ("offset", lambda m: m[::-4, 1::4], lambda m: m[::-4, 1::4], (512, 2 * N // 512)),
+    ("offset transpose", lambda m: m[3::4, 2::4].T, lambda m: m[3::4, 2::4].T,
+     (512, 2 * N // 512)),
 ]
 
 
@@ -146,12 +150,14 @@ SHAPE = (6, 35)
 #: gather reads the argument's pointer slot itself), steps both ways, up to three levels
 VIEWS = [(0, [(3, 70), (18, 2)]), (175, [(6, -35), (12, 3)]), (28, [(6, 35), (5, -7)]),
          (181, [(2, -100), (3, -30), (4, -7)])]
+#: ... and views whose block starts past the first element (ngatherat: the start in slot b)
+VIEWS_AT = [(36, [(5, 35), (11, 3)]), (200, [(5, -35), (4, -2)]), (71, [(2, 70), (2, 1), (3, 9)])]
 FUSED = [c for c in CONFIGS if c.arch in ("x86_64", "x86_64-v3", "aarch64")]
 
 
 def program(dtype: str) -> tuple[Node, list[Node]]:
     x = _array_input(np.zeros(SHAPE, np.dtype(dtype)), dtype).node()
-    outs = [levels.gather(x, start, lv) for start, lv in VIEWS]
+    outs = [levels.gather(x, start, lv) for start, lv in VIEWS + VIEWS_AT]
     outs.append(build.apply("transpose", x))
     flat = _array_input(np.zeros(SHAPE[0] * SHAPE[1], np.dtype(dtype)), dtype)
     outs.append(build.strided(flat.node(), 209, -3, 70))
@@ -170,7 +176,8 @@ def test_the_pointer_forms_bit_for_bit_on_every_fused_target(config: Config, dty
     assert {x, flat} <= set(compiled.pointers)
     names = stencils_used(outs, config.arch, in_place=True)
     width = "f64" if dtype == "float64" else "i32"
-    assert {f"ngather_{width}__v_p_m_m", f"sgather_{width}__v_p_m_m"} <= set(names)
+    assert {f"ngather_{width}__v_p_m_m", f"sgather_{width}__v_p_m_m",
+            f"ngatherat_{width}__v_p_m_m"} <= set(names)
     assert not any(n.startswith(("ngather", "sgather")) and "__v_v_" in n for n in names)
     rng = np.random.default_rng(7)
     raw = rng.integers(0, 2**63, x.size, dtype=np.uint64)
@@ -183,7 +190,7 @@ def test_the_pointer_forms_bit_for_bit_on_every_fused_target(config: Config, dty
     execute(config, [batch])
     m = data.reshape(SHAPE)
     flat_data = data.reshape(-1)
-    want = [np.ascontiguousarray(_walk(flat_data, start, lv)) for start, lv in VIEWS]
+    want = [np.ascontiguousarray(_walk(flat_data, start, lv)) for start, lv in VIEWS + VIEWS_AT]
     want += [np.ascontiguousarray(m.T), np.ascontiguousarray(flat_data[209::-3][:70])]
     for k, (got, w) in enumerate(zip(batch.results[0], want, strict=True)):
         assert got == w.tobytes(), (config.id, k)
@@ -208,21 +215,23 @@ def test_the_verifying_loader_accepts_the_pointer_forms_and_bounds_their_arrays(
         monkeypatch: pytest.MonkeyPatch) -> None:
     assert _runner.ARCH == 1, "the verifying runner here is x86_64"
     x = _array_input(np.zeros((6, 35), np.float32), "float32")
-    outs = [x.T.node(), x[::-1, ::3].node(), build.strided(x.reshape(-1).node(), 209, -3, 70)]
+    outs = [x.T.node(), x[::-1, ::3].node(), build.strided(x.reshape(-1).node(), 209, -3, 70),
+            x[::-1, 1::3].node()]
     monkeypatch.setattr(compiler_program, "_Builder", _VerifiedBuilder)
     compiled = compile_program(outs, "x86_64", in_place=True)
     img = im.parse(compiled.image)
     assert img.format_version == 2 and x.node() in compiled.pointers
     by_id = {i: n for n, i in runner_table("x86_64").ids.items()}
     names = {by_id[sid] for chain in decode(img.blocks) for sid, _ in chain}
-    assert {"ngather_i32__v_p_m_m", "sgather_i32__v_p_m_m"} <= names
+    assert {"ngather_i32__v_p_m_m", "sgather_i32__v_p_m_m", "ngatherat_i32__v_p_m_m"} <= names
     prog = _runner.load(compiled.image)  # not own code: the verifying path
     data = np.arange(210, dtype=np.float32)
     home = compiled.ports[x.node()]
     for i, v in enumerate(data):
         prog.write(home.offset + 4 * i, home.dtype.code, float(v))
     prog.run(0)
-    want = [data.reshape(6, 35).T, data.reshape(6, 35)[::-1, ::3], data[209::-3][:70]]
+    want = [data.reshape(6, 35).T, data.reshape(6, 35)[::-1, ::3], data[209::-3][:70],
+            data.reshape(6, 35)[::-1, 1::3]]
     for out, w in zip(outs, want, strict=True):
         port = compiled.ports[out]
         got = [prog.read(port.offset + 4 * i, port.dtype.code) for i in range(out.size)]

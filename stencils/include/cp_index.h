@@ -308,6 +308,19 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, src_, p2_))                         \
         CP_NEXT();                                                                             \
     }                                                                                          \
+    /* a block that starts at element b[2] of the j the slot designates (a view past an      \
+     * argument's first element: m[::-1, 1::3]); the levels must fit the j - b[2] after it */  \
+    CP_STENCIL(ngatherat_##T##__v_p_m_m)                                                       \
+    {                                                                                          \
+        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        const int64_t at_ = (int64_t)cp_vb_i32[2];                                             \
+        const size_t all_ = CP_LEN(cp_j_i32);                                                  \
+        const size_t room_ = at_ >= 0 && (uint64_t)at_ < all_ ? all_ - (size_t)at_ : 0u;       \
+        const CT_##T *blk_ = src_ + (room_ ? (size_t)at_ : 0u);                                \
+        CP_LEVELS(room_)                                                                       \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, blk_, p2_))                         \
+        CP_NEXT();                                                                             \
+    }                                                                                          \
     CP_STENCIL(sgather_##T##__v_p_m_m)                                                         \
     {                                                                                          \
         const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
@@ -327,7 +340,8 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
  * is element start + (vi + l) * step of the j elements (start b, step c: int32 slots, as for
  * sgather), its bits moved into register d. Each lane's index is checked against j and the
  * loop's count (a lane outside is 0), so no value of the slots makes it read outside its
- * array; a valid program never has one outside. */
+ * array; a valid program never has one outside. A whole block of step 1 (a slice past the
+ * first element) inside the array is one unaligned load. */
 #define CP_VRSGATHER1(T, W, D)                                                                 \
     CP_VSTENCIL(vrsgather_##T##__##D##_p)                                                      \
     {                                                                                          \
@@ -336,6 +350,11 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         int64_t at_ = (int64_t)SLOT_i32(b) + (int64_t)vi * step_;                              \
         const size_t left_ = vn - vi;                                                          \
         W lanes_[CP_FUSE_BYTES / sizeof(W)];                                                   \
+        const int64_t lanes_n_ = (int64_t)(CP_FUSE_BYTES / sizeof(W));                         \
+        if (step_ == 1 && left_ >= (size_t)lanes_n_ && at_ >= 0 && at_ <= len_ - lanes_n_) {   \
+            __builtin_memcpy(&v##D, &src_[at_], CP_FUSE_BYTES);                                \
+            CP_VNEXT();                                                                        \
+        }                                                                                      \
         _Pragma("clang loop unroll(full)")                                                     \
         for (size_t l_ = 0; l_ < CP_FUSE_BYTES / sizeof(W); l_++, at_ += step_) {              \
             W w_ = 0;                                                                          \

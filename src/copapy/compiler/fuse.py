@@ -10,10 +10,11 @@ node would need both registers, the second is cut off and becomes a leaf, comput
 a loop of its own. Each element sees the operation sequence of the unfused loops, so the
 results are the same bits.
 
-A strided view (``sgather``) of an array @cp.jit reads in place is an operand too: the step
-``vrsgather_<w>__<d>_p`` loads its lanes into a register from the argument's pointer slot, so
-``x[::2] + x[1::2]`` or ``x[::-1] * 2`` is one loop that holds no temporary, and a lone large
-view (``x[1::3]``) is a loop of that step and the store into the caller's array
+A strided view (``sgather``) or a slice past the first element of an array @cp.jit reads in
+place is an operand too: the step ``vrsgather_<w>__<d>_p`` loads its lanes into a register
+from the argument's pointer slot (a slice: step 1), so ``x[::2] + x[1::2]``, ``x[::-1] * 2``
+or ``x[1:] + x[:-1]`` is one loop that holds no temporary and no copy of ``x``, and a lone
+large view (``x[1::3]``) is a loop of that step and the store into the caller's array
 (docs/decisions/2026-12-04-gather-free-fused-loops.md).
 
 Only where the stencil table has the forms (targets/<arch>.toml ``fuse_vector_bytes``); the
@@ -26,6 +27,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
+from ..graph.build import strided_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import names
@@ -80,6 +82,18 @@ def home(node: Node) -> Node:
     return node
 
 
+def view_steps(node: Node) -> tuple[int, int] | None:
+    """(start, step) of a strided view or a slice past the first element, which a loop reads
+    by a gather step; None for anything else (a slice from the first element shares its
+    array's address: a loop reads it as it is)."""
+    if node.op == "sgather":
+        start, step, _ = strided_attr(node)
+        return start, step
+    if node.op == "slice" and node.attr[0] != 0:  # type: ignore[index]
+        return node.attr[0], 1  # type: ignore[index]
+    return None
+
+
 def gather_step(node: Node, dst: int | str) -> str:
     """The loop step that loads the lanes of the strided view ``node`` into register ``dst``
     (the bits of elements of its width: ``i32`` for every 4-byte type)."""
@@ -110,8 +124,8 @@ class _Planner:
         return self._users.get(node, 0) if node in self._computed else 0
 
     def fusable(self, node: Node) -> bool:
-        if node.op == "sgather":
-            return (node not in self.skip and home(node.args[0]) in self.single
+        if view_steps(node) is not None:
+            return (len(node.shape) == 1 and node not in self.skip and home(node.args[0]) in self.single
                     and gather_step(node, 0) in self.table)
         if (not node.shape or node.op == "where" or node in self.skip
                 or REGISTRY[node.op].shape_rule != "elementwise"
@@ -172,7 +186,7 @@ class _Planner:
         leaves: list[Node] = []
 
         def gen(node: Node, d: int) -> None:
-            if node.op == "sgather":
+            if view_steps(node) is not None:
                 body.append(Step(gather_step(node, d), (("a", node.args[0]),), node))
                 leaves.append(node.args[0])
                 return

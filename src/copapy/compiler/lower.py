@@ -25,7 +25,7 @@ from ..graph.levels import MAX_LEVELS, level_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
-from .fuse import LOOP_BEGIN, Loop, find_loops, home
+from .fuse import LOOP_BEGIN, Loop, find_loops, home, view_steps
 from .inplace import store_in_place
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -191,9 +191,11 @@ class _Lowerer:
         if self.in_place:
             self.read = {a for node in order for a in node.args}
             # a reshape or slice that is no output reads nothing (its readers read its home)
+            gathered = self.gathered_views(order)
             self.copied = {home(a) for node in order if node not in loops
                            and node not in skipped and not self.reads_in_place(node)
                            and not (node is not home(node) and node not in self.stores)
+                           and node not in gathered
                            for a in node.args if home(a) in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
@@ -443,11 +445,12 @@ class _Lowerer:
         self.copy_stores(node, skip_first=True)
 
     def gather_slots(self, view: Node | None) -> list[tuple[str, int]]:
-        """A loop step's strided view (fuse.gather_step): its start and step (int32 in 8-byte
-        slots, as for sgather) and the length j of the array it steps through."""
-        if view is None:
+        """A loop step's strided view or slice (fuse.gather_step): its start and step (int32 in
+        8-byte slots, as for sgather) and the length j of the array it steps through."""
+        steps = None if view is None else view_steps(view)
+        if view is None or steps is None:
             return []
-        start, step, _ = strided_attr(view)
+        start, step = steps
         return [("b", self.const_word(start)), ("c", self.const_word(step)),
                 ("j", self.const_int(view.args[0].size))]
 
@@ -473,30 +476,58 @@ class _Lowerer:
 
     def reads_in_place(self, node: Node) -> bool:
         """A gather of an in-place input that the table has a pointer form of (``v_p_m_m``):
-        it reads the caller's buffer through the input's pointer slot, so nothing copies it."""
-        return (node.op in _GATHERS and home(node.args[0]) in self.in_place
-                and self.gather_name(node, "p") in self.table)
+        it reads the caller's buffer through the input's pointer slot, so nothing copies it.
+        A level gather (ngather, transpose) of a view past the input's first element too
+        (``ngatherat``: the block's start is in its slot b)."""
+        if node.op not in _GATHERS:
+            return False
+        if home(node.args[0]) in self.in_place:
+            return self.gather_name(node, "p") in self.table
+        return (node.op != "sgather" and _view_base(node.args[0])[0] in self.in_place
+                and self.gather_name(node, "p", at=True) in self.table)
 
-    def gather_name(self, node: Node, source: str) -> str:
-        """The gather (or scatter) stencil of ``node``, its source ``a`` in form ``source``."""
-        op = "ngather" if node.op == "transpose" else node.op
+    def gathered_views(self, order: Sequence[Node]) -> set[Node]:
+        """Views (a slice past an input's first element, the reshapes around it) that no output
+        is and that only gathers reading in place read, directly or through such views: they
+        read nothing themselves, so they do not make the input copied (ngatherat)."""
+        users: dict[Node, list[Node]] = {}
+        for node in order:
+            for a in node.args:
+                if a.op in VIEWS:
+                    users.setdefault(a, []).append(node)
+        free: set[Node] = set()
+        for node in reversed(order):  # users first
+            if node in users and node not in self.stores and all(
+                    u in free or self.reads_in_place(u) for u in users[node]):
+                free.add(node)
+        return free
+
+    def gather_name(self, node: Node, source: str, at: bool = False) -> str:
+        """The gather (or scatter) stencil of ``node``, its source ``a`` in form ``source``
+        (``at``: a level gather of a block at an offset, ngatherat)."""
+        op = "ngatherat" if at else "ngather" if node.op == "transpose" else node.op
         width = "f64" if node.dtype.size == 8 else "i32"
         return names.stencil(op, width, "v", source, "m", "m")
 
-    def gather_source(self, node: Node) -> tuple[str, tuple[str, int]]:
-        """The stencil of a gather or scatter and its slot ``a``: the source's pointer slot
-        when it is read in place (reads_in_place), else the source's own slot."""
+    def gather_source(self, node: Node) -> tuple[str, tuple[str, int], int | None]:
+        """The stencil of a gather or scatter, its slot ``a`` and the block's start in the
+        array ``a`` designates (None: the block is that array): the source's pointer slot when
+        it is read in place (reads_in_place), else the source's own slot."""
         src = self.slot_of(node.args[0])
         if self.in_place and self.reads_in_place(node):
-            return self.gather_name(node, "p"), ("a", self.pointer_to(src))
-        return self.gather_name(node, "v"), ("a", src)
+            base, shift = _view_base(node.args[0])
+            if home(node.args[0]) is base:
+                return self.gather_name(node, "p"), ("a", self.pointer_to(src)), None
+            return (self.gather_name(node, "p", at=True),
+                    ("a", self.pointer_to(self.slot_of(base))), shift // node.dtype.size)
+        return self.gather_name(node, "v"), ("a", src), None
 
     def lower_strided(self, node: Node) -> None:
         """A strided view (sgather) or its adjoint (sscatter): one loop stencil of the element
         width (a move of bits), start and step in int32 slots, the lengths n (the vector) and
         j (the array it steps through)."""
         start, step, _ = strided_attr(node)
-        stencil, source = self.gather_source(node)
+        stencil, source, _ = self.gather_source(node)
         out = self.array_out(node)
         vector, whole = (node, node.args[0]) if node.op == "sgather" else (node.args[0], node)
         self.emit(stencil,
@@ -513,12 +544,17 @@ class _Lowerer:
         pad = MAX_LEVELS - len(levels)
         (c0, s0), (c1, s1), (c2, s2) = ((1, 0),) * pad + levels
         block = node.args[0] if op == "ngather" else node
-        stencil, source = self.gather_source(node)
+        stencil, source, at = self.gather_source(node)
+        if at is None:
+            first, size = self.const_pair(s0, s1), block.size
+        else:  # the block from element ``at`` of the input: its start after the two steps
+            first = self.layout.constant(INT64, struct.pack("<4i", s0, s1, at, 0), 16)
+            size = _view_base(block)[0].size
         out = self.array_out(node)
         self.emit(stencil,
-                  [source, ("b", self.const_pair(s0, s1)), ("c", self.const_pair(s2, c2)),
+                  [source, ("b", first), ("c", self.const_pair(s2, c2)),
                    ("out", out), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
-                   ("j", self.const_int(block.size))])
+                   ("j", self.const_int(size))])
         self.consume(node)
         self.copy_stores(node, skip_first=True)
 
