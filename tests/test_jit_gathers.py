@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copapy as cp
 from copapy import _runner
@@ -288,3 +290,36 @@ def test_the_loop_steps_bit_for_bit_on_every_fused_target(config: Config, dtype:
     want = [xs[1::3][:1099], xs[::-3][:1099], ys[::2] + ys[1::2], ys[::-1] * two]
     for k, (got, w) in enumerate(zip(batch.results[0], want, strict=True)):
         assert got == np.ascontiguousarray(w).tobytes(), (config.id, k)
+
+
+def _view(start: int, step: int, count: int) -> slice:
+    """The slice of ``count`` elements from ``start`` by ``step`` (NumPy's and copapy's)."""
+    stop = start + step * count
+    return slice(start, None if stop < 0 else stop, step)
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(1, 3000), data=st.data(),
+       dtype=st.sampled_from(["float32", "float64", "int32"]))
+def test_views_of_an_argument_in_loops_give_numpys_results(size: int, data: Any,
+                                                           dtype: str) -> None:
+    """Two views of any start and step (slices past the first element among them) in one
+    loop (operands of it alone, or one also returned) and a view returned alone: NumPy's
+    bytes."""
+    count = data.draw(st.integers(1, size))
+    views = []
+    for _ in range(2):
+        step = data.draw(st.sampled_from([-3, -2, -1, 1, 2, 3]))
+        span = (count - 1) * abs(step)
+        if span >= size:
+            step, span = 1, count - 1
+        first = data.draw(st.integers(0, size - 1 - span))
+        views.append(_view(first + span if step < 0 else first, step, count))
+    a, b = views
+
+    x = (np.arange(size) * 7919 % 1000 - 500).astype(dtype)
+    for f in (lambda x: (x[a] * 2 + x[b],), lambda x: (x[a] * 2 + x[b], x[a]),
+              lambda x: (x[b],)):
+        got = cp.jit(f)(x)
+        for g, w in zip(got, f(x), strict=True):
+            assert np.asarray(g).tobytes() == np.ascontiguousarray(w).tobytes()

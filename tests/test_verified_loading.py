@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import _runner
 from copapy import image as im
+from copapy.compiler import program as compiler_program
 from copapy.compiler.manifest import ManifestError, decode, encode, materialise
 from copapy.compiler.program import compile_program
-from copapy.compiler import program as compiler_program
 from copapy.compiler.runner_table import (
     ACCESS_ARRAY,
     ACCESS_LENGTH,

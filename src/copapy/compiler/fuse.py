@@ -125,8 +125,8 @@ class _Planner:
 
     def fusable(self, node: Node) -> bool:
         if view_steps(node) is not None:
-            return (len(node.shape) == 1 and node not in self.skip and home(node.args[0]) in self.single
-                    and gather_step(node, 0) in self.table)
+            return (len(node.shape) == 1 and node not in self.skip
+                    and home(node.args[0]) in self.single and gather_step(node, 0) in self.table)
         if (not node.shape or node.op == "where" or node in self.skip
                 or REGISTRY[node.op].shape_rule != "elementwise"
                 or any(a.shape not in ((), node.shape) for a in node.args)):
@@ -179,9 +179,9 @@ class _Planner:
             if len(root.args) == 1 and root.args[0] in self.single and whole in self.table:
                 return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
                             True)
-            if (root.size * root.dtype.size < LONE_LOOP_MIN_BYTES
+            if (root.size * root.dtype.size < LONE_LOOP_MIN_BYTES or root.op == "slice"
                     or not any(home(a) in self.single for a in root.args)):
-                return None
+                return None  # a slice alone is a view (lower.VIEWS), not a loop
         body: list[Step] = []
         leaves: list[Node] = []
 
