@@ -255,11 +255,12 @@ LOOP_N = 3 * 1100 + 1
 def loop_program(dtype: str) -> tuple[Node, Node, list[Node]]:
     """Strided views of two arguments read as fused loops' operands (fuse.gather_step): x's
     lanes moved as they are (lone views: large enough for a loop of their own), y's halves
-    added and its reversal doubled (a register-1 step, a step before a scalar operation)."""
+    added and its reversal doubled (a register-1 step, a step before a scalar operation), a
+    slice past its first element (step 1: whole blocks by one vector load)."""
     x = _array_input(np.zeros(LOOP_N, np.dtype(dtype)), dtype)
     y = _array_input(np.zeros(LOOP_N + 1, np.dtype(dtype)), dtype)
     outs = [build.strided(x.node(), 1, 3, 1099), build.strided(x.node(), LOOP_N - 1, -3, 1099),
-            (y[::2] + y[1::2]).node(), (y[::-1] * 2).node()]
+            (y[::2] + y[1::2]).node(), (y[::-1] * 2).node(), (y[3:] - y[:-3]).node()]
     return x.node(), y.node(), outs
 
 
@@ -287,7 +288,8 @@ def test_the_loop_steps_bit_for_bit_on_every_fused_target(config: Config, dtype:
                   [(ports[o].offset, o.nbytes) for o in outs])
     execute(config, [batch])
     two = np.array(2, dtype)
-    want = [xs[1::3][:1099], xs[::-3][:1099], ys[::2] + ys[1::2], ys[::-1] * two]
+    want = [xs[1::3][:1099], xs[::-3][:1099], ys[::2] + ys[1::2], ys[::-1] * two,
+            ys[3:] - ys[:-3]]
     for k, (got, w) in enumerate(zip(batch.results[0], want, strict=True)):
         assert got == np.ascontiguousarray(w).tobytes(), (config.id, k)
 

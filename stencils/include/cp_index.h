@@ -340,28 +340,39 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
  * is element start + (vi + l) * step of the j elements (start b, step c: int32 slots, as for
  * sgather), its bits moved into register d. Each lane's index is checked against j and the
  * loop's count (a lane outside is 0), so no value of the slots makes it read outside its
- * array; a valid program never has one outside. A whole block of step 1 (a slice past the
- * first element) inside the array is one unaligned load. */
+ * array; a valid program never has one outside. A whole block inside the array (its first
+ * and last lane: the indices are monotonic) is read without the checks, of step 1 (a slice
+ * past the first element) by one unaligned load. */
 #define CP_VRSGATHER1(T, W, D)                                                                 \
     CP_VSTENCIL(vrsgather_##T##__##D##_p)                                                      \
     {                                                                                          \
         const W *src_ = (const W *)cp_fbase(&cp_pa_ptr);                                       \
         const int64_t len_ = (int64_t)CP_LEN(cp_j_i32), step_ = (int64_t)SLOT_i32(c);          \
-        int64_t at_ = (int64_t)SLOT_i32(b) + (int64_t)vi * step_;                              \
+        const int64_t at_ = (int64_t)SLOT_i32(b) + (int64_t)vi * step_;                        \
         const size_t left_ = vn - vi;                                                          \
-        W lanes_[CP_FUSE_BYTES / sizeof(W)];                                                   \
-        const int64_t lanes_n_ = (int64_t)(CP_FUSE_BYTES / sizeof(W));                         \
-        if (step_ == 1 && left_ >= (size_t)lanes_n_ && at_ >= 0 && at_ <= len_ - lanes_n_) {   \
-            __builtin_memcpy(&v##D, &src_[at_], CP_FUSE_BYTES);                                \
-            CP_VNEXT();                                                                        \
-        }                                                                                      \
-        _Pragma("clang loop unroll(full)")                                                     \
-        for (size_t l_ = 0; l_ < CP_FUSE_BYTES / sizeof(W); l_++, at_ += step_) {              \
-            W w_ = 0;                                                                          \
-            if (l_ < left_ && at_ >= 0 && at_ < len_) {                                        \
-                __builtin_memcpy(&w_, &src_[at_], sizeof w_);                                  \
+        enum { L_ = CP_FUSE_BYTES / sizeof(W) };                                               \
+        const int64_t last_ = at_ + (int64_t)(L_ - 1) * step_;                                 \
+        W lanes_[L_];                                                                          \
+        if (left_ >= L_ && at_ >= 0 && at_ < len_ && last_ >= 0 && last_ < len_) {             \
+            /* a whole block inside the array (the indices are monotonic) */                   \
+            if (step_ == 1) {                                                                  \
+                __builtin_memcpy(&v##D, &src_[at_], CP_FUSE_BYTES);                            \
+                CP_VNEXT();                                                                    \
             }                                                                                  \
-            lanes_[l_] = w_;                                                                   \
+            _Pragma("clang loop unroll(full)")                                                 \
+            for (size_t l_ = 0; l_ < L_; l_++) {                                               \
+                __builtin_memcpy(&lanes_[l_], &src_[at_ + (int64_t)l_ * step_], sizeof(W));    \
+            }                                                                                  \
+        } else {                                                                               \
+            int64_t p_ = at_;                                                                  \
+            _Pragma("clang loop unroll(full)")                                                 \
+            for (size_t l_ = 0; l_ < L_; l_++, p_ += step_) {                                  \
+                W w_ = 0;                                                                      \
+                if (l_ < left_ && p_ >= 0 && p_ < len_) {                                      \
+                    __builtin_memcpy(&w_, &src_[p_], sizeof w_);                               \
+                }                                                                              \
+                lanes_[l_] = w_;                                                               \
+            }                                                                                  \
         }                                                                                      \
         __builtin_memcpy(&v##D, lanes_, sizeof lanes_);                                        \
         CP_VNEXT();                                                                            \

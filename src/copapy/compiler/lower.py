@@ -447,8 +447,7 @@ class _Lowerer:
     def gather_slots(self, view: Node | None) -> list[tuple[str, int]]:
         """A loop step's strided view or slice (fuse.gather_step): its start and step (int32 in
         8-byte slots, as for sgather) and the length j of the array it steps through."""
-        steps = None if view is None else view_steps(view)
-        if view is None or steps is None:
+        if view is None or (steps := view_steps(view)) is None:
             return []
         start, step = steps
         return [("b", self.const_word(start)), ("c", self.const_word(step)),
