@@ -161,6 +161,10 @@ def program(dtype: str) -> tuple[Node, list[Node]]:
     x = _array_input(np.zeros(SHAPE, np.dtype(dtype)), dtype).node()
     outs = [levels.gather(x, start, lv) for start, lv in VIEWS + VIEWS_AT]
     outs.append(build.apply("transpose", x))
+    # the first view of each list is read by another gather too: its result stays in the
+    # program (form v); the others' results go through their pointer slots (form p)
+    read = [outs[0], outs[len(VIEWS)]]
+    outs += [build.strided(r, r.size - 1, -1, r.size) for r in read]
     flat = _array_input(np.zeros(SHAPE[0] * SHAPE[1], np.dtype(dtype)), dtype)
     outs.append(build.strided(flat.node(), 209, -3, 70))
     return x, outs
@@ -178,9 +182,9 @@ def test_the_pointer_forms_bit_for_bit_on_every_fused_target(config: Config, dty
     assert {x, flat} <= set(compiled.pointers)
     names = stencils_used(outs, config.arch, in_place=True)
     width = "f64" if dtype == "float64" else "i32"
-    assert {f"ngather_{width}__v_p_m_m", f"sgather_{width}__v_p_m_m",
-            f"ngatherat_{width}__v_p_m_m"} <= set(names)
-    assert not any(n.startswith(("ngather", "sgather")) and "__v_v_" in n for n in names)
+    assert {f"{op}_{width}__{out}_p_m_m" for op in ("ngather", "ngatherat")
+            for out in "vp"} | {f"sgather_{width}__v_p_m_m"} <= set(names)
+    assert not any(n.startswith("ngather") and "__v_v_" in n for n in names)
     rng = np.random.default_rng(7)
     raw = rng.integers(0, 2**63, x.size, dtype=np.uint64)
     data = (raw.view(np.float64) if dtype == "float64" else
@@ -193,7 +197,9 @@ def test_the_pointer_forms_bit_for_bit_on_every_fused_target(config: Config, dty
     m = data.reshape(SHAPE)
     flat_data = data.reshape(-1)
     want = [np.ascontiguousarray(_walk(flat_data, start, lv)) for start, lv in VIEWS + VIEWS_AT]
-    want += [np.ascontiguousarray(m.T), np.ascontiguousarray(flat_data[209::-3][:70])]
+    want += [np.ascontiguousarray(m.T)]
+    want += [want[0][::-1], want[len(VIEWS)][::-1],
+             np.ascontiguousarray(flat_data[209::-3][:70])]
     for k, (got, w) in enumerate(zip(batch.results[0], want, strict=True)):
         assert got == w.tobytes(), (config.id, k)
 
@@ -225,7 +231,9 @@ def test_the_verifying_loader_accepts_the_pointer_forms_and_bounds_their_arrays(
     assert img.format_version == 2 and x.node() in compiled.pointers
     by_id = {i: n for n, i in runner_table("x86_64").ids.items()}
     names = {by_id[sid] for chain in decode(img.blocks) for sid, _ in chain}
-    assert {"ngather_i32__v_p_m_m", "sgather_i32__v_p_m_m", "ngatherat_i32__v_p_m_m"} <= names
+    # the 2-D results go through their pointer slots (form p), the 1-D one is small (form v)
+    assert {"ngather_i32__p_p_m_m", "sgather_i32__v_p_m_m", "ngatherat_i32__p_p_m_m"} <= names
+    assert {outs[0], outs[1], outs[3]} <= set(compiled.pointers)
     prog = _runner.load(compiled.image)  # not own code: the verifying path
     data = np.arange(210, dtype=np.float32)
     home = compiled.ports[x.node()]
@@ -240,6 +248,14 @@ def test_the_verifying_loader_accepts_the_pointer_forms_and_bounds_their_arrays(
         assert got == np.ascontiguousarray(w).reshape(-1).tolist()
     # the slot aimed so that j elements leave the data region: refused before anything runs
     slot = compiled.pointers[x.node()]
+    init = bytearray(img.data_init)
+    init[slot:slot + 8] = (img.data_size - slot - 4).to_bytes(8, "little", signed=True)
+    bad = dataclasses.replace(img, data_init=bytes(init)).to_bytes()
+    with pytest.raises(_runner.ImageError, match="pointer slot's array leaves the data region"):
+        _runner.load(bad)
+    # x.T's result through its slot: n x k elements (1 x 210 here, the levels padded), so a
+    # slot with room for n alone is refused (the verifier sized a pointer by n once)
+    slot = compiled.pointers[outs[0]]
     init = bytearray(img.data_init)
     init[slot:slot + 8] = (img.data_size - slot - 4).to_bytes(8, "little", signed=True)
     bad = dataclasses.replace(img, data_init=bytes(init)).to_bytes()

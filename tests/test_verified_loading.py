@@ -37,6 +37,8 @@ from copapy.compiler.runner_table import (
     ACCESS_POINTER,
     ACCESS_SCALAR,
     DIM_J,
+    DIM_K,
+    DIM_N,
     FN_BLOCK,
     FN_LOOP_BODY,
     RUNNER_TABLE_ARCHS,
@@ -173,6 +175,11 @@ def test_a_loop_step_over_a_strided_view_sizes_its_source_by_j() -> None:
         assert (d.access, d.elem, d.flags) == (ACCESS_POINTER, elem, DIM_J)
         assert role_descriptor(f"vrsgather_{width}__0_p", "b", roles).access == ACCESS_SCALAR
         assert role_descriptor(f"vrsgather_{width}__0_p", "j", roles).access == ACCESS_LENGTH
+    # a level gather's result through its pointer slot (@cp.jit): n x k elements, written
+    full = ("a", "b", "c", "out", "n", "k", "j")
+    for name in ("ngather_i32__p_p_m_m", "ngatherat_f64__p_p_m_m"):
+        d = role_descriptor(name, "out", full)
+        assert (d.access, d.flags) == (ACCESS_POINTER, 1 | DIM_N | DIM_K), name
 
 
 class _VerifiedBuilder(compiler_program._Builder):

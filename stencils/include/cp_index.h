@@ -300,27 +300,38 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
  * copy of it (docs/decisions/2026-12-04-gathers-of-jit-arguments.md). Only where fused loops
  * exist (64-bit targets with CP_FUSE_BYTES); the same checks as the v forms, the same bits. */
 #if defined(CP_FUSE_BYTES)
-#define CP_PGATHERS(T, W)                                                                      \
-    CP_STENCIL(ngather_##T##__v_p_m_m)                                                         \
+/* The level gathers into the array slot out (form v) or, as a @cp.jit result, through the
+ * pointer slot out into the caller's new array (form p: the result is no copy in the program);
+ * NAME, DST: the stencil and its destination. */
+#define CP_PNGATHER(T, W, NAME, DST)                                                           \
+    CP_STENCIL(NAME)                                                                           \
     {                                                                                          \
         const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        CT_##T *dst_ = DST;                                                                    \
         CP_LEVELS(CP_LEN(cp_j_i32))                                                            \
-        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, src_, p2_))                         \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, dst_, o_, src_, p2_))                                   \
         CP_NEXT();                                                                             \
-    }                                                                                          \
-    /* a block that starts at element b[2] of the j the slot designates (a view past an      \
-     * argument's first element: m[::-1, 1::3]); the levels must fit the j - b[2] after it */  \
-    CP_STENCIL(ngatherat_##T##__v_p_m_m)                                                       \
+    }
+/* ngatherat: a block that starts at element b[2] of the j the slot designates (a view past an
+ * argument's first element: m[::-1, 1::3]); the levels must fit the j - b[2] after it */
+#define CP_PNGATHERAT(T, W, NAME, DST)                                                         \
+    CP_STENCIL(NAME)                                                                           \
     {                                                                                          \
         const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        CT_##T *dst_ = DST;                                                                    \
         const int64_t at_ = (int64_t)cp_vb_i32[2];                                             \
         const size_t all_ = CP_LEN(cp_j_i32);                                                  \
         const size_t room_ = at_ >= 0 && (uint64_t)at_ < all_ ? all_ - (size_t)at_ : 0u;       \
         const CT_##T *blk_ = src_ + (room_ ? (size_t)at_ : 0u);                                \
         CP_LEVELS(room_)                                                                       \
-        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, blk_, p2_))                         \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, dst_, o_, blk_, p2_))                                   \
         CP_NEXT();                                                                             \
-    }                                                                                          \
+    }
+#define CP_PGATHERS(T, W)                                                                      \
+    CP_PNGATHER(T, W, ngather_##T##__v_p_m_m, VSLOT_##T(out))                                  \
+    CP_PNGATHER(T, W, ngather_##T##__p_p_m_m, (CT_##T *)cp_fbase(&cp_pout_ptr))                \
+    CP_PNGATHERAT(T, W, ngatherat_##T##__v_p_m_m, VSLOT_##T(out))                              \
+    CP_PNGATHERAT(T, W, ngatherat_##T##__p_p_m_m, (CT_##T *)cp_fbase(&cp_pout_ptr))            \
     CP_STENCIL(sgather_##T##__v_p_m_m)                                                         \
     {                                                                                          \
         const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \

@@ -126,6 +126,12 @@ class _Lowerer:
         #: forms (filled by _lower.c)
         self.names: dict[str, dict[DType, list[str | None]]] = {}
         self.loops: dict[Node, Loop] = {}
+        #: arrays computed straight into the slot of the reshape that is their only reader and
+        #: an output nothing reads (with in_place only): the reshape copies nothing
+        self.forward: dict[Node, Node] = {}
+        #: outputs whose one store goes through their pointer slot (a fused loop's store, a
+        #: gather's form p result): @cp.jit may aim the slot at a new array
+        self.through_pointer: set[Node] = set()
 
     def next_use(self, node: Node) -> int:
         uses = self.remaining.get(node)
@@ -199,6 +205,7 @@ class _Lowerer:
                            for a in node.args if home(a) in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
+            self.forward = self.reshaped_outputs(order)
         # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
         # nodes (scalar operations there, arrays through lower_array)
         _lower.remaining_uses(self, order, skipped, fused.keys() | loops.keys())
@@ -278,10 +285,27 @@ class _Lowerer:
     def const_int(self, value: int) -> int:
         return self.layout.constant(INT32, INT32.pack(value))
 
+    def reshaped_outputs(self, order: Sequence[Node]) -> dict[Node, Node]:
+        """Computed arrays whose only reader is a reshape that is an output (one slot) nothing
+        reads -> that reshape: the array is computed into the output's slot (array_out), so
+        neither a temporary nor a copy exists (a 2-D gather's result, ``m.T``)."""
+        readers: dict[Node, int] = {}
+        for node in order:
+            for a in node.args:
+                readers[a] = readers.get(a, 0) + 1
+        computed = set(order)
+        return {node.args[0]: node for node in order
+                if node.op == "reshape" and len(self.stores.get(node, ())) == 1
+                and node not in self.read and node.args[0] in computed
+                and readers[node.args[0]] == 1 and node.args[0] not in self.stores
+                and node.args[0].op not in VIEWS}
+
     def array_out(self, node: Node) -> int:
         offsets = self.stores.get(node)
         if offsets:
             offset = offsets[0]
+        elif node in self.forward:
+            offset = self.stores[self.forward[node]][0]
         else:
             offset = self.layout.temp(node.nbytes, ARRAY_ALIGN)
             self.temp_of[node] = offset
@@ -417,9 +441,16 @@ class _Lowerer:
                 out[node] = self.pointer_slots[offset]
         if self.in_place:
             for node, offsets in self.stores.items():
-                if len(offsets) == 1 and node in self.loops and node not in self.read:
+                if (len(offsets) == 1 and (node in self.loops or node in self.through_pointer)
+                        and node not in self.read):
                     out[node] = self.pointer_slots[offsets[0]]
         return out
+
+    def output_of(self, node: Node) -> Node | None:
+        """The output that ``node``'s one store is (itself, or the reshape it is computed
+        into), if nothing reads it; None otherwise."""
+        target = node if len(self.stores.get(node, ())) == 1 else self.forward.get(node)
+        return target if target is not None and target not in self.read else None
 
     def lower_loop(self, node: Node, loop: Loop) -> None:
         """A fused element-wise loop (compiler/fuse.py); its result may reuse an operand's
@@ -432,11 +463,15 @@ class _Lowerer:
         self.consume(node)
         out = self.array_out(node)
         if loop.whole:
+            if node in self.forward:
+                self.through_pointer.add(self.forward[node])
             stencil, slots = body[0]
             self.emit(stencil, [*slots, ("out", self.pointer_to(out)),
                                 ("n", self.const_int(node.size))])
             self.copy_stores(node, skip_first=True)
             return
+        if node in self.forward:
+            self.through_pointer.add(self.forward[node])
         self.emit(LOOP_BEGIN, [("n", self.const_int(node.size))])
         for stencil, slots in body:
             self.emit(stencil, slots)
@@ -468,6 +503,8 @@ class _Lowerer:
             return
         src = self.slot_of(node)
         for offset in offsets[1 if skip_first else 0:]:
+            if offset == src:
+                continue  # computed there (array_out of a reshaped output)
             if node.shape:
                 self.copy_array(node, src, offset)
             else:
@@ -550,9 +587,17 @@ class _Lowerer:
             first = self.layout.constant(INT64, struct.pack("<4i", s0, s1, at, 0), 16)
             size = _view_base(block)[0].size
         out = self.array_out(node)
+        target = self.output_of(node) if self.in_place else None
+        into = stencil.replace("__v_p_", "__p_p_")
+        if target is not None and into != stencil and into in self.table:
+            # a result nothing reads: through its pointer slot into the caller's new array
+            stencil, dst = into, self.pointer_to(out)
+            self.through_pointer.add(target)
+        else:
+            dst = out
         self.emit(stencil,
                   [source, ("b", first), ("c", self.const_pair(s2, c2)),
-                   ("out", out), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
+                   ("out", dst), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
                    ("j", self.const_int(size))])
         self.consume(node)
         self.copy_stores(node, skip_first=True)
