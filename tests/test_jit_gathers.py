@@ -111,6 +111,34 @@ def test_the_cap_counts_no_temporary_no_result_and_not_the_argument() -> None:
         set_max_memory(None)
 
 
+#: 2-D results as a whole (a gather, a gather at an offset, a fused loop through a reshape)
+RESULTS: list[Callable[[Any], Any]] = [
+    lambda m: m.T, lambda m: m[::2], lambda m: m[:, ::-2], lambda m: m[1::2, 3:],
+    lambda m: (m * 2).reshape(-1, 256)]
+
+
+def test_a_results_array_is_the_callers_not_the_programs() -> None:
+    """Results of N = 2^18 elements under a 64 KiB cap: the gather (ngather, ngatherat form p)
+    or the loop writes the caller's new array through the result's pointer slot, also through
+    the reshape that is the output; before, a temporary and a copy into the result's home
+    counted (4 N bytes and more)."""
+    m = data((512, N // 512))
+    set_max_memory(64 << 10)
+    try:
+        for f in RESULTS:
+            got = cp.jit(f)(m)
+            assert got.tobytes() == np.ascontiguousarray(f(m)).tobytes()
+    finally:
+        set_max_memory(None)
+    traced = _array_input(m, "float32")
+    outs = [f(traced).node() for f in RESULTS]
+    compiled = compile_program(outs, "x86_64", in_place=True)
+    assert set(outs) | {traced.node()} <= set(compiled.pointers)
+    names = stencils_used(outs, "x86_64", in_place=True)
+    assert {"ngather_i32__p_p_m_m", "ngatherat_i32__p_p_m_m"} <= set(names)
+    assert not any(n.startswith("mov_") for n in names)  # nothing copied into a result
+
+
 def test_the_program_holds_no_copy_of_the_argument() -> None:
     x = np.zeros(N, np.float32)
     traced = _array_input(x, "float32")
