@@ -3,7 +3,8 @@ the contiguous case beside them; then a large fused expression against NumPy.
 
 Usage:
     python benchmarks/bench_slices.py [--sizes 1000,10000,...] [--big 100000000] [--no-big]
-        [--cases "m.T;x[1::3]"] [--old-src DIR] [--timeout 120] [--rounds 3]
+        [--cases "m.T;x[1::3]"] [--old-src DIR] [--timeout 120] [--rounds 3] [--cap BYTES]
+        [--calls 10000000]
 
 ``--old-src DIR`` runs every case a second time with DIR on PYTHONPATH first (a copy of an
 older ``src`` with its built extensions, e.g. before the transposes became level gathers) and
@@ -14,8 +15,13 @@ Each (case, n) runs in a subprocess of its own (its peak RSS is ``resource.getru
 are shown): import, make the argument, then the first call of the
 jitted function, which traces, compiles, loads and runs (the *compile* column); the result is
 checked against NumPy. "RSS - base" subtracts the RSS a process had after the imports and the
-argument. The cap on a program's memory is raised for these runs (COPAPY_MAX_MEMORY), since
-the slices' inputs and temporaries are copies in the program's memory at 1e7 elements.
+argument. The cap on a program's memory is the default one (64 MiB) unless ``--cap BYTES``
+sets COPAPY_MAX_MEMORY: a case the cap refuses shows the runner's error in its row.
+
+``--calls N`` times the calls after the first at N elements (median of 7 calls in a process,
+median over the rounds): copapy's call against NumPy's ``np.ascontiguousarray(f(x))`` (a view
+made an array, as copapy returns one), and with ``--old-src`` the old src's call (at a raised
+cap: the old code needed it).
 
 The big expression ``sqrt(x*x + y*y)`` on float32 arguments of ``--big`` elements reads its
 arguments in place and writes into the caller's new array; its peak RSS is set against
@@ -65,6 +71,20 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"compile": compile_s, "peak": peak / 1024, "base": base / 1024, "ok": ok}))
 """
 
+CALLS = """
+import json, sys, time
+import numpy as np
+import copapy as cp
+fn, n, which = eval(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+x = np.random.default_rng(0).random(n, dtype=np.float32)
+f = (lambda a: np.ascontiguousarray(fn(a))) if which == "numpy" else cp.jit(fn)
+f(x)
+times = []
+for _ in range(7):
+    t = time.perf_counter(); r = f(x); times.append(time.perf_counter() - t); del r
+print(json.dumps({"time": sorted(times)[3]}))
+"""
+
 BIG = """
 import json, resource, sys, time
 import numpy as np
@@ -107,8 +127,10 @@ def child(code: str, *args: str, env: dict[str, str] | None = None,
 
 
 def slices(sizes: list[int], cases: list[str], old_src: str | None, timeout: float | None,
-           rounds: int) -> None:
-    env = dict(os.environ, COPAPY_MAX_MEMORY=str(8 << 30))
+           rounds: int, cap: int | None) -> None:
+    env = dict(os.environ)
+    if cap is not None:
+        env["COPAPY_MAX_MEMORY"] = str(cap)
     runs = [("", env)]
     if old_src:
         runs.append((" (old)", dict(env, PYTHONPATH=os.pathsep.join(
@@ -145,6 +167,29 @@ def slices(sizes: list[int], cases: list[str], old_src: str | None, timeout: flo
                   f"{'yes' if ok else 'NO'} |", flush=True)
 
 
+def calls(n: int, cases: list[str], old_src: str | None, rounds: int) -> None:
+    """Call time (after the first call) of every case at ``n`` against NumPy's."""
+    runs = [("copapy", "copapy", dict(os.environ)), ("numpy", "numpy", dict(os.environ))]
+    if old_src:
+        runs.append(("old", "copapy", dict(os.environ, COPAPY_MAX_MEMORY=str(8 << 30),
+                                           PYTHONPATH=os.pathsep.join(
+                                               [old_src, os.environ.get("PYTHONPATH", "")]))))
+    print(f"\ncall time at n = {n:,} (ms, median of 7 calls, median of {rounds} rounds)\n")
+    print("| case | copapy | NumPy | copapy / NumPy |" + (" old | old / new |" if old_src else ""))
+    print("|---|---:|---:|---:|" + ("---:|---:|" if old_src else ""))
+    for name in cases:
+        got: dict[str, list[float]] = {}
+        for _ in range(rounds):
+            for tag, which, env in runs:
+                r = child(CALLS, CASES[name], str(n), which, env=env)
+                got.setdefault(tag, []).append(r.get("time", float("nan")))
+        t = {tag: median(v) * 1e3 for tag, v in got.items()}
+        row = f"| {name} | {t['copapy']:.2f} | {t['numpy']:.2f} | {t['copapy'] / t['numpy']:.2f} |"
+        if old_src:
+            row += f" {t['old']:.2f} | {t['old'] / t['copapy']:.2f} |"
+        print(row, flush=True)
+
+
 def median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
@@ -177,6 +222,10 @@ def main() -> None:
     parser.add_argument("--old-src", help="an older src directory to compare with")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per case")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each case (median)")
+    parser.add_argument("--calls", type=int, default=None,
+                        help="also time the calls after the first at this many elements")
+    parser.add_argument("--cap", type=int, default=None,
+                        help="COPAPY_MAX_MEMORY for the slice cases (default: the default cap)")
     opts = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.2f}\n")
     cases = [c.strip() for c in opts.cases.split(";")] if opts.cases else list(CASES)
@@ -184,7 +233,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {list(CASES)}")
     slices([int(s) for s in opts.sizes.split(",")], cases, opts.old_src, opts.timeout,
-           opts.rounds)
+           opts.rounds, opts.cap)
+    if opts.calls:
+        calls(opts.calls, cases, opts.old_src, opts.rounds)
     if not opts.no_big:
         big(opts.big)
 

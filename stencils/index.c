@@ -16,4 +16,6 @@ CP_PERMUTE(f64, uint64_t)
 #if defined(CP_FUSE_BYTES)
 CP_PGATHERS(i32, uint32_t)
 CP_PGATHERS(f64, uint64_t)
+CP_VRSGATHER(i32, uint32_t)
+CP_VRSGATHER(f64, uint64_t)
 #endif

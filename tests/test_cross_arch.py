@@ -980,7 +980,7 @@ UNREACHABLE_ARRAY_STENCILS: dict[str, str] = {
     f"{op}_{t}__v_p_m_m": ("the pointer form of a gather reads a @cp.jit argument in place; only "
                           "jit's in-place lowering uses it (tests/test_jit_gathers.py runs it "
                           "natively and on unicorn's x86_64 and aarch64)")
-    for op in ("ngather", "sgather") for t in ("i32", "f64")
+    for op in ("ngather", "sgather", "ngatherat") for t in ("i32", "f64")
 }
 
 

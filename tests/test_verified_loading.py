@@ -9,6 +9,7 @@ refused with the named rule, in-process and over the wire."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import struct
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,13 +27,18 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import _runner
 from copapy import image as im
+from copapy.compiler import program as compiler_program
 from copapy.compiler.manifest import ManifestError, decode, encode, materialise
 from copapy.compiler.program import compile_program
 from copapy.compiler.runner_table import (
     ACCESS_ARRAY,
     ACCESS_LENGTH,
     ACCESS_LOOP_POINTER,
+    ACCESS_POINTER,
     ACCESS_SCALAR,
+    DIM_J,
+    DIM_K,
+    DIM_N,
     FN_BLOCK,
     FN_LOOP_BODY,
     RUNNER_TABLE_ARCHS,
@@ -42,6 +49,7 @@ from copapy.compiler.runner_table import (
     slot_roles,
 )
 from copapy.compiler.table import load_table
+from copapy.jit import _array_input
 
 from .support.image_corpus import RULES, base_program, corpus, nodes, programs, v1_of
 from .support.runners import runner_process
@@ -124,7 +132,8 @@ def test_role_widths_cover_what_the_stencils_touch() -> None:
                 assert d.access == ACCESS_LENGTH, name
             elif "_f64__" in name and role != "out" and not (name.startswith("where")
                                                              and role == "c") and not (
-                    name.startswith(("argsort", "pgather", "pscatter")) and role == "b"):
+                    name.startswith(("argsort", "pgather", "pscatter")) and role == "b") and not (
+                    name.startswith("ngatherat") and role == "b"):
                 assert d.elem == 8, name  # a float64 operand
             elif "tof64" in name and role == "out":
                 assert d.elem == 8, name
@@ -141,7 +150,9 @@ def test_role_widths_cover_what_the_stencils_touch() -> None:
               # the index stencils (issue 31): int32 orders and permutations, int32 pairs
               ("argsort_f64__v_v_v", "out"): 4, ("argsort_f64__v_v_v", "b"): 4,
               ("pgather_f64__v_v_v", "b"): 4, ("pscatter_f64__v_v_v", "b"): 4,
-              ("ngather_i32__v_v_m_m", "b"): 8, ("nscatter_i32__v_v_m_m", "c"): 8}
+              ("ngather_i32__v_v_m_m", "b"): 8, ("nscatter_i32__v_v_m_m", "c"): 8,
+              # a level gather from an offset: two steps and the start (padded), a pair
+              ("ngatherat_i32__v_p_m_m", "b"): 16, ("ngatherat_f64__v_p_m_m", "c"): 8}
     for (name, role), size in widths.items():
         assert role_descriptor(name, role, ("a", "b", "out", "n")).elem == size, (name, role)
     # where(c, a, b): the forms after the destination are c, a, b (a wrong order once left an
@@ -153,6 +164,65 @@ def test_role_widths_cover_what_the_stencils_touch() -> None:
         ACCESS_SCALAR
     assert role_descriptor("dotadd_f32__0_v_m_v", "b", ("a", "b", "c", "n")).access == \
         ACCESS_ARRAY
+
+
+def test_a_loop_step_over_a_strided_view_sizes_its_source_by_j() -> None:
+    """vrsgather's source (form p) is the view's whole array, j elements, not the loop's
+    count: a loop pointer sized by the loop would let the step read past its array."""
+    for width, elem in (("i32", 4), ("f64", 8)):
+        roles = ("a", "b", "c", "j")
+        d = role_descriptor(f"vrsgather_{width}__1_p", "a", roles)
+        assert (d.access, d.elem, d.flags) == (ACCESS_POINTER, elem, DIM_J)
+        assert role_descriptor(f"vrsgather_{width}__0_p", "b", roles).access == ACCESS_SCALAR
+        assert role_descriptor(f"vrsgather_{width}__0_p", "j", roles).access == ACCESS_LENGTH
+    # a level gather's result through its pointer slot (@cp.jit): n x k elements, written
+    full = ("a", "b", "c", "out", "n", "k", "j")
+    for name in ("ngather_i32__p_p_m_m", "ngatherat_f64__p_p_m_m"):
+        d = role_descriptor(name, "out", full)
+        assert (d.access, d.flags) == (ACCESS_POINTER, 1 | DIM_N | DIM_K), name
+
+
+class _VerifiedBuilder(compiler_program._Builder):
+    """@cp.jit's in-place lowering in a format-2 image (jit's own images are code)."""
+
+    code_image = property(lambda self: False, lambda self, value: None)
+
+
+def test_the_verifier_passes_fused_strided_views_and_refuses_a_slot_past_the_region(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fused loops over strided views of an argument (vrsgather) pass, run and give NumPy's
+    values; aimed so that the view's j elements (not the loop's n) leave the data region,
+    the argument's slot is refused before anything runs."""
+    y = _array_input(np.zeros(22, np.float32), "float32")
+    outs = [(y[::2] + y[1::2]).node(), (y[::-1] * 2.0).node()]
+    monkeypatch.setattr(compiler_program, "_Builder", _VerifiedBuilder)
+    compiled = compile_program(outs, ARCH, in_place=True)
+    img = im.parse(compiled.image)
+    assert img.format_version == 2 and y.node() in compiled.pointers
+    by_id = {i: n for n, i in runner_table(ARCH).ids.items()}
+    names = {by_id[sid] for chain in decode(img.blocks) for sid, _ in chain}
+    assert {"vrsgather_i32__0_p", "vrsgather_i32__1_p"} <= names
+    prog = _runner.load(compiled.image)  # not own code: the verifying path
+    data = np.arange(22, dtype=np.float32) * np.float32(1.5)
+    home = compiled.ports[y.node()]
+    for i, v in enumerate(data):
+        prog.write(home.offset + 4 * i, home.dtype.code, float(v))
+    prog.run(0)
+    for out, want in zip(outs, (data[::2] + data[1::2], data[::-1] * np.float32(2.0)),
+                         strict=True):
+        port = compiled.ports[out]
+        got = [prog.read(port.offset + 4 * i, port.dtype.code) for i in range(out.size)]
+        assert got == want.tolist()
+    # the halves alone: their loop counts 11 elements, which fit before the region's end;
+    # the view's j (22) do not
+    compiled = compile_program(outs[:1], ARCH, in_place=True)
+    img = im.parse(compiled.image)
+    slot = compiled.pointers[y.node()]
+    init = bytearray(img.data_init)
+    init[slot:slot + 8] = (img.data_size - slot - 4 * 11).to_bytes(8, "little", signed=True)
+    bad = dataclasses.replace(img, data_init=bytes(init)).to_bytes()
+    with pytest.raises(_runner.ImageError, match="pointer slot's array leaves the data region"):
+        _runner.load(bad)
 
 
 # ---- the corpus of bad images (tests/support/image_corpus.py) ---------------------------

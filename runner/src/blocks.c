@@ -384,10 +384,18 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
             }
             /* the slot holds its target relative to itself (stencils/fused.c) */
             start = (start + init_le(img, offs[r], 8)) & UINT64_MAX;
-            /* a block's own pointer: its length role (n; j for a gather's source) */
-            uint32_t n = access == ACC_LOOP_POINTER ? loop_n
-                         : (flags & DIM_J) ? len[ROLE_J] : len[ROLE_N];
-            size = extent(elem, &n, 1, data);
+            /* a block's own pointer: the product of its length roles (n; j for a gather's
+             * source; n x k for a level gather's result) */
+            uint32_t dims[3];
+            unsigned nd = 0;
+            if (access == ACC_LOOP_POINTER) {
+                dims[nd++] = loop_n;
+            } else {
+                if (flags & DIM_N) dims[nd++] = len[ROLE_N];
+                if (flags & DIM_K) dims[nd++] = len[ROLE_K];
+                if (flags & DIM_J) dims[nd++] = len[ROLE_J];
+            }
+            size = extent(elem, dims, nd, data);
         }
         if (size > data || start > data - size) {
             return fail_block(w, CP_ERR_DATA_RANGE, access == ACC_ARRAY

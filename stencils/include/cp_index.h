@@ -300,14 +300,38 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
  * copy of it (docs/decisions/2026-12-04-gathers-of-jit-arguments.md). Only where fused loops
  * exist (64-bit targets with CP_FUSE_BYTES); the same checks as the v forms, the same bits. */
 #if defined(CP_FUSE_BYTES)
-#define CP_PGATHERS(T, W)                                                                      \
-    CP_STENCIL(ngather_##T##__v_p_m_m)                                                         \
+/* The level gathers into the array slot out (form v) or, as a @cp.jit result, through the
+ * pointer slot out into the caller's new array (form p: the result is no copy in the program);
+ * NAME, DST: the stencil and its destination. */
+#define CP_PNGATHER(T, W, NAME, DST)                                                           \
+    CP_STENCIL(NAME)                                                                           \
     {                                                                                          \
         const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        CT_##T *dst_ = DST;                                                                    \
         CP_LEVELS(CP_LEN(cp_j_i32))                                                            \
-        CP_WALK_LEVELS(CP_MOVE_BITS(W, VSLOT_##T(out), o_, src_, p2_))                         \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, dst_, o_, src_, p2_))                                   \
         CP_NEXT();                                                                             \
-    }                                                                                          \
+    }
+/* ngatherat: a block that starts at element b[2] of the j the slot designates (a view past an
+ * argument's first element: m[::-1, 1::3]); the levels must fit the j - b[2] after it */
+#define CP_PNGATHERAT(T, W, NAME, DST)                                                         \
+    CP_STENCIL(NAME)                                                                           \
+    {                                                                                          \
+        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        CT_##T *dst_ = DST;                                                                    \
+        const int64_t at_ = (int64_t)cp_vb_i32[2];                                             \
+        const size_t all_ = CP_LEN(cp_j_i32);                                                  \
+        const size_t room_ = at_ >= 0 && (uint64_t)at_ < all_ ? all_ - (size_t)at_ : 0u;       \
+        const CT_##T *blk_ = src_ + (room_ ? (size_t)at_ : 0u);                                \
+        CP_LEVELS(room_)                                                                       \
+        CP_WALK_LEVELS(CP_MOVE_BITS(W, dst_, o_, blk_, p2_))                                   \
+        CP_NEXT();                                                                             \
+    }
+#define CP_PGATHERS(T, W)                                                                      \
+    CP_PNGATHER(T, W, ngather_##T##__v_p_m_m, VSLOT_##T(out))                                  \
+    CP_PNGATHER(T, W, ngather_##T##__p_p_m_m, (CT_##T *)cp_fbase(&cp_pout_ptr))                \
+    CP_PNGATHERAT(T, W, ngatherat_##T##__v_p_m_m, VSLOT_##T(out))                              \
+    CP_PNGATHERAT(T, W, ngatherat_##T##__p_p_m_m, (CT_##T *)cp_fbase(&cp_pout_ptr))            \
     CP_STENCIL(sgather_##T##__v_p_m_m)                                                         \
     {                                                                                          \
         const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
@@ -320,6 +344,51 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         }                                                                                      \
         CP_NEXT();                                                                             \
     }
+
+/* vrsgather_<w>__<d>_p: a strided view of an array read through its pointer slot a as one
+ * operand of a fused loop (compiler/fuse.py), so neither the view nor the loop's result is a
+ * temporary (docs/decisions/2026-12-04-gather-free-fused-loops.md): lane l of the block at vi
+ * is element start + (vi + l) * step of the j elements (start b, step c: int32 slots, as for
+ * sgather), its bits moved into register d. Each lane's index is checked against j and the
+ * loop's count (a lane outside is 0), so no value of the slots makes it read outside its
+ * array; a valid program never has one outside. A whole block inside the array (its first
+ * and last lane: the indices are monotonic) is read without the checks, of step 1 (a slice
+ * past the first element) by one unaligned load. */
+#define CP_VRSGATHER1(T, W, D)                                                                 \
+    CP_VSTENCIL(vrsgather_##T##__##D##_p)                                                      \
+    {                                                                                          \
+        const W *src_ = (const W *)cp_fbase(&cp_pa_ptr);                                       \
+        const int64_t len_ = (int64_t)CP_LEN(cp_j_i32), step_ = (int64_t)SLOT_i32(c);          \
+        const int64_t at_ = (int64_t)SLOT_i32(b) + (int64_t)vi * step_;                        \
+        const size_t left_ = vn - vi;                                                          \
+        enum { L_ = CP_FUSE_BYTES / sizeof(W) };                                               \
+        const int64_t last_ = at_ + (int64_t)(L_ - 1) * step_;                                 \
+        W lanes_[L_];                                                                          \
+        if (left_ >= L_ && at_ >= 0 && at_ < len_ && last_ >= 0 && last_ < len_) {             \
+            /* a whole block inside the array (the indices are monotonic) */                   \
+            if (step_ == 1) {                                                                  \
+                __builtin_memcpy(&v##D, &src_[at_], CP_FUSE_BYTES);                            \
+                CP_VNEXT();                                                                    \
+            }                                                                                  \
+            _Pragma("clang loop unroll(full)")                                                 \
+            for (size_t l_ = 0; l_ < L_; l_++) {                                               \
+                __builtin_memcpy(&lanes_[l_], &src_[at_ + (int64_t)l_ * step_], sizeof(W));    \
+            }                                                                                  \
+        } else {                                                                               \
+            int64_t p_ = at_;                                                                  \
+            _Pragma("clang loop unroll(full)")                                                 \
+            for (size_t l_ = 0; l_ < L_; l_++, p_ += step_) {                                  \
+                W w_ = 0;                                                                      \
+                if (l_ < left_ && p_ >= 0 && p_ < len_) {                                      \
+                    __builtin_memcpy(&w_, &src_[p_], sizeof w_);                               \
+                }                                                                              \
+                lanes_[l_] = w_;                                                               \
+            }                                                                                  \
+        }                                                                                      \
+        __builtin_memcpy(&v##D, lanes_, sizeof lanes_);                                        \
+        CP_VNEXT();                                                                            \
+    }
+#define CP_VRSGATHER(T, W) CP_VRSGATHER1(T, W, 0) CP_VRSGATHER1(T, W, 1)
 #endif
 
 #pragma GCC visibility pop

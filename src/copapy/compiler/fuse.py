@@ -10,6 +10,13 @@ node would need both registers, the second is cut off and becomes a leaf, comput
 a loop of its own. Each element sees the operation sequence of the unfused loops, so the
 results are the same bits.
 
+A strided view (``sgather``) or a slice past the first element of an array @cp.jit reads in
+place is an operand too: the step ``vrsgather_<w>__<d>_p`` loads its lanes into a register
+from the argument's pointer slot (a slice: step 1), so ``x[::2] + x[1::2]``, ``x[::-1] * 2``
+or ``x[1:] + x[:-1]`` is one loop that holds no temporary and no copy of ``x``, and a lone
+large view (``x[1::3]``) is a loop of that step and the store into the caller's array
+(docs/decisions/2026-12-04-gather-free-fused-loops.md).
+
 Only where the stencil table has the forms (targets/<arch>.toml ``fuse_vector_bytes``); the
 environment variable ``COPAPY_FUSE=0`` switches fusion off (read at import; ``ENABLED``).
 """
@@ -20,6 +27,7 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
+from ..graph.build import strided_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import names
@@ -44,6 +52,9 @@ class Step(NamedTuple):
 
     stencil: str
     operands: tuple[tuple[str, Node], ...]
+    #: the strided view whose lanes the step loads (its start, step and source length are
+    #: the step's slots b, c and j)
+    gather: Node | None = None
 
 
 class Loop(NamedTuple):
@@ -61,6 +72,32 @@ class Loop(NamedTuple):
 
 
 StencilName = Callable[[Node], tuple[str, str]]
+
+
+def home(node: Node) -> Node:
+    """The node whose memory ``node`` is (through reshapes and slices from its first
+    element, which share it from the same address)."""
+    while node.op == "reshape" or (node.op == "slice" and node.attr[0] == 0):  # type: ignore[index]
+        node = node.args[0]
+    return node
+
+
+def view_steps(node: Node) -> tuple[int, int] | None:
+    """(start, step) of a strided view or a slice past the first element, which a loop reads
+    by a gather step; None for anything else (a slice from the first element shares its
+    array's address: a loop reads it as it is)."""
+    if node.op == "sgather":
+        start, step, _ = strided_attr(node)
+        return start, step
+    if node.op == "slice" and node.attr[0] != 0:  # type: ignore[index]
+        return node.attr[0], 1  # type: ignore[index]
+    return None
+
+
+def gather_step(node: Node, dst: int | str) -> str:
+    """The loop step that loads the lanes of the strided view ``node`` into register ``dst``
+    (the bits of elements of its width: ``i32`` for every 4-byte type)."""
+    return names.stencil(FUSED + "sgather", "f64" if node.dtype.size == 8 else "i32", dst, "p")
 
 
 class _Planner:
@@ -87,6 +124,9 @@ class _Planner:
         return self._users.get(node, 0) if node in self._computed else 0
 
     def fusable(self, node: Node) -> bool:
+        if view_steps(node) is not None:
+            return (len(node.shape) == 1 and node not in self.skip
+                    and home(node.args[0]) in self.single and gather_step(node, 0) in self.table)
         if (not node.shape or node.op == "where" or node in self.skip
                 or REGISTRY[node.op].shape_rule != "elementwise"
                 or any(a.shape not in ((), node.shape) for a in node.args)):
@@ -139,13 +179,17 @@ class _Planner:
             if len(root.args) == 1 and root.args[0] in self.single and whole in self.table:
                 return Loop(root, (), root.args, (Step(whole, (("a", root.args[0]),)),), "", "",
                             True)
-            if (root.size * root.dtype.size < LONE_LOOP_MIN_BYTES
-                    or not any(a in self.single for a in root.args)):
-                return None
+            if (root.size * root.dtype.size < LONE_LOOP_MIN_BYTES or root.op == "slice"
+                    or not any(home(a) in self.single for a in root.args)):
+                return None  # a slice alone is a view (lower.VIEWS), not a loop
         body: list[Step] = []
         leaves: list[Node] = []
 
         def gen(node: Node, d: int) -> None:
+            if view_steps(node) is not None:
+                body.append(Step(gather_step(node, d), (("a", node.args[0]),), node))
+                leaves.append(node.args[0])
+                return
             o = 1 - d
             args = node.args
             inner = [a in interior for a in args]
@@ -174,7 +218,8 @@ class _Planner:
         loop = Loop(root, tuple(interior), tuple(leaves), tuple(body),
                     names.stencil(FUSED + "store", kind, "p", "0"),
                     names.stencil(LOOP, kind, "end"))
-        if any(s.stencil not in self.table for s in loop.body) or loop.end not in self.table:
+        if (any(s.stencil not in self.table for s in loop.body) or loop.end not in self.table
+                or loop.store not in self.table):
             return None
         return loop
 

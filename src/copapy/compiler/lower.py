@@ -25,7 +25,7 @@ from ..graph.levels import MAX_LEVELS, level_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
-from .fuse import LOOP_BEGIN, Loop, find_loops
+from .fuse import LOOP_BEGIN, Loop, find_loops, home, view_steps
 from .inplace import store_in_place
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -40,14 +40,6 @@ class CompileError(ValueError):
 
 #: the operations lowered to a gather whose source may be read through a pointer slot
 _GATHERS = frozenset({"sgather", "ngather", "transpose"})
-
-
-def _home(node: Node) -> Node:
-    """The node whose memory ``node`` is (through reshapes and slices from its first
-    element, which share it from the same address)."""
-    while node.op == "reshape" or (node.op == "slice" and node.attr[0] == 0):  # type: ignore[index]
-        node = node.args[0]
-    return node
 
 
 class Instr(NamedTuple):
@@ -134,6 +126,12 @@ class _Lowerer:
         #: forms (filled by _lower.c)
         self.names: dict[str, dict[DType, list[str | None]]] = {}
         self.loops: dict[Node, Loop] = {}
+        #: arrays computed straight into the slot of the reshape that is their only reader and
+        #: an output nothing reads (with in_place only): the reshape copies nothing
+        self.forward: dict[Node, Node] = {}
+        #: outputs whose one store goes through their pointer slot (a fused loop's store, a
+        #: gather's form p result): @cp.jit may aim the slot at a new array
+        self.through_pointer: set[Node] = set()
 
     def next_use(self, node: Node) -> int:
         uses = self.remaining.get(node)
@@ -199,12 +197,15 @@ class _Lowerer:
         if self.in_place:
             self.read = {a for node in order for a in node.args}
             # a reshape or slice that is no output reads nothing (its readers read its home)
-            self.copied = {_home(a) for node in order if node not in loops
+            gathered = self.gathered_views(order)
+            self.copied = {home(a) for node in order if node not in loops
                            and node not in skipped and not self.reads_in_place(node)
-                           and not (node is not _home(node) and node not in self.stores)
-                           for a in node.args if _home(a) in self.in_place}
+                           and not (node is not home(node) and node not in self.stores)
+                           and node not in gathered
+                           for a in node.args if home(a) in self.in_place}
             self.copied.update(a for node in fused for a in self.operands(node)
                                if a in self.in_place)
+            self.forward = self.reshaped_outputs(order)
         # the per-node loops run in C (compiler/_lower.c): the uses of every value, then the
         # nodes (scalar operations there, arrays through lower_array)
         _lower.remaining_uses(self, order, skipped, fused.keys() | loops.keys())
@@ -284,10 +285,27 @@ class _Lowerer:
     def const_int(self, value: int) -> int:
         return self.layout.constant(INT32, INT32.pack(value))
 
+    def reshaped_outputs(self, order: Sequence[Node]) -> dict[Node, Node]:
+        """Computed arrays whose only reader is a reshape that is an output (one slot) nothing
+        reads -> that reshape: the array is computed into the output's slot (array_out), so
+        neither a temporary nor a copy exists (a 2-D gather's result, ``m.T``)."""
+        readers: dict[Node, int] = {}
+        for node in order:
+            for a in node.args:
+                readers[a] = readers.get(a, 0) + 1
+        computed = set(order)
+        return {node.args[0]: node for node in order
+                if node.op == "reshape" and len(self.stores.get(node, ())) == 1
+                and node not in self.read and node.args[0] in computed
+                and readers[node.args[0]] == 1 and node.args[0] not in self.stores
+                and node.args[0].op not in VIEWS}
+
     def array_out(self, node: Node) -> int:
         offsets = self.stores.get(node)
         if offsets:
             offset = offsets[0]
+        elif node in self.forward:
+            offset = self.stores[self.forward[node]][0]
         else:
             offset = self.layout.temp(node.nbytes, ARRAY_ALIGN)
             self.temp_of[node] = offset
@@ -311,6 +329,10 @@ class _Lowerer:
         if node.op in VIEWS:
             self.consume(node)
             self.copy_stores(node)
+            return
+        loop = self.loops.get(node)
+        if loop is not None:  # a lone strided view of an argument too (fuse.gather_step)
+            self.lower_loop(node, loop)
             return
         suffix = node.args[0].dtype.stencil if node.args else node.dtype.stencil
         if node.op == "stack":
@@ -351,10 +373,6 @@ class _Lowerer:
             return
         if node.op in ("argsort", "pgather", "pscatter"):
             self.lower_rows(node)
-            return
-        loop = self.loops.get(node)
-        if loop is not None:
-            self.lower_loop(node, loop)
             return
         fusion = self.fused.get(node)
         if fusion is not None:
@@ -423,31 +441,52 @@ class _Lowerer:
                 out[node] = self.pointer_slots[offset]
         if self.in_place:
             for node, offsets in self.stores.items():
-                if len(offsets) == 1 and node in self.loops and node not in self.read:
+                if (len(offsets) == 1 and (node in self.loops or node in self.through_pointer)
+                        and node not in self.read):
                     out[node] = self.pointer_slots[offsets[0]]
         return out
+
+    def output_of(self, node: Node) -> Node | None:
+        """The output that ``node``'s one store is (itself, or the reshape it is computed
+        into), if nothing reads it; None otherwise."""
+        target = node if len(self.stores.get(node, ())) == 1 else self.forward.get(node)
+        return target if target is not None and target not in self.read else None
 
     def lower_loop(self, node: Node, loop: Loop) -> None:
         """A fused element-wise loop (compiler/fuse.py); its result may reuse an operand's
         slot, as an unfused element-wise result may (block i is read before it is stored).
         Its arrays are addressed through pointer slots (stencils/fused.c)."""
-        body = [(step.stencil, [(role, self.pointer_to(self.slot_of(x)) if x.shape
-                                 else self.ensure_mem(x)) for role, x in step.operands])
+        body = [(step.stencil, [*((role, self.pointer_to(self.slot_of(x)) if x.shape
+                                   else self.ensure_mem(x)) for role, x in step.operands),
+                                *self.gather_slots(step.gather)])
                 for step in loop.body]
         self.consume(node)
         out = self.array_out(node)
         if loop.whole:
+            if node in self.forward:
+                self.through_pointer.add(self.forward[node])
             stencil, slots = body[0]
             self.emit(stencil, [*slots, ("out", self.pointer_to(out)),
                                 ("n", self.const_int(node.size))])
             self.copy_stores(node, skip_first=True)
             return
+        if node in self.forward:
+            self.through_pointer.add(self.forward[node])
         self.emit(LOOP_BEGIN, [("n", self.const_int(node.size))])
         for stencil, slots in body:
             self.emit(stencil, slots)
         self.emit(loop.store, [("out", self.pointer_to(out))])
         self.emit(loop.end, [])
         self.copy_stores(node, skip_first=True)
+
+    def gather_slots(self, view: Node | None) -> list[tuple[str, int]]:
+        """A loop step's strided view or slice (fuse.gather_step): its start and step (int32 in
+        8-byte slots, as for sgather) and the length j of the array it steps through."""
+        if view is None or (steps := view_steps(view)) is None:
+            return []
+        start, step = steps
+        return [("b", self.const_word(start)), ("c", self.const_word(step)),
+                ("j", self.const_int(view.args[0].size))]
 
     def finish_scalar(self, node: Node, regs: list[Node | None], dst: int) -> None:
         """A scalar result is in register ``dst``: store it where it must go."""
@@ -464,6 +503,8 @@ class _Lowerer:
             return
         src = self.slot_of(node)
         for offset in offsets[1 if skip_first else 0:]:
+            if offset == src:
+                continue  # computed there (array_out of a reshaped output)
             if node.shape:
                 self.copy_array(node, src, offset)
             else:
@@ -471,30 +512,58 @@ class _Lowerer:
 
     def reads_in_place(self, node: Node) -> bool:
         """A gather of an in-place input that the table has a pointer form of (``v_p_m_m``):
-        it reads the caller's buffer through the input's pointer slot, so nothing copies it."""
-        return (node.op in _GATHERS and _home(node.args[0]) in self.in_place
-                and self.gather_name(node, "p") in self.table)
+        it reads the caller's buffer through the input's pointer slot, so nothing copies it.
+        A level gather (ngather, transpose) of a view past the input's first element too
+        (``ngatherat``: the block's start is in its slot b)."""
+        if node.op not in _GATHERS:
+            return False
+        if home(node.args[0]) in self.in_place:
+            return self.gather_name(node, "p") in self.table
+        return (node.op != "sgather" and _view_base(node.args[0])[0] in self.in_place
+                and self.gather_name(node, "p", at=True) in self.table)
 
-    def gather_name(self, node: Node, source: str) -> str:
-        """The gather (or scatter) stencil of ``node``, its source ``a`` in form ``source``."""
-        op = "ngather" if node.op == "transpose" else node.op
+    def gathered_views(self, order: Sequence[Node]) -> set[Node]:
+        """Views (a slice past an input's first element, the reshapes around it) that no output
+        is and that only gathers reading in place read, directly or through such views: they
+        read nothing themselves, so they do not make the input copied (ngatherat)."""
+        users: dict[Node, list[Node]] = {}
+        for node in order:
+            for a in node.args:
+                if a.op in VIEWS:
+                    users.setdefault(a, []).append(node)
+        free: set[Node] = set()
+        for node in reversed(order):  # users first
+            if node in users and node not in self.stores and all(
+                    u in free or self.reads_in_place(u) for u in users[node]):
+                free.add(node)
+        return free
+
+    def gather_name(self, node: Node, source: str, at: bool = False) -> str:
+        """The gather (or scatter) stencil of ``node``, its source ``a`` in form ``source``
+        (``at``: a level gather of a block at an offset, ngatherat)."""
+        op = "ngatherat" if at else "ngather" if node.op == "transpose" else node.op
         width = "f64" if node.dtype.size == 8 else "i32"
         return names.stencil(op, width, "v", source, "m", "m")
 
-    def gather_source(self, node: Node) -> tuple[str, tuple[str, int]]:
-        """The stencil of a gather or scatter and its slot ``a``: the source's pointer slot
-        when it is read in place (reads_in_place), else the source's own slot."""
+    def gather_source(self, node: Node) -> tuple[str, tuple[str, int], int | None]:
+        """The stencil of a gather or scatter, its slot ``a`` and the block's start in the
+        array ``a`` designates (None: the block is that array): the source's pointer slot when
+        it is read in place (reads_in_place), else the source's own slot."""
         src = self.slot_of(node.args[0])
         if self.in_place and self.reads_in_place(node):
-            return self.gather_name(node, "p"), ("a", self.pointer_to(src))
-        return self.gather_name(node, "v"), ("a", src)
+            base, shift = _view_base(node.args[0])
+            if home(node.args[0]) is base:
+                return self.gather_name(node, "p"), ("a", self.pointer_to(src)), None
+            return (self.gather_name(node, "p", at=True),
+                    ("a", self.pointer_to(self.slot_of(base))), shift // node.dtype.size)
+        return self.gather_name(node, "v"), ("a", src), None
 
     def lower_strided(self, node: Node) -> None:
         """A strided view (sgather) or its adjoint (sscatter): one loop stencil of the element
         width (a move of bits), start and step in int32 slots, the lengths n (the vector) and
         j (the array it steps through)."""
         start, step, _ = strided_attr(node)
-        stencil, source = self.gather_source(node)
+        stencil, source, _ = self.gather_source(node)
         out = self.array_out(node)
         vector, whole = (node, node.args[0]) if node.op == "sgather" else (node.args[0], node)
         self.emit(stencil,
@@ -511,12 +580,25 @@ class _Lowerer:
         pad = MAX_LEVELS - len(levels)
         (c0, s0), (c1, s1), (c2, s2) = ((1, 0),) * pad + levels
         block = node.args[0] if op == "ngather" else node
-        stencil, source = self.gather_source(node)
+        stencil, source, at = self.gather_source(node)
+        if at is None:
+            first, size = self.const_pair(s0, s1), block.size
+        else:  # the block from element ``at`` of the input: its start after the two steps
+            first = self.layout.constant(INT64, struct.pack("<4i", s0, s1, at, 0), 16)
+            size = _view_base(block)[0].size
         out = self.array_out(node)
+        target = self.output_of(node) if self.in_place else None
+        into = stencil.replace("__v_p_", "__p_p_")
+        if target is not None and into != stencil and into in self.table:
+            # a result nothing reads: through its pointer slot into the caller's new array
+            stencil, dst = into, self.pointer_to(out)
+            self.through_pointer.add(target)
+        else:
+            dst = out
         self.emit(stencil,
-                  [source, ("b", self.const_pair(s0, s1)), ("c", self.const_pair(s2, c2)),
-                   ("out", out), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
-                   ("j", self.const_int(block.size))])
+                  [source, ("b", first), ("c", self.const_pair(s2, c2)),
+                   ("out", dst), ("n", self.const_int(c0)), ("k", self.const_int(c1 * c2)),
+                   ("j", self.const_int(size))])
         self.consume(node)
         self.copy_stores(node, skip_first=True)
 

@@ -127,17 +127,23 @@ _BOOL_RESULT = {"eq", "ne", "lt", "le", "gt", "ge", "lnot"}
 #: int32 index arrays of the sorting stencils (stencils/include/cp_index.h): argsort's result
 #: and scratch row, the permutation b of pgather/pscatter, whatever the element type
 _INDEX_ROLES = {"argsort": ("out", "b"), "pgather": ("b",), "pscatter": ("b",)}
-#: 8-byte scalar slots holding two int32 (the levels of ngather/nscatter)
-_PAIR_ROLES = {"ngather": ("b", "c"), "nscatter": ("b", "c")}
+#: scalar slots of several int32: pairs (the levels of ngather/nscatter), ngatherat's b (two
+#: levels and the block's start, padded to 16 bytes)
+_WIDE_ROLES = {"ngather": {"b": 8, "c": 8}, "nscatter": {"b": 8, "c": 8},
+               "ngatherat": {"b": 16, "c": 8}}
 #: array dimensions other than "n elements" (the length roles whose product is the count)
 _DIMS = {"matmul": {"a": DIM_N | DIM_K, "b": DIM_K | DIM_J, "out": DIM_N | DIM_J},
          "matvec": {"a": DIM_N | DIM_K, "b": DIM_K, "out": DIM_N},
          "vecmat": {"a": DIM_K, "b": DIM_K | DIM_J, "out": DIM_J},
          # strided views: the vector has n elements, the array it steps through j
          "sgather": {"a": DIM_J, "out": DIM_N},
+         # a fused loop's strided operand: its source has j elements, not the loop's count
+         "vrsgather": {"a": DIM_J},
          "sscatter": {"a": DIM_N, "out": DIM_J},
          # N-D strided views: n x k elements gathered from a block of j
          "ngather": {"a": DIM_J, "out": DIM_N | DIM_K},
+         # ... from a block at an offset into the j elements the pointer designates
+         "ngatherat": {"a": DIM_J, "out": DIM_N | DIM_K},
          "nscatter": {"a": DIM_N | DIM_K, "out": DIM_J},
          # sorting along k rows of n elements; argsort's scratch b is j rows
          "argsort": {"a": DIM_N | DIM_K, "b": DIM_N | DIM_J, "out": DIM_N | DIM_K},
@@ -159,8 +165,8 @@ def _elem(op: str, role: str) -> int:
         return 4
     if role in _INDEX_ROLES.get(base, ()):
         return 4
-    if role in _PAIR_ROLES.get(base, ()):
-        return 8
+    if role in _WIDE_ROLES.get(base, {}):
+        return _WIDE_ROLES[base][role]
     return _SIZES[dtype]
 
 
@@ -184,7 +190,8 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
              ("out", "a", "b", "c"))
     form = dict(zip(order, forms, strict=False)).get(role, "m")
     if form == "p":
-        own = "n" in roles and not family.startswith("vr")
+        # a fused loop step whose pointer has dimensions of its own (vrsgather) is sized by them
+        own = ("n" in roles and not family.startswith("vr")) or family in _DIMS
         # a block's own pointer designates n elements, a gather's source (form p) its j
         length = _DIMS.get(family, {}).get(role, DIM_N) if own else 0
         return Role(role, ACCESS_POINTER if own else ACCESS_LOOP_POINTER, _elem(op, role),
