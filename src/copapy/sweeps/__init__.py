@@ -86,8 +86,8 @@ class Sweep:
         ``on_fault="raise"``: raise ``SweepFault`` naming the first fault instead."""
         sc = _params.scenarios(params)
         keys = list(sc.columns)
-        plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}),
-                                  tick, sample, bindings, names, arch)
+        plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}), tick,
+                          sample, bindings, names, arch, scenarios=sc.n)
         check_size(plan, sc.n)
         if engine not in ENGINES:
             raise ValueError(f"engine is one of {', '.join(map(repr, ENGINES))}, got "
