@@ -269,12 +269,17 @@ def from_lanes(fields: Sequence[Field], raw: bytes | bytearray, lead: tuple[int,
     per field (a field of one element is every lane's)."""
     if not fields:
         return b""
-    data = np.frombuffer(raw, dtype=np.uint8).reshape(*lead, -1)
-    blocks, at = [], 0
+    sizes = {f.dtype.size for f in fields}
+    # whole elements move at once where every field has one size (the usual case)
+    unit = np.dtype(f"<u{sizes.pop()}") if len(sizes) == 1 else np.dtype(np.uint8)
+    data = np.frombuffer(raw, dtype=unit).reshape(*lead, -1)
+    out = np.empty((m, *lead, sum(f.dtype.size for f in fields) // unit.itemsize), dtype=unit)
+    at = col = 0
     for f in fields:
-        size = f.dtype.size
-        block = data[..., at:at + f.size].reshape(*lead, f.count, size)
-        blocks.append(np.broadcast_to(block, (*lead, count, size)))
-        at += f.size
-    lanes = np.concatenate(blocks, axis=-1)  # (*lead, count, row)
-    return np.ascontiguousarray(np.moveaxis(lanes, -2, 0)[:m]).tobytes()
+        width = f.dtype.size // unit.itemsize  # columns of one element
+        block = data[..., at:at + f.count * width].reshape(*lead, f.count, width)
+        block = np.broadcast_to(block, (*lead, count, width))[..., :m, :]
+        out[..., col:col + width] = np.moveaxis(block, -2, 0)
+        at += f.count * width
+        col += width
+    return out.tobytes()

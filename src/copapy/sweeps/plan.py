@@ -93,9 +93,10 @@ def build_plan(program: Any, keys: Sequence[str], seconds: float,
                record: Sequence[Any], metrics: Mapping[str, Any], tick: float | None,
                sample: float | None, bindings: Iterable[Any] = (),
                names: Mapping[str, Any] | None = None, arch: str | None = None,
-               scenarios: int | None = None) -> Plan:
+               scenarios: int | None = None, lanes: bool = True) -> Plan:
     """The plan: parameters are input ports by name, recorded signals and metrics values
-    or port names. ``scenarios``: how many the sweep runs (sizes the lane batches)."""
+    or port names. ``scenarios``: how many the sweep runs (sizes the lane batches);
+    ``lanes=False``: no lane program (scenarios run one at a time)."""
     tasks, bindings, names = _unpack(program, bindings, names)
     if tasks is None and arch is not None:
         raise TypeError("arch= is for tasks; a saved program holds the code of its own "
@@ -142,15 +143,17 @@ def build_plan(program: Any, keys: Sequence[str], seconds: float,
     plan = Plan(prog.image, prog.variant, tick_ns, total_ns // sample_ns, sample_ns // tick_ns,
                 tuple(params), tuple(records), tuple(finals), inputs_io, tuple(metric_names),
                 tasks is not None, hashlib.sha256(prog.image).hexdigest())
+    if not lanes:
+        return replace(plan, lanes_off="lanes=False")
     if not lane_tasks:
         return replace(plan, lanes_off="a saved program holds no graph to run in lanes")
     try:
-        lanes = build_lanes(lane_tasks, bindings, names, keys, record_names,
+        lane_plan = build_lanes(lane_tasks, bindings, names, keys, record_names,
                             list(metric_names.values()), arch, prog.image,
                             lane_count(bindings, scenarios))
     except (LiftError, CompileError, TargetError) as exc:
         return replace(plan, lanes_off=str(exc))
-    return replace(plan, lanes=lanes)
+    return replace(plan, lanes=lane_plan)
 
 
 def check_size(plan: Plan, n: int) -> None:
