@@ -138,20 +138,17 @@ def _check(node: Node) -> None:
 def _spread(order: Sequence[Node], seeds: Iterable[Node],
             alias: Mapping[Node, Node]) -> set[Node]:
     """The seeds and every node that reads one, through aliases and states (a state reads
-    what its update reads: a fixed point)."""
+    what its update reads)."""
+    readers: dict[Node, list[Node]] = {}
+    for node in order:
+        for a in (update_of(node),) if node.op == "state" else _operands(node, alias):
+            readers.setdefault(a, []).append(node)
     present = set(order)
-    changed = {n for n in seeds if n in present}
-    grew = True
-    while grew:
-        grew = False
-        for node in order:
-            if node in changed:
-                continue
-            if node.op == "state":
-                hit = update_of(node) in changed
-            else:
-                hit = any(a in changed for a in _operands(node, alias))
-            if hit:
-                changed.add(node)
-                grew = True
-    return changed
+    todo = [n for n in seeds if n in present]
+    found = set(todo)
+    while todo:
+        for user in readers.get(todo.pop(), ()):
+            if user not in found:
+                found.add(user)
+                todo.append(user)
+    return found

@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import image as im
 from ..arrays import Array
+from ..compiler import compile_tasks
 from ..graph.lift import LiftError, closure, lift, reaches
 from ..graph.node import Node, fresh_array_input, input_initial, input_name
 from ..graph.state import state_initial, update_is_signal, update_of
 from ..io import Channel
 from ..runtime.load import host_architecture, is_native
-from ..saved import ArrayInfo, Program, build
+from ..saved import ArrayInfo, Program
+from ..target_common import task_specs
 from ..task import Task
 from ..value import Value
 from .fields import Field, field_of
@@ -124,14 +126,14 @@ def build_lanes(tasks: Sequence[Task], bindings: Sequence[tuple[Any, Channel]],
     lane_tasks = [Task(*(lane(n) for o in t.outputs for n in _nodes(o)), period=t.period,
                        priority=t.priority, offset=t.offset, wcet=t.wcet, name=t.name,
                        budget=t.budget, link_timeout=t.link_timeout) for t in tasks]
-    lane_names = {n: lane(v.node) for n, v in names.items()
-                  if isinstance(v, Value) and v.node not in alias}
+    # node -> port name: the sweep's names, then each bound value's and aliased output's
     named = {v.node: n for n, v in names.items() if isinstance(v, Value)}
+    ports_of = {lifted.get(node, node): n for node, n in named.items() if node not in alias}
 
     def port(node: Node, default: str) -> str:
         """The port name of ``node`` in the lane program (one name per node)."""
         name = named.setdefault(node, default)
-        lane_names[name] = lane(node)
+        ports_of[lifted.get(node, node)] = name
         return name
 
     read = {(ch.kind, ch.channel) for value, ch in bindings
@@ -144,7 +146,9 @@ def build_lanes(tasks: Sequence[Task], bindings: Sequence[tuple[Any, Channel]],
                 not ch.is_output and value.node in lifted and value.node not in alias):
             bound.append((port(value.node, _IO_NAME.format(j)), ch))
     published = [port(out, _IO_NAME.format(f"out{j}")) for j, out in enumerate(alias.values())]
-    prog = build(*lane_tasks, arch=lane_architecture(arch), names=lane_names)
+    # compiled as saved.build does, without the range analysis that cp.check reads
+    prog = Program(compile_tasks(task_specs(lane_tasks), lane_architecture(arch), (),
+                                 ports_of).image)
     _check_unpublished(prog, published)
     image = _with_lane_bindings(prog, bound, count)
     return LanePlan(image, count, prog.variant, hashlib.sha256(base).hexdigest(),
