@@ -273,3 +273,27 @@ def test_lift_refuses_what_has_no_lane_form_and_keeps_the_rest() -> None:
     assert c.node not in out  # the same in every lane: a scalar operand
     with pytest.raises(LiftError, match="is an array"):
         lift([(cp.value(np.arange(3.0), packed=True) * x).sum().node], {x.node: lane}, 4)
+
+
+def test_aarch64_lane_program_gives_the_scenarios_bits_on_the_emulator() -> None:
+    """A plan for aarch64 (an aarch64 Dask worker's) carries an aarch64 lane program: run on
+    the unicorn emulator through the Python loop, its lanes are the aarch64 per-scenario
+    image's bits (here, where aarch64 code is not native, run_batch steps per scenario)."""
+    from dataclasses import replace
+
+    from copapy.sweeps.lanes import from_lanes, to_lanes
+
+    prog = motor_pid.sweep_program()
+    plan = sweeps.build_plan(prog, ["resistance", "seed", "noise"], 0.005, ["angle", "pwm"],
+                             {}, None, 1e-3, arch="aarch64", scenarios=3)
+    lanes = plan.lanes
+    assert lanes is not None and lanes.variant == "aarch64" and lanes.count == 4
+    sc = scenarios({"resistance": [1.8, 2.0, 2.3], "seed": [5.0, 77.0, 901.0],
+                    "noise": [2.0, 2.0, 1.0]})
+    params = encode(plan, sc, ["resistance", "seed", "noise"])
+    alone = run_python(plan, params)
+    as_plan = replace(plan, image=lanes.image, params=lanes.params, records=lanes.records,
+                      finals=lanes.finals, lanes=None)
+    raw = run_python(as_plan, to_lanes(plan.params, params, 3, 4))
+    assert raw[2] == ()
+    assert from_lanes(lanes.records, raw[0], (plan.steps,), 3, 4) == alone[0]
