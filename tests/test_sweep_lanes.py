@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
@@ -191,11 +191,22 @@ def programs(draw: Any) -> tuple[Any, list[str]]:
             return cp.clamp(cp.integrate(v, init=init), -1e3, 1e3)
         return v
 
-    # each task reads its channel (so the two never are one node)
-    u = task_value(e_in) + e_in * 0.25
-    for p in params:  # every parameter is read
-        u = u + p * 0.125
-    y = task_value(u_in) - u_in * 0.5
+    # each task reads its channel and every parameter is read, or (raw) a task's output is
+    # its signal itself: a state or a feedback, which starts at its init before its first
+    # publication (a channel it drives starts at 0: no LET port for it then)
+    raw_u, raw_y = draw(st.booleans()), draw(st.booleans())
+    u = task_value(e_in)
+    if not raw_u:
+        u = u + e_in * 0.25
+        for p in params:
+            u = u + p * 0.125
+    y = task_value(u_in)
+    if not raw_y:
+        y = y - u_in * 0.5
+    if raw_u:
+        for p in params:
+            y = y + p * 0.125
+    assume(y.node is not u.node and y.node.op != "input")
     periods = draw(st.sampled_from([(1e-3, 1e-4), (2e-4, 2e-4), (1e-4, 3e-4), (5e-4, 1e-3)]))
     offset = draw(st.sampled_from([0.0, 1e-4])) if periods[1] > 1e-4 else 0.0
     tasks = [cp.Task(u, period=periods[0], priority=0, name="a"),
