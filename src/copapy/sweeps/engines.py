@@ -107,15 +107,15 @@ def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
     for at in range(0, n, lanes.count):
         m = min(lanes.count, n - at)
         chunk = params[at * row:(at + m) * row]
-        raw = run_lanes(plan, lanes, chunk, m) if m >= min_fill(lanes) else None
+        raw = run_lanes(plan, lanes, chunk, m) if m >= min_fill(lanes.count) else None
         parts.append(raw if raw is not None else run_scenarios(plan, chunk, first + at))
     return join(parts)
 
 
-def min_fill(lanes: LanePlan) -> int:
-    """The fewest scenarios a lane batch runs: a batch costs about as much as a quarter of
-    its lanes run one at a time (benchmarks/RESULTS.md, "Lane sweeps")."""
-    return max(1, lanes.count // 4)
+def min_fill(count: int) -> int:
+    """The fewest scenarios a batch of ``count`` lanes runs: it costs about as much as a
+    quarter of its lanes run one at a time (benchmarks/RESULTS.md, "Lane sweeps")."""
+    return max(1, count // 4)
 
 
 def run_lanes(plan: Plan, lanes: LanePlan, params: bytes, m: int) -> Raw | None:
@@ -260,8 +260,8 @@ class _Data:
 
 def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes]) -> int:
     """Scenarios per Dask task: about CHUNK_SECONDS of work each (timed on a few scenarios
-    here when this machine runs the plan), at least 4 tasks per worker when there are
-    enough scenarios."""
+    here when this machine runs the plan, one at a time: an upper bound), at least 4 tasks
+    per worker when there are enough scenarios, rounded up to whole lane batches."""
     per_scenario = None
     if is_native(plan.variant):
         probe = min(n, 8)
@@ -269,7 +269,9 @@ def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes])
         run_batch(plan, params(probe))
         per_scenario = (time.perf_counter() - start) / probe
     by_time = n if not per_scenario else max(1, math.ceil(CHUNK_SECONDS / per_scenario))
-    return max(1, min(by_time, math.ceil(n / (4 * max(1, workers)))))
+    chunk = max(1, min(by_time, math.ceil(n / (4 * max(1, workers)))))
+    lanes = plan.lanes.count if plan.lanes is not None else 1
+    return min(n, math.ceil(chunk / lanes) * lanes) if chunk >= min_fill(lanes) else chunk
 
 
 def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: int,
