@@ -276,6 +276,29 @@ def test_a_program_with_no_lane_form_runs_scenario_by_scenario() -> None:
     assert run_batch(plan, params) == run_python(plan, params)
 
 
+def test_a_rebuilt_program_reuses_its_lane_program_and_a_changed_one_does_not() -> None:
+    """Lane programs are kept by what they are compiled from (the per-scenario image, ports,
+    lane count): the same program built again reuses its lane program; one that differs in
+    a constant or a state's initial value compiles its own, and each gives its per-scenario
+    bits."""
+    def plan(c: float, init: float) -> Any:
+        k = cp.value(0.5, name="k")
+        acc = cp.feedback(lambda s: s * 0.5 + k * c % 3.0, init=init)
+        task = cp.Task(acc, period=1e-3, name="t")
+        return sweeps.build_plan([task], ["k"], 8e-3, [acc], {}, None, None,
+                                 names={"acc": acc}, scenarios=16)
+
+    first, again, other, start = plan(2.0, 0.0), plan(2.0, 0.0), plan(2.5, 0.0), plan(2.0, 1.0)
+    assert first.lanes is not None, first.lanes_off
+    assert again.lanes is first.lanes
+    assert len({p.lanes.digest for p in (first, other, start)}) == 3
+    params = encode(first, scenarios({"k": np.linspace(-4.0, 4.0, 16)}), ["k"])
+    results = [run_batch(p, params) for p in (first, other, start)]
+    assert len({r[0] for r in results}) == 3
+    for p, r in zip((first, other, start), results, strict=True):
+        assert lanes_of(p, params, 16) == r == run_scenarios(p, params)
+
+
 def test_lift_refuses_what_has_no_lane_form_and_keeps_the_rest() -> None:
     x, c = cp.value(1.0, name="x"), cp.value(2.0, name="c")
     lane = fresh_array_input(x.node.dtype, bytes(16), (4,))
