@@ -7,8 +7,6 @@ array % scalar, scalar % array, and with both operands computed in the loop."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +14,7 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy import _kernels
+from copapy.compiler.table import load_table
 from copapy.runtime.load import host_architecture, is_native
 
 from .test_fmod_inline import assert_remainder, operands
@@ -44,27 +43,17 @@ def common(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def jitted(arch: str) -> tuple[Any, Any, Any, Any]:
-    """-(x % y) in four register forms (the negation, exact, makes a two-operation loop)."""
-    pp = cp.jit(lambda x, y: -(x % y), arch=arch)
-    pm = cp.jit(lambda x, y: -(x % y), arch=arch)
-    mp = cp.jit(lambda x, y: -(x % y), arch=arch)
-    rr = cp.jit(lambda x, y: (x * 1.0) % (y * 1.0), arch=arch)
-    return pp, pm, mp, rr
-
-
 def check(arch: str, a: np.ndarray, b: np.ndarray) -> None:
-    pp, pm, mp, rr = jitted(arch)
-    want = kernel(a, b)
-    assert_remainder(a, b, want)  # the kernel is NumPy's remainder
-    assert_remainder(a, b, -np.asarray(pp(a, b)))
-    assert_remainder(a, b, np.asarray(rr(a, b)))
-    s = float(b[0])
-    sb = np.full_like(b, b[0])
-    assert_remainder(a, sb, -np.asarray(pm(a, s)))
-    t = float(a[-1])
-    ta = np.full_like(a, a[-1])
-    assert_remainder(ta, b, -np.asarray(mp(t, b)))
+    """-(x % y) (the negation, exact, makes a two-operation loop) for array % array, array %
+    scalar and scalar % array (one jit function, a program per signature), and (x * 1) % (y *
+    1) with both operands computed in the loop."""
+    neg = cp.jit(lambda x, y: -(x % y), arch=arch)
+    both = cp.jit(lambda x, y: (x * 1.0) % (y * 1.0), arch=arch)
+    assert_remainder(a, b, kernel(a, b))  # the scalar kernel is NumPy's remainder
+    assert_remainder(a, b, -np.asarray(neg(a, b)))
+    assert_remainder(a, b, np.asarray(both(a, b)))
+    assert_remainder(a, np.full_like(b, b[0]), -np.asarray(neg(a, float(b[0]))))
+    assert_remainder(np.full_like(a, a[-1]), b, -np.asarray(neg(float(a[-1]), b)))
 
 
 def test_tables_present() -> None:
@@ -90,3 +79,28 @@ def test_lane_form_with_edges(arch: str, seed: int) -> None:
     pick = rng.random(2048) < 0.02
     a[pick], b[pick] = ea[pick], eb[pick]
     check(arch, a, b)
+
+
+FORMS = [f"{d}_{a}_{b}" for d in "01" for a, b in (
+    (d, "p"), ("p", d), (d, "m"), ("m", d), ("p", "p"), ("p", "m"), ("m", "p"))] + [
+    "0_0_1", "0_1_0"]
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "x86_64-v3", "x86_64-v4"])
+def test_lane_form_stencils_call_the_scalar_kernel_only_off_their_common_path(arch: str
+                                                                             ) -> None:
+    """Every register form of the float32 % is the lane form: its one call is to
+    cp_flmod_f32_w (the scalar kernel over a block, which saves every register), after the
+    jump to the next stencil (the rare path), and it does not realign the stack."""
+    import capstone
+
+    table = load_table(arch)
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    for form in FORMS:
+        fn = table.function(f"vrmod_f32__{form}")
+        calls = [r for r in fn.relocs if r.target_type == "func"]
+        assert calls and all(r.target == "cp_flmod_f32_w" for r in calls), (fn.name, calls)
+        end = min(r.offset for r in fn.relocs if r.target_type == "next")
+        code = [(i.address, f"{i.mnemonic} {i.op_str}") for i in md.disasm(fn.code, 0)]
+        assert not [c for _, c in code if c.startswith("and rsp")], fn.name
+        assert not [c for a, c in code if a < end and c.startswith("call")], fn.name
