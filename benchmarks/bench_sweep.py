@@ -1,11 +1,14 @@
 """Sweep speed (issue 33): scenarios per second of a Monte-Carlo of the motor PID of
 examples/motor_pid.py (plant ±20 %, noise seeds; 0.1 simulated seconds at a 10 kHz tick,
-angle and PWM recorded every 1 ms), run five ways:
+angle and PWM recorded every 1 ms), run six ways:
 
 * Python loop: one LocalTarget, per scenario reset + write + ``step(1e-3)`` and two reads per
   recorded millisecond (what a user writes);
 * Python engine: ``cp.sweep(..., engine="python")``, the same loop on the Scheduler;
-* batched C: ``cp.sweep(...)``, one ``_runner.batch`` call per 1024 scenarios;
+* lane-batched C: ``cp.sweep(...)``, batches of 256 scenarios as the lanes of one program
+  (docs/decisions/2026-12-04-lane-sweeps.md);
+* batched C one scenario at a time: ``cp.sweep(..., lanes=False)``, one ``_runner.batch``
+  call per 1024 scenarios;
 * Dask, 1 and 2 worker processes (a LocalCluster, one thread each), chunks of 0.5 s;
 * JAX ``vmap`` of the same model (float32, 10 plant steps per controller step, ``lax.scan``),
   compiled before timing (its noise comes from jax.random, so the bits differ).
@@ -13,8 +16,10 @@ angle and PWM recorded every 1 ms), run five ways:
     PYTHONPATH=src python benchmarks/bench_sweep.py [--scenarios 4000] [--rounds 3]
     PYTHONPATH=src python benchmarks/bench_sweep.py --sample 1e-4   # record every tick
 
-Each row is the best of ``--rounds`` (the machine may be shared); the ratios are against the
-Python loop of the same run. The rows in this process also give scenarios per CPU second of
+Each row is the best of ``--rounds``, the rows in this process interleaved round by round (the
+machine may be shared); the ratios are against the Python loop of the same run. Before
+timing, the lane-batched results are checked against the one-at-a-time ones and the Python
+engine's (``SweepResult.identical``). The rows in this process also give scenarios per CPU second of
 the process (``time.process_time``: on a loaded machine the wall time includes the time other
 processes had the CPU); the load average is printed before and after.
 """
@@ -123,16 +128,36 @@ def jax_vmap(n: int) -> tuple[Callable[[], Any], Any]:
     return go, go()
 
 
-def best(fn: Callable[[], Any], rounds: int, cpu: bool = True) -> tuple[float, float]:
-    """The best wall time and the best CPU time of this process (NaN: ``cpu=False``, the
-    work ran in other processes)."""
-    walls, cpus = [], []
+def best(fns: list[Callable[[], Any]], rounds: int, cpu: bool = True
+         ) -> list[tuple[float, float]]:
+    """Per function, the best wall time and the best CPU time of this process (NaN:
+    ``cpu=False``, the work ran in other processes), the functions interleaved in every
+    round."""
+    walls: list[list[float]] = [[] for _ in fns]
+    cpus: list[list[float]] = [[] for _ in fns]
     for _ in range(rounds):
-        c0, start = time.process_time(), time.perf_counter()
-        fn()
-        walls.append(time.perf_counter() - start)
-        cpus.append(time.process_time() - c0)
-    return min(walls), min(cpus) if cpu else math.nan
+        for k, fn in enumerate(fns):
+            c0, start = time.process_time(), time.perf_counter()
+            fn()
+            walls[k].append(time.perf_counter() - start)
+            cpus[k].append(time.process_time() - c0)
+    return [(min(w), min(c) if cpu else math.nan) for w, c in zip(walls, cpus, strict=True)]
+
+
+def check_identical(sc: Any, few: Any) -> str:
+    """The lane-batched results against the one-at-a-time and the Python engine's."""
+    def run(s: Any, **kw: Any) -> Any:
+        return cp.sweep(motor_pid.sweep_program(), s, SECONDS, record=["angle", "pwm"],
+                        sample=SAMPLE, progress=False, **kw)
+
+    lanes = run(sc)
+    same = lanes.identical(run(sc, lanes=False))
+    same_py = run(few).identical(run(few, engine="python"))
+    if not (same and same_py):
+        raise SystemExit(f"lane-batched results differ (one at a time: {same}, Python engine: "
+                         f"{same_py})")
+    return (f"lane-batched = one at a time ({sc.n} scenarios) = Python engine ({few.n}): "
+            f"identical")
 
 
 def main() -> int:
@@ -148,14 +173,15 @@ def main() -> int:
     few = scenarios(max(1, n // 20))  # the Python loops are slow: a twentieth of the scenarios
     many = scenarios(n)
     sweep(scenarios(8))  # compile once (the stencil tables, the image) before timing
+    print(check_identical(many, few))
     load = os.getloadavg()[0]
-    rows: list[tuple[str, int, tuple[float, float]]] = [
-        ("Python loop (LocalTarget step + read)", few.n,
-         best(lambda: python_loop(few), rounds)),
-        ("Python engine (engine='python')", few.n,
-         best(lambda: sweep(few, engine="python"), rounds)),
-        ("batched C, 1 process", many.n, best(lambda: sweep(many), rounds)),
-    ]
+    names = ["Python loop (LocalTarget step + read)", "Python engine (engine='python')",
+             "lane-batched C, 1 process", "batched C one at a time (lanes=False)"]
+    counts = [few.n, few.n, many.n, many.n]
+    times = best([lambda: python_loop(few), lambda: sweep(few, engine="python"),
+                  lambda: sweep(many), lambda: sweep(many, lanes=False)], rounds)
+    rows: list[tuple[str, int, tuple[float, float]]] = list(zip(names, counts, times,
+                                                                strict=True))
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -166,14 +192,14 @@ def main() -> int:
                               dashboard_address=None) as cluster, Client(cluster) as client:
                 sweep(scenarios(8), client=client)  # workers import copapy, load the image
                 rows.append((f"Dask, {workers} worker process{'es' if workers > 1 else ''}",
-                             many.n, best(lambda c=client: sweep(many, client=c), rounds,
-                                          cpu=False)))
+                             many.n, best([lambda c=client: sweep(many, client=c)], rounds,
+                                          cpu=False)[0]))
     try:
         go, _ = jax_vmap(n)
     except ImportError:
         print("(no JAX row: pip install 'copapy[bench]')")
     else:
-        rows.append(("JAX vmap (jit, CPU)", n, best(go, rounds, cpu=False)))
+        rows.append(("JAX vmap (jit, CPU)", n, best([go], rounds, cpu=False)[0]))
     base = rows[0][1] / rows[0][2][0]
     base_cpu = rows[0][1] / rows[0][2][1]
     print(f"{n} scenarios of {SECONDS} s at a {TICK * 1e6:.0f} us tick, 2 signals recorded "

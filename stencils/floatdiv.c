@@ -3,6 +3,6 @@
 #include "cp_ops.h"
 #include "cp_elements.h"
 
-CP_EL_FLOATDIV_F(CP_SCALAR, f32, f)
-CP_EL_FLOATDIV_F(CP_SCALAR, f64, )
+CP_EL_FLOATDIV_F(CP_SCALAR, f32, f, lane)
+CP_EL_FLOATDIV_F(CP_SCALAR, f64, , num)
 CP_EL_FLOATDIV_I32(CP_SCALAR)

@@ -43,6 +43,7 @@
 #include "cp_array.h"
 #include "cp_elements.h"
 #include "cp_fused.h"
+#include "cp_fused_lanes.h"
 #include "cp_math.h"
 #include "cp_ops.h"
 #include "cp_stencil.h"
@@ -81,11 +82,10 @@
         v##D = (cp_vreg)y_;                                                                    \
         CP_VNEXT();                                                                            \
     }
-#define CP_FBIN_D(op, TI, TO, EXPR, D)                                                         \
-    CP_FBIN1(op, TI, TO, EXPR, D, D, p) CP_FBIN1(op, TI, TO, EXPR, D, p, D)                    \
-    CP_FBIN1(op, TI, TO, EXPR, D, D, m) CP_FBIN1(op, TI, TO, EXPR, D, m, D)                    \
-    CP_FBIN1(op, TI, TO, EXPR, D, p, p) CP_FBIN1(op, TI, TO, EXPR, D, p, m)                    \
-    CP_FBIN1(op, TI, TO, EXPR, D, m, p)
+#define CP_FBIN_D(op, TI, TO, EXPR, D, F)                                                      \
+    F(op, TI, TO, EXPR, D, D, p) F(op, TI, TO, EXPR, D, p, D) F(op, TI, TO, EXPR, D, D, m)     \
+    F(op, TI, TO, EXPR, D, m, D) F(op, TI, TO, EXPR, D, p, p) F(op, TI, TO, EXPR, D, p, m)     \
+    F(op, TI, TO, EXPR, D, m, p)
 
 /* A line of cp_elements.h as its vector-register forms, if its operand and result have the
  * same size (the same lane count). */
@@ -95,9 +95,11 @@
 #define CP_FVREG_1_num(op, TI, TO, EXPR) CP_FUSED_UNARY_FORMS(CP_FUN1, op, TI, TO, EXPR)
 #define CP_FVREG_1_bits CP_FVREG_1_num
 #define CP_FVREG_1_vec(op, TI, TO, EXPR)
-#define CP_FVREG_2(op, TI, TO, kind, EXPR)                                                     \
-    CP_FBIN_D(op, TI, TO, EXPR, 0) CP_FBIN_D(op, TI, TO, EXPR, 1)                              \
-    CP_FBIN1(op, TI, TO, EXPR, 0, 0, 1) CP_FBIN1(op, TI, TO, EXPR, 0, 1, 0)
+#define CP_FVREG_2(op, TI, TO, kind, EXPR) CP_FVREG_2_##kind(op, TI, TO, EXPR, CP_FBIN1)
+#define CP_FVREG_2_num(op, TI, TO, EXPR, F)                                                    \
+    CP_FBIN_D(op, TI, TO, EXPR, 0, F) CP_FBIN_D(op, TI, TO, EXPR, 1, F)                        \
+    F(op, TI, TO, EXPR, 0, 0, 1) F(op, TI, TO, EXPR, 0, 1, 0)
+#define CP_FVREG_2_bits CP_FVREG_2_num
 #define CP_FSAME(F, op, TI, TO, kind, EXPR) F(op, TI, TO, kind, EXPR)
 #define CP_FDIFF(F, op, TI, TO, kind, EXPR)
 #define CP_FSIZE_f32_f32 CP_FSAME
@@ -112,6 +114,41 @@
 #define CP_FSIZE_i32_f32 CP_FSAME
 #define CP_FSIZE_i32_bool CP_FSAME
 #define CP_FSIZE_i32_f64 CP_FDIFF
+
+/* ---- lines of kind lane (lanes, issue 33): a vector lane form, the scalar line for a block
+ * it leaves (cp_fused_lanes.h) --------------------------------------------------------------- */
+#if CP_FLANES
+/* The same forms as CP_FBIN1: every lane by cp_fl<op>_<T> inline; a block with a lane it
+ * leaves by cp_fl<op>_<T>_w, the scalar expression per lane, which saves every register it
+ * uses (CP_VSLOW_CC, cp_fused.h): the common path has no call and no stack frame. */
+#define CP_FBIN_LANE1(op, TI, TO, EXPR, D, A, B)                                               \
+    CP_VSTENCIL(vr##op##_##TI##__##D##_##A##_##B)                                            \
+    {                                                                                          \
+        const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
+        const cp_fv_##TI z_ = CP_FSRC_##B(TI, b);                                              \
+        uint32_t bad_;                                                                         \
+        cp_fv_##TO y_ = cp_fl##op##_##TI(x_, z_, &bad_);                                       \
+        if (__builtin_expect(bad_ != 0, 0)) y_ = cp_fl##op##_##TI##_w(x_, z_);                 \
+        v##D = (cp_vreg)y_;                                                                    \
+        CP_VNEXT();                                                                            \
+    }
+#define CP_FVREG_2_lane(op, TI, TO, EXPR, F)                                                   \
+    CP_VSLOW_CC cp_fv_##TO cp_fl##op##_##TI##_w(cp_fv_##TI x_, cp_fv_##TI z_)                 \
+    {                                                                                          \
+        cp_fv_##TO y_;                                                                         \
+        for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                            \
+            const CT_##TI a = x_[l_];                                                          \
+            const CT_##TI b = z_[l_];                                                          \
+            y_[l_] = (CT_##TO)(EXPR);                                                          \
+        }                                                                                      \
+        return y_;                                                                             \
+    }                                                                                          \
+    CP_VSLOW_END                                                                               \
+    CP_FVREG_2_num(op, TI, TO, EXPR, CP_FBIN_LANE1)
+#else
+#define CP_FVREG_2_lane CP_FVREG_2_num
+#endif
+/* ---- end of the lines of kind lane -------------------------------------------------------- */
 
 CP_ELEMENTS(CP_FVREG)
 
@@ -159,6 +196,7 @@ CP_FUSE_LOOP(i32)
     }
 #define CP_FWHOLE_num(op, T)
 #define CP_FWHOLE_bits(op, T)
+#define CP_FWHOLE_lane(op, T)
 CP_ELEMENTS(CP_FWHOLE)
 #endif
 

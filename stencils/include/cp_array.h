@@ -163,6 +163,7 @@ static inline __attribute__((always_inline)) int32_t cp_vfence_i32(int32_t x)
 #define CP_VLU_2_vec(op, TI, TO, EXPR)
 #define CP_VLU_2_num(op, TI, TO, EXPR)
 #define CP_VLU_2_bits(op, TI, TO, EXPR)
+#define CP_VLU_2_lane(op, TI, TO, EXPR)
 
 /* Select: out[i] = c ? a : b, the condition an int32 bool array or scalar slot; both values are
  * loaded unconditionally (so the loop can be vectorised with a blend). */

@@ -9,6 +9,9 @@
  *          every vector unit does exactly, so the packed loops need not fence it (cp_array.h);
  *          vec: computes a math kernel that has a block form cp_v<op>_<TI> (cp_math.h
  *          CP_VKERNELS), which the packed loop calls where the vector unit is exact
+ *          lane: binary, computes; the fused loops' register forms compute it with a vector
+ *          lane form cp_fl<op>_<TI> (cp_fused_lanes.h), the scalar EXPR for a block it
+ *          leaves (elsewhere it is num)
  *   EXPR   the result, a C expression of a (and b) with the semantics of cp_ops.h/cp_math.h
  *
  * The lines feed, through the consumer's X:
@@ -51,9 +54,9 @@
     X(1, abs, i32, i32, num, a < 0 ? cp_wrap_sub(0, a) : a)
 
 /* ---- float floor division, modulo, power, atan2; integer power (floatdiv.c) --------------- */
-#define CP_EL_FLOATDIV_F(X, T, S)                                                              \
+#define CP_EL_FLOATDIV_F(X, T, S, MODKIND)                                                     \
     X(2, floordiv, T, T, num, cp_floordiv_##T(a, b))                                           \
-    X(2, mod, T, T, num, cp_mod_##T(a, b))                                                     \
+    X(2, mod, T, T, MODKIND, cp_mod_##T(a, b))                                                 \
     X(2, pow, T, T, num, cp_pow##S(a, b))                                                      \
     X(2, atan2, T, T, num, cp_atan2##S(a, b))
 
@@ -129,11 +132,11 @@
  * order, then its unary loops from the unary lines. */
 #define CP_ELEMENTS(X)                                                                         \
     CP_EL_ARITH_F(X, f32, f)                                                                   \
-    CP_EL_FLOATDIV_F(X, f32, f)                                                                \
+    CP_EL_FLOATDIV_F(X, f32, f, lane)                                                          \
     CP_EL_SIGN_F(X, f32)                                                                       \
     CP_EL_MATH_F(X, f32, f)                                                                    \
     CP_EL_ARITH_F(X, f64, )                                                                    \
-    CP_EL_FLOATDIV_F(X, f64, )                                                                 \
+    CP_EL_FLOATDIV_F(X, f64, , num)                                                            \
     CP_EL_SIGN_F(X, f64)                                                                       \
     CP_EL_MATH_F(X, f64, )                                                                     \
     CP_EL_ARITH_I32(X)                                                                         \

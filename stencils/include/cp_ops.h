@@ -153,10 +153,36 @@ static inline double cp_sign_f64(double a)
     return a > 0.0 ? 1.0 : (a < 0.0 ? -1.0 : (a == 0.0 ? 0.0 : a));
 }
 
+/* cp_fmodf with its common case inline where float64 is in hardware: a quotient
+ * |a / b| in [1, 2^29). Then q |b| is exact in float64 (at most 29 + 24 bits), and so is
+ * |a| - q |b| (the remainder of float32 operands is a float32); q is the quotient's floor
+ * or, rounded up by the division, one more, whose remainder below 0 is corrected by one
+ * |b|. The same bits as cp_fmodf's long division, without its data-dependent loops (a
+ * lane of a packed loop pays for each branch). NaN, infinities, b = 0 and |a| < |b| fail
+ * the range test and take cp_fmodf. */
+#if defined(__SSE2__) || defined(__aarch64__) || (defined(__ARM_FP) && (__ARM_FP & 8)) || \
+    (defined(__riscv_flen) && (__riscv_flen >= 64) && defined(__riscv_fdiv))
+#define CP_HW_F64_DIV 1 /* else a float64 division would call a runtime helper */
+#else
+#define CP_HW_F64_DIV 0
+#endif
+static inline float cp_fmodf_fast(float a, float b)
+{
+#if CP_HW_F64_DIV
+    double da = __builtin_fabs((double)a), db = __builtin_fabs((double)b);
+    double q = da / db;
+    if (q >= 1.0 && q < 0x1p29) {
+        double r = da - (double)(int32_t)q * db;
+        return __builtin_copysignf((float)(r < 0.0 ? r + db : r), a);
+    }
+#endif
+    return cp_fmodf(a, b);
+}
+
 /* NumPy's npy_divmod: floor division and modulo consistent with each other. */
 static inline float cp_floordiv_f32(float a, float b)
 {
-    float mod = cp_fmodf(a, b);
+    float mod = cp_fmodf_fast(a, b);
     if (b == 0.0f) {
         return a / b;
     }
@@ -177,7 +203,7 @@ static inline float cp_floordiv_f32(float a, float b)
 }
 static inline float cp_mod_f32(float a, float b)
 {
-    float mod = cp_fmodf(a, b);
+    float mod = cp_fmodf_fast(a, b);
     if (b == 0.0f) {
         return mod;
     }

@@ -255,3 +255,51 @@ def inject_on_load(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bytes] | 
 
     monkeypatch.setattr(loader, "load_native", load)
     return code
+
+
+def lane_param_fault_code(image: bytes, task: int, offset: int, lanes: int) -> bytes:
+    """param_fault_code for a lane program (x86_64): the task's entry scans the ``lanes``
+    float32 lanes at ``offset`` and faults as PARAM_FAULT says at the first armed one, else
+    returns: a batch faults when any of its scenarios does."""
+    img = with_code(im.parse(image))
+    entry = img.tasks[task].entry
+    disp = img.data_offset + offset - (entry + 7)
+    code = (b"\x48\x8d\x35" + struct.pack("<i", disp)                 # lea rsi, [rip + disp]
+            + b"\xb9" + struct.pack("<I", lanes)                      # mov ecx, lanes
+            + b"\x8b\x06"                                             # loop: mov eax, [rsi]
+            + b"\x3d" + struct.pack("<f", PARAM_FAULT["SIGSEGV"])     # cmp eax, 1.0f
+            + b"\x74\x10"                                             # je segv
+            + b"\x3d" + struct.pack("<f", PARAM_FAULT["SIGILL"])      # cmp eax, 2.0f
+            + b"\x74\x0d"                                             # je ill
+            + b"\x48\x83\xc6\x04"                                     # add rsi, 4
+            + b"\xff\xc9"                                             # dec ecx
+            + b"\x75\xe8"                                             # jnz loop
+            + b"\xc3"                                                 # ret
+            + bytes.fromhex("31c08b00")                               # segv
+            + bytes.fromhex("0f0b"))                                  # ill: ud2
+    return inject_code(img.to_bytes(), task, code, "x86_64", "lane parameter fault")
+
+
+def inject_lane_fault(monkeypatch: Any, param: str = "fault", task: int = FAULT_TASK) -> None:
+    """inject_param_fault, and the plans' lane programs carry lane_param_fault_code (so that
+    a lane batch faults when one of its scenarios does, and is then run scenario by
+    scenario on the injected per-scenario image)."""
+    from copapy import sweeps
+
+    real = sweeps.build_plan
+
+    def build(*args: Any, **kwargs: Any) -> Any:
+        plan = real(*args, **kwargs)
+        field = next((f for f in plan.params if f.name == param), None)
+        if field is None or plan.lanes is None:
+            return plan
+        image = param_fault_code(plan.image, task, field.offset)
+        digest = hashlib.sha256(image).hexdigest()
+        lanes = plan.lanes
+        lane_field = next(f for f in lanes.params if f.name == param)
+        lane_image = lane_param_fault_code(lanes.image, task, lane_field.offset, lanes.count)
+        lanes = dataclasses.replace(lanes, image=lane_image, base=digest,
+                                    digest=hashlib.sha256(lane_image).hexdigest())
+        return dataclasses.replace(plan, image=image, digest=digest, lanes=lanes)
+
+    monkeypatch.setattr(sweeps, "build_plan", build)

@@ -58,7 +58,7 @@ class Sweep:
                  bindings: Sequence[Any] = (), names: Mapping[str, Any] | None = None,
                  engine: str = "batch", client: Any = None, chunk: int | None = None,
                  progress: bool | None = None, arch: str | None = None,
-                 on_fault: str = "record") -> SweepResult:
+                 on_fault: str = "record", lanes: bool = True) -> SweepResult:
         """Run ``program`` once per scenario of ``params`` for ``seconds`` of simulated time.
 
         ``program``: ``cp.Task`` objects (with ``bindings=``/``names=`` as ``cp.save``
@@ -83,11 +83,16 @@ class Sweep:
         sweep: ``result.faults`` lists each such scenario's fault (kind, task, tick) in
         scenario order, its rows from the faulting one on and its metrics are NaN (0 for
         integers), and every other scenario's results are what they are without it.
-        ``on_fault="raise"``: raise ``SweepFault`` naming the first fault instead."""
+        ``on_fault="raise"``: raise ``SweepFault`` naming the first fault instead.
+
+        The batched engine runs batches of scenarios side by side, as the lanes of one
+        program whose values are packed arrays (the same bits as one at a time; NaN payloads
+        aside); ``lanes=False`` steps them one at a time, as it does for a program with a
+        value that has no lane form (its plan's ``lanes_off`` says which)."""
         sc = _params.scenarios(params)
         keys = list(sc.columns)
-        plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}),
-                                  tick, sample, bindings, names, arch)
+        plan = build_plan(program, keys, seconds, list(record), dict(metrics or {}), tick,
+                          sample, bindings, names, arch, scenarios=sc.n, lanes=lanes)
         check_size(plan, sc.n)
         if engine not in ENGINES:
             raise ValueError(f"engine is one of {', '.join(map(repr, ENGINES))}, got "

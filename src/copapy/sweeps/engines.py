@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ..loading import load_program
 from ..runtime.errors import ProgramFault, TargetError
 from ..runtime.load import is_native
+from .lanes import LanePlan, from_lanes, to_lanes
 from .plan import Field, Plan, decode
 
 if TYPE_CHECKING:
@@ -73,25 +74,70 @@ class SweepFault(TargetError):
 _local = threading.local()
 
 
-def _loaded(plan: Plan) -> Any:
-    """The plan's program, loaded once per thread (a Dask worker's threads each own one)."""
+def _loaded(plan: Plan, lanes: LanePlan | None = None) -> Any:
+    """The plan's program (or its lane program), loaded once per thread (a Dask worker's
+    threads each own one)."""
     cache: dict[str, Any] = getattr(_local, "programs", None) or {}
     _local.programs = cache
-    program = cache.get(plan.digest)
-    if program is None:
+    if cache.get("plan") != plan.digest:
         if not is_native(plan.variant):
             raise TargetError(f"the plan holds {plan.variant} code and this machine does not "
                               f"execute it natively: run the sweep on a {plan.variant} "
                               f"machine or worker")
         cache.clear()  # one plan at a time per thread: a worker does not keep old images
-        program = cache[plan.digest] = load_program(plan.image, plan.variant,
-                                                    own_code=plan.own_code)
+        cache["plan"] = plan.digest
+    image, digest, variant = ((plan.image, plan.digest, plan.variant) if lanes is None
+                              else (lanes.image, lanes.digest, lanes.variant))
+    program = cache.get(digest)
+    if program is None:
+        program = cache[digest] = load_program(image, variant, own_code=plan.own_code)
     return program
 
 
 def run_batch(plan: Plan, params: bytes, first: int = 0) -> Raw:
     """The batched C runner over the scenarios whose parameter rows ``params`` holds (the
-    first is scenario number ``first`` of the sweep). A fault ends a ``_runner.batch`` call
+    first is scenario number ``first`` of the sweep): batches of the plan's lanes side by
+    side in its lane program (sweeps/lanes.py) where it has one and a batch is full enough,
+    the others and every batch in which a lane faulted one scenario at a time."""
+    lanes = plan.lanes
+    if lanes is None or lanes.base != plan.digest or not is_native(lanes.variant):
+        return run_scenarios(plan, params, first)
+    row, n = plan.param_row, len(params) // max(1, plan.param_row)
+    parts = []
+    for at in range(0, n, lanes.count):
+        m = min(lanes.count, n - at)
+        chunk = params[at * row:(at + m) * row]
+        raw = run_lanes(plan, lanes, chunk, m) if m >= min_fill(lanes.count) else None
+        parts.append(raw if raw is not None else run_scenarios(plan, chunk, first + at))
+    return join(parts)
+
+
+def min_fill(count: int) -> int:
+    """The fewest scenarios a batch of ``count`` lanes runs: it costs about as much as a
+    quarter of its lanes run one at a time (benchmarks/RESULTS.md, "Lane sweeps")."""
+    return max(1, count // 4)
+
+
+def run_lanes(plan: Plan, lanes: LanePlan, params: bytes, m: int) -> Raw | None:
+    """``m`` scenarios (at most the lanes) in one run of the lane program, the free lanes
+    repeating the last scenario; None if a lane faulted (the caller runs the batch one
+    scenario at a time, which finds each fault as the per-scenario engines do)."""
+    from .. import _runner
+
+    part, ends, _done, fault = _runner.batch(
+        _loaded(plan, lanes), plan.tick_ns, plan.steps, plan.sample_ticks,
+        [f.range for f in lanes.params], to_lanes(plan.params, params, m, lanes.count),
+        [f.range for f in lanes.records], [f.range for f in lanes.finals])
+    if fault is not None:
+        return None
+    return (from_lanes(lanes.records, part, (plan.steps,), m, lanes.count),
+            from_lanes(lanes.finals, ends, (), m, lanes.count), ())
+
+
+def run_scenarios(plan: Plan, params: bytes, first: int = 0) -> Raw:
+    """The batched C runner over the scenarios whose parameter rows ``params`` holds, one
+    after another on the plan's image (the first is scenario number ``first`` of the
+    sweep). A fault ends a ``_runner.batch`` call
     at the faulting scenario: its rows are filled, its fault noted, and the next call starts
     with the scenario after it."""
     from .. import _runner
@@ -214,8 +260,8 @@ class _Data:
 
 def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes]) -> int:
     """Scenarios per Dask task: about CHUNK_SECONDS of work each (timed on a few scenarios
-    here when this machine runs the plan), at least 4 tasks per worker when there are
-    enough scenarios."""
+    here when this machine runs the plan, one at a time: an upper bound), at least 4 tasks
+    per worker when there are enough scenarios, rounded up to whole lane batches."""
     per_scenario = None
     if is_native(plan.variant):
         probe = min(n, 8)
@@ -223,7 +269,9 @@ def chunk_size(plan: Plan, n: int, workers: int, params: Callable[[int], bytes])
         run_batch(plan, params(probe))
         per_scenario = (time.perf_counter() - start) / probe
     by_time = n if not per_scenario else max(1, math.ceil(CHUNK_SECONDS / per_scenario))
-    return max(1, min(by_time, math.ceil(n / (4 * max(1, workers)))))
+    chunk = max(1, min(by_time, math.ceil(n / (4 * max(1, workers)))))
+    lanes = plan.lanes.count if plan.lanes is not None else 1
+    return min(n, math.ceil(chunk / lanes) * lanes) if chunk >= min_fill(lanes) else chunk
 
 
 def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: int,
