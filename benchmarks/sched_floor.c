@@ -143,6 +143,7 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int g
     cfg.io_write = write_io;
     cfg.guard = guard != NO_GUARD ? cp_posix_guard : NULL;
     cfg.guard_run = guard == GUARD_PER_TICK ? cp_posix_guard_run : NULL;
+    cfg.guard_jobs = guard == GUARD_PER_TICK ? cp_posix_guard_jobs : NULL;
     /* as LocalTarget guards a format-2 program it compiled (module.c, guard_policy) */
     cfg.guard_ctx = (void *)&cp_posix_own_verified_code;
     cfg.budget_factor = 10;            /* the in-process defaults of module.c */

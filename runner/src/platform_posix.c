@@ -645,30 +645,74 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
-/* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
- * budget and run_armed; a fault jumps back into cp_posix_guard_run, never returns here. */
+/* A job of a run: the slot is armed already, so a job is the budget and the two seq stores
+ * around its chain (`seq`: the slot's seq before it, which only this thread writes); a fault
+ * jumps back into cp_posix_guard_run, never returns here. `checks` 0: the caller knows that
+ * nothing is checked after a chain and that the supervisor runs. Returns what the chain left
+ * changed. */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE uint32_t armed_chain(guard_slot *g, uint64_t seq, cp_chain_fn entry,
+                                             uint64_t budget_ns, uint32_t *fp_left, int checks)
+{
+    if (checks) {
+        need_watchdog(budget_ns);
+    }
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
+    /* the run entered the defined CPU state once (cp_posix_guard_run); a job only checks what
+     * it left, and the caller's state comes back when the run ends */
+    __atomic_store_n(&g->seq, seq + 1u, __ATOMIC_RELEASE);
+    g->active = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    entry();
+    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state) */
+    uint32_t changed = checks && g->check_cpu ? cp_cpu_check(fp_left) : 0u;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g->active = 0;
+    __atomic_store_n(&g->seq, seq + 2u, __ATOMIC_RELEASE);
+    return checks && g->check_signals ? changed | repair_signals() : changed;
+}
+
+/* The job function of cp_posix_guard_run (ctx: the armed slot). */
 CP_CALLS_LOADED_CODE
 static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
 {
     guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
-    need_watchdog(budget_ns);
-    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
-    /* the run entered the defined CPU state once (cp_posix_guard_run); a job only checks what
-     * it left, and the caller's state comes back when the run ends */
-    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
-                     __ATOMIC_RELEASE);
-    g->active = 1;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    entry();
     uint32_t fp_left = 0;
-    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state) */
-    uint32_t changed = g->check_cpu ? cp_cpu_check(&fp_left) : 0u;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    g->active = 0;
-    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
-                     __ATOMIC_RELEASE);
-    changed |= g->check_signals ? repair_signals() : 0u;
+    uint32_t changed = armed_chain(g, __atomic_load_n(&g->seq, __ATOMIC_RELAXED), entry,
+                                   budget_ns, &fp_left, 1);
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
+}
+
+/* cp_posix_guard_jobs's loop (`checks` as armed_chain's). */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int armed_jobs(guard_slot *g, const cp_task_entry *tasks,
+                                       const uint64_t *budget_ns, const uint8_t *order,
+                                       uint32_t count, uint32_t *at, cp_fault *fault,
+                                       int checks)
+{
+    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < count; k++, seq += 2u) {
+        uint32_t i = order[k], fp_left = 0;
+        *at = k;
+        uint32_t changed = armed_chain(g, seq, tasks[i].entry, budget_ns[i], &fp_left, checks);
+        if (changed != 0) {
+            return cp_guard_changed_state(fault, changed, fp_left);
+        }
+    }
+    return 0;
+}
+
+CP_CALLS_LOADED_CODE
+int cp_posix_guard_jobs(void *job_ctx, const cp_task_entry *tasks, const uint64_t *budget_ns,
+                        const uint8_t *order, uint32_t count, uint32_t *at, cp_fault *fault)
+{
+    guard_slot *g = job_ctx;
+    if (!g->check_cpu && !g->check_signals &&
+        __atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
+        /* the common case, without a test per job */
+        return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 0);
+    }
+    return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 1);
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)

@@ -365,9 +365,13 @@ def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> d
 
 @without_gc
 def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (),
-                  names: Mapping[Node, str] | None = None) -> CompiledProgram:
+                  names: Mapping[Node, str] | None = None,
+                  fold_releases: bool = False) -> CompiledProgram:
     """Periodic tasks with logical execution time (docs/realtime.md). ``names`` gives ports
-    other names than the defaults (``<task>.outK``, the inputs' names)."""
+    other names than the defaults (``<task>.outK``, the inputs' names). ``fold_releases``: a
+    task's chain reads its inputs and other tasks' outputs in their shared slots instead of
+    RELEASE copies (exact where nothing writes a shared slot while a chain runs: LocalTarget;
+    docs/decisions/2026-12-04-release-reads-in-place.md)."""
     if not tasks:
         raise CompileError("deploy() needs at least one cp.Task")
     if len(tasks) > 32:
@@ -425,18 +429,23 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                 stand, index = (node, 0) if block is None else block
                 private = private_blocks.get(stand)
                 if private is None:
-                    private = private_blocks[stand] = b.layout.alloc(stand.nbytes,
-                                                                     align=_align(stand))
-                    b.copies.append(ImageLetCopy(k, RELEASE, stand.nbytes,
-                                                 b.input_block(stand), private))
+                    shared = b.input_block(stand)
+                    private = private_blocks[stand] = (
+                        shared if fold_releases
+                        else b.layout.alloc(stand.nbytes, align=_align(stand)))
+                    if not fold_releases:
+                        b.copies.append(ImageLetCopy(k, RELEASE, stand.nbytes, shared, private))
                     for member in b.blocks[stand]:
                         readers.setdefault(member, []).append(k)
                 spec.placed[node] = private + index * node.dtype.size
             elif node.op == "input" or node in others:
                 shared = b.shared_input(node) if node.op == "input" else shared_out[node]
-                private = b.layout.alloc(node.nbytes, align=_align(node))
-                spec.placed[node] = private
-                b.copies.append(ImageLetCopy(k, RELEASE, node.nbytes, shared, private))
+                if fold_releases:
+                    spec.placed[node] = shared  # read at its release: the chain runs then
+                else:
+                    private = b.layout.alloc(node.nbytes, align=_align(node))
+                    spec.placed[node] = private
+                    b.copies.append(ImageLetCopy(k, RELEASE, node.nbytes, shared, private))
                 if node.op == "input":
                     readers.setdefault(node, []).append(k)
         for node in t.outputs:
