@@ -231,6 +231,8 @@ typedef struct guard_slot {
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
     uint8_t check_cpu;             /* a job of a run checks the CPU state (not keeps_cpu_state) */
+    uint32_t *jobs_at;             /* cp_posix_guard_jobs's `at` while its lean loop runs */
+    uint64_t jobs_seq;             /* seq before that loop's first job */
     cp_guard_watch watch;          /* supervisor only */
 } guard_slot;
 
@@ -570,8 +572,12 @@ static void recover(int sig)
 static int jumped_back(int sig)
 {
     guard_slot *j = tls_slot;
-    __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
-                     __ATOMIC_RELEASE);
+    uint64_t seq = __atomic_load_n(&j->seq, __ATOMIC_RELAXED);
+    if (j->jobs_at != NULL) { /* the job of a lean cp_posix_guard_jobs loop: seq says which */
+        *j->jobs_at = (uint32_t)((seq - j->jobs_seq - 1u) / 2u);
+        j->jobs_at = NULL;
+    }
+    __atomic_store_n(&j->seq, seq + 1u, __ATOMIC_RELEASE);
     recover(sig);
     cp_cpu_restore(&j->cpu);
     (void)repair_signals();
@@ -707,12 +713,24 @@ int cp_posix_guard_jobs(void *job_ctx, const cp_task_entry *tasks, const uint64_
                         const uint8_t *order, uint32_t count, uint32_t *at, cp_fault *fault)
 {
     guard_slot *g = job_ctx;
-    if (!g->check_cpu && !g->check_signals &&
-        __atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
-        /* the common case, without a test per job */
-        return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 0);
+    if (g->check_cpu || g->check_signals ||
+        !__atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
+        return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 1);
     }
-    return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 1);
+    /* the common case: nothing to check after a chain and the supervisor runs, so a job is
+     * its budget, seq and active stores; a fault's jump back finds its index from seq */
+    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
+    g->jobs_seq = seq;
+    g->jobs_at = at;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    for (const uint8_t *o = order, *stop = order + count; o != stop; o++, seq += 2u) {
+        uint32_t fp_left = 0;
+        (void)armed_chain(g, seq, tasks[*o].entry, budget_ns[*o], &fp_left, 0);
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g->jobs_at = NULL;
+    *at = count;
+    return 0;
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)

@@ -527,10 +527,54 @@ static uint64_t plan_bounds(const cp_sched *s, uint64_t max_ticks, uint64_t *sta
     return h;
 }
 
+/* A planned tick's PUBLISH copy: dst, src and size, each a native uint32_t. */
+enum { PLAN_COPY_BYTES = 12 };
+
+static void put_plan_copy(uint8_t *ops, uint64_t at, uint32_t dst, uint32_t src, uint32_t size)
+{
+    const uint32_t v[3] = {dst, src, size};
+    cp_copy(ops + at, (const uint8_t *)v, sizeof(v));
+}
+
+/* Tick t's PUBLISH copies (of the tasks in `due`, in index and table order) at ops + at as
+ * PLAN_COPY_BYTES entries (ops NULL: counted only), a copy that continues the previous one in
+ * both source and destination merged into it where the merged ranges do not overlap (the
+ * same bytes as copying one after the other: a task's output slots, and the tasks' in task
+ * order, lie side by side as the compiler places them); returns the number of entries. */
+static uint32_t plan_tick_copies(const cp_sched *s, uint32_t due, uint8_t *ops, uint64_t at)
+{
+    uint32_t entries = 0;
+    uint64_t dst = 0, src = 0, size = 0;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        for (uint32_t k = s->copies[i][1]; (due >> i & 1u) && k < s->copies[i][2]; k++) {
+            const cp_let_copy *c = &s->prog->let_copies[k];
+            uint64_t grown = size + c->size;
+            if (size != 0 && src + size == c->src && dst + size == c->dst &&
+                (src + grown <= dst || dst + grown <= src)) {
+                size = grown;
+                continue;
+            }
+            if (size != 0 && ops != NULL) {
+                put_plan_copy(ops, at + (uint64_t)PLAN_COPY_BYTES * entries, (uint32_t)dst,
+                              (uint32_t)src, (uint32_t)size);
+            }
+            entries += size != 0;
+            dst = c->dst;
+            src = c->src;
+            size = c->size;
+        }
+    }
+    if (size != 0 && ops != NULL) {
+        put_plan_copy(ops, at + (uint64_t)PLAN_COPY_BYTES * entries, (uint32_t)dst,
+                      (uint32_t)src, (uint32_t)size);
+    }
+    return entries + (size != 0);
+}
+
 /* Tick t's plan bytes at ops + at (ops NULL: counted only); returns the index after them. */
 static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uint64_t at)
 {
-    uint32_t due = 0, count = 0, outputs = 0, work = 0, ncopies = 0, n = s->task_count;
+    uint32_t due = 0, count = 0, outputs = 0, work = 0, n = s->task_count;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t d = (uint32_t)released_at(s, i, t);
         due |= d << i;
@@ -538,10 +582,10 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
         outputs |= d & (uint32_t)(s->bindings[i][1] < s->bindings[i][2]);
         work |= d & (uint32_t)(s->bindings[i][0] < s->bindings[i][1] ||
                                s->copies[i][0] < s->copies[i][1]);
-        ncopies += d * (s->copies[i][2] - s->copies[i][1]);
     }
+    uint32_t ncopies = plan_tick_copies(s, due, NULL, 0);
     if (ops == NULL) {
-        return at + 5u + 2u * count + 2u * ncopies;
+        return at + 5u + 2u * count + (uint64_t)PLAN_COPY_BYTES * ncopies;
     }
     ops[at++] = (uint8_t)count; /* period ends, in task index order */
     for (uint32_t i = 0; i < n; i++) {
@@ -550,14 +594,9 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
         }
     }
     ops[at++] = (uint8_t)((outputs ? PLAN_OUTPUTS : 0) | (work ? 0 : PLAN_BARE));
-    ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies in that order (16-bit indices) */
+    ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies, merged */
     ops[at++] = (uint8_t)(ncopies >> 8);
-    for (uint32_t i = 0; i < n; i++) {
-        for (uint32_t c = s->copies[i][1]; (due >> i & 1u) && c < s->copies[i][2]; c++) {
-            ops[at++] = (uint8_t)c;
-            ops[at++] = (uint8_t)(c >> 8);
-        }
-    }
+    at += (uint64_t)PLAN_COPY_BYTES * plan_tick_copies(s, due, ops, at);
     ops[at++] = (uint8_t)count; /* releases in priority order */
     for (uint32_t k = 0; k < n; k++) {
         if (due >> s->order[k] & 1u) {
@@ -570,7 +609,7 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks)
 {
     if (s == NULL || s->prog == NULL || s->prog->let_copy_count > UINT16_MAX) {
-        return 0; /* (copy indices are 16 bits, so are a tick's copies) */
+        return 0; /* (a tick's copies are counted in 16 bits) */
     }
     uint64_t start = 0, h = plan_bounds(s, max_ticks, &start), bytes = 0;
     for (uint64_t t = start; t < start + h; t++) {
@@ -633,7 +672,7 @@ static uint32_t plan_position(const cp_sched *s)
     uint32_t at = 0;
     for (uint64_t t = 0; t < phase; t++) {
         at += 1u + s->plan[at];                                          /* period ends */
-        at += 3u + 2u * (s->plan[at + 1] | (uint32_t)s->plan[at + 2] << 8); /* copies */
+        at += 3u + PLAN_COPY_BYTES * (s->plan[at + 1] | (uint32_t)s->plan[at + 2] << 8);
         at += 1u + s->plan[at];                                          /* releases */
     }
     return at;
@@ -677,12 +716,19 @@ static void plan_fault(cp_sched *s, const release_run *r)
     job_faulted(s, rel[r->at], &r->fault);
 }
 
-/* The flat PUBLISH copy list of a planned tick (`copy`: ncopies 16-bit indices). */
-static CP_ALWAYS_INLINE void plan_copies(uint8_t *data, const cp_let_copy *copies,
-                                         const uint8_t *copy, uint32_t ncopies)
+/* The flat PUBLISH copy list of a planned tick (`copy`: ncopies entries of plan_tick_copies). */
+static CP_ALWAYS_INLINE void plan_copies(uint8_t *data, const uint8_t *copy, uint32_t ncopies)
 {
-    for (; ncopies != 0; ncopies--, copy += 2) {
-        apply_copies(data, copies + (copy[0] | (uint32_t)copy[1] << 8), 0, 1);
+    for (; ncopies != 0; ncopies--, copy += PLAN_COPY_BYTES) {
+        uint32_t v[3];
+        cp_copy((uint8_t *)v, copy, sizeof(v));
+        if (v[2] == 4) {
+            uint32_t w;
+            cp_copy((uint8_t *)&w, data + v[1], 4);
+            cp_copy(data + v[0], (const uint8_t *)&w, 4);
+        } else {
+            copy_slot(data + v[0], data + v[1], v[2]);
+        }
     }
 }
 
@@ -697,7 +743,6 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
 {
     uint8_t *data = cp_program_data(s->prog);
     const uint8_t *plan = s->plan, *op = plan + *at, *end = plan + s->plan_ops;
-    const cp_let_copy *copies = s->prog->let_copies;
     const cp_task_entry *tasks = s->prog->tasks;
     const uint64_t *budget = s->budget_ns;
     uint64_t tick = s->tick, now_ns = s->now_ns, tick_ns = s->cfg.tick_ns, k = 0;
@@ -708,8 +753,8 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
             break;
         }
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
-        plan_copies(data, copies, op + 4 + m, ncopies);
-        const uint8_t *rel = op + 4 + m + 2 * ncopies;
+        plan_copies(data, op + 4 + m, ncopies);
+        const uint8_t *rel = op + 4 + m + PLAN_COPY_BYTES * ncopies;
         r->rel = rel;
         s->tick = tick; /* where a fault's jump back finds the tick */
         s->now_ns = now_ns;
@@ -772,7 +817,7 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         uint32_t m = *op, flags = op[1 + m];
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
         const uint8_t *copy = op + 4 + m;
-        op = copy + 2 * ncopies;
+        op = copy + PLAN_COPY_BYTES * ncopies;
         if (k == 0 || (flags & PLAN_OUTPUTS)) { /* 1. period ends, task by task */
             /* the first tick of a run may have been settled (published already), and a
              * task's outputs come after its own copies; past it every due task is pending */
@@ -790,7 +835,7 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         } else { /* the same from the flat copy list: after the plan's first tick (the latest
                   * first release) every due task is pending, and only a settle between two
                   * runs publishes early */
-            plan_copies(data, copies, copy, ncopies);
+            plan_copies(data, copy, ncopies);
         }
         if (s->feed_count != 0) { /* 2. feeds */
             apply_feeds(s, data, s->tick);

@@ -1202,7 +1202,7 @@ static void test_random_against_model(void)
  * states, simulated I/O (values and the number of reads and writes; half of the cases the
  * planned one moves it directly, cp_sched_set_sim_io), trace rows and faults are the same. */
 
-enum { R_SPARE = 20 };
+enum { R_SPARE = 20, R_FREE = 24 };
 
 static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
                          uint32_t *plan_ticks)
@@ -1240,11 +1240,16 @@ static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
             continue;
         }
         *plan_ticks += 1;
-        sb_copy(b, (uint16_t)i, 1, 4, R_STRIDE * i + R_OUT, R_STRIDE * i + R_SHARED);
+        /* the two PUBLISH copies: side by side in source and destination (the plan merges
+         * them), in the source only, or side by side in both but overlapping once merged
+         * (R_OUT -> R_CNT, then R_CNT -> R_SPARE: one after the other, not merged) */
+        uint32_t shape = rnd(4), base = R_STRIDE * i;
+        sb_copy(b, (uint16_t)i, 1, 4, base + R_OUT, base + (shape == 3 ? R_CNT : R_SHARED));
         if (!folded[i]) {
             sb_copy(b, (uint16_t)i, 0, 4, R_STRIDE * prev + R_SHARED, R_STRIDE * i + R_IN);
         }
-        sb_copy(b, (uint16_t)i, 1, 4, R_STRIDE * i + R_CNT, R_STRIDE * i + R_SCNT);
+        sb_copy(b, (uint16_t)i, 1, 4, base + R_CNT,
+                base + (shape == 3 ? R_SPARE : shape == 2 ? R_FREE : R_SCNT));
         if (rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
             sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, 3, R_STRIDE * i + R_SPARE);
             sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, 3, R_STRIDE * i + R_SCNT);
@@ -1264,6 +1269,9 @@ static void plan_case(uint32_t n, int guard)
     static uint8_t plan[1u << 16];
     /* guard_jobs without a test per job too (the policy of LocalTarget's own code) */
     void *policy = guard == 3 && rnd(2) == 0 ? (void *)&cp_posix_own_verified_code : NULL;
+    if (policy != NULL) { /* its loop without a test per job needs the supervisor running */
+        CHECK(cp_posix_watchdog_start(0, 0) == 0);
+    }
     for (int k = 0; k < 2; k++) {
         memset(&io[k], 0, sizeof(io[k]));
         cp_sched_config cfg = default_config(1000);

@@ -375,7 +375,7 @@ uint64_t cp_program_tick_ns(const cp_program *prog);
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
                         cp_error *err);
 
-/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release and 2 a PUBLISH copy),
+/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release, 12 a PUBLISH copy),
  * 0 if the program is never planned (no periodic task, a hyperperiod of more than max_ticks
  * ticks, more than 65,535 LET copies). */
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);

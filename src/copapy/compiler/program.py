@@ -403,6 +403,13 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                              needs_run=init is None)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k,
                                        node.size))
+    # the private output slots, all tasks' in the order of the shared ones and laid out like
+    # them: a tick's PUBLISH copies then continue one another (the runner's plan merges them)
+    private_out: list[list[int]] = []
+    for t in tasks:
+        private_out.append([b.layout.alloc(node.nbytes, align=16 if not private_out and j == 0
+                                           else _align(node))
+                            for j, node in enumerate(t.outputs)])
     readers: dict[Node, list[int]] = {}
     for k, t in enumerate(tasks):
         others = {n for n, p in producer.items() if p != k}
@@ -448,8 +455,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                     b.copies.append(ImageLetCopy(k, RELEASE, node.nbytes, shared, private))
                 if node.op == "input":
                     readers.setdefault(node, []).append(k)
-        for node in t.outputs:
-            private = b.layout.alloc(node.nbytes, align=_align(node))
+        for node, private in zip(t.outputs, private_out[k], strict=True):
             spec.stores.setdefault(mapping.get(node, node), []).append(private)
             b.copies.append(ImageLetCopy(k, PUBLISH, node.nbytes, private, shared_out[node]))
         b.state_slots(states, k, spec, mapping)
