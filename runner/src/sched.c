@@ -90,6 +90,14 @@ static uint64_t gcd_ticks(uint64_t a, uint64_t b)
  * aliasing question) and only the tail byte by byte. The ranges never overlap. */
 static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
 {
+    while (n >= 16) { /* a merged run of slots (plan_copies): two words a step */
+        uint64_t w[2];
+        cp_copy((uint8_t *)w, src, 16);
+        cp_copy(dst, (const uint8_t *)w, 16);
+        dst += 16;
+        src += 16;
+        n -= 16;
+    }
     while (n >= 8) {
         uint64_t w;
         cp_copy((uint8_t *)&w, src, 8);
