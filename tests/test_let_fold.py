@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy import local_target
-from copapy.compiler.program import RELEASE, compile_tasks
+from copapy.compiler.layout import ROLE_STATE
+from copapy.compiler.program import PUBLISH, RELEASE, compile_tasks
 from copapy.image import parse
 
 from .support.checks import examples
@@ -109,3 +110,60 @@ def test_a_reader_sees_the_published_value_not_the_new_one(reader_first: bool) -
     assert list(c) == list(range(31))
     # B's job t read c[t] and B published it at t + 1; its first row is its initial value
     assert list(d[1:]) == [2 * v + 1 for v in c[:-1]]
+
+
+def read_bytes(tg: cp.LocalTarget, v: Any) -> bytes:
+    """The published value's bits; nothing before the first publication."""
+    try:
+        return struct.pack("<f", tg.read(v))
+    except cp.NotComputedError:
+        return b""
+
+
+def run_state_outputs(spec: list[tuple[int, int, int, int]], parts: list[int]
+                      ) -> dict[str, Any]:
+    """Task k publishes a state's update y (folded: published from the state's slot), the
+    state itself (y of the previous run, cp.delay) and a value computed after the update;
+    it reads another task's y under LET. Stepped in the given numbers of ticks."""
+    ys: list[Any] = []
+    outs: list[Any] = []
+    tasks = []
+    for k, (p, o, prio, src) in enumerate(spec):
+        other = ys[src % k] if k > 0 else cp.value(0.25)
+        y = cp.feedback(lambda q, o=other, k=k: q * 0.5 + o + (k + 1), init=float(k))
+        ys.append(y)
+        mine = [y, cp.delay(y, 1, init=-1.0), y * 3.0 - other]
+        outs += mine
+        tasks.append(cp.Task(*mine, period=p * TICK, offset=o * TICK, priority=prio,
+                             name=f"t{k}"))
+    tg = cp.LocalTarget(tick=TICK, measure=False)
+    tg.deploy(*tasks)
+    trace = tg.trace(*outs)
+    reads = []
+    for n in parts:
+        tg.step(n * TICK)
+        reads.append([read_bytes(tg, v) for v in outs])
+    image = parse(tg.image)
+    states = {p.offset for p in image.ports if p.role == ROLE_STATE}
+    folded = sum(c.phase == PUBLISH and c.src in states for c in image.let_copies)
+    return {"t": trace.time.tobytes(), "trace": [np.asarray(trace[v]).tobytes() for v in outs],
+            "reads": reads, "stats": [(s.runs, s.skipped) for s in tg.stats()],
+            "folded": folded}
+
+
+@settings(max_examples=examples(30), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(spec=st.lists(TASK, min_size=1, max_size=4),
+       parts=st.lists(st.integers(1, 13), min_size=1, max_size=6))
+def test_state_outputs_published_from_the_state_slot(spec: list[tuple[int, int, int, int]],
+                                                     parts: list[int]) -> None:
+    """An output that is a state's update shares the state's slot (the chain stores it once)
+    and is published from there: the same traces, reads between steps and statistics as the
+    image with a private output slot, for readers of other periods, offsets and priorities
+    (docs/decisions/2026-12-04-state-outputs-in-place.md)."""
+    folded = run_state_outputs(spec, parts)
+    with copied_releases():
+        copied = run_state_outputs(spec, parts)
+    assert folded.pop("folded") == len(spec)  # y of every task, not its delay
+    assert copied.pop("folded") == 0
+    assert folded == copied
