@@ -9,8 +9,9 @@
  *     valgrind --tool=callgrind /tmp/sched_floor /tmp/pid10.img timed   # instructions
  *
  * ns per job, CPU time of the process, best of 15 runs of 20,000 ticks (every task is
- * released every tick in that image). The scheduler rows arm the guard once per tick
- * (cp_posix_guard_run, as LocalTarget does); the last two rows: the per-job guard
+ * released every tick in that image). The scheduler rows arm the guard once per advance
+ * and run a tick's jobs in one cp_posix_guard_jobs call, as LocalTarget does; the last two
+ * rows: the per-job guard
  * (cp_posix_guard alone, as the host runner and the firmware), and no guard at all. The
  * scheduler walks its hyperperiod plan (cp_sched_set_plan) as LocalTarget's does; NO_PLAN=1:
  * the per-tick decisions; NO_GUARD=1 with untimed: the scheduler without a guard. */
@@ -143,6 +144,7 @@ static double scheduled(const cp_program *prog, uint64_t (*clock)(void *), int g
     cfg.io_write = write_io;
     cfg.guard = guard != NO_GUARD ? cp_posix_guard : NULL;
     cfg.guard_run = guard == GUARD_PER_TICK ? cp_posix_guard_run : NULL;
+    cfg.guard_jobs = guard == GUARD_PER_TICK ? cp_posix_guard_jobs : NULL;
     /* as LocalTarget guards a format-2 program it compiled (module.c, guard_policy) */
     cfg.guard_ctx = (void *)&cp_posix_own_verified_code;
     cfg.budget_factor = 10;            /* the in-process defaults of module.c */
@@ -187,7 +189,7 @@ int main(int argc, char **argv)
     printf("job clock: %s (%.3f MHz), %u tasks\n", cp_posix_clock_name(),
            (double)cp_posix_clock_hz() * 1e-6, prog.task_count);
     if (only[0] != '\0') {
-        printf("%s %6.1f ns/job\n", only,
+        printf("%s %6.2f ns/job\n", only,
                only[0] == 'r' ? chains(&prog, cp_posix_clock_ns)
                               : scheduled(&prog, only[0] == 't' ? cp_posix_clock_ns : NULL,
                                           getenv("NO_GUARD") != NULL ? NO_GUARD
@@ -195,19 +197,19 @@ int main(int argc, char **argv)
         cp_program_unload(&prog);
         return (int)(sink & 0u);
     }
-    printf("chains back to back          %6.1f ns/job\n", chains(&prog, NULL));
-    printf("chains + their LET copies    %6.1f ns/job\n", chains_with_copies(&prog));
-    printf("chains + job clock read      %6.1f ns/job\n", chains(&prog, cp_posix_clock_ns));
-    printf("chains + clock_gettime       %6.1f ns/job\n", chains(&prog, monotonic_ns));
-    printf("scheduler, untimed           %6.1f ns/job\n",
+    printf("chains back to back          %6.2f ns/job\n", chains(&prog, NULL));
+    printf("chains + their LET copies    %6.2f ns/job\n", chains_with_copies(&prog));
+    printf("chains + job clock read      %6.2f ns/job\n", chains(&prog, cp_posix_clock_ns));
+    printf("chains + clock_gettime       %6.2f ns/job\n", chains(&prog, monotonic_ns));
+    printf("scheduler, untimed           %6.2f ns/job\n",
            scheduled(&prog, NULL, GUARD_PER_TICK));
-    printf("scheduler, job clock         %6.1f ns/job\n",
+    printf("scheduler, job clock         %6.2f ns/job\n",
            scheduled(&prog, cp_posix_clock_ns, GUARD_PER_TICK));
-    printf("scheduler, clock_gettime     %6.1f ns/job\n",
+    printf("scheduler, clock_gettime     %6.2f ns/job\n",
            scheduled(&prog, monotonic_ns, GUARD_PER_TICK));
-    printf("  job clock, guard per job   %6.1f ns/job\n",
+    printf("  job clock, guard per job   %6.2f ns/job\n",
            scheduled(&prog, cp_posix_clock_ns, GUARD_PER_JOB));
-    printf("  job clock, no guard        %6.1f ns/job\n",
+    printf("  job clock, no guard        %6.2f ns/job\n",
            scheduled(&prog, cp_posix_clock_ns, NO_GUARD));
     cp_program_unload(&prog);
     return (int)(sink & 0u);

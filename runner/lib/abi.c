@@ -238,6 +238,7 @@ int copapy_load(const void *image, size_t len, const copapy_options *options,
     /* the core's guard: a fault in a chain stops the program, not the process */
     cfg.guard = cp_posix_guard;
     cfg.guard_run = cp_posix_guard_run;
+    cfg.guard_jobs = cp_posix_guard_jobs;
     cfg.budget_factor = budget_factor;
     cfg.budget_min_ns = budget_min_ns;
     p->budget_factor = budget_factor;

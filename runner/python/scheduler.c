@@ -138,6 +138,7 @@ PyObject *Program_scheduler(ProgramObject *self, PyObject *args, PyObject *kwarg
     cfg.guard = cp_posix_guard;
     cfg.guard_ctx = guard_policy(self);
     cfg.guard_run = cp_posix_guard_run;
+    cfg.guard_jobs = cp_posix_guard_jobs;
     cfg.budget_factor = watchdog_factor;
     cfg.budget_min_ns = watchdog_min_ns;
     cp_error err = new_error();

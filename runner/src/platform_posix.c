@@ -231,6 +231,8 @@ typedef struct guard_slot {
     cp_cpu_saved cpu;              /* the caller's FP control state while a chain runs */
     uint8_t check_signals;         /* the guard's policy (cp_posix_guard_policy) */
     uint8_t check_cpu;             /* a job of a run checks the CPU state (not keeps_cpu_state) */
+    uint32_t *jobs_at;             /* cp_posix_guard_jobs's `at` while its lean loop runs */
+    uint64_t jobs_seq;             /* seq before that loop's first job */
     cp_guard_watch watch;          /* supervisor only */
 } guard_slot;
 
@@ -570,8 +572,12 @@ static void recover(int sig)
 static int jumped_back(int sig)
 {
     guard_slot *j = tls_slot;
-    __atomic_store_n(&j->seq, __atomic_load_n(&j->seq, __ATOMIC_RELAXED) + 1u,
-                     __ATOMIC_RELEASE);
+    uint64_t seq = __atomic_load_n(&j->seq, __ATOMIC_RELAXED);
+    if (j->jobs_at != NULL) { /* the job of a lean cp_posix_guard_jobs loop: seq says which */
+        *j->jobs_at = (uint32_t)((seq - j->jobs_seq - 1u) / 2u);
+        j->jobs_at = NULL;
+    }
+    __atomic_store_n(&j->seq, seq + 1u, __ATOMIC_RELEASE);
     recover(sig);
     cp_cpu_restore(&j->cpu);
     (void)repair_signals();
@@ -645,36 +651,93 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
-/* The job function of cp_posix_guard_run: the slot is armed already (ctx), so a job is the
- * budget and run_armed; a fault jumps back into cp_posix_guard_run, never returns here. */
+/* A job of a run: the slot is armed already, so a job is the budget and the two seq stores
+ * around its chain (`seq`: the slot's seq before it, which only this thread writes); a fault
+ * jumps back into cp_posix_guard_run, never returns here. `checks` 0: the caller knows that
+ * nothing is checked after a chain and that the supervisor runs. Returns what the chain left
+ * changed. */
 CP_CALLS_LOADED_CODE
-static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
+static CP_ALWAYS_INLINE uint32_t armed_chain(guard_slot *g, uint64_t seq, cp_chain_fn entry,
+                                             uint64_t budget_ns, uint32_t *fp_left, int checks)
 {
-    guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
-    need_watchdog(budget_ns);
+    if (checks) {
+        need_watchdog(budget_ns);
+    }
     __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     /* the run entered the defined CPU state once (cp_posix_guard_run); a job only checks what
      * it left, and the caller's state comes back when the run ends */
-    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(&g->seq, seq + 1u, __ATOMIC_RELEASE);
     g->active = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     entry();
-    uint32_t fp_left = 0;
-    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state); the
-     * vector registers' upper halves are cleared either way (cpu_state.h) */
-    uint32_t changed = 0;
-    if (g->check_cpu) {
-        changed = cp_cpu_check(&fp_left);
-    } else {
+    /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state) */
+    /* the vector registers' upper halves are cleared either way (cpu_state.h); unchecked jobs
+     * of one run (checks 0) run back to back, and the run's end clears them */
+    uint32_t changed = 0u;
+    if (checks && g->check_cpu) {
+        changed = cp_cpu_check(fp_left);
+    } else if (checks) {
         cp_cpu_clear_upper();
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     g->active = 0;
-    __atomic_store_n(&g->seq, __atomic_load_n(&g->seq, __ATOMIC_RELAXED) + 1u,
-                     __ATOMIC_RELEASE);
-    changed |= g->check_signals ? repair_signals() : 0u;
+    __atomic_store_n(&g->seq, seq + 2u, __ATOMIC_RELEASE);
+    return checks && g->check_signals ? changed | repair_signals() : changed;
+}
+
+/* The job function of cp_posix_guard_run (ctx: the armed slot). */
+CP_CALLS_LOADED_CODE
+static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *fault)
+{
+    guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
+    uint32_t fp_left = 0;
+    uint32_t changed = armed_chain(g, __atomic_load_n(&g->seq, __ATOMIC_RELAXED), entry,
+                                   budget_ns, &fp_left, 1);
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
+}
+
+/* cp_posix_guard_jobs's loop (`checks` as armed_chain's). */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int armed_jobs(guard_slot *g, const cp_task_entry *tasks,
+                                       const uint64_t *budget_ns, const uint8_t *order,
+                                       uint32_t count, uint32_t *at, cp_fault *fault,
+                                       int checks)
+{
+    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < count; k++, seq += 2u) {
+        uint32_t i = order[k], fp_left = 0;
+        *at = k;
+        uint32_t changed = armed_chain(g, seq, tasks[i].entry, budget_ns[i], &fp_left, checks);
+        if (changed != 0) {
+            return cp_guard_changed_state(fault, changed, fp_left);
+        }
+    }
+    return 0;
+}
+
+CP_CALLS_LOADED_CODE
+int cp_posix_guard_jobs(void *job_ctx, const cp_task_entry *tasks, const uint64_t *budget_ns,
+                        const uint8_t *order, uint32_t count, uint32_t *at, cp_fault *fault)
+{
+    guard_slot *g = job_ctx;
+    if (g->check_cpu || g->check_signals ||
+        !__atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
+        return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 1);
+    }
+    /* the common case: nothing to check after a chain and the supervisor runs, so a job is
+     * its budget, seq and active stores; a fault's jump back finds its index from seq */
+    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
+    g->jobs_seq = seq;
+    g->jobs_at = at;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    for (const uint8_t *o = order, *stop = order + count; o != stop; o++, seq += 2u) {
+        uint32_t fp_left = 0;
+        (void)armed_chain(g, seq, tasks[*o].entry, budget_ns[*o], &fp_left, 0);
+    }
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g->jobs_at = NULL;
+    *at = count;
+    return 0;
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)

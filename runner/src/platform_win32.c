@@ -464,6 +464,19 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
+CP_CALLS_LOADED_CODE
+int cp_posix_guard_jobs(void *job_ctx, const cp_task_entry *tasks, const uint64_t *budget_ns,
+                        const uint8_t *order, uint32_t count, uint32_t *at, cp_fault *fault)
+{
+    for (uint32_t k = 0; k < count; k++) {
+        *at = k;
+        if (armed_job(job_ctx, tasks[order[k]].entry, budget_ns[order[k]], fault) != 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)
 {
     (void)ctx;

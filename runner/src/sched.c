@@ -90,6 +90,14 @@ static uint64_t gcd_ticks(uint64_t a, uint64_t b)
  * aliasing question) and only the tail byte by byte. The ranges never overlap. */
 static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
 {
+    while (n >= 16) { /* a merged run of slots (plan_copies): two words a step */
+        uint64_t w[2];
+        cp_copy((uint8_t *)w, src, 16);
+        cp_copy(dst, (const uint8_t *)w, 16);
+        dst += 16;
+        src += 16;
+        n -= 16;
+    }
     while (n >= 8) {
         uint64_t w;
         cp_copy((uint8_t *)&w, src, 8);
@@ -236,6 +244,12 @@ typedef struct release_run {
     uint8_t ran[CP_MAX_TASKS];         /* ran[jobs]: the one that faulted, if one did */
     uint64_t stamp[CP_MAX_TASKS + 1];  /* clock reads: before the first job, after each */
     cp_fault fault;                    /* filled by the guard when a chain faulted */
+    /* planned ticks (plan_ticks): their first tick, the running tick's releases (a count and
+     * the tasks in priority order) and the index among them of the job that runs */
+    uint32_t planned;
+    uint32_t at;
+    const uint8_t *rel;
+    uint64_t t0;
 } release_run;
 
 /* The job loop (`timed`: a constant in each copy, there is a clock). A job's time runs from
@@ -345,6 +359,7 @@ static CP_ALWAYS_INLINE int releases(cp_sched *s, uint8_t *data, uint32_t due, r
     r->data = data;
     r->due = due;
     r->jobs = 0;
+    r->planned = 0;
     r->fault.kind = CP_FAULT_NONE;
     r->fault.address = 0;
     r->fault.pc = 0;
@@ -474,14 +489,19 @@ static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_ru
  * Where every job finishes in its release tick (deterministic, no wcet: job_costs 0) and no
  * job is timed, which tasks a tick publishes and releases repeats with the hyperperiod once
  * every task has had its first release. The plan lists one hyperperiod from that tick on, a
- * tick as bytes: the count of due tasks and their indices in index order (period ends), 1 if
- * one of them drives outputs, their PUBLISH copies as one list (a count and 16-bit indices,
- * so that a tick past the first of a run copies without a test per task), then the count
- * again and the same tasks in priority order (releases). A planned tick does what
- * tick_in does for those tasks, without the due scan, the skip test (a due task published
- * first, so it is never pending at its release) or the processor model (nothing to model);
- * a job's statistics and pending state are booked as it returns, so a fault books only the
- * faulting job (record: jobs 0, ran[0] the job), as releases_done would. */
+ * tick as bytes: the count of due tasks and their indices in index order (period ends), flags
+ * (PLAN_OUTPUTS: one of them drives outputs; PLAN_BARE: none of them has INPUT bindings or
+ * RELEASE copies, so its jobs are only chain calls, one call of the platform's guard_jobs),
+ * their PUBLISH copies as one list (a count and 16-bit indices, so that a tick past the first
+ * of a run copies without a test per task), then the count again and the same tasks in
+ * priority order (releases). A planned tick does what tick_in does for those tasks, without
+ * the due scan, the skip test (a due task published first, so it is never pending at its
+ * release) or the processor model (nothing to model). Statistics and pending states are
+ * booked once for a run of planned ticks (plan_book: each task's runs are its releases in
+ * them, and after a tick every periodic task is pending), and a fault books the faulting
+ * tick's jobs that returned before it (plan_fault), as releases_done would. */
+
+enum { PLAN_OUTPUTS = 1, PLAN_BARE = 2 };
 
 /* 1 if periodic task i is released at tick t. */
 static int released_at(const cp_sched *s, uint32_t i, uint64_t t)
@@ -515,19 +535,65 @@ static uint64_t plan_bounds(const cp_sched *s, uint64_t max_ticks, uint64_t *sta
     return h;
 }
 
+/* A planned tick's PUBLISH copy: dst, src and size, each a native uint32_t. */
+enum { PLAN_COPY_BYTES = 12 };
+
+static void put_plan_copy(uint8_t *ops, uint64_t at, uint32_t dst, uint32_t src, uint32_t size)
+{
+    const uint32_t v[3] = {dst, src, size};
+    cp_copy(ops + at, (const uint8_t *)v, sizeof(v));
+}
+
+/* Tick t's PUBLISH copies (of the tasks in `due`, in index and table order) at ops + at as
+ * PLAN_COPY_BYTES entries (ops NULL: counted only), a copy that continues the previous one in
+ * both source and destination merged into it where the merged ranges do not overlap (the
+ * same bytes as copying one after the other: a task's output slots, and the tasks' in task
+ * order, lie side by side as the compiler places them); returns the number of entries. */
+static uint32_t plan_tick_copies(const cp_sched *s, uint32_t due, uint8_t *ops, uint64_t at)
+{
+    uint32_t entries = 0;
+    uint64_t dst = 0, src = 0, size = 0;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        for (uint32_t k = s->copies[i][1]; (due >> i & 1u) && k < s->copies[i][2]; k++) {
+            const cp_let_copy *c = &s->prog->let_copies[k];
+            uint64_t grown = size + c->size;
+            if (size != 0 && src + size == c->src && dst + size == c->dst &&
+                (src + grown <= dst || dst + grown <= src)) {
+                size = grown;
+                continue;
+            }
+            if (size != 0 && ops != NULL) {
+                put_plan_copy(ops, at + (uint64_t)PLAN_COPY_BYTES * entries, (uint32_t)dst,
+                              (uint32_t)src, (uint32_t)size);
+            }
+            entries += size != 0;
+            dst = c->dst;
+            src = c->src;
+            size = c->size;
+        }
+    }
+    if (size != 0 && ops != NULL) {
+        put_plan_copy(ops, at + (uint64_t)PLAN_COPY_BYTES * entries, (uint32_t)dst,
+                      (uint32_t)src, (uint32_t)size);
+    }
+    return entries + (size != 0);
+}
+
 /* Tick t's plan bytes at ops + at (ops NULL: counted only); returns the index after them. */
 static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uint64_t at)
 {
-    uint32_t due = 0, count = 0, outputs = 0, ncopies = 0, n = s->task_count;
+    uint32_t due = 0, count = 0, outputs = 0, work = 0, n = s->task_count;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t d = (uint32_t)released_at(s, i, t);
         due |= d << i;
         count += d;
         outputs |= d & (uint32_t)(s->bindings[i][1] < s->bindings[i][2]);
-        ncopies += d * (s->copies[i][2] - s->copies[i][1]);
+        work |= d & (uint32_t)(s->bindings[i][0] < s->bindings[i][1] ||
+                               s->copies[i][0] < s->copies[i][1]);
     }
+    uint32_t ncopies = plan_tick_copies(s, due, NULL, 0);
     if (ops == NULL) {
-        return at + 5u + 2u * count + 2u * ncopies;
+        return at + 5u + 2u * count + (uint64_t)PLAN_COPY_BYTES * ncopies;
     }
     ops[at++] = (uint8_t)count; /* period ends, in task index order */
     for (uint32_t i = 0; i < n; i++) {
@@ -535,15 +601,10 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
             ops[at++] = (uint8_t)i;
         }
     }
-    ops[at++] = (uint8_t)outputs; /* 1: a period end drives outputs */
-    ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies in that order (16-bit indices) */
+    ops[at++] = (uint8_t)((outputs ? PLAN_OUTPUTS : 0) | (work ? 0 : PLAN_BARE));
+    ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies, merged */
     ops[at++] = (uint8_t)(ncopies >> 8);
-    for (uint32_t i = 0; i < n; i++) {
-        for (uint32_t c = s->copies[i][1]; (due >> i & 1u) && c < s->copies[i][2]; c++) {
-            ops[at++] = (uint8_t)c;
-            ops[at++] = (uint8_t)(c >> 8);
-        }
-    }
+    at += (uint64_t)PLAN_COPY_BYTES * plan_tick_copies(s, due, ops, at);
     ops[at++] = (uint8_t)count; /* releases in priority order */
     for (uint32_t k = 0; k < n; k++) {
         if (due >> s->order[k] & 1u) {
@@ -556,7 +617,7 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks)
 {
     if (s == NULL || s->prog == NULL || s->prog->let_copy_count > UINT16_MAX) {
-        return 0; /* (copy indices are 16 bits, so are a tick's copies) */
+        return 0; /* (a tick's copies are counted in 16 bits) */
     }
     uint64_t start = 0, h = plan_bounds(s, max_ticks, &start), bytes = 0;
     for (uint64_t t = start; t < start + h; t++) {
@@ -619,80 +680,202 @@ static uint32_t plan_position(const cp_sched *s)
     uint32_t at = 0;
     for (uint64_t t = 0; t < phase; t++) {
         at += 1u + s->plan[at];                                          /* period ends */
-        at += 3u + 2u * (s->plan[at + 1] | (uint32_t)s->plan[at + 2] << 8); /* copies */
+        at += 3u + PLAN_COPY_BYTES * (s->plan[at + 1] | (uint32_t)s->plan[at + 2] << 8);
         at += 1u + s->plan[at];                                          /* releases */
     }
     return at;
 }
 
-/* Up to `ticks` planned ticks with the job function `job` (NULL: chains called directly),
- * stopping at a fault; returns the ticks done (a faulting tick is not counted). */
+/* Releases of periodic task i in ticks [0, t). */
+static uint64_t releases_before(const cp_sched *s, uint32_t i, uint64_t t)
+{
+    uint64_t off = s->offset_ticks[i];
+    return t > off ? (t - off - 1u) / s->period_ticks[i] + 1u : 0;
+}
+
+/* The bookkeeping of the planned ticks [t0, s->tick), done: each task ran at each of its
+ * releases, and after a tick every periodic task is pending (the plan starts once every task
+ * has been released, and a due task is released again right after its period end). */
+static void plan_book(cp_sched *s, uint64_t t0)
+{
+    uint64_t t1 = s->tick;
+    for (uint32_t i = 0; i < s->task_count && t1 != t0; i++) {
+        if (s->period_ticks[i] != 0) {
+            s->stats[i].runs += releases_before(s, i, t1) - releases_before(s, i, t0);
+            s->state[i].pending = 1;
+        }
+    }
+}
+
+/* A planned tick's job r->rel[1 + r->at] faulted: the ticks before it are booked, the tick's
+ * due tasks have published (not pending), the jobs before it returned (a run each, pending),
+ * and the fault is recorded; no job after it has run. */
+static void plan_fault(cp_sched *s, const release_run *r)
+{
+    plan_book(s, r->t0);
+    const uint8_t *rel = r->rel + 1;
+    for (uint32_t k = 0; k < r->rel[0]; k++) {
+        s->state[rel[k]].pending = 0;
+    }
+    for (uint32_t k = 0; k < r->at; k++) {
+        s->stats[rel[k]].runs++;
+        s->state[rel[k]].pending = 1;
+    }
+    job_faulted(s, rel[r->at], &r->fault);
+}
+
+/* The flat PUBLISH copy list of a planned tick (`copy`: ncopies entries of plan_tick_copies). */
+static CP_ALWAYS_INLINE void plan_copies(uint8_t *data, const uint8_t *copy, uint32_t ncopies)
+{
+    for (; ncopies != 0; ncopies--, copy += PLAN_COPY_BYTES) {
+        uint32_t v[3];
+        cp_copy((uint8_t *)v, copy, sizeof(v));
+        if (v[2] == 4) {
+            uint32_t w;
+            cp_copy((uint8_t *)&w, data + v[1], 4);
+            cp_copy(data + v[0], (const uint8_t *)&w, 4);
+        } else {
+            copy_slot(data + v[0], data + v[1], v[2]);
+        }
+    }
+}
+
+/* Planned ticks past a run's first, from plan byte *at on, while a tick's jobs are bare and
+ * its period ends drive no outputs (and there is no feed): the tick's PUBLISH copies from the
+ * flat list, its jobs in one call of the run's guard_jobs, its trace row; a loop of its own,
+ * so that nothing else lives between two ticks. Returns the ticks done, at most `ticks`;
+ * *faulted: the last one faulted (not counted, s->tick is its tick). */
+CP_CALLS_LOADED_CODE
+static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_jobs_fn jobs,
+                           uint64_t ticks, uint32_t *at, int *faulted)
+{
+    uint8_t *data = cp_program_data(s->prog);
+    const uint8_t *plan = s->plan, *op = plan + *at, *end = plan + s->plan_ops;
+    const cp_task_entry *tasks = s->prog->tasks;
+    const uint64_t *budget = s->budget_ns;
+    uint64_t tick = s->tick, now_ns = s->now_ns, tick_ns = s->cfg.tick_ns, k = 0;
+    int tracing = s->trace_buf != NULL;
+    for (; k < ticks; k++) {
+        uint32_t m = op[0];
+        if ((op[1 + m] & (PLAN_OUTPUTS | PLAN_BARE)) != PLAN_BARE) {
+            break;
+        }
+        uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
+        plan_copies(data, op + 4 + m, ncopies);
+        const uint8_t *rel = op + 4 + m + PLAN_COPY_BYTES * ncopies;
+        r->rel = rel;
+        s->tick = tick; /* where a fault's jump back finds the tick */
+        s->now_ns = now_ns;
+        if (jobs(job_ctx, tasks, budget, rel + 1, m, &r->at, &r->fault) != 0) {
+            *faulted = 1;
+            break;
+        }
+        if (tracing) {
+            write_trace_row(s, data, now_ns);
+        }
+        tick++;
+        now_ns += tick_ns;
+        op = rel + 1 + m;
+        op = op == end ? plan : op;
+    }
+    s->tick = tick;
+    s->now_ns = now_ns;
+    *at = (uint32_t)(op - plan);
+    return k;
+}
+
+/* Up to `ticks` planned ticks with the job function `job` (NULL: chains called directly) and,
+ * for a tick whose jobs are bare, the run's `jobs` (NULL: a job call each), stopping at a
+ * fault; returns the ticks done (a faulting tick is not counted). */
 CP_CALLS_LOADED_CODE
 static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guard_fn job,
-                                            void *job_ctx, uint64_t ticks)
+                                            void *job_ctx, cp_guard_jobs_fn jobs,
+                                            uint64_t ticks)
 {
     uint8_t *data = cp_program_data(s->prog);
     const uint8_t *plan = s->plan;
     const cp_let_copy *copies = s->prog->let_copies;
     const cp_task_entry *tasks = s->prog->tasks;
+    const uint64_t *budget = s->budget_ns;
     uint64_t tick_ns = s->cfg.tick_ns;
     uint32_t at = plan_position(s), end = s->plan_ops;
     r->s = s;
     r->data = data;
-    r->jobs = 0; /* every job is booked as it returns: a fault books ran[0] alone */
     r->fault.kind = CP_FAULT_NONE;
     r->fault.address = 0;
     r->fault.pc = 0;
     r->fault.code = 0;
+    r->t0 = s->tick;
+    r->at = 0;
+    r->planned = 1;
     for (uint64_t k = 0; k < ticks; k++) {
+        if (k != 0 && jobs != NULL && s->feed_count == 0) {
+            int faulted = 0;
+            k += bare_ticks(s, r, job_ctx, jobs, ticks - k, &at, &faulted);
+            if (faulted) {
+                plan_fault(s, r);
+                r->planned = 0;
+                return k;
+            }
+            if (k == ticks) {
+                break;
+            }
+        }
         const uint8_t *op = plan + at, *ends = op + 1;
-        uint32_t m = *op, outputs = op[1 + m];
+        uint32_t m = *op, flags = op[1 + m];
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
         const uint8_t *copy = op + 4 + m;
-        op = copy + 2 * ncopies;
-        if (k == 0 || outputs) { /* 1. period ends, task by task */
+        op = copy + PLAN_COPY_BYTES * ncopies;
+        if (k == 0 || (flags & PLAN_OUTPUTS)) { /* 1. period ends, task by task */
             /* the first tick of a run may have been settled (published already), and a
-             * task's outputs come after its own copies */
+             * task's outputs come after its own copies; past it every due task is pending */
             for (; m != 0; m--) {
                 uint32_t i = *ends++;
-                if (s->state[i].pending) {
-                    apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
-                    if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
-                        write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
-                    }
-                    s->state[i].pending = 0;
+                if (k == 0 && !s->state[i].pending) {
+                    continue;
                 }
+                apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
+                if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
+                    write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
+                }
+                s->state[i].pending = 0;
             }
         } else { /* the same from the flat copy list: after the plan's first tick (the latest
                   * first release) every due task is pending, and only a settle between two
                   * runs publishes early */
-            for (; ncopies != 0; ncopies--, copy += 2) {
-                const cp_let_copy *c = copies + (copy[0] | (uint32_t)copy[1] << 8);
-                apply_copies(data, c, 0, 1);
-            }
-            for (; m != 0; m--) {
-                s->state[*ends++].pending = 0;
-            }
+            plan_copies(data, copy, ncopies);
         }
         if (s->feed_count != 0) { /* 2. feeds */
             apply_feeds(s, data, s->tick);
         }
-        for (uint32_t m = *op++; m != 0; m--) { /* 3. releases */
-            uint32_t i = *op++;
-            if (s->bindings[i][0] < s->bindings[i][1]) {
-                read_inputs(s, data, s->bindings[i][0], s->bindings[i][1]);
+        r->rel = op; /* 3. releases */
+        m = *op++;
+        int faulted = 0;
+        if ((flags & PLAN_BARE) && jobs != NULL) {
+            faulted = jobs(job_ctx, tasks, budget, op, m, &r->at, &r->fault);
+        } else {
+            for (uint32_t j = 0; j < m && !faulted; j++) {
+                uint32_t i = op[j];
+                r->at = j;
+                if (!(flags & PLAN_BARE)) {
+                    if (s->bindings[i][0] < s->bindings[i][1]) {
+                        read_inputs(s, data, s->bindings[i][0], s->bindings[i][1]);
+                    }
+                    apply_copies(data, copies, s->copies[i][0], s->copies[i][1]);
+                }
+                if (job == NULL) {
+                    tasks[i].entry();
+                } else {
+                    faulted = job(job_ctx, tasks[i].entry, budget[i], &r->fault);
+                }
             }
-            apply_copies(data, copies, s->copies[i][0], s->copies[i][1]);
-            r->ran[0] = (uint8_t)i;
-            if (job == NULL) {
-                tasks[i].entry();
-            } else if (job(job_ctx, tasks[i].entry, s->budget_ns[i], &r->fault) != 0) {
-                releases_done(s, r, 1);
-                return k;
-            }
-            s->stats[i].runs++;
-            s->state[i].pending = 1;
         }
+        if (faulted) {
+            plan_fault(s, r);
+            r->planned = 0;
+            return k;
+        }
+        op += m;
         if (s->trace_buf != NULL) { /* 5. trace (4: no job costs time) */
             write_trace_row(s, data, s->now_ns);
         }
@@ -701,6 +884,8 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         at = (uint32_t)(op - plan);
         at = at == end ? 0 : at;
     }
+    r->planned = 0;
+    plan_book(s, r->t0);
     s->plan_at = at;
     s->plan_tick = s->tick;
     plan_sync(s);
@@ -715,9 +900,11 @@ static CP_ALWAYS_INLINE void ticks_in(cp_sched *s, release_run *r, const armed_r
 {
     cp_guard_fn job = run != NULL ? run->job : s->cfg.guard;
     void *job_ctx = run != NULL ? run->job_ctx : s->cfg.guard_ctx;
+    /* a tick's jobs in one call: only inside a run of the config's own guard_run */
+    cp_guard_jobs_fn jobs = run != NULL && run->job != NULL ? s->cfg.guard_jobs : NULL;
     for (uint64_t k = 0; k < ticks && s->fault.kind == CP_FAULT_NONE;) {
         if (s->plan_ops != 0 && s->tick >= s->plan_start) {
-            k += plan_ticks(s, r, job, job_ctx, ticks - k);
+            k += plan_ticks(s, r, job, job_ctx, jobs, ticks - k);
             continue;
         }
         tick_in(s, r, run);
@@ -790,10 +977,15 @@ void cp_sched_advance(cp_sched *s, uint64_t ticks)
         a.s = s;
         a.ticks = ticks;
         a.r.jobs = 0;
+        a.r.planned = 0;
         a.r.fault.kind = CP_FAULT_NONE;
         if (s->cfg.guard_run(s->cfg.guard_ctx, advance_body, &a, &a.r.fault) != 0) {
             /* a chain's signal or budget jumped back out of its tick: that tick's booking */
-            releases_done(s, &a.r, 1);
+            if (a.r.planned) {
+                plan_fault(s, &a.r);
+            } else {
+                releases_done(s, &a.r, 1);
+            }
         }
         return;
     }

@@ -1190,15 +1190,19 @@ static void test_random_against_model(void)
 
 
 /* ---- the hyperperiod plan (cp_sched_set_plan) against the per-tick decisions
- * The random model's programs without wcets (every job finishes in its tick), some tasks with I/O bindings (an INPUT into a spare slot, an OUTPUT of the
+ * The random model's programs without wcets (every job finishes in its tick), half of the
+ * tasks reading the previous task's shared slot in place instead of through a RELEASE copy
+ * (bare jobs, as fold_releases compiles them), some tasks with I/O bindings (an INPUT into a spare slot, an OUTPUT of the
  * published count) and one that may fault (ud2 at its K-th run). One scheduler advances in
  * random chunks with a plan (settling after some, writing a shared slot between some), another
  * of the same image takes the same ticks one cp_sched_tick at a time without a plan (the
- * per-tick decisions: due scan, pending, skips, processor model); after every chunk their data regions, statistics, pending
+ * per-tick decisions: due scan, pending, skips, processor model). The guards: none, per job,
+ * a run armed per advance, and that run with guard_jobs (a bare tick's jobs in one call).
+ * After every chunk their data regions, statistics, pending
  * states, simulated I/O (values and the number of reads and writes; half of the cases the
  * planned one moves it directly, cp_sched_set_sim_io), trace rows and faults are the same. */
 
-enum { R_SPARE = 20 };
+enum { R_SPARE = 20, R_FREE = 24 };
 
 static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
                          uint32_t *plan_ticks)
@@ -1207,11 +1211,15 @@ static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
     sb_init(b, R_STRIDE * n);
     uint32_t period[CP_MAX_TASKS];
     *faulty = can_fault && rnd(2) == 0 ? rnd(n) : n; /* n: none */
+    uint8_t folded[CP_MAX_TASKS];
     for (uint32_t i = 0; i < n; i++) {
         period[i] = rnd(8) == 0 ? 0 : 1 + rnd(6);
         uint32_t offset = period[i] ? rnd(period[i]) : 0; /* the loader: below the period */
         uint32_t entry = b->code_size;
-        a_load32(b, R_STRIDE * i + R_IN);
+        /* half of the tasks read the previous task's shared slot in place, as a chain
+         * compiled with fold_releases does (no RELEASE copy: a bare job) */
+        folded[i] = (uint8_t)(rnd(2) == 0);
+        a_load32(b, folded[i] ? R_STRIDE * ((i + n - 1) % n) + R_SHARED : R_STRIDE * i + R_IN);
         a_add(b, 1);
         a_store32(b, R_STRIDE * i + R_OUT);
         a_load32(b, R_STRIDE * i + R_CNT);
@@ -1232,9 +1240,16 @@ static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
             continue;
         }
         *plan_ticks += 1;
-        sb_copy(b, (uint16_t)i, 1, 4, R_STRIDE * i + R_OUT, R_STRIDE * i + R_SHARED);
-        sb_copy(b, (uint16_t)i, 0, 4, R_STRIDE * prev + R_SHARED, R_STRIDE * i + R_IN);
-        sb_copy(b, (uint16_t)i, 1, 4, R_STRIDE * i + R_CNT, R_STRIDE * i + R_SCNT);
+        /* the two PUBLISH copies: side by side in source and destination (the plan merges
+         * them), in the source only, or side by side in both but overlapping once merged
+         * (R_OUT -> R_CNT, then R_CNT -> R_SPARE: one after the other, not merged) */
+        uint32_t shape = rnd(4), base = R_STRIDE * i;
+        sb_copy(b, (uint16_t)i, 1, 4, base + R_OUT, base + (shape == 3 ? R_CNT : R_SHARED));
+        if (!folded[i]) {
+            sb_copy(b, (uint16_t)i, 0, 4, R_STRIDE * prev + R_SHARED, R_STRIDE * i + R_IN);
+        }
+        sb_copy(b, (uint16_t)i, 1, 4, base + R_CNT,
+                base + (shape == 3 ? R_SPARE : shape == 2 ? R_FREE : R_SCNT));
         if (rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
             sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, 3, R_STRIDE * i + R_SPARE);
             sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, 3, R_STRIDE * i + R_SCNT);
@@ -1252,6 +1267,11 @@ static void plan_case(uint32_t n, int guard)
     fx f[2];
     static uint8_t rows[2][TICKS][8 + R_STRIDE * CP_MAX_TASKS];
     static uint8_t plan[1u << 16];
+    /* guard_jobs without a test per job too (the policy of LocalTarget's own code) */
+    void *policy = guard == 3 && rnd(2) == 0 ? (void *)&cp_posix_own_verified_code : NULL;
+    if (policy != NULL) { /* its loop without a test per job needs the supervisor running */
+        CHECK(cp_posix_watchdog_start(0, 0) == 0);
+    }
     for (int k = 0; k < 2; k++) {
         memset(&io[k], 0, sizeof(io[k]));
         cp_sched_config cfg = default_config(1000);
@@ -1259,7 +1279,9 @@ static void plan_case(uint32_t n, int guard)
         cfg.io_write = sim_write;
         cfg.io_ctx = &io[k];
         cfg.guard = guard != 0 ? cp_posix_guard : NULL;
-        cfg.guard_run = guard == 2 ? cp_posix_guard_run : NULL;
+        cfg.guard_run = guard >= 2 ? cp_posix_guard_run : NULL;
+        cfg.guard_jobs = guard == 3 ? cp_posix_guard_jobs : NULL; /* a tick's jobs at once */
+        cfg.guard_ctx = policy;
         if (fx_start(&f[k], &b, &cfg) != 0) {
             if (k == 1) {
                 fx_end(&f[0]);
@@ -1339,7 +1361,7 @@ static void plan_case(uint32_t n, int guard)
 
 static void test_plan_against_ticks(void)
 {
-    for (int guard = 0; guard < 3; guard++) {
+    for (int guard = 0; guard < 4; guard++) {
         for (int k = 0; k < 300; k++) {
             plan_case(1 + rnd(8), guard);
         }

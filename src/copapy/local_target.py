@@ -232,7 +232,7 @@ class LocalTarget:
         check_bound_outputs(specs, self._bindings, TargetError)
         if check:
             range_check(*[Value(n) for t in specs for n in t.outputs], bindings=self._bindings)
-        compiled = compile_tasks(specs, self.arch, io)
+        compiled = compile_tasks(specs, self.arch, io, fold_releases=True)
         program = load_program(compiled.image, self.arch, own_code=True)
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         kept = plan(self.image, compiled.image) if keep_state else None
@@ -242,7 +242,7 @@ class LocalTarget:
         for (_, offset, _), data in zip(kept.copies if kept else (), carried, strict=True):
             self._put_bytes(offset, data)
         self._bind_run(program.run)
-        self._rebuild = lambda arch: compile_tasks(specs, arch, io)
+        self._rebuild = lambda arch: compile_tasks(specs, arch, io, fold_releases=True)
         self._sched = sched
         self._tasks = list(tasks)
         self._trace_epoch += 1

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 5u
+#define CP_RUNNER_ABI_VERSION 6u
 #define CP_IMAGE_FORMAT_VERSION 2u
 /* the format that carries code: @cp.jit's own images and runners without a stencil table */
 #define CP_IMAGE_FORMAT_VERSION_CODE 1u
@@ -236,6 +236,17 @@ typedef int (*cp_guard_fn)(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_
 typedef int (*cp_guard_body_fn)(void *arg, cp_guard_fn job, void *job_ctx);
 typedef int (*cp_guard_run_fn)(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault);
 
+/* Appended in ABI 6: the jobs of a tick in one call of the run's platform. Inside a run of
+ * that platform's cp_guard_run_fn (job_ctx as its body received it), runs the chains
+ * tasks[order[k]].entry for k in [0, count), one after another, each guarded with its own
+ * budget budget_ns[order[k]] exactly as job(job_ctx, entry, budget, fault) would be, and
+ * stores k in *at before job k starts (so the caller knows which one a fault that jumps back
+ * out of the run came from). Returns 0 when every chain returned, else nonzero with fault
+ * filled for job *at (a state its chain left changed); no job after it runs. */
+typedef int (*cp_guard_jobs_fn)(void *job_ctx, const cp_task_entry *tasks,
+                                const uint64_t *budget_ns, const uint8_t *order,
+                                uint32_t count, uint32_t *at, cp_fault *fault);
+
 /* The time a job of `task` may take before the supervisor stops it: the task's budget_ns,
  * else its wcet_ns, else its period, times `factor`, at least min_ns; request_ns for a task
  * that declares none of them (run on request). 0: no limit (always if factor is 0). */
@@ -276,6 +287,9 @@ typedef struct cp_sched_config {
     /* appended in ABI 5: the same containment armed once per tick's releases (guard_ctx is
      * its ctx); used instead of guard when set. NULL: guard, per job. */
     cp_guard_run_fn guard_run;
+    /* appended in ABI 6: guard_run's platform runs a tick's jobs in one call (a planned tick
+     * whose jobs have no release work, cp_sched_set_plan). NULL: a call per job. */
+    cp_guard_jobs_fn guard_jobs;
 } cp_sched_config;
 
 /* cp_sched_config as ABI 3 and 4 knew it (without guard_run): still accepted by
@@ -361,7 +375,7 @@ uint64_t cp_program_tick_ns(const cp_program *prog);
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
                         cp_error *err);
 
-/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release and 2 a PUBLISH copy),
+/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release, 12 a PUBLISH copy),
  * 0 if the program is never planned (no periodic task, a hyperperiod of more than max_ticks
  * ticks, more than 65,535 LET copies). */
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);

@@ -58,6 +58,8 @@ def store_in_place(instrs: list[Instr], end_copies: Sequence[tuple[Node, int, in
             left.append((node, nxt, state))
         elif not any(_touches(i, state) for i in instrs[w:]):
             instrs[w:] = [_retarget(i, nxt, state) for i in instrs[w:]]
+        elif _store_later(instrs, w, nxt, state):
+            continue
         else:
             source = _copied_from(instrs, w, nxt)
             if source is None:
@@ -66,6 +68,32 @@ def store_in_place(instrs: list[Instr], end_copies: Sequence[tuple[Node, int, in
                 del instrs[w]
                 left.append((node, source, state))
     return left
+
+
+def _dst(instr: Instr) -> str:
+    """Where a scalar stencil puts its result: ``0``/``1`` a register, ``m`` a slot."""
+    return instr.stencil.split("__", 1)[1].split("_", 1)[0]
+
+
+def _store_later(instrs: list[Instr], w: int, nxt: int, state: int) -> bool:
+    """Moves the update's store (``instrs[w]``, of a register) past the chain's last access
+    to the state's slot and onto that slot, if the register still holds the update there and
+    nothing in between touches the update slot: the end copy goes (a load and a store less).
+    Later reads of the update slot read the state's slot, which then holds the same bytes."""
+    store = instrs[w]
+    register = store.stencil.rsplit("_", 1)[1]
+    if not store.stencil.startswith("store_") or _dst(store) != "m" or register not in "01":
+        return False
+    last = max((k for k, i in enumerate(instrs) if _touches(i, state)), default=-1)
+    between = instrs[w + 1:last + 1]
+    if (last < w or any(_touches(i, nxt) or _dst(i) == register or ("out", state) in i.slots
+                        for i in between)
+            or any(("out", state) in i.slots or ("out", nxt) in i.slots
+                   for i in instrs[last + 1:])):
+        return False
+    moved = _retarget(store, nxt, state)
+    instrs[w:] = [*between, moved, *(_retarget(i, nxt, state) for i in instrs[last + 1:])]
+    return True
 
 
 def _copied_from(instrs: list[Instr], w: int, nxt: int) -> int | None:

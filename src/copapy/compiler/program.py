@@ -221,11 +221,18 @@ class _Builder:
         return name
 
     def state_slots(self, states: Sequence[Node], task: int, spec: ChainSpec,
-                    mapping: dict[Node, Node] | None = None) -> None:
-        """A slot per state (its value this run) and one for its update (next run)."""
+                    mapping: dict[Node, Node] | None = None,
+                    given: Mapping[Node, int] | None = None) -> None:
+        """A slot per state (its value this run) and one for its update (next run).
+        ``given``: states whose value slot is one allocated already (a folded private output)."""
         mapping = mapping or {}
+        given = given or {}
         for k, s in enumerate(states):
-            offset = self.layout.alloc(s.nbytes, state_initial(s), _align(s))
+            offset = given.get(s, -1)
+            if offset < 0:
+                offset = self.layout.alloc(s.nbytes, state_initial(s), _align(s))
+            else:
+                self.layout.preset(offset, state_initial(s))
             nxt = self.layout.alloc(s.nbytes, align=_align(s))
             spec.placed[s] = offset
             update = update_of(s)
@@ -354,6 +361,26 @@ def compile_program(outputs: Sequence[Node], arch: str,
     return compiled
 
 
+def _state_outputs(outputs: Sequence[Node], private: Sequence[int], states: Sequence[Node],
+                   mapping: Mapping[Node, Node]) -> dict[Node, int]:
+    """States whose value slot can be the private slot of an output that is their update:
+    the chain's end leaves the update there, and nothing else writes the slot before the
+    task's publication (its next run comes after it), so the copy publishes the same bytes
+    and the chain stores the value once (docs/decisions/2026-12-04-state-outputs-in-place.md)."""
+    by_update: dict[Node, Node] = {}
+    for s in states:
+        update = update_of(s)
+        if update is not s and not s.shape:
+            by_update.setdefault(mapping.get(update, update), s)
+    given: dict[Node, int] = {}
+    for node, slot in zip(outputs, private, strict=True):
+        state = by_update.get(mapping.get(node, node))
+        if (state is not None and state not in given and state.dtype == node.dtype
+                and state.nbytes == node.nbytes):
+            given[state] = slot
+    return given
+
+
 def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> dict[Node, Node]:
     """Replace ``cp.dt`` by the task's period in everything the roots compute."""
     order, _ = _closure(roots, stop)
@@ -365,9 +392,15 @@ def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> d
 
 @without_gc
 def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (),
-                  names: Mapping[Node, str] | None = None) -> CompiledProgram:
+                  names: Mapping[Node, str] | None = None,
+                  fold_releases: bool = False) -> CompiledProgram:
     """Periodic tasks with logical execution time (docs/realtime.md). ``names`` gives ports
-    other names than the defaults (``<task>.outK``, the inputs' names)."""
+    other names than the defaults (``<task>.outK``, the inputs' names). ``fold_releases``: a
+    task's chain reads its inputs and other tasks' outputs in their shared slots instead of
+    RELEASE copies (exact where nothing writes a shared slot while a chain runs: LocalTarget;
+    docs/decisions/2026-12-04-release-reads-in-place.md), and an output that is a state's
+    update is published from the state's slot, which is its private output slot
+    (docs/decisions/2026-12-04-state-outputs-in-place.md)."""
     if not tasks:
         raise CompileError("deploy() needs at least one cp.Task")
     if len(tasks) > 32:
@@ -399,6 +432,13 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                              needs_run=init is None)
         b.image_ports.append(ImagePort(name, offset, node.dtype.code, ROLE_OUTPUT, k,
                                        node.size))
+    # the private output slots, all tasks' in the order of the shared ones and laid out like
+    # them: a tick's PUBLISH copies then continue one another (the runner's plan merges them)
+    private_out: list[list[int]] = []
+    for t in tasks:
+        private_out.append([b.layout.alloc(node.nbytes, align=16 if not private_out and j == 0
+                                           else _align(node))
+                            for j, node in enumerate(t.outputs)])
     readers: dict[Node, list[int]] = {}
     for k, t in enumerate(tasks):
         others = {n for n, p in producer.items() if p != k}
@@ -425,25 +465,32 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                 stand, index = (node, 0) if block is None else block
                 private = private_blocks.get(stand)
                 if private is None:
-                    private = private_blocks[stand] = b.layout.alloc(stand.nbytes,
-                                                                     align=_align(stand))
-                    b.copies.append(ImageLetCopy(k, RELEASE, stand.nbytes,
-                                                 b.input_block(stand), private))
+                    shared = b.input_block(stand)
+                    private = private_blocks[stand] = (
+                        shared if fold_releases
+                        else b.layout.alloc(stand.nbytes, align=_align(stand)))
+                    if not fold_releases:
+                        b.copies.append(ImageLetCopy(k, RELEASE, stand.nbytes, shared, private))
                     for member in b.blocks[stand]:
                         readers.setdefault(member, []).append(k)
                 spec.placed[node] = private + index * node.dtype.size
             elif node.op == "input" or node in others:
                 shared = b.shared_input(node) if node.op == "input" else shared_out[node]
-                private = b.layout.alloc(node.nbytes, align=_align(node))
-                spec.placed[node] = private
-                b.copies.append(ImageLetCopy(k, RELEASE, node.nbytes, shared, private))
+                if fold_releases:
+                    spec.placed[node] = shared  # read at its release: the chain runs then
+                else:
+                    private = b.layout.alloc(node.nbytes, align=_align(node))
+                    spec.placed[node] = private
+                    b.copies.append(ImageLetCopy(k, RELEASE, node.nbytes, shared, private))
                 if node.op == "input":
                     readers.setdefault(node, []).append(k)
-        for node in t.outputs:
-            private = b.layout.alloc(node.nbytes, align=_align(node))
-            spec.stores.setdefault(mapping.get(node, node), []).append(private)
+        given = _state_outputs(t.outputs, private_out[k], states, mapping) if fold_releases else {}
+        folded = set(given.values())
+        for node, private in zip(t.outputs, private_out[k], strict=True):
+            if private not in folded:
+                spec.stores.setdefault(mapping.get(node, node), []).append(private)
             b.copies.append(ImageLetCopy(k, PUBLISH, node.nbytes, private, shared_out[node]))
-        b.state_slots(states, k, spec, mapping)
+        b.state_slots(states, k, spec, mapping, given)
         b.add_chain(spec, order)
     for binding in io:
         if binding.direction == IO_INPUT:
