@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy import sweeps
+from copapy._contract import IoDirection, IoKind
 from copapy.graph.lift import LiftError, lift
 from copapy.graph.node import fresh_array_input
 from copapy.runtime.load import host_architecture
@@ -120,9 +121,11 @@ def test_io_edge_read_as_a_task_output_where_that_is_the_same_bits() -> None:
 
     plan = motor_plan(16)
     bindings = im.parse(plan.lanes.image).io_bindings
-    assert sorted({(b.direction, b.kind) for b in bindings}) == [(1, 3), (2, 3)]  # encoder
+    assert sorted({(b.direction, b.kind) for b in bindings}) == [
+        (IoDirection.INPUT, IoKind.ENCODER), (IoDirection.OUTPUT, IoKind.ENCODER)]
     assert len(bindings) == 2 * 16
-    assert sorted(b.channel for b in bindings if b.direction == 1) == list(range(16))
+    inputs = [b.channel for b in bindings if b.direction == IoDirection.INPUT]
+    assert sorted(inputs) == list(range(16))
 
 
 # ---- random programs ---------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import image as im
+from .._contract import IoDirection
 from ..arrays import Array
 from ..compiler import compile_tasks
 from ..graph.lift import LiftError, closure, lift, reaches
@@ -171,7 +172,7 @@ def _aliases(tasks: Sequence[Task], bindings: Sequence[tuple[Any, Channel]], bas
     producer = {n: k for k, t in enumerate(tasks) for o in t.outputs for n in _nodes(o)}
     readers: dict[tuple[int, int], set[int]] = {}
     for b in im.parse(base).io_bindings:
-        if b.direction == 1:
+        if b.direction == IoDirection.INPUT:
             readers.setdefault((b.kind, b.channel), set()).add(b.task)
     preset = _presets(roots)
     candidates = []
