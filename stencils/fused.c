@@ -6,11 +6,11 @@
  * keeps the one-pass-per-operation loops of array.c.
  *
  * A fused loop is the chain
- *     vloop_i32__begin   vi = 0, vn = cp_n_i32 (the element count)
+ *     vloop_i32__begin   vi = 0, vn = cp_n_i32 (the element count; vn: the elements left)
  *     <body>             the operations of one block of L = CP_FUSE_BYTES / sizeof(T) elements
  *                        from index vi, intermediate values in the vector registers v0, v1
  *     vrstore_<T>__p_0   the block of register 0 (the tree's root) into the out array
- *     vloop_<T>__end     vi += L; while vi < vn jump back to the body (cp_vloop, patched by
+ *     vloop_<T>__end     while vn > L: vi += L, vn -= L, back to the body (cp_vloop, patched by
  *                        the linker to the stencil after vloop_i32__begin)
  * Every stencil of it has the signature CP_VREGS: the six scalar registers first (so they pass
  * through the loop unchanged, in the same machine registers as in a scalar chain: the scalar
@@ -169,8 +169,9 @@ CP_VSTENCIL(vloop_i32__begin)
     }                                                                                          \
     CP_VSTENCIL(vloop_##T##__end)                                                              \
     {                                                                                          \
-        vi += CP_FL(T);                                                                        \
-        if (vi < vn) {                                                                         \
+        if (vn > CP_FL(T)) { /* vn: the elements left from vi on (cp_fused.h, CP_VREGS) */     \
+            vi += CP_FL(T);                                                                    \
+            vn -= CP_FL(T);                                                                    \
             CP_MUSTTAIL return cp_vloop(CP_VARGS);                                             \
         }                                                                                      \
         CP_VNEXT();                                                                            \

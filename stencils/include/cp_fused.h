@@ -21,6 +21,9 @@
 #pragma GCC visibility push(hidden)
 
 typedef int32_t cp_vreg __attribute__((vector_size(CP_FUSE_BYTES)));
+/* vi: the index of the block's first element; vn: the elements left from vi on (the count
+ * minus vi), so that the full-block test of a memory operand is one compare with a constant
+ * (2 instructions fewer per operand than recomputing count - vi). */
 #define CP_VREGS CP_REGS, size_t vi, size_t vn, cp_vreg v0, cp_vreg v1
 #define CP_VARGS CP_ARGS, vi, vn, v0, v1
 #define CP_VSTENCIL(name) CP_CC void name(CP_VREGS)
@@ -43,23 +46,25 @@ typedef cp_fv_i32 cp_fv_bool;
 typedef cp_fvu_i32 cp_fvu_bool;
 #define CP_FL(T) (CP_FUSE_BYTES / sizeof(CT_##T))
 
-/* The block of array p at index i of n (zeros beyond n), a scalar broadcast, a block stored.
+/* The block of array p at index i with left elements from i on (zeros beyond them), a scalar
+ * broadcast, a block stored. left is the loop's register vn (CP_VREGS): the full-block test is
+ * one compare of a register with a constant, not a subtraction first.
  * A full block's load also prefetches the array CP_FPREFETCH bytes ahead (an address, never
  * dereferenced: past the array's end it is harmless): a fused loop with a math kernel has
  * too many operations per block for the out-of-order window to reach the next cache lines
  * in time, and at 1e7 elements it waited for memory on top of computing. */
 #define CP_FPREFETCH 1024u
 #define CP_FUSE_MEMORY(T)                                                                      \
-    static inline __attribute__((always_inline)) cp_fv_##T cp_fload_##T(const CT_##T *p,        \
-                                                                          size_t i, size_t n)  \
+    static inline __attribute__((always_inline)) cp_fv_##T cp_fload_##T(                       \
+        const CT_##T *p, size_t i, size_t left)                                                \
     {                                                                                          \
-        if (n - i >= CP_FL(T)) {                                                               \
+        if (left >= CP_FL(T)) {                                                                \
             __builtin_prefetch((const void *)((uintptr_t)(p + i) + CP_FPREFETCH));             \
             return *(const cp_fvu_##T *)(p + i);                                               \
         }                                                                                      \
         cp_fv_##T v = {0};                                                                     \
         CP_SCALAR_LOOP                                                                         \
-        for (size_t l = 0; l < n - i; l++) v[l] = p[i + l];                                    \
+        for (size_t l = 0; l < left; l++) v[l] = p[i + l];                                     \
         return v;                                                                              \
     }                                                                                          \
     static inline __attribute__((always_inline)) cp_fv_##T cp_fbcast_##T(CT_##T s)            \
@@ -69,16 +74,16 @@ typedef cp_fvu_i32 cp_fvu_bool;
         return v;                                                                              \
     }                                                                                          \
     static inline __attribute__((always_inline)) void cp_fstore_##T(CT_##T *p, size_t i,       \
-                                                                    size_t n, cp_fv_##T v)     \
+                                                                    size_t left, cp_fv_##T v)  \
     {                                                                                          \
-        if (n - i >= CP_FL(T)) {                                                               \
+        if (left >= CP_FL(T)) {                                                                \
             *(cp_fvu_##T *)(p + i) = v;                                                        \
             return;                                                                            \
         }                                                                                      \
         /* lane by lane at constant lanes: register extracts, no stack frame for the block */   \
         _Pragma("clang loop unroll(full)")                                                     \
         for (size_t l = 0; l < CP_FL(T); l++) {                                                \
-            if (l < n - i) p[i + l] = v[l];                                                    \
+            if (l < left) p[i + l] = v[l];                                                     \
         }                                                                                      \
     }
 CP_FUSE_MEMORY(f32)

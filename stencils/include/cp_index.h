@@ -360,7 +360,7 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         const W *src_ = (const W *)cp_fbase(&cp_pa_ptr);                                       \
         const int64_t len_ = (int64_t)CP_LEN(cp_j_i32), step_ = (int64_t)SLOT_i32(c);          \
         const int64_t at_ = (int64_t)SLOT_i32(b) + (int64_t)vi * step_;                        \
-        const size_t left_ = vn - vi;                                                          \
+        const size_t left_ = vn; /* the elements left from vi on (cp_fused.h, CP_VREGS) */     \
         enum { L_ = CP_FUSE_BYTES / sizeof(W) };                                               \
         const int64_t last_ = at_ + (int64_t)(L_ - 1) * step_;                                 \
         W lanes_[L_];                                                                          \
