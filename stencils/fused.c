@@ -65,6 +65,14 @@
         v##D = (cp_vreg)y_;                                                                    \
         CP_VNEXT();                                                                            \
     }
+/* y_ = EXPR of the lanes a of x_ and b of z_, lane by lane (CP_FBIN1 and the lane forms'
+ * slow path) */
+#define CP_FLANES2(TI, TO, EXPR)                                                               \
+    for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                                \
+        const CT_##TI a = x_[l_];                                                              \
+        const CT_##TI b = z_[l_];                                                              \
+        y_[l_] = (CT_##TO)(EXPR);                                                              \
+    }
 /* The binary forms the compiler's register order reaches (compiler/fuse.py; the unary ones:
  * cp_fused.h, CP_FUSED_UNARY_FORMS): D_D_p, D_p_D, D_D_m, D_m_D, D_p_p, D_p_m, D_m_p, and
  * 0_0_1, 0_1_0 (both operands computed in the loop). */
@@ -74,11 +82,7 @@
         const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
         const cp_fv_##TI z_ = CP_FSRC_##B(TI, b);                                              \
         cp_fv_##TO y_;                                                                         \
-        for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                            \
-            const CT_##TI a = x_[l_];                                                          \
-            const CT_##TI b = z_[l_];                                                          \
-            y_[l_] = (CT_##TO)(EXPR);                                                          \
-        }                                                                                      \
+        CP_FLANES2(TI, TO, EXPR);                                                              \
         v##D = (cp_vreg)y_;                                                                    \
         CP_VNEXT();                                                                            \
     }
@@ -136,11 +140,7 @@
     CP_VSLOW_CC cp_fv_##TO cp_fl##op##_##TI##_w(cp_fv_##TI x_, cp_fv_##TI z_)                 \
     {                                                                                          \
         cp_fv_##TO y_;                                                                         \
-        for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                            \
-            const CT_##TI a = x_[l_];                                                          \
-            const CT_##TI b = z_[l_];                                                          \
-            y_[l_] = (CT_##TO)(EXPR);                                                          \
-        }                                                                                      \
+        CP_FLANES2(TI, TO, EXPR);                                                              \
         return y_;                                                                             \
     }                                                                                          \
     CP_VSLOW_END                                                                               \
