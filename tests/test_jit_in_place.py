@@ -567,3 +567,70 @@ def test_every_whole_array_kernel(config: Config) -> None:
                 assert same_bits(np.frombuffer(raw, NP[dtype]), np.asarray(w, NP[dtype])), \
                     f"{config.id}: {op} {dtype} n={n}"
     assert used == names
+
+
+def test_array_results_are_made_inside_the_call() -> None:
+    """An array result is a new ndarray that owns its memory, made by Program.invoke itself
+    (numpy.empty through the entry's maker), and a map_to_numpy view comes back from the
+    call as it is, so no Python code runs after the C call: the fast plan has no `post`.
+    Written in place (kind 3), copied out (kind 1: the same result twice), 2-D, int32, a
+    view and tuples of them; bool results keep their conversion."""
+    f = cp.jit(lambda a, b: (cp.sqrt(a * a + b * b), a * 2.0, a * 2.0))
+    g = cp.jit(lambda m, k: (m * 3.0, k + 1))
+    h = cp.jit(lambda a: a > 0.5)
+    v = cp.jit(lambda a: (cp.map_to_numpy(a + 1.0), a * 3.0))
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(0, 1, 37).astype(np.float32), rng.uniform(0, 1, 37).astype(np.float32)
+    m, k = rng.uniform(0, 1, (3, 5)).astype(np.float32), np.arange(6, dtype=np.int32)
+    for _ in range(3):  # compile, then the fast plan
+        hyp, twice, again = f(a, b)
+        assert hyp.tolist() == np.sqrt(a * a + b * b).tolist()
+        assert twice.tolist() == again.tolist() == (a * np.float32(2.0)).tolist()
+        assert twice is not again
+        scaled, counted = g(m, k)
+        assert scaled.shape == (3, 5) and scaled.tolist() == (m * np.float32(3.0)).tolist()
+        assert counted.dtype == np.int32 and counted.tolist() == list(range(1, 7))
+        for out in (hyp, twice, again, scaled, counted):
+            assert out.base is None and out.flags.owndata and out.flags.writeable
+        assert h(a).tolist() == (a > 0.5).tolist()
+        view, owned = v(a)
+        assert view.tolist() == (a + np.float32(1.0)).tolist() and view.base is not None
+        assert owned.tolist() == (a * np.float32(3.0)).tolist() and owned.base is None
+    assert v(b)[0] is view  # the same view of the program's memory, now holding b + 1
+    assert view.tolist() == (b + np.float32(1.0)).tolist()
+    kinds = [e[0] for e in compiled_of(f).fast.outputs]
+    assert 1 in kinds and 3 in kinds, kinds
+    assert all(compiled_of(j).fast.post is None for j in (f, g, v))
+    assert compiled_of(h).fast.post is not None
+
+
+def test_invoke_refuses_bad_makers_and_writes_nothing() -> None:
+    """A maker that is not (callable, args), sits on a scalar entry, makes another size or
+    raises: ValueError or its own exception, and the program's pointer slots are back on its
+    own copies (the next call is right)."""
+    f = cp.jit(cp.sqrt)
+    a = np.arange(16, dtype=np.float32)
+    f(a)
+    compiled, program = compiled_of(f), program_of(f)
+    (entry,) = compiled.fast.outputs
+    inputs = compiled.fast.inputs
+
+    def boom(*_: Any) -> Any:
+        raise OverflowError("maker failed")
+
+    text: str | None
+    for maker, error, text in [
+            ((np.empty,), ValueError, "maker is"), ("no", ValueError, "maker is"),
+            ((np.empty, [16]), ValueError, "maker is"),
+            ((np.empty, ((15,), np.float32)), ValueError, "another size"),
+            ((bytes, (64,)), BufferError, None), ((boom, ()), OverflowError, "maker failed")]:
+        with pytest.raises(error, match=text):
+            program.invoke((a,), inputs, ((*entry[:6], maker),))
+    scalar = cp.jit(lambda x: x * 2.0)
+    scalar(1.0)
+    (s_entry,) = compiled_of(scalar).fast.outputs
+    with pytest.raises(ValueError, match="maker is"):
+        program_of(scalar).invoke((1.0,), compiled_of(scalar).fast.inputs,
+                                  ((*s_entry, (), -1, (np.empty, ((1,), np.float32))),))
+    b = a[::-1].copy()
+    assert f(a).tolist() == np.sqrt(a).tolist() and f(b).tolist() == np.sqrt(b).tolist()

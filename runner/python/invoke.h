@@ -12,10 +12,15 @@
  * read the caller's buffer. A buffer not aligned to its element size is copied as for kind 1.
  * The caller's buffer stays exported (PyObject_GetBuffer) for the whole call, which holds the
  * GIL: it cannot be freed or resized meanwhile. invoke_copies counts the buffers copied.
- * Result plan entries: (kind, offset, dtype, nbytes[, shape, pointer slot]); kind 0 scalar,
- * 1 bytearray copy, 2 None (the caller returns its own view), 3 a new bytearray that the
- * program writes through the pointer slot (the result's only writer is a fused loop's store):
- * no copy out of the program; restored like an argument's slot after the run. A mismatching
+ * Result plan entries: (kind, offset, dtype, nbytes[, shape, pointer slot[, maker]]); kind 0
+ * scalar, 1 bytearray copy, 2 None (the caller returns its own view), 3 a new bytearray that
+ * the program writes through the pointer slot (the result's only writer is a fused loop's
+ * store): no copy out of the program; restored like an argument's slot after the run. A
+ * maker (callable, args) of a kind 1 or 3 entry makes the result instead of the bytearray:
+ * numpy.empty(shape, dtype), so the caller gets its array from this call and runs no Python
+ * code after it (np.frombuffer of a bytearray cost ~200 ns a call, more than the run of a
+ * small program); the pointer slot of a kind 1 entry is not read. A kind 2 entry's 7th item
+ * is the result itself (the caller's view of the program's memory) instead of None. A mismatching
  * argument raises TypeError before anything is written, so the caller can fall back to its
  * general path. Every entry's bytes must lie inside the data region (a scalar's: its type's
  * size, whatever nbytes says); the plan last parsed is kept (struct invoke_plan below).
@@ -107,8 +112,8 @@ static int write_value(uint8_t *p, uint8_t dtype, PyObject *arg)
 static int plan_entry(PyObject *plan, Py_ssize_t i, long out[4])
 {
     PyObject *e = PyTuple_GET_ITEM(plan, i);
-    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 4 || PyTuple_GET_SIZE(e) > 6) {
-        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4- to 6-tuples");
+    if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 4 || PyTuple_GET_SIZE(e) > 7) {
+        PyErr_SetString(PyExc_ValueError, "invoke: plan entries are 4- to 7-tuples");
         return -1;
     }
     for (int k = 0; k < 4; k++) {
@@ -173,7 +178,7 @@ static int shape_matches(const Py_buffer *view, PyObject *entry)
 static long pointer_slot(PyObject *entry, uint32_t data_size)
 {
     long slot = -1;
-    if (PyTuple_GET_SIZE(entry) == 6) {
+    if (PyTuple_GET_SIZE(entry) >= 6) {
         slot = PyLong_AsLong(PyTuple_GET_ITEM(entry, 5));
         if (slot == -1 && PyErr_Occurred()) {
             return -1;
@@ -316,6 +321,8 @@ struct invoke_plan {
     Py_ssize_t n, m;
     long (*in)[5];
     long (*out)[5];
+    PyObject **makers; /* per result: its maker (borrowed from `outputs`), or NULL */
+    uint8_t **bufs;    /* per result made before the run: where its bytes go */
 };
 
 static void invoke_plan_free(struct invoke_plan *plan)
@@ -327,6 +334,8 @@ static void invoke_plan_free(struct invoke_plan *plan)
     Py_XDECREF(plan->outputs);
     PyMem_Free(plan->in);
     PyMem_Free(plan->out);
+    PyMem_Free(plan->makers);
+    PyMem_Free(plan->bufs);
     PyMem_Free(plan);
 }
 
@@ -360,6 +369,65 @@ static int parse_entries(PyObject *plan, Py_ssize_t count, long (*out)[5], uint3
     return 0;
 }
 
+/* The results' makers: a kind 1 or 3 entry's 7th item, (callable, args tuple), or None; a
+ * kind 2 entry's 7th item, the object to return. */
+static int parse_makers(PyObject *plan, Py_ssize_t count, long (*out)[5], PyObject **makers)
+{
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *e = PyTuple_GET_ITEM(plan, i);
+        PyObject *maker = PyTuple_GET_SIZE(e) == 7 ? PyTuple_GET_ITEM(e, 6) : Py_None;
+        if (maker == Py_None) {
+            continue;
+        }
+        if (out[i][0] == CP_PLAN_VIEW) {
+            makers[i] = maker;
+            continue;
+        }
+        if ((out[i][0] != CP_PLAN_COPY && out[i][0] != CP_PLAN_IN_PLACE) ||
+            !PyTuple_Check(maker) || PyTuple_GET_SIZE(maker) != 2 ||
+            !PyCallable_Check(PyTuple_GET_ITEM(maker, 0)) ||
+            !PyTuple_Check(PyTuple_GET_ITEM(maker, 1))) {
+            PyErr_SetString(PyExc_ValueError,
+                            "invoke: a result's maker is (callable, args) of a copied result");
+            return -1;
+        }
+        makers[i] = maker;
+    }
+    return 0;
+}
+
+/* A new result of nbytes: its maker's writable contiguous buffer of exactly that size, or a
+ * bytearray (no maker); *buf is where its bytes go. NULL with an exception. */
+static PyObject *new_result(PyObject *maker, long nbytes, uint8_t **buf)
+{
+    if (maker == NULL) {
+        PyObject *item = PyByteArray_FromStringAndSize(NULL, nbytes);
+        if (item != NULL) {
+            *buf = (uint8_t *)PyByteArray_AS_STRING(item);
+        }
+        return item;
+    }
+    PyObject *item = PyObject_Call(PyTuple_GET_ITEM(maker, 0), PyTuple_GET_ITEM(maker, 1), NULL);
+    if (item == NULL) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(item, &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(item);
+        return NULL;
+    }
+    /* the buffer stays where it is while this call holds the only reference to it */
+    *buf = view.buf;
+    Py_ssize_t len = view.len;
+    PyBuffer_Release(&view);
+    if (len != nbytes) {
+        Py_DECREF(item);
+        PyErr_SetString(PyExc_ValueError, "invoke: a result's maker made another size");
+        return NULL;
+    }
+    return item;
+}
+
 /* The parsed plan of (inputs, outputs), taken out of the program for this call (a finalizer
  * that calls the program while this call allocates finds none there and parses its own); the
  * caller gives it back with plan_release. NULL with an exception on a bad plan. */
@@ -379,7 +447,9 @@ static struct invoke_plan *plan_take(ProgramObject *self, PyObject *inputs, PyOb
     }
     plan->in = PyMem_Calloc((size_t)n + 1, sizeof *plan->in);
     plan->out = PyMem_Calloc((size_t)m + 1, sizeof *plan->out);
-    if (plan->in == NULL || plan->out == NULL) {
+    plan->makers = PyMem_Calloc((size_t)m + 1, sizeof *plan->makers);
+    plan->bufs = PyMem_Calloc((size_t)m + 1, sizeof *plan->bufs);
+    if (plan->in == NULL || plan->out == NULL || plan->makers == NULL || plan->bufs == NULL) {
         invoke_plan_free(plan);
         PyErr_NoMemory();
         return NULL;
@@ -387,7 +457,8 @@ static struct invoke_plan *plan_take(ProgramObject *self, PyObject *inputs, PyOb
     plan->n = n;
     plan->m = m;
     if (parse_entries(inputs, n, plan->in, self->prog.data_size) < 0 ||
-        parse_entries(outputs, m, plan->out, self->prog.data_size) < 0) {
+        parse_entries(outputs, m, plan->out, self->prog.data_size) < 0 ||
+        parse_makers(outputs, m, plan->out, plan->makers) < 0) {
         invoke_plan_free(plan);
         return NULL;
     }
@@ -468,19 +539,23 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     if (result == NULL) {
         goto done;
     }
+    uint8_t **bufs = parsed->bufs;
     for (Py_ssize_t i = 0; i < m; i++) {
         const long *entry = parsed->out[i];
-        if (entry[0] != CP_PLAN_IN_PLACE) {
+        if (entry[0] != CP_PLAN_IN_PLACE && (entry[0] != CP_PLAN_COPY || !parsed->makers[i])) {
             continue;
         }
-        PyObject *item = PyByteArray_FromStringAndSize(NULL, entry[3]);
+        PyObject *item = new_result(parsed->makers[i], entry[3], &bufs[i]);
         if (item == NULL) {
             Py_CLEAR(result);
             goto done;
         }
         PyTuple_SET_ITEM(result, i, item);
-        advise_huge(PyByteArray_AS_STRING(item), (size_t)entry[3]);
-        if (out_pointed < 32 && (uintptr_t)PyByteArray_AS_STRING(item) % 8 == 0) {
+        if (entry[0] != CP_PLAN_IN_PLACE) {
+            continue; /* a copied result: its bytes are copied into it after the run */
+        }
+        advise_huge(bufs[i], (size_t)entry[3]);
+        if (out_pointed < 32 && (uintptr_t)bufs[i] % 8 == 0) {
             out_slots[out_pointed][0] = entry[4];
             out_slots[out_pointed][1] = entry[1];
             out_slots[out_pointed][2] = (long)i;
@@ -490,8 +565,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     /* the slots only now, after every allocation: an allocation may collect garbage and run
      * a finalizer that calls this program, whose own invoke restores every slot it uses */
     for (Py_ssize_t k = 0; k < out_pointed; k++) {
-        set_pointer(data + out_slots[k][0],
-                    PyByteArray_AS_STRING(PyTuple_GET_ITEM(result, out_slots[k][2])));
+        set_pointer(data + out_slots[k][0], bufs[out_slots[k][2]]);
     }
     Py_ssize_t b = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -519,13 +593,14 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
     }
     for (Py_ssize_t i = 0, k = 0; i < m; i++) {
         const long *entry = parsed->out[i];
-        if (entry[0] == CP_PLAN_IN_PLACE) {
-            if (k < out_pointed && out_slots[k][2] == (long)i) {
-                k++; /* written in place */
-            } else { /* the program wrote its own buffer (an unaligned bytearray) */
-                memcpy(PyByteArray_AS_STRING(PyTuple_GET_ITEM(result, i)), data + entry[1],
-                       (size_t)entry[3]);
-            }
+        if (entry[0] == CP_PLAN_IN_PLACE && k < out_pointed && out_slots[k][2] == (long)i) {
+            k++; /* written in place */
+            continue;
+        }
+        if (entry[0] == CP_PLAN_IN_PLACE || (entry[0] == CP_PLAN_COPY && parsed->makers[i])) {
+            /* made before the run: a copied result, or the program wrote its own buffer (an
+             * unaligned bytearray) */
+            memcpy(bufs[i], data + entry[1], (size_t)entry[3]);
             continue;
         }
         PyObject *item;
@@ -534,7 +609,7 @@ static PyObject *Program_invoke(ProgramObject *self, PyObject *const *args, Py_s
         } else if (entry[0] == CP_PLAN_COPY) {
             item = PyByteArray_FromStringAndSize((const char *)(data + entry[1]), entry[3]);
         } else {
-            item = Py_NewRef(Py_None);
+            item = Py_NewRef(parsed->makers[i] != NULL ? parsed->makers[i] : Py_None);
         }
         if (item == NULL) {
             Py_CLEAR(result);

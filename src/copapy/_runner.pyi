@@ -59,9 +59,11 @@ class Scheduler:
     def io_read(self, kind: int, channel: int, /) -> float: ...
     def io_write(self, kind: int, channel: int, value: float, /) -> None: ...
 
-# (kind, offset, dtype, nbytes[, shape[, pointer slot]]), see invoke.h
+# (kind, offset, dtype, nbytes[, shape[, pointer slot[, maker]]]), see invoke.h; a maker is
+# (callable, args) that makes a result array inside the call (numpy.empty, shape, dtype)
 PlanEntry = tuple[int, ...] | tuple[int, int, int, int, tuple[int, ...]] | tuple[
-    int, int, int, int, tuple[int, ...], int]
+    int, int, int, int, tuple[int, ...], int] | tuple[
+    int, int, int, int, tuple[int, ...], int, tuple[Any, tuple[Any, ...]] | None]
 
 class Program:
     @property

@@ -315,26 +315,27 @@ class _Compiled:
             if kind == "copy":
                 slot = self.pointers.get(r.node())
                 nbytes = port.dtype.size * r.size
+                # the array itself is made inside the C call (numpy.empty): no Python code
+                # runs after it; bool results are stored as int32 and converted afterwards
+                maker = None if port.dtype.is_bool else (
+                    np.empty, (r.shape, np.dtype(port.dtype.numpy)))  # a dtype: ~10 ns less
                 if slot is not None and nodes.count(r.node()) == 1:
-                    # written through its pointer slot into a new bytearray: no copy out
+                    # written through its pointer slot into the new array: no copy out
                     out_plan.append((PlanKind.IN_PLACE, port.offset, port.dtype.code, nbytes, (),
-                                     slot))
+                                     slot, maker))
                 else:
-                    out_plan.append((PlanKind.COPY, port.offset, port.dtype.code, nbytes))
-                env[f"dtype{k}"] = np.dtype("<i4" if port.dtype.is_bool else port.dtype.numpy)
+                    out_plan.append((PlanKind.COPY, port.offset, port.dtype.code, nbytes, (), -1,
+                                     maker))
+                if maker is not None:
+                    results.append(f"r[{k}]")
+                    continue
                 env[f"shape{k}"] = r.shape
-                array = f"np.frombuffer(r[{k}], dtype{k})"
-                if len(r.shape) != 1:  # a 1-D buffer has its shape already (reshape: 0.2 µs)
-                    array += f".reshape(shape{k})"
-                if port.dtype.is_bool:
-                    array += ".astype(bool)"
-                results.append(array)
-            else:
-                out_plan.append((PlanKind.VIEW, 0, 0, 0))
-                env[f"view{k}"] = where
-                results.append(f"view{k}")
+                results.append(f"np.frombuffer(r[{k}], '<i4').reshape(shape{k}).astype(bool)")
+            else:  # the C call returns the view itself
+                out_plan.append((PlanKind.VIEW, 0, 0, 0, (), -1, where))
+                results.append(f"r[{k}]")
         outputs = tuple(out_plan)
-        if all(kind == "scalar" for kind, _ in self.outputs):
+        if all(text == f"r[{k}]" for k, text in enumerate(results)):
             # the invoke tuple is the result (or its only item): no Python code per call
             return FastPlan(invoke, tuple(in_plan), outputs, None, not self.tuple_result)
         body = f"({', '.join(results)},)" if self.tuple_result else results[0]
