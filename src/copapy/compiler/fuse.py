@@ -48,8 +48,6 @@ LOOP_STARTS = frozenset({LOOP_BEGIN, FULL_BEGIN,
                          *(names.stencil(LOOP, t, FULL_END) for t in ("f32", "f64", "i32"))})
 #: fusion on or off for every compile of this process (tests compare both)
 ENABLED: bool = os.environ.get("COPAPY_FUSE", "1") != "0"
-#: full-block loops on or off for every compile of this process (benchmarks compare both)
-FULL_BLOCKS: bool = True
 #: nodes of one tree at most (the recursion depth; deeper operands start loops of their own)
 MAX_DEPTH = 64
 #: a lone cheap operation (``x + y``, ``x * 2.0``) that reads an argument @cp.jit reads in place
@@ -250,7 +248,7 @@ class _Planner:
                 or loop.store not in self.table):
             return None
         lanes = full_lanes(self.table)
-        if FULL_BLOCKS and lanes and root.size >= lanes and FULL_BEGIN in self.table:
+        if lanes and root.size >= lanes and FULL_BEGIN in self.table:
             # a step without a full form (a math kernel, a gather) keeps its own: it is safe
             # anywhere in a loop, only slower
             full = [q if s.gather is None and (q := full_form(s.stencil)) in self.table
