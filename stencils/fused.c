@@ -90,10 +90,6 @@
     F(op, TI, TO, EXPR, D, D, p) F(op, TI, TO, EXPR, D, p, D) F(op, TI, TO, EXPR, D, D, m)     \
     F(op, TI, TO, EXPR, D, m, D) F(op, TI, TO, EXPR, D, p, p) F(op, TI, TO, EXPR, D, p, m)     \
     F(op, TI, TO, EXPR, D, m, p)
-/* The same with full blocks (form q) for a full-block loop's body (cp_fused.h CP_FUSE_FULL) */
-#define CP_FBIN_DQ(op, TI, TO, EXPR, D, F)                                                     \
-    F(op, TI, TO, EXPR, D, D, q) F(op, TI, TO, EXPR, D, q, D) F(op, TI, TO, EXPR, D, q, q)     \
-    F(op, TI, TO, EXPR, D, q, m) F(op, TI, TO, EXPR, D, m, q)
 
 /* A line of cp_elements.h as its vector-register forms, if its operand and result have the
  * same size (the same lane count). */
@@ -156,47 +152,9 @@
 
 CP_ELEMENTS(CP_FVREG)
 
-/* ---- the full-block forms (q) of the cheap lines ----------------------------------------- */
-/* Only where a block's operation costs about as much as its operands' loads (arithmetic,
- * comparisons, bit operations, conversions, copies): there the partial-block test and the jump
- * over the partial path were a third of a stencil. A math kernel or a division by a scalar
- * function per lane costs tens of operations per block; its p forms serve the full-block
- * loop too (fuse.py), and the table does not carry a second copy of it (issue 32 item 2,
- * docs/decisions/2026-12-05-full-block-fused-loops.md). */
-#define CP_FVREGQ(arity, op, TI, TO, kind, EXPR)                                               \
-    CP_FSIZE_##TI##_##TO(CP_FVREGQ_##arity, op, TI, TO, kind, EXPR)
-#define CP_FVREGQ_1(op, TI, TO, kind, EXPR)                                                    \
-    CP_FUN1(0, q, op, TI, TO, EXPR) CP_FUN1(1, q, op, TI, TO, EXPR)
-#define CP_FVREGQ_2(op, TI, TO, kind, EXPR)                                                    \
-    CP_FBIN_DQ(op, TI, TO, EXPR, 0, CP_FBIN1) CP_FBIN_DQ(op, TI, TO, EXPR, 1, CP_FBIN1)
-CP_EL_ARITH_F(CP_FVREGQ, f32, f)
-CP_EL_ARITH_F(CP_FVREGQ, f64, )
-CP_EL_SIGN_F(CP_FVREGQ, f32)
-CP_EL_SIGN_F(CP_FVREGQ, f64)
-CP_EL_ARITH_I32(CP_FVREGQ)
-CP_EL_SIGN_I32(CP_FVREGQ)
-CP_EL_BITWISE(CP_FVREGQ)
-CP_EL_COMPARE(CP_FVREGQ, f32)
-CP_EL_COMPARE(CP_FVREGQ, f64)
-CP_EL_COMPARE(CP_FVREGQ, i32)
-CP_EL_CAST(CP_FVREGQ)
-CP_EL_MOVE(CP_FVREGQ)
-
 /* ---- the loop skeleton and the store of the result block --------------------------------- */
 
 CP_VSTENCIL(vloop_i32__begin)
-{
-    vi = 0;
-    vn = CP_LEN(cp_n_i32);
-    CP_VNEXT();
-}
-
-/* A full-block loop (docs/decisions/2026-12-05-full-block-fused-loops.md): the same start, for a
- * count of at least CP_FLMAX (the verifier refuses a smaller one), then the body with full
- * blocks (form q, no partial-block test), vrstore_<T>__q_0, vloop_<T>__fend; after it the
- * same body with forms p runs as an ordinary loop over the fewer than CP_FLMAX elements left
- * (none: its loads read nothing, its store writes nothing). */
-CP_VSTENCIL(vloop_i32__fbegin)
 {
     vi = 0;
     vn = CP_LEN(cp_n_i32);
@@ -214,22 +172,6 @@ CP_VSTENCIL(vloop_i32__fbegin)
         if (vn > CP_FL(T)) { /* vn: the elements left from vi on (cp_fused.h, CP_VREGS) */     \
             vi += CP_FL(T);                                                                    \
             vn -= CP_FL(T);                                                                    \
-            CP_MUSTTAIL return cp_vloop(CP_VARGS);                                             \
-        }                                                                                      \
-        CP_VNEXT();                                                                            \
-    }                                                                                          \
-    CP_VSTENCIL(vrstore_##T##__q_0)                                                             \
-    {                                                                                          \
-        cp_fqstore_##T(CP_FARRAY(T, out), vi, (cp_fv_##T)v0);                                  \
-        CP_VNEXT();                                                                            \
-    }                                                                                          \
-    /* on entry vn >= CP_FLMAX >= L; back while a whole CP_FLMAX block is left, so every form  \
-     * q's block lies below vi + vn = the count; the rest goes to the ordinary loop after it */ \
-    CP_VSTENCIL(vloop_##T##__fend)                                                             \
-    {                                                                                          \
-        vi += CP_FL(T);                                                                        \
-        vn -= CP_FL(T);                                                                        \
-        if (vn >= CP_FLMAX) {                                                                  \
             CP_MUSTTAIL return cp_vloop(CP_VARGS);                                             \
         }                                                                                      \
         CP_VNEXT();                                                                            \

@@ -282,15 +282,10 @@ def test_expression(config: Config, n: int) -> None:
     outputs, inputs, _, _ = expression(n)
     with fusion(True):
         names = [s for s in _lowered(outputs, config.arch)]
-    body = ["vrmul_f32__0_p_p", "vrmul_f32__1_p_p", "vradd_f32__0_0_1", "vrsqrt_f32__0_0",
-            "vrmul_f32__0_0_m", "vrsin_f32__1_p", "vradd_f32__0_0_1", "vrstore_f32__p_0"]
-    # from one block of 4-byte lanes on: the full-block loop (forms q where the table has
-    # them; sin keeps p), then the ordinary loop over the rest
-    full = ["vloop_i32__fbegin", *(fuse.full_form(s) if "sin" not in s else s for s in body),
-            "vloop_f32__fend"]
-    lanes = by_name(config.arch).build["fuse_vector_bytes"] // 4
-    expected = [*(full if n >= lanes else ["vloop_i32__begin"]), *body, "vloop_f32__end"]
-    assert names == expected, names
+    assert names == ["vloop_i32__begin", "vrmul_f32__0_p_p", "vrmul_f32__1_p_p",
+                     "vradd_f32__0_0_1", "vrsqrt_f32__0_0", "vrmul_f32__0_0_m",
+                     "vrsin_f32__1_p", "vradd_f32__0_0_1", "vrstore_f32__p_0",
+                     "vloop_f32__end"], names
     check(outputs, inputs, config)
 
 
@@ -311,12 +306,6 @@ def _lowered(outputs: list[Node], arch: str) -> list[str]:
     return [s for s in names if not s.startswith("store_")]
 
 
-def loop_count(names: list[str]) -> int:
-    """The fused loops of a chain: ordinary ones and full-block ones (the latter go on as an
-    ordinary loop over the rest, one loop)."""
-    return names.count(fuse.LOOP_BEGIN) + names.count(fuse.FULL_BEGIN)
-
-
 def test_intermediate_with_another_user_is_not_fused() -> None:
     """t = a*b is an output too: it is stored by its own loop and read by the loop of
     sqrt(t)+a, not recomputed and not kept in a register."""
@@ -327,7 +316,7 @@ def test_intermediate_with_another_user_is_not_fused() -> None:
     outputs = [u, t]
     names = _lowered(outputs, "x86_64")
     assert "mul_f32__v_v_v" in names  # t: the unfused packed loop (a single operation)
-    assert loop_count(names) == 1
+    assert names.count("vloop_i32__begin") == 1
     assert "vrsqrt_f32__0_p" in names  # t read as a block from memory
     rng = np.random.default_rng(1)
     inputs = {a: random_elements(rng, n, "float32"), b: random_elements(rng, n, "float32")}
@@ -346,7 +335,7 @@ def test_three_registers_split_the_tree() -> None:
     right = ap("mul", ap("add", ap("mul", b, b), a), ap("add", ap("mul", c, c), a))
     out = ap("sub", left, right)
     names = _lowered([out], "x86_64")
-    assert loop_count(names) == 2, names
+    assert names.count("vloop_i32__begin") == 2, names
     rng = np.random.default_rng(2)
     inputs = {x: random_elements(rng, n, "float32") for x in (a, b, c)}
     for config in CONFIGS:
@@ -393,7 +382,7 @@ def test_outputs_and_single_operations_are_not_loops() -> None:
     s = build.apply("sin", a)
     out = build.apply("mul", s, a)
     names = _lowered([out, s], "x86_64")
-    assert loop_count(names) == 0
+    assert "vloop_i32__begin" not in names
 
 
 def test_switch_off() -> None:
@@ -430,13 +419,12 @@ def test_loop_branch_is_resolved_in_python() -> None:
 
 # ---------------------------------------------------------------- every reachable form
 
-FORM_N = 37  # partial last blocks for every lane count (a full-block loop, then the rest)
-SHORT_N = 3  # below one block of every lane count: the ordinary loop alone
+FORM_N = 37  # partial last blocks for every lane count
 #: a unary operation that keeps the type (an interior operand of that type)
 KEEP = {"float32": "neg", "float64": "neg", "int32": "neg", "bool": "lnot"}
 
 
-def form_trees(op: str, dtype: str, n: int = FORM_N) -> list[Node]:
+def form_trees(op: str, dtype: str) -> list[Node]:
     """Trees in which ``op`` (operands of ``dtype``) is computed in every operand form the
     register order reaches (fused.c, CP_FUN_D): operands from a block, a scalar, the register
     of the result, and results into register 0 and register 1 (the second operand of a node
@@ -448,7 +436,7 @@ def form_trees(op: str, dtype: str, n: int = FORM_N) -> list[Node]:
     names = iter(range(10**6))
 
     def arr(d: str = dtype) -> Node:
-        return array_input(np.zeros(n, DTYPES[d].numpy), packed=True, dtype=DTYPES[d],
+        return array_input(np.zeros(FORM_N, DTYPES[d].numpy), packed=True, dtype=DTYPES[d],
                            name=f"x{next(names)}").node()
 
     def scal() -> Node:
@@ -531,16 +519,14 @@ def test_every_operation_in_every_form(config: Config) -> None:
     """Every element-wise operation and operand type in every reachable form: fused ==
     unfused == reference."""
     for k, (op, dtype) in enumerate(FORM_CASES):
-        for n in (FORM_N, SHORT_N):
-            outputs = form_trees(op, dtype, n)
-            if outputs:
-                check(outputs, form_inputs(outputs, k), config)
+        outputs = form_trees(op, dtype)
+        if outputs:
+            check(outputs, form_inputs(outputs, k), config)
 
 
 #: the element lines that are no graph operation: copies of float arrays are the packed mov
 #: loops (array.c), never an element-wise node
-UNREACHABLE = {f"vrmov_{t}__{f}" for t in ("f32", "f64")
-               for f in ("0_0", "0_p", "1_1", "1_p", "0_q", "1_q")}
+UNREACHABLE = {f"vrmov_{t}__{f}" for t in ("f32", "f64") for f in ("0_0", "0_p", "1_1", "1_p")}
 #: a strided view's lanes: only @cp.jit's in-place lowering reads a view of an argument in a
 #: loop (tests/test_jit_gathers.py runs them natively and on unicorn's x86_64 and aarch64)
 UNREACHABLE |= {f"vrsgather_{w}__{d}_p" for w in ("i32", "f64") for d in (0, 1)}
@@ -555,8 +541,7 @@ def test_every_fused_stencil_is_exercised() -> None:
         table -= UNREACHABLE
         used: set[str] = set()
         for op, dtype in FORM_CASES:
-            for n in (FORM_N, SHORT_N):
-                used |= fused_stencils(form_trees(op, dtype, n), arch)
+            used |= fused_stencils(form_trees(op, dtype), arch)
         assert used <= table
         missing = sorted(table - used)
         assert not missing, f"{arch}: {len(missing)} of {len(table)} unused: {missing[:20]}"

@@ -27,8 +27,6 @@ from hypothesis import strategies as st
 import copapy as cp
 from copapy import _runner
 from copapy import image as im
-from copapy.arrays import array_input
-from copapy.compiler import fuse
 from copapy.compiler import program as compiler_program
 from copapy.compiler.manifest import ManifestError, decode, encode, materialise
 from copapy.compiler.program import compile_program
@@ -225,29 +223,6 @@ def test_the_verifier_passes_fused_strided_views_and_refuses_a_slot_past_the_reg
     bad = dataclasses.replace(img, data_init=bytes(init)).to_bytes()
     with pytest.raises(_runner.ImageError, match="pointer slot's array leaves the data region"):
         _runner.load(bad)
-
-
-@pytest.mark.parametrize("n", [4, 5, 7, 8, 9, 37])
-def test_a_full_block_loop_passes_the_verifier_and_gives_numpy_s_values(n: int) -> None:
-    """From one block of lanes on (4 float32 on x86_64) a fused loop runs as a full-block loop
-    (forms q) and then as an ordinary loop over the rest; the verifying runner builds and
-    runs it (its refusals: the corpus below, "full-block ...")."""
-    rng = np.random.default_rng(n)
-    va, vb = (rng.random(n).astype(np.float32) for _ in range(2))
-    a, b = array_input(va, packed=True), array_input(vb, packed=True)
-    out = a * a + b * 2.0 - a
-    compiled = compile_program(nodes([out]), ARCH)
-    img = im.parse(compiled.image)
-    by_id = {i: name for name, i in runner_table(ARCH).ids.items()}
-    names = [by_id[sid] for chain in decode(img.blocks) for sid, _ in chain]
-    assert fuse.FULL_BEGIN in names and "vrmul_f32__0_q_q" in names, names
-    assert names.index("vloop_f32__fend") < names.index("vloop_f32__end")
-    prog = _runner.load(compiled.image)  # not own code: the verifying path
-    prog.run(0)
-    port = compiled.ports[out.node()]
-    got = np.array([prog.read(port.offset + 4 * i, port.dtype.code) for i in range(n)],
-                   np.float32)
-    assert got.tobytes() == (va * va + vb * np.float32(2.0) - va).tobytes()
 
 
 # ---- the corpus of bad images (tests/support/image_corpus.py) ---------------------------

@@ -27,7 +27,6 @@ enum {
     FN_THUMB = 16,
     FN_FORI_BEGIN = 32, /* cp.fori_loop's counted loop (stencils/fori.c) */
     FN_FORI_END = 64,
-    FN_FULL = 128, /* a full-block loop's start, end (with LOOP_BEGIN / LOOP_END) or step */
     REL_SLOT = 0,
     REL_NEXT = 1,
     REL_LOOP = 2,
@@ -56,7 +55,6 @@ typedef struct {
     uint32_t off_funcs, off_relocs, off_roles, off_kinds, off_rodata, off_code;
     uint16_t entry_id, ret_id;
     uint8_t nop_len;
-    uint8_t full_lanes; /* the count a full-block loop needs at least (0: no such loops) */
     const uint8_t *nop;
     cp_patch_kind kind[CP_MAX_KINDS];
 } tab;
@@ -116,7 +114,6 @@ static cp_status tab_open(tab *t, const cp_table *table, uint16_t arch, cp_error
     t->entry_id = cp_le16(b + 56);
     t->ret_id = cp_le16(b + 58);
     t->nop_len = b[60];
-    t->full_lanes = b[61];
     t->nop = b + 64;
     if (t->kinds > CP_MAX_KINDS || t->nop_len == 0 || t->nop_len > 16 ||
         (uint64_t)t->off_code + t->code_size > table->size ||
@@ -548,9 +545,7 @@ static cp_status place(walk *w, uint32_t id, int whole, const uint32_t *offs, lo
     if (loop->after_begin) {
         loop->start = start;
     }
-    /* a full-block loop's end: the ordinary loop after it branches back to the block after it */
-    loop->after_begin = (f.flags & FN_LOOP_BEGIN) != 0 ||
-                        (f.flags & (FN_FULL | FN_LOOP_END)) == (FN_FULL | FN_LOOP_END);
+    loop->after_begin = (f.flags & FN_LOOP_BEGIN) != 0;
     if (loop->after_fori) {
         loop->fori_start = start;
     }
@@ -684,7 +679,7 @@ static cp_status walk_blocks(walk *w)
         } else if (w->laid->chain_start[c] != start) {
             return layout_error(w);
         }
-        int in_loop = 0, full = 0; /* full: between a full-block loop's start and its end */
+        int in_loop = 0;
         uint32_t loop_n = 0;
         uint32_t fori_counter = UINT32_MAX; /* inside a counted loop: its counter slot */
         for (uint32_t b = 0; b < count; b++, w->ops++) {
@@ -721,22 +716,6 @@ static cp_status walk_blocks(walk *w)
             if (st != CP_OK) {
                 return st;
             }
-            /* full-block loops (stencils/fused.c): whole blocks are read and written only
-             * while vn >= full_lanes, which the start (a count of at least full_lanes) and the
-             * full end (back only while full_lanes are left) keep; an ordinary end there would
-             * branch back with fewer */
-            if ((f.flags & (FN_FULL | FN_LOOP_BEGIN)) == (FN_FULL | FN_LOOP_BEGIN)) {
-                if (t->full_lanes == 0 || own_n < t->full_lanes) {
-                    return fail_block(w, CP_ERR_STRUCTURE, "a full-block loop's count is below "
-                                      "one block (count, lanes)", own_n, t->full_lanes);
-                }
-            } else if ((f.flags & FN_FULL) && !full) {
-                return fail_block(w, CP_ERR_STRUCTURE, "a full-block step outside a full-block "
-                                  "loop (id, loop)", id, in_loop);
-            } else if ((f.flags & (FN_FULL | FN_LOOP_END)) == FN_LOOP_END && full) {
-                return fail_block(w, CP_ERR_STRUCTURE, "a full-block loop ends without its full "
-                                  "end (id, loop)", id, in_loop);
-            }
             /* counted loops: not nested, not inside a fused loop, begin and end share their
              * counter, the bound (frozen) is at least 1 */
             if (f.flags & FN_FORI_BEGIN) {
@@ -768,9 +747,6 @@ static cp_status walk_blocks(walk *w)
             if (f.flags & FN_LOOP_BEGIN) {
                 in_loop = 1;
                 loop_n = own_n;
-                full = (f.flags & FN_FULL) != 0;
-            } else if ((f.flags & (FN_FULL | FN_LOOP_END)) == (FN_FULL | FN_LOOP_END)) {
-                full = 0; /* the loop goes on as an ordinary one */
             } else if (f.flags & FN_LOOP_END) {
                 in_loop = 0;
             }

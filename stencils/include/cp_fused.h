@@ -86,32 +86,10 @@ typedef cp_fvu_i32 cp_fvu_bool;
             if (l < left) p[i + l] = v[l];                                                     \
         }                                                                                      \
     }
-/* A full block's load and store (form q): no partial-block test. Only inside a full-block
- * loop (vloop_i32__fbegin .. vloop_<T>__fend, stencils/fused.c), where vn >= CP_FLMAX >= L
- * holds at every stencil; the verifier (runner/src/blocks.c) allows them nowhere else. */
-#define CP_FUSE_FULL(T)                                                                        \
-    static inline __attribute__((always_inline)) cp_fv_##T cp_fqload_##T(const CT_##T *p,      \
-                                                                         size_t i)             \
-    {                                                                                          \
-        __builtin_prefetch((const void *)((uintptr_t)(p + i) + CP_FPREFETCH));                 \
-        return *(const cp_fvu_##T *)(p + i);                                                   \
-    }                                                                                          \
-    static inline __attribute__((always_inline)) void cp_fqstore_##T(CT_##T *p, size_t i,      \
-                                                                     cp_fv_##T v)              \
-    {                                                                                          \
-        *(cp_fvu_##T *)(p + i) = v;                                                            \
-    }
 CP_FUSE_MEMORY(f32)
 CP_FUSE_MEMORY(f64)
 CP_FUSE_MEMORY(i32)
-CP_FUSE_FULL(f32)
-CP_FUSE_FULL(f64)
-CP_FUSE_FULL(i32)
-/* The most lanes of a block (4-byte elements): a full-block loop keeps vn >= CP_FLMAX, so every
- * element type's full block fits. */
-#define CP_FLMAX (CP_FUSE_BYTES / 4u)
 #define cp_fload_bool cp_fload_i32
-#define cp_fqload_bool cp_fqload_i32
 #define cp_fbcast_bool cp_fbcast_i32
 
 /* The array a pointer slot designates: the slot's own address plus the offset it holds (in
@@ -128,7 +106,6 @@ static inline __attribute__((always_inline)) void *cp_fbase(const int64_t *slot)
 #define CP_FSRC_0(T, r) ((cp_fv_##T)v0)
 #define CP_FSRC_1(T, r) ((cp_fv_##T)v1)
 #define CP_FSRC_p(T, r) cp_fload_##T(CP_FARRAY(T, r), vi, vn)
-#define CP_FSRC_q(T, r) cp_fqload_##T(CP_FARRAY(T, r), vi)
 #define CP_FSRC_m(T, r) cp_fbcast_##T(SLOT_##T(r))
 
 /* The forms of a unary operation that the compiler's register order reaches

@@ -18,7 +18,6 @@ import copapy as cp
 from copapy import image as im
 from copapy._contract import PortRole
 from copapy.arrays import array_input
-from copapy.compiler import fuse
 from copapy.compiler.manifest import Chains, decode, encode, materialise
 from copapy.compiler.program import compile_program
 from copapy.compiler.runner_table import (
@@ -294,10 +293,9 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
         del ch[ce][be]
         yield "a loop without its end", "STRUCTURE", with_chains(img, ch)
         img, ch = fresh()
-        cb, bb = ed.must(ch, lambda n: n in (fuse.LOOP_BEGIN, fuse.FULL_BEGIN))
+        cb, bb = ed.must(ch, lambda n: n == "vloop_i32__begin")
         ch[cb].insert(bb + 1, ch[cb][bb])
         yield "a loop begun twice", "STRUCTURE", with_chains(img, ch)
-        yield from full_block_loops(ed, fresh)
     img, ch = fresh()
     img.tasks = [img.tasks[0]._replace(entry=5)]
     yield "a task starting a chain that does not exist", "STRUCTURE", img.to_bytes()
@@ -406,44 +404,10 @@ def fori_mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     del ch[ce][be]
     yield "a counted loop without its end", "STRUCTURE", with_chains(img, ch)
     img, ch = fresh()
-    fused = ed.find(ch, lambda n: n in (fuse.LOOP_BEGIN, fuse.FULL_BEGIN))
+    fused = ed.find(ch, lambda n: n == "vloop_i32__begin")
     if fused is not None:  # an architecture with fused loops
         ch[fused[0]].insert(fused[1] + 1, ch[ce][be])
         yield "a counted loop's end inside a fused loop", "STRUCTURE", with_chains(img, ch)
-
-
-def full_block_loops(ed: _Editor, fresh: Callable[[], tuple[im.Image, Chains]]
-                     ) -> Iterator[tuple[str, str, bytes]]:
-    """A full-block loop (fuse.FULL_BEGIN) reads and writes whole blocks without testing the
-    count: the verifier allows its steps (form q) only from a start whose count holds one
-    block of the most lanes to the full end, and the loop must pass through that end.
-    Each image below would load without the check and read or write past its arrays."""
-    ids = {n: i for i, n in enumerate(ed.names)}
-    img, ch = fresh()
-    cb, bb = ed.must(ch, lambda n: n == fuse.FULL_BEGIN)
-    lanes = fuse.full_lanes(ed.table)
-    patch_init(img, ed.offset(ch, cb, bb, "n"), struct.pack("<i", lanes - 1))
-    yield "a full-block loop shorter than one block", "STRUCTURE", img.to_bytes()
-    img, ch = fresh()
-    ch[cb][bb] = (ids[fuse.LOOP_BEGIN], ch[cb][bb][1])
-    yield "a full-block step in an ordinary loop", "STRUCTURE", with_chains(img, ch)
-    img, ch = fresh()
-    cs, bs = ed.must(ch, lambda n: n.startswith("vrstore_") and n.endswith("__p_0"))
-    ch[cs][bs] = (ids[fuse.full_form(ed.names[ch[cs][bs][0]])], ch[cs][bs][1])
-    yield "a full-block store after the full end", "STRUCTURE", resized(ed, img, ch)
-    img, ch = fresh()
-    cf, bf = ed.must(ch, lambda n: n.endswith("__" + fuse.FULL_END))
-    ce, be = ed.must(ch, lambda n: n.startswith("vloop_") and n.endswith("__end"))
-    ch[cf][bf] = ch[ce][be]
-    del ch[ce][bf + 1:be + 1]
-    yield "a full-block loop closed by an ordinary end", "STRUCTURE", resized(ed, img, ch)
-
-
-def resized(ed: _Editor, img: im.Image, chains: Chains) -> bytes:
-    """The image of ``chains`` with the code size they make (else LAYOUT would refuse it
-    before the rule under test)."""
-    img.code_size = len(materialise(ed.table, chains, img.data_offset)[0])
-    return with_chains(img, chains)
 
 
 def v1_of(img: im.Image, arch: str) -> bytes:

@@ -191,8 +191,7 @@ PyDoc_STRVAR(chain_doc,
              "Place one task's chain: cp_entry, the stencils of ``instrs`` (each followed\n"
              "directly by the next, so without its trailing jump), cp_ret. Resolves the\n"
              "references to the next stencil and a loop's backward branch: a fused loop's\n"
-             "to the stencil after the last of ``loop_begin`` (a set of names: the loops'\n"
-             "starts, a full-block loop's end), ``fori_end``'s (cp.fori_loop) to the\n"
+             "to the stencil after ``loop_begin``, ``fori_end``'s (cp.fori_loop) to the\n"
              "stencil after ``fori_begin``. Returns the entry offset (Thumb bit included).");
 
 static PyObject *chain(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
@@ -253,9 +252,7 @@ static PyObject *chain(PyObject *module, PyObject *const *argv, Py_ssize_t argc)
         if (after_begin) loop_start = start;
         if (after_fori) fori_start = start;
         int is_name = PyUnicode_Check(name);
-        int starts = is_name ? PySequence_Contains(loop_begin, name) : 0;
-        if (starts < 0) goto done;
-        after_begin = starts;
+        after_begin = is_name && PyUnicode_Compare(name, loop_begin) == 0;
         after_fori = is_name && PyUnicode_Compare(name, fori_begin) == 0;
         int fori = is_name && PyUnicode_Compare(name, fori_end) == 0;
         Py_ssize_t back = fori ? fori_start : loop_start;

@@ -1,12 +1,12 @@
 """Type stub of the C extension copapy.compiler._link (compiler/_link.c)."""
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 def configure(error: type[Exception], /) -> None: ...
 def place(linker: Any, form: Any, slots: Sequence[tuple[str, int]],
           next_refs: list[list[Any]] | None, /) -> int: ...
-def chain(linker: Any, instrs: Sequence[Any], loop_begin: Collection[str], fori_begin: str,
+def chain(linker: Any, instrs: Sequence[Any], loop_begin: str, fori_begin: str,
           fori_end: str, /) -> int: ...
 def resolve(linker: Any, data_offset: int, rel32: Any, arch: str, /
             ) -> list[tuple[int, Any, int]]: ...

@@ -27,7 +27,6 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
-from ..arch.targets import by_name
 from ..graph.build import strided_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
@@ -37,15 +36,6 @@ from .table import StencilTable
 
 #: the stencil that starts a fused loop; the linker branches back to the stencil after it
 LOOP_BEGIN = names.stencil(LOOP, "i32", "begin")
-#: the start of a full-block loop (a count of at least full_lanes(table)): its body reads and
-#: writes whole blocks (form ``q``, no partial-block test) up to its end ``vloop_<T>__fend``,
-#: after which the ordinary body (forms ``p``) runs over the rest as a loop of its own
-#: (docs/decisions/2026-12-05-full-block-fused-loops.md)
-FULL_BEGIN = names.stencil(LOOP, "i32", "fbegin")
-FULL_END = "fend"
-#: the stencils whose next stencil is where a loop's back branch goes (the linkers')
-LOOP_STARTS = frozenset({LOOP_BEGIN, FULL_BEGIN,
-                         *(names.stencil(LOOP, t, FULL_END) for t in ("f32", "f64", "i32"))})
 #: fusion on or off for every compile of this process (tests compare both)
 ENABLED: bool = os.environ.get("COPAPY_FUSE", "1") != "0"
 #: nodes of one tree at most (the recursion depth; deeper operands start loops of their own)
@@ -79,22 +69,6 @@ class Loop(NamedTuple):
     #: the body is one stencil over the whole array (vb<op>: a lone math kernel's block form
     #: through pointer slots), without the loop skeleton
     whole: bool = False
-    #: a full-block loop first (FULL_BEGIN): its body (forms q where the table has them), its
-    #: store and end; () for none (fewer elements than a block, or no full forms)
-    full: tuple[str, ...] = ()
-
-
-def full_lanes(table: StencilTable) -> int:
-    """The count from which a loop runs as a full-block loop: the most lanes of one block
-    (4-byte elements; the stencils' CP_FLMAX); 0 without fused loops."""
-    width: int = by_name(table.arch).build.get("fuse_vector_bytes", 0)
-    return width // 4
-
-
-def full_form(stencil: str) -> str:
-    """A loop step's name with its array operands (form p) as full blocks (form q)."""
-    op, _, forms = stencil.partition("__")
-    return op + "__" + "_".join("q" if f == "p" else f for f in forms.split("_"))
 
 
 StencilName = Callable[[Node], tuple[str, str]]
@@ -247,15 +221,6 @@ class _Planner:
         if (any(s.stencil not in self.table for s in loop.body) or loop.end not in self.table
                 or loop.store not in self.table):
             return None
-        lanes = full_lanes(self.table)
-        if lanes and root.size >= lanes and FULL_BEGIN in self.table:
-            # a step without a full form (a math kernel, a gather) keeps its own: it is safe
-            # anywhere in a loop, only slower
-            full = [q if s.gather is None and (q := full_form(s.stencil)) in self.table
-                    else s.stencil for s in loop.body]
-            full += [full_form(loop.store), names.stencil(LOOP, kind, FULL_END)]
-            if all(q in self.table for q in full):
-                loop = loop._replace(full=tuple(full))
         return loop
 
 

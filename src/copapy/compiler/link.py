@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from ..arch.patchkind import PCREL, SIGNED, PatchError, PatchKind, apply_patch
 from . import _link
-from .fuse import LOOP_STARTS
+from .fuse import LOOP_BEGIN
 from .lower import CompileError, Instr
 from .manifest import Chains
 from .runner_table import FORI_BEGIN, FORI_END, slot_roles
@@ -93,7 +93,7 @@ class _Linker:
     def chain(self, instrs: Sequence[Instr]) -> int:
         """Place one task's chain: entry, stencils, return. Returns the entry offset (in C:
         compiler/_link.c)."""
-        return _link.chain(self, instrs, LOOP_STARTS, FORI_BEGIN, FORI_END)
+        return _link.chain(self, instrs, LOOP_BEGIN, FORI_BEGIN, FORI_END)
 
     def helpers(self) -> None:
         """Place every helper function and constant blob the placed code refers to."""

@@ -25,7 +25,7 @@ from ..graph.levels import MAX_LEVELS, level_attr
 from ..graph.node import Node
 from ..graph.ops import REGISTRY
 from . import _lower, names
-from .fuse import FULL_BEGIN, LOOP_BEGIN, Loop, find_loops, home, view_steps
+from .fuse import LOOP_BEGIN, Loop, find_loops, home, view_steps
 from .inplace import store_in_place
 from .layout import DataLayout
 from .schedule import evaluation_order
@@ -472,15 +472,7 @@ class _Lowerer:
             return
         if node in self.forward:
             self.through_pointer.add(self.forward[node])
-        if loop.full:
-            # the full-block loop, then the ordinary one over the rest (fuse.FULL_BEGIN)
-            self.emit(FULL_BEGIN, [("n", self.const_int(node.size))])
-            for stencil, (_, slots) in zip(loop.full, body, strict=False):
-                self.emit(stencil, slots)
-            self.emit(loop.full[-2], [("out", self.pointer_to(out))])
-            self.emit(loop.full[-1], [])
-        else:
-            self.emit(LOOP_BEGIN, [("n", self.const_int(node.size))])
+        self.emit(LOOP_BEGIN, [("n", self.const_int(node.size))])
         for stencil, slots in body:
             self.emit(stencil, slots)
         self.emit(loop.store, [("out", self.pointer_to(out))])

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..arch.patchkind import PatchError, PatchKind, apply_patch
-from .fuse import LOOP_STARTS
 from .runner_table import FORI_BEGIN, FORI_END, role_descriptor, slot_roles
 from .table import StencilTable
 
@@ -138,7 +137,7 @@ def materialise(table: StencilTable, chains: Sequence[Sequence[Block]], data_off
                 loop_start = start
             if after_fori:
                 fori_start = start
-            after_begin = func.name in LOOP_STARTS
+            after_begin = func.name.startswith("vloop_") and func.name.endswith("__begin")
             after_fori = func.name == FORI_BEGIN
             back = fori_start if func.name == FORI_END else loop_start
             for r in func.relocs:

@@ -11,9 +11,7 @@ Layout (little-endian; offsets from the blob start):
 
     header (80 bytes)  "CPTB", u16 version, u16 arch id, u32 counts: functions, relocations,
                        roles, kinds, rodata blobs, code bytes; u32 offsets of those six tables;
-                       u16 id of cp_entry, cp_ret; u8 nop length, u8 full lanes (the
-                       count a full-block loop needs at least, fuse.full_lanes; 0: none),
-                       2 zero bytes; 16 bytes nop
+                       u16 id of cp_entry, cp_ret; u8 nop length, 3 zero bytes; 16 bytes nop
     functions (20 B)   u32 code offset, u32 length, u32 first relocation, u16 relocations,
                        u16 first role, u8 roles, u8 strip, u8 align, u8 flags (FN_*)
     relocations (12 B) u32 offset, u8 kind, u8 type (REL_*), u16 target (role index in the
@@ -36,7 +34,6 @@ from functools import cache, cached_property
 from importlib import import_module
 from typing import Any
 
-from .fuse import full_lanes
 from .table import StencilTable, load_table
 
 
@@ -85,11 +82,6 @@ _REL = {"slot": REL_SLOT, "next": REL_NEXT, "loop": REL_LOOP, "func": REL_FUNC,
 #: counted loop (cp.fori_loop, stencils/fori.c); ends one (its back branch)
 FN_BLOCK, FN_LOOP_BEGIN, FN_LOOP_END, FN_LOOP_BODY, FN_THUMB = 1, 2, 4, 8, 16
 FN_FORI_BEGIN, FN_FORI_END = 32, 64
-#: a full-block loop's stencil (docs/decisions/2026-12-05-full-block-fused-loops.md): with
-#: FN_LOOP_BEGIN its start (a count of at least the header's full lanes), with FN_LOOP_END its
-#: end (the loop goes on as an ordinary one), else a step reading or writing whole blocks
-#: (form q), allowed only between the two
-FN_FULL = 128
 #: the counted loop's stencils (stencils/fori.c)
 FORI_BEGIN, FORI_END = "floop_i32__begin", "floop_i32__end"
 #: what a slot role designates: a scalar; an array of elements (count: the product of the
@@ -197,7 +189,7 @@ def role_descriptor(name: str, role: str, roles: tuple[str, ...]) -> Role:
              ("out", "a", "c", "b") if family.startswith("dot") and family != "dot" else
              ("out", "a", "b", "c"))
     form = dict(zip(order, forms, strict=False)).get(role, "m")
-    if form in ("p", "q"):  # q: a full block of the loop's pointer, sized as p
+    if form == "p":
         # a fused loop step whose pointer has dimensions of its own (vrsgather) is sized by them
         own = ("n" in roles and not family.startswith("vr")) or family in _DIMS
         # a block's own pointer designates n elements, a gather's source (form p) its j
@@ -215,12 +207,8 @@ def function_flags(table: StencilTable, name: str) -> int:
     flags = FN_THUMB if func.thumb else 0
     if "__" in name:
         flags |= FN_BLOCK
-    _, _, forms = name.partition("__")
-    if name.startswith("vloop_") and forms in ("begin", "fbegin"):
+    if name.startswith("vloop_") and name.endswith("__begin"):
         flags |= FN_LOOP_BEGIN
-    if (name.startswith("vloop_") and forms in ("fbegin", "fend")) or (
-            name.startswith("vr") and "q" in forms.split("_")):
-        flags |= FN_FULL
     if name == FORI_BEGIN:
         flags |= FN_FORI_BEGIN
     elif name == FORI_END:
@@ -285,8 +273,7 @@ def build(table: StencilTable) -> RunnerTable:
         raise ValueError(f"{table.arch}: the table does not fit the runner format")
     header = HEADER.pack(MAGIC, VERSION, table.arch_id, len(names), n_relocs, n_roles,
                          len(table.kinds), len(table.rodata), len(code), *offsets,
-                         ids["cp_entry"], ids["cp_ret"], len(table.nop), full_lanes(table),
-                         table.nop)
+                         ids["cp_entry"], ids["cp_ret"], len(table.nop), 0, table.nop)
     blob = bytearray(header)
     for off, part in zip(offsets, parts, strict=True):
         blob += bytes(off - len(blob))
