@@ -491,4 +491,11 @@ cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
 #define CP_ALWAYS_INLINE inline
 #endif
 
+/* A function kept out of line where inlining it would grow a hot loop's code. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CP_NOINLINE __attribute__((noinline))
+#else
+#define CP_NOINLINE
+#endif
+
 #endif /* COPAPY_INTERNAL_H */

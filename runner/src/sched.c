@@ -86,7 +86,14 @@ static uint64_t gcd_ticks(uint64_t a, uint64_t b)
 
 /* ---- the steps of a tick */
 
-/* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by cp_copy_words. */
+/* cp_copy_words out of line: inlined at its four calls here, its loops grew the tick's code
+ * (a timed tick 3-5 % slower, benchmarks/bench_sim.py --against). */
+static CP_NOINLINE void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+    cp_copy_words(dst, src, n);
+}
+
+/* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by copy_slot. */
 static CP_ALWAYS_INLINE void apply_copies(uint8_t *data, const cp_let_copy *table, uint32_t begin,
                                 uint32_t end)
 {
@@ -102,7 +109,7 @@ static CP_ALWAYS_INLINE void apply_copies(uint8_t *data, const cp_let_copy *tabl
             cp_copy((uint8_t *)&w, src, 8);
             cp_copy(dst, (const uint8_t *)&w, 8);
         } else {
-            cp_copy_words(dst, src, c->size);
+            copy_slot(dst, src, c->size);
         }
     }
 }
@@ -360,7 +367,7 @@ static void write_trace_row(cp_sched *s, const uint8_t *data, uint64_t t_ns)
     cp_copy(row, (const uint8_t *)&t_ns, sizeof(t_ns));
     row += sizeof(t_ns);
     for (uint32_t r = 0; r < s->trace_range_count; r++) {
-        cp_copy_words(row, data + s->trace_offset[r], s->trace_size[r]);
+        copy_slot(row, data + s->trace_offset[r], s->trace_size[r]);
         row += s->trace_size[r];
     }
     s->trace_rows++;
@@ -394,7 +401,7 @@ static void apply_feeds(cp_sched *s, uint8_t *data, uint64_t tick)
     for (uint32_t f = 0; f < s->feed_count; f++) {
         const cp_sched_feed *feed = &s->feeds[f];
         if (tick >= feed->first_tick && tick - feed->first_tick < feed->count) {
-            cp_copy_words(data + feed->offset,
+            copy_slot(data + feed->offset,
                       feed->samples + (size_t)(tick - feed->first_tick) * feed->size, feed->size);
         }
     }
@@ -807,7 +814,7 @@ static CP_ALWAYS_INLINE void plan_copies(uint8_t *data, const uint8_t *copy, uin
             cp_copy((uint8_t *)&w, data + v[1], 4);
             cp_copy(data + v[0], (const uint8_t *)&w, 4);
         } else {
-            cp_copy_words(data + v[0], data + v[1], v[2]);
+            copy_slot(data + v[0], data + v[1], v[2]);
         }
     }
 }
