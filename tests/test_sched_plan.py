@@ -97,6 +97,51 @@ def test_planned_steps_equal_the_per_tick_path(spec: list[tuple[int, int, int, i
     assert [s[0] for s in planned["stats"]] == [releases(p, o, ticks) for p, o, _, _ in spec]
 
 
+def bare_run(spec: list[tuple[int, int, int, int]], parts: list[int], inputs: list[float]
+             ) -> list[Any]:
+    """The tasks of `program` fed by a host-written input instead of the ADC, with no binding
+    and no trace (every tick bare: the plan's bare cycle, many ticks in one guard_jobs call);
+    after each step everything readable, as bytes, and the statistics."""
+    source = cp.value(0.0)
+    outs: list[Any] = []
+    counts: list[Any] = []
+    for k, (_, _, _, src) in enumerate(spec):
+        other = outs[src % k] if k > 0 else source
+        outs.append(cp.feedback(lambda p, o=other, k=k: p * 0.5 + o * 0.25 + (k + 1) + source,
+                                init=0.0))
+        counts.append(cp.feedback(lambda c: c + 1, init=0))
+    tasks = [cp.Task(outs[k], counts[k], period=period * TICK, offset=offset * TICK,
+                     priority=prio, name=f"t{k}")
+             for k, (period, offset, prio, _) in enumerate(spec)]
+    tg = cp.LocalTarget(tick=TICK, measure=False)
+    tg.deploy(*tasks)
+    seen: list[Any] = []
+    for n, value in zip(parts, inputs, strict=True):
+        tg.write(source, value)
+        tg.step(n * TICK)
+        seen.append(([struct.pack("<f", tg.read(v)) for v in outs],
+                     [tg.read(c) for c in counts],
+                     [(s.runs, s.skipped, s.overruns) for s in tg.stats()]))
+    return seen
+
+
+@settings(max_examples=examples(25), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(TASK, min_size=1, max_size=5), st.lists(st.integers(1, 90), min_size=1,
+                                                      max_size=4))
+def test_the_bare_cycle_equals_the_per_tick_path(spec: list[tuple[int, int, int, int]],
+                                                 parts: list[int]) -> None:
+    inputs = [0.5 * k - 1.0 for k in range(len(parts))]
+    planned = bare_run(spec, parts, inputs)
+    # the same input written before every tick of a part (nothing else writes it)
+    ticked = bare_run(spec, by_ticks(parts),
+                      [a for n, a in zip(parts, inputs, strict=True) for _ in range(n)])
+    ends = [sum(parts[:k + 1]) - 1 for k in range(len(parts))]
+    assert planned == [ticked[e] for e in ends]
+    ticks = sum(parts)
+    assert [s[0] for s in planned[-1][2]] == [releases(p, o, ticks) for p, o, _, _ in spec]
+
+
 @pytest.fixture
 def injected(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[int, bytes] | None]]:
     """Loads put injected[0] = (task, machine code) into that task's entry while it is set."""

@@ -57,6 +57,38 @@ static inline void cp_copy(uint8_t *dst, const uint8_t *src, size_t n)
     }
 }
 
+/* n bytes between two ranges that do not overlap, words through a local (one load and one
+ * store each, no aliasing question) and only the tail byte by byte: slots are mostly 4 or 8
+ * bytes, merged runs of slots longer (the scheduler's LET copies, the platform's job lists). */
+static inline void cp_copy_words(uint8_t *dst, const uint8_t *src, uint32_t n)
+{
+    while (n >= 16) {
+        uint64_t w[2];
+        cp_copy((uint8_t *)w, src, 16);
+        cp_copy(dst, (const uint8_t *)w, 16);
+        dst += 16;
+        src += 16;
+        n -= 16;
+    }
+    while (n >= 8) {
+        uint64_t w;
+        cp_copy((uint8_t *)&w, src, 8);
+        cp_copy(dst, (const uint8_t *)&w, 8);
+        dst += 8;
+        src += 8;
+        n -= 8;
+    }
+    if (n >= 4) {
+        uint32_t w;
+        cp_copy((uint8_t *)&w, src, 4);
+        cp_copy(dst, (const uint8_t *)&w, 4);
+        dst += 4;
+        src += 4;
+        n -= 4;
+    }
+    cp_copy(dst, src, n);
+}
+
 static inline void cp_fill(uint8_t *dst, uint8_t value, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -457,6 +489,13 @@ cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
 #define CP_ALWAYS_INLINE inline __attribute__((always_inline))
 #else
 #define CP_ALWAYS_INLINE inline
+#endif
+
+/* A function kept out of line where inlining it would grow a hot loop's code. */
+#if defined(__GNUC__) || defined(__clang__)
+#define CP_NOINLINE __attribute__((noinline))
+#else
+#define CP_NOINLINE
 #endif
 
 #endif /* COPAPY_INTERNAL_H */

@@ -214,6 +214,8 @@ enum {
 typedef struct guard_slot {
     sigjmp_buf env;
     volatile sig_atomic_t active;  /* the chain is running: a fault is ours */
+    volatile sig_atomic_t lean;    /* in cp_posix_guard_jobs's lean loop: a chain runs (and a
+                                    * fault is ours) while seq is odd */
     int in_use;                    /* atomic: claimed by a thread */
     uint64_t seq;                  /* atomic */
     uint64_t budget_ns;            /* atomic */
@@ -343,17 +345,21 @@ static void on_fault(int sig, siginfo_t *si, void *uctx)
     clear_alignment_check();
     guard_slot *g = tls_slot;
     int watchdog = sig == CP_POSIX_WATCHDOG_SIGNAL;
-    if (g != NULL && g->active &&
+    int running = g != NULL && (g->active || (g->lean && (__atomic_load_n(&g->seq,
+                                                                          __ATOMIC_RELAXED) &
+                                                          1u)));
+    if (running &&
         (!watchdog || __atomic_load_n(&g->kill_seq, __ATOMIC_RELAXED) ==
                           __atomic_load_n(&g->seq, __ATOMIC_RELAXED))) {
         g->active = 0;
+        g->lean = 0;
         g->fault.kind = fault_kind(sig);
         g->fault.address = watchdog ? 0u : (uint64_t)(uintptr_t)si->si_addr;
         g->fault.pc = interrupted_pc(uctx);
         g->fault.code = fault_code(sig, si);
         siglongjmp(g->env, sig);
     }
-    if (watchdog && g != NULL && g->active) {
+    if (watchdog && running) {
         return; /* late: the job it was meant for has finished */
     }
     /* Not ours. A handler installed before is called directly, staying installed: it may be
@@ -515,6 +521,7 @@ __attribute__((noinline)) static guard_slot *claim_slot(void)
                                         __ATOMIC_RELAXED)) {
             guard_slot *g = &slots[i];
             g->active = 0;
+            g->lean = 0;
             g->thread = pthread_self();
 #if defined(__APPLE__)
             g->cpu_clock = pthread_mach_thread_np(g->thread);
@@ -651,8 +658,9 @@ int cp_posix_guard(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault *f
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
-/* A job of a run: the slot is armed already, so a job is the budget and the two seq stores
- * around its chain (`seq`: the slot's seq before it, which only this thread writes); a fault
+/* A job of a run: the slot is armed already and its budget stored by the caller, so a job is
+ * the two seq stores around its chain (`seq`: the slot's seq before it, which only this
+ * thread writes); a fault
  * jumps back into cp_posix_guard_run, never returns here. `checks` 0: the caller knows that
  * nothing is checked after a chain and that the supervisor runs. Returns what the chain left
  * changed. */
@@ -663,11 +671,12 @@ static CP_ALWAYS_INLINE uint32_t armed_chain(guard_slot *g, uint64_t seq, cp_cha
     if (checks) {
         need_watchdog(budget_ns);
     }
-    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     /* the run entered the defined CPU state once (cp_posix_guard_run); a job only checks what
      * it left, and the caller's state comes back when the run ends */
     __atomic_store_n(&g->seq, seq + 1u, __ATOMIC_RELEASE);
-    g->active = 1;
+    if (checks) { /* (the lean loop: seq odd says it, g->lean) */
+        g->active = 1;
+    }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     entry();
     /* the chains are stencils of a table proven to keep the CPU state (keeps_cpu_state) */
@@ -680,7 +689,9 @@ static CP_ALWAYS_INLINE uint32_t armed_chain(guard_slot *g, uint64_t seq, cp_cha
         cp_cpu_clear_upper();
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    g->active = 0;
+    if (checks) {
+        g->active = 0;
+    }
     __atomic_store_n(&g->seq, seq + 2u, __ATOMIC_RELEASE);
     return checks && g->check_signals ? changed | repair_signals() : changed;
 }
@@ -691,52 +702,79 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
 {
     guard_slot *g = ctx; /* a signal's fault: filled through cp_posix_guard_run's record */
     uint32_t fp_left = 0;
+    __atomic_store_n(&g->budget_ns, budget_ns, __ATOMIC_RELAXED);
     uint32_t changed = armed_chain(g, __atomic_load_n(&g->seq, __ATOMIC_RELAXED), entry,
                                    budget_ns, &fp_left, 1);
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
-/* cp_posix_guard_jobs's loop (`checks` as armed_chain's). */
+/* cp_posix_guard_jobs's loop (`checks` as armed_chain's): the list's copies and jobs, `repeat`
+ * times. *at: the job's index over the call before it starts (checks), or through jobs_seq
+ * and jobs_at after a jump back (the lean loop, checks 0). A job's budget is stored before
+ * it unless every job has the same one (budget_ns NULL: stored once, before the first). */
 CP_CALLS_LOADED_CODE
-static CP_ALWAYS_INLINE int armed_jobs(guard_slot *g, const cp_task_entry *tasks,
-                                       const uint64_t *budget_ns, const uint8_t *order,
-                                       uint32_t count, uint32_t *at, cp_fault *fault,
-                                       int checks)
+static CP_ALWAYS_INLINE int armed_jobs(guard_slot *g, const cp_guard_job_list *list,
+                                       uint32_t *at, cp_fault *fault, int checks,
+                                       int one_budget)
 {
-    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
-    for (uint32_t k = 0; k < count; k++, seq += 2u) {
-        uint32_t i = order[k], fp_left = 0;
-        *at = k;
-        uint32_t changed = armed_chain(g, seq, tasks[i].entry, budget_ns[i], &fp_left, checks);
-        if (changed != 0) {
-            return cp_guard_changed_state(fault, changed, fp_left);
+    const cp_task_entry *tasks = list->tasks;
+    const uint64_t *budget_ns = one_budget ? NULL : list->budget_ns;
+    const uint8_t *order = list->order, *stop = order + list->count;
+    uint8_t *data = list->data;
+    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED), first = seq;
+    if (budget_ns == NULL) {
+        __atomic_store_n(&g->budget_ns, list->budget, __ATOMIC_RELAXED);
+    }
+    for (uint32_t r = list->repeat; r != 0; r--) {
+        const uint32_t *copy = list->copies;
+        for (const uint8_t *o = order; o != stop; o++) {
+            if (*o == CP_JOBS_COPY) {
+                cp_copy_words(data + copy[0], data + copy[1], copy[2]);
+                copy += 3;
+                continue;
+            }
+            uint32_t fp_left = 0;
+            uint64_t budget = budget_ns != NULL ? budget_ns[*o] : list->budget;
+            if (checks) {
+                *at = (uint32_t)((seq - first) / 2u);
+            }
+            if (budget_ns != NULL) {
+                __atomic_store_n(&g->budget_ns, budget, __ATOMIC_RELAXED);
+            }
+            uint32_t changed = armed_chain(g, seq, tasks[*o].entry, budget, &fp_left, checks);
+            seq += 2u;
+            if (checks && changed != 0) {
+                return cp_guard_changed_state(fault, changed, fp_left);
+            }
         }
     }
     return 0;
 }
 
 CP_CALLS_LOADED_CODE
-int cp_posix_guard_jobs(void *job_ctx, const cp_task_entry *tasks, const uint64_t *budget_ns,
-                        const uint8_t *order, uint32_t count, uint32_t *at, cp_fault *fault)
+int cp_posix_guard_jobs(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
+                        cp_fault *fault)
 {
     guard_slot *g = job_ctx;
     if (g->check_cpu || g->check_signals ||
         !__atomic_load_n(&watchdog_running, __ATOMIC_ACQUIRE)) {
-        return armed_jobs(g, tasks, budget_ns, order, count, at, fault, 1);
+        return armed_jobs(g, list, at, fault, 1, 0);
     }
     /* the common case: nothing to check after a chain and the supervisor runs, so a job is
-     * its budget, seq and active stores; a fault's jump back finds its index from seq */
-    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
-    g->jobs_seq = seq;
+     * its seq and active stores (and its budget's, unless all are the same); a fault's jump
+     * back finds its index from seq */
+    g->jobs_seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
     g->jobs_at = at;
+    g->lean = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    for (const uint8_t *o = order, *stop = order + count; o != stop; o++, seq += 2u) {
-        uint32_t fp_left = 0;
-        (void)armed_chain(g, seq, tasks[*o].entry, budget_ns[*o], &fp_left, 0);
+    if (list->budget_ns == NULL) { /* (one loop each: no test per job) */
+        (void)armed_jobs(g, list, at, fault, 0, 1);
+    } else {
+        (void)armed_jobs(g, list, at, fault, 0, 0);
     }
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    g->lean = 0;
     g->jobs_at = NULL;
-    *at = count;
     return 0;
 }
 

@@ -86,35 +86,11 @@ static uint64_t gcd_ticks(uint64_t a, uint64_t b)
 
 /* ---- the steps of a tick */
 
-/* Slots are mostly 4 or 8 bytes: move words through a local (one load and one store each, no
- * aliasing question) and only the tail byte by byte. The ranges never overlap. */
-static void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
+/* cp_copy_words out of line: inlined at its four calls here, its loops grew the tick's code
+ * (a timed tick 3-5 % slower, benchmarks/bench_sim.py --against). */
+static CP_NOINLINE void copy_slot(uint8_t *dst, const uint8_t *src, uint32_t n)
 {
-    while (n >= 16) { /* a merged run of slots (plan_copies): two words a step */
-        uint64_t w[2];
-        cp_copy((uint8_t *)w, src, 16);
-        cp_copy(dst, (const uint8_t *)w, 16);
-        dst += 16;
-        src += 16;
-        n -= 16;
-    }
-    while (n >= 8) {
-        uint64_t w;
-        cp_copy((uint8_t *)&w, src, 8);
-        cp_copy(dst, (const uint8_t *)&w, 8);
-        dst += 8;
-        src += 8;
-        n -= 8;
-    }
-    if (n >= 4) {
-        uint32_t w;
-        cp_copy((uint8_t *)&w, src, 4);
-        cp_copy(dst, (const uint8_t *)&w, 4);
-        dst += 4;
-        src += 4;
-        n -= 4;
-    }
-    cp_copy(dst, src, n);
+    cp_copy_words(dst, src, n);
 }
 
 /* The LET copies [begin, end): a 4- or 8-byte slot (a scalar) inline, others by copy_slot. */
@@ -250,6 +226,11 @@ typedef struct release_run {
     uint32_t at;
     const uint8_t *rel;
     uint64_t t0;
+    /* a call of the bare cycle (bare_ticks) under way: its first tick and that tick's time;
+     * `at` counts the jobs over the call then */
+    uint32_t cycle;
+    uint64_t cycle_t0;
+    uint64_t cycle_now_ns;
 } release_run;
 
 /* The job loop (`timed`: a constant in each copy, there is a clock). A job's time runs from
@@ -499,7 +480,10 @@ static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_ru
  * release) or the processor model (nothing to model). Statistics and pending states are
  * booked once for a run of planned ticks (plan_book: each task's runs are its releases in
  * them, and after a tick every periodic task is pending), and a fault books the faulting
- * tick's jobs that returned before it (plan_fault), as releases_done would. */
+ * tick's jobs that returned before it (plan_fault), as releases_done would. Where every tick
+ * is bare and drives no outputs, the plan's bare cycle follows: the hyperperiod's copies and
+ * releases as one guard_jobs list (plan_cycle), which bare_ticks hands to the platform once
+ * for many hyperperiods. */
 
 enum { PLAN_OUTPUTS = 1, PLAN_BARE = 2 };
 
@@ -579,18 +563,28 @@ static uint32_t plan_tick_copies(const cp_sched *s, uint32_t due, uint8_t *ops, 
     return entries + (size != 0);
 }
 
-/* Tick t's plan bytes at ops + at (ops NULL: counted only); returns the index after them. */
-static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uint64_t at)
+/* The tasks due at tick t (a mask; *count of them) and the tick's plan flags. */
+static uint32_t plan_tick_due(const cp_sched *s, uint64_t t, uint32_t *count, uint32_t *flags)
 {
-    uint32_t due = 0, count = 0, outputs = 0, work = 0, n = s->task_count;
-    for (uint32_t i = 0; i < n; i++) {
+    uint32_t due = 0, outputs = 0, work = 0;
+    *count = 0;
+    for (uint32_t i = 0; i < s->task_count; i++) {
         uint32_t d = (uint32_t)released_at(s, i, t);
         due |= d << i;
-        count += d;
+        *count += d;
         outputs |= d & (uint32_t)(s->bindings[i][1] < s->bindings[i][2]);
         work |= d & (uint32_t)(s->bindings[i][0] < s->bindings[i][1] ||
                                s->copies[i][0] < s->copies[i][1]);
     }
+    *flags = (outputs ? PLAN_OUTPUTS : 0u) | (work ? 0u : PLAN_BARE);
+    return due;
+}
+
+/* Tick t's plan bytes at ops + at (ops NULL: counted only); returns the index after them. */
+static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uint64_t at)
+{
+    uint32_t count, flags, n = s->task_count;
+    uint32_t due = plan_tick_due(s, t, &count, &flags);
     uint32_t ncopies = plan_tick_copies(s, due, NULL, 0);
     if (ops == NULL) {
         return at + 5u + 2u * count + (uint64_t)PLAN_COPY_BYTES * ncopies;
@@ -601,7 +595,7 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
             ops[at++] = (uint8_t)i;
         }
     }
-    ops[at++] = (uint8_t)((outputs ? PLAN_OUTPUTS : 0) | (work ? 0 : PLAN_BARE));
+    ops[at++] = (uint8_t)flags;
     ops[at++] = (uint8_t)ncopies; /* their PUBLISH copies, merged */
     ops[at++] = (uint8_t)(ncopies >> 8);
     at += (uint64_t)PLAN_COPY_BYTES * plan_tick_copies(s, due, ops, at);
@@ -614,16 +608,72 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
     return at;
 }
 
+/* The bare cycle, where every tick of the hyperperiod [start, start + h) is bare and drives
+ * no outputs: a guard_jobs list that runs whole hyperperiods in one call. For each tick its
+ * merged PUBLISH copies (CP_JOBS_COPY entries; their words at ops + copies_at on, in the
+ * plan's copy format, 3 native words each) and then its releases in priority order; the
+ * order bytes at ops + order_at (ops NULL: counted only). Returns the order entries (0: no
+ * cycle); *copies: the copies, *jobs: the jobs. */
+static uint32_t plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, uint8_t *ops,
+                           uint64_t copies_at, uint64_t order_at, uint32_t *copies,
+                           uint32_t *jobs)
+{
+    uint64_t entries = 0;
+    *copies = 0;
+    *jobs = 0;
+    for (uint64_t t = start; t < start + h; t++) {
+        uint32_t count, flags, due = plan_tick_due(s, t, &count, &flags);
+        if ((flags & (PLAN_OUTPUTS | PLAN_BARE)) != PLAN_BARE) {
+            return 0;
+        }
+        uint32_t ncopies = plan_tick_copies(s, due, ops,
+                                            copies_at + (uint64_t)PLAN_COPY_BYTES * *copies);
+        for (uint32_t k = 0; k < ncopies + s->task_count; k++) {
+            uint32_t i = k < ncopies ? CP_JOBS_COPY : s->order[k - ncopies];
+            if (k < ncopies || (due >> i & 1u)) {
+                if (ops != NULL) {
+                    ops[order_at + entries] = (uint8_t)i;
+                }
+                entries++;
+            }
+        }
+        *copies += ncopies;
+        *jobs += count;
+        if (entries > UINT32_MAX / 4 || *copies > UINT32_MAX / (4 * PLAN_COPY_BYTES)) {
+            return 0;
+        }
+    }
+    return (uint32_t)entries;
+}
+
+/* Where the bare cycle goes after the plan's `bytes` in the buffer `ops` (NULL: counted with
+ * the most padding): its copies (their words aligned in memory) and its order; returns the
+ * end (bytes if there is no cycle). */
+static uint64_t plan_cycle_bytes(const cp_sched *s, uint64_t start, uint64_t h,
+                                 const uint8_t *ops, uint64_t bytes, uint64_t *copies_at,
+                                 uint64_t *order_at)
+{
+    uint32_t copies, jobs, entries = plan_cycle(s, start, h, NULL, 0, 0, &copies, &jobs);
+    if (entries == 0 || jobs == 0) {
+        return bytes;
+    }
+    uintptr_t pad = ops != NULL ? (0u - (uintptr_t)(ops + bytes)) % sizeof(uint32_t)
+                                : sizeof(uint32_t) - 1u;
+    *copies_at = bytes + pad;
+    *order_at = *copies_at + (uint64_t)PLAN_COPY_BYTES * copies;
+    return *order_at + entries;
+}
+
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks)
 {
     if (s == NULL || s->prog == NULL || s->prog->let_copy_count > UINT16_MAX) {
         return 0; /* (a tick's copies are counted in 16 bits) */
     }
-    uint64_t start = 0, h = plan_bounds(s, max_ticks, &start), bytes = 0;
+    uint64_t start = 0, h = plan_bounds(s, max_ticks, &start), bytes = 0, copies_at, order_at;
     for (uint64_t t = start; t < start + h; t++) {
         bytes = plan_tick_bytes(s, t, NULL, bytes);
     }
-    return bytes;
+    return bytes != 0 ? plan_cycle_bytes(s, start, h, NULL, bytes, &copies_at, &order_at) : 0;
 }
 
 uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
@@ -635,13 +685,14 @@ uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
     s->plan_capacity = 0;
     s->plan_ops = 0;
     s->plan_tick = UINT64_MAX;
+    s->plan_cycle_count = 0;
     uint64_t start = 0, h = plan_bounds(s, capacity / 5, &start);
     uint64_t bytes = cp_sched_plan_size(s, capacity / 5);
     if (ops == NULL || h == 0 || bytes == 0 || bytes > capacity || s->job_costs != 0 ||
         s->cfg.clock_ns != NULL) {
         return 0;
     }
-    uint64_t at = 0;
+    uint64_t at = 0, copies_at = 0, order_at = 0;
     for (uint64_t t = start; t < start + h; t++) {
         at = plan_tick_bytes(s, t, ops, at);
     }
@@ -650,7 +701,14 @@ uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
     s->plan_ops = (uint32_t)at;
     s->plan_start = start;
     s->plan_period = h;
-    return (uint32_t)at;
+    if (plan_cycle_bytes(s, start, h, ops, at, &copies_at, &order_at) != at) {
+        uint32_t copies;
+        s->plan_cycle_copies = (uint32_t)copies_at;
+        s->plan_cycle_order = (uint32_t)order_at;
+        s->plan_cycle_count = plan_cycle(s, start, h, ops, copies_at, order_at, &copies,
+                                         &s->plan_cycle_jobs);
+    }
+    return (uint32_t)bytes;
 }
 
 /* After planned ticks: each task's next release and the next event, as due_tasks keeps them
@@ -707,11 +765,32 @@ static void plan_book(cp_sched *s, uint64_t t0)
     }
 }
 
-/* A planned tick's job r->rel[1 + r->at] faulted: the ticks before it are booked, the tick's
+/* A planned tick's job r->rel[1 + r->at] faulted (or the bare cycle's job r->at, counted over
+ * the call: its tick found first): the ticks before it are booked, the tick's
  * due tasks have published (not pending), the jobs before it returned (a run each, pending),
  * and the fault is recorded; no job after it has run. */
-static void plan_fault(cp_sched *s, const release_run *r)
+static void plan_fault(cp_sched *s, release_run *r)
 {
+    if (r->cycle) { /* in the bare cycle: the tick and the job within it from the job count */
+        uint64_t c = r->at / s->plan_cycle_jobs, t = r->cycle_t0 + c * s->plan_period;
+        uint32_t j = r->at % s->plan_cycle_jobs;
+        const uint8_t *op = s->plan;
+        for (;;) {
+            uint32_t m = op[0], ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
+            const uint8_t *rel = op + 4 + m + PLAN_COPY_BYTES * ncopies;
+            if (j < rel[0]) {
+                r->rel = rel;
+                break;
+            }
+            j -= rel[0];
+            t++;
+            op = rel + 1 + rel[0];
+        }
+        s->tick = t;
+        s->now_ns = r->cycle_now_ns + (t - r->cycle_t0) * s->cfg.tick_ns;
+        r->at = j;
+        r->cycle = 0;
+    }
     plan_book(s, r->t0);
     const uint8_t *rel = r->rel + 1;
     for (uint32_t k = 0; k < r->rel[0]; k++) {
@@ -740,22 +819,73 @@ static CP_ALWAYS_INLINE void plan_copies(uint8_t *data, const uint8_t *copy, uin
     }
 }
 
+/* A guard_jobs list of the program's tasks, one job: one budget for every job when every
+ * periodic task has the same (the platform stores it once), else each task's. */
+static cp_guard_job_list job_list(const cp_sched *s, const uint8_t *order, uint32_t count)
+{
+    cp_guard_job_list list;
+    cp_fill((uint8_t *)&list, 0, sizeof(list));
+    list.tasks = s->prog->tasks;
+    list.order = order;
+    list.count = count;
+    list.repeat = 1;
+    int seen = 0;
+    for (uint32_t i = 0; i < s->task_count; i++) {
+        if (s->period_ticks[i] == 0) {
+            continue;
+        }
+        if (seen && list.budget != s->budget_ns[i]) {
+            list.budget_ns = s->budget_ns;
+        }
+        list.budget = seen ? list.budget : s->budget_ns[i];
+        seen = 1;
+    }
+    return list;
+}
+
 /* Planned ticks past a run's first, from plan byte *at on, while a tick's jobs are bare and
  * its period ends drive no outputs (and there is no feed): the tick's PUBLISH copies from the
  * flat list, its jobs in one call of the run's guard_jobs, its trace row; a loop of its own,
- * so that nothing else lives between two ticks. Returns the ticks done, at most `ticks`;
- * *faulted: the last one faulted (not counted, s->tick is its tick). */
+ * so that nothing else lives between two ticks. Where the plan has a bare cycle, no trace is
+ * written and whole hyperperiods are left from the plan's first tick on, they go to
+ * guard_jobs as the cycle, many in one call (copies and jobs; nothing observes the data
+ * between two of its ticks). Returns the ticks done, at most `ticks`; *faulted: the last one
+ * faulted (not counted, s->tick is its tick, or plan_fault finds it from the cycle's job
+ * count). */
 CP_CALLS_LOADED_CODE
 static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_jobs_fn jobs,
                            uint64_t ticks, uint32_t *at, int *faulted)
 {
     uint8_t *data = cp_program_data(s->prog);
     const uint8_t *plan = s->plan, *op = plan + *at, *end = plan + s->plan_ops;
-    const cp_task_entry *tasks = s->prog->tasks;
-    const uint64_t *budget = s->budget_ns;
     uint64_t tick = s->tick, now_ns = s->now_ns, tick_ns = s->cfg.tick_ns, k = 0;
+    uint64_t h = s->plan_period;
     int tracing = s->trace_buf != NULL;
-    for (; k < ticks; k++) {
+    cp_guard_job_list list = job_list(s, NULL, 0);
+    cp_guard_job_list cycle = list;
+    cycle.order = plan + s->plan_cycle_order;
+    cycle.count = s->plan_cycle_count;
+    cycle.data = data;
+    cycle.copies = (const uint32_t *)(const void *)(plan + s->plan_cycle_copies);
+    while (k < ticks) {
+        if (op == plan && s->plan_cycle_count != 0 && !tracing && ticks - k >= h) {
+            uint64_t reps = (ticks - k) / h, most = UINT32_MAX / s->plan_cycle_jobs;
+            cycle.repeat = (uint32_t)(reps < most ? reps : most);
+            r->cycle = 1;
+            r->cycle_t0 = tick;
+            r->cycle_now_ns = now_ns;
+            s->tick = tick;
+            s->now_ns = now_ns;
+            if (jobs(job_ctx, &cycle, &r->at, &r->fault) != 0) {
+                *faulted = 1; /* plan_fault finds the tick */
+                return k;
+            }
+            r->cycle = 0;
+            k += cycle.repeat * h;
+            tick += cycle.repeat * h;
+            now_ns += cycle.repeat * h * tick_ns;
+            continue;
+        }
         uint32_t m = op[0];
         if ((op[1 + m] & (PLAN_OUTPUTS | PLAN_BARE)) != PLAN_BARE) {
             break;
@@ -766,7 +896,9 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
         r->rel = rel;
         s->tick = tick; /* where a fault's jump back finds the tick */
         s->now_ns = now_ns;
-        if (jobs(job_ctx, tasks, budget, rel + 1, m, &r->at, &r->fault) != 0) {
+        list.order = rel + 1;
+        list.count = m;
+        if (jobs(job_ctx, &list, &r->at, &r->fault) != 0) {
             *faulted = 1;
             break;
         }
@@ -775,6 +907,7 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
         }
         tick++;
         now_ns += tick_ns;
+        k++;
         op = rel + 1 + m;
         op = op == end ? plan : op;
     }
@@ -807,7 +940,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
     r->fault.code = 0;
     r->t0 = s->tick;
     r->at = 0;
+    r->cycle = 0;
     r->planned = 1;
+    cp_guard_job_list list = job_list(s, NULL, 0);
     for (uint64_t k = 0; k < ticks; k++) {
         if (k != 0 && jobs != NULL && s->feed_count == 0) {
             int faulted = 0;
@@ -852,7 +987,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         m = *op++;
         int faulted = 0;
         if ((flags & PLAN_BARE) && jobs != NULL) {
-            faulted = jobs(job_ctx, tasks, budget, op, m, &r->at, &r->fault);
+            list.order = op;
+            list.count = m;
+            faulted = jobs(job_ctx, &list, &r->at, &r->fault);
         } else {
             for (uint32_t j = 0; j < m && !faulted; j++) {
                 uint32_t i = op[j];

@@ -1204,7 +1204,9 @@ static void test_random_against_model(void)
 
 enum { R_SPARE = 20, R_FREE = 24 };
 
-static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
+/* bare: every task folded, none with bindings, periods 1-4 (short hyperperiods): every tick
+ * bare, so that the plan has a bare cycle (whole hyperperiods in one guard_jobs call). */
+static void plan_program(sb *b, uint32_t n, int can_fault, int bare, uint32_t *faulty,
                          uint32_t *plan_ticks)
 {
     const uint32_t tick_ns = 1000;
@@ -1213,12 +1215,12 @@ static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
     *faulty = can_fault && rnd(2) == 0 ? rnd(n) : n; /* n: none */
     uint8_t folded[CP_MAX_TASKS];
     for (uint32_t i = 0; i < n; i++) {
-        period[i] = rnd(8) == 0 ? 0 : 1 + rnd(6);
+        period[i] = rnd(8) == 0 ? 0 : 1 + rnd(bare ? 4 : 6);
         uint32_t offset = period[i] ? rnd(period[i]) : 0; /* the loader: below the period */
         uint32_t entry = b->code_size;
         /* half of the tasks read the previous task's shared slot in place, as a chain
          * compiled with fold_releases does (no RELEASE copy: a bare job) */
-        folded[i] = (uint8_t)(rnd(2) == 0);
+        folded[i] = (uint8_t)(bare || rnd(2) == 0);
         a_load32(b, folded[i] ? R_STRIDE * ((i + n - 1) % n) + R_SHARED : R_STRIDE * i + R_IN);
         a_add(b, 1);
         a_store32(b, R_STRIDE * i + R_OUT);
@@ -1250,19 +1252,22 @@ static void plan_program(sb *b, uint32_t n, int can_fault, uint32_t *faulty,
         }
         sb_copy(b, (uint16_t)i, 1, 4, base + R_CNT,
                 base + (shape == 3 ? R_SPARE : shape == 2 ? R_FREE : R_SCNT));
-        if (rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
+        if (!bare && rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
             sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, 3, R_STRIDE * i + R_SPARE);
             sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, 3, R_STRIDE * i + R_SCNT);
         }
     }
 }
 
-static void plan_case(uint32_t n, int guard)
+/* plan cases whose plan has a bare cycle, and those of them that faulted, with guard_jobs */
+static int cycle_cases, cycle_faults;
+
+static void plan_case(uint32_t n, int guard, int bare)
 {
     enum { TICKS = 80 };
     sb b;
     uint32_t faulty, periodic;
-    plan_program(&b, n, guard != 0, &faulty, &periodic);
+    plan_program(&b, n, guard != 0, bare, &faulty, &periodic);
     io_sim io[2];
     fx f[2];
     static uint8_t rows[2][TICKS][8 + R_STRIDE * CP_MAX_TASKS];
@@ -1282,6 +1287,10 @@ static void plan_case(uint32_t n, int guard)
         cfg.guard_run = guard >= 2 ? cp_posix_guard_run : NULL;
         cfg.guard_jobs = guard == 3 ? cp_posix_guard_jobs : NULL; /* a tick's jobs at once */
         cfg.guard_ctx = policy;
+        /* budgets of at least 1 s (never reached): one for every task, or one per period
+         * (guard_jobs stores the budget once a call, or before each job) */
+        cfg.budget_factor = bare ? (rnd(2) == 0 ? 10u : 10000000u) : 0u;
+        cfg.budget_min_ns = 1000000000u;
         if (fx_start(&f[k], &b, &cfg) != 0) {
             if (k == 1) {
                 fx_end(&f[0]);
@@ -1290,8 +1299,12 @@ static void plan_case(uint32_t n, int guard)
         }
         io[k].s = &f[k].s;
         uint32_t offset = 0, size = R_STRIDE * n;
-        CHECK_STATUS(cp_sched_set_trace(&f[k].s, &offset, &size, 1, rows[k][0], TICKS,
-                                        &f[k].err), CP_OK);
+        if (!bare) { /* a trace row a tick: no bare cycle (rows stay 0 in both otherwise) */
+            CHECK_STATUS(cp_sched_set_trace(&f[k].s, &offset, &size, 1, rows[k][0], TICKS,
+                                            &f[k].err), CP_OK);
+        } else {
+            memset(rows[k], 0, sizeof(rows[k]));
+        }
     }
     /* the planned one moves the I/O directly half of the time (cp_sched_set_sim_io; its
      * callbacks, which drive the safe state, use the same array) */
@@ -1299,9 +1312,13 @@ static void plan_case(uint32_t n, int guard)
     cp_sched_set_sim_io(&f[0].s, direct ? &io[0].ch[1][0] : NULL, 256);
     uint32_t used = cp_sched_set_plan(&f[0].s, plan, sizeof(plan));
     CHECK((used != 0) == (periodic != 0) && used == cp_sched_plan_size(&f[0].s, sizeof(plan) / 5));
+    /* every tick bare and driving nothing: the plan has its bare cycle */
+    CHECK(!bare || periodic == 0 || f[0].s.plan_cycle_count != 0);
+    int cycle = guard == 3 && f[0].s.plan_cycle_count != 0;
+    cycle_cases += cycle;
     int ok = 1;
     for (uint32_t t = 0; t < TICKS && ok;) {
-        uint32_t chunk = 1 + rnd(rnd(2) == 0 ? 3 : 20);
+        uint32_t chunk = 1 + rnd(rnd(2) == 0 ? 3 : bare ? 40 : 20);
         chunk = chunk < TICKS - t ? chunk : TICKS - t;
         for (uint32_t c = 0; c < n; c++) { /* the inputs change between chunks */
             double v = (double)rnd(100);
@@ -1351,6 +1368,7 @@ static void plan_case(uint32_t n, int guard)
         }
         if (a != NULL && ok) {
             CHECK(a->kind == CP_FAULT_SIGILL && a->task == faulty);
+            cycle_faults += cycle;
             break;
         }
     }
@@ -1363,17 +1381,25 @@ static void test_plan_against_ticks(void)
 {
     for (int guard = 0; guard < 4; guard++) {
         for (int k = 0; k < 300; k++) {
-            plan_case(1 + rnd(8), guard);
+            plan_case(1 + rnd(8), guard, 0);
         }
         for (int k = 0; k < 5; k++) {
-            plan_case(32, guard);
+            plan_case(32, guard, 0);
+        }
+        for (int k = 0; k < 150; k++) { /* the bare cycle (with guard_jobs) */
+            plan_case(1 + rnd(8), guard, 1);
+        }
+        for (int k = 0; k < 5; k++) {
+            plan_case(32, guard, 1);
         }
     }
+    /* the bare cycle ran, and faults in it were found where the ticks find them */
+    CHECK(cycle_cases > 100 && cycle_faults > 20);
     /* a hyperperiod longer than the buffer is not planned (the general path) */
     sb b;
     uint32_t faulty, periodic;
     rng_state = 7;
-    plan_program(&b, 3, 0, &faulty, &periodic);
+    plan_program(&b, 3, 0, 0, &faulty, &periodic);
     fx f;
     cp_sched_config cfg = default_config(1000);
     if (fx_start(&f, &b, &cfg) == 0) {

@@ -70,8 +70,8 @@ int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fa
 /* cp_posix_guard_jobs is a cp_guard_jobs_fn (cp_sched_config.guard_jobs) for the runs of
  * cp_posix_guard_run: a tick's jobs in one call, each still armed with its own seq and
  * budget, so that nothing but those stores and the progress index lies between two chains. */
-int cp_posix_guard_jobs(void *job_ctx, const cp_task_entry *tasks, const uint64_t *budget_ns,
-                        const uint8_t *order, uint32_t count, uint32_t *at, cp_fault *fault);
+int cp_posix_guard_jobs(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
+                        cp_fault *fault);
 
 /* (Re)installs the fault handlers, e.g. after another library replaced them. 0 or -1. */
 int cp_posix_guard_install(void);

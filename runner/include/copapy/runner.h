@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 6u
+#define CP_RUNNER_ABI_VERSION 7u
 #define CP_IMAGE_FORMAT_VERSION 2u
 /* the format that carries code: @cp.jit's own images and runners without a stencil table */
 #define CP_IMAGE_FORMAT_VERSION_CODE 1u
@@ -236,16 +236,31 @@ typedef int (*cp_guard_fn)(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_
 typedef int (*cp_guard_body_fn)(void *arg, cp_guard_fn job, void *job_ctx);
 typedef int (*cp_guard_run_fn)(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault);
 
-/* Appended in ABI 6: the jobs of a tick in one call of the run's platform. Inside a run of
- * that platform's cp_guard_run_fn (job_ctx as its body received it), runs the chains
- * tasks[order[k]].entry for k in [0, count), one after another, each guarded with its own
- * budget budget_ns[order[k]] exactly as job(job_ctx, entry, budget, fault) would be, and
- * stores k in *at before job k starts (so the caller knows which one a fault that jumps back
- * out of the run came from). Returns 0 when every chain returned, else nonzero with fault
- * filled for job *at (a state its chain left changed); no job after it runs. */
-typedef int (*cp_guard_jobs_fn)(void *job_ctx, const cp_task_entry *tasks,
-                                const uint64_t *budget_ns, const uint8_t *order,
-                                uint32_t count, uint32_t *at, cp_fault *fault);
+/* Appended in ABI 6, changed in ABI 7: the jobs of one or more ticks in one call of the run's
+ * platform. The list: `count` entries of `order`, each a task index i (a job: the chain
+ * tasks[i].entry, guarded with the budget budget_ns[i], or `budget` for every job if budget_ns
+ * is NULL) or CP_JOBS_COPY (the next (dst, src, size) triple of `copies`: size bytes moved
+ * from data + src to data + dst, ranges that do not overlap), the whole list `repeat` times.
+ * Inside a run of that platform's cp_guard_run_fn (job_ctx as its body received it), each
+ * job is guarded exactly as job(job_ctx, entry, budget, fault) would guard it, one after
+ * another. Returns 0 when every chain returned, else nonzero with fault filled for the job
+ * *at (a state its chain left changed); no job or copy after it runs. *at counts jobs only,
+ * over the repeats: the n-th job of the whole call is n; it is set before a fault that jumps
+ * back out of the run (so the caller knows which job it came from) and may be left stale
+ * otherwise. */
+#define CP_JOBS_COPY 0xFFu
+typedef struct cp_guard_job_list {
+    const cp_task_entry *tasks;
+    const uint64_t *budget_ns;  /* indexed by task; NULL: `budget` for every job */
+    uint64_t budget;
+    const uint8_t *order;
+    uint32_t count;
+    uint32_t repeat;
+    uint8_t *data;              /* the copies' base (NULL if there are none) */
+    const uint32_t *copies;     /* 3 words per CP_JOBS_COPY entry of `order`, in its order */
+} cp_guard_job_list;
+typedef int (*cp_guard_jobs_fn)(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
+                                cp_fault *fault);
 
 /* The time a job of `task` may take before the supervisor stops it: the task's budget_ns,
  * else its wcet_ns, else its period, times `factor`, at least min_ns; request_ns for a task
@@ -364,6 +379,13 @@ typedef struct cp_sched {
     uint32_t plan_at;       /* byte where tick plan_tick starts */
     uint32_t sim_io_channels; /* channels per kind of sim_io */
     double *sim_io;         /* the simulated I/O the bindings move directly (cp_sched_set_sim_io) */
+    /* appended in ABI 7, private: the bare cycle (where every tick of the plan is bare and
+     * drives no outputs): one hyperperiod as a guard_jobs list in the plan's buffer, its copies
+     * (4-aligned) and order at these bytes, cycle_count entries and cycle_jobs jobs (0: none) */
+    uint32_t plan_cycle_copies;
+    uint32_t plan_cycle_order;
+    uint32_t plan_cycle_count;
+    uint32_t plan_cycle_jobs;
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
@@ -375,8 +397,9 @@ uint64_t cp_program_tick_ns(const cp_program *prog);
 cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_config *cfg,
                         cp_error *err);
 
-/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release, 12 a PUBLISH copy),
- * 0 if the program is never planned (no periodic task, a hyperperiod of more than max_ticks
+/* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release, 12 a PUBLISH copy; where
+ * every tick's jobs are bare and drive no outputs, the bare cycle besides: 13 a PUBLISH copy, 1
+ * a release, up to 3 bytes of alignment), 0 if the program is never planned (no periodic task, a hyperperiod of more than max_ticks
  * ticks, more than 65,535 LET copies). */
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);
 
