@@ -1,5 +1,6 @@
 """Simulation speed: a 10-task, 1 kHz PID program in LocalTarget against the same loop
-hand-written in C (benchmarks/sim_pid.c, timing on and off) and in numba.
+hand-written in C (benchmarks/sim_pid.c, timing on and off; benchmarks/sim_pid_soa.c, the tasks
+side by side in vector lanes) and in numba.
 
     PYTHONPATH=src python benchmarks/bench_sim.py [--rounds 7]       # ratios to the anchors
     PYTHONPATH=src python benchmarks/bench_sim.py --table            # simulated s per wall s
@@ -11,7 +12,10 @@ timing measured and off, the hand-written C loop with a job-clock read after eac
 without, and numba; each measurement is the best CPU time (``time.process_time``) of three
 20-second (20,000-tick) steps. The ratios copapy / anchor (> 1: copapy is slower) are given as
 min / median / max over the rounds, with the load average before and after. The C loop is
-compiled with ``cc -O2`` (no -ffast-math), as copapy's stencils are.
+compiled with ``cc -O2`` (no -ffast-math), as copapy's stencils are. The stronger anchor
+``C SoA O3 native`` is the same tasks as structure of arrays, ``cc -O3 -march=native``: the
+compiler runs a tick's tasks side by side in vector lanes, as numba does with its arrays (a
+tick is then bound by one task's latency, ~11 ns); copapy runs each task as its own job.
 
 ``--table``: simulated seconds per wall second and per CPU second (median of five), the old
 single table. ``--against`` compares with another copapy source tree (``git archive <commit>
@@ -152,6 +156,18 @@ def c_anchor() -> ctypes.CDLL:
     return lib
 
 
+def soa_anchor() -> ctypes.CDLL:
+    """benchmarks/sim_pid_soa.c built with ``cc -O3 -march=native`` (untimed only)."""
+    out = Path(tempfile.mkdtemp(prefix="bench_sim_")) / "sim_pid_soa.so"
+    subprocess.run(["cc", "-std=c11", "-O3", "-march=native", "-shared", "-fPIC",
+                    str(HERE / "sim_pid_soa.c"), "-o", str(out)], check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.soa_run.restype = ctypes.c_float
+    lib.soa_run.argtypes = [ctypes.c_int, ctypes.c_int64]
+    lib.soa_reset.argtypes = [ctypes.c_int]
+    return lib
+
+
 def numba_anchor() -> Callable[[], float]:
     """The loop in numba (``@njit``, float32 state arrays, no fastmath), compiled before use."""
     import numba
@@ -201,6 +217,7 @@ def anchors(rounds: int) -> None:
         tg.deploy(*tasks)
         targets[timed] = tg
     lib = c_anchor()
+    soa = soa_anchor()
     go_numba = numba_anchor()
 
     def copapy(timed: bool) -> Callable[[], None]:
@@ -217,9 +234,14 @@ def anchors(rounds: int) -> None:
             return float(lib.sim_run(TASKS, TICKS, int(timed)))
         return go
 
+    def soa_loop() -> float:
+        soa.soa_reset(TASKS)
+        return float(soa.soa_run(TASKS, TICKS))
+
     rows: dict[str, Callable[[], Any]] = {
         "copapy timed": copapy(True), "copapy untimed": copapy(False),
-        "C timed": c_loop(True), "C untimed": c_loop(False), "numba": go_numba}
+        "C timed": c_loop(True), "C untimed": c_loop(False), "C SoA O3 native": soa_loop,
+        "numba": go_numba}
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(rounds):
@@ -228,9 +250,10 @@ def anchors(rounds: int) -> None:
     load_after = os.getloadavg()
     # the same results: copapy's position after 20 s against the C loop's and numba's
     cp_pos = targets[False].read(outs[0])
-    c_pos, nb_pos = c_loop(False)(), go_numba()
+    c_pos, nb_pos, soa_pos = c_loop(False)(), go_numba(), soa_loop()
     assert 0.9 < cp_pos < 1.1 and abs(cp_pos - c_pos) < 1e-4 and abs(cp_pos - nb_pos) < 1e-4, \
         (cp_pos, c_pos, nb_pos)
+    assert soa_pos == c_pos, (soa_pos, c_pos)  # the same float32 operations per task
     assert lib.sim_runs(0) == TICKS and targets[True].stats()[0].runs == TICKS
     print(f"{TASKS} PID tasks at 1 kHz, {SECONDS:.0f} simulated s ({TICKS:,} ticks) per "
           f"measurement, best CPU time of 3, {rounds} interleaved rounds; "
@@ -246,7 +269,8 @@ def anchors(rounds: int) -> None:
     print("| ratio (copapy / anchor, per round) | min | median | max |")
     print("|---|---:|---:|---:|")
     for mine, anchor in (("copapy timed", "C timed"), ("copapy untimed", "C untimed"),
-                         ("copapy timed", "C untimed"), ("copapy untimed", "numba"),
+                         ("copapy timed", "C untimed"), ("copapy untimed", "C SoA O3 native"),
+                         ("copapy untimed", "numba"),
                          ("copapy timed", "numba")):
         ratios = [a / b for a, b in zip(times[mine], times[anchor], strict=True)]
         print(f"| {mine} / {anchor} | {min(ratios):.2f} | {statistics.median(ratios):.2f} "
