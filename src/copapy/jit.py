@@ -221,9 +221,9 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        # the homes of arguments and results the caller's arrays stand in for (and their
-        # initial copy) are zeros the runner leaves untouched: not counted against the cap
-        reserve = 2 * sum(node.nbytes for node in compiled.pointers)
+        # the homes of arguments and results the caller's arrays stand in for are zeros the
+        # runner leaves untouched (and keeps no reset copy of): not counted against the cap
+        reserve = sum(node.nbytes for node in compiled.pointers)
         program: Any = load_program(compiled.image, arch, own_code=True, reserve=reserve)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
