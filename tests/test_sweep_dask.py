@@ -167,9 +167,10 @@ def dask_cluster(tmp_path: Path, workers: list[list[str]]
         procs += started
         yield address, started
     finally:
+        # the workers first, while the scheduler still runs: a worker whose scheduler closes
+        # under it while it handles its SIGTERM hung in its close until the 60 s below ran out
         for p in reversed(procs):
             p.terminate()
-        for p in procs:
             try:
                 p.wait(60)
             except subprocess.TimeoutExpired:
