@@ -91,7 +91,7 @@ def reference_walk(roots: list[build.Node], stop: set[build.Node],
 
     def visit(node: build.Node) -> None:
         seen.add(node)
-        if node.args and node not in stop:
+        if (node.args or node in reorder) and node not in stop:
             for child in reorder.get(node, node.args):
                 if child not in seen:
                     visit(child)
@@ -108,13 +108,17 @@ def reference_walk(roots: list[build.Node], stop: set[build.Node],
                 min_size=1, max_size=80),
        st.lists(st.integers(0, 10**6), min_size=1, max_size=5),
        st.sets(st.integers(0, 10**6), max_size=6), st.sets(st.integers(0, 10**6), max_size=6),
-       st.sampled_from(["set", "dict", "tuple"]))
+       st.sampled_from(["set", "dict", "tuple"]),
+       st.dictionaries(st.integers(0, 2), st.integers(0, 10**6), max_size=2))
 def test_live_nodes_is_the_recursive_post_order(steps: list[tuple[int, int, int]],
                                                 picks: list[int], stops: set[int],
-                                                flips: set[int], stop_kind: str) -> None:
+                                                flips: set[int], stop_kind: str,
+                                                aliases: dict[int, int]) -> None:
     # live_nodes runs in C (graph/_walk.c): the same order as the recursion, with leaves in
     # ``stop`` (any container the compiler passes: a set, the placed dict, a tuple), operands
-    # visited in a given order for some nodes, unary nodes, shared operands, repeated roots
+    # visited in a given order for some nodes, unary nodes, shared operands, repeated roots,
+    # leaves walked through the operand reorder gives them (graph/lift.py's aliases; a cycle
+    # through one is walked once, as the recursion does)
     pool = [cp.value(float(i)).node for i in range(3)]
     for i, j, kind in steps:
         a, b = pool[i % len(pool)], pool[j % len(pool)]
@@ -124,6 +128,7 @@ def test_live_nodes_is_the_recursive_post_order(steps: list[tuple[int, int, int]
     stop_set = {pool[k % len(pool)] for k in stops}
     reorder = {n: list(reversed(n.args)) for n in (pool[k % len(pool)] for k in flips)
                if len(n.args) == 2}
+    reorder.update({pool[leaf]: [pool[k % len(pool)]] for leaf, k in aliases.items()})
     stop: set[build.Node] | dict[build.Node, int] | tuple[build.Node, ...] = (
         stop_set if stop_kind == "set" else dict.fromkeys(stop_set, 0) if stop_kind == "dict"
         else tuple(stop_set))

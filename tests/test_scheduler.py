@@ -607,6 +607,30 @@ def test_reset_restores_the_initial_data() -> None:
     assert bytes(sched.trace_buffer()) == first
 
 
+def test_a_reset_zeroes_the_region_past_the_initial_bytes_which_have_no_copy() -> None:
+    """The reset copy holds the image's initial bytes only: an accumulator past them, which
+    the chain reads before it writes it, is zero again after a reset as after a fresh load, and
+    a MiB of zeros costs its size once under the cap (the old loader needed it twice)."""
+    size = 1 << 20
+    acc = size - 4
+    asm = Asm()
+    t = inc_chain(asm, acc, acc, 3)
+    blob = image(asm, [ImageTask(t, 1000)], size, data_init=struct.pack("<i", 7))
+    cap = size + (64 << 10)
+    prog = load_code(blob, max_memory=cap)
+    fresh = data_bytes(prog)
+    sched = prog.scheduler(1000)
+    sched.advance(10)
+    assert i32(prog, acc) == 30 and i32(prog, 0) == 7
+    prog.write(0, I32, -1)
+    sched.reset()
+    assert data_bytes(prog) == fresh and i32(prog, acc) == 0
+    sched.advance(10)
+    again = load_code(blob, max_memory=cap)
+    again.scheduler(1000).advance(10)
+    assert data_bytes(prog) == data_bytes(again) and i32(prog, acc) == 30
+
+
 def test_errors() -> None:
     asm = Asm()
     e = inc_chain(asm, 0, 0)

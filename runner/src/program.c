@@ -269,7 +269,11 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
                                         sizeof(cp_let_copy), _Alignof(cp_io_binding));
     uint64_t initial_offset = align_up(bindings_offset + (uint64_t)binding_count *
                                        sizeof(cp_io_binding), 16);
-    uint64_t need = initial_offset + img->data_size;
+    /* the reset copy holds DATA_INIT only: the image's data ends at its last non-zero byte and
+     * the rest of the region is zeros after the load (the placement writes only code, the
+     * pointer slots are relative to themselves), so cp_program_reset_data zeroes it again */
+    uint32_t initial_size = img->sec[CP_SEC_DATA_INIT].size;
+    uint64_t need = initial_offset + initial_size;
     if (need == 0) {
         need = 1; /* an empty program still gets a real, freeable region */
     }
@@ -324,7 +328,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
         return st;
     }
     /* the patches only touch the code, so this is the data region as the image defines it */
-    cp_copy_sparse(initial, base + img->data_offset, img->data_size);
+    cp_copy_sparse(initial, base + img->data_offset, initial_size);
     /* [0, data_offset) holds code and the zero gap; data and the task table stay writable */
     if (platform->region_seal(platform->ctx, base, img->data_offset, size) != 0) {
         platform->region_free(platform->ctx, base, size);
@@ -346,6 +350,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
     out->let_copies = copies;
     out->io_bindings = bindings;
     out->initial_data = initial;
+    out->initial_size = initial_size;
     out->loaded = 1;
     cp_ok(err);
     return CP_OK;
@@ -359,6 +364,17 @@ cp_status cp_program_run(const cp_program *prog, uint32_t task)
     }
     prog->tasks[task].entry();
     return CP_OK;
+}
+
+void cp_program_reset_data(const cp_program *prog)
+{
+    if (prog == NULL || !prog->loaded) {
+        return;
+    }
+    uint8_t *data = cp_program_data(prog);
+    uint32_t kept = prog->initial_size < prog->data_size ? prog->initial_size : prog->data_size;
+    cp_copy(data, prog->initial_data, kept);
+    cp_clear(data + kept, prog->data_size - kept);
 }
 
 void cp_program_unload(cp_program *prog)
@@ -384,4 +400,5 @@ void cp_program_unload(cp_program *prog)
     prog->let_copies = NULL;
     prog->io_bindings = NULL;
     prog->initial_data = NULL;
+    prog->initial_size = 0;
 }

@@ -1358,7 +1358,7 @@ void cp_sched_reset(cp_sched *s)
         return;
     }
     const cp_program *prog = s->prog;
-    cp_copy(cp_program_data(prog), prog->initial_data, prog->data_size);
+    cp_program_reset_data(prog);
     restart(s);
 }
 

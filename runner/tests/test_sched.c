@@ -757,7 +757,10 @@ static void test_reset(void)
     }
     uint8_t initial[32];
     memcpy(initial, cp_program_data(&f.prog), 32);
-    CHECK(memcmp(initial, f.prog.initial_data, 32) == 0);
+    /* the reset copy holds DATA_INIT (to INIT's end) only: OUT and the feed's slot lie in the
+     * zero tail, which the reset zeroes again */
+    CHECK(f.prog.initial_size == INIT + 4);
+    CHECK(memcmp(initial, f.prog.initial_data, INIT + 4) == 0);
     enum { CAP = 64, ROW = 8 + 32 };
     static uint8_t first[CAP * ROW], second[CAP * ROW];
     uint32_t off[1] = {0}, size[1] = {32};
@@ -766,6 +769,7 @@ static void test_reset(void)
     cp_sched_feed feed = {20, 4, (const uint8_t *)"abcd", 1, 0};
     CHECK_STATUS(cp_sched_add_feed(&f.s, &feed, &f.err), CP_OK);
     CHECK(memcmp(initial, cp_program_data(&f.prog), 32) != 0);
+    CHECK(memcmp(initial + OUT, cp_program_data(&f.prog) + OUT, 4) != 0); /* the tail too */
     cp_task_stats before = f.s.stats[0];
     CHECK(before.runs > 0 && before.skipped > 0);
 
@@ -994,9 +998,9 @@ static void test_tables_at_load(void)
     CHECK(f.s.copies[2][0] == 5 && f.s.copies[31][2] == 5);
     /* the initial data lives in the region, after the tables */
     CHECK(f.prog.initial_data >= (const uint8_t *)(f.prog.io_bindings + 4));
-    CHECK(f.prog.initial_data + f.prog.data_size <= f.prog.base + f.prog.region_size);
+    CHECK(f.prog.initial_data + f.prog.initial_size <= f.prog.base + f.prog.region_size);
     fx_end(&f);
-    CHECK(f.prog.let_copies == NULL && f.prog.initial_data == NULL);
+    CHECK(f.prog.let_copies == NULL && f.prog.initial_data == NULL && f.prog.initial_size == 0);
 }
 
 /* ---- randomised comparison with a naive model of docs/realtime.md

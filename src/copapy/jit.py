@@ -221,9 +221,9 @@ class _Compiled:
             self.plan.append((kind, r))
         compiled = compile_program(flatten(outputs, "a jitted function's results"), arch,
                                    in_place=True)
-        # the homes of arguments and results the caller's arrays stand in for (and their
-        # initial copy) are zeros the runner leaves untouched: not counted against the cap
-        reserve = 2 * sum(node.nbytes for node in compiled.pointers)
+        # the homes of arguments and results the caller's arrays stand in for are zeros the
+        # runner leaves untouched (and keeps no reset copy of): not counted against the cap
+        reserve = sum(node.nbytes for node in compiled.pointers)
         program: Any = load_program(compiled.image, arch, own_code=True, reserve=reserve)
         self.ports = ports = compiled.ports
         #: array inputs the fast path hands over by address, and results it has written into a
@@ -400,7 +400,7 @@ def _array_input(arr: Any, etype: str) -> Array:
     call writes the argument or reads it in place, so the caller's elements are never copied
     into the image (at 1e8 elements that copy took 55 s and 4.6 GB before the memory cap was
     checked; issue 31)."""
-    if arr.ndim not in (1, 2) or arr.size == 0:
+    if not 1 <= arr.ndim <= MAX_NDIM or arr.size == 0:
         return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])  # its error
     shape = tuple(int(d) for d in arr.shape)
     return Array(shape, node=fresh_array_input(dt.BY_NAME[etype], b"", shape))

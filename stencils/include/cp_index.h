@@ -300,13 +300,17 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
  * copy of it (docs/decisions/2026-12-04-gathers-of-jit-arguments.md). Only where fused loops
  * exist (64-bit targets with CP_FUSE_BYTES); the same checks as the v forms, the same bits. */
 #if defined(CP_FUSE_BYTES)
+/* the array the pointer slot a designates (form p) and the one out designates */
+#define CP_PSRC(T) ((const CT_##T *)cp_fbase(&cp_pa_ptr))
+#define CP_PDST(T) ((CT_##T *)cp_fbase(&cp_pout_ptr))
 /* The level gathers into the array slot out (form v) or, as a @cp.jit result, through the
  * pointer slot out into the caller's new array (form p: the result is no copy in the program);
- * NAME, DST: the stencil and its destination. */
-#define CP_PNGATHER(T, W, NAME, DST)                                                           \
+ * NAME, SRC, DST: the stencil, its source (the argument through the pointer slot a, or the
+ * array slot a: a temporary, the first of two gathers of a 4-D permutation) and destination. */
+#define CP_PNGATHER(T, W, NAME, SRC, DST)                                                      \
     CP_STENCIL(NAME)                                                                           \
     {                                                                                          \
-        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        const CT_##T *src_ = SRC;                                                              \
         CT_##T *dst_ = DST;                                                                    \
         CP_LEVELS(CP_LEN(cp_j_i32))                                                            \
         CP_WALK_LEVELS(CP_MOVE_BITS(W, dst_, o_, src_, p2_))                                   \
@@ -317,7 +321,7 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
 #define CP_PNGATHERAT(T, W, NAME, DST)                                                         \
     CP_STENCIL(NAME)                                                                           \
     {                                                                                          \
-        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        const CT_##T *src_ = CP_PSRC(T);                                                       \
         CT_##T *dst_ = DST;                                                                    \
         const int64_t at_ = (int64_t)cp_vb_i32[2];                                             \
         const size_t all_ = CP_LEN(cp_j_i32);                                                  \
@@ -328,13 +332,14 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         CP_NEXT();                                                                             \
     }
 #define CP_PGATHERS(T, W)                                                                      \
-    CP_PNGATHER(T, W, ngather_##T##__v_p_m_m, VSLOT_##T(out))                                  \
-    CP_PNGATHER(T, W, ngather_##T##__p_p_m_m, (CT_##T *)cp_fbase(&cp_pout_ptr))                \
+    CP_PNGATHER(T, W, ngather_##T##__v_p_m_m, CP_PSRC(T), VSLOT_##T(out))                      \
+    CP_PNGATHER(T, W, ngather_##T##__p_p_m_m, CP_PSRC(T), CP_PDST(T))                          \
+    CP_PNGATHER(T, W, ngather_##T##__p_v_m_m, VSLOT_##T(a), CP_PDST(T))                        \
     CP_PNGATHERAT(T, W, ngatherat_##T##__v_p_m_m, VSLOT_##T(out))                              \
-    CP_PNGATHERAT(T, W, ngatherat_##T##__p_p_m_m, (CT_##T *)cp_fbase(&cp_pout_ptr))            \
+    CP_PNGATHERAT(T, W, ngatherat_##T##__p_p_m_m, CP_PDST(T))                                  \
     CP_STENCIL(sgather_##T##__v_p_m_m)                                                         \
     {                                                                                          \
-        const CT_##T *src_ = (const CT_##T *)cp_fbase(&cp_pa_ptr);                             \
+        const CT_##T *src_ = CP_PSRC(T);                                                       \
         const size_t n = CP_LEN(cp_n_i32);                                                     \
         CP_STRIDED_RANGE(n, CP_LEN(cp_j_i32))                                                  \
         if (ok_) {                                                                             \

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 7u
+#define CP_RUNNER_ABI_VERSION 8u
 #define CP_IMAGE_FORMAT_VERSION 2u
 /* the format that carries code: @cp.jit's own images and runners without a stencil table */
 #define CP_IMAGE_FORMAT_VERSION_CODE 1u
@@ -168,7 +168,11 @@ typedef struct cp_program {
     uint32_t io_binding_count;
     cp_let_copy *let_copies;
     cp_io_binding *io_bindings;
-    uint8_t *initial_data;  /* data_size bytes */
+    uint8_t *initial_data;  /* initial_size bytes (data_size before ABI 8) */
+    /* appended in ABI 8: the bytes of the data region that initial_data holds, the image's
+     * DATA_INIT; the rest of the region starts as zeros and holds no copy (a temporary or a
+     * @cp.jit argument's home costs its size once, not twice): cp_program_reset_data */
+    uint32_t initial_size;
 } cp_program;
 
 /* Validate a whole image without side effects (every bound, CRC, version, architecture,
@@ -185,6 +189,11 @@ cp_status cp_program_run(const cp_program *prog, uint32_t task);
 
 /* Release the program's region. Safe on a zeroed or already unloaded program. */
 void cp_program_unload(cp_program *prog);
+
+/* Appended in ABI 8: the data region back to what cp_program_load left, whatever a crafted
+ * image's code wrote into it: initial_data's bytes, then zeros (written only into 64-byte
+ * chunks that are not zero already). cp_sched_reset calls it. */
+void cp_program_reset_data(const cp_program *prog);
 
 static inline uint8_t *cp_program_data(const cp_program *prog)
 {

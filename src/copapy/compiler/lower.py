@@ -588,9 +588,10 @@ class _Lowerer:
             size = _view_base(block)[0].size
         out = self.array_out(node)
         target = self.output_of(node) if self.in_place else None
-        into = stencil.replace("__v_p_", "__p_p_")
+        into = stencil.replace("__v_", "__p_", 1)
         if target is not None and into != stencil and into in self.table:
-            # a result nothing reads: through its pointer slot into the caller's new array
+            # a result nothing reads: through its pointer slot into the caller's new array (from
+            # a temporary too: the second gather of a 4-D permutation, ngather__p_v)
             stencil, dst = into, self.pointer_to(out)
             self.through_pointer.add(target)
         else:

@@ -10,9 +10,10 @@ from .._contract import IoDirection
 from .._gc import without_gc
 from ..arch.features import feature_mask
 from ..arch.targets import by_name
-from ..graph.build import live_nodes, rebuild
+from ..graph.build import rebuild
 from ..graph.node import Node, const, input_initial, input_name
 from ..graph.state import state_initial, update_is_signal, update_of
+from ..graph.traverse import closure
 from ..image import (
     Image,
     ImageIoBinding,
@@ -85,26 +86,6 @@ class CompiledProgram:
     #: state port name -> its state leaf (states are no ``ports``: the host reads them by
     #: name; cp.save describes the arrays among them with their shapes)
     states: dict[str, Node] = field(default_factory=dict)
-
-
-def _closure(roots: Sequence[Node], stop: set[Node] | dict[Node, int],
-             mapping: Mapping[Node, Node] | None = None) -> tuple[list[Node], list[Node]]:
-    """Nodes the roots depend on, following state leaves to their updates (``mapping``: the
-    nodes the compiler rewrote -> their new form); and the states."""
-    mapping = mapping or {}
-    roots = [mapping.get(r, r) for r in roots]
-    states: list[Node] = []
-    seen_states: set[int] = set()
-    while True:
-        order = live_nodes(roots, stop=stop)
-        new = [n for n in order if n.op == "state" and id(n) not in seen_states and n not in stop]
-        if not new:
-            return order, states
-        for s in new:
-            seen_states.add(id(s))
-            states.append(s)
-            update = update_of(s)
-            roots.append(mapping.get(update, update))
 
 
 def _presets(states: Sequence[Node]) -> dict[Node, bytes]:
@@ -191,7 +172,7 @@ class _Builder:
                             for k, m in enumerate(members)})
         replaced = packing.replaced
         combined = {**replaced, **{n: replaced.get(m, m) for n, m in mapping.items()}}
-        order, states = _closure(outputs, stop or set(), combined)
+        order, states = closure(outputs, stop or set(), combined)
         return order, states, combined
 
     def input_block(self, stand: Node) -> int:
@@ -325,7 +306,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
     b = _Builder(arch, names)
     b.code_image = b.code_image or in_place
     b.defer = b.layout.defer_temps = in_place
-    order, states = _closure(outputs, set(), fold)
+    order, states = closure(outputs, set(), fold)
     order, states, mapping = b.pack(order, states, outputs, mapping=fold)
     spec = ChainSpec({}, {}, [])
     for node in order:
@@ -383,7 +364,7 @@ def _state_outputs(outputs: Sequence[Node], private: Sequence[int], states: Sequ
 
 def _substitute_dt(roots: Sequence[Node], period_s: float, stop: set[Node]) -> dict[Node, Node]:
     """Replace ``cp.dt`` by the task's period in everything the roots compute."""
-    order, _ = _closure(roots, stop)
+    order, _ = closure(roots, stop)
     mapping: dict[Node, Node] = {n: const(period_s, n.dtype) for n in order if n.op == "dt"}
     if not mapping:
         return {}
@@ -443,7 +424,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
     for k, t in enumerate(tasks):
         others = {n for n, p in producer.items() if p != k}
         mapping = _substitute_dt(t.outputs, t.period_ns * 1e-9, others)
-        order, states = _closure([mapping.get(n, n) for n in t.outputs], others)
+        order, states = closure([mapping.get(n, n) for n in t.outputs], others)
         order, states, mapping = b.pack(order, states, t.outputs, others, mapping)
         for s in states:
             if s in state_owner:

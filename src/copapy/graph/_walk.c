@@ -45,12 +45,14 @@ static PyObject *operands(PyObject *reorder, PyObject *node, PyObject *args) {
     return PySequence_Fast(args, "node.args must be a sequence");
 }
 
-/* 1 if the node is an inner node to push (it has operands and is not in stop), 0 for a leaf;
- * *args gets a new reference to its args when 1 */
-static int inner(PyObject *stop, PyObject *node, PyObject **args) {
+/* 1 if the node is an inner node to push (it has operands, or reorder gives it some: an input
+ * that graph/lift.py reads through its alias, and is not in stop), 0 for a leaf; *args gets a
+ * new reference to its args when 1 */
+static int inner(PyObject *stop, PyObject *reorder, PyObject *node, PyObject **args) {
     *args = PyObject_GetAttr(node, s_args);
     if (*args == NULL) return -1;
     int r = PyObject_IsTrue(*args);
+    if (r == 0 && reorder != NULL) r = PyDict_Contains(reorder, node);
     if (r > 0) {
         int stopped = in_stop(stop, node);
         r = stopped < 0 ? -1 : !stopped;
@@ -81,7 +83,8 @@ static int push(Stack *st, PyObject *reorder, PyObject *node, PyObject *args) {
 PyDoc_STRVAR(live_nodes_doc,
              "live_nodes(outputs, stop, reorder)\n\n"
              "Every node the outputs depend on, operands before users; nodes in ``stop`` are\n"
-             "leaves; ``reorder`` (a dict or None) gives some nodes' operand visiting order.");
+             "leaves; ``reorder`` (a dict or None) gives some nodes' operands in visiting\n"
+             "order (a node without args that has an entry is walked through it).");
 
 static PyObject *live_nodes(PyObject *module, PyObject *const *argv, Py_ssize_t argc) {
     (void)module;
@@ -109,7 +112,7 @@ static PyObject *live_nodes(PyObject *module, PyObject *const *argv, Py_ssize_t 
         if (r) continue;
         if (PySet_Add(seen, root) < 0) goto fail;
         PyObject *args;
-        r = inner(stop, root, &args);
+        r = inner(stop, reorder, root, &args);
         if (r < 0) goto fail;
         if (!r) {
             if (PyList_Append(order, root) < 0) goto fail;
@@ -128,7 +131,7 @@ static PyObject *live_nodes(PyObject *module, PyObject *const *argv, Py_ssize_t 
                 if (r < 0) goto fail;
                 if (r) continue;
                 if (PySet_Add(seen, child) < 0) goto fail;
-                r = inner(stop, child, &args);
+                r = inner(stop, reorder, child, &args);
                 if (r < 0) goto fail;
                 if (r) {
                     r = push(&st, reorder, child, args); /* may move the frames */

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from .node import Node, intern, next_serial
 from .ops import REGISTRY
 from .state import set_update, state_initial, update_is_signal, update_of
+from .traverse import closure
 
-__all__ = ["LiftError", "closure", "lift", "reaches"]
+__all__ = ["LiftError", "lift", "reaches"]
 
 #: leaves a lifted graph may hold as they are (lanes of an input come from ``lanes``)
 _LEAVES = frozenset({"const", "input", "state", "dt"})
@@ -82,12 +83,6 @@ def lift(roots: Sequence[Node], lanes: Mapping[Node, Node], count: int,
     return out
 
 
-def closure(roots: Sequence[Node]) -> list[Node]:
-    """Every node the roots depend on, through the updates of the states they read too,
-    operands before users."""
-    return _closure(roots, {})
-
-
 def _operands(node: Node, alias: Mapping[Node, Node]) -> Iterable[Node]:
     target = alias.get(node)
     return node.args if target is None else (target,)
@@ -95,32 +90,16 @@ def _operands(node: Node, alias: Mapping[Node, Node]) -> Iterable[Node]:
 
 def _closure(roots: Sequence[Node], alias: Mapping[Node, Node]) -> list[Node]:
     """Every node the roots read, through aliases and the updates of states, operands (and
-    alias targets) before their users; LiftError for a cycle through an alias."""
-    order: list[Node] = []
-    done: set[Node] = set()
-    on_path: set[Node] = set()
-    pending = list(roots)
-    while pending:
-        root = pending.pop(0)
-        if root in done:
-            continue
-        stack: list[tuple[Node, Iterable[Node]]] = [(root, iter(_operands(root, alias)))]
-        on_path.add(root)
-        while stack:
-            node, it = stack[-1]
-            nxt = next((a for a in it if a not in done), None)
-            if nxt is None:
-                stack.pop()
-                on_path.discard(node)
-                done.add(node)
-                order.append(node)
-                if node.op == "state":
-                    pending.append(update_of(node))
-                continue
-            if nxt in on_path:
-                raise LiftError(f"{nxt!r} reads itself in one run through an I/O alias")
-            on_path.add(nxt)
-            stack.append((nxt, iter(_operands(nxt, alias))))
+    alias targets) before their users (traverse.closure: an aliased input is walked through
+    its target); LiftError for a cycle through an alias, which the walk leaves as a node
+    placed before (or at) an operand of its own (the graph without aliases has none)."""
+    order, _ = closure(roots, reorder={node: (target,) for node, target in alias.items()})
+    if alias:
+        at = {node: k for k, node in enumerate(order)}
+        for k, node in enumerate(order):
+            for a in _operands(node, alias):
+                if at[a] >= k:
+                    raise LiftError(f"{a!r} reads itself in one run through an I/O alias")
     return order
 
 

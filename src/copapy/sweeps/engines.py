@@ -282,8 +282,9 @@ def run_dask(client: Any, plan: Plan, encoded: Callable[[int, int], bytes], n: i
     are pure: same plan and rows, same bytes). In a cluster of mixed CPUs the tasks go only
     to the workers that execute the plan's code (``native_workers``)."""
     able = native_workers(client, plan.variant)
-    chunk = _chunk(chunk, plan, n, len(able or client.scheduler_info()["workers"]) or 1,
-                   encoded)
+    # nthreads() asks the scheduler; scheduler_info() returns the client's cache, which its
+    # periodic refresh (n_workers=0) can leave without workers (distributed 2026.8)
+    chunk = _chunk(chunk, plan, n, len(able or client.nthreads()) or 1, encoded)
     # The plan is a task's result, not scattered data: a broadcast scatter waits forever for a
     # worker that dies meanwhile, and scattered data cannot be recomputed once its worker is
     # gone; a task result is recomputed (the plan's bytes travel once, in the task).

@@ -22,9 +22,10 @@ from .. import image as im
 from .._contract import IoDirection
 from ..arrays import Array
 from ..compiler import compile_tasks
-from ..graph.lift import LiftError, closure, lift, reaches
+from ..graph.lift import LiftError, lift, reaches
 from ..graph.node import Node, fresh_array_input, input_initial, input_name
 from ..graph.state import state_initial, update_is_signal, update_of
+from ..graph.traverse import closure
 from ..io import Channel
 from ..runtime.load import host_architecture, is_native
 from ..saved import ArrayInfo, Program
@@ -104,7 +105,7 @@ def build_lanes(tasks: Sequence[Task], bindings: Sequence[tuple[Any, Channel]],
     that has no lane form; the compiler's errors for one it cannot compile."""
     roots = [n for t in tasks for o in t.outputs for n in _nodes(o)]
     by_name = {v.node: n for n, v in names.items() if isinstance(v, Value)}
-    for node in closure(roots):
+    for node in closure(roots)[0]:
         if node.op == "input" and node not in by_name and input_name(node):
             by_name[node] = input_name(node)  # type: ignore[assignment]
     nodes = {n: node for node, n in by_name.items()}
@@ -196,7 +197,7 @@ def _aliases(tasks: Sequence[Task], bindings: Sequence[tuple[Any, Channel]], bas
 def _presets(roots: Sequence[Node]) -> dict[Node, bytes]:
     """The nodes whose output slot starts at a state's init (as the compiler presets it:
     a state, and a state's update that is the signal)."""
-    states = [n for n in closure(roots) if n.op == "state"]
+    states = [n for n in closure(roots)[0] if n.op == "state"]
     found = {update_of(s): state_initial(s) for s in states if update_is_signal(s)}
     found.update({s: state_initial(s) for s in states})
     return found
