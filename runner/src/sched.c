@@ -122,6 +122,45 @@ static inline double *sim_channel(const cp_sched *s, uint8_t kind, uint16_t chan
                : NULL;
 }
 
+/* OUTPUT bindings [begin, end) into the simulated I/O (set): a float32 slot without the
+ * dtype switch. Inline in the planned tick, where a call a task cost more than the moves
+ * (bench_sim.py's "io" row). */
+static CP_ALWAYS_INLINE void sim_writes(const cp_sched *s, const uint8_t *data, uint32_t begin,
+                                        uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        double *ch = sim_channel(s, b[k].kind, b[k].channel);
+        if (ch == NULL) {
+            continue;
+        }
+        if (b[k].dtype == CP_DT_F32) {
+            float f;
+            cp_copy((uint8_t *)&f, data + b[k].offset, sizeof(f));
+            *ch = (double)f;
+        } else {
+            *ch = load_slot(data + b[k].offset, b[k].dtype);
+        }
+    }
+}
+
+/* INPUT bindings [begin, end) from the simulated I/O (set), as sim_writes. */
+static CP_ALWAYS_INLINE void sim_reads(const cp_sched *s, uint8_t *data, uint32_t begin,
+                                       uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        const double *ch = sim_channel(s, b[k].kind, b[k].channel);
+        double v = ch != NULL ? *ch : 0.0;
+        if (b[k].dtype == CP_DT_F32) {
+            float f = cp_to_f32(v);
+            cp_copy(data + b[k].offset, (const uint8_t *)&f, sizeof(f));
+        } else {
+            store_slot(data + b[k].offset, b[k].dtype, v);
+        }
+    }
+}
+
 /* OUTPUT bindings [begin, end) from the shared slots (into the simulated I/O, or through
  * io_write). */
 static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
@@ -843,6 +882,13 @@ static cp_guard_job_list job_list(const cp_sched *s, const uint8_t *order, uint3
     return list;
 }
 
+/* 1 if the planned tick at `op` is one for bare_ticks: its jobs bare, no outputs driven (a
+ * program with bindings does not build bare_ticks' lists a tick for nothing). */
+static inline int plan_bare(const uint8_t *op)
+{
+    return (op[1 + op[0]] & (PLAN_OUTPUTS | PLAN_BARE)) == PLAN_BARE;
+}
+
 /* Planned ticks past a run's first, from plan byte *at on, while a tick's jobs are bare and
  * its period ends drive no outputs (and there is no feed): the tick's PUBLISH copies from the
  * flat list, its jobs in one call of the run's guard_jobs, its trace row; a loop of its own,
@@ -854,14 +900,15 @@ static cp_guard_job_list job_list(const cp_sched *s, const uint8_t *order, uint3
  * count). */
 CP_CALLS_LOADED_CODE
 static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_jobs_fn jobs,
-                           uint64_t ticks, uint32_t *at, int *faulted)
+                           const cp_guard_job_list *base, uint64_t ticks, uint32_t *at,
+                           int *faulted)
 {
     uint8_t *data = cp_program_data(s->prog);
     const uint8_t *plan = s->plan, *op = plan + *at, *end = plan + s->plan_ops;
     uint64_t tick = s->tick, now_ns = s->now_ns, tick_ns = s->cfg.tick_ns, k = 0;
     uint64_t h = s->plan_period;
     int tracing = s->trace_buf != NULL;
-    cp_guard_job_list list = job_list(s, NULL, 0);
+    cp_guard_job_list list = *base;
     cp_guard_job_list cycle = list;
     cycle.order = plan + s->plan_cycle_order;
     cycle.count = s->plan_cycle_count;
@@ -887,7 +934,7 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
             continue;
         }
         uint32_t m = op[0];
-        if ((op[1 + m] & (PLAN_OUTPUTS | PLAN_BARE)) != PLAN_BARE) {
+        if (!plan_bare(op)) {
             break;
         }
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
@@ -944,9 +991,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
     r->planned = 1;
     cp_guard_job_list list = job_list(s, NULL, 0);
     for (uint64_t k = 0; k < ticks; k++) {
-        if (k != 0 && jobs != NULL && s->feed_count == 0) {
+        if (k != 0 && jobs != NULL && s->feed_count == 0 && plan_bare(plan + at)) {
             int faulted = 0;
-            k += bare_ticks(s, r, job_ctx, jobs, ticks - k, &at, &faulted);
+            k += bare_ticks(s, r, job_ctx, jobs, &list, ticks - k, &at, &faulted);
             if (faulted) {
                 plan_fault(s, r);
                 r->planned = 0;
@@ -970,7 +1017,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
                     continue;
                 }
                 apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
-                if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
+                if (s->sim_io != NULL) {
+                    sim_writes(s, data, s->bindings[i][1], s->bindings[i][2]);
+                } else if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
                     write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
                 }
                 s->state[i].pending = 0;
@@ -995,7 +1044,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
                 uint32_t i = op[j];
                 r->at = j;
                 if (!(flags & PLAN_BARE)) {
-                    if (s->bindings[i][0] < s->bindings[i][1]) {
+                    if (s->sim_io != NULL) {
+                        sim_reads(s, data, s->bindings[i][0], s->bindings[i][1]);
+                    } else if (s->bindings[i][0] < s->bindings[i][1]) {
                         read_inputs(s, data, s->bindings[i][0], s->bindings[i][1]);
                     }
                     apply_copies(data, copies, s->copies[i][0], s->copies[i][1]);

@@ -1253,8 +1253,11 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int bare, uint32_t *f
         sb_copy(b, (uint16_t)i, 1, 4, base + R_CNT,
                 base + (shape == 3 ? R_SPARE : shape == 2 ? R_FREE : R_SCNT));
         if (!bare && rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
-            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, 3, R_STRIDE * i + R_SPARE);
-            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, 3, R_STRIDE * i + R_SCNT);
+            /* int32 or float32 slots (the direct moves' two paths: a dtype switch, and
+             * float32 without it) */
+            uint8_t in = rnd(2) ? CP_DT_F32 : CP_DT_I32, out = rnd(2) ? CP_DT_F32 : CP_DT_I32;
+            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
+            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, R_STRIDE * i + R_SCNT);
         }
     }
 }
