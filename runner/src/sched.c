@@ -525,7 +525,10 @@ static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_ru
  * releases as one guard_jobs list (plan_cycle), which bare_ticks hands to the platform once
  * for many hyperperiods. */
 
-enum { PLAN_OUTPUTS = 1, PLAN_BARE = 2 };
+/* PLAN_FLAT_OUTPUTS: no due task's OUTPUT binding reads a slot that a later due task's (in
+ * index order) PUBLISH copy writes, so the tick may publish from the flat copy list and then
+ * move the outputs (with the simulated I/O, where no callback sees the order) */
+enum { PLAN_OUTPUTS = 1, PLAN_BARE = 2, PLAN_FLAT_OUTPUTS = 4 };
 
 /* 1 if periodic task i is released at tick t. */
 static int released_at(const cp_sched *s, uint32_t i, uint64_t t)
@@ -603,6 +606,25 @@ static uint32_t plan_tick_copies(const cp_sched *s, uint32_t due, uint8_t *ops, 
     return entries + (size != 0);
 }
 
+/* 1 if an OUTPUT binding of task i reads a byte that a PUBLISH copy of a task in `later` (a
+ * mask) writes. */
+static int outputs_overwritten(const cp_sched *s, uint32_t i, uint32_t later)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    const cp_let_copy *c = s->prog->let_copies;
+    for (uint32_t o = s->bindings[i][1]; o < s->bindings[i][2]; o++) {
+        uint64_t lo = b[o].offset, hi = lo + cp_dtype_size(b[o].dtype);
+        for (uint32_t k = 0; k < s->task_count; k++) {
+            for (uint32_t x = s->copies[k][1]; (later >> k & 1u) && x < s->copies[k][2]; x++) {
+                if (c[x].dst < hi && lo < (uint64_t)c[x].dst + c[x].size) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* The tasks due at tick t (a mask; *count of them) and the tick's plan flags. */
 static uint32_t plan_tick_due(const cp_sched *s, uint64_t t, uint32_t *count, uint32_t *flags)
 {
@@ -617,6 +639,12 @@ static uint32_t plan_tick_due(const cp_sched *s, uint64_t t, uint32_t *count, ui
                                s->copies[i][0] < s->copies[i][1]);
     }
     *flags = (outputs ? PLAN_OUTPUTS : 0u) | (work ? 0u : PLAN_BARE);
+    uint32_t flat = outputs;
+    for (uint32_t i = 0; i < s->task_count && flat; i++) {
+        uint32_t later = i + 1 < 32 ? due >> (i + 1) << (i + 1) : 0;
+        flat = !((due >> i & 1u) && outputs_overwritten(s, i, later));
+    }
+    *flags |= flat ? PLAN_FLAT_OUTPUTS : 0u;
     return due;
 }
 
@@ -1009,7 +1037,14 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
         const uint8_t *copy = op + 4 + m;
         op = copy + PLAN_COPY_BYTES * ncopies;
-        if (k == 0 || (flags & PLAN_OUTPUTS)) { /* 1. period ends, task by task */
+        if (k != 0 && (flags & PLAN_FLAT_OUTPUTS) && s->sim_io != NULL) {
+            /* 1. period ends: the flat copy list, then the outputs task by task (no output
+             * reads what a later task's copy writes: the same bytes, the same moves) */
+            plan_copies(data, copy, ncopies);
+            for (; m != 0; m--, ends++) {
+                sim_writes(s, data, s->bindings[*ends][1], s->bindings[*ends][2]);
+            }
+        } else if (k == 0 || (flags & PLAN_OUTPUTS)) { /* 1. period ends, task by task */
             /* the first tick of a run may have been settled (published already), and a
              * task's outputs come after its own copies; past it every due task is pending */
             for (; m != 0; m--) {

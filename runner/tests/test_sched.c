@@ -1256,8 +1256,13 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int bare, uint32_t *f
             /* int32 or float32 slots (the direct moves' two paths: a dtype switch, and
              * float32 without it) */
             uint8_t in = rnd(2) ? CP_DT_F32 : CP_DT_I32, out = rnd(2) ? CP_DT_F32 : CP_DT_I32;
+            /* a quarter of the OUTPUTs read the next task's shared slot, which its PUBLISH
+             * copy writes later in the tick: the output must take the value before it (the
+             * planned tick then moves outputs task by task, not after the flat copies) */
+            uint32_t driven = rnd(4) == 0 ? R_STRIDE * ((i + 1) % n) + R_SHARED
+                                          : R_STRIDE * i + R_SCNT;
             sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
-            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, R_STRIDE * i + R_SCNT);
+            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, driven);
         }
     }
 }
