@@ -1514,11 +1514,22 @@ cp_status cp_sched_set_trace(cp_sched *s, const uint32_t *offsets, const uint32_
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
                        "a trace of %u rows of %u bytes is not addressable", capacity, row_size);
     }
-    s->trace_range_count = count;
-    for (uint32_t r = 0; r < CP_MAX_TRACE_RANGES; r++) {
-        s->trace_offset[r] = r < count ? offsets[r] : 0;
-        s->trace_size[r] = r < count ? sizes[r] : 0;
+    /* a range that starts where the previous one ends joins it: the same row bytes, one
+     * copy (LocalTarget's outputs are side by side, one range each: bench_sim.py "trace") */
+    uint32_t merged = 0;
+    cp_fill((uint8_t *)s->trace_offset, 0, sizeof(s->trace_offset));
+    cp_fill((uint8_t *)s->trace_size, 0, sizeof(s->trace_size));
+    for (uint32_t r = 0; r < count; r++) {
+        if (merged != 0 &&
+            (uint64_t)s->trace_offset[merged - 1] + s->trace_size[merged - 1] == offsets[r]) {
+            s->trace_size[merged - 1] += sizes[r];
+            continue;
+        }
+        s->trace_offset[merged] = offsets[r];
+        s->trace_size[merged] = sizes[r];
+        merged++;
     }
+    s->trace_range_count = merged;
     s->trace_row_size = count > 0 ? (uint32_t)row_size : 0;
     s->trace_buf = count > 0 ? buf : NULL;
     s->trace_capacity = count > 0 ? capacity : 0;
