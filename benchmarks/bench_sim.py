@@ -42,7 +42,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import copapy as cp
+from copapy.trace import Trace
 
 ROWS = ((1, True), (10, True), (10, False))
 SECONDS = 20.0
@@ -51,29 +54,57 @@ TICKS = round(SECONDS / 1e-3)
 HERE = Path(__file__).resolve().parent
 
 
-def pid_program(tasks: int) -> tuple[list[cp.Task], list[cp.Value[float]]]:
-    """``tasks`` independent loops: a PID controller and a first-order plant in each task."""
+def pid_program(tasks: int, io: list[tuple[cp.Value[float], cp.io.Channel]] | None = None,
+                ) -> tuple[list[cp.Task], list[cp.Value[float]]]:
+    """``tasks`` independent loops: a PID controller and a first-order plant in each task.
+    ``io`` (a list to fill): each task also reads a disturbance from a simulated ADC (0.0,
+    so the same numbers) and drives a simulated DAC with its position."""
     out, outs = [], []
     for k in range(tasks):
         setpoint = cp.value(1.0 + k)
+        disturbance = cp.value(0.0, name=f"disturbance{k}") if io is not None else None
         # the plant state is a feedback of the plant output; the controller sees it delayed
         def plant_step(prev: cp.Value[float],
-                       setpoint: cp.Value[float] = setpoint) -> cp.Value[float]:
+                       setpoint: cp.Value[float] = setpoint,
+                       disturbance: cp.Value[float] | None = disturbance) -> cp.Value[float]:
             error = setpoint - prev
             u = 2.0 * error + 5.0 * cp.integrate(error) + 0.05 * cp.rate(error)
-            return prev + (cp.clamp(u, -10.0, 10.0) - prev) * (cp.dt / 0.05)
+            new = prev + (cp.clamp(u, -10.0, 10.0) - prev) * (cp.dt / 0.05)
+            return new if disturbance is None else new + disturbance
 
         position = cp.feedback(plant_step, init=0.0)
         outs.append(position)
         out.append(cp.Task(position, period=1e-3, priority=k, name=f"loop{k}"))
+        if io is not None and disturbance is not None:
+            io += [(disturbance, cp.io.ADC(k)), (position, cp.io.DAC(k))]
     return out, outs
 
 
-def measure(n: int, timed: bool) -> tuple[float, float]:
-    """Median wall and CPU seconds of stepping SECONDS simulated seconds (5 repeats)."""
-    tasks, outs = pid_program(n)
-    tg = cp.LocalTarget(tick=1e-3, measure=timed)
+#: the realistic variants of the untimed 10-task row: "trace" records the 10 outputs every
+#: tick (a ring of a whole step's rows), "io" adds a simulated ADC input and DAC output per task
+VARIANTS = ("trace", "io", "io+trace")
+
+
+def realistic(variant: str) -> tuple[cp.LocalTarget, list[cp.Value[float]], Trace | None]:
+    """The untimed 10-task program as users run it: with a trace and/or simulated I/O."""
+    io: list[tuple[cp.Value[float], cp.io.Channel]] = []
+    tasks, outs = pid_program(TASKS, io if "io" in variant else None)
+    tg = cp.LocalTarget(tick=1e-3, measure=False)
+    for value, channel in io:
+        tg.bind(value, channel)
     tg.deploy(*tasks)
+    trace = tg.trace(*outs, capacity=TICKS) if "trace" in variant else None
+    return tg, outs, trace
+
+
+def measure(n: int, timed: bool, variant: str = "") -> tuple[float, float]:
+    """Median wall and CPU seconds of stepping SECONDS simulated seconds (5 repeats)."""
+    if variant:
+        tg, outs, _ = realistic(variant)
+    else:
+        tasks, outs = pid_program(n)
+        tg = cp.LocalTarget(tick=1e-3, measure=timed)
+        tg.deploy(*tasks)
     walls, cpus = [], []
     for _ in range(5):
         tg.reset()
@@ -118,25 +149,27 @@ def against(other: str, rounds: int) -> None:
              "other": os.path.abspath(other)}
     print(f"other tree: {trees['other']}; job clock here: {job_clock()}; "
           f"load average {os.getloadavg()[0]:.1f}")
-    best: dict[tuple[str, int, bool], tuple[float, float]] = {}
+    rows = [(n, timed, "") for n, timed in ROWS] + [(TASKS, False, v) for v in VARIANTS]
+    best: dict[tuple[str, int, bool, str], tuple[float, float]] = {}
     for _ in range(rounds):
         for name, tree in trees.items():
-            for n, timed in ROWS:
+            for n, timed, variant in rows:
                 out = subprocess.run(
-                    [sys.executable, os.path.abspath(__file__), "--row", f"{n}:{int(timed)}"],
+                    [sys.executable, os.path.abspath(__file__), "--row",
+                     f"{n}:{int(timed)}:{variant}"],
                     check=True, capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": tree}).stdout.split()
                 wall, cpu = float(out[0]), float(out[1])
-                key = (name, n, timed)
+                key = (name, n, timed, variant)
                 old = best.get(key, (wall, cpu))
                 best[key] = (min(old[0], wall), min(old[1], cpu))
     print(f"(best of {rounds} rounds; load average after: {os.getloadavg()[0]:.1f})")
     print("| tasks | run timing | simulated s per wall s, this / other "
           "| per CPU s, this / other |")
     print("|---:|---|---:|---:|")
-    for n, timed in ROWS:
-        this, that = best[("this", n, timed)], best[("other", n, timed)]
-        timing = "measured" if timed else "off"
+    for n, timed, variant in rows:
+        this, that = best[("this", n, timed, variant)], best[("other", n, timed, variant)]
+        timing = ("measured" if timed else "off") + (f", {variant}" if variant else "")
         print(f"| {n} | {timing} | {ratio(this[0])} / {ratio(that[0])} "
               f"| {ratio(this[1])} / {ratio(that[1])} |")
 
@@ -153,6 +186,7 @@ def c_anchor() -> ctypes.CDLL:
     lib.sim_run.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int]
     lib.sim_reset.argtypes = [ctypes.c_int]
     lib.sim_runs.restype = ctypes.c_uint64
+    lib.sim_trace.argtypes = [ctypes.c_void_p]
     return lib
 
 
@@ -216,9 +250,11 @@ def anchors(rounds: int) -> None:
         tg = cp.LocalTarget(tick=1e-3, measure=timed)
         tg.deploy(*tasks)
         targets[timed] = tg
+    real = {v: realistic(v) for v in VARIANTS}
     lib = c_anchor()
     soa = soa_anchor()
     go_numba = numba_anchor()
+    trace_buf = ctypes.create_string_buffer(TICKS * (8 + 4 * TASKS))
 
     def copapy(timed: bool) -> Callable[[], None]:
         tg = targets[timed]
@@ -234,6 +270,22 @@ def anchors(rounds: int) -> None:
             return float(lib.sim_run(TASKS, TICKS, int(timed)))
         return go
 
+    def c_trace() -> float:
+        lib.sim_reset(TASKS)
+        lib.sim_trace(trace_buf)
+        try:
+            return float(lib.sim_run(TASKS, TICKS, 0))
+        finally:
+            lib.sim_trace(None)
+
+    def variant(name: str) -> Callable[[], None]:
+        tg = real[name][0]
+
+        def go() -> None:
+            tg.reset()
+            tg.step(SECONDS)
+        return go
+
     def soa_loop() -> float:
         soa.soa_reset(TASKS)
         return float(soa.soa_run(TASKS, TICKS))
@@ -241,7 +293,8 @@ def anchors(rounds: int) -> None:
     rows: dict[str, Callable[[], Any]] = {
         "copapy timed": copapy(True), "copapy untimed": copapy(False),
         "C timed": c_loop(True), "C untimed": c_loop(False), "C SoA O3 native": soa_loop,
-        "numba": go_numba}
+        "numba": go_numba, "C untimed trace": c_trace,
+        **{f"copapy untimed {v}": variant(v) for v in VARIANTS}}
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(rounds):
@@ -255,6 +308,14 @@ def anchors(rounds: int) -> None:
         (cp_pos, c_pos, nb_pos)
     assert soa_pos == c_pos, (soa_pos, c_pos)  # the same float32 operations per task
     assert lib.sim_runs(0) == TICKS and targets[True].stats()[0].runs == TICKS
+    c_trace()
+    c_rows = memoryview(trace_buf.raw).cast("B")
+    for v, (tg, vouts, _) in real.items():  # the same numbers, the same rows as the C loop's
+        assert tg.read(vouts[0]) == cp_pos, (v, tg.read(vouts[0]), cp_pos)
+        if "trace" in v:  # LET: the row of tick t holds the outputs published at its start
+            c_cols = np.frombuffer(c_rows, np.float32).reshape(TICKS, 2 + TASKS)[:, 2:]
+            cp_cols = np.stack([np.asarray(real[v][2][o], np.float32) for o in vouts], 1)
+            assert (cp_cols[1:] == c_cols[:-1]).all(), v
     print(f"{TASKS} PID tasks at 1 kHz, {SECONDS:.0f} simulated s ({TICKS:,} ticks) per "
           f"measurement, best CPU time of 3, {rounds} interleaved rounds; "
           f"{platform.processor() or platform.machine()}, job clock {job_clock()}; "
@@ -271,7 +332,11 @@ def anchors(rounds: int) -> None:
     for mine, anchor in (("copapy timed", "C timed"), ("copapy untimed", "C untimed"),
                          ("copapy timed", "C untimed"), ("copapy untimed", "C SoA O3 native"),
                          ("copapy untimed", "numba"),
-                         ("copapy timed", "numba")):
+                         ("copapy timed", "numba"),
+                         *((f"copapy untimed {v}", "copapy untimed") for v in VARIANTS),
+                         *((f"copapy untimed {v}", "C untimed") for v in VARIANTS),
+                         ("copapy untimed trace", "C untimed trace"),
+                         ("copapy untimed io+trace", "C untimed trace")):
         ratios = [a / b for a, b in zip(times[mine], times[anchor], strict=True)]
         print(f"| {mine} / {anchor} | {min(ratios):.2f} | {statistics.median(ratios):.2f} "
               f"| {max(ratios):.2f} |")
@@ -292,8 +357,8 @@ def main() -> None:
         with open(args.image, "wb") as f:
             f.write(tg.image)
     elif args.row:
-        n, timed = args.row.split(":")
-        wall, cpu = measure(int(n), timed == "1")
+        n, timed, variant = (args.row + "::").split(":")[:3]
+        wall, cpu = measure(int(n), timed == "1", variant)
         print(wall, cpu)
     elif args.against:
         against(args.against, args.rounds)

@@ -1,11 +1,14 @@
 /* The anchor of benchmarks/bench_sim.py: bench_sim.pid_program's tasks hand-written in C, the
  * same float32 operations in the same order (-O2, no -ffast-math), stepped tick after tick.
  * `timed`: a job-clock read after each task (rdtsc on x86, as copapy's job clock; else
- * CLOCK_MONOTONIC) and the max/sum statistics the scheduler keeps.
+ * CLOCK_MONOTONIC) and the max/sum statistics the scheduler keeps. sim_trace: a trace row of the
+ * outputs after every tick, as a LocalTarget trace of them.
  *
  *     cc -std=c11 -O2 -shared -fPIC benchmarks/sim_pid.c -o /tmp/sim_pid.so  (bench_sim.py does) */
 #define _POSIX_C_SOURCE 200809L
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 enum { MAX_TASKS = 32 };
@@ -51,7 +54,30 @@ void sim_reset(int n)
     }
 }
 
-/* `ticks` ticks of `n` tasks, each released every tick; returns task 0's position. */
+/* The trace anchor's rows: the tick's time in ns, then every task's position (as a
+ * LocalTarget trace row of the outputs), into a buffer the caller preallocated. */
+static uint8_t *trace_buf;
+static uint64_t trace_rows;
+
+void sim_trace(uint8_t *buf)
+{
+    trace_buf = buf;
+    trace_rows = 0;
+}
+
+static inline void trace_row(int n, uint64_t t_ns)
+{
+    uint8_t *row = trace_buf + trace_rows * (sizeof(uint64_t) + (size_t)n * sizeof(float));
+    memcpy(row, &t_ns, sizeof(t_ns));
+    for (int k = 0; k < n; k++) {
+        memcpy(row + sizeof(t_ns) + (size_t)k * sizeof(float), &tasks[k].position,
+               sizeof(float));
+    }
+    trace_rows++;
+}
+
+/* `ticks` ticks of `n` tasks, each released every tick; returns task 0's position. With a
+ * buffer from sim_trace (rows of 8 + 4n bytes, `ticks` of them), a row after every tick. */
 float sim_run(int n, int64_t ticks, int timed)
 {
     if (n > MAX_TASKS) {
@@ -72,6 +98,9 @@ float sim_run(int n, int64_t ticks, int timed)
             for (int k = 0; k < n; k++) {
                 step(&tasks[k]);
             }
+        }
+        if (trace_buf != NULL) {
+            trace_row(n, (uint64_t)t * 1000000u);
         }
     }
     return tasks[0].position;

@@ -122,6 +122,46 @@ static inline double *sim_channel(const cp_sched *s, uint8_t kind, uint16_t chan
                : NULL;
 }
 
+/* OUTPUT bindings [begin, end) into the simulated I/O (set), for a planned tick: a float32
+ * slot without the dtype switch, no callback test a binding. Out of line: inlined into the
+ * tick loop it was 9 % faster on bench_sim.py's "io" row but 2-5 % slower on the timed
+ * rows, which do not use it (code layout). */
+static CP_NOINLINE void sim_writes(const cp_sched *s, const uint8_t *data, uint32_t begin,
+                                        uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        double *ch = sim_channel(s, b[k].kind, b[k].channel);
+        if (ch == NULL) {
+            continue;
+        }
+        if (b[k].dtype == CP_DT_F32) {
+            float f;
+            cp_copy((uint8_t *)&f, data + b[k].offset, sizeof(f));
+            *ch = (double)f;
+        } else {
+            *ch = load_slot(data + b[k].offset, b[k].dtype);
+        }
+    }
+}
+
+/* INPUT bindings [begin, end) from the simulated I/O (set), as sim_writes. */
+static CP_NOINLINE void sim_reads(const cp_sched *s, uint8_t *data, uint32_t begin,
+                                       uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        const double *ch = sim_channel(s, b[k].kind, b[k].channel);
+        double v = ch != NULL ? *ch : 0.0;
+        if (b[k].dtype == CP_DT_F32) {
+            float f = cp_to_f32(v);
+            cp_copy(data + b[k].offset, (const uint8_t *)&f, sizeof(f));
+        } else {
+            store_slot(data + b[k].offset, b[k].dtype, v);
+        }
+    }
+}
+
 /* OUTPUT bindings [begin, end) from the shared slots (into the simulated I/O, or through
  * io_write). */
 static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end)
@@ -485,7 +525,10 @@ static CP_ALWAYS_INLINE void tick_in(cp_sched *s, release_run *r, const armed_ru
  * releases as one guard_jobs list (plan_cycle), which bare_ticks hands to the platform once
  * for many hyperperiods. */
 
-enum { PLAN_OUTPUTS = 1, PLAN_BARE = 2 };
+/* PLAN_FLAT_OUTPUTS: no due task's OUTPUT binding reads a slot that a later due task's (in
+ * index order) PUBLISH copy writes, so the tick may publish from the flat copy list and then
+ * move the outputs (with the simulated I/O, where no callback sees the order) */
+enum { PLAN_OUTPUTS = 1, PLAN_BARE = 2, PLAN_FLAT_OUTPUTS = 4 };
 
 /* 1 if periodic task i is released at tick t. */
 static int released_at(const cp_sched *s, uint32_t i, uint64_t t)
@@ -563,6 +606,25 @@ static uint32_t plan_tick_copies(const cp_sched *s, uint32_t due, uint8_t *ops, 
     return entries + (size != 0);
 }
 
+/* 1 if an OUTPUT binding of task i reads a byte that a PUBLISH copy of a task in `later` (a
+ * mask) writes. */
+static int outputs_overwritten(const cp_sched *s, uint32_t i, uint32_t later)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    const cp_let_copy *c = s->prog->let_copies;
+    for (uint32_t o = s->bindings[i][1]; o < s->bindings[i][2]; o++) {
+        uint64_t lo = b[o].offset, hi = lo + cp_dtype_size(b[o].dtype);
+        for (uint32_t k = 0; k < s->task_count; k++) {
+            for (uint32_t x = s->copies[k][1]; (later >> k & 1u) && x < s->copies[k][2]; x++) {
+                if (c[x].dst < hi && lo < (uint64_t)c[x].dst + c[x].size) {
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* The tasks due at tick t (a mask; *count of them) and the tick's plan flags. */
 static uint32_t plan_tick_due(const cp_sched *s, uint64_t t, uint32_t *count, uint32_t *flags)
 {
@@ -577,6 +639,12 @@ static uint32_t plan_tick_due(const cp_sched *s, uint64_t t, uint32_t *count, ui
                                s->copies[i][0] < s->copies[i][1]);
     }
     *flags = (outputs ? PLAN_OUTPUTS : 0u) | (work ? 0u : PLAN_BARE);
+    uint32_t flat = outputs;
+    for (uint32_t i = 0; i < s->task_count && flat; i++) {
+        uint32_t later = i + 1 < 32 ? due >> (i + 1) << (i + 1) : 0;
+        flat = !((due >> i & 1u) && outputs_overwritten(s, i, later));
+    }
+    *flags |= flat ? PLAN_FLAT_OUTPUTS : 0u;
     return due;
 }
 
@@ -843,6 +911,13 @@ static cp_guard_job_list job_list(const cp_sched *s, const uint8_t *order, uint3
     return list;
 }
 
+/* 1 if the planned tick at `op` is one for bare_ticks: its jobs bare, no outputs driven (a
+ * program with bindings does not build bare_ticks' lists a tick for nothing). */
+static inline int plan_bare(const uint8_t *op)
+{
+    return (op[1 + op[0]] & (PLAN_OUTPUTS | PLAN_BARE)) == PLAN_BARE;
+}
+
 /* Planned ticks past a run's first, from plan byte *at on, while a tick's jobs are bare and
  * its period ends drive no outputs (and there is no feed): the tick's PUBLISH copies from the
  * flat list, its jobs in one call of the run's guard_jobs, its trace row; a loop of its own,
@@ -854,14 +929,15 @@ static cp_guard_job_list job_list(const cp_sched *s, const uint8_t *order, uint3
  * count). */
 CP_CALLS_LOADED_CODE
 static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_jobs_fn jobs,
-                           uint64_t ticks, uint32_t *at, int *faulted)
+                           const cp_guard_job_list *base, uint64_t ticks, uint32_t *at,
+                           int *faulted)
 {
     uint8_t *data = cp_program_data(s->prog);
     const uint8_t *plan = s->plan, *op = plan + *at, *end = plan + s->plan_ops;
     uint64_t tick = s->tick, now_ns = s->now_ns, tick_ns = s->cfg.tick_ns, k = 0;
     uint64_t h = s->plan_period;
     int tracing = s->trace_buf != NULL;
-    cp_guard_job_list list = job_list(s, NULL, 0);
+    cp_guard_job_list list = *base;
     cp_guard_job_list cycle = list;
     cycle.order = plan + s->plan_cycle_order;
     cycle.count = s->plan_cycle_count;
@@ -887,7 +963,7 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
             continue;
         }
         uint32_t m = op[0];
-        if ((op[1 + m] & (PLAN_OUTPUTS | PLAN_BARE)) != PLAN_BARE) {
+        if (!plan_bare(op)) {
             break;
         }
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
@@ -944,9 +1020,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
     r->planned = 1;
     cp_guard_job_list list = job_list(s, NULL, 0);
     for (uint64_t k = 0; k < ticks; k++) {
-        if (k != 0 && jobs != NULL && s->feed_count == 0) {
+        if (k != 0 && jobs != NULL && s->feed_count == 0 && plan_bare(plan + at)) {
             int faulted = 0;
-            k += bare_ticks(s, r, job_ctx, jobs, ticks - k, &at, &faulted);
+            k += bare_ticks(s, r, job_ctx, jobs, &list, ticks - k, &at, &faulted);
             if (faulted) {
                 plan_fault(s, r);
                 r->planned = 0;
@@ -961,7 +1037,14 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
         const uint8_t *copy = op + 4 + m;
         op = copy + PLAN_COPY_BYTES * ncopies;
-        if (k == 0 || (flags & PLAN_OUTPUTS)) { /* 1. period ends, task by task */
+        if (k != 0 && (flags & PLAN_FLAT_OUTPUTS) && s->sim_io != NULL) {
+            /* 1. period ends: the flat copy list, then the outputs task by task (no output
+             * reads what a later task's copy writes: the same bytes, the same moves) */
+            plan_copies(data, copy, ncopies);
+            for (; m != 0; m--, ends++) {
+                sim_writes(s, data, s->bindings[*ends][1], s->bindings[*ends][2]);
+            }
+        } else if (k == 0 || (flags & PLAN_OUTPUTS)) { /* 1. period ends, task by task */
             /* the first tick of a run may have been settled (published already), and a
              * task's outputs come after its own copies; past it every due task is pending */
             for (; m != 0; m--) {
@@ -970,7 +1053,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
                     continue;
                 }
                 apply_copies(data, copies, s->copies[i][1], s->copies[i][2]);
-                if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
+                if (s->sim_io != NULL) {
+                    sim_writes(s, data, s->bindings[i][1], s->bindings[i][2]);
+                } else if (outputs_go(s, s->bindings[i][1], s->bindings[i][2])) {
                     write_outputs(s, data, s->bindings[i][1], s->bindings[i][2]);
                 }
                 s->state[i].pending = 0;
@@ -995,7 +1080,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
                 uint32_t i = op[j];
                 r->at = j;
                 if (!(flags & PLAN_BARE)) {
-                    if (s->bindings[i][0] < s->bindings[i][1]) {
+                    if (s->sim_io != NULL) {
+                        sim_reads(s, data, s->bindings[i][0], s->bindings[i][1]);
+                    } else if (s->bindings[i][0] < s->bindings[i][1]) {
                         read_inputs(s, data, s->bindings[i][0], s->bindings[i][1]);
                     }
                     apply_copies(data, copies, s->copies[i][0], s->copies[i][1]);
@@ -1427,11 +1514,22 @@ cp_status cp_sched_set_trace(cp_sched *s, const uint32_t *offsets, const uint32_
         return CP_FAIL(err, CP_ERR_ARGUMENT, 0,
                        "a trace of %u rows of %u bytes is not addressable", capacity, row_size);
     }
-    s->trace_range_count = count;
-    for (uint32_t r = 0; r < CP_MAX_TRACE_RANGES; r++) {
-        s->trace_offset[r] = r < count ? offsets[r] : 0;
-        s->trace_size[r] = r < count ? sizes[r] : 0;
+    /* a range that starts where the previous one ends joins it: the same row bytes, one
+     * copy (LocalTarget's outputs are side by side, one range each: bench_sim.py "trace") */
+    uint32_t merged = 0;
+    cp_fill((uint8_t *)s->trace_offset, 0, sizeof(s->trace_offset));
+    cp_fill((uint8_t *)s->trace_size, 0, sizeof(s->trace_size));
+    for (uint32_t r = 0; r < count; r++) {
+        if (merged != 0 &&
+            (uint64_t)s->trace_offset[merged - 1] + s->trace_size[merged - 1] == offsets[r]) {
+            s->trace_size[merged - 1] += sizes[r];
+            continue;
+        }
+        s->trace_offset[merged] = offsets[r];
+        s->trace_size[merged] = sizes[r];
+        merged++;
     }
+    s->trace_range_count = merged;
     s->trace_row_size = count > 0 ? (uint32_t)row_size : 0;
     s->trace_buf = count > 0 ? buf : NULL;
     s->trace_capacity = count > 0 ? capacity : 0;

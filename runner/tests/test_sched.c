@@ -675,6 +675,42 @@ static uint64_t rd64(const uint8_t *p)
     return v;
 }
 
+/* Ranges side by side in the data region and in the row are one copy (cp_sched_set_trace
+ * merges them); out of order, repeated or apart they stay separate: a row holds the bytes of
+ * the ranges as given, one after the other. */
+static void test_trace_ranges_merged(void)
+{
+    sb b;
+    sb_init(&b, 32);
+    inc_task(&b, 0, 0, 1, 1000, 0, 0, 0);
+    for (uint32_t k = 4; k < 32; k += 4) {
+        sb_init32(&b, k, 0x03020100u + 0x04040404u * k);
+    }
+    fx f;
+    cp_sched_config cfg = default_config(1000);
+    if (fx_start(&f, &b, &cfg) != 0) {
+        return;
+    }
+    static const uint32_t offsets[] = {0, 4, 12, 14, 8, 4, 20, 20, 24, 26};
+    static const uint32_t sizes[] = {4, 4, 2, 2, 4, 4, 4, 4, 2, 6};
+    enum { N = sizeof(offsets) / sizeof(offsets[0]), ROW = 8 + 36, CAP = 3 };
+    uint8_t buf[CAP * ROW];
+    CHECK_STATUS(cp_sched_set_trace(&f.s, offsets, sizes, N, buf, CAP, &f.err), CP_OK);
+    CHECK(f.s.trace_row_size == ROW);
+    CHECK(f.s.trace_range_count == 6); /* [0,8) [12,16) [8,12) [4,8) [20,24) [20,32) */
+    for (uint64_t t = 1; t <= 5; t++) {
+        cp_sched_advance(&f.s, 1);
+        const uint8_t *row = buf + ((t - 1) % CAP) * ROW, *data = cp_program_data(f.s.prog);
+        CHECK(rd64(row) == (t - 1) * 1000);
+        uint32_t at = 8;
+        for (uint32_t r = 0; r < N; r++) {
+            CHECK(memcmp(row + at, data + offsets[r], sizes[r]) == 0);
+            at += sizes[r];
+        }
+    }
+    fx_end(&f);
+}
+
 static void test_trace(void)
 {
     enum { CNT = 0, PRIV = 4, K = 8 };
@@ -1257,8 +1293,16 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int bare, uint32_t *f
         sb_copy(b, (uint16_t)i, 1, 4, base + R_CNT,
                 base + (shape == 3 ? R_SPARE : shape == 2 ? R_FREE : R_SCNT));
         if (!bare && rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
-            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, 3, R_STRIDE * i + R_SPARE);
-            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, 3, R_STRIDE * i + R_SCNT);
+            /* int32 or float32 slots (the direct moves' two paths: a dtype switch, and
+             * float32 without it) */
+            uint8_t in = rnd(2) ? CP_DT_F32 : CP_DT_I32, out = rnd(2) ? CP_DT_F32 : CP_DT_I32;
+            /* a quarter of the OUTPUTs read the next task's shared slot, which its PUBLISH
+             * copy writes later in the tick: the output must take the value before it (the
+             * planned tick then moves outputs task by task, not after the flat copies) */
+            uint32_t driven = rnd(4) == 0 ? R_STRIDE * ((i + 1) % n) + R_SHARED
+                                          : R_STRIDE * i + R_SCNT;
+            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
+            sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, driven);
         }
     }
 }
@@ -1737,6 +1781,7 @@ int main(int argc, char **argv)
     test_io_bindings();
     test_feeds();
     test_trace();
+    test_trace_ranges_merged();
     test_reset();
     test_clock_modes();
     test_init_errors();
