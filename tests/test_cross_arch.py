@@ -981,6 +981,12 @@ UNREACHABLE_ARRAY_STENCILS: dict[str, str] = {
                           "jit's in-place lowering uses it (tests/test_jit_gathers.py runs it "
                           "natively and on unicorn's x86_64 and aarch64)")
     for op in ("ngather", "sgather", "ngatherat") for t in ("i32", "f64")
+} | {
+    f"ngather_{t}__p_v_m_m": ("the pointer-result form of a level gather from an array slot "
+                             "writes a @cp.jit result through its pointer slot; only jit's "
+                             "in-place lowering uses it (tests/test_jit_temporaries.py runs it "
+                             "natively and on unicorn's x86_64 and aarch64)")
+    for t in ("i32", "f64")
 }
 
 
