@@ -24,13 +24,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import copapy as cp  # noqa: E402
-from copapy import image as im  # noqa: E402
-from copapy.arrays import array_input  # noqa: E402
-from copapy.compiler.code_image import code_image  # noqa: E402
-from copapy.compiler.program import compile_program  # noqa: E402
-from copapy.runtime.qemu_backend import Job, encode_jobs, harness_path  # noqa: E402
-from tests.support.image_corpus import nodes  # noqa: E402
+import copapy as cp
+from copapy import image as im
+from copapy.arrays import array_input
+from copapy.compiler.code_image import code_image
+from copapy.compiler.program import compile_program
+from copapy.runtime.qemu_backend import Job, encode_jobs, harness_path
+from tests.support.image_corpus import nodes
 
 ARCH = "cortex-m7"
 IN_LINE = re.compile(r"^0x([0-9a-f]+):")
