@@ -565,6 +565,18 @@ static uint64_t plan_bounds(const cp_sched *s, uint64_t max_ticks, uint64_t *sta
 /* A planned tick's PUBLISH copy: dst, src and size, each a native uint32_t. */
 enum { PLAN_COPY_BYTES = 12 };
 
+/* A planned tick's header (plan_tick_bytes): its count of PUBLISH copies, and where its
+ * releases start (their count, then the task indices), past those copies. */
+static inline uint32_t plan_copy_count(const uint8_t *op)
+{
+    return op[2 + op[0]] | (uint32_t)op[3 + op[0]] << 8;
+}
+
+static inline const uint8_t *plan_releases(const uint8_t *op)
+{
+    return op + 4 + op[0] + PLAN_COPY_BYTES * plan_copy_count(op);
+}
+
 static void put_plan_copy(uint8_t *ops, uint64_t at, uint32_t dst, uint32_t src, uint32_t size)
 {
     const uint32_t v[3] = {dst, src, size};
@@ -844,8 +856,7 @@ static void plan_fault(cp_sched *s, release_run *r)
         uint32_t j = r->at % s->plan_cycle_jobs;
         const uint8_t *op = s->plan;
         for (;;) {
-            uint32_t m = op[0], ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
-            const uint8_t *rel = op + 4 + m + PLAN_COPY_BYTES * ncopies;
+            const uint8_t *rel = plan_releases(op);
             if (j < rel[0]) {
                 r->rel = rel;
                 break;
@@ -966,9 +977,8 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
         if (!plan_bare(op)) {
             break;
         }
-        uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
-        plan_copies(data, op + 4 + m, ncopies);
-        const uint8_t *rel = op + 4 + m + PLAN_COPY_BYTES * ncopies;
+        plan_copies(data, op + 4 + m, plan_copy_count(op));
+        const uint8_t *rel = plan_releases(op);
         r->rel = rel;
         s->tick = tick; /* where a fault's jump back finds the tick */
         s->now_ns = now_ns;
@@ -1034,9 +1044,9 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
         }
         const uint8_t *op = plan + at, *ends = op + 1;
         uint32_t m = *op, flags = op[1 + m];
-        uint32_t ncopies = op[2 + m] | (uint32_t)op[3 + m] << 8;
+        uint32_t ncopies = plan_copy_count(op);
         const uint8_t *copy = op + 4 + m;
-        op = copy + PLAN_COPY_BYTES * ncopies;
+        op = plan_releases(op);
         if (k != 0 && (flags & PLAN_FLAT_OUTPUTS) && s->sim_io != NULL) {
             /* 1. period ends: the flat copy list, then the outputs task by task (no output
              * reads what a later task's copy writes: the same bytes, the same moves) */

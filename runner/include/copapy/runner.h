@@ -408,8 +408,8 @@ cp_status cp_sched_init(cp_sched *s, const cp_program *prog, const cp_sched_conf
 
 /* Bytes a plan of the whole hyperperiod needs (5 a tick, 2 a release, 12 a PUBLISH copy; where
  * every tick's jobs are bare and drive no outputs, the bare cycle besides: 13 a PUBLISH copy, 1
- * a release, up to 3 bytes of alignment), 0 if the program is never planned (no periodic task, a hyperperiod of more than max_ticks
- * ticks, more than 65,535 LET copies). */
+ * a release, up to 3 bytes of alignment), 0 if the program is never planned (no periodic task,
+ * a hyperperiod of more than max_ticks ticks, more than 65,535 LET copies). */
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks);
 
 /* Flatten one hyperperiod of releases and publications into `ops` (capacity bytes, owned by
