@@ -3,7 +3,7 @@
 Usage:
     python benchmarks/bench_cold.py [--runs 15] [--against /tmp/base/src] [--parts]
 
-Three programs run in fresh interpreters, interleaved (every round runs each once, shuffled):
+Programs run in fresh interpreters, interleaved (every round runs each once, shuffled):
 *numpy* (`import numpy`, the baseline every jit user pays), *import* (numpy, then copapy) and
 *first jit* (numpy, copapy, then the first call of the benchmark term
 `sum((v1 + i) @ v2 for i in range(10))` at v_size 500: architecture choice, stencil table,
@@ -17,7 +17,9 @@ wait for a core.
 the same shuffled rounds. ``--parts`` also runs, in the same rounds, a process per tree that
 reports the CPU time of each part inside the interpreter (``import numpy``, ``import copapy``,
 the first call), without the interpreter's own start and exit. Goal of issue 13: import +
-first jit call <= 150 ms.
+first jit call <= 150 ms; issue 32: copapy's share <= 50 ms. The anchors *numba first jit*
+(explicit loop, np.dot) and *jax first jit* (jax.jit of the same term) run the same call with
+their own imports in the same rounds (``--no-anchors`` leaves them out).
 """
 
 from __future__ import annotations
@@ -39,6 +41,24 @@ PROGRAMS = {
         "f = cp.jit(lambda v1, v2: sum((v1 + i) @ v2 for i in range(10)))\n"
         "assert f(np.arange(500, dtype=np.float32), np.full(500, 5, np.float32)) == 6350000\n"),
 }
+#: the same first call through the anchors of issue 32 (item 4): numba's explicit loop and
+#: JAX's jit, each with its own import; the share column is theirs above ``import numpy``
+ANCHORS = {
+    "numba first jit": (
+        "import numpy as np; import numba\n"
+        "@numba.njit\n"
+        "def f(v1, v2):\n"
+        "    s = np.float32(0)\n"
+        "    for i in range(10):\n"
+        "        s += np.dot(v1 + np.float32(i), v2)\n"
+        "    return s\n"
+        "assert f(np.arange(500, dtype=np.float32), np.full(500, 5, np.float32)) == 6350000\n"),
+    "jax first jit": (
+        "import numpy as np; import jax\n"
+        "f = jax.jit(lambda v1, v2: sum((v1 + i) @ v2 for i in range(10)))\n"
+        "assert float(f(np.arange(500, dtype=np.float32), np.full(500, 5, np.float32))) "
+        "== 6350000\n"),
+}
 PARTS = (
     "import time\nt0 = time.process_time()\nimport numpy as np\nt1 = time.process_time()\n"
     "import copapy as cp\nt2 = time.process_time()\n" + PROGRAMS["first jit"].split("\n", 1)[1]
@@ -51,6 +71,8 @@ def main() -> None:
     parser.add_argument("--against", metavar="SRC", help="another source tree to compare")
     parser.add_argument("--parts", action="store_true",
                         help="also CPU time per part, measured inside the interpreter")
+    parser.add_argument("--no-anchors", action="store_true",
+                        help="leave out numba's and JAX's first jit (they need the bench extra)")
     args = parser.parse_args()
     trees = {"": os.environ.get("PYTHONPATH", "")}
     if args.against:
@@ -60,6 +82,8 @@ def main() -> None:
         runs.update({k + suffix: (code, tree) for k, code in PROGRAMS.items() if k != "numpy"})
         if args.parts:
             runs["parts" + suffix] = (PARTS, tree)
+    if not args.no_anchors:
+        runs.update({k: (code, trees[""]) for k, code in ANCHORS.items()})
     parts: dict[str, list[list[float]]] = {k: [] for k in runs if k.startswith("parts")}
     with tempfile.TemporaryDirectory() as cache:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -98,8 +122,8 @@ def main() -> None:
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     med_cpu = {k: statistics.median(v) * 1e3 for k, v in cpu.items()}
     print(f"load average {os.getloadavg()[0]:.2f}, {args.runs} runs each")
-    print("| process | wall ms (median) | min | copapy's share (minus numpy) | CPU ms (median) "
-          "| copapy's CPU share |")
+    print("| process | wall ms (median) | min | share (minus numpy) | CPU ms (median) "
+          "| CPU share |")
     print("|---|---:|---:|---:|---:|---:|")
     for k, v in med.items():
         if k in parts:
