@@ -174,6 +174,8 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
                          inside)
         if _exact(xf, points[-1]):  # else no x of its type equals the last breakpoint
             inside = _op("where", _op("eq", xf, float(points[-1])), values[-1], inside)
+        # NaN in, NaN out (a slope of 0 folds 0 · (x - xp) to 0, so it is said outright)
+        inside = _op("where", _op("ne", xf, xf), math.nan, inside)
     result = _op("where", compare(xf, "gt", points[-1]), high, inside)
     result = _op("where", compare(xf, "lt", points[0]), low, result)
     if not is_traced(result):  # every operand constant (x traced through fp only)
@@ -209,8 +211,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
     with ``range=(lo, hi)``): the counts (int32; float with ``weights``/``density``) and the
     constant edges. Bin i holds edges[i] <= a < edges[i+1], the last also its right edge;
     values outside and NaN are not counted (as NumPy's)."""
-    edges = _histogram_edges(bins, range)
     data = asarray(a).flatten() if is_array(a) else Array((1,), items=[a])
+    edges, outer = _histogram_edges(bins, range, data.dtype)
     w = None
     if weights is not None:
         if not is_array(weights) or asarray(weights).size != data.size:
@@ -221,8 +223,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
         chosen = flags.astype(dt.int32) if w is None else elementwise("where", flags, w, 0.0)
         return chosen.sum()
 
-    at_least = [total(compare(data, "ge", e)) for e in edges[:-1]]
-    beyond = total(compare(data, "gt", edges[-1]))
+    at_least = [total(compare(data, "ge", e)) for e in [outer[0], *edges[1:-1]]]
+    beyond = total(compare(data, "gt", outer[1]))
     counts = [low - high for low, high in zip(at_least, [*at_least[1:], beyond], strict=True)]
     if density:  # NumPy's n / widths / n.sum()
         whole = counts[0]
@@ -233,7 +235,10 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
     return Array((len(counts),), items=counts), edges
 
 
-def _histogram_edges(bins: Any, span: Any) -> Any:
+def _histogram_edges(bins: Any, span: Any, kind: dt.DType) -> tuple[Any, tuple[float, float]]:
+    """The edges NumPy returns and the outer bounds it keeps values between: for a count of
+    bins, range's bounds themselves and edges of the data's type between them (NumPy's
+    linspace of result_type(lo, hi, data))."""
     if isinstance(bins, str):
         raise TypeError(f"np.histogram(bins={bins!r}) of traced data: the edges would depend on "
                         f"the data's values; give fixed edges (an array) or a count with "
@@ -252,10 +257,13 @@ def _histogram_edges(bins: Any, span: Any) -> Any:
                              f"got {span!r}")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        return np.linspace(lo, hi, count + 1)
+        bin_type = np.result_type(lo, hi, np.dtype(kind.name if kind.is_float else "int32"))
+        if bin_type.kind != "f":
+            bin_type = np.dtype(np.float64)
+        return np.linspace(lo, hi, count + 1, dtype=bin_type), (lo, hi)
     edges = constant_table(bins, "histogram", "bins (the edges)")
     if np.any(edges[:-1] > edges[1:]):
         raise ValueError("np.histogram: bins must increase monotonically, when an array")
     if edges.size < 2:
         raise ValueError("np.histogram: bins needs at least two edges")
-    return edges
+    return edges, (float(edges[0]), float(edges[-1]))
