@@ -24,6 +24,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.graph.traverse import live_nodes
+from copapy.value import NUMPY_FUNCTIONS, numpy_name
 
 from .support.checks import examples
 
@@ -474,6 +476,18 @@ def test_constant_index_arrays_gather_as_numpy(data: st.DataObject) -> None:
         np.testing.assert_array_equal(unpacked(lambda v: v[key], x), want)
 
 
+def test_column_gather_of_a_large_packed_array_does_not_grow() -> None:
+    """A[:, idx] of a packed array is one strided view per index (stacked, transposed): the
+    graph does not grow with the number of rows."""
+    sizes = []
+    for rows in (100, 10_000):
+        a = np.arange(rows * 6, dtype=np.float32).reshape(rows, 6)
+        picked = cp.value(a, packed=True)[:, [4, 0, 2]]
+        sizes.append(len(live_nodes(picked.nodes())))
+        np.testing.assert_array_equal(jit(lambda m: m[:, [4, 0, 2]], a), a[:, [4, 0, 2]])
+    assert sizes[0] == sizes[1] < 12
+
+
 def test_index_errors_as_numpy() -> None:
     x = np.arange(6, dtype=np.float32)
     with pytest.raises(IndexError, match="index 6 is out of bounds"):
@@ -519,7 +533,6 @@ def test_numpy_code_that_needs_values_names_the_function() -> None:
 def test_same_names_in_other_modules_do_not_clash() -> None:
     """np.sort and np.linalg's functions are told apart by module: a function named like a
     registered one elsewhere (np.ma.sort, np.char...) is not dispatched to it."""
-    from copapy.value import NUMPY_FUNCTIONS, numpy_name
     assert numpy_name(np.linalg.norm) == "numpy.linalg.norm"
     assert NUMPY_FUNCTIONS["numpy.linalg.solve"] is not NUMPY_FUNCTIONS.get("numpy.solve")
     assert "numpy.norm" not in NUMPY_FUNCTIONS

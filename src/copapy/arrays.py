@@ -462,11 +462,33 @@ class Array:
         if not self.packed:
             items = self.items()
             return Array(shape, items=[items[i] for i in flat])
+        views = self._gather_views(numbers, shape)
+        if views is not None:
+            return views
         node = build.reshape(self.node(), (self.size,))
         parts = [build.broadcast_to(build.index(node, start), (count,)) if step == 0 else
                  build.strided(node, start, step, count) for start, step, count in _runs(flat)]
         gathered = parts[0] if len(parts) == 1 else build.concat(parts, (len(flat),))
         return Array(shape, node=build.reshape(gathered, shape))
+
+    def _gather_views(self, keys: list[Any], shape: tuple[int, ...]) -> Array | None:
+        """Packed ``A[:, idx]``-like keys (one 1-D int array among slices, 2-D and up): one
+        strided view per index, stacked and the axis moved into place, so the nodes do not
+        grow with the other axes' sizes; None for other keys."""
+        at = [k for k, key in enumerate(keys) if isinstance(key, np.ndarray)]
+        if self.ndim < 2 or len(at) != 1 or not all(isinstance(k, slice | np.ndarray)
+                                                     for k in keys):
+            return None
+        pos = at[0]
+        index = keys[pos]
+        if index.ndim != 1 or index.dtype.kind == "b":
+            return None
+        views = [self[tuple(int(i) % self.shape[pos] if k == pos else key
+                            for k, key in enumerate(keys))] for i in index]
+        moved = stack_rows(views)
+        order = (*range(1, pos + 1), 0, *range(pos + 1, moved.ndim))
+        result = _permute(moved, order)
+        return result if result.shape == shape else None
 
     def _new_axes(self, keys: tuple[Any, ...]) -> Array:
         """``a[..., None, ...]`` (``np.newaxis``): the other keys' result with an axis of one
