@@ -14,6 +14,7 @@ within float32 rounding (stated per test); integer results (counts, bins, gather
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -441,6 +442,50 @@ def test_quantile_refusals() -> None:
         jit(lambda v: np.percentile(v, 120), x)
     with pytest.raises(ValueError, match="method='linear'"):
         jit(lambda v: np.quantile(v, 0.5, method="nearest"), x)
+
+
+# ---- np.nan*, np.count_nonzero, np.average, np.isclose, np.allclose ------------------------
+
+@SETTINGS
+@given(st.data())
+def test_nan_reductions_count_average_isclose(data: st.DataObject) -> None:
+    """np.nansum/nanmean/nanmax/nanmin (all-NaN rows: NaN, as NumPy's, whose warning aside),
+    np.count_nonzero, np.average (weights of a's shape or 1-D along an int axis), np.isclose
+    and np.allclose (infinities, NaN, equal_nan): sums within float32 rounding, the rest
+    exactly."""
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=4))
+    x = data.draw(hnp.arrays(np.float32, shape, elements=floats(-4.0, 4.0)
+                             | st.sampled_from([0.0, np.nan, np.inf, -np.inf])))
+    y = data.draw(hnp.arrays(np.float32, shape, elements=floats(-4.0, 4.0)
+                             | st.sampled_from([0.0, np.nan, np.inf])))
+    axis = data.draw(st.none() | st.integers(-x.ndim, x.ndim - 1))
+    keep = data.draw(st.booleans())
+    w = data.draw(hnp.arrays(np.float32, (x.shape[axis],) if axis is not None and
+                             data.draw(st.booleans()) else x.shape, elements=floats(0.5, 2.0)))
+    finite = np.nan_to_num(x, nan=1.0, posinf=3.0, neginf=-3.0)
+    names = ["nansum", "nanmean", "nanmax", "nanmin", "count_nonzero", "average", "isclose",
+             "allclose", "isclose_nan"]
+    fns: list[Callable[..., Any]] = [
+        lambda v, u, f, g: np.nansum(v, axis=axis, keepdims=keep),
+        lambda v, u, f, g: np.nanmean(v, axis=axis, keepdims=keep),
+        lambda v, u, f, g: np.nanmax(v, axis=axis, keepdims=keep),
+        lambda v, u, f, g: np.nanmin(v, axis=axis, keepdims=keep),
+        lambda v, u, f, g: np.count_nonzero(v, axis=axis, keepdims=keep),
+        lambda v, u, f, g: np.average(f, axis=axis, weights=g),
+        lambda v, u, f, g: np.isclose(v, u, rtol=1e-3, atol=0.5),
+        lambda v, u, f, g: np.allclose(f, f + np.float32(1e-7)),
+        lambda v, u, f, g: np.isclose(v, u, equal_nan=True)]
+    got = jit(lambda v, u, f, g: tuple(fn(v, u, f, g) for fn in fns), x, y, finite, w)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices
+        wants = [fn(x, y, finite, w) for fn in fns]
+    for name, g, want in zip(names, got, wants, strict=True):
+        g, want = np.asarray(g), np.asarray(want)
+        assert g.shape == want.shape, name
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(g, want, rtol=2e-6, atol=1e-5, err_msg=name)
+        else:
+            np.testing.assert_array_equal(g, want, err_msg=name)
 
 
 # ---- indexing with constant index arrays ---------------------------------------------------

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from . import array_shapes as shp
 from . import dtypes as dt
 from . import linalg, lookup
-from .arrays import Array, _permute, _traced_type, asarray, stack_rows
-from .functions import log, sign, sqrt
+from .arrays import Array, _broadcast, _permute, _traced_type, asarray, elementwise, stack_rows
+from .functions import log, sign, sqrt, where
 from .value import Value, register_numpy_function
 
 if TYPE_CHECKING:
@@ -198,6 +198,109 @@ def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> An
     return x.max(axis=axis, keepdims=keepdims) - x.min(axis=axis, keepdims=keepdims)
 
 
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """``np.count_nonzero``: the non-zero elements (over ``axis``), int32 (NumPy's intp)."""
+    return (asarray(a) != 0).astype(dt.int32).sum(axis=axis, keepdims=keepdims)
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+            keepdims: bool = False) -> Any:
+    """``np.average``: the mean, or Σ a·w / Σ w with weights of a's shape or (1-D, with an int
+    axis) of that axis's length."""
+    x = asarray(a)
+    if weights is None:
+        mean = x.mean(axis=axis, keepdims=keepdims)
+        count = float(math.prod(x.shape[k] for k in shp.normalize_axes(axis, x.ndim,
+                                                                         "average")))
+        return (mean, np.full(np.shape(mean), count, np.float32)) if returned else mean
+    w = asarray(weights, x.dtype)
+    if w.shape != x.shape:
+        if w.ndim != 1 or not isinstance(axis, int) or w.shape[0] != x.shape[axis]:
+            raise TypeError(f"np.average: weights of shape {w.shape} differ from a's {x.shape}; "
+                            f"1-D weights need an int axis of their length")
+        w = w.reshape([w.shape[0] if k == axis % x.ndim else 1 for k in range(x.ndim)])
+    total = _broadcast(w, x.shape).sum(axis=axis, keepdims=keepdims)
+    mean = (x * w).sum(axis=axis, keepdims=keepdims) / total
+    return (mean, total) if returned else mean
+
+
+def _nan_free(a: Any, fill: float) -> tuple[Array, Any]:
+    """``a`` with its NaNs replaced by ``fill``, and the NaN mask (None for int32/bool)."""
+    x = asarray(a)
+    if not x.dtype.is_float:
+        return x, None
+    nan = x != x
+    return elementwise("where", nan, fill, x), nan
+
+
+def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+           keepdims: bool = False) -> Any:
+    """``np.nansum``: the sum with NaNs counted as zero."""
+    _no_out("nansum", dtype, out)
+    return _nan_free(a, 0.0)[0].sum(axis=axis, keepdims=keepdims)
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False) -> Any:
+    """``np.nanmean``: the mean of the elements that are not NaN (NaN if none is)."""
+    _no_out("nanmean", dtype, out)
+    x, nan = _nan_free(a, 0.0)
+    if nan is None:
+        return x.mean(axis=axis, keepdims=keepdims)
+    count = (~nan).astype(x.dtype).sum(axis=axis, keepdims=keepdims)
+    return x.sum(axis=axis, keepdims=keepdims) / count
+
+
+def _nan_extreme(a: Any, axis: Any, keepdims: bool, largest: bool) -> Any:
+    x, nan = _nan_free(a, -math.inf if largest else math.inf)
+    found = x.max(axis=axis, keepdims=keepdims) if largest else x.min(axis=axis,
+                                                                      keepdims=keepdims)
+    if nan is None:
+        return found
+    return where(nan.all(axis=axis, keepdims=keepdims), math.nan, found)
+
+
+def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``np.nanmax``: the largest element that is not NaN (NaN if all are)."""
+    _no_out("nanmax", None, out)
+    return _nan_extreme(a, axis, keepdims, True)
+
+
+def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``np.nanmin``: the smallest element that is not NaN (NaN if all are)."""
+    _no_out("nanmin", None, out)
+    return _nan_extreme(a, axis, keepdims, False)
+
+
+def _no_out(name: str, dtype: Any, out: Any) -> None:
+    if dtype is not None or out is not None:
+        raise TypeError(f"np.{name} of traced arrays takes no dtype= or out= (cast first; "
+                        f"arrays are immutable)")
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Any:
+    """``np.isclose``: |a - b| <= atol + rtol·|b| where both are finite, a == b where not
+    (equal NaNs with equal_nan=True)."""
+    finite = isfinite_(a) & isfinite_(b)
+    close = where(finite, abs(a - b) <= atol + rtol * abs(b), a == b)
+    if equal_nan:
+        close = close | ((a != a) & (b != b))
+    return close
+
+
+def isfinite_(x: Any) -> Any:
+    """x - x is 0 exactly for finite x (NaN for inf and NaN)."""
+    return (x - x) == 0
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Any:
+    """``np.allclose``: every element isclose (a traced bool)."""
+    close = isclose(a, b, rtol, atol, equal_nan)
+    return close.all() if isinstance(close, Array) else close
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.linalg.solve": solve, "numpy.linalg.inv": inv, "numpy.linalg.det": det,
     "numpy.linalg.slogdet": slogdet, "numpy.linalg.cholesky": cholesky,
@@ -205,6 +308,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.linalg.matrix_norm": matrix_norm, "numpy.ptp": ptp,
     "numpy.interp": lookup.interp, "numpy.searchsorted": lookup.searchsorted,
     "numpy.digitize": lookup.digitize, "numpy.histogram": lookup.histogram,
+    "numpy.count_nonzero": count_nonzero, "numpy.average": average, "numpy.nansum": nansum,
+    "numpy.nanmean": nanmean, "numpy.nanmax": nanmax, "numpy.nanmin": nanmin,
+    "numpy.isclose": isclose, "numpy.allclose": allclose,
 }
 for _name, _function in _FUNCTIONS.items():
     register_numpy_function(_name, _function)
