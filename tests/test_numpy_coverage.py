@@ -488,6 +488,23 @@ def test_nan_reductions_count_average_isclose(data: st.DataObject) -> None:
             np.testing.assert_array_equal(g, want, err_msg=name)
 
 
+def test_packed_and_unpacked_give_the_same_bits() -> None:
+    """The lookups, quantiles, reductions and gathers of a jit argument (packed) and of an
+    unpacked cp.value input are the same bits (one dispatch, one lane order)."""
+    x = np.array([[0.3, -1.2, 2.5, 0.0], [7.0, -0.1, 1.0, 4.4], [np.nan, 1.0, 2.0, 3.0]],
+                 np.float32)
+
+    def fn(v: Any) -> Any:
+        flat = v[:2].reshape(-1)
+        return (np.interp(flat, [-1.0, 0.0, 2.0], [5.0, -1.0, 3.0]) + np.median(v, axis=1)[0]
+                + np.percentile(flat, 30) + np.searchsorted([0.0, 1.0], flat)
+                + np.histogram(flat, bins=3, range=(-1, 3))[0].sum() + np.nanmax(v)
+                + np.maximum.accumulate(flat) + v[[1, 0], [2, 3]].sum())
+
+    packed, scalar = jit(fn, x), unpacked(fn, x)
+    assert np.asarray(packed).tobytes() == np.asarray(scalar).tobytes()
+
+
 # ---- indexing with constant index arrays ---------------------------------------------------
 
 @SETTINGS

@@ -536,7 +536,9 @@ def shown(qualified: str) -> str:
 
 
 def _covered() -> str:
-    return ", ".join(sorted(shown(n) for n in NUMPY_FUNCTIONS))
+    return (f"NumPy's ufuncs, reductions, np.where, np.clip, "
+            f"{', '.join(sorted(shown(n) for n in NUMPY_FUNCTIONS))} "
+            f"(docs/guide/concepts/arrays.md, 'NumPy functions on traced arrays')")
 
 
 def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -560,8 +562,8 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
                         f"depends on the elements' values, which exist only when the program "
                         f"runs (a compiled result has a fixed shape); {instead}")
     if any(qualified == u or (u.endswith(".") and qualified.startswith(u)) for u in UNSUPPORTED):
-        raise TypeError(f"{shown(qualified)} is not supported on traced copapy values; the "
-                        f"NumPy functions copapy computes: {_covered()}")
+        raise TypeError(f"{shown(qualified)} is not supported on traced copapy values; copapy "
+                        f"computes {_covered()}")
     implementation = getattr(func, "_implementation", getattr(func, "__wrapped__", None))
     if implementation is None:
         return NotImplemented
@@ -572,8 +574,7 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             raise
         raise TypeError(f"{shown(qualified)} is not supported on traced copapy values: NumPy's "
                         f"own implementation needs the elements' values, which exist only when "
-                        f"the program runs; the NumPy functions copapy computes: "
-                        f"{_covered()}") from error
+                        f"the program runs; copapy computes {_covered()}") from error
 
 
 def _needs_values(error: TypeError) -> bool:
