@@ -313,8 +313,32 @@ def test_interp_periodic_and_duplicate_breakpoints() -> None:
                                np.interp(probe, dup_xp, dup_fp), atol=1e-6)
 
 
+@pytest.mark.parametrize("at", [-2.0, 0.3, 1.7, 2.4, 5.0])
+def test_gradients_flow_through_interp_and_median(at: float) -> None:
+    """cp.grad of np.interp (the segment's slope, 0 outside) and of np.median / np.percentile
+    (the weights of the elements interpolated) against central differences of NumPy's."""
+    xp, fp = [-1.0, 0.0, 2.0, 3.0], [1.0, 2.0, -2.0, 0.5]
+    x = cp.value(at)
+    y = np.interp(x, xp, fp)
+    data = np.array([3.0, 1.0, at, 5.0, 2.2], np.float32)
+    v = cp.value(data, packed=False)
+    outs = [y, cp.grad(y, x), cp.grad(np.median(v), v), cp.grad(np.percentile(v, 30), v)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    h = 1e-6
+    want = (np.interp(at + h, xp, fp) - np.interp(at - h, xp, fp)) / (2 * h)
+    assert math.isclose(tg.read(outs[1]), want, rel_tol=1e-5, abs_tol=1e-6)
+    for out, f in [(outs[2], np.median), (outs[3], lambda d: np.percentile(d, 30))]:
+        fd = np.array([(f(data.astype(np.float64) + h * e) - f(data.astype(np.float64) - h * e))
+                       / (2 * h) for e in np.eye(data.size)])
+        np.testing.assert_allclose(tg.read(out), fd, rtol=1e-4, atol=1e-6)
+
+
 def test_interp_refusals() -> None:
     x = np.ones(3, np.float32)
+    with pytest.raises(ValueError, match="xp must be increasing"):
+        jit(lambda v: np.interp(v, [0.0, 2.0, 1.0], [1.0, 2.0, 3.0]), x)
     with pytest.raises(TypeError, match=r"np\.interp: xp \(the breakpoints\) must be constant"):
         jit(lambda v: np.interp(v, v, [1.0, 2.0, 3.0]), x)
     with pytest.raises(ValueError, match="fp and xp are not of the same length"):

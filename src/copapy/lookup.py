@@ -156,6 +156,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     compare and select per breakpoint; the result has x's float type (float32 for float32
     and int32 x: NumPy computes in float64)."""
     points = constant_table(xp, "interp", "xp (the breakpoints)").astype(np.float64)
+    if period is None and not np.all(points[:-1] <= points[1:]):  # NumPy gives nonsense
+        raise ValueError("np.interp: xp must be increasing (NumPy does not check and "
+                         "returns meaningless values); sort xp and fp together first")
     values = _table_values(fp, points.size)
     xf = _float_operand(x)
     if period is not None:
