@@ -189,7 +189,8 @@ UFUNCS = {"add": np.add, "multiply": np.multiply, "minimum": np.minimum, "maximu
 @given(st.data())
 def test_ufunc_reduce_matches_numpy(data: st.DataObject) -> None:
     """np.<ufunc>.reduce(x, axis=0 by default, an int, None or a tuple, keepdims) as NumPy's;
-    float sums and products within float32 rounding (rtol 1e-5), the rest exactly."""
+    float sums and products within float32 rounding (rtol 1e-5, atol 2e-6 per element: the
+    lane order against NumPy's pairwise sum), the rest exactly."""
     name = data.draw(st.sampled_from(sorted(UFUNCS)))
     ufunc = UFUNCS[name]
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, max_side=4))
@@ -208,8 +209,8 @@ def test_ufunc_reduce_matches_numpy(data: st.DataObject) -> None:
     want = np.asarray(ufunc.reduce(x, **kwargs))
     got = np.asarray(jit(lambda v: ufunc.reduce(v, **kwargs), x))
     assert got.shape == want.shape
-    if want.dtype.kind == "f":
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if want.dtype.kind == "f":  # lane order against NumPy's pairwise: float32 rounding
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-6 * x.size)
     else:
         np.testing.assert_array_equal(got, want)
 
