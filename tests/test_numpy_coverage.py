@@ -108,6 +108,17 @@ def test_linalg_int_operands_give_float64_as_numpy() -> None:
     np.testing.assert_allclose(got, np.linalg.inv(a), rtol=1e-12)
 
 
+def test_linalg_singular_is_nan_not_an_exception() -> None:
+    """Where NumPy raises LinAlgError, the compiled program gives NaN (docs/semantics.md,
+    "Linear algebra"): a control task must not fault."""
+    a = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.inv(a)
+    x, ai, d = jit(lambda m: (np.linalg.solve(m, np.ones(2, F32)), np.linalg.inv(m),
+                              np.linalg.det(m)), a)
+    assert np.isnan(x).all() and np.isnan(ai).all() and d == 0.0
+
+
 def test_linalg_unpacked_matrices_take_the_same_dispatch() -> None:
     """np.linalg.* on unpacked cp.value matrices (outside jit) give the jit's results."""
     a = np.array([[3.0, 1.0, 0.5], [1.0, 4.0, 0.0], [0.5, 0.0, 2.0]], np.float32)
