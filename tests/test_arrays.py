@@ -262,13 +262,15 @@ def test_indices_are_integers() -> None:
     assert v[np.int64(1)].node is v[1].node
     with pytest.raises(TypeError, match="integers"):
         v[1.7]
-    # v[True] was v[1] (NumPy reads it as a new axis); index lists and masks name the way
+    # v[True] was v[1] (NumPy reads it as a new axis); a traced mask names the way; constant
+    # index lists and masks gather (tests/test_numpy_coverage.py)
     for key in (True, np.bool_(False)):
         with pytest.raises(TypeError, match="a bool is not an index"):
             v[key]
-    for key in ([0, 2], np.array([True, False, True]), v > 1.0):
-        with pytest.raises(TypeError, match=r"one by one.*cp\.where"):
-            v[key]  # type: ignore[index]
+    with pytest.raises(TypeError, match=r"traced boolean mask.*cp\.where"):
+        v[v > 1.0]
+    assert [x.node for x in v[[0, 2]].items()] == [v[0].node, v[2].node]
+    assert [x.node for x in v[np.array([True, False, True])].items()] == [v[0].node, v[2].node]
 
 
 def test_array_of_values_and_numbers_promotes_as_operations() -> None:

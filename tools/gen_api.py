@@ -186,7 +186,9 @@ def init_exports(init_source: str) -> list[str]:
     tree = ast.parse(_without_region(init_source))
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.level == 1:
-            others.update(a.asname or a.name for a in node.names)
+            # a private alias (a module imported for its registrations) is not exported
+            others.update(a.asname or a.name for a in node.names
+                          if not (a.asname or a.name).startswith("_"))
         elif (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
               and [ast.unparse(t) for t in node.targets] == ["_LAZY"]):
             # names the package imports on first use (its module __getattr__)

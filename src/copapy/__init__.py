@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import numpy_functions as _numpy_functions  # noqa: F401  (registers np.linalg.solve...)
 from .array_ops import argsort, avg_pool2d, conv2d, convolve, max_pool2d, sort
 from .arrays import Array, cross, dot, matrix, moveaxis, norm, swapaxes, transpose, vector
 from .compiler import CompileError

@@ -18,10 +18,12 @@ bit-identity of element-wise operations carry over.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from . import array_shapes as shp
 from . import dtypes as dt
 from .arrays import Array, _permute, asarray, elementwise, stack_rows
 from .graph import build
@@ -30,6 +32,11 @@ from .graph.lanes import reduce_in_lane_order
 from .graph.node import const
 from .graph.ops import REGISTRY
 from .value import Value, _op, register_numpy_function, wrap
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
 
 MODES = ("full", "same", "valid")
 
@@ -299,6 +306,99 @@ def avg_pool2d(x: Any, size: int, stride: int | None = None) -> Array:
     return total / float(size * size)
 
 
-register_numpy_function("sort", sort)
-register_numpy_function("argsort", argsort)
-register_numpy_function("convolve", convolve)
+def _sorted_rows(x: Any, axis: Any, name: str
+                 ) -> tuple[Array, tuple[int, ...], tuple[int, ...]]:
+    """The elements each output reduces (over ``axis``), sorted along the rows of a 2-D array
+    (as floats: int32 and bool as float64, NumPy's type for them), and the output's shape with
+    the reduced axes dropped and kept as 1 (keepdims)."""
+    a = asarray(x)
+    axes = shp.normalize_axes(axis, a.ndim, name)
+    rest = tuple(k for k in range(a.ndim) if k not in axes)
+    n = math.prod(a.shape[k] for k in axes)
+    rows = _permute(a, (*rest, *axes)).reshape(-1, n)
+    if not rows.dtype.is_float:
+        rows = rows.astype(dt.float64)
+    return (sort(rows, axis=-1), shp.kept_shape(a.shape, axes, False),
+            shp.kept_shape(a.shape, axes, True))
+
+
+def _no_numpy_extras(name: str, out: Any, method: str = "linear", weights: Any = None,
+                     interpolation: Any = None) -> None:
+    if out is not None:
+        raise TypeError(f"np.{name}(out=...): copapy arrays are immutable; use the result")
+    if method != "linear" or interpolation is not None or weights is not None:
+        raise ValueError(f"np.{name} of traced values computes method='linear' (the default) "
+                         f"without weights; got method={interpolation or method!r}"
+                         f"{', weights' if weights is not None else ''}")
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+             interpolation: Any = None) -> Any:
+    """NumPy's ``np.quantile`` (method 'linear'): of the sorted elements (cp.sort), the
+    interpolation at (n - 1)·q between its neighbours, NumPy's formula; NaN if the elements
+    hold one. ``q`` is constant (a number or an array: the result has its shape first)."""
+    return _quantile(a, q, 1.0, "quantile", axis, keepdims, out, method, weights, interpolation)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: Any = None,
+               overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
+               *, weights: Any = None, interpolation: Any = None) -> Any:
+    """NumPy's ``np.percentile``: ``quantile`` at q / 100."""
+    return _quantile(a, q, 100.0, "percentile", axis, keepdims, out, method, weights,
+                     interpolation)
+
+
+def _quantile(a: Any, q: Any, scale: float, name: str, axis: Any, keepdims: bool, out: Any,
+              method: str, weights: Any, interpolation: Any) -> Any:
+    _no_numpy_extras(name, out, method, weights, interpolation)
+    if isinstance(q, Array | Value):
+        raise TypeError(f"np.{name}: q must be constant (NumPy data known while tracing)")
+    qs = np.asarray(q, dtype=np.float64) / scale
+    if not np.all((qs >= 0) & (qs <= 1)):
+        raise ValueError(f"np.{name}: {'Quantiles' if scale == 1 else 'Percentiles'} must be "
+                         f"in the range [0, {scale:g}]")
+    s, *shapes = _sorted_rows(a, axis, name)
+    n = s.shape[1]
+    columns = []
+    for fraction in qs.reshape(-1):
+        virtual = (n - 1) * float(fraction)
+        below = n - 1 if virtual >= n - 1 else math.floor(virtual)
+        above = n - 1 if virtual >= n - 1 else below + 1
+        t = virtual - below
+        low, high = s[:, below], s[:, above]
+        diff = high - low  # NumPy's _lerp
+        columns.append(high - diff * (1.0 - t) if t >= 0.5 else low + diff * t)
+    return _shaped(columns, s, qs.shape, shapes[keepdims])
+
+
+def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    """NumPy's ``np.median``: the middle element of the sorted ones (cp.sort), or the mean of
+    the middle two; NaN if the elements hold one."""
+    _no_numpy_extras("median", out)
+    s, *shapes = _sorted_rows(a, axis, "median")
+    n = s.shape[1]
+    middle = s[:, n // 2] if n % 2 else (s[:, n // 2 - 1] + s[:, n // 2]) / 2.0
+    return _shaped([middle], s, (), shapes[keepdims])
+
+
+def _shaped(columns: list[Any], s: Array, lead: tuple[int, ...], out: tuple[int, ...]) -> Any:
+    """One column per q (each the rows' results) as NumPy's result: q's shape, then the
+    output's; NaN where a row held one."""
+    last = s[:, s.shape[1] - 1]
+    whole = stack_rows(columns)
+    if s.dtype.is_float:
+        whole = elementwise("where", last != last, math.nan, whole)
+    shape = (*lead, *out)
+    if not shape:
+        return whole.items()[0]
+    return whole.reshape(shape)
+
+
+register_numpy_function("numpy.sort", sort)
+register_numpy_function("numpy.argsort", argsort)
+register_numpy_function("numpy.convolve", convolve)
+register_numpy_function("numpy.median", median)
+register_numpy_function("numpy.percentile", percentile)
+register_numpy_function("numpy.quantile", quantile)

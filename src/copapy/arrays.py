@@ -141,6 +141,8 @@ class Array:
     # ---- element-wise operations -----------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method in ("reduce", "accumulate") and len(inputs) == 1:
+            return ufunc_method(ufunc, method, inputs[0], **kwargs)
         return array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -387,6 +389,8 @@ class Array:
 
     def __getitem__(self, key: Any) -> Any:
         keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, list | np.ndarray | Array) for k in keys):
+            return self._take(keys)
         if any(k is None for k in keys):
             return self._new_axes(keys)
         if self.packed and self.ndim > 1:
@@ -405,7 +409,7 @@ class Array:
             moved = _permute(rows, (*range(1, rows.ndim), 0))[key[1:]]
             return _permute(moved, (moved.ndim - 1, *range(moved.ndim - 1)))
         if isinstance(key, Value):
-            raise TypeError("indices must be Python ints or slices (constant at trace time)")
+            raise TypeError(_TRACED_INDEX)
         if isinstance(key, slice):
             start, stop, step = key.indices(self.shape[0])
             picks = range(start, stop, step)  # not a list: 36 MB at 1e6 elements
@@ -430,6 +434,61 @@ class Array:
                 return self._items[k]
             return Value(build.index(self.node(), k))
         return self._row(k)
+
+    def _take(self, keys: tuple[Any, ...]) -> Any:
+        """``a[idx]`` with constant index arrays (ints, or a constant bool mask), NumPy's
+        advanced indexing: the flat indices come from NumPy indexing the element numbers, so
+        shapes, negative indices and IndexErrors are NumPy's; packed, one strided copy per
+        run of equally spaced indices."""
+        for k in keys:
+            if isinstance(k, Array | Value) or (isinstance(k, list) and any(
+                    isinstance(v, Array | Value) for v in k)):
+                raise TypeError(_TRACED_INDEX)
+        numbers = [np.asarray(k) if isinstance(k, list) else k for k in keys]
+        if any(isinstance(k, np.ndarray) and k.dtype.kind not in "biu" for k in numbers):
+            raise IndexError("arrays used as indices must be of integer (or boolean) type")
+        try:
+            picked = np.arange(self.size).reshape(self.shape)[tuple(numbers)]
+        except IndexError as error:
+            raise IndexError(f"{error} (copapy array of shape {self.shape})") from None
+        if np.ndim(picked) == 0:
+            return self.items()[int(picked)] if not self.packed else Value(
+                build.index(self.node(), int(picked)))
+        if picked.size == 0 or picked.ndim > shp.MAX_NDIM:
+            raise IndexError(f"the index selects shape {picked.shape}: copapy arrays have 1 to "
+                             f"{shp.MAX_NDIM} dimensions and at least one element")
+        shape = tuple(int(d) for d in picked.shape)
+        flat = [int(i) for i in picked.reshape(-1)]
+        if not self.packed:
+            items = self.items()
+            return Array(shape, items=[items[i] for i in flat])
+        views = self._gather_views(numbers, shape)
+        if views is not None:
+            return views
+        node = build.reshape(self.node(), (self.size,))
+        parts = [build.broadcast_to(build.index(node, start), (count,)) if step == 0 else
+                 build.strided(node, start, step, count) for start, step, count in _runs(flat)]
+        gathered = parts[0] if len(parts) == 1 else build.concat(parts, (len(flat),))
+        return Array(shape, node=build.reshape(gathered, shape))
+
+    def _gather_views(self, keys: list[Any], shape: tuple[int, ...]) -> Array | None:
+        """Packed ``A[:, idx]``-like keys (one 1-D int array among slices, 2-D and up): one
+        strided view per index, stacked and the axis moved into place, so the nodes do not
+        grow with the other axes' sizes; None for other keys."""
+        at = [k for k, key in enumerate(keys) if isinstance(key, np.ndarray)]
+        if self.ndim < 2 or len(at) != 1 or not all(isinstance(k, slice | np.ndarray)
+                                                     for k in keys):
+            return None
+        pos = at[0]
+        index = keys[pos]
+        if index.ndim != 1 or index.dtype.kind == "b":
+            return None
+        views = [self[tuple(int(i) % self.shape[pos] if k == pos else key
+                            for k, key in enumerate(keys))] for i in index]
+        moved = stack_rows(views)
+        order = (*range(1, pos + 1), 0, *range(pos + 1, moved.ndim))
+        result = _permute(moved, order)
+        return result if result.shape == shape else None
 
     def _new_axes(self, keys: tuple[Any, ...]) -> Array:
         """``a[..., None, ...]`` (``np.newaxis``): the other keys' result with an axis of one
@@ -491,6 +550,28 @@ class Array:
             yield self[i]
 
 
+_TRACED_INDEX = (
+    "a traced index (a copapy array or value as an index, or a traced boolean mask x[mask]) "
+    "picks elements known only when the program runs, so the result's shape or its elements' "
+    "places would depend on run-time values and it has no fixed compiled form; select with "
+    "cp.where(mask, x, 0.0) (it keeps the shape) or index with a constant list or NumPy array "
+    "of ints (x[[2, 0, 1]], A[:, idx])")
+
+
+def _runs(flat: Sequence[int]) -> list[tuple[int, int, int]]:
+    """``flat`` as runs (start, step, count) of equally spaced indices, in order."""
+    runs: list[tuple[int, int, int]] = []
+    i = 0
+    while i < len(flat):
+        step = flat[i + 1] - flat[i] if i + 1 < len(flat) else 1
+        j = i + 1
+        while j < len(flat) and flat[j] - flat[j - 1] == step:
+            j += 1
+        runs.append((flat[i], step if j - i > 1 else 1, j - i))
+        i = j
+    return runs
+
+
 def _whole_array(name: str, numpy: dict[str, Any]) -> None:
     """The arguments ``np.sum(a, axis=..., keepdims=...)`` and its kind pass with their
     defaults (``out=None, dtype=None``) are accepted; anything else raises naming the fix."""
@@ -513,10 +594,6 @@ def _axis(axis: Any, ndim: int, name: str) -> int:
 def _index(key: Any, length: int) -> int:
     if isinstance(key, bool | np.bool_):  # NumPy reads v[True] as a new axis, not as v[1]
         raise TypeError(f"index {key!r}: a bool is not an index; select with cp.where")
-    if isinstance(key, list | np.ndarray | Array):
-        raise TypeError(f"indices must be integers or slices, not {type(key).__name__}: pick "
-                        f"elements one by one (cp.vector([v[i] for i in picks])), select with "
-                        f"cp.where(mask, v, 0)")
     try:
         k = operator.index(key)
     except TypeError:
@@ -645,6 +722,49 @@ def _reduce_axes(a: Array, name: str, axis: Any, numpy: dict[str, Any], combine:
         result = Array(out_shape, items=[wrap(whole(last[r * group:(r + 1) * group]))
                                          for r in range(outputs)])
     return result.reshape(shp.kept_shape(a.shape, axes, True)) if keep else result
+
+
+#: ufuncs whose ``reduce`` is a reduction of arrays (np.add.reduce(a, axis) is a.sum(axis))
+#: and whose ``accumulate`` is a running element-wise operation: (method, operation)
+UFUNC_REDUCTIONS = {"add": ("sum", "add"), "multiply": ("prod", "mul"),
+                    "minimum": ("min", "min"), "maximum": ("max", "max"),
+                    "logical_and": ("all", "and"), "logical_or": ("any", "or")}
+
+
+def ufunc_method(ufunc: Any, method: str, a: Array, axis: Any = 0, dtype: Any = None,
+                 out: Any = None, keepdims: bool = False, **rest: Any) -> Any:
+    """``np.add.reduce(a, axis)`` and its kin (axis 0 by default, as NumPy's) as the array's
+    reductions; ``np.add.accumulate(a, axis)`` as a running operation along the axis."""
+    name = getattr(ufunc, "__name__", str(ufunc))
+    found = UFUNC_REDUCTIONS.get(name)
+    extras = [k for k, v in (("dtype", dtype), ("out", out), *rest.items()) if v is not None
+              and not (k == "where" and v is True)]
+    if found is None or extras:
+        supported = ", ".join(f"np.{u}.{method}" for u in UFUNC_REDUCTIONS)
+        raise TypeError(f"np.{name}.{method}{' with ' + ', '.join(extras) if extras else ''} "
+                        f"on traced copapy arrays: copapy computes {supported} with axis= "
+                        f"{'and keepdims= ' if method == 'reduce' else ''}only")
+    reduction, op = found
+    if method == "reduce":
+        return getattr(a, reduction)(axis=axis, keepdims=keepdims)
+    if keepdims:
+        raise TypeError(f"np.{name}.accumulate takes no keepdims")
+    return _accumulate(a if not name.startswith("logical_") else a != 0, op,
+                       0 if axis is None else axis)
+
+
+def _accumulate(a: Array, op: str, axis: Any) -> Array:
+    """The running ``op`` along ``axis``: element i combines elements 0..i in order."""
+    k = _axis(axis, a.ndim, "accumulate")
+    moved = _permute(a, (k, *[d for d in range(a.ndim) if d != k]))
+    rows = moved.reshape(moved.shape[0], -1)
+    running = [rows[0]]
+    for i in range(1, rows.shape[0]):
+        running.append(elementwise(op, running[-1], rows[i]))
+    out = stack_rows(running).reshape(moved.shape)
+    back = list(range(1, a.ndim))
+    back.insert(k, 0)
+    return _permute(out, tuple(back))
 
 
 def _product(a: Array) -> Value[Any]:

@@ -490,33 +490,99 @@ def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
     return _op("sqrt", var) if std else var
 
 
-#: NumPy functions copapy implements itself, by name (array_ops.py registers np.sort,
-#: np.argsort and np.convolve): ``np.sort(x)`` on a traced array calls ``cp.sort(x)``
+#: NumPy functions copapy implements itself, by module and name ("numpy.sort",
+#: "numpy.linalg.solve": a name alone clashes across NumPy's modules). array_ops.py and
+#: numpy_functions.py register them: ``np.sort(x)`` on a traced array calls ``cp.sort(x)``
 NUMPY_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
+#: NumPy functions whose result's shape depends on the elements' values: a traced array has a
+#: fixed shape, so they have no compiled form (the value: what to write instead)
+DATA_SHAPED: dict[str, str] = {
+    "numpy.unique": "sort instead (np.sort keeps the shape) or count matches of known values "
+                    "((x == v).sum() for each v)",
+    "numpy.nonzero": "select with cp.where(mask, x, 0.0), or count with mask.sum()",
+    "numpy.flatnonzero": "select with cp.where(mask, x, 0.0), or count with mask.sum()",
+    "numpy.argwhere": "select with cp.where(mask, x, 0.0), or count with mask.sum()",
+    "numpy.extract": "select with cp.where(mask, x, 0.0)",
+    "numpy.trim_zeros": "keep the zeros (cp.where) or index with constant bounds",
+    "numpy.intersect1d": "compare against the known values ((x == v).any() for each v)",
+    "numpy.union1d": "compare against the known values ((x == v).any() for each v)",
+    "numpy.setdiff1d": "compare against the known values ((x == v).any() for each v)",
+}
+
+#: NumPy functions and modules (a name ending in ".") copapy does not compute on traced
+#: values; refused by name (their own code fails deep inside on traced elements)
+UNSUPPORTED = ("numpy.fft.", "numpy.random.", "numpy.polynomial.", "numpy.linalg.eig",
+               "numpy.linalg.eigh", "numpy.linalg.eigvals", "numpy.linalg.eigvalsh",
+               "numpy.linalg.svd", "numpy.linalg.svdvals", "numpy.linalg.qr",
+               "numpy.linalg.lstsq", "numpy.linalg.pinv", "numpy.linalg.matrix_rank",
+               "numpy.linalg.cond", "numpy.linalg.tensorsolve", "numpy.linalg.tensorinv")
 
 
 def register_numpy_function(name: str, implementation: Callable[..., Any]) -> None:
+    """``implementation`` computes NumPy's function ``name`` ("numpy.sort",
+    "numpy.linalg.solve": its module and name) on traced arrays."""
     NUMPY_FUNCTIONS[name] = implementation
 
 
+def numpy_name(func: Any) -> str:
+    """NumPy's function as its module and name ("numpy.linalg.solve")."""
+    return f"{getattr(func, '__module__', None) or 'numpy'}.{getattr(func, '__name__', func)}"
+
+
+def shown(qualified: str) -> str:
+    """``numpy.linalg.eig`` as users write it: ``np.linalg.eig``."""
+    return "np" + qualified.removeprefix("numpy")
+
+
+def _covered() -> str:
+    return (f"NumPy's ufuncs, reductions, np.where, np.clip, "
+            f"{', '.join(sorted(shown(n) for n in NUMPY_FUNCTIONS))} "
+            f"(docs/guide/concepts/arrays.md, 'NumPy functions on traced arrays')")
+
+
 def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A NumPy function called on traced values: np.where and np.clip are copapy's select and
-    clamp (NumPy's own would ask each element for its truth value); others run as NumPy's
-    implementation does on the elements."""
+    """A NumPy function called on traced values: copapy's own implementation (registered, or
+    np.where and np.clip as select and clamp); a clear TypeError for what has no fixed-shape
+    compiled form or no copapy implementation; else NumPy's implementation on the elements."""
+    qualified = numpy_name(func)
     name = getattr(func, "__name__", "")
-    own = NUMPY_FUNCTIONS.get(name)
+    own = NUMPY_FUNCTIONS.get(qualified)
     if own is not None:
         return own(*args, **kwargs)
-    if name == "where" and len(args) == 3 and not kwargs:
+    if qualified == "numpy.where" and len(args) == 3 and not kwargs:
         return _op("where", *args)
-    if name == "clip":
+    if qualified == "numpy.clip":
         return _np_clip(*args, **kwargs)
-    if name in ("var", "std") and hasattr(args[0], "mean") and len(args) == 1:
+    if qualified in ("numpy.var", "numpy.std") and hasattr(args[0], "mean") and len(args) == 1:
         return _np_var(args[0], name == "std", **kwargs)
+    instead = DATA_SHAPED.get(qualified)
+    if instead is not None:
+        raise TypeError(f"{shown(qualified)} of a traced copapy array: its result's shape "
+                        f"depends on the elements' values, which exist only when the program "
+                        f"runs (a compiled result has a fixed shape); {instead}")
+    if any(qualified == u or (u.endswith(".") and qualified.startswith(u)) for u in UNSUPPORTED):
+        raise TypeError(f"{shown(qualified)} is not supported on traced copapy values; copapy "
+                        f"computes {_covered()}")
     implementation = getattr(func, "_implementation", getattr(func, "__wrapped__", None))
     if implementation is None:
         return NotImplemented
-    return implementation(*args, **kwargs)
+    try:
+        return implementation(*args, **kwargs)
+    except TypeError as error:
+        if not _needs_values(error):
+            raise
+        raise TypeError(f"{shown(qualified)} is not supported on traced copapy values: NumPy's "
+                        f"own implementation needs the elements' values, which exist only when "
+                        f"the program runs; copapy computes {_covered()}") from error
+
+
+def _needs_values(error: TypeError) -> bool:
+    """Whether NumPy's implementation failed for want of the elements' values (it asked a
+    traced value for its truth or float value, or ran a ufunc loop of NumPy dtypes on them)."""
+    text = str(error)
+    return ("traced copapy" in text or "dtype('O')" in text
+            or "not supported for the input types" in text)
 
 
 @overload

@@ -1,0 +1,272 @@
+"""Lookup tables of constant breakpoints on traced values: ``np.interp``, ``np.searchsorted``,
+``np.digitize`` and ``np.histogram`` with fixed bins, as comparisons, selects and sums of
+the registry's operations (no stencil of their own; docs/decisions/
+2026-12-05-numpy-coverage-gaps.md).
+
+The breakpoints are NumPy data known while tracing; the traced values are compared with them
+exactly as NumPy compares (a float32 value against a float64 breakpoint: the breakpoint is
+replaced by the float32 or int32 threshold that gives the same answer for every value), so
+the bins and segments picked are NumPy's. Each costs a few operations per breakpoint and
+element: meant for the tables of gain scheduling and calibration (tens of breakpoints).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import dtypes as dt
+from .arrays import Array, asarray, elementwise
+from .value import _op, is_array, is_traced
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
+
+
+def constant_table(x: Any, function: str, what: str) -> Any:
+    """``x`` as a 1-D NumPy array of numbers, or a TypeError saying why it must be constant."""
+    if is_traced(x):
+        raise TypeError(f"np.{function}: {what} must be constant (NumPy data or a list known "
+                        f"while tracing), got a traced copapy {type(x).__name__}; the lookup is "
+                        f"a fixed set of comparisons with known breakpoints")
+    table = np.asarray(x)
+    if table.dtype.kind not in "biuf":
+        raise TypeError(f"np.{function}: {what} holds numbers, got NumPy dtype {table.dtype}")
+    if table.ndim != 1 or table.size == 0:
+        raise ValueError(f"np.{function}: {what} is a non-empty 1-D array, got shape "
+                         f"{table.shape}")
+    return table
+
+
+def _traced_kind(x: Any) -> dt.DType:
+    kind = getattr(x, "dtype", None)
+    return kind if isinstance(kind, dt.DType) else dt.float32
+
+
+def compare(x: Any, op: str, edge: float) -> Any:
+    """``x op edge`` (op: lt, le, gt, ge) decided as the exact real numbers compare (NumPy's
+    comparison of a float32 or int32 value with a float64 breakpoint), with a breakpoint of
+    ``x``'s own type: the nearest threshold on the side that keeps every answer."""
+    kind = _traced_kind(x)
+    e = float(edge)
+    if math.isnan(e) or kind is dt.float64:
+        return _op(op, x, e)
+    up = op in ("ge", "lt")  # x >= e  <=>  x >= (the least representable >= e)
+    if kind.is_float:
+        with np.errstate(over="ignore"):
+            near = np.float32(e)
+        if float(near) < e and up:
+            near = np.nextafter(near, np.float32(np.inf))
+        elif float(near) > e and not up:
+            near = np.nextafter(near, np.float32(-np.inf))
+        return _op(op, x, float(near))
+    whole = (math.ceil(e) if up else math.floor(e)) if math.isfinite(e) else e
+    if dt.INT32_MIN <= whole <= dt.INT32_MAX:
+        return _op(op, x, int(whole))
+    below_all = whole < 0  # an edge beyond int32: the answer is the same for every x
+    return _op("eq" if below_all == (op in ("gt", "ge")) else "ne", x, x)
+
+
+def _count(flags: Sequence[Any]) -> Any:
+    """Σ of bools as int32 (per element for arrays), in the order given."""
+    total = _op("cast_i32", flags[0])
+    for f in flags[1:]:
+        total = total + _op("cast_i32", f)
+    return total
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    """NumPy's ``np.searchsorted(a, v, side)`` for constant sorted ``a`` and traced ``v``: the
+    number of elements of ``a`` before which ``v`` goes, as int32 (NumPy's is int64); a NaN
+    sorts after every number (as NumPy's)."""
+    table = constant_table(a, "searchsorted", "a (the sorted array)")
+    if sorter is not None:
+        table = table[np.asarray(sorter)]
+    if side not in ("left", "right"):
+        raise ValueError(f"np.searchsorted(side={side!r}): 'left' or 'right'")
+    numbers = table[~np.isnan(table)] if table.dtype.kind == "f" else table
+    if (numbers.size != table.size and not np.isnan(table[numbers.size:]).all()) or (
+            np.any(numbers[:-1] > numbers[1:])):
+        raise ValueError("np.searchsorted of a traced value needs `a` sorted ascending (NaNs "
+                         "last, as np.sort leaves them); sort the table first (np.sort(a))")
+    # v goes after every a[i] < v (left) or a[i] <= v (right); a NaN v after every number
+    op = "le" if side == "left" else "lt"
+    count = numbers.size - _count([compare(v, op, e) for e in numbers]) if numbers.size else (
+        _op("cast_i32", _op("ne", v, v)) * 0)
+    nans = table.size - numbers.size
+    if nans and side == "right":  # a NaN v goes after the NaNs too
+        count = count + _op("cast_i32", _op("ne", v, v)) * nans
+    return count
+
+
+def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    """NumPy's ``np.digitize(x, bins, right)`` for constant monotonic ``bins``: the bin index
+    of each traced ``x`` (int32)."""
+    edges = constant_table(bins, "digitize", "bins")
+    rising = bool(np.all(edges[:-1] <= edges[1:]))
+    if not rising and not np.all(edges[:-1] >= edges[1:]):
+        raise ValueError("np.digitize: bins must be monotonically increasing or decreasing")
+    side = "left" if right else "right"
+    if rising:
+        return searchsorted(edges, x, side=side)
+    return edges.size - searchsorted(edges[::-1], x, side=side)
+
+
+def _float_operand(x: Any) -> Any:
+    """A traced (or constant) operand as floats: int32 and bool as float32."""
+    if is_traced(x):
+        return x if x.dtype.is_float else x.astype(dt.float32)
+    data = np.asarray(x, dtype=np.float64)
+    return asarray(data, dt.float32) if data.ndim else float(data)
+
+
+def _table_values(fp: Any, n: int) -> list[Any]:
+    """fp as floats (constant) or traced values, one per breakpoint."""
+    if is_traced(fp):
+        values = asarray(fp)
+        if values.ndim != 1:
+            raise ValueError(f"np.interp: fp is 1-D, got shape {values.shape}")
+        items: list[Any] = values.items()
+        if not values.dtype.is_float:
+            items = [v.astype(dt.float32) for v in items]
+    else:
+        items = [float(v) for v in constant_table(fp, "interp", "fp")]
+    if len(items) != n:
+        raise ValueError("np.interp: fp and xp are not of the same length")
+    return items
+
+
+def _segment(x: Any, x0: float, x1: float, y0: Any, y1: Any) -> Any:
+    """NumPy's interpolation in one segment: slope · (x - x0) + y0."""
+    if isinstance(y0, float) and isinstance(y1, float):
+        slope: Any = (y1 - y0) / (x1 - x0) if x1 != x0 else math.inf
+    else:
+        slope = _op("sub", y1, y0) / (x1 - x0) if x1 != x0 else math.inf
+    return _op("add", _op("mul", slope, _op("sub", x, x0)), y0)
+
+
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+           period: Any = None) -> Any:
+    """NumPy's ``np.interp`` for constant breakpoints ``xp`` (increasing) and traced ``x``
+    (and constant or traced ``fp``): linear between the breakpoints, ``left``/``right``
+    (default fp[0], fp[-1]) outside, ``period`` for periodic tables; NaN x gives NaN. One
+    compare and select per breakpoint; the result has x's float type (float32 for float32
+    and int32 x: NumPy computes in float64)."""
+    points = constant_table(xp, "interp", "xp (the breakpoints)").astype(np.float64)
+    if period is None and not np.all(points[:-1] <= points[1:]):  # NumPy gives nonsense
+        raise ValueError("np.interp: xp must be increasing (NumPy does not check and "
+                         "returns meaningless values); sort xp and fp together first")
+    values = _table_values(fp, points.size)
+    xf = _float_operand(x)
+    if period is not None:
+        xf, points, values = _periodic(xf, points, values, float(period))
+        left = right = None
+    low = values[0] if left is None else left
+    high = values[-1] if right is None else right
+    n = points.size
+    if n == 1:
+        inside: Any = values[0]
+    else:
+        inside = _segment(xf, points[0], points[1], values[0], values[1])
+        for j in range(1, n - 1):  # the last breakpoint at or below x picks the segment
+            inside = _op("where", compare(xf, "ge", points[j]),
+                         _segment(xf, points[j], points[j + 1], values[j], values[j + 1]),
+                         inside)
+        if _exact(xf, points[-1]):  # else no x of its type equals the last breakpoint
+            inside = _op("where", _op("eq", xf, float(points[-1])), values[-1], inside)
+        # NaN in, NaN out (a slope of 0 folds 0 · (x - xp) to 0, so it is said outright)
+        inside = _op("where", _op("ne", xf, xf), math.nan, inside)
+    result = _op("where", compare(xf, "gt", points[-1]), high, inside)
+    result = _op("where", compare(xf, "lt", points[0]), low, result)
+    if not is_traced(result):  # every operand constant (x traced through fp only)
+        return result
+    kind = _traced_kind(xf)
+    return result if result.dtype is kind or not kind.is_float else result.astype(kind)
+
+
+def _exact(x: Any, point: float) -> bool:
+    """Whether ``point`` is a number of x's type (so ``x == point`` compares exactly)."""
+    kind = _traced_kind(x)
+    return kind is dt.float64 or float(np.float32(point)) == point
+
+
+def _periodic(x: Any, points: Any, values: list[Any], period: float
+              ) -> tuple[Any, Any, list[Any]]:
+    """NumPy's ``period=``: x and xp taken modulo the period, xp sorted and extended by one
+    breakpoint on each side (the table wraps around)."""
+    if period == 0 or not math.isfinite(period):
+        raise ValueError("np.interp: period must be a non-zero finite value")
+    period = abs(period)
+    wrapped = points % period
+    order = np.argsort(wrapped, kind="stable")
+    wrapped = wrapped[order]
+    ordered = [values[i] for i in order]
+    ext = np.concatenate([wrapped[-1:] - period, wrapped, wrapped[:1] + period])
+    return _op("mod", x, period), ext, [ordered[-1], *ordered, ordered[0]]
+
+
+def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
+              weights: Any = None) -> tuple[Any, Any]:
+    """NumPy's ``np.histogram`` of traced data into fixed bins (an array of edges, or a count
+    with ``range=(lo, hi)``): the counts (int32; float with ``weights``/``density``) and the
+    constant edges. Bin i holds edges[i] <= a < edges[i+1], the last also its right edge;
+    values outside and NaN are not counted (as NumPy's)."""
+    data = asarray(a).flatten() if is_array(a) else Array((1,), items=[a])
+    edges, outer = _histogram_edges(bins, range, data.dtype)
+    w = None
+    if weights is not None:
+        if not is_array(weights) or asarray(weights).size != data.size:
+            raise ValueError("np.histogram: weights should have the same shape as a")
+        w = asarray(weights, data.dtype).flatten()
+
+    def total(flags: Any) -> Any:
+        chosen = flags.astype(dt.int32) if w is None else elementwise("where", flags, w, 0.0)
+        return chosen.sum()
+
+    at_least = [total(compare(data, "ge", e)) for e in [outer[0], *edges[1:-1]]]
+    beyond = total(compare(data, "gt", outer[1]))
+    counts = [low - high for low, high in zip(at_least, [*at_least[1:], beyond], strict=True)]
+    if density:  # NumPy's n / widths / n.sum()
+        whole = counts[0]
+        for c in counts[1:]:
+            whole = whole + c
+        counts = [_op("cast_f32", c) / float(width) / whole if w is None else
+                  c / float(width) / whole for c, width in zip(counts, np.diff(edges), strict=True)]
+    return Array((len(counts),), items=counts), edges
+
+
+def _histogram_edges(bins: Any, span: Any, kind: dt.DType) -> tuple[Any, tuple[float, float]]:
+    """The edges NumPy returns and the outer bounds it keeps values between: for a count of
+    bins, range's bounds themselves and edges of the data's type between them (NumPy's
+    linspace of result_type(lo, hi, data))."""
+    if isinstance(bins, str):
+        raise TypeError(f"np.histogram(bins={bins!r}) of traced data: the edges would depend on "
+                        f"the data's values; give fixed edges (an array) or a count with "
+                        f"range=(lo, hi)")
+    if np.ndim(bins) == 0:
+        count = int(bins)
+        if count < 1:
+            raise ValueError("np.histogram: bins must be a positive integer")
+        if span is None:
+            raise TypeError("np.histogram(x, bins) of traced data: the default range is the "
+                            "data's min and max, which exist only when the program runs; give "
+                            "range=(lo, hi) or an array of edges")
+        lo, hi = (float(v) for v in span)
+        if not lo <= hi:
+            raise ValueError(f"np.histogram: max must be larger than min in range parameter, "
+                             f"got {span!r}")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        bin_type = np.result_type(lo, hi, np.dtype(kind.name if kind.is_float else "int32"))
+        if bin_type.kind != "f":
+            bin_type = np.dtype(np.float64)
+        return np.linspace(lo, hi, count + 1, dtype=bin_type), (lo, hi)
+    edges = constant_table(bins, "histogram", "bins (the edges)")
+    if np.any(edges[:-1] > edges[1:]):
+        raise ValueError("np.histogram: bins must increase monotonically, when an array")
+    if edges.size < 2:
+        raise ValueError("np.histogram: bins needs at least two edges")
+    return edges, (float(edges[0]), float(edges[-1]))

@@ -1,0 +1,316 @@
+"""NumPy's functions that copapy computes on traced arrays with NumPy's conventions (argument
+names, shapes, batches, result types): ``np.linalg.solve/inv/det/slogdet/cholesky/norm`` on
+cp.linalg's unrolled eliminations, ``np.ptp``, and the lookups of lookup.py. Registered by
+NumPy's module and name (value.NUMPY_FUNCTIONS), so ``np.linalg.solve(A, b)`` inside
+``@cp.jit`` and on cp.matrix values alike is ``cp.linalg.solve`` (docs/decisions/
+2026-12-05-numpy-coverage-gaps.md)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import array_shapes as shp
+from . import dtypes as dt
+from . import linalg, lookup
+from .arrays import Array, _broadcast, _permute, _traced_type, asarray, elementwise, stack_rows
+from .functions import log, sign, sqrt, where
+from .value import Value, register_numpy_function
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ._lazy import numpy as np
+
+
+def _float_operands(*operands: Any) -> list[Array]:
+    """The operands as arrays of NumPy's linalg result type: float32 if every traced operand
+    is float32, else float64 (int32 and bool as float64, as NumPy's); constants are weak
+    beside them (a float64 constant does not widen float32 values)."""
+    like = _traced_type(operands)
+    kind = dt.float32 if like is dt.float32 else dt.float64
+    arrays = [asarray(o, kind) for o in operands]
+    return [a if a.dtype is kind else a.astype(kind) for a in arrays]
+
+
+def _stack_of_squares(a: Array, name: str) -> int:
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise np.linalg.LinAlgError(f"np.linalg.{name}: the last 2 dimensions of the array must "
+                                    f"be square, got shape {a.shape}")
+    return a.shape[-1]
+
+
+def _batched(batch: tuple[int, ...], one: Callable[[tuple[int, ...]], Any]) -> Any:
+    """``one(index)`` for every index of the batch shape, stacked into the batch's shape (the
+    result itself without a batch)."""
+    if not batch:
+        return one(())
+    results = [one(tuple(int(i) for i in index)) for index in np.ndindex(*batch)]
+    if isinstance(results[0], Value):
+        return Array(batch, items=results)
+    stacked = stack_rows(results)
+    return stacked.reshape((*batch, *results[0].shape))
+
+
+def _pick(a: Array, index: tuple[int, ...], batch: tuple[int, ...]) -> Array:
+    """The matrix of ``a`` at ``index`` of the broadcast batch shape ``batch``."""
+    own = a.shape[:a.ndim - 2]
+    if not own:
+        return a
+    at = tuple(0 if d == 1 else i for i, d in zip(index[len(batch) - len(own):], own,
+                                                  strict=True))
+    picked: Array = a[at]
+    return picked
+
+
+def solve(a: Any, b: Any) -> Any:
+    """``np.linalg.solve``: a (..., n, n); b (n,) (a vector for every matrix) or (..., n, k)
+    (batches broadcast, as NumPy 2's)."""
+    m, rhs = _float_operands(a, b)
+    n = _stack_of_squares(m, "solve")
+    if rhs.ndim == 1:
+        if rhs.shape[0] != n:
+            raise ValueError(f"np.linalg.solve: b of shape {rhs.shape} does not fit a of shape "
+                             f"{m.shape} (b is (n,) or (..., n, k))")
+        return _batched(m.shape[:-2], lambda i: linalg.solve(m[i] if i else m, rhs))
+    if rhs.shape[-2] != n:
+        raise ValueError(f"np.linalg.solve: b of shape {rhs.shape} does not fit a of shape "
+                         f"{m.shape} (b is (n,) or (..., n, k))")
+    batch = shp.broadcast_shape("np.linalg.solve", [m.shape[:-2], rhs.shape[:-2]])
+    return _batched(batch, lambda i: linalg.solve(_pick(m, i, batch), _pick(rhs, i, batch)))
+
+
+def inv(a: Any) -> Any:
+    """``np.linalg.inv`` of a matrix or a stack of them."""
+    (m,) = _float_operands(a)
+    _stack_of_squares(m, "inv")
+    return _batched(m.shape[:-2], lambda i: linalg.inv(m[i] if i else m))
+
+
+def det(a: Any) -> Any:
+    """``np.linalg.det`` of a matrix (a value) or a stack of them (an array)."""
+    (m,) = _float_operands(a)
+    _stack_of_squares(m, "det")
+    return _batched(m.shape[:-2], lambda i: linalg.det(m[i] if i else m))
+
+
+def slogdet(a: Any) -> tuple[Any, Any]:
+    """``np.linalg.slogdet``: (sign, log|det|) from ``det`` (sign 0 and -inf when singular)."""
+    d = det(a)
+    return sign(d), log(abs(d))
+
+
+def cholesky(a: Any, /, *, upper: bool = False) -> Any:
+    """``np.linalg.cholesky``: lower L (upper=True: its transpose) of each matrix."""
+    (m,) = _float_operands(a)
+    _stack_of_squares(m, "cholesky")
+    low = _batched(m.shape[:-2], lambda i: linalg.cholesky(m[i] if i else m))
+    return low.swapaxes(-1, -2) if upper else low
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """``np.linalg.norm`` with NumPy's orders: vectors None/2, 1, inf, -inf, 0 and any p;
+    matrices 'fro', 1, -1, inf, -inf (2, -2 and 'nuc' need singular values: refused)."""
+    (a,) = _float_operands(x)
+    if axis is None:
+        if ord is None:
+            flat = a.flatten()
+            result = sqrt((flat * flat).sum())
+            return Array((1,) * a.ndim, items=[result]) if keepdims else result
+        if a.ndim not in (1, 2):
+            raise ValueError("np.linalg.norm: improper number of dimensions to norm")
+        axis = tuple(range(a.ndim))
+    axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    picked = [shp.normalize_axes(k, a.ndim, "np.linalg.norm")[0] for k in axes]
+    if len(picked) == 1:
+        return _vector_norm(a, ord, picked[0], keepdims)
+    if len(picked) == 2 and picked[0] != picked[1]:
+        result = _matrix_norm(a, ord, picked[0], picked[1])
+        if not keepdims:
+            return result
+        shape = [1 if k in picked else d for k, d in enumerate(a.shape)]
+        return result.reshape(shape) if isinstance(result, Array) else Array(
+            tuple(shape), items=[result])
+    raise ValueError(f"np.linalg.norm(axis={axis!r}): one axis (vectors) or two distinct "
+                     f"axes (matrices)")
+
+
+def _vector_norm(a: Array, ord: Any, axis: int, keepdims: bool) -> Any:
+    magnitude = abs(a)
+    if ord is None or ord == 2:
+        return sqrt((a * a).sum(axis=axis, keepdims=keepdims))
+    if isinstance(ord, str):
+        raise ValueError(f"np.linalg.norm(ord={ord!r}): invalid norm order for vectors")
+    if ord == math.inf:
+        return magnitude.max(axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return magnitude.min(axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return (a != 0).astype(a.dtype).sum(axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return magnitude.sum(axis=axis, keepdims=keepdims)
+    p = float(ord)
+    return (magnitude ** p).sum(axis=axis, keepdims=keepdims) ** (1.0 / p)
+
+
+def _matrix_norm(a: Array, ord: Any, rows: int, cols: int) -> Any:
+    if ord is None or ord == "fro":
+        return sqrt((a * a).sum(axis=(rows, cols)))
+    if ord in (1, -1):  # the largest (smallest) column sum
+        sums = abs(a).sum(axis=rows)
+        k = cols - 1 if cols > rows else cols
+        return sums.max(axis=k) if ord == 1 else sums.min(axis=k)
+    if ord in (math.inf, -math.inf):  # the largest (smallest) row sum
+        sums = abs(a).sum(axis=cols)
+        k = rows - 1 if rows > cols else rows
+        return sums.max(axis=k) if ord > 0 else sums.min(axis=k)
+    if ord in (2, -2, "nuc"):
+        raise TypeError(f"np.linalg.norm(ord={ord!r}) of a matrix needs its singular values "
+                        f"(an SVD), which copapy does not compute on traced values; ord='fro', "
+                        f"1, -1, inf and -inf are supported")
+    raise ValueError(f"np.linalg.norm(ord={ord!r}): invalid norm order for matrices")
+
+
+def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    """``np.linalg.vector_norm``: over ``axis`` (all axes without it) as one vector."""
+    a = asarray(x)
+    axes = shp.normalize_axes(axis, a.ndim, "np.linalg.vector_norm")
+    rest = [k for k in range(a.ndim) if k not in axes]
+    moved = _permute(a, (*rest, *axes)).reshape(*[a.shape[k] for k in rest], -1)
+    result = norm(moved, ord, -1)
+    if not keepdims:
+        return result
+    kept = shp.kept_shape(a.shape, axes, True)
+    return result.reshape(kept) if isinstance(result, Array) else Array(kept, items=[result])
+
+
+def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """``np.linalg.matrix_norm``: of the last two axes."""
+    return norm(x, ord, (-2, -1), keepdims)
+
+
+def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``np.ptp``: max - min (over ``axis``)."""
+    if out is not None:
+        raise TypeError("np.ptp(out=...): copapy arrays are immutable; use the result")
+    x = asarray(a)
+    return x.max(axis=axis, keepdims=keepdims) - x.min(axis=axis, keepdims=keepdims)
+
+
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    """``np.count_nonzero``: the non-zero elements (over ``axis``), int32 (NumPy's intp)."""
+    return (asarray(a) != 0).astype(dt.int32).sum(axis=axis, keepdims=keepdims)
+
+
+def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+            keepdims: bool = False) -> Any:
+    """``np.average``: the mean, or Σ a·w / Σ w with weights of a's shape or (1-D, with an int
+    axis) of that axis's length."""
+    x = asarray(a)
+    if weights is None:
+        mean = x.mean(axis=axis, keepdims=keepdims)
+        count = float(math.prod(x.shape[k] for k in shp.normalize_axes(axis, x.ndim,
+                                                                         "average")))
+        return (mean, np.full(np.shape(mean), count, np.float32)) if returned else mean
+    w = asarray(weights, x.dtype)
+    if w.shape != x.shape:
+        if w.ndim != 1 or not isinstance(axis, int) or w.shape[0] != x.shape[axis]:
+            raise TypeError(f"np.average: weights of shape {w.shape} differ from a's {x.shape}; "
+                            f"1-D weights need an int axis of their length")
+        w = w.reshape([w.shape[0] if k == axis % x.ndim else 1 for k in range(x.ndim)])
+    total = _broadcast(w, x.shape).sum(axis=axis, keepdims=keepdims)
+    mean = (x * w).sum(axis=axis, keepdims=keepdims) / total
+    return (mean, total) if returned else mean
+
+
+def _nan_free(a: Any, fill: float) -> tuple[Array, Any]:
+    """``a`` with its NaNs replaced by ``fill``, and the NaN mask (None for int32/bool)."""
+    x = asarray(a)
+    if not x.dtype.is_float:
+        return x, None
+    nan = x != x
+    return elementwise("where", nan, fill, x), nan
+
+
+def nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+           keepdims: bool = False) -> Any:
+    """``np.nansum``: the sum with NaNs counted as zero."""
+    _no_out("nansum", dtype, out)
+    return _nan_free(a, 0.0)[0].sum(axis=axis, keepdims=keepdims)
+
+
+def nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+            keepdims: bool = False) -> Any:
+    """``np.nanmean``: the mean of the elements that are not NaN (NaN if none is)."""
+    _no_out("nanmean", dtype, out)
+    x, nan = _nan_free(a, 0.0)
+    if nan is None:
+        return x.mean(axis=axis, keepdims=keepdims)
+    count = (~nan).astype(x.dtype).sum(axis=axis, keepdims=keepdims)
+    return x.sum(axis=axis, keepdims=keepdims) / count
+
+
+def _nan_extreme(a: Any, axis: Any, keepdims: bool, largest: bool) -> Any:
+    x, nan = _nan_free(a, -math.inf if largest else math.inf)
+    found = x.max(axis=axis, keepdims=keepdims) if largest else x.min(axis=axis,
+                                                                      keepdims=keepdims)
+    if nan is None:
+        return found
+    return where(nan.all(axis=axis, keepdims=keepdims), math.nan, found)
+
+
+def nanmax(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``np.nanmax``: the largest element that is not NaN (NaN if all are)."""
+    _no_out("nanmax", None, out)
+    return _nan_extreme(a, axis, keepdims, True)
+
+
+def nanmin(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``np.nanmin``: the smallest element that is not NaN (NaN if all are)."""
+    _no_out("nanmin", None, out)
+    return _nan_extreme(a, axis, keepdims, False)
+
+
+def _no_out(name: str, dtype: Any, out: Any) -> None:
+    if dtype is not None or out is not None:
+        raise TypeError(f"np.{name} of traced arrays takes no dtype= or out= (cast first; "
+                        f"arrays are immutable)")
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Any:
+    """``np.isclose``: |a - b| <= atol + rtol·|b| where both are finite, a == b where not
+    (equal NaNs with equal_nan=True)."""
+    finite = isfinite_(a) & isfinite_(b)
+    close = where(finite, abs(a - b) <= atol + rtol * abs(b), a == b)
+    if equal_nan:
+        close = close | ((a != a) & (b != b))
+    return close
+
+
+def isfinite_(x: Any) -> Any:
+    """x - x is 0 exactly for finite x (NaN for inf and NaN)."""
+    return (x - x) == 0
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Any:
+    """``np.allclose``: every element isclose (a traced bool)."""
+    close = isclose(a, b, rtol, atol, equal_nan)
+    return close.all() if isinstance(close, Array) else close
+
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "numpy.linalg.solve": solve, "numpy.linalg.inv": inv, "numpy.linalg.det": det,
+    "numpy.linalg.slogdet": slogdet, "numpy.linalg.cholesky": cholesky,
+    "numpy.linalg.norm": norm, "numpy.linalg.vector_norm": vector_norm,
+    "numpy.linalg.matrix_norm": matrix_norm, "numpy.ptp": ptp,
+    "numpy.interp": lookup.interp, "numpy.searchsorted": lookup.searchsorted,
+    "numpy.digitize": lookup.digitize, "numpy.histogram": lookup.histogram,
+    "numpy.count_nonzero": count_nonzero, "numpy.average": average, "numpy.nansum": nansum,
+    "numpy.nanmean": nanmean, "numpy.nanmax": nanmax, "numpy.nanmin": nanmin,
+    "numpy.isclose": isclose, "numpy.allclose": allclose,
+}
+for _name, _function in _FUNCTIONS.items():
+    register_numpy_function(_name, _function)
