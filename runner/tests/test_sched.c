@@ -1305,9 +1305,14 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int mode, uint32_t *f
             /* a quarter of the OUTPUTs read the next task's shared slot, which its PUBLISH
              * copy writes later in the tick: the output must take the value before it (the
              * planned tick then moves outputs task by task, not after the flat copies) */
-            uint32_t driven = rnd(4) == 0 ? R_STRIDE * ((i + 1) % n) + R_SHARED
+            uint32_t driven = rnd(mode == PLAN_BOUND ? 2 : 4) == 0
+                                  ? R_STRIDE * ((i + 1) % n) + R_SHARED
                                           : R_STRIDE * i + R_SCNT;
-            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
+            /* half of the bound cases' INPUTs read the task's own OUTPUT channel back (a
+             * loop: the data and the trace rows then see every tick's output, not only the
+             * channel's last value at the end of a chunk) */
+            uint8_t kind = mode == PLAN_BOUND && rnd(2) == 0 ? CP_IO_PWM : CP_IO_ADC;
+            sb_binding(b, (uint16_t)i, 1, kind, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
             sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, driven);
         }
     }
@@ -1489,7 +1494,8 @@ static void test_plan_against_ticks(void)
         for (int k = 0; k < 5; k++) {
             plan_case(32, guard, PLAN_BARE);
         }
-        for (int k = 0; k < 200; k++) { /* the cycle with I/O moves and trace rows */
+        /* the cycle with I/O moves and trace rows (it runs with guard_jobs, guard 3) */
+        for (int k = 0; k < (guard == 3 ? 800 : 100); k++) {
             plan_case(1 + rnd(8), guard, PLAN_BOUND);
         }
         for (int k = 0; k < 5; k++) {
