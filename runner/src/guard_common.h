@@ -84,10 +84,13 @@ static inline int cp_guard_watch_due(cp_guard_watch *w, uint64_t seq, uint64_t b
 
 /* ---- the walk of a guard_jobs list (runner.h), one for every platform */
 
-/* A ROW entry: the ranges into the ring's next row (past its time), the ring slot advanced.
- * Out of line: one a tick, and the jobs' loop stays short. */
+/* A ROW entry: the ranges into the ring's next row (past its time), the ring slot advanced
+ * (nothing without a ring). Out of line: one a tick, and the jobs' loop stays short. */
 static CP_NOINLINE void cp_jobs_row(const cp_guard_job_list *list)
 {
+    if (list->rows == NULL) {
+        return;
+    }
     uint64_t next = *list->row_next;
     uint8_t *row = list->rows + (size_t)next * list->row_bytes + sizeof(uint64_t);
     for (uint32_t r = 0; r < list->row_ranges; r++) {
@@ -97,26 +100,25 @@ static CP_NOINLINE void cp_jobs_row(const cp_guard_job_list *list)
     *list->row_next = next + 1 < list->row_capacity ? next + 1 : 0;
 }
 
-/* The list's entry `kind` that is not a job (COPY, INPUT, OUTPUT, ROW) with its words at w;
- * returns the words after it. The conversions are the scheduler's (slot_value.h), a float32
- * slot without the dtype switch, as the scheduler's planned tick moves it. */
+/* The list's entry `kind` that is not a job (COPY, INPUT, OUTPUT, ROW) with its words at w
+ * (`data`, `io`: the list's, in the walk's locals: the moves' byte stores may alias the
+ * list); returns the words after it. The conversions are the scheduler's (slot_value.h), a
+ * float32 slot without the dtype switch, as the scheduler's planned tick moves it. */
 static CP_ALWAYS_INLINE const uint32_t *cp_jobs_move(const cp_guard_job_list *list,
+                                                    uint8_t *data, double *io,
                                                     uint32_t kind, const uint32_t *w)
 {
-    uint8_t *data = list->data;
     if (kind == CP_JOBS_COPY) {
         cp_copy_words(data + w[0], data + w[1], w[2]);
         return w + 3;
     }
     if (kind == CP_JOBS_ROW) {
-        if (list->rows != NULL) {
-            cp_jobs_row(list);
-        }
+        cp_jobs_row(list);
         return w;
     }
     uint8_t dtype = (uint8_t)w[2];
     if (kind == CP_JOBS_INPUT) {
-        double v = w[1] != CP_JOBS_NO_CHANNEL ? list->io[w[1]] : 0.0;
+        double v = w[1] != CP_JOBS_NO_CHANNEL ? io[w[1]] : 0.0;
         if (dtype == CP_DT_F32) {
             float f = cp_to_f32(v);
             cp_copy(data + w[0], (const uint8_t *)&f, sizeof(f));
@@ -127,9 +129,9 @@ static CP_ALWAYS_INLINE const uint32_t *cp_jobs_move(const cp_guard_job_list *li
         if (dtype == CP_DT_F32) {
             float f;
             cp_copy((uint8_t *)&f, data + w[0], sizeof(f));
-            list->io[w[1]] = (double)f;
+            io[w[1]] = (double)f;
         } else {
-            list->io[w[1]] = cp_slot_load(data + w[0], dtype);
+            io[w[1]] = cp_slot_load(data + w[0], dtype);
         }
     }
     return w + 3;
@@ -146,12 +148,15 @@ static CP_ALWAYS_INLINE int cp_jobs_walk(const cp_guard_job_list *list, cp_jobs_
                                          void *ctx, cp_fault *fault)
 {
     const uint8_t *order = list->order, *stop = order + list->count;
+    const uint32_t *words = list->copies;
+    uint8_t *data = list->data;
+    double *io = list->io;
     uint32_t n = 0;
     for (uint32_t r = list->repeat; r != 0; r--) {
-        const uint32_t *w = list->copies;
+        const uint32_t *w = words;
         for (const uint8_t *o = order; o != stop; o++) {
             if (*o >= CP_JOBS_ROW) {
-                w = cp_jobs_move(list, *o, w);
+                w = cp_jobs_move(list, data, io, *o, w);
                 continue;
             }
             if (job(ctx, *o, n++, fault) != 0) {

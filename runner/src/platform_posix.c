@@ -743,14 +743,14 @@ static CP_ALWAYS_INLINE int armed_walk_job(armed_walk *w, uint32_t task, cp_faul
 }
 
 CP_CALLS_LOADED_CODE
-static int checked_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
+static CP_ALWAYS_INLINE int checked_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
 {
     (void)n;
     return armed_walk_job(ctx, task, fault, 1);
 }
 
 CP_CALLS_LOADED_CODE
-static int lean_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
+static CP_ALWAYS_INLINE int lean_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
 {
     (void)n;
     return armed_walk_job(ctx, task, fault, 0);

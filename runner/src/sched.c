@@ -625,6 +625,7 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
 /* The cycle's builder: the order bytes at ops + order_at and the entries' words at
  * ops + words_at (ops NULL: counted only), `entries` and `words` (3-word entries) so far. */
 typedef struct cycle_out {
+    int rows;          /* a ROW entry after each tick */
     uint8_t *ops;
     uint64_t words_at;
     uint64_t order_at;
@@ -677,7 +678,7 @@ static void cycle_copies(cycle_out *c, const cp_sched *s, uint32_t due)
  * first (plan_ticks with the simulated I/O): its period ends (the merged PUBLISH copies and
  * then the OUTPUT moves task by task where PLAN_FLAT_OUTPUTS, else task by task its copies
  * and then its OUTPUT moves), then its releases in priority order (each task's INPUT moves,
- * its RELEASE copies, its job), then a ROW entry (its trace row, if one is kept). Returns 0 if
+ * its RELEASE copies, its job), then (c->rows) a ROW entry: its trace row. Returns 0 if
  * the lists would not be addressable; *jobs: the jobs, *io: whether it moves I/O. */
 static int plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, cycle_out *c,
                       uint32_t *jobs, uint32_t *io)
@@ -714,7 +715,9 @@ static int plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, cycle_out *
             }
             cycle_entry(c, i);
         }
-        cycle_entry(c, CP_JOBS_ROW);
+        if (c->rows) {
+            cycle_entry(c, CP_JOBS_ROW);
+        }
         *jobs += count;
         if (c->entries > UINT32_MAX / 4 || c->words > UINT32_MAX / (4 * PLAN_COPY_BYTES)) {
             return 0;
@@ -724,13 +727,13 @@ static int plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, cycle_out *
 }
 
 /* Where the cycle goes after the plan's `bytes` in the buffer `ops` (NULL: counted with the
- * most padding): its words (aligned in memory) and its order; returns the end (bytes if there
- * is no cycle). */
+ * most padding): its words (aligned in memory), its order with ROW entries and the same
+ * without (h bytes fewer); returns the end (bytes if there is no cycle). */
 static uint64_t plan_cycle_bytes(const cp_sched *s, uint64_t start, uint64_t h,
                                  const uint8_t *ops, uint64_t bytes, uint64_t *words_at,
                                  uint64_t *order_at)
 {
-    cycle_out c = {NULL, 0, 0, 0, 0};
+    cycle_out c = {1, NULL, 0, 0, 0, 0};
     uint32_t jobs, io;
     if (!plan_cycle(s, start, h, &c, &jobs, &io) || jobs == 0) {
         return bytes;
@@ -739,7 +742,7 @@ static uint64_t plan_cycle_bytes(const cp_sched *s, uint64_t start, uint64_t h,
                                 : sizeof(uint32_t) - 1u;
     *words_at = bytes + pad;
     *order_at = *words_at + (uint64_t)PLAN_COPY_BYTES * c.words;
-    return *order_at + c.entries;
+    return *order_at + 2 * c.entries - h;
 }
 
 /* plan_cycle_io: the cycle moves I/O; its channel words are those of the simulated I/O set */
@@ -817,10 +820,13 @@ uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
     s->plan_start = start;
     s->plan_period = h;
     if (plan_cycle_bytes(s, start, h, ops, at, &copies_at, &order_at) != at) {
-        cycle_out c = {ops, copies_at, order_at, 0, 0};
+        cycle_out c = {1, ops, copies_at, order_at, 0, 0};
         (void)plan_cycle(s, start, h, &c, &s->plan_cycle_jobs, &s->plan_cycle_io);
+        cycle_out rowless = {0, ops, copies_at, order_at + c.entries, 0, 0};
+        (void)plan_cycle(s, start, h, &rowless, &s->plan_cycle_jobs, &s->plan_cycle_io);
         s->plan_cycle_copies = (uint32_t)copies_at;
         s->plan_cycle_order = (uint32_t)order_at;
+        s->plan_cycle_rowless = (uint32_t)(order_at + c.entries);
         s->plan_cycle_count = (uint32_t)c.entries;
         plan_cycle_channels(s);
     }
@@ -1006,8 +1012,8 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
     int tracing = s->trace_buf != NULL, ready = plan_cycle_ready(s);
     cp_guard_job_list list = *base;
     cp_guard_job_list cycle = list;
-    cycle.order = plan + s->plan_cycle_order;
-    cycle.count = s->plan_cycle_count;
+    cycle.order = plan + (tracing ? s->plan_cycle_order : s->plan_cycle_rowless);
+    cycle.count = (uint32_t)(s->plan_cycle_count - (tracing ? 0 : h));
     cycle.data = data;
     cycle.copies = (const uint32_t *)(const void *)(plan + s->plan_cycle_copies);
     cycle.io = s->sim_io;

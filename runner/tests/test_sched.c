@@ -1322,15 +1322,16 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int mode, uint32_t *f
  * calls of a bound cycle (I/O moves) and of a traced one whose ring wrapped inside the call */
 static int cycle_cases, cycle_faults, io_cycle_calls, io_cycle_faults, wrapped_cycle_calls;
 
-/* the planned scheduler's cycle list (its order in the plan's buffer) */
-static const uint8_t *cycle_order;
+/* the planned scheduler's cycle lists (their orders in the plan's buffer: with ROW entries
+ * and without) */
+static const uint8_t *cycle_order, *cycle_rowless;
 
 /* cp_posix_guard_jobs, counting the calls of a cycle with I/O moves and those whose trace ring
  * wraps inside the call (more of its rows than the ring holds, or past its end) */
 static int counting_jobs(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
                          cp_fault *fault)
 {
-    if (list->order == cycle_order) {
+    if (list->order == cycle_order || list->order == cycle_rowless) {
         uint64_t rows = 0, moves = 0;
         for (uint32_t k = 0; k < list->count; k++) {
             rows += list->order[k] == CP_JOBS_ROW;
@@ -1414,6 +1415,7 @@ static void plan_case(uint32_t n, int guard, int mode)
     /* every tick with no feed: the plan has its cycle */
     CHECK(mode == PLAN_ANY || periodic == 0 || f[0].s.plan_cycle_count != 0);
     cycle_order = f[0].s.plan_cycle_count != 0 ? plan + f[0].s.plan_cycle_order : NULL;
+    cycle_rowless = f[0].s.plan_cycle_count != 0 ? plan + f[0].s.plan_cycle_rowless : NULL;
     int cycle = guard == 3 && f[0].s.plan_cycle_count != 0;
     cycle_cases += cycle;
     int io_calls = io_cycle_calls;

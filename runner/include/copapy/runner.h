@@ -419,9 +419,10 @@ typedef struct cp_sched {
     uint32_t plan_cycle_count;
     uint32_t plan_cycle_jobs;
     /* appended in ABI 9, private: the cycle is for every plan whose ticks have no feeds (not
-     * only bare ones); 1 if it moves simulated I/O (INPUT, OUTPUT entries: only with sim_io) */
+     * only bare ones); whether it moves simulated I/O (INPUT, OUTPUT entries: only with
+     * sim_io); the byte of its order without ROW entries (for a run without a trace) */
     uint32_t plan_cycle_io;
-    uint32_t reserved9;
+    uint32_t plan_cycle_rowless;
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
