@@ -15,7 +15,10 @@ min / median / max over the rounds, with the load average before and after. The 
 compiled with ``cc -O2`` (no -ffast-math), as copapy's stencils are. The stronger anchor
 ``C SoA O3 native`` is the same tasks as structure of arrays, ``cc -O3 -march=native``: the
 compiler runs a tick's tasks side by side in vector lanes, as numba does with its arrays (a
-tick is then bound by one task's latency, ~11 ns); copapy runs each task as its own job.
+tick is then bound by one task's latency, ~11 ns); copapy runs each task as its own job. The
+realistic variants (``VARIANTS``) have anchors doing the same work: ``C untimed trace`` writes
+a row of the outputs after every tick, ``C untimed io`` reads each task's simulated ADC element
+(a double array) and writes its DAC element every tick.
 
 ``--table``: simulated seconds per wall second and per CPU second (median of five), the old
 single table. ``--against`` compares with another copapy source tree (``git archive <commit>
