@@ -1,6 +1,7 @@
 /* A data slot's value as an I/O channel's double, both ways: what the scheduler's bindings
- * (sched.c) and the platforms' job lists (guard_common.h, INPUT and OUTPUT entries) move, so
- * that both convert alike (bits equal on either path). */
+ * (sched.c), the platforms' job lists (guard_common.h, INPUT and OUTPUT entries) and
+ * libcopapy's port reads and writes (runner/lib/abi.c) move, so that all convert alike (bits
+ * equal on either path). */
 #ifndef COPAPY_SLOT_VALUE_H
 #define COPAPY_SLOT_VALUE_H
 
@@ -8,23 +9,24 @@
 
 #include "internal.h"
 
-/* Truncation toward zero with saturation, NaN -> 0 (cp.cast semantics). */
-static inline int32_t cp_to_i32(double d)
+/* Truncation toward zero, saturated to [lo, hi], NaN -> 0 (cp.cast semantics). */
+static inline int64_t cp_to_int(double d, int64_t lo, int64_t hi)
 {
     if (d != d) {
         return 0;
     }
-    if (d >= 2147483647.0) {
-        return INT32_MAX;
+    if (d >= (double)hi) {
+        return hi;
     }
-    if (d <= -2147483648.0) {
-        return INT32_MIN;
+    if (d <= (double)lo) {
+        return lo;
     }
-    return (int32_t)d;
+    return (int64_t)d;
 }
 
-/* A channel value into the slot at p of `dtype` (float32 saturating to +-inf, int32
- * saturating, bool as int32 0/1). */
+/* A channel value into the slot at p of `dtype` (float32 saturating to +-inf, the integers
+ * saturating, bool as int32 0/1). The scheduler's bindings have the first four (contract.h's
+ * io column); libcopapy's port writes all six. */
 static inline void cp_slot_store(uint8_t *p, uint8_t dtype, double v)
 {
     switch (dtype) {
@@ -37,7 +39,15 @@ static inline void cp_slot_store(uint8_t *p, uint8_t dtype, double v)
         cp_copy(p, (const uint8_t *)&v, sizeof(v));
         break;
     case CP_DT_I32: {
-        int32_t i = cp_to_i32(v);
+        int32_t i = (int32_t)cp_to_int(v, INT32_MIN, INT32_MAX);
+        cp_copy(p, (const uint8_t *)&i, sizeof(i));
+        break;
+    }
+    case CP_DT_U8:
+        p[0] = (uint8_t)cp_to_int(v, 0, UINT8_MAX);
+        break;
+    case CP_DT_I8: {
+        int8_t i = (int8_t)cp_to_int(v, INT8_MIN, INT8_MAX);
         cp_copy(p, (const uint8_t *)&i, sizeof(i));
         break;
     }
@@ -65,6 +75,13 @@ static inline double cp_slot_load(const uint8_t *p, uint8_t dtype)
     }
     case CP_DT_I32: {
         int32_t i;
+        cp_copy((uint8_t *)&i, p, sizeof(i));
+        return (double)i;
+    }
+    case CP_DT_U8:
+        return (double)p[0];
+    case CP_DT_I8: {
+        int8_t i;
         cp_copy((uint8_t *)&i, p, sizeof(i));
         return (double)i;
     }
