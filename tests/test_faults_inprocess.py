@@ -172,7 +172,7 @@ def test_a_fault_inside_a_multi_tick_step_with_io(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setattr(loader, "load_native", real)
         trace = tg.trace(*(x for x, _ in outs), capacity=16)  # wraps inside the step
         seen = []
-        for round_ in range(2):  # the first run, and the same after a reset
+        for _ in range(2):  # the first run, and the same after a reset
             for k in range(3):
                 tg.set_io(cp.io.ADC(k), 0.25 * (k + 1))
             with pytest.raises(cp.ProgramFault) as info:
