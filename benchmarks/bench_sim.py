@@ -15,7 +15,10 @@ min / median / max over the rounds, with the load average before and after. The 
 compiled with ``cc -O2`` (no -ffast-math), as copapy's stencils are. The stronger anchor
 ``C SoA O3 native`` is the same tasks as structure of arrays, ``cc -O3 -march=native``: the
 compiler runs a tick's tasks side by side in vector lanes, as numba does with its arrays (a
-tick is then bound by one task's latency, ~11 ns); copapy runs each task as its own job.
+tick is then bound by one task's latency, ~11 ns); copapy runs each task as its own job. The
+realistic variants (``VARIANTS``) have anchors doing the same work: ``C untimed trace`` writes
+a row of the outputs after every tick, ``C untimed io`` reads each task's simulated ADC element
+(a double array) and writes its DAC element every tick.
 
 ``--table``: simulated seconds per wall second and per CPU second (median of five), the old
 single table. ``--against`` compares with another copapy source tree (``git archive <commit>
@@ -187,6 +190,7 @@ def c_anchor() -> ctypes.CDLL:
     lib.sim_reset.argtypes = [ctypes.c_int]
     lib.sim_runs.restype = ctypes.c_uint64
     lib.sim_trace.argtypes = [ctypes.c_void_p]
+    lib.sim_io.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     return lib
 
 
@@ -255,6 +259,7 @@ def anchors(rounds: int) -> None:
     soa = soa_anchor()
     go_numba = numba_anchor()
     trace_buf = ctypes.create_string_buffer(TICKS * (8 + 4 * TASKS))
+    adc, dac = (ctypes.c_double * TASKS)(), (ctypes.c_double * TASKS)()
 
     def copapy(timed: bool) -> Callable[[], None]:
         tg = targets[timed]
@@ -278,6 +283,14 @@ def anchors(rounds: int) -> None:
         finally:
             lib.sim_trace(None)
 
+    def c_io() -> float:
+        lib.sim_reset(TASKS)
+        lib.sim_io(adc, dac)
+        try:
+            return float(lib.sim_run(TASKS, TICKS, 0))
+        finally:
+            lib.sim_io(None, None)
+
     def variant(name: str) -> Callable[[], None]:
         tg = real[name][0]
 
@@ -293,7 +306,7 @@ def anchors(rounds: int) -> None:
     rows: dict[str, Callable[[], Any]] = {
         "copapy timed": copapy(True), "copapy untimed": copapy(False),
         "C timed": c_loop(True), "C untimed": c_loop(False), "C SoA O3 native": soa_loop,
-        "numba": go_numba, "C untimed trace": c_trace,
+        "numba": go_numba, "C untimed trace": c_trace, "C untimed io": c_io,
         **{f"copapy untimed {v}": variant(v) for v in VARIANTS}}
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {name: [] for name in rows}
@@ -307,6 +320,7 @@ def anchors(rounds: int) -> None:
     assert 0.9 < cp_pos < 1.1 and abs(cp_pos - c_pos) < 1e-4 and abs(cp_pos - nb_pos) < 1e-4, \
         (cp_pos, c_pos, nb_pos)
     assert soa_pos == c_pos, (soa_pos, c_pos)  # the same float32 operations per task
+    assert c_io() == c_pos and dac[0] == c_pos, (dac[0], c_pos)  # (adding the ADC's 0.0)
     assert lib.sim_runs(0) == TICKS and targets[True].stats()[0].runs == TICKS
     c_trace()
     c_rows = memoryview(trace_buf.raw).cast("B")
@@ -336,7 +350,8 @@ def anchors(rounds: int) -> None:
                          *((f"copapy untimed {v}", "copapy untimed") for v in VARIANTS),
                          *((f"copapy untimed {v}", "C untimed") for v in VARIANTS),
                          ("copapy untimed trace", "C untimed trace"),
-                         ("copapy untimed io+trace", "C untimed trace")):
+                         ("copapy untimed io+trace", "C untimed trace"),
+                         ("copapy untimed io", "C untimed io")):
         ratios = [a / b for a, b in zip(times[mine], times[anchor], strict=True)]
         print(f"| {mine} / {anchor} | {min(ratios):.2f} | {statistics.median(ratios):.2f} "
               f"| {max(ratios):.2f} |")

@@ -2,7 +2,9 @@
  * same float32 operations in the same order (-O2, no -ffast-math), stepped tick after tick.
  * `timed`: a job-clock read after each task (rdtsc on x86, as copapy's job clock; else
  * CLOCK_MONOTONIC) and the max/sum statistics the scheduler keeps. sim_trace: a trace row of the
- * outputs after every tick, as a LocalTarget trace of them.
+ * outputs after every tick, as a LocalTarget trace of them. sim_io: each task reads its
+ * simulated ADC element (a double, added to its plant) and writes its position to its DAC
+ * element every tick, as bench_sim.py's "io" program binds them.
  *
  *     cc -std=c11 -O2 -shared -fPIC benchmarks/sim_pid.c -o /tmp/sim_pid.so  (bench_sim.py does) */
 #define _POSIX_C_SOURCE 200809L
@@ -32,7 +34,8 @@ static inline uint64_t job_clock(void)
 #endif
 }
 
-static inline void step(pid_task *t)
+/* A tick of the task; returns the plant's new position (the caller stores it). */
+static inline float pid_update(pid_task *t)
 {
     const float dt = 1e-3f;
     float error = t->setpoint - t->position;
@@ -40,10 +43,26 @@ static inline void step(pid_task *t)
     float rate = t->first ? 0.0f : (error - t->prev_error) / dt;
     float u = 2.0f * error + 5.0f * t->integral + 0.05f * rate;
     float clamped = u < -10.0f ? -10.0f : (u > 10.0f ? 10.0f : u);
-    t->position = t->position + (clamped - t->position) * (dt / 0.05f);
+    float position = t->position + (clamped - t->position) * (dt / 0.05f);
     t->prev_error = error;
     t->first = 0;
     t->runs++;
+    return position;
+}
+
+static inline void step(pid_task *t)
+{
+    t->position = pid_update(t);
+}
+
+/* The I/O anchor's arrays: an ADC and a DAC element per task, owned by the caller. */
+static const double *io_adc;
+static double *io_dac;
+
+void sim_io(const double *adc, double *dac)
+{
+    io_adc = adc;
+    io_dac = dac;
 }
 
 void sim_reset(int n)
@@ -77,7 +96,8 @@ static inline void trace_row(int n, uint64_t t_ns)
 }
 
 /* `ticks` ticks of `n` tasks, each released every tick; returns task 0's position. With a
- * buffer from sim_trace (rows of 8 + 4n bytes, `ticks` of them), a row after every tick. */
+ * buffer from sim_trace (rows of 8 + 4n bytes, `ticks` of them), a row after every tick; with
+ * arrays from sim_io (untimed), each task's ADC read and DAC write. */
 float sim_run(int n, int64_t ticks, int timed)
 {
     if (n > MAX_TASKS) {
@@ -93,6 +113,12 @@ float sim_run(int n, int64_t ticks, int timed)
                 tasks[k].exec_max = exec > tasks[k].exec_max ? exec : tasks[k].exec_max;
                 tasks[k].exec_sum += exec;
                 start = stop;
+            }
+        } else if (io_adc != NULL) {
+            for (int k = 0; k < n; k++) {
+                float disturbance = (float)io_adc[k];
+                tasks[k].position = pid_update(&tasks[k]) + disturbance;
+                io_dac[k] = (double)tasks[k].position;
             }
         } else {
             for (int k = 0; k < n; k++) {

@@ -18,7 +18,7 @@ from copapy.runtime import load as loader
 from copapy.runtime import native
 from copapy.runtime.load import host_architecture
 
-from .support.faults import SNIPPETS, inject
+from .support.faults import SNIPPETS, inject, param_fault_code, victim
 
 HOST = host_architecture()  # the wheels of other CPUs run this file too (tools/wheel_tests.txt)
 KINDS = list(SNIPPETS[HOST])
@@ -126,6 +126,81 @@ def test_a_fault_in_the_fourth_job_of_a_tick(monkeypatch: pytest.MonkeyPatch) ->
         assert [tg.read(c) for c in counters] == [0 if k == 3 else 2 * (k + 1)
                                                   for k in range(10)]
         tg.reset()
+
+
+def bound_program(arm_at: int) -> tuple[list[cp.Task], list[Any], Any]:
+    """Three bound tasks every tick (a simulated ADC into the plant, its position to a DAC),
+    a clock task whose output ``arm`` turns 1.0 from its run ``arm_at`` on, and a victim every
+    second tick that reads ``arm`` (its code is replaced by param_fault_code: SIGSEGV once it
+    reads 1.0). All periods 1 or 2 ticks: the hyperperiod is 2 ticks, so a long step runs
+    whole hyperperiods in one guard_jobs call (the cycle, with its I/O moves)."""
+    count = cp.feedback(lambda n: n + 1, init=0)
+    arm = cp.where(count >= arm_at, 1.0, 0.0)
+    outs = []
+    for k in range(3):
+        adc = cp.value(0.0, name=f"adc{k}")
+        outs.append((cp.feedback(lambda p, a=adc, k=k: p * 0.5 + a + (k + 1), init=0.0), adc))
+    tasks = [cp.Task(arm, count, period=1e-3, priority=0, name="clock"),
+             *(cp.Task(x, period=1e-3, priority=1 + k, name=f"plant{k}")
+               for k, (x, _) in enumerate(outs)),
+             cp.Task(victim(arm), period=2e-3, priority=4, name="victim")]
+    return tasks, outs, arm
+
+
+@pytest.mark.skipif(HOST != "x86_64", reason="hand-assembled x86_64 task")
+def test_a_fault_inside_a_multi_tick_step_with_io(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LocalTarget program with simulated I/O bindings whose victim faults at tick 38 of a
+    50-tick step (inside the cycle: whole hyperperiods with their I/O moves and trace rows in
+    one platform call): the fault names the task and the tick, the rows and outputs of the
+    ticks before it are kept and none after, exactly as stepping one tick at a time gives,
+    and the target stays stopped until a reset, which runs the same again."""
+    arm_at = 38  # the clock's run 38 is at tick 37, published at 38: the victim's release
+    real = native.load_native
+
+    def run(steps: list[int]) -> tuple[tuple[str, int | None, int | None], bytes, list[Any],
+                                       list[Any]]:
+        tasks, outs, arm = bound_program(arm_at)
+        tg = cp.LocalTarget(HOST, tick=1e-3, measure=False)
+        for k, (x, adc) in enumerate(outs):
+            tg.bind(adc, cp.io.ADC(k))
+            tg.bind(x, cp.io.DAC(k, safe=0.125))
+        tg.deploy(*tasks)  # honest: where the victim's input (arm, published) lives
+        offset = tg._port(arm).offset
+        monkeypatch.setattr(loader, "load_native", lambda image, own_code=False: real(
+            param_fault_code(image, 4, offset), own_code=False, allow_code=True))
+        tg.deploy(*tasks)
+        monkeypatch.setattr(loader, "load_native", real)
+        trace = tg.trace(*(x for x, _ in outs), capacity=16)  # wraps inside the step
+        seen = []
+        for _ in range(2):  # the first run, and the same after a reset
+            for k in range(3):
+                tg.set_io(cp.io.ADC(k), 0.25 * (k + 1))
+            with pytest.raises(cp.ProgramFault) as info:
+                for n in steps:
+                    tg.step(n * 1e-3)
+            fault = (info.value.kind, info.value.task, info.value.tick)
+            assert "task 4 faulted at tick 38" in str(info.value), info.value
+            rows = trace.time.tobytes() + b"".join(np.asarray(trace[x]).tobytes()
+                                                   for x, _ in outs)
+            seen.append((fault, rows, [tg.read(x) for x, _ in outs],
+                         [(s.runs, s.skipped, s.overruns) for s in tg.stats()]))
+            # the outputs in their safe state; a faulted program stays stopped
+            assert [tg.io_value(cp.io.DAC(k)) for k in range(3)] == [0.125] * 3
+            with pytest.raises(cp.ProgramFault, match="reset it"):
+                tg.step(1e-3)
+            tg.reset()
+        assert seen[0] == seen[1]
+        return seen[0][0], seen[0][1], seen[0][2], seen[0][3]
+
+    planned = run([50])
+    ticked = run([1] * 50)
+    assert planned == ticked
+    assert planned[0] == ("SIGSEGV", 4, 38)
+    # rows of ticks 22-37 (the ring's 16), none of tick 38; the jobs before the victim's in
+    # tick 38 ran (priority order), the victim's ran at ticks 0, 2, ..., 36
+    time = np.frombuffer(planned[1][:16 * 8], np.float64)
+    assert time == pytest.approx(np.arange(22, 38) * 1e-3)
+    assert [s[0] for s in planned[3]] == [39, 39, 39, 39, 19]
 
 
 def test_fault_reports_the_address_and_instruction(monkeypatch: pytest.MonkeyPatch) -> None:

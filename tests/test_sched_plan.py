@@ -82,11 +82,13 @@ def releases(period: int, offset: int, ticks: int) -> int:
 
 @settings(max_examples=examples(25), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(TASK, min_size=1, max_size=5), st.lists(st.integers(2, 40), min_size=1,
+@given(st.lists(TASK, min_size=1, max_size=5), st.lists(st.integers(2, 90), min_size=1,
                                                       max_size=4))
 def test_planned_steps_equal_the_per_tick_path(spec: list[tuple[int, int, int, int]],
                                                parts: list[int]) -> None:
     adc = [0.5 * k for k in range(len(parts))]
+    # steps of up to 90 ticks: whole hyperperiods (at most 60 ticks) go through the cycle, one
+    # guard_jobs call with the ADC's INPUT moves, the PWM's OUTPUT moves and the trace rows
     planned = run(spec, parts, adc)
     # the same ADC value before every tick of a chunk
     ticked = run(spec, by_ticks(parts), [a for n, a in zip(parts, adc, strict=True)

@@ -395,7 +395,7 @@ int copapy_write(copapy_program *p, uint32_t port, const double *values, uint32_
     uint8_t *at = cp_program_data(&p->prog) + q->offset;
     uint32_t size = cp_dtype_size(q->dtype);
     for (uint32_t i = 0; i < n; i++) {
-        copapy_abi_store(at + (size_t)i * size, q->dtype, values[i]);
+        cp_slot_store(at + (size_t)i * size, q->dtype, values[i]);
     }
     return COPAPY_OK;
 }
@@ -409,7 +409,7 @@ int copapy_read(const copapy_program *p, uint32_t port, double *values, uint32_t
     const uint8_t *at = p->prog.base + p->prog.data_offset + q->offset;
     uint32_t size = cp_dtype_size(q->dtype);
     for (uint32_t i = 0; i < n; i++) {
-        values[i] = copapy_abi_load(at + (size_t)i * size, q->dtype);
+        values[i] = cp_slot_load(at + (size_t)i * size, q->dtype);
     }
     return COPAPY_OK;
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "copapy/runner.h"
+#include "internal.h"
+#include "slot_value.h"
 
 /* A chain that left the CPU (or the signal) state changed (cpu_state.h): a fault. Returns 1. */
 static inline int cp_guard_changed_state(cp_fault *fault, uint32_t changed, uint32_t fp_left)
@@ -76,6 +78,91 @@ static inline int cp_guard_watch_due(cp_guard_watch *w, uint64_t seq, uint64_t b
         (fired && cpu - w->kill_cpu_ns >= budget)) {
         w->kill_cpu_ns = cpu;
         return 1;
+    }
+    return 0;
+}
+
+/* ---- the walk of a guard_jobs list (runner.h), one for every platform */
+
+/* A ROW entry: the ranges into the ring's next row (past its time), the ring slot advanced
+ * (nothing without a ring). Out of line: one a tick, and the jobs' loop stays short. */
+static CP_NOINLINE void cp_jobs_row(const cp_guard_job_list *list)
+{
+    if (list->rows == NULL) {
+        return;
+    }
+    uint64_t next = *list->row_next;
+    uint8_t *row = list->rows + (size_t)next * list->row_bytes + sizeof(uint64_t);
+    for (uint32_t r = 0; r < list->row_ranges; r++) {
+        cp_copy_words(row, list->data + list->row_offset[r], list->row_size[r]);
+        row += list->row_size[r];
+    }
+    *list->row_next = next + 1 < list->row_capacity ? next + 1 : 0;
+}
+
+/* The list's entry `kind` that is not a job (COPY, INPUT, OUTPUT, ROW) with its words at w
+ * (`data`, `io`: the list's, in the walk's locals: the moves' byte stores may alias the
+ * list); returns the words after it. The conversions are the scheduler's (slot_value.h), a
+ * float32 slot without the dtype switch, as the scheduler's planned tick moves it. */
+static CP_ALWAYS_INLINE const uint32_t *cp_jobs_move(const cp_guard_job_list *list,
+                                                    uint8_t *data, double *io,
+                                                    uint32_t kind, const uint32_t *w)
+{
+    if (kind == CP_JOBS_COPY) {
+        cp_copy_words(data + w[0], data + w[1], w[2]);
+        return w + 3;
+    }
+    if (kind == CP_JOBS_ROW) {
+        cp_jobs_row(list);
+        return w;
+    }
+    uint8_t dtype = (uint8_t)w[2];
+    if (kind == CP_JOBS_INPUT) {
+        double v = w[1] != CP_JOBS_NO_CHANNEL ? io[w[1]] : 0.0;
+        if (dtype == CP_DT_F32) {
+            float f = cp_to_f32(v);
+            cp_copy(data + w[0], (const uint8_t *)&f, sizeof(f));
+        } else {
+            cp_slot_store(data + w[0], dtype, v);
+        }
+    } else if (w[1] != CP_JOBS_NO_CHANNEL) {
+        if (dtype == CP_DT_F32) {
+            float f;
+            cp_copy((uint8_t *)&f, data + w[0], sizeof(f));
+            io[w[1]] = (double)f;
+        } else {
+            io[w[1]] = cp_slot_load(data + w[0], dtype);
+        }
+    }
+    return w + 3;
+}
+
+/* A platform's job of a list: task `task`'s chain guarded, `n` its index over the call.
+ * Nonzero: it faulted (fault filled), the walk stops. */
+typedef int (*cp_jobs_job_fn)(void *ctx, uint32_t task, uint32_t n, cp_fault *fault);
+
+/* The list's entries `repeat` times: the moves here, each job by `job` (a constant where this
+ * is inlined, so that the platform's job is inlined into the loop too). Returns 1 if a job
+ * faulted (no entry after it has run), else 0. */
+static CP_ALWAYS_INLINE int cp_jobs_walk(const cp_guard_job_list *list, cp_jobs_job_fn job,
+                                         void *ctx, cp_fault *fault)
+{
+    const uint8_t *order = list->order, *stop = order + list->count;
+    const uint32_t *words = list->copies;
+    uint8_t *data = list->data;
+    double *io = list->io;
+    uint32_t n = 0;
+    for (uint32_t r = list->repeat; r != 0; r--) {
+        const uint32_t *w = words;
+        for (const uint8_t *o = order; o != stop; o++) {
+            if (*o >= CP_JOBS_ROW) {
+                w = cp_jobs_move(list, data, io, *o, w);
+                continue;
+            }
+            if (job(ctx, *o, n++, fault) != 0) {
+                return 1;
+            }
+        }
     }
     return 0;
 }

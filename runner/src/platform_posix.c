@@ -708,47 +708,73 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
-/* cp_posix_guard_jobs's loop (`checks` as armed_chain's): the list's copies and jobs, `repeat`
- * times. *at: the job's index over the call before it starts (checks), or through jobs_seq
- * and jobs_at after a jump back (the lean loop, checks 0). A job's budget is stored before
- * it unless every job has the same one (budget_ns NULL: stored once, before the first). */
+/* cp_posix_guard_jobs's walk (guard_common.h) of one list: its slot, the seq before the next
+ * job and the first's, the budgets (NULL: one for every job, stored before the walk) and
+ * the caller's `at`. */
+typedef struct armed_walk {
+    guard_slot *g;
+    uint64_t seq;
+    uint64_t first;
+    const cp_task_entry *tasks;
+    const uint64_t *budget_ns;
+    uint64_t budget;
+    uint32_t *at;
+} armed_walk;
+
+/* A job of the walk (`checks` as armed_chain's): *at is its index over the call before it
+ * starts (checks), or found through jobs_seq and jobs_at after a jump back (the lean loop,
+ * checks 0). Its budget is stored before it unless every job has the same one. */
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int armed_walk_job(armed_walk *w, uint32_t task, cp_fault *fault,
+                                           int checks)
+{
+    guard_slot *g = w->g;
+    uint32_t fp_left = 0;
+    uint64_t budget = w->budget_ns != NULL ? w->budget_ns[task] : w->budget;
+    if (checks) {
+        *w->at = (uint32_t)((w->seq - w->first) / 2u);
+    }
+    if (w->budget_ns != NULL) {
+        __atomic_store_n(&g->budget_ns, budget, __ATOMIC_RELAXED);
+    }
+    uint32_t changed = armed_chain(g, w->seq, w->tasks[task].entry, budget, &fp_left, checks);
+    w->seq += 2u;
+    return checks && changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
+}
+
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int checked_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
+{
+    (void)n;
+    return armed_walk_job(ctx, task, fault, 1);
+}
+
+CP_CALLS_LOADED_CODE
+static CP_ALWAYS_INLINE int lean_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
+{
+    (void)n;
+    return armed_walk_job(ctx, task, fault, 0);
+}
+
+/* The walk (`checks` as armed_chain's; `one_budget`: the list's budget_ns is NULL, a constant
+ * here so that no job tests it). */
 CP_CALLS_LOADED_CODE
 static CP_ALWAYS_INLINE int armed_jobs(guard_slot *g, const cp_guard_job_list *list,
                                        uint32_t *at, cp_fault *fault, int checks,
                                        int one_budget)
 {
-    const cp_task_entry *tasks = list->tasks;
-    const uint64_t *budget_ns = one_budget ? NULL : list->budget_ns;
-    const uint8_t *order = list->order, *stop = order + list->count;
-    uint8_t *data = list->data;
-    uint64_t seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED), first = seq;
-    if (budget_ns == NULL) {
+    armed_walk w;
+    w.g = g;
+    w.seq = __atomic_load_n(&g->seq, __ATOMIC_RELAXED);
+    w.first = w.seq;
+    w.tasks = list->tasks;
+    w.budget_ns = one_budget ? NULL : list->budget_ns;
+    w.budget = list->budget;
+    w.at = at;
+    if (w.budget_ns == NULL) {
         __atomic_store_n(&g->budget_ns, list->budget, __ATOMIC_RELAXED);
     }
-    for (uint32_t r = list->repeat; r != 0; r--) {
-        const uint32_t *copy = list->copies;
-        for (const uint8_t *o = order; o != stop; o++) {
-            if (*o == CP_JOBS_COPY) {
-                cp_copy_words(data + copy[0], data + copy[1], copy[2]);
-                copy += 3;
-                continue;
-            }
-            uint32_t fp_left = 0;
-            uint64_t budget = budget_ns != NULL ? budget_ns[*o] : list->budget;
-            if (checks) {
-                *at = (uint32_t)((seq - first) / 2u);
-            }
-            if (budget_ns != NULL) {
-                __atomic_store_n(&g->budget_ns, budget, __ATOMIC_RELAXED);
-            }
-            uint32_t changed = armed_chain(g, seq, tasks[*o].entry, budget, &fp_left, checks);
-            seq += 2u;
-            if (checks && changed != 0) {
-                return cp_guard_changed_state(fault, changed, fp_left);
-            }
-        }
-    }
-    return 0;
+    return cp_jobs_walk(list, checks ? checked_job : lean_job, &w, fault);
 }
 
 CP_CALLS_LOADED_CODE

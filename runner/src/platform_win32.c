@@ -464,30 +464,30 @@ static int armed_job(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_fault 
     return changed != 0 ? cp_guard_changed_state(fault, changed, fp_left) : 0;
 }
 
-/* The list's copies and jobs, `repeat` times, each job through armed_job; *at: its index over
- * the call, set before it starts. */
+/* A job of cp_posix_guard_jobs's walk (guard_common.h): *at its index over the call, set
+ * before it starts. */
+typedef struct armed_walk {
+    guard_slot *g;
+    const cp_guard_job_list *list;
+    uint32_t *at;
+} armed_walk;
+
+CP_CALLS_LOADED_CODE
+static int walk_job(void *ctx, uint32_t task, uint32_t n, cp_fault *fault)
+{
+    armed_walk *w = ctx;
+    const cp_guard_job_list *list = w->list;
+    *w->at = n;
+    uint64_t budget = list->budget_ns != NULL ? list->budget_ns[task] : list->budget;
+    return armed_job(w->g, list->tasks[task].entry, budget, fault);
+}
+
 CP_CALLS_LOADED_CODE
 int cp_posix_guard_jobs(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
                         cp_fault *fault)
 {
-    uint32_t job = 0;
-    for (uint32_t r = 0; r < list->repeat; r++) {
-        const uint32_t *copy = list->copies;
-        for (uint32_t k = 0; k < list->count; k++) {
-            uint32_t i = list->order[k];
-            if (i == CP_JOBS_COPY) {
-                cp_copy_words(list->data + copy[0], list->data + copy[1], copy[2]);
-                copy += 3;
-                continue;
-            }
-            *at = job++;
-            uint64_t budget = list->budget_ns != NULL ? list->budget_ns[i] : list->budget;
-            if (armed_job(job_ctx, list->tasks[i].entry, budget, fault) != 0) {
-                return 1;
-            }
-        }
-    }
-    return 0;
+    armed_walk w = {job_ctx, list, at};
+    return cp_jobs_walk(list, walk_job, &w, fault);
 }
 
 int cp_posix_guard_run(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault)

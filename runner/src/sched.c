@@ -6,73 +6,7 @@
  * task's slice of the LET copy and I/O binding tables (cp_program_load groups them by task and
  * phase/direction), so a tick does no division and no table scan. */
 #include "internal.h"
-
-/* ---- conversions between slots and I/O channel values (doubles) */
-
-/* Truncation toward zero with saturation, NaN -> 0 (cp.cast semantics). */
-static int32_t to_i32(double d)
-{
-    if (d != d) {
-        return 0;
-    }
-    if (d >= 2147483647.0) {
-        return INT32_MAX;
-    }
-    if (d <= -2147483648.0) {
-        return INT32_MIN;
-    }
-    return (int32_t)d;
-}
-
-static void store_slot(uint8_t *p, uint8_t dtype, double v)
-{
-    switch (dtype) {
-    case CP_DT_F32: {
-        float f = cp_to_f32(v);
-        cp_copy(p, (const uint8_t *)&f, sizeof(f));
-        break;
-    }
-    case CP_DT_F64:
-        cp_copy(p, (const uint8_t *)&v, sizeof(v));
-        break;
-    case CP_DT_I32: {
-        int32_t i = to_i32(v);
-        cp_copy(p, (const uint8_t *)&i, sizeof(i));
-        break;
-    }
-    default: { /* CP_DT_BOOL, stored as int32 0/1 */
-        int32_t i = v != 0.0;
-        cp_copy(p, (const uint8_t *)&i, sizeof(i));
-        break;
-    }
-    }
-}
-
-static double load_slot(const uint8_t *p, uint8_t dtype)
-{
-    switch (dtype) {
-    case CP_DT_F32: {
-        float f;
-        cp_copy((uint8_t *)&f, p, sizeof(f));
-        return (double)f;
-    }
-    case CP_DT_F64: {
-        double d;
-        cp_copy((uint8_t *)&d, p, sizeof(d));
-        return d;
-    }
-    case CP_DT_I32: {
-        int32_t i;
-        cp_copy((uint8_t *)&i, p, sizeof(i));
-        return (double)i;
-    }
-    default: {
-        int32_t i;
-        cp_copy((uint8_t *)&i, p, sizeof(i));
-        return i != 0 ? 1.0 : 0.0;
-    }
-    }
-}
+#include "slot_value.h"
 
 static uint64_t gcd_ticks(uint64_t a, uint64_t b)
 {
@@ -140,7 +74,7 @@ static CP_NOINLINE void sim_writes(const cp_sched *s, const uint8_t *data, uint3
             cp_copy((uint8_t *)&f, data + b[k].offset, sizeof(f));
             *ch = (double)f;
         } else {
-            *ch = load_slot(data + b[k].offset, b[k].dtype);
+            *ch = cp_slot_load(data + b[k].offset, b[k].dtype);
         }
     }
 }
@@ -157,7 +91,7 @@ static CP_NOINLINE void sim_reads(const cp_sched *s, uint8_t *data, uint32_t beg
             float f = cp_to_f32(v);
             cp_copy(data + b[k].offset, (const uint8_t *)&f, sizeof(f));
         } else {
-            store_slot(data + b[k].offset, b[k].dtype, v);
+            cp_slot_store(data + b[k].offset, b[k].dtype, v);
         }
     }
 }
@@ -168,7 +102,7 @@ static void write_outputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t e
 {
     const cp_io_binding *b = s->prog->io_bindings;
     for (uint32_t k = begin; k < end; k++) {
-        double v = load_slot(data + b[k].offset, b[k].dtype);
+        double v = cp_slot_load(data + b[k].offset, b[k].dtype);
         if (s->sim_io == NULL) {
             s->cfg.io_write(s->cfg.io_ctx, b[k].kind, b[k].channel, v);
         } else {
@@ -192,7 +126,7 @@ static void read_inputs(cp_sched *s, uint8_t *data, uint32_t begin, uint32_t end
         } else if (s->cfg.io_read != NULL) {
             v = s->cfg.io_read(s->cfg.io_ctx, b[k].kind, b[k].channel);
         }
-        store_slot(data + b[k].offset, b[k].dtype, v);
+        cp_slot_store(data + b[k].offset, b[k].dtype, v);
     }
 }
 
@@ -688,60 +622,163 @@ static uint64_t plan_tick_bytes(const cp_sched *s, uint64_t t, uint8_t *ops, uin
     return at;
 }
 
-/* The bare cycle, where every tick of the hyperperiod [start, start + h) is bare and drives
- * no outputs: a guard_jobs list that runs whole hyperperiods in one call. For each tick its
- * merged PUBLISH copies (CP_JOBS_COPY entries; their words at ops + copies_at on, in the
- * plan's copy format, 3 native words each) and then its releases in priority order; the
- * order bytes at ops + order_at (ops NULL: counted only). Returns the order entries (0: no
- * cycle); *copies: the copies, *jobs: the jobs. */
-static uint32_t plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, uint8_t *ops,
-                           uint64_t copies_at, uint64_t order_at, uint32_t *copies,
-                           uint32_t *jobs)
+/* The cycle's builder: the order bytes at ops + order_at and the entries' words at
+ * ops + words_at (ops NULL: counted only), `entries` and `words` (3-word entries) so far. */
+typedef struct cycle_out {
+    int rows;          /* a ROW entry after each tick */
+    uint8_t *ops;
+    uint64_t words_at;
+    uint64_t order_at;
+    uint64_t entries;
+    uint64_t words;
+} cycle_out;
+
+static void cycle_entry(cycle_out *c, uint32_t kind)
 {
-    uint64_t entries = 0;
-    *copies = 0;
+    if (c->ops != NULL) {
+        c->ops[c->order_at + c->entries] = (uint8_t)kind;
+    }
+    c->entries++;
+}
+
+/* A 3-word entry (COPY, INPUT, OUTPUT). */
+static void cycle_move(cycle_out *c, uint32_t kind, uint32_t w0, uint32_t w1, uint32_t w2)
+{
+    if (c->ops != NULL) {
+        put_plan_copy(c->ops, c->words_at + (uint64_t)PLAN_COPY_BYTES * c->words, w0, w1, w2);
+    }
+    cycle_entry(c, kind);
+    c->words++;
+}
+
+/* Task i's INPUT (OUTPUT: [b1, b2)) bindings [begin, end) as moves; the channel word is patched
+ * for the simulated I/O (plan_cycle_channels), the binding's index kept in the dtype word. */
+static void cycle_bindings(cycle_out *c, const cp_sched *s, uint32_t kind, uint32_t begin,
+                           uint32_t end)
+{
+    const cp_io_binding *b = s->prog->io_bindings;
+    for (uint32_t k = begin; k < end; k++) {
+        cycle_move(c, kind, b[k].offset, CP_JOBS_NO_CHANNEL, b[k].dtype | k << 8);
+    }
+}
+
+/* Tick t's PUBLISH copies of the tasks in `due` (merged, plan_tick_copies) as COPY entries. */
+static void cycle_copies(cycle_out *c, const cp_sched *s, uint32_t due)
+{
+    uint32_t n = plan_tick_copies(s, due, c->ops,
+                                  c->words_at + (uint64_t)PLAN_COPY_BYTES * c->words);
+    for (uint32_t k = 0; k < n; k++) {
+        cycle_entry(c, CP_JOBS_COPY);
+    }
+    c->words += n;
+}
+
+/* The cycle: the hyperperiod [start, start + h) as one guard_jobs list that runs whole
+ * hyperperiods in one call, each tick's entries in the order of a planned tick past a run's
+ * first (plan_ticks with the simulated I/O): its period ends (the merged PUBLISH copies and
+ * then the OUTPUT moves task by task where PLAN_FLAT_OUTPUTS, else task by task its copies
+ * and then its OUTPUT moves), then its releases in priority order (each task's INPUT moves,
+ * its RELEASE copies, its job), then (c->rows) a ROW entry: its trace row. Returns 0 if
+ * the lists would not be addressable; *jobs: the jobs, *io: whether it moves I/O. */
+static int plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, cycle_out *c,
+                      uint32_t *jobs, uint32_t *io)
+{
     *jobs = 0;
+    *io = 0;
+    if (s->prog->io_binding_count >= 1u << 24) {
+        return 0; /* (a binding's index is kept in 24 bits) */
+    }
     for (uint64_t t = start; t < start + h; t++) {
         uint32_t count, flags, due = plan_tick_due(s, t, &count, &flags);
-        if ((flags & (PLAN_OUTPUTS | PLAN_BARE)) != PLAN_BARE) {
-            return 0;
+        if (!(flags & PLAN_OUTPUTS) || (flags & PLAN_FLAT_OUTPUTS)) {
+            cycle_copies(c, s, due);
         }
-        uint32_t ncopies = plan_tick_copies(s, due, ops,
-                                            copies_at + (uint64_t)PLAN_COPY_BYTES * *copies);
-        for (uint32_t k = 0; k < ncopies + s->task_count; k++) {
-            uint32_t i = k < ncopies ? CP_JOBS_COPY : s->order[k - ncopies];
-            if (k < ncopies || (due >> i & 1u)) {
-                if (ops != NULL) {
-                    ops[order_at + entries] = (uint8_t)i;
+        for (uint32_t i = 0; i < s->task_count && (flags & PLAN_OUTPUTS); i++) {
+            if (due >> i & 1u) {
+                if (!(flags & PLAN_FLAT_OUTPUTS)) {
+                    cycle_copies(c, s, 1u << i);
                 }
-                entries++;
+                cycle_bindings(c, s, CP_JOBS_OUTPUT, s->bindings[i][1], s->bindings[i][2]);
+                *io |= s->bindings[i][1] < s->bindings[i][2];
             }
         }
-        *copies += ncopies;
+        for (uint32_t k = 0; k < s->task_count; k++) {
+            uint32_t i = s->order[k];
+            if (!(due >> i & 1u)) {
+                continue;
+            }
+            cycle_bindings(c, s, CP_JOBS_INPUT, s->bindings[i][0], s->bindings[i][1]);
+            *io |= s->bindings[i][0] < s->bindings[i][1];
+            for (uint32_t x = s->copies[i][0]; x < s->copies[i][1]; x++) {
+                const cp_let_copy *l = &s->prog->let_copies[x];
+                cycle_move(c, CP_JOBS_COPY, l->dst, l->src, l->size);
+            }
+            cycle_entry(c, i);
+        }
+        if (c->rows) {
+            cycle_entry(c, CP_JOBS_ROW);
+        }
         *jobs += count;
-        if (entries > UINT32_MAX / 4 || *copies > UINT32_MAX / (4 * PLAN_COPY_BYTES)) {
+        if (c->entries > UINT32_MAX / 4 || c->words > UINT32_MAX / (4 * PLAN_COPY_BYTES)) {
             return 0;
         }
     }
-    return (uint32_t)entries;
+    return 1;
 }
 
-/* Where the bare cycle goes after the plan's `bytes` in the buffer `ops` (NULL: counted with
- * the most padding): its copies (their words aligned in memory) and its order; returns the
- * end (bytes if there is no cycle). */
+/* Where the cycle goes after the plan's `bytes` in the buffer `ops` (NULL: counted with the
+ * most padding): its words (aligned in memory), its order with ROW entries and the same
+ * without (h bytes fewer); returns the end (bytes if there is no cycle). */
 static uint64_t plan_cycle_bytes(const cp_sched *s, uint64_t start, uint64_t h,
-                                 const uint8_t *ops, uint64_t bytes, uint64_t *copies_at,
+                                 const uint8_t *ops, uint64_t bytes, uint64_t *words_at,
                                  uint64_t *order_at)
 {
-    uint32_t copies, jobs, entries = plan_cycle(s, start, h, NULL, 0, 0, &copies, &jobs);
-    if (entries == 0 || jobs == 0) {
+    cycle_out c = {1, NULL, 0, 0, 0, 0};
+    uint32_t jobs, io;
+    if (!plan_cycle(s, start, h, &c, &jobs, &io) || jobs == 0) {
         return bytes;
     }
     uintptr_t pad = ops != NULL ? (0u - (uintptr_t)(ops + bytes)) % sizeof(uint32_t)
                                 : sizeof(uint32_t) - 1u;
-    *copies_at = bytes + pad;
-    *order_at = *copies_at + (uint64_t)PLAN_COPY_BYTES * copies;
-    return *order_at + entries;
+    *words_at = bytes + pad;
+    *order_at = *words_at + (uint64_t)PLAN_COPY_BYTES * c.words;
+    return *order_at + 2 * c.entries - h;
+}
+
+/* plan_cycle_io: the cycle moves I/O; its channel words are those of the simulated I/O set */
+enum { CYCLE_IO = 1, CYCLE_IO_SET = 2 };
+
+/* The cycle's INPUT and OUTPUT words patched for the simulated I/O set (cp_sched_set_sim_io):
+ * each binding's index into it, CP_JOBS_NO_CHANNEL for a channel outside it (an INPUT reads
+ * 0.0, an OUTPUT goes nowhere: sim_channel's NULL). Without it, or where an index does not
+ * fit in a word, the cycle does not move I/O (CYCLE_IO_SET clear: the per-tick path). */
+static void plan_cycle_channels(cp_sched *s)
+{
+    s->plan_cycle_io &= CYCLE_IO;
+    if (s->plan_cycle_count == 0 || s->plan_cycle_io == 0 || s->sim_io == NULL ||
+        (uint64_t)CP_IO_KIND_COUNT * s->sim_io_channels >= CP_JOBS_NO_CHANNEL) {
+        return;
+    }
+    const uint8_t *order = s->plan + s->plan_cycle_order;
+    uint8_t *w = s->plan + s->plan_cycle_copies;
+    for (uint32_t k = 0; k < s->plan_cycle_count; k++) {
+        if (order[k] == CP_JOBS_INPUT || order[k] == CP_JOBS_OUTPUT) {
+            uint32_t v[3];
+            cp_copy((uint8_t *)v, w, sizeof(v));
+            const cp_io_binding *b = &s->prog->io_bindings[v[2] >> 8];
+            const double *ch = sim_channel(s, b->kind, b->channel);
+            v[1] = ch != NULL ? (uint32_t)(ch - s->sim_io) : CP_JOBS_NO_CHANNEL;
+            cp_copy(w, (const uint8_t *)v, sizeof(v));
+        }
+        w += order[k] == CP_JOBS_ROW || order[k] < CP_JOBS_ROW ? 0 : PLAN_COPY_BYTES;
+    }
+    s->plan_cycle_io |= CYCLE_IO_SET;
+}
+
+/* 1 if the cycle can run: it exists, and its I/O moves (if any) go to the simulated I/O. */
+static inline int plan_cycle_ready(const cp_sched *s)
+{
+    return s->plan_cycle_count != 0 && s->plan_cycle_io != CYCLE_IO;
 }
 
 uint64_t cp_sched_plan_size(const cp_sched *s, uint64_t max_ticks)
@@ -766,6 +803,7 @@ uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
     s->plan_ops = 0;
     s->plan_tick = UINT64_MAX;
     s->plan_cycle_count = 0;
+    s->plan_cycle_io = 0;
     uint64_t start = 0, h = plan_bounds(s, capacity / 5, &start);
     uint64_t bytes = cp_sched_plan_size(s, capacity / 5);
     if (ops == NULL || h == 0 || bytes == 0 || bytes > capacity || s->job_costs != 0 ||
@@ -782,11 +820,15 @@ uint32_t cp_sched_set_plan(cp_sched *s, uint8_t *ops, uint32_t capacity)
     s->plan_start = start;
     s->plan_period = h;
     if (plan_cycle_bytes(s, start, h, ops, at, &copies_at, &order_at) != at) {
-        uint32_t copies;
+        cycle_out c = {1, ops, copies_at, order_at, 0, 0};
+        (void)plan_cycle(s, start, h, &c, &s->plan_cycle_jobs, &s->plan_cycle_io);
+        cycle_out rowless = {0, ops, copies_at, order_at + c.entries, 0, 0};
+        (void)plan_cycle(s, start, h, &rowless, &s->plan_cycle_jobs, &s->plan_cycle_io);
         s->plan_cycle_copies = (uint32_t)copies_at;
         s->plan_cycle_order = (uint32_t)order_at;
-        s->plan_cycle_count = plan_cycle(s, start, h, ops, copies_at, order_at, &copies,
-                                         &s->plan_cycle_jobs);
+        s->plan_cycle_rowless = (uint32_t)(order_at + c.entries);
+        s->plan_cycle_count = (uint32_t)c.entries;
+        plan_cycle_channels(s);
     }
     return (uint32_t)bytes;
 }
@@ -845,6 +887,24 @@ static void plan_book(cp_sched *s, uint64_t t0)
     }
 }
 
+/* After the cycle's `done` ticks up to s->tick (at s->now_ns): their trace rows, written by
+ * its ROW entries up to the ring slot s->trace_next, counted and given their times (the row
+ * of tick t holds t's time, as write_trace_row's). */
+static void cycle_rows(cp_sched *s, uint64_t done)
+{
+    if (s->trace_buf == NULL) {
+        return;
+    }
+    s->trace_rows += done;
+    uint64_t cap = s->trace_capacity, slot = s->trace_next, t_ns = s->now_ns;
+    for (uint64_t j = done < cap ? done : cap; j != 0; j--) {
+        slot = slot != 0 ? slot - 1 : cap - 1;
+        t_ns -= s->cfg.tick_ns;
+        cp_copy(s->trace_buf + (size_t)slot * s->trace_row_size, (const uint8_t *)&t_ns,
+                sizeof(t_ns));
+    }
+}
+
 /* A planned tick's job r->rel[1 + r->at] faulted (or the bare cycle's job r->at, counted over
  * the call: its tick found first): the ticks before it are booked, the tick's
  * due tasks have published (not pending), the jobs before it returned (a run each, pending),
@@ -867,6 +927,7 @@ static void plan_fault(cp_sched *s, release_run *r)
         }
         s->tick = t;
         s->now_ns = r->cycle_now_ns + (t - r->cycle_t0) * s->cfg.tick_ns;
+        cycle_rows(s, t - r->cycle_t0); /* the ticks before the faulting one wrote theirs */
         r->at = j;
         r->cycle = 0;
     }
@@ -932,12 +993,13 @@ static inline int plan_bare(const uint8_t *op)
 /* Planned ticks past a run's first, from plan byte *at on, while a tick's jobs are bare and
  * its period ends drive no outputs (and there is no feed): the tick's PUBLISH copies from the
  * flat list, its jobs in one call of the run's guard_jobs, its trace row; a loop of its own,
- * so that nothing else lives between two ticks. Where the plan has a bare cycle, no trace is
- * written and whole hyperperiods are left from the plan's first tick on, they go to
- * guard_jobs as the cycle, many in one call (copies and jobs; nothing observes the data
- * between two of its ticks). Returns the ticks done, at most `ticks`; *faulted: the last one
- * faulted (not counted, s->tick is its tick, or plan_fault finds it from the cycle's job
- * count). */
+ * so that nothing else lives between two ticks. Where the plan's cycle can run
+ * (plan_cycle_ready) and whole hyperperiods are left from the plan's first tick on, they go
+ * to guard_jobs as the cycle, many in one call, bare or not (copies, I/O moves, jobs and trace
+ * rows in the per-tick order; nothing else observes the data between two of its ticks: no
+ * feed, no callback, no processor model). Returns the ticks done, at most `ticks`;
+ * *faulted: the last one faulted (not counted, s->tick is its tick, or plan_fault finds it
+ * from the cycle's job count). */
 CP_CALLS_LOADED_CODE
 static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_jobs_fn jobs,
                            const cp_guard_job_list *base, uint64_t ticks, uint32_t *at,
@@ -947,15 +1009,25 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
     const uint8_t *plan = s->plan, *op = plan + *at, *end = plan + s->plan_ops;
     uint64_t tick = s->tick, now_ns = s->now_ns, tick_ns = s->cfg.tick_ns, k = 0;
     uint64_t h = s->plan_period;
-    int tracing = s->trace_buf != NULL;
+    int tracing = s->trace_buf != NULL, ready = plan_cycle_ready(s);
     cp_guard_job_list list = *base;
     cp_guard_job_list cycle = list;
-    cycle.order = plan + s->plan_cycle_order;
-    cycle.count = s->plan_cycle_count;
+    cycle.order = plan + (tracing ? s->plan_cycle_order : s->plan_cycle_rowless);
+    cycle.count = (uint32_t)(s->plan_cycle_count - (tracing ? 0 : h));
     cycle.data = data;
     cycle.copies = (const uint32_t *)(const void *)(plan + s->plan_cycle_copies);
+    cycle.io = s->sim_io;
+    if (tracing) {
+        cycle.rows = s->trace_buf;
+        cycle.row_capacity = s->trace_capacity;
+        cycle.row_next = &s->trace_next;
+        cycle.row_offset = s->trace_offset;
+        cycle.row_size = s->trace_size;
+        cycle.row_ranges = s->trace_range_count;
+        cycle.row_bytes = s->trace_row_size;
+    }
     while (k < ticks) {
-        if (op == plan && s->plan_cycle_count != 0 && !tracing && ticks - k >= h) {
+        if (op == plan && ready && ticks - k >= h) {
             uint64_t reps = (ticks - k) / h, most = UINT32_MAX / s->plan_cycle_jobs;
             cycle.repeat = (uint32_t)(reps < most ? reps : most);
             r->cycle = 1;
@@ -971,6 +1043,8 @@ static uint64_t bare_ticks(cp_sched *s, release_run *r, void *job_ctx, cp_guard_
             k += cycle.repeat * h;
             tick += cycle.repeat * h;
             now_ns += cycle.repeat * h * tick_ns;
+            s->now_ns = now_ns;
+            cycle_rows(s, cycle.repeat * h);
             continue;
         }
         uint32_t m = op[0];
@@ -1030,7 +1104,8 @@ static CP_ALWAYS_INLINE uint64_t plan_ticks(cp_sched *s, release_run *r, cp_guar
     r->planned = 1;
     cp_guard_job_list list = job_list(s, NULL, 0);
     for (uint64_t k = 0; k < ticks; k++) {
-        if (k != 0 && jobs != NULL && s->feed_count == 0 && plan_bare(plan + at)) {
+        if (k != 0 && jobs != NULL && s->feed_count == 0 &&
+            (plan_bare(plan + at) || (at == 0 && plan_cycle_ready(s)))) {
             int faulted = 0;
             k += bare_ticks(s, r, job_ctx, jobs, &list, ticks - k, &at, &faulted);
             if (faulted) {
@@ -1151,6 +1226,7 @@ void cp_sched_set_sim_io(cp_sched *s, double *io, uint32_t channels)
     if (s != NULL) {
         s->sim_io = channels != 0 ? io : NULL;
         s->sim_io_channels = io != NULL ? channels : 0;
+        plan_cycle_channels(s);
     }
 }
 

@@ -1244,18 +1244,23 @@ static void test_random_against_model(void)
 
 enum { R_SPARE = 20, R_FREE = 24 };
 
-/* bare: every task folded, none with bindings, periods 1-4 (short hyperperiods): every tick
- * bare, so that the plan has a bare cycle (whole hyperperiods in one guard_jobs call). */
-static void plan_program(sb *b, uint32_t n, int can_fault, int bare, uint32_t *faulty,
+/* mode PLAN_BARE: every task folded, none with bindings, periods 1-4 (short hyperperiods):
+ * every tick bare, so that the plan has a bare cycle (whole hyperperiods in one guard_jobs
+ * call). PLAN_BOUND: periods 1-4 too, half of the tasks with bindings and half with a RELEASE
+ * copy: the cycle with I/O moves (and trace rows). PLAN_ANY: periods 1-6, a third bound. */
+enum { PLAN_ANY, PLAN_BARE, PLAN_BOUND };
+
+static void plan_program(sb *b, uint32_t n, int can_fault, int mode, uint32_t *faulty,
                          uint32_t *plan_ticks)
 {
+    int bare = mode == PLAN_BARE;
     const uint32_t tick_ns = 1000;
     sb_init(b, R_STRIDE * n);
     uint32_t period[CP_MAX_TASKS];
     *faulty = can_fault && rnd(2) == 0 ? rnd(n) : n; /* n: none */
     uint8_t folded[CP_MAX_TASKS];
     for (uint32_t i = 0; i < n; i++) {
-        period[i] = rnd(8) == 0 ? 0 : 1 + rnd(bare ? 4 : 6);
+        period[i] = rnd(8) == 0 ? 0 : 1 + rnd(mode != PLAN_ANY ? 4 : 6);
         uint32_t offset = period[i] ? rnd(period[i]) : 0; /* the loader: below the period */
         uint32_t entry = b->code_size;
         /* half of the tasks read the previous task's shared slot in place, as a chain
@@ -1292,33 +1297,62 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int bare, uint32_t *f
         }
         sb_copy(b, (uint16_t)i, 1, 4, base + R_CNT,
                 base + (shape == 3 ? R_SPARE : shape == 2 ? R_FREE : R_SCNT));
-        if (!bare && rnd(3) == 0 && b->nbindings + 2 <= SB_MAX_BINDINGS) {
+        if (!bare && rnd(mode == PLAN_BOUND ? 2 : 3) == 0 &&
+            b->nbindings + 2 <= SB_MAX_BINDINGS) {
             /* int32 or float32 slots (the direct moves' two paths: a dtype switch, and
              * float32 without it) */
             uint8_t in = rnd(2) ? CP_DT_F32 : CP_DT_I32, out = rnd(2) ? CP_DT_F32 : CP_DT_I32;
             /* a quarter of the OUTPUTs read the next task's shared slot, which its PUBLISH
              * copy writes later in the tick: the output must take the value before it (the
              * planned tick then moves outputs task by task, not after the flat copies) */
-            uint32_t driven = rnd(4) == 0 ? R_STRIDE * ((i + 1) % n) + R_SHARED
+            uint32_t driven = rnd(mode == PLAN_BOUND ? 2 : 4) == 0
+                                  ? R_STRIDE * ((i + 1) % n) + R_SHARED
                                           : R_STRIDE * i + R_SCNT;
-            sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
+            /* half of the bound cases' INPUTs read the task's own OUTPUT channel back (a
+             * loop: the data and the trace rows then see every tick's output, not only the
+             * channel's last value at the end of a chunk) */
+            uint8_t kind = mode == PLAN_BOUND && rnd(2) == 0 ? CP_IO_PWM : CP_IO_ADC;
+            sb_binding(b, (uint16_t)i, 1, kind, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
             sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, driven);
         }
     }
 }
 
-/* plan cases whose plan has a bare cycle, and those of them that faulted, with guard_jobs */
-static int cycle_cases, cycle_faults;
+/* plan cases whose plan has a bare cycle, and those of them that faulted, with guard_jobs;
+ * calls of a bound cycle (I/O moves) and of a traced one whose ring wrapped inside the call */
+static int cycle_cases, cycle_faults, io_cycle_calls, io_cycle_faults, wrapped_cycle_calls;
 
-static void plan_case(uint32_t n, int guard, int bare)
+/* the planned scheduler's cycle lists (their orders in the plan's buffer: with ROW entries
+ * and without) */
+static const uint8_t *cycle_order, *cycle_rowless;
+
+/* cp_posix_guard_jobs, counting the calls of a cycle with I/O moves and those whose trace ring
+ * wraps inside the call (more of its rows than the ring holds, or past its end) */
+static int counting_jobs(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
+                         cp_fault *fault)
+{
+    if (list->order == cycle_order || list->order == cycle_rowless) {
+        uint64_t rows = 0, moves = 0;
+        for (uint32_t k = 0; k < list->count; k++) {
+            rows += list->order[k] == CP_JOBS_ROW;
+            moves += list->order[k] == CP_JOBS_INPUT || list->order[k] == CP_JOBS_OUTPUT;
+        }
+        io_cycle_calls += moves != 0;
+        wrapped_cycle_calls += list->rows != NULL &&
+                               *list->row_next + rows * list->repeat > list->row_capacity;
+    }
+    return cp_posix_guard_jobs(job_ctx, list, at, fault);
+}
+
+static void plan_case(uint32_t n, int guard, int mode)
 {
     enum { TICKS = 80 };
     sb b;
     uint32_t faulty, periodic;
-    plan_program(&b, n, guard != 0, bare, &faulty, &periodic);
+    plan_program(&b, n, guard != 0, mode, &faulty, &periodic);
     io_sim io[2];
     fx f[2];
-    static uint8_t rows[2][TICKS][8 + R_STRIDE * CP_MAX_TASKS];
+    static uint8_t rows[2][TICKS][8 + R_STRIDE * CP_MAX_TASKS + 4];
     static uint8_t plan[1u << 16];
     /* guard_jobs without a test per job too (the policy of LocalTarget's own code) */
     void *policy = guard == 3 && rnd(2) == 0 ? (void *)&cp_posix_own_verified_code : NULL;
@@ -1333,11 +1367,11 @@ static void plan_case(uint32_t n, int guard, int bare)
         cfg.io_ctx = &io[k];
         cfg.guard = guard != 0 ? cp_posix_guard : NULL;
         cfg.guard_run = guard >= 2 ? cp_posix_guard_run : NULL;
-        cfg.guard_jobs = guard == 3 ? cp_posix_guard_jobs : NULL; /* a tick's jobs at once */
+        cfg.guard_jobs = guard == 3 ? counting_jobs : NULL; /* a tick's jobs at once */
         cfg.guard_ctx = policy;
         /* budgets of at least 1 s (never reached): one for every task, or one per period
          * (guard_jobs stores the budget once a call, or before each job) */
-        cfg.budget_factor = bare ? (rnd(2) == 0 ? 10u : 10000000u) : 0u;
+        cfg.budget_factor = mode != PLAN_ANY ? (rnd(2) == 0 ? 10u : 10000000u) : 0u;
         cfg.budget_min_ns = 1000000000u;
         if (fx_start(&f[k], &b, &cfg) != 0) {
             if (k == 1) {
@@ -1346,27 +1380,48 @@ static void plan_case(uint32_t n, int guard, int bare)
             return;
         }
         io[k].s = &f[k].s;
-        uint32_t offset = 0, size = R_STRIDE * n;
-        if (!bare) { /* a trace row a tick: no bare cycle (rows stay 0 in both otherwise) */
-            CHECK_STATUS(cp_sched_set_trace(&f[k].s, &offset, &size, 1, rows[k][0], TICKS,
-                                            &f[k].err), CP_OK);
-        } else {
-            memset(rows[k], 0, sizeof(rows[k]));
+        memset(rows[k], 0, sizeof(rows[k]));
+    }
+    /* a trace row a tick: always in the general cases, two thirds of the bound ones (a ring of
+     * 1-6 rows half of the time, which wraps inside a call of the cycle) */
+    uint64_t capacity = mode == PLAN_BOUND && rnd(2) == 0 ? 1 + rnd(6) : TICKS;
+    if (mode == PLAN_ANY || (mode == PLAN_BOUND && rnd(3) != 0)) {
+        /* ranges side by side (joined into one: the data region) and one apart */
+        uint32_t offset[4] = {0, R_OUT, R_OUT + 8, R_STRIDE * (n - 1)};
+        uint32_t size[4] = {R_OUT, 8, R_STRIDE * n - R_OUT - 8, 4};
+        uint32_t ranges = 1 + rnd(4);
+        for (int k = 0; k < 2; k++) {
+            CHECK_STATUS(cp_sched_set_trace(&f[k].s, offset, size, ranges, rows[k][0],
+                                            capacity, &f[k].err), CP_OK);
         }
     }
-    /* the planned one moves the I/O directly half of the time (cp_sched_set_sim_io; its
-     * callbacks, which drive the safe state, use the same array) */
-    int direct = rnd(2) == 0;
-    cp_sched_set_sim_io(&f[0].s, direct ? &io[0].ch[1][0] : NULL, 256);
+    /* the planned one moves the I/O directly half of the time, always in the bound cases
+     * (cp_sched_set_sim_io; its callbacks, which drive the safe state, use the same array);
+     * sometimes with fewer channels than the bindings use (an INPUT outside reads 0.0, an
+     * OUTPUT outside goes nowhere): then the reference moves them directly too */
+    int direct = mode == PLAN_BOUND || rnd(2) == 0;
+    uint32_t channels = rnd(3) == 0 ? rnd(n + 1) : 256;
+    cp_sched_set_sim_io(&f[0].s, direct ? &io[0].ch[1][0] : NULL, channels);
+    if (direct && channels < 256) {
+        cp_sched_set_sim_io(&f[1].s, &io[1].ch[1][0], channels);
+    }
+    /* the plan before or after the simulated I/O (its channels patched at either) */
+    if (rnd(2) == 0) {
+        cp_sched_set_sim_io(&f[0].s, NULL, 0);
+    }
     uint32_t used = cp_sched_set_plan(&f[0].s, plan, sizeof(plan));
+    cp_sched_set_sim_io(&f[0].s, direct ? &io[0].ch[1][0] : NULL, channels);
     CHECK((used != 0) == (periodic != 0) && used == cp_sched_plan_size(&f[0].s, sizeof(plan) / 5));
-    /* every tick bare and driving nothing: the plan has its bare cycle */
-    CHECK(!bare || periodic == 0 || f[0].s.plan_cycle_count != 0);
+    /* every tick with no feed: the plan has its cycle */
+    CHECK(mode == PLAN_ANY || periodic == 0 || f[0].s.plan_cycle_count != 0);
+    cycle_order = f[0].s.plan_cycle_count != 0 ? plan + f[0].s.plan_cycle_order : NULL;
+    cycle_rowless = f[0].s.plan_cycle_count != 0 ? plan + f[0].s.plan_cycle_rowless : NULL;
     int cycle = guard == 3 && f[0].s.plan_cycle_count != 0;
     cycle_cases += cycle;
+    int io_calls = io_cycle_calls;
     int ok = 1;
     for (uint32_t t = 0; t < TICKS && ok;) {
-        uint32_t chunk = 1 + rnd(rnd(2) == 0 ? 3 : bare ? 40 : 20);
+        uint32_t chunk = 1 + rnd(rnd(2) == 0 ? 3 : mode != PLAN_ANY ? 40 : 20);
         chunk = chunk < TICKS - t ? chunk : TICKS - t;
         for (uint32_t c = 0; c < n; c++) { /* the inputs change between chunks */
             double v = (double)rnd(100);
@@ -1417,6 +1472,7 @@ static void plan_case(uint32_t n, int guard, int bare)
         if (a != NULL && ok) {
             CHECK(a->kind == CP_FAULT_SIGILL && a->task == faulty);
             cycle_faults += cycle;
+            io_cycle_faults += io_cycle_calls != io_calls;
             break;
         }
     }
@@ -1429,25 +1485,37 @@ static void test_plan_against_ticks(void)
 {
     for (int guard = 0; guard < 4; guard++) {
         for (int k = 0; k < 300; k++) {
-            plan_case(1 + rnd(8), guard, 0);
+            plan_case(1 + rnd(8), guard, PLAN_ANY);
         }
         for (int k = 0; k < 5; k++) {
-            plan_case(32, guard, 0);
+            plan_case(32, guard, PLAN_ANY);
         }
         for (int k = 0; k < 150; k++) { /* the bare cycle (with guard_jobs) */
-            plan_case(1 + rnd(8), guard, 1);
+            plan_case(1 + rnd(8), guard, PLAN_BARE);
         }
         for (int k = 0; k < 5; k++) {
-            plan_case(32, guard, 1);
+            plan_case(32, guard, PLAN_BARE);
+        }
+        /* the cycle with I/O moves and trace rows (it runs with guard_jobs, guard 3) */
+        for (int k = 0; k < (guard == 3 ? 800 : 100); k++) {
+            plan_case(1 + rnd(8), guard, PLAN_BOUND);
+        }
+        for (int k = 0; k < 5; k++) {
+            plan_case(32, guard, PLAN_BOUND);
         }
     }
-    /* the bare cycle ran, and faults in it were found where the ticks find them */
+    /* the cycles ran (with I/O moves, with a ring that wrapped inside a call), and faults in
+     * them were found where the ticks find them */
+    fprintf(stderr, "  plan: %d cycle cases (%d faulted), %d calls of a bound cycle (%d cases "
+            "faulted), %d calls wrapping the trace ring\n", cycle_cases, cycle_faults,
+            io_cycle_calls, io_cycle_faults, wrapped_cycle_calls);
     CHECK(cycle_cases > 100 && cycle_faults > 20);
+    CHECK(io_cycle_calls > 100 && io_cycle_faults > 20 && wrapped_cycle_calls > 20);
     /* a hyperperiod longer than the buffer is not planned (the general path) */
     sb b;
     uint32_t faulty, periodic;
     rng_state = 7;
-    plan_program(&b, 3, 0, 0, &faulty, &periodic);
+    plan_program(&b, 3, 0, PLAN_ANY, &faulty, &periodic);
     fx f;
     cp_sched_config cfg = default_config(1000);
     if (fx_start(&f, &b, &cfg) == 0) {

@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 8u
+#define CP_RUNNER_ABI_VERSION 9u
 #define CP_IMAGE_FORMAT_VERSION 2u
 /* the format that carries code: @cp.jit's own images and runners without a stencil table */
 #define CP_IMAGE_FORMAT_VERSION_CODE 1u
@@ -245,19 +245,32 @@ typedef int (*cp_guard_fn)(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_
 typedef int (*cp_guard_body_fn)(void *arg, cp_guard_fn job, void *job_ctx);
 typedef int (*cp_guard_run_fn)(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault);
 
-/* Appended in ABI 6, changed in ABI 7: the jobs of one or more ticks in one call of the run's
- * platform. The list: `count` entries of `order`, each a task index i (a job: the chain
- * tasks[i].entry, guarded with the budget budget_ns[i], or `budget` for every job if budget_ns
- * is NULL) or CP_JOBS_COPY (the next (dst, src, size) triple of `copies`: size bytes moved
- * from data + src to data + dst, ranges that do not overlap), the whole list `repeat` times.
+/* Appended in ABI 6, changed in ABI 7 and 9: the jobs of one or more ticks in one call of
+ * the run's platform. The list: `count` entries of `order`, each a task index i (a job: the
+ * chain tasks[i].entry, guarded with the budget budget_ns[i], or `budget` for every job if
+ * budget_ns is NULL) or a move that takes the next three words (w0, w1, w2) of `copies`:
+ *   CP_JOBS_COPY    w2 bytes from data + w1 to data + w0 (ranges that do not overlap);
+ *   CP_JOBS_INPUT   (ABI 9) io[w1] into the slot data + w0 of dtype (uint8_t)w2, converted as
+ *                   the scheduler's bindings convert (float32 and int32 saturate, bool 0/1);
+ *                   w1 CP_JOBS_NO_CHANNEL: 0.0;
+ *   CP_JOBS_OUTPUT  (ABI 9) the slot data + w0 of dtype (uint8_t)w2 as a double into io[w1];
+ *                   w1 CP_JOBS_NO_CHANNEL: nothing;
+ * or CP_JOBS_ROW (ABI 9, no words): if `rows` is set, a trace row: the `row_ranges` ranges
+ * (data + row_offset[r], row_size[r] bytes) one after the other into the ring slot *row_next
+ * of `rows` past its 8 bytes of time (left to the caller), then *row_next advances, to 0 at
+ * `row_capacity`. The whole list `repeat` times.
  * Inside a run of that platform's cp_guard_run_fn (job_ctx as its body received it), each
  * job is guarded exactly as job(job_ctx, entry, budget, fault) would guard it, one after
  * another. Returns 0 when every chain returned, else nonzero with fault filled for the job
- * *at (a state its chain left changed); no job or copy after it runs. *at counts jobs only,
+ * *at (a state its chain left changed); no job or move after it runs. *at counts jobs only,
  * over the repeats: the n-th job of the whole call is n; it is set before a fault that jumps
  * back out of the run (so the caller knows which job it came from) and may be left stale
  * otherwise. */
 #define CP_JOBS_COPY 0xFFu
+#define CP_JOBS_INPUT 0xFEu
+#define CP_JOBS_OUTPUT 0xFDu
+#define CP_JOBS_ROW 0xFCu
+#define CP_JOBS_NO_CHANNEL 0xFFFFFFFFu
 typedef struct cp_guard_job_list {
     const cp_task_entry *tasks;
     const uint64_t *budget_ns;  /* indexed by task; NULL: `budget` for every job */
@@ -265,8 +278,18 @@ typedef struct cp_guard_job_list {
     const uint8_t *order;
     uint32_t count;
     uint32_t repeat;
-    uint8_t *data;              /* the copies' base (NULL if there are none) */
-    const uint32_t *copies;     /* 3 words per CP_JOBS_COPY entry of `order`, in its order */
+    uint8_t *data;              /* the moves' base (NULL if there are none) */
+    const uint32_t *copies;     /* 3 words per COPY, INPUT or OUTPUT entry of `order`, in order */
+    /* appended in ABI 9: the simulated I/O of INPUT and OUTPUT entries, the trace ring of ROW
+     * entries (rows NULL: ROW entries do nothing) */
+    double *io;
+    uint8_t *rows;
+    uint64_t row_capacity;
+    uint64_t *row_next;
+    const uint32_t *row_offset;
+    const uint32_t *row_size;
+    uint32_t row_ranges;
+    uint32_t row_bytes;         /* a row's size, its 8 bytes of time included */
 } cp_guard_job_list;
 typedef int (*cp_guard_jobs_fn)(void *job_ctx, const cp_guard_job_list *list, uint32_t *at,
                                 cp_fault *fault);
@@ -395,6 +418,11 @@ typedef struct cp_sched {
     uint32_t plan_cycle_order;
     uint32_t plan_cycle_count;
     uint32_t plan_cycle_jobs;
+    /* appended in ABI 9, private: the cycle is for every plan whose ticks have no feeds (not
+     * only bare ones); whether it moves simulated I/O (INPUT, OUTPUT entries: only with
+     * sim_io); the byte of its order without ROW entries (for a run without a trace) */
+    uint32_t plan_cycle_io;
+    uint32_t plan_cycle_rowless;
 } cp_sched;
 
 /* The largest tick every task period and offset is a multiple of (0 if no task is periodic):
