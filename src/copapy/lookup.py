@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt
 from .arrays import Array, asarray, elementwise
+from .graph.options import simplify_options
 from .value import _op, is_array, is_traced
 
 if TYPE_CHECKING:
@@ -140,12 +141,42 @@ def _table_values(fp: Any, n: int) -> list[Any]:
 
 
 def _segment(x: Any, x0: float, x1: float, y0: Any, y1: Any) -> Any:
-    """NumPy's interpolation in one segment: slope · (x - x0) + y0."""
+    """NumPy's interpolation in one segment x0 <= x < x1: slope · (x - x0) + y0. A constant
+    segment whose numbers are finite is that formula in x's type, or in float64 (rounded back)
+    where the slope or the values do not fit float32; any other takes NumPy's steps for
+    non-finite results (_nonfinite_segment): a constant one (an infinite or NaN breakpoint,
+    value or slope) in float64, a traced fp in its own type."""
     if isinstance(y0, float) and isinstance(y1, float):
-        slope: Any = (y1 - y0) / (x1 - x0) if x1 != x0 else math.inf
-    else:
-        slope = _op("sub", y1, y0) / (x1 - x0) if x1 != x0 else math.inf
-    return _op("add", _op("mul", slope, _op("sub", x, x0)), y0)
+        with np.errstate(all="ignore"):
+            slope = (np.float64(y1) - y0) / (np.float64(x1) - x0)
+            # slope · (x - x0) is at most |y1 - y0| inside the segment: that must fit too
+            fits = np.isfinite(np.asarray([slope, y0, y1, 1.001 * (y1 - y0)], np.float32)).all()
+        if math.isfinite(slope) and math.isfinite(x0) and math.isfinite(x1):
+            if fits or _traced_kind(x) is dt.float64:
+                return _op("add", _op("mul", float(slope), _op("sub", x, x0)), y0)
+            wide = _op("cast_f64", x)
+            return _op("cast_f32", _op("add", _op("mul", float(slope), _op("sub", wide, x0)), y0))
+        if _traced_kind(x) is dt.float64:
+            return _nonfinite_segment(x, x0, x1, y0, y1, float(slope), y0 == y1)
+        # in float64 as NumPy's: x - x0 must not round to 0 next to an infinite slope
+        wide = _nonfinite_segment(_op("cast_f64", x), x0, x1, y0, y1, float(slope), y0 == y1)
+        return _op("cast_f32", wide)
+    return _nonfinite_segment(x, x0, x1, y0, y1, _op("sub", y1, y0) / (x1 - x0),
+                              _op("eq", y0, y1))
+
+
+def _nonfinite_segment(x: Any, x0: float, x1: float, y0: Any, y1: Any, slope: Any,
+                       same: Any) -> Any:
+    """NumPy's arr_interp for one segment, step by step, where a value may be inf or NaN:
+    fp[j] at x == xp[j], the formula from the segment's other end if the first gives NaN,
+    then fp[j] if the two values are equal (IEEE arithmetic: x * 0 is not folded to 0)."""
+    with simplify_options(multiply_by_zero=False):
+        v = _op("add", _op("mul", slope, _op("sub", x, x0)), y0)
+        other = _op("add", _op("mul", slope, _op("sub", x, x1)), y1)
+        v = _op("where", _op("ne", v, v), other, v)
+        if same is not False:
+            v = _op("where", _op("and", _op("ne", v, v), same), y0, v)
+    return _op("where", _op("eq", x, x0), y0, v) if _exact(x, x0) else v
 
 
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
@@ -170,8 +201,12 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     if n == 1:
         inside: Any = values[0]
     else:
-        inside = _segment(xf, points[0], points[1], values[0], values[1])
-        for j in range(1, n - 1):  # the last breakpoint at or below x picks the segment
+        # the last breakpoint at or below x picks the segment; one of zero width (a repeated
+        # breakpoint) is never picked: the next one starts at the same x
+        wide = [j for j in range(n - 1) if points[j] != points[j + 1]] or [0]
+        inside = _segment(xf, points[wide[0]], points[wide[0] + 1], values[wide[0]],
+                          values[wide[0] + 1])
+        for j in wide[1:]:
             inside = _op("where", compare(xf, "ge", points[j]),
                          _segment(xf, points[j], points[j + 1], values[j], values[j + 1]),
                          inside)
