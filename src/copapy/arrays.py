@@ -254,7 +254,10 @@ class Array:
     def sum(self, axis: Any = None, **numpy: Any) -> Any:
         """Σ of the elements in the fixed lane order (the same bits packed or unpacked); over
         ``axis`` (an int or a tuple) each output reduces its elements in that order, row-major.
-        ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments)."""
+        ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments). Bools count
+        as int32 (NumPy's int), also where one element is reduced."""
+        if self.dtype.is_bool:
+            return self.astype(dt.int32).sum(axis=axis, **numpy)
         return _reduce_axes(self, "sum", axis, numpy, "add",
                             lambda g: _reduce(g, "rsum", "add"))
 
@@ -266,17 +269,26 @@ class Array:
         return _floats(self).sum(axis=axis, keepdims=keep, **numpy) / float(count)
 
     def min(self, axis: Any = None, **numpy: Any) -> Any:
-        """The smallest element (over ``axis``); NaN if any element is NaN."""
+        """The smallest element (over ``axis``); NaN if any element is NaN; of bools a bool
+        (``all``, NumPy's type)."""
+        if self.dtype.is_bool:
+            return self.all(axis=axis, **numpy)
         return _reduce_axes(self, "min", axis, numpy, "min",
                             lambda g: _reduce(g, "rmin", "min"))
 
     def max(self, axis: Any = None, **numpy: Any) -> Any:
-        """The largest element (over ``axis``); NaN if any element is NaN."""
+        """The largest element (over ``axis``); NaN if any element is NaN; of bools a bool
+        (``any``, NumPy's type)."""
+        if self.dtype.is_bool:
+            return self.any(axis=axis, **numpy)
         return _reduce_axes(self, "max", axis, numpy, "max",
                             lambda g: _reduce(g, "rmax", "max"))
 
     def prod(self, axis: Any = None, **numpy: Any) -> Any:
-        """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``."""
+        """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``;
+        of bools as int32 (NumPy's int)."""
+        if self.dtype.is_bool:
+            return self.astype(dt.int32).prod(axis=axis, **numpy)
         return _reduce_axes(self, "prod", axis, numpy, "mul", _product)
 
     def any(self, axis: Any = None, **numpy: Any) -> Any:
@@ -749,8 +761,14 @@ def ufunc_method(ufunc: Any, method: str, a: Array, axis: Any = 0, dtype: Any = 
         return getattr(a, reduction)(axis=axis, keepdims=keepdims)
     if keepdims:
         raise TypeError(f"np.{name}.accumulate takes no keepdims")
-    return _accumulate(a if not name.startswith("logical_") else a != 0, op,
-                       0 if axis is None else axis)
+    if name.startswith("logical_"):
+        a = a != 0
+    elif a.dtype.is_bool:  # NumPy's: sums and products of bools count (int), extremes stay bool
+        if op in ("min", "max"):
+            op = "and" if op == "min" else "or"
+        else:
+            a = a.astype(dt.int32)
+    return _accumulate(a, op, 0 if axis is None else axis)
 
 
 def _accumulate(a: Array, op: str, axis: Any) -> Array:
