@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
 
 from .support.checks import examples
 
-SETTINGS = settings(max_examples=examples(20), deadline=None,
+SETTINGS = settings(max_examples=examples(50), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 F32 = np.float32
 EPS32 = float(np.finfo(np.float32).eps)
@@ -349,3 +349,125 @@ def test_quantiles_of_edge_values(data: st.DataObject) -> None:
         lower = numpy_quiet(np.quantile, x.astype(np.float64), q, axis=axis, keepdims=keep,
                             method="lower")
         np.testing.assert_array_equal(np.asarray(folded_q)[differ], np.asarray(lower)[differ])
+
+
+# ---- constant fancy indexing ---------------------------------------------------------------------
+
+def local_run(fn: Callable[..., Any], a: np.ndarray, packed: bool) -> Any:
+    """``fn`` of a cp.value input (packed or unpacked) compiled by a LocalTarget."""
+    out = fn(cp.value(a, packed=packed))
+    tg = cp.LocalTarget()
+    tg.compile(out)
+    tg.run()
+    return tg.read(out)
+
+
+@st.composite
+def index_keys(draw: st.DrawFn, shape: tuple[int, ...]) -> Any:
+    """A NumPy index of constant parts: int lists and arrays (negative, repeated, 2-D), slices,
+    ints, bool masks of one axis or of the whole shape, an Ellipsis."""
+    if draw(st.integers(0, 9)) == 0:
+        return np.asarray(draw(st.lists(st.booleans(), min_size=int(np.prod(shape)),
+                                        max_size=int(np.prod(shape))))).reshape(shape)
+    keys: list[Any] = []
+    for d in shape[:draw(st.integers(1, len(shape)))]:
+        ints = st.integers(-d, d - 1)
+        keys.append(draw(st.one_of(
+            st.lists(ints, min_size=1, max_size=4),
+            st.lists(ints, min_size=1, max_size=4).map(np.asarray),
+            st.lists(st.lists(ints, min_size=2, max_size=2), min_size=2, max_size=2).map(
+                np.asarray),
+            st.builds(slice, st.sampled_from([None, 0, 1, -1]), st.sampled_from([None, -1, d]),
+                      st.sampled_from([None, 1, 2, -1])),
+            ints,
+            st.lists(st.booleans(), min_size=d, max_size=d).map(np.asarray))))
+    if draw(st.booleans()) and len(keys) < len(shape):
+        keys.insert(draw(st.integers(0, len(keys))), Ellipsis)
+    return tuple(keys) if len(keys) > 1 or draw(st.booleans()) else keys[0]
+
+
+@SETTINGS
+@given(st.data())
+def test_constant_fancy_indexing_is_numpy_bit_for_bit(data: st.DataObject) -> None:
+    """Constant index arrays and masks on every axis of 1-D to 3-D arrays, mixed with slices,
+    ints and Ellipsis, repeated and negative indices: NumPy's elements bit for bit (-0.0 kept),
+    through cp.jit (packed, also above the packing threshold) and cp.value packed and not."""
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    if data.draw(st.booleans()):
+        shape = (data.draw(st.sampled_from([9, 70])), *shape[1:])
+    a = (np.arange(int(np.prod(shape)), dtype=F32).reshape(shape) * F32(1.5) - 3)
+    a.flat[0] = -0.0
+    key = data.draw(index_keys(shape))
+    try:
+        want = a[key]
+    except IndexError:
+        return
+    if want.size == 0 or want.ndim > 4:
+        return
+
+    def fn(v: Any) -> Any:
+        return v[key]
+
+    for got in (jit(fn, a), local_run(fn, a, True), local_run(fn, a, False)):
+        g = np.asarray(got, F32)
+        assert g.shape == want.shape
+        assert np.array_equal(g.view(np.uint32), np.asarray(want).view(np.uint32))
+
+
+# ---- np.linalg -----------------------------------------------------------------------------------
+
+@st.composite
+def pivoting_matrices(draw: st.DrawFn, batch: tuple[int, ...], n: int) -> np.ndarray:
+    """Matrices that need row exchanges (a permutation of a random matrix with zeros and tiny
+    entries on the diagonal) and rows scaled by up to 1e3 (ill-conditioned)."""
+    mats = []
+    for _ in range(int(np.prod(batch))):
+        m = np.asarray(draw(st.lists(st.floats(-1, 1, width=32) | st.sampled_from([0.0, 1e-7]),
+                                     min_size=n * n, max_size=n * n)), np.float64).reshape(n, n)
+        perm = np.asarray(draw(st.permutations(range(n))))
+        scale = 10.0 ** np.asarray(draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n)))
+        mats.append((m + np.eye(n) * draw(st.sampled_from([0.0, 0.5, 2.0])))[perm] * scale[:, None])
+    return np.asarray(mats, F32).reshape(*batch, n, n)
+
+
+@SETTINGS
+@given(st.data())
+def test_linalg_pivoting_ill_conditioned_and_batched(data: st.DataObject) -> None:
+    """np.linalg.solve/inv/det of matrices that need pivoting, 1 x 1 ones and broadcast stacks:
+    within 64·n·cond·eps32 of NumPy's float64 result (relative to the result's largest
+    magnitude); NumPy's singular matrices are skipped (the next test)."""
+    n = data.draw(st.integers(1, 4))
+    batch = data.draw(st.sampled_from([(), (2,), (2, 1)]))
+    a = data.draw(pivoting_matrices(batch, n))
+    wider = (3, 2) if batch == (2,) else (3,)  # b's stack broadcast against a's
+    b_batch = data.draw(st.sampled_from([(), (1,) * len(batch), batch, wider]))
+    b = np.asarray(data.draw(st.lists(st.floats(-2, 2, width=32), min_size=n * 2 * max(
+        1, int(np.prod(b_batch))), max_size=n * 2 * max(1, int(np.prod(b_batch)))
+    )), F32).reshape(*b_batch, n, 2)
+    a64 = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        cond = float(np.max(np.linalg.cond(a64)))
+    assume(np.isfinite(cond) and cond <= 1e5)
+    x, ai, d = jit(lambda m, v: (np.linalg.solve(m, v), np.linalg.inv(m), np.linalg.det(m)), a, b)
+    tol = 64 * n * cond * EPS32
+    for got, want in [(x, np.linalg.solve(a64, b.astype(np.float64))), (ai, np.linalg.inv(a64)),
+                      (d, np.linalg.det(a64))]:
+        g = np.asarray(got, np.float64)
+        assert g.shape == np.shape(want)
+        scale = max(float(np.max(np.abs(want))), float(np.finfo(F32).tiny))
+        assert float(np.max(np.abs(g - want))) <= tol * scale, (g, want, cond)
+
+
+def test_linalg_singular_stacks_give_the_documented_nan_and_zero() -> None:
+    """A zero row, a repeated row and a zero 1 x 1 matrix in a stack: solve and inv NaN in every
+    entry of that matrix only, det ±0 (docs/semantics.md, "Linear algebra")."""
+    good = np.array([[0.0, 2.0], [3.0, 1.0]], F32)  # needs a row exchange
+    stack = np.stack([good, np.array([[1, 2], [0, 0]], F32), np.array([[1, 2], [1, 2]], F32)])
+    x, ai, d = jit(lambda m: (np.linalg.solve(m, np.ones(2, F32)), np.linalg.inv(m),
+                              np.linalg.det(m)), stack)
+    np.testing.assert_allclose(x[0], np.linalg.solve(good, np.ones(2)), rtol=1e-6)
+    np.testing.assert_allclose(ai[0], np.linalg.inv(good), rtol=1e-6)
+    assert np.isnan(x[1:]).all() and np.isnan(ai[1:]).all()
+    np.testing.assert_array_equal(d, [-6.0, 0.0, 0.0])
+    one = jit(lambda m: (np.linalg.inv(m), np.linalg.det(m)), np.zeros((1, 1), F32))
+    assert np.isnan(one[0]).all() and one[1] == 0.0

@@ -403,6 +403,8 @@ class Array:
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, list | np.ndarray | Array) for k in keys):
             return self._take(keys)
+        if any(k is Ellipsis for k in keys):
+            key = keys = _expand_ellipsis(keys, self.ndim)
         if any(k is None for k in keys):
             return self._new_axes(keys)
         if self.packed and self.ndim > 1:
@@ -560,6 +562,18 @@ class Array:
     def __iter__(self) -> Iterator[Any]:
         for i in range(self.shape[0]):
             yield self[i]
+
+
+def _expand_ellipsis(keys: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``a[..., 0]`` as NumPy reads it: the Ellipsis stands for a full slice of every axis the
+    other keys (None aside) do not index."""
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    at = keys.index(Ellipsis)
+    used = sum(k is not None for k in keys) - 1
+    if used > ndim:
+        raise IndexError(f"too many indices for an array of {ndim} dimensions")
+    return (*keys[:at], *(slice(None),) * (ndim - used), *keys[at + 1:])
 
 
 _TRACED_INDEX = (
