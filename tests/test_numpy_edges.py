@@ -38,7 +38,7 @@ def numpy_quiet(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
 
 
-# ---- np.interp -------------------------------------------------------------------------------
+# ---- np.interp ----
 
 #: table values: ordinary numbers and the edges (inf, NaN, beyond float32's range, its max)
 EDGE_VALUES = st.floats(-10, 10) | st.sampled_from(
@@ -133,7 +133,7 @@ def test_interp_reproducers(xp: list[float], fp: list[float], x: float, want: fl
     assert got[0] == pytest.approx(reference[0], rel=1e-6)
 
 
-# ---- ufunc reduce / accumulate, np.ptp ---------------------------------------------------------
+# ---- ufunc reduce / accumulate, np.ptp ----
 
 REDUCING = {"add": np.add, "multiply": np.multiply, "minimum": np.minimum,
             "maximum": np.maximum, "logical_and": np.logical_and, "logical_or": np.logical_or}
@@ -249,7 +249,7 @@ def test_sums_products_and_running_sums_of_bools_are_ints(data: st.DataObject) -
         assert_same_values(g, np.asarray(w), 0.0)
 
 
-# ---- NumPy functions whose own code gave wrong results on traced arrays -----------------------
+# ---- NumPy functions whose own code gave wrong results on traced arrays ----
 
 @SETTINGS
 @given(st.data())
@@ -308,7 +308,7 @@ def test_functions_that_worked_before_still_compute(name: str, fn: Callable[...,
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
-# ---- np.median / np.percentile / np.quantile ---------------------------------------------------
+# ---- np.median / np.percentile / np.quantile ----
 
 @SETTINGS
 @given(st.data())
@@ -351,7 +351,7 @@ def test_quantiles_of_edge_values(data: st.DataObject) -> None:
         np.testing.assert_array_equal(np.asarray(folded_q)[differ], np.asarray(lower)[differ])
 
 
-# ---- constant fancy indexing ---------------------------------------------------------------------
+# ---- constant fancy indexing ----
 
 def local_run(fn: Callable[..., Any], a: np.ndarray, packed: bool) -> Any:
     """``fn`` of a cp.value input (packed or unpacked) compiled by a LocalTarget."""
@@ -414,7 +414,7 @@ def test_constant_fancy_indexing_is_numpy_bit_for_bit(data: st.DataObject) -> No
         assert np.array_equal(g.view(np.uint32), np.asarray(want).view(np.uint32))
 
 
-# ---- np.linalg -----------------------------------------------------------------------------------
+# ---- np.linalg ----
 
 @st.composite
 def pivoting_matrices(draw: st.DrawFn, batch: tuple[int, ...], n: int) -> np.ndarray:
@@ -471,3 +471,86 @@ def test_linalg_singular_stacks_give_the_documented_nan_and_zero() -> None:
     np.testing.assert_array_equal(d, [-6.0, 0.0, 0.0])
     one = jit(lambda m: (np.linalg.inv(m), np.linalg.det(m)), np.zeros((1, 1), F32))
     assert np.isnan(one[0]).all() and one[1] == 0.0
+
+
+# ---- np.searchsorted / np.digitize / np.histogram ----
+
+@st.composite
+def sorted_edges(draw: st.DrawFn) -> np.ndarray:
+    """Sorted breakpoints with repeats, ±inf ends and float64 numbers between float32 ones."""
+    body = draw(st.lists(st.integers(-3, 3).map(float) | st.sampled_from([0.1, -0.0, 2.5, 1e-45]),
+                         min_size=1, max_size=6))
+    if draw(st.booleans()):
+        body.append(-np.inf)
+    if draw(st.booleans()):
+        body.append(np.inf)
+    return np.sort(np.asarray(body, np.float64))
+
+
+def lookup_probes(edges: np.ndarray, kind: str) -> np.ndarray:
+    """Values on and next to every edge, NaN, ±inf, ±0 (float32); int32 extremes (int32)."""
+    if kind == "int32":
+        finite = edges[np.isfinite(edges)]
+        near = np.concatenate([np.floor(finite), np.ceil(finite), np.floor(finite) - 1])
+        return np.concatenate([near, [2**31 - 1, -2**31, 0]]).astype(np.int32)
+    at = edges.astype(F32)
+    return np.concatenate([at, np.nextafter(at, F32(np.inf)), np.nextafter(at, F32(-np.inf)),
+                           np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], F32)])
+
+
+@SETTINGS
+@given(sorted_edges(), st.sampled_from(["float32", "int32"]), st.sampled_from(["left", "right"]))
+def test_searchsorted_digitize_on_every_edge(edges: np.ndarray, kind: str, side: str) -> None:
+    """np.searchsorted (both sides) and np.digitize (rising and falling bins, right=) at, above
+    and below every breakpoint, repeats and infinite breakpoints included: NumPy's ints."""
+    v = lookup_probes(edges, kind)
+    right = side == "right"
+    got = jit(lambda x: (np.searchsorted(edges, x, side=side), np.digitize(x, edges, right),
+                         np.digitize(x, edges[::-1], right)), v)
+    want = (np.searchsorted(edges, v, side=side), np.digitize(v, edges, right),
+            np.digitize(v, edges[::-1], right))
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == np.int32 and np.array_equal(g, w)
+
+
+@SETTINGS
+@given(st.data())
+def test_histogram_on_every_edge(data: st.DataObject) -> None:
+    """np.histogram of values on every bin edge (the last edge is counted, as NumPy's),
+    repeated edges, NaN and ±inf (not counted), fixed edges or a count with range=, weights
+    and density: NumPy's counts (int32) and edges."""
+    kind = data.draw(st.sampled_from(["float32", "int32"]))
+    if data.draw(st.booleans()):
+        edges = np.unique(data.draw(sorted_edges()))
+        edges = edges[np.isfinite(edges)]
+        assume(edges.size >= 2)
+        bins: Any = edges
+        kwargs: dict[str, Any] = {}
+    else:
+        lo = data.draw(st.sampled_from([-1.0, 0.0, 0.1]))
+        hi = lo + data.draw(st.sampled_from([0.0, 0.3, 1.0, 7.0]))
+        bins = data.draw(st.integers(1, 5))
+        # Python floats are weak in NumPy 2 (compared in float32 beside float32 data), NumPy
+        # float64 scalars and arrays strong (compared exactly)
+        kwargs = {"range": data.draw(st.sampled_from([(lo, hi), (np.float64(lo), np.float64(hi)),
+                                                      np.array([lo, hi])]))}
+        edges = np.histogram_bin_edges(np.zeros(1, F32 if kind == "float32" else np.int32),
+                                       bins, range=(lo, hi))
+    v = lookup_probes(np.asarray(edges, np.float64), kind)
+    got_n, got_e = jit(lambda x: np.histogram(x, bins, **kwargs), v)
+    want_n, want_e = np.histogram(v, bins, **kwargs)
+    assert got_n.dtype == np.int32 and np.array_equal(got_n, want_n)
+    assert np.array_equal(got_e, want_e) and np.asarray(got_e).dtype == want_e.dtype
+    w = np.arange(v.size, dtype=F32)
+    got_w, _ = jit(lambda x, ww: np.histogram(x, bins, weights=ww, **kwargs), v, w)
+    np.testing.assert_allclose(got_w, np.histogram(v, bins, weights=w, **kwargs)[0], rtol=1e-6)
+
+
+def test_histogram_range_of_python_floats_compares_as_numpy_2() -> None:
+    """float32(-0.7) > -0.7: NumPy 2 counts it in range=(-1.0, -0.7) (the Python float rounds to
+    float32 beside float32 data) but not in range=(np.float64(-1.0), np.float64(-0.7)); copapy
+    counted neither (it compared range's numbers exactly)."""
+    v = np.array([-0.7, -1.0, -0.5], F32)
+    for span, want in [((-1.0, -0.7), [2]), ((np.float64(-1.0), np.float64(-0.7)), [1])]:
+        assert np.array_equal(np.histogram(v, 1, range=span)[0], want)
+        assert np.array_equal(jit(lambda x, s=span: np.histogram(x, 1, range=s)[0], v), want)

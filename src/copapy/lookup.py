@@ -275,8 +275,9 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
 
 def _histogram_edges(bins: Any, span: Any, kind: dt.DType) -> tuple[Any, tuple[float, float]]:
     """The edges NumPy returns and the outer bounds it keeps values between: for a count of
-    bins, range's bounds themselves and edges of the data's type between them (NumPy's
-    linspace of result_type(lo, hi, data))."""
+    bins, range's bounds (as NumPy 2 compares them: Python numbers are weak, so rounded to
+    float32 beside float32 data; NumPy float64 scalars exact) and edges of the data's type
+    between them (NumPy's linspace of result_type(lo, hi, data))."""
     if isinstance(bins, str):
         raise TypeError(f"np.histogram(bins={bins!r}) of traced data: the edges would depend on "
                         f"the data's values; give fixed edges (an array) or a count with "
@@ -290,15 +291,20 @@ def _histogram_edges(bins: Any, span: Any, kind: dt.DType) -> tuple[Any, tuple[f
                             "data's min and max, which exist only when the program runs; give "
                             "range=(lo, hi) or an array of edges")
         lo, hi = (float(v) for v in span)
+        weak = all(isinstance(v, int | float) and not isinstance(v, np.generic) for v in span)
         if not lo <= hi:
             raise ValueError(f"np.histogram: max must be larger than min in range parameter, "
                              f"got {span!r}")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        bin_type = np.result_type(lo, hi, np.dtype(kind.name if kind.is_float else "int32"))
+        bin_type = np.result_type(*(v if isinstance(v, np.generic) else float(v) for v in span),
+                                  np.dtype(kind.name if kind.is_float else "int32"))
         if bin_type.kind != "f":
             bin_type = np.dtype(np.float64)
-        return np.linspace(lo, hi, count + 1, dtype=bin_type), (lo, hi)
+        edges = np.linspace(lo, hi, count + 1, dtype=bin_type)
+        if weak and kind is dt.float32:  # NumPy 2 compares float32 data with a Python float
+            return edges, (float(np.float32(lo)), float(np.float32(hi)))  # bound in float32
+        return edges, (lo, hi)
     edges = constant_table(bins, "histogram", "bins (the edges)")
     if np.any(edges[:-1] > edges[1:]):
         raise ValueError("np.histogram: bins must increase monotonically, when an array")
