@@ -475,8 +475,11 @@ def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
     if out is not None or (low is None and high is None):
         raise TypeError("np.clip of traced copapy values takes a bound and no out=: "
                         "cp.clamp(x, low, high), cp.max(x, low) or cp.min(x, high)")
-    limited = a if low is None else _op("max", low, a)
-    return limited if high is None else _op("min", high, limited)  # cp.clamp's definition
+    if high is None:  # NumPy's one-sided clip is np.maximum(a, low): low on a tie (0.0, -0.0)
+        return _op("max", a, low)
+    if low is None:
+        return _op("min", a, high)
+    return _op("min", high, _op("max", low, a))  # cp.clamp's definition: a kept on a tie
 
 
 def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
