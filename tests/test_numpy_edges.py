@@ -626,3 +626,36 @@ def test_one_sided_clip_of_a_signed_zero_is_numpy_s() -> None:
     for g, w in zip(got, (np.clip(x, 0.0, None), x.clip(None, -0.0), np.clip(x, 0.0, 0.0)),
                     strict=True):
         assert np.array_equal(np.signbit(g), np.signbit(w))
+
+
+@SETTINGS
+@given(st.data())
+def test_linalg_norms_of_edge_values(data: st.DataObject) -> None:
+    """np.linalg.norm of vectors (any ord, negative axes, keepdims) and matrices ('fro', ±1,
+    ±inf over a pair of axes) holding inf, NaN, -0.0 and int32 extremes: NumPy's (float32
+    rounding; int32 as float64)."""
+    kind = data.draw(st.sampled_from(["float32", "int32"]))
+    x = edge_arrays(data.draw, kind)
+    if x.ndim == 1 or data.draw(st.booleans()):
+        axis: Any = data.draw(st.integers(-x.ndim, x.ndim - 1))
+        ord_: Any = data.draw(st.sampled_from([None, 1, 2, np.inf, -np.inf, 0, 3, -1, 0.5]))
+    else:
+        axis = tuple(data.draw(st.permutations(range(-x.ndim, 0)))[:2])
+        ord_ = data.draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
+    keep = data.draw(st.booleans())
+    got = jit(lambda v: np.linalg.norm(v, ord_, axis, keep), x)
+    want = np.asarray(numpy_quiet(np.linalg.norm, x, ord_, axis, keep))
+    assert_same_values(np.asarray(got).astype(want.dtype), want, 1e-5)
+
+
+def test_slogdet_of_singular_negative_and_nan_stacks() -> None:
+    """np.linalg.slogdet: (0, -inf) for a singular matrix, (-1, log 6) for a row exchange, per
+    matrix of a stack, as NumPy's; a NaN element makes log|det| NaN (IEEE propagation,
+    docs/semantics.md: LAPACK's pivoting gives NumPy's det([[nan, 1], [1, 1]]) = 0.0, no
+    reference)."""
+    stack = np.array([[[1, 2], [2, 4]], [[0, 2], [3, 1]], [[np.nan, 1], [1, 1]]], F32)
+    sign, logdet = jit(lambda m: np.linalg.slogdet(m), stack)
+    want_sign, want_log = np.linalg.slogdet(stack.astype(np.float64))
+    np.testing.assert_array_equal(sign[:2], want_sign[:2])
+    np.testing.assert_allclose(logdet[:2], want_log[:2], rtol=1e-6)
+    assert np.isnan(logdet[2])
