@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import (
     TYPE_CHECKING,
@@ -482,15 +483,36 @@ def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
     return _op("min", high, _op("max", low, a))  # cp.clamp's definition: a kept on a tie
 
 
-def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
-    """np.var / np.std of a whole array as NumPy defines them: mean((a - mean(a))**2) * n /
-    (n - ddof), std its square root (NumPy's own code asked the elements for a NumPy dtype)."""
-    if any(v is not None and v is not False for v in numpy.values()):
-        raise TypeError(f"np.{'std' if std else 'var'} of a copapy array reduces the whole "
-                        f"array (ddof= only); for a row or column index first (m[r], m[:, c])")
-    d = a - a.mean()
-    var = (d * d).sum() / float(a.size - ddof)
+def _np_var(a: Any, std: bool, axis: Any = None, dtype: Any = None, out: Any = None,
+            ddof: Any = 0, keepdims: Any = False, **numpy: Any) -> Any:
+    """np.var / np.std as NumPy defines them, over ``axis`` (all axes without it):
+    mean((a - mean(a))**2) * n / max(n - ddof, 0), std its square root (NumPy's own code asked
+    the elements for a NumPy dtype)."""
+    name = "std" if std else "var"
+    correction = numpy.pop("correction", None)
+    extras = [k for k, v in (("dtype", dtype), ("out", out), *numpy.items())
+              if v is not None and v is not True and not _no_value(v)]
+    if extras:
+        raise TypeError(f"np.{name} of a copapy array takes axis=, ddof= (or correction=) and "
+                        f"keepdims= only, got {', '.join(extras)}")
+    if correction is not None and not _no_value(correction):
+        ddof = correction
+    keep = False if _no_value(keepdims) else bool(keepdims)
+    centred = a - a.mean(axis=axis, keepdims=True)
+    count = math.prod(d for k, d in enumerate(a.shape) if k in _axes_of(axis, a.ndim))
+    var = (centred * centred).sum(axis=axis, keepdims=keep) / float(max(count - ddof, 0))
     return _op("sqrt", var) if std else var
+
+
+def _no_value(v: Any) -> bool:
+    """NumPy's placeholder of an argument not given (np._NoValue)."""
+    return type(v).__name__ == "_NoValueType"
+
+
+def _axes_of(axis: Any, ndim: int) -> set[int]:
+    if axis is None:
+        return set(range(ndim))
+    return {int(k) % ndim for k in (axis if isinstance(axis, tuple | list) else (axis,))}
 
 
 #: NumPy functions copapy implements itself, by module and name ("numpy.sort",
@@ -557,8 +579,8 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         return _op("where", *args)
     if qualified == "numpy.clip":
         return _np_clip(*args, **kwargs)
-    if qualified in ("numpy.var", "numpy.std") and hasattr(args[0], "mean") and len(args) == 1:
-        return _np_var(args[0], name == "std", **kwargs)
+    if qualified in ("numpy.var", "numpy.std") and args and hasattr(args[0], "mean"):
+        return _np_var(args[0], name == "std", *args[1:], **kwargs)
     instead = DATA_SHAPED.get(qualified)
     if instead is not None:
         raise TypeError(f"{shown(qualified)} of a traced copapy array: its result's shape "
