@@ -686,3 +686,17 @@ def test_var_std_over_axes_with_ddof(data: st.DataObject) -> None:
         np.testing.assert_array_equal(g[~finite & ~np.isnan(w)], w[~finite & ~np.isnan(w)])
         np.testing.assert_allclose(g[finite], w[finite], rtol=1e-4,
                                    atol=1e-4 * float(np.abs(x64).max() ** 2 + 1))
+
+
+def test_np_invert_of_bools_is_logical_as_tilde() -> None:
+    """np.invert/np.bitwise_not of a bool array is NumPy's logical not, as ``~`` is (it gave
+    int32 -2 and -1); of int32 bitwise (docs/semantics.md)."""
+    b = np.array([True, False, True])
+    i = np.array([0, -1, 2**31 - 1], np.int32)
+    got = jit(lambda u, v: (np.invert(u), np.bitwise_not(u > 0), ~u, np.invert(v)),
+              b.astype(np.int32), i)
+    want = (np.invert(b.astype(np.int32)), np.invert(b), ~b.astype(np.int32), np.invert(i))
+    for g, w in zip(got, want, strict=True):
+        assert np.asarray(g).dtype.kind == w.dtype.kind and np.array_equal(g, w)
+    got_b = jit(lambda u: np.invert(u), b)
+    assert got_b.dtype == np.bool_ and np.array_equal(got_b, ~b)

@@ -465,6 +465,8 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                         f"when the program runs); use copapy's functions (cp.{', cp.'.join(known)})"
                         f" and operators")
     op, cast = found
+    if op == "invert" and getattr(getattr(inputs[0], "dtype", None), "is_bool", False):
+        op = "lnot"  # np.invert of bools is logical, as ~ (it gave the int32 -2 and -1)
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
 
