@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import dtypes as dt
 from .arrays import Array, asarray, elementwise
 from .graph.options import simplify_options
-from .value import _op, is_array, is_traced
+from .value import _op, constant, is_array, is_traced
 
 if TYPE_CHECKING:
     import numpy as np
@@ -198,8 +198,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     low = values[0] if left is None else left
     high = values[-1] if right is None else right
     n = points.size
-    if n == 1:
-        inside: Any = values[0]
+    if n == 1:  # a constant is typed as x (a bare float beside float64 x would be float32)
+        inside: Any = values[0] if not isinstance(values[0], float) else constant(
+            values[0], _traced_kind(xf) if _traced_kind(xf).is_float else dt.float32)
     else:
         # the last breakpoint at or below x picks the segment; one of zero width (a repeated
         # breakpoint) is never picked: the next one starts at the same x
