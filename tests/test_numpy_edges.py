@@ -716,3 +716,23 @@ def test_np_invert_of_bools_is_logical_as_tilde() -> None:
         assert np.asarray(g).dtype.kind == w.dtype.kind and np.array_equal(g, w)
     got_b = jit(lambda u: np.invert(u), b)
     assert got_b.dtype == np.bool_ and np.array_equal(got_b, ~b)
+
+
+def test_float64_data_keeps_float64_through_the_functions() -> None:
+    """float64 jit arguments through quantiles, interp, NaN reductions, linalg, histogram
+    (density too: it was float32, 1.2000000476837158 for NumPy's 1.2) and nan_to_num: NumPy's
+    float64 results within 1e-13."""
+    y = np.array([0.1, 1 / 3, 2 / 3, 1e-300, 7.123456789012345, -2.2], np.float64)
+    a = np.array([[1 / 3, 0.2, 0.7], [0.1, 1 / 7, 0.3], [0.9, 0.4, 1 / 9]], np.float64)
+
+    def fn(v: Any, m: Any) -> Any:
+        return (np.median(v), np.percentile(v, [10, 33.3]), np.interp(v, [0, 1 / 3, 1],
+                                                                      [1 / 7, 2 / 7, 3 / 7]),
+                np.nanmean(v), np.average(v, weights=[1 / 3, 1 / 5, 1 / 7, 1, 2, 3]),
+                np.linalg.inv(m), np.linalg.det(m), np.linalg.solve(m, [1 / 3, 1 / 5, 1 / 7]),
+                np.histogram(v, [0, 0.5, 1, 10], weights=v)[0],
+                np.histogram(v, [0, 0.5, 1, 10], density=True)[0], np.var(v, ddof=1))
+
+    for g, w in zip(jit(fn, y, a), fn(y, a), strict=True):
+        assert np.asarray(g).dtype == np.float64
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-300)

@@ -269,7 +269,8 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
         whole = counts[0]
         for c in counts[1:]:
             whole = whole + c
-        counts = [_op("cast_f32", c) / float(width) / whole if w is None else
+        cast = "cast_f64" if data.dtype is dt.float64 else "cast_f32"  # the data's precision
+        counts = [_op(cast, c) / float(width) / whole if w is None else
                   c / float(width) / whole for c, width in zip(counts, np.diff(edges), strict=True)]
     return Array((len(counts),), items=counts), edges
 
