@@ -736,3 +736,17 @@ def test_float64_data_keeps_float64_through_the_functions() -> None:
     for g, w in zip(jit(fn, y, a), fn(y, a), strict=True):
         assert np.asarray(g).dtype == np.float64
         np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-300)
+
+
+def test_isclose_and_allclose_take_lists() -> None:
+    """np.isclose/np.allclose with b a list or a NumPy array beside a traced array (they raised
+    "unsupported operand type(s) for -: 'list' and 'list'"); clear cases only: copapy compares
+    in the traced type (constants are weak, docs/semantics.md), NumPy in float64 for a list."""
+    x = np.array([1.0, 2.0, 4.0, np.inf, np.nan], F32)
+    b = [1.0 + 1e-7, 2.5, 4.0, np.inf, np.nan]
+    got = jit(lambda v: (np.isclose(v, b), np.isclose(v, np.asarray(b), equal_nan=True),
+                         np.allclose(v[:3], [1, 2, 4]), np.allclose(v, b)), x)
+    want = (np.isclose(x, b), np.isclose(x, np.asarray(b), equal_nan=True),
+            np.allclose(x[:3], [1, 2, 4]), np.allclose(x, b))
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)

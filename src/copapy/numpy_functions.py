@@ -25,7 +25,7 @@ from .arrays import (
     ufunc_method,
 )
 from .functions import log, sign, sqrt, where
-from .value import Value, is_array, register_numpy_function
+from .value import Value, is_array, is_traced, register_numpy_function
 
 if TYPE_CHECKING:
     import numpy as np
@@ -350,6 +350,7 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
     """``np.isclose``: |a - b| <= atol + rtol·|b| where both are finite, a == b where not
     (equal NaNs with equal_nan=True)."""
+    a, b = (v if is_traced(v) or np.ndim(v) == 0 else asarray(v) for v in (a, b))
     finite = isfinite_(a) & isfinite_(b)
     close = where(finite, abs(a - b) <= atol + rtol * abs(b), a == b)
     if equal_nan:
