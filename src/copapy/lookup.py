@@ -185,14 +185,17 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     (and constant or traced ``fp``): linear between the breakpoints, ``left``/``right``
     (default fp[0], fp[-1]) outside, ``period`` for periodic tables; NaN x gives NaN. One
     compare and select per breakpoint; the result has x's float type (float32 for float32
-    and int32 x: NumPy computes in float64)."""
+    and int32 x: NumPy computes in float64; a periodic table in float64, rounded once)."""
     points = constant_table(xp, "interp", "xp (the breakpoints)").astype(np.float64)
     if period is None and not np.all(points[:-1] <= points[1:]):  # NumPy gives nonsense
         raise ValueError("np.interp: xp must be increasing (NumPy does not check and "
                          "returns meaningless values); sort xp and fp together first")
     values = _table_values(fp, points.size)
     xf = _float_operand(x)
+    kind = _traced_kind(xf)
     if period is not None:
+        if is_traced(xf) and kind is dt.float32:  # as NumPy's, in float64: x % period in
+            xf = _op("cast_f64", xf)  # float32 moves x by its rounding times the periods
         xf, points, values = _periodic(xf, points, values, float(period))
         left = right = None
     low = values[0] if left is None else left
@@ -219,7 +222,6 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     result = _op("where", compare(xf, "lt", points[0]), low, result)
     if not is_traced(result):  # every operand constant (x traced through fp only)
         return result
-    kind = _traced_kind(xf)
     return result if result.dtype is kind or not kind.is_float else result.astype(kind)
 
 
