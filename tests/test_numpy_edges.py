@@ -772,3 +772,20 @@ def test_isclose_and_allclose_take_lists() -> None:
             np.allclose(x[:3], [1, 2, 4]), np.allclose(x, b))
     for g, w in zip(got, want, strict=True):
         assert np.array_equal(g, w)
+
+
+def test_rounding_ufuncs_of_ints_keep_them() -> None:
+    """np.floor/ceil/trunc/round/around/fix and a.round() of int32 and bool arrays are the
+    input unchanged, as NumPy 2's (they were float32, 2**31 - 1 became 2147483648.0)."""
+    i = np.array([1, -2, 2**31 - 1, -2**31], np.int32)
+    names = ["floor", "ceil", "trunc", "round", "around", "fix"]
+    got = jit(lambda v: (*(getattr(np, n)(v) for n in names), v.round()), i)
+    for g in got:
+        assert g.dtype == np.int32 and np.array_equal(g, i)
+    b = np.array([True, False])
+    for g in jit(lambda v: tuple(getattr(np, n)(v) for n in ("floor", "ceil", "trunc")), b):
+        assert g.dtype == np.bool_ and np.array_equal(g, b)
+    x = np.array([0.5, 1.5, -2.5, -0.7, np.nan], F32)
+    for g, n in zip(jit(lambda v: tuple(getattr(np, n)(v) for n in names), x), names,
+                    strict=True):
+        np.testing.assert_array_equal(g, getattr(np, n)(x))

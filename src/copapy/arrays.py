@@ -319,6 +319,8 @@ class Array:
     def round(self, decimals: int = 0, out: None = None) -> Array:
         """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
+        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
+            return self
         return elementwise("round", self)
 
     def astype(self, dtype: Any) -> Array:

@@ -178,6 +178,8 @@ class Value(Generic[T]):
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
         """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
+        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
+            return self
         result: Value[T] = _op("round", self)
         return result
 
@@ -465,10 +467,18 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                         f"when the program runs); use copapy's functions (cp.{', cp.'.join(known)})"
                         f" and operators")
     op, cast = found
+    kinds = [getattr(getattr(o, "dtype", None), "is_float", True) for o in inputs]
+    if name in _WHOLE_ALREADY and not any(kinds):
+        return inputs[0]  # NumPy 2's floor/ceil/trunc of ints and bools: the input unchanged
     if op == "invert" and getattr(getattr(inputs[0], "dtype", None), "is_bool", False):
         op = "lnot"  # np.invert of bools is logical, as ~ (it gave the int32 -2 and -1)
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
+
+
+#: ufuncs that give an int or bool input back unchanged in NumPy 2 (copapy's float kernels
+#: would make them float32 and round integers beyond 2**24)
+_WHOLE_ALREADY = ("floor", "ceil", "trunc")
 
 
 def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
