@@ -789,3 +789,24 @@ def test_rounding_ufuncs_of_ints_keep_them() -> None:
     for g, n in zip(jit(lambda v: tuple(getattr(np, n)(v) for n in names), x), names,
                     strict=True):
         np.testing.assert_array_equal(g, getattr(np, n)(x))
+
+
+@pytest.mark.parametrize("kind", [np.float32, np.int32, np.bool_, np.float64])
+def test_like_constructors_keep_the_type_and_cast_the_fill(kind: Any) -> None:
+    """np.zeros_like/ones_like/empty_like/full_like of a traced array: a's type and NumPy's
+    cast of the fill (full_like(int32, -2.5) is -2; zeros_like(float32) was int32 and
+    full_like(int32, 2.5) held 2.5); item assignment of traced values still works."""
+    a = np.array([1, 0, 3], kind)
+
+    def fn(v: Any) -> Any:
+        z = np.zeros_like(v)
+        z[0] = v[2]
+        return (z, np.ones_like(v), np.empty_like(v) * 0, np.full_like(v, -2.5),
+                np.full_like(v, [1.5, 0, -3.5]), np.zeros_like(v, dtype=np.float64))
+
+    want = (np.array([a[2], 0, 0], kind), np.ones_like(a), np.zeros_like(a) * 0,
+            np.full_like(a, -2.5), np.full_like(a, [1.5, 0, -3.5]),
+            np.zeros_like(a, dtype=np.float64))
+    for g, w in zip(jit(fn, a), want, strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype or kind is np.bool_, (g, w)
+        assert np.array_equal(g, w), (g, w)

@@ -25,7 +25,7 @@ from .arrays import (
     ufunc_method,
 )
 from .functions import log, sign, sqrt, where
-from .value import Value, is_array, is_traced, register_numpy_function
+from .value import Value, constant, is_array, is_traced, register_numpy_function
 
 if TYPE_CHECKING:
     import numpy as np
@@ -266,6 +266,43 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
     return x
 
 
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+              shape: Any = None, *, device: Any = None) -> Any:
+    """``np.full_like`` of a traced array: a NumPy object array (item assignment of traced
+    values works, as before) of copapy constants of a's type, ``fill_value`` cast as NumPy
+    casts it (2.5 in an int32 array is 2). NumPy's own code made Python numbers of the fill
+    as given: zeros_like of float32 came back int32, full_like(int32, 2.5) held 2.5."""
+    kind = asarray(a).dtype if dtype is None else dt.as_dtype(dtype)
+    if is_traced(fill_value):
+        raise TypeError("np.full_like with a traced fill value: use np.zeros_like(a) + value "
+                        "(or cp.where) so the value keeps its type")
+    size = asarray(a).shape if shape is None else shape
+    numbers = np.broadcast_to(np.asarray(fill_value).astype(kind.numpy), size)
+    out = np.empty(numbers.shape, dtype=object)
+    for index, v in np.ndenumerate(numbers):
+        out[index] = constant(v.item(), kind)
+    return out
+
+
+def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, *, device: Any = None) -> Any:
+    """``np.zeros_like``: ``full_like(a, 0)``."""
+    return full_like(a, 0, dtype, shape=shape)
+
+
+def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+              shape: Any = None, *, device: Any = None) -> Any:
+    """``np.ones_like``: ``full_like(a, 1)``."""
+    return full_like(a, 1, dtype, shape=shape)
+
+
+def empty_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, *, device: Any = None) -> Any:
+    """``np.empty_like``: zeros (NumPy leaves the elements unspecified; its own code gave
+    None elements here, which nothing could compute with)."""
+    return full_like(prototype, 0, dtype, shape=shape)
+
+
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """``np.count_nonzero``: the non-zero elements (over ``axis``), int32 (NumPy's intp)."""
     return (asarray(a) != 0).astype(dt.int32).sum(axis=axis, keepdims=keepdims)
@@ -381,6 +418,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.nanmean": nanmean, "numpy.nanmax": nanmax, "numpy.nanmin": nanmin,
     "numpy.isclose": isclose, "numpy.allclose": allclose, "numpy.cumsum": cumsum,
     "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
+    "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
+    "numpy.empty_like": empty_like,
 }
 for _name, _function in _FUNCTIONS.items():
     register_numpy_function(_name, _function)
