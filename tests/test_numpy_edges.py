@@ -810,3 +810,18 @@ def test_like_constructors_keep_the_type_and_cast_the_fill(kind: Any) -> None:
     for g, w in zip(jit(fn, a), want, strict=True):
         assert np.asarray(g).dtype == np.asarray(w).dtype or kind is np.bool_, (g, w)
         assert np.array_equal(g, w), (g, w)
+
+
+def test_linalg_of_mixed_operand_types_is_float64_as_numpy() -> None:
+    """np.linalg.solve of an int32 matrix and a float32 vector (or float32 and bool) is float64
+    as NumPy's (it was float32: the traced types were promoted before the rule 'float32 only
+    if every traced operand is float32' was applied); constants stay weak."""
+    a = np.array([[3, 1], [1, 2]], np.int32)
+    b = np.array([1.0, 2.0], F32)
+    for m, v in [(a, b), (a.astype(F32), np.array([True, False]))]:
+        got = jit(lambda x, y: np.linalg.solve(x, y), m, v)
+        want = np.linalg.solve(m, v)
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    got = jit(lambda x: np.linalg.solve(x, [1, 2]), a.astype(F32))
+    assert got.dtype == F32

@@ -18,7 +18,6 @@ from .arrays import (
     Array,
     _broadcast,
     _permute,
-    _traced_type,
     asarray,
     elementwise,
     stack_rows,
@@ -37,8 +36,8 @@ def _float_operands(*operands: Any) -> list[Array]:
     """The operands as arrays of NumPy's linalg result type: float32 if every traced operand
     is float32, else float64 (int32 and bool as float64, as NumPy's); constants are weak
     beside them (a float64 constant does not widen float32 values)."""
-    like = _traced_type(operands)
-    kind = dt.float32 if like is dt.float32 else dt.float64
+    traced = [o.dtype for o in operands if isinstance(o, Array | Value)]
+    kind = dt.float32 if traced and all(k is dt.float32 for k in traced) else dt.float64
     arrays = [asarray(o, kind) for o in operands]
     return [a if a.dtype is kind else a.astype(kind) for a in arrays]
 
