@@ -254,7 +254,10 @@ class Array:
     def sum(self, axis: Any = None, **numpy: Any) -> Any:
         """Σ of the elements in the fixed lane order (the same bits packed or unpacked); over
         ``axis`` (an int or a tuple) each output reduces its elements in that order, row-major.
-        ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments)."""
+        ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments). Bools count
+        as int32 (NumPy's int), also where one element is reduced."""
+        if self.dtype.is_bool:
+            return self.astype(dt.int32).sum(axis=axis, **numpy)
         return _reduce_axes(self, "sum", axis, numpy, "add",
                             lambda g: _reduce(g, "rsum", "add"))
 
@@ -266,17 +269,26 @@ class Array:
         return _floats(self).sum(axis=axis, keepdims=keep, **numpy) / float(count)
 
     def min(self, axis: Any = None, **numpy: Any) -> Any:
-        """The smallest element (over ``axis``); NaN if any element is NaN."""
+        """The smallest element (over ``axis``); NaN if any element is NaN; of bools a bool
+        (``all``, NumPy's type)."""
+        if self.dtype.is_bool:
+            return self.all(axis=axis, **numpy)
         return _reduce_axes(self, "min", axis, numpy, "min",
                             lambda g: _reduce(g, "rmin", "min"))
 
     def max(self, axis: Any = None, **numpy: Any) -> Any:
-        """The largest element (over ``axis``); NaN if any element is NaN."""
+        """The largest element (over ``axis``); NaN if any element is NaN; of bools a bool
+        (``any``, NumPy's type)."""
+        if self.dtype.is_bool:
+            return self.any(axis=axis, **numpy)
         return _reduce_axes(self, "max", axis, numpy, "max",
                             lambda g: _reduce(g, "rmax", "max"))
 
     def prod(self, axis: Any = None, **numpy: Any) -> Any:
-        """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``."""
+        """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``;
+        of bools as int32 (NumPy's int)."""
+        if self.dtype.is_bool:
+            return self.astype(dt.int32).prod(axis=axis, **numpy)
         return _reduce_axes(self, "prod", axis, numpy, "mul", _product)
 
     def any(self, axis: Any = None, **numpy: Any) -> Any:
@@ -307,6 +319,8 @@ class Array:
     def round(self, decimals: int = 0, out: None = None) -> Array:
         """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
+        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
+            return self
         return elementwise("round", self)
 
     def astype(self, dtype: Any) -> Array:
@@ -391,6 +405,8 @@ class Array:
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, list | np.ndarray | Array) for k in keys):
             return self._take(keys)
+        if any(k is Ellipsis for k in keys):
+            key = keys = _expand_ellipsis(keys, self.ndim)
         if any(k is None for k in keys):
             return self._new_axes(keys)
         if self.packed and self.ndim > 1:
@@ -548,6 +564,18 @@ class Array:
     def __iter__(self) -> Iterator[Any]:
         for i in range(self.shape[0]):
             yield self[i]
+
+
+def _expand_ellipsis(keys: tuple[Any, ...], ndim: int) -> tuple[Any, ...]:
+    """``a[..., 0]`` as NumPy reads it: the Ellipsis stands for a full slice of every axis the
+    other keys (None aside) do not index."""
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    at = keys.index(Ellipsis)
+    used = sum(k is not None for k in keys) - 1
+    if used > ndim:
+        raise IndexError(f"too many indices for an array of {ndim} dimensions")
+    return (*keys[:at], *(slice(None),) * (ndim - used), *keys[at + 1:])
 
 
 _TRACED_INDEX = (
@@ -749,8 +777,14 @@ def ufunc_method(ufunc: Any, method: str, a: Array, axis: Any = 0, dtype: Any = 
         return getattr(a, reduction)(axis=axis, keepdims=keepdims)
     if keepdims:
         raise TypeError(f"np.{name}.accumulate takes no keepdims")
-    return _accumulate(a if not name.startswith("logical_") else a != 0, op,
-                       0 if axis is None else axis)
+    if name.startswith("logical_"):
+        a = a != 0
+    elif a.dtype.is_bool:  # NumPy's: sums and products of bools count (int), extremes stay bool
+        if op in ("min", "max"):
+            op = "and" if op == "min" else "or"
+        else:
+            a = a.astype(dt.int32)
+    return _accumulate(a, op, 0 if axis is None else axis)
 
 
 def _accumulate(a: Array, op: str, axis: Any) -> Array:

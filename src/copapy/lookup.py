@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from . import dtypes as dt
 from .arrays import Array, asarray, elementwise
-from .value import _op, is_array, is_traced
+from .graph.options import simplify_options
+from .value import _op, constant, is_array, is_traced
 
 if TYPE_CHECKING:
     import numpy as np
@@ -140,12 +141,42 @@ def _table_values(fp: Any, n: int) -> list[Any]:
 
 
 def _segment(x: Any, x0: float, x1: float, y0: Any, y1: Any) -> Any:
-    """NumPy's interpolation in one segment: slope · (x - x0) + y0."""
+    """NumPy's interpolation in one segment x0 <= x < x1: slope · (x - x0) + y0. A constant
+    segment whose numbers are finite is that formula in x's type, or in float64 (rounded back)
+    where the slope or the values do not fit float32; any other takes NumPy's steps for
+    non-finite results (_nonfinite_segment): a constant one (an infinite or NaN breakpoint,
+    value or slope) in float64, a traced fp in its own type."""
     if isinstance(y0, float) and isinstance(y1, float):
-        slope: Any = (y1 - y0) / (x1 - x0) if x1 != x0 else math.inf
-    else:
-        slope = _op("sub", y1, y0) / (x1 - x0) if x1 != x0 else math.inf
-    return _op("add", _op("mul", slope, _op("sub", x, x0)), y0)
+        with np.errstate(all="ignore"):
+            slope = (np.float64(y1) - y0) / (np.float64(x1) - x0)
+            # slope · (x - x0) is at most |y1 - y0| inside the segment: that must fit too
+            fits = np.isfinite(np.asarray([slope, y0, y1, 1.001 * (y1 - y0)], np.float32)).all()
+        if math.isfinite(slope) and math.isfinite(x0) and math.isfinite(x1):
+            if fits or _traced_kind(x) is dt.float64:
+                return _op("add", _op("mul", float(slope), _op("sub", x, x0)), y0)
+            wide = _op("cast_f64", x)
+            return _op("cast_f32", _op("add", _op("mul", float(slope), _op("sub", wide, x0)), y0))
+        if _traced_kind(x) is dt.float64:
+            return _nonfinite_segment(x, x0, x1, y0, y1, float(slope), y0 == y1)
+        # in float64 as NumPy's: x - x0 must not round to 0 next to an infinite slope
+        wide = _nonfinite_segment(_op("cast_f64", x), x0, x1, y0, y1, float(slope), y0 == y1)
+        return _op("cast_f32", wide)
+    return _nonfinite_segment(x, x0, x1, y0, y1, _op("sub", y1, y0) / (x1 - x0),
+                              _op("eq", y0, y1))
+
+
+def _nonfinite_segment(x: Any, x0: float, x1: float, y0: Any, y1: Any, slope: Any,
+                       same: Any) -> Any:
+    """NumPy's arr_interp for one segment, step by step, where a value may be inf or NaN:
+    fp[j] at x == xp[j], the formula from the segment's other end if the first gives NaN,
+    then fp[j] if the two values are equal (IEEE arithmetic: x * 0 is not folded to 0)."""
+    with simplify_options(multiply_by_zero=False):
+        v = _op("add", _op("mul", slope, _op("sub", x, x0)), y0)
+        other = _op("add", _op("mul", slope, _op("sub", x, x1)), y1)
+        v = _op("where", _op("ne", v, v), other, v)
+        if same is not False:
+            v = _op("where", _op("and", _op("ne", v, v), same), y0, v)
+    return _op("where", _op("eq", x, x0), y0, v) if _exact(x, x0) else v
 
 
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
@@ -154,24 +185,32 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     (and constant or traced ``fp``): linear between the breakpoints, ``left``/``right``
     (default fp[0], fp[-1]) outside, ``period`` for periodic tables; NaN x gives NaN. One
     compare and select per breakpoint; the result has x's float type (float32 for float32
-    and int32 x: NumPy computes in float64)."""
+    and int32 x: NumPy computes in float64; a periodic table in float64, rounded once)."""
     points = constant_table(xp, "interp", "xp (the breakpoints)").astype(np.float64)
     if period is None and not np.all(points[:-1] <= points[1:]):  # NumPy gives nonsense
         raise ValueError("np.interp: xp must be increasing (NumPy does not check and "
                          "returns meaningless values); sort xp and fp together first")
     values = _table_values(fp, points.size)
     xf = _float_operand(x)
+    kind = _traced_kind(xf)
     if period is not None:
+        if is_traced(xf) and kind is dt.float32:  # as NumPy's, in float64: x % period in
+            xf = _op("cast_f64", xf)  # float32 moves x by its rounding times the periods
         xf, points, values = _periodic(xf, points, values, float(period))
         left = right = None
     low = values[0] if left is None else left
     high = values[-1] if right is None else right
     n = points.size
-    if n == 1:
-        inside: Any = values[0]
+    if n == 1:  # a constant is typed as x (a bare float beside float64 x would be float32)
+        inside: Any = values[0] if not isinstance(values[0], float) else constant(
+            values[0], _traced_kind(xf) if _traced_kind(xf).is_float else dt.float32)
     else:
-        inside = _segment(xf, points[0], points[1], values[0], values[1])
-        for j in range(1, n - 1):  # the last breakpoint at or below x picks the segment
+        # the last breakpoint at or below x picks the segment; one of zero width (a repeated
+        # breakpoint) is never picked: the next one starts at the same x
+        wide = [j for j in range(n - 1) if points[j] != points[j + 1]] or [0]
+        inside = _segment(xf, points[wide[0]], points[wide[0] + 1], values[wide[0]],
+                          values[wide[0] + 1])
+        for j in wide[1:]:
             inside = _op("where", compare(xf, "ge", points[j]),
                          _segment(xf, points[j], points[j + 1], values[j], values[j + 1]),
                          inside)
@@ -183,7 +222,6 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
     result = _op("where", compare(xf, "lt", points[0]), low, result)
     if not is_traced(result):  # every operand constant (x traced through fp only)
         return result
-    kind = _traced_kind(xf)
     return result if result.dtype is kind or not kind.is_float else result.astype(kind)
 
 
@@ -233,15 +271,17 @@ def histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
         whole = counts[0]
         for c in counts[1:]:
             whole = whole + c
-        counts = [_op("cast_f32", c) / float(width) / whole if w is None else
+        cast = "cast_f64" if data.dtype is dt.float64 else "cast_f32"  # the data's precision
+        counts = [_op(cast, c) / float(width) / whole if w is None else
                   c / float(width) / whole for c, width in zip(counts, np.diff(edges), strict=True)]
     return Array((len(counts),), items=counts), edges
 
 
 def _histogram_edges(bins: Any, span: Any, kind: dt.DType) -> tuple[Any, tuple[float, float]]:
     """The edges NumPy returns and the outer bounds it keeps values between: for a count of
-    bins, range's bounds themselves and edges of the data's type between them (NumPy's
-    linspace of result_type(lo, hi, data))."""
+    bins, range's bounds (as NumPy 2 compares them: Python numbers are weak, so rounded to
+    float32 beside float32 data; NumPy float64 scalars exact) and edges of the data's type
+    between them (NumPy's linspace of result_type(lo, hi, data))."""
     if isinstance(bins, str):
         raise TypeError(f"np.histogram(bins={bins!r}) of traced data: the edges would depend on "
                         f"the data's values; give fixed edges (an array) or a count with "
@@ -255,15 +295,20 @@ def _histogram_edges(bins: Any, span: Any, kind: dt.DType) -> tuple[Any, tuple[f
                             "data's min and max, which exist only when the program runs; give "
                             "range=(lo, hi) or an array of edges")
         lo, hi = (float(v) for v in span)
+        weak = all(isinstance(v, int | float) and not isinstance(v, np.generic) for v in span)
         if not lo <= hi:
             raise ValueError(f"np.histogram: max must be larger than min in range parameter, "
                              f"got {span!r}")
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
-        bin_type = np.result_type(lo, hi, np.dtype(kind.name if kind.is_float else "int32"))
+        bin_type = np.result_type(*(v if isinstance(v, np.generic) else float(v) for v in span),
+                                  np.dtype(kind.name if kind.is_float else "int32"))
         if bin_type.kind != "f":
             bin_type = np.dtype(np.float64)
-        return np.linspace(lo, hi, count + 1, dtype=bin_type), (lo, hi)
+        edges = np.linspace(lo, hi, count + 1, dtype=bin_type)
+        if weak and kind is dt.float32:  # NumPy 2 compares float32 data with a Python float
+            return edges, (float(np.float32(lo)), float(np.float32(hi)))  # bound in float32
+        return edges, (lo, hi)
     edges = constant_table(bins, "histogram", "bins (the edges)")
     if np.any(edges[:-1] > edges[1:]):
         raise ValueError("np.histogram: bins must increase monotonically, when an array")

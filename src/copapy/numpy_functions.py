@@ -14,9 +14,17 @@ from typing import TYPE_CHECKING, Any
 from . import array_shapes as shp
 from . import dtypes as dt
 from . import linalg, lookup
-from .arrays import Array, _broadcast, _permute, _traced_type, asarray, elementwise, stack_rows
+from .arrays import (
+    Array,
+    _broadcast,
+    _permute,
+    asarray,
+    elementwise,
+    stack_rows,
+    ufunc_method,
+)
 from .functions import log, sign, sqrt, where
-from .value import Value, register_numpy_function
+from .value import Value, constant, is_array, is_traced, register_numpy_function
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,8 +36,8 @@ def _float_operands(*operands: Any) -> list[Array]:
     """The operands as arrays of NumPy's linalg result type: float32 if every traced operand
     is float32, else float64 (int32 and bool as float64, as NumPy's); constants are weak
     beside them (a float64 constant does not widen float32 values)."""
-    like = _traced_type(operands)
-    kind = dt.float32 if like is dt.float32 else dt.float64
+    traced = [o.dtype for o in operands if isinstance(o, Array | Value)]
+    kind = dt.float32 if traced and all(k is dt.float32 for k in traced) else dt.float64
     arrays = [asarray(o, kind) for o in operands]
     return [a if a.dtype is kind else a.astype(kind) for a in arrays]
 
@@ -195,7 +203,103 @@ def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> An
     if out is not None:
         raise TypeError("np.ptp(out=...): copapy arrays are immutable; use the result")
     x = asarray(a)
+    if x.dtype.is_bool:
+        raise TypeError("np.ptp of bools: NumPy refuses it (bool subtraction is not defined); "
+                        "cast first (np.ptp(a.astype(cp.int32)))")
     return x.max(axis=axis, keepdims=keepdims) - x.min(axis=axis, keepdims=keepdims)
+
+
+def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.cumsum``: ``np.add.accumulate`` (of the flattened array without ``axis``), so bools
+    count as int32 as NumPy's (its own code kept a lone bool a bool)."""
+    _no_out("cumsum", dtype, out)
+    x = asarray(a)
+    return ufunc_method(np.add, "accumulate", x.flatten() if axis is None else x,
+                        axis=0 if axis is None else axis)
+
+
+def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.cumprod``: ``np.multiply.accumulate``, as ``cumsum``."""
+    _no_out("cumprod", dtype, out)
+    x = asarray(a)
+    return ufunc_method(np.multiply, "accumulate", x.flatten() if axis is None else x,
+                        axis=0 if axis is None else axis)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
+               neginf: Any = None) -> Any:
+    """``np.nan_to_num``: NaN, +inf and -inf replaced (by default with 0 and the type's largest
+    and smallest finite numbers); ints and bools unchanged. NumPy's own code saw an object
+    array and returned the elements unchanged (NaN and inf stayed)."""
+    a = asarray(x) if is_array(x) else x
+    kind = a.dtype if isinstance(a, Array | Value) else None
+    if kind is None or not kind.is_float:
+        return a
+    big = float(np.finfo(kind.name).max)
+    high = big if posinf is None else float(posinf)
+    low = -big if neginf is None else float(neginf)
+    a = where(a != a, float(nan), a)
+    return where(a == math.inf, high, where(a == -math.inf, low, a))
+
+
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
+         append: Any = np._NoValue) -> Any:
+    """``np.diff``: NumPy's own code, except of bools: ``!=`` of neighbours as NumPy's (its
+    own code, not seeing NumPy's bool type, subtracted them into -1, 0, 1)."""
+    x = asarray(a) if is_array(a) else a
+    if not (isinstance(x, Array) and x.dtype.is_bool):
+        extras = {k: v for k, v in (("prepend", prepend), ("append", append))
+                  if v is not np._NoValue}
+        numpy_diff: Any = np.diff
+        return numpy_diff._implementation(a, n, axis, **extras)
+    if prepend is not np._NoValue or append is not np._NoValue:
+        raise TypeError("np.diff of bools with prepend= or append=: concatenate first "
+                        "(np.concatenate) and take np.diff of the result")
+    if n < 0:
+        raise ValueError(f"np.diff: order must be non-negative but got {n}")
+    k = shp.normalize_axes(axis, x.ndim, "np.diff")[0]
+    for _ in range(n):
+        head = tuple(slice(1, None) if d == k else slice(None) for d in range(x.ndim))
+        tail = tuple(slice(None, -1) if d == k else slice(None) for d in range(x.ndim))
+        x = x[head] != x[tail]
+    return x
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+              shape: Any = None, *, device: Any = None) -> Any:
+    """``np.full_like`` of a traced array: a NumPy object array (item assignment of traced
+    values works, as before) of copapy constants of a's type, ``fill_value`` cast as NumPy
+    casts it (2.5 in an int32 array is 2). NumPy's own code made Python numbers of the fill
+    as given: zeros_like of float32 came back int32, full_like(int32, 2.5) held 2.5."""
+    kind = asarray(a).dtype if dtype is None else dt.as_dtype(dtype)
+    if is_traced(fill_value):
+        raise TypeError("np.full_like with a traced fill value: use np.zeros_like(a) + value "
+                        "(or cp.where) so the value keeps its type")
+    size = asarray(a).shape if shape is None else shape
+    numbers = np.broadcast_to(np.asarray(fill_value).astype(kind.numpy), size)
+    out = np.empty(numbers.shape, dtype=object)
+    for index, v in np.ndenumerate(numbers):
+        out[index] = constant(v.item(), kind)
+    return out
+
+
+def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, *, device: Any = None) -> Any:
+    """``np.zeros_like``: ``full_like(a, 0)``."""
+    return full_like(a, 0, dtype, shape=shape)
+
+
+def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+              shape: Any = None, *, device: Any = None) -> Any:
+    """``np.ones_like``: ``full_like(a, 1)``."""
+    return full_like(a, 1, dtype, shape=shape)
+
+
+def empty_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, *, device: Any = None) -> Any:
+    """``np.empty_like``: zeros (NumPy leaves the elements unspecified; its own code gave
+    None elements here, which nothing could compute with)."""
+    return full_like(prototype, 0, dtype, shape=shape)
 
 
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -282,6 +386,7 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Any:
     """``np.isclose``: |a - b| <= atol + rtol·|b| where both are finite, a == b where not
     (equal NaNs with equal_nan=True)."""
+    a, b = (v if is_traced(v) or np.ndim(v) == 0 else asarray(v) for v in (a, b))
     finite = isfinite_(a) & isfinite_(b)
     close = where(finite, abs(a - b) <= atol + rtol * abs(b), a == b)
     if equal_nan:
@@ -310,7 +415,10 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.digitize": lookup.digitize, "numpy.histogram": lookup.histogram,
     "numpy.count_nonzero": count_nonzero, "numpy.average": average, "numpy.nansum": nansum,
     "numpy.nanmean": nanmean, "numpy.nanmax": nanmax, "numpy.nanmin": nanmin,
-    "numpy.isclose": isclose, "numpy.allclose": allclose,
+    "numpy.isclose": isclose, "numpy.allclose": allclose, "numpy.cumsum": cumsum,
+    "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
+    "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
+    "numpy.empty_like": empty_like,
 }
 for _name, _function in _FUNCTIONS.items():
     register_numpy_function(_name, _function)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import (
     TYPE_CHECKING,
@@ -177,6 +178,8 @@ class Value(Generic[T]):
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
         """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
         _round_args(decimals, out)
+        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
+            return self
         result: Value[T] = _op("round", self)
         return result
 
@@ -464,8 +467,18 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                         f"when the program runs); use copapy's functions (cp.{', cp.'.join(known)})"
                         f" and operators")
     op, cast = found
+    kinds = [getattr(getattr(o, "dtype", None), "is_float", True) for o in inputs]
+    if name in _WHOLE_ALREADY and not any(kinds):
+        return inputs[0]  # NumPy 2's floor/ceil/trunc of ints and bools: the input unchanged
+    if op == "invert" and getattr(getattr(inputs[0], "dtype", None), "is_bool", False):
+        op = "lnot"  # np.invert of bools is logical, as ~ (it gave the int32 -2 and -1)
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
+
+
+#: ufuncs that give an int or bool input back unchanged in NumPy 2 (copapy's float kernels
+#: would make them float32 and round integers beyond 2**24)
+_WHOLE_ALREADY = ("floor", "ceil", "trunc")
 
 
 def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
@@ -475,19 +488,43 @@ def _np_clip(a: Any, a_min: Any = None, a_max: Any = None, out: None = None, *,
     if out is not None or (low is None and high is None):
         raise TypeError("np.clip of traced copapy values takes a bound and no out=: "
                         "cp.clamp(x, low, high), cp.max(x, low) or cp.min(x, high)")
-    limited = a if low is None else _op("max", low, a)
-    return limited if high is None else _op("min", high, limited)  # cp.clamp's definition
+    if high is None:  # NumPy's one-sided clip is np.maximum(a, low): low on a tie (0.0, -0.0)
+        return _op("max", a, low)
+    if low is None:
+        return _op("min", a, high)
+    return _op("min", high, _op("max", low, a))  # cp.clamp's definition: a kept on a tie
 
 
-def _np_var(a: Any, std: bool, ddof: int = 0, **numpy: Any) -> Any:
-    """np.var / np.std of a whole array as NumPy defines them: mean((a - mean(a))**2) * n /
-    (n - ddof), std its square root (NumPy's own code asked the elements for a NumPy dtype)."""
-    if any(v is not None and v is not False for v in numpy.values()):
-        raise TypeError(f"np.{'std' if std else 'var'} of a copapy array reduces the whole "
-                        f"array (ddof= only); for a row or column index first (m[r], m[:, c])")
-    d = a - a.mean()
-    var = (d * d).sum() / float(a.size - ddof)
+def _np_var(a: Any, std: bool, axis: Any = None, dtype: Any = None, out: Any = None,
+            ddof: Any = 0, keepdims: Any = False, **numpy: Any) -> Any:
+    """np.var / np.std as NumPy defines them, over ``axis`` (all axes without it):
+    mean((a - mean(a))**2) * n / max(n - ddof, 0), std its square root (NumPy's own code asked
+    the elements for a NumPy dtype)."""
+    name = "std" if std else "var"
+    correction = numpy.pop("correction", None)
+    extras = [k for k, v in (("dtype", dtype), ("out", out), *numpy.items())
+              if v is not None and v is not True and not _no_value(v)]
+    if extras:
+        raise TypeError(f"np.{name} of a copapy array takes axis=, ddof= (or correction=) and "
+                        f"keepdims= only, got {', '.join(extras)}")
+    if correction is not None and not _no_value(correction):
+        ddof = correction
+    keep = False if _no_value(keepdims) else bool(keepdims)
+    centred = a - a.mean(axis=axis, keepdims=True)
+    count = math.prod(d for k, d in enumerate(a.shape) if k in _axes_of(axis, a.ndim))
+    var = (centred * centred).sum(axis=axis, keepdims=keep) / float(max(count - ddof, 0))
     return _op("sqrt", var) if std else var
+
+
+def _no_value(v: Any) -> bool:
+    """NumPy's placeholder of an argument not given (np._NoValue)."""
+    return type(v).__name__ == "_NoValueType"
+
+
+def _axes_of(axis: Any, ndim: int) -> set[int]:
+    if axis is None:
+        return set(range(ndim))
+    return {int(k) % ndim for k in (axis if isinstance(axis, tuple | list) else (axis,))}
 
 
 #: NumPy functions copapy implements itself, by module and name ("numpy.sort",
@@ -554,8 +591,8 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         return _op("where", *args)
     if qualified == "numpy.clip":
         return _np_clip(*args, **kwargs)
-    if qualified in ("numpy.var", "numpy.std") and hasattr(args[0], "mean") and len(args) == 1:
-        return _np_var(args[0], name == "std", **kwargs)
+    if qualified in ("numpy.var", "numpy.std") and args and hasattr(args[0], "mean"):
+        return _np_var(args[0], name == "std", *args[1:], **kwargs)
     instead = DATA_SHAPED.get(qualified)
     if instead is not None:
         raise TypeError(f"{shown(qualified)} of a traced copapy array: its result's shape "
