@@ -166,3 +166,36 @@ def test_atan2_gradient_at_any_magnitude(scale: float, u: float, v: float) -> No
             assert abs(got - want) <= 1e-44
         else:
             assert math.isclose(got, want, rel_tol=4 * 2.0 ** -24)
+
+
+@settings(max_examples=examples(30), deadline=None)
+@given(expressions(3), expressions(3), points, points)
+def test_forward_and_reverse_jacobians_agree(e1: tuple[str, Expr], e2: tuple[str, Expr],
+                                             x0: float, y0: float) -> None:
+    """Both modes give the same finite entries (to rounding: sums group differently). Where an
+    entry is NaN or inf in one mode, the other may give a finite value (documented: forward
+    mode's products with a zero seed derivative fold away, docs/semantics.md's x * 0 → 0)."""
+    x, y = cp.value(0.0, F64), cp.value(0.0, F64)
+    ys = [cp.value(0.0, F64) + e1[1](x, y), cp.value(0.0, F64) + e2[1](x, y), x * y]
+    rev = cp.jacobian(ys, [x, y], mode="reverse")
+    fwd = cp.jacobian(ys, [x, y], mode="forward")
+    tg = cp.LocalTarget()
+    tg.compile(rev, fwd)
+    tg.write(x, x0)
+    tg.write(y, y0)
+    tg.run()
+    a, b = np.asarray(tg.read(rev)), np.asarray(tg.read(fwd))
+    finite = np.isfinite(a) & np.isfinite(b)
+    assert np.allclose(a[finite], b[finite], rtol=1e-12, atol=1e-12), (e1[0], e2[0])
+
+
+def test_modes_differ_only_where_an_entry_is_not_finite() -> None:
+    """The documented example: d atan2(x, x)/dx at the origin is NaN in reverse mode and 0 in
+    forward mode (0 everywhere else: atan2(x, x) is constant on each side)."""
+    x = cp.value(0.0)
+    rev = cp.jacobian(cp.atan2(x, x), x, mode="reverse")
+    fwd = cp.jacobian(cp.atan2(x, x), x, mode="forward")
+    tg = cp.LocalTarget()
+    tg.compile(rev, fwd)
+    tg.run()
+    assert np.isnan(tg.read(rev)).all() and not np.asarray(tg.read(fwd)).any()
