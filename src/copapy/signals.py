@@ -234,10 +234,10 @@ def integrate_rotation(gyro: Sequence[Any], init: Any = (1.0, 0.0, 0.0, 0.0),
     wx, wy, wz = (wrap(g) for g in _components(gyro, 3, "integrate_rotation's gyro (x, y, z)"))
     if not isinstance(init, Quaternion):
         init = [float(v) for v in _components(init, 4, "init (w, x, y, z)")]
-        length = math.hypot(*init)
-        if not 0.0 < length < math.inf:
+        init_length = math.hypot(*init)
+        if not 0.0 < init_length < math.inf:
             raise ValueError(f"integrate_rotation: init {tuple(init)} is not an orientation "
-                             f"(its length is {length}; the renormalisation would give NaN "
+                             f"(its length is {init_length}; the renormalisation would give NaN "
                              f"forever): pass a nonzero finite quaternion, e.g. "
                              f"(1.0, 0.0, 0.0, 0.0)")
     dtype = wx.dtype if wx.dtype.is_float else dt_types.float32
