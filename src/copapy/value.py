@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
+import traceback
 from collections.abc import Callable, Iterable
 from typing import (
     TYPE_CHECKING,
@@ -158,6 +161,14 @@ class Value(Generic[T]):
         return format_traced(self, spec)
 
     def __pos__(self) -> Value[T]:
+        return self
+
+    def conjugate(self) -> Value[T]:
+        """The value itself: copapy's numbers are real (NumPy's np.vdot asks for it)."""
+        return self
+
+    def conj(self) -> Value[T]:
+        """The value itself: copapy's numbers are real."""
         return self
 
     def nodes(self) -> list[Node]:
@@ -400,16 +411,18 @@ class _ArraySupport:
     elementwise: Callable[..., Any] = _no_arrays
     array_input: Callable[..., Any] = _no_arrays
     matmul: Callable[..., Any] = _no_arrays
+    from_objects: Callable[..., Any] = _no_arrays
 
 
 ARRAYS = _ArraySupport()
 
 
 def install_array_support(elementwise: Callable[..., Any], array_input: Callable[..., Any],
-                          matmul: Callable[..., Any]) -> None:
+                          matmul: Callable[..., Any], from_objects: Callable[..., Any]) -> None:
     ARRAYS.elementwise = elementwise
     ARRAYS.array_input = array_input
     ARRAYS.matmul = matmul
+    ARRAYS.from_objects = from_objects
 
 
 def _op(name: str, *operands: Any) -> Value[Any]:
@@ -467,6 +480,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                         f"when the program runs); use copapy's functions (cp.{', cp.'.join(known)})"
                         f" and operators")
     op, cast = found
+    if all(_is_bool(o) for o in inputs) and name in _BOOL_UFUNCS:
+        logical = _BOOL_UFUNCS[name]  # NumPy's bool loops: np.add of bools is or, not 2
+        return inputs[0] if logical is None else _op(logical, *inputs)
     kinds = [getattr(getattr(o, "dtype", None), "is_float", True) for o in inputs]
     if name in _WHOLE_ALREADY and not any(kinds):
         return inputs[0]  # NumPy 2's floor/ceil/trunc of ints and bools: the input unchanged
@@ -474,6 +490,19 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
         op = "lnot"  # np.invert of bools is logical, as ~ (it gave the int32 -2 and -1)
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
+
+
+#: ufuncs whose NumPy loop for bools is logical (bool result): add and maximum are or,
+#: multiply and minimum are and, absolute is the input (copapy's int32 arithmetic gave 2)
+_BOOL_UFUNCS: dict[str, str | None] = {"add": "or", "maximum": "or", "multiply": "and",
+                                       "minimum": "and", "absolute": None}
+
+
+def _is_bool(o: Any) -> bool:
+    """A bool operand: a traced bool or a Python/NumPy bool constant."""
+    kind = getattr(o, "dtype", None)
+    return bool(getattr(kind, "is_bool", False)) or isinstance(o, bool) or (
+        getattr(kind, "kind", "") == "b")
 
 
 #: ufuncs that give an int or bool input back unchanged in NumPy 2 (copapy's float kernels
@@ -553,7 +582,8 @@ UNSUPPORTED = ("numpy.fft.", "numpy.random.", "numpy.polynomial.", "numpy.linalg
                "numpy.linalg.eigh", "numpy.linalg.eigvals", "numpy.linalg.eigvalsh",
                "numpy.linalg.svd", "numpy.linalg.svdvals", "numpy.linalg.qr",
                "numpy.linalg.lstsq", "numpy.linalg.pinv", "numpy.linalg.matrix_rank",
-               "numpy.linalg.cond", "numpy.linalg.tensorsolve", "numpy.linalg.tensorinv")
+               "numpy.linalg.cond", "numpy.linalg.tensorsolve", "numpy.linalg.tensorinv",
+               "numpy.ix_")
 
 
 def register_numpy_function(name: str, implementation: Callable[..., Any]) -> None:
@@ -605,18 +635,48 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if implementation is None:
         return NotImplemented
     try:
-        return implementation(*args, **kwargs)
-    except TypeError as error:
+        result = implementation(*args, **kwargs)
+    except Exception as error:  # re-raised as is unless NumPy's code failed
         if not _needs_values(error):
             raise
         raise TypeError(f"{shown(qualified)} is not supported on traced copapy values: NumPy's "
                         f"own implementation needs the elements' values, which exist only when "
-                        f"the program runs; copapy computes {_covered()}") from error
+                        f"the program runs ({type(error).__name__} inside NumPy: "
+                        f"{str(error)[:120]}); copapy computes {_covered()}") from error
+    return _traced_objects(result)
 
 
-def _needs_values(error: TypeError) -> bool:
-    """Whether NumPy's implementation failed for want of the elements' values (it asked a
-    traced value for its truth or float value, or ran a ufunc loop of NumPy dtypes on them)."""
+def _traced_objects(result: Any) -> Any:
+    """NumPy's result with its object arrays of traced values as copapy arrays (np.concatenate,
+    np.tensordot and others build them: later operations, np.sort, the jit's result, want
+    copapy arrays); anything else unchanged."""
+    if isinstance(result, tuple | list) and any(_is_object_array(r) for r in result):
+        return type(result)(_traced_objects(r) for r in result)
+    if _is_object_array(result):
+        return ARRAYS.from_objects(result)
+    if type(result).__name__ == "ndarray" and result.ndim == 0 and isinstance(result.item(),
+                                                                              Value):
+        return result.item()  # a 0-d object array (np.tensordot over every axis)
+    return result
+
+
+def _is_object_array(x: Any) -> bool:
+    kind = getattr(x, "dtype", None)
+    return (type(x).__name__ == "ndarray" and getattr(kind, "kind", "") == "O" and x.size > 0
+            and x.ndim > 0 and any(isinstance(v, Value) for v in x.flat))
+
+
+def _needs_values(error: Exception) -> bool:
+    """Whether NumPy's implementation failed on the traced values rather than copapy refusing
+    clearly: any exception raised inside NumPy's own code (its last frame there: a ufunc loop
+    of NumPy dtypes, an attribute of ndarrays, an index of object arrays), or copapy's refusal
+    to give a traced value a truth or float value that NumPy asked for."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if len(frames) == 1:
+        return True  # raised by NumPy's C implementation itself (np.packbits)
+    numpy_dir = os.path.dirname(getattr(sys.modules.get("numpy"), "__file__", None) or "")
+    if numpy_dir and frames and frames[-1].filename.startswith(numpy_dir + os.sep):
+        return True
     text = str(error)
     return ("traced copapy" in text or "dtype('O')" in text
             or "not supported for the input types" in text)

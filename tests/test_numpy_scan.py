@@ -1,0 +1,181 @@
+"""NumPy's public API on traced arrays against NumPy itself (tools/numpy_scan.py over every
+public function, and differential cases for what the scan found): no function gives a result
+that is not NumPy's outside the documented differences, and none fails with an error from
+inside NumPy that does not name it (docs/decisions/2026-12-05-numpy-scan.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import copapy as cp
+
+from .support.checks import examples
+
+SETTINGS = settings(max_examples=examples(30), deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+#: bool operands of NumPy's linear algebra, polynomials and triangles: copapy computes them
+#: in int32 (counts), NumPy's bool loops are or/and (docs/semantics.md); np.round of bools is
+#: the bools (NumPy 2.4 gives float16); np.trapezoid of bools adds them as int32
+BOOL_DIFFERENCES = {"np.convolve", "np.correlate", "np.diag", "np.diagflat", "np.dot",
+                    "np.inner", "np.kron", "np.linalg.matmul", "np.linalg.outer", "np.matmul",
+                    "np.outer", "np.polyadd", "np.polyval", "np.tril", "np.triu", "np.vdot",
+                    "np.round", "np.around", "np.trapezoid"}
+#: functions NumPy does not dispatch to __array_function__ (copapy never sees the call), and
+#: np.lexsort of one 1-D key (its NumPy result is a constant np.int64, which the jit refuses)
+NOT_DISPATCHED = {"np.frombuffer", "np.isfortran", "np.lexsort"}
+
+
+def _scan_tool() -> ModuleType:
+    path = Path(__file__).resolve().parents[1] / "tools" / "numpy_scan.py"
+    spec = importlib.util.spec_from_file_location("numpy_scan", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["numpy_scan"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_scan_of_numpy_finds_no_wrong_result_and_no_unclear_error() -> None:
+    """Every public function of numpy and numpy.linalg on float32/int32/bool arrays: WRONG only
+    for the documented bool differences, UNCLEAR only where NumPy does not dispatch."""
+    tool = _scan_tool()
+    worst = tool.per_function(tool.scan())
+    assert len(worst) > 250  # the scan reached NumPy's API (not a silent empty run)
+    wrong = {n for n, (k, _, _) in worst.items() if k == "WRONG"}
+    unclear = {n for n, (k, _, _) in worst.items() if k == "UNCLEAR"}
+    assert wrong <= BOOL_DIFFERENCES, {n: worst[n] for n in wrong - BOOL_DIFFERENCES}
+    assert unclear <= NOT_DISPATCHED, {n: worst[n] for n in unclear - NOT_DISPATCHED}
+    with pytest.raises(TypeError, match=r"np\.fft\.fft is not supported"):  # by name
+        cp.jit(np.fft.fft)(np.float32([1, 2]))
+    # np.random is not dispatched by NumPy (copapy never sees the call): copapy's own error
+    # for float() of a traced value is what the user gets
+    with pytest.raises(TypeError, match="float\\(\\) of a traced copapy value"):
+        cp.jit(lambda x: np.random.normal(x))(np.float32([1, 2]))
+
+
+def _jit(fn: Any, *args: Any) -> Any:
+    return cp.jit(fn)(*args)
+
+
+def _quiet(fn: Any, *args: Any) -> Any:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args)
+
+
+EDGES = st.floats(-4, 4, width=32) | st.sampled_from([np.inf, -np.inf, np.nan, 0.0, -0.0])
+VECTORS = hnp.arrays(np.float32, st.integers(2, 6), elements=EDGES)
+FINITE = hnp.arrays(np.float32, st.tuples(st.integers(1, 3), st.integers(3, 6)),
+                    elements=st.floats(-4, 4, width=32))
+BOOLS = hnp.arrays(np.bool_, 5)
+
+
+@SETTINGS
+@given(VECTORS)
+def test_select_isposinf_isneginf_angle_are_numpys(x: np.ndarray) -> None:
+    """They failed inside NumPy (np.select: 'invalid entry 0 in condlist', isposinf: 'not
+    supported for object values', angle: AttributeError)."""
+    np.testing.assert_array_equal(
+        _jit(lambda a: np.select([a < 0, a > 1], [a * 2, a - 1], 7.0), x),
+        np.select([x < 0, x > 1], [x * 2, x - 1], 7.0))
+    np.testing.assert_array_equal(_jit(np.isposinf, x), np.isposinf(x))
+    np.testing.assert_array_equal(_jit(np.isneginf, x), np.isneginf(x))
+    for deg in (False, True):
+        got = _jit(lambda a, d=deg: np.angle(a, deg=d), x)
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, np.angle(x, deg=deg), rtol=1e-6)
+
+
+@SETTINGS
+@given(FINITE, st.booleans(), st.sampled_from([None, 0, 2]))
+def test_cov_and_corrcoef_are_numpys(m: np.ndarray, rowvar: bool, ddof: int | None) -> None:
+    """np.cov/np.corrcoef (they failed inside NumPy: 'float' object has no attribute 'shape');
+    float32 results (NumPy's float64, the linalg rule) within float32 rounding."""
+    ref = _quiet(np.cov, m, None, rowvar, False, ddof)
+    got = _jit(lambda a: np.cov(a, rowvar=rowvar, ddof=ddof), m)
+    scale = float(np.max(np.abs(ref))) if np.all(np.isfinite(ref)) else 1.0
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-5 * max(scale, 1.0))
+    if m.shape[0] > 1 and rowvar and np.all(np.var(m, axis=1) > 1e-2):
+        np.testing.assert_allclose(_jit(np.corrcoef, m), np.corrcoef(m), atol=2e-4)
+    row = m[0]
+    np.testing.assert_allclose(_jit(lambda a, b: np.cov(a, b), row, row[::-1].copy()),
+                               np.cov(row, row[::-1]), rtol=1e-4, atol=1e-5)
+
+
+@SETTINGS
+@given(BOOLS, BOOLS)
+def test_bool_ufuncs_are_logical_as_numpys(a: np.ndarray, b: np.ndarray) -> None:
+    """np.add/maximum of bools is or, np.multiply/minimum and, np.abs the bools (copapy's
+    int32 arithmetic gave 2 and int32 0/1)."""
+    for f in (np.add, np.maximum, np.multiply, np.minimum):
+        got = _jit(f, a, b)
+        assert got.dtype == np.bool_, f
+        np.testing.assert_array_equal(got, f(a, b))
+    got = _jit(np.abs, a)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, a)
+
+
+@SETTINGS
+@given(FINITE)
+def test_array_methods_are_numpys_functions(m: np.ndarray) -> None:
+    """a.var(), a.std(), a.cumsum(), a.cumprod(), a.trace(), a.diagonal(), a.conj(), a.real,
+    a.imag (AttributeError on copapy arrays before)."""
+    for method in ("var", "std", "cumsum", "cumprod"):
+        for axis in (None, 0, 1):
+            got = _jit(lambda a, f=method, k=axis: getattr(a, f)(axis=k), m)
+            np.testing.assert_allclose(got, getattr(m, method)(axis=axis), rtol=2e-5,
+                                       atol=2e-5)
+    np.testing.assert_allclose(_jit(lambda a: a.trace(), m), m.trace(), rtol=1e-6)
+    np.testing.assert_array_equal(_jit(lambda a: a.diagonal(), m), m.diagonal())
+    np.testing.assert_array_equal(_jit(lambda a: a.conj() + a.real, m), m + m)
+    got = _jit(lambda a: np.imag(a), m)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.imag(m))
+
+
+@SETTINGS
+@given(FINITE, FINITE)
+def test_object_arrays_of_numpy_become_copapy_arrays(a: np.ndarray, b: np.ndarray) -> None:
+    """np.concatenate/np.tensordot of traced arrays gave object ndarrays that np.sort and the
+    jit's result refused; they are copapy arrays now."""
+    np.testing.assert_array_equal(
+        _jit(lambda x, y: np.sort(np.concatenate([x.ravel(), y.ravel()])), a, b),
+        np.sort(np.concatenate([a.ravel(), b.ravel()])))
+    if a.shape == b.shape:
+        np.testing.assert_allclose(_jit(lambda x, y: np.tensordot(x, y), a, b),
+                                   np.tensordot(a.astype(np.float64), b), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_jit(lambda x: np.vdot(x, x), a), np.vdot(a, a), rtol=1e-5)
+
+
+def test_numpy_failing_inside_its_code_raises_a_typeerror_naming_the_function() -> None:
+    """The generic fallback: any exception from NumPy's own implementation on traced values
+    (np.packbits raised NumPy's 'Expected an input array of integer or boolean data type',
+    np.delete an IndexError) is a TypeError naming the function."""
+    with pytest.raises(TypeError, match=r"np\.packbits is not supported on traced"):
+        _jit(np.packbits, np.int32([1, 0, 1]))
+    with pytest.raises(TypeError, match=r"np\.delete is not supported on traced"):
+        _jit(lambda x, k: np.delete(x, k), np.float32([1, 2, 3]), np.array([True, False, True]))
+    with pytest.raises(TypeError, match=r"np\.ix_ is not supported"):
+        _jit(lambda k: np.ix_(k), np.array([True, False, True]))
+
+
+def test_copapys_own_errors_pass_unchanged() -> None:
+    """A clear copapy error raised under NumPy's code is not rewrapped (np.sort of bools says
+    to cast them)."""
+    with pytest.raises(TypeError, match="cast bools first"):
+        _jit(np.sort, np.array([True, False]))
+    with pytest.raises(ValueError, match="np.select: 2 conditions for 1 choices"):
+        _jit(lambda x: np.select([x > 0, x < 0], [x]), np.float32([1, 2]))
