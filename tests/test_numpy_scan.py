@@ -6,6 +6,7 @@ inside NumPy that does not name it (docs/decisions/2026-12-05-numpy-scan.md)."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -179,3 +180,54 @@ def test_copapys_own_errors_pass_unchanged() -> None:
         _jit(np.sort, np.array([True, False]))
     with pytest.raises(ValueError, match="np.select: 2 conditions for 1 choices"):
         _jit(lambda x: np.select([x > 0, x < 0], [x]), np.float32([1, 2]))
+
+
+@SETTINGS
+@given(VECTORS, st.sampled_from([np.float32, np.int32]))
+def test_piecewise_is_numpys(x: np.ndarray, kind: type) -> None:
+    """np.piecewise with traced conditions, functions and constants, a default piece and a
+    later condition overriding an earlier one (NumPy's own code asked for truth values)."""
+    x = np.clip(np.nan_to_num(x), -4, 4).astype(kind)
+    for conds, funcs in (
+            (lambda v: [v < 0, v >= 1], [lambda v: -v, 2.0, lambda v: v * 3]),
+            (lambda v: [v < 0, v < 1], [lambda v: v - 1, 5]),
+            (lambda v: [v <= 0], [-1.5])):
+        got = _jit(lambda v, c=conds, f=funcs: np.piecewise(v, c(v), f), x)
+        ref = np.piecewise(x, conds(x), funcs)
+        assert got.dtype == ref.dtype
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_average_returned_without_weights_gives_the_count() -> None:
+    """np.average(a, returned=True) of all elements: its count was a 0-d NumPy array, which
+    the jit refused as a result."""
+    x = np.float32([0.5, -1.25, 2.0, 0.75])
+    mean, count = _jit(lambda a: np.average(a, returned=True), x)
+    ref_mean, ref_count = np.average(x, returned=True)
+    assert (mean, count) == (ref_mean, ref_count)
+
+
+@SETTINGS
+@given(st.lists(st.integers(-3, 3).map(float), min_size=1, max_size=5), st.integers(0, 2),
+       st.booleans(), st.booleans(), hnp.arrays(np.float32, 6, elements=EDGES))
+def test_digitize_with_nan_bins_is_numpys_or_refused(bins: list[float], nans: int,
+                                                      falling: bool, right: bool,
+                                                      x: np.ndarray) -> None:
+    """NaN bins last in increasing bins are NumPy's (NaN sorts last; they were refused as not
+    monotonic); a NaN elsewhere, where NumPy's search gives no meaningful order, is refused
+    with a ValueError saying so."""
+    edges = sorted(bins, reverse=falling) + [math.nan] * nans
+    if nans and falling and len(set(bins)) > 1:
+        with pytest.raises(ValueError, match="NaN"):
+            _jit(lambda v: np.digitize(v, edges, right), x)
+        return
+    try:
+        ref = np.digitize(x, edges, right)
+    except ValueError:
+        return
+    try:
+        got = _jit(lambda v: np.digitize(v, edges, right), x)
+    except ValueError as error:
+        assert "NaN" in str(error) and nans  # the refused orders: NaN after equal values
+        return
+    np.testing.assert_array_equal(got, ref)

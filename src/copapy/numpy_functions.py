@@ -316,7 +316,11 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         mean = x.mean(axis=axis, keepdims=keepdims)
         count = float(math.prod(x.shape[k] for k in shp.normalize_axes(axis, x.ndim,
                                                                          "average")))
-        return (mean, np.full(np.shape(mean), count, np.float32)) if returned else mean
+        if not returned:
+            return mean
+        # the count as a Python number beside a scalar mean (the jit takes no 0-d array)
+        return mean, (count if not np.shape(mean) else np.full(np.shape(mean), count,
+                                                                np.float32))
     w = asarray(weights, x.dtype)
     if w.shape != x.shape:
         if w.ndim != 1 or not isinstance(axis, int) or w.shape[0] != x.shape[axis]:
@@ -424,6 +428,26 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     return result
 
 
+def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
+    """``np.piecewise`` with traced conditions: every piece computed on all of ``x`` (NumPy
+    calls a function on the selected elements only, the same for element-wise functions) and
+    selected, a later condition winning as NumPy's; one extra piece is the default (else 0)."""
+    x = asarray(x)
+    conds = [condlist] if isinstance(condlist, Array | Value) and getattr(
+        condlist, "ndim", 0) == x.ndim else list(condlist)
+    if len(funclist) not in (len(conds), len(conds) + 1):
+        raise ValueError(f"np.piecewise: {len(funclist)} functions for {len(conds)} "
+                         f"conditions; give one per condition, and at most one default")
+
+    def piece(f: Any) -> Any:
+        return f(x, *args, **kw) if callable(f) else f
+
+    result: Any = piece(funclist[-1]) if len(funclist) > len(conds) else 0
+    for cond, f in zip(conds, funclist, strict=False):
+        result = where(cond, piece(f), result)
+    return asarray(result).astype(x.dtype)
+
+
 def isposinf(x: Any, out: Any = None) -> Any:
     """``np.isposinf``: x == +inf (False for ints and bools)."""
     _no_out("isposinf", None, out)
@@ -501,7 +525,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
     "numpy.empty_like": empty_like, "numpy.select": select, "numpy.isposinf": isposinf,
     "numpy.isneginf": isneginf, "numpy.angle": angle, "numpy.cov": cov,
-    "numpy.corrcoef": corrcoef,
+    "numpy.corrcoef": corrcoef, "numpy.piecewise": piecewise,
 }
 for _name, _function in _FUNCTIONS.items():
     register_numpy_function(_name, _function)
