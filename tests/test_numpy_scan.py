@@ -26,13 +26,6 @@ from .support.checks import examples
 SETTINGS = settings(max_examples=examples(30), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-#: bool operands of NumPy's linear algebra, polynomials and triangles: copapy computes them
-#: in int32 (counts), NumPy's bool loops are or/and (docs/semantics.md); np.round of bools is
-#: the bools (NumPy 2.4 gives float16); np.trapezoid of bools adds them as int32
-BOOL_DIFFERENCES = {"np.convolve", "np.correlate", "np.diag", "np.diagflat", "np.dot",
-                    "np.inner", "np.kron", "np.linalg.matmul", "np.linalg.outer", "np.matmul",
-                    "np.outer", "np.polyadd", "np.polyval", "np.tril", "np.triu", "np.vdot",
-                    "np.round", "np.around", "np.trapezoid"}
 #: functions NumPy does not dispatch to __array_function__ (copapy never sees the call), and
 #: np.lexsort of one 1-D key (its NumPy result is a constant np.int64, which the jit refuses)
 NOT_DISPATCHED = {"np.frombuffer", "np.isfortran", "np.lexsort"}
@@ -49,14 +42,14 @@ def _scan_tool() -> ModuleType:
 
 
 def test_scan_of_numpy_finds_no_wrong_result_and_no_unclear_error() -> None:
-    """Every public function of numpy and numpy.linalg on float32/int32/bool arrays: WRONG only
-    for the documented bool differences, UNCLEAR only where NumPy does not dispatch."""
+    """Every public function of numpy and numpy.linalg on float32/int32/bool arrays: no WRONG
+    result (the bool differences are documented), UNCLEAR only where NumPy does not dispatch."""
     tool = _scan_tool()
     worst = tool.per_function(tool.scan())
     assert len(worst) > 250  # the scan reached NumPy's API (not a silent empty run)
     wrong = {n for n, (k, _, _) in worst.items() if k == "WRONG"}
     unclear = {n for n, (k, _, _) in worst.items() if k == "UNCLEAR"}
-    assert wrong <= BOOL_DIFFERENCES, {n: worst[n] for n in wrong - BOOL_DIFFERENCES}
+    assert not wrong, {n: worst[n] for n in wrong}
     assert unclear <= NOT_DISPATCHED, {n: worst[n] for n in unclear - NOT_DISPATCHED}
     with pytest.raises(TypeError, match=r"np\.fft\.fft is not supported"):  # by name
         cp.jit(np.fft.fft)(np.float32([1, 2]))
