@@ -5,12 +5,8 @@ inside NumPy that does not name it (docs/decisions/2026-12-05-numpy-scan.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 import warnings
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 import copapy as cp
 
 from .support.checks import examples
+from .support.tools import load_tool
 
 SETTINGS = settings(max_examples=examples(30), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -31,20 +28,10 @@ SETTINGS = settings(max_examples=examples(30), deadline=None,
 NOT_DISPATCHED = {"np.frombuffer", "np.isfortran", "np.lexsort"}
 
 
-def _scan_tool() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "tools" / "numpy_scan.py"
-    spec = importlib.util.spec_from_file_location("numpy_scan", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["numpy_scan"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_scan_of_numpy_finds_no_wrong_result_and_no_unclear_error() -> None:
     """Every public function of numpy and numpy.linalg on float32/int32/bool arrays: no WRONG
     result (the bool differences are documented), UNCLEAR only where NumPy does not dispatch."""
-    tool = _scan_tool()
+    tool = load_tool("numpy_scan")
     worst = tool.per_function(tool.scan())
     assert len(worst) > 250  # the scan reached NumPy's API (not a silent empty run)
     wrong = {n for n, (k, _, _) in worst.items() if k == "WRONG"}
@@ -171,7 +158,7 @@ def test_copapys_own_errors_pass_unchanged() -> None:
     to cast them)."""
     with pytest.raises(TypeError, match="cast bools first"):
         _jit(np.sort, np.array([True, False]))
-    with pytest.raises(ValueError, match="np.select: 2 conditions for 1 choices"):
+    with pytest.raises(ValueError, match=r"np\.select: 2 conditions for 1 choices"):
         _jit(lambda x: np.select([x > 0, x < 0], [x]), np.float32([1, 2]))
 
 
