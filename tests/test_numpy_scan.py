@@ -20,7 +20,7 @@ import copapy as cp
 from .support.checks import examples
 from .support.tools import load_tool
 
-SETTINGS = settings(max_examples=examples(30), deadline=None,
+SETTINGS = settings(max_examples=examples(40), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 #: functions NumPy does not dispatch to __array_function__ (copapy never sees the call), and
@@ -211,3 +211,26 @@ def test_digitize_with_nan_bins_is_numpys_or_refused(bins: list[float], nans: in
         assert "NaN" in str(error) and nans  # the refused orders: NaN after equal values
         return
     np.testing.assert_array_equal(got, ref)
+
+
+UFUNC_VALUES = st.floats(-80, 80, width=32) | st.sampled_from(
+    [np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0, 8.0, 1e-30, 1e30])
+
+
+@SETTINGS
+@given(hnp.arrays(np.float32, 6, elements=UFUNC_VALUES),
+       hnp.arrays(np.float32, 6, elements=UFUNC_VALUES))
+def test_composed_ufuncs_are_numpys(x: np.ndarray, y: np.ndarray) -> None:
+    """np.deg2rad/radians/rad2deg/degrees, log10, log2, sinh, cosh, fmax, fmin, heaviside
+    (refused before) within float32 rounding of NumPy's; NaN and inf where NumPy's are."""
+    for f in (np.deg2rad, np.radians, np.rad2deg, np.degrees, np.log10, np.log2, np.sinh,
+              np.cosh):
+        got, ref = _jit(f, x), _quiet(f, x)
+        assert got.dtype == np.float32, f
+        np.testing.assert_allclose(got, ref, rtol=4e-7 if f in (np.deg2rad, np.radians,
+                                   np.rad2deg, np.degrees) else 3e-6, atol=1e-37,
+                                   err_msg=f.__name__)
+    for f in (np.fmax, np.fmin, np.heaviside):
+        np.testing.assert_array_equal(_jit(f, x, y), _quiet(f, x, y), err_msg=f.__name__)
+    b = x > 0
+    np.testing.assert_array_equal(_jit(np.fmax, b, y > 0), np.fmax(b, y > 0))

@@ -453,12 +453,44 @@ UFUNCS: dict[str, tuple[str, str]] = {
 
 #: NumPy ufuncs that are a short exact expression of registry operations (their NumPy result:
 #: x != x is True exactly for NaN, x - x is 0 exactly for finite x)
-_COMPOSED: dict[str, Callable[[Any], Any]] = {
+_COMPOSED: dict[str, Callable[..., Any]] = {
     "isnan": lambda x: _op("ne", x, x),
     "isinf": lambda x: _op("eq", _op("abs", x), float("inf")),
     "isfinite": lambda x: _op("eq", _op("sub", x, x), 0),
     "square": lambda x: _op("mul", x, x),
+    # angles, logarithms, hyperbolics and NaN-ignoring extremes control code calls: a few
+    # registry operations each, within float32 rounding of NumPy's (docs/semantics.md)
+    "deg2rad": lambda x: _op("mul", _floating(x), math.pi / 180),
+    "radians": lambda x: _op("mul", _floating(x), math.pi / 180),
+    "rad2deg": lambda x: _op("mul", _floating(x), 180 / math.pi),
+    "degrees": lambda x: _op("mul", _floating(x), 180 / math.pi),
+    "log10": lambda x: _op("mul", _op("log", _floating(x)), 1 / math.log(10)),
+    "log2": lambda x: _op("mul", _op("log", _floating(x)), 1 / math.log(2)),
+    "sinh": lambda x: _op("mul", _op("sub", _op("expm1", _floating(x)),
+                                      _op("expm1", _op("neg", _floating(x)))), 0.5),
+    "cosh": lambda x: _op("mul", _op("add", _op("exp", _floating(x)),
+                                      _op("exp", _op("neg", _floating(x)))), 0.5),
+    "fmax": lambda a, b: _nan_ignoring("max", a, b),
+    "fmin": lambda a, b: _nan_ignoring("min", a, b),
+    "heaviside": lambda x, h0: _heaviside(_floating(x), _floating(h0)),
 }
+
+
+def _heaviside(x: Any, h0: Any) -> Any:
+    """np.heaviside: 0 below zero, 1 above, h0 at zero, NaN for NaN (floats, as NumPy's)."""
+    step = _op("where", _op("lt", x, 0), 0.0, _op("where", _op("gt", x, 0), 1.0, h0))
+    return _op("where", _op("ne", x, x), x, step)
+
+
+def _floating(x: Any) -> Any:
+    """x as floats for a float-valued ufunc (int32 and bool as float32)."""
+    kind = getattr(x, "dtype", None)
+    return x if getattr(kind, "is_float", True) else _op("cast_f32", x)
+
+
+def _nan_ignoring(op: str, a: Any, b: Any) -> Any:
+    """np.fmax / np.fmin: the other operand where one is NaN."""
+    return _op("where", _op("ne", b, b), a, _op("where", _op("ne", a, a), b, _op(op, a, b)))
 
 
 def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
@@ -468,6 +500,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
     name = getattr(ufunc, "__name__", str(ufunc))
     if name == "matmul" and method == "__call__" and not kwargs:
         return ARRAYS.matmul(*inputs)
+    if (name in _BOOL_UFUNCS and method == "__call__" and not kwargs
+            and all(_is_bool(o) for o in inputs)):
+        logical = _BOOL_UFUNCS[name]  # NumPy's bool loops: np.add of bools is or, not 2
+        return inputs[0] if logical is None else _op(logical, *inputs)
     composed = _COMPOSED.get(name)
     if composed is not None and method == "__call__" and not kwargs:
         return composed(*inputs)
@@ -480,9 +516,6 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
                         f"when the program runs); use copapy's functions (cp.{', cp.'.join(known)})"
                         f" and operators")
     op, cast = found
-    if all(_is_bool(o) for o in inputs) and name in _BOOL_UFUNCS:
-        logical = _BOOL_UFUNCS[name]  # NumPy's bool loops: np.add of bools is or, not 2
-        return inputs[0] if logical is None else _op(logical, *inputs)
     kinds = [getattr(getattr(o, "dtype", None), "is_float", True) for o in inputs]
     if name in _WHOLE_ALREADY and not any(kinds):
         return inputs[0]  # NumPy 2's floor/ceil/trunc of ints and bools: the input unchanged
@@ -494,8 +527,9 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
 
 #: ufuncs whose NumPy loop for bools is logical (bool result): add and maximum are or,
 #: multiply and minimum are and, absolute is the input (copapy's int32 arithmetic gave 2)
-_BOOL_UFUNCS: dict[str, str | None] = {"add": "or", "maximum": "or", "multiply": "and",
-                                       "minimum": "and", "absolute": None}
+_BOOL_UFUNCS: dict[str, str | None] = {"add": "or", "maximum": "or", "fmax": "or",
+                                       "multiply": "and", "minimum": "and", "fmin": "and",
+                                       "absolute": None}
 
 
 def _is_bool(o: Any) -> bool:
