@@ -234,3 +234,51 @@ def test_composed_ufuncs_are_numpys(x: np.ndarray, y: np.ndarray) -> None:
         np.testing.assert_array_equal(_jit(f, x, y), _quiet(f, x, y), err_msg=f.__name__)
     b = x > 0
     np.testing.assert_array_equal(_jit(np.fmax, b, y > 0), np.fmax(b, y > 0))
+
+
+SAMPLES = hnp.arrays(np.float32, st.tuples(st.integers(2, 4), st.integers(3, 7)),
+                     elements=st.floats(-20, 20, width=32))
+
+
+@SETTINGS
+@given(SAMPLES, st.sampled_from([1.0, 0.25, 3.0]), st.sampled_from([1, 2]))
+def test_gradient_is_numpys(f: np.ndarray, h: float, edge_order: int) -> None:
+    """np.gradient with uniform spacing along each axis, both edge orders (NumPy's own code
+    failed on traced elements)."""
+    row = f[0]
+    np.testing.assert_allclose(_jit(lambda v: np.gradient(v, h, edge_order=edge_order), row),
+                               np.gradient(row, h, edge_order=edge_order), rtol=1e-5, atol=1e-4)
+    if f.shape[0] > edge_order:
+        got = _jit(lambda v: np.gradient(v, edge_order=edge_order), f)
+        for g, r in zip(got, np.gradient(f, edge_order=edge_order), strict=True):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-4)
+    with pytest.raises(TypeError, match="uniform spacing"):
+        _jit(lambda v, c: np.gradient(v, c), row, row)
+
+
+@SETTINGS
+@given(hnp.arrays(np.float32, st.integers(2, 8), elements=st.floats(-30, 30, width=32)),
+       st.sampled_from([None, 1.0, 4.0]), st.sampled_from([2 * np.pi, 360.0, 1.0]))
+def test_unwrap_is_numpys(p: np.ndarray, discont: float | None, period: float) -> None:
+    """np.unwrap of a 1-D signal and of rows of a 2-D one (NumPy's own code failed)."""
+    ref = np.unwrap(p, discont, period=np.float32(period))
+    got = _jit(lambda v: np.unwrap(v, discont, period=period), p)
+    assert got.dtype == ref.dtype
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3 * max(period, 1.0))
+    two = np.stack([p, p[::-1]])
+    np.testing.assert_allclose(_jit(lambda v: np.unwrap(v, axis=1), two),
+                               np.unwrap(two, axis=1), rtol=1e-5, atol=1e-3)
+
+
+@SETTINGS
+@given(hnp.arrays(np.float32, st.tuples(st.integers(1, 3), st.integers(1, 5)),
+                  elements=st.floats(-4, 4, width=32) | st.just(np.nan)),
+       st.sampled_from([None, 0, 1]), st.sampled_from([0, 1]))
+def test_nanvar_nanstd_vecdot_are_numpys(x: np.ndarray, axis: int | None, ddof: int) -> None:
+    """np.nanvar/np.nanstd ignore NaNs (NaN when too few remain); np.vecdot sums the products
+    along the last axis."""
+    for f in (np.nanvar, np.nanstd):
+        ref = _quiet(f, x, axis, None, None, ddof)
+        got = _jit(lambda v, g=f: g(v, axis=axis, ddof=ddof), x)
+        np.testing.assert_allclose(np.asarray(got, np.float64), ref, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_jit(np.vecdot, x, x), np.vecdot(x, x), rtol=1e-5)

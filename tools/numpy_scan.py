@@ -76,7 +76,8 @@ SKIP = {"info", "show_config", "show_runtime", "test", "get_include", "lookfor",
 #: products and sums of bool arrays inside NumPy's code are int32 counts, NumPy's bool
 #: loops are or/and; np.round of bools gives the bools (NumPy 2.4: float16)
 BOOL_DIFFERENCES = {"np.convolve", "np.correlate", "np.diag", "np.diagflat", "np.dot",
-                    "np.inner", "np.kron", "np.linalg.matmul", "np.linalg.outer", "np.matmul",
+                    "np.inner", "np.vecdot", "np.kron", "np.linalg.matmul", "np.linalg.outer",
+                    "np.matmul",
                     "np.outer", "np.polyadd", "np.polyval", "np.tril", "np.triu", "np.vdot",
                     "np.round", "np.around", "np.trapezoid"}
 

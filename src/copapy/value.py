@@ -473,7 +473,14 @@ _COMPOSED: dict[str, Callable[..., Any]] = {
     "fmax": lambda a, b: _nan_ignoring("max", a, b),
     "fmin": lambda a, b: _nan_ignoring("min", a, b),
     "heaviside": lambda x, h0: _heaviside(_floating(x), _floating(h0)),
+    "vecdot": lambda a, b: _vecdot(a, b),
 }
+
+
+def _vecdot(a: Any, b: Any) -> Any:
+    """np.vecdot: Σ a·b along the last axis (copapy's numbers are real: no conjugate)."""
+    product: Any = _op("mul", a, b)
+    return product.sum(axis=-1) if is_array(product) else product
 
 
 def _heaviside(x: Any, h0: Any) -> Any:
