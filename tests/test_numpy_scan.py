@@ -23,9 +23,12 @@ from .support.tools import load_tool
 SETTINGS = settings(max_examples=examples(40), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-#: functions NumPy does not dispatch to __array_function__ (copapy never sees the call), and
-#: np.lexsort of one 1-D key (its NumPy result is a constant np.int64, which the jit refuses)
-NOT_DISPATCHED = {"np.frombuffer", "np.isfortran", "np.lexsort"}
+#: functions NumPy does not dispatch to __array_function__ (copapy never sees the call: a
+#: shape from a traced array fails with copapy's "cannot be used as a Python index or size"),
+#: and np.lexsort of one 1-D key (its NumPy result is a constant np.int64, which the jit
+#: refuses)
+NOT_DISPATCHED = {"np.frombuffer", "np.isfortran", "np.lexsort", "np.empty", "np.zeros",
+                  "np.ones", "np.full", "np.indices"}
 
 
 def test_scan_of_numpy_finds_no_wrong_result_and_no_unclear_error() -> None:
@@ -282,3 +285,29 @@ def test_nanvar_nanstd_vecdot_are_numpys(x: np.ndarray, axis: int | None, ddof: 
         got = _jit(lambda v, g=f: g(v, axis=axis, ddof=ddof), x)
         np.testing.assert_allclose(np.asarray(got, np.float64), ref, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(_jit(np.vecdot, x, x), np.vecdot(x, x), rtol=1e-5)
+
+
+@SETTINGS
+@given(hnp.arrays(np.float32, 8, elements=st.floats(-1e6, 1e6, width=32) | st.sampled_from(
+    [0.125, 2.5, -2.5, 1.005, 2.675, np.inf, np.nan, -0.0, 3e38])), st.integers(-3, 6))
+def test_round_with_decimals_is_numpys_bit_for_bit(x: np.ndarray, decimals: int) -> None:
+    """np.round(a, d) / a.round(d): scaled, rounded half to even, scaled back in float32 as
+    NumPy's (refused before); ints unchanged for d >= 0."""
+    got = _jit(lambda v: np.round(v, decimals), x)
+    ref = _quiet(np.round, x, decimals)
+    assert got.dtype == ref.dtype
+    np.testing.assert_array_equal(got.view(np.int32)[~np.isnan(ref)],
+                                  ref.view(np.int32)[~np.isnan(ref)])
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    ints = np.int32([7, -15, 2**31 - 1])
+    if decimals >= 0:
+        np.testing.assert_array_equal(_jit(lambda v: v.round(decimals), ints), ints)
+
+
+def test_convolve_with_a_number_is_numpys() -> None:
+    """np.convolve(x, 2.0): a number is one tap (NumPy's ndmin=1; copapy raised a ShapeError
+    about cp.matrix)."""
+    x = np.float32([0.5, -1.25, 2.0])
+    np.testing.assert_array_equal(_jit(lambda v: np.convolve(v, 2.0), x), np.convolve(x, 2.0))
+    np.testing.assert_array_equal(_jit(lambda v: np.convolve(v[1], v), x),
+                                  np.convolve(x[1], x))

@@ -31,6 +31,9 @@ CLASSES = ("EQUAL", "DIFFERENT", "REFUSED", "UNCLEAR", "WRONG")
 #: ordered from worst: a function's class is the worst over its signatures
 RANK = {"WRONG": 0, "UNCLEAR": 1, "REFUSED": 2, "DIFFERENT": 3, "EQUAL": 4}
 
+#: the keyword under which a signature carries constant positional arguments
+CONSTANT = "__constants__"
+
 F1 = np.float32([0.5, -1.25, 2.0, 0.75])
 F1B = np.float32([1.5, 0.25, -2.0, 0.75])
 F2 = np.float32([[0.5, -1.25, 2.0], [0.75, 3.0, -0.5]])
@@ -41,7 +44,7 @@ I1B = np.int32([1, 5, -3, 2])
 B1 = np.array([True, False, True, True])
 B1B = np.array([False, False, True, False])
 
-#: (label, arguments): the traced ones are arrays; keywords are constants
+#: (label, traced arguments, constant keywords[, constant positional arguments after them])
 SIGNATURES: list[tuple[str, tuple[np.ndarray, ...], dict[str, Any]]] = [
     ("f32[4]", (F1,), {}),
     ("f32[2,3]", (F2,), {}),
@@ -54,6 +57,9 @@ SIGNATURES: list[tuple[str, tuple[np.ndarray, ...], dict[str, Any]]] = [
     ("i32[4], i32[4]", (I1, I1B), {}),
     ("bool[4], bool[4]", (B1, B1B), {}),
     ("f32[2,2], f32[2,2]", (SQ, SQ.T.copy()), {}),
+    ("f32[4], 2", (F1,), {CONSTANT: (2,)}),
+    ("f32[2,3], 1", (F2,), {CONSTANT: (1,)}),
+    ("i32[4], 3", (I1,), {CONSTANT: (3,)}),
 ]
 
 #: not functions of arrays, or not about values (printing, types, errors, the C API, testing)
@@ -164,6 +170,10 @@ def _names_function(error: BaseException, name: str, fn: Callable[..., Any]) -> 
 def classify(name: str, fn: Callable[..., Any], args: tuple[np.ndarray, ...],
              kwargs: dict[str, Any]) -> tuple[str, str] | None:
     """(class, detail) of one call; None when NumPy itself rejects the signature."""
+    kwargs = dict(kwargs)
+    constants = kwargs.pop(CONSTANT, ())
+    if constants:
+        fn = _with_constants(fn, constants)
     try:
         ref = _quiet(fn, *args, **kwargs)
     except Exception:  # NumPy's own rejection: the signature does not apply
@@ -172,7 +182,7 @@ def classify(name: str, fn: Callable[..., Any], args: tuple[np.ndarray, ...],
     if leaves is None:
         return None
     try:
-        ours = _quiet(cp.jit(lambda *xs: fn(*xs, **kwargs)), *args)
+        ours = _quiet(cp.jit(lambda *xs: _as_tuple(fn(*xs, **kwargs))), *args)
     except (TypeError, ValueError, np.linalg.LinAlgError) as error:
         line = f"{type(error).__name__}: {str(error).splitlines()[0][:90] if str(error) else ''}"
         if _raised_in_numpy(error) or not _names_function(error, name, fn):
@@ -190,6 +200,18 @@ def classify(name: str, fn: Callable[..., Any], args: tuple[np.ndarray, ...],
     if klass == "WRONG" and name in BOOL_DIFFERENCES and all(a.dtype == bool for a in args):
         return "DIFFERENT", f"documented (bool operands): {detail}"
     return klass, detail
+
+
+def _as_tuple(result: Any) -> Any:
+    """A list of results (np.split's) as the tuple a jitted function returns."""
+    return tuple(result) if isinstance(result, list) else result
+
+
+def _with_constants(fn: Callable[..., Any], constants: tuple[Any, ...]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, *constants, **kwargs)
+    call.__name__ = getattr(fn, "__name__", "call")
+    return call
 
 
 def scan(only: set[str] | None = None) -> list[tuple[str, str, str, str]]:

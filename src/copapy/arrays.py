@@ -27,12 +27,12 @@ from .value import (
     _convert,
     _node,
     _op,
-    _round_args,
     array_function,
     array_ufunc,
     format_traced,
     install_array_support,
     is_array,
+    round_decimals,
     value,
     wrap,
 )
@@ -383,11 +383,10 @@ class Array:
         return array_function(np.clip, (self, low, high), {})  # type: ignore[no-any-return]
 
     def round(self, decimals: int = 0, out: None = None) -> Array:
-        """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
-        _round_args(decimals, out)
-        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
-            return self
-        return elementwise("round", self)
+        """``cp.round`` of the elements, which ``np.round(a)`` calls; ``decimals`` as NumPy's
+        (scaled by 10**decimals, rounded, scaled back)."""
+        result: Array = round_decimals(self, decimals, out)
+        return result
 
     def astype(self, dtype: Any) -> Array:
         """``cp.cast(self, dtype)``, as NumPy's ``a.astype(np.int32)`` reads (float to int

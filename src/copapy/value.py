@@ -187,11 +187,8 @@ class Value(Generic[T]):
         return Value(mark(build.cast(self.node, dt.as_dtype(dtype))))
 
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
-        """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
-        _round_args(decimals, out)
-        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
-            return self
-        result: Value[T] = _op("round", self)
+        """``cp.round(self)``, which ``np.round(value)`` calls; ``decimals`` as NumPy's."""
+        result: Value[T] = round_decimals(self, decimals, out)
         return result
 
     # the operators; result types follow docs/semantics.md (int op float -> float)
@@ -393,11 +390,24 @@ class Value(Generic[T]):
     # ---- end of generated code ----
 
 
-def _round_args(decimals: int, out: Any) -> None:
-    if decimals != 0 or out is not None:  # (not TypeError: np.round would swallow it)
-        raise ValueError(f"round(decimals={decimals!r}{', out=...' if out is not None else ''}): "
-                        f"copapy rounds to integers only (cp.round); scale first, e.g. "
-                        f"cp.round(x * 100) / 100")
+def round_decimals(x: Any, decimals: int, out: Any) -> Any:
+    """NumPy's ``round(x, decimals)`` of a traced value or array: the elements scaled by
+    10**|decimals| (a weak constant, so in their type, as NumPy 2's), rounded half to even and
+    scaled back; ints and bools unchanged for decimals >= 0 (NumPy's)."""
+    if out is not None or not isinstance(decimals, int):
+        raise ValueError(f"round(decimals={decimals!r}{', out=...' if out is not None else ''})"
+                         f": copapy takes an int decimals= and no out= (arrays are immutable)")
+    if not x.dtype.is_float:
+        if decimals >= 0:
+            return x
+        raise ValueError(f"round(decimals={decimals}) of int32 or bool values: cast to floats "
+                         f"first (x.astype(np.float32))")
+    if decimals == 0:
+        return _op("round", x)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return _op("div", _op("round", _op("mul", x, scale)), scale)
+    return _op("mul", _op("round", _op("div", x, scale)), scale)
 
 
 def _no_arrays(*_: Any, **__: Any) -> Any:
