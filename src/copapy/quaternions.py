@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any, Never
 
 from . import functions
 from .arrays import Array, asarray
-from .functions import acos, atan2, cos, sin, sqrt, where
+from .functions import atan2, cos, sin, sqrt, where
 from .graph.node import Node
 from .value import Value, wrap
 
@@ -78,13 +79,20 @@ class Quaternion:
         return Quaternion(self.w, -self.x, -self.y, -self.z)
 
     def norm(self) -> Value[float]:
-        """sqrt(w² + x² + y² + z²)."""
-        return sqrt(self.w * self.w + self.x * self.x + self.y * self.y + self.z * self.z)
+        """sqrt(w² + x² + y² + z²), without overflow or underflow in the squares (0 for the
+        zero quaternion, inf if a component is infinite)."""
+        scale, scaled = _scaled(self.components())
+        length = scale * _length(scaled)
+        return where(scale == 0.0, 0.0, where(scale == math.inf, math.inf, length))
 
     def normalize(self) -> Quaternion:
-        """This quaternion divided by its norm (a unit quaternion)."""
-        n = self.norm()
-        return Quaternion(self.w / n, self.x / n, self.y / n, self.z / n)
+        """This quaternion divided by its norm (a unit quaternion); the components are first
+        divided by the largest |component|, so tiny (subnormal) and huge quaternions
+        normalise too. The zero quaternion, and one with an infinite or NaN component, give
+        NaN (no direction)."""
+        _, scaled = _scaled(self.components())
+        n = _length(scaled)
+        return Quaternion(*(c / n for c in scaled))
 
     def rotate(self, v: Any) -> Array:
         """Rotate a 3-vector: q ⊗ (0, v) ⊗ q*, for a unit quaternion."""
@@ -111,7 +119,7 @@ class Quaternion:
 
     def to_axis_angle(self) -> tuple[Array, Value[float]]:
         """(unit axis, angle in [0, 2π]); the axis is (1, 0, 0) for the identity rotation."""
-        s = sqrt(self.x * self.x + self.y * self.y + self.z * self.z)
+        s = Quaternion(0.0, self.x, self.y, self.z).norm()
         angle = 2.0 * atan2(s, self.w)
         safe = where(s > 1e-12, s, 1.0)
         axis = Array((3,), items=[where(s > 1e-12, self.x / safe, 1.0),
@@ -121,10 +129,11 @@ class Quaternion:
 
     @staticmethod
     def from_axis_angle(axis: Any, angle: Any) -> Quaternion:
-        """The rotation by ``angle`` radians about ``axis`` (a 3-vector; normalised here)."""
+        """The rotation by ``angle`` radians about ``axis`` (a 3-vector of any nonzero length;
+        normalised here, also when tiny or huge). A zero axis gives NaN in x, y, z."""
         ax = asarray(axis).to_unpacked()
-        x, y, z = ax.items()
-        n = sqrt(x * x + y * y + z * z)
+        _, (x, y, z) = _scaled(ax.items())
+        n = _length([x, y, z])
         half = wrap(angle) * 0.5
         s = sin(half) / n
         return Quaternion(cos(half), x * s, y * s, z * s)
@@ -177,9 +186,27 @@ class Quaternion:
         return Quaternion(pick(0), pick(1), pick(2), pick(3))
 
     def angle_to(self, other: Quaternion) -> Value[float]:
-        """The rotation angle between two orientations (radians, 0..π)."""
-        d = self.w * other.w + self.x * other.x + self.y * other.y + self.z * other.z
-        return 2.0 * acos(functions.min(functions.abs(d), 1.0))
+        """The rotation angle between two orientations (radians, 0..π): 2·atan2(|vec(d)|, |w(d)|)
+        of d = self* ⊗ other, accurate for small angles (acos of the dot product loses them:
+        it read 0 for 2e-4 rad in float32) and independent of the quaternions' lengths."""
+        d = self.conjugate() * other
+        return 2.0 * atan2(Quaternion(0.0, d.x, d.y, d.z).norm(), functions.abs(d.w))
+
+
+def _scaled(comps: list[Value[Any]]) -> tuple[Value[Any], list[Value[Any]]]:
+    """(m, comps / m) with m the largest |component|: the squares of the scaled components
+    neither overflow nor underflow (one of them is 1)."""
+    m = functions.abs(comps[0])
+    for c in comps[1:]:
+        m = functions.max(m, functions.abs(c))
+    return m, [c / m for c in comps]
+
+
+def _length(comps: list[Value[Any]]) -> Value[float]:
+    total = comps[0] * comps[0]
+    for c in comps[1:]:
+        total = total + c * c
+    return sqrt(total)
 
 
 def quaternion(w: Any, x: Any, y: Any, z: Any) -> Quaternion:

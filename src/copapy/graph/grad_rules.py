@@ -70,7 +70,10 @@ def _g_minmax(first_wins: str) -> GradRule:
 
 def _g_pow(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    ga = _a("mul", g, _a("mul", b, _a("pow", a, _a("sub", b, 1.0)))) if need[0] else None
+    # d/da a**b = b a**(b-1), taken as 0 where b == 0 (as JAX: 0 * 0**-1 would be NaN)
+    ga = (_a("mul", g, _a("where", _a("eq", b, 0.0), 0.0,
+                          _a("mul", b, _a("pow", a, _a("sub", b, 1.0)))))
+          if need[0] else None)
     gb = None
     if need[1]:
         # d/db a**b = log(a) a**b, taken as 0 where a == 0 (as JAX)
@@ -80,10 +83,12 @@ def _g_pow(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 
 
 def _g_atan2(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
+    """(x, -y) / (x² + y²) as (x/h)/h with h = hypot(x, y): x² + y² would underflow to 0
+    (inf gradients) below |x|, |y| ~ 1e-19 and overflow (0 gradients) above 1e19 in float32."""
     y, x = n.args
-    r2 = _a("add", _a("mul", x, x), _a("mul", y, y))
-    return ((_a("div", _a("mul", g, x), r2) if need[0] else None),
-            (_a("neg", _a("div", _a("mul", g, y), r2)) if need[1] else None))
+    h = _a("hypot", x, y)
+    return ((_a("mul", g, _a("div", _a("div", x, h), h)) if need[0] else None),
+            (_a("neg", _a("mul", g, _a("div", _a("div", y, h), h))) if need[1] else None))
 
 
 def _g_unary(f: Callable[[Node, Node], Node]) -> GradRule:
