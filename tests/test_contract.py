@@ -6,7 +6,6 @@ the Python modules that name codes take them from it."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -21,17 +20,14 @@ from copapy import dtypes, image
 from copapy.runtime import errors
 from copapy.serial import protocol
 
+from .support.tools import load_tool
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOL = ROOT / "tools" / "gen_contract.py"
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_contract", TOOL)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["gen_contract"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_tool("gen_contract")
 
 
 def test_generated_module_is_current() -> None:

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import numpy_functions as _numpy_functions  # noqa: F401  (registers np.linalg.solve...)
+from . import numpy_sequences as _numpy_sequences  # noqa: F401  (registers np.gradient...)
 from .array_ops import argsort, avg_pool2d, conv2d, convolve, max_pool2d, sort
 from .arrays import Array, cross, dot, matrix, moveaxis, norm, swapaxes, transpose, vector
 from .compiler import CompileError

@@ -163,6 +163,9 @@ def _mode(mode: str) -> str:
 
 def _pair(a: Any, v: Any, name: str, ndim: int) -> tuple[Array, Array]:
     like = next((o.dtype for o in (a, v) if isinstance(o, Array | Value)), None)
+    if ndim == 1:  # NumPy's array(a, ndmin=1): a number is one element
+        a, v = (Array((1,), items=[o]) if isinstance(o, Value) else
+                [o] if not isinstance(o, Array) and np.ndim(o) == 0 else o for o in (a, v))
     x, k = asarray(a, like), asarray(v, like)
     if x.ndim != ndim or k.ndim != ndim:
         raise ShapeError(f"{name} takes two {ndim}-D arrays, got shapes {x.shape} and {k.shape}")

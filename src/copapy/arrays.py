@@ -27,12 +27,12 @@ from .value import (
     _convert,
     _node,
     _op,
-    _round_args,
     array_function,
     array_ufunc,
     format_traced,
     install_array_support,
     is_array,
+    round_decimals,
     value,
     wrap,
 )
@@ -308,6 +308,72 @@ class Array:
         """The index of the first smallest element, int32; a NaN counts as smallest."""
         return _arg_extreme(self, "argmin", axis, numpy)
 
+    # NumPy's array methods that are its functions (a.var() is np.var(a)): the same code, so
+    # a method and its function never disagree
+
+    def _numpy(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return array_function(getattr(np, name), (self, *args), kwargs)
+
+    def var(self, axis: Any = None, **numpy: Any) -> Any:
+        """``np.var(a, axis, ...)``."""
+        return self._numpy("var", axis, **numpy)
+
+    def std(self, axis: Any = None, **numpy: Any) -> Any:
+        """``np.std(a, axis, ...)``."""
+        return self._numpy("std", axis, **numpy)
+
+    def cumsum(self, axis: Any = None, **numpy: Any) -> Any:
+        """``np.cumsum(a, axis, ...)``."""
+        return self._numpy("cumsum", axis, **numpy)
+
+    def cumprod(self, axis: Any = None, **numpy: Any) -> Any:
+        """``np.cumprod(a, axis, ...)``."""
+        return self._numpy("cumprod", axis, **numpy)
+
+    def trace(self, *args: Any, **numpy: Any) -> Any:
+        """``np.trace(a, offset, axis1, axis2)``."""
+        return self._numpy("trace", *args, **numpy)
+
+    def diagonal(self, *args: Any, **numpy: Any) -> Any:
+        """``np.diagonal(a, offset, axis1, axis2)``."""
+        return self._numpy("diagonal", *args, **numpy)
+
+    def argsort(self, axis: Any = -1, **numpy: Any) -> Any:
+        """``np.argsort(a, axis)``."""
+        return self._numpy("argsort", axis, **numpy)
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Any:
+        """``np.searchsorted(a, v, side)`` (a constant table searched by traced values)."""
+        return self._numpy("searchsorted", v, side, sorter)
+
+    def nonzero(self) -> Any:
+        """``np.nonzero(a)``: refused (the result's shape depends on the values)."""
+        return self._numpy("nonzero")
+
+    def conj(self) -> Array:
+        """The array itself: copapy's numbers are real (``np.conj``)."""
+        return self
+
+    def conjugate(self) -> Array:
+        """The array itself: copapy's numbers are real (``np.conjugate``)."""
+        return self
+
+    @property
+    def real(self) -> Array:
+        """The array itself: copapy's numbers are real (``np.real``)."""
+        return self
+
+    @property
+    def imag(self) -> Array:
+        """Zeros of the array's type: copapy's numbers are real (``np.imag``)."""
+        return self * 0 if not self.dtype.is_bool else self & False
+
+    def tolist(self) -> Any:
+        """The elements as nested lists of traced values (as NumPy's ``a.tolist()``)."""
+        if self.ndim == 1:
+            return list(self.items())
+        return [self._row(r).tolist() for r in range(self.shape[0])]
+
     def _truth(self) -> Array:
         """The elements' truth values as int32 0/1 (which min and max reduce)."""
         return (self != 0).astype(dt.int32)
@@ -317,11 +383,10 @@ class Array:
         return array_function(np.clip, (self, low, high), {})  # type: ignore[no-any-return]
 
     def round(self, decimals: int = 0, out: None = None) -> Array:
-        """``cp.round`` of the elements, which ``np.round(a)`` calls; only ``decimals=0``."""
-        _round_args(decimals, out)
-        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
-            return self
-        return elementwise("round", self)
+        """``cp.round`` of the elements, which ``np.round(a)`` calls; ``decimals`` as NumPy's
+        (scaled by 10**decimals, rounded, scaled back)."""
+        result: Array = round_decimals(self, decimals, out)
+        return result
 
     def astype(self, dtype: Any) -> Array:
         """``cp.cast(self, dtype)``, as NumPy's ``a.astype(np.int32)`` reads (float to int
@@ -1043,4 +1108,9 @@ def cross(a: Any, b: Any) -> Array:
     return Array((3,), items=[x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0])
 
 
-install_array_support(elementwise, array_input, matmul)
+def _from_objects(values: Any) -> Array:
+    """An object ndarray of traced values (NumPy's np.concatenate of them) as a copapy array."""
+    return _build(values, _checked_shape(values.shape), None, None)
+
+
+install_array_support(elementwise, array_input, matmul, _from_objects)

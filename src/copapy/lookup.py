@@ -107,13 +107,35 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Any:
     """NumPy's ``np.digitize(x, bins, right)`` for constant monotonic ``bins``: the bin index
     of each traced ``x`` (int32)."""
     edges = constant_table(bins, "digitize", "bins")
-    rising = bool(np.all(edges[:-1] <= edges[1:]))
-    if not rising and not np.all(edges[:-1] >= edges[1:]):
+    direction = _monotonic(edges)
+    if direction == 0:
         raise ValueError("np.digitize: bins must be monotonically increasing or decreasing")
+    nan = np.isnan(edges)
+    if nan.any() and (direction < 0 or not nan[int(np.argmax(nan)):].all()):
+        raise ValueError(f"np.digitize: bins {edges.tolist()} hold a NaN that is not at the end "
+                         f"of increasing bins, where NumPy's search has no meaningful order "
+                         f"(it sorts NaN last); remove the NaNs or put them last")
+    rising = direction > 0
     side = "left" if right else "right"
     if rising:
         return searchsorted(edges, x, side=side)
     return edges.size - searchsorted(edges[::-1], x, side=side)
+
+
+def _monotonic(edges: Any) -> int:
+    """NumPy's check of digitize's bins (its C check_array_monotonic, whose comparisons with
+    NaN are false): 1 increasing, -1 decreasing, 0 neither."""
+    values = [float(e) for e in edges]
+    i = 1
+    while i < len(values) and values[i] == values[0]:
+        i += 1
+    if i >= len(values):
+        return 1
+    rising = values[0] < values[i]
+    for last, nxt in zip(values[i:], values[i + 1:], strict=False):
+        if (last > nxt) if rising else (last < nxt):
+            return 0
+    return 1 if rising else -1
 
 
 def _float_operand(x: Any) -> Any:

@@ -316,7 +316,11 @@ def average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fals
         mean = x.mean(axis=axis, keepdims=keepdims)
         count = float(math.prod(x.shape[k] for k in shp.normalize_axes(axis, x.ndim,
                                                                          "average")))
-        return (mean, np.full(np.shape(mean), count, np.float32)) if returned else mean
+        if not returned:
+            return mean
+        # the count as a Python number beside a scalar mean (the jit takes no 0-d array)
+        return mean, (count if not np.shape(mean) else np.full(np.shape(mean), count,
+                                                                np.float32))
     w = asarray(weights, x.dtype)
     if w.shape != x.shape:
         if w.ndim != 1 or not isinstance(axis, int) or w.shape[0] != x.shape[axis]:
@@ -406,6 +410,107 @@ def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
     return close.all() if isinstance(close, Array) else close
 
 
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """``np.select``: the first choice whose condition holds, else ``default`` (nested
+    selects, the last condition innermost)."""
+    if len(condlist) != len(choicelist):
+        raise ValueError(f"np.select: {len(condlist)} conditions for {len(choicelist)} choices; "
+                         f"give one choice per condition")
+    if len(condlist) == 0:
+        raise ValueError("np.select needs at least one condition and choice")
+    result = default
+    for cond, choice in reversed(list(zip(condlist, choicelist, strict=True))):
+        kind = getattr(cond, "dtype", None)
+        if not (getattr(kind, "is_bool", False) or getattr(kind, "kind", "") == "b"
+                or isinstance(cond, bool)):
+            raise TypeError(f"np.select: conditions are bools (comparisons), got {cond!r}")
+        result = where(cond, choice, result)
+    return result
+
+
+def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
+    """``np.piecewise`` with traced conditions: every piece computed on all of ``x`` (NumPy
+    calls a function on the selected elements only, the same for element-wise functions) and
+    selected, a later condition winning as NumPy's; one extra piece is the default (else 0)."""
+    x = asarray(x)
+    conds = [condlist] if isinstance(condlist, Array | Value) and getattr(
+        condlist, "ndim", 0) == x.ndim else list(condlist)
+    if len(funclist) not in (len(conds), len(conds) + 1):
+        raise ValueError(f"np.piecewise: {len(funclist)} functions for {len(conds)} "
+                         f"conditions; give one per condition, and at most one default")
+
+    def piece(f: Any) -> Any:
+        return f(x, *args, **kw) if callable(f) else f
+
+    result: Any = piece(funclist[-1]) if len(funclist) > len(conds) else 0
+    for cond, f in zip(conds, funclist, strict=False):
+        result = where(cond, piece(f), result)
+    return asarray(result).astype(x.dtype)
+
+
+def isposinf(x: Any, out: Any = None) -> Any:
+    """``np.isposinf``: x == +inf (False for ints and bools)."""
+    _no_out("isposinf", None, out)
+    return asarray(x) == math.inf
+
+
+def isneginf(x: Any, out: Any = None) -> Any:
+    """``np.isneginf``: x == -inf (False for ints and bools)."""
+    _no_out("isneginf", None, out)
+    return asarray(x) == -math.inf
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """``np.angle`` of real numbers: π (180) where x < 0 or x is -0.0, else 0 (NaN for NaN),
+    as NumPy's arctan2(0, x)."""
+    x = _float_operands(z)[0]
+    half = 180.0 if deg else math.pi
+    negative = (x < 0) | ((x == 0) & (elementwise("copysign", 1.0, x) < 0))
+    return where(x != x, x, asarray(where(negative, half, 0.0)).astype(x.dtype))
+
+
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None,
+        fweights: Any = None, aweights: Any = None, *, dtype: Any = None) -> Any:
+    """``np.cov`` without weights: the centred rows' products averaged over N - ddof (the
+    variables are rows, columns with rowvar=False)."""
+    if fweights is not None or aweights is not None or dtype is not None:
+        raise TypeError("np.cov of traced arrays takes m, y, rowvar, bias and ddof; weights "
+                        "and dtype= are not supported (scale the observations first)")
+    x = _variables(m, rowvar)
+    if y is not None:
+        x = stack_rows([*(x._row(r) for r in range(x.shape[0])),
+                        *(_variables(y, rowvar)._row(r) for r in range(
+                            _variables(y, rowvar).shape[0]))])
+    if ddof is None:
+        ddof = 0 if bias else 1
+    n = x.shape[1]
+    centred = x - x.mean(axis=1, keepdims=True)
+    c = (centred @ centred.T) * (1.0 / max(n - ddof, 0)) if n > ddof else (
+        centred @ centred.T) / 0.0
+    return c[0, 0] if c.shape == (1, 1) else c
+
+
+def _variables(m: Any, rowvar: bool) -> Array:
+    """The observations as a 2-D float array, one row per variable."""
+    x = _float_operands(m)[0]
+    if x.ndim > 2:
+        raise ValueError(f"np.cov: m has {x.ndim} dimensions; at most 2 (variables by "
+                         f"observations)")
+    if x.ndim == 1:
+        return x.reshape((1, x.shape[0]))
+    return x if rowvar else x.T
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Any:
+    """``np.corrcoef``: cov scaled by the standard deviations, clipped to [-1, 1]."""
+    c = cov(x, y, rowvar, dtype=dtype)
+    if not isinstance(c, Array):
+        return c / c
+    d = sqrt(Array((c.shape[0],), items=[c[i, i] for i in range(c.shape[0])]))
+    scaled = c / d.reshape((c.shape[0], 1)) / d.reshape((1, c.shape[0]))
+    return elementwise("min", 1.0, elementwise("max", -1.0, scaled))
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.linalg.solve": solve, "numpy.linalg.inv": inv, "numpy.linalg.det": det,
     "numpy.linalg.slogdet": slogdet, "numpy.linalg.cholesky": cholesky,
@@ -418,7 +523,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.isclose": isclose, "numpy.allclose": allclose, "numpy.cumsum": cumsum,
     "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
-    "numpy.empty_like": empty_like,
+    "numpy.empty_like": empty_like, "numpy.select": select, "numpy.isposinf": isposinf,
+    "numpy.isneginf": isneginf, "numpy.angle": angle, "numpy.cov": cov,
+    "numpy.corrcoef": corrcoef, "numpy.piecewise": piecewise,
 }
 for _name, _function in _FUNCTIONS.items():
     register_numpy_function(_name, _function)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
+import traceback
 from collections.abc import Callable, Iterable
 from typing import (
     TYPE_CHECKING,
@@ -160,6 +163,14 @@ class Value(Generic[T]):
     def __pos__(self) -> Value[T]:
         return self
 
+    def conjugate(self) -> Value[T]:
+        """The value itself: copapy's numbers are real (NumPy's np.vdot asks for it)."""
+        return self
+
+    def conj(self) -> Value[T]:
+        """The value itself: copapy's numbers are real."""
+        return self
+
     def nodes(self) -> list[Node]:
         """What the compiler computes for this value (the traced-value protocol that targets
         and tasks use for values, arrays and quaternions alike)."""
@@ -176,11 +187,8 @@ class Value(Generic[T]):
         return Value(mark(build.cast(self.node, dt.as_dtype(dtype))))
 
     def round(self, decimals: int = 0, out: None = None) -> Value[T]:
-        """``cp.round(self)``, which ``np.round(value)`` calls; only ``decimals=0``."""
-        _round_args(decimals, out)
-        if not self.dtype.is_float:  # NumPy's round of ints and bools: unchanged
-            return self
-        result: Value[T] = _op("round", self)
+        """``cp.round(self)``, which ``np.round(value)`` calls; ``decimals`` as NumPy's."""
+        result: Value[T] = round_decimals(self, decimals, out)
         return result
 
     # the operators; result types follow docs/semantics.md (int op float -> float)
@@ -382,11 +390,24 @@ class Value(Generic[T]):
     # ---- end of generated code ----
 
 
-def _round_args(decimals: int, out: Any) -> None:
-    if decimals != 0 or out is not None:  # (not TypeError: np.round would swallow it)
-        raise ValueError(f"round(decimals={decimals!r}{', out=...' if out is not None else ''}): "
-                        f"copapy rounds to integers only (cp.round); scale first, e.g. "
-                        f"cp.round(x * 100) / 100")
+def round_decimals(x: Any, decimals: int, out: Any) -> Any:
+    """NumPy's ``round(x, decimals)`` of a traced value or array: the elements scaled by
+    10**|decimals| (a weak constant, so in their type, as NumPy 2's), rounded half to even and
+    scaled back; ints and bools unchanged for decimals >= 0 (NumPy's)."""
+    if out is not None or not isinstance(decimals, int):
+        raise ValueError(f"round(decimals={decimals!r}{', out=...' if out is not None else ''})"
+                         f": copapy takes an int decimals= and no out= (arrays are immutable)")
+    if not x.dtype.is_float:
+        if decimals >= 0:
+            return x
+        raise ValueError(f"round(decimals={decimals}) of int32 or bool values: cast to floats "
+                         f"first (x.astype(np.float32))")
+    if decimals == 0:
+        return _op("round", x)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return _op("div", _op("round", _op("mul", x, scale)), scale)
+    return _op("mul", _op("round", _op("div", x, scale)), scale)
 
 
 def _no_arrays(*_: Any, **__: Any) -> Any:
@@ -400,16 +421,18 @@ class _ArraySupport:
     elementwise: Callable[..., Any] = _no_arrays
     array_input: Callable[..., Any] = _no_arrays
     matmul: Callable[..., Any] = _no_arrays
+    from_objects: Callable[..., Any] = _no_arrays
 
 
 ARRAYS = _ArraySupport()
 
 
 def install_array_support(elementwise: Callable[..., Any], array_input: Callable[..., Any],
-                          matmul: Callable[..., Any]) -> None:
+                          matmul: Callable[..., Any], from_objects: Callable[..., Any]) -> None:
     ARRAYS.elementwise = elementwise
     ARRAYS.array_input = array_input
     ARRAYS.matmul = matmul
+    ARRAYS.from_objects = from_objects
 
 
 def _op(name: str, *operands: Any) -> Value[Any]:
@@ -440,12 +463,51 @@ UFUNCS: dict[str, tuple[str, str]] = {
 
 #: NumPy ufuncs that are a short exact expression of registry operations (their NumPy result:
 #: x != x is True exactly for NaN, x - x is 0 exactly for finite x)
-_COMPOSED: dict[str, Callable[[Any], Any]] = {
+_COMPOSED: dict[str, Callable[..., Any]] = {
     "isnan": lambda x: _op("ne", x, x),
     "isinf": lambda x: _op("eq", _op("abs", x), float("inf")),
     "isfinite": lambda x: _op("eq", _op("sub", x, x), 0),
     "square": lambda x: _op("mul", x, x),
+    # angles, logarithms, hyperbolics and NaN-ignoring extremes control code calls: a few
+    # registry operations each, within float32 rounding of NumPy's (docs/semantics.md)
+    "deg2rad": lambda x: _op("mul", _floating(x), math.pi / 180),
+    "radians": lambda x: _op("mul", _floating(x), math.pi / 180),
+    "rad2deg": lambda x: _op("mul", _floating(x), 180 / math.pi),
+    "degrees": lambda x: _op("mul", _floating(x), 180 / math.pi),
+    "log10": lambda x: _op("mul", _op("log", _floating(x)), 1 / math.log(10)),
+    "log2": lambda x: _op("mul", _op("log", _floating(x)), 1 / math.log(2)),
+    "sinh": lambda x: _op("mul", _op("sub", _op("expm1", _floating(x)),
+                                      _op("expm1", _op("neg", _floating(x)))), 0.5),
+    "cosh": lambda x: _op("mul", _op("add", _op("exp", _floating(x)),
+                                      _op("exp", _op("neg", _floating(x)))), 0.5),
+    "fmax": lambda a, b: _nan_ignoring("max", a, b),
+    "fmin": lambda a, b: _nan_ignoring("min", a, b),
+    "heaviside": lambda x, h0: _heaviside(_floating(x), _floating(h0)),
+    "vecdot": lambda a, b: _vecdot(a, b),
 }
+
+
+def _vecdot(a: Any, b: Any) -> Any:
+    """np.vecdot: Σ a·b along the last axis (copapy's numbers are real: no conjugate)."""
+    product: Any = _op("mul", a, b)
+    return product.sum(axis=-1) if is_array(product) else product
+
+
+def _heaviside(x: Any, h0: Any) -> Any:
+    """np.heaviside: 0 below zero, 1 above, h0 at zero, NaN for NaN (floats, as NumPy's)."""
+    step = _op("where", _op("lt", x, 0), 0.0, _op("where", _op("gt", x, 0), 1.0, h0))
+    return _op("where", _op("ne", x, x), x, step)
+
+
+def _floating(x: Any) -> Any:
+    """x as floats for a float-valued ufunc (int32 and bool as float32)."""
+    kind = getattr(x, "dtype", None)
+    return x if getattr(kind, "is_float", True) else _op("cast_f32", x)
+
+
+def _nan_ignoring(op: str, a: Any, b: Any) -> Any:
+    """np.fmax / np.fmin: the other operand where one is NaN."""
+    return _op("where", _op("ne", b, b), a, _op("where", _op("ne", a, a), b, _op(op, a, b)))
 
 
 def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
@@ -455,6 +517,10 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
     name = getattr(ufunc, "__name__", str(ufunc))
     if name == "matmul" and method == "__call__" and not kwargs:
         return ARRAYS.matmul(*inputs)
+    if (name in _BOOL_UFUNCS and method == "__call__" and not kwargs
+            and all(_is_bool(o) for o in inputs)):
+        logical = _BOOL_UFUNCS[name]  # NumPy's bool loops: np.add of bools is or, not 2
+        return inputs[0] if logical is None else _op(logical, *inputs)
     composed = _COMPOSED.get(name)
     if composed is not None and method == "__call__" and not kwargs:
         return composed(*inputs)
@@ -474,6 +540,20 @@ def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...],
         op = "lnot"  # np.invert of bools is logical, as ~ (it gave the int32 -2 and -1)
     operands = [_op(f"cast_{cast}", o) for o in inputs] if cast else inputs
     return _op(op, *operands)
+
+
+#: ufuncs whose NumPy loop for bools is logical (bool result): add and maximum are or,
+#: multiply and minimum are and, absolute is the input (copapy's int32 arithmetic gave 2)
+_BOOL_UFUNCS: dict[str, str | None] = {"add": "or", "maximum": "or", "fmax": "or",
+                                       "multiply": "and", "minimum": "and", "fmin": "and",
+                                       "absolute": None}
+
+
+def _is_bool(o: Any) -> bool:
+    """A bool operand: a traced bool or a Python/NumPy bool constant."""
+    kind = getattr(o, "dtype", None)
+    return bool(getattr(kind, "is_bool", False)) or isinstance(o, bool) or (
+        getattr(kind, "kind", "") == "b")
 
 
 #: ufuncs that give an int or bool input back unchanged in NumPy 2 (copapy's float kernels
@@ -553,7 +633,8 @@ UNSUPPORTED = ("numpy.fft.", "numpy.random.", "numpy.polynomial.", "numpy.linalg
                "numpy.linalg.eigh", "numpy.linalg.eigvals", "numpy.linalg.eigvalsh",
                "numpy.linalg.svd", "numpy.linalg.svdvals", "numpy.linalg.qr",
                "numpy.linalg.lstsq", "numpy.linalg.pinv", "numpy.linalg.matrix_rank",
-               "numpy.linalg.cond", "numpy.linalg.tensorsolve", "numpy.linalg.tensorinv")
+               "numpy.linalg.cond", "numpy.linalg.tensorsolve", "numpy.linalg.tensorinv",
+               "numpy.ix_")
 
 
 def register_numpy_function(name: str, implementation: Callable[..., Any]) -> None:
@@ -605,18 +686,48 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if implementation is None:
         return NotImplemented
     try:
-        return implementation(*args, **kwargs)
-    except TypeError as error:
+        result = implementation(*args, **kwargs)
+    except Exception as error:  # re-raised as is unless NumPy's code failed
         if not _needs_values(error):
             raise
         raise TypeError(f"{shown(qualified)} is not supported on traced copapy values: NumPy's "
                         f"own implementation needs the elements' values, which exist only when "
-                        f"the program runs; copapy computes {_covered()}") from error
+                        f"the program runs ({type(error).__name__} inside NumPy: "
+                        f"{str(error)[:120]}); copapy computes {_covered()}") from error
+    return _traced_objects(result)
 
 
-def _needs_values(error: TypeError) -> bool:
-    """Whether NumPy's implementation failed for want of the elements' values (it asked a
-    traced value for its truth or float value, or ran a ufunc loop of NumPy dtypes on them)."""
+def _traced_objects(result: Any) -> Any:
+    """NumPy's result with its object arrays of traced values as copapy arrays (np.concatenate,
+    np.tensordot and others build them: later operations, np.sort, the jit's result, want
+    copapy arrays); anything else unchanged."""
+    if isinstance(result, tuple | list) and any(_is_object_array(r) for r in result):
+        return type(result)(_traced_objects(r) for r in result)
+    if _is_object_array(result):
+        return ARRAYS.from_objects(result)
+    if type(result).__name__ == "ndarray" and result.ndim == 0 and isinstance(result.item(),
+                                                                              Value):
+        return result.item()  # a 0-d object array (np.tensordot over every axis)
+    return result
+
+
+def _is_object_array(x: Any) -> bool:
+    kind = getattr(x, "dtype", None)
+    return (type(x).__name__ == "ndarray" and getattr(kind, "kind", "") == "O" and x.size > 0
+            and x.ndim > 0 and any(isinstance(v, Value) for v in x.flat))
+
+
+def _needs_values(error: Exception) -> bool:
+    """Whether NumPy's implementation failed on the traced values rather than copapy refusing
+    clearly: any exception raised inside NumPy's own code (its last frame there: a ufunc loop
+    of NumPy dtypes, an attribute of ndarrays, an index of object arrays), or copapy's refusal
+    to give a traced value a truth or float value that NumPy asked for."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if len(frames) == 1:
+        return True  # raised by NumPy's C implementation itself (np.packbits)
+    numpy_dir = os.path.dirname(getattr(sys.modules.get("numpy"), "__file__", None) or "")
+    if numpy_dir and frames and frames[-1].filename.startswith(numpy_dir + os.sep):
+        return True
     text = str(error)
     return ("traced copapy" in text or "dtype('O')" in text
             or "not supported for the input types" in text)
