@@ -311,3 +311,24 @@ def test_convolve_with_a_number_is_numpys() -> None:
     np.testing.assert_array_equal(_jit(lambda v: np.convolve(v, 2.0), x), np.convolve(x, 2.0))
     np.testing.assert_array_equal(_jit(lambda v: np.convolve(v[1], v), x),
                                   np.convolve(x[1], x))
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(hnp.arrays(np.float32, st.integers(1, 64),
+                  elements=st.floats(float(np.float32(1e-30)), float(np.float32(1e30)), width=32)))
+def test_log2_log10_of_float32_are_rounded_once(x: np.ndarray) -> None:
+    """float32 log2/log10 within one ulp of the float64 result (log(x) * 1/log(base) in float32
+    rounded twice: log2(8) was 2.9999998), and exact on powers of the base."""
+    powers2 = np.float32(2.0) ** np.arange(-20, 21, dtype=np.float32)
+    powers10 = np.float32(10.0) ** np.arange(0, 10, dtype=np.float32)
+    for name, fn, base, exact in (("log2", np.log2, 2.0, powers2),
+                                  ("log10", np.log10, 10.0, powers10)):
+        f = cp.jit(fn)
+        got = np.asarray(f(exact))
+        assert got.dtype == np.float32
+        assert np.array_equal(got, np.round(np.log(exact.astype(np.float64)) / math.log(base))
+                              .astype(np.float32)), (name, got)
+        ref = np.log(x.astype(np.float64)) / math.log(base)
+        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+        err = np.abs(np.asarray(f(x)).astype(np.float64) - ref)
+        assert np.all(err <= ulp), (name, x[err > ulp])

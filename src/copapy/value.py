@@ -474,8 +474,8 @@ _COMPOSED: dict[str, Callable[..., Any]] = {
     "radians": lambda x: _op("mul", _floating(x), math.pi / 180),
     "rad2deg": lambda x: _op("mul", _floating(x), 180 / math.pi),
     "degrees": lambda x: _op("mul", _floating(x), 180 / math.pi),
-    "log10": lambda x: _op("mul", _op("log", _floating(x)), 1 / math.log(10)),
-    "log2": lambda x: _op("mul", _op("log", _floating(x)), 1 / math.log(2)),
+    "log10": lambda x: _log_base(_floating(x), 10.0),
+    "log2": lambda x: _log_base(_floating(x), 2.0),
     "sinh": lambda x: _op("mul", _op("sub", _op("expm1", _floating(x)),
                                       _op("expm1", _op("neg", _floating(x)))), 0.5),
     "cosh": lambda x: _op("mul", _op("add", _op("exp", _floating(x)),
@@ -497,6 +497,15 @@ def _heaviside(x: Any, h0: Any) -> Any:
     """np.heaviside: 0 below zero, 1 above, h0 at zero, NaN for NaN (floats, as NumPy's)."""
     step = _op("where", _op("lt", x, 0), 0.0, _op("where", _op("gt", x, 0), 1.0, h0))
     return _op("where", _op("ne", x, x), x, step)
+
+
+def _log_base(x: Any, base: float) -> Any:
+    """np.log2 / np.log10 as log(x) / log(base): float32 through float64 and rounded once, so
+    that log2(8) is 3 and log10(1000) is 3 (in float32 the product's two roundings gave
+    2.9999998); float64 keeps the composition (a few ulps, docs/semantics.md)."""
+    if getattr(getattr(x, "dtype", None), "name", "float32") == "float64":
+        return _op("mul", _op("log", x), 1 / math.log(base))
+    return _op("cast_f32", _op("mul", _op("log", _op("cast_f64", x)), 1 / math.log(base)))
 
 
 def _floating(x: Any) -> Any:
