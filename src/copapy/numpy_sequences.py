@@ -114,9 +114,7 @@ def _nan_moment(a: Any, axis: Any, dtype: Any, out: Any, ddof: Any, keepdims: bo
                 name: str) -> Any:
     if dtype is not None or out is not None:
         raise TypeError(f"np.{name} of traced arrays takes no dtype= or out=")
-    x = asarray(a)
-    if not x.dtype.is_float:
-        x = x.astype(dt.float64)
+    x = _floats(a)
     nan = x != x
     kept = (~nan).astype(x.dtype)
     count = kept.sum(axis=axis, keepdims=True)

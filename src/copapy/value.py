@@ -18,6 +18,7 @@ from typing import (
     runtime_checkable,
 )
 
+from . import array_shapes as shp
 from . import dtypes as dt
 from .dtypes import DType
 from .graph import build
@@ -600,7 +601,7 @@ def _np_var(a: Any, std: bool, axis: Any = None, dtype: Any = None, out: Any = N
         ddof = correction
     keep = False if _no_value(keepdims) else bool(keepdims)
     centred = a - a.mean(axis=axis, keepdims=True)
-    count = math.prod(d for k, d in enumerate(a.shape) if k in _axes_of(axis, a.ndim))
+    count = math.prod(a.shape[k] for k in shp.normalize_axes(axis, a.ndim, f"np.{name}"))
     var = (centred * centred).sum(axis=axis, keepdims=keep) / float(max(count - ddof, 0))
     return _op("sqrt", var) if std else var
 
@@ -608,12 +609,6 @@ def _np_var(a: Any, std: bool, axis: Any = None, dtype: Any = None, out: Any = N
 def _no_value(v: Any) -> bool:
     """NumPy's placeholder of an argument not given (np._NoValue)."""
     return type(v).__name__ == "_NoValueType"
-
-
-def _axes_of(axis: Any, ndim: int) -> set[int]:
-    if axis is None:
-        return set(range(ndim))
-    return {int(k) % ndim for k in (axis if isinstance(axis, tuple | list) else (axis,))}
 
 
 #: NumPy functions copapy implements itself, by module and name ("numpy.sort",
