@@ -53,11 +53,46 @@ def _g_div(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
             (_a("neg", _a("div", _a("mul", g, n), b)) if need[1] else None))
 
 
+def _tree_leaves(node: Node, op: str) -> list[Node]:
+    """The operands of a nest of ``op`` (min or max) nodes under ``node``, with repeats."""
+    leaves: list[Node] = []
+    todo = [node]
+    while todo:
+        x = todo.pop()
+        if x.op == op:
+            todo.extend(x.args)
+        else:
+            leaves.append(x)
+    return leaves
+
+
+def _ties(operand: Node, n: Node) -> Node:
+    """How many leaves of ``operand``'s nest of n's operation equal the result n (a float)."""
+    kind = "cast_f32" if n.dtype.name == "float32" else "cast_f64"
+    hits = [_a(kind, _a("eq", leaf, n)) for leaf in _tree_leaves(operand, n.op)]
+    total = hits[0]
+    for h in hits[1:]:
+        total = _a("add", total, h)
+    return total
+
+
 def _g_minmax(first_wins: str) -> GradRule:
-    """JAX's convention: the gradient goes to the selected operand, half to each on a tie."""
+    """JAX's convention: the gradient goes to the selected operand, half to each on a tie.
+    A nest of the same operation (the lane-order tree of an unpacked array's min or max, or
+    max(max(a, b), c)) shares it equally among all the tied operands, as the packed
+    reduction does (rmin/rmax): each operand gets the share of its nest's ties."""
 
     def rule(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
         a, b = n.args
+        if a.op == n.op or b.op == n.op:
+            ties_a, ties_b = _ties(a, n), _ties(b, n)
+            total = _a("add", ties_a, ties_b)
+            nan = _a("eq", total, 0.0)  # a NaN result equals none of its operands
+
+            def share(ties: Node) -> Node:
+                return _a("where", nan, 0.0, _a("div", _a("mul", g, ties), total))
+
+            return (share(ties_a) if need[0] else None), (share(ties_b) if need[1] else None)
         half = _a("mul", g, 0.5)
         ga = (_a("where", _a(first_wins, a, b), g, _a("where", _a("eq", a, b), half, 0.0))
               if need[0] else None)
@@ -70,7 +105,8 @@ def _g_minmax(first_wins: str) -> GradRule:
 
 def _g_pow(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    # d/da a**b = b a**(b-1), taken as 0 where b == 0 (as JAX: 0 * 0**-1 would be NaN)
+    # d/da a**b = b a**(b-1), taken as 0 where b == 0 (0 * 0**-1 would be NaN; JAX 0.10
+    # gives that NaN at a = 0, docs/semantics.md)
     ga = (_a("mul", g, _a("where", _a("eq", b, 0.0), 0.0,
                           _a("mul", b, _a("pow", a, _a("sub", b, 1.0)))))
           if need[0] else None)
