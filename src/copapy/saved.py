@@ -409,11 +409,27 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
             raise TypeError(f"names[{name!r}] must be a copapy value or array, got "
                             f"{type(v).__name__}")
         nodes = v.nodes()
-        if len(nodes) == 1:
-            out[nodes[0]] = name
-        else:  # an unpacked array: one port per element
-            out.update({n: f"{name}[{k}]" for k, n in enumerate(nodes)})
+        if len(nodes) > 1:
+            _check_elements(name, nodes)
+        for k, n in enumerate(nodes):
+            port = name if len(nodes) == 1 else f"{name}[{k}]"
+            if out.get(n, port) != port:  # one node has one port: the first name would be lost
+                raise ValueError(f"names: {out[n]!r} and {port!r} are the same value, and a "
+                                 f"value has one port: give it one name")
+            out[n] = port
     return out
+
+
+def _check_elements(name: str, nodes: Sequence[Any]) -> None:
+    """An unpacked array whose elements are partly the program's inputs (np.cumsum(v)[0] is
+    v[0]) has no port of its own to read it by: its input elements would be renamed."""
+    inputs = [k for k, n in enumerate(nodes) if n.op == "input"]
+    if inputs and len(inputs) < len(nodes):
+        raise ValueError(f"names[{name!r}]: element {inputs[0]} is an input of the program "
+                         f"itself (as np.cumsum(v)[0] is v[0]), so the array has no port of "
+                         f"its own: its elements would take the input's place and name. Name "
+                         f"the computed elements one by one, or save the input under its "
+                         f"own name only")
 
 
 def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
