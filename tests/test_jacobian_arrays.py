@@ -152,6 +152,26 @@ def test_ties_of_a_reduction_share_the_gradient_equally(name: str, program: Prog
                                    atol=0, err_msg=f"{name} {mode}")
 
 
+@settings(max_examples=10, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.0, 2.0]), min_size=1, max_size=40),
+       packed=st.booleans())
+def test_tie_shares_of_any_size_against_jax(values: list[float], packed: bool) -> None:
+    """Many ties, any size (lane chains past 8 elements, a DAG through concatenate): the
+    gradient of min and max, unpacked and packed, is JAX's equal share."""
+    a = np.array(values)
+    x = cp.value(a, F64, packed=packed)
+    half = max(1, len(values) // 2)  # copapy has no empty arrays
+    doubled = np.concatenate([x, x[:half]])
+    outs = [cp.grad(x.max(), x), cp.grad(x.min(), x), cp.grad(doubled.max(), x)]
+    tg = cp.LocalTarget()
+    tg.compile(*outs)
+    tg.run()
+    refs = [jax.grad(jnp.max)(jnp.asarray(a)), jax.grad(jnp.min)(jnp.asarray(a)),
+            jax.grad(lambda t: jnp.max(jnp.concatenate([t, t[:half]])))(jnp.asarray(a))]
+    for got, want in zip(outs, refs, strict=True):
+        np.testing.assert_allclose(tg.read(got), np.asarray(want), rtol=1e-15, atol=0)
+
+
 def test_nested_binary_maxima_share_a_tie_equally() -> None:
     """max(max(a, b), c) is the maximum of three: a three-way tie gives each a third,
     however it is nested (JAX's binary rule gives 1/4, 1/4, 1/2 here: docs/semantics.md)."""

@@ -10,6 +10,7 @@ registry has a rule or is listed in ``ZERO_GRADIENT``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from .build import apply as _a
@@ -53,27 +54,47 @@ def _g_div(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
             (_a("neg", _a("div", _a("mul", g, n), b)) if need[1] else None))
 
 
-def _tree_leaves(node: Node, op: str) -> list[Node]:
-    """The operands of a nest of ``op`` (min or max) nodes under ``node``, with repeats."""
-    leaves: list[Node] = []
-    todo = [node]
-    while todo:
+def _tied(n: Node) -> Node:
+    """How many operands of the nest of n's operation (min or max) under n equal n, as a
+    float: an operand equals n only if its own nest's tied count does, so each node's count
+    is built once from its operands' (a nest of k nodes gives O(k) nodes)."""
+    kind = "cast_f32" if n.dtype.name == "float32" else "cast_f64"
+    order: list[Node] = []
+    todo = [n]
+    while todo:  # the nested nodes without a count yet, users before operands
         x = todo.pop()
-        if x.op == op:
+        if x.op == n.op and _known(x) is None:
+            order.append(x)
             todo.extend(x.args)
-        else:
-            leaves.append(x)
-    return leaves
+    made: list[Node] = []  # the counts alive until their users hold them (the map is weak)
+    for x in reversed(order):
+        parts = []
+        for a in x.args:
+            hit = _a(kind, _a("eq", a, x))
+            below = _known(a) if a.op == x.op else None
+            parts.append(hit if below is None else _a("mul", hit, below))
+        made.append(_a("add", parts[0], parts[1]))
+        _TIED[x] = weakref.ref(made[-1])
+    found = _known(n)
+    assert found is not None
+    return found
+
+
+def _known(x: Node) -> Node | None:
+    ref = _TIED.get(x)
+    return None if ref is None else ref()
+
+
+#: nested min/max node -> its count of tied operands, both weak: a count refers to its node
+#: (a strong value would keep its key alive); a count that died is built again (hash-consed)
+_TIED: weakref.WeakKeyDictionary[Node, weakref.ref[Node]] = weakref.WeakKeyDictionary()
 
 
 def _ties(operand: Node, n: Node) -> Node:
-    """How many leaves of ``operand``'s nest of n's operation equal the result n (a float)."""
+    """How many operands of ``operand``'s nest of n's operation equal n (a float)."""
     kind = "cast_f32" if n.dtype.name == "float32" else "cast_f64"
-    hits = [_a(kind, _a("eq", leaf, n)) for leaf in _tree_leaves(operand, n.op)]
-    total = hits[0]
-    for h in hits[1:]:
-        total = _a("add", total, h)
-    return total
+    hit = _a(kind, _a("eq", operand, n))
+    return _a("mul", hit, _tied(operand)) if operand.op == n.op else hit
 
 
 def _g_minmax(first_wins: str) -> GradRule:
