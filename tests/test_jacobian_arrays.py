@@ -286,3 +286,20 @@ def test_no_nan_where_jax_is_finite_at_kinks(name: str, program: Program,
     assert not (np.isnan(ours) & np.isfinite(theirs)).any(), (ours, theirs)
     constant = np.array([is_const(v.node) for v in jac.items()]).reshape(jac.shape)
     assert (ours[constant] == 0).all()
+
+
+@pytest.mark.parametrize("at", [(0.0, 0.0), (0.0, -0.0), (1e-200, 0.0), (0.5, 0.5), (3.0, -4.0)])
+def test_hessian_of_hypot_cubed(at: tuple[float, float]) -> None:
+    """f = h³, h = hypot(x, y): H = 3h·I + 3·v vᵀ/h, 0 at the origin. It was NaN there:
+    hypot's gradient rule divided by h on the untaken side of its select, whose own
+    derivative is 0 · (1/0). (JAX's Hessian is wrong at |x| = |y|: its hypot orders the
+    operands with max/min, so the analytic form is the reference.)"""
+    x = cp.value(np.array(at), F64)
+    hessian = cp.hessian(np.hypot(x[0], x[1]) ** 3, x)
+    tg = cp.LocalTarget()
+    tg.compile(hessian)
+    tg.run()
+    v = np.array(at)
+    h = float(np.hypot(*v))
+    want = 3 * h * np.eye(2) + (3 * np.outer(v, v) / h if h else 0.0)
+    np.testing.assert_allclose(tg.read(hessian), want, rtol=1e-13, atol=1e-150)  # h² underflows

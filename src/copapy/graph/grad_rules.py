@@ -302,9 +302,12 @@ def _g_fill(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 
 
 def _g_hypot(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
-    """(x/h, y/h), taken as 0 where h == 0 (the select keeps the untaken 0/0 out)."""
+    """(x/h, y/h), taken as 0 where h == 0. The untaken side divides by 1 there, not by h:
+    its own derivative (a second derivative: the Hessian of hypot(x, y)**3 at the origin)
+    would be 0 · (1/0) = NaN; the limit is 0, as JAX gives."""
     zero = _a("eq", n, 0.0)
-    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), n)) if need[i] else None
+    safe = _a("where", zero, 1.0, n)
+    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), safe)) if need[i] else None
                  for i, a in enumerate(n.args))
 
 
