@@ -314,17 +314,21 @@ def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
     the arrays names= gives, else the shape its first element recorded when a named input or
     state array was made (graph.element_shapes), else 1-D). The elements of a task's unpacked
     state, ``name[k]@taskN``, are not described (an array's elements are ``name[k]``)."""
-    ports = {node: p for node, p in compiled.ports.items()}
-    ports.update({node: Port(name, 0, node.dtype, ROLE_STATE, node.size)
-                  for name, node in compiled.states.items()})
+    # (node, port) pairs, not a dict by node: a delay's output is its state leaf, which has
+    # an output port and a state port (keyed by node, the state's replaced the output's, so
+    # the array the delay named was not described: read back flat or not at all)
+    pairs = [*compiled.ports.items(),
+             *((node, Port(name, 0, node.dtype, ROLE_STATE, node.size))
+               for name, node in compiled.states.items())]
     specs = {p.name: saved_meta.ArraySpec(p.name, tuple(node.shape), p.dtype)
-             for node, p in ports.items() if node.shape}
+             for node, p in pairs if node.shape}
     groups: dict[str, list[Port]] = {}
-    for p in ports.values():
+    for _, p in pairs:
         m = _ELEMENT.fullmatch(p.name)
         if m and p.count == 1:
             groups.setdefault(m[1], []).append(p)
-    nodes = {p.name: node for node, p in ports.items()}
+    nodes = {p.name: node for node, p in pairs}
+    by_name = {p.name: p for _, p in pairs}
     for name, parts in groups.items():
         first = nodes.get(f"{name}[0]")
         recorded = element_shapes.shape_of(first) if first is not None else None
@@ -336,7 +340,7 @@ def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
     for name, shape in shapes.items():  # a one-element array names= names: one scalar port
         node = nodes.get(name)
         if name not in specs and node is not None and math.prod(shape) == node.size == 1:
-            specs[name] = saved_meta.ArraySpec(name, shape, ports[node].dtype)
+            specs[name] = saved_meta.ArraySpec(name, shape, by_name[name].dtype)
     return list(specs.values())
 
 
