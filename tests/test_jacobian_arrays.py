@@ -303,3 +303,45 @@ def test_hessian_of_hypot_cubed(at: tuple[float, float]) -> None:
     h = float(np.hypot(*v))
     want = 3 * h * np.eye(2) + (3 * np.outer(v, v) / h if h else 0.0)
     np.testing.assert_allclose(tg.read(hessian), want, rtol=1e-13, atol=1e-150)  # h² underflows
+
+
+VIEWS: dict[str, Callable[[Any], Any]] = {
+    "v[1]": lambda v: v[1], "v[1:]": lambda v: v[1:], "v[::-1]": lambda v: v[::-1],
+    "m[1, 2]": lambda m: m[1, 2], "m[1]": lambda m: m[1], "m[:, 1]": lambda m: m[:, 1],
+    "m.T": lambda m: m.T, "m.T[0, 1]": lambda m: m.T[0, 1], "m.reshape(3, 2)": lambda m:
+    m.reshape(3, 2),
+}
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+def test_gradient_with_respect_to_a_view_of_a_packed_input(view: str) -> None:
+    """cp.grad(y, v[1]) of a packed v is the gradient of v at that place: y reads v whole,
+    not through the view node, and was given 0.0 (and only the view's own path otherwise:
+    y = sum(v*v) + 3 v[1] gave 3, not 7)."""
+    base = np.arange(6.0).reshape(2, 3) if view.startswith("m") else np.array([1.0, 2.0, 3.0])
+
+    def program(xp: Any, a: Any) -> Any:
+        return xp.sum(a * a * a) + 3.0 * a.reshape(-1)[1]
+
+    x = cp.value(base, F64, packed=True)
+    g = cp.grad(program(np, x), VIEWS[view](x))
+    tg = cp.LocalTarget()
+    tg.compile(g)
+    tg.run()
+    whole = np.asarray(jax.grad(lambda t: program(jnp, t))(jnp.asarray(base)))
+    np.testing.assert_array_equal(tg.read(g), VIEWS[view](whole))
+
+
+def test_an_input_the_output_does_not_depend_on_has_zero_columns() -> None:
+    """A packed (3,) input that y does not read: its Jacobian block is (m, 3) zeros (it was
+    one column wide) and cp.grad an array of zeros (tg.read gave one 0.0)."""
+    v = cp.value(np.array([1.0, 2.0, 3.0]), F64, packed=True)
+    s = cp.value(2.0, F64)
+    jac = {mode: cp.jacobian([s * 2.0, s], [v, s], mode=mode) for mode in ("reverse", "forward")}
+    g = cp.grad(s * 2.0, v)
+    tg = cp.LocalTarget()
+    tg.compile(g, *jac.values())
+    tg.run()
+    for j in jac.values():
+        assert tg.read(j).tolist() == [[0.0, 0.0, 0.0, 2.0], [0.0, 0.0, 0.0, 1.0]]
+    assert tg.read(g).tolist() == [0.0, 0.0, 0.0]
