@@ -432,6 +432,7 @@ enum {
     CP_MAX_HELPERS = 256, /* distinct helper functions one program calls */
     CP_MAX_RODATA = 128,  /* distinct constant blobs */
     CP_MAX_KINDS = 16,    /* patch kinds of a table */
+    CP_MAX_COUNTERS = 128, /* distinct counted-loop counters (cp.fori_loop) of one program */
     CP_PIN_SIZE = 32
 };
 
@@ -446,6 +447,10 @@ typedef struct cp_blocks_plan {
     uint16_t rodata[CP_MAX_RODATA];
     uint32_t rodata_at[CP_MAX_RODATA];
     uint32_t ops; /* blocks of the manifest */
+    /* the counted loops' counters: the one frozen slot a stencil writes, so no length or
+     * pointer slot of any block may overlap one (blocks.c check_counters) */
+    uint32_t counter_count;
+    uint32_t counter[CP_MAX_COUNTERS];
 } cp_blocks_plan;
 
 /* Pass 1: picks the table the image's pin names (TABLE if none), checks every rule of docs/image.md's "Verified loading" (STENCIL,

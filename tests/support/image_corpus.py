@@ -403,6 +403,40 @@ def fori_mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     img, ch = fresh()
     del ch[ce][be]
     yield "a counted loop without its end", "STRUCTURE", with_chains(img, ch)
+    # the counter is the one frozen slot a stencil writes: on another block's length or
+    # pointer slot, the loop would rewrite what the verifier read from the initial data
+    img, ch = fresh()
+    cl, bl = ed.must(ch, lambda n: "n" in slot_roles(ed.table, n) and not is_end(n))
+    length = ed.offset(ch, cl, bl, "n")
+    set_slot(ch, ce, be, ed.slot_of(ch, ce, be, "out"), length)
+    set_slot(ch, cb, bb, 0, length)
+    yield "a counter on another block's length (the loop sets the count)", "FROZEN", \
+        with_chains(img, ch)
+    img, ch = fresh()
+    starts = [b for b, (sid, _) in enumerate(ch[cb]) if is_begin(ed.names[sid])]
+    cl, bl = ed.must(ch, lambda n: "n" in slot_roles(ed.table, n) and not is_end(n))
+    assert (cl, bl) == (cb, starts[1] - 1), "a length just before the second loop"
+    length = ed.offset(ch, cl, bl, "n")
+    set_slot(ch, ce, ends[1], ed.slot_of(ch, ce, ends[1], "out"), length)
+    set_slot(ch, cb, starts[1], 0, length)
+    yield "a counter on a length read before its loop (the loop sets the count)", "FROZEN", \
+        with_chains(img, ch)
+    pointer = ed.find(ch, lambda n: n.startswith("vrstore_"))
+    if pointer is not None:  # fused loops: pointer slots
+        img, ch = fresh()
+        target = ed.offset(ch, pointer[0], pointer[1], "out")
+        set_slot(ch, ce, be, ed.slot_of(ch, ce, be, "out"), target)
+        set_slot(ch, cb, bb, 0, target)
+        yield "a counter on a pointer slot (the loop moves the array)", "FROZEN", \
+            with_chains(img, ch)
+    img, ch = fresh()
+    second, second_bound = (ed.offset(ch, ce, ends[1], r) for r in ("out", "n"))
+    set_slot(ch, ce, ends[0], ed.slot_of(ch, ce, ends[0], "n"), second_bound)
+    set_slot(ch, ce, ends[1], ed.slot_of(ch, ce, ends[1], "out"), counter + 2)
+    set_slot(ch, cb, starts[1], 0, counter + 2)
+    img.frozen = sorted([f for f in img.frozen if f[0] not in (counter, bound, second)] +
+                        [(counter, 8)])
+    yield "two counters sharing two bytes", "FROZEN", with_chains(img, ch)
     img, ch = fresh()
     fused = ed.find(ch, lambda n: n == "vloop_i32__begin")
     if fused is not None:  # an architecture with fused loops
