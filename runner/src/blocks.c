@@ -349,15 +349,19 @@ static cp_status check_counter(walk *w, uint32_t off)
     return CP_OK;
 }
 
-/* elem x the product of dims, or UINT64_MAX if it exceeds the data region */
+/* elem x the product of dims, or UINT64_MAX if it exceeds the data region. A length of 0
+ * counts as 1: the lane-order reductions (rsum, rmin, rmax, dot and the fused dots, the
+ * matrix products' inner sums) read element 0 before they look at n, so an empty array at
+ * the end of the data would read the bytes after it (the task table: a code address). */
 static uint64_t extent(uint64_t elem, const uint32_t *dims, unsigned count, uint64_t limit)
 {
     uint64_t n = elem;
     for (unsigned i = 0; i < count; i++) {
-        if (dims[i] != 0 && n > limit / dims[i]) {
+        uint64_t d = dims[i] != 0 ? dims[i] : 1u;
+        if (n > limit / d) {
             return UINT64_MAX;
         }
-        n *= dims[i];
+        n *= d;
     }
     return n;
 }

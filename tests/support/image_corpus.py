@@ -215,6 +215,11 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     yield "a length of 2^32 - 1 (the byte count overflows 32 bits)", "DATA_RANGE", \
         img.to_bytes()
     img, ch = fresh()
+    patch_init(img, n_off, struct.pack("<I", 0))
+    set_slot(ch, c3, b3, ed.slot_of(ch, c3, b3, "a"), img.data_size)
+    yield "an empty array at the end of the data (the sum reads element 0: the task table)", \
+        "DATA_RANGE", with_chains(img, ch)
+    img, ch = fresh()
     set_slot(ch, c3, b3, ed.slot_of(ch, c3, b3, "n"), img.data_size)
     yield "a length slot outside the data", "DATA_RANGE", with_chains(img, ch)
     img, ch = fresh()
