@@ -297,6 +297,11 @@ static int written_frozen(const cp_image *img, uint64_t off, uint64_t size)
     return size != 0 && frozen_find(img, off, size) >= 0;
 }
 
+int cp_blocks_frozen_overlap(const cp_image *img, uint64_t off, uint64_t size)
+{
+    return written_frozen(img, off, size);
+}
+
 static cp_status layout_error(walk *w);
 
 /* A counted loop's counter is the one frozen slot a stencil writes (its loop's own), so no

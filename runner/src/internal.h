@@ -469,6 +469,10 @@ cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
  * architectures' images, runner/python/module.c verify). */
 cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int untrusted,
                                cp_blocks_plan *plan, cp_error *err);
+/* Whether [off, off + size) of the data shares a byte with a slot of the image's FROZEN list
+ * (a length, pointer slot or loop counter the verifier read from the initial data): a writer
+ * the image does not declare (LOAD_COMMIT's KEEP copies) must not touch one. */
+int cp_blocks_frozen_overlap(const cp_image *img, uint64_t off, uint64_t size);
 /* cp_blocks_place patching as if base[0] were at address `vbase` (the code is for another
  * machine's address space, or only checked). */
 cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
