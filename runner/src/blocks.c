@@ -379,6 +379,16 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
     const cp_image *img = w->img;
     uint64_t data = img->data_size;
     uint32_t len[MAX_ROLES] = {0};
+    /* every slot on a multiple of its element's size (up to 4): a Cortex-M's VLDR and LDRD
+     * fault on an unaligned address, and a verified program does not fault */
+    for (uint32_t r = 0; r < f->nroles; r++) {
+        const uint8_t *d = w->t->b + w->t->off_roles + (size_t)(f->first_role + r) * T_ROLE;
+        uint32_t align = d[2] < 4 ? d[2] : 4;
+        if (align > 1 && offs[r] % align != 0) {
+            return fail_block(w, CP_ERR_DATA_RANGE, "a slot is not aligned to its element "
+                              "(offset, alignment)", offs[r], align);
+        }
+    }
     /* lengths first: arrays of the same block are sized by them */
     for (uint32_t r = 0; r < f->nroles; r++) {
         const uint8_t *d = w->t->b + w->t->off_roles + (size_t)(f->first_role + r) * T_ROLE;
@@ -464,6 +474,10 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
             }
             /* the slot holds its target relative to itself (stencils/fused.c) */
             start = (start + init_le(img, offs[r], 8)) & UINT64_MAX;
+            if (elem > 1 && start % (elem < 4 ? elem : 4) != 0) {
+                return fail_block(w, CP_ERR_DATA_RANGE, "a pointer slot's array is not aligned "
+                                  "to its element (target, element bytes)", start, elem);
+            }
             /* a block's own pointer: the product of its length roles (n; j for a gather's
              * source; n x k for a level gather's result) */
             uint32_t dims[3];
