@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from copapy.arch.targets import by_name
-from copapy.compiler.manifest import Block, materialise
+from copapy.compiler.manifest import Block
 from copapy.compiler.runner_table import (
     ACCESS_ARRAY,
     ACCESS_COUNTER,
@@ -40,16 +39,10 @@ from copapy.compiler.runner_table import (
     slot_roles,
 )
 from copapy.compiler.table import StencilTable, load_table
-from copapy.runtime.unicorn_backend import Registers, new_emulator, setup_of
 
-uc = pytest.importorskip("unicorn")  # a dev dependency (pyproject.toml): fails if missing
-capstone = pytest.importorskip("capstone")
+from .support.emulate_chains import run_chains
 
-BASE, STACK_TOP, STACK, STOP = 0x10000000, 0x0F000000, 0x100000, 0x0E000000
 GAP = 64  # bytes between two slots: an access past a slot lands in a gap
-#: x86 conversions whose 8-byte memory operand unicorn's QEMU loads as 16 bytes (a CPU reads
-#: 8): their reads are checked for their first 8 bytes
-WIDE_LOADS = {"cvtps2pd", "cvtdq2pd"}
 
 
 @dataclass
@@ -136,55 +129,11 @@ def layout(table: StencilTable, ids: dict[str, int], name: str, rng: Any) -> Lay
 
 def violations(arch: str, table: StencilTable, lay: Layout) -> list[str]:
     """The accesses of one run outside the layout's extents (and any fault)."""
-    code, _ = materialise(table, [lay.chain], 0)
-    data_offset = -(-len(code) // 0x4000) * 0x4000
-    code, entries = materialise(table, [lay.chain], data_offset, base=BASE)
-    target = by_name(arch)
-    setup = setup_of(target)
-    regs = Registers(uc, setup)
-    emu = new_emulator(target)
-    emu.mem_map(BASE, data_offset + -(-len(lay.init) // 0x4000) * 0x4000)
-    emu.mem_write(BASE, code)
-    emu.mem_write(BASE + data_offset, bytes(lay.init))
-    emu.mem_map(STACK_TOP - STACK, STACK)
-    emu.mem_map(STOP, 0x4000)
-    data = BASE + data_offset
-    bad: list[str] = []
-    disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64) if arch == "x86_64" else None
+    def inside(write: bool, at: int, n: int) -> bool:
+        return any(lo <= at and at + n <= lo + size
+                   for lo, size in (lay.writes if write else lay.reads))
 
-    def inside(addr: int, n: int, extents: list[tuple[int, int]]) -> bool:
-        return any(data + at <= addr and addr + n <= data + at + size for at, size in extents)
-
-    def hook(emu_: Any, access: int, addr: int, n: int, value: int, _: Any) -> None:
-        write = access == uc.UC_MEM_WRITE
-        if addr < BASE or addr >= data + len(lay.init) + 0x10000 or (addr < data and not write):
-            return  # the stack, or the code's constants
-        if addr < data:
-            bad.append(f"a write into the code at +{addr - BASE:#x}")
-            return
-        extents = lay.writes if write else lay.reads
-        if inside(addr, n, extents):
-            return
-        if disasm is not None and not write:
-            pc = int(emu_.reg_read(regs[setup.pc]))
-            ins = next(disasm.disasm(bytes(emu_.mem_read(pc, 16)), pc), None)
-            if ins is not None and ins.mnemonic in WIDE_LOADS and inside(addr, min(n, 8), extents):
-                return
-        bad.append(f"{'write' if write else 'read'} of {n} bytes at data + {addr - data}, "
-                   f"outside {extents}")
-
-    emu.hook_add(uc.UC_HOOK_MEM_READ | uc.UC_HOOK_MEM_WRITE, hook)
-    sp = STACK_TOP - 64 - 8
-    if setup.return_address == "stack":
-        emu.mem_write(sp, STOP.to_bytes(8, "little"))
-    else:
-        emu.reg_write(regs[setup.return_address], STOP)
-    emu.reg_write(regs[setup.sp], sp)
-    try:
-        emu.emu_start(BASE + entries[0], STOP, timeout=10_000_000, count=2_000_000)
-    except uc.UcError as exc:
-        bad.append(f"fault {exc}")
-    return bad
+    return run_chains(arch, table, [lay.chain], bytes(lay.init), inside)[0]
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
