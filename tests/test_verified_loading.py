@@ -304,6 +304,26 @@ def test_a_keep_copy_into_a_frozen_slot_is_refused_and_the_old_program_runs_on()
         assert tg.info().state == "running"
 
 
+@pytest.mark.parametrize("variant", ["x86_64-v3", "x86_64-v4"])
+def test_a_variant_pin_without_its_cpu_features_is_refused(variant: str) -> None:
+    """The loader's CPU check reads the image's CPU_FEATURES, not the table: an image pinned
+    to the AVX2 or AVX-512 table with the section dropped was accepted and would run that
+    code on any x86_64 CPU (SIGILL). The runner now knows each table's features (TABLE)."""
+    u = _array_input(np.arange(64, dtype=np.float32), "float32")
+    compiled = compile_program(nodes([cp.exp(u) * u + 1.0]), variant)
+    img = im.parse(compiled.image)
+    assert img.cpu_features != 0
+    try:  # the honest image: loads, or names the features this CPU lacks
+        _runner.load(compiled.image)
+    except _runner.ImageError as exc:
+        assert exc.name == "CPU_FEATURES", str(exc)
+    img.cpu_features = 0
+    with pytest.raises(_runner.ImageError, match=r"needs CPU features .* does not declare") \
+            as info:
+        _runner.load(img.to_bytes())
+    assert info.value.name == "TABLE"
+
+
 def test_cp_load_refuses_a_format_1_file_naming_the_fix(tmp_path: Path) -> None:
     _, img, _ = base_program(ARCH)
     path = tmp_path / "old.cpimg"

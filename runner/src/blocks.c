@@ -958,6 +958,14 @@ cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_pl
                        "carries %u others (%s..., ...): compile with the copapy version of the "
                        "runner", (uint64_t)(uintptr_t)want, count, (uint64_t)(uintptr_t)have);
     }
+    /* the image's CPU_FEATURES decide the loader's CPU check: they must name what the
+     * table's code executes (an x86_64-v4 pin without them ran AVX-512 on any CPU) */
+    uint64_t undeclared = table->cpu_features & ~img->cpu_features;
+    if (undeclared != 0) {
+        return CP_FAIL(err, CP_ERR_TABLE, (uint32_t)undeclared,
+                       "the image's stencil table needs CPU features %x that its CPU_FEATURES "
+                       "section does not declare: compile it again", undeclared);
+    }
     return cp_blocks_plan_table(img, table, 0, plan, err);
 }
 

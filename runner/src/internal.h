@@ -422,6 +422,9 @@ typedef struct cp_table {
      * state (its proof record, runner/tables/cpu_state/<arch>.json, is for these bytes), so
      * a guard may skip the per-job CPU-state check of programs verified against it */
     uint8_t keeps_cpu_state;
+    /* the CPU_FEATURES bits its code needs (0: the baseline); an image pinned to it must
+     * declare them, or the loader's CPU check would not see them (blocks.c) */
+    uint64_t cpu_features;
 } cp_table;
 uint32_t cp_table_count(void);
 int cp_table_get(uint32_t index, cp_table *out);
