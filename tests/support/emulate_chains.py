@@ -45,7 +45,8 @@ def run_chains(arch: str, table: StencilTable, chains: Sequence[Sequence[Block]]
     emu.mem_map(STOP, PAGE)
     data = BASE + data_offset
     bad: list[str] = []
-    disasm = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64) if arch == "x86_64" else None
+    modes = {"x86_64": capstone.CS_MODE_64, "x86": capstone.CS_MODE_32}
+    disasm = capstone.Cs(capstone.CS_ARCH_X86, modes[arch]) if arch in modes else None
 
     def hook(emu_: Any, access: int, addr: int, n: int, value: int, _: Any) -> None:
         write = access == uc.UC_MEM_WRITE
