@@ -1,10 +1,11 @@
 """What the verifier allows against what the stencils touch (docs/image.md, verified loading):
-every block stencil of a runner table runs alone on unicorn, its slots laid out apart with
-random lengths (0 included) and random scalars (steps, starts and levels too), and every
-memory access to the data region must lie inside an extent the verifier's role descriptors
-give it: reads inside some slot's extent, writes inside a written role's. An access past
-them is a read or write outside what a verified image may touch (an empty array's element 0
-was: docs/decisions/2026-12-05-verifier-red-team.md).
+every block stencil of a runner table (x86_64, aarch64 and the firmware's Cortex-M7) runs
+alone on unicorn, its slots laid out apart with random lengths (0 included) and random
+scalars (steps, starts and levels too), and every memory access to the data region must lie
+inside an extent the verifier's role descriptors give it: reads inside some slot's extent,
+writes inside a written role's. An access past them is a read or write outside what a
+verified image may touch (an empty array's element 0 was:
+docs/decisions/2026-12-05-verifier-red-team.md).
 
 The extents are the verifier's (runner/src/blocks.c check_slots): a scalar its element, an
 array or a pointer slot's target elements x the product of its length roles (a length of 0
@@ -136,7 +137,7 @@ def violations(arch: str, table: StencilTable, lay: Layout) -> list[str]:
     return run_chains(arch, table, [lay.chain], bytes(lay.init), inside)[0]
 
 
-@pytest.mark.parametrize("arch", ["x86_64", "aarch64"])
+@pytest.mark.parametrize("arch", ["x86_64", "aarch64", "cortex-m7"])
 def test_every_block_stencil_touches_only_what_the_verifier_allows(arch: str) -> None:
     table = load_table(arch)
     names = table.names()
