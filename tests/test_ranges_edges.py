@@ -1,0 +1,92 @@
+"""Range rules at the edges the random-graph hunt (tests/test_ranges_fuzz.py) found unsound:
+each case runs the compiled program, checks the value lies in cp.ranges, and that
+``tg.compile(..., check=True)`` (which folds the comparisons the ranges decide) computes what
+the program without the check computes (docs/decisions/2026-12-05-range-fuzz.md)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import copapy as cp
+
+
+def _run(out: Any, writes: list[tuple[Any, Any]], check: bool) -> float:
+    tg = cp.LocalTarget()
+    tg.compile(out, check=check)
+    for v, x in writes:
+        tg.write(v, x)
+    tg.run()
+    return float(tg.read(out))
+
+
+def _same_with_and_without_check(out: Any, writes: list[tuple[Any, Any]]) -> float:
+    plain = _run(out, writes, False)
+    checked = _run(out, writes, True)
+    assert plain == checked or (plain != plain and checked != checked), (plain, checked)
+    return plain
+
+
+@pytest.mark.parametrize("dtype, a, b", [
+    (cp.float32, 1.0, 0.1),      # 1 / 0.1f rounds to 10, the exact quotient is 9.99999985
+    (cp.float64, 1.0, 0.1),      # 1 / 0.1 rounds to 10, the exact quotient is 9.9999999999
+    (cp.float32, 0.3, 0.1),
+    (cp.float64, 7.0, 0.7),
+    (cp.float32, -1.0, 0.1),
+])
+def test_float_floor_division_is_the_floor_of_the_exact_quotient(dtype: Any, a: float,
+                                                                  b: float) -> None:
+    """NumPy's ``a // b`` (fmod first) floors the exact quotient; the rule floored the rounded
+    one: ``1.0 // 0.1`` is 9 (NumPy's too) but its range was [10, 11], and with check=True
+    ``q < 10`` folded to False."""
+    np_type = np.float32 if dtype is cp.float32 else np.float64
+    x = cp.value(a, dtype, range=(a, a))
+    d = cp.value(b, dtype, range=(b, b))
+    q = x // d
+    want = float(np_type(a) // np_type(b))
+    assert want in cp.ranges(q), (want, cp.ranges(q))
+    other = cp.value(0.0)  # (an output folded to a constant is kept: make it depend on one)
+    out = cp.where(q < math.ceil(want + 0.5), 1.0, 0.0) + other
+    assert _same_with_and_without_check(out, []) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [cp.float32, cp.float64])
+def test_floor_division_by_an_infinite_divisor_and_of_an_infinite_dividend(dtype: Any) -> None:
+    """``-5 // inf`` is -1 (NumPy's divmod: the remainder is inf - 5, the quotient -1) and
+    ``inf // 2`` is NaN; the ranges said [0, 0] and no NaN."""
+    np_type = np.float32 if dtype is cp.float32 else np.float64
+    x = cp.value(-5.0, dtype, range=(-10.0, -1.0))
+    inf = cp.value(math.inf, dtype, range=(math.inf, math.inf))
+    q = x // inf
+    r = cp.ranges(q)
+    assert float(np_type(-5.0) // np_type(math.inf)) == -1.0 and -1.0 in r, r
+    tg = cp.LocalTarget()
+    tg.compile(q)
+    tg.run()
+    assert tg.read(q) == -1.0
+    big = cp.value(1.0, dtype, range=(1.0, math.inf))
+    q2 = big // 2.0
+    assert math.isnan(float(np_type(math.inf) // np_type(2.0))) and cp.ranges(q2).nan
+    tg.compile(q2)
+    tg.write(big, math.inf)
+    tg.run()
+    assert math.isnan(tg.read(q2))
+
+
+def test_a_failed_comparison_with_a_nan_operand_does_not_narrow_the_other() -> None:
+    """``where(c <= x, a, x)``: on the false side c > x, or c is NaN and x anything. The
+    analysis narrowed x to below c's maximum there whatever: x = inf (sin(inf) is NaN) gave
+    inf outside the range [-1, 1), and with check=True ``y > 2`` folded to False."""
+    x = cp.value(0.0, range=(-1.0, math.inf))
+    y = cp.where(cp.sin(x) <= x, 0.0, x)
+    assert math.inf in cp.ranges(y), cp.ranges(y)
+    other = cp.value(0.0)
+    out = cp.where(y > 2.0, 1.0, 0.0) + other
+    assert _same_with_and_without_check(out, [(x, math.inf)]) == 1.0
+    # the operand that may be NaN is narrowed (it is NaN or above), the other is not
+    z = cp.value(0.5, range=(0.0, 1.0))
+    w = cp.where(z < cp.sqrt(x), 0.0, z)  # sqrt(x) is NaN below 0 (x >= -1)
+    assert cp.ranges(w).hi == 1.0
