@@ -193,8 +193,10 @@ def _narrow(cond: Node, truth: bool, ranges: Mapping[Node, Interval],
     name = op if truth else _FLIP[op]
     # a comparison that holds is never one with NaN; one that fails may be
     nan_ok = not truth
-    nx = _bound(rx, name, ry, x.dtype, nan_ok)
-    ny = _bound(ry, _SWAP[name], rx, y.dtype, nan_ok)
+    # ... and it fails whatever the other operand is when one operand is NaN: only an
+    # operand that cannot be NaN narrows the other there
+    nx = _bound(rx, name, ry, x.dtype, nan_ok) if truth or not ry.nan else None
+    ny = _bound(ry, _SWAP[name], rx, y.dtype, nan_ok) if truth or not rx.nan else None
     if nx is not None:
         out[x] = nx
     if ny is not None:
