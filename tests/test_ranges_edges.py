@@ -90,3 +90,19 @@ def test_a_failed_comparison_with_a_nan_operand_does_not_narrow_the_other() -> N
     z = cp.value(0.5, range=(0.0, 1.0))
     w = cp.where(z < cp.sqrt(x), 0.0, z)  # sqrt(x) is NaN below 0 (x >= -1)
     assert cp.ranges(w).hi == 1.0
+
+
+def test_a_channel_span_is_rounded_outward_into_the_bound_inputs_type() -> None:
+    """A float32 input bound to an ADC spanning (0.1, 0.6) holds 0.6 as 0.6000000238: the
+    declared range was the span as written, [0.1, 0.6], without the value the input holds
+    (cp.value(range=...) rounds outward; tg.bind did not)."""
+    x = cp.value(0.5)
+    adc = cp.io.ADC(0, span=(0.1, 0.6))
+    tg = cp.LocalTarget(tick=1e-3)
+    tg.bind(x, adc)
+    y = x * 2.0
+    tg.deploy(cp.Task(y, period=1e-3))
+    tg.set_io(adc, 0.6)
+    tg.step(1e-3)
+    assert tg.read(x) == float(np.float32(0.6)) and tg.read(x) in cp.ranges(x), cp.ranges(x)
+    assert tg.read(y) in cp.ranges(y)

@@ -14,7 +14,7 @@ from typing import Any
 from ._contract import IoKind
 from .dtypes import INT32_MAX, INT32_MIN
 from .graph.build import rebuild
-from .graph.intervals import Interval, hull
+from .graph.intervals import Interval, hull, rounded_bounds
 from .graph.location import describe
 from .graph.node import Node, const
 from .graph.ranges import Analysis, Report, analyse, declare, declared, undeclared
@@ -58,7 +58,9 @@ def bind_range(node: Node, channel: Channel) -> None:
     """tg.bind: an input takes its channel's range (narrowed by a range it declared)."""
     if node.op != "input":
         return
-    lo, hi = channel_range(channel)
+    # (outward into the input's type: a float32 input holds 0.6 from a channel spanning
+    # (0.1, 0.6) as 0.6000000238)
+    lo, hi, _ = rounded_bounds(Interval(*channel_range(channel)), node.dtype)
     own = declared(node)
     if own is not None:
         lo, hi = max(lo, own.lo), min(hi, own.hi)
