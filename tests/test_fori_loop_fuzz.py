@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -256,3 +257,26 @@ def test_gradients_through_random_loops_match_central_differences(case: dict[str
         tg.write(p, point[k])
         fd = (sides[0] - sides[1]) / (2 * h)
         assert abs(got[k] - fd) <= 2e-5 * max(1.0, abs(fd)), (k, got[k], fd)
+
+
+def test_a_count_from_an_input_is_refused_naming_the_where_form_which_works() -> None:
+    """The count is fixed in the program; a count read at run time (a cp.value, or an int
+    argument of a @cp.jit function, traced as an input) is refused with the form that does
+    it: the largest count, the state kept where the iteration number is past the count."""
+    with pytest.raises(TypeError, match=r"jit.*cp\.where\(i < n"):
+        cp.fori_loop(cp.value(3), lambda s: s + 1.0, 0.0)
+    f = cp.jit(lambda n, x: cp.fori_loop(n, lambda s: s * 0.5 + 1.0, x))
+    with pytest.raises(TypeError, match=r"argument of a @cp\.jit function"):
+        f(3, np.float32(1.0))
+    count, x0 = cp.value(0), cp.value(1.0)
+    a = cp.value(0.9)
+    y = cp.fori_loop(8, lambda i, s: cp.where(i < count, a * s + 1.0, s), x0, index=True)
+    tg = cp.LocalTarget()
+    tg.compile(y)
+    for k in (0, 1, 5, 8, 100):
+        want = np.float32(1.0)
+        for _ in range(min(k, 8)):
+            want = np.float32(0.9) * want + np.float32(1.0)
+        tg.write(count, k)
+        tg.run()
+        assert np.float32(tg.read(y)).tobytes() == want.tobytes(), (k, tg.read(y), want)
