@@ -106,3 +106,20 @@ def test_a_channel_span_is_rounded_outward_into_the_bound_inputs_type() -> None:
     tg.step(1e-3)
     assert tg.read(x) == float(np.float32(0.6)) and tg.read(x) in cp.ranges(x), cp.ranges(x)
     assert tg.read(y) in cp.ranges(y)
+
+
+def test_a_loop_body_is_analysed_and_what_it_admits_reported_when_strict() -> None:
+    """The body of a cp.fori_loop lives beside the graph: cp.check never looked at it, even
+    with strict=True (a sqrt of a negative number in a body passed). It is analysed with the
+    state at every value of its type and the captures at their ranges; what it admits is
+    reported with strict=True and counted in a note otherwise."""
+    x = cp.value(0.5, range=(0.0, 1.0))
+    y = cp.fori_loop(3, lambda s: cp.sqrt(s - 5.0) + x, x)
+    with pytest.raises(cp.RangeError, match="domain error in sqrt"):
+        cp.check(y, strict=True)
+    z = cp.fori_loop(3, lambda s: cp.sqrt(s - 5.0) + cp.log(x), x)
+    with pytest.raises(cp.RangeError, match=r"(?s)log.*1 operation\(s\) in cp\.fori_loop"):
+        cp.check(z)
+    i_seen = cp.fori_loop(4, lambda i, s: s + 1.0 / (cp.cast(i, cp.float32) + 1.0), x,
+                          index=True)
+    assert cp.check(i_seen, strict=True).reports == []  # i in 0..3: 1 / (i + 1) is fine

@@ -124,10 +124,15 @@ def check(*outputs: Any, warn: bool = False, strict: bool = False,
     if found.split_budget_exhausted:
         notes.append("note: the program has more cp.where guards over the same inputs than "
                      "the analysis splits; some guarded operations may be reported")
-    if assumed and not strict:
-        notes.append(f"note: {len(assumed)} operation(s) depend on inputs without a declared "
-                     f"range or on unbounded signal states and were not checked "
+    in_loops = sum(1 for r in assumed if r.node not in found.ranges)  # (a body's own pass)
+    if len(assumed) > in_loops and not strict:
+        notes.append(f"note: {len(assumed) - in_loops} operation(s) depend on inputs without a "
+                     f"declared range or on unbounded signal states and were not checked "
                      f"(cp.check(..., strict=True) reports them)")
+    if in_loops and not strict:
+        notes.append(f"note: {in_loops} operation(s) in cp.fori_loop bodies were not checked: "
+                     f"a body is analysed with its state at every value of its type (no fixed "
+                     f"point over the iterations); cp.check(..., strict=True) reports them")
     notes += [f"note: the signal state of {describe(s)} is unbounded (give it a range: "
               f"cp.integrate(x, range=(lo, hi)), cp.feedback(f, range=...), or clamp it)"
               for s in found.unbounded]

@@ -49,7 +49,7 @@ from .intervals import (
     point,
 )
 from .location import describe
-from .loop import FORI
+from .loop import FORI, body_of
 from .node import Node, const_value
 from .range_rules import RULES, Finding, decide, sum_of
 from .reference import leaf_array
@@ -131,6 +131,9 @@ class Analysis:
     #: 8 per operation)
     split_explored: int = 0
     split_evaluated: int = 0
+    #: cp.fori_loop bodies analysed with their state at every value of its type (no fixed
+    #: point over the iterations): their reports are ``assumed``
+    loops: int = 0
 
 
 def _leaf(node: Node) -> Interval:
@@ -760,12 +763,39 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     main.run(roots, None if env else order)
     reports = [Report(node, finding, ins, undeclared(node.args, unbounded))
                for node, finding, ins in main.exposed(roots)]
+    bodies = _loop_bodies(order, main.ranges, shared)
+    reports += [Report(node, finding, ins, True) for node, finding, ins in bodies[1]]
     reports.sort(key=lambda r: r.node.serial)
     unique: dict[tuple[int, str], Report] = {}
     for r in reports:
         unique.setdefault((id(r.node), r.finding.kind), r)
     return Analysis(main.ranges, list(unique.values()), unbounded, main.decided,
-                    shared.exhausted, shared.explored, shared.evaluated)
+                    shared.exhausted, shared.explored, shared.evaluated, bodies[0])
+
+
+def _loop_bodies(order: Sequence[Node], ranges: Mapping[Node, Interval], shared: _Shared
+                 ) -> tuple[int, list[tuple[Node, Finding, tuple[Interval, ...]]]]:
+    """The domain errors the bodies of the cp.fori_loop among ``order`` admit, with their
+    state at every value of its type, the captures at their ranges and the iteration
+    number in 0..n-1 (a body lives beside the graph, graph/loop.py: the main analysis
+    gives a loop's results every value of their type and never sees the body)."""
+    seen: set[int] = set()
+    found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
+    for node in order:
+        if node.op != FORI:
+            continue
+        loop = body_of(node)
+        if loop.serial in seen:
+            continue
+        seen.add(loop.serial)
+        env = {c: ranges.get(c, full(c.dtype)) for c in loop.captures}
+        env.update((c, full(c.dtype)) for c in loop.carries)
+        if loop.index is not None:
+            env[loop.index] = Interval(0.0, float(loop.n - 1))
+        body = _Pass(env, shared)
+        body.run(loop.outputs)
+        found += body.exposed(loop.outputs)
+    return len(seen), found
 
 
 
