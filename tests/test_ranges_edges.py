@@ -5,6 +5,7 @@ the program without the check computes (docs/decisions/2026-12-05-range-fuzz.md)
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -12,6 +13,9 @@ import numpy as np
 import pytest
 
 import copapy as cp
+from copapy.graph.intervals import Interval
+from copapy.graph.ops import REGISTRY, STRUCTURAL
+from copapy.graph.range_rules import RULES
 
 
 def _run(out: Any, writes: list[tuple[Any, Any]], check: bool) -> float:
@@ -123,3 +127,26 @@ def test_a_loop_body_is_analysed_and_what_it_admits_reported_when_strict() -> No
     i_seen = cp.fori_loop(4, lambda i, s: s + 1.0 / (cp.cast(i, cp.float32) + 1.0), x,
                           index=True)
     assert cp.check(i_seen, strict=True).reports == []  # i in 0..3: 1 / (i + 1) is fine
+
+
+def test_no_rule_depends_on_the_sign_of_a_zero_bound() -> None:
+    """Bounds are numbers: -0.0 and 0.0 are one bound (the guide says so), so every rule
+    must give the same interval for either (as numbers) and the same findings."""
+    spans = [(0.0, 0.0), (0.0, 1.0), (-1.0, 0.0), (0.0, math.inf), (-math.inf, 0.0)]
+
+    def flip(i: Interval) -> Interval:
+        return Interval(-0.0 if i.lo == 0 else i.lo, -0.0 if i.hi == 0 else i.hi, i.nan)
+
+    names = [n for n, s in REGISTRY.items() if s.shape_rule == "elementwise"
+             and n not in STRUCTURAL and s.operands in ("num", "float", "any")
+             and not n.startswith("cast_b") and n != "where"]
+    for name in names:
+        for dtype in (cp.float32, cp.float64):
+            for ops in itertools.product(spans, repeat=REGISTRY[name].arity):
+                ins = tuple(Interval(*o) for o in ops)
+                plain, found = RULES[name](ins, dtype)
+                for k in range(len(ins)):
+                    flipped = tuple(flip(i) if j == k else i for j, i in enumerate(ins))
+                    other, other_found = RULES[name](flipped, dtype)
+                    assert other == plain and (other_found is None) == (found is None), (
+                        name, dtype, ins, k, plain, other)
