@@ -150,3 +150,29 @@ def test_no_rule_depends_on_the_sign_of_a_zero_bound() -> None:
                     other, other_found = RULES[name](flipped, dtype)
                     assert other == plain and (other_found is None) == (found is None), (
                         name, dtype, ins, k, plain, other)
+
+
+def test_check_true_folds_a_comparison_a_loop_reads() -> None:
+    """tg.compile(check=True) replaces the comparisons the ranges decide and rebuilds what
+    depends on them; a cp.fori_loop result among those has no registry row, and the rebuild
+    failed with KeyError: 'fori'. Now the loop is rebuilt over its new operands: a capture
+    folded to x * 3, another to a constant, an initial state, and a second loop reading the
+    first's result, against the hand recurrence."""
+    x = cp.value(0.5, range=(0.0, 1.0))
+    k = cp.where(x < 2.0, x * 3.0, x - 1.0)  # decided: x * 3
+    c = cp.where(x >= 0.0, 0.5, x)  # decided: 0.5
+    y = cp.fori_loop(3, lambda s: s * c + k, cp.where(x > -1.0, x, 0.0))
+    z = cp.fori_loop(2, lambda s: s + y * k, x)
+    for check in (False, True):
+        tg = cp.LocalTarget()
+        tg.compile(y, z, check=check)
+        tg.write(x, 0.25)
+        tg.run()
+        f = np.float32
+        want_y = f(0.25)
+        for _ in range(3):
+            want_y = want_y * f(0.5) + f(0.75)
+        want_z = f(0.25)
+        for _ in range(2):
+            want_z = want_z + want_y * f(0.75)
+        assert (f(tg.read(y)), f(tg.read(z))) == (want_y, want_z), check

@@ -16,9 +16,11 @@ from .dtypes import INT32_MAX, INT32_MIN
 from .graph.build import rebuild
 from .graph.intervals import Interval, hull, rounded_bounds
 from .graph.location import describe
+from .graph.loop import FORI, body_of, result_index
 from .graph.node import Node, const
 from .graph.ranges import Analysis, Report, analyse, declare, declared, undeclared
 from .graph.traverse import live_nodes
+from .graph.unroll import relooped
 from .io import Channel
 from .value import flatten
 
@@ -154,5 +156,21 @@ def folded(outputs: list[Node], found: Analysis) -> dict[Node, Node]:
     decided = {n: const(v, n.dtype) for n, v in found.decided.items() if n not in keep}
     if not decided:
         return {}
-    return {n: m for n, m in rebuild(live_nodes(outputs), decided).items()
+    live = live_nodes(outputs)
+    # a cp.fori_loop result whose operands change is a result of a new loop over them (its
+    # body rebuilt over the new captures; rebuild knows no loops), loops in order
+    mapping: dict[Node, Node] = dict(decided)
+    loops: dict[int, list[Node]] = {}
+    for node in live:
+        if node.op != FORI or node in mapping:
+            continue
+        serial = body_of(node).serial
+        if serial not in loops:
+            changed = rebuild(live_nodes(list(node.args)), mapping)
+            args = [changed.get(a, a) for a in node.args]
+            loops[serial] = ([] if all(a is b for a, b in zip(args, node.args, strict=True))
+                             else relooped(node, args))
+        if loops[serial]:
+            mapping[node] = loops[serial][result_index(node)]
+    return {n: m for n, m in rebuild(live, mapping).items()
             if not (n in keep and m.op == "const")}
