@@ -176,3 +176,21 @@ def test_check_true_folds_a_comparison_a_loop_reads() -> None:
         for _ in range(2):
             want_z = want_z + want_y * f(0.75)
         assert (f(tg.read(y)), f(tg.read(z))) == (want_y, want_z), check
+
+
+def test_float32_bounds_beyond_the_float32_range_next_to_an_infinite_one() -> None:
+    """The inline + - * path of the analysis rounds float32 bounds by packing them; with an
+    infinite operand bound it let a finite bound beyond the float32 range through (x + x for
+    x in [3e38, inf]: lower bound 6e38), and struct.pack raised OverflowError: cp.ranges,
+    cp.check and compile(check=True) crashed."""
+    x = cp.value(3e38, range=(3e38, math.inf))
+    m = cp.value(-2.0, range=(-math.inf, -2.0))
+    outs = [x + x, x * m, x - m * 2e38]
+    tg = cp.LocalTarget()
+    tg.compile(*outs, check=True)
+    for xv, mv in ((3e38, -2.0), (math.inf, -2.0), (3e38, -math.inf), (3.4e38, -1e30)):
+        tg.write(x, xv)
+        tg.write(m, mv)
+        tg.run()
+        for o in outs:
+            assert tg.read(o) in cp.ranges(o), (xv, mv, tg.read(o), cp.ranges(o))

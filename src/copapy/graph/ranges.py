@@ -343,8 +343,11 @@ class _Pass:
                                 lo, hi = unpack(pack(lo))[0], unpack(pack(hi))[0]
                                 ranges[node] = new(Interval, (lo, hi, nan))
                                 continue
-                            if not finite and (lo == -INF or lo >= -F32_MAX) and (
-                                    hi == INF or hi <= F32_MAX):
+                            # (an infinite operand: a finite bound may still lie beyond
+                            # the float32 range, 3e38 + inf's lower bound 6e38: the rule
+                            # rounds it to inf)
+                            if not finite and (lo == -INF or -F32_MAX <= lo <= F32_MAX) and (
+                                    hi == INF or -F32_MAX <= hi <= F32_MAX):
                                 lo = lo if lo == -INF else unpack(pack(lo))[0]
                                 hi = hi if hi == INF else unpack(pack(hi))[0]
                                 ranges[node] = new(Interval, (lo, hi, nan))
