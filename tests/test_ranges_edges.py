@@ -73,7 +73,8 @@ def test_floor_division_by_an_infinite_divisor_and_of_an_infinite_dividend(dtype
     assert tg.read(q) == -1.0
     big = cp.value(1.0, dtype, range=(1.0, math.inf))
     q2 = big // 2.0
-    assert math.isnan(float(np_type(math.inf) // np_type(2.0))) and cp.ranges(q2).nan
+    with np.errstate(invalid="ignore"):
+        assert math.isnan(float(np_type(math.inf) // np_type(2.0))) and cp.ranges(q2).nan
     tg.compile(q2)
     tg.write(big, math.inf)
     tg.run()
