@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.graph.traverse import live_nodes
-from copapy.value import NUMPY_FUNCTIONS, numpy_name
+from copapy.numpy_dispatch import NUMPY_FUNCTIONS, numpy_name
 
 from .support.checks import examples
 

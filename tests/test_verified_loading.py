@@ -270,6 +270,60 @@ def test_the_host_runner_refuses_the_corpus_and_still_runs_honest_programs() -> 
         assert proc.poll() is None
 
 
+def test_a_keep_copy_into_a_frozen_slot_is_refused_and_the_old_program_runs_on() -> None:
+    """An online change's KEEP list copies bytes of the old program's data into the new one's
+    after the new one was verified: a copy onto its fused loop's length (the old program's
+    input, 2^20) was accepted, and the loop stored 2^20 elements past its data (the guard
+    caught SIGSEGV; a smaller count overwrites the task table after the data). Now refused,
+    naming the frozen slot, and the old program runs on."""
+    with runner_process("--pty", "--no-rt", allow_code=False) as (pty, proc), \
+            cp.SerialTarget(pty) as tg:
+        big = cp.value(0, name="big")
+        y = big + 1
+        tg.deploy(cp.Task(y, period=1e-3), start=True)
+        tg.write(big, 1 << 20)
+        assert tg._compiled is not None
+        old = next(port.offset for port in im.parse(tg._compiled.image).ports
+                   if port.role == cp._contract.PortRole.INPUT)
+        u = _array_input(np.arange(8, dtype=np.float32), "float32")
+        compiled, _ = tg._program([cp.Task(u * u + 1.0, period=1e-3)])
+        new = im.parse(compiled.image)
+        lengths = [off for off, size in new.frozen if size == 4]
+        assert lengths, new.frozen
+        crc = struct.unpack("<I", compiled.image[-4:])[0]
+        with pytest.raises(cp.serial_target.p.ProtocolError,
+                           match="overlap a frozen slot of the new program") as info:
+            tg._upload(compiled.image, crc, True, [(old, lengths[0], 4)])
+        assert info.value.name == "OUT_OF_RANGE"
+        assert tg.info().state == "running" and proc.poll() is None
+        deadline = time.monotonic() + 10
+        while tg.read(y) != (1 << 20) + 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert tg.read(y) == (1 << 20) + 1
+        tg._upload(compiled.image, crc, True, [])  # the same program without the copy runs
+        assert tg.info().state == "running"
+
+
+@pytest.mark.parametrize("variant", ["x86_64-v3", "x86_64-v4"])
+def test_a_variant_pin_without_its_cpu_features_is_refused(variant: str) -> None:
+    """The loader's CPU check reads the image's CPU_FEATURES, not the table: an image pinned
+    to the AVX2 or AVX-512 table with the section dropped was accepted and would run that
+    code on any x86_64 CPU (SIGILL). The runner now knows each table's features (TABLE)."""
+    u = _array_input(np.arange(64, dtype=np.float32), "float32")
+    compiled = compile_program(nodes([cp.exp(u) * u + 1.0]), variant)
+    img = im.parse(compiled.image)
+    assert img.cpu_features != 0
+    try:  # the honest image: loads, or names the features this CPU lacks
+        _runner.load(compiled.image)
+    except _runner.ImageError as exc:
+        assert exc.name == "CPU_FEATURES", str(exc)
+    img.cpu_features = 0
+    with pytest.raises(_runner.ImageError, match=r"needs CPU features .* does not declare") \
+            as info:
+        _runner.load(img.to_bytes())
+    assert info.value.name == "TABLE"
+
+
 def test_cp_load_refuses_a_format_1_file_naming_the_fix(tmp_path: Path) -> None:
     _, img, _ = base_program(ARCH)
     path = tmp_path / "old.cpimg"

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from stencil_cpu_state import keeps_cpu_state, record_path, shown  # noqa: E402
 
+from copapy.arch.features import feature_mask  # noqa: E402
 from copapy.arch.targets import by_name  # noqa: E402
 from copapy.compiler.runner_table import RUNNER_TABLE_ARCHS, runner_table  # noqa: E402
 
@@ -91,6 +92,7 @@ def render(arch: str) -> str:
         f"extern const uint8_t *const cp_tables_sha256[{len(members)}];\n"
         f"extern const uint32_t cp_tables_size[{len(members)}];\n"
         f"extern const uint8_t *const cp_tables_keeps_cpu_state[{len(members)}];\n"
+        f"extern const uint64_t cp_tables_cpu_features[{len(members)}];\n"
         f"const uint32_t cp_tables_count = {len(members)}u;\n"
         f"const uint8_t *const cp_tables_blob[{len(members)}] = "
         f"{{{', '.join(_symbol(a) + '_blob' for a in members)}}};\n"
@@ -99,7 +101,11 @@ def render(arch: str) -> str:
         f"const uint32_t cp_tables_size[{len(members)}] = "
         f"{{{', '.join(f'{n}u' for n in sizes)}}};\n"
         f"const uint8_t *const cp_tables_keeps_cpu_state[{len(members)}] = "
-        f"{{{', '.join('&' + _symbol(a) + '_keeps_cpu_state' for a in members)}}};\n")
+        f"{{{', '.join('&' + _symbol(a) + '_keeps_cpu_state' for a in members)}}};\n"
+        "/* the CPU_FEATURES bits each table's code needs: an image pinned to one declares\n"
+        " * them (blocks.c), so the loader's CPU check sees what the code will execute */\n"
+        f"const uint64_t cp_tables_cpu_features[{len(members)}] = "
+        f"{{{', '.join(f'{feature_mask(by_name(a)):#x}ull' for a in members)}}};\n")
     return text
 
 

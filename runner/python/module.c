@@ -758,7 +758,7 @@ static PyObject *runner_verify(PyObject *module, PyObject *args, PyObject *kwarg
     cp_error err = new_error();
     cp_image img;
     cp_blocks_plan plan;
-    cp_table t = {(const uint8_t *)table.buf, (uint32_t)table.len, pin, 0};
+    cp_table t = {(const uint8_t *)table.buf, (uint32_t)table.len, pin, 0, 0};
     cp_status st = cp_image_parse(&img, bytes, (size_t)image.len,
                                   image.len >= 10 ? (uint16_t)(bytes[8] | (bytes[9] << 8)) : 0,
                                   &err);

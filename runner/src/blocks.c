@@ -229,6 +229,9 @@ typedef struct {
     int32_t waiting_addend[MAX_WAITING];
     uint32_t nwaiting;
     uint32_t chain, block, ops; /* where the walk is, for messages */
+    /* every counted loop's counter (a plan's list), once all are known: NULL while pass 1
+     * first collects them (check_counters) */
+    const cp_blocks_plan *counters;
 } walk;
 
 static cp_status fail_block(walk *w, cp_status code, const char *what, uint64_t a, uint64_t b)
@@ -294,15 +297,76 @@ static int written_frozen(const cp_image *img, uint64_t off, uint64_t size)
     return size != 0 && frozen_find(img, off, size) >= 0;
 }
 
-/* elem x the product of dims, or UINT64_MAX if it exceeds the data region */
+int cp_blocks_frozen_overlap(const cp_image *img, uint64_t off, uint64_t size)
+{
+    return written_frozen(img, off, size);
+}
+
+static cp_status layout_error(walk *w);
+
+/* A counted loop's counter is the one frozen slot a stencil writes (its loop's own), so no
+ * length or pointer slot of any block, in any chain, may share a byte with one, and two
+ * counters are the same slot or disjoint: else the loop rewrites a length or a pointer that
+ * the verifier read from the initial data (an array op then runs over `bound` elements).
+ * The offset of a counter other than `except` that overlaps [off, off + size), or -1. */
+static int64_t counter_overlap(const walk *w, uint64_t off, uint64_t size, uint64_t except)
+{
+    const cp_blocks_plan *c = w->counters;
+    for (uint32_t i = 0; c != NULL && i < c->counter_count; i++) {
+        uint64_t at = c->counter[i];
+        if (at != except && at < off + size && off < at + 4) {
+            return (int64_t)at;
+        }
+    }
+    return -1;
+}
+
+/* Pass 1's first walk lists each counter once; later walks find every counter in the list
+ * (pass 2: else the image changed) and check it against the others. */
+static cp_status check_counter(walk *w, uint32_t off)
+{
+    if (w->counters == NULL) {
+        cp_blocks_plan *plan = w->plan;
+        for (uint32_t i = 0; i < plan->counter_count; i++) {
+            if (plan->counter[i] == off) {
+                return CP_OK;
+            }
+        }
+        if (plan->counter_count >= CP_MAX_COUNTERS) {
+            return fail_block(w, CP_ERR_TOO_LARGE, "more counted loops than a runner checks "
+                              "(count, limit)", plan->counter_count, CP_MAX_COUNTERS);
+        }
+        plan->counter[plan->counter_count++] = off;
+        return CP_OK;
+    }
+    int known = 0;
+    for (uint32_t i = 0; i < w->counters->counter_count; i++) {
+        known |= w->counters->counter[i] == off;
+    }
+    if (!known) {
+        return layout_error(w);
+    }
+    int64_t other = counter_overlap(w, off, 4, off);
+    if (other >= 0) {
+        return fail_block(w, CP_ERR_FROZEN, "two counted loops' counters overlap (counter, "
+                          "other counter)", off, (uint64_t)other);
+    }
+    return CP_OK;
+}
+
+/* elem x the product of dims, or UINT64_MAX if it exceeds the data region. A length of 0
+ * counts as 1: the lane-order reductions (rsum, rmin, rmax, dot and the fused dots, the
+ * matrix products' inner sums) read element 0 before they look at n, so an empty array at
+ * the end of the data would read the bytes after it (the task table: a code address). */
 static uint64_t extent(uint64_t elem, const uint32_t *dims, unsigned count, uint64_t limit)
 {
     uint64_t n = elem;
     for (unsigned i = 0; i < count; i++) {
-        if (dims[i] != 0 && n > limit / dims[i]) {
+        uint64_t d = dims[i] != 0 ? dims[i] : 1u;
+        if (n > limit / d) {
             return UINT64_MAX;
         }
-        n *= dims[i];
+        n *= d;
     }
     return n;
 }
@@ -315,6 +379,16 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
     const cp_image *img = w->img;
     uint64_t data = img->data_size;
     uint32_t len[MAX_ROLES] = {0};
+    /* every slot on a multiple of its element's size (up to 4): a Cortex-M's VLDR and LDRD
+     * fault on an unaligned address, and a verified program does not fault */
+    for (uint32_t r = 0; r < f->nroles; r++) {
+        const uint8_t *d = w->t->b + w->t->off_roles + (size_t)(f->first_role + r) * T_ROLE;
+        uint32_t align = d[2] < 4 ? d[2] : 4;
+        if (align > 1 && offs[r] % align != 0) {
+            return fail_block(w, CP_ERR_DATA_RANGE, "a slot is not aligned to its element "
+                              "(offset, alignment)", offs[r], align);
+        }
+    }
     /* lengths first: arrays of the same block are sized by them */
     for (uint32_t r = 0; r < f->nroles; r++) {
         const uint8_t *d = w->t->b + w->t->off_roles + (size_t)(f->first_role + r) * T_ROLE;
@@ -328,6 +402,12 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
         if (!frozen_covers(img, offs[r], 4)) {
             return fail_block(w, CP_ERR_FROZEN, "a length slot is not in the FROZEN list "
                               "(offset, role)", offs[r], d[0]);
+        }
+        int64_t counter_at = counter_overlap(w, offs[r], 4, UINT64_MAX);
+        if (counter_at >= 0) {
+            return fail_block(w, CP_ERR_FROZEN, "a length slot overlaps a counted loop's "
+                              "counter, which the loop rewrites (offset, counter)", offs[r],
+                              (uint64_t)counter_at);
         }
         if (d[0] < MAX_ROLES) {
             len[d[0]] = (uint32_t)init_le(img, offs[r], 4);
@@ -359,6 +439,10 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
                                       "bound (counter, bound)", start, offs[q]);
                 }
             }
+            cp_status st = check_counter(w, offs[r]);
+            if (st != CP_OK) {
+                return st;
+            }
             *counter = offs[r];
             continue;
         }
@@ -382,8 +466,18 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
                 return fail_block(w, CP_ERR_FROZEN, "a pointer slot is not in the FROZEN list "
                                   "(offset, role)", offs[r], d[0]);
             }
+            int64_t counter_at = counter_overlap(w, start, 8, UINT64_MAX);
+            if (counter_at >= 0) {
+                return fail_block(w, CP_ERR_FROZEN, "a pointer slot overlaps a counted loop's "
+                                  "counter, which the loop rewrites (offset, counter)", start,
+                                  (uint64_t)counter_at);
+            }
             /* the slot holds its target relative to itself (stencils/fused.c) */
             start = (start + init_le(img, offs[r], 8)) & UINT64_MAX;
+            if (elem > 1 && start % (elem < 4 ? elem : 4) != 0) {
+                return fail_block(w, CP_ERR_DATA_RANGE, "a pointer slot's array is not aligned "
+                                  "to its element (target, element bytes)", start, elem);
+            }
             /* a block's own pointer: the product of its length roles (n; j for a gather's
              * source; n x k for a level gather's result) */
             uint32_t dims[3];
@@ -864,6 +958,14 @@ cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_pl
                        "carries %u others (%s..., ...): compile with the copapy version of the "
                        "runner", (uint64_t)(uintptr_t)want, count, (uint64_t)(uintptr_t)have);
     }
+    /* the image's CPU_FEATURES decide the loader's CPU check: they must name what the
+     * table's code executes (an x86_64-v4 pin without them ran AVX-512 on any CPU) */
+    uint64_t undeclared = table->cpu_features & ~img->cpu_features;
+    if (undeclared != 0) {
+        return CP_FAIL(err, CP_ERR_TABLE, (uint32_t)undeclared,
+                       "the image's stencil table needs CPU features %x that its CPU_FEATURES "
+                       "section does not declare: compile it again", undeclared);
+    }
     return cp_blocks_plan_table(img, table, 0, plan, err);
 }
 
@@ -890,6 +992,14 @@ cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int u
     w.plan = plan;
     w.err = err;
     st = walk_blocks(&w);
+    if (st == CP_OK && plan->counter_count > 0) {
+        /* the same walk again, now that every counter is known (a length may come before
+         * the loop whose counter overlaps it); it lays out the same plan */
+        plan->helper_count = plan->rodata_count = 0;
+        w.at = w.nwaiting = 0;
+        w.counters = plan;
+        st = walk_blocks(&w);
+    }
     if (st != CP_OK) {
         return st;
     }
@@ -931,6 +1041,7 @@ cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
     w.t = &t;
     w.plan = NULL;
     w.laid = plan;
+    w.counters = plan;
     w.base = base;
     w.vbase = vbase;
     w.err = err;

@@ -137,13 +137,40 @@ static CP_ALWAYS_INLINE const uint32_t *cp_jobs_move(const cp_guard_job_list *li
     return w + 3;
 }
 
+/* A run of OUTPUT entries (the first one's words at w, *o past it) in one loop: a tick's period
+ * ends come one after another, and each entry walked costs as much as its move. Returns the
+ * words after the run, *o past it. */
+static CP_ALWAYS_INLINE const uint32_t *cp_jobs_outputs(const cp_guard_job_list *list,
+                                                       uint8_t *data, double *io,
+                                                       const uint32_t *w, const uint8_t **o,
+                                                       const uint8_t *stop)
+{
+    for (;;) {
+        w = cp_jobs_move(list, data, io, CP_JOBS_OUTPUT, w);
+        if (*o == stop || **o != CP_JOBS_OUTPUT) {
+            return w;
+        }
+        (*o)++;
+    }
+}
+
+/* The INPUT half of an INPUT_JOB entry (words w): the channel into its float32 slot, as
+ * cp_jobs_move's INPUT converts it. */
+static CP_ALWAYS_INLINE void cp_jobs_input_f32(uint8_t *data, const double *io,
+                                               const uint32_t *w)
+{
+    float f = cp_to_f32(w[1] != CP_JOBS_NO_CHANNEL ? io[w[1]] : 0.0);
+    cp_copy(data + w[0], (const uint8_t *)&f, sizeof(f));
+}
+
 /* A platform's job of a list: task `task`'s chain guarded, `n` its index over the call.
  * Nonzero: it faulted (fault filled), the walk stops. */
 typedef int (*cp_jobs_job_fn)(void *ctx, uint32_t task, uint32_t n, cp_fault *fault);
 
 /* The list's entries `repeat` times: the moves here, each job by `job` (a constant where this
  * is inlined, so that the platform's job is inlined into the loop too). Returns 1 if a job
- * faulted (no entry after it has run), else 0. */
+ * faulted (no entry after it has run), else 0. An INPUT_JOB is its move and its job with no
+ * entry walked between them, a run of OUTPUTs one loop (docs/decisions/2026-12-05-io-entries.md). */
 static CP_ALWAYS_INLINE int cp_jobs_walk(const cp_guard_job_list *list, cp_jobs_job_fn job,
                                          void *ctx, cp_fault *fault)
 {
@@ -154,13 +181,24 @@ static CP_ALWAYS_INLINE int cp_jobs_walk(const cp_guard_job_list *list, cp_jobs_
     uint32_t n = 0;
     for (uint32_t r = list->repeat; r != 0; r--) {
         const uint32_t *w = words;
-        for (const uint8_t *o = order; o != stop; o++) {
-            if (*o >= CP_JOBS_ROW) {
-                w = cp_jobs_move(list, data, io, *o, w);
-                continue;
-            }
-            if (job(ctx, *o, n++, fault) != 0) {
-                return 1;
+        const uint8_t *o = order;
+        while (o != stop) {
+            uint32_t kind = *o++;
+            if (kind < CP_JOBS_INPUT_JOB) {
+                if (job(ctx, kind, n++, fault) != 0) {
+                    return 1;
+                }
+            } else if (kind == CP_JOBS_INPUT_JOB) { /* (the job inlined here again: faster) */
+                cp_jobs_input_f32(data, io, w);
+                kind = (uint8_t)w[2];
+                w += 3;
+                if (job(ctx, kind, n++, fault) != 0) {
+                    return 1;
+                }
+            } else if (kind == CP_JOBS_OUTPUT) {
+                w = cp_jobs_outputs(list, data, io, w, &o, stop);
+            } else {
+                w = cp_jobs_move(list, data, io, kind, w);
             }
         }
     }

@@ -422,6 +422,9 @@ typedef struct cp_table {
      * state (its proof record, runner/tables/cpu_state/<arch>.json, is for these bytes), so
      * a guard may skip the per-job CPU-state check of programs verified against it */
     uint8_t keeps_cpu_state;
+    /* the CPU_FEATURES bits its code needs (0: the baseline); an image pinned to it must
+     * declare them, or the loader's CPU check would not see them (blocks.c) */
+    uint64_t cpu_features;
 } cp_table;
 uint32_t cp_table_count(void);
 int cp_table_get(uint32_t index, cp_table *out);
@@ -432,6 +435,7 @@ enum {
     CP_MAX_HELPERS = 256, /* distinct helper functions one program calls */
     CP_MAX_RODATA = 128,  /* distinct constant blobs */
     CP_MAX_KINDS = 16,    /* patch kinds of a table */
+    CP_MAX_COUNTERS = 128, /* distinct counted-loop counters (cp.fori_loop) of one program */
     CP_PIN_SIZE = 32
 };
 
@@ -446,6 +450,10 @@ typedef struct cp_blocks_plan {
     uint16_t rodata[CP_MAX_RODATA];
     uint32_t rodata_at[CP_MAX_RODATA];
     uint32_t ops; /* blocks of the manifest */
+    /* the counted loops' counters: the one frozen slot a stencil writes, so no length or
+     * pointer slot of any block may overlap one (blocks.c check_counters) */
+    uint32_t counter_count;
+    uint32_t counter[CP_MAX_COUNTERS];
 } cp_blocks_plan;
 
 /* Pass 1: picks the table the image's pin names (TABLE if none), checks every rule of docs/image.md's "Verified loading" (STENCIL,
@@ -464,6 +472,10 @@ cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
  * architectures' images, runner/python/module.c verify). */
 cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int untrusted,
                                cp_blocks_plan *plan, cp_error *err);
+/* Whether [off, off + size) of the data shares a byte with a slot of the image's FROZEN list
+ * (a length, pointer slot or loop counter the verifier read from the initial data): a writer
+ * the image does not declare (LOAD_COMMIT's KEEP copies) must not touch one. */
+int cp_blocks_frozen_overlap(const cp_image *img, uint64_t off, uint64_t size);
 /* cp_blocks_place patching as if base[0] were at address `vbase` (the code is for another
  * machine's address space, or only checked). */
 cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,

@@ -678,7 +678,8 @@ static void cycle_copies(cycle_out *c, const cp_sched *s, uint32_t due)
  * first (plan_ticks with the simulated I/O): its period ends (the merged PUBLISH copies and
  * then the OUTPUT moves task by task where PLAN_FLAT_OUTPUTS, else task by task its copies
  * and then its OUTPUT moves), then its releases in priority order (each task's INPUT moves,
- * its RELEASE copies, its job), then (c->rows) a ROW entry: its trace row. Returns 0 if
+ * its RELEASE copies, its job; a float32 INPUT right before the job is one INPUT_JOB entry
+ * with it), then (c->rows) a ROW entry: its trace row. Returns 0 if
  * the lists would not be addressable; *jobs: the jobs, *io: whether it moves I/O. */
 static int plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, cycle_out *c,
                       uint32_t *jobs, uint32_t *io)
@@ -707,8 +708,17 @@ static int plan_cycle(const cp_sched *s, uint64_t start, uint64_t h, cycle_out *
             if (!(due >> i & 1u)) {
                 continue;
             }
-            cycle_bindings(c, s, CP_JOBS_INPUT, s->bindings[i][0], s->bindings[i][1]);
-            *io |= s->bindings[i][0] < s->bindings[i][1];
+            uint32_t b0 = s->bindings[i][0], b1 = s->bindings[i][1];
+            *io |= b0 < b1;
+            if (b0 < b1 && s->copies[i][0] == s->copies[i][1] &&
+                s->prog->io_bindings[b1 - 1].dtype == CP_DT_F32) {
+                /* its last INPUT a float32 one right before the job: one entry for both */
+                cycle_bindings(c, s, CP_JOBS_INPUT, b0, b1 - 1);
+                cycle_move(c, CP_JOBS_INPUT_JOB, s->prog->io_bindings[b1 - 1].offset,
+                           CP_JOBS_NO_CHANNEL, i | (b1 - 1) << 8);
+                continue;
+            }
+            cycle_bindings(c, s, CP_JOBS_INPUT, b0, b1);
             for (uint32_t x = s->copies[i][0]; x < s->copies[i][1]; x++) {
                 const cp_let_copy *l = &s->prog->let_copies[x];
                 cycle_move(c, CP_JOBS_COPY, l->dst, l->src, l->size);
@@ -762,7 +772,8 @@ static void plan_cycle_channels(cp_sched *s)
     const uint8_t *order = s->plan + s->plan_cycle_order;
     uint8_t *w = s->plan + s->plan_cycle_copies;
     for (uint32_t k = 0; k < s->plan_cycle_count; k++) {
-        if (order[k] == CP_JOBS_INPUT || order[k] == CP_JOBS_OUTPUT) {
+        if (order[k] == CP_JOBS_INPUT || order[k] == CP_JOBS_OUTPUT ||
+            order[k] == CP_JOBS_INPUT_JOB) {
             uint32_t v[3];
             cp_copy((uint8_t *)v, w, sizeof(v));
             const cp_io_binding *b = &s->prog->io_bindings[v[2] >> 8];
@@ -770,7 +781,7 @@ static void plan_cycle_channels(cp_sched *s)
             v[1] = ch != NULL ? (uint32_t)(ch - s->sim_io) : CP_JOBS_NO_CHANNEL;
             cp_copy(w, (const uint8_t *)v, sizeof(v));
         }
-        w += order[k] == CP_JOBS_ROW || order[k] < CP_JOBS_ROW ? 0 : PLAN_COPY_BYTES;
+        w += order[k] == CP_JOBS_ROW || order[k] < CP_JOBS_INPUT_JOB ? 0 : PLAN_COPY_BYTES;
     }
     s->plan_cycle_io |= CYCLE_IO_SET;
 }

@@ -517,15 +517,25 @@ static uint64_t min_nonzero(uint64_t a, uint64_t b)
 #define KEEP_ENTRY 12u
 
 static int check_keep(cp_server *s, const uint8_t *list, uint32_t count, uint32_t old_size,
-                      uint32_t new_size)
+                      const cp_image *img)
 {
     for (uint32_t i = 0; i < count; i++) {
         const uint8_t *e = list + (size_t)i * KEEP_ENTRY;
         uint64_t from = cp_le32(e), to = cp_le32(e + 4), size = cp_le32(e + 8);
-        if (size == 0 || from + size > old_size || to + size > new_size) {
+        if (size == 0 || from + size > old_size || to + size > img->data_size) {
             FAIL(s, CP_PERR_OUT_OF_RANGE, i,
                  "KEEP entry %u: %u bytes at old %u -> new %u outside the data (old %u, new "
-                 "%u bytes): made for another program", i, size, from, to, old_size, new_size);
+                 "%u bytes): made for another program", i, size, from, to, old_size,
+                 img->data_size);
+            return 0;
+        }
+        /* the verifier read the new program's lengths, pointer slots and loop counters from
+         * its image: a copy over one would undo the verification */
+        if (cp_blocks_frozen_overlap(img, to, size)) {
+            FAIL(s, CP_PERR_OUT_OF_RANGE, i,
+                 "KEEP entry %u: %u bytes into new %u overlap a frozen slot of the new program "
+                 "(a length, pointer slot or loop counter, fixed at load): carry states only",
+                 i, size, to);
             return 0;
         }
     }
@@ -645,8 +655,7 @@ static void cmd_load_commit(cp_server *s, const uint8_t *p, uint32_t n)
         return;
     }
 
-    if (keep && !check_keep(s, p + 3, keep_count, s->prog[s->active].data_size,
-                            prog->data_size)) {
+    if (keep && !check_keep(s, p + 3, keep_count, s->prog[s->active].data_size, &img)) {
         cp_program_unload(prog);
         return;
     }

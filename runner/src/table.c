@@ -10,6 +10,7 @@ extern const uint8_t *const cp_tables_blob[];
 extern const uint8_t *const cp_tables_sha256[];
 extern const uint32_t cp_tables_size[];
 extern const uint8_t *const cp_tables_keeps_cpu_state[];
+extern const uint64_t cp_tables_cpu_features[];
 
 uint32_t cp_table_count(void)
 {
@@ -25,6 +26,7 @@ int cp_table_get(uint32_t index, cp_table *out)
     out->size = cp_tables_size[index];
     out->sha256 = cp_tables_sha256[index];
     out->keeps_cpu_state = *cp_tables_keeps_cpu_state[index];
+    out->cpu_features = cp_tables_cpu_features[index];
     return 1;
 }
 #else
@@ -40,6 +42,7 @@ int cp_table_get(uint32_t index, cp_table *out)
     out->size = 0;
     out->sha256 = NULL;
     out->keeps_cpu_state = 0;
+    out->cpu_features = 0;
     return 0;
 }
 #endif

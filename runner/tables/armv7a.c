@@ -14265,8 +14265,12 @@ extern const uint8_t *const cp_tables_blob[1];
 extern const uint8_t *const cp_tables_sha256[1];
 extern const uint32_t cp_tables_size[1];
 extern const uint8_t *const cp_tables_keeps_cpu_state[1];
+extern const uint64_t cp_tables_cpu_features[1];
 const uint32_t cp_tables_count = 1u;
 const uint8_t *const cp_tables_blob[1] = {cp_table_armv7a_blob};
 const uint8_t *const cp_tables_sha256[1] = {cp_table_armv7a_sha256};
 const uint32_t cp_tables_size[1] = {341848u};
 const uint8_t *const cp_tables_keeps_cpu_state[1] = {&cp_table_armv7a_keeps_cpu_state};
+/* the CPU_FEATURES bits each table's code needs: an image pinned to one declares
+ * them (blocks.c), so the loader's CPU check sees what the code will execute */
+const uint64_t cp_tables_cpu_features[1] = {0x0ull};

@@ -30470,8 +30470,12 @@ extern const uint8_t *const cp_tables_blob[3];
 extern const uint8_t *const cp_tables_sha256[3];
 extern const uint32_t cp_tables_size[3];
 extern const uint8_t *const cp_tables_keeps_cpu_state[3];
+extern const uint64_t cp_tables_cpu_features[3];
 const uint32_t cp_tables_count = 3u;
 const uint8_t *const cp_tables_blob[3] = {cp_table_x86_64_blob, cp_table_x86_64_v3_blob, cp_table_x86_64_v4_blob};
 const uint8_t *const cp_tables_sha256[3] = {cp_table_x86_64_sha256, cp_table_x86_64_v3_sha256, cp_table_x86_64_v4_sha256};
 const uint32_t cp_tables_size[3] = {730613u, 855591u, 1007055u};
 const uint8_t *const cp_tables_keeps_cpu_state[3] = {&cp_table_x86_64_keeps_cpu_state, &cp_table_x86_64_v3_keeps_cpu_state, &cp_table_x86_64_v4_keeps_cpu_state};
+/* the CPU_FEATURES bits each table's code needs: an image pinned to one declares
+ * them (blocks.c), so the loader's CPU check sees what the code will execute */
+const uint64_t cp_tables_cpu_features[3] = {0x0ull, 0x1ffull, 0x3fffull};

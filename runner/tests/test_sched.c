@@ -1314,6 +1314,13 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int mode, uint32_t *f
             uint8_t kind = mode == PLAN_BOUND && rnd(2) == 0 ? CP_IO_PWM : CP_IO_ADC;
             sb_binding(b, (uint16_t)i, 1, kind, (uint16_t)i, in, R_STRIDE * i + R_SPARE);
             sb_binding(b, (uint16_t)i, 2, CP_IO_PWM, (uint16_t)i, out, driven);
+            /* a third of the bound cases' tasks have a second INPUT (the cycle's INPUT_JOB
+             * entry is a task's last float32 INPUT with its job: the ones before it are
+             * INPUT entries) */
+            if (mode == PLAN_BOUND && rnd(3) == 0 && b->nbindings + 1 <= SB_MAX_BINDINGS) {
+                sb_binding(b, (uint16_t)i, 1, CP_IO_ADC, (uint16_t)(i + 1),
+                           rnd(2) ? CP_DT_F32 : CP_DT_I32, R_STRIDE * i + R_FREE);
+            }
         }
     }
 }
@@ -1321,6 +1328,8 @@ static void plan_program(sb *b, uint32_t n, int can_fault, int mode, uint32_t *f
 /* plan cases whose plan has a bare cycle, and those of them that faulted, with guard_jobs;
  * calls of a bound cycle (I/O moves) and of a traced one whose ring wrapped inside the call */
 static int cycle_cases, cycle_faults, io_cycle_calls, io_cycle_faults, wrapped_cycle_calls;
+/* calls of a cycle with INPUT_JOB entries, and with an INPUT entry too in one tick */
+static int input_job_calls, input_and_job_calls;
 
 /* the planned scheduler's cycle lists (their orders in the plan's buffer: with ROW entries
  * and without) */
@@ -1332,12 +1341,17 @@ static int counting_jobs(void *job_ctx, const cp_guard_job_list *list, uint32_t 
                          cp_fault *fault)
 {
     if (list->order == cycle_order || list->order == cycle_rowless) {
-        uint64_t rows = 0, moves = 0;
+        uint64_t rows = 0, moves = 0, input_jobs = 0, inputs = 0;
         for (uint32_t k = 0; k < list->count; k++) {
-            rows += list->order[k] == CP_JOBS_ROW;
-            moves += list->order[k] == CP_JOBS_INPUT || list->order[k] == CP_JOBS_OUTPUT;
+            uint8_t o = list->order[k];
+            rows += o == CP_JOBS_ROW;
+            moves += o == CP_JOBS_INPUT || o == CP_JOBS_OUTPUT || o == CP_JOBS_INPUT_JOB;
+            input_jobs += o == CP_JOBS_INPUT_JOB;
+            inputs += o == CP_JOBS_INPUT;
         }
         io_cycle_calls += moves != 0;
+        input_job_calls += input_jobs != 0;
+        input_and_job_calls += input_jobs != 0 && inputs != 0;
         wrapped_cycle_calls += list->rows != NULL &&
                                *list->row_next + rows * list->repeat > list->row_capacity;
     }
@@ -1511,6 +1525,9 @@ static void test_plan_against_ticks(void)
             io_cycle_calls, io_cycle_faults, wrapped_cycle_calls);
     CHECK(cycle_cases > 100 && cycle_faults > 20);
     CHECK(io_cycle_calls > 100 && io_cycle_faults > 20 && wrapped_cycle_calls > 20);
+    fprintf(stderr, "  plan: %d calls of a cycle with INPUT_JOB entries (%d with INPUT entries "
+            "too)\n", input_job_calls, input_and_job_calls);
+    CHECK(input_job_calls > 100 && input_and_job_calls > 20);
     /* a hyperperiod longer than the buffer is not planned (the general path) */
     sb b;
     uint32_t faulty, periodic;

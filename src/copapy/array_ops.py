@@ -31,7 +31,8 @@ from .graph.errors import ShapeError
 from .graph.lanes import reduce_in_lane_order
 from .graph.node import const
 from .graph.ops import REGISTRY
-from .value import Value, _op, register_numpy_function, wrap
+from .numpy_dispatch import register_numpy_function
+from .value import Value, _op, wrap
 
 if TYPE_CHECKING:
     import numpy as np

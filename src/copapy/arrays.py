@@ -22,13 +22,12 @@ from .graph import build, element_shapes, levels
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
+from .numpy_dispatch import array_function, array_ufunc
 from .value import (
     Value,
     _convert,
     _node,
     _op,
-    array_function,
-    array_ufunc,
     format_traced,
     install_array_support,
     is_array,

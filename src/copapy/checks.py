@@ -14,11 +14,13 @@ from typing import Any
 from ._contract import IoKind
 from .dtypes import INT32_MAX, INT32_MIN
 from .graph.build import rebuild
-from .graph.intervals import Interval, hull
+from .graph.intervals import Interval, hull, rounded_bounds
 from .graph.location import describe
+from .graph.loop import FORI, body_of, result_index
 from .graph.node import Node, const
 from .graph.ranges import Analysis, Report, analyse, declare, declared, undeclared
 from .graph.traverse import live_nodes
+from .graph.unroll import relooped
 from .io import Channel
 from .value import flatten
 
@@ -58,7 +60,9 @@ def bind_range(node: Node, channel: Channel) -> None:
     """tg.bind: an input takes its channel's range (narrowed by a range it declared)."""
     if node.op != "input":
         return
-    lo, hi = channel_range(channel)
+    # (outward into the input's type: a float32 input holds 0.6 from a channel spanning
+    # (0.1, 0.6) as 0.6000000238)
+    lo, hi, _ = rounded_bounds(Interval(*channel_range(channel)), node.dtype)
     own = declared(node)
     if own is not None:
         lo, hi = max(lo, own.lo), min(hi, own.hi)
@@ -122,10 +126,15 @@ def check(*outputs: Any, warn: bool = False, strict: bool = False,
     if found.split_budget_exhausted:
         notes.append("note: the program has more cp.where guards over the same inputs than "
                      "the analysis splits; some guarded operations may be reported")
-    if assumed and not strict:
-        notes.append(f"note: {len(assumed)} operation(s) depend on inputs without a declared "
-                     f"range or on unbounded signal states and were not checked "
+    in_loops = sum(1 for r in assumed if r.node not in found.ranges)  # (a body's own pass)
+    if len(assumed) > in_loops and not strict:
+        notes.append(f"note: {len(assumed) - in_loops} operation(s) depend on inputs without a "
+                     f"declared range or on unbounded signal states and were not checked "
                      f"(cp.check(..., strict=True) reports them)")
+    if in_loops and not strict:
+        notes.append(f"note: {in_loops} operation(s) in cp.fori_loop bodies were not checked: "
+                     f"a body is analysed with its state at every value of its type (no fixed "
+                     f"point over the iterations); cp.check(..., strict=True) reports them")
     notes += [f"note: the signal state of {describe(s)} is unbounded (give it a range: "
               f"cp.integrate(x, range=(lo, hi)), cp.feedback(f, range=...), or clamp it)"
               for s in found.unbounded]
@@ -147,5 +156,21 @@ def folded(outputs: list[Node], found: Analysis) -> dict[Node, Node]:
     decided = {n: const(v, n.dtype) for n, v in found.decided.items() if n not in keep}
     if not decided:
         return {}
-    return {n: m for n, m in rebuild(live_nodes(outputs), decided).items()
+    live = live_nodes(outputs)
+    # a cp.fori_loop result whose operands change is a result of a new loop over them (its
+    # body rebuilt over the new captures; rebuild knows no loops), loops in order
+    mapping: dict[Node, Node] = dict(decided)
+    loops: dict[int, list[Node]] = {}
+    for node in live:
+        if node.op != FORI or node in mapping:
+            continue
+        serial = body_of(node).serial
+        if serial not in loops:
+            changed = rebuild(live_nodes(list(node.args)), mapping)
+            args = [changed.get(a, a) for a in node.args]
+            loops[serial] = ([] if all(a is b for a, b in zip(args, node.args, strict=True))
+                             else relooped(node, args))
+        if loops[serial]:
+            mapping[node] = loops[serial][result_index(node)]
+    return {n: m for n, m in rebuild(live, mapping).items()
             if not (n in keep and m.op == "const")}

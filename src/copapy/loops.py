@@ -106,6 +106,14 @@ def fori_loop(n: int, body: Callable[..., State], init: State, index: bool = Fal
     It is the loop's reference (and runs on a target without the loop stencils); cp.grad
     through it is ordinary reverse mode.
     """
+    if isinstance(n, Value):
+        raise TypeError(f"cp.fori_loop: n must be a Python int, not the copapy value {n!r} "
+                        f"(an input, or an argument "
+                        f"of a @cp.jit function, which is traced as one), but the iteration "
+                        f"count is fixed in the program: pass a Python int (from the "
+                        f"enclosing scope, not an argument of the jitted function), or run the "
+                        f"largest count with index=True and keep the state where i >= n: "
+                        f"body(i, s) returning cp.where(i < n, step(s), s)")
     if isinstance(n, bool) or not isinstance(n, int):
         try:
             n = operator.index(n)

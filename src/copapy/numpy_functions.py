@@ -1,7 +1,7 @@
 """NumPy's functions that copapy computes on traced arrays with NumPy's conventions (argument
 names, shapes, batches, result types): ``np.linalg.solve/inv/det/slogdet/cholesky/norm`` on
 cp.linalg's unrolled eliminations, ``np.ptp``, and the lookups of lookup.py. Registered by
-NumPy's module and name (value.NUMPY_FUNCTIONS), so ``np.linalg.solve(A, b)`` inside
+NumPy's module and name (numpy_dispatch.NUMPY_FUNCTIONS), so ``np.linalg.solve(A, b)`` inside
 ``@cp.jit`` and on cp.matrix values alike is ``cp.linalg.solve`` (docs/decisions/
 2026-12-05-numpy-coverage-gaps.md)."""
 
@@ -24,7 +24,8 @@ from .arrays import (
     ufunc_method,
 )
 from .functions import log, sign, sqrt, where
-from .value import Value, constant, is_array, is_traced, register_numpy_function
+from .numpy_dispatch import register_numpy_function
+from .value import Value, constant, is_array, is_traced
 
 if TYPE_CHECKING:
     import numpy as np

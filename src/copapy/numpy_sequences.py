@@ -14,7 +14,7 @@ from . import array_shapes as shp
 from . import dtypes as dt
 from .arrays import Array, asarray, elementwise
 from .functions import sqrt, where
-from .value import register_numpy_function
+from .numpy_dispatch import register_numpy_function
 
 if TYPE_CHECKING:
     import numpy as np

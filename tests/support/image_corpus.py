@@ -193,6 +193,10 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     set_slot(ch, c, b, 0, img.data_size - 2)
     yield "a 4-byte slot straddling the end", "DATA_RANGE", with_chains(img, ch)
     img, ch = fresh()
+    set_slot(ch, c, b, 0, 1)
+    yield "a scalar slot at an odd offset (a Cortex-M's VLDR faults)", "DATA_RANGE", \
+        with_chains(img, ch)
+    img, ch = fresh()
     set_slot(ch, c, b, 0, 0x7FFFFFF0)
     yield "a slot 2 GiB away (a write anywhere)", "DATA_RANGE", with_chains(img, ch)
     img, ch = fresh()
@@ -214,6 +218,11 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     patch_init(img, n_off, struct.pack("<I", 0xFFFFFFFF))
     yield "a length of 2^32 - 1 (the byte count overflows 32 bits)", "DATA_RANGE", \
         img.to_bytes()
+    img, ch = fresh()
+    patch_init(img, n_off, struct.pack("<I", 0))
+    set_slot(ch, c3, b3, ed.slot_of(ch, c3, b3, "a"), img.data_size)
+    yield "an empty array at the end of the data (the sum reads element 0: the task table)", \
+        "DATA_RANGE", with_chains(img, ch)
     img, ch = fresh()
     set_slot(ch, c3, b3, ed.slot_of(ch, c3, b3, "n"), img.data_size)
     yield "a length slot outside the data", "DATA_RANGE", with_chains(img, ch)
@@ -238,6 +247,10 @@ def mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
         img, ch = fresh()
         patch_init(img, p_off, struct.pack("<q", -p_off - 4096))
         yield "a pointer slot aimed below the data", "DATA_RANGE", img.to_bytes()
+        img, ch = fresh()
+        aim = struct.unpack_from("<q", img.data_init.ljust(p_off + 8, b"\0"), p_off)[0]
+        patch_init(img, p_off, struct.pack("<q", aim + 2))
+        yield "a pointer slot aimed 2 bytes into its array", "DATA_RANGE", img.to_bytes()
 
     # FROZEN: lengths (and pointer slots) listed, unwritten by anything
     img, ch = fresh()
@@ -403,6 +416,41 @@ def fori_mutants(arch: str) -> Iterator[tuple[str, str, bytes]]:
     img, ch = fresh()
     del ch[ce][be]
     yield "a counted loop without its end", "STRUCTURE", with_chains(img, ch)
+    # the counter is the one frozen slot a stencil writes: on another block's length or
+    # pointer slot, the loop would rewrite what the verifier read from the initial data
+    img, ch = fresh()
+    cl, bl = ed.must(ch, lambda n: "n" in slot_roles(ed.table, n) and not is_end(n))
+    length = ed.offset(ch, cl, bl, "n")
+    set_slot(ch, ce, be, ed.slot_of(ch, ce, be, "out"), length)
+    set_slot(ch, cb, bb, 0, length)
+    yield "a counter on another block's length (the loop sets the count)", "FROZEN", \
+        with_chains(img, ch)
+    img, ch = fresh()
+    starts = [b for b, (sid, _) in enumerate(ch[cb]) if is_begin(ed.names[sid])]
+    cl, bl = ed.must(ch, lambda n: "n" in slot_roles(ed.table, n) and not is_end(n))
+    assert (cl, bl) == (cb, starts[1] - 1), "a length just before the second loop"
+    length = ed.offset(ch, cl, bl, "n")
+    set_slot(ch, ce, ends[1], ed.slot_of(ch, ce, ends[1], "out"), length)
+    set_slot(ch, cb, starts[1], 0, length)
+    yield "a counter on a length read before its loop (the loop sets the count)", "FROZEN", \
+        with_chains(img, ch)
+    pointer = ed.find(ch, lambda n: n.startswith("vrstore_"))
+    if pointer is not None:  # fused loops: pointer slots
+        img, ch = fresh()
+        target = ed.offset(ch, pointer[0], pointer[1], "out")
+        set_slot(ch, ce, be, ed.slot_of(ch, ce, be, "out"), target)
+        set_slot(ch, cb, bb, 0, target)
+        yield "a counter on a pointer slot (the loop moves the array)", "FROZEN", \
+            with_chains(img, ch)
+    img, ch = fresh()
+    second, second_bound = (ed.offset(ch, ce, ends[1], r) for r in ("out", "n"))
+    set_slot(ch, ce, ends[0], ed.slot_of(ch, ce, ends[0], "n"), second_bound)
+    set_slot(ch, ce, ends[1], ed.slot_of(ch, ce, ends[1], "out"), counter + 2)
+    set_slot(ch, cb, starts[1], 0, counter + 2)
+    img.frozen = sorted([f for f in img.frozen if f[0] not in (counter, bound, second)] +
+                        [(counter, 8)])
+    # (two aligned counters are the same or disjoint: the misaligned one is refused first)
+    yield "two counters sharing two bytes", "DATA_RANGE", with_chains(img, ch)
     img, ch = fresh()
     fused = ed.find(ch, lambda n: n == "vloop_i32__begin")
     if fused is not None:  # an architecture with fused loops

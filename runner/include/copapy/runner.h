@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define CP_RUNNER_ABI_VERSION 9u
+#define CP_RUNNER_ABI_VERSION 10u
 #define CP_IMAGE_FORMAT_VERSION 2u
 /* the format that carries code: @cp.jit's own images and runners without a stencil table */
 #define CP_IMAGE_FORMAT_VERSION_CODE 1u
@@ -245,16 +245,20 @@ typedef int (*cp_guard_fn)(void *ctx, cp_chain_fn entry, uint64_t budget_ns, cp_
 typedef int (*cp_guard_body_fn)(void *arg, cp_guard_fn job, void *job_ctx);
 typedef int (*cp_guard_run_fn)(void *ctx, cp_guard_body_fn body, void *arg, cp_fault *fault);
 
-/* Appended in ABI 6, changed in ABI 7 and 9: the jobs of one or more ticks in one call of
- * the run's platform. The list: `count` entries of `order`, each a task index i (a job: the
- * chain tasks[i].entry, guarded with the budget budget_ns[i], or `budget` for every job if
- * budget_ns is NULL) or a move that takes the next three words (w0, w1, w2) of `copies`:
+/* Appended in ABI 6, changed in ABI 7, 9 and 10: the jobs of one or more ticks in one call
+ * of the run's platform. The list: `count` entries of `order`, each a task index i below
+ * CP_JOBS_INPUT_JOB (a job: the chain tasks[i].entry, guarded with the budget budget_ns[i],
+ * or `budget` for every job if budget_ns is NULL) or an entry that takes the next three words
+ * (w0, w1, w2) of `copies`:
  *   CP_JOBS_COPY    w2 bytes from data + w1 to data + w0 (ranges that do not overlap);
  *   CP_JOBS_INPUT   (ABI 9) io[w1] into the slot data + w0 of dtype (uint8_t)w2, converted as
  *                   the scheduler's bindings convert (float32 and int32 saturate, bool 0/1);
  *                   w1 CP_JOBS_NO_CHANNEL: 0.0;
  *   CP_JOBS_OUTPUT  (ABI 9) the slot data + w0 of dtype (uint8_t)w2 as a double into io[w1];
  *                   w1 CP_JOBS_NO_CHANNEL: nothing;
+ *   CP_JOBS_INPUT_JOB (ABI 10) a float32 INPUT and the job after it in one entry: io[w1]
+ *                   into the float32 slot data + w0 as CP_JOBS_INPUT converts it, then the
+ *                   job of task (uint8_t)w2 (a job for *at);
  * or CP_JOBS_ROW (ABI 9, no words): if `rows` is set, a trace row: the `row_ranges` ranges
  * (data + row_offset[r], row_size[r] bytes) one after the other into the ring slot *row_next
  * of `rows` past its 8 bytes of time (left to the caller), then *row_next advances, to 0 at
@@ -270,6 +274,7 @@ typedef int (*cp_guard_run_fn)(void *ctx, cp_guard_body_fn body, void *arg, cp_f
 #define CP_JOBS_INPUT 0xFEu
 #define CP_JOBS_OUTPUT 0xFDu
 #define CP_JOBS_ROW 0xFCu
+#define CP_JOBS_INPUT_JOB 0xFBu
 #define CP_JOBS_NO_CHANNEL 0xFFFFFFFFu
 typedef struct cp_guard_job_list {
     const cp_task_entry *tasks;

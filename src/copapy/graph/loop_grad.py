@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..dtypes import DType
-from .build import apply, cast, index, rebuild, stack
+from .build import apply, broadcast_to, cast, index, rebuild, stack
 from .errors import NotDifferentiableError
 from .loop import LoopBody, body_of, body_order, make_loop, new_carry, result_index
 from .node import Node, const
@@ -68,6 +68,10 @@ def _tangent_results(node: Node, gradients: Gradients) -> list[list[Node]]:
         d: list[Node] = []
         for x in (*loop.carries, *loop.captures):
             share = by_operand.get(x)
+            if share is not None and share.shape != x.shape:
+                # an output element that does not depend on an array operand: its gradient
+                # is the scalar 0, which counts for every element (it took one position)
+                share = broadcast_to(share, x.shape)
             d += ([cast(v, dtype) for v in _elements(share)] if share is not None else
                   [scalar] * x.size)
         for j in range(p):

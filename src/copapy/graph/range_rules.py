@@ -155,13 +155,42 @@ def _floordiv(a: tuple[Interval, ...], d: DType) -> Result:
     if y.contains_zero():
         return full(d), _zero_divisor("this floor division", y)
     if d.is_float:
-        inner, finding = _div(a, d)
-        return (Interval(math.floor(inner.lo) if math.isfinite(inner.lo) else inner.lo,
-                         math.ceil(inner.hi) if math.isfinite(inner.hi) else inner.hi,
-                         inner.nan), finding)
+        return _float_floordiv(x, y, d)
     qs = [p // q for p in (int(x.lo), int(x.hi)) for q in (int(y.lo), int(y.hi))]
     lo, hi = min(qs), max(qs)
     return _arith(float(lo), float(hi), False, d, a, "the quotient")
+
+
+def _float_floordiv(x: Interval, y: Interval, d: DType) -> Result:
+    """NumPy's float ``//`` (stencils' cp_floordiv: fmod, then the quotient of ``a - mod``
+    snapped to an integer) is the floor of the *exact* quotient while that is below
+    2**(mantissa - 3), not the floor of the rounded one: 1.0 // 0.1 in float32 is 9, though
+    1.0 / 0.1 rounds to 10; ``a // inf`` is -1 for a negative ``a``; ``inf // b`` is NaN."""
+    qs = []
+    for p in (x.lo, x.hi):
+        for q in (y.lo, y.hi):
+            if math.isfinite(q):
+                r = p / q
+                qs += [math.nextafter(r, -INF), math.nextafter(r, INF)]  # the exact quotient
+            elif math.isfinite(p):  # +-0 with the sign of p / q: its floor is -1 or 0
+                qs.append(-1.0 if p != 0 and (p < 0) != (q < 0) else 0.0)
+            # (inf / inf: NaN, in the flag; the finite operands near it are the other corners)
+    if not qs:  # only inf // inf: NaN
+        return Interval(0.0, 0.0, True), None
+    lo, hi = _floor(min(qs)), _floor(max(qs))
+    nan = _nan(x, y) or not x.finite
+    if max(abs(lo), abs(hi)) < 2.0 ** (21 if d.size == 4 else 50):
+        out = outward(lo, hi, nan, d, exact=True)
+    else:  # the rounded a - mod and quotient: a few ulps off the exact floor
+        out = outward(lo, hi, nan, d, 4)
+    if x.finite and not out.finite:
+        return out, Finding("float overflow", f"the quotient can exceed the {d.name} range "
+                            f"(divisor {y})", "keep the divisor away from 0 or clamp the result")
+    return out, None
+
+
+def _floor(v: float) -> float:
+    return float(math.floor(v)) if math.isfinite(v) else v
 
 
 @rule("mod")

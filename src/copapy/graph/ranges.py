@@ -49,7 +49,7 @@ from .intervals import (
     point,
 )
 from .location import describe
-from .loop import FORI
+from .loop import FORI, body_of
 from .node import Node, const_value
 from .range_rules import RULES, Finding, decide, sum_of
 from .reference import leaf_array
@@ -131,6 +131,9 @@ class Analysis:
     #: 8 per operation)
     split_explored: int = 0
     split_evaluated: int = 0
+    #: cp.fori_loop bodies analysed with their state at every value of its type (no fixed
+    #: point over the iterations): their reports are ``assumed``
+    loops: int = 0
 
 
 def _leaf(node: Node) -> Interval:
@@ -193,8 +196,10 @@ def _narrow(cond: Node, truth: bool, ranges: Mapping[Node, Interval],
     name = op if truth else _FLIP[op]
     # a comparison that holds is never one with NaN; one that fails may be
     nan_ok = not truth
-    nx = _bound(rx, name, ry, x.dtype, nan_ok)
-    ny = _bound(ry, _SWAP[name], rx, y.dtype, nan_ok)
+    # ... and it fails whatever the other operand is when one operand is NaN: only an
+    # operand that cannot be NaN narrows the other there
+    nx = _bound(rx, name, ry, x.dtype, nan_ok) if truth or not ry.nan else None
+    ny = _bound(ry, _SWAP[name], rx, y.dtype, nan_ok) if truth or not rx.nan else None
     if nx is not None:
         out[x] = nx
     if ny is not None:
@@ -338,8 +343,11 @@ class _Pass:
                                 lo, hi = unpack(pack(lo))[0], unpack(pack(hi))[0]
                                 ranges[node] = new(Interval, (lo, hi, nan))
                                 continue
-                            if not finite and (lo == -INF or lo >= -F32_MAX) and (
-                                    hi == INF or hi <= F32_MAX):
+                            # (an infinite operand: a finite bound may still lie beyond
+                            # the float32 range, 3e38 + inf's lower bound 6e38: the rule
+                            # rounds it to inf)
+                            if not finite and (lo == -INF or -F32_MAX <= lo <= F32_MAX) and (
+                                    hi == INF or -F32_MAX <= hi <= F32_MAX):
                                 lo = lo if lo == -INF else unpack(pack(lo))[0]
                                 hi = hi if hi == INF else unpack(pack(hi))[0]
                                 ranges[node] = new(Interval, (lo, hi, nan))
@@ -758,12 +766,39 @@ def analyse(outputs: Sequence[Node], env: Mapping[Node, Interval] | None = None)
     main.run(roots, None if env else order)
     reports = [Report(node, finding, ins, undeclared(node.args, unbounded))
                for node, finding, ins in main.exposed(roots)]
+    bodies = _loop_bodies(order, main.ranges, shared)
+    reports += [Report(node, finding, ins, True) for node, finding, ins in bodies[1]]
     reports.sort(key=lambda r: r.node.serial)
     unique: dict[tuple[int, str], Report] = {}
     for r in reports:
         unique.setdefault((id(r.node), r.finding.kind), r)
     return Analysis(main.ranges, list(unique.values()), unbounded, main.decided,
-                    shared.exhausted, shared.explored, shared.evaluated)
+                    shared.exhausted, shared.explored, shared.evaluated, bodies[0])
+
+
+def _loop_bodies(order: Sequence[Node], ranges: Mapping[Node, Interval], shared: _Shared
+                 ) -> tuple[int, list[tuple[Node, Finding, tuple[Interval, ...]]]]:
+    """The domain errors the bodies of the cp.fori_loop among ``order`` admit, with their
+    state at every value of its type, the captures at their ranges and the iteration
+    number in 0..n-1 (a body lives beside the graph, graph/loop.py: the main analysis
+    gives a loop's results every value of their type and never sees the body)."""
+    seen: set[int] = set()
+    found: list[tuple[Node, Finding, tuple[Interval, ...]]] = []
+    for node in order:
+        if node.op != FORI:
+            continue
+        loop = body_of(node)
+        if loop.serial in seen:
+            continue
+        seen.add(loop.serial)
+        env = {c: ranges.get(c, full(c.dtype)) for c in loop.captures}
+        env.update((c, full(c.dtype)) for c in loop.carries)
+        if loop.index is not None:
+            env[loop.index] = Interval(0.0, float(loop.n - 1))
+        body = _Pass(env, shared)
+        body.run(loop.outputs)
+        found += body.exposed(loop.outputs)
+    return len(seen), found
 
 
 
