@@ -958,6 +958,8 @@ def matmul(a: Any, b: Any) -> Any:
                                    f"multiply by it with *")
     like = _traced_type((a, b))
     x, y = asarray(a, like), asarray(b, like)
+    if x.ndim > 2 or y.ndim > 2:
+        return _stacked_matmul(x, y)
     if x.ndim == 1 and y.ndim == 1:
         return dot(x, y)
     if x.packed or y.packed:
@@ -975,6 +977,34 @@ def matmul(a: Any, b: Any) -> Any:
     return Array((x.shape[0], y.shape[1]), items=[dot(x._row(r), cols._row(c))
                                                   for r in range(x.shape[0])
                                                   for c in range(y.shape[1])])
+
+
+def _stacked_matmul(x: Array, y: Array) -> Array:
+    """NumPy's ``@`` of stacks of matrices: the leading axes broadcast, each pair of
+    matrices multiplied (a 1-D operand is one matrix row or column, as NumPy's). Before, the
+    (2, 2, 3) @ (3, 2) product failed inside with "dot needs two vectors"."""
+    front = x.shape[:-2] if x.ndim > 2 else ()
+    back = y.shape[:-2] if y.ndim > 2 else ()
+    inner = (x.shape[-1], y.shape[-2] if y.ndim > 1 else y.shape[0])
+    try:
+        batch = np.broadcast_shapes(front, back)
+    except ValueError:
+        batch = None
+    if batch is None or inner[0] != inner[1]:
+        raise build.ShapeError(f"matmul: shapes {x.shape} and {y.shape} do not fit (the last "
+                               f"axis of the first must equal the second-to-last of the "
+                               f"second, and the leading axes must broadcast)")
+
+    def pick(a: Array, lead: tuple[int, ...], at: tuple[int, ...]) -> Array:
+        if not lead:
+            return a
+        own = at[len(at) - len(lead):]
+        matrix: Array = a[tuple(0 if d == 1 else i for i, d in zip(own, lead, strict=True))]
+        return matrix
+
+    parts: list[Array] = [matmul(pick(x, front, at), pick(y, back, at))
+                          for at in np.ndindex(*batch)]
+    return stack_rows(parts).reshape(*batch, *parts[0].shape)
 
 
 def _rectangular(values: Any, what: str, dtype: Any = object) -> Any:

@@ -245,14 +245,17 @@ def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
 
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
          append: Any = np._NoValue) -> Any:
-    """``np.diff``: NumPy's own code, except of bools: ``!=`` of neighbours as NumPy's (its
-    own code, not seeing NumPy's bool type, subtracted them into -1, 0, 1)."""
+    """``np.diff``: NumPy's own code, its object array of differences made a copapy array
+    (it was returned as a NumPy object array, which compile() and jacobian() refuse); of
+    bools: ``!=`` of neighbours as NumPy's (its own code, not seeing NumPy's bool type,
+    subtracted them into -1, 0, 1)."""
     x = asarray(a) if is_array(a) else a
     if not (isinstance(x, Array) and x.dtype.is_bool):
         extras = {k: v for k, v in (("prepend", prepend), ("append", append))
                   if v is not np._NoValue}
         numpy_diff: Any = np.diff
-        return numpy_diff._implementation(a, n, axis, **extras)
+        out = numpy_diff._implementation(a, n, axis, **extras)
+        return asarray(out) if isinstance(out, np.ndarray) and out.dtype == object else out
     if prepend is not np._NoValue or append is not np._NoValue:
         raise TypeError("np.diff of bools with prepend= or append=: concatenate first "
                         "(np.concatenate) and take np.diff of the result")

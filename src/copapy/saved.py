@@ -314,17 +314,21 @@ def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
     the arrays names= gives, else the shape its first element recorded when a named input or
     state array was made (graph.element_shapes), else 1-D). The elements of a task's unpacked
     state, ``name[k]@taskN``, are not described (an array's elements are ``name[k]``)."""
-    ports = {node: p for node, p in compiled.ports.items()}
-    ports.update({node: Port(name, 0, node.dtype, ROLE_STATE, node.size)
-                  for name, node in compiled.states.items()})
+    # (node, port) pairs, not a dict by node: a delay's output is its state leaf, which has
+    # an output port and a state port (keyed by node, the state's replaced the output's, so
+    # the array the delay named was not described: read back flat or not at all)
+    pairs = [*compiled.ports.items(),
+             *((node, Port(name, 0, node.dtype, ROLE_STATE, node.size))
+               for name, node in compiled.states.items())]
     specs = {p.name: saved_meta.ArraySpec(p.name, tuple(node.shape), p.dtype)
-             for node, p in ports.items() if node.shape}
+             for node, p in pairs if node.shape}
     groups: dict[str, list[Port]] = {}
-    for p in ports.values():
+    for _, p in pairs:
         m = _ELEMENT.fullmatch(p.name)
         if m and p.count == 1:
             groups.setdefault(m[1], []).append(p)
-    nodes = {p.name: node for node, p in ports.items()}
+    nodes = {p.name: node for node, p in pairs}
+    by_name = {p.name: p for _, p in pairs}
     for name, parts in groups.items():
         first = nodes.get(f"{name}[0]")
         recorded = element_shapes.shape_of(first) if first is not None else None
@@ -336,7 +340,7 @@ def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
     for name, shape in shapes.items():  # a one-element array names= names: one scalar port
         node = nodes.get(name)
         if name not in specs and node is not None and math.prod(shape) == node.size == 1:
-            specs[name] = saved_meta.ArraySpec(name, shape, ports[node].dtype)
+            specs[name] = saved_meta.ArraySpec(name, shape, by_name[name].dtype)
     return list(specs.values())
 
 
@@ -409,11 +413,27 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
             raise TypeError(f"names[{name!r}] must be a copapy value or array, got "
                             f"{type(v).__name__}")
         nodes = v.nodes()
-        if len(nodes) == 1:
-            out[nodes[0]] = name
-        else:  # an unpacked array: one port per element
-            out.update({n: f"{name}[{k}]" for k, n in enumerate(nodes)})
+        if len(nodes) > 1:
+            _check_elements(name, nodes)
+        for k, n in enumerate(nodes):
+            port = name if len(nodes) == 1 else f"{name}[{k}]"
+            if out.get(n, port) != port:  # one node has one port: the first name would be lost
+                raise ValueError(f"names: {out[n]!r} and {port!r} are the same value, and a "
+                                 f"value has one port: give it one name")
+            out[n] = port
     return out
+
+
+def _check_elements(name: str, nodes: Sequence[Any]) -> None:
+    """An unpacked array whose elements are partly the program's inputs (np.cumsum(v)[0] is
+    v[0]) has no port of its own to read it by: its input elements would be renamed."""
+    inputs = [k for k, n in enumerate(nodes) if n.op == "input"]
+    if inputs and len(inputs) < len(nodes):
+        raise ValueError(f"names[{name!r}]: element {inputs[0]} is an input of the program "
+                         f"itself (as np.cumsum(v)[0] is v[0]), so the array has no port of "
+                         f"its own: its elements would take the input's place and name. Name "
+                         f"the computed elements one by one, or save the input under its "
+                         f"own name only")
 
 
 def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:

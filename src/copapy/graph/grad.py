@@ -36,8 +36,13 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
                 f"gradient with respect to a {x.dtype.name} value is not defined: "
                 f"differentiate with respect to float values (cp.value(1.0))")
     order = live_nodes([y])
+    # an element, slice or reshape of a packed input is a view: its gradient is the input's
+    # at that place (the view node itself is only one of the ways y reads the input)
+    bases = [_viewed_input(x) for x in xs]
+    swept = list(dict.fromkeys(b if b is not None else x for x, b in zip(xs, bases,
+                                                                           strict=True)))
     # a gradient flows to an operand that depends on an x and is a float
-    wanted = _sweep.float_dependents(order, xs)
+    wanted = _sweep.float_dependents(order, swept)
     adjoint: dict[Node, Node] = {y: const(1.0, y.dtype)}
     upstream = adjoint.get
 
@@ -67,4 +72,37 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
     # users before operands; scalar +, -, * and negation are handed on in C (graph/_sweep.c)
     # by the same nodes their rules build, every other node by_rule
     _sweep.sweep(order, adjoint, wanted, make, _ARITHMETIC, by_rule)
-    return [adjoint.get(x, const(0.0, x.dtype)) for x in xs]
+    out = []
+    for x, base in zip(xs, bases, strict=True):
+        found = adjoint.get(base if base is not None else x)
+        if found is None:  # y does not depend on x: zeros of x's shape (a scalar 0 for an
+            # array x made cp.jacobian's block one column wide and tg.read give one 0.0)
+            zero = const(0.0, x.dtype)
+            out.append(broadcast_to(zero, x.shape) if x.shape else zero)
+        else:
+            out.append(found if base is None else _same_view(x, found))
+    return out
+
+
+#: operations that only rearrange the elements of their one operand (no code of their own
+#: beyond a gather): a view of an input made of them is differentiated as that input
+_VIEWS = frozenset({"index", "slice", "reshape", "sgather", "ngather", "transpose"})
+
+
+def _viewed_input(x: Node) -> Node | None:
+    """The input that ``x`` is a view of (``v[1]``, ``m[1]``, ``m.T[0, 1]`` of a packed
+    input), None if it is no view of an input."""
+    if x.op not in _VIEWS:
+        return None
+    base = x
+    while base.op in _VIEWS:
+        base = base.args[0]
+    return base if base.op == "input" else None
+
+
+def _same_view(x: Node, g: Node) -> Node:
+    """The gradient ``g`` of the input that ``x`` views, viewed as ``x`` views that input:
+    each view operation rebuilt with its own attribute over ``g`` (of the input's shape)."""
+    if x.op == "input":
+        return g
+    return make(REGISTRY[x.op], (_same_view(x.args[0], g),), x.attr)

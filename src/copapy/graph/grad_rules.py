@@ -10,6 +10,7 @@ registry has a rule or is listed in ``ZERO_GRADIENT``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 from .build import apply as _a
@@ -53,11 +54,66 @@ def _g_div(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
             (_a("neg", _a("div", _a("mul", g, n), b)) if need[1] else None))
 
 
+def _tied(n: Node) -> Node:
+    """How many operands of the nest of n's operation (min or max) under n equal n, as a
+    float: an operand equals n only if its own nest's tied count does, so each node's count
+    is built once from its operands' (a nest of k nodes gives O(k) nodes)."""
+    kind = "cast_f32" if n.dtype.name == "float32" else "cast_f64"
+    order: list[Node] = []
+    todo = [n]
+    while todo:  # the nested nodes without a count yet, users before operands
+        x = todo.pop()
+        if x.op == n.op and _known(x) is None:
+            order.append(x)
+            todo.extend(x.args)
+    made: list[Node] = []  # the counts alive until their users hold them (the map is weak)
+    for x in reversed(order):
+        parts = []
+        for a in x.args:
+            hit = _a(kind, _a("eq", a, x))
+            below = _known(a) if a.op == x.op else None
+            parts.append(hit if below is None else _a("mul", hit, below))
+        made.append(_a("add", parts[0], parts[1]))
+        _TIED[x] = weakref.ref(made[-1])
+    found = _known(n)
+    assert found is not None
+    return found
+
+
+def _known(x: Node) -> Node | None:
+    ref = _TIED.get(x)
+    return None if ref is None else ref()
+
+
+#: nested min/max node -> its count of tied operands, both weak: a count refers to its node
+#: (a strong value would keep its key alive); a count that died is built again (hash-consed)
+_TIED: weakref.WeakKeyDictionary[Node, weakref.ref[Node]] = weakref.WeakKeyDictionary()
+
+
+def _ties(operand: Node, n: Node) -> Node:
+    """How many operands of ``operand``'s nest of n's operation equal n (a float)."""
+    kind = "cast_f32" if n.dtype.name == "float32" else "cast_f64"
+    hit = _a(kind, _a("eq", operand, n))
+    return _a("mul", hit, _tied(operand)) if operand.op == n.op else hit
+
+
 def _g_minmax(first_wins: str) -> GradRule:
-    """JAX's convention: the gradient goes to the selected operand, half to each on a tie."""
+    """JAX's convention: the gradient goes to the selected operand, half to each on a tie.
+    A nest of the same operation (the lane-order tree of an unpacked array's min or max, or
+    max(max(a, b), c)) shares it equally among all the tied operands, as the packed
+    reduction does (rmin/rmax): each operand gets the share of its nest's ties."""
 
     def rule(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
         a, b = n.args
+        if a.op == n.op or b.op == n.op:
+            ties_a, ties_b = _ties(a, n), _ties(b, n)
+            total = _a("add", ties_a, ties_b)
+            nan = _a("eq", total, 0.0)  # a NaN result equals none of its operands
+
+            def share(ties: Node) -> Node:
+                return _a("where", nan, 0.0, _a("div", _a("mul", g, ties), total))
+
+            return (share(ties_a) if need[0] else None), (share(ties_b) if need[1] else None)
         half = _a("mul", g, 0.5)
         ga = (_a("where", _a(first_wins, a, b), g, _a("where", _a("eq", a, b), half, 0.0))
               if need[0] else None)
@@ -70,7 +126,8 @@ def _g_minmax(first_wins: str) -> GradRule:
 
 def _g_pow(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
     a, b = n.args
-    # d/da a**b = b a**(b-1), taken as 0 where b == 0 (as JAX: 0 * 0**-1 would be NaN)
+    # d/da a**b = b a**(b-1), taken as 0 where b == 0 (0 * 0**-1 would be NaN; JAX 0.10
+    # gives that NaN at a = 0, docs/semantics.md)
     ga = (_a("mul", g, _a("where", _a("eq", b, 0.0), 0.0,
                           _a("mul", b, _a("pow", a, _a("sub", b, 1.0)))))
           if need[0] else None)
@@ -245,9 +302,12 @@ def _g_fill(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
 
 
 def _g_hypot(n: Node, g: Node, need: Need) -> tuple[Node | None, ...]:
-    """(x/h, y/h), taken as 0 where h == 0 (the select keeps the untaken 0/0 out)."""
+    """(x/h, y/h), taken as 0 where h == 0. The untaken side divides by 1 there, not by h:
+    its own derivative (a second derivative: the Hessian of hypot(x, y)**3 at the origin)
+    would be 0 · (1/0) = NaN; the limit is 0, as JAX gives."""
     zero = _a("eq", n, 0.0)
-    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), n)) if need[i] else None
+    safe = _a("where", zero, 1.0, n)
+    return tuple(_a("where", zero, 0.0, _a("div", _a("mul", g, a), safe)) if need[i] else None
                  for i, a in enumerate(n.args))
 
 

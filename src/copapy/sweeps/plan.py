@@ -277,7 +277,9 @@ def _compile(tasks: list[Task], record: Sequence[Any], metrics: Mapping[str, Any
         names[name] = x
         return name
 
-    record_names = [name_of(r, "record0", "record") for r in record]
+    # an unnamed recorded value is "record<k>", k its place in record= (they were record0,
+    # record00, record01, ...: each took "record0" and then a fresh suffix)
+    record_names = [name_of(r, f"record{k}", "record") for k, r in enumerate(record)]
     metric_names: dict[str, str] = {}
     for m, v in metrics.items():
         if not isinstance(m, str):
