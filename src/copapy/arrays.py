@@ -17,7 +17,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import array_shapes as shp
+from . import array_update as update
 from . import dtypes as dt
+from .array_update import View
 from .graph import build, element_shapes, levels
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
@@ -60,8 +62,57 @@ class Array:
         if any(d < 1 for d in shape):
             raise ValueError(f"array dimensions must be >= 1, got shape {shape}")
         self.shape = tuple(shape)
-        self._items = items
-        self._node = node
+        self._items_ = items
+        self._node_ = node
+        #: NumPy's view relation: whose elements these are, and where (array_update.py)
+        self._view: View | None = None
+        #: bumped by every assignment into this array (its views then take the new elements)
+        self._version = 0
+        #: why an assignment into this array (or a view of it) is refused, if it is
+        self._readonly: str | None = None
+        self._positions: Any = None
+
+    @property
+    def _items(self) -> list[Value[Any]] | None:
+        if self._view is not None and self._view.seen != self._view.owner._version:
+            self._refresh()
+        return self._items_
+
+    @property
+    def _node(self) -> Node | None:
+        if self._view is not None and self._view.seen != self._view.owner._version:
+            self._refresh()
+        return self._node_
+
+    def _refresh(self) -> None:
+        """A view's elements taken again from its owner, which was assigned into."""
+        view = self._view
+        assert view is not None
+        owner = view.owner
+        if owner._node is not None:
+            self._node_, self._items_ = update.gather(owner._node, view.positions), None
+        else:
+            items = owner._items
+            assert items is not None
+            self._items_ = [items[i] for i in view.positions.reshape(-1).tolist()]
+            self._node_ = None
+        view.seen = owner._version
+
+    def _index_map(self) -> tuple[Array, Any]:
+        """(the array owning these elements, their flat positions in it, of this shape)."""
+        if self._view is not None:
+            return self._view.owner, self._view.positions
+        if self._positions is None:
+            self._positions = np.arange(self.size).reshape(self.shape)
+        return self, self._positions
+
+    def _viewing(self, result: Any, op: Any) -> Any:
+        """``result`` (``op`` of this array) made a view of this array's owner where NumPy's
+        ``op`` gives a view."""
+        if isinstance(result, Array) and result is not self and result._view is None:
+            owner, positions = self._index_map()
+            result._view = update.derive(owner, positions, op)
+        return result
 
     # ---- construction helpers --------------------------------------------------------------
 
@@ -124,12 +175,13 @@ class Array:
         return build.stack([build.cast(n, common) for n in nodes], self.shape)
 
     def to_packed(self) -> Array:
-        """This array as one packed node (one data slot, loop stencils)."""
-        return self if self.packed else Array(self.shape, node=self.node())
+        """This array as one packed node (one data slot, loop stencils): a copy, as
+        ``copy()``, so that assigning into it never depends on the form it had."""
+        return Array(self.shape, node=self.node())
 
     def to_unpacked(self) -> Array:
-        """This array as one scalar node per element (constants fold per element)."""
-        return self if not self.packed else Array(self.shape, items=self.items())
+        """This array as one scalar node per element (constants fold per element): a copy."""
+        return Array(self.shape, items=self.items())
 
     def nodes(self) -> list[Node]:
         """What the compiler computes for this array."""
@@ -428,7 +480,7 @@ class Array:
         if sorted(perm) != list(range(self.ndim)):
             raise ValueError(f"transpose{tuple(given)!r}: axes must be a permutation of "
                              f"0..{self.ndim - 1}")
-        return _permute(self, perm)
+        return self._viewing(_permute(self, perm), lambda m: m.transpose(perm))  # type: ignore[no-any-return]
 
     def swapaxes(self, axis1: int, axis2: int) -> Array:
         """Axes ``axis1`` and ``axis2`` exchanged (NumPy's ``a.swapaxes``, which
@@ -436,7 +488,7 @@ class Array:
         first, second = (_axis(k, self.ndim, "swapaxes") for k in (axis1, axis2))
         perm = list(range(self.ndim))
         perm[first], perm[second] = second, first
-        return _permute(self, tuple(perm))
+        return self._viewing(_permute(self, tuple(perm)), lambda m: m.transpose(perm))  # type: ignore[no-any-return]
 
     def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
         """A view with another shape of the same size (no code is emitted); one dimension
@@ -449,23 +501,39 @@ class Array:
                 new = tuple(self.size // known if d == -1 else d for d in new)
         if math.prod(new) != self.size or any(d < 1 for d in new):
             raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
-        if self.packed:
-            return Array(new, node=build.reshape(self.node(), new))
-        return Array(new, items=self.items())
+        out = Array(new, node=build.reshape(self.node(), new)) if self.packed else Array(
+            new, items=self.items())
+        return self._viewing(out, lambda m: m.reshape(new))  # type: ignore[no-any-return]
 
     def flatten(self) -> Array:
-        """A 1-D view of all elements, row-major."""
+        """The elements as a 1-D array, row-major (a copy, as NumPy's)."""
+        flat = (self.size,)
+        return Array(flat, node=build.reshape(self.node(), flat)) if self.packed else Array(
+            flat, items=self.items())
+
+    def ravel(self) -> Array:
+        """The elements as a 1-D array, row-major: a view where NumPy's is one."""
         return self.reshape((self.size,))
 
-    ravel = flatten
-
     def copy(self) -> Array:
-        """The array itself: traced arrays are immutable, so a copy is the same graph."""
-        return self
+        """A new array of the same elements: assigning into either leaves the other as is."""
+        return Array(self.shape, node=self._node) if self.packed else Array(
+            self.shape, items=self.items())
+
+    def fill(self, value: Any) -> None:
+        """Every element set to ``value`` (NumPy's ``a.fill``: ``a[...] = value``)."""
+        self[...] = value
 
     # ---- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
+        result = self._get(key)
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, list | np.ndarray | Array) for k in keys):
+            return result  # NumPy's advanced indexing copies
+        return self._viewing(result, lambda m: m[key])
+
+    def _get(self, key: Any) -> Any:
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, list | np.ndarray | Array) for k in keys):
             return self._take(keys)
@@ -612,8 +680,148 @@ class Array:
         return Array(shape, node=flat if len(shape) == 1 else build.reshape(flat, shape))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise TypeError("copapy arrays are immutable (a graph of values): build a new one, e.g. "
-                        "cp.vector([v[0], x, v[2]]) or cp.where(mask, x, v)")
+        """``a[key] = value`` as NumPy's: the elements ``key`` picks (ints, slices, ``...``,
+        None, constant int arrays or bool masks; a traced bool mask selects with cp.where)
+        take ``value`` broadcast to their shape and cast to the array's type, and every view
+        of those elements sees it. The graph stays SSA: the owner of the elements gets a new
+        node or new items (array_update.py)."""
+        owner, positions = self._writable()
+        mask = _traced_key(key)
+        if mask is not None:
+            self[...] = self._masked(mask, value)
+            return
+        try:
+            targets = np.asarray(positions[key])
+        except IndexError as error:
+            raise IndexError(f"{error} (assigning into a copapy array of shape "
+                             f"{self.shape})") from None
+        owner._assign(targets, _cast_operand(value, owner.dtype))
+
+    def refuse_assignment(self, why: str) -> Array:
+        """This array, with assignment into it (or a view of it) refused, saying ``why``."""
+        self._readonly = why
+        return self
+
+    def _writable(self) -> tuple[Array, Any]:
+        """(owner, positions) of this array's elements, or the error NumPy's read-only
+        arrays give, naming why and the fix."""
+        owner, positions = self._index_map()
+        for a in (self, owner):
+            if a._readonly is not None:
+                raise ValueError(f"assignment destination is read-only: {a._readonly}")
+        return owner, positions
+
+    def _assign(self, targets: Any, source: Value[Any] | Array) -> None:
+        """``source`` (of this array's type) broadcast to the shape of ``targets`` (flat
+        positions in this array, which owns its elements) put at those positions."""
+        flat = targets.reshape(-1)
+        if isinstance(source, Value):
+            picks = np.zeros(flat.shape, np.int64)
+            src = Array((1,), items=[source])
+        else:
+            src = source
+            picks = np.empty(targets.shape, np.int64)
+            try:  # NumPy's broadcasting of an assigned value, its errors
+                picks[...] = np.arange(src.size).reshape(src.shape)
+            except ValueError as error:
+                raise ValueError(f"{error} (assigning a copapy array of shape {src.shape} into "
+                                 f"elements of shape {targets.shape})") from None
+            picks = picks.reshape(-1)
+        keep = _once(flat, picks, src)
+        if keep is not None:
+            flat, picks, targets = flat[keep], picks[keep], flat[keep]
+        if self._node_ is None:
+            items = list(self.items())
+            given = src.items()
+            for t, k in zip(flat.tolist(), picks.tolist(), strict=True):
+                items[t] = given[k]
+            self._items_ = items
+        else:
+            values = (build.broadcast_to(source.node, (flat.size,)) if isinstance(source, Value)
+                      else update.gather(src.node(), picks))
+            self._node_ = update.scatter(self._node_, targets, values)
+        self._version += 1
+
+    def _masked(self, mask: Array, value: Any) -> Array:
+        """The elements after ``a[mask] = value`` with a traced bool mask: cp.where(mask,
+        value, a), for a value that does not depend on how many elements the mask picks."""
+        if mask.shape != self.shape[:mask.ndim]:
+            raise IndexError(f"boolean index of shape {mask.shape} on an array of shape "
+                             f"{self.shape}: the mask's shape must be the array's leading "
+                             f"dimensions (NumPy's rule)")
+        rest = self.shape[mask.ndim:]
+        shape = list(np.shape(value) if not isinstance(value, Array | Value) else
+                     value.shape if isinstance(value, Array) else ())
+        while len(shape) > len(rest) and shape[0] == 1:
+            shape.pop(0)
+        if len(shape) > len(rest) or np.broadcast_shapes(tuple(shape), rest) != rest:
+            raise TypeError(f"a[mask] = v with a traced mask (known when the program runs): v "
+                            f"of shape {np.shape(value) if not isinstance(value, Array) else value.shape} "
+                            f"would have to match the number of elements picked; assign one "
+                            f"value (a[mask] = 0.0) or one row, or select: a[...] = "
+                            f"cp.where(mask, v_full, a)")
+        v = _cast_operand(value, self.dtype)
+        if isinstance(v, Array):
+            v = v.reshape(tuple(shape)) if shape else v.reshape(-1)[0]
+        m = mask.reshape(mask.shape + (1,) * len(rest)) if rest else mask
+        return elementwise("where", m, v, self)
+
+    # ---- in-place operators (NumPy's a += b: computed, then cast with 'same_kind') --------
+
+    def _inplace(self, name: str, symbol: str, o: Any) -> Array:
+        result = matmul(self, o) if name == "matmul" else elementwise(name, self, o)
+        kinds = [k.is_bool + 2 * k.is_float + (not k.is_bool and not k.is_float)
+                 for k in (result.dtype, self.dtype)]
+        if kinds[0] > kinds[1]:
+            raise TypeError(f"Cannot cast {symbol}= output from {result.dtype.name} to "
+                            f"{self.dtype.name} with casting rule 'same_kind' (NumPy's in-place "
+                            f"{symbol}=); cast explicitly: a[...] = (a {symbol} b).astype("
+                            f"a.dtype), or a = a {symbol} b for a new array")
+        if not isinstance(result, Array) or result.shape != self.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
+                             f"match the broadcast shape {getattr(result, 'shape', ())} (a "
+                             f"{symbol}= b keeps a's shape)")
+        self[...] = result
+        return self
+
+    def __iadd__(self, o: Any) -> Array:
+        return self._inplace("add", "+", o)
+
+    def __isub__(self, o: Any) -> Array:
+        return self._inplace("sub", "-", o)
+
+    def __imul__(self, o: Any) -> Array:
+        return self._inplace("mul", "*", o)
+
+    def __itruediv__(self, o: Any) -> Array:
+        return self._inplace("div", "/", o)
+
+    def __ifloordiv__(self, o: Any) -> Array:
+        return self._inplace("floordiv", "//", o)
+
+    def __imod__(self, o: Any) -> Array:
+        return self._inplace("mod", "%", o)
+
+    def __ipow__(self, o: Any) -> Array:
+        return self._inplace("pow", "**", o)
+
+    def __iand__(self, o: Any) -> Array:
+        return self._inplace("and", "&", o)
+
+    def __ior__(self, o: Any) -> Array:
+        return self._inplace("or", "|", o)
+
+    def __ixor__(self, o: Any) -> Array:
+        return self._inplace("xor", "^", o)
+
+    def __ilshift__(self, o: Any) -> Array:
+        return self._inplace("shl", "<<", o)
+
+    def __irshift__(self, o: Any) -> Array:
+        return self._inplace("shr", ">>", o)
+
+    def __imatmul__(self, o: Any) -> Array:
+        return self._inplace("matmul", "@", o)
 
     def _row(self, r: int) -> Array:
         """Sub-array ``r`` along the first axis (a view)."""
@@ -648,6 +856,59 @@ _TRACED_INDEX = (
     "places would depend on run-time values and it has no fixed compiled form; select with "
     "cp.where(mask, x, 0.0) (it keeps the shape) or index with a constant list or NumPy array "
     "of ints (x[[2, 0, 1]], A[:, idx])")
+
+
+_TRACED_SET = (
+    "a[i] = v with a traced index (a copapy value or int array as the index) writes elements "
+    "known only when the program runs; NumPy raises for an index out of range, which a compiled "
+    "program cannot; select instead: a[...] = cp.where(np.arange(len(a)) == i, v, a), or index "
+    "with constant ints, slices or a bool mask")
+
+
+def _traced_key(key: Any) -> Array | None:
+    """A traced bool mask used as the whole key, None for a constant key; a traced index of
+    any other kind raises naming the fix."""
+    keys = key if isinstance(key, tuple) else (key,)
+    traced = [k for k in keys if isinstance(k, Value | Array) or (
+        isinstance(k, list) and any(isinstance(v, Value | Array) for v in k))]
+    if not traced:
+        return None
+    if len(keys) == 1 and isinstance(key, Array) and key.dtype.is_bool:
+        return key
+    raise TypeError(_TRACED_SET)
+
+
+def _cast_operand(value: Any, kind: dt.DType) -> Value[Any] | Array:
+    """An assigned value as a copapy value or array of type ``kind``: traced ones cast as
+    ``astype`` casts, numbers as NumPy's assignment converts them."""
+    if isinstance(value, Value):
+        return value if value.dtype is kind else Value(build.cast(value.node, kind))
+    if isinstance(value, Array) or (isinstance(value, list | tuple) and any(
+            isinstance(v, Value | Array) for v in np.asarray(value, dtype=object).flat)):
+        a = asarray(value, kind)
+        return a if a.dtype is kind else a.astype(kind)
+    data = update.constant_values(value, kind)
+    if data.ndim == 0:
+        return Value(const(_as_scalar(data.item(), kind), kind))
+    return _build(data, _checked_shape(data.shape), None, kind)
+
+
+def _once(flat: Any, picks: Any, src: Array) -> Any:
+    """Where an assignment writes an element more than once: the last of each (NumPy leaves
+    which one unspecified, so all must be the same value, else it raises); None if none is."""
+    order = np.unique(flat[::-1], return_index=True)[1]
+    if order.size == flat.size:
+        return None
+    items = src.items() if not src.packed else None
+    for t in np.unique(flat):
+        writes = picks[flat == t]
+        same = (writes == writes[0]).all() or (items is not None and all(
+            items[k].node is items[writes[0]].node for k in writes))
+        if not same:
+            raise ValueError(f"the assignment writes element {int(t)} more than once with "
+                             f"different values; NumPy leaves which one it keeps unspecified; "
+                             f"write each element once")
+    return np.sort(flat.size - 1 - order)
 
 
 def _runs(flat: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -1070,13 +1331,18 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     stored = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
     shape = tuple(int(d) for d in arr.shape)
     if _auto_packed(packed, arr.size):
-        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name))
+        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name)
+                     ).refuse_assignment(INPUT_ARRAY)
     # one port per element, named as cp.save names an unpacked array's elements
     items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
              for k, v in enumerate(arr.reshape(-1))]
     if name is not None:  # tg.save describes the array as of this shape, not 1-D
         element_shapes.record(items[0].node, shape)
-    return Array(shape, items=items)
+    return Array(shape, items=items).refuse_assignment(INPUT_ARRAY)
+
+
+INPUT_ARRAY = ("it is a program input (the host writes its elements before each run, "
+               "tg.write); assign into a copy instead: y = x.copy(); y[0] = v")
 
 
 def _floats(a: Array) -> Array:

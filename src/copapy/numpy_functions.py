@@ -276,7 +276,11 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     if is_traced(fill_value):
         raise TypeError("np.full_like with a traced fill value: use np.zeros_like(a) + value "
                         "(or cp.where) so the value keeps its type")
-    size = asarray(a).shape if shape is None else shape
+    return _constants(asarray(a).shape if shape is None else shape, fill_value, kind)
+
+
+def _constants(size: Any, fill_value: Any, kind: dt.DType) -> Any:
+    """A NumPy object array of ``size`` of copapy constants ``fill_value`` of ``kind``."""
     numbers = np.broadcast_to(np.asarray(fill_value).astype(kind.numpy), size)
     out = np.empty(numbers.shape, dtype=object)
     for index, v in np.ndenumerate(numbers):
@@ -301,6 +305,34 @@ def empty_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool 
     """``np.empty_like``: zeros (NumPy leaves the elements unspecified; its own code gave
     None elements here, which nothing could compute with)."""
     return full_like(prototype, 0, dtype, shape=shape)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
+         device: Any = None, like: Any = None) -> Any:
+    """``np.full(shape, v, like=x)`` of a traced ``x``: as ``np.full_like`` (constants
+    whose elements item assignment replaces), of NumPy's type (that of v, or ``dtype``)."""
+    if is_traced(fill_value):
+        raise TypeError("np.full with a traced fill value: use np.zeros(shape, like=x) + value")
+    kind = dt.as_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
+    return _constants(shape, fill_value, kind)
+
+
+def zeros(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None,
+          like: Any = None) -> Any:
+    """``np.zeros(shape, like=x)`` of a traced ``x`` (float64 by default, as NumPy's)."""
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None,
+         like: Any = None) -> Any:
+    """``np.ones(shape, like=x)`` of a traced ``x``."""
+    return full(shape, 1, dtype)
+
+
+def empty(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None,
+          like: Any = None) -> Any:
+    """``np.empty(shape, like=x)``: zeros, as ``np.empty_like``."""
+    return full(shape, 0, dtype)
 
 
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -524,7 +556,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.isclose": isclose, "numpy.allclose": allclose, "numpy.cumsum": cumsum,
     "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
-    "numpy.empty_like": empty_like, "numpy.select": select, "numpy.isposinf": isposinf,
+    "numpy.empty_like": empty_like, "numpy.zeros": zeros, "numpy.ones": ones,
+    "numpy.empty": empty, "numpy.full": full, "numpy.select": select, "numpy.isposinf": isposinf,
     "numpy.isneginf": isneginf, "numpy.angle": angle, "numpy.cov": cov,
     "numpy.corrcoef": corrcoef, "numpy.piecewise": piecewise,
 }
