@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import dtypes as dt
 from .graph import build, levels
 from .graph.node import Node, const, const_array
+from .graph.ops import REGISTRY
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,18 +179,58 @@ def _scatter_box(flat: Node, box: tuple[int, list[tuple[int, int]]], vals: Node)
     return parts[0] if len(parts) == 1 else build.concat(parts, (flat.size,))
 
 
-def constant_values(value: Any, kind: dt.DType) -> Any:
-    """A constant assigned into an array of ``kind``, converted as NumPy's assignment converts
-    it (int from float truncates; NaN or a number out of range raise NumPy's own error)."""
+def element(node: Node, k: int) -> Node | None:
+    """Element ``k`` (flat) of a packed node as a scalar expression, followed through views,
+    concatenations and element-wise operations (equal elements give the same hash-consed
+    node), or None where that cannot be told without running the program."""
+    if not node.shape:
+        return node
+    op = node.op
+    if op in ("reshape", "fill"):
+        return element(node.args[0], 0 if op == "fill" else k)
+    if op == "stack":
+        return node.args[k]
+    if op == "slice":
+        return element(node.args[0], node.attr[0] + k)  # type: ignore[index]
+    if op == "sgather":
+        start, step, _ = build.strided_attr(node)
+        return element(node.args[0], start + k * step)
+    if op == "ngather":
+        counts, steps, _ = levels.level_attr(node)
+        base = sum((c - 1) * -s for c, s in zip(counts, steps, strict=True) if s < 0)
+        offset = base
+        for c, s in reversed(list(zip(counts, steps, strict=True))):
+            offset, k = offset + (k % c) * s, k // c
+        return element(node.args[0], offset)
+    if op == "concat":
+        for part in node.args:
+            if k < part.size:
+                return element(part, k)
+            k -= part.size
+    if op == "const":
+        return build.index(node, k)
+    spec = REGISTRY.get(op)
+    if spec is None or spec.shape_rule != "elementwise" or any(
+            a.shape not in ((), node.shape) for a in node.args):
+        return None
+    parts = [element(a, k) for a in node.args]
+    if any(p is None for p in parts):
+        return None
+    return build.apply(op, *parts)  # type: ignore[arg-type]
+
+
+def constant_values(value: Any, kind: dt.DType, shape: tuple[int, ...]) -> Any:
+    """Numbers assigned into elements of ``shape`` of an array of ``kind``, converted and
+    broadcast as NumPy's assignment does it (int from float truncates; NaN or a number out
+    of range raise NumPy's own error)."""
     target = np.bool_ if kind.is_bool else np.dtype(kind.numpy)
-    data = np.asarray(value)
-    out = np.empty(data.shape, target)
+    out = np.empty(shape, target)
     with np.errstate(invalid="raise", over="raise"):
         try:
-            if data.ndim == 0:
+            if out.ndim == 0 and np.ndim(value) == 0:
                 out[()] = value
             else:
-                out[...] = data
+                out[...] = value
         except (ValueError, OverflowError, FloatingPointError) as error:
             raise type(error)(f"{error} (assigning {value!r} into a copapy {kind.name} array, "
                               f"as NumPy converts it)") from None
