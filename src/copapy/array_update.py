@@ -14,6 +14,7 @@ flat positions of its elements in the owner.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -140,7 +141,7 @@ def scatter(node: Node, targets: Any, values: Node) -> Node:
     bounds = [0, *breaks, len(pos)]
     parts: list[Node] = []
     at = 0
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         first = int(pos[a])
         if first > at:
             parts.append(build.slice_(flat, at, first - at))

@@ -770,13 +770,14 @@ class Array:
                              f"{self.shape}: the mask's shape must be the array's leading "
                              f"dimensions (NumPy's rule)")
         rest = self.shape[mask.ndim:]
-        shape = list(np.shape(value) if not isinstance(value, Array | Value) else
-                     value.shape if isinstance(value, Array) else ())
+        given = value.shape if isinstance(value, Array) else () if isinstance(
+            value, Value) else np.shape(value)
+        shape = list(given)
         while len(shape) > len(rest) and shape[0] == 1:
             shape.pop(0)
         if len(shape) > len(rest) or np.broadcast_shapes(tuple(shape), rest) != rest:
             raise TypeError(f"a[mask] = v with a traced mask (known when the program runs): v "
-                            f"of shape {np.shape(value) if not isinstance(value, Array) else value.shape} "
+                            f"of shape {given} "
                             f"would have to match the number of elements picked; assign one "
                             f"value (a[mask] = 0.0) or one row, or select: a[...] = "
                             f"cp.where(mask, v_full, a)")
@@ -920,7 +921,7 @@ def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
     try:
         with np.errstate(all="ignore"):
             maps = func(*index_maps(args), **{k: index_maps(v) for k, v in kwargs.items()})
-    except Exception:  # noqa: BLE001 - NumPy could not run it on int maps: aliasing unknown
+    except Exception:  # NumPy could not run it on int maps: whether it is a view is unknown
         maps = None
     found = [maps] if isinstance(maps, np.ndarray) else list(maps) if isinstance(
         maps, tuple | list) else None
