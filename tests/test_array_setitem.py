@@ -425,3 +425,28 @@ def _count(root: Node) -> int:
             seen.add(id(node))
             todo.extend(node.args)
     return len(seen)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_gradient_through_assignment(packed: bool) -> None:
+    """cp.grad through assigned slices, an in-place product and a column: the update is made
+    of differentiable operations (concat, scatter, select), against central differences."""
+    x0 = np.array([0.5, -1.0, 2.0, 3.0, 1.5, -0.25], np.float32)
+
+    def f(a: Any) -> Any:
+        y = a.copy()
+        y[1:] = a[:-1] * 2
+        y[::2] *= a[1::2]
+        m = y.reshape(2, 3)
+        m[:, 1] = np.sin(a[:2])
+        return (y * y).sum()
+    x = cp.value(x0, packed=packed)
+    s = f(x)
+    g = cp.grad(s, x)
+    t = cp.LocalTarget()
+    t.compile(s, g)
+    t.run()
+    wide = x0.astype(np.float64)
+    want = [(f(wide + d) - f(wide - d)) / 2e-3 for d in np.eye(6) * 1e-3]
+    np.testing.assert_allclose(t.read(g), want, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(t.read(s), f(wide), rtol=1e-6)
