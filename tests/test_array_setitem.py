@@ -450,3 +450,23 @@ def test_gradient_through_assignment(packed: bool) -> None:
     want = [(f(wide + d) - f(wide - d)) / 2e-3 for d in np.eye(6) * 1e-3]
     np.testing.assert_allclose(t.read(g), want, rtol=2e-3, atol=2e-3)
     np.testing.assert_allclose(t.read(s), f(wide), rtol=1e-6)
+
+
+def test_target_reads_the_array_as_assigned() -> None:
+    """tg.read keeps a copy plan by the array's identity: an assignment after a read makes a
+    new one (the old plan read the elements before the assignment, silently)."""
+    y = cp.vector([1.0, 2.0, 3.0, 4.0], packed=True).copy()
+    t = cp.LocalTarget()
+    t.compile(y)
+    t.run()
+    same_bits(t.read(y), np.array([1, 2, 3, 4], np.float32))
+    y[0] = 9.0
+    view = y[1:]
+    with pytest.raises(Exception, match="(?i)not|compute"):
+        t.read(y)  # the assigned elements are not in the compiled program
+    t.compile(y, view)
+    t.run()
+    same_bits(t.read(y), np.array([9, 2, 3, 4], np.float32))
+    y[1] = 7.0
+    with pytest.raises(Exception, match="(?i)not|compute"):
+        t.read(view)  # the view took the assignment too

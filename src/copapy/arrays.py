@@ -84,6 +84,12 @@ class Array:
             self._refresh()
         return self._node_
 
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever assignment changes these elements (a target's copy
+        plan, kept by the array's identity, is remade then)."""
+        return self._version if self._view is None else self._view.owner._version
+
     def _refresh(self) -> None:
         """A view's elements taken again from its owner, which was assigned into."""
         view = self._view
@@ -620,7 +626,8 @@ class Array:
             return views
         node = build.reshape(self.node(), (self.size,))
         parts = [build.broadcast_to(build.index(node, start), (count,)) if step == 0 else
-                 build.strided(node, start, step, count) for start, step, count in _runs(flat)]
+                 build.strided(node, start, step, count)
+                 for start, step, count in update.runs(flat)]
         gathered = parts[0] if len(parts) == 1 else build.concat(parts, (len(flat),))
         return Array(shape, node=build.reshape(gathered, shape))
 
@@ -1001,20 +1008,6 @@ def _once(flat: Any, picks: Any, src: Array) -> Any:
                              f"different values; NumPy leaves which one it keeps unspecified; "
                              f"write each element once")
     return np.sort(flat.size - 1 - order)
-
-
-def _runs(flat: Sequence[int]) -> list[tuple[int, int, int]]:
-    """``flat`` as runs (start, step, count) of equally spaced indices, in order."""
-    runs: list[tuple[int, int, int]] = []
-    i = 0
-    while i < len(flat):
-        step = flat[i + 1] - flat[i] if i + 1 < len(flat) else 1
-        j = i + 1
-        while j < len(flat) and flat[j] - flat[j - 1] == step:
-            j += 1
-        runs.append((flat[i], step if j - i > 1 else 1, j - i))
-        i = j
-    return runs
 
 
 def _whole_array(name: str, numpy: dict[str, Any]) -> None:
