@@ -242,12 +242,34 @@ def test_views_write_through_both_ways(packed: bool) -> None:
         same_bits(g, w)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_overlapping_source_and_target(packed: bool) -> None:
+    """y[1:] = y[:-1], z[:] = z[::-1], a transposed view += its own row: the value is read
+    before anything is written, as NumPy's assignment does for overlapping memory."""
+    def f(a: Any) -> Any:
+        y = in_form(a.copy(), packed)
+        y[1:] = y[:-1]
+        z = in_form(a.copy(), packed)
+        z[:] = z[::-1]
+        w = in_form(a.copy(), packed).reshape(2, 3)
+        w[:] = w[::-1, ::-1]
+        w.T[0] += w[0, :2]
+        return y, z, w
+    x = np.arange(6, dtype=np.float32)
+    for g, w in zip(cp.jit(f)(x), f(x.copy()), strict=True):
+        same_bits(g, w)
+
+
 def test_copies_are_independent() -> None:
-    """copy(), to_packed() and to_unpacked() are copies in either form: assigning into one
-    leaves the original as it is (to_packed of a packed array gave the array itself)."""
+    """copy(), to_packed(), to_unpacked() and cp.matrix(m) are copies in either form:
+    assigning into one leaves the original as it is (to_packed of a packed array and
+    cp.matrix of a matrix gave the array itself); a.imag is read-only, as NumPy's."""
+    with pytest.raises(ValueError, match="read-only.*imag"):
+        cp.vector([1.0]).imag[0] = 1.0
     for packed in (False, True):
         v = cp.vector([1.0, 2.0, 3.0], packed=packed)
-        for c in (v.copy(), v.to_packed(), v.to_unpacked()):
+        m = v.reshape(1, 3)
+        for c in (v.copy(), v.to_packed(), v.to_unpacked(), cp.matrix(m)[0]):
             c[0] = 7.0
         t = cp.LocalTarget()
         t.compile(v)

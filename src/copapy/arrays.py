@@ -427,8 +427,10 @@ class Array:
 
     @property
     def imag(self) -> Array:
-        """Zeros of the array's type: copapy's numbers are real (``np.imag``)."""
-        return self * 0 if not self.dtype.is_bool else self & False
+        """Zeros of the array's type: copapy's numbers are real (``np.imag``); read-only,
+        as NumPy's imaginary part of a real array."""
+        zeros = self * 0 if not self.dtype.is_bool else self & False
+        return zeros.refuse_assignment("NumPy's a.imag of a real array is read-only")
 
     def tolist(self) -> Any:
         """The elements as nested lists of traced values (as NumPy's ``a.tolist()``)."""
@@ -1394,7 +1396,7 @@ def matrix(rows: Any, packed: bool | None = None, dtype: Any = None) -> Array:
         if rows.ndim != 2:
             raise build.ShapeError(f"cp.matrix needs a 2-D array, got shape {rows.shape} (a row: "
                                    f"v.reshape(1, -1), a column: v.reshape(-1, 1))")
-        out = rows if dtype is None else rows.astype(dtype)
+        out = rows.copy() if dtype is None else rows.astype(dtype)  # a copy, as np.array's
         return out if packed is None else out.to_packed() if packed else out.to_unpacked()
     shape = _rectangular(rows, "cp.matrix").shape
     if len(shape) != 2:
