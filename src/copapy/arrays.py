@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import array_shapes as shp
 from . import array_update as update
@@ -44,6 +44,7 @@ else:
     from ._lazy import numpy as np
 
 PACK_THRESHOLD = 64
+T = TypeVar("T")
 
 
 def _auto_packed(packed: bool | None, size: int) -> bool:
@@ -112,7 +113,7 @@ class Array:
             self._positions = np.arange(self.size).reshape(self.shape)
         return self, self._positions
 
-    def _viewing(self, result: Any, op: Any) -> Any:
+    def _viewing(self, result: T, op: Any) -> T:
         """``result`` (``op`` of this array) made a view of this array's owner where NumPy's
         ``op`` gives a view."""
         if isinstance(result, Array) and result is not self and result._view is None:
@@ -202,7 +203,8 @@ class Array:
             return ufunc_method(ufunc, method, inputs[0], **kwargs)
         result = array_ufunc(ufunc, method, inputs, kwargs)
         # a ufunc's result is a new array in NumPy (np.floor of ints gave the input itself)
-        return result.copy() if any(result is o for o in inputs) else result
+        return result.copy() if isinstance(result, Array) and any(
+            result is o for o in inputs) else result
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         result = array_function(func, args, kwargs)
@@ -493,7 +495,7 @@ class Array:
         if sorted(perm) != list(range(self.ndim)):
             raise ValueError(f"transpose{tuple(given)!r}: axes must be a permutation of "
                              f"0..{self.ndim - 1}")
-        return self._viewing(_permute(self, perm), lambda m: m.transpose(perm))  # type: ignore[no-any-return]
+        return self._viewing(_permute(self, perm), lambda m: m.transpose(perm))
 
     def swapaxes(self, axis1: int, axis2: int) -> Array:
         """Axes ``axis1`` and ``axis2`` exchanged (NumPy's ``a.swapaxes``, which
@@ -501,7 +503,7 @@ class Array:
         first, second = (_axis(k, self.ndim, "swapaxes") for k in (axis1, axis2))
         perm = list(range(self.ndim))
         perm[first], perm[second] = second, first
-        return self._viewing(_permute(self, tuple(perm)), lambda m: m.transpose(perm))  # type: ignore[no-any-return]
+        return self._viewing(_permute(self, tuple(perm)), lambda m: m.transpose(perm))
 
     def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
         """A view with another shape of the same size (no code is emitted); one dimension
@@ -516,7 +518,7 @@ class Array:
             raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
         out = Array(new, node=build.reshape(self.node(), new)) if self.packed else Array(
             new, items=self.items())
-        return self._viewing(out, lambda m: m.reshape(new))  # type: ignore[no-any-return]
+        return self._viewing(out, lambda m: m.reshape(new))
 
     def flatten(self) -> Array:
         """The elements as a 1-D array, row-major (a copy, as NumPy's)."""
@@ -992,7 +994,7 @@ def _cast_operand(value: Any, kind: dt.DType) -> Value[Any] | Array:
 def _traced_value(value: Any) -> bool:
     """A traced value or array, or a sequence with one among its elements."""
     return isinstance(value, Value | Array) or (isinstance(value, list | tuple) and any(
-        isinstance(v, Value | Array) for v in np.asarray(value, dtype=object).flat))
+        _traced_value(v) for v in value))
 
 
 def _once(flat: Any, picks: Any, src: Array) -> Any:
