@@ -264,7 +264,7 @@ def test_copies_are_independent() -> None:
     """copy(), to_packed(), to_unpacked() and cp.matrix(m) are copies in either form:
     assigning into one leaves the original as it is (to_packed of a packed array and
     cp.matrix of a matrix gave the array itself); a.imag is read-only, as NumPy's."""
-    with pytest.raises(ValueError, match="read-only.*imag"):
+    with pytest.raises(ValueError, match=r"read-only.*imag"):
         cp.vector([1.0]).imag[0] = 1.0
     for packed in (False, True):
         v = cp.vector([1.0, 2.0, 3.0], packed=packed)
@@ -484,11 +484,31 @@ def test_target_reads_the_array_as_assigned() -> None:
     same_bits(t.read(y), np.array([1, 2, 3, 4], np.float32))
     y[0] = 9.0
     view = y[1:]
-    with pytest.raises(Exception, match="(?i)not|compute"):
+    with pytest.raises(Exception, match=r"(?i)not|compute"):
         t.read(y)  # the assigned elements are not in the compiled program
     t.compile(y, view)
     t.run()
     same_bits(t.read(y), np.array([9, 2, 3, 4], np.float32))
     y[1] = 7.0
-    with pytest.raises(Exception, match="(?i)not|compute"):
+    with pytest.raises(Exception, match=r"(?i)not|compute"):
         t.read(view)  # the view took the assignment too
+
+
+def test_copyto() -> None:
+    """np.copyto(dst, src[, where=]) into a copapy array, as NumPy's; 'same_kind' refusals."""
+    def f(a: Any) -> Any:
+        y = a * 1
+        np.copyto(y, a[::-1] * 2)
+        z = a.copy()
+        z.fill(0.5)
+        np.copyto(z, 3.5, where=a > 2)
+        n = (a * 0).astype(np.int32)
+        np.copyto(n, a * 1.5, casting="unsafe", where=np.array([True, False, True, True]))
+        return y, z, n
+    x = np.array([1.5, -2.75, 3.25, 7.0], np.float32)
+    for g, w in zip(cp.jit(f)(x), f(x.copy()), strict=True):
+        same_bits(g, w)
+    with pytest.raises(TypeError, match="same_kind"):
+        np.copyto(cp.vector([1, 2]), cp.vector([1.5, 2.5]))
+    with pytest.raises(TypeError, match="like=x"):
+        np.copyto(np.zeros(2), cp.vector([1.5, 2.5]))

@@ -17,6 +17,7 @@ from . import linalg, lookup
 from .arrays import (
     Array,
     _broadcast,
+    _cast_operand,
     _permute,
     asarray,
     elementwise,
@@ -335,6 +336,31 @@ def empty(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = Non
     return full(shape, 0, dtype)
 
 
+def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    """``np.copyto(dst, src)`` into a copapy array: ``dst[...] = src`` (NumPy's broadcasting),
+    refused as NumPy's 'same_kind' rule refuses (float into int32) unless casting="unsafe";
+    ``where=`` a mask: cp.where(where, src, dst)."""
+    if not isinstance(dst, Array):
+        raise TypeError("np.copyto of traced values into a NumPy array: make the destination "
+                        "traced (np.zeros(shape, like=x), or a copy of a copapy array)")
+    if casting not in ("same_kind", "unsafe"):
+        raise TypeError(f"np.copyto(casting={casting!r}) of copapy arrays: 'same_kind' or "
+                        f"'unsafe'")
+    rank = {"b": 0, "i": 1, "u": 1, "f": 2}
+    kind = getattr(src, "dtype", None)
+    letter = ("b" if kind.is_bool else "f" if kind.is_float else "i") if isinstance(
+        kind, dt.DType) else np.asarray(src).dtype.kind
+    target = "b" if dst.dtype.is_bool else "f" if dst.dtype.is_float else "i"
+    if casting == "same_kind" and rank.get(letter, 3) > rank[target]:
+        raise TypeError(f"Cannot cast array data from {letter!r} kind to {dst.dtype.name} "
+                        f"according to the rule 'same_kind' (NumPy's np.copyto); pass "
+                        f"casting='unsafe' or src.astype(dst.dtype)")
+    if where is True:
+        dst[...] = src
+    else:  # src of dst's type first: an int32 dst does not go through float32
+        dst[...] = elementwise("where", asarray(where), _cast_operand(src, dst.dtype), dst)
+
+
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
     """``np.count_nonzero``: the non-zero elements (over ``axis``), int32 (NumPy's intp)."""
     return (asarray(a) != 0).astype(dt.int32).sum(axis=axis, keepdims=keepdims)
@@ -557,7 +583,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
     "numpy.empty_like": empty_like, "numpy.zeros": zeros, "numpy.ones": ones,
-    "numpy.empty": empty, "numpy.full": full, "numpy.select": select, "numpy.isposinf": isposinf,
+    "numpy.empty": empty, "numpy.full": full, "numpy.copyto": copyto, "numpy.select": select,
+    "numpy.isposinf": isposinf,
     "numpy.isneginf": isneginf, "numpy.angle": angle, "numpy.cov": cov,
     "numpy.corrcoef": corrcoef, "numpy.piecewise": piecewise,
 }
