@@ -59,7 +59,7 @@ def derive(owner: Any, parent_map: Any, op: Callable[[Any], Any]) -> View | None
         return None
     if not isinstance(m, np.ndarray) or m.ndim == 0 or storage(m) is not storage(parent_map):
         return None
-    return View(owner, m, owner._version)
+    return View(owner, m, owner.version)
 
 
 def levels_of(m: Any) -> tuple[int, list[tuple[int, int]]] | None:

@@ -67,29 +67,30 @@ class Array:
         self._node_ = node
         #: NumPy's view relation: whose elements these are, and where (array_update.py)
         self._view: View | None = None
-        #: bumped by every assignment into this array (its views then take the new elements)
-        self._version = 0
+        #: bumped by every assignment into this array's elements (its views then take the
+        #: new elements; a target's copy plan of it or a view is remade)
+        self.version = 0
         #: why an assignment into this array (or a view of it) is refused, if it is
         self._readonly: str | None = None
         self._positions: Any = None
 
     @property
     def _items(self) -> list[Value[Any]] | None:
-        if self._view is not None and self._view.seen != self._view.owner._version:
+        if self._view is not None and self._view.seen != self._view.owner.version:
             self._refresh()
         return self._items_
 
     @property
     def _node(self) -> Node | None:
-        if self._view is not None and self._view.seen != self._view.owner._version:
+        if self._view is not None and self._view.seen != self._view.owner.version:
             self._refresh()
         return self._node_
 
-    @property
-    def revision(self) -> int:
-        """A number that changes whenever assignment changes these elements (a target's copy
-        plan, kept by the array's identity, is remade then)."""
-        return self._version if self._view is None else self._view.owner._version
+    def owner(self) -> Array:
+        """The array whose elements these are (itself, unless a view): its ``version`` changes
+        whenever assignment changes them (a target's copy plan, kept by the array's
+        identity, is remade then)."""
+        return self if self._view is None else self._view.owner
 
     def _refresh(self) -> None:
         """A view's elements taken again from its owner, which was assigned into."""
@@ -103,7 +104,7 @@ class Array:
             assert items is not None
             self._items_ = [items[i] for i in view.positions.reshape(-1).tolist()]
             self._node_ = None
-        view.seen = owner._version
+        view.seen = owner.version
 
     def _index_map(self) -> tuple[Array, Any]:
         """(the array owning these elements, their flat positions in it, of this shape)."""
@@ -771,7 +772,7 @@ class Array:
             values = (build.broadcast_to(source.node, (flat.size,)) if isinstance(source, Value)
                       else update.gather(src.node(), picks))
             self._node_ = update.scatter(self._node_, targets, values)
-        self._version += 1
+        self.version += 1
 
     def _masked(self, mask: Array, value: Any) -> Array:
         """The elements after ``a[mask] = value`` with a traced bool mask: cp.where(mask,
@@ -948,7 +949,7 @@ def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
         owner = owners.get(id(update.storage(m)))
         if owner is None:
             continue  # a new array in NumPy: a copy
-        r._view = View(owner, m, owner._version)
+        r._view = View(owner, m, owner.version)
         if not m.flags.writeable:
             r.refuse_assignment(f"NumPy's {name} gives a read-only view; assign into a copy: "
                                 f"y = {name}(...).copy()")
