@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import copapy as cp
+from copapy.arrays import _numpy_views
 from copapy.graph.node import Node
 
 from .support.checks import examples
@@ -515,3 +516,38 @@ def test_copyto() -> None:
         np.copyto(cp.vector([1, 2]), cp.vector([1.5, 2.5]))
     with pytest.raises(TypeError, match="like=x"):
         np.copyto(np.zeros(2), cp.vector([1.5, 2.5]))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_flat_put_and_fill_diagonal(packed: bool) -> None:
+    """a.flat[k] = v (the value repeated, through a view's own order), a.flat = v, a.put,
+    np.put and np.fill_diagonal (NumPy's own code, through a.flat), against NumPy."""
+    def f(a: Any) -> Any:
+        y = in_form(a.copy(), packed)
+        y.flat[[0, 1, 2]] = a[:2]
+        m = y.reshape(3, 4)
+        m.T.flat[1:3] = [5.0, 6.0]
+        np.put(y, [4, 11], a[7])
+        m.put([5], -1.5)
+        np.fill_diagonal(m, a[3] * 2)
+        z = in_form(a.copy(), packed)
+        z.flat = [1.0, 2.0, 3.0]
+        return y, m, z, y.flat[2:5]
+    x = np.arange(12, dtype=np.float32) - 3.5
+    for g, w in zip(cp.jit(f)(x), f(x.copy()), strict=True):
+        same_bits(g, w)
+    with pytest.raises(TypeError, match="mode='raise' only"):
+        cp.vector([1.0, 2.0]).put([0], 1.0, mode="wrap")
+
+
+def test_a_function_writing_its_argument_leaves_the_index_maps() -> None:
+    """The second run on index maps (which finds NumPy's views) of a function that writes
+    into its argument: the maps are restored and its result refuses assignment."""
+    def writes(a: Any) -> Any:
+        a[0] = 9
+        return a[1:]
+    y = cp.vector([1.0, 2.0, 3.0])
+    r = _numpy_views(writes, (y,), {}, y[1:].copy())
+    assert y._index_map()[1].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="cannot tell"):
+        r[0] = 1.0

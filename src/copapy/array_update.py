@@ -45,6 +45,29 @@ class View:
         self.seen = seen
 
 
+class Flat:
+    """``a.flat`` of a copapy array: its elements in row-major order, read (a copy, as
+    NumPy's ``a.flat[k]``) or assigned (NumPy's flatiter: the value flattened and repeated
+    to the number of elements picked)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __len__(self) -> int:
+        return int(self.array.size)
+
+    def __iter__(self) -> Any:
+        return iter(self.array.flatten())
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.array.flatten()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.array.assign_flat(key, value)
+
+
 def storage(m: Any) -> Any:
     """The NumPy array that owns ``m``'s memory."""
     return m if m.base is None else m.base

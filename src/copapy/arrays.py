@@ -725,6 +725,48 @@ class Array:
         owner._assign(targets.reshape(-1), _cast_operand(data[0], owner.dtype) if uniform
                       else _build(data, data.shape, None, owner.dtype))
 
+    @property
+    def flat(self) -> update.Flat:
+        """NumPy's ``a.flat``: the elements in row-major order; ``a.flat[k] = v`` assigns
+        (the value repeated to the elements picked, as NumPy's flatiter does)."""
+        return update.Flat(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        self.assign_flat(slice(None), value)
+
+    def put(self, ind: Any, v: Any, mode: str = "raise") -> None:
+        """NumPy's ``a.put(ind, v)`` (``np.put``): ``a.flat[ind] = v``."""
+        if mode != "raise":
+            raise TypeError(f"put(mode={mode!r}) of a copapy array: mode='raise' only (index "
+                            f"within the array; wrap or clip the indices with NumPy first)")
+        self.assign_flat(ind, v)
+
+    def assign_flat(self, key: Any, value: Any) -> None:
+        """``a.flat[key] = value``: the elements ``key`` picks of the row-major sequence
+        (of any view, through its own order) take the value flattened and repeated."""
+        owner, positions = self._writable()
+        if _traced_key(key) is not None:
+            raise TypeError(_TRACED_SET)
+        try:
+            targets = np.asarray(positions.reshape(-1)[key]).reshape(-1)
+        except IndexError as error:
+            raise IndexError(f"{error} (a.flat of a copapy array of {self.size} "
+                             f"elements)") from None
+        if targets.size == 0:
+            return
+        if _traced_value(value):
+            source = _cast_operand(value, owner.dtype)
+            given = source.flatten() if isinstance(source, Array) else Array((1,),
+                                                                             items=[source])
+            owner._assign(targets, given[np.arange(targets.size) % given.size])
+            return
+        data = update.constant_values(value, owner.dtype, np.shape(value)).reshape(-1)
+        if data.size == 0:
+            return  # NumPy writes nothing from an empty value
+        cycled = np.resize(data, targets.size)
+        owner._assign(targets, _build(cycled, cycled.shape, None, owner.dtype))
+
     def _element(self, k: int) -> Node | None:
         """Element ``k`` as a scalar expression (None: not known without running)."""
         return self.items()[k].node if not self.packed else update.element(self.node(), k)
@@ -935,6 +977,11 @@ def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
             maps = func(*index_maps(args), **{k: index_maps(v) for k, v in kwargs.items()})
     except Exception:  # NumPy could not run it on int maps: whether it is a view is unknown
         maps = None
+    for kept in owners.values():  # a function that wrote into its argument wrote a map
+        stored = update.storage(kept._index_map()[1])
+        if not np.array_equal(stored, np.arange(stored.size)):
+            stored[...] = np.arange(stored.size)
+            maps = None
     found = [maps] if isinstance(maps, np.ndarray) else list(maps) if isinstance(
         maps, tuple | list) else None
     for k, r in enumerate(outs):
@@ -946,10 +993,10 @@ def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
                                 f"its argument (which assignment would write through); assign "
                                 f"into a copy: y = {name}(...).copy()")
             continue
-        owner = owners.get(id(update.storage(m)))
-        if owner is None:
+        viewed = owners.get(id(update.storage(m)))
+        if viewed is None:
             continue  # a new array in NumPy: a copy
-        r._view = View(owner, m, owner.version)
+        r._view = View(viewed, m, viewed.version)
         if not m.flags.writeable:
             r.refuse_assignment(f"NumPy's {name} gives a read-only view; assign into a copy: "
                                 f"y = {name}(...).copy()")
