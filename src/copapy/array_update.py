@@ -68,21 +68,47 @@ class Flat:
         self.array.assign_flat(key, value)
 
 
+#: bumped by every assignment, anywhere: an array that may be a view is decided once this
+#: moved on since it was made (before, its elements are the ones it was made with)
+EPOCH = [0]
+
+
+def arange(size: int) -> Any:
+    """An owner's index map, flat (int32 where that holds every position: half the bytes)."""
+    return np.arange(size, dtype=np.int32 if size < 2**31 else np.int64)
+
+
 def storage(m: Any) -> Any:
     """The NumPy array that owns ``m``'s memory."""
     return m if m.base is None else m.base
 
 
-def derive(owner: Any, parent_map: Any, op: Callable[[Any], Any]) -> View | None:
-    """The view ``op`` makes of an array whose index map is ``parent_map`` (in ``owner``), or
-    None where NumPy's ``op`` copies."""
+def derive(maps: list[Any], owners: list[Any], op: Callable[[list[Any]], Any],
+           shape: tuple[int, ...], what: str) -> tuple[View | None, str | None]:
+    """(the view, or None for a copy; why assignment is refused, or None) of an array made by
+    ``op`` (named ``what``) from arrays whose index maps are ``maps`` in ``owners``: NumPy's
+    ``op`` run on the maps decides; where it cannot run, or writes a map, assignment is
+    refused (whether it is a view is unknown)."""
+    stores = [storage(m) for m in maps]
     try:
-        m = op(parent_map)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if not isinstance(m, np.ndarray) or m.ndim == 0 or storage(m) is not storage(parent_map):
-        return None
-    return View(owner, m, owner.version)
+        with np.errstate(all="ignore"):
+            m = op(maps)
+    except Exception:  # NumPy could not run it on int maps
+        m = None
+    for stored in stores:
+        if not np.array_equal(stored, np.arange(stored.size)):
+            stored[...] = np.arange(stored.size)  # it wrote into its argument
+            m = None
+    if not isinstance(m, np.ndarray) or m.shape != shape:
+        return None, (f"copapy cannot tell whether NumPy's {what} makes it a view of its "
+                      f"argument (which assignment would write through); assign into a copy: "
+                      f"y = {what}(...).copy()")
+    for owner, stored in zip(owners, stores, strict=True):
+        if storage(m) is stored:
+            why = None if m.flags.writeable else (f"NumPy's {what} gives a read-only view; "
+                                                  f"assign into a copy: y = {what}(...).copy()")
+            return View(owner, m, -1), why
+    return None, None
 
 
 def levels_of(m: Any) -> tuple[int, list[tuple[int, int]]] | None:

@@ -67,8 +67,11 @@ class Array:
         self._node_ = node
         #: NumPy's view relation: whose elements these are, and where (array_update.py)
         self._view: View | None = None
+        #: (parents, op, epoch): what this array may be a view of, decided when needed
+        #: (array_update.py: a write anywhere since ``epoch`` makes it needed)
+        self._pending: tuple[tuple[Array, ...], Any, int, str] | None = None
         #: bumped by every assignment into this array's elements (its views then take the
-        #: new elements; a target's copy plan of it or a view is remade)
+        #: new elements)
         self.version = 0
         #: why an assignment into this array (or a view of it) is refused, if it is
         self._readonly: str | None = None
@@ -76,50 +79,73 @@ class Array:
 
     @property
     def _items(self) -> list[Value[Any]] | None:
-        if self._view is not None and self._view.seen != self._view.owner.version:
-            self._refresh()
+        if self._pending is not None or self._view is not None:
+            self._current()
         return self._items_
 
     @property
     def _node(self) -> Node | None:
-        if self._view is not None and self._view.seen != self._view.owner.version:
-            self._refresh()
+        if self._pending is not None or self._view is not None:
+            self._current()
         return self._node_
 
-    def owner(self) -> Array:
-        """The array whose elements these are (itself, unless a view): its ``version`` changes
-        whenever assignment changes them (a target's copy plan, kept by the array's
-        identity, is remade then)."""
-        return self if self._view is None else self._view.owner
-
-    def _refresh(self) -> None:
-        """A view's elements taken again from its owner, which was assigned into."""
+    def _current(self) -> None:
+        """This array's elements made current: a possible view decided once anything was
+        written since it was made, a view's elements gathered again after its owner was."""
+        pending = self._pending
+        if pending is not None:
+            if pending[2] == update.EPOCH[0]:
+                return  # nothing written anywhere since: the elements it was made with
+            self._resolve()
         view = self._view
-        assert view is not None
-        owner = view.owner
-        if owner._node is not None:
-            self._node_, self._items_ = update.gather(owner._node, view.positions), None
-        else:
-            items = owner._items
-            assert items is not None
-            self._items_ = [items[i] for i in view.positions.reshape(-1).tolist()]
-            self._node_ = None
-        view.seen = owner.version
+        if view is not None and view.seen != view.owner.version:
+            view.seen = view.owner.version
+            owner = view.owner
+            if owner._node is not None:
+                self._node_, self._items_ = update.gather(owner._node, view.positions), None
+            else:
+                items = owner._items
+                assert items is not None
+                self._items_ = [items[i] for i in view.positions.reshape(-1).tolist()]
+                self._node_ = None
+
+    def _resolve(self) -> None:
+        """Whether this array (made by an operation that may give a view) is NumPy's view of
+        an owner, and where: the operation run on its parents' index maps, parents first."""
+        chain: list[Array] = []
+        todo: list[Array] = [self]
+        while todo:
+            a = todo.pop()
+            if a._pending is not None and all(a is not c for c in chain):
+                chain.append(a)
+                todo.extend(a._pending[0])
+        for a in reversed(chain):
+            pending = a._pending
+            if pending is None:
+                continue
+            parents, op, _, what = pending
+            maps = [p._index_map() for p in parents]
+            a._pending = None
+            a._view, why = update.derive([m for _, m in maps], [o for o, _ in maps], op,
+                                         a.shape, what)
+            a._readonly = a._readonly or why
 
     def _index_map(self) -> tuple[Array, Any]:
         """(the array owning these elements, their flat positions in it, of this shape)."""
+        if self._pending is not None:
+            self._resolve()
         if self._view is not None:
             return self._view.owner, self._view.positions
         if self._positions is None:
-            self._positions = np.arange(self.size).reshape(self.shape)
+            self._positions = update.arange(self.size).reshape(self.shape)
         return self, self._positions
 
     def _viewing(self, result: T, op: Any) -> T:
-        """``result`` (``op`` of this array) made a view of this array's owner where NumPy's
-        ``op`` gives a view."""
-        if isinstance(result, Array) and result is not self and result._view is None:
-            owner, positions = self._index_map()
-            result._view = update.derive(owner, positions, op)
+        """``result`` (``op`` of this array) made a possible view of this array, decided by
+        NumPy's ``op`` on the index maps when needed."""
+        if isinstance(result, Array) and result is not self and result._view is None and (
+                result._pending is None):
+            result._pending = ((self,), lambda m: op(m[0]), update.EPOCH[0], "indexing")
         return result
 
     # ---- construction helpers --------------------------------------------------------------
@@ -815,6 +841,7 @@ class Array:
                       else update.gather(src.node(), picks))
             self._node_ = update.scatter(self._node_, targets, values)
         self.version += 1
+        update.EPOCH[0] += 1
 
     def _masked(self, mask: Array, value: Any) -> Array:
         """The elements after ``a[mask] = value`` with a traced bool mask: cp.where(mask,
@@ -950,57 +977,38 @@ COPAPY_COMPUTED = ("numpy.where", "numpy.clip", "numpy.var", "numpy.std")
 
 
 def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
-    """``result`` of NumPy's ``func`` with its arrays made views where NumPy's are (np.flip,
-    np.broadcast_to, np.split ...): ``func`` run on the arguments' index maps tells which
-    (read-only where NumPy's view is); where it cannot run, assignment is refused."""
+    """``result`` of NumPy's ``func`` with its new arrays made possible views of the
+    arguments (np.flip, np.broadcast_to, np.split ...), decided when needed by ``func`` run
+    on the arguments' index maps (read-only where NumPy's view is)."""
     outs = [result] if isinstance(result, Array) else list(result) if isinstance(
         result, tuple | list) else []
-    inputs = {id(a) for a in _arrays_in((args, kwargs))}
-    fresh = [r for r in outs if isinstance(r, Array) and r._view is None and r._readonly is None
-             and id(r) not in inputs]  # an argument given back is itself, as in NumPy
-    if not fresh:
-        return result
-    owners: dict[int, Array] = {}
-
-    def index_maps(x: Any) -> Any:
-        if isinstance(x, Array):
-            owner, positions = x._index_map()
-            owners[id(update.storage(positions))] = owner
-            return positions
-        if isinstance(x, list | tuple):
-            return type(x)(index_maps(v) for v in x)
-        return 0 if isinstance(x, Value) else x
-
+    arrays = {id(a): a for a in _arrays_in((args, kwargs))}
+    parents = tuple(arrays.values())
     name = f"np.{getattr(func, '__name__', func)}"
-    try:
-        with np.errstate(all="ignore"):
-            maps = func(*index_maps(args), **{k: index_maps(v) for k, v in kwargs.items()})
-    except Exception:  # NumPy could not run it on int maps: whether it is a view is unknown
-        maps = None
-    for kept in owners.values():  # a function that wrote into its argument wrote a map
-        stored = update.storage(kept._index_map()[1])
-        if not np.array_equal(stored, np.arange(stored.size)):
-            stored[...] = np.arange(stored.size)
-            maps = None
-    found = [maps] if isinstance(maps, np.ndarray) else list(maps) if isinstance(
-        maps, tuple | list) else None
     for k, r in enumerate(outs):
-        if not any(r is f for f in fresh):
-            continue
-        m = found[k] if found is not None and len(found) == len(outs) else None
-        if not isinstance(m, np.ndarray) or m.shape != r.shape:
-            r.refuse_assignment(f"copapy cannot tell whether NumPy's {name} makes it a view of "
-                                f"its argument (which assignment would write through); assign "
-                                f"into a copy: y = {name}(...).copy()")
-            continue
-        viewed = owners.get(id(update.storage(m)))
-        if viewed is None:
-            continue  # a new array in NumPy: a copy
-        r._view = View(viewed, m, viewed.version)
-        if not m.flags.writeable:
-            r.refuse_assignment(f"NumPy's {name} gives a read-only view; assign into a copy: "
-                                f"y = {name}(...).copy()")
+        if (isinstance(r, Array) and r._view is None and r._pending is None and r._readonly
+                is None and id(r) not in arrays):  # an argument given back is itself
+            r._pending = (parents, _rerun(func, args, kwargs, parents, k, len(outs)),
+                          update.EPOCH[0], name)
     return result
+
+
+def _rerun(func: Any, args: Any, kwargs: Any, parents: tuple[Array, ...], k: int,
+           count: int) -> Any:
+    """``func`` on the parents' index maps (traced values as 0), its output ``k``."""
+    def run(maps: list[Any]) -> Any:
+        by_id = {id(p): m for p, m in zip(parents, maps, strict=True)}
+
+        def swap(x: Any) -> Any:
+            if isinstance(x, Array):
+                return by_id[id(x)]
+            if isinstance(x, list | tuple):
+                return type(x)(swap(v) for v in x)
+            return 0 if isinstance(x, Value) else x
+        out = func(*swap(args), **{key: swap(v) for key, v in kwargs.items()})
+        outs = [out] if isinstance(out, np.ndarray) else list(out)
+        return outs[k] if len(outs) == count else None
+    return run
 
 
 _TRACED_SET = (
