@@ -7,6 +7,7 @@ a slice, reshape or transpose reaches the base, and the other way round); and ea
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -551,3 +552,22 @@ def test_a_function_writing_its_argument_leaves_the_index_maps() -> None:
     with pytest.raises(ValueError, match="cannot tell"):
         r[0] = 1.0
     assert y._index_map()[1].tolist() == [0, 1, 2]
+
+
+def test_views_of_large_arrays_make_no_index_maps() -> None:
+    """Slices of a 4 Mi-element array, an assignment into another array, the slices read
+    again: no index map of the large array (its elements could not have changed)."""
+    x = cp.value(np.zeros(1 << 22, np.float32))
+    tracemalloc.start()
+    try:
+        v = x[::2].reshape(-1, 2).T
+        y = x[:3].copy()
+        y[0] = 1.0
+        v.sum()
+        w = y[1:]
+        y[2] = 5.0
+        w.sum()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak

@@ -69,7 +69,7 @@ class Array:
         self._view: View | None = None
         #: (parents, op, epoch): what this array may be a view of, decided when needed
         #: (array_update.py: a write anywhere since ``epoch`` makes it needed)
-        self._pending: tuple[tuple[Array, ...], Any, int, str] | None = None
+        self._pending: Pending | None = None
         #: bumped by every assignment into this array's elements (its views then take the
         #: new elements)
         self.version = 0
@@ -94,8 +94,11 @@ class Array:
         written since it was made, a view's elements gathered again after its owner was."""
         pending = self._pending
         if pending is not None:
-            if pending[2] == update.EPOCH[0]:
+            if pending.epoch == update.EPOCH[0]:
                 return  # nothing written anywhere since: the elements it was made with
+            if pending.stamp == _lineage(pending.parents):
+                pending.epoch = update.EPOCH[0]  # written elsewhere: not its ancestors
+                return
             self._resolve()
         view = self._view
         if view is not None and view.seen != view.owner.version:
@@ -118,16 +121,15 @@ class Array:
             a = todo.pop()
             if a._pending is not None and all(a is not c for c in chain):
                 chain.append(a)
-                todo.extend(a._pending[0])
+                todo.extend(a._pending.parents)
         for a in reversed(chain):
             pending = a._pending
             if pending is None:
                 continue
-            parents, op, _, what = pending
-            maps = [p._index_map() for p in parents]
+            maps = [p._index_map() for p in pending.parents]
             a._pending = None
-            a._view, why = update.derive([m for _, m in maps], [o for o, _ in maps], op,
-                                         a.shape, what)
+            a._view, why = update.derive([m for _, m in maps], [o for o, _ in maps],
+                                         pending.op, a.shape, pending.what)
             a._readonly = a._readonly or why
 
     def _index_map(self) -> tuple[Array, Any]:
@@ -145,7 +147,7 @@ class Array:
         NumPy's ``op`` on the index maps when needed."""
         if isinstance(result, Array) and result is not self and result._view is None and (
                 result._pending is None):
-            result._pending = ((self,), lambda m: op(m[0]), update.EPOCH[0], "indexing")
+            result._pending = Pending((self,), lambda m: op(m[0]), "indexing")
         return result
 
     # ---- construction helpers --------------------------------------------------------------
@@ -976,6 +978,36 @@ def _arrays_in(x: Any) -> Iterator[Array]:
 COPAPY_COMPUTED = ("numpy.where", "numpy.clip", "numpy.var", "numpy.std")
 
 
+class Pending:
+    """That an array may be NumPy's view of ``parents`` (made by ``op``, named ``what``);
+    ``epoch`` and ``stamp``: the assignment count and the ancestors' versions it was last
+    known current at."""
+
+    __slots__ = ("epoch", "op", "parents", "stamp", "what")
+
+    def __init__(self, parents: tuple[Array, ...], op: Any, what: str) -> None:
+        self.parents = parents
+        self.op = op
+        self.what = what
+        self.epoch = update.EPOCH[0]
+        self.stamp = _lineage(parents)
+
+
+def _lineage(parents: tuple[Array, ...]) -> int:
+    """The sum of the versions of every array the elements may come from: it changes when
+    any of them is assigned into (versions only grow)."""
+    total = 0
+    todo = list(parents)
+    while todo:
+        a = todo.pop()
+        if a._pending is not None:
+            total += a.version
+            todo.extend(a._pending.parents)
+        else:
+            total += a.version if a._view is None else a._view.owner.version
+    return total
+
+
 def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
     """``result`` of NumPy's ``func`` with its new arrays made possible views of the
     arguments (np.flip, np.broadcast_to, np.split ...), decided when needed by ``func`` run
@@ -988,8 +1020,8 @@ def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
     for k, r in enumerate(outs):
         if (isinstance(r, Array) and r._view is None and r._pending is None and r._readonly
                 is None and id(r) not in arrays):  # an argument given back is itself
-            r._pending = (parents, _rerun(func, args, kwargs, parents, k, len(outs)),
-                          update.EPOCH[0], name)
+            r._pending = Pending(parents, _rerun(func, args, kwargs, parents, k, len(outs)),
+                                 name)
     return result
 
 
