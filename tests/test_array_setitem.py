@@ -265,6 +265,24 @@ def test_overlapping_source_and_target(packed: bool) -> None:
         same_bits(g, w)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_views_of_copies(packed: bool) -> None:
+    """A view of a copy made by a possible-view operation (ravel of a transpose): writes into
+    the base do not reach it, writes into the copy reach its view, in either order."""
+    def f(a: Any) -> Any:
+        y = in_form(a.copy(), packed).reshape(2, 3)
+        p = y.T.ravel()
+        c = p[1:]
+        d = np.flip(p)
+        y[0, 0] = 50.0
+        p[1] = 7.0
+        c[-1] += 1.0
+        return y, p, c, d
+    x = np.arange(6, dtype=np.float32)
+    for g, w in zip(cp.jit(f)(x), f(x.copy()), strict=True):
+        same_bits(g, w)
+
+
 def test_copies_are_independent() -> None:
     """copy(), to_packed(), to_unpacked() and cp.matrix(m) are copies in either form:
     assigning into one leaves the original as it is (to_packed of a packed array and
