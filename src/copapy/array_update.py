@@ -9,7 +9,8 @@ Which arrays see an assignment is NumPy's decision, made by NumPy itself: every 
 owns its elements has an index map ``arange(size).reshape(shape)``; an operation that may
 give a view (basic indexing, reshape, transpose, ...) is applied to the parent's map, and the
 result is a view exactly when NumPy's result shares the map's memory. A view's map holds the
-flat positions of its elements in the owner.
+flat positions of its elements in the owner. The maps are made only when an assignment makes
+the answer matter (arrays.py, ``Pending``): tracing without assignments allocates none.
 """
 
 from __future__ import annotations
