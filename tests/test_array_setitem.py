@@ -589,3 +589,27 @@ def test_views_of_large_arrays_make_no_index_maps() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
+
+
+def test_numpy_constructors_with_like() -> None:
+    """np.zeros/ones/empty/full(shape, like=x) of a traced x: NumPy's types and shapes,
+    assignable (NumPy never dispatched them: "no implementation found for numpy.zeros");
+    np.zeros_like is a copapy array, so an assigned value is cast into its type."""
+    def f(a: Any) -> Any:
+        like = {} if isinstance(a, np.ndarray) else {"like": a}
+        z = np.zeros((2, 2), **like)
+        z[0, 1] = a[0]
+        o = np.ones(3, np.int32, **like)
+        o[1:] = a[1:3] * 2
+        e = np.empty(2, bool, **like)
+        e[:] = a[:2] > 1
+        e[1] = False
+        f = np.full(2, 2.5, np.float32, **like)
+        f[0] = a[2]
+        n = np.zeros_like(a.astype(np.int32))
+        n[0] = a[1] * 2  # cast into int32 (an object array kept the float)
+        n[1:] += 3
+        return z, o, e, f, n
+    x = np.array([1.5, 2.25, 3.0], np.float32)
+    for g, w in zip(cp.jit(f)(x), f(x.copy()), strict=True):
+        same_bits(g, w)

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 from . import array_shapes as shp
 from . import dtypes as dt
 from . import linalg, lookup
+from .array_shapes import MAX_NDIM
 from .arrays import (
     Array,
     _broadcast,
+    _build,
     _cast_operand,
     _permute,
     asarray,
@@ -269,9 +271,9 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
               shape: Any = None, *, device: Any = None) -> Any:
-    """``np.full_like`` of a traced array: a NumPy object array (item assignment of traced
-    values works, as before) of copapy constants of a's type, ``fill_value`` cast as NumPy
-    casts it (2.5 in an int32 array is 2). NumPy's own code made Python numbers of the fill
+    """``np.full_like`` of a traced array: a copapy array (item assignment works, cast into
+    its type) of constants of a's type, ``fill_value`` cast as NumPy casts it (2.5 in an
+    int32 array is 2). NumPy's own code made Python numbers of the fill
     as given: zeros_like of float32 came back int32, full_like(int32, 2.5) held 2.5."""
     kind = asarray(a).dtype if dtype is None else dt.as_dtype(dtype)
     if is_traced(fill_value):
@@ -281,8 +283,13 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
 
 
 def _constants(size: Any, fill_value: Any, kind: dt.DType) -> Any:
-    """A NumPy object array of ``size`` of copapy constants ``fill_value`` of ``kind``."""
+    """A copapy array of ``size`` of constants ``fill_value`` of ``kind``: item assignment
+    casts into its type and its views are NumPy's (docs/semantics.md, "Item assignment");
+    0-d or more than 4-D, a NumPy object array of copapy constants."""
     numbers = np.broadcast_to(np.asarray(fill_value).astype(kind.numpy), size)
+    if 1 <= numbers.ndim <= MAX_NDIM and numbers.size:
+        return _build(np.ascontiguousarray(numbers), tuple(int(d) for d in numbers.shape),
+                      None, kind)
     out = np.empty(numbers.shape, dtype=object)
     for index, v in np.ndenumerate(numbers):
         out[index] = constant(v.item(), kind)
@@ -314,7 +321,12 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
     whose elements item assignment replaces), of NumPy's type (that of v, or ``dtype``)."""
     if is_traced(fill_value):
         raise TypeError("np.full with a traced fill value: use np.zeros(shape, like=x) + value")
-    kind = dt.as_dtype(dtype if dtype is not None else np.asarray(fill_value).dtype)
+    given = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+    try:  # NumPy's types: float is float64, int is int64
+        kind = dt.as_dtype(given)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"np.full/zeros/ones/empty(..., like=x) of NumPy type {given}: {error}; "
+                        f"pass dtype=np.int32, np.float32 or np.float64") from None
     return _constants(shape, fill_value, kind)
 
 
