@@ -30,8 +30,8 @@ FORBIDDEN = {
 #: the top-level modules of the DSL and of the targets (packages are named by their folder)
 GROUPS = {
     "DSL": ("value", "numpy_dispatch", "numpy_functions", "numpy_sequences", "lookup", "arrays",
-            "array_shapes", "array_ops", "functions", "quaternions", "signals", "signal_shape",
-            "task", "io", "jacobians", "linalg"),
+            "array_shapes", "array_ops", "array_update", "functions", "quaternions", "signals",
+            "signal_shape", "task", "io", "jacobians", "linalg"),
     "targets": ("local_target", "serial_target", "saved", "target_common", "io_plan", "keep_state",
                 "loading", "cli", "cli_program", "cli_tools", "cli_bench", "cli_scope", "jit",
                 "kits", "bench", "sweeps"),

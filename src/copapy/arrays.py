@@ -14,15 +14,17 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import array_shapes as shp
+from . import array_update as update
 from . import dtypes as dt
+from .array_update import View
 from .graph import build, element_shapes, levels
 from .graph.lanes import reduce_in_lane_order
 from .graph.location import mark
 from .graph.node import Node, const, const_array, fresh_array_input
-from .numpy_dispatch import array_function, array_ufunc
+from .numpy_dispatch import NUMPY_FUNCTIONS, array_function, array_ufunc, numpy_name
 from .value import (
     Value,
     _convert,
@@ -42,6 +44,7 @@ else:
     from ._lazy import numpy as np
 
 PACK_THRESHOLD = 64
+T = TypeVar("T")
 
 
 def _auto_packed(packed: bool | None, size: int) -> bool:
@@ -60,8 +63,92 @@ class Array:
         if any(d < 1 for d in shape):
             raise ValueError(f"array dimensions must be >= 1, got shape {shape}")
         self.shape = tuple(shape)
-        self._items = items
-        self._node = node
+        self._items_ = items
+        self._node_ = node
+        #: NumPy's view relation: whose elements these are, and where (array_update.py)
+        self._view: View | None = None
+        #: (parents, op, epoch): what this array may be a view of, decided when needed
+        #: (array_update.py: a write anywhere since ``epoch`` makes it needed)
+        self._pending: Pending | None = None
+        #: bumped by every assignment into this array's elements (its views then take the
+        #: new elements)
+        self.version = 0
+        #: why an assignment into this array (or a view of it) is refused, if it is
+        self._readonly: str | None = None
+        self._positions: Any = None
+
+    @property
+    def _items(self) -> list[Value[Any]] | None:
+        if self._pending is not None or self._view is not None:
+            self._current()
+        return self._items_
+
+    @property
+    def _node(self) -> Node | None:
+        if self._pending is not None or self._view is not None:
+            self._current()
+        return self._node_
+
+    def _current(self) -> None:
+        """This array's elements made current: a possible view decided once anything was
+        written since it was made, a view's elements gathered again after its owner was."""
+        pending = self._pending
+        if pending is not None:
+            if pending.epoch == update.EPOCH[0]:
+                return  # nothing written anywhere since: the elements it was made with
+            if pending.stamp == _lineage(pending.parents):
+                pending.epoch = update.EPOCH[0]  # written elsewhere: not its ancestors
+                return
+            self._resolve()
+        view = self._view
+        if view is not None and view.seen != view.owner.version:
+            view.seen = view.owner.version
+            owner = view.owner
+            if owner._node is not None:
+                self._node_, self._items_ = update.gather(owner._node, view.positions), None
+            else:
+                items = owner._items
+                assert items is not None
+                self._items_ = [items[i] for i in view.positions.reshape(-1).tolist()]
+                self._node_ = None
+
+    def _resolve(self) -> None:
+        """Whether this array (made by an operation that may give a view) is NumPy's view of
+        an owner, and where: the operation run on its parents' index maps, parents first."""
+        chain: list[Array] = []
+        todo: list[Array] = [self]
+        while todo:
+            a = todo.pop()
+            if a._pending is not None and all(a is not c for c in chain):
+                chain.append(a)
+                todo.extend(a._pending.parents)
+        for a in reversed(chain):
+            pending = a._pending
+            if pending is None:
+                continue
+            maps = [p._index_map() for p in pending.parents]
+            a._pending = None
+            a._view, why = update.derive([m for _, m in maps], [o for o, _ in maps],
+                                         pending.op, a.shape, pending.what)
+            a._readonly = a._readonly or why
+
+    def _index_map(self) -> tuple[Array, Any]:
+        """(the array owning these elements, their flat positions in it, of this shape)."""
+        if self._pending is not None:
+            self._resolve()
+        if self._view is not None:
+            return self._view.owner, self._view.positions
+        if self._positions is None:
+            self._positions = update.arange(self.size).reshape(self.shape)
+        return self, self._positions
+
+    def _viewing(self, result: T, op: Any) -> T:
+        """``result`` (``op`` of this array) made a possible view of this array, decided by
+        NumPy's ``op`` on the index maps when needed."""
+        if isinstance(result, Array) and result is not self and result._view is None and (
+                result._pending is None):
+            result._pending = Pending((self,), lambda m: op(m[0]), "indexing")
+        return result
 
     # ---- construction helpers --------------------------------------------------------------
 
@@ -124,12 +211,13 @@ class Array:
         return build.stack([build.cast(n, common) for n in nodes], self.shape)
 
     def to_packed(self) -> Array:
-        """This array as one packed node (one data slot, loop stencils)."""
-        return self if self.packed else Array(self.shape, node=self.node())
+        """This array as one packed node (one data slot, loop stencils): a copy, as
+        ``copy()``, so that assigning into it never depends on the form it had."""
+        return Array(self.shape, node=self.node())
 
     def to_unpacked(self) -> Array:
-        """This array as one scalar node per element (constants fold per element)."""
-        return self if not self.packed else Array(self.shape, items=self.items())
+        """This array as one scalar node per element (constants fold per element): a copy."""
+        return Array(self.shape, items=self.items())
 
     def nodes(self) -> list[Node]:
         """What the compiler computes for this array."""
@@ -142,10 +230,16 @@ class Array:
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method in ("reduce", "accumulate") and len(inputs) == 1:
             return ufunc_method(ufunc, method, inputs[0], **kwargs)
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        result = array_ufunc(ufunc, method, inputs, kwargs)
+        # a ufunc's result is a new array in NumPy (np.floor of ints gave the input itself)
+        return result.copy() if isinstance(result, Array) and any(
+            result is o for o in inputs) else result
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        return array_function(func, args, kwargs)
+        result = array_function(func, args, kwargs)
+        if numpy_name(func) in NUMPY_FUNCTIONS or numpy_name(func) in COPAPY_COMPUTED:
+            return result  # computed by copapy: new arrays, as NumPy's
+        return _numpy_views(func, args, kwargs, result)
 
     # ---- generated by tools/gen_api.py from the registry: do not edit ----
     def __add__(self, o: Any) -> Array:
@@ -364,8 +458,10 @@ class Array:
 
     @property
     def imag(self) -> Array:
-        """Zeros of the array's type: copapy's numbers are real (``np.imag``)."""
-        return self * 0 if not self.dtype.is_bool else self & False
+        """Zeros of the array's type: copapy's numbers are real (``np.imag``); read-only,
+        as NumPy's imaginary part of a real array."""
+        zeros = self * 0 if not self.dtype.is_bool else self & False
+        return zeros.refuse_assignment("NumPy's a.imag of a real array is read-only")
 
     def tolist(self) -> Any:
         """The elements as nested lists of traced values (as NumPy's ``a.tolist()``)."""
@@ -428,7 +524,7 @@ class Array:
         if sorted(perm) != list(range(self.ndim)):
             raise ValueError(f"transpose{tuple(given)!r}: axes must be a permutation of "
                              f"0..{self.ndim - 1}")
-        return _permute(self, perm)
+        return self._viewing(_permute(self, perm), lambda m: m.transpose(perm))
 
     def swapaxes(self, axis1: int, axis2: int) -> Array:
         """Axes ``axis1`` and ``axis2`` exchanged (NumPy's ``a.swapaxes``, which
@@ -436,7 +532,7 @@ class Array:
         first, second = (_axis(k, self.ndim, "swapaxes") for k in (axis1, axis2))
         perm = list(range(self.ndim))
         perm[first], perm[second] = second, first
-        return _permute(self, tuple(perm))
+        return self._viewing(_permute(self, tuple(perm)), lambda m: m.transpose(perm))
 
     def reshape(self, *shape: int | tuple[int, ...] | list[int]) -> Array:
         """A view with another shape of the same size (no code is emitted); one dimension
@@ -449,23 +545,39 @@ class Array:
                 new = tuple(self.size // known if d == -1 else d for d in new)
         if math.prod(new) != self.size or any(d < 1 for d in new):
             raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
-        if self.packed:
-            return Array(new, node=build.reshape(self.node(), new))
-        return Array(new, items=self.items())
+        out = Array(new, node=build.reshape(self.node(), new)) if self.packed else Array(
+            new, items=self.items())
+        return self._viewing(out, lambda m: m.reshape(new))
 
     def flatten(self) -> Array:
-        """A 1-D view of all elements, row-major."""
+        """The elements as a 1-D array, row-major (a copy, as NumPy's)."""
+        flat = (self.size,)
+        return Array(flat, node=build.reshape(self.node(), flat)) if self.packed else Array(
+            flat, items=self.items())
+
+    def ravel(self) -> Array:
+        """The elements as a 1-D array, row-major: a view where NumPy's is one."""
         return self.reshape((self.size,))
 
-    ravel = flatten
-
     def copy(self) -> Array:
-        """The array itself: traced arrays are immutable, so a copy is the same graph."""
-        return self
+        """A new array of the same elements: assigning into either leaves the other as is."""
+        return Array(self.shape, node=self._node) if self.packed else Array(
+            self.shape, items=self.items())
+
+    def fill(self, value: Any) -> None:
+        """Every element set to ``value`` (NumPy's ``a.fill``: ``a[...] = value``)."""
+        self[...] = value
 
     # ---- indexing --------------------------------------------------------------------------
 
     def __getitem__(self, key: Any) -> Any:
+        result = self._get(key)
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, list | np.ndarray | Array) for k in keys):
+            return result  # NumPy's advanced indexing copies
+        return self._viewing(result, lambda m: m[key])
+
+    def _get(self, key: Any) -> Any:
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, list | np.ndarray | Array) for k in keys):
             return self._take(keys)
@@ -547,7 +659,8 @@ class Array:
             return views
         node = build.reshape(self.node(), (self.size,))
         parts = [build.broadcast_to(build.index(node, start), (count,)) if step == 0 else
-                 build.strided(node, start, step, count) for start, step, count in _runs(flat)]
+                 build.strided(node, start, step, count)
+                 for start, step, count in update.runs(flat)]
         gathered = parts[0] if len(parts) == 1 else build.concat(parts, (len(flat),))
         return Array(shape, node=build.reshape(gathered, shape))
 
@@ -612,8 +725,209 @@ class Array:
         return Array(shape, node=flat if len(shape) == 1 else build.reshape(flat, shape))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise TypeError("copapy arrays are immutable (a graph of values): build a new one, e.g. "
-                        "cp.vector([v[0], x, v[2]]) or cp.where(mask, x, v)")
+        """``a[key] = value`` as NumPy's: the elements ``key`` picks (ints, slices, ``...``,
+        None, constant int arrays or bool masks; a traced bool mask selects with cp.where)
+        take ``value`` broadcast to their shape and cast to the array's type, and every view
+        of those elements sees it. The graph stays SSA: the owner of the elements gets a new
+        node or new items (array_update.py)."""
+        owner, positions = self._writable()
+        mask = _traced_key(key)
+        if mask is not None:
+            self[...] = self._masked(mask, value)
+            return
+        try:
+            targets = np.asarray(positions[key])
+        except IndexError as error:
+            raise IndexError(f"{error} (assigning into a copapy array of shape "
+                             f"{self.shape})") from None
+        if targets.size == 0:  # nothing written; the value still has to broadcast (NumPy's)
+            shape = value.shape if isinstance(value, Array) else np.shape(value)
+            np.empty(targets.shape)[...] = np.zeros(shape)
+            return
+        if _traced_value(value):
+            owner._assign(targets, _cast_operand(value, owner.dtype))
+            return
+        # numbers: NumPy's own conversion and broadcasting, to the targets in their order
+        data = update.constant_values(value, owner.dtype, targets.shape).reshape(-1)
+        uniform = data.tobytes() == np.repeat(data[:1], data.size).tobytes()
+        owner._assign(targets.reshape(-1), _cast_operand(data[0], owner.dtype) if uniform
+                      else _build(data, data.shape, None, owner.dtype))
+
+    @property
+    def flat(self) -> update.Flat:
+        """NumPy's ``a.flat``: the elements in row-major order; ``a.flat[k] = v`` assigns
+        (the value repeated to the elements picked, as NumPy's flatiter does)."""
+        return update.Flat(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        self.assign_flat(slice(None), value)
+
+    def put(self, ind: Any, v: Any, mode: str = "raise") -> None:
+        """NumPy's ``a.put(ind, v)`` (``np.put``): ``a.flat[ind] = v``."""
+        if mode != "raise":
+            raise TypeError(f"put(mode={mode!r}) of a copapy array: mode='raise' only (index "
+                            f"within the array; wrap or clip the indices with NumPy first)")
+        self.assign_flat(ind, v)
+
+    def assign_flat(self, key: Any, value: Any) -> None:
+        """``a.flat[key] = value``: the elements ``key`` picks of the row-major sequence
+        (of any view, through its own order) take the value flattened and repeated."""
+        owner, positions = self._writable()
+        if _traced_key(key) is not None:
+            raise TypeError(_TRACED_SET)
+        try:
+            targets = np.asarray(positions.reshape(-1)[key]).reshape(-1)
+        except IndexError as error:
+            raise IndexError(f"{error} (a.flat of a copapy array of {self.size} "
+                             f"elements)") from None
+        if targets.size == 0:
+            return
+        if _traced_value(value):
+            source = _cast_operand(value, owner.dtype)
+            given = source.flatten() if isinstance(source, Array) else Array((1,),
+                                                                             items=[source])
+            owner._assign(targets, given[np.arange(targets.size) % given.size])
+            return
+        data = update.constant_values(value, owner.dtype, np.shape(value)).reshape(-1)
+        if data.size == 0:
+            return  # NumPy writes nothing from an empty value
+        cycled = np.resize(data, targets.size)
+        owner._assign(targets, _build(cycled, cycled.shape, None, owner.dtype))
+
+    def _element(self, k: int) -> Node | None:
+        """Element ``k`` as a scalar expression (None: not known without running)."""
+        return self.items()[k].node if not self.packed else update.element(self.node(), k)
+
+    def refuse_assignment(self, why: str) -> Array:
+        """This array, with assignment into it (or a view of it) refused, saying ``why``."""
+        self._readonly = why
+        return self
+
+    def _writable(self) -> tuple[Array, Any]:
+        """(owner, positions) of this array's elements, or the error NumPy's read-only
+        arrays give, naming why and the fix."""
+        owner, positions = self._index_map()
+        for a in (self, owner):
+            if a._readonly is not None:
+                raise ValueError(f"assignment destination is read-only: {a._readonly}")
+        return owner, positions
+
+    def _assign(self, targets: Any, source: Value[Any] | Array) -> None:
+        """``source`` (of this array's type) broadcast to the shape of ``targets`` (flat
+        positions in this array, which owns its elements) put at those positions."""
+        flat = targets.reshape(-1)
+        if isinstance(source, Value):
+            picks = np.zeros(flat.shape, np.int64)
+            src = Array((1,), items=[source])
+        else:
+            src = source
+            picks = np.empty(targets.shape, np.int64)
+            try:  # NumPy's broadcasting of an assigned value, its errors
+                picks[...] = np.arange(src.size).reshape(src.shape)
+            except ValueError as error:
+                raise ValueError(f"{error} (assigning a copapy array of shape {src.shape} into "
+                                 f"elements of shape {targets.shape})") from None
+            picks = picks.reshape(-1)
+        keep = _once(flat, picks, src)
+        if keep is not None:
+            flat, picks, targets = flat[keep], picks[keep], flat[keep]
+        if self._node_ is None:
+            items = list(self.items())
+            given = src.items()
+            for t, k in zip(flat.tolist(), picks.tolist(), strict=True):
+                items[t] = given[k]
+            self._items_ = items
+        else:
+            values = (build.broadcast_to(source.node, (flat.size,)) if isinstance(source, Value)
+                      else update.gather(src.node(), picks))
+            self._node_ = update.scatter(self._node_, targets, values)
+        self.version += 1
+        update.EPOCH[0] += 1
+
+    def _masked(self, mask: Array, value: Any) -> Array:
+        """The elements after ``a[mask] = value`` with a traced bool mask: cp.where(mask,
+        value, a), for a value that does not depend on how many elements the mask picks."""
+        if mask.shape != self.shape[:mask.ndim]:
+            raise IndexError(f"boolean index of shape {mask.shape} on an array of shape "
+                             f"{self.shape}: the mask's shape must be the array's leading "
+                             f"dimensions (NumPy's rule)")
+        rest = self.shape[mask.ndim:]
+        given = value.shape if isinstance(value, Array) else () if isinstance(
+            value, Value) else np.shape(value)
+        shape = list(given)
+        while len(shape) > len(rest) and shape[0] == 1:
+            shape.pop(0)
+        if len(shape) > len(rest) or np.broadcast_shapes(tuple(shape), rest) != rest:
+            raise TypeError(f"a[mask] = v with a traced mask (known when the program runs): v "
+                            f"of shape {given} "
+                            f"would have to match the number of elements picked; assign one "
+                            f"value (a[mask] = 0.0) or one row, or select: a[...] = "
+                            f"cp.where(mask, v_full, a)")
+        v = _cast_operand(value, self.dtype)
+        if isinstance(v, Array):
+            v = v.reshape(tuple(shape)) if shape else v.reshape(-1)[0]
+        m = mask.reshape(mask.shape + (1,) * len(rest)) if rest else mask
+        return elementwise("where", m, v, self)
+
+    # ---- in-place operators (NumPy's a += b: computed, then cast with 'same_kind') --------
+
+    def _inplace(self, name: str, symbol: str, o: Any) -> Array:
+        if self.dtype.is_bool and name in ("add", "mul") and (isinstance(
+                o, bool | np.bool_) or getattr(getattr(o, "dtype", None), "is_bool", False)):
+            name = "or" if name == "add" else "and"  # NumPy's bool loops: logical
+        result = matmul(self, o) if name == "matmul" else elementwise(name, self, o)
+        kinds = [0 if k.is_bool else 2 if k.is_float else 1 for k in (result.dtype, self.dtype)]
+        if kinds[0] > kinds[1]:
+            raise TypeError(f"Cannot cast {symbol}= output from {result.dtype.name} to "
+                            f"{self.dtype.name} with casting rule 'same_kind' (NumPy's in-place "
+                            f"{symbol}=); cast explicitly: a[...] = (a {symbol} b).astype("
+                            f"a.dtype), or a = a {symbol} b for a new array")
+        if not isinstance(result, Array) or result.shape != self.shape:
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
+                             f"match the broadcast shape {getattr(result, 'shape', ())} (a "
+                             f"{symbol}= b keeps a's shape)")
+        self[...] = result
+        return self
+
+    def __iadd__(self, o: Any) -> Array:
+        return self._inplace("add", "+", o)
+
+    def __isub__(self, o: Any) -> Array:
+        return self._inplace("sub", "-", o)
+
+    def __imul__(self, o: Any) -> Array:
+        return self._inplace("mul", "*", o)
+
+    def __itruediv__(self, o: Any) -> Array:
+        return self._inplace("div", "/", o)
+
+    def __ifloordiv__(self, o: Any) -> Array:
+        return self._inplace("floordiv", "//", o)
+
+    def __imod__(self, o: Any) -> Array:
+        return self._inplace("mod", "%", o)
+
+    def __ipow__(self, o: Any) -> Array:
+        return self._inplace("pow", "**", o)
+
+    def __iand__(self, o: Any) -> Array:
+        return self._inplace("and", "&", o)
+
+    def __ior__(self, o: Any) -> Array:
+        return self._inplace("or", "|", o)
+
+    def __ixor__(self, o: Any) -> Array:
+        return self._inplace("xor", "^", o)
+
+    def __ilshift__(self, o: Any) -> Array:
+        return self._inplace("shl", "<<", o)
+
+    def __irshift__(self, o: Any) -> Array:
+        return self._inplace("shr", ">>", o)
+
+    def __imatmul__(self, o: Any) -> Array:
+        return self._inplace("matmul", "@", o)
 
     def _row(self, r: int) -> Array:
         """Sub-array ``r`` along the first axis (a view)."""
@@ -650,18 +964,142 @@ _TRACED_INDEX = (
     "of ints (x[[2, 0, 1]], A[:, idx])")
 
 
-def _runs(flat: Sequence[int]) -> list[tuple[int, int, int]]:
-    """``flat`` as runs (start, step, count) of equally spaced indices, in order."""
-    runs: list[tuple[int, int, int]] = []
-    i = 0
-    while i < len(flat):
-        step = flat[i + 1] - flat[i] if i + 1 < len(flat) else 1
-        j = i + 1
-        while j < len(flat) and flat[j] - flat[j - 1] == step:
-            j += 1
-        runs.append((flat[i], step if j - i > 1 else 1, j - i))
-        i = j
-    return runs
+def _arrays_in(x: Any) -> Iterator[Array]:
+    if isinstance(x, Array):
+        yield x
+    elif isinstance(x, list | tuple):
+        for v in x:
+            yield from _arrays_in(v)
+    elif isinstance(x, dict):
+        yield from _arrays_in(list(x.values()))
+
+
+#: NumPy functions numpy_dispatch computes with copapy operations (new arrays)
+COPAPY_COMPUTED = ("numpy.where", "numpy.clip", "numpy.var", "numpy.std")
+
+
+class Pending:
+    """That an array may be NumPy's view of ``parents`` (made by ``op``, named ``what``);
+    ``epoch`` and ``stamp``: the assignment count and the ancestors' versions it was last
+    known current at."""
+
+    __slots__ = ("epoch", "op", "parents", "stamp", "what")
+
+    def __init__(self, parents: tuple[Array, ...], op: Any, what: str) -> None:
+        self.parents = parents
+        self.op = op
+        self.what = what
+        self.epoch = update.EPOCH[0]
+        self.stamp = _lineage(parents)
+
+
+def _lineage(parents: tuple[Array, ...]) -> int:
+    """The sum of the versions of every array the elements may come from: it changes when
+    any of them is assigned into (versions only grow)."""
+    total = 0
+    todo = list(parents)
+    while todo:
+        a = todo.pop()
+        if a._pending is not None:
+            total += a.version
+            todo.extend(a._pending.parents)
+        else:
+            total += a.version if a._view is None else a._view.owner.version
+    return total
+
+
+def _numpy_views(func: Any, args: Any, kwargs: Any, result: Any) -> Any:
+    """``result`` of NumPy's ``func`` with its new arrays made possible views of the
+    arguments (np.flip, np.broadcast_to, np.split ...), decided when needed by ``func`` run
+    on the arguments' index maps (read-only where NumPy's view is)."""
+    outs = [result] if isinstance(result, Array) else list(result) if isinstance(
+        result, tuple | list) else []
+    arrays = {id(a): a for a in _arrays_in((args, kwargs))}
+    parents = tuple(arrays.values())
+    name = f"np.{getattr(func, '__name__', func)}"
+    for k, r in enumerate(outs):
+        if (isinstance(r, Array) and r._view is None and r._pending is None and r._readonly
+                is None and id(r) not in arrays):  # an argument given back is itself
+            r._pending = Pending(parents, _rerun(func, args, kwargs, parents, k, len(outs)),
+                                 name)
+    return result
+
+
+def _rerun(func: Any, args: Any, kwargs: Any, parents: tuple[Array, ...], k: int,
+           count: int) -> Any:
+    """``func`` on the parents' index maps (traced values as 0), its output ``k``."""
+    def run(maps: list[Any]) -> Any:
+        by_id = {id(p): m for p, m in zip(parents, maps, strict=True)}
+
+        def swap(x: Any) -> Any:
+            if isinstance(x, Array):
+                return by_id[id(x)]
+            if isinstance(x, list | tuple):
+                return type(x)(swap(v) for v in x)
+            return 0 if isinstance(x, Value) else x
+        out = func(*swap(args), **{key: swap(v) for key, v in kwargs.items()})
+        outs = [out] if isinstance(out, np.ndarray) else list(out)
+        return outs[k] if len(outs) == count else None
+    return run
+
+
+_TRACED_SET = (
+    "a[i] = v with a traced index (a copapy value or int array as the index) writes elements "
+    "known only when the program runs; NumPy raises for an index out of range, which a compiled "
+    "program cannot; select instead: a[...] = cp.where(np.arange(len(a)) == i, v, a), or index "
+    "with constant ints, slices or a bool mask")
+
+
+def _traced_key(key: Any) -> Array | None:
+    """A traced bool mask used as the whole key, None for a constant key; a traced index of
+    any other kind raises naming the fix."""
+    keys = key if isinstance(key, tuple) else (key,)
+    traced = [k for k in keys if isinstance(k, Value | Array) or (
+        isinstance(k, list) and any(isinstance(v, Value | Array) for v in k))]
+    if not traced:
+        return None
+    if len(keys) == 1 and isinstance(key, Array) and key.dtype.is_bool:
+        return key
+    raise TypeError(_TRACED_SET)
+
+
+def _cast_operand(value: Any, kind: dt.DType) -> Value[Any] | Array:
+    """An assigned value as a copapy value or array of type ``kind``: traced ones cast as
+    ``astype`` casts, numbers as NumPy's assignment converts them."""
+    if isinstance(value, Value):
+        return value if value.dtype is kind else Value(build.cast(value.node, kind))
+    if _traced_value(value):
+        a = asarray(value, kind)
+        return a if a.dtype is kind else a.astype(kind)
+    data = update.constant_values(value, kind, np.shape(value))
+    while data.ndim and data.shape[0] == 1:  # leading ones broadcast as if absent
+        data = data[0]
+    if data.ndim == 0:
+        return Value(const(_as_scalar(data.item(), kind), kind))
+    return _build(data, _checked_shape(data.shape), None, kind)
+
+
+def _traced_value(value: Any) -> bool:
+    """A traced value or array, or a sequence with one among its elements."""
+    return isinstance(value, Value | Array) or (isinstance(value, list | tuple) and any(
+        _traced_value(v) for v in value))
+
+
+def _once(flat: Any, picks: Any, src: Array) -> Any:
+    """Where an assignment writes an element more than once: the last of each (NumPy leaves
+    which one unspecified, so all must be the same value, else it raises); None if none is."""
+    order = np.unique(flat[::-1], return_index=True)[1]
+    if order.size == flat.size:
+        return None
+    for t in np.unique(flat):
+        writes = picks[flat == t].tolist()
+        nodes = {src._element(k) for k in writes}
+        same = len(set(writes)) == 1 or (len(nodes) == 1 and None not in nodes)
+        if not same:
+            raise ValueError(f"the assignment writes element {int(t)} more than once with "
+                             f"different values; NumPy leaves which one it keeps unspecified; "
+                             f"write each element once")
+    return np.sort(flat.size - 1 - order)
 
 
 def _whole_array(name: str, numpy: dict[str, Any]) -> None:
@@ -1078,7 +1516,7 @@ def matrix(rows: Any, packed: bool | None = None, dtype: Any = None) -> Array:
         if rows.ndim != 2:
             raise build.ShapeError(f"cp.matrix needs a 2-D array, got shape {rows.shape} (a row: "
                                    f"v.reshape(1, -1), a column: v.reshape(-1, 1))")
-        out = rows if dtype is None else rows.astype(dtype)
+        out = rows.copy() if dtype is None else rows.astype(dtype)  # a copy, as np.array's
         return out if packed is None else out.to_packed() if packed else out.to_unpacked()
     shape = _rectangular(rows, "cp.matrix").shape
     if len(shape) != 2:
@@ -1100,13 +1538,18 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     stored = dt.storage_array(arr.astype(bool) if kind.is_bool else arr, kind)
     shape = tuple(int(d) for d in arr.shape)
     if _auto_packed(packed, arr.size):
-        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name))
+        return Array(shape, node=fresh_array_input(kind, stored.tobytes(), shape, name)
+                     ).refuse_assignment(INPUT_ARRAY)
     # one port per element, named as cp.save names an unpacked array's elements
     items = [value(_as_scalar(v, kind), kind, name=None if name is None else f"{name}[{k}]")
              for k, v in enumerate(arr.reshape(-1))]
     if name is not None:  # tg.save describes the array as of this shape, not 1-D
         element_shapes.record(items[0].node, shape)
-    return Array(shape, items=items)
+    return Array(shape, items=items).refuse_assignment(INPUT_ARRAY)
+
+
+INPUT_ARRAY = ("it is a program input (the host writes its elements before each run, "
+               "tg.write); assign into a copy instead: y = x.copy(); y[0] = v")
 
 
 def _floats(a: Array) -> Array:

@@ -403,7 +403,14 @@ def _array_input(arr: Any, etype: str) -> Array:
     if not 1 <= arr.ndim <= MAX_NDIM or arr.size == 0:
         return array_input(arr, packed=True, dtype=dt.BY_NAME[etype])  # its error
     shape = tuple(int(d) for d in arr.shape)
-    return Array(shape, node=fresh_array_input(dt.BY_NAME[etype], b"", shape))
+    return Array(shape, node=fresh_array_input(dt.BY_NAME[etype], b"", shape)
+                 ).refuse_assignment(ARGUMENT)
+
+
+#: why assigning into an array argument is refused (docs/semantics.md, "Item assignment")
+ARGUMENT = ("it is an argument of a @cp.jit function; NumPy would change the caller's array, "
+            "but a jitted function only reads its arguments (the caller's array stays as it "
+            "is); assign into a copy instead: x = x.copy(); x[0] = v")
 
 
 def _result_array(r: Any) -> Array:

@@ -15,6 +15,7 @@ from . import dtypes as dt
 from ._contract import DType as Code
 from .arch.features import base_of
 from .arch.targets import by_name
+from .array_update import EPOCH
 from .arrays import Array
 from .checks import bind_range, folded
 from .checks import check as range_check
@@ -115,8 +116,10 @@ class LocalTarget:
         self._fast_write: dict[Any, tuple[int, int, type]] = {}
         #: copy plans of arrays, quaternions and port names read or written (io_plan), by
         #: id (the name for a port name) -> (the value, its plan or None: copied port by port)
-        self._read_plans: dict[Any, tuple[Any, CopyPlan | None]] = {}
-        self._write_plans: dict[Any, tuple[Any, CopyPlan | None]] = {}
+        #: (the array, its plan, the count of assignments then: after an assignment into
+        #: arrays, array_update.EPOCH, plans are made again)
+        self._read_plans: dict[Any, tuple[Any, CopyPlan | None, int]] = {}
+        self._write_plans: dict[Any, tuple[Any, CopyPlan | None, int]] = {}
         self._sched: Scheduler | None = None
         self._tasks: list[Named] = []
         #: drive()'s sources by the driven value's key (trace_key): one each, the last given
@@ -431,7 +434,8 @@ class LocalTarget:
                 return self._program.read(*where)  # type: ignore[union-attr]
         else:
             entry = self._read_plans.get(v if type(v) is str else id(v))
-            if entry is not None and entry[0] is v and entry[1] is not None:
+            if (entry is not None and entry[0] is v and entry[1] is not None
+                    and entry[2] == EPOCH[0]):
                 return entry[1].read()
         return self._read(v)
 
@@ -453,7 +457,8 @@ class LocalTarget:
                 return
         else:
             entry = self._write_plans.get(v if type(v) is str else id(v))
-            if entry is not None and entry[0] is v and entry[1] is not None:
+            if (entry is not None and entry[0] is v and entry[1] is not None
+                    and entry[2] == EPOCH[0]):
                 entry[1].write(x)
                 return
         self._write(v, x)
@@ -589,14 +594,16 @@ class LocalTarget:
             raise TargetError(f"{a!r} is not an input of the compiled program")
         self._put_bytes(port.offset, dt.storage_array(values, node.dtype).tobytes())
 
-    def _plan(self, v: Array | Quaternion | str, plans: dict[Any, tuple[Any, CopyPlan | None]],
-              write: bool) -> CopyPlan | None:
+    def _plan(self, v: Array | Quaternion | str,
+              plans: dict[Any, tuple[Any, CopyPlan | None, int]], write: bool
+              ) -> CopyPlan | None:
         """The copy plan of ``v`` (made and kept in ``plans`` on first use); None where the
         element-wise path decides: an emulated program, an element the program does not hold,
         an output not computed yet, an element that is not a free input (for ``write``)."""
         key = v if isinstance(v, str) else id(v)
+        epoch = EPOCH[0]
         entry = plans.get(key)
-        if entry is not None and entry[0] is v:
+        if entry is not None and entry[0] is v and entry[2] == epoch:
             return entry[1]
         prog: Any = self._program
         if prog is None or hasattr(prog, "read_bytes"):
@@ -604,7 +611,7 @@ class LocalTarget:
         try:
             slots = slots_of(v, self._ports, self._port)
         except TargetError:
-            plans[key] = (v, None)
+            plans[key] = (v, None, epoch)
             return None
         if not write and any(k in self._pending for k in slots.key):
             return None  # NotComputedError now; a plan once computed
@@ -614,7 +621,7 @@ class LocalTarget:
             plan = None  # the element-wise path raises the error naming the element
         else:
             plan = copy_plan(memoryview(prog), slots)
-        plans[key] = (v, plan)
+        plans[key] = (v, plan, epoch)
         return plan
 
     def _bytes(self, offset: int, size: int) -> bytes:

@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 from . import array_shapes as shp
 from . import dtypes as dt
 from . import linalg, lookup
+from .array_shapes import MAX_NDIM
 from .arrays import (
     Array,
     _broadcast,
+    _build,
+    _cast_operand,
     _permute,
     asarray,
     elementwise,
@@ -271,16 +274,25 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
               shape: Any = None, *, device: Any = None) -> Any:
-    """``np.full_like`` of a traced array: a NumPy object array (item assignment of traced
-    values works, as before) of copapy constants of a's type, ``fill_value`` cast as NumPy
-    casts it (2.5 in an int32 array is 2). NumPy's own code made Python numbers of the fill
+    """``np.full_like`` of a traced array: a copapy array (item assignment works, cast into
+    its type) of constants of a's type, ``fill_value`` cast as NumPy casts it (2.5 in an
+    int32 array is 2). NumPy's own code made Python numbers of the fill
     as given: zeros_like of float32 came back int32, full_like(int32, 2.5) held 2.5."""
     kind = asarray(a).dtype if dtype is None else dt.as_dtype(dtype)
     if is_traced(fill_value):
         raise TypeError("np.full_like with a traced fill value: use np.zeros_like(a) + value "
                         "(or cp.where) so the value keeps its type")
-    size = asarray(a).shape if shape is None else shape
+    return _constants(asarray(a).shape if shape is None else shape, fill_value, kind)
+
+
+def _constants(size: Any, fill_value: Any, kind: dt.DType) -> Any:
+    """A copapy array of ``size`` of constants ``fill_value`` of ``kind``: item assignment
+    casts into its type and its views are NumPy's (docs/semantics.md, "Item assignment");
+    0-d or more than 4-D, a NumPy object array of copapy constants."""
     numbers = np.broadcast_to(np.asarray(fill_value).astype(kind.numpy), size)
+    if 1 <= numbers.ndim <= MAX_NDIM and numbers.size:
+        return _build(np.ascontiguousarray(numbers), tuple(int(d) for d in numbers.shape),
+                      None, kind)
     out = np.empty(numbers.shape, dtype=object)
     for index, v in np.ndenumerate(numbers):
         out[index] = constant(v.item(), kind)
@@ -304,6 +316,64 @@ def empty_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool 
     """``np.empty_like``: zeros (NumPy leaves the elements unspecified; its own code gave
     None elements here, which nothing could compute with)."""
     return full_like(prototype, 0, dtype, shape=shape)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *,
+         device: Any = None, like: Any = None) -> Any:
+    """``np.full(shape, v, like=x)`` of a traced ``x``: as ``np.full_like`` (constants
+    whose elements item assignment replaces), of NumPy's type (that of v, or ``dtype``)."""
+    if is_traced(fill_value):
+        raise TypeError("np.full with a traced fill value: use np.zeros(shape, like=x) + value")
+    given = np.dtype(dtype) if dtype is not None else np.asarray(fill_value).dtype
+    try:  # NumPy's types: float is float64, int is int64
+        kind = dt.as_dtype(given)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"np.full/zeros/ones/empty(..., like=x) of NumPy type {given}: {error}; "
+                        f"pass dtype=np.int32, np.float32 or np.float64") from None
+    return _constants(shape, fill_value, kind)
+
+
+def zeros(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None,
+          like: Any = None) -> Any:
+    """``np.zeros(shape, like=x)`` of a traced ``x`` (float64 by default, as NumPy's)."""
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None,
+         like: Any = None) -> Any:
+    """``np.ones(shape, like=x)`` of a traced ``x``."""
+    return full(shape, 1, dtype)
+
+
+def empty(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None,
+          like: Any = None) -> Any:
+    """``np.empty(shape, like=x)``: zeros, as ``np.empty_like``."""
+    return full(shape, 0, dtype)
+
+
+def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    """``np.copyto(dst, src)`` into a copapy array: ``dst[...] = src`` (NumPy's broadcasting),
+    refused as NumPy's 'same_kind' rule refuses (float into int32) unless casting="unsafe";
+    ``where=`` a mask: cp.where(where, src, dst)."""
+    if not isinstance(dst, Array):
+        raise TypeError("np.copyto of traced values into a NumPy array: make the destination "
+                        "traced (np.zeros(shape, like=x), or a copy of a copapy array)")
+    if casting not in ("same_kind", "unsafe"):
+        raise TypeError(f"np.copyto(casting={casting!r}) of copapy arrays: 'same_kind' or "
+                        f"'unsafe'")
+    rank = {"b": 0, "i": 1, "u": 1, "f": 2}
+    kind = getattr(src, "dtype", None)
+    letter = ("b" if kind.is_bool else "f" if kind.is_float else "i") if isinstance(
+        kind, dt.DType) else np.asarray(src).dtype.kind
+    target = "b" if dst.dtype.is_bool else "f" if dst.dtype.is_float else "i"
+    if casting == "same_kind" and rank.get(letter, 3) > rank[target]:
+        raise TypeError(f"Cannot cast array data from {letter!r} kind to {dst.dtype.name} "
+                        f"according to the rule 'same_kind' (NumPy's np.copyto); pass "
+                        f"casting='unsafe' or src.astype(dst.dtype)")
+    if where is True:
+        dst[...] = src
+    else:  # src of dst's type first: an int32 dst does not go through float32
+        dst[...] = elementwise("where", asarray(where), _cast_operand(src, dst.dtype), dst)
 
 
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -527,7 +597,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.isclose": isclose, "numpy.allclose": allclose, "numpy.cumsum": cumsum,
     "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
-    "numpy.empty_like": empty_like, "numpy.select": select, "numpy.isposinf": isposinf,
+    "numpy.empty_like": empty_like, "numpy.zeros": zeros, "numpy.ones": ones,
+    "numpy.empty": empty, "numpy.full": full, "numpy.copyto": copyto, "numpy.select": select,
+    "numpy.isposinf": isposinf,
     "numpy.isneginf": isneginf, "numpy.angle": angle, "numpy.cov": cov,
     "numpy.corrcoef": corrcoef, "numpy.piecewise": piecewise,
 }

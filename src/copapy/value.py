@@ -35,14 +35,18 @@ _TRUTH_HINT = (
     "the truth value of a traced copapy value is not known while tracing (it is computed at "
     "run time); use cp.where(cond, a, b) to select between values, or compute on the result: "
     "cp.min / cp.max / cp.clamp for Python's min() and max(), & | ~ (or cp.logical_and) for "
-    "and / or / not, (lo < x) & (x < hi) for lo < x < hi"
+    "and / or / not, (lo < x) & (x < hi) for lo < x < hi; assigning it into a NumPy bool array "
+    "asks for it: make that array traced (np.zeros(shape, bool, like=x))"
 )
 
 
 def _no_python_value(kind: str, conversion: str) -> str:
     return (f"{kind}() of a traced copapy value: it has no Python value yet (it is computed when "
             f"the program runs); convert it in the program with {conversion}, or run the "
-            f"program (tg.compile / tg.run, or @cp.jit) and read the result (tg.read(x))")
+            f"program (tg.compile / tg.run, or @cp.jit) and read the result (tg.read(x)). "
+            f"Assigning it into a NumPy array (J = np.zeros(...); J[0, 0] = x) asks for this: "
+            f"make that array traced instead, np.zeros(shape, like=x), np.zeros_like(x), or "
+            f"a copy of a copapy array (y = x.copy()); then y[i] = value works")
 
 
 def format_traced(x: object, spec: str) -> str:
