@@ -215,6 +215,19 @@ def test_probe_cases(packed: bool) -> None:
 
 
 @pytest.mark.parametrize("packed", [False, True])
+def test_the_empty_key_is_the_whole_array(packed: bool) -> None:
+    """``a[()]`` is every element, as NumPy's (hypothesis found ``a[()] += 1`` raising
+    "0 indices for an array of 1 dimensions")."""
+    def f(x: Any) -> Any:
+        y = in_form(x.copy(), packed)
+        y[()] += 3
+        return y[()] * 2
+
+    run_both(f, np.array([0], np.int32))
+    run_both(f, np.array([[1.5, 2.0], [3.0, -4.0]], np.float32))
+
+
+@pytest.mark.parametrize("packed", [False, True])
 def test_views_write_through_both_ways(packed: bool) -> None:
     """NumPy's views: a write into a slice, reshape, transpose, np.flip, np.split part or a
     row of iteration reaches the base, a write into the base reaches the views taken before,

@@ -578,6 +578,8 @@ class Array:
         return self._viewing(result, lambda m: m[key])
 
     def _get(self, key: Any) -> Any:
+        if isinstance(key, tuple) and not key:
+            key = (Ellipsis,)  # NumPy's a[()]: every element (a view of the whole array)
         keys = key if isinstance(key, tuple) else (key,)
         if any(isinstance(k, list | np.ndarray | Array) for k in keys):
             return self._take(keys)
