@@ -2,20 +2,22 @@
  * forms of every element line of cp_elements.h, and the loop skeleton they run in.
  *
  * Only on targets whose toml sets fuse_vector_bytes (the build passes it as CP_FUSE_BYTES, the
- * width of one vector register in bytes); elsewhere this file defines nothing and the compiler
- * keeps the one-pass-per-operation loops of array.c.
+ * bytes of one block: one vector register, or two where the toml also sets
+ * fuse_register_bytes, CP_FUSE_REG_BYTES, to half of it; cp_fused.h); elsewhere this file
+ * defines nothing and the compiler keeps the one-pass-per-operation loops of array.c.
  *
  * A fused loop is the chain
  *     vloop_i32__begin   vi = 0, vn = cp_n_i32 (the element count; vn: the elements left)
  *     <body>             the operations of one block of L = CP_FUSE_BYTES / sizeof(T) elements
- *                        from index vi, intermediate values in the vector registers v0, v1
+ *                        from index vi, intermediate values in the block registers 0 and 1
+ *                        (v0, v1; with two machine registers per block also v0h, v1h)
  *     vrstore_<T>__p_0   the block of register 0 (the tree's root) into the out array
  *     vloop_<T>__end     while vn > L: vi += L, vn -= L, back to the body (cp_vloop, patched by
  *                        the linker to the stencil after vloop_i32__begin)
  * Every stencil of it has the signature CP_VREGS: the six scalar registers first (so they pass
  * through the loop unchanged, in the same machine registers as in a scalar chain: the scalar
  * stencil before the loop jumps to vloop_i32__begin, vloop_<T>__end's cp_vnext jumps to the
- * scalar stencil after it), then the index, the count and the two vector registers.
+ * scalar stencil after it), then the index, the count and the two block registers.
  *
  * Naming: vr<op>_<type>__<d>_<a>[_<b>] (vr: vector register) with the operand forms 0, 1 (the
  * vector register v0, v1), p (the packed block at index vi of the array that the pointer slot
@@ -58,17 +60,19 @@
     {                                                                                          \
         const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
         cp_fv_##TO y_;                                                                         \
+        CP_FUNROLL                                                                             \
         for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                            \
             const CT_##TI a = x_[l_];                                                          \
             y_[l_] = (CT_##TO)(EXPR);                                                          \
         }                                                                                      \
-        v##D = (cp_vreg)y_;                                                                    \
+        CP_VPUT(D, y_);                                                                        \
         CP_VNEXT();                                                                            \
     }
 /* y_ = EXPR of the lanes a of x_ and b of z_, lane by lane (CP_FBIN1 and the lane forms'
  * slow path) */
-#define CP_FLANES2(TI, TO, EXPR)                                                               \
-    for (size_t l_ = 0; l_ < CP_FL(TI); l_++) {                                                \
+#define CP_FLANES2(N, TI, TO, EXPR)                                                            \
+    CP_FUNROLL                                                                                 \
+    for (size_t l_ = 0; l_ < N; l_++) {                                                        \
         const CT_##TI a = x_[l_];                                                              \
         const CT_##TI b = z_[l_];                                                              \
         y_[l_] = (CT_##TO)(EXPR);                                                              \
@@ -82,8 +86,8 @@
         const cp_fv_##TI x_ = CP_FSRC_##A(TI, a);                                              \
         const cp_fv_##TI z_ = CP_FSRC_##B(TI, b);                                              \
         cp_fv_##TO y_;                                                                         \
-        CP_FLANES2(TI, TO, EXPR);                                                              \
-        v##D = (cp_vreg)y_;                                                                    \
+        CP_FLANES2(CP_FL(TI), TI, TO, EXPR);                                                   \
+        CP_VPUT(D, y_);                                                                        \
         CP_VNEXT();                                                                            \
     }
 #define CP_FBIN_D(op, TI, TO, EXPR, D, F)                                                      \
@@ -132,15 +136,17 @@
         const cp_fv_##TI z_ = CP_FSRC_##B(TI, b);                                              \
         uint32_t bad_;                                                                         \
         cp_fv_##TO y_ = cp_fl##op##_##TI(x_, z_, &bad_);                                       \
-        if (__builtin_expect(bad_ != 0, 0)) y_ = cp_fl##op##_##TI##_w(x_, z_);                 \
-        v##D = (cp_vreg)y_;                                                                    \
+        if (__builtin_expect(bad_ != 0, 0)) {                                                  \
+            y_ = CP_FSLOW2(TI, TO, cp_fl##op##_##TI##_w, x_, z_);                              \
+        }                                                                                      \
+        CP_VPUT(D, y_);                                                                        \
         CP_VNEXT();                                                                            \
     }
 #define CP_FVREG_2_lane(op, TI, TO, EXPR, F)                                                   \
-    CP_VSLOW_CC cp_fv_##TO cp_fl##op##_##TI##_w(cp_fv_##TI x_, cp_fv_##TI z_)                 \
+    CP_VSLOW_CC cp_fr_##TO cp_fl##op##_##TI##_w(cp_fr_##TI x_, cp_fr_##TI z_)                 \
     {                                                                                          \
-        cp_fv_##TO y_;                                                                         \
-        CP_FLANES2(TI, TO, EXPR);                                                              \
+        cp_fr_##TO y_;                                                                         \
+        CP_FLANES2(CP_FRL(TI), TI, TO, EXPR);                                                  \
         return y_;                                                                             \
     }                                                                                          \
     CP_VSLOW_END                                                                               \
@@ -164,7 +170,7 @@ CP_VSTENCIL(vloop_i32__begin)
 #define CP_FUSE_LOOP(T)                                                                        \
     CP_VSTENCIL(vrstore_##T##__p_0)                                                             \
     {                                                                                          \
-        cp_fstore_##T(CP_FARRAY(T, out), vi, vn, (cp_fv_##T)v0);                               \
+        cp_fstore_##T(CP_FARRAY(T, out), vi, vn, (cp_fv_##T)CP_VGET(0));                        \
         CP_VNEXT();                                                                            \
     }                                                                                          \
     CP_VSTENCIL(vloop_##T##__end)                                                              \

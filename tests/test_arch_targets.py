@@ -293,3 +293,14 @@ def test_an_edited_declaration_is_parsed_not_read_from_the_cache(
     monkeypatch.setattr(targets_module, "_cache",
                         lambda: {"x86_64.toml": {"key": current, "toml": {"name": "cached"}}})
     assert targets_module.parse_file("x86_64.toml") == {"name": "cached"}
+
+
+def test_a_fused_block_is_one_or_two_registers() -> None:
+    good = raw("x86_64-v3")
+    assert parse_target("x86_64-v3", good).build["fuse_register_bytes"] * 2 == \
+        good["fuse_vector_bytes"]
+    for bad in (48, 64, 8):
+        with pytest.raises(TargetFileError, match="must be half of fuse_vector_bytes"):
+            parse_target("x86_64-v3", {**good, "fuse_register_bytes": bad})
+    one = {k: v for k, v in good.items() if k != "fuse_register_bytes"}
+    assert "fuse_register_bytes" not in parse_target("x86_64-v3", one).build

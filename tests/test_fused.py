@@ -39,8 +39,9 @@ FUSED_ARCHS = [t.name for t in targets() if "fuse_vector_bytes" in t.build]
 #: the host's architecture and its variants on the native runner, the others on unicorn
 CONFIGS = [Config(a, "native" if (by_name(a).variant_of or a) == host_arch() else "unicorn")
            for a in FUSED_ARCHS]
-#: lengths around every block size (4, 8 and 16 lanes of float32; 2, 4, 8 of float64)
-LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 67, 100, 1003]
+#: lengths around every block size and its register halves (blocks of 4 to 32 lanes of
+#: float32, 2 to 16 of float64: one or two registers, targets/*.toml fuse_register_bytes)
+LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 63, 65, 100, 1003]
 #: every element-wise operation but the select (a family of its own, never fused)
 OPS = [n for n in elementwise() if REGISTRY[n].arity <= 2]
 
@@ -236,11 +237,12 @@ def test_math_blocks_mixing_small_and_huge_arguments(config: Config) -> None:
         rng = np.random.default_rng(seed)
         mixed(op, dtype, np.array([rng.choice(classes[k]) for k in lanes]), rng, config)
 
-    # and every lane position of the widest block (16) as the only one beyond Cody-Waite
+    # and every lane position of the widest block (32: two AVX-512 registers of float32) as
+    # the only one beyond Cody-Waite
     for op in ("sin", "cos"):
         for dtype in ("float32", "float64"):
-            x = np.tile(np.linspace(0.1, 40.0, 16), 16)
-            x[np.arange(16) * 17] = 3.0e9
+            x = np.tile(np.linspace(0.1, 40.0, 32), 32)
+            x[np.arange(32) * 33] = 3.0e9
             mixed(op, dtype, x, np.random.default_rng(0), config)
     prop()
 
@@ -595,6 +597,34 @@ def test_math_kernel_stencils_call_nothing_on_their_common_path(arch: str) -> No
                 assert not realign and not common, (fn.name, realign, common)
     # sin and cos take the scalar kernel for a large argument (Payne-Hanek reduction)
     assert {n[2:5] for n in slow} == {"sin", "cos"}, slow
+
+
+@pytest.mark.parametrize("arch", ["x86_64", "x86_64-v3", "x86_64-v4"])
+def test_operand_stencils_have_no_stack_frame_on_their_common_path(arch: str) -> None:
+    """A block of two registers: the partial block of an operand from memory is loaded
+    register part by register part, and the loops over a block's lanes are unrolled, so the
+    cheap forms (two arrays, an array and a scalar, two registers) set up no stack frame
+    before their full-block test, which every block would pay (the partial path may have
+    one). Loaded as one vector of 32 lanes with a run-time lane index, the partial block went
+    through an aligned stack slot whose frame (push, realign, 0x4c0 bytes) came first."""
+    import capstone
+
+    table = load_table(arch)
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    for op, kinds in (("add", ("f32", "f64", "i32")), ("mul", ("f32", "f64", "i32")),
+                      ("lt", ("f32", "i32")), ("neg", ("f32", "f64", "i32"))):
+        for kind in kinds:
+            forms = ("0_p", "1_p") if op == "neg" else ("0_p_p", "1_p_m", "0_0_1", "0_m_0")
+            for form in forms:
+                fn = table.function(f"vr{op}_{kind}__{form}")
+                end = min(r.offset for r in fn.relocs if r.target_type == "next")
+                touched = []
+                for i in md.disasm(fn.code, 0):
+                    if i.address >= end or (i.mnemonic.startswith("j") and i.mnemonic != "jmp"):
+                        break  # the jump to the next stencil, or the full-block test
+                    if i.mnemonic in ("push", "pop") or "rsp" in i.op_str or "rbp" in i.op_str:
+                        touched.append(f"{i.mnemonic} {i.op_str}")
+                assert not touched, (op, kind, form, touched)
 
 
 @pytest.mark.parametrize("arch", ["x86_64", "x86_64-v3", "x86_64-v4"])

@@ -144,6 +144,9 @@ def target_flags(target: dict[str, Any]) -> list[str]:
     # fused element-wise loops (stencils/fused.c): the vector register width the toml declares
     width = target.get("fuse_vector_bytes")
     fuse = [] if width is None else [f"-DCP_FUSE_BYTES={width}"]
+    # a block of two vector registers (cp_fused.h): the register width, half the block
+    if target.get("fuse_register_bytes") is not None:
+        fuse.append(f"-DCP_FUSE_REG_BYTES={target['fuse_register_bytes']}")
     if target.get("builder", "clang") == "gcc":
         return [*COMMON_FLAGS, *target["cflags"], *fuse]
     return [f"--target={target['triple']}", *COMMON_FLAGS, *target["cflags"], *fuse]

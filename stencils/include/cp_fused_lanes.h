@@ -46,6 +46,7 @@ static inline __attribute__((always_inline)) cp_fv_f32 cp_flmod_f32(cp_fv_f32 a,
     const cp_flw_i64 ok = (q >= 1.0) & (q < 0x1p29);
     const cp_flw_f64 ones = (cp_flw_f64){0} + 1.0;
     uint32_t off = 0;
+    CP_FUNROLL
     for (size_t l = 0; l < CP_FL(f32); l++) off |= (uint32_t)(ok[l] == 0);
     *bad = off;
     const cp_flw_f64 qs = CP_FLSEL(cp_flw_f64, cp_flw_i64, ok, q, ones);

@@ -372,7 +372,9 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
         if (left_ >= L_ && at_ >= 0 && at_ < len_ && last_ >= 0 && last_ < len_) {             \
             /* a whole block inside the array (the indices are monotonic) */                   \
             if (step_ == 1) {                                                                  \
-                __builtin_memcpy(&v##D, &src_[at_], CP_FUSE_BYTES);                            \
+                cp_vblock blk_;                                                                \
+                __builtin_memcpy(&blk_, &src_[at_], CP_FUSE_BYTES);                            \
+                CP_VPUT(D, blk_);                                                              \
                 CP_VNEXT();                                                                    \
             }                                                                                  \
             _Pragma("clang loop unroll(full)")                                                 \
@@ -390,7 +392,9 @@ CP_ALWAYS_INLINE const int32_t *cp_sort_words(int32_t *s, int32_t *t, size_t n)
                 lanes_[l_] = w_;                                                               \
             }                                                                                  \
         }                                                                                      \
-        __builtin_memcpy(&v##D, lanes_, sizeof lanes_);                                        \
+        cp_vblock all_;                                                                        \
+        __builtin_memcpy(&all_, lanes_, sizeof lanes_);                                        \
+        CP_VPUT(D, all_);                                                                      \
         CP_VNEXT();                                                                            \
     }
 #define CP_VRSGATHER(T, W) CP_VRSGATHER1(T, W, 0) CP_VRSGATHER1(T, W, 1)

@@ -345,9 +345,9 @@ CP_INLINE double cp_sqrt_i(double x)
     CP_VBLOCK_LANES(op, S, T, FAST, SCALAR)
 #if defined(CP_FUSE_BYTES)
 #define CP_VBLOCK_LANES(op, S, T, FAST, SCALAR)                                \
-    CP_VSLOW_CC cp_fv_##S cp_v##op##_##S##_w(cp_fv_##S a)                      \
+    CP_VSLOW_CC cp_fr_##S cp_v##op##_##S##_w(cp_fr_##S a)                      \
     {                                                                          \
-        for (size_t j = 0; j < CP_FUSE_BYTES / sizeof(T); j++) {               \
+        for (size_t j = 0; j < CP_FUSE_REG_BYTES / sizeof(T); j++) {           \
             a[j] = SCALAR(a[j]);                                               \
         }                                                                      \
         return a;                                                              \

@@ -31,7 +31,8 @@ else:  # the runtime loader imports this module at `import copapy`; tomllib load
 #: top-level keys: the build description, hashed into the stencil table (a change means a rebuild)
 _TOP = {"name", "id", "builder", "triple", "cflags", "compiler", "elf_machine", "reloc_table",
         "pointer_bits", "endianness", "base_align", "code_align", "section_align", "nop",
-        "float64", "emulator", "variant_of", "cpu_features", "fuse_vector_bytes"}
+        "float64", "emulator", "variant_of", "cpu_features", "fuse_vector_bytes",
+        "fuse_register_bytes"}
 _REQUIRED = {"name", "id", "elf_machine", "reloc_table", "pointer_bits", "endianness",
              "base_align", "code_align", "nop", "float64", "emulator"}
 _TABLES = {"unicorn", "qemu", "tests", "linux", "simd", "image_features"}
@@ -178,6 +179,20 @@ def _emulator(origin: str, value: str, unicorn: UnicornSetup | None,
                           f"table")
 
 
+def _fuse_widths(origin: str, top: dict[str, Any]) -> None:
+    """A fused loop's block is one vector register or two (stencils/include/cp_fused.h): the
+    register width, if given, must be half the block width and one of 16, 32, 64 bytes."""
+    reg = top.get("fuse_register_bytes")
+    if reg is None:
+        return
+    block = top.get("fuse_vector_bytes")
+    if block is None or reg not in (16, 32, 64) or 2 * reg != block:
+        raise TargetFileError(f"{origin}: fuse_register_bytes {reg!r} must be half of "
+                              f"fuse_vector_bytes ({block!r}) and 16, 32 or 64: a fused block "
+                              "is two registers (docs/decisions/2026-12-05-two-register-"
+                              "blocks.md)")
+
+
 def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
     """A Target from the parsed toml of ``origin`` (checked: no unknown or missing key)."""
     top = {k: v for k, v in raw.items() if not isinstance(v, dict)}
@@ -193,6 +208,7 @@ def parse_target(origin: str, raw: Mapping[str, Any]) -> Target:
         raise TargetFileError(f"{origin}: builder {builder!r} is neither clang nor gcc")
     if top["endianness"] != "little":
         raise TargetFileError(f"{origin}: images and patches are little-endian (docs/image.md)")
+    _fuse_widths(origin, top)
     unicorn = _unicorn(f"{origin} [unicorn]", tables["unicorn"]) if "unicorn" in tables else None
     qemu = _qemu(f"{origin} [qemu]", tables["qemu"]) if "qemu" in tables else None
     emulator = _emulator(origin, top["emulator"], unicorn, qemu)
