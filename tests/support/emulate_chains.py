@@ -4,6 +4,8 @@ whole-program tests of verified loading): the code the runner would build
 
 from __future__ import annotations
 
+import gc
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +24,12 @@ PAGE = 0x4000
 #: x86 conversions whose 8-byte memory operand unicorn's QEMU loads as 16 bytes (a CPU reads
 #: 8): their reads are checked for their first 8 bytes
 WIDE_LOADS = {"cvtps2pd", "cvtdq2pd"}
+#: runs between two cycle collections: unicorn's Uc is a reference cycle (its hooks' ctypes
+#: callbacks hold it) whose native engine (3-20 MB) only the cycle collector frees; in a test
+#: worker with a large long-lived heap full collections are rare, and 1,000 runs of the
+#: footprint test grew one CI worker to 22 GB (the kernel's OOM killer stopped it)
+COLLECT_EVERY = 32
+_runs = itertools.count(1)
 #: (write, data offset, bytes) -> whether the access is allowed
 Check = Callable[[bool, int, int], bool]
 
@@ -31,6 +39,8 @@ def run_chains(arch: str, table: StencilTable, chains: Sequence[Sequence[Block]]
                ) -> tuple[list[str], bytes]:
     """Every chain run `repeats` times: the accesses `allowed` refuses, writes into the code,
     faults and runs longer than `steps` instructions, and the data afterwards."""
+    if next(_runs) % COLLECT_EVERY == 0:
+        gc.collect()
     code, _ = materialise(table, chains, 0)
     data_offset = -(-len(code) // PAGE) * PAGE or PAGE
     code, entries = materialise(table, chains, data_offset, base=BASE)
