@@ -199,6 +199,17 @@ class Program:
                             if role is None or p.role == role)
         return list(out)
 
+    def published_ns(self, name: str) -> int:
+        """The simulated time (ns) from which the port ``name`` holds a computed value: the
+        end of its task's first period for a computed output (``LocalTarget.read`` raises
+        NotComputedError before it), else 0 (inputs, constants, states and the outputs a
+        state presets hold their initial data)."""
+        port = self.port(name)
+        if name not in self.meta.computed or port.task is None:
+            return 0
+        task = self._parsed.tasks[port.task]
+        return int(task.offset_ns + task.period_ns)
+
     def compiled(self) -> CompiledProgram:
         """The program as the targets hold compiled ones, its ports keyed by name."""
         ports = NamedPorts(
@@ -444,17 +455,26 @@ def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
 
 
 def with_arrays(image: bytes, arrays: Sequence[saved_meta.ArraySpec],
-                ranges: Sequence[saved_meta.RangeSpec] = ()) -> bytes:
+                ranges: Sequence[saved_meta.RangeSpec] = (), computed: Sequence[str] = ()
+                ) -> bytes:
     """``image`` with ``arrays`` described in its metadata (``tg.read(name)`` of a loaded
-    program reads them whole), and the ports' value ``ranges``."""
-    if not arrays and not ranges:
+    program reads them whole), the ports' value ``ranges`` and the ``computed`` outputs."""
+    if not arrays and not ranges and not computed:
         return image
     img = im.parse(image)
     extra: dict[str, Any] = {"arrays": [a.to_json() for a in arrays]} if arrays else {}
     if ranges:
         extra["ranges"] = [r.to_json() for r in ranges]
+    if computed:
+        extra["computed"] = list(computed)
     img.metadata = {**img.metadata, **extra}
     return img.to_bytes()
+
+
+def computed_ports(compiled: CompiledProgram) -> list[str]:
+    """The outputs with no value before their task first publishes (``Port.needs_run``):
+    a loaded program knows them too, so nothing reads their initial 0 as a value."""
+    return [p.name for p in compiled.ports.values() if p.needs_run]
 
 
 def range_specs(compiled: CompiledProgram) -> list[saved_meta.RangeSpec]:
@@ -527,7 +547,7 @@ def build(*items: Any, arch: str | None = None, names: Mapping[str, Any] | None 
                              f"the program, so it has no port to name: make it a task output "
                              f"(or a saved value), or leave it out of names")
     return Program(with_arrays(compiled.image, array_specs(compiled, _shapes(names)),
-                               range_specs(compiled)))
+                               range_specs(compiled), computed_ports(compiled)))
 
 
 def load(path: str | os.PathLike[str]) -> Program:
