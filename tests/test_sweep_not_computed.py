@@ -110,3 +110,12 @@ def test_the_plan_counts_the_rows_from_a_saved_program() -> None:
     plan = build_plan(saved, ["g"], SECONDS, NAMES, {}, TICK, None)
     assert plan.unpublished == (0, 1, 1, 4, 0)
     assert saved.published_ns("late") == 5_000_000 and saved.published_ns("g") == 0
+
+
+def test_a_lone_metric_not_computed_is_nan() -> None:
+    """One metric alone decodes as a read-only view of the engine's bytes: still NaN where not
+    computed (it raised "assignment destination is read-only")."""
+    tasks, values = program()
+    r = cp.sweep(tasks, {"g": GAINS}, 0.004, tick=TICK, progress=False,
+                 metrics={"late": values["late"]})
+    assert r["late"].dtype == np.float32 and np.isnan(r["late"]).all()

@@ -402,8 +402,8 @@ def not_computed(values: Any, missing: Any) -> Any:
     every int32 and bool is a value a program can compute."""
     if not missing.any():
         return values
-    if values.dtype.kind != "f":
-        values = values.astype(np.float64)
+    # a copy: the decoded array may be a read-only view of the engines' bytes
+    values = np.array(values, dtype=values.dtype if values.dtype.kind == "f" else np.float64)
     values[missing] = np.nan
     return values
 
