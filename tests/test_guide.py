@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ SKIPPED = {
 }
 LINKED = ("examples", "tools", "runner", "stencils", "src", "docs", "benchmarks",
           "pyproject.toml")
+#: a TCP port on this machine in a block (docs/guide/howto/teensy.md's qemu serial line): the
+#: page shows a readable fixed number, the test runs the block with a port free right now, so
+#: a port another program holds does not fail it
+LOCAL_PORT = re.compile(r"(?<=127\.0\.0\.1:)\d{2,5}\b")
 
 
 @dataclass(frozen=True)
@@ -91,12 +96,27 @@ def _background(b: Block, tmp_path: Path, env: dict[str, str]) -> None:
         proc.wait(timeout=10)
 
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now (the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def with_free_ports(body: str, chosen: dict[str, str]) -> str:
+    """``body`` with each local port number replaced by a free one (the same number by the
+    same free port throughout the page: ``chosen``)."""
+    return LOCAL_PORT.sub(lambda m: chosen.setdefault(m[0], str(free_port())), body)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT / "docs")) for p in PAGES])
 def test_page_code_runs(page: Path, tmp_path: Path) -> None:
     env = _scratch(tmp_path)
+    ports: dict[str, str] = {}
     for b in blocks(page):
         if b.mark.startswith("skip"):
             continue
+        b = Block(b.page, b.line, b.lang, with_free_ports(b.body, ports), b.mark)
         if b.mark == "background":
             _background(b, tmp_path, env)
             continue
@@ -213,3 +233,22 @@ def test_every_decision_has_its_header_and_a_line_in_the_index() -> None:
                         index, re.M)  # the decision each row names (a status may link others)
     assert sorted(listed) == sorted(p.name for p in pages)
     assert listed == sorted(listed, key=lambda n: n[:10]), "the index is in date order"
+
+
+def test_a_page_port_becomes_a_free_one() -> None:
+    """teensy.md's qemu listens on 127.0.0.1:5599; the test runs it on a port free now, the
+    same one in every command of the page, even while another program holds 5599."""
+    page = next(p for p in PAGES if p.name == "teensy.md")
+    text = "".join(b.body for b in blocks(page) if not b.mark.startswith("skip"))
+    assert "127.0.0.1:5599" in text
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            busy.bind(("127.0.0.1", 5599))
+            busy.listen()
+        except OSError:
+            pass  # already held by another program: as good a busy port
+        ports: dict[str, str] = {}
+        ran = with_free_ports(text, ports)
+    assert "5599" not in ran and set(ports) == {"5599"}
+    assert ran.count(f"127.0.0.1:{ports['5599']}") == text.count("127.0.0.1:5599") == 3

@@ -326,9 +326,10 @@ def test_scalar_kinds_are_part_of_the_signature() -> None:
 
 
 @pytest.mark.parametrize("scalar, want", [
-    (np.float64(3.0), 6.0), (np.float32(3.0), 6.0), (np.int64(3), 6), (np.int32(3), 6),
-    (np.int8(3), 6), (np.uint16(3), 6), (np.bool_(True), 2), (np.array(3.0), 6.0),
-])
+    (np.float32(3.0), 6.0), (np.int64(3), 6), (np.int32(3), 6), (np.int8(3), 6),
+    (np.uint16(3), 6), (np.bool_(True), 2), (np.array(3.0, dtype=np.float32), 6.0),
+    (np.array(3), 6),
+])  # float64 ones are float64 arguments: tests/test_jit_float64_scalars.py
 def test_numpy_scalars_are_numbers(scalar: object, want: object) -> None:
     @cp.jit
     def double(x):  # type: ignore[no-untyped-def]

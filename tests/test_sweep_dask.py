@@ -30,6 +30,7 @@ from copapy.saved import build
 from copapy.sweeps import SweepResult, engines
 
 from .support.faults import FAULT_TASK, FAULT_TICK, inject_param_fault, with_fault_task
+from .test_sweep_not_computed import check_not_computed
 
 distributed = pytest.importorskip("distributed", reason="pip install 'copapy[sweep]'")
 
@@ -418,3 +419,11 @@ def test_aarch64_batch_process_gives_the_same_bits(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     there = np.frombuffer((job / "out").read_bytes(), dtype=here["angle"].dtype)
     assert there.tobytes() == here["angle"].tobytes()
+
+
+def test_dask_rows_not_computed_are_nan() -> None:
+    """The rows before a task first publishes are NaN from Dask workers too."""
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        check_not_computed(client=client, chunk=1)

@@ -139,3 +139,22 @@ def _plan(mp: pytest.MonkeyPatch) -> Any:
                                                                 - prog[2]["angle"])},
                                            None, SAMPLE)
     return _PLANS["plan"]
+
+
+def test_a_faulted_int_series_is_nan_from_the_fault_on(program: tuple[Any, dict[str, Any]]
+                                                      ) -> None:
+    """int32 and bool values a fault left uncomputed are NaN (the series float64), not 0."""
+    prog, _ = program
+    angle = prog[2]["angle"]
+    kw: dict[str, Any] = {"record": [cp.cast(angle * 1e3, "int32"), angle > -1.0],
+                          "metrics": {"up": angle > -1.0}, "sample": SAMPLE, "progress": False}
+    arm = [0.0, 1.0, 0.0]
+    calm = cp.sweep(prog, {"fault": [0.0] * 3}, SECONDS, **kw)
+    for engine in ("batch", "python"):
+        r = cp.sweep(prog, {"fault": arm}, SECONDS, engine=engine, **kw)
+        for name in ("record0", "record1"):
+            assert r[name].dtype == np.float64
+            assert np.isnan(r[name][1, ROWS_BEFORE:]).all()
+            assert r[name][1, :ROWS_BEFORE].tolist() == calm[name][1, :ROWS_BEFORE].tolist()
+            assert r[name][[0, 2]].tolist() == calm[name][[0, 2]].tolist()
+        assert np.isnan(r["up"][1]) and r["up"][[0, 2]].tolist() == [1.0, 1.0]

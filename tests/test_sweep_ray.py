@@ -17,6 +17,7 @@ from copapy.runtime.load import host_architecture
 from copapy.sweeps import SweepResult
 
 from .support.faults import inject_param_fault, with_fault_task
+from .test_sweep_not_computed import check_not_computed
 
 ray = pytest.importorskip("ray", reason="pip install 'copapy[ray]'")
 
@@ -70,3 +71,8 @@ def test_ray_returns_the_faults(runtime: None, monkeypatch: pytest.MonkeyPatch) 
     assert [f.scenario for f in there.faults] == np.flatnonzero(arm).tolist()
     assert there.faults == python.faults
     assert there.identical(python)
+
+
+def test_ray_rows_not_computed_are_nan(runtime: None) -> None:
+    """The rows before a task first publishes are NaN from Ray tasks too."""
+    check_not_computed(engine="ray", chunk=1)

@@ -243,12 +243,13 @@ static int is_ndarray_subclass(PyObject *arg)
 }
 
 /* NumPy's scalar types a jitted function takes as the Python number they hold (copapy.jit's
- * as_python_scalar: the same signature as float, int or bool), looked up in sys.modules the
+ * as_python_scalar: the same signature as float, int or bool; np.float64 that of a float64
+ * scalar), looked up in sys.modules the
  * first time an argument is not a Python number and held from then on. Exact types only: a
  * subclass or np.longdouble goes to the general path, which decides. */
-enum { NP_FLOAT, NP_INT, NP_BOOL };
+enum { NP_FLOAT, NP_INT, NP_BOOL, NP_FLOAT64 };
 static const struct { const char *name; int kind; } numpy_scalar_names[] = {
-    {"float16", NP_FLOAT}, {"float32", NP_FLOAT}, {"float64", NP_FLOAT},
+    {"float16", NP_FLOAT}, {"float32", NP_FLOAT}, {"float64", NP_FLOAT64},
     {"int8", NP_INT},      {"int16", NP_INT},     {"int32", NP_INT},   {"int64", NP_INT},
     {"uint8", NP_INT},     {"uint16", NP_INT},    {"uint32", NP_INT},  {"uint64", NP_INT},
     {"bool_", NP_BOOL},
@@ -300,9 +301,12 @@ static int numpy_scalar_kind(PyObject *arg)
 static int scalar_matches(PyObject *arg, long dtype)
 {
     switch (dtype) {
+    /* np.float64 is a float64 argument (NumPy 2 keeps its type, NEP 50), a Python float or
+     * np.float32 a float32 one: each runs only the program of its own signature */
     case CP_DT_F32:
-    case CP_DT_F64:
         return PyFloat_CheckExact(arg) || numpy_scalar_kind(arg) == NP_FLOAT;
+    case CP_DT_F64:
+        return numpy_scalar_kind(arg) == NP_FLOAT64;
     case CP_DT_I32:
         return PyLong_CheckExact(arg) || numpy_scalar_kind(arg) == NP_INT;
     case CP_DT_BOOL:

@@ -232,6 +232,10 @@ typedef struct {
     /* every counted loop's counter (a plan's list), once all are known: NULL while pass 1
      * first collects them (check_counters) */
     const cp_blocks_plan *counters;
+    /* the bytes the lengths and pointer slots are read from: the loaded region's data (pass
+     * 2 of a load, which checks the very bytes the code will use: a caller that changed its
+     * buffer after DATA_INIT was copied is refused), else NULL: DATA_INIT in the image */
+    const uint8_t *data;
 } walk;
 
 static cp_status fail_block(walk *w, cp_status code, const char *what, uint64_t a, uint64_t b)
@@ -242,17 +246,20 @@ static cp_status fail_block(walk *w, cp_status code, const char *what, uint64_t 
                    (uint64_t)(uintptr_t)what, a, b);
 }
 
-static uint8_t init_byte(const cp_image *img, uint64_t i)
+static uint8_t init_byte(const walk *w, uint64_t i)
 {
-    const cp_section *s = &img->sec[CP_SEC_DATA_INIT];
-    return i < s->size ? img->bytes[s->offset + i] : 0;
+    if (w->data != NULL) {
+        return w->data[i]; /* i < data_size: the caller checked the slot's range */
+    }
+    const cp_section *s = &w->img->sec[CP_SEC_DATA_INIT];
+    return i < s->size ? w->img->bytes[s->offset + i] : 0;
 }
 
-static uint64_t init_le(const cp_image *img, uint32_t off, unsigned bytes)
+static uint64_t init_le(const walk *w, uint32_t off, unsigned bytes)
 {
     uint64_t v = 0;
     for (unsigned i = 0; i < bytes; i++) {
-        v |= (uint64_t)init_byte(img, (uint64_t)off + i) << (8 * i);
+        v |= (uint64_t)init_byte(w, (uint64_t)off + i) << (8 * i);
     }
     return v;
 }
@@ -410,7 +417,7 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
                               (uint64_t)counter_at);
         }
         if (d[0] < MAX_ROLES) {
-            len[d[0]] = (uint32_t)init_le(img, offs[r], 4);
+            len[d[0]] = (uint32_t)init_le(w, offs[r], 4);
         }
     }
     *own_n = len[ROLE_N];
@@ -473,7 +480,7 @@ static cp_status check_slots(walk *w, const fn *f, const uint32_t *offs, uint32_
                                   (uint64_t)counter_at);
             }
             /* the slot holds its target relative to itself (stencils/fused.c) */
-            start = (start + init_le(img, offs[r], 8)) & UINT64_MAX;
+            start = (start + init_le(w, offs[r], 8)) & UINT64_MAX;
             if (elem > 1 && start % (elem < 4 ? elem : 4) != 0) {
                 return fail_block(w, CP_ERR_DATA_RANGE, "a pointer slot's array is not aligned "
                                   "to its element (target, element bytes)", start, elem);
@@ -1020,15 +1027,27 @@ cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int u
     return CP_OK;
 }
 
+static cp_status place_all(const cp_image *img, const cp_table *table,
+                           const cp_blocks_plan *plan, uint8_t *base, uint64_t vbase,
+                           const uint8_t *data, cp_error *err);
+
 cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
                           const cp_blocks_plan *plan, uint8_t *base, cp_error *err)
 {
-    return cp_blocks_place_at(img, table, plan, base, (uint64_t)(uintptr_t)base, err);
+    return place_all(img, table, plan, base, (uint64_t)(uintptr_t)base,
+                     base + img->data_offset, err);
 }
 
 cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
                              const cp_blocks_plan *plan, uint8_t *base, uint64_t vbase,
                              cp_error *err)
+{
+    return place_all(img, table, plan, base, vbase, NULL, err);
+}
+
+static cp_status place_all(const cp_image *img, const cp_table *table,
+                           const cp_blocks_plan *plan, uint8_t *base, uint64_t vbase,
+                           const uint8_t *data, cp_error *err)
 {
     tab t;
     cp_status st = tab_open(&t, table, img->arch, err);
@@ -1044,6 +1063,7 @@ cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
     w.counters = plan;
     w.base = base;
     w.vbase = vbase;
+    w.data = data;
     w.err = err;
     st = walk_blocks(&w);
     if (st == CP_OK && w.at != plan->code_size) {

@@ -462,7 +462,8 @@ cp_status cp_blocks_plan_make(const cp_image *img, cp_table *table, cp_blocks_pl
                               cp_error *err);
 /* Pass 2: copies and patches every byte of code into base[0, plan->code_size) (the region at
  * `base`, data already initialised), checking every rule again (the image buffer may have
- * changed since pass 1). */
+ * changed since pass 1) with the lengths and pointer slots read from the region's data: the
+ * bytes the code will use, not the caller's buffer, which it may change meanwhile. */
 cp_status cp_blocks_place(const cp_image *img, const cp_table *table,
                           const cp_blocks_plan *plan, uint8_t *base, cp_error *err);
 
@@ -476,8 +477,24 @@ cp_status cp_blocks_plan_table(const cp_image *img, const cp_table *table, int u
  * (a length, pointer slot or loop counter the verifier read from the initial data): a writer
  * the image does not declare (LOAD_COMMIT's KEEP copies) must not touch one. */
 int cp_blocks_frozen_overlap(const cp_image *img, uint64_t off, uint64_t size);
+
+#if defined(CP_TEST_HOOKS)
+/* Test builds only (runner/tests/test_verify_reload.c): cp_program_load_parsed calls it at
+ * step 1, after pass 1 checked the image, and at step 2, after DATA_INIT was copied into the
+ * region and before pass 2, so a test can change the caller's buffer in between. */
+extern void (*cp_test_load_hook)(int step);
+#define CP_TEST_LOAD_HOOK(step)            \
+    do {                                   \
+        if (cp_test_load_hook != NULL) {   \
+            cp_test_load_hook(step);       \
+        }                                  \
+    } while (0)
+#else
+#define CP_TEST_LOAD_HOOK(step) ((void)0)
+#endif
 /* cp_blocks_place patching as if base[0] were at address `vbase` (the code is for another
- * machine's address space, or only checked). */
+ * machine's address space, or only checked); it has no data region, so the lengths and
+ * pointer slots are read from the image's DATA_INIT. */
 cp_status cp_blocks_place_at(const cp_image *img, const cp_table *table,
                              const cp_blocks_plan *plan, uint8_t *base, uint64_t vbase,
                              cp_error *err);

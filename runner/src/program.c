@@ -217,6 +217,10 @@ static cp_status check_format(const cp_image *img, cp_error *err)
     return CP_OK;
 }
 
+#if defined(CP_TEST_HOOKS)
+void (*cp_test_load_hook)(int step) = NULL;
+#endif
+
 cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
                                  const cp_platform *platform, cp_error *err)
 {
@@ -249,6 +253,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
         return st;
     }
     const cp_blocks_plan *laid = blocks ? &plan : NULL;
+    CP_TEST_LOAD_HOOK(1);
 #else
     const cp_blocks_plan *laid = NULL;
 #endif
@@ -307,6 +312,7 @@ cp_status cp_program_load_parsed(cp_program *out, const cp_image *img,
             img->sec[CP_SEC_DATA_INIT].size);
     if (laid != NULL) {
 #if defined(CP_WITH_TABLE)
+        CP_TEST_LOAD_HOOK(2);
         st = cp_blocks_place(img, &table, laid, base, err);
 #endif
     } else {

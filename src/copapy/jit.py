@@ -108,12 +108,18 @@ _SCALARS = frozenset({float, int, bool})
 
 
 def as_python_scalar(a: Any) -> Any:
-    """A NumPy scalar or 0-d array as the Python number it holds (they behave like Python
-    numbers: np.float64 and np.float32 like float, np.int64 like int, np.bool_ like bool);
-    anything else unchanged."""
+    """A NumPy scalar or 0-d array as the Python number it holds (np.float32 like float,
+    np.int64 like int, np.bool_ like bool: the same results as NumPy 2 gives), except a
+    float64 one, which stays np.float64: NumPy 2 (NEP 50) keeps its type where a Python float
+    is weak, so it is a float64 argument (``_is_float64``); anything else unchanged."""
     if getattr(a, "ndim", None) == 0 and hasattr(a, "item") and hasattr(a, "dtype"):
-        return a.item()
+        return a[()] if a.dtype == np.float64 else a.item()
     return a
+
+
+def _is_float64(a: Any) -> bool:
+    """An np.float64 argument (as_python_scalar's): a float64 scalar input, not a float."""
+    return type(a) is np.float64
 
 
 def _base_array(a: Any) -> Any:
@@ -190,7 +196,9 @@ class _Compiled:
     def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], arch: str) -> None:
         traced: list[Any] = []
         for a in args:
-            if isinstance(a, bool | int | float):
+            if _is_float64(a):
+                traced.append(value(float(a), dt.float64))
+            elif isinstance(a, bool | int | float):
                 traced.append(value(a))
             else:
                 arr = np.asarray(a)
@@ -549,10 +557,13 @@ def jit(fn: Callable[..., Any] | None = None, *, cache_size: int = 32,
     subclass of your own; its methods and operators are not traced, the results are plain
     ndarrays, and each such call takes the general path, some µs more); ``np.ma.MaskedArray``
     and ``np.matrix`` are refused with TypeError: pass ``x.filled(value)`` or ``np.asarray(x)``.
-    A NumPy scalar is the Python number it holds: ``np.float16/32/64`` have the signature of
-    ``float`` (the program's float32 argument, as for a Python float), the NumPy integer types
-    that of ``int``, ``np.bool_`` that of ``bool``; a warm program takes them on the fast path
-    (``f(x, np.float32(dt))`` costs what ``f(x, 0.01)`` does).
+    A NumPy scalar or 0-d array is the Python number it holds: ``np.float16/32`` have the
+    signature of ``float`` (the program's float32 argument, as for a Python float), the NumPy
+    integer types that of ``int``, ``np.bool_`` that of ``bool``; a warm program takes them on
+    the fast path (``f(x, np.float32(dt))`` costs what ``f(x, 0.01)`` does). A float64 one
+    (``np.float64``, ``np.array(0.1)``, ``x64[0]``) is a float64 argument, as NumPy 2 keeps
+    its type (NEP 50): ``f(x32, np.float64(0.1))`` computes ``x32 * 0.1`` in float64, as
+    NumPy does; a Python float stays weak (float32 with float32 arrays).
     Signal state (``cp.delay``, ``cp.feedback``) lives in the program of one signature: each
     call is one run (``f(1.0), f(2.0)`` with ``cp.delay(x)`` gives 0.0, 1.0); a new signature,
     or one evicted from the cache and compiled again, starts from ``init``. ``cp.dt`` has no

@@ -10,7 +10,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from .compiler.layout import ROLE_CONSTANT, ROLE_INPUT, ROLE_OUTPUT, ROLE_STATE,
 from .compiler.runner_table import VERIFIED_ARCHS
 from .dtypes import BY_CODE, DType
 from .graph import element_shapes
+from .graph.node import input_name
 from .graph.ranges import analyse
 from .io import Channel, image_channel
 from .runtime.load import check_architecture, host_architecture
@@ -199,6 +200,17 @@ class Program:
                             if role is None or p.role == role)
         return list(out)
 
+    def published_ns(self, name: str) -> int:
+        """The simulated time (ns) from which the port ``name`` holds a computed value: the
+        end of its task's first period for a computed output (``LocalTarget.read`` raises
+        NotComputedError before it), else 0 (inputs, constants, states and the outputs a
+        state presets hold their initial data)."""
+        port = self.port(name)
+        if name not in self.meta.computed or port.task is None:
+            return 0
+        task = self._parsed.tasks[port.task]
+        return int(task.offset_ns + task.period_ns)
+
     def compiled(self) -> CompiledProgram:
         """The program as the targets hold compiled ones, its ports keyed by name."""
         ports = NamedPorts(
@@ -307,8 +319,8 @@ def _bindings(bindings: Sequence[im.ImageIoBinding], ports: Sequence[PortInfo], 
 _ELEMENT = re.compile(r"(.+)\[(\d+)\]")
 
 
-def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
-                ) -> list[saved_meta.ArraySpec]:
+def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]],
+                aliases: Mapping[str, Any] | None = None) -> list[saved_meta.ArraySpec]:
     """The arrays save() describes in the metadata: each packed port or state (its node has
     the shape) and the elements ``name[0..n-1]`` of an unpacked array (of ``shapes[name]``,
     the arrays names= gives, else the shape its first element recorded when a named input or
@@ -319,7 +331,9 @@ def array_specs(compiled: CompiledProgram, shapes: Mapping[str, tuple[int, ...]]
     # the array the delay named was not described: read back flat or not at all)
     pairs = [*compiled.ports.items(),
              *((node, Port(name, 0, node.dtype, ROLE_STATE, node.size))
-               for name, node in compiled.states.items())]
+               for name, node in compiled.states.items()),
+             *((node, replace(compiled.ports[node], name=alias))
+               for alias, node in (aliases or {}).items())]
     specs = {p.name: saved_meta.ArraySpec(p.name, tuple(node.shape), p.dtype)
              for node, p in pairs if node.shape}
     groups: dict[str, list[Port]] = {}
@@ -401,8 +415,13 @@ def _running(pid: int) -> bool:
     return True
 
 
-def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
+def _node_names(names: Mapping[str, Any] | None) -> tuple[dict[Any, str], dict[str, Any]]:
+    """(node -> port name, alias name -> node): a value's first name names its port; a name
+    for a value that already has one (an input's ``cp.value(..., name=...)``, or an earlier
+    entry: ``names={"y": x * 1.0}`` where ``x * 1.0`` is ``x``) is a second port of the same
+    slot, so no name given elsewhere is lost."""
     out: dict[Any, str] = {}
+    aliases: dict[str, Any] = {}
     if names is not None and not isinstance(names, Mapping):
         raise TypeError(f"names maps port names to values ({{'speed': speed}}), got "
                         f"{type(names).__name__}")
@@ -417,11 +436,30 @@ def _node_names(names: Mapping[str, Any] | None) -> dict[Any, str]:
             _check_elements(name, nodes)
         for k, n in enumerate(nodes):
             port = name if len(nodes) == 1 else f"{name}[{k}]"
-            if out.get(n, port) != port:  # one node has one port: the first name would be lost
-                raise ValueError(f"names: {out[n]!r} and {port!r} are the same value, and a "
-                                 f"value has one port: give it one name")
-            out[n] = port
-    return out
+            own = input_name(n) if n.op == "input" else None
+            if out.get(n, port) != port or (n not in out and own not in (None, port)):
+                aliases[port] = n
+            else:
+                out[n] = port
+    return out, aliases
+
+
+def with_aliases(image: bytes, compiled: CompiledProgram, aliases: Mapping[str, Any]) -> bytes:
+    """``image`` with a port named ``alias`` beside each aliased node's own port: the same
+    offset, dtype, role, task and count (reading or writing one is the other)."""
+    if not aliases:
+        return image
+    img = im.parse(image)
+    taken = {p.name for p in img.ports}
+    for alias, node in aliases.items():
+        port = compiled.ports[node]
+        if alias in taken:
+            raise ValueError(f"names[{alias!r}]: the program has another port of that name "
+                             f"({alias!r} names a second value): give them different names")
+        taken.add(alias)
+        img.ports.append(im.ImagePort(alias, port.offset, port.dtype.code, port.role,
+                                      port.task, port.count))
+    return img.to_bytes()
 
 
 def _check_elements(name: str, nodes: Sequence[Any]) -> None:
@@ -444,17 +482,26 @@ def _shapes(names: Mapping[str, Any] | None) -> dict[str, tuple[int, ...]]:
 
 
 def with_arrays(image: bytes, arrays: Sequence[saved_meta.ArraySpec],
-                ranges: Sequence[saved_meta.RangeSpec] = ()) -> bytes:
+                ranges: Sequence[saved_meta.RangeSpec] = (), computed: Sequence[str] = ()
+                ) -> bytes:
     """``image`` with ``arrays`` described in its metadata (``tg.read(name)`` of a loaded
-    program reads them whole), and the ports' value ``ranges``."""
-    if not arrays and not ranges:
+    program reads them whole), the ports' value ``ranges`` and the ``computed`` outputs."""
+    if not arrays and not ranges and not computed:
         return image
     img = im.parse(image)
     extra: dict[str, Any] = {"arrays": [a.to_json() for a in arrays]} if arrays else {}
     if ranges:
         extra["ranges"] = [r.to_json() for r in ranges]
+    if computed:
+        extra["computed"] = list(computed)
     img.metadata = {**img.metadata, **extra}
     return img.to_bytes()
+
+
+def computed_ports(compiled: CompiledProgram) -> list[str]:
+    """The outputs with no value before their task first publishes (``Port.needs_run``):
+    a loaded program knows them too, so nothing reads their initial 0 as a value."""
+    return [p.name for p in compiled.ports.values() if p.needs_run]
 
 
 def range_specs(compiled: CompiledProgram) -> list[saved_meta.RangeSpec]:
@@ -510,7 +557,7 @@ def build(*items: Any, arch: str | None = None, names: Mapping[str, Any] | None 
         raise TypeError("build() needs cp.Task objects or values to compile")
     arch = check_architecture(arch) if arch is not None else host_architecture()
     tasks = [x for x in items if isinstance(x, Task)]
-    node_names = _node_names(names)
+    node_names, aliases = _node_names(names)
     if tasks and len(tasks) != len(items):
         raise TypeError("save() takes either cp.Task objects (periodic tasks) or values (run on "
                         "request), not both")
@@ -521,13 +568,14 @@ def build(*items: Any, arch: str | None = None, names: Mapping[str, Any] | None 
         if list(bindings):
             raise TypeError("I/O bindings need periodic tasks: save(path, cp.Task(...), ...)")
         compiled = compile_program(flatten(items, "save()"), arch, node_names)
-    for node, name in node_names.items():
+    for node, name in [*node_names.items(), *((n, a) for a, n in aliases.items())]:
         if node not in compiled.ports:  # its name would be missing from the file
             raise ValueError(f"names[{name!r}]: the value is neither an input nor an output of "
                              f"the program, so it has no port to name: make it a task output "
                              f"(or a saved value), or leave it out of names")
-    return Program(with_arrays(compiled.image, array_specs(compiled, _shapes(names)),
-                               range_specs(compiled)))
+    image = with_aliases(compiled.image, compiled, aliases)
+    return Program(with_arrays(image, array_specs(compiled, _shapes(names), aliases),
+                               range_specs(compiled), computed_ports(compiled)))
 
 
 def load(path: str | os.PathLike[str]) -> Program:

@@ -15,6 +15,10 @@ Every top-level field is optional (a reader ignores fields it does not know); th
                               "nan": bool}]: the values a port can hold for inputs in their
                               declared ranges (the range analysis, docs/guide/concepts/
                               ranges.md); a null bound is unbounded on that side
+    computed                  [str]: the output ports that hold no value until their task
+                              first publishes (the end of its first period): a sweep's rows
+                              before then are "not computed" (NaN); an older file without
+                              it: every port holds its initial data from the start
 """
 
 from __future__ import annotations
@@ -84,6 +88,7 @@ class Metadata:
     tasks: tuple[str, ...] = ()
     arrays: tuple[ArraySpec, ...] = ()
     ranges: tuple[RangeSpec, ...] = ()
+    computed: tuple[str, ...] = ()
 
 
 Check = Callable[[Any, str], Any]
@@ -183,7 +188,8 @@ def record(fields: Mapping[str, Check], required: bool = True) -> Check:
 ARRAY = record({"name": text, "shape": shape, "dtype": dtype})
 RANGE = record({"port": text, "lo": bound, "hi": bound, "nan": flag})
 SCHEMA = record({"compiler": text, "stencil_table": text, "ops": count, "stencils": count,
-                 "tasks": list_of(text), "arrays": list_of(ARRAY), "ranges": list_of(RANGE)},
+                 "tasks": list_of(text), "arrays": list_of(ARRAY), "ranges": list_of(RANGE),
+                 "computed": list_of(text)},
                 required=False)
 
 

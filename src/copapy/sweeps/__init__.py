@@ -81,8 +81,10 @@ class Sweep:
 
         A scenario whose program faults (``cp.ProgramFault``'s kinds) does not stop the
         sweep: ``result.faults`` lists each such scenario's fault (kind, task, tick) in
-        scenario order, its rows from the faulting one on and its metrics are NaN (0 for
-        integers), and every other scenario's results are what they are without it.
+        scenario order, its rows from the faulting one on and its metrics are NaN, and
+        every other scenario's results are what they are without it. The rows before a
+        task first publishes a value (the end of its first period) are NaN too. An int32 or
+        bool series or metric holding such a NaN is float64.
         ``on_fault="raise"``: raise ``SweepFault`` naming the first fault instead.
 
         The batched engine runs batches of scenarios side by side, as the lanes of one

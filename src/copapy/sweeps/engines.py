@@ -10,8 +10,9 @@
 
 A scenario whose program faults does not end the sweep: its fault (kind, task, tick) is
 returned with the results, the rows it recorded before the fault are kept, the rest of its
-rows and its metrics are NaN (0 for integers and bools), and the next scenario runs
-(``fill``). Every engine gives the same bytes and the same faults.
+rows and its metrics are NaN (``split``; their bytes are NaN for floats, 0 for integers and
+bools), and the next scenario runs (``fill``). Every engine gives the same bytes and the
+same faults.
 """
 
 from __future__ import annotations
@@ -375,8 +376,34 @@ def _token(data: bytes) -> str:
 
 
 def split(raw: Raw, plan: Plan, n: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The engines' bytes as arrays: series (scenario, time[, shape]) and final metrics."""
+    """The engines' bytes as arrays: series (scenario, time[, shape]) and final metrics,
+    with every value that was not computed NaN (``not_computed``): the rows before a
+    value's task first publishes it, and a faulted scenario's rows from its fault on."""
     series = decode(plan.records, raw[0], (n, plan.steps)) if plan.records else {}
     finals = decode(plan.finals, raw[1], (n,), plan.metric_names) if plan.finals else {}
+    # per scenario, the first row that its fault left unrecorded (steps: none)
+    valid = np.full(n, plan.steps, dtype=np.int64)
+    for f in raw[2]:
+        valid[f.scenario] = f.tick // plan.sample_ticks
+    rows = np.arange(plan.steps)
+    for k, name in enumerate(series):
+        missing = (rows[None, :] < plan.unpublished[k]) | (rows[None, :] >= valid[:, None])
+        series[name] = not_computed(series[name], missing)
+    for k, name in enumerate(finals):
+        never = plan.unpublished[len(series) + k] >= plan.steps
+        finals[name] = not_computed(finals[name], (valid < plan.steps) | never)
     return series, finals
+
+
+def not_computed(values: Any, missing: Any) -> Any:
+    """``values`` with NaN where ``missing`` (over its leading axes) says the program did not
+    compute them: a float array keeps its dtype, an int32 or bool array with a missing
+    value becomes float64 (exact for them; as pandas stores a missing integer), because
+    every int32 and bool is a value a program can compute."""
+    if not missing.any():
+        return values
+    # a copy: the decoded array may be a read-only view of the engines' bytes
+    values = np.array(values, dtype=values.dtype if values.dtype.kind == "f" else np.float64)
+    values[missing] = np.nan
+    return values
 

@@ -20,7 +20,7 @@ from ..compiler import CompileError
 from ..graph.lift import LiftError
 from ..graph.traverse import live_nodes
 from ..runtime.errors import TargetError
-from ..saved import Program, build
+from ..saved import ArrayInfo, Program, build
 from ..target_common import to_ns
 from ..task import Task
 from ..value import Value
@@ -65,6 +65,9 @@ class Plan:
     lanes: LanePlan | None = None
     #: why there is no lane program (the batched runner then steps one scenario at a time)
     lanes_off: str = ""
+    #: per recorded field, its first rows that come before its task first publishes it
+    #: (they are "not computed": NaN in the results, as LocalTarget.read raises then)
+    unpublished: tuple[int, ...] = ()
 
     @property
     def sample(self) -> float:
@@ -140,9 +143,12 @@ def build_plan(program: Any, keys: Sequence[str], seconds: float,
     finals = [field_of(prog, n, f"metric {m!r}") for m, n in metric_names.items()]
     inputs_io = tuple(sorted({(b.channel.kind, b.channel.channel) for b in prog.bindings
                               if b.direction == "input"}))
-    plan = Plan(prog.image, prog.variant, tick_ns, total_ns // sample_ns, sample_ns // tick_ns,
+    steps = total_ns // sample_ns
+    unpublished = tuple(_unpublished(prog, f, sample_ns, steps) for f in (*records, *finals))
+    plan = Plan(prog.image, prog.variant, tick_ns, steps, sample_ns // tick_ns,
                 tuple(params), tuple(records), tuple(finals), inputs_io, tuple(metric_names),
-                tasks is not None, hashlib.sha256(prog.image).hexdigest())
+                tasks is not None, hashlib.sha256(prog.image).hexdigest(),
+                unpublished=unpublished)
     if not lanes:
         return replace(plan, lanes_off="lanes=False")
     if not lane_tasks:
@@ -171,6 +177,15 @@ def build_plan(program: Any, keys: Sequence[str], seconds: float,
 #: same image again (the same model rebuilt, sweeps in a loop) skips compiling its lanes.
 _LANE_PLANS: dict[tuple[Any, ...], LanePlan | str] = {}
 LANE_PLANS_KEPT = 8
+
+
+def _unpublished(prog: Program, f: Field, sample_ns: int, steps: int) -> int:
+    """How many of the ``steps`` rows (row k at (k + 1) * sample_ns) come before the port of
+    ``f`` first holds a computed value; ``steps`` for a metric means it is never computed."""
+    port = prog.named(f.name)
+    first = port.ports[0].name if isinstance(port, ArrayInfo) else port.name
+    published = prog.published_ns(first)
+    return min(steps, (published - 1) // sample_ns) if published > 0 else 0
 
 
 def check_size(plan: Plan, n: int) -> None:

@@ -26,8 +26,10 @@ SWEEP_EXTRA = "pip install 'copapy[sweep]' (xarray, pandas, dask[distributed])"
 class SweepResult:
     """``series[name]`` is (scenario, time[, shape]); ``metrics[name]`` is (scenario,);
     ``params[name]`` is (scenario,); ``time`` the simulated time of each recorded row;
-    ``faults`` the scenarios whose program faulted, in scenario order (their rows from the
-    faulting one on and their metrics are NaN, 0 for integers)."""
+    ``faults`` the scenarios whose program faulted, in scenario order. A value the program
+    did not compute is NaN: a faulted scenario's rows from the faulting one on and its
+    metrics, the rows before the value's task first publishes it; an int32 or bool series
+    or metric with such a value is float64."""
 
     scenarios: Scenarios
     time: Any
