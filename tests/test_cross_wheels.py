@@ -259,6 +259,30 @@ def test_the_windows_pyconfig_matches_the_compilers_abi(tmp_path: Path) -> None:
     assert f"python{PY}.dll".encode() in lib.read_bytes()
 
 
+def test_macos_headers_take_the_real_pyconfig_behind_debians_dispatcher(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Debian's python3-dev has a /usr/include/python3.X/pyconfig.h that only includes a
+    per-architecture header for Linux targets and stops any other with #error: the macOS
+    modules failed to build on a fresh Debian (a Python with a plain pyconfig.h built them).
+    The copy of the headers holds the header the dispatcher picks on this machine."""
+    include = tmp_path / "include" / "python3.11"
+    include.mkdir(parents=True)
+    (include / "pyconfig.h").write_text("#error unknown multiarch location for pyconfig.h\n")
+    (include / "Python.h").write_text("#include \"pyconfig.h\"\n")
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"include": str(include)})
+    monkeypatch.setattr(sysconfig, "get_config_var",
+                        lambda name: "x86_64-linux-gnu" if name == "MULTIARCH" else None)
+    assert cross_ext.python_include(tmp_path / "w1", windows=False) == include  # no real one
+    real = tmp_path / "include" / "x86_64-linux-gnu" / "python3.11" / "pyconfig.h"
+    real.parent.mkdir(parents=True)
+    real.write_text("#define SIZEOF_LONG 8\n")
+    copy = cross_ext.python_include(tmp_path / "w2", windows=False)
+    assert copy != include and (copy / "pyconfig.h").read_text() == real.read_text()
+    assert (copy / "Python.h").read_text() == (include / "Python.h").read_text()
+    windows = cross_ext.python_include(tmp_path / "w3", windows=True)
+    assert (windows / "pyconfig.h").read_bytes() == cross_ext.WIN_PYCONFIG.read_bytes()
+
+
 def test_a_python_variable_used_without_dllimport_is_an_error(tmp_path: Path) -> None:
     """A CPython variable declared without __declspec(dllimport) would need the linker's
     run-time pseudo relocations: the import library refuses it, naming it; a function's

@@ -4,7 +4,8 @@ tool: the modules are for that Python's minor version (cp311 from a 3.11), not t
 API (they use static types, private dict calls and macros outside it: docs/platforms.md).
 
 * **macOS**: a bundle linked with ``-undefined dynamic_lookup``: the interpreter provides the
-  Python symbols when it loads the module; the headers are this machine's (LP64 like macOS).
+  Python symbols when it loads the module; the headers are this machine's (LP64 like macOS),
+  with Debian's multiarch pyconfig.h dispatcher (python3-dev) replaced by the header it picks.
 * **Windows**: ``python3XX.dll``'s headers need Windows' ``pyconfig.h``; ours is
   ``tools/cross/pyconfig-win_amd64.h``, put in place of this machine's in a copy of the
   header directory. The import library is generated: a ``.def`` file listing exactly the
@@ -76,16 +77,29 @@ def extension_suffix(windows: bool) -> str:
 
 
 def python_include(work: Path, windows: bool) -> Path:
-    """This Python's header directory; for Windows a copy of it in ``work`` with Windows'
-    pyconfig.h (Python.h includes "pyconfig.h" from its own directory first)."""
+    """This Python's header directory; a copy of it in ``work`` where its pyconfig.h does not
+    suit the target (Python.h includes "pyconfig.h" from its own directory first): Windows'
+    own for Windows, and for macOS the real header behind a multiarch dispatcher."""
     include = Path(sysconfig.get_paths()["include"])
-    if not windows:
+    pyconfig = WIN_PYCONFIG if windows else multiarch_pyconfig(include)
+    if pyconfig is None:
         return include
     copy = work / "python-include"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(include, copy)
-    shutil.copy2(WIN_PYCONFIG, copy / "pyconfig.h")
+    shutil.copy2(pyconfig, copy / "pyconfig.h")
     return copy
+
+
+def multiarch_pyconfig(include: Path) -> Path | None:
+    """The pyconfig.h that Debian's python3-dev dispatches to on this machine, or None where
+    the header directory has a plain one: Debian's /usr/include/python3.X/pyconfig.h only
+    picks a per-architecture header for Linux targets and stops any other with #error."""
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    real = include.parent / str(multiarch) / include.name / "pyconfig.h"
+    if not multiarch or not real.is_file():
+        return None
+    return real
 
 
 def data_symbols(include: Path) -> set[str]:
