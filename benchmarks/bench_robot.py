@@ -43,9 +43,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -104,8 +103,7 @@ def np_ekf_step(q: np.ndarray, P: np.ndarray, gyro: np.ndarray, acc: np.ndarray,
     return q_new / np.linalg.norm(q_new), (P_new + P_new.T) * kind(0.5)
 
 
-@dataclass
-class Program:
+class Program(NamedTuple):
     """One robot program: its copapy step, inputs, and its NumPy step (float64: reference)."""
     name: str
     step: Callable[..., Any]
