@@ -49,12 +49,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import copapy as cp
-from copapy.runtime.load import fastest_host_architecture, host_architecture
+from copapy.runtime.load import fastest_host_architecture
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 import arm_ik  # noqa: E402
 import ekf_attitude  # noqa: E402
+from bench_term import build_code_runner  # noqa: E402  (term_code.c with the runner)
 
 #: |result - float64 reference| <= TOLERANCE * max(1, max |reference|), every implementation
 TOLERANCE = 2e-4
@@ -399,18 +400,6 @@ def c_calls(lib: ctypes.CDLL, prog: Program, outs: tuple[np.ndarray, ...]
     step.argtypes = [type(p) for p in ptrs]
     timer.argtypes = [ctypes.c_long, *step.argtypes]
     return (lambda: step(*ptrs)), (lambda reps: float(timer(reps, *ptrs)))
-
-
-def build_code_runner(workdir: Path) -> Path:
-    """benchmarks/term_code.c with the runner and this machine's stencil tables (the images
-    are format 2, linked by the runner from its tables): an image's task 0 in a C loop."""
-    exe = workdir / "term_code"
-    runner = sorted(str(p) for p in (ROOT / "runner" / "src").glob("[a-z]*.c"))
-    runner += sorted(str(p) for p in (ROOT / "runner" / "tables").glob(f"{host_architecture()}*.c"))
-    subprocess.run(["gcc", "-std=c11", "-O2", "-DCP_WITH_TABLE", f"-I{ROOT / 'runner' / 'include'}",
-                    f"-I{ROOT / 'runner' / 'src'}", "-pthread",
-                    str(ROOT / "benchmarks" / "term_code.c"), *runner, "-o", str(exe)], check=True)
-    return exe
 
 
 def code_timer(exe: Path, tg: cp.LocalTarget, first: cp.Array, workdir: Path, name: str
