@@ -28,7 +28,8 @@ Rows per program:
 Every implementation's result is checked against a float64 NumPy reference (relative to the
 result's largest entry, ``TOLERANCE``) and copapy's jit and program against each other bit for
 bit, before anything is timed. Rounds interleave all rows; a ratio is taken within each round
-and printed as min / median / max over the rounds.
+and printed as min / median / max over the rounds, then the ratio of the two rows' fastest
+rounds (best / best). The median time table also gives each row's best.
 """
 
 from __future__ import annotations
@@ -134,6 +135,11 @@ def lqr_args(n: int) -> tuple[Any, ...]:
         rng.normal(size=(n, m)) * 0.1, rng.normal(size=(m, n)) * 0.5))
 
 
+def ik_step_lu(q: Any, p_target: Any, r_target: Any) -> cp.Array:
+    """The IK step with its 6x6 system solved by LU (pivoting selects) instead of Cholesky."""
+    return arm_ik.ik_step(q, p_target, r_target, assume_a="gen")
+
+
 def np_ik_step(q: np.ndarray, p_target: np.ndarray, r_target: np.ndarray) -> np.ndarray:
     return arm_ik.reference_ik_step(q, p_target, r_target, q.dtype.type)
 
@@ -142,6 +148,7 @@ def programs() -> list[Program]:
     """The benchmark's programs (tests/test_robot_programs.py checks copapy on them)."""
     return [Program("ekf", ekf_attitude.ekf_step, np_ekf_step, ekf_args(), "ekf"),
             Program("arm", arm_ik.ik_step, np_ik_step, arm_args(), "ik"),
+            Program("arm_lu", ik_step_lu, np_ik_step, arm_args(), "iklu"),
             *(Program(f"lqr{n}", lqr_step, np_lqr_step, lqr_args(n), f"lqr_{n}")
               for n in LQR_SIZES),
             *(Program(f"lqr{n}p", lqr_step_packed, np_lqr_step, lqr_args(n), f"lqr_{n}")
@@ -304,52 +311,86 @@ def numba_kernels(fastmath: bool) -> dict[str, Callable[..., Any]]:
     cos_al, sin_al = np.array(arm_ik.COS_ALPHA, np.float32), np.array(arm_ik.SIN_ALPHA, np.float32)
     lam2 = f32(arm_ik.DAMPING ** 2)
 
-    @jit
-    def ik(q: Any, p_target: Any, r_target: Any, q_out: Any) -> None:
-        T = np.zeros((7, 4, 4), np.float32)
-        for r in range(4):
-            T[0, r, r] = 1.0
-        A = np.empty((4, 4), np.float32)
-        for i in range(6):
-            c, s, ca, sa = math.cos(q[i]), math.sin(q[i]), cos_al[i], sin_al[i]
-            A[0, 0], A[0, 1], A[0, 2], A[0, 3] = c, -s * ca, s * sa, dh_a[i] * c
-            A[1, 0], A[1, 1], A[1, 2], A[1, 3] = s, c * ca, -c * sa, dh_a[i] * s
-            A[2, 0], A[2, 1], A[2, 2], A[2, 3] = 0.0, sa, ca, dh_d[i]
-            A[3, 0], A[3, 1], A[3, 2], A[3, 3] = 0.0, 0.0, 0.0, 1.0
+    def make_ik(lu: bool) -> Callable[..., Any]:
+        """The IK step; ``lu``: its 6x6 system by LU (assume_a="gen") instead of Cholesky."""
+        @jit
+        def ik(q: Any, p_target: Any, r_target: Any, q_out: Any) -> None:
+            T = np.zeros((7, 4, 4), np.float32)
             for r in range(4):
-                for k in range(4):
+                T[0, r, r] = 1.0
+            A = np.empty((4, 4), np.float32)
+            for i in range(6):
+                c, s, ca, sa = math.cos(q[i]), math.sin(q[i]), cos_al[i], sin_al[i]
+                A[0, 0], A[0, 1], A[0, 2], A[0, 3] = c, -s * ca, s * sa, dh_a[i] * c
+                A[1, 0], A[1, 1], A[1, 2], A[1, 3] = s, c * ca, -c * sa, dh_a[i] * s
+                A[2, 0], A[2, 1], A[2, 2], A[2, 3] = 0.0, sa, ca, dh_d[i]
+                A[3, 0], A[3, 1], A[3, 2], A[3, 3] = 0.0, 0.0, 0.0, 1.0
+                for r in range(4):
+                    for k in range(4):
+                        t = f32(0.0)
+                        for j in range(4):
+                            t += T[i, r, j] * A[j, k]
+                        T[i + 1, r, k] = t
+            J = np.empty((6, 6), np.float32)
+            for i in range(6):
+                z0, z1, z2 = T[i, 0, 2], T[i, 1, 2], T[i, 2, 2]
+                d0 = T[6, 0, 3] - T[i, 0, 3]
+                d1 = T[6, 1, 3] - T[i, 1, 3]
+                d2 = T[6, 2, 3] - T[i, 2, 3]
+                J[0, i], J[1, i], J[2, i] = z1 * d2 - z2 * d1, z2 * d0 - z0 * d2, z0 * d1 - z1 * d0
+                J[3, i], J[4, i], J[5, i] = z0, z1, z2
+            e = np.zeros((6, 1), np.float32)
+            for r in range(3):
+                e[r, 0] = p_target[r] - T[6, r, 3]
+            for k in range(3):
+                a0, a1, a2 = T[6, 0, k], T[6, 1, k], T[6, 2, k]
+                b0, b1, b2 = r_target[0, k], r_target[1, k], r_target[2, k]
+                e[3, 0] += f32(0.5) * (a1 * b2 - a2 * b1)
+                e[4, 0] += f32(0.5) * (a2 * b0 - a0 * b2)
+                e[5, 0] += f32(0.5) * (a0 * b1 - a1 * b0)
+            if lu:
+                M = np.empty((6, 6), np.float32)
+                for i in range(6):
+                    for j in range(6):
+                        t = f32(0.0)
+                        for k in range(6):
+                            t += J[i, k] * J[j, k]
+                        M[i, j] = t + (lam2 if i == j else f32(0.0))
+                solve(M, e)
+                for i in range(6):
                     t = f32(0.0)
-                    for j in range(4):
-                        t += T[i, r, j] * A[j, k]
-                    T[i + 1, r, k] = t
-        J = np.empty((6, 6), np.float32)
-        for i in range(6):
-            z0, z1, z2 = T[i, 0, 2], T[i, 1, 2], T[i, 2, 2]
-            d0, d1, d2 = T[6, 0, 3] - T[i, 0, 3], T[6, 1, 3] - T[i, 1, 3], T[6, 2, 3] - T[i, 2, 3]
-            J[0, i], J[1, i], J[2, i] = z1 * d2 - z2 * d1, z2 * d0 - z0 * d2, z0 * d1 - z1 * d0
-            J[3, i], J[4, i], J[5, i] = z0, z1, z2
-        e = np.zeros((6, 1), np.float32)
-        for r in range(3):
-            e[r, 0] = p_target[r] - T[6, r, 3]
-        for k in range(3):
-            a0, a1, a2 = T[6, 0, k], T[6, 1, k], T[6, 2, k]
-            b0, b1, b2 = r_target[0, k], r_target[1, k], r_target[2, k]
-            e[3, 0] += f32(0.5) * (a1 * b2 - a2 * b1)
-            e[4, 0] += f32(0.5) * (a2 * b0 - a0 * b2)
-            e[5, 0] += f32(0.5) * (a0 * b1 - a1 * b0)
-        M = np.empty((6, 6), np.float32)
-        for i in range(6):
-            for j in range(6):
+                    for k in range(6):
+                        t += J[k, i] * e[k, 0]
+                    q_out[i] = q[i] + t
+                return
+            low = np.zeros((6, 6), np.float32)  # Cholesky of J Jᵀ + λ² I, as solve_pos in C
+            for i in range(6):
+                for j in range(i + 1):
+                    t = f32(0.0)
+                    for k in range(6):
+                        t += J[i, k] * J[j, k]
+                    if i == j:
+                        t += lam2
+                    for m in range(j):
+                        t -= low[i, m] * low[j, m]
+                    low[i, j] = math.sqrt(t) if i == j else t / low[j, j]
+            for i in range(6):
+                t = e[i, 0]
+                for j in range(i):
+                    t -= low[i, j] * e[j, 0]
+                e[i, 0] = t / low[i, i]
+            for i in range(5, -1, -1):
+                t = e[i, 0]
+                for j in range(i + 1, 6):
+                    t -= low[j, i] * e[j, 0]
+                e[i, 0] = t / low[i, i]
+            for i in range(6):
                 t = f32(0.0)
                 for k in range(6):
-                    t += J[i, k] * J[j, k]
-                M[i, j] = t + (lam2 if i == j else f32(0.0))
-        solve(M, e)
-        for i in range(6):
-            t = f32(0.0)
-            for k in range(6):
-                t += J[k, i] * e[k, 0]
-            q_out[i] = q[i] + t
+                    t += J[k, i] * e[k, 0]
+                q_out[i] = q[i] + t
+
+        return ik  # type: ignore[no-any-return]
 
     @jit
     def lqr(x: Any, A: Any, B: Any, K: Any, x_out: Any) -> None:
@@ -369,7 +410,7 @@ def numba_kernels(fastmath: bool) -> dict[str, Callable[..., Any]]:
                 v += B[i, j] * u[j]
             x_out[i] = t + v
 
-    return {"ekf": ekf, "ik": ik, "lqr": lqr}
+    return {"ekf": ekf, "ik": make_ik(False), "iklu": make_ik(True), "lqr": lqr}
 
 
 def outputs_like(prog: Program) -> tuple[np.ndarray, ...]:
@@ -432,7 +473,11 @@ def save_images(folder: Path, names: list[str]) -> None:
     for prog in programs():
         if names and prog.name not in names:
             continue
-        tg, outs = traced_program(prog, arch)
+        try:
+            tg, outs = traced_program(prog, arch)
+        except TypeError as exc:  # e.g. solve(assume_a=...) where the tree has no such option
+            print(f"--against: {prog.name} not built by this tree ({exc})", file=sys.stderr)
+            continue
         info = tg.program_info
         (folder / f"{prog.name}.img").write_bytes(tg.image)
         first = float(np.asarray(tg.read(outs[0])).reshape(-1)[0])
@@ -519,7 +564,7 @@ def main() -> None:
             rows["copapy jit"] = ("py", lambda j=jitted, a=prog.args: j(*a))
             rows["copapy run"] = ("py", tg.run)
             rows["copapy code"] = ("c", code_timer(code_exe, tg, outs[0], work, prog.name))
-            if args.against:
+            if args.against and (work / "against" / f"{prog.name}.txt").exists():
                 offset, counts, first = (work / "against" / f"{prog.name}.txt"
                                          ).read_text().split("\n")[:3]
                 rows["against code"] = ("c", image_timer(
@@ -561,28 +606,35 @@ def main() -> None:
     print(f"CPU vector extensions: {cpu_vector_extensions()}; load average before "
           f"{load0[0]:.2f}, after {load1[0]:.2f}; results checked against float64 NumPy "
           f"within {TOLERANCE:.0e} (relative), copapy jit == program bit for bit\n")
-    row_names = list(next(iter(timers.values())))
-    print("## Median time per step [µs]\n")
+    row_names = list(dict.fromkeys(r for rows in timers.values() for r in rows))
+    print("## Median (best) time per step [µs]\n")
     print("| program | " + " | ".join(row_names) + " |")
     print("|---|" + "---:|" * len(row_names))
     for p in timers:
-        print(f"| {p} | " + " | ".join(f"{statistics.median(times[p][r]) * 1e6:.3f}"
-                                       for r in row_names) + " |")
+        print(f"| {p} | " + " | ".join(f"{statistics.median(times[p][r]) * 1e6:.3f} "
+                                       f"({min(times[p][r]) * 1e6:.3f})" if r in times[p]
+                                       else "-" for r in row_names) + " |")
     pairs = [("copapy code", "C -O3 in C"), ("copapy code", "C fast in C"),
              ("copapy run", "C -O3 ctypes"), ("copapy jit", "C -O3 ctypes"),
              ("copapy jit", "numba"), ("copapy jit", "numba fm"), ("copapy jit", "NumPy")]
     if args.against:
         pairs.insert(0, ("copapy code", "against code"))
     pairs = [(a, b) for a, b in pairs if b in row_names]
-    print("\n## Ratios within a round, min / median / max (< 1: copapy faster)\n")
+    print("\n## Ratios within a round, min / median / max, and best / best (the ratio of the "
+          "two rows' fastest rounds: on a loaded machine the least disturbed); < 1: copapy "
+          "faster\n")
     print("| program | " + " | ".join(f"{a} / {b}" for a, b in pairs) + " |")
     print("|---|" + "---:|" * len(pairs))
     for p in timers:
         cells = []
         for top, bottom in pairs:
+            if top not in times[p] or bottom not in times[p]:
+                cells.append("-")
+                continue
             ratios = [x / y for x, y in zip(times[p][top], times[p][bottom], strict=True)]
+            best = min(times[p][top]) / min(times[p][bottom])
             cells.append(f"{min(ratios):.2f} / {statistics.median(ratios):.2f} / "
-                         f"{max(ratios):.2f}")
+                         f"{max(ratios):.2f}; {best:.2f}")
         print(f"| {p} | " + " | ".join(cells) + " |")
     print("\n" + "\n".join(f"{p}: {s}" for p, s in stencils.items()))
 

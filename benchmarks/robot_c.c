@@ -1,5 +1,6 @@
 /* Hand-written C of the robot programs of bench_robot.py (float32, plain loops, no BLAS):
  * the attitude EKF step of examples/ekf_attitude.py, the DLS IK step of examples/arm_ik.py
+ * (its 6x6 system by Cholesky, as the example's solve(assume_a="pos"))
  * and an LQR step x' = A x + B u, u = -K x. bench_robot.py builds this file as a shared
  * library with -O3 and with -O3 -ffast-math -march=native, calls each step once per step
  * through ctypes and times it in C (time_* below: REPS calls in a loop, seconds per call). */
@@ -38,6 +39,29 @@ static void solve(int n, int m, float a[8][8], float b[8][8])
             for (int j = k + 1; j < n; j++) s -= a[k][j] * b[j][c];
             b[k][c] = s / a[k][k];
         }
+}
+
+/* Solves a x = b for a symmetric positive definite a (n <= 8, its lower triangle read) by
+ * Cholesky, L y = b, L^T x = y, as cp.linalg.solve(assume_a="pos"); b holds x. */
+static void solve_pos(int n, float a[8][8], float *b)
+{
+    float low[8][8];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) {
+            float t = a[i][j];
+            for (int m = 0; m < j; m++) t -= low[i][m] * low[j][m];
+            low[i][j] = i == j ? sqrtf(t) : t / low[j][j];
+        }
+    for (int i = 0; i < n; i++) {
+        float t = b[i];
+        for (int j = 0; j < i; j++) t -= low[i][j] * b[j];
+        b[i] = t / low[i][i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        float t = b[i];
+        for (int j = i + 1; j < n; j++) t -= low[j][i] * b[j];
+        b[i] = t / low[i][i];
+    }
 }
 
 /* ---- attitude EKF (examples/ekf_attitude.py) ---- */
@@ -138,7 +162,10 @@ static void cross(const float *a, const float *b, float *out)
     out[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-void ik_step(const float *q, const float *p_target, const float *r_target, float *q_out)
+/* One DLS step; lu: the 6x6 system by LU with partial pivoting instead of Cholesky (the
+ * example's assume_a="gen") */
+static inline void ik(const float *q, const float *p_target, const float *r_target,
+                      float *q_out, int lu)
 {
     float T[7][4][4]; /* T[0] = I, T[i + 1] = T[i] * A_i(q_i) */
     for (int r = 0; r < 4; r++)
@@ -174,31 +201,45 @@ void ik_step(const float *q, const float *p_target, const float *r_target, float
     }
     float A[8][8], b[8][8];
     for (int i = 0; i < 6; i++) {
-        for (int j = 0; j < 6; j++) {
+        for (int j = 0; j <= (lu ? 5 : i); j++) {
             float t = 0.0f;
             for (int k = 0; k < 6; k++) t += J[i][k] * J[j][k];
             A[i][j] = t + (i == j ? DAMPING * DAMPING : 0.0f);
         }
         b[i][0] = e[i];
     }
-    solve(6, 1, A, b);
+    if (lu) {
+        solve(6, 1, A, b);
+        for (int i = 0; i < 6; i++) e[i] = b[i][0];
+    } else {
+        solve_pos(6, A, e);
+    }
     for (int i = 0; i < 6; i++) {
         float t = 0.0f;
-        for (int k = 0; k < 6; k++) t += J[k][i] * b[k][0];
+        for (int k = 0; k < 6; k++) t += J[k][i] * e[k];
         q_out[i] = q[i] + t;
     }
 }
 
-double time_ik(long reps, const float *q, const float *p_target, const float *r_target,
-               float *q_out)
-{
-    double t0 = now();
-    for (long i = 0; i < reps; i++) {
-        __asm__ volatile("" : : "r"(q), "r"(p_target), "r"(r_target) : "memory");
-        ik_step(q, p_target, r_target, q_out);
+#define IK(NAME, LU)                                                                        \
+    void NAME##_step(const float *q, const float *p_target, const float *r_target,          \
+                     float *q_out)                                                           \
+    {                                                                                        \
+        ik(q, p_target, r_target, q_out, LU);                                                \
+    }                                                                                        \
+    double time_##NAME(long reps, const float *q, const float *p_target,                    \
+                       const float *r_target, float *q_out)                                  \
+    {                                                                                        \
+        double t0 = now();                                                                   \
+        for (long i = 0; i < reps; i++) {                                                    \
+            __asm__ volatile("" : : "r"(q), "r"(p_target), "r"(r_target) : "memory");       \
+            NAME##_step(q, p_target, r_target, q_out);                                       \
+        }                                                                                    \
+        return (now() - t0) / (double)reps;                                                  \
     }
-    return (now() - t0) / (double)reps;
-}
+
+IK(ik, 0)
+IK(iklu, 1)
 
 /* ---- LQR step: u = -K x, x' = A x + B u (A n x n, B n x m, K m x n, row-major), the
  * sizes compile-time constants as a controller's are ---- */

@@ -1,6 +1,7 @@
 """Inverse kinematics of a 6-DOF arm (UR5-like, standard DH parameters) by damped least
 squares: forward kinematics as a product of 4x4 homogeneous transforms, the 6x6 geometric
-Jacobian, and one step dq = Jᵀ (J Jᵀ + λ² I)⁻¹ e from cp.linalg.solve.
+Jacobian, and one step dq = Jᵀ (J Jᵀ + λ² I)⁻¹ e from cp.linalg.solve (assume_a="pos": the
+matrix is symmetric positive definite, so Cholesky, without LU's pivoting selects).
 
     python examples/arm_ik.py        # 40 steps from the home pose to a reachable target,
                                      # prints the position and orientation errors
@@ -77,13 +78,16 @@ def pose_error(flange: cp.Array, p_target: cp.Array, r_target: cp.Array) -> cp.A
     return err
 
 
-def ik_step(q: Any, p_target: Any, r_target: Any) -> cp.Array:
-    """One damped least squares step towards the target pose: q + Jᵀ (J Jᵀ + λ² I)⁻¹ e."""
+def ik_step(q: Any, p_target: Any, r_target: Any, assume_a: str = "pos") -> cp.Array:
+    """One damped least squares step towards the target pose: q + Jᵀ (J Jᵀ + λ² I)⁻¹ e.
+
+    J Jᵀ + λ² I is symmetric positive definite: Cholesky (``assume_a="pos"``), no pivoting
+    selects; ``"gen"``: LU with partial pivoting (benchmarks/bench_robot.py compares both)."""
     q, p_target, r_target = q.to_unpacked(), p_target.to_unpacked(), r_target.to_unpacked()
     frames = forward_kinematics(q)
     jac = geometric_jacobian(frames)
     err = pose_error(frames[-1], p_target, r_target)
-    y = cp.linalg.solve(jac @ jac.T + np.eye(6) * DAMPING ** 2, err)
+    y = cp.linalg.solve(jac @ jac.T + np.eye(6) * DAMPING ** 2, err, assume_a=assume_a)
     q_new: cp.Array = q + jac.T @ y
     return q_new
 
@@ -139,7 +143,7 @@ def main(steps: int = 40) -> None:
     q = HOME.copy()
     for k in range(steps):
         q = step(q, p_target, r_target)
-        if k % 10 == 9 or k == steps - 1:
+        if k < 4 or k % 10 == 9 or k == steps - 1:
             flange = reference_frames(q)[-1]
             turn = np.cross(flange[:3, :3].T, r_target.T.astype(np.float64)).sum(0) * 0.5
             print(f"step {k + 1:3d}: position error {np.linalg.norm(p_target - flange[:3, 3]):.2e}"
