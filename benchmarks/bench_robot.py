@@ -440,7 +440,15 @@ def c_calls(lib: ctypes.CDLL, prog: Program, outs: tuple[np.ndarray, ...]
     step.restype, timer.restype = None, ctypes.c_double
     step.argtypes = [type(p) for p in ptrs]
     timer.argtypes = [ctypes.c_long, *step.argtypes]
-    return (lambda: step(*ptrs)), (lambda reps: float(timer(reps, *ptrs)))
+    keep = (prog.args, outs)  # the arrays behind the raw pointers live as long as the calls
+
+    def call(arrays: Any = keep) -> Any:
+        return step(*ptrs)
+
+    def timed(reps: int, arrays: Any = keep) -> float:
+        return float(timer(reps, *ptrs))
+
+    return call, timed
 
 
 def code_timer(exe: Path, tg: cp.LocalTarget, first: cp.Array, workdir: Path, name: str
