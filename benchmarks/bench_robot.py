@@ -223,6 +223,17 @@ def numba_kernels(fastmath: bool) -> dict[str, Callable[..., Any]]:
                 b[k, c] = s / a[k, k]
 
     f32 = np.float32
+
+    @jit
+    def product(a: Any, b: Any, out: Any, b_transposed: bool) -> None:
+        """out = a @ b (or a @ b.T), each entry a sum left to right."""
+        for i in range(out.shape[0]):
+            for j in range(out.shape[1]):
+                t = f32(0.0)
+                for k in range(a.shape[1]):
+                    t += a[i, k] * (b[j, k] if b_transposed else b[k, j])
+                out[i, j] = t
+
     q_rate, r_acc = f32(ekf_attitude.Q_RATE), f32(ekf_attitude.R_ACC)
 
     @jit
@@ -242,18 +253,10 @@ def numba_kernels(fastmath: bool) -> dict[str, Callable[..., Any]]:
         F[3, 0], F[3, 1], F[3, 2], F[3, 3] = h * s, h * r, -h * p, 1.0
         FP = np.empty((4, 4), np.float32)
         Pp = np.empty((4, 4), np.float32)
+        product(F, P, FP, False)
+        product(FP, F, Pp, True)
         for i in range(4):
-            for j in range(4):
-                t = f32(0.0)
-                for k in range(4):
-                    t += F[i, k] * P[k, j]
-                FP[i, j] = t
-        for i in range(4):
-            for j in range(4):
-                t = f32(0.0)
-                for k in range(4):
-                    t += FP[i, k] * F[j, k]
-                Pp[i, j] = t + (q_rate * f32(dt) if i == j else f32(0.0))
+            Pp[i, i] += q_rate * f32(dt)
         W, X, Y, Z = qp[0], qp[1], qp[2], qp[3]
         hv = np.empty(3, np.float32)
         hv[0] = f32(2.0) * (X * Z - W * Y)
@@ -265,18 +268,10 @@ def numba_kernels(fastmath: bool) -> dict[str, Callable[..., Any]]:
         H[2, 0], H[2, 1], H[2, 2], H[2, 3] = 2 * W, -2 * X, -2 * Y, 2 * Z
         HP = np.empty((3, 4), np.float32)
         S = np.empty((3, 3), np.float32)
+        product(H, Pp, HP, False)
+        product(HP, H, S, True)
         for i in range(3):
-            for j in range(4):
-                t = f32(0.0)
-                for k in range(4):
-                    t += H[i, k] * Pp[k, j]
-                HP[i, j] = t
-        for i in range(3):
-            for j in range(3):
-                t = f32(0.0)
-                for k in range(4):
-                    t += HP[i, k] * H[j, k]
-                S[i, j] = t + (r_acc if i == j else f32(0.0))
+            S[i, i] += r_acc
         solve(S, HP)
         an = math.sqrt(acc[0] * acc[0] + acc[1] * acc[1] + acc[2] * acc[2])
         innov = np.empty(3, np.float32)
