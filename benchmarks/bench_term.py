@@ -157,10 +157,14 @@ def time_c(exe: Path, n: int, quick: bool) -> tuple[float, float]:
 
 
 def build_code_runner(workdir: Path) -> Path:
-    """benchmarks/term_code.c with the runner's sources: runs an image's task in a C loop."""
+    """benchmarks/term_code.c with the runner's sources and this machine's stencil tables (a
+    LocalTarget's image is format 2, linked by the runner from its tables; without them the
+    load fails): runs an image's task in a C loop."""
     exe = workdir / "term_code"
     runner = sorted(str(p) for p in (ROOT / "runner" / "src").glob("[a-z]*.c"))
-    subprocess.run(["gcc", "-std=c11", "-O2", f"-I{ROOT / 'runner' / 'include'}",
+    runner += sorted(str(p) for p in (ROOT / "runner" / "tables").glob(
+        f"{host_architecture()}*.c"))
+    subprocess.run(["gcc", "-std=c11", "-O2", "-DCP_WITH_TABLE", f"-I{ROOT / 'runner' / 'include'}",
                     f"-I{ROOT / 'runner' / 'src'}", "-pthread",
                     str(ROOT / "benchmarks" / "term_code.c"), *runner, "-o", str(exe)], check=True)
     return exe

@@ -64,7 +64,7 @@ int main(int argc, char **argv)
         t[k] = (now() - t0) / (double)reps;
     }
     qsort(t, BATCHES, sizeof(t[0]), by_value);
-    printf("%.6e %.1f\n", t[BATCHES / 2], (double)sink);
+    printf("%.6e %.9g\n", t[BATCHES / 2], (double)sink);
     cp_program_unload(&prog);
     return 0;
 }

@@ -19,6 +19,7 @@ from copapy import linalg
 from copapy.arrays import Array
 from copapy.graph.node import is_const
 from copapy.graph.reference import evaluate_graph
+from copapy.graph.traverse import live_nodes
 
 F64 = cp.float64
 SIZES = [1, 2, 3, 4, 6, 12]
@@ -251,3 +252,89 @@ def test_results_stay_unpacked_at_every_size() -> None:
     a = cp.value(well_conditioned(1, 12), F64)
     for result in (linalg.inv(a), linalg.cholesky(a @ a.T), linalg.solve(a, np.ones(12))):
         assert not result.packed  # 144 elements: cp.matrix would pack them
+
+
+def documented_positive_solve(s: np.ndarray, b: np.ndarray) -> list[list[float]]:
+    """solve(assume_a="pos") as docs/semantics.md states it, in Python floats: Cholesky-
+    Banachiewicz row by row, then L y = b and Lᵀ x = y, every sum left to right."""
+    n, k = b.shape
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            total = float(s[i][j])
+            for m in range(j):
+                total = total - low[i][m] * low[j][m]
+            low[i][j] = math.sqrt(total) if i == j else total / low[j][j]
+    y = [[0.0] * k for _ in range(n)]
+    for i in range(n):
+        for c in range(k):
+            total = float(b[i][c])
+            for j in range(i):
+                total = total - low[i][j] * y[j][c]
+            y[i][c] = total / low[i][i]
+    x = [[0.0] * k for _ in range(n)]
+    for i in reversed(range(n)):
+        for c in range(k):
+            total = y[i][c]
+            for j in range(i + 1, n):
+                total = total - low[j][i] * x[j][c]
+            x[i][c] = total / low[i][i]
+    return x
+
+
+@functools.cache
+def positive_program(n: int, dtype: cp.DType) -> tuple[cp.LocalTarget, Array, Array, Array]:
+    s = cp.value(np.eye(n), dtype)
+    b = cp.value(np.ones((n, 2)), dtype)
+    tg = cp.LocalTarget()
+    x = linalg.solve(s, b, assume_a="pos")
+    tg.compile(x)
+    return tg, s, b, x
+
+
+def run_positive(n: int, dtype: cp.DType, s: np.ndarray, b: np.ndarray) -> np.ndarray:
+    tg, sv, bv, x = positive_program(n, dtype)
+    tg.write(sv, s)
+    tg.write(bv, b)
+    tg.run()
+    return np.asarray(tg.read(x))
+
+
+@pytest.mark.parametrize("n", [1, 3, 6, 12])
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_positive_solve_against_numpy_and_its_documented_algorithm(n: int, seed: int) -> None:
+    s = spd(seed, n)
+    b = np.random.default_rng(seed + 3).normal(size=(n, 2))
+    x = run_positive(n, F64, s, b)
+    assert x.tolist() == documented_positive_solve(s, b)
+    np.testing.assert_allclose(x, np.linalg.solve(s, b), rtol=1e-11, atol=1e-12)
+    s32, b32 = s.astype(np.float32), b.astype(np.float32)
+    x32 = run_positive(n, cp.float32, s32, b32)
+    np.testing.assert_allclose(x32, np.linalg.solve(s32.astype(np.float64), b32.astype(np.float64)),
+                               rtol=2e-5 * n, atol=2e-5 * n)
+
+
+def test_positive_solve_reads_the_lower_triangle_and_has_no_row_selects() -> None:
+    s = spd(7, 6)
+    b = np.arange(12.0).reshape(6, 2)
+    upper_garbage = s + np.triu(np.full((6, 6), 5.0), 1)
+    x = run_positive(6, F64, upper_garbage, b)
+    assert x.tolist() == documented_positive_solve(s, b)
+    sv, bv = cp.value(np.eye(6), cp.float32), cp.value(np.ones(6), cp.float32)
+    selects = [n for n in live_nodes([v.node for v in linalg.solve(sv, bv, assume_a="pos").items()])
+               if n.op == "where"]
+    assert len(selects) == 12, len(selects)  # a root's guard per diagonal, a NaN rule per entry
+
+
+@pytest.mark.parametrize("dtype", [F64, cp.float32])
+def test_positive_solve_of_a_matrix_that_is_not_positive_definite_is_nan(dtype: cp.DType) -> None:
+    for s in (np.diag([1.0, -1.0, 2.0]), np.zeros((3, 3)), np.diag([1.0, np.nan, 1.0])):
+        x = run_positive(3, dtype, s, np.ones((3, 2)))
+        assert np.isnan(x).all(), s
+
+
+def test_solve_names_the_assumptions_it_knows() -> None:
+    a = cp.value(np.eye(2), cp.float32)
+    with pytest.raises(ValueError, match=r"assume_a is 'gen'.*or 'pos'.*'sym'"):
+        linalg.solve(a, np.ones(2), assume_a="sym")

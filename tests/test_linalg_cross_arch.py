@@ -1,5 +1,6 @@
 """cp.linalg and cp.jacobian give the same bits on every CPU: one program (solve, inv, det,
-cholesky of 4x4 and 12x12 matrices, a Jacobian, and the step of examples/ekf_attitude.py)
+cholesky, solve(assume_a="pos") of 4x4 and 12x12 matrices, a Jacobian, and the step of
+examples/ekf_attitude.py)
 compiled for native x86_64 (the baseline) and for 64-bit and 32-bit targets on their emulators
 (tests/support/archs.py), written the same input bytes, every output compared bit for bit
 (NaN equals NaN)."""
@@ -44,7 +45,8 @@ def program(dtype: DType) -> tuple[list[Node], list[Node], list[list[bytes]]]:
     for n in (4, 12):
         a, b, s = (cp.value(m, dtype, packed=False) for m in (np.eye(n), np.ones(n), np.eye(n)))
         inputs += [a, b, s]
-        results = [linalg.solve(a, b), linalg.inv(a), linalg.det(a), linalg.cholesky(s)]
+        results = [linalg.solve(a, b), linalg.inv(a), linalg.det(a), linalg.cholesky(s),
+                   linalg.solve(s, b, assume_a="pos")]
         for r in results:
             outputs += [v.node for v in r.items()] if isinstance(r, cp.Array) else [r.node]
     q = cp.value([0.9, 0.1, -0.3, 0.2], dtype, packed=False)

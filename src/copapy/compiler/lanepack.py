@@ -260,10 +260,14 @@ class _Packer:
     def number(self, node: Node, ids: list[int]) -> int:
         """The structure number of ``node`` from its operands' (``ids``)."""
         op = node.op
-        if not ids:
+        if op == "index" and _element_of_input(node):
+            # the elements of one packed input alike, whichever element (classify lines up
+            # consecutive ones as a slice of it)
+            key: tuple[object, ...] = ("index", node.dtype.code, id(node.args[0]))
+        elif not ids:
             # inputs and constants by type; states, cp.dt, other tasks' values: themselves
-            key: tuple[object, ...] = ((op, node.dtype.code, node.shape) if op in _BY_TYPE
-                                       else ("leaf", id(node)))
+            key = ((op, node.dtype.code, node.shape) if op in _BY_TYPE
+                   else ("leaf", id(node)))
         else:
             self.budget -= 1
             if op in _COMMUTATIVE:
@@ -322,6 +326,8 @@ class _Classifier:
                 return None
         if op == "input":
             return self.block(nodes)
+        if op == "index":
+            return self.elements(nodes)
         if op == "const":
             return const_array(b"".join(n.attr for n in nodes),  # type: ignore[misc]
                                dtype, (len(nodes),))
@@ -346,6 +352,18 @@ class _Classifier:
             args.append(packed)
         return make(spec, tuple(args), attr)
 
+    def elements(self, members: tuple[Node, ...]) -> Node | None:
+        """Consecutive scalar elements of one packed input (an unpacked view of it, such as
+        ``A.to_unpacked()[i] @ x.to_unpacked()``): a slice of that input."""
+        head = members[0]
+        base, start = head.args[0], head.attr
+        if not _element_of_input(head) or not isinstance(start, int):
+            return None
+        for k, m in enumerate(members):
+            if m.args[0] is not base or m.attr != start + k:
+                return None
+        return slice_(base, start, len(members))
+
     def block(self, members: tuple[Node, ...]) -> Node | None:
         """The stand-in of N distinct scalar inputs placed side by side (a new block, the
         block that already holds them, or a slice of it)."""
@@ -367,6 +385,11 @@ class _Classifier:
             if where is None or where[0] is not stand or where[1] != start + k:
                 return None
         return slice_(stand, start, len(members))
+
+
+def _element_of_input(node: Node) -> bool:
+    """A scalar element (``index``) of a packed input."""
+    return not node.shape and node.args[0].op == "input"
 
 
 def _fingerprint(node: Node) -> int:

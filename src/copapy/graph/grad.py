@@ -39,6 +39,13 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
     # an element, slice or reshape of a packed input is a view: its gradient is the input's
     # at that place (the view node itself is only one of the ways y reads the input)
     bases = [_viewed_input(x) for x in xs]
+    # ... unless y reads that input only element by element and x is one of those elements:
+    # then x's own (scalar) adjoint is the gradient, with no array of the input's shape built
+    # from one-hot pieces (a Jacobian by the elements of a packed input: 30 vector copies and
+    # 4 vector loops in the EKF step, docs/decisions/2026-12-05-robot-programs-against-c.md)
+    by_element = _read_by_element(order, bases)
+    bases = [None if b in by_element and _is_element(x, b) else b for x, b in zip(xs, bases,
+                                                                                 strict=True)]
     swept = list(dict.fromkeys(b if b is not None else x for x, b in zip(xs, bases,
                                                                            strict=True)))
     # a gradient flows to an operand that depends on an x and is a float
@@ -82,6 +89,22 @@ def gradients(y: Node, xs: Sequence[Node]) -> list[Node]:
         else:
             out.append(found if base is None else _same_view(x, found))
     return out
+
+
+def _is_element(x: Node, base: Node | None) -> bool:
+    """Whether ``x`` is one scalar element of ``base``."""
+    return x.op == "index" and not x.shape and x.args[0] is base
+
+
+def _read_by_element(order: Sequence[Node], bases: Sequence[Node | None]) -> set[Node]:
+    """The inputs among ``bases`` that the nodes of ``order`` read only through their scalar
+    elements (the element nodes are interned: one node per element)."""
+    found = {b for b in bases if b is not None}
+    if found:
+        for node in order:
+            if not (node.op == "index" and not node.shape):
+                found.difference_update(node.args)
+    return found
 
 
 #: operations that only rearrange the elements of their one operand (no code of their own
