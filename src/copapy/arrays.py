@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import array_shapes as shp
 from . import array_update as update
@@ -545,6 +545,8 @@ class Array:
                 new = tuple(self.size // known if d == -1 else d for d in new)
         if math.prod(new) != self.size or any(d < 1 for d in new):
             raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
+        if not new:  # NumPy's 0-d result: the element itself (copapy arrays have 1-4 dims)
+            return self.items()[0]  # type: ignore[return-value]
         out = Array(new, node=build.reshape(self.node(), new)) if self.packed else Array(
             new, items=self.items())
         return self._viewing(out, lambda m: m.reshape(new))
@@ -558,6 +560,43 @@ class Array:
     def ravel(self) -> Array:
         """The elements as a 1-D array, row-major: a view where NumPy's is one."""
         return self.reshape((self.size,))
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """NumPy's ``a.squeeze(axis)``: a view without the length-1 axes (those of ``axis``);
+        of one element, the element itself (NumPy's 0-d array)."""
+        return self.reshape(np.squeeze(np.empty(self.shape, np.bool_), axis=axis).shape)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        """NumPy's ``a.repeat(repeats, axis)`` (``np.repeat``): a gather of the elements."""
+        return self._by_index_map(lambda m: np.repeat(m, repeats, axis=axis))
+
+    def take(self, indices: Any, axis: Any = None, out: None = None,
+             mode: Literal["raise", "wrap", "clip"] = "raise") -> Any:
+        """NumPy's ``a.take(indices, axis)`` (``np.take``) with constant indices: a gather."""
+        if out is not None:
+            raise TypeError("take(out=...) of a copapy array: use the result")
+        if isinstance(indices, Value) or next(_arrays_in(indices), None) is not None:
+            # an IndexError: NumPy's np.take retries a TypeError on an object array
+            raise IndexError("a.take(indices) with traced indices picks elements known only "
+                             "when the program runs; take constant indices (a NumPy array of "
+                             "ints) or select with cp.where(cond, a, b)")
+        return self._by_index_map(lambda m: np.take(m, indices, axis=axis, mode=mode))
+
+    def sort(self, axis: Any = -1, kind: Any = None, order: Any = None) -> None:
+        """NumPy's in-place ``a.sort(axis)``: the elements replaced by ``np.sort(a, axis)``
+        (an item assignment: views of ``a`` see it)."""
+        self[...] = self._numpy("sort", axis, kind, order)
+
+    def _by_index_map(self, op: Any) -> Any:
+        """``op`` (a NumPy function that moves elements) applied to this array: the elements
+        it picks from the index map, a copy (as NumPy's repeat and take)."""
+        picks = np.asarray(op(np.arange(self.size).reshape(self.shape)))
+        if picks.ndim == 0:
+            return self.items()[int(picks)]
+        if picks.size == 0:
+            raise build.ShapeError(f"the result has shape {picks.shape}: copapy arrays have at "
+                                   f"least one element")
+        return self.flatten()[picks]
 
     def copy(self) -> Array:
         """A new array of the same elements: assigning into either leaves the other as is."""
@@ -1143,6 +1182,10 @@ def asarray(x: Any, like: dt.DType | None = None) -> Array:
     float64, not float32 rounded)."""
     if isinstance(x, Array):
         return x
+    if isinstance(x, Value):
+        raise build.ShapeError("a scalar (0-d) traced value where an array is needed: copapy "
+                               "arrays have 1 to 4 dimensions; make it one with "
+                               "np.atleast_1d(x) or np.ravel(x)")
     data = np.asarray(x)
     dtype = None if like is None else _weak_kind(data.dtype.kind, like)
     if data.ndim > 2:
@@ -1587,4 +1630,34 @@ def _from_objects(values: Any) -> Array:
     return _build(values, _checked_shape(values.shape), None, None)
 
 
-install_array_support(elementwise, array_input, matmul, _from_objects)
+def flat_array(x: Any) -> Array:
+    """``x`` flattened (``axis=None`` of np.sort, np.cumsum): a scalar value as one element,
+    as NumPy's 0-d array is."""
+    return Array((1,), items=[x]) if isinstance(x, Value) else asarray(x).flatten()
+
+
+def scalar_method(x: Value[Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+                  ) -> Any:
+    """NumPy's array method ``name`` of a traced scalar (a reduction's result is a NumPy scalar
+    in NumPy, whose methods code written for NumPy calls): as the method of a one-element
+    vector, with NumPy's rules for a 0-d array (only ``axis=None``)."""
+    one = Array((1,), items=[x])
+    if name in ("reshape", "ravel", "flatten", "squeeze", "transpose", "swapaxes", "repeat",
+                "take"):
+        shaped = np.empty((), np.bool_)
+        getattr(shaped, name)(*args, **kwargs)  # NumPy's errors for a 0-d array
+        if name == "reshape":
+            return one.reshape(*args, **kwargs)
+        if name in ("ravel", "flatten"):
+            return one
+        return one.reshape(()) if name in ("squeeze", "transpose", "swapaxes") else getattr(
+            one, name)(*args, **kwargs)
+    axis = args[0] if args else kwargs.pop("axis", None)
+    if axis not in (None, ()):
+        raise np.exceptions.AxisError(f"{name}(axis={axis!r}) of a scalar: a 0-d value has "
+                                      f"no axes (axis=None)")
+    kwargs.pop("keepdims", None)  # a 0-d result either way
+    return getattr(one, name)(*args[1:], **kwargs)
+
+
+install_array_support(elementwise, array_input, matmul, _from_objects, scalar_method)

@@ -23,6 +23,7 @@ from .arrays import (
     _permute,
     asarray,
     elementwise,
+    flat_array,
     stack_rows,
     ufunc_method,
 )
@@ -217,16 +218,14 @@ def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """``np.cumsum``: ``np.add.accumulate`` (of the flattened array without ``axis``), so bools
     count as int32 as NumPy's (its own code kept a lone bool a bool)."""
     _no_out("cumsum", dtype, out)
-    x = asarray(a)
-    return ufunc_method(np.add, "accumulate", x.flatten() if axis is None else x,
+    return ufunc_method(np.add, "accumulate", flat_array(a) if axis is None else asarray(a),
                         axis=0 if axis is None else axis)
 
 
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """``np.cumprod``: ``np.multiply.accumulate``, as ``cumsum``."""
     _no_out("cumprod", dtype, out)
-    x = asarray(a)
-    return ufunc_method(np.multiply, "accumulate", x.flatten() if axis is None else x,
+    return ufunc_method(np.multiply, "accumulate", flat_array(a) if axis is None else asarray(a),
                         axis=0 if axis is None else axis)
 
 

@@ -1,0 +1,157 @@
+"""Random NumPy programs built from compositions of operations (tests/support/compose.py:
+element-wise ufuncs and operators with NEP 50 scalars, broadcasting, reductions with axis and
+keepdims, reshapes and axis moves, basic and advanced indexing, joins, where/clip, products,
+sort, item assignment into a copy), run three ways against NumPy on the same inputs: through
+``@cp.jit`` with NumPy arguments, traced on ``cp.value`` inputs (packed and unpacked) in a
+LocalTarget, and for a sample on aarch64 (unicorn). Shapes and dtypes must be NumPy's (under
+the documented types of docs/semantics.md), values bit for bit (the inputs are small whole
+numbers and halves, so sums and products are exact in any order; steps whose rounding depends
+on the order make a program inexact: then within float32 rounding); a refusal must be one of
+the documented ones, named (docs/decisions/2026-12-05-numpy-compositions.md). Also the
+regressions the hunt found, each failing on the code before its fix."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+
+from .support.checks import examples
+from .support.compose import Program, draw_program, normalised
+
+SETTINGS = dict(deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
+#: what a documented refusal says (an empty array, NumPy's unspecified double write, more than
+#: four dimensions); anything else raised is a bug
+REFUSALS = ("at least one element", "no empty one", "more than once",
+            "copapy arrays have at most 4")
+
+
+class Drawn:
+    """The generator's choices drawn by hypothesis (so failures shrink)."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.data.draw(st.integers(lo, hi))
+
+    def choice(self, options: Any) -> Any:
+        return options[self.data.draw(st.integers(0, len(options) - 1))]
+
+
+def mismatch(got: Any, want: Any, exact: bool) -> str | None:
+    """Why ``got`` is not NumPy's ``want`` (None: it is). A Python number for a 0-d result is
+    the jit's documented form of a scalar result."""
+    if isinstance(got, bool | int | float) and np.ndim(want) == 0:
+        got = np.asarray(want.dtype.type(got))
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return f"{g.dtype}{list(g.shape)} where NumPy gives {w.dtype}{list(w.shape)}"
+    g, w = g.reshape(-1), w.reshape(-1)
+    if g.dtype.kind != "f":
+        return None if np.array_equal(g, w) else f"{g} where NumPy gives {w}"
+    # bit for bit; any NaN equals any NaN, and 0.0 equals -0.0 (x * 0 → 0 and x + 0 → x
+    # while tracing, docs/semantics.md "Simplifications")
+    same = (g.view(f"u{g.itemsize}") == w.view(f"u{w.itemsize}")) | (np.isnan(g) & np.isnan(w))
+    same |= (g == 0) & (w == 0)
+    if same.all():
+        return None
+    scale = max(1.0, float(np.nanmax(np.abs(w), initial=0.0)))
+    if not exact and np.allclose(g, w, rtol=1e-4, atol=1e-4 * scale, equal_nan=True):
+        return None
+    return f"{g} where NumPy gives {w}"
+
+
+def check(prog: Program, run: Any) -> None:
+    """``run(prog)`` gives NumPy's result, or raises one of the documented refusals."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            got = run(prog)
+        except (ValueError, TypeError, IndexError) as error:
+            if any(r in str(error) for r in REFUSALS):
+                return
+            raise AssertionError(f"{prog}: {type(error).__name__}: {error}") from error
+    why = mismatch(got, prog.want, prog.exact)
+    assert why is None, f"{prog}: {why}"
+
+
+def local(prog: Program, packed: bool, arch: str | None = None) -> Any:
+    out = prog(*[cp.value(a, packed=packed) for a in prog.inputs])
+    tg = cp.LocalTarget(arch=arch)
+    tg.compile(out)
+    tg.run()
+    return tg.read(out)
+
+
+@settings(max_examples=examples(150), **SETTINGS)  # type: ignore[arg-type]
+@given(data=st.data())
+def test_jit_matches_numpy(data: st.DataObject) -> None:
+    prog = draw_program(Drawn(data))
+    check(prog, lambda p: cp.jit(p)(*[a.copy() for a in p.inputs]))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@settings(max_examples=examples(80), **SETTINGS)  # type: ignore[arg-type]
+@given(data=st.data())
+def test_traced_matches_numpy(packed: bool, data: st.DataObject) -> None:
+    prog = draw_program(Drawn(data))
+    check(prog, lambda p: local(p, packed))
+
+
+@settings(max_examples=examples(25), **SETTINGS)  # type: ignore[arg-type]
+@given(data=st.data())
+def test_aarch64_matches_numpy(data: st.DataObject) -> None:
+    """The same programs compiled for aarch64 and run on unicorn (LocalTarget's emulator)."""
+    prog = draw_program(Drawn(data))
+    check(prog, lambda p: local(p, True, "aarch64"))
+
+
+# ---- the regressions the hunt found (each failed before its fix) ----
+
+X = np.array([[3, 1, 2], [0, 5, 4]], np.int32)
+
+REGRESSIONS: dict[str, Any] = {
+    # a.reshape(()) made a 0-D copapy array: a Value beside it raised "unsupported operand",
+    # and packed it compiled to a missing stencil (stack_i32 of shape ())
+    "reshape to 0-d": lambda a: a[1, 0] + a[0, 1:2].reshape(()),
+    "0-d of a gather": lambda a: np.maximum(a.ravel()[np.arange(1)].reshape(()), 0.5),
+    "0-d of a sum": lambda a: a.ravel()[np.arange(2)].sum(keepdims=True).reshape(()) * 2,
+    # NumPy's reductions and methods of a reduction's scalar result (a NumPy scalar there)
+    "np.any of a scalar": lambda a: np.any(a[0, 0]),
+    "np.prod of a scalar, keepdims": lambda a: np.prod(np.dot(a[0], a[1]), keepdims=True),
+    "np.mean of a scalar": lambda a: np.mean(a.sum()),
+    "scalar.sum()": lambda a: a.max(axis=None).sum() + a[0, 0].min(),
+    "scalar.T, .shape, .ndim": lambda a: a.sum().T * a.sum(axis=1).ndim + a[0, 0].size,
+    "scalar.reshape": lambda a: a.sum().reshape(1, 1) + a[0],
+    "np.cumsum of a scalar": lambda a: np.cumsum(a[1, 1]),
+    "np.sort(scalar, axis=None)": lambda a: np.sort(a[1, 1], axis=None),
+    # sort and argsort of bools ("sort sorts numbers; cast bools first" before)
+    "np.sort of bools": lambda a: np.sort(a > 1, axis=0),
+    "np.argsort of bools": lambda a: np.argsort(a > 2, axis=None),
+    # NumPy's array methods copapy arrays lacked (AttributeError)
+    "a.squeeze()": lambda a: a.reshape(1, 6, 1).squeeze(),
+    "a.squeeze(axis)": lambda a: a.reshape(1, 6, 1).squeeze(axis=2) * 2,
+    "a.repeat": lambda a: a.repeat(2, axis=0),
+    "a.take": lambda a: a.take([[5, 0]]) + a.take([1], axis=1).T,
+    "a.sort() in place": lambda a: (lambda y: (y.sort(axis=0), y)[1])(a.copy()),
+}
+
+
+@pytest.mark.parametrize("packed", [False, True])
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regressions(name: str, packed: bool) -> None:
+    """Jitted (packed argument) and traced on a cp.value input of the given form: NumPy's
+    shape, dtype and values."""
+    f = REGRESSIONS[name]
+    want = normalised(np.asarray(f(X.copy())))
+    got = cp.jit(f)(X.copy()) if packed else local(Program([X], want=want).with_fn(f), False)
+    assert mismatch(got, want, exact=True) is None, (name, got, want)
