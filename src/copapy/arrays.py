@@ -61,7 +61,8 @@ class Array:
         if (items is None) == (node is None):
             raise ValueError("an Array holds either items (unpacked) or a node (packed)")
         if any(d < 1 for d in shape):
-            raise ValueError(f"array dimensions must be >= 1, got shape {shape}")
+            raise ValueError(f"copapy arrays have at least one element (array dimensions must "
+                             f"be >= 1), got shape {shape}")
         self.shape = tuple(shape)
         self._items_ = items
         self._node_ = node

@@ -112,7 +112,12 @@ def input_array(c: Chooser) -> np.ndarray:
     ndim = c.integer(1, 3)
     shape = tuple(c.choice([1, 2, 3, 4, 5, 0] if k == 0 and c.integer(0, 7) == 0 else [1, 2, 3, 4])
                   for k in range(ndim))
-    return constant(c, shape, c.choice(DTYPES))
+    a = constant(c, shape, c.choice(DTYPES))
+    if a.size and a.dtype != np.bool_ and c.integer(0, 5) == 0:  # an edge value at one place
+        a.flat[c.integer(0, a.size - 1)] = c.choice(
+            [np.nan, np.inf, -np.inf, -0.0, 3e38] if a.dtype == np.float32 else
+            [2**31 - 1, -2**31, 2**20])
+    return a
 
 
 def shape_of(v: Any) -> tuple[int, ...]:
@@ -134,7 +139,8 @@ def other_operand(c: Chooser, values: list[Any], k: int) -> tuple[str, Any]:
         j = c.integer(0, len(values) - 1)
         return f"v{j}", ("value", j)
     if kind == "scalar":
-        s = c.choice([2, -3, 1, 0.5, -1.5, 3.0, True, False])
+        s = c.choice([2, -3, 1, 0.5, -1.5, 3.0, True, False, np.float32(2.5), np.int32(-2),
+                      np.float64(0.25), 2**31 - 1, 1e30])
         return repr(s), ("const", s)
     sub = list(shape[c.integer(0, len(shape)):]) if shape else []
     sub = [1 if c.integer(0, 3) == 0 else d for d in sub]
@@ -247,8 +253,71 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
     shape = shape_of(x)
     nd = len(shape)
     group = c.choice(["unary", "binary", "binary", "reduce", "shape", "index", "index",
-                      "join", "where", "linalg", "sort", "setitem", "astype"])
+                      "join", "where", "linalg", "sort", "setitem", "astype", "broadcast",
+                      "more", "view_write"])
     v = f"v{k}"
+    if group == "broadcast":  # two values against each other, one given a new axis
+        j = c.integer(0, len(values) - 1)
+        name = c.choice(sorted(BINARY))
+        g = BINARY[name]
+        ea, eb = c.choice([(None, 0), (None, -1), (0, None), (-1, None), (-1, 0), (0, -1)])
+        if name in ARITHMETIC and dtype_of(x) == "bool" and dtype_of(values[j]) == "bool":
+            return None
+
+        def widen(a: Any, e: Any) -> Any:
+            return a if e is None else np.expand_dims(a, e)
+        return Step(f"expand({v}, {ea}) {name} expand(v{j}, {eb})",
+                    lambda vs: g(widen(vs[k], ea), widen(vs[j], eb)))
+    if group == "more":
+        name = c.choice(["diff", "cumprod", "argmin", "var", "std", "outer", "atleast_2d",
+                         "vstack", "hstack", "broadcast_to", "ptp", "take_along", "median"])
+        if name == "outer":
+            j = c.integer(0, len(values) - 1)
+            if dtype_of(x) == "bool" and dtype_of(values[j]) == "bool":
+                return None
+            return Step(f"np.outer({v}, v{j})", lambda vs: np.outer(vs[k], vs[j]))
+        if name in ("vstack", "hstack"):
+            fn = getattr(np, name)
+            return Step(f"np.{name}([{v}, {v}])", lambda vs: fn([vs[k], vs[k]]))
+        if name == "atleast_2d":
+            return Step(f"np.atleast_2d({v})", lambda vs: np.atleast_2d(vs[k]))
+        if name == "broadcast_to":
+            new = (c.integer(1, 3), *shape)
+            return Step(f"np.broadcast_to({v}, {new})", lambda vs: np.broadcast_to(vs[k], new))
+        if nd == 0:
+            return None
+        axis = c.integer(-nd, nd - 1)
+        if name == "take_along":
+            idx = np.argsort(np.asarray(x), axis=axis, kind="stable")
+            return Step(f"np.take_along_axis({v}, argsort_const, {axis})",
+                        lambda vs: np.take_along_axis(vs[k], idx, axis=axis))
+        if name in ("var", "std", "median"):  # of floats (of ints: float64, documented)
+            return Step(f"np.{name}({v}.astype(float32), axis={axis})",
+                        lambda vs: getattr(np, name)(vs[k].astype(np.float32), axis=axis),
+                        exact=False)
+        fn = getattr(np, name)
+        exact = name != "cumprod" or is_whole(x)
+        return Step(f"np.{name}({v}, axis={axis})", lambda vs: fn(vs[k], axis=axis), exact=exact)
+    if group == "view_write":  # a write through a view reaches the base
+        if nd == 0:
+            return None
+        view = c.choice(["T", "rev", "slice", "reshape", "swap"])
+        j = c.integer(0, len(values) - 1)
+        op = c.choice(["=", "+="])
+        views: dict[str, Callable[[Any], Any]] = {
+            "T": lambda y: y.T, "rev": lambda y: y[::-1], "slice": lambda y: y[1:],
+            "reshape": lambda y: y.reshape(-1), "swap": lambda y: np.swapaxes(y, 0, -1)}
+
+        def through(vs: list[Any]) -> Any:
+            y = vs[k].copy()
+            w = views[view](y)
+            src = np.ravel(vs[j])[np.arange(w.size) % max(1, np.size(vs[j]))].reshape(w.shape)
+            if op == "=":
+                w[...] = src
+            else:
+                w += src
+            return y
+        return Step(f"y = {v}.copy(); y.{view}[...] {op} v{j}[..like it]; y", through)
     if group == "unary":
         name = c.choice(sorted(UNARY))
         f = UNARY[name]
@@ -379,6 +448,9 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
         return Step(f"np.sort({v}, axis={axis})", lambda vs: np.sort(vs[k], axis=axis))
     if group == "astype":
         to = c.choice(DTYPES)
+        with np.errstate(all="ignore"):
+            if to == "int32" and dtype_of(x) == "float32" and not np.all(np.abs(x) < 2**31):
+                return None  # documented: NaN, inf and out-of-range floats saturate here
         return Step(f"{v}.astype({to})", lambda vs: vs[k].astype(to))
     # setitem
     if nd == 0:
