@@ -577,10 +577,9 @@ class Array:
         if out is not None:
             raise TypeError("take(out=...) of a copapy array: use the result")
         if isinstance(indices, Value) or next(_arrays_in(indices), None) is not None:
-            # an IndexError: NumPy's np.take retries a TypeError on an object array
-            raise IndexError("a.take(indices) with traced indices picks elements known only "
-                             "when the program runs; take constant indices (a NumPy array of "
-                             "ints) or select with cp.where(cond, a, b)")
+            raise TypeError("np.take / a.take with traced indices picks elements known only "
+                            "when the program runs; take constant indices (a NumPy array of "
+                            "ints) or select with cp.where(cond, a, b)")
         return self._by_index_map(lambda m: np.take(m, indices, axis=axis, mode=mode))
 
     def sort(self, axis: Any = -1, kind: Any = None, order: Any = None) -> None:

@@ -682,7 +682,8 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
     "numpy.empty_like": empty_like, "numpy.zeros": zeros, "numpy.ones": ones,
     "numpy.empty": empty, "numpy.full": full, "numpy.copyto": copyto, "numpy.putmask": putmask,
-    "numpy.place": place,
+    "numpy.place": place, "numpy.take": lambda a, *args, **kwargs: asarray(a).take(
+        *args, **kwargs),
     "numpy.take_along_axis": _constant_indices("take_along_axis"),
     "numpy.put_along_axis": _constant_indices("put_along_axis"), "numpy.select": select,
     "numpy.isposinf": isposinf,

@@ -112,11 +112,14 @@ def input_array(c: Chooser) -> np.ndarray:
     ndim = c.integer(1, 3)
     shape = tuple(c.choice([1, 2, 3, 4, 5, 0] if k == 0 and c.integer(0, 7) == 0 else [1, 2, 3, 4])
                   for k in range(ndim))
+    if c.integer(0, 4) == 0:  # long enough for the loop stencils' blocks and their tails
+        shape = c.choice([(17,), (33,), (70,), (9, 13), (3, 31), (2, 5, 11)])
     a = constant(c, shape, c.choice(DTYPES))
     if a.size and a.dtype != np.bool_ and c.integer(0, 5) == 0:  # an edge value at one place
         a.flat[c.integer(0, a.size - 1)] = c.choice(
             [np.nan, np.inf, -np.inf, -0.0, 3e38] if a.dtype == np.float32 else
-            [2**31 - 1, -2**31, 2**20])
+            [2**20, -2**20 - 1, 2**24])  # (int32 beyond 2**24 converts to float32 rounded:
+                                          # documented, NumPy's float64 keeps it)
     return a
 
 
@@ -223,6 +226,7 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "invert": lambda a: ~a, "exp": np.exp, "sin": np.sin, "tanh": np.tanh,
 }
 INEXACT_UNARY = {"exp", "sin", "tanh"}
+FLOAT_UNARY = {"exp", "sin", "tanh", "sqrt"}
 
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
@@ -235,6 +239,15 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
 ARITHMETIC = {"+", "-", "*", "/", "//", "%", "radd", "rsub"}
 
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "argmax", "cumsum")
+
+
+def saturates(target: Any, source: Any) -> bool:
+    """Whether writing ``source`` into int32 ``target`` converts NaN, inf or a float beyond
+    int32 (documented: saturated here, INT_MIN in NumPy)."""
+    a = np.asarray(source)
+    with np.errstate(all="ignore"):
+        return dtype_of(target) == "int32" and a.dtype.kind == "f" and not bool(
+            np.all(np.abs(a) < 2**31))
 
 
 def is_whole(v: Any) -> bool:
@@ -304,6 +317,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
         view = c.choice(["T", "rev", "slice", "reshape", "swap"])
         j = c.integer(0, len(values) - 1)
         op = c.choice(["=", "+="])
+        if saturates(x, values[j]):
+            return None
         views: dict[str, Callable[[Any], Any]] = {
             "T": lambda y: y.T, "rev": lambda y: y[::-1], "slice": lambda y: y[1:],
             "reshape": lambda y: y.reshape(-1), "swap": lambda y: np.swapaxes(y, 0, -1)}
@@ -321,6 +336,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
     if group == "unary":
         name = c.choice(sorted(UNARY))
         f = UNARY[name]
+        if name in FLOAT_UNARY and dtype_of(x) == "bool":
+            return None  # documented: of bools float32 here, NumPy's float16
         return Step(f"{name}({v})", lambda vs: f(vs[k]), exact=name not in INEXACT_UNARY)
     if group == "binary":
         name = c.choice(sorted(BINARY))
@@ -467,6 +484,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
         return Step(f"y = {v}.copy(); y[{key!r}] = {s!r}", put)
     j = c.integer(0, len(values) - 1)
     sub = c.integer(0, 1)
+    if saturates(x, values[j]):
+        return None
 
     def put_value(vs: list[Any]) -> Any:
         y = vs[k].copy()
@@ -502,7 +521,7 @@ def draw_program(c: Chooser, max_steps: int = 8) -> Program:
         except Exception:
             continue
         if not isinstance(out, (np.ndarray, np.generic)) or out.dtype.kind not in "fib" \
-                or np.size(out) > 400 or np.ndim(out) > 4 or (
+                or np.size(out) > 1500 or np.ndim(out) > 4 or (
                     np.size(out) == 0 and c.integer(0, 3) > 0):
             continue  # an empty result (refused by copapy) kept now and then
         if not step.exact:
