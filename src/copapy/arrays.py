@@ -350,6 +350,8 @@ class Array:
         ``axis`` (an int or a tuple) each output reduces its elements in that order, row-major.
         ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments). Bools count
         as int32 (NumPy's int), also where one element is reduced."""
+        if numpy.get("dtype") is not None:
+            return self._in_dtype("sum", axis, numpy)
         if self.dtype.is_bool:
             return self.astype(dt.int32).sum(axis=axis, **numpy)
         return _reduce_axes(self, "sum", axis, numpy, "add",
@@ -358,6 +360,8 @@ class Array:
     def mean(self, axis: Any = None, **numpy: Any) -> Any:
         """The sum divided by the number of elements reduced; of int32 and bool elements as
         float32 (as NumPy's mean is a float: the int32 sum would wrap)."""
+        if numpy.get("dtype") is not None:
+            return self._in_dtype("mean", axis, numpy)
         keep = _keepdims("mean", numpy)
         count = math.prod(self.shape[k] for k in shp.normalize_axes(axis, self.ndim, "mean"))
         return _floats(self).sum(axis=axis, keepdims=keep, **numpy) / float(count)
@@ -381,9 +385,17 @@ class Array:
     def prod(self, axis: Any = None, **numpy: Any) -> Any:
         """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``;
         of bools as int32 (NumPy's int)."""
+        if numpy.get("dtype") is not None:
+            return self._in_dtype("prod", axis, numpy)
         if self.dtype.is_bool:
             return self.astype(dt.int32).prod(axis=axis, **numpy)
         return _reduce_axes(self, "prod", axis, numpy, "mul", _product)
+
+    def _in_dtype(self, name: str, axis: Any, numpy: dict[str, Any]) -> Any:
+        """NumPy's ``dtype=`` of a sum, product or mean: computed in that type, the elements
+        cast first (float64 needs a target with float64)."""
+        kind = numpy.pop("dtype")
+        return getattr(self.astype(kind), name)(axis=axis, **numpy)
 
     def any(self, axis: Any = None, **numpy: Any) -> Any:
         """Whether an element (over ``axis``) is true (non-zero); ``np.any``."""
@@ -1149,9 +1161,9 @@ def _whole_array(name: str, numpy: dict[str, Any]) -> None:
     given = {k: v for k, v in numpy.items() if v is not None and v is not False}
     if given:
         args = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only; for another "
-                        f"type cast first (a.astype(cp.float64).{name}()), arrays are "
-                        f"immutable (no out=)")
+        raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only (and dtype= "
+                        f"for sum, prod, mean); for another type cast first "
+                        f"(a.astype(cp.float64).{name}()); no out=: use the result")
 
 
 def _axis(axis: Any, ndim: int, name: str) -> int:
