@@ -148,6 +148,14 @@ REGRESSIONS: dict[str, Any] = {
     "a.repeat": lambda a: a.repeat(2, axis=0),
     "a.take": lambda a: a.take([[5, 0]]) + a.take([1], axis=1).T,
     "a.sort() in place": lambda a: (lambda y: (y.sort(axis=0), y)[1])(a.copy()),
+    # copapy's NumPy reductions of a scalar ("a scalar (0-d) traced value where an array is
+    # needed" or "cp.matrix needs a 2-D sequence" before)
+    "np.median of a scalar": lambda a: np.median(a[0, 0] * 1.5),
+    "np.ptp, np.average of scalars": lambda a: np.ptp(a.sum()) + np.average(a[1, 1] * 0.5),
+    "np.quantile of a scalar": lambda a: np.quantile(a[1, 2] * 1.5, 0.3),
+    "np.linalg.norm of a scalar": lambda a: np.linalg.norm(a[0, 2] - 7.5),
+    "np.count_nonzero of a scalar": lambda a: np.count_nonzero(a[1, 0]),
+    "np.nansum(keepdims) of a scalar": lambda a: np.nansum(a[0, 1] * 0.5, keepdims=True),
     # dtype= of sum, prod, mean ("copapy takes axis= and keepdims= only" before)
     "sum(dtype=float32)": lambda a: np.sum(a > 1, axis=0, dtype=np.float32),
     "mean(dtype=float32) of ints": lambda a: a.mean(axis=1, dtype=np.float32),
