@@ -54,6 +54,8 @@ class Program:
     steps: list[Step] = field(default_factory=list)
     want: Any = None
     exact: bool = True
+    #: every step's NumPy value (copapy's types) and whether it is exact, for ``every``
+    wants: list[tuple[Any, bool]] = field(default_factory=list)
 
     def with_fn(self, fn: Callable[..., Any]) -> Program:
         """This program with one step: ``fn`` of the inputs."""
@@ -62,10 +64,20 @@ class Program:
         return self
 
     def __call__(self, *args: Any) -> Any:
+        return self.every(*args)[-1]
+
+    def every(self, *args: Any) -> list[Any]:
+        """Every step's value (the last is the program's result)."""
         values = list(args)
         for step in self.steps:
             values.append(step.fn(values))
-        return values[-1]
+        return values[len(args):]
+
+    def nonempty(self, *args: Any) -> tuple[Any, ...]:
+        """The values of the steps whose NumPy value has elements (copapy refuses empty
+        arrays): every intermediate result checked at once."""
+        return tuple(v for v, (w, _) in zip(self.every(*args), self.wants, strict=True)
+                     if np.size(w))
 
     def __repr__(self) -> str:
         ins = ", ".join(f"v{k}: {a.dtype}{list(a.shape)}" for k, a in enumerate(self.inputs))
@@ -147,7 +159,8 @@ def other_operand(c: Chooser, values: list[Any], k: int) -> tuple[str, Any]:
         return repr(s), ("const", s)
     sub = list(shape[c.integer(0, len(shape)):]) if shape else []
     sub = [1 if c.integer(0, 3) == 0 else d for d in sub]
-    data = constant(c, tuple(sub), c.choice(DTYPES))
+    kind = c.choice([*DTYPES, "float64", "int64"])  # NumPy's default types: weak constants
+    data = constant(c, tuple(sub), kind if kind in DTYPES else kind[:-2] + "32").astype(kind)
     return f"const{data.dtype}{list(data.shape)}", ("const", data)
 
 
@@ -527,6 +540,7 @@ def draw_program(c: Chooser, max_steps: int = 8) -> Program:
         if not step.exact:
             prog.exact = False
         prog.steps.append(step)
+        prog.wants.append((out, prog.exact))
         values.append(out)
     prog.want = values[-1] if prog.steps else None
     return prog
