@@ -173,6 +173,14 @@ REGRESSIONS: dict[str, Any] = {
     "np.linalg.norm of a scalar": lambda a: np.linalg.norm(a[0, 2] - 7.5),
     "np.count_nonzero of a scalar": lambda a: np.count_nonzero(a[1, 0]),
     "np.nansum(keepdims) of a scalar": lambda a: np.nansum(a[0, 1] * 0.5, keepdims=True),
+    # writes through a view made by an int index after a slice, of an unpacked array: the
+    # write reached an intermediate array, not y (y came back unchanged)
+    "y[:, 0] += of an unpacked copy": lambda a: (lambda y: (y[:, 0].__iadd__(a[:, 1]), y)[1])(
+        a.copy().to_unpacked() if isinstance(a, cp.Array) else a.copy()),
+    "y[..., 1][...] = of an unpacked copy": lambda a: (lambda y: (y[..., 1].__setitem__(
+        Ellipsis, 7), y)[1])(a.copy().to_unpacked() if isinstance(a, cp.Array) else a.copy()),
+    "y.T[:, 1] *= of an unpacked copy": lambda a: (lambda y: (y.T[:, 1].__imul__(3), y)[1])(
+        a.copy().to_unpacked() if isinstance(a, cp.Array) else a.copy()),
     # dtype= of sum, prod, mean ("copapy takes axis= and keepdims= only" before)
     "sum(dtype=float32)": lambda a: np.sum(a > 1, axis=0, dtype=np.float32),
     "mean(dtype=float32) of ints": lambda a: a.mean(axis=1, dtype=np.float32),

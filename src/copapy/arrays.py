@@ -645,13 +645,16 @@ class Array:
         if isinstance(key, tuple):
             if not 1 <= len(key) <= self.ndim:
                 raise IndexError(f"{len(key)} indices for an array of {self.ndim} dimensions")
+            # the parts through _get, not []: a part's own view relation (to an intermediate
+            # array) would stand for the whole key's, which __getitem__ records (a write into
+            # y[:, 0] of an unpacked y reached a temporary, not y)
             if len(key) == 1:
-                return self[key[0]]
-            rows = self[key[0]]
+                return self._get(key[0])
+            rows = self._get(key[0])
             if not isinstance(key[0], slice):
-                return rows[key[1:]]  # one row: the rest indexes it
+                return rows._get(key[1:])  # one row: the rest indexes it
             # rows picked: index the other axes with the picked one moved last, then back
-            moved = _permute(rows, (*range(1, rows.ndim), 0))[key[1:]]
+            moved = _permute(rows, (*range(1, rows.ndim), 0))._get(key[1:])
             return _permute(moved, (moved.ndim - 1, *range(moved.ndim - 1)))
         if isinstance(key, Value):
             raise TypeError(_TRACED_INDEX)

@@ -130,8 +130,8 @@ def input_array(c: Chooser) -> np.ndarray:
     if a.size and a.dtype != np.bool_ and c.integer(0, 5) == 0:  # an edge value at one place
         a.flat[c.integer(0, a.size - 1)] = c.choice(
             [np.nan, np.inf, -np.inf, -0.0, 3e38] if a.dtype == np.float32 else
-            [2**20, -2**20 - 1, 2**24])  # (int32 beyond 2**24 converts to float32 rounded:
-                                          # documented, NumPy's float64 keeps it)
+            [2**20, -2**20 - 1])  # (int32 beyond 2**24 converts to float32 rounded:
+                                   # documented, NumPy's float64 keeps it)
     return a
 
 
@@ -327,14 +327,17 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
     if group == "view_write":  # a write through a view reaches the base
         if nd == 0:
             return None
-        view = c.choice(["T", "rev", "slice", "reshape", "swap"])
+        view = c.choice(["T", "rev", "slice", "reshape", "swap", "col", "last", "box"])
         j = c.integer(0, len(values) - 1)
         op = c.choice(["=", "+="])
         if saturates(x, values[j]):
             return None
         views: dict[str, Callable[[Any], Any]] = {
             "T": lambda y: y.T, "rev": lambda y: y[::-1], "slice": lambda y: y[1:],
-            "reshape": lambda y: y.reshape(-1), "swap": lambda y: np.swapaxes(y, 0, -1)}
+            "reshape": lambda y: y.reshape(-1), "swap": lambda y: np.swapaxes(y, 0, -1),
+            "col": lambda y: y[:, 0] if y.ndim > 1 else y[::2],
+            "last": lambda y: y[..., -1] if y.ndim > 1 else y[-1:],
+            "box": lambda y: y[1:, ::-1][..., :2]}
 
         def through(vs: list[Any]) -> Any:
             y = vs[k].copy()
