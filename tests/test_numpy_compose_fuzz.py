@@ -356,3 +356,61 @@ def test_hand_compositions(name: str) -> None:
     tg.run()
     for got in (cp.jit(f)(*[a.copy() for a in args]), tg.read(out)):
         assert mismatch(got, want, exact=False) is None, (name, got, want)
+
+
+# ---- chains of writes through views of long arrays, views kept across them ----
+
+VIEWS: dict[str, Any] = {
+    "T": lambda y: y.T, "rev": lambda y: y[::-1], "step": lambda y: y[::2],
+    "rows": lambda y: y[1:-1], "cols": lambda y: y[:, 2:9:3], "rcols": lambda y: y[:, ::-2],
+    "T rev": lambda y: y.T[::-1], "flat": lambda y: y.reshape(-1)[3:40:4],
+    "box": lambda y: y[2:7, 1:6].T, "flip": np.flip, "col": lambda y: y[:, 0],
+    "row": lambda y: y[3], "last": lambda y: y[..., 0], "new axis": lambda y: y[None, :, 1],
+    "row rev": lambda y: y[1, ::-1], "block": lambda y: y[2:5, 3], "T col": lambda y: y.T[:, 1],
+    "swap": lambda y: np.swapaxes(y, 0, 1)[1:3, 0],
+}
+
+
+@settings(max_examples=examples(40), **SETTINGS)  # type: ignore[arg-type]
+@given(shape=st.sampled_from([(9, 13), (17, 11), (8, 16), (6, 10, 4), (5, 9, 3)]),
+       dtype=st.sampled_from(["float32", "int32"]),
+       plan=st.lists(st.tuples(st.sampled_from(sorted(VIEWS)), st.sampled_from(
+           ["=", "+=", "*=", "read"]), st.integers(1, 3)), min_size=2, max_size=6),
+       kept=st.lists(st.sampled_from(sorted(VIEWS)), min_size=1, max_size=2))
+def test_writes_through_views(shape: tuple[int, ...], dtype: str,
+                              plan: list[tuple[str, str, int]], kept: list[str]) -> None:
+    """Writes (=, +=, *=) through views of a copy of a long array (packed beyond 64 elements
+    in the jit; unpacked traced), reads of views between them, and views taken first and read
+    last (also a view of a view): NumPy's values. (NumPy's 0-d views are not compared:
+    docs/decisions/2026-12-05-numpy-compositions.md, Left.)"""
+    x = (np.arange(int(np.prod(shape))) % 23 - 11).astype(dtype).reshape(shape)
+
+    def f(a: Any) -> Any:
+        y = a.copy()
+        first = [VIEWS[k](y) for k in kept]
+        first.append(VIEWS[kept[-1]](first[0]) if np.ndim(first[0]) > 1 else first[0])
+        reads = []
+        for name, op, c in plan:
+            w = VIEWS[name](y)
+            if op == "read":
+                reads.append(w.sum(axis=0) if np.ndim(w) > 1 else w * 1)
+            elif np.ndim(w) == 0:
+                y[...] = y + c
+            elif op == "=":
+                w[...] = a.ravel()[:w.size].reshape(w.shape) * c
+            elif op == "+=":
+                w += c
+            else:
+                w *= c
+        return (y, *reads, *[v * 1 for v in first if np.ndim(v)])
+    try:
+        want = [normalised(w) for w in f(x.copy())]
+    except IndexError:  # a view NumPy refuses for this shape
+        return
+    out = f(cp.value(x, packed=False))
+    tg = cp.LocalTarget()
+    tg.compile(*out)
+    tg.run()
+    for got in (cp.jit(f)(x.copy()), tuple(tg.read(o) for o in out)):
+        for k, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert mismatch(g, w, exact=True) is None, (plan, kept, k)
