@@ -181,6 +181,12 @@ REGRESSIONS: dict[str, Any] = {
         Ellipsis, 7), y)[1])(a.copy().to_unpacked() if isinstance(a, cp.Array) else a.copy()),
     "y.T[:, 1] *= of an unpacked copy": lambda a: (lambda y: (y.T[:, 1].__imul__(3), y)[1])(
         a.copy().to_unpacked() if isinstance(a, cp.Array) else a.copy()),
+    # a[ints..., None] (one element with new axes) is NumPy's view: the write was lost, in
+    # every form
+    "y[1, 2, None] += of a copy": lambda a: (lambda y: (y[1, 2, None].__iadd__(5), y)[1])(
+        a.copy()),
+    "y[0][-1, None] = of a copy": lambda a: (lambda y: (y[0][-1, None].__setitem__(
+        Ellipsis, 9), y)[1])(a.copy()),
     # dtype= of sum, prod, mean ("copapy takes axis= and keepdims= only" before)
     "sum(dtype=float32)": lambda a: np.sum(a > 1, axis=0, dtype=np.float32),
     "mean(dtype=float32) of ints": lambda a: a.mean(axis=1, dtype=np.float32),
@@ -368,6 +374,7 @@ VIEWS: dict[str, Any] = {
     "row": lambda y: y[3], "last": lambda y: y[..., 0], "new axis": lambda y: y[None, :, 1],
     "row rev": lambda y: y[1, ::-1], "block": lambda y: y[2:5, 3], "T col": lambda y: y.T[:, 1],
     "swap": lambda y: np.swapaxes(y, 0, 1)[1:3, 0],
+    "element": lambda y: y[(1,) * y.ndim + (None,)],
 }
 
 

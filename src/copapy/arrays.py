@@ -761,9 +761,13 @@ class Array:
         if len(shape) > shp.MAX_NDIM:
             raise IndexError(f"a[{keys}] would have {len(shape)} dimensions: copapy arrays have "
                              f"at most {shp.MAX_NDIM}")
+        if len(inner) == self.ndim and all(isinstance(k, int | np.integer) and not isinstance(
+                k, bool | np.bool_) for k in inner):
+            # every axis indexed by an int: the element as a one-element slice, so that the
+            # result stays NumPy's view (a write into y[1, None] reaches y)
+            last = _index(inner[-1], self.shape[-1])
+            inner = (*inner[:-1], slice(last, last + 1))
         picked = self[inner] if inner else self
-        if not isinstance(picked, Array):  # every axis indexed by an int: one element
-            picked = Array((1,), items=[picked])
         return picked.reshape(tuple(shape))
 
     def _strided_view(self, key: Any) -> Array | None:

@@ -327,7 +327,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
     if group == "view_write":  # a write through a view reaches the base
         if nd == 0:
             return None
-        view = c.choice(["T", "rev", "slice", "reshape", "swap", "col", "last", "box"])
+        view = c.choice(["T", "rev", "slice", "reshape", "swap", "col", "last", "box",
+                         "element"])
         j = c.integer(0, len(values) - 1)
         op = c.choice(["=", "+="])
         if saturates(x, values[j]):
@@ -337,7 +338,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
             "reshape": lambda y: y.reshape(-1), "swap": lambda y: np.swapaxes(y, 0, -1),
             "col": lambda y: y[:, 0] if y.ndim > 1 else y[::2],
             "last": lambda y: y[..., -1] if y.ndim > 1 else y[-1:],
-            "box": lambda y: y[1:, ::-1][..., :2]}
+            "box": lambda y: y[1:, ::-1][..., :2], "element": lambda y: y[(-1,) * y.ndim + (
+                None,)]}
 
         def through(vs: list[Any]) -> Any:
             y = vs[k].copy()
