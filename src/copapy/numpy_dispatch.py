@@ -47,7 +47,21 @@ _COMPOSED: dict[str, Callable[..., Any]] = {
     "fmin": lambda a, b: _nan_ignoring("min", a, b),
     "heaviside": lambda x, h0: _heaviside(_floating(x), _floating(h0)),
     "vecdot": lambda a, b: _vecdot(a, b),
+    "fmod": lambda a, b: _fmod(a, b),
 }
+
+
+def _fmod(a: Any, b: Any) -> Any:
+    """np.fmod, C's remainder with the sign of ``a``: of floats |a| % |b| (operands of one sign
+    need no correction, so it is exact) with a's sign; of ints the floor remainder moved by
+    one |b| where the signs differ (b = 0 gives 0, NumPy's)."""
+    a, b = (_op("cast_i32", x) if getattr(getattr(x, "dtype", None), "is_bool", False) else x
+            for x in (a, b))
+    rem = _op("mod", a, b)
+    if getattr(rem, "dtype", None) is None or rem.dtype.is_float:
+        return _op("copysign", _op("mod", _op("abs", a), _op("abs", b)), _floating(a))
+    moved = _op("and", _op("ne", rem, 0), _op("ne", _op("lt", a, 0), _op("lt", b, 0)))
+    return _op("where", moved, _op("sub", rem, b), rem)
 
 
 def _vecdot(a: Any, b: Any) -> Any:

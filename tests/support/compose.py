@@ -247,9 +247,15 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "maximum": np.maximum, "minimum": np.minimum, "<": lambda a, b: a < b,
     "==": lambda a, b: a == b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
     "^": lambda a, b: a ^ b, "radd": lambda a, b: b + a, "rsub": lambda a, b: b - a,
+    "**": lambda a, b: a ** b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    ">=": lambda a, b: a >= b, "!=": lambda a, b: a != b, "rdiv": lambda a, b: b / a,
+    "fmod": np.fmod, "arctan2": np.arctan2, "hypot": np.hypot,
 }
+#: binary operations whose float results are not correctly rounded (copapy's own kernels)
+INEXACT_BINARY = {"**", "arctan2", "hypot", "fmod"}
 
-ARITHMETIC = {"+", "-", "*", "/", "//", "%", "radd", "rsub"}
+ARITHMETIC = {"+", "-", "*", "/", "//", "%", "radd", "rsub", "**", "rdiv", "fmod", "arctan2",
+              "hypot", "<<", ">>"}
 
 REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "argmax", "cumsum")
 
@@ -363,7 +369,9 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
         g = BINARY[name]
         if name in ARITHMETIC and dtype_of(x) == "bool" and dtype_of(fetch(values, ref)) == "bool":
             return None  # documented: copapy's + * of bools count as int32 (NumPy's: or, and)
-        return Step(f"{v} {name} {text}", lambda vs: g(vs[k], fetch(vs, ref)))
+        exact = name not in INEXACT_BINARY or "f" not in dtype_of(x)[0] + str(
+            np.asarray(fetch(values, ref)).dtype)[0]
+        return Step(f"{v} {name} {text}", lambda vs: g(vs[k], fetch(vs, ref)), exact=exact)
     if group == "reduce":
         name = c.choice(REDUCTIONS)
         axis = axis_choice(c, nd, allow_tuple=name not in ("argmax", "cumsum"))
