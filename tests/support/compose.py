@@ -276,6 +276,21 @@ def saturates(target: Any, source: Any) -> bool:
             np.all(np.abs(a) < 2**31))
 
 
+def small_product(v: Any) -> bool:
+    """Whether the elements are whole numbers whose product of |elements| stays below 2**21,
+    so that every partial product (and a dot product's sum of them) is exact in float32."""
+    a = np.abs(np.asarray(v, np.float64))
+    with np.errstate(all="ignore"):
+        return bool(np.all(a == np.round(a)) and np.prod(np.maximum(a, 1.0)) < 2**21)
+
+
+def small_sum(v: Any) -> bool:
+    """Whether every partial sum of the elements (whole numbers or halves) is exact in float32
+    in any order: Σ|element| below 2**22."""
+    with np.errstate(all="ignore"):
+        return is_whole(v) and bool(np.sum(np.abs(np.asarray(v, np.float64))) < 2**22)
+
+
 def is_whole(v: Any) -> bool:
     """All elements whole numbers of moderate size (sums of them are exact in any order)."""
     a = np.asarray(v)
@@ -336,7 +351,7 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
                         lambda vs: getattr(np, name)(vs[k].astype(np.float32), axis=axis),
                         exact=False)
         fn = getattr(np, name)
-        exact = name != "cumprod" or is_whole(x)
+        exact = name != "cumprod" or small_product(x)
         return Step(f"np.{name}({v}, axis={axis})", lambda vs: fn(vs[k], axis=axis), exact=exact)
     if group == "view_write":  # a write through a view reaches the base
         if nd == 0:
@@ -387,7 +402,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
         if keep:
             kw["keepdims"] = True
         as_method = bool(c.integer(0, 1))
-        exact = name in ("min", "max", "any", "all", "argmax") or is_whole(x)
+        exact = name in ("min", "max", "any", "all", "argmax") or (
+            small_product(x) if name == "prod" else small_sum(x))
 
         def reduce(vs: list[Any]) -> Any:
             a = vs[k]
@@ -474,7 +490,9 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
     if group == "linalg":
         j = c.integer(0, len(values) - 1)
         name = c.choice(["matmul", "dot", "einsum_t", "einsum_mv", "einsum_sum", "einsum_ij"])
-        exact = is_whole(x) and is_whole(values[j])
+        exact = is_whole(x) and is_whole(values[j]) and small_product(
+            np.max(np.abs(np.asarray(x, np.float64)), initial=0.0) * np.max(np.abs(np.asarray(
+                values[j], np.float64)), initial=0.0) * max(1, max(np.shape(x), default=1)))
         if dtype_of(x) == "bool" and dtype_of(values[j]) == "bool" and name != "einsum_t":
             return None  # documented: products of bool arrays count as int32 (NumPy's: bool)
         if name == "matmul":
@@ -490,7 +508,7 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
             return Step(f"einsum('ij,kj->ik', {v}, v{j})",
                         lambda vs: np.einsum("ij,kj->ik", vs[k], vs[j]), exact=exact)
         return Step(f"einsum('...->', {v})", lambda vs: np.einsum("...->", vs[k]),
-                    exact=is_whole(x))
+                    exact=small_sum(x))
     if group == "sort":
         if nd == 0:
             return None
