@@ -1595,6 +1595,10 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"an input array holds numbers; got elements of NumPy dtype {arr.dtype} "
                         f"({arr.reshape(-1)[:3].tolist()!r}...)")
+    if arr.ndim and 0 in arr.shape:
+        raise build.ShapeError(f"an empty input array (shape {arr.shape}; cp.value or a "
+                               f"@cp.jit argument): copapy arrays have at least one element; "
+                               f"an empty array has nothing to compute, skip the call")
     _checked_shape(arr.shape)
     kind = dt.as_dtype(dtype) if dtype is not None else (
         dt.float32 if arr.dtype.kind == "f" else dt.bool_ if arr.dtype.kind == "b" else dt.int32)
