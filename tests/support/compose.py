@@ -155,7 +155,7 @@ def other_operand(c: Chooser, values: list[Any], k: int) -> tuple[str, Any]:
         return f"v{j}", ("value", j)
     if kind == "scalar":
         s = c.choice([2, -3, 1, 0.5, -1.5, 3.0, True, False, np.float32(2.5), np.int32(-2),
-                      np.float64(0.25), 2**31 - 1, 1e30])
+                      np.float64(0.25), 2**31 - 1, 2.0**100])
         return repr(s), ("const", s)
     sub = list(shape[c.integer(0, len(shape)):]) if shape else []
     sub = [1 if c.integer(0, 3) == 0 else d for d in sub]
