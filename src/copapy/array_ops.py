@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import array_shapes as shp
 from . import dtypes as dt
-from .arrays import Array, _permute, asarray, elementwise, stack_rows
+from .arrays import Array, _permute, asarray, elementwise, flat_array, stack_rows
 from .graph import build
 from .graph.errors import ShapeError
 from .graph.lanes import reduce_in_lane_order
@@ -94,11 +94,9 @@ def _along(a: Array, axis: int, rows: Any) -> Array:
     return result.to_packed() if a.packed else result
 
 
-def _sortable(x: Any, name: str) -> Array:
-    a = asarray(x)
-    if a.dtype.is_bool:
-        raise TypeError(f"{name} sorts numbers; cast bools first (a.astype(cp.int32))")
-    return a
+def _sortable(x: Any, axis: int | None) -> tuple[Array, int]:
+    """The array to sort and the axis (None: flattened, a scalar as one element)."""
+    return (flat_array(x), 0) if axis is None else (asarray(x), axis)
 
 
 def sort(x: Any, axis: int | None = -1, kind: Any = None, order: Any = None, *,
@@ -107,9 +105,9 @@ def sort(x: Any, axis: int | None = -1, kind: Any = None, order: Any = None, *,
     -0.0 and 0.0 equal and kept in their order (stable, as ``kind="stable"``); ``np.sort`` on
     a traced array calls it. ``kind``/``stable`` are accepted: the sort is always stable."""
     _no_order("sort", order)
-    a = _sortable(x, "sort")
-    if axis is None:
-        a, axis = a.flatten(), 0
+    a, axis = _sortable(x, axis)
+    if a.dtype.is_bool:  # NumPy sorts bools (False first): as int32 0/1
+        return sort(a.astype(dt.int32), axis).astype(dt.bool_)
     if _by_network(a, axis):
         return _along(a, axis, lambda row: Array(row.shape, items=_sorted_pairs(row.items())[0]))
     return _along_last(a, axis, lambda node: build.make(
@@ -120,9 +118,9 @@ def argsort(x: Any, axis: int | None = -1, kind: Any = None, order: Any = None, 
             stable: Any = None) -> Array:
     """NumPy's ``np.argsort(x, kind="stable")``: the int32 indices that sort ``x``."""
     _no_order("argsort", order)
-    a = _sortable(x, "argsort")
-    if axis is None:
-        a, axis = a.flatten(), 0
+    a, axis = _sortable(x, axis)
+    if a.dtype.is_bool:
+        return argsort(a.astype(dt.int32), axis)
     if _by_network(a, axis):
         return _along(a, axis, lambda row: Array(row.shape, items=[
             wrap(i).astype(dt.int32) for i in _sorted_pairs(row.items())[1]]))

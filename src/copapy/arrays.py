@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from . import array_shapes as shp
 from . import array_update as update
@@ -61,7 +61,8 @@ class Array:
         if (items is None) == (node is None):
             raise ValueError("an Array holds either items (unpacked) or a node (packed)")
         if any(d < 1 for d in shape):
-            raise ValueError(f"array dimensions must be >= 1, got shape {shape}")
+            raise ValueError(f"copapy arrays have at least one element (array dimensions must "
+                             f"be >= 1), got shape {shape}")
         self.shape = tuple(shape)
         self._items_ = items
         self._node_ = node
@@ -349,6 +350,8 @@ class Array:
         ``axis`` (an int or a tuple) each output reduces its elements in that order, row-major.
         ``keepdims=True`` keeps the reduced dimensions as 1 (NumPy's arguments). Bools count
         as int32 (NumPy's int), also where one element is reduced."""
+        if numpy.get("dtype") is not None:
+            return self._in_dtype("sum", axis, numpy)
         if self.dtype.is_bool:
             return self.astype(dt.int32).sum(axis=axis, **numpy)
         return _reduce_axes(self, "sum", axis, numpy, "add",
@@ -357,6 +360,8 @@ class Array:
     def mean(self, axis: Any = None, **numpy: Any) -> Any:
         """The sum divided by the number of elements reduced; of int32 and bool elements as
         float32 (as NumPy's mean is a float: the int32 sum would wrap)."""
+        if numpy.get("dtype") is not None:
+            return self._in_dtype("mean", axis, numpy)
         keep = _keepdims("mean", numpy)
         count = math.prod(self.shape[k] for k in shp.normalize_axes(axis, self.ndim, "mean"))
         return _floats(self).sum(axis=axis, keepdims=keep, **numpy) / float(count)
@@ -380,9 +385,17 @@ class Array:
     def prod(self, axis: Any = None, **numpy: Any) -> Any:
         """The product of the elements in the fixed lane order (int32 wraps); ``np.prod``;
         of bools as int32 (NumPy's int)."""
+        if numpy.get("dtype") is not None:
+            return self._in_dtype("prod", axis, numpy)
         if self.dtype.is_bool:
             return self.astype(dt.int32).prod(axis=axis, **numpy)
         return _reduce_axes(self, "prod", axis, numpy, "mul", _product)
+
+    def _in_dtype(self, name: str, axis: Any, numpy: dict[str, Any]) -> Any:
+        """NumPy's ``dtype=`` of a sum, product or mean: computed in that type, the elements
+        cast first (float64 needs a target with float64)."""
+        kind = numpy.pop("dtype")
+        return getattr(self.astype(kind), name)(axis=axis, **numpy)
 
     def any(self, axis: Any = None, **numpy: Any) -> Any:
         """Whether an element (over ``axis``) is true (non-zero); ``np.any``."""
@@ -545,6 +558,8 @@ class Array:
                 new = tuple(self.size // known if d == -1 else d for d in new)
         if math.prod(new) != self.size or any(d < 1 for d in new):
             raise build.ShapeError(f"cannot reshape {self.shape} into {new}")
+        if not new:  # NumPy's 0-d result: the element itself (copapy arrays have 1-4 dims)
+            return self.items()[0]  # type: ignore[return-value]
         out = Array(new, node=build.reshape(self.node(), new)) if self.packed else Array(
             new, items=self.items())
         return self._viewing(out, lambda m: m.reshape(new))
@@ -558,6 +573,42 @@ class Array:
     def ravel(self) -> Array:
         """The elements as a 1-D array, row-major: a view where NumPy's is one."""
         return self.reshape((self.size,))
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """NumPy's ``a.squeeze(axis)``: a view without the length-1 axes (those of ``axis``);
+        of one element, the element itself (NumPy's 0-d array)."""
+        return self.reshape(np.squeeze(np.empty(self.shape, np.bool_), axis=axis).shape)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        """NumPy's ``a.repeat(repeats, axis)`` (``np.repeat``): a gather of the elements."""
+        return self._by_index_map(lambda m: np.repeat(m, repeats, axis=axis))
+
+    def take(self, indices: Any, axis: Any = None, out: None = None,
+             mode: Literal["raise", "wrap", "clip"] = "raise") -> Any:
+        """NumPy's ``a.take(indices, axis)`` (``np.take``) with constant indices: a gather."""
+        if out is not None:
+            raise TypeError("take(out=...) of a copapy array: use the result")
+        if isinstance(indices, Value) or next(_arrays_in(indices), None) is not None:
+            raise TypeError("np.take / a.take with traced indices picks elements known only "
+                            "when the program runs; take constant indices (a NumPy array of "
+                            "ints) or select with cp.where(cond, a, b)")
+        return self._by_index_map(lambda m: np.take(m, indices, axis=axis, mode=mode))
+
+    def sort(self, axis: Any = -1, kind: Any = None, order: Any = None) -> None:
+        """NumPy's in-place ``a.sort(axis)``: the elements replaced by ``np.sort(a, axis)``
+        (an item assignment: views of ``a`` see it)."""
+        self[...] = self._numpy("sort", axis, kind, order)
+
+    def _by_index_map(self, op: Any) -> Any:
+        """``op`` (a NumPy function that moves elements) applied to this array: the elements
+        it picks from the index map, a copy (as NumPy's repeat and take)."""
+        picks = np.asarray(op(np.arange(self.size).reshape(self.shape)))
+        if picks.ndim == 0:
+            return self.items()[int(picks)]
+        if picks.size == 0:
+            raise build.ShapeError(f"the result has shape {picks.shape}: copapy arrays have at "
+                                   f"least one element")
+        return self.flatten()[picks]
 
     def copy(self) -> Array:
         """A new array of the same elements: assigning into either leaves the other as is."""
@@ -594,13 +645,16 @@ class Array:
         if isinstance(key, tuple):
             if not 1 <= len(key) <= self.ndim:
                 raise IndexError(f"{len(key)} indices for an array of {self.ndim} dimensions")
+            # the parts through _get, not []: a part's own view relation (to an intermediate
+            # array) would stand for the whole key's, which __getitem__ records (a write into
+            # y[:, 0] of an unpacked y reached a temporary, not y)
             if len(key) == 1:
-                return self[key[0]]
-            rows = self[key[0]]
+                return self._get(key[0])
+            rows = self._get(key[0])
             if not isinstance(key[0], slice):
-                return rows[key[1:]]  # one row: the rest indexes it
+                return rows._get(key[1:])  # one row: the rest indexes it
             # rows picked: index the other axes with the picked one moved last, then back
-            moved = _permute(rows, (*range(1, rows.ndim), 0))[key[1:]]
+            moved = _permute(rows, (*range(1, rows.ndim), 0))._get(key[1:])
             return _permute(moved, (moved.ndim - 1, *range(moved.ndim - 1)))
         if isinstance(key, Value):
             raise TypeError(_TRACED_INDEX)
@@ -707,9 +761,13 @@ class Array:
         if len(shape) > shp.MAX_NDIM:
             raise IndexError(f"a[{keys}] would have {len(shape)} dimensions: copapy arrays have "
                              f"at most {shp.MAX_NDIM}")
+        if len(inner) == self.ndim and all(isinstance(k, int | np.integer) and not isinstance(
+                k, bool | np.bool_) for k in inner):
+            # every axis indexed by an int: the element as a one-element slice, so that the
+            # result stays NumPy's view (a write into y[1, None] reaches y)
+            last = _index(inner[-1], self.shape[-1])
+            inner = (*inner[:-1], slice(last, last + 1))
         picked = self[inner] if inner else self
-        if not isinstance(picked, Array):  # every axis indexed by an int: one element
-            picked = Array((1,), items=[picked])
         return picked.reshape(tuple(shape))
 
     def _strided_view(self, key: Any) -> Array | None:
@@ -1110,9 +1168,9 @@ def _whole_array(name: str, numpy: dict[str, Any]) -> None:
     given = {k: v for k, v in numpy.items() if v is not None and v is not False}
     if given:
         args = ", ".join(f"{k}={v!r}" for k, v in given.items())
-        raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only; for another "
-                        f"type cast first (a.astype(cp.float64).{name}()), arrays are "
-                        f"immutable (no out=)")
+        raise TypeError(f"{name}({args}): copapy takes axis= and keepdims= only (and dtype= "
+                        f"for sum, prod, mean); for another type cast first "
+                        f"(a.astype(cp.float64).{name}()); no out=: use the result")
 
 
 def _axis(axis: Any, ndim: int, name: str) -> int:
@@ -1143,6 +1201,10 @@ def asarray(x: Any, like: dt.DType | None = None) -> Array:
     float64, not float32 rounded)."""
     if isinstance(x, Array):
         return x
+    if isinstance(x, Value):
+        raise build.ShapeError("a scalar (0-d) traced value where an array is needed: copapy "
+                               "arrays have 1 to 4 dimensions; make it one with "
+                               "np.atleast_1d(x) or np.ravel(x)")
     data = np.asarray(x)
     dtype = None if like is None else _weak_kind(data.dtype.kind, like)
     if data.ndim > 2:
@@ -1533,6 +1595,10 @@ def array_input(initial: Any, packed: bool | None = None, dtype: Any = None,
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"an input array holds numbers; got elements of NumPy dtype {arr.dtype} "
                         f"({arr.reshape(-1)[:3].tolist()!r}...)")
+    if arr.ndim and 0 in arr.shape:
+        raise build.ShapeError(f"an empty input array (shape {arr.shape}; cp.value or a "
+                               f"@cp.jit argument): copapy arrays have at least one element; "
+                               f"an empty array has nothing to compute, skip the call")
     _checked_shape(arr.shape)
     kind = dt.as_dtype(dtype) if dtype is not None else (
         dt.float32 if arr.dtype.kind == "f" else dt.bool_ if arr.dtype.kind == "b" else dt.int32)
@@ -1587,4 +1653,34 @@ def _from_objects(values: Any) -> Array:
     return _build(values, _checked_shape(values.shape), None, None)
 
 
-install_array_support(elementwise, array_input, matmul, _from_objects)
+def flat_array(x: Any) -> Array:
+    """``x`` flattened (``axis=None`` of np.sort, np.cumsum): a scalar value as one element,
+    as NumPy's 0-d array is."""
+    return Array((1,), items=[x]) if isinstance(x, Value) else asarray(x).flatten()
+
+
+def scalar_method(x: Value[Any], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+                  ) -> Any:
+    """NumPy's array method ``name`` of a traced scalar (a reduction's result is a NumPy scalar
+    in NumPy, whose methods code written for NumPy calls): as the method of a one-element
+    vector, with NumPy's rules for a 0-d array (only ``axis=None``)."""
+    one = Array((1,), items=[x])
+    if name in ("reshape", "ravel", "flatten", "squeeze", "transpose", "swapaxes", "repeat",
+                "take"):
+        shaped = np.empty((), np.bool_)
+        getattr(shaped, name)(*args, **kwargs)  # NumPy's errors for a 0-d array
+        if name == "reshape":
+            return one.reshape(*args, **kwargs)
+        if name in ("ravel", "flatten"):
+            return one
+        return one.reshape(()) if name in ("squeeze", "transpose", "swapaxes") else getattr(
+            one, name)(*args, **kwargs)
+    axis = args[0] if args else kwargs.pop("axis", None)
+    if axis not in (None, ()):
+        raise np.exceptions.AxisError(f"{name}(axis={axis!r}) of a scalar: a 0-d value has "
+                                      f"no axes (axis=None)")
+    kwargs.pop("keepdims", None)  # a 0-d result either way
+    return getattr(one, name)(*args[1:], **kwargs)
+
+
+install_array_support(elementwise, array_input, matmul, _from_objects, scalar_method)

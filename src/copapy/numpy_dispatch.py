@@ -47,7 +47,21 @@ _COMPOSED: dict[str, Callable[..., Any]] = {
     "fmin": lambda a, b: _nan_ignoring("min", a, b),
     "heaviside": lambda x, h0: _heaviside(_floating(x), _floating(h0)),
     "vecdot": lambda a, b: _vecdot(a, b),
+    "fmod": lambda a, b: _fmod(a, b),
 }
+
+
+def _fmod(a: Any, b: Any) -> Any:
+    """np.fmod, C's remainder with the sign of ``a``: of floats |a| % |b| (operands of one sign
+    need no correction, so it is exact) with a's sign; of ints the floor remainder moved by
+    one |b| where the signs differ (b = 0 gives 0, NumPy's)."""
+    a, b = (_op("cast_i32", x) if getattr(getattr(x, "dtype", None), "is_bool", False) else x
+            for x in (a, b))
+    rem = _op("mod", a, b)
+    if getattr(rem, "dtype", None) is None or rem.dtype.is_float:
+        return _op("copysign", _op("mod", _op("abs", a), _op("abs", b)), _floating(a))
+    moved = _op("and", _op("ne", rem, 0), _op("ne", _op("lt", a, 0), _op("lt", b, 0)))
+    return _op("where", moved, _op("sub", rem, b), rem)
 
 
 def _vecdot(a: Any, b: Any) -> Any:
@@ -203,6 +217,23 @@ UNSUPPORTED = ("numpy.fft.", "numpy.random.", "numpy.polynomial.", "numpy.linalg
                "numpy.ix_")
 
 
+#: copapy's NumPy reductions whose result for a 0-d argument is the reduction of its one
+#: element (NumPy's rule without ``axis``): the positional arguments before ``axis``
+SCALAR_REDUCTIONS = {
+    "numpy.median": 1, "numpy.percentile": 2, "numpy.quantile": 2, "numpy.ptp": 1,
+    "numpy.average": 1, "numpy.nansum": 1, "numpy.nanmean": 1, "numpy.nanmax": 1,
+    "numpy.nanmin": 1, "numpy.nanvar": 1, "numpy.nanstd": 1, "numpy.count_nonzero": 1,
+    "numpy.linalg.norm": 2, "numpy.linalg.vector_norm": 1,
+}
+
+
+def _scalar_reduction(qualified: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether a registered reduction is called on a traced scalar without an axis."""
+    before = SCALAR_REDUCTIONS.get(qualified)
+    return (before is not None and bool(args) and isinstance(args[0], Value)
+            and len(args) <= before and kwargs.get("axis") is None)
+
+
 def register_numpy_function(name: str, implementation: Callable[..., Any]) -> None:
     """``implementation`` computes NumPy's function ``name`` ("numpy.sort",
     "numpy.linalg.solve": its module and name) on traced arrays."""
@@ -233,6 +264,9 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     name = getattr(func, "__name__", "")
     own = NUMPY_FUNCTIONS.get(qualified)
     if own is not None:
+        if _scalar_reduction(qualified, args, kwargs):  # of a 0-d value: of its one element
+            kwargs = {k: v for k, v in kwargs.items() if k not in ("axis", "keepdims")}
+            args = (ARRAYS.scalar_method(args[0], "ravel", (), {}), *args[1:])
         return own(*args, **kwargs)
     if qualified == "numpy.where" and len(args) == 3 and not kwargs:
         return _op("where", *args)

@@ -23,10 +23,12 @@ from .arrays import (
     _permute,
     asarray,
     elementwise,
+    flat_array,
     stack_rows,
     ufunc_method,
 )
 from .functions import log, sign, sqrt, where
+from .graph.errors import ShapeError
 from .numpy_dispatch import register_numpy_function
 from .value import Value, constant, is_array, is_traced
 
@@ -217,16 +219,14 @@ def cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """``np.cumsum``: ``np.add.accumulate`` (of the flattened array without ``axis``), so bools
     count as int32 as NumPy's (its own code kept a lone bool a bool)."""
     _no_out("cumsum", dtype, out)
-    x = asarray(a)
-    return ufunc_method(np.add, "accumulate", x.flatten() if axis is None else x,
+    return ufunc_method(np.add, "accumulate", flat_array(a) if axis is None else asarray(a),
                         axis=0 if axis is None else axis)
 
 
 def cumprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
     """``np.cumprod``: ``np.multiply.accumulate``, as ``cumsum``."""
     _no_out("cumprod", dtype, out)
-    x = asarray(a)
-    return ufunc_method(np.multiply, "accumulate", x.flatten() if axis is None else x,
+    return ufunc_method(np.multiply, "accumulate", flat_array(a) if axis is None else asarray(a),
                         axis=0 if axis is None else axis)
 
 
@@ -258,6 +258,10 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
                   if v is not np._NoValue}
         numpy_diff: Any = np.diff
         out = numpy_diff._implementation(a, n, axis, **extras)
+        if isinstance(out, np.ndarray) and out.size == 0:
+            raise ShapeError(f"np.diff(n={n}) of shape {np.shape(a)} along axis {axis} "
+                                   f"is empty (shape {out.shape}): copapy arrays have at least "
+                                   f"one element; take n below the axis' length")
         return asarray(out) if isinstance(out, np.ndarray) and out.dtype == object else out
     if prepend is not np._NoValue or append is not np._NoValue:
         raise TypeError("np.diff of bools with prepend= or append=: concatenate first "
@@ -374,6 +378,85 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
         dst[...] = src
     else:  # src of dst's type first: an int32 dst does not go through float32
         dst[...] = elementwise("where", asarray(where), _cast_operand(src, dst.dtype), dst)
+
+
+def _cycled(values: Any, n: int, name: str) -> Any:
+    """``values`` flattened and repeated to ``n`` elements (np.putmask's and np.place's
+    reading of the values): a copapy array, or a NumPy array of constants."""
+    if isinstance(values, Value):
+        return Array((1,), items=[values])[np.zeros(n, np.intp)]
+    if isinstance(values, Array):
+        return values.flatten()[np.arange(n) % values.size]
+    data = np.ravel(values)
+    if data.size == 0:
+        raise ValueError(f"{name}: cannot insert from an empty array (NumPy's error)")
+    return np.resize(data, n)
+
+
+def _destination(a: Any, name: str) -> Array:
+    if not isinstance(a, Array):
+        raise TypeError(f"{name} of traced values into a NumPy array: make the destination "
+                        f"traced (np.zeros(shape, like=x), or a copy of a copapy array)")
+    return a
+
+
+def putmask(a: Any, mask: Any, values: Any) -> None:
+    """``np.putmask(a, mask, values)``: where ``mask`` (of a's shape) is true, element n of a
+    takes ``values.flat[n % values.size]``; an item assignment (a constant mask: into the
+    elements it picks; a traced one: a select of every element)."""
+    dst = _destination(a, "np.putmask")
+    if np.shape(mask) != dst.shape:
+        raise ValueError(f"np.putmask: mask and data must be the same size (mask "
+                         f"{np.shape(mask)}, data {dst.shape})")
+    if is_traced(mask) and not np.size(values):
+        return  # NumPy writes nothing from an empty value
+    if not is_traced(mask):
+        picked = np.asarray(mask, np.bool_)
+        if picked.any():
+            flat = _cycled(values, dst.size, "np.putmask")
+            dst[picked] = flat.reshape(dst.shape)[picked]
+        return
+    flat = _cycled(values, dst.size, "np.putmask")
+    new = flat.reshape(dst.shape) if isinstance(flat, Array) else _build(
+        flat.reshape(dst.shape), dst.shape, None, None)
+    dst[...] = elementwise("where", mask, _cast_operand(new, dst.dtype), dst)
+
+
+def place(arr: Any, mask: Any, vals: Any) -> None:
+    """``np.place(arr, mask, vals)``: the k-th element where a constant ``mask`` is true takes
+    ``vals.flat[k % vals.size]``. A traced mask is refused unless ``vals`` is one value (which
+    element takes which value would depend on the run-time count before it)."""
+    dst = _destination(arr, "np.place")
+    if np.size(mask) != dst.size:
+        raise ValueError(f"np.place: mask and data must be the same size (mask "
+                         f"{np.shape(mask)}, data {dst.shape})")
+    if is_traced(mask):
+        if np.size(vals) != 1:
+            raise TypeError("np.place with a traced mask and several values: the k-th "
+                            "selected element's value depends on how many are selected "
+                            "before it, known only when the program runs; pass one value, "
+                            "or np.putmask(a, mask, values) (element n takes values[n])")
+        one = vals if isinstance(vals, Value) else vals.flatten()[0] if isinstance(
+            vals, Array) else np.ravel(vals)[0]
+        dst[...] = elementwise("where", mask.reshape(dst.shape), _cast_operand(
+            one, dst.dtype), dst)
+        return
+    picked = np.asarray(mask, np.bool_).reshape(dst.shape)
+    count = int(picked.sum())
+    if count:
+        dst[picked] = _cycled(vals, count, "np.place")
+
+
+def _constant_indices(name: str) -> Callable[..., Any]:
+    """NumPy's ``np.<name>`` with constant indices; traced indices refused by name."""
+    def run(arr: Any, indices: Any, *args: Any, **kwargs: Any) -> Any:
+        if is_traced(indices):
+            raise TypeError(f"np.{name} with traced indices (an argsort or a computed index) "
+                            f"picks elements known only when the program runs; for sorted "
+                            f"values use np.sort(a, axis), else index with constant ints or "
+                            f"select with cp.where(cond, a, b)")
+        return getattr(np, name)._implementation(arr, indices, *args, **kwargs)
+    return run
 
 
 def count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
@@ -598,7 +681,11 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "numpy.cumprod": cumprod, "numpy.nan_to_num": nan_to_num, "numpy.diff": diff,
     "numpy.full_like": full_like, "numpy.zeros_like": zeros_like, "numpy.ones_like": ones_like,
     "numpy.empty_like": empty_like, "numpy.zeros": zeros, "numpy.ones": ones,
-    "numpy.empty": empty, "numpy.full": full, "numpy.copyto": copyto, "numpy.select": select,
+    "numpy.empty": empty, "numpy.full": full, "numpy.copyto": copyto, "numpy.putmask": putmask,
+    "numpy.place": place, "numpy.take": lambda a, *args, **kwargs: asarray(a).take(
+        *args, **kwargs),
+    "numpy.take_along_axis": _constant_indices("take_along_axis"),
+    "numpy.put_along_axis": _constant_indices("put_along_axis"), "numpy.select": select,
     "numpy.isposinf": isposinf,
     "numpy.isneginf": isneginf, "numpy.angle": angle, "numpy.cov": cov,
     "numpy.corrcoef": corrcoef, "numpy.piecewise": piecewise,

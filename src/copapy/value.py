@@ -109,6 +109,18 @@ def _node(x: Any) -> Node | Scalar:
     )
 
 
+class _ScalarMethod:
+    """NumPy's array method of the same name on a traced scalar (a 0-d array: what NumPy's
+    reductions give), computed by copapy.arrays as of a one-element vector."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Callable[..., Any]:
+        name = self.name
+        return lambda *args, **kwargs: ARRAYS.scalar_method(obj, name, args, kwargs)
+
+
 class Value(Generic[T]):
     """A scalar in the computation graph. Arithmetic builds new values; nothing runs yet."""
 
@@ -388,6 +400,37 @@ class Value(Generic[T]):
         return _op("shr", o, self)
     # ---- end of generated code ----
 
+    # NumPy's scalar attributes and array methods: a reduction's result is a NumPy scalar
+    # (a 0-d array) in NumPy, and code written for NumPy uses them (x.sum(0).shape,
+    # np.any(x[0]), x.max().reshape(1)); the methods compute as of a one-element vector
+    shape: tuple[int, ...] = ()
+    ndim = 0
+    size = 1
+
+    @property
+    def T(self) -> Value[Any]:
+        """The value itself (NumPy's transpose of a 0-d array)."""
+        return self
+
+    sum = _ScalarMethod()
+    prod = _ScalarMethod()
+    min = _ScalarMethod()
+    max = _ScalarMethod()
+    mean = _ScalarMethod()
+    any = _ScalarMethod()
+    all = _ScalarMethod()
+    argmax = _ScalarMethod()
+    argmin = _ScalarMethod()
+    cumsum = _ScalarMethod()
+    cumprod = _ScalarMethod()
+    reshape = _ScalarMethod()
+    ravel = _ScalarMethod()
+    flatten = _ScalarMethod()
+    squeeze = _ScalarMethod()
+    transpose = _ScalarMethod()
+    swapaxes = _ScalarMethod()
+    repeat = _ScalarMethod()
+    take = _ScalarMethod()
 
 def round_decimals(x: Any, decimals: int, out: Any) -> Any:
     """NumPy's ``round(x, decimals)`` of a traced value or array: the elements scaled by
@@ -421,17 +464,20 @@ class _ArraySupport:
     array_input: Callable[..., Any] = _no_arrays
     matmul: Callable[..., Any] = _no_arrays
     from_objects: Callable[..., Any] = _no_arrays
+    scalar_method: Callable[..., Any] = _no_arrays
 
 
 ARRAYS = _ArraySupport()
 
 
 def install_array_support(elementwise: Callable[..., Any], array_input: Callable[..., Any],
-                          matmul: Callable[..., Any], from_objects: Callable[..., Any]) -> None:
+                          matmul: Callable[..., Any], from_objects: Callable[..., Any],
+                          scalar_method: Callable[..., Any]) -> None:
     ARRAYS.elementwise = elementwise
     ARRAYS.array_input = array_input
     ARRAYS.matmul = matmul
     ARRAYS.from_objects = from_objects
+    ARRAYS.scalar_method = scalar_method
 
 
 def _numpy_not_loaded(*_: Any, **__: Any) -> Any:
