@@ -674,6 +674,9 @@ class LocalTarget:
         self._pending = {n: p for n, p in self._ports.items() if p.needs_run}
         for node in self._pending:
             self._fast_read.pop(node, None)
+        # a plan reads its slots without asking: an array output must raise NotComputedError
+        # again after a reset, so plans are made again (_plan declines pending outputs)
+        self._read_plans = {}
 
     def _computed(self, nodes: Sequence[Any]) -> None:
         """These outputs hold what the program computed from now on: read them directly."""

@@ -1,0 +1,406 @@
+"""Differential fuzz of the simulation layer: random LET programs (1-5 tasks, signal operators
+inside and across tasks, scalar and vector states, simulated I/O, declared costs) and random
+drives (steps of every length, writes, channel values, feeds, callbacks, resets, traces) on
+LocalTarget, compared bit for bit with the reference simulator of tests/let_reference.py,
+written from docs/realtime.md and docs/semantics.md and evaluated with NumPy float32."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+import os
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import copapy as cp
+
+from .let_reference import F32, Node, Reference, RefTask
+
+TICK_NS = 1_000_000
+TICK = 1e-3
+VECTOR = (3,)
+#: step lengths: single ticks, odd fractions of a hyperperiod, long runs (the C loop's plan)
+STEPS = [1, 1, 2, 3, 5, 7, 11, 60, 257, 700]
+
+INPUT_KINDS = [cp.io.ADC, cp.io.Encoder]
+OUTPUT_KINDS = [cp.io.PWM, cp.io.DAC]
+
+
+@dataclass
+class Program:
+    """A generated program: the reference's view and the copapy tasks."""
+
+    inputs: list[Node]
+    tasks: list[RefTask]
+    cp_tasks: list[cp.Task]
+    bound_in: dict[int, Any] = field(default_factory=dict)
+    bound_out: dict[int, Any] = field(default_factory=dict)
+
+    def outputs(self) -> list[Node]:
+        return [o for t in self.tasks for o in t.outputs]
+
+    def describe(self) -> str:
+        """The program in a few lines (for a failure's message)."""
+        lines = [f"inputs {[float(n.init) for n in self.inputs]}, bound in "
+                 f"{[(self.inputs.index(n), ch) for n in self.inputs for k, ch in self.bound_in.items() if k == id(n)]}"]
+        for k, t in enumerate(self.tasks):
+            lines.append(f"task {k}: period {t.period} offset {t.offset} priority {t.priority} "
+                         f"wcet {t.wcet_ns}: {t.outputs}")
+        return "\n".join(lines)
+
+    def observed(self, ref: Reference) -> list[Node]:
+        """The inputs the program reads (the others are not part of it) and the outputs."""
+        used = {id(n) for reads in ref.reads for n in reads}
+        return [n for n in self.inputs if id(n) in used] + self.outputs()
+
+
+class Gen:
+    """Draws a program from hypothesis data; every operation carries a constant of its own
+    (so no two operations are one node by structural CSE)."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+        self.serial = 0
+
+    def draw(self, strategy: Any) -> Any:
+        return self.data.draw(strategy)
+
+    def const(self, lo: float = 0.3, hi: float = 0.95, signed: bool = True) -> float:
+        """A float32 constant of its own, never a power of two (no exact rewrite applies)."""
+        self.serial += 1
+        v = lo + (hi - lo) * ((self.serial * 0.6180339887) % 1.0)
+        v = float(F32(v))
+        if math.frexp(v)[0] == 0.5:
+            v = float(F32(v * 1.0123))
+        if signed and self.draw(st.booleans()):
+            v = -v
+        return v
+
+    def init(self, shape: tuple[int, ...]) -> Any:
+        vals = self.draw(st.lists(st.sampled_from([0.0, 0.25, -1.5, 3.0, 0.1, -0.7]),
+                                  min_size=max(1, math.prod(shape)),
+                                  max_size=max(1, math.prod(shape))))
+        return np.asarray(vals, F32).reshape(shape)
+
+    # ---- the program
+
+    def program(self) -> Program:
+        n_inputs = self.draw(st.integers(1, 3))
+        inputs = []
+        for i in range(n_inputs):
+            init = F32(self.draw(st.sampled_from([0.0, 1.0, -2.5, 0.3])))
+            node = Node("input", (), (i,), init=np.asarray(init, F32))
+            node.cp = cp.value(float(init), name=f"in{i}")
+            inputs.append(node)
+        n_tasks = self.draw(st.integers(1, 5))
+        tasks: list[RefTask] = []
+        cp_tasks: list[cp.Task] = []
+        overload = self.draw(st.integers(0, 3)) == 0
+        for k in range(n_tasks):
+            outs = self.task_nodes(k, inputs, tasks)
+            period = self.draw(st.sampled_from([1, 1, 2, 3, 4, 5, 6]))
+            offset = self.draw(st.integers(0, period - 1))
+            priority = self.draw(st.integers(0, 3))
+            wcet_ns = 0
+            if overload:
+                wcet_ns = self.draw(st.sampled_from(
+                    [0, 300_000, 1_000_000, 1_500_000, 2_500_000, period * 1_500_000]))
+            tasks.append(RefTask(outs, period, offset, priority, wcet_ns, period * TICK_NS))
+            cp_tasks.append(cp.Task(*[o.cp for o in outs], period=period * TICK,
+                                    offset=offset * TICK, priority=priority,
+                                    wcet=wcet_ns * 1e-9 if wcet_ns else None,
+                                    name=f"t{k}"))
+        prog = Program(inputs, tasks, cp_tasks)
+        channels = iter(range(8))
+        read = {id(n) for reads in Reference(tasks, inputs, {}, {}, TICK_NS).reads for n in reads}
+        for node in inputs:
+            if id(node) in read and self.draw(st.integers(0, 2)) == 0:
+                prog.bound_in[id(node)] = self.draw(st.sampled_from(INPUT_KINDS))(next(channels))
+        for o in prog.outputs():
+            if not o.shape and not o.integer and self.draw(st.integers(0, 3)) == 0:
+                prog.bound_out[id(o)] = self.draw(st.sampled_from(OUTPUT_KINDS))(
+                    next(channels), safe=0.0)
+        return prog
+
+    def task_nodes(self, k: int, inputs: list[Node], tasks: list[RefTask]) -> list[Node]:
+        """1-4 operations of task k over the inputs, the earlier tasks' outputs and its own;
+        returns its 1-3 outputs."""
+        others = [o for t in tasks for o in t.outputs]
+        own: list[Node] = []
+        for _ in range(self.draw(st.integers(1, 4))):
+            own.append(self.operation(k, inputs + others + own))
+        n_out = self.draw(st.integers(1, min(3, len(own))))
+        picked = self.draw(st.lists(st.sampled_from(range(len(own))), min_size=n_out,
+                                    max_size=n_out, unique=True))
+        return [own[i] for i in sorted(picked)]
+
+    def operation(self, k: int, pool: list[Node]) -> Node:
+        scalars = [n for n in pool if not n.shape and not n.integer]
+        vectors = [n for n in pool if n.shape]
+        counters = [n for n in pool if n.integer]
+        kinds = ["lin", "sub", "mulc", "div", "min", "max", "where", "clamp", "delay",
+                 "integrate", "rate", "feedback", "counter", "vfeedback"]
+        if counters:
+            kinds.append("sel")
+        if vectors:
+            kinds += ["index", "vlin"]
+        kind = self.draw(st.sampled_from(kinds))
+        pick = lambda xs: self.draw(st.sampled_from(xs))  # noqa: E731
+        if kind in ("lin", "sub", "mulc"):
+            a, b = pick(scalars), pick(scalars)
+            c = self.const()
+            if kind == "lin":
+                value = a.cp * c + b.cp
+            elif kind == "sub":
+                value = a.cp - b.cp * c
+            else:
+                value = (a.cp * b.cp) * c
+            return Node(kind, (a, b), (c,), k, cp=value)
+        if kind == "vlin":  # a vector with a vector or scalar operand
+            a, b = pick(vectors), pick(scalars + vectors)
+            c = self.const()
+            if self.draw(st.booleans()):
+                return Node("lin", (a, b), (c,), k, VECTOR, cp=a.cp * c + b.cp)
+            return Node("sub", (b, a), (c,), k, VECTOR, cp=b.cp - a.cp * c)
+        if kind == "div":
+            a, b = pick(scalars), pick(scalars)
+            c = self.const(0.5, 2.0, signed=False)
+            return Node(kind, (a, b), (c,), k, cp=a.cp / (abs(b.cp) + c))
+        if kind in ("min", "max"):
+            a, b = pick(scalars), pick(scalars)
+            c = self.const()
+            fn = cp.min if kind == "min" else cp.max
+            return Node(kind, (a, b), (c,), k, cp=fn(a.cp * c, b.cp))
+        if kind == "where" and len(scalars) > 1:  # where(c, a, a) is a: maybe an input
+            a, b = self.draw(st.lists(st.sampled_from(scalars), min_size=2, max_size=2,
+                                      unique_by=id))
+            c = self.const()
+            return Node(kind, (a, b), (c,), k, cp=cp.where(a.cp > b.cp * c, a.cp, b.cp))
+        if kind in ("clamp", "where"):
+            a = pick(scalars)
+            c = self.const()
+            lo, hi = sorted((self.const(0.1, 2.0), self.const(0.1, 2.0)))
+            return Node("clamp", (a,), (c, lo, hi), k, cp=cp.clamp(a.cp * c, lo, hi))
+        if kind == "index":
+            v = pick(vectors)
+            i = self.draw(st.integers(0, VECTOR[0] - 1))
+            c = self.const()
+            return Node(kind, (v,), (i, c), k, cp=v.cp[i] * c)
+        if kind == "sel":
+            n, a, b = pick(counters), pick(scalars), pick(scalars)
+            m = self.draw(st.integers(2, 4))
+            c = self.const()
+            return Node(kind, (n, a, b), (m, c), k,
+                        cp=cp.where(n.cp % m == 0, a.cp, b.cp * c))
+        if kind == "counter":
+            return Node(kind, (), (), k, integer=True, init=np.asarray(0, np.int32),
+                        cp=cp.feedback(lambda n: n + 1, init=0))
+        shape = VECTOR if (kind == "vfeedback" or (vectors and self.draw(st.booleans()))) \
+            else ()
+        x = pick(vectors if shape and vectors and kind != "vfeedback" else scalars)
+        if kind == "delay":
+            n = self.draw(st.integers(1, 2))
+            init = self.init(shape)
+            return Node(kind, (x,), (n,), k, shape, init=init,
+                        cp=cp.delay(x.cp, n, init=_init_arg(init)))
+        if kind == "rate":
+            return Node(kind, (x,), (), k, shape, cp=cp.rate(x.cp))
+        if kind == "integrate":
+            method = self.draw(st.sampled_from(["euler", "trapezoid"]))
+            rng = self.draw(st.sampled_from([None, (-1.5, 2.25)]))
+            init = self.init(shape)
+            return Node(kind, (x,), (method, rng), k, shape, init=init,
+                        cp=cp.integrate(x.cp, init=_init_arg(init), method=method, range=rng))
+        # feedback: y = prev * c + x (c in (-0.95, 0.95): bounded), optionally saturated
+        c = self.const(0.2, 0.95)
+        rng = self.draw(st.sampled_from([None, (-0.75, 3.5)]))
+        init = self.init(shape)
+        packed = self.draw(st.sampled_from([None, True])) if shape else None
+        xcp = x.cp
+        value = cp.feedback(lambda p: p * c + xcp, init=_init_arg(init, shape), range=rng,
+                            packed=packed)
+        return Node("feedback", (x,), (c, rng), k, shape, init=init, cp=value)
+
+
+def _init_arg(init: Any, shape: tuple[int, ...] | None = None) -> Any:
+    """A scalar init as a Python float, an array's as the array."""
+    arr = np.asarray(init)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+# ---- comparison ------------------------------------------------------------------------------
+
+def same(got: Any, want: Any) -> bool:
+    """Bit for bit (float32 or int32), any NaN equal to any NaN."""
+    g, w = np.asarray(got), np.asarray(want)
+    if w.dtype == np.int32:
+        return g.shape == w.shape and bool(np.array_equal(g.astype(np.int64), w))
+    g = g.astype(F32)
+    if g.shape != w.shape:
+        return False
+    nan = np.isnan(g) & np.isnan(w)
+    return bool(np.all(nan | (g.view(np.uint32) == w.astype(F32).view(np.uint32))))
+
+
+def observe(tg: Any, prog: Program, ref: Reference, what: str) -> None:
+    """Everything the host can read, against the reference."""
+    assert round(tg.time / TICK) == ref.t, what
+    for node in prog.observed(ref):
+        want = ref.value(node)
+        if not ref.computed(node):
+            try:
+                got = tg.read(node.cp)
+            except cp.NotComputedError:
+                continue
+            raise AssertionError(f"{what}: {node!r} read {got!r} before its first period "
+                                 f"ended (t = {ref.t} ticks, runs {ref.runs})")
+        got = tg.read(node.cp)
+        assert same(got, want), f"{what}: {node.kind} of task {node.owner}: {got!r} != {want!r}"
+    for key, ch in prog.bound_out.items():
+        want = ref.io.get((int(ch.kind), ch.channel), 0.0)
+        got = tg.io_value(ch)
+        assert got == want or (got != got and want != want), f"{what}: {ch}: {got} != {want}"
+    stats = [(s.runs, s.skipped, s.overruns) for s in tg.stats()]
+    assert stats == list(zip(ref.runs, ref.skipped, ref.overruns, strict=True)), what
+
+
+def check_trace(trace: Any, ref: Reference, capacity: int, what: str) -> None:
+    rows = ref.rows[-capacity:]
+    times = trace.time
+    assert len(times) == len(rows), f"{what}: {len(times)} trace rows, reference {len(rows)}"
+    assert [round(t * 1e9) for t in times] == [t for t, _ in rows], what
+    for j, node in enumerate(ref.traced):
+        col = trace[node.cp]
+        want = np.array([r[1][j] for r in rows]).reshape((len(rows), *node.shape)) if rows \
+            else np.zeros((0, *node.shape))
+        assert same(col, want.astype(np.int32 if node.integer else F32)), \
+            f"{what}: trace of {node.kind} (task {node.owner})"
+
+
+# ---- the drive -------------------------------------------------------------------------------
+
+def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int) -> None:
+    ref = Reference(prog.tasks, prog.inputs,
+                    {k: (int(ch.kind), ch.channel) for k, ch in prog.bound_in.items()},
+                    {k: (int(ch.kind), ch.channel) for k, ch in prog.bound_out.items()},
+                    TICK_NS)
+    for key, ch in prog.bound_in.items():
+        ref.io[(int(ch.kind), ch.channel)] = 0.0
+    trace = None
+    capacity = 0
+    fed: set[int] = set()
+    ticks = 0
+    history: list[str] = []
+    observe(tg, prog, ref, "after deploy\n" + prog.describe())
+    for op_index in range(data.draw(st.integers(2, 10))):
+        free = [n for n in prog.inputs if id(n) not in prog.bound_in and id(n) not in fed]
+        ops = ["step", "step", "step", "write", "set_io", "trace", "reset", "feed", "callback"]
+        op = data.draw(st.sampled_from(ops))
+        what = f"op {op_index} {op}"
+        history.append(what)
+        if op == "step":
+            n = data.draw(st.sampled_from(STEPS))
+            n = min(n, max(0, max_ticks - ticks)) if ref.callbacks else n
+            tg.step(n * TICK)
+            ref.step(n)
+            ticks += n
+            history[-1] += f" {n}"
+        elif op == "write" and free:
+            node = data.draw(st.sampled_from(free))
+            x = data.draw(st.sampled_from([0.0, 0.5, -1.25, 2.0, 1e-3, 7.5]))
+            tg.write(node.cp, x)
+            history[-1] += f" in{prog.inputs.index(node)}={x}"
+            ref.slot[id(node)] = np.asarray(F32(x))
+        elif op == "set_io" and prog.bound_in:
+            key = data.draw(st.sampled_from(list(prog.bound_in)))
+            ch = prog.bound_in[key]
+            x = data.draw(st.sampled_from([0.0, 0.5, -1.25, 3.0, 0.1]))
+            tg.set_io(ch, x)
+            ref.io[(int(ch.kind), ch.channel)] = x
+        elif op == "trace":
+            nodes = data.draw(st.lists(st.sampled_from(prog.observed(ref)),
+                                       min_size=1, max_size=4, unique_by=id))
+            capacity = data.draw(st.sampled_from([5, 100_000]))
+            trace = tg.trace(*[n.cp for n in nodes], capacity=capacity)
+            ref.traced = nodes
+            ref.rows = []
+        elif op == "reset":
+            tg.reset()
+            ref.reset()
+        elif op == "feed" and free:
+            node = data.draw(st.sampled_from(free))
+            count = data.draw(st.integers(1, 40))
+            samples = (np.sin(np.arange(count) * 0.7 + len(fed)) * 2.0).astype(F32)
+            tg.drive(node.cp, samples)
+            ref.feeds.append((node, samples, ref.t))
+            fed.add(id(node))
+        elif op == "callback" and free and max_ticks:
+            node = data.draw(st.sampled_from(free))
+            scale = 1.0 + len(fed)
+
+            def fn(t: float, scale: float = scale) -> float:
+                return math.sin(t * 37.0) * scale
+
+            tg.drive(node.cp, fn)
+            ref.callbacks[id(node)] = (node, fn)
+            fed.add(id(node))
+        else:
+            continue
+        what = f"{' / '.join(history)}\n{prog.describe()}"
+        observe(tg, prog, ref, what)
+        if trace is not None:
+            check_trace(trace, ref, capacity, what)
+
+
+def deployed(prog: Program, arch: str | None = None) -> Any:
+    tg = cp.LocalTarget(arch=arch, tick=TICK, measure=False)
+    for key, ch in prog.bound_in.items():
+        tg.bind(next(n for n in prog.inputs if id(n) == key).cp, ch)
+    for key, ch in prog.bound_out.items():
+        tg.bind(next(n for n in prog.outputs() if id(n) == key).cp, ch)
+    tg.deploy(*prog.cp_tasks)
+    return tg
+
+
+#: LET_FUZZ_EXAMPLES=n: a longer hunt, without shrinking
+HUNT = int(os.environ.get("LET_FUZZ_EXAMPLES", "0"))
+FUZZ = settings(max_examples=HUNT or 60, deadline=None, report_multiple_bugs=False, print_blob=True,
+                phases=[Phase.generate] if HUNT else list(Phase),
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@FUZZ
+@given(st.data())
+def test_local_target_equals_the_reference(data: st.DataObject) -> None:
+    """LocalTarget (native, the C loop) == the reference at every observation point."""
+    prog = Gen(data).program()
+    drive(data, prog, deployed(prog), max_ticks=400)
+
+
+# ---- regressions the fuzz found ----------------------------------------------------------------
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_an_array_output_is_not_computed_again_after_a_reset(packed: bool) -> None:
+    """After tg.reset() an array output has no value until its task's first period ends
+    again (docs/semantics.md): the read plan made when it had one read the zeroed slot."""
+    x = cp.value(1.0)
+    base = cp.vector(np.array([1.0, 2.0, 3.0], F32)) if packed else cp.vector([x, x, x])
+    v = base * x * 0.7
+    tg = cp.LocalTarget(tick=TICK)
+    tg.deploy(cp.Task(v, period=2 * TICK))
+    with pytest.raises(cp.NotComputedError):
+        tg.read(v)
+    tg.step(4 * TICK)
+    assert tg.read(v).tolist() == (np.array([1.0, 2.0, 3.0] if packed else [1.0] * 3, F32)
+                                   * F32(0.7)).tolist()
+    tg.reset()
+    with pytest.raises(cp.NotComputedError):
+        tg.read(v)
+    tg.step(2 * TICK)
+    assert tg.read(v).tolist() == (np.array([1.0, 2.0, 3.0] if packed else [1.0] * 3, F32)
+                                   * F32(0.7)).tolist()
