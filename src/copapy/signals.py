@@ -21,7 +21,16 @@ from .graph import build
 from .graph.node import const
 from .graph.state import dt_node, new_state, set_update
 from .quaternions import Quaternion
-from .signal_shape import QUATERNION, Form, bind, form_of, form_of_init, new_states
+from .signal_shape import (
+    PACKED,
+    QUATERNION,
+    UNPACKED,
+    Form,
+    bind,
+    form_of,
+    form_of_init,
+    new_states,
+)
 from .value import Value, is_array, wrap
 
 #: the period of the task a value is deployed in, in seconds (a constant of each task)
@@ -198,6 +207,11 @@ def feedback(f: Callable[[Any], Any], init: Any = 0.0,
             break
         dtype = y.dtype
     bind(form, leaves, y, "feedback")
+    if {form.kind, y_form.kind} == {PACKED, UNPACKED}:
+        # the signal has init's form, and its nodes are the states' updates: those read
+        # their init before the first run (an update of the other packing is another node)
+        assert isinstance(y, Array)
+        return y.to_packed() if form.kind == PACKED else y.to_unpacked()
     return y_form.make(y)
 
 
