@@ -30,6 +30,10 @@ STEPS = [1, 1, 2, 3, 5, 7, 11, 60, 257, 700]
 #: overwrote (test_a_delay_of_two_runs_inside_an_expression, xfail until then)
 DELAY_RUNS = (1,)
 
+#: an architecture this host runs on an emulator (unicorn), with the Python scheduler
+EMULATED = "aarch64"
+EMULATED_STEPS = [1, 2, 3, 5, 7, 11, 60]
+
 INPUT_KINDS = [cp.io.ADC, cp.io.Encoder]
 OUTPUT_KINDS = [cp.io.PWM, cp.io.DAC]
 
@@ -287,7 +291,8 @@ def check_trace(trace: Any, ref: Reference, capacity: int, what: str) -> None:
 
 # ---- the drive -------------------------------------------------------------------------------
 
-def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int) -> None:
+def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
+          steps: list[int] = STEPS) -> None:
     ref = Reference(prog.tasks, prog.inputs,
                     {k: (int(ch.kind), ch.channel) for k, ch in prog.bound_in.items()},
                     {k: (int(ch.kind), ch.channel) for k, ch in prog.bound_out.items()},
@@ -307,7 +312,7 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int) -> None:
         what = f"op {op_index} {op}"
         history.append(what)
         if op == "step":
-            n = data.draw(st.sampled_from(STEPS))
+            n = data.draw(st.sampled_from(steps))
             n = min(n, max(0, max_ticks - ticks)) if ref.callbacks else n
             tg.step(n * TICK)
             ref.step(n)
@@ -455,3 +460,33 @@ def test_a_delay_of_two_runs_inside_an_expression() -> None:
     xs = np.arange(8, dtype=F32) * F32(0.7) + F32(1.0)
     want = [0.0, -1.5, -1.5] + (xs[:3] * F32(1.5)).tolist()
     assert trace[y].tolist() == want
+
+
+@FUZZ
+@given(st.data())
+def test_emulated_cpu_equals_the_reference(data: st.DataObject) -> None:
+    """The Python scheduler (runtime/pysched.py) driving an emulated CPU == the reference."""
+    prog = Gen(data).program()
+    drive(data, prog, deployed(prog, EMULATED), max_ticks=120, steps=EMULATED_STEPS)
+
+
+def test_an_online_change_keeps_the_simulated_channels() -> None:
+    """deploy(keep_state=True) between two steps is an online change: the simulated input
+    channel still reads what set_io gave it and a driven output keeps its value until the new
+    program publishes, as a runner's channels do (docs/realtime.md, "Atomic replace"). The
+    new scheduler started with every channel at 0: the loop read 0 and the PWM dropped."""
+    a = cp.value(0.0)
+    y = cp.feedback(lambda p: p * 0.5 + a, init=0.0, name="y")
+    tg = cp.LocalTarget(tick=TICK)
+    tg.bind(a, cp.io.ADC(0))
+    tg.bind(y, cp.io.PWM(1))
+    tg.deploy(cp.Task(y, period=TICK))
+    tg.set_io(cp.io.ADC(0), 2.0)
+    tg.step(3 * TICK)
+    assert tg.io_value(cp.io.PWM(1)) == 3.5  # 0 -> 2 -> 3 -> 3.5
+    kept = tg.deploy(cp.Task(y, period=TICK), keep_state=True)
+    assert kept is not None and kept.carried == ("y@task0",)
+    assert tg.io_value(cp.io.ADC(0)) == 2.0
+    assert tg.io_value(cp.io.PWM(1)) == 3.5
+    tg.step(TICK)
+    assert tg.io_value(cp.io.PWM(1)) == 3.75 == tg.read(y)
