@@ -137,6 +137,19 @@ class Reference:
         self.rows: list[tuple[int, list[Any]]] = []
         self._next: dict[int, Any] = {}
 
+    def redeploy(self, keep_state: bool) -> None:
+        """LocalTarget.deploy of the same tasks: time 0 and the initial data, except the signal
+        states (all of them match by name) and the channels with keep_state; feeds start
+        again at tick 0; the trace ends."""
+        states, io = self.state, self.io
+        self.reset()
+        if keep_state:
+            self.state, self.io = states, io
+        else:
+            self.io = {}
+        self.feeds = [(node, samples, 0) for node, samples, _ in self.feeds]
+        self.traced = []
+
     @staticmethod
     def _initial_output(o: Node) -> Any:
         """A state output holds its init before its first publication; a plain one zeros."""
