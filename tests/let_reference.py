@@ -34,6 +34,10 @@ class Node:
     #: a state's init as stored (float32 or int32 array of ``shape``)
     init: Any = None
 
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
     def __repr__(self) -> str:
         return f"{self.kind}{self.consts or ''}@t{self.owner}({', '.join(map(repr, self.args))})"
 

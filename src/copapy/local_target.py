@@ -305,6 +305,7 @@ class LocalTarget:
     def reset(self) -> None:
         """Back to time 0: inputs, state and outputs return to their initial values."""
         self._scheduler().reset()
+        self._detached = {}  # the inputs the program does not read, too
         self._trace_epoch += 1
         self._pending_outputs()
 
