@@ -7,6 +7,7 @@ written from docs/realtime.md and docs/semantics.md and evaluated with NumPy flo
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +21,10 @@ from hypothesis import strategies as st
 
 import copapy as cp
 from copapy.keep_state import StateNotCarried
+from copapy.serial_target import SerialTarget
 
 from .let_reference import F32, Node, Reference, RefTask
+from .support.runners import host_runner
 
 TICK_NS = 1_000_000
 TICK = 1e-3
@@ -78,6 +81,8 @@ class Gen:
     def __init__(self, data: st.DataObject) -> None:
         self.data = data
         self.serial = 0
+        #: may draw declared costs (overload) and simulated I/O bindings
+        self.overload, self.io = True, True
 
     def draw(self, strategy: Any) -> Any:
         return self.data.draw(strategy)
@@ -117,7 +122,7 @@ class Gen:
         n_tasks = self.draw(st.integers(1, 5))
         tasks: list[RefTask] = []
         cp_tasks: list[cp.Task] = []
-        overload = self.draw(st.integers(0, 3)) == 0
+        overload = self.overload and self.draw(st.integers(0, 3)) == 0
         for k in range(n_tasks):
             outs = self.task_nodes(k, inputs, tasks)
             period = self.draw(st.sampled_from([1, 1, 2, 3, 4, 5, 6]))
@@ -133,6 +138,8 @@ class Gen:
                                     wcet=wcet_ns * 1e-9 if wcet_ns else None,
                                     name=f"t{k}"))
         prog = Program(inputs, tasks, cp_tasks)
+        if not self.io:
+            return prog
         channels = iter(range(8))
         read = {id(n) for reads in Reference(tasks, inputs, {}, {}, TICK_NS).reads for n in reads}
         for node in inputs:
@@ -577,3 +584,36 @@ def test_a_reset_sets_back_the_inputs_the_program_does_not_read() -> None:
     assert (tg.read(x), tg.read(unused), tg.read(v).tolist()) == (4.0, 5.0, [7.0, 8.0, 9.0])
     tg.reset()
     assert (tg.read(x), tg.read(unused), tg.read(v).tolist()) == (1.0, 2.0, [1.0, 2.0, 3.0])
+
+
+@settings(max_examples=4, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_the_host_runner_equals_the_reference(data: st.DataObject) -> None:
+    """The same programs on the host runner (real time, through SerialTarget over a pty):
+    after a run of however many ticks it made, every output and the statistics equal the
+    reference stepped that many ticks (LET: the timing does not change a value). No declared
+    costs (a real-time runner measures them), no simulated I/O."""
+    gen = Gen(data)
+    gen.overload, gen.io = False, False
+    prog = gen.program()
+    ref = Reference(prog.tasks, prog.inputs, {}, {}, TICK_NS)
+    with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
+        tg.deploy(*prog.cp_tasks)
+        for node in prog.observed(ref):
+            if node.kind == "input":
+                x = np.asarray(node.init, F32) * F32(-1.5) + F32(0.25)
+                tg.write(node.cp, x if node.shape else float(x))
+                ref.slot[id(node)] = x
+        tg.start()
+        time.sleep(0.12)
+        tg.stop()
+        ticks = tg.runner_stats().ticks
+        got = {id(n): tg.read(n.cp) for n in prog.observed(ref)}
+        stats = [(s.runs, s.skipped, s.overruns) for s in tg.stats()]
+    assert ticks > 20
+    ref.step(ticks)
+    what = f"{ticks} ticks\n{prog.describe()}"
+    assert stats == list(zip(ref.runs, ref.skipped, ref.overruns, strict=True)), what
+    for node in prog.observed(ref):
+        assert same(got[id(node)], ref.value(node)), f"{what}: {node!r}"
