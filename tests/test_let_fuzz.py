@@ -30,7 +30,7 @@ TICK_NS = 1_000_000
 TICK = 1e-3
 VECTOR = (3,)
 #: step lengths: single ticks, odd fractions of a hyperperiod, long runs (the C loop's plan)
-STEPS = [1, 1, 2, 3, 5, 7, 11, 60, 257, 700]
+STEPS = [0, 1, 1, 2, 3, 5, 7, 11, 60, 257, 700, 2521]
 #: a state whose update is another state of its task (delay(x, 2), delay/rate/trapezoid of a
 #: delay): drawn once compiler/inplace.py reads no state slot that an earlier end copy
 #: overwrote (test_a_delay_of_two_runs_inside_an_expression, xfail until then);
@@ -125,7 +125,7 @@ class Gen:
         overload = self.overload and self.draw(st.integers(0, 3)) == 0
         for k in range(n_tasks):
             outs = self.task_nodes(k, inputs, tasks)
-            period = self.draw(st.sampled_from([1, 1, 2, 3, 4, 5, 6]))
+            period = self.draw(st.sampled_from([1, 1, 2, 3, 4, 5, 6, 7, 9, 10]))
             offset = self.draw(st.integers(0, period - 1))
             priority = self.draw(st.integers(0, 3))
             wcet_ns = 0
@@ -327,10 +327,10 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
     ticks = 0
     history: list[str] = []
     observe(tg, prog, ref, "after deploy\n" + prog.describe())
-    for op_index in range(data.draw(st.integers(2, 10))):
+    for op_index in range(data.draw(st.integers(2, 14))):
         free = [n for n in prog.inputs if id(n) not in prog.bound_in and id(n) not in fed]
-        ops = ["step", "step", "step", "write", "set_io", "trace", "reset", "feed", "callback",
-               "redeploy"]
+        ops = ["step"] * 5 + ["write", "write", "set_io", "set_io", "trace", "reset", "feed",
+                              "callback", "redeploy"]
         op = data.draw(st.sampled_from(ops))
         what = f"op {op_index} {op}"
         history.append(what)
@@ -418,7 +418,7 @@ def deployed(prog: Program, arch: str | None = None) -> Any:
 
 #: LET_FUZZ_EXAMPLES=n: a longer hunt, without shrinking
 HUNT = int(os.environ.get("LET_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=HUNT or 60, deadline=None, report_multiple_bugs=False, print_blob=True,
+FUZZ = settings(max_examples=HUNT or 80, deadline=None, report_multiple_bugs=False, print_blob=True,
                 phases=[Phase.generate] if HUNT else list(Phase),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -586,7 +586,7 @@ def test_a_reset_sets_back_the_inputs_the_program_does_not_read() -> None:
     assert (tg.read(x), tg.read(unused), tg.read(v).tolist()) == (1.0, 2.0, [1.0, 2.0, 3.0])
 
 
-@settings(max_examples=4, deadline=None, database=None,
+@settings(max_examples=4, deadline=None, database=None, phases=[Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_the_host_runner_equals_the_reference(data: st.DataObject) -> None:
@@ -601,19 +601,21 @@ def test_the_host_runner_equals_the_reference(data: st.DataObject) -> None:
     with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
         tg.deploy(*prog.cp_tasks)
         for node in prog.observed(ref):
-            if node.kind == "input":
-                x = np.asarray(node.init, F32) * F32(-1.5) + F32(0.25)
-                tg.write(node.cp, x if node.shape else float(x))
+            if node.kind == "input" and not node.shape:  # (a vector's unread elements have
+                x = np.asarray(node.init, F32) * F32(-1.5) + F32(0.25)  # no slot to write)
+                tg.write(node.cp, float(x))
                 ref.slot[id(node)] = x
         tg.start()
-        time.sleep(0.12)
+        time.sleep(0.2)
         tg.stop()
-        ticks = tg.runner_stats().ticks
-        got = {id(n): tg.read(n.cp) for n in prog.observed(ref)}
+        # the runner's tick is the largest that divides every period and offset
+        ticks = tg.runner_stats().ticks * (tg.tick_ns // TICK_NS)
+        seen = [n for n in prog.observed(ref) if n.kind != "input" or not n.shape]
+        got = {id(n): tg.read(n.cp) for n in seen}
         stats = [(s.runs, s.skipped, s.overruns) for s in tg.stats()]
-    assert ticks > 20
+    assert ticks > 5
     ref.step(ticks)
     what = f"{ticks} ticks\n{prog.describe()}"
     assert stats == list(zip(ref.runs, ref.skipped, ref.overruns, strict=True)), what
-    for node in prog.observed(ref):
+    for node in seen:
         assert same(got[id(node)], ref.value(node)), f"{what}: {node!r}"
