@@ -30,6 +30,7 @@ class Node:
     owner: int | None = None
     shape: tuple[int, ...] = ()
     integer: bool = False
+    boolean: bool = False
     cp: Any = None
     #: a state's init as stored (float32 or int32 array of ``shape``)
     init: Any = None
@@ -126,7 +127,9 @@ class Reference:
         """Time 0: every slot back to its initial value, no pending job, no statistics, an
         empty trace (the channels and feeds stay)."""
         self.t = 0
-        self.slot: dict[int, Any] = {id(n): np.asarray(n.init, F32).copy() for n in self.inputs}
+        self.slot: dict[int, Any] = {
+            id(n): np.asarray(n.init, np.int32 if n.integer else F32).copy()
+            for n in self.inputs}
         self.state: dict[int, Any] = {}
         self.shared: dict[int, Any] = {}
         self.private: dict[int, Any] = {}
@@ -157,7 +160,7 @@ class Reference:
     @staticmethod
     def _initial_output(o: Node) -> Any:
         """A state output holds its init before its first publication; a plain one zeros."""
-        dtype = np.int32 if o.integer else F32
+        dtype = np.bool_ if o.boolean else np.int32 if o.integer else F32
         if o.kind in ("delay", "integrate", "feedback", "counter"):
             return np.asarray(o.init, dtype).copy()
         return np.zeros(o.shape, dtype)
@@ -197,14 +200,16 @@ class Reference:
             memo[id(n)] = v
             return v
 
-        outs = [ev(o) for o in self.tasks[k].outputs]
+        with np.errstate(all="ignore"):  # inf and NaN are values like any other here
+            outs = [ev(o) for o in self.tasks[k].outputs]
         # a reachable state's update may reach further states: evaluate to a fixed point
         done: set[int] = set()
         while len(done) < len(updates):
             for key, fn in list(updates.items()):
                 if key not in done:
                     done.add(key)
-                    fn()
+                    with np.errstate(all="ignore"):
+                        fn()
         for o, v in zip(self.tasks[k].outputs, outs, strict=True):
             self.private[id(o)] = np.array(v, copy=True)
         self.state.update(self._next)
@@ -231,6 +236,8 @@ class Reference:
             return minimum(a[0] * F32(c[0]), a[1])
         if n.kind == "max":
             return maximum(a[0] * F32(c[0]), a[1])
+        if n.kind == "cmp":
+            return np.asarray(a[0] > a[1] * F32(c[0]))
         if n.kind == "where":
             return np.where(a[0] > a[1] * F32(c[0]), a[0], a[1]).astype(F32)
         if n.kind == "clamp":
@@ -246,7 +253,7 @@ class Reference:
             return (s + np.int32(1)).astype(np.int32)
         if n.kind == "delay":
             out = s[-1]
-            self._later(n, updates, lambda: [np.asarray(ev(n.args[0]), F32)] + s[:-1])
+            self._later(n, updates, lambda: [np.asarray(ev(n.args[0]), F32), *s[:-1]])
             return out
         if n.kind == "rate":
             x = np.asarray(ev(n.args[0]), F32)
@@ -278,7 +285,8 @@ class Reference:
             return y
         raise AssertionError(n.kind)
 
-    def _later(self, n: Node, updates: dict[int, Callable[[], None]], fn: Callable[[], Any]) -> None:
+    def _later(self, n: Node, updates: dict[int, Callable[[], None]],
+               fn: Callable[[], Any]) -> None:
         """The state's next value, computed after the outputs (it may read further nodes)."""
         nxt = self._next
 
@@ -300,7 +308,7 @@ class Reference:
         for o in self.tasks[k].outputs:
             self.shared[id(o)] = self.private[id(o)]
             ch = self.bound_out.get(id(o))
-            if ch is not None:
+            if ch is not None:  # a bool drives 0/1
                 self.io[ch] = float(self.shared[id(o)])
         self.pending[k] = False
 
@@ -330,7 +338,8 @@ class Reference:
             for n in self.reads[k]:
                 ch = self.bound_in.get(id(n))
                 if ch is not None:
-                    self.slot[id(n)] = np.asarray(to_f32(self.io.get(ch, 0.0)))
+                    v = self.io.get(ch, 0.0)
+                    self.slot[id(n)] = np.asarray(to_i32(v) if n.integer else to_f32(v))
             self.run_chain(k)
             self.runs[k] += 1
             self.pending[k] = True
@@ -374,6 +383,15 @@ class Reference:
             return True
         task = self.tasks[self.owner_of[id(n)]]
         return self.t >= task.offset + task.period
+
+
+def to_i32(v: float) -> Any:
+    """A channel's double into an int32 slot: toward zero, saturated, NaN 0 (docs/realtime.md
+    and cp.cast)."""
+    if v != v:
+        return np.int32(0)
+    return np.int32(max(-2**31, min(2**31 - 1, math.trunc(v)))) if math.isfinite(v) \
+        else np.int32(2**31 - 1 if v > 0 else -2**31)
 
 
 def to_f32(v: float) -> Any:

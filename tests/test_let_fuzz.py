@@ -7,6 +7,7 @@ written from docs/realtime.md and docs/semantics.md and evaluated with NumPy flo
 from __future__ import annotations
 
 import math
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -14,8 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import os
-
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -61,8 +60,9 @@ class Program:
 
     def describe(self) -> str:
         """The program in a few lines (for a failure's message)."""
-        lines = [f"inputs {[n.init.tolist() for n in self.inputs]}, bound in "
-                 f"{[(self.inputs.index(n), ch) for n in self.inputs for k, ch in self.bound_in.items() if k == id(n)]}"]
+        bound = [(i, self.bound_in[id(n)]) for i, n in enumerate(self.inputs)
+                 if id(n) in self.bound_in]
+        lines = [f"inputs {[n.init.tolist() for n in self.inputs]}, bound in {bound}"]
         for k, t in enumerate(self.tasks):
             lines.append(f"task {k}: period {t.period} offset {t.offset} priority {t.priority} "
                          f"wcet {t.wcet_ns}: {t.outputs}")
@@ -114,6 +114,12 @@ class Gen:
             node = Node("input", (), (i,), init=np.asarray(init, F32))
             node.cp = cp.value(float(init), name=f"in{i}")
             inputs.append(node)
+        if self.draw(st.integers(0, 2)) == 0:  # an int32 input (counts)
+            first = self.draw(st.sampled_from([0, 3, -7]))
+            node = Node("input", (), (len(inputs),), integer=True,
+                        init=np.asarray(first, np.int32))
+            node.cp = cp.value(first, name=f"in{len(inputs)}")
+            inputs.append(node)
         if self.draw(st.integers(0, 2)) == 0:  # a packed vector input
             init = self.init(VECTOR)
             node = Node("input", (), (len(inputs),), shape=VECTOR, init=init)
@@ -146,9 +152,12 @@ class Gen:
             if id(node) in read and not node.shape and self.draw(st.integers(0, 2)) == 0:
                 prog.bound_in[id(node)] = self.draw(st.sampled_from(INPUT_KINDS))(next(channels))
         for o in prog.outputs():
-            if not o.shape and not o.integer and self.draw(st.integers(0, 3)) == 0:
-                prog.bound_out[id(o)] = self.draw(st.sampled_from(OUTPUT_KINDS))(
-                    next(channels), safe=0.0)
+            if not o.shape and self.draw(st.integers(0, 3)) == 0:
+                if o.boolean:
+                    prog.bound_out[id(o)] = cp.io.GPIO(next(channels), "out")
+                else:
+                    prog.bound_out[id(o)] = self.draw(st.sampled_from(OUTPUT_KINDS))(
+                        next(channels), safe=0.0)
         return prog
 
     def task_nodes(self, k: int, inputs: list[Node], tasks: list[RefTask]) -> list[Node]:
@@ -164,11 +173,11 @@ class Gen:
         return [own[i] for i in sorted(picked)]
 
     def operation(self, k: int, pool: list[Node]) -> Node:
-        scalars = [n for n in pool if not n.shape and not n.integer]
+        scalars = [n for n in pool if not n.shape and not n.integer and not n.boolean]
         vectors = [n for n in pool if n.shape]
         counters = [n for n in pool if n.integer]
         kinds = ["lin", "sub", "mulc", "div", "min", "max", "where", "clamp", "delay",
-                 "integrate", "rate", "feedback", "counter", "vfeedback"]
+                 "integrate", "rate", "feedback", "counter", "vfeedback", "cmp"]
         if counters:
             kinds.append("sel")
         if vectors:
@@ -200,6 +209,10 @@ class Gen:
             c = self.const()
             fn = cp.min if kind == "min" else cp.max
             return Node(kind, (a, b), (c,), k, cp=fn(a.cp * c, b.cp))
+        if kind == "cmp":  # a bool output
+            a, b = pick(scalars), pick(scalars)
+            c = self.const()
+            return Node(kind, (a, b), (c,), k, boolean=True, cp=a.cp > b.cp * c)
         if kind == "where" and len(scalars) > 1:  # where(c, a, a) is a: maybe an input
             a, b = self.draw(st.lists(st.sampled_from(scalars), min_size=2, max_size=2,
                                       unique_by=id))
@@ -267,6 +280,8 @@ def _init_arg(init: Any, shape: tuple[int, ...] | None = None) -> Any:
 def same(got: Any, want: Any) -> bool:
     """Bit for bit (float32 or int32), any NaN equal to any NaN."""
     g, w = np.asarray(got), np.asarray(want)
+    if w.dtype == np.bool_:
+        return g.shape == w.shape and bool(np.array_equal(g.astype(bool), w))
     if w.dtype == np.int32:
         return g.shape == w.shape and bool(np.array_equal(g.astype(np.int64), w))
     g = g.astype(F32)
@@ -290,7 +305,7 @@ def observe(tg: Any, prog: Program, ref: Reference, what: str) -> None:
                                  f"ended (t = {ref.t} ticks, runs {ref.runs})")
         got = tg.read(node.cp)
         assert same(got, want), f"{what}: {node.kind} of task {node.owner}: {got!r} != {want!r}"
-    for key, ch in prog.bound_out.items():
+    for _key, ch in prog.bound_out.items():
         want = ref.io.get((int(ch.kind), ch.channel), 0.0)
         got = tg.io_value(ch)
         assert got == want or (got != got and want != want), f"{what}: {ch}: {got} != {want}"
@@ -307,7 +322,8 @@ def check_trace(trace: Any, ref: Reference, capacity: int, what: str) -> None:
         col = trace[node.cp]
         want = np.array([r[1][j] for r in rows]).reshape((len(rows), *node.shape)) if rows \
             else np.zeros((0, *node.shape))
-        assert same(col, want.astype(np.int32 if node.integer else F32)), \
+        kind = np.bool_ if node.boolean else np.int32 if node.integer else F32
+        assert same(col, want.astype(kind)), \
             f"{what}: trace of {node.kind} (task {node.owner})"
 
 
@@ -319,7 +335,7 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
                     {k: (int(ch.kind), ch.channel) for k, ch in prog.bound_in.items()},
                     {k: (int(ch.kind), ch.channel) for k, ch in prog.bound_out.items()},
                     TICK_NS)
-    for key, ch in prog.bound_in.items():
+    for ch in prog.bound_in.values():
         ref.io[(int(ch.kind), ch.channel)] = 0.0
     trace = None
     capacity = 0
@@ -344,17 +360,19 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
         elif op == "write" and free:
             node = data.draw(st.sampled_from(free))
             numbers = st.sampled_from([0.0, 0.5, -1.25, 2.0, 1e-3, 7.5])
-            if node.shape:
+            if node.integer:
+                x = data.draw(st.sampled_from([0, 1, 4, -3, 2**31 - 1]))
+            elif node.shape:
                 x: Any = np.array(data.draw(st.lists(numbers, min_size=3, max_size=3)), F32)
             else:
                 x = data.draw(numbers)
             tg.write(node.cp, x)
             history[-1] += f" in{prog.inputs.index(node)}={x}"
-            ref.slot[id(node)] = np.asarray(x, F32).copy()
+            ref.slot[id(node)] = np.asarray(x, np.int32 if node.integer else F32).copy()
         elif op == "set_io" and prog.bound_in:
             key = data.draw(st.sampled_from(list(prog.bound_in)))
             ch = prog.bound_in[key]
-            x = data.draw(st.sampled_from([0.0, 0.5, -1.25, 3.0, 0.1]))
+            x = data.draw(st.sampled_from([0.0, 0.5, -1.25, 3.0, 0.1, 7.9, -2.5e9, 1e39]))
             tg.set_io(ch, x)
             ref.io[(int(ch.kind), ch.channel)] = x
         elif op == "trace":
@@ -385,11 +403,15 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
             count = data.draw(st.integers(1, 40))
             samples = (np.sin(np.arange(count * max(1, node.size)) * 0.7 + len(fed)) * 2.0
                        ).astype(F32).reshape(count, *node.shape)
+            if node.integer:
+                samples = (samples * 10).astype(np.int32)
             tg.drive(node.cp, samples)
             ref.feeds.append((node, samples, ref.t))
             fed.add(id(node))
-        elif op == "callback" and max_ticks and any(not n.shape for n in free):
-            node = data.draw(st.sampled_from([n for n in free if not n.shape]))
+        elif op == "callback" and max_ticks and any(not n.shape and not n.integer
+                                                    for n in free):
+            node = data.draw(st.sampled_from([n for n in free
+                                              if not n.shape and not n.integer]))
             scale = 1.0 + len(fed)
 
             def fn(t: float, scale: float = scale) -> float:
@@ -406,8 +428,9 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
             check_trace(trace, ref, capacity, what)
 
 
-def deployed(prog: Program, arch: str | None = None) -> Any:
-    tg = cp.LocalTarget(arch=arch, tick=TICK, measure=False)
+def deployed(prog: Program, arch: str | None = None, measure: bool = False) -> Any:
+    """The program on a LocalTarget (measure=True: every job timed, no hyperperiod plan)."""
+    tg = cp.LocalTarget(arch=arch, tick=TICK, measure=measure)
     for key, ch in prog.bound_in.items():
         tg.bind(next(n for n in prog.inputs if id(n) == key).cp, ch)
     for key, ch in prog.bound_out.items():
@@ -428,7 +451,7 @@ FUZZ = settings(max_examples=HUNT or 80, deadline=None, report_multiple_bugs=Fal
 def test_local_target_equals_the_reference(data: st.DataObject) -> None:
     """LocalTarget (native, the C loop) == the reference at every observation point."""
     prog = Gen(data).program()
-    drive(data, prog, deployed(prog), max_ticks=400)
+    drive(data, prog, deployed(prog, measure=data.draw(st.booleans())), max_ticks=400)
 
 
 # ---- regressions the fuzz found ----------------------------------------------------------------
@@ -519,7 +542,7 @@ def test_a_delay_of_two_runs_inside_an_expression() -> None:
     trace = tg.trace(y)
     tg.step(6 * TICK)
     xs = np.arange(8, dtype=F32) * F32(0.7) + F32(1.0)
-    want = [0.0, -1.5, -1.5] + (xs[:3] * F32(1.5)).tolist()
+    want = [0.0, -1.5, -1.5, *(xs[:3] * F32(1.5)).tolist()]
     assert trace[y].tolist() == want
 
 
@@ -603,7 +626,9 @@ def test_the_host_runner_equals_the_reference(data: st.DataObject) -> None:
         for node in prog.observed(ref):
             if node.kind == "input" and not node.shape:  # (a vector's unread elements have
                 x = np.asarray(node.init, F32) * F32(-1.5) + F32(0.25)  # no slot to write)
-                tg.write(node.cp, float(x))
+                if node.integer:
+                    x = np.asarray(node.init * 3 + 1, np.int32)
+                tg.write(node.cp, x.item())
                 ref.slot[id(node)] = x
         tg.start()
         time.sleep(0.2)
