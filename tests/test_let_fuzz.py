@@ -441,7 +441,7 @@ def deployed(prog: Program, arch: str | None = None, measure: bool = False) -> A
 
 #: LET_FUZZ_EXAMPLES=n: a longer hunt, without shrinking
 HUNT = int(os.environ.get("LET_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=HUNT or 80, deadline=None, report_multiple_bugs=False, print_blob=True,
+FUZZ = settings(max_examples=HUNT or 150, deadline=None, report_multiple_bugs=False, print_blob=True,
                 phases=[Phase.generate] if HUNT else list(Phase),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
