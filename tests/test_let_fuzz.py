@@ -37,8 +37,8 @@ STEPS = [0, 1, 1, 2, 3, 5, 7, 11, 60, 257, 700, 2521]
 STATE_CHAINS = os.environ.get("LET_FUZZ_STATE_CHAINS") == "1"
 DELAY_RUNS = (1, 2) if STATE_CHAINS else (1,)
 
-#: an architecture this host runs on an emulator (unicorn), with the Python scheduler
-EMULATED = "aarch64"
+#: architectures this host runs on an emulator (unicorn), with the Python scheduler
+EMULATED = ["aarch64", "armv6", "cortex-m4", "rv32"]
 EMULATED_STEPS = [1, 2, 3, 5, 7, 11, 60]
 
 INPUT_KINDS = [cp.io.ADC, cp.io.Encoder]
@@ -552,7 +552,8 @@ def test_a_delay_of_two_runs_inside_an_expression() -> None:
 def test_emulated_cpu_equals_the_reference(data: st.DataObject) -> None:
     """The Python scheduler (runtime/pysched.py) driving an emulated CPU == the reference."""
     prog = Gen(data).program()
-    drive(data, prog, deployed(prog, EMULATED), max_ticks=120, steps=EMULATED_STEPS)
+    arch = data.draw(st.sampled_from(EMULATED))
+    drive(data, prog, deployed(prog, arch), max_ticks=120, steps=EMULATED_STEPS)
 
 
 def test_an_online_change_keeps_the_simulated_channels() -> None:
