@@ -11,6 +11,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -146,7 +147,7 @@ class Gen:
         prog = Program(inputs, tasks, cp_tasks)
         if not self.io:
             return prog
-        channels = iter(range(8))
+        channels = iter(range(24))  # one number per binding (at most 4 inputs, 15 outputs)
         read = {id(n) for reads in Reference(tasks, inputs, {}, {}, TICK_NS).reads for n in reads}
         for node in inputs:
             if id(node) in read and not node.shape and self.draw(st.integers(0, 2)) == 0:
@@ -313,7 +314,8 @@ def observe(tg: Any, prog: Program, ref: Reference, what: str) -> None:
     assert stats == list(zip(ref.runs, ref.skipped, ref.overruns, strict=True)), what
 
 
-def check_trace(trace: Any, ref: Reference, capacity: int, what: str) -> None:
+def check_trace(trace: Any, ref: Any, capacity: int, what: str) -> None:
+    """The trace's rows == the reference's (``ref``: its ``rows`` and ``traced``)."""
     rows = ref.rows[-capacity:]
     times = trace.time
     assert len(times) == len(rows), f"{what}: {len(times)} trace rows, reference {len(rows)}"
@@ -339,6 +341,7 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
         ref.io[(int(ch.kind), ch.channel)] = 0.0
     trace = None
     capacity = 0
+    frozen: tuple[Any, Any, int] | None = None
     fed: set[int] = set()
     ticks = 0
     history: list[str] = []
@@ -376,6 +379,7 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
             tg.set_io(ch, x)
             ref.io[(int(ch.kind), ch.channel)] = x
         elif op == "trace":
+            frozen = freeze(trace, ref, capacity)
             # a vector input of which the program reads some elements cannot be traced
             # (a TargetError naming an element: a question in the decision file)
             traceable = [n for n in prog.observed(ref) if n.kind != "input" or not n.shape]
@@ -393,7 +397,8 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
             history[-1] += f" keep_state={keep}"
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", StateNotCarried)
-                tg.deploy(*prog.cp_tasks, keep_state=keep)
+                frozen = freeze(trace, ref, capacity)
+            tg.deploy(*prog.cp_tasks, keep_state=keep)
             ref.redeploy(keep)
             trace = None
         elif op == "feed" and any(not n.shape for n in free):
@@ -426,6 +431,15 @@ def drive(data: st.DataObject, prog: Program, tg: Any, max_ticks: int,
         observe(tg, prog, ref, what)
         if trace is not None:
             check_trace(trace, ref, capacity, what)
+        if frozen is not None:  # a trace another one replaced keeps the rows it had
+            check_trace(frozen[0], frozen[1], frozen[2], what + " (the replaced trace)")
+
+
+def freeze(trace: Any, ref: Reference, capacity: int) -> tuple[Any, Any, int] | None:
+    """(the trace, the reference rows it holds, its capacity) before it is replaced."""
+    if trace is None:
+        return None
+    return trace, SimpleNamespace(rows=list(ref.rows), traced=list(ref.traced)), capacity
 
 
 def deployed(prog: Program, arch: str | None = None, measure: bool = False) -> Any:
