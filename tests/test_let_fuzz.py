@@ -26,8 +26,9 @@ from copapy.serial_target import SerialTarget
 from .let_reference import F32, Node, Reference, RefTask
 from .support.runners import host_runner
 
-TICK_NS = 1_000_000
-TICK = 1e-3
+#: LET_FUZZ_TICK_NS=n: another tick (every period and offset is a multiple of it)
+TICK_NS = int(os.environ.get("LET_FUZZ_TICK_NS", "1000000"))
+TICK = TICK_NS * 1e-9
 VECTOR = (3,)
 #: step lengths: single ticks, odd fractions of a hyperperiod, long runs (the C loop's plan)
 STEPS = [0, 1, 1, 2, 3, 5, 7, 11, 60, 257, 700, 2521]
@@ -137,8 +138,8 @@ class Gen:
             priority = self.draw(st.integers(0, 3))
             wcet_ns = 0
             if overload:
-                wcet_ns = self.draw(st.sampled_from(
-                    [0, 300_000, 1_000_000, 1_500_000, 2_500_000, period * 1_500_000]))
+                ticks = self.draw(st.sampled_from([0, 0.3, 1.0, 1.5, 2.5, period * 1.5]))
+                wcet_ns = round(ticks * TICK_NS)
             tasks.append(RefTask(outs, period, offset, priority, wcet_ns, period * TICK_NS))
             cp_tasks.append(cp.Task(*[o.cp for o in outs], period=period * TICK,
                                     offset=offset * TICK, priority=priority,
@@ -639,21 +640,27 @@ def test_the_host_runner_equals_the_reference(data: st.DataObject) -> None:
     ref = Reference(prog.tasks, prog.inputs, {}, {}, TICK_NS)
     with host_runner() as (pty, _proc), SerialTarget(pty, timeout=2.0) as tg:
         tg.deploy(*prog.cp_tasks)
-        for node in prog.observed(ref):
-            if node.kind == "input" and not node.shape:  # (a vector's unread elements have
-                x = np.asarray(node.init, F32) * F32(-1.5) + F32(0.25)  # no slot to write)
-                if node.integer:
-                    x = np.asarray(node.init * 3 + 1, np.int32)
-                tg.write(node.cp, x.item())
-                ref.slot[id(node)] = x
-        tg.start()
-        time.sleep(0.2)
-        tg.stop()
+        # a job preempted beyond its period on a loaded host overruns (the runner measures
+        # it): that run says nothing about values, so it is run again, at most 3 times
+        for _ in range(3):
+            tg.reset()
+            for node in prog.observed(ref):
+                if node.kind == "input" and not node.shape:  # (a vector's unread elements
+                    x = np.asarray(node.init, F32) * F32(-1.5) + F32(0.25)  # have no slot)
+                    if node.integer:
+                        x = np.asarray(node.init * 3 + 1, np.int32)
+                    tg.write(node.cp, x.item())
+                    ref.slot[id(node)] = x
+            tg.start()
+            time.sleep(0.2)
+            tg.stop()
+            stats = [(s.runs, s.skipped, s.overruns) for s in tg.stats()]
+            if not any(skipped or overruns for _, skipped, overruns in stats):
+                break
         # the runner's tick is the largest that divides every period and offset
         ticks = tg.runner_stats().ticks * (tg.tick_ns // TICK_NS)
         seen = [n for n in prog.observed(ref) if n.kind != "input" or not n.shape]
         got = {id(n): tg.read(n.cp) for n in seen}
-        stats = [(s.runs, s.skipped, s.overruns) for s in tg.stats()]
     assert ticks > 5
     ref.step(ticks)
     what = f"{ticks} ticks\n{prog.describe()}"
