@@ -240,6 +240,7 @@ class LocalTarget:
         sched = program.scheduler(tick_ns, deterministic=True, measure=self.measure)
         kept = plan(self.image, compiled.image) if keep_state else None
         carried = [self._bytes(o, n) for o, _, n in kept.copies] if kept else []
+        channels = self._channel_values() if keep_state else {}
         self._install(compiled, program,
                       bound_inputs(compiled.image, compiled.ports) if io else None)
         for (_, offset, _), data in zip(kept.copies if kept else (), carried, strict=True):
@@ -247,11 +248,21 @@ class LocalTarget:
         self._bind_run(program.run)
         self._rebuild = lambda arch: compile_tasks(specs, arch, io, fold_releases=True)
         self._sched = sched
+        for (kind, number), value in channels.items():
+            sched.io_write(kind, number, value)
         self._tasks = list(tasks)
         self._trace_epoch += 1
         self._feeds = {k: (v, samples, 0) for k, (v, samples, _) in self._feeds.items()}
         self._refeed()
         return report(kept) if kept else None
+
+    def _channel_values(self) -> dict[tuple[int, int], float]:
+        """The simulated channels the deployed program binds, with their values: an online
+        change (keep_state) goes on with them, as a runner's physical channels do (an input
+        reads what it read; an output keeps its value until the new program publishes)."""
+        sched = self._scheduler()
+        return {(b.kind, b.channel): float(sched.io_read(b.kind, b.channel))
+                for b in parse_image(self.image).io_bindings}
 
     def step(self, seconds: float) -> None:
         """Advance simulated time by ``seconds`` (a whole number of ticks).
@@ -294,6 +305,7 @@ class LocalTarget:
     def reset(self) -> None:
         """Back to time 0: inputs, state and outputs return to their initial values."""
         self._scheduler().reset()
+        self._detached = {}  # the inputs the program does not read, too
         self._trace_epoch += 1
         self._pending_outputs()
 
@@ -674,6 +686,9 @@ class LocalTarget:
         self._pending = {n: p for n, p in self._ports.items() if p.needs_run}
         for node in self._pending:
             self._fast_read.pop(node, None)
+        # a plan reads its slots without asking: an array output must raise NotComputedError
+        # again after a reset, so plans are made again (_plan declines pending outputs)
+        self._read_plans = {}
 
     def _computed(self, nodes: Sequence[Any]) -> None:
         """These outputs hold what the program computed from now on: read them directly."""

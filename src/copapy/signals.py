@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, overload
 
 from . import dtypes as dt_types
@@ -21,7 +22,16 @@ from .graph import build
 from .graph.node import const
 from .graph.state import dt_node, new_state, set_update
 from .quaternions import Quaternion
-from .signal_shape import QUATERNION, Form, bind, form_of, form_of_init, new_states
+from .signal_shape import (
+    PACKED,
+    QUATERNION,
+    UNPACKED,
+    Form,
+    bind,
+    form_of,
+    form_of_init,
+    new_states,
+)
 from .value import Value, is_array, wrap
 
 #: the period of the task a value is deployed in, in seconds (a constant of each task)
@@ -190,14 +200,24 @@ def feedback(f: Callable[[Any], Any], init: Any = 0.0,
                         f"lambda prev: prev + x), got {type(f).__name__} {f!r}")
     form = form_of_init(init, packed)
     dtype = _weak_dtype(init)
-    while True:  # at most bool -> ... -> float64
+    repacked = packed is not None
+    while True:  # at most bool -> ... -> float64, and one change of packing
         s, leaves = new_states(form, dtype, init, "feedback", name)
         y_form, y = form_of(f(form.make(s)), "feedback", "needs f to return")
         y = _saturate(y, range, "feedback")
+        if not repacked and {form.kind, y_form.kind} == {PACKED, UNPACKED}:
+            # unasked, the state takes the packing f returns (as it takes a wider type)
+            form, repacked = replace(form, kind=y_form.kind), True
+            continue
         if dt_types.promote(dtype, y.dtype) is dtype:
             break
         dtype = y.dtype
     bind(form, leaves, y, "feedback")
+    if {form.kind, y_form.kind} == {PACKED, UNPACKED}:
+        # the signal is the states' update, which reads its init before the first run (an
+        # update of the other packing is another node, a plain value without one)
+        assert isinstance(y, Array)
+        return y.to_packed() if form.kind == PACKED else y.to_unpacked()
     return y_form.make(y)
 
 
