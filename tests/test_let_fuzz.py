@@ -33,10 +33,9 @@ VECTOR = (3,)
 #: step lengths: single ticks, odd fractions of a hyperperiod, long runs (the C loop's plan)
 STEPS = [0, 1, 1, 2, 3, 5, 7, 11, 60, 257, 700, 2521]
 #: a state whose update is another state of its task (delay(x, 2), delay/rate/trapezoid of a
-#: delay): drawn once compiler/inplace.py reads no state slot that an earlier end copy
-#: overwrote (test_a_delay_of_two_runs_inside_an_expression, xfail until then);
-#: LET_FUZZ_STATE_CHAINS=1 draws them now
-STATE_CHAINS = os.environ.get("LET_FUZZ_STATE_CHAINS") == "1"
+#: delay; compiler/inplace.py had read a state slot that an earlier end copy overwrote:
+#: test_a_delay_of_two_runs_inside_an_expression); LET_FUZZ_STATE_CHAINS=0 leaves them out
+STATE_CHAINS = os.environ.get("LET_FUZZ_STATE_CHAINS", "1") == "1"
 DELAY_RUNS = (1, 2) if STATE_CHAINS else (1,)
 
 #: architectures this host runs on an emulator (unicorn), with the Python scheduler
@@ -543,9 +542,6 @@ def test_feedbacks_of_mixed_packing_across_three_tasks() -> None:
     assert tg.read(v3).tolist() == [float(F32(1.0) * F32(-0.73) + F32(1.0))] * 3
 
 
-@pytest.mark.xfail(strict=True, reason="compiler/inplace.py (not this branch's area): "
-                   "_copied_from lets the end copy of delay's second stage read the first "
-                   "stage's slot, which the first stage's own end copy overwrote just before")
 def test_a_delay_of_two_runs_inside_an_expression() -> None:
     """delay(x, 2) used by an expression gives x from two runs ago, as delay(x, 2) alone
     does (it gave x from one run ago: the delay of one run)."""

@@ -48,6 +48,10 @@ def store_in_place(instrs: list[Instr], end_copies: Sequence[tuple[Node, int, in
     if not _scalar_chain(instrs):
         return list(end_copies)
     left = []
+    # an end copy that reads another state's slot must run before that state's own end copy
+    # overwrites it: such a source is never read in place of the update (delay(x, 2) inside
+    # an expression acted as a delay of one run)
+    states = {state for _, _, state in end_copies}
     for node, nxt, state in end_copies:
         writes = [k for k, i in enumerate(instrs) if ("out", nxt) in i.slots]
         if node.shape or len(writes) != 1:
@@ -62,7 +66,7 @@ def store_in_place(instrs: list[Instr], end_copies: Sequence[tuple[Node, int, in
             continue
         else:
             source = _copied_from(instrs, w, nxt)
-            if source is None:
+            if source is None or source in states:
                 left.append((node, nxt, state))
             else:  # the end copy reads the source itself (a constant, an input)
                 del instrs[w]
