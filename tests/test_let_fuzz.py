@@ -589,14 +589,11 @@ def test_an_online_change_keeps_the_simulated_channels() -> None:
     assert tg.io_value(cp.io.PWM(1)) == 3.75 == tg.read(y)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="compiler (not this branch's area): the elements of a packed signal "
-                   "published by one task, used by a packed operation of another, are "
-                   "stacked back into the packed update, which only the first task holds")
 def test_the_elements_of_a_packed_signal_in_a_packed_operation_of_another_task() -> None:
     """Task 0 publishes the elements of a packed feedback; task 1 adds them to its packed
-    state: it reads them through their LET ports (an AssertionError at deploy: 'add#..
-    is neither in a register nor in memory')."""
+    state: it reads them through their LET ports (it was an AssertionError at deploy:
+    'add#.. is neither in a register nor in memory', the lowering looked for the packed
+    value behind the elements, which only task 0 holds)."""
     x = cp.value(-2.5)
     v2 = cp.feedback(lambda p: p * -0.27 + x, init=np.ones(3, F32), packed=True).to_unpacked()
     v3 = cp.feedback(lambda p: p * -0.73 + v2, init=np.ones(3, F32), packed=True)

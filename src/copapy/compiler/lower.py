@@ -162,8 +162,12 @@ class _Lowerer:
 
     def slot_of(self, node: Node) -> int:
         if node.op in VIEWS:
-            base, shift = _view_base(node)
-            return self.slot_of(base) + shift
+            base, shift = view_base(node)
+            # a view whose base this chain does not hold has its own slot: an element of
+            # another task's packed value, read through its LET port
+            if base in self.mem or base.op == "const" or node not in self.mem:
+                return self.slot_of(base) + shift
+            return self.mem[node]
         offset = self.mem.get(node)
         if offset is not None:
             return offset
@@ -519,7 +523,7 @@ class _Lowerer:
             return False
         if home(node.args[0]) in self.in_place:
             return self.gather_name(node, "p") in self.table
-        return (node.op != "sgather" and _view_base(node.args[0])[0] in self.in_place
+        return (node.op != "sgather" and view_base(node.args[0])[0] in self.in_place
                 and self.gather_name(node, "p", at=True) in self.table)
 
     def gathered_views(self, order: Sequence[Node]) -> set[Node]:
@@ -551,7 +555,7 @@ class _Lowerer:
         it is read in place (reads_in_place), else the source's own slot."""
         src = self.slot_of(node.args[0])
         if self.in_place and self.reads_in_place(node):
-            base, shift = _view_base(node.args[0])
+            base, shift = view_base(node.args[0])
             if home(node.args[0]) is base:
                 return self.gather_name(node, "p"), ("a", self.pointer_to(src)), None
             return (self.gather_name(node, "p", at=True),
@@ -585,7 +589,7 @@ class _Lowerer:
             first, size = self.const_pair(s0, s1), block.size
         else:  # the block from element ``at`` of the input: its start after the two steps
             first = self.layout.constant(INT64, struct.pack("<4i", s0, s1, at, 0), 16)
-            size = _view_base(block)[0].size
+            size = view_base(block)[0].size
         out = self.array_out(node)
         target = self.output_of(node) if self.in_place else None
         into = stencil.replace("__v_", "__p_", 1)
@@ -658,7 +662,7 @@ INT64 = float64  # the alignment and size of an 8-byte constant slot
 _lower.configure(Instr, _scalar_name, _store_name, VIEWS)
 
 
-def _view_base(node: Node) -> tuple[Node, int]:
+def view_base(node: Node) -> tuple[Node, int]:
     """The array a view looks into and the byte offset of the view's first element."""
     offset = 0
     while node.op in VIEWS:

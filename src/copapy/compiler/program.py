@@ -36,7 +36,7 @@ from .layout import (
     Port,
 )
 from .link import link
-from .lower import ChainSpec, CompileError, Instr
+from .lower import VIEWS, ChainSpec, CompileError, Instr, view_base
 from .manifest import encode, frozen_slots
 from .runner_table import VERIFIED_ARCHS, runner_table
 from .table import StencilTable, load_table
@@ -88,12 +88,20 @@ class CompiledProgram:
     states: dict[str, Node] = field(default_factory=dict)
 
 
-def _presets(states: Sequence[Node]) -> dict[Node, bytes]:
+def _presets(states: Sequence[Node], outputs: Sequence[Node] = ()) -> dict[Node, bytes]:
     """The outputs with a value before their first run, and that value: a state (delay) and a
     state's update that is the signal (feedback, integrate) start at the state's init
-    (docs/semantics.md); a delay's update is its input, a value of its own."""
+    (docs/semantics.md); a delay's update is its input, a value of its own. An output that is
+    an element or slice of such a value starts at those bytes of its init (the elements of a
+    packed feedback that another task reads: it read zeros before their first publication)."""
     found = {update_of(s): state_initial(s) for s in states if update_is_signal(s)}
     found.update({s: state_initial(s) for s in states})  # a state's own init comes first
+    for node in outputs:
+        if node.op in VIEWS and node not in found:
+            base, offset = view_base(node)
+            init = found.get(base)
+            if init is not None:
+                found[node] = init[offset:offset + node.nbytes]
     return found
 
 
@@ -317,7 +325,7 @@ def compile_program(outputs: Sequence[Node], arch: str,
             if in_place and node.shape:
                 spec.in_place.add(node)
     spec.in_place.difference_update(outputs)  # an output port that is an input reads its bytes
-    preset = _presets(states)
+    preset = _presets(states, outputs)
     for k, node in enumerate(outputs):
         if node in b.ports:
             continue
@@ -433,7 +441,7 @@ def compile_tasks(tasks: Sequence[TaskSpec], arch: str, io: Sequence[IoSpec] = (
                     f"{t.name!r}: make its value an output of one task so the other reads it "
                     f"through a LET port")
             state_owner[s] = k
-        for node, init in _presets(states).items():  # the task's state outputs start at init
+        for node, init in _presets(states, t.outputs).items():  # state outputs start at init
             if producer.get(node) == k:
                 b.layout.preset(shared_out[node], init)
                 b.ports[node] = replace(b.ports[node], needs_run=False)
