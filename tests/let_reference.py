@@ -137,6 +137,7 @@ class Reference:
             for o in t.outputs:
                 self.shared[id(o)] = self._initial_output(o)
         self.pending = [False] * len(self.tasks)
+        self.published = [False] * len(self.tasks)
         self.remaining = [0] * len(self.tasks)
         self.runs = [0] * len(self.tasks)
         self.skipped = [0] * len(self.tasks)
@@ -311,6 +312,7 @@ class Reference:
             if ch is not None:  # a bool drives 0/1
                 self.io[ch] = float(self.shared[id(o)])
         self.pending[k] = False
+        self.published[k] = True
 
     def tick(self) -> None:
         t = self.t
@@ -378,11 +380,13 @@ class Reference:
         return self.shared[id(n)]
 
     def computed(self, n: Node) -> bool:
-        """docs/semantics.md: a plain output has a value once its task's first period ended."""
+        """docs/semantics.md: a plain output has a value once its task's first period ended
+        and its first job published (a first job that overran its period publishes later)."""
         if n.kind in ("input", "delay", "integrate", "feedback", "counter"):
             return True
-        task = self.tasks[self.owner_of[id(n)]]
-        return self.t >= task.offset + task.period
+        k = self.owner_of[id(n)]
+        task = self.tasks[k]
+        return self.t >= task.offset + task.period and self.published[k]
 
 
 def to_i32(v: float) -> Any:

@@ -705,3 +705,19 @@ def test_a_sweep_equals_the_reference(data: st.DataObject) -> None:
             assert same(got[known].astype(want.dtype), want[known]), what
             # a row before the first publication: NaN (not computed), or the slot's 0
             assert all(v != v or v == 0 for v in got[~known].tolist()), what
+
+
+def test_an_output_whose_first_job_overran_is_not_computed_until_it_publishes() -> None:
+    """A first job that overruns its period (declared cost 2.5 periods) publishes at a later
+    period's end: until then the output raises NotComputedError (it read the slot's 0 as a
+    computed value, LocalTarget judged by time alone)."""
+    x = cp.value(2.0)
+    y = x * 3.0
+    tg = cp.LocalTarget(tick=TICK)
+    tg.deploy(cp.Task(y, period=TICK, wcet=2.5 * TICK))
+    for _ in range(2):
+        tg.step(TICK)
+        with pytest.raises(cp.NotComputedError, match="overrun its period"):
+            tg.read(y)
+    tg.step(TICK)
+    assert tg.read(y) == 6.0 and tg.stats()[0].overruns == 2

@@ -704,7 +704,16 @@ class LocalTarget:
         now = self._sched.time_ns
         tasks = self.program_info.tasks
         self._computed([n for n, p in self._pending.items()
-                        if now >= tasks[p.task].offset_ns + tasks[p.task].period_ns])
+                        if now >= tasks[p.task].offset_ns + tasks[p.task].period_ns
+                        and self._has_published(p.task)])
+
+    def _has_published(self, task: int) -> bool:
+        """Whether ``task`` has published once: a first job that overran its period publishes
+        later (the slot held 0 until then, which read as a computed value); a task is released
+        only when its last job has published, so a second run means the first published."""
+        sched = self._scheduler()
+        runs = sched.stats(task)[0]
+        return runs > 1 or (runs == 1 and not sched.pending(task))
 
     def _check_computed(self, v: Any, node: Any) -> None:
         """NotComputedError for an output read before the program ever computed it."""
@@ -717,6 +726,11 @@ class LocalTarget:
                                    f"integrate read their init before the first run)")
         t = self.program_info.tasks[port.task]
         end_ns = t.offset_ns + t.period_ns
+        if self._scheduler().time_ns >= end_ns:
+            raise NotComputedError(f"{v!r} has not been computed yet: the first job of task "
+                                   f"{t.name!r} has overrun its period and not published; "
+                                   f"tg.step() further, and see tg.stats() (overruns) and the "
+                                   f"task's wcet")
         raise NotComputedError(f"{v!r} has not been computed yet: task {t.name!r} publishes it "
                                f"at the end of its first period, {end_ns * 1e-9:g} s, and the "
                                f"simulated time is {self.time:g} s; "
