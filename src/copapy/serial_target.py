@@ -186,7 +186,10 @@ class SerialTarget:
         self._bound_inputs: dict[Any, Channel] = {}
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
+        #: the trace whose STREAM request is open: it takes the events after the response
+        self._next_trace: StreamTrace | None = None
         self._link.on_event = self._on_event
+        self._link.on_response = self._on_response
         self._check_heartbeat([self._runner_link_timeout] if self._runner_link_timeout
                               else [], "the runner's --link-timeout")
         self._keep_alive(self._runner_link_timeout)
@@ -227,7 +230,9 @@ class SerialTarget:
             self._link.session = None
             if err.code == p.AUTH_FAILED:
                 raise SerialTargetError(f"AUTH_FAILED: the runner on {self._link.name} did not "
-                                        f"accept the key (a wrong key file?)") from err
+                                        f"accept the key: give the key file it was started "
+                                        f"with (copapy runner --key-file F; SerialTarget(..., "
+                                        f"key='F'), copapy ... --key-file F)") from err
             raise
 
     def _check_heartbeat(self, timeouts: Sequence[float], what: str) -> None:
@@ -582,9 +587,13 @@ class SerialTarget:
         payload = struct.pack("<H", decimation) + b"".join(
             struct.pack("<IH", offset, size) for offset, size in ranges)
         self._info = self.info()
-        self._trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
-        self._link.request(p.STREAM, payload)
-        return self._trace
+        trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
+        self._next_trace = trace
+        try:
+            self._link.request(p.STREAM, payload)
+        finally:
+            self._next_trace = None
+        return trace
 
     def scope(self, *signals: Value[Any] | Array | str,
               controls: Sequence[Value[Any] | str] | Mapping[str, Value[Any] | str] = (),
@@ -600,6 +609,12 @@ class SerialTarget:
                                     "before tg.scope()")
         return open_scope(self, *signals, controls=controls, ranges=ranges, record=record,
                           port=port, named=named)
+
+    def _on_response(self, frame: p.Frame) -> None:
+        """The runner sends the rows of a new STREAM subscription after its response (the
+        earlier one's, still on the wire before it, stay out of the new trace)."""
+        if frame.command == p.STREAM and not frame.is_error and self._next_trace is not None:
+            self._trace = self._next_trace
 
     def _on_event(self, frame: p.Frame) -> None:
         if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from . import protocol as p
-from .transport import open_port
+from .transport import PortInUse, open_port
 
 
 class SerialTargetError(RuntimeError):
@@ -30,6 +30,8 @@ class Link:
                                     ) from exc
         try:
             self.port = open_port(port, baudrate, 0.05)
+        except PortInUse as exc:
+            raise SerialTargetError(str(exc)) from None
         except (serial.SerialException, OSError, ValueError) as exc:
             raise SerialTargetError(f"cannot open {port!r}: {exc}. Is the runner connected "
                                     f"(e.g. `copapy runner --pty` prints its pty)?") from exc
@@ -46,6 +48,9 @@ class Link:
         self.attempts = 0  # frames written, retries included
         self.arrived = threading.Condition()
         self.on_event: Any = None
+        #: called with each accepted response in the receive thread, before the events that
+        #: follow it on the wire are handed on (a STREAM subscription starts there)
+        self.on_response: Any = None
         self.session: p.Session | None = None
         self.counter = 0  # of the last request in the session
         self.event_counter = 0
@@ -113,6 +118,8 @@ class Link:
             elif session is not None and not frame.is_error:
                 self.forged += 1  # a session's answers are authenticated; errors may not be
                 return
+            if self.on_response is not None:
+                self.on_response(frame)
             self.response = frame
             self.arrived.notify_all()
 
