@@ -93,17 +93,31 @@ class StreamTrace:
         self._received = 0
         self._lock = threading.Lock()
         self._decoded: tuple[int, Any, list[Any]] | None = None
+        #: the oldest rows pushed out by newer ones (more than ``capacity`` received)
         self.dropped = 0
+        #: rows the runner made after this trace's first that never arrived (dropped by the
+        #: runner when the link was too slow, or damaged on the link): a gap in the events'
+        #: seq, which counts every event the runner generated
+        self.missing = 0
+        self._seq: int | None = None
 
-    def _add(self, payload: bytes) -> None:
+    def _add(self, payload: bytes, seq: int) -> None:
         """One STREAM event (called by the receive thread)."""
         if len(payload) != self._row_size:
             return  # not this subscription's layout (an event of an earlier one)
         with self._lock:
+            self._next_seq(seq)
             if len(self._rows) == self.capacity:
                 self.dropped += 1
             self._rows.append(payload)
             self._received += 1
+
+    def _next_seq(self, seq: int) -> None:
+        """Count the events between the last one and ``seq`` as missing (lock held, or the
+        receive thread's other events: FAULT)."""
+        if self._seq is not None:
+            self.missing += (seq - self._seq - 1) & 0xFFFF
+        self._seq = seq
 
     def _columns(self) -> tuple[Any, list[Any]]:
         """Ticks and value columns, decoded once per set of received events."""
@@ -412,6 +426,12 @@ class SerialTarget:
                 keep: Sequence[tuple[int, int, int]] | None = None) -> None:
         """Upload and commit ``image`` (``start``: replace a running program between two
         ticks; ``keep``: the (old offset, new offset, size) copies it makes then)."""
+        (version,) = struct.unpack_from("<H", image, 4)
+        if version > self._info.image_format:
+            raise SerialTargetError(f"the image has format {version}, but the runner on "
+                                    f"{self._link.name} reads format {self._info.image_format} "
+                                    f"and older: update the runner (copapy flash, or the host "
+                                    f"runner of this copapy: copapy runner)")
         commit = bytes([p.COMMIT_START]) if start else b""
         if keep is not None:
             commit = bytes([p.COMMIT_START | p.COMMIT_KEEP]) + struct.pack("<H", len(keep)) \
@@ -618,8 +638,12 @@ class SerialTarget:
 
     def _on_event(self, frame: p.Frame) -> None:
         if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:
-            self._trace._add(frame.payload)
-        elif frame.command == p.FAULT and len(frame.payload) >= p.FAULT_RECORD.size:
+            self._trace._add(frame.payload, frame.seq)
+            return
+        if self._trace is not None:  # an event, not a row: it takes a seq of its own
+            with self._trace._lock:
+                self._trace._next_seq(frame.seq)
+        if frame.command == p.FAULT and len(frame.payload) >= p.FAULT_RECORD.size:
             self.last_fault = _program_fault(p.parse_fault(frame.payload))
             if self.on_fault is not None:
                 self.on_fault(self.last_fault)

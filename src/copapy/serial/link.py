@@ -168,13 +168,21 @@ class Link:
                                     f"is lost ({self.receive_error}); connect again with "
                                     f"cp.SerialTarget({self.name!r})")
         raise SerialTargetError(f"no answer from the runner on {self.name} after "
-                                f"{retries + 1} tries of {wait} s (command {command}): is it "
-                                f"running and is the baud rate right?")
+                                f"{retries + 1} tries of {wait} s ({_command_name(command)}): "
+                                f"is a runner there, is it running, and is the baud rate "
+                                f"right?")
 
     def close(self) -> None:
         self.closed = True
         self.thread.join(timeout=1.0)
         self.port.close()
+
+
+def _command_name(command: int) -> str:
+    try:
+        return p.Command(command).name
+    except ValueError:
+        return f"command {command}"
 
 
 class Heartbeat:
