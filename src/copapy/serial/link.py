@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from .._contract import Command
 from . import protocol as p
 from .transport import PortInUse, open_port
 
@@ -180,7 +181,7 @@ class Link:
 
 def _command_name(command: int) -> str:
     try:
-        return p.Command(command).name
+        return Command(command).name
     except ValueError:
         return f"command {command}"
 
