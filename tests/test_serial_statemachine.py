@@ -8,6 +8,7 @@ program and writes, kept state survives an online change and no trace row is los
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import subprocess
@@ -135,6 +136,16 @@ def named_error(exc: BaseException, *words: str) -> None:
         assert word in text, (word, text)
 
 
+def logged(fn: Callable[..., None]) -> Callable[..., None]:
+    """Record a rule's call in the machine's log (a timing-dependent failure does not
+    replay, so hypothesis cannot print its steps: the assertion shows the log)."""
+    @functools.wraps(fn)
+    def run(self: Any, **kw: Any) -> None:
+        self.log.append(f"{fn.__name__}({', '.join(f'{k}={v!r}' for k, v in kw.items())})")
+        fn(self, **kw)
+    return run
+
+
 class Runner:
     """A host runner process on a pty (as tests/support/runners.runner_process starts it),
     with a key and a short session lease, that a rule may kill and restart."""
@@ -197,6 +208,7 @@ class LinkMachine(RuleBasedStateMachine):
         key_file.write_bytes(KEY)
         key_file.chmod(0o600)
         self.runner = Runner(key_file)
+        self.log: list[str] = []
         self.killed = False
         self.tg = self.connect()
         self.model = Model()
@@ -233,7 +245,7 @@ class LinkMachine(RuleBasedStateMachine):
         m.mirror_ticks = ticks
         for v in m.prog.outputs:
             remote, local = self.tg.read(v), m.mirror.read(v)
-            assert same(remote, local), (m.prog.name, ticks, v, remote, local)
+            assert same(remote, local), (m.prog.name, ticks, v, remote, local, self.log)
 
     def new_mirror(self, prog: Prog) -> cp.LocalTarget:
         sim = cp.LocalTarget("x86_64", tick=prog.tick)
@@ -266,6 +278,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule(name=st.sampled_from(sorted(POOL)), start=st.booleans())
+    @logged
     def deploy(self, name: str, start: bool) -> None:
         prog = POOL[name]()
         self.deploy_prog(prog, start=start, check=False)
@@ -289,6 +302,7 @@ class LinkMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.killed and self.model.state == "running"
                   and self.model.prog is not None and self.model.prog.name in ONLINE)
     @rule()
+    @logged
     def online_change(self) -> None:
         m = self.model
         assert m.prog is not None
@@ -309,6 +323,7 @@ class LinkMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.killed and self.model.prog is not None
                   and bool(self.model.prog.inputs))
     @rule(value=st.floats(-1e6, 1e6, allow_nan=False, width=32))
+    @logged
     def write(self, value: float) -> None:
         m = self.model
         assert m.prog is not None
@@ -326,6 +341,7 @@ class LinkMachine(RuleBasedStateMachine):
     @precondition(lambda self: not self.killed and self.model.prog is not None
                   and bool(self.model.prog.bindings))
     @rule(value=st.floats(-100, 100, allow_nan=False))
+    @logged
     def set_encoder(self, value: float) -> None:
         bounded(lambda: self.tg.set_io(cp.io.Encoder(0), value), "IO_WRITE")
         assert self.tg.io_value(cp.io.Encoder(0)) == value
@@ -337,6 +353,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed and self.model.state in ("stopped", "running"))
     @rule(ms=st.integers(5, 60))
+    @logged
     def run_for(self, ms: int) -> None:
         if self.model.state == "stopped":
             bounded(self.tg.start, "START")
@@ -347,12 +364,14 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed and self.model.state == "stopped")
     @rule()
+    @logged
     def start(self) -> None:
         bounded(self.tg.start, "START")
         self.model.state = "running"
 
     @precondition(lambda self: not self.killed and self.model.state in ("stopped", "running"))
     @rule()
+    @logged
     def reset(self) -> None:
         m = self.model
         assert m.prog is not None
@@ -367,6 +386,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed and self.model.state in ("stopped", "running"))
     @rule(decimation=st.integers(1, 7), ms=st.integers(20, 120))
+    @logged
     def trace(self, decimation: int, ms: int) -> None:
         """A STREAM of the fast counter: consecutive rows are `decimation` ticks apart, or a
         loss is counted (the trace's, the runner's, the link's)."""
@@ -392,6 +412,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule()
+    @logged
     def close_and_reconnect(self) -> None:
         bounded(self.tg.close, "close")
         self.tg = self.connect()
@@ -409,6 +430,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule()
+    @logged
     def client_vanishes_and_another_takes_over(self) -> None:
         """A client killed without SESSION close: the next one is told BUSY with the fix,
         then takes over."""
@@ -422,6 +444,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule()
+    @logged
     def kill_runner(self) -> None:
         self.runner.kill()
         self.killed = True
@@ -436,6 +459,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: self.killed)
     @rule()
+    @logged
     def restart_runner(self) -> None:
         self.runner.start()
         self.killed = False
@@ -472,6 +496,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule(command=st.sampled_from([0, 19, 99, 255]))
+    @logged
     def unknown_command(self, command: int) -> None:
         with pytest.raises(p.ProtocolError) as err:
             bounded(lambda: self.tg._link.request(command), "unknown command")
@@ -480,6 +505,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule()
+    @logged
     def forged_frame(self) -> None:
         """A request under another key: refused, the session goes on."""
         link = self.tg._link
@@ -492,6 +518,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule()
+    @logged
     def second_client_on_the_pty(self) -> None:
         """A second client on the same pty while ours has it open is told so (the runner's
         answers would go to whichever reads first); ours goes on."""
@@ -503,6 +530,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule(takeover=st.booleans())
+    @logged
     def wrong_key_client(self, takeover: bool) -> None:
         """A client with a wrong key: AUTH_FAILED naming the key; the program runs on."""
         bounded(self.tg.close, "close")
@@ -516,6 +544,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule(name=st.sampled_from(sorted(POOL)), flip=st.integers(40, 10_000))
+    @logged
     def rejected_deploy(self, name: str, flip: int) -> None:
         """An image damaged after its CRC: IMAGE_INVALID (or CRC), the old program runs on."""
         prog = POOL[name]()
@@ -530,6 +559,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed)
     @rule(name=st.sampled_from(sorted(POOL)), part=st.floats(0.05, 0.95))
+    @logged
     def disconnect_mid_upload(self, name: str, part: float) -> None:
         """The client goes away in the middle of an upload: the old program runs on; the next
         client can deploy."""
@@ -546,6 +576,7 @@ class LinkMachine(RuleBasedStateMachine):
 
     @precondition(lambda self: not self.killed and self.model.state in ("stopped", "running"))
     @rule()
+    @logged
     def disconnect_mid_stream(self) -> None:
         """The client goes away while the runner streams; a new session works and its own
         trace is not fed the old subscription's rows as its own."""
@@ -684,3 +715,21 @@ def test_a_trace_counts_the_rows_that_never_arrived() -> None:
         trace._add(struct.pack("<Qi", seq, seq), seq)
     assert trace.missing == 3 + 4 and trace.dropped == 0
     assert list(trace[n]) == [0xFFFE, 0xFFFF, 3, 4, 9]
+
+
+def test_a_session_the_runner_forgot_says_connect_again() -> None:
+    """A runner that restarted under a client (a firmware reset on its serial port) answers
+    the old session's requests with AUTH_FAILED; that leaked as "AUTH_FAILED: the frame's tag
+    is not valid ..." without the fix. A wrong key still says AUTH_FAILED with the key file."""
+    from .support.runners import host_runner
+
+    x = cp.value(1.0)
+    with host_runner() as (pty, _proc), SerialTarget(pty, timeout=1.0) as tg:
+        tg.deploy(cp.Task(x * 2.0, period=1e-3), start=True)
+        session = tg._link.session
+        assert session is not None
+        session._key = os.urandom(32)  # as if the runner had restarted: it knows another
+        with pytest.raises(SerialTargetError, match=r"no longer knows this session "
+                                                    r"\(AUTH_FAILED\).*restarted.*connect "
+                                                    r"again with cp.SerialTarget"):
+            tg.read(x)

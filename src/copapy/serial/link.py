@@ -54,6 +54,8 @@ class Link:
         self.on_response: Any = None
         self.session: p.Session | None = None
         self.counter = 0  # of the last request in the session
+        #: the session the runner has answered (a wrong key fails before that)
+        self.proven: p.Session | None = None
         self.event_counter = 0
         self.last_request = time.monotonic()
         self.closed = False
@@ -141,7 +143,17 @@ class Link:
             with self.arrived:
                 self.pending, self.response = (seq, command), None
             try:
-                return self._exchange(frame, command, wait, retries)
+                reply = self._exchange(frame, command, wait, retries)
+                if session is not None:
+                    self.proven = session
+                return reply
+            except p.ProtocolError as err:
+                if session is None or session is not self.proven or err.code != p.AUTH_FAILED:
+                    raise
+                raise SerialTargetError(
+                    f"the runner on {self.name} no longer knows this session (AUTH_FAILED): "
+                    f"it restarted (a reset or power cycle), or another client took it over; "
+                    f"connect again with cp.SerialTarget({self.name!r}, key=...)") from err
             finally:
                 with self.arrived:
                     self.pending, self.response = None, None
