@@ -745,3 +745,30 @@ def test_a_session_the_runner_forgot_says_connect_again() -> None:
                                                     r"\(AUTH_FAILED\).*restarted.*connect "
                                                     r"again with cp.SerialTarget"):
             tg.read(x)
+
+
+def test_a_port_that_is_not_a_runner_is_named() -> None:
+    """A port whose other end talks but not in frames (a console, a web server, a wrong baud
+    rate) gave the same "no answer ... is it running" as a silent one; now it says what
+    arrived and asks whether the port is a copapy runner."""
+    import pty as ptys
+
+    main, side = ptys.openpty()
+    stop = threading.Event()
+
+    def console() -> None:
+        while not stop.wait(0.02):
+            os.write(main, b"login: ")
+
+    thread = threading.Thread(target=console, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(SerialTargetError, match=r"\(HELLO\): it sent \d+ bytes, none of "
+                                                    r"them a copapy frame: is .* a copapy "
+                                                    r"runner"):
+            SerialTarget(os.ttyname(side), timeout=0.1)
+    finally:
+        stop.set()
+        thread.join()
+        os.close(main)
+        os.close(side)

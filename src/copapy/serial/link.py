@@ -61,6 +61,8 @@ class Link:
         self.closed = False
         #: why the last read from the port failed (None while reading works)
         self.receive_error: str | None = None
+        self.bytes_received = 0
+        self.frames_received = 0  # valid frames: the other end speaks the protocol
         # a frame delimiter first: a half frame a killed client left behind cannot swallow
         # this session's first request
         self._write(b"\0")
@@ -93,7 +95,9 @@ class Link:
             self.receive_error = None
             if not data:
                 continue
+            self.bytes_received += len(data)
             for frame in self.reader.feed(data):
+                self.frames_received += 1
                 self._dispatch(frame)
 
     def _dispatch(self, frame: p.Frame) -> None:
@@ -180,6 +184,12 @@ class Link:
             raise SerialTargetError(f"no answer from the runner on {self.name}: the connection "
                                     f"is lost ({self.receive_error}); connect again with "
                                     f"cp.SerialTarget({self.name!r})")
+        if self.bytes_received and not self.frames_received:
+            raise SerialTargetError(f"no answer from the runner on {self.name} "
+                                    f"({_command_name(command)}): it sent "
+                                    f"{self.bytes_received} bytes, none of them a copapy "
+                                    f"frame: is {self.name} a copapy runner (not a console, "
+                                    f"a modem or a web server), and is the baud rate right?")
         raise SerialTargetError(f"no answer from the runner on {self.name} after "
                                 f"{retries + 1} tries of {wait} s ({_command_name(command)}): "
                                 f"is a runner there, is it running, and is the baud rate "
