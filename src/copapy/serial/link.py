@@ -65,7 +65,11 @@ class Link:
         self.frames_received = 0  # valid frames: the other end speaks the protocol
         # a frame delimiter first: a half frame a killed client left behind cannot swallow
         # this session's first request
-        self._write(b"\0")
+        try:
+            self._write(b"\0")
+        except SerialTargetError:
+            self.port.close()  # and its lock: the next attempt is not "in use"
+            raise
         self.thread = threading.Thread(target=self._receive, name="copapy-serial", daemon=True)
         self.thread.start()
 

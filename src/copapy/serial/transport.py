@@ -106,6 +106,8 @@ def _lock(handle: Any, port: str) -> None:
         handle.close()
         raise PortInUse(f"{port} is in use by another client (a SerialTarget, copapy info or "
                         f"scope, in this process or another): only one client can talk over "
-                        f"a serial port or pty at a time; close the other one first") from None
+                        f"a serial port or pty at a time; close the other one first "
+                        f"(tg.close(), or `with cp.SerialTarget(...) as tg:`; one you no "
+                        f"longer use in this process holds the port until it is closed)") from None
     except OSError:
         pass  # a device without locks: nothing to share it with
