@@ -772,3 +772,33 @@ def test_a_port_that_is_not_a_runner_is_named() -> None:
         thread.join()
         os.close(main)
         os.close(side)
+
+
+def test_a_second_runner_on_a_live_unix_socket_is_refused(tmp_path: Path) -> None:
+    """A second `copapy-runner --unix PATH` on the path a live runner listens on replaced its
+    socket file silently: the first runner's program ran on with no way to reach it, and the
+    first runner's exit then removed the second one's file. Now the second one refuses to
+    start, naming the fix; a stale file (a killed runner's) is still replaced."""
+    from .support.runners import runner_process
+
+    key_file = tmp_path / "key"
+    key_file.write_bytes(KEY)
+    key_file.chmod(0o600)
+    path = tmp_path / "runner.sock"
+    common = ["--no-rt", "--key-file", str(key_file)]
+    x = cp.value(1.0)
+    with runner_process("--unix", str(path), *common) as (url, proc):
+        with SerialTarget(url, timeout=1.0, key=KEY) as tg:
+            tg.deploy(cp.Task(x * 2.0, period=1e-3), start=True)
+        second = subprocess.run([str(ROOT / "runner" / "build" / "copapy-runner"), "--unix",
+                                 str(path), *common], capture_output=True, text=True, timeout=10)
+        assert second.returncode != 0 and "another runner listens there: stop it first" in \
+            second.stderr, second
+        with SerialTarget(url, timeout=1.0, key=KEY) as tg:  # the first is still reachable
+            assert tg.info().state == "running"
+        proc.kill()
+        proc.wait(timeout=5)
+    assert path.exists()  # a killed runner leaves its file: the next one replaces it
+    with runner_process("--unix", str(path), *common) as (url, _proc), \
+            SerialTarget(url, timeout=1.0, key=KEY) as tg:
+        assert tg.info().state == "empty"
