@@ -802,3 +802,16 @@ def test_a_second_runner_on_a_live_unix_socket_is_refused(tmp_path: Path) -> Non
     with runner_process("--unix", str(path), *common) as (url, _proc), \
             SerialTarget(url, timeout=1.0, key=KEY) as tg:
         assert tg.info().state == "empty"
+
+
+def test_a_socket_without_a_runner_names_how_to_start_one(tmp_path: Path) -> None:
+    """A socket address nobody listens on was told to check "`copapy runner --pty` prints its
+    pty"; now the hint fits the address."""
+    from .support.runners import free_port
+
+    with pytest.raises(SerialTargetError, match=r"Connection refused.*copapy runner --tcp PORT"):
+        SerialTarget(f"socket://127.0.0.1:{free_port()}")
+    with pytest.raises(SerialTargetError, match=r"copapy runner --unix PATH"):
+        SerialTarget(f"unix:{tmp_path / 'none.sock'}")
+    with pytest.raises(SerialTargetError, match=r"copapy runner --pty"):
+        SerialTarget(str(tmp_path / "ttyNONE"))

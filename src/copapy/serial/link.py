@@ -11,7 +11,7 @@ from typing import Any
 
 from .._contract import Command
 from . import protocol as p
-from .transport import PortInUse, open_port
+from .transport import PortInUse, open_port, unix_path
 
 
 class SerialTargetError(RuntimeError):
@@ -34,8 +34,8 @@ class Link:
         except PortInUse as exc:
             raise SerialTargetError(str(exc)) from None
         except (serial.SerialException, OSError, ValueError) as exc:
-            raise SerialTargetError(f"cannot open {port!r}: {exc}. Is the runner connected "
-                                    f"(e.g. `copapy runner --pty` prints its pty)?") from exc
+            raise SerialTargetError(f"cannot open {port!r}: {exc}. {_where_hint(port)}"
+                                    ) from exc
         self.name = port
         self.timeout = timeout
         self.reader = p.FrameReader()
@@ -203,6 +203,17 @@ class Link:
         self.closed = True
         self.thread.join(timeout=1.0)
         self.port.close()
+
+
+def _where_hint(port: str) -> str:
+    """What to check for a port that does not open, by its kind."""
+    if port.startswith("socket://"):
+        return ("Is a runner listening there (`copapy runner --tcp PORT --key-file F` prints "
+                "its address)?")
+    if unix_path(port) is not None or port.startswith("unix:"):
+        return ("Is a runner listening there (`copapy runner --unix PATH --key-file F` prints "
+                "its path)?")
+    return "Is the runner connected (e.g. `copapy runner --pty` prints its pty)?"
 
 
 def _command_name(command: int) -> str:
