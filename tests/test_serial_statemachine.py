@@ -194,6 +194,8 @@ class Model:
     #: skipped releases and overruns when the mirror began: a loaded host may skip one
     #: (documented, counted), which a simulation never does; the mirror ends there
     mirror_skips: int = 0
+    #: the simulated encoder: the runner's hardware, kept over resets and deploys
+    encoder: float = 0.0
 
 
 def same(a: Any, b: Any) -> bool:
@@ -263,6 +265,7 @@ class LinkMachine(RuleBasedStateMachine):
         for value, channel in prog.bindings:
             sim.bind(value, channel)
         sim.deploy(*prog.tasks)
+        sim.set_io(cp.io.Encoder(0), self.model.encoder)
         return sim
 
     def deploy_prog(self, prog: Prog, **kw: Any) -> Any:
@@ -357,6 +360,7 @@ class LinkMachine(RuleBasedStateMachine):
         bounded(lambda: self.tg.set_io(cp.io.Encoder(0), value), "IO_WRITE")
         assert self.tg.io_value(cp.io.Encoder(0)) == value
         m = self.model
+        m.encoder = value
         if m.state == "running":
             m.mirror = None
         elif m.mirror is not None:
