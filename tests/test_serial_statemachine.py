@@ -265,7 +265,8 @@ class LinkMachine(RuleBasedStateMachine):
         for value, channel in prog.bindings:
             sim.bind(value, channel)
         sim.deploy(*prog.tasks)
-        sim.set_io(cp.io.Encoder(0), self.model.encoder)
+        if prog.bindings:
+            sim.set_io(cp.io.Encoder(0), self.model.encoder)
         return sim
 
     def deploy_prog(self, prog: Prog, **kw: Any) -> Any:
