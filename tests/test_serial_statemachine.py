@@ -147,25 +147,28 @@ def logged(fn: Callable[..., None]) -> Callable[..., None]:
 
 
 class Runner:
-    """A host runner process on a pty (as tests/support/runners.runner_process starts it),
-    with a key and a short session lease, that a rule may kill and restart."""
+    """A host runner process on a pty or a Unix-domain socket (as
+    tests/support/runners.runner_process starts it), with a key and a short session lease,
+    that a rule may kill and restart; ``pty`` is the address SerialTarget takes."""
 
-    def __init__(self, key_file: Path) -> None:
+    def __init__(self, key_file: Path, socket_path: Path | None = None) -> None:
         build("host")
         self.exe = ROOT / "runner" / "build" / "copapy-runner"
         self.key_file = key_file
+        self.socket_path = socket_path
         self.proc: subprocess.Popen[str] | None = None
         self.pty = ""
         self.start()
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([str(self.exe), "--pty", "--no-rt", "--key-file",
+        where = ["--pty"] if self.socket_path is None else ["--unix", str(self.socket_path)]
+        self.proc = subprocess.Popen([str(self.exe), *where, "--no-rt", "--key-file",
                                       str(self.key_file), "--session-lease", "1"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().split()
-        assert line[:1] == ["PTY"], line
-        self.pty = line[1]
+        assert line[:1] == ["PTY" if self.socket_path is None else "UNIX"], line
+        self.pty = line[1] if self.socket_path is None else f"unix:{line[1]}"
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -205,6 +208,9 @@ def same(a: Any, b: Any) -> bool:
 
 
 class LinkMachine(RuleBasedStateMachine):
+    #: the runner on a Unix-domain socket (each client its own connection) instead of a pty
+    SOCKET = False
+
     def __init__(self) -> None:
         super().__init__()
         self.tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"linkfuzz-{os.getpid()}-{id(self)}"
@@ -212,7 +218,7 @@ class LinkMachine(RuleBasedStateMachine):
         key_file = self.tmp / "key"
         key_file.write_bytes(KEY)
         key_file.chmod(0o600)
-        self.runner = Runner(key_file)
+        self.runner = Runner(key_file, self.tmp / "runner.sock" if self.SOCKET else None)
         self.log: list[str] = []
         self.killed = False
         self.tg = self.connect()
@@ -537,11 +543,34 @@ class LinkMachine(RuleBasedStateMachine):
     @logged
     def second_client_on_the_pty(self) -> None:
         """A second client on the same pty while ours has it open is told so (the runner's
-        answers would go to whichever reads first); ours goes on."""
+        answers would go to whichever reads first); on a socket it gets BUSY naming
+        takeover=True. Ours goes on."""
         with pytest.raises(SerialTargetError) as err:
-            bounded(lambda: SerialTarget(self.runner.pty, timeout=1.0, key=KEY, takeover=True),
-                    "a second client")
-        named_error(err.value, "in use by another client", "close the other one")
+            bounded(lambda: SerialTarget(self.runner.pty, timeout=1.0, key=KEY,
+                                         takeover=not self.SOCKET), "a second client")
+        if self.SOCKET:
+            named_error(err.value, "BUSY", "takeover=True")
+        else:
+            named_error(err.value, "in use by another client", "close the other one")
+        self.assert_still_running(self.model.crc)
+
+    @precondition(lambda self: not self.killed and self.SOCKET)
+    @rule()
+    @logged
+    def taken_over_by_another_client(self) -> None:
+        """On a socket another client takes the runner over: ours is told its connection is
+        lost and to connect again; the program runs on for the new one."""
+        other = self.connect(takeover=True)
+        with pytest.raises(SerialTargetError) as err:
+            def poke() -> None:
+                for _ in range(40):
+                    self.tg.info()
+                    time.sleep(0.05)
+            bounded(poke, "a request of the client taken over")
+        named_error(err.value, "connect again")
+        bounded(self.tg.close, "close")
+        self.tg = other
+        self.reattach()
         self.assert_still_running(self.model.crc)
 
     @precondition(lambda self: not self.killed)
@@ -623,6 +652,14 @@ LinkMachine.TestCase.settings = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate] + (
         [Phase.shrink] if os.environ.get("LINKFUZZ_SHRINK") else []))
 test_link_state_machine = LinkMachine.TestCase
+
+
+class SocketLinkMachine(LinkMachine):
+    SOCKET = True
+
+
+SocketLinkMachine.TestCase.settings = LinkMachine.TestCase.settings
+test_socket_state_machine = SocketLinkMachine.TestCase
 
 
 # ---- the defects the machine found, each on its own -------------------------------------------
