@@ -857,3 +857,31 @@ def test_a_socket_without_a_runner_names_how_to_start_one(tmp_path: Path) -> Non
         SerialTarget(f"unix:{tmp_path / 'none.sock'}")
     with pytest.raises(SerialTargetError, match=r"copapy runner --pty"):
         SerialTarget(str(tmp_path / "ttyNONE"))
+
+
+def test_start_and_reset_without_a_runnable_program_say_what_to_do() -> None:
+    """start() and reset() on an empty runner said "START without a program: upload and
+    commit one first" / "RESET 0 without a program"; start() of a faulted program "(11, task
+    4294967295)". Now in this API's words: deploy first; the fault, and reset."""
+    from .support.runners import host_runner
+
+    n = cp.feedback(lambda n: n + 1, init=0)
+    with host_runner() as (pty, _proc), SerialTarget(pty, timeout=1.0) as tg:
+        for call, what in ((tg.start, "start"), (tg.reset, "reset")):
+            with pytest.raises(p.ProtocolError, match=rf"BAD_STATE: the runner on .* has no "
+                                                      rf"program to {what}: tg.deploy\(\.\.\.\) "
+                                                      rf"one first"):
+                call()
+        tg.deploy(cp.Task(n, period=1e-3, link_timeout=0.1), start=True)
+        assert tg._heartbeat is not None
+        tg._heartbeat.paused = True  # the link goes quiet: the dead-man switch faults it
+        time.sleep(0.5)  # (any request, a poll too, would keep it alive)
+        assert tg.info().state == "faulted"
+        with pytest.raises(p.ProtocolError, match=r"BAD_STATE: the program faulted at tick "
+                                                  r"\d+: link timeout.*tg.reset\(\), or "
+                                                  r"deploy a new program"):
+            tg.start()
+        tg._heartbeat.paused = False
+        tg.reset()
+        tg.start()
+        assert tg.info().state == "running"

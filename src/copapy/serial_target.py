@@ -478,7 +478,23 @@ class SerialTarget:
     def start(self) -> None:
         """Start (or continue) the deployed program from its current time; the first tick is
         processed one tick later."""
-        self._link.request(p.START)
+        self._stateful(p.START, b"", "start")
+
+    def _stateful(self, command: int, payload: bytes, what: str) -> None:
+        """START or RESET; BAD_STATE (no program, a faulted one) says what to do in this
+        API's words (the runner's "upload and commit one first", "(11, task 4294967295)")."""
+        try:
+            self._link.request(command, payload)
+        except p.ProtocolError as err:
+            if err.code != p.BAD_STATE:
+                raise
+            record = self.runner_stats().fault
+            if record is not None and record.active:
+                fix = f"{_program_fault(record)}: tg.reset(), or deploy a new program"
+            else:
+                fix = (f"the runner on {self._link.name} has no program to {what}: "
+                       f"tg.deploy(...) one first")
+            raise p.ProtocolError(err.command, err.code, err.status, err.detail, fix) from err
 
     def stop(self) -> None:
         """Stop: the periods ending now are published, the output channels take their safe
@@ -488,7 +504,7 @@ class SerialTarget:
     def reset(self) -> None:
         """Time 0, initial data (inputs, state, outputs); a faulted program is stopped and
         ready to start again."""
-        self._link.request(p.RESET, b"\0")
+        self._stateful(p.RESET, b"\0", "reset")
 
     @property
     def fault(self) -> ProgramFault | None:
