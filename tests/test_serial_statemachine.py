@@ -646,7 +646,7 @@ class LinkMachine(RuleBasedStateMachine):
 
 
 LinkMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("LINKFUZZ_EXAMPLES", "6")), stateful_step_count=18,
+    max_examples=int(os.environ.get("LINKFUZZ_EXAMPLES", "12")), stateful_step_count=18,
     deadline=None, suppress_health_check=list(HealthCheck),
     derandomize="LINKFUZZ_EXAMPLES" not in os.environ,
     phases=[Phase.explicit, Phase.reuse, Phase.generate] + (
