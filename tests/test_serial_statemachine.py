@@ -151,7 +151,7 @@ class Runner:
     tests/support/runners.runner_process starts it), with a key and a short session lease,
     that a rule may kill and restart; ``pty`` is the address SerialTarget takes."""
 
-    def __init__(self, key_file: Path, socket_path: Path | None = None) -> None:
+    def __init__(self, key_file: Path, socket_path: Path | str | None = None) -> None:
         build("host")
         self.exe = ROOT / "runner" / "build" / "copapy-runner"
         self.key_file = key_file
@@ -161,14 +161,16 @@ class Runner:
         self.start()
 
     def start(self) -> None:
-        where = ["--pty"] if self.socket_path is None else ["--unix", str(self.socket_path)]
+        where = (["--pty"] if self.socket_path is None else ["--tcp", "0"]
+                 if self.socket_path == "tcp" else ["--unix", str(self.socket_path)])
         self.proc = subprocess.Popen([str(self.exe), *where, "--no-rt", "--key-file",
                                       str(self.key_file), "--session-lease", "1"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline().split()
-        assert line[:1] == ["PTY" if self.socket_path is None else "UNIX"], line
-        self.pty = line[1] if self.socket_path is None else f"unix:{line[1]}"
+        kinds = {"PTY": "{}", "UNIX": "unix:{}", "TCP": "socket://{}"}
+        assert line[:1] and line[0] in kinds, line
+        self.pty = kinds[line[0]].format(line[1])
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -210,6 +212,7 @@ def same(a: Any, b: Any) -> bool:
 class LinkMachine(RuleBasedStateMachine):
     #: the runner on a Unix-domain socket (each client its own connection) instead of a pty
     SOCKET = False
+    TCP = False  # the socket a loopback TCP one
 
     def __init__(self) -> None:
         super().__init__()
@@ -218,7 +221,8 @@ class LinkMachine(RuleBasedStateMachine):
         key_file = self.tmp / "key"
         key_file.write_bytes(KEY)
         key_file.chmod(0o600)
-        self.runner = Runner(key_file, self.tmp / "runner.sock" if self.SOCKET else None)
+        self.runner = Runner(key_file, None if not self.SOCKET else
+                             "tcp" if self.TCP else self.tmp / "runner.sock")
         self.log: list[str] = []
         self.killed = False
         self.tg = self.connect()
@@ -662,6 +666,17 @@ SocketLinkMachine.TestCase.settings = LinkMachine.TestCase.settings
 test_socket_state_machine = SocketLinkMachine.TestCase
 
 
+class TcpLinkMachine(LinkMachine):
+    SOCKET = TCP = True
+
+
+# TCP: each close waits for the runner's end of the connection (~0.3 s), so fewer examples
+TcpLinkMachine.TestCase.settings = settings(
+    LinkMachine.TestCase.settings,
+    max_examples=max(1, int(os.environ.get("LINKFUZZ_EXAMPLES", "12")) // 3))
+test_tcp_state_machine = TcpLinkMachine.TestCase
+
+
 # ---- the defects the machine found, each on its own -------------------------------------------
 
 def test_a_second_client_on_the_same_pty_is_told_it_is_in_use() -> None:
@@ -885,3 +900,25 @@ def test_start_and_reset_without_a_runnable_program_say_what_to_do() -> None:
         tg.reset()
         tg.start()
         assert tg.info().state == "running"
+
+
+def test_a_runner_gone_from_a_tcp_link_fails_the_request_at_once(tmp_path: Path) -> None:
+    """A TCP runner that died: the first request's write still went into the socket buffer,
+    so it waited out its timeout and was sent again before the broken pipe said why. The
+    receive side sees the connection end at once: the request now fails on its first attempt
+    naming the lost connection."""
+    from .support.runners import runner_process
+
+    key_file = tmp_path / "key"
+    key_file.write_bytes(KEY)
+    key_file.chmod(0o600)
+    with runner_process("--tcp", "0", "--no-rt", "--key-file", str(key_file)) as (url, proc):
+        tg = SerialTarget(url, timeout=5.0, key=KEY)
+        proc.kill()
+        proc.wait(timeout=5)
+        time.sleep(0.1)  # the receive thread sees the end of the connection
+        before = tg._link.attempts
+        with pytest.raises(SerialTargetError, match=r"connection .*lost.*connect again"):
+            tg.info()
+        assert tg._link.attempts - before <= 1  # not retried: a lost connection stays lost
+        tg.close()

@@ -92,8 +92,10 @@ class Link:
                     waiting = self.port.in_waiting
                     if waiting:
                         data += self.port.read(waiting)
-            except Exception as exc:  # device gone: requests time out with a message
+            except Exception as exc:  # device gone: the open request fails at once
                 self.receive_error = str(exc) or type(exc).__name__
+                with self.arrived:
+                    self.arrived.notify_all()
                 time.sleep(0.05)
                 continue
             self.receive_error = None
@@ -174,7 +176,7 @@ class Link:
             self._write(frame)
             deadline = time.monotonic() + wait
             with self.arrived:
-                while self.response is None:
+                while self.response is None and self.receive_error is None:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -184,6 +186,8 @@ class Link:
                 if response.is_error:
                     raise response.error()
                 return response.payload
+            if self.receive_error is not None:
+                break  # the port failed (the runner is gone): retrying cannot help
         if self.receive_error is not None:
             raise SerialTargetError(f"no answer from the runner on {self.name}: the connection "
                                     f"is lost ({self.receive_error}); connect again with "
