@@ -735,8 +735,23 @@ static void open_tcp(host *h, int port)
     fflush(stdout);
 }
 
+/* 1 if a process listens on the Unix-domain socket `a` (a live runner), 0 if nobody does (a
+ * stale socket file a killed runner left). */
+static int unix_listened(const struct sockaddr_un *a)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        die("socket: %s", strerror(errno));
+    }
+    int live = connect(fd, (const struct sockaddr *)a, sizeof(*a)) == 0 || errno == EAGAIN;
+    close(fd);
+    return live;
+}
+
 /* A Unix-domain socket whose file (mode 0600, owned by the user the runner runs as) decides
- * who may connect. A stale socket file is replaced; any other file is an error. */
+ * who may connect. A stale socket file is replaced; one a live runner listens on is an error
+ * (replacing it left that runner and its program running unreachable, and its exit removed
+ * the new runner's file); any other file is an error. */
 static void open_unix(host *h, const char *path, uid_t owner, gid_t group)
 {
     struct sockaddr_un a;
@@ -750,6 +765,10 @@ static void open_unix(host *h, const char *path, uid_t owner, gid_t group)
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
             die("--unix %s exists and is not a socket", path);
+        }
+        if (unix_listened(&a)) {
+            die("--unix %s: another runner listens there: stop it first (its program keeps "
+                "running until then), or give this one another path", path);
         }
         unlink(path);
     }

@@ -361,6 +361,8 @@ const cp_program *cp_server_program(const cp_server *srv)
     return srv->state == CP_SERVER_EMPTY ? NULL : active_prog(srv);
 }
 
+static size_t flush_ring(cp_server *srv, uint32_t head, int drop_stream);
+
 /* ---- commands */
 
 static void cmd_hello(cp_server *s, const uint8_t *p, uint32_t n)
@@ -1028,7 +1030,9 @@ static void cmd_stream(cp_server *s, const uint8_t *p, uint32_t n)
     if (count == 0) {
         do_lock(s);
         s->st_count = 0;
+        uint32_t head = ATOMIC_LOAD(&s->ring_head);
         do_unlock(s);
+        (void)flush_ring(s, head, 1);
         return;
     }
     if (decimation == 0) {
@@ -1069,7 +1073,11 @@ static void cmd_stream(cp_server *s, const uint8_t *p, uint32_t n)
     s->st_decimation = decimation;
     s->st_countdown = 0;
     s->st_count = count;
+    uint32_t head = ATOMIC_LOAD(&s->ring_head);
     do_unlock(s);
+    /* the rows of the subscription this one replaces, still queued, are discarded: every
+     * STREAM event sent after this response is of the new subscription */
+    (void)flush_ring(s, head, 1);
 }
 
 static int check_channel(cp_server *s, uint8_t kind, uint16_t channel, uint32_t i)
@@ -1569,13 +1577,14 @@ static void ring_copy_out(const cp_server *s, uint32_t from, uint8_t *dst, uint3
     }
 }
 
-size_t cp_server_flush(cp_server *srv)
+/* Sends the events queued before ring position `head`; drop_stream: discards the STREAM
+ * events among them (a replaced subscription's rows) and sends the others (FAULT). */
+static size_t flush_ring(cp_server *srv, uint32_t head, int drop_stream)
 {
     uint32_t size = srv->cfg.ring_size;
     if (size == 0) {
         return 0;
     }
-    uint32_t head = ATOMIC_LOAD(&srv->ring_head);
     uint32_t tail = srv->ring_tail;
     size_t written = 0;
     while (head - tail >= 2u) {
@@ -1585,6 +1594,9 @@ size_t cp_server_flush(cp_server *srv)
         ring_copy_out(srv, tail + 2u, srv->evraw, len);
         tail += 2u + len;
         ATOMIC_STORE(&srv->ring_tail, tail);
+        if (drop_stream && srv->evraw[4] == CP_CMD_STREAM) {
+            continue;
+        }
         uint32_t payload = len - CP_FRAME_HEADER;
         cp_server_session *sess = srv->owner.active ? &srv->owner : NULL;
         uint32_t counter = sess != NULL ? ++sess->ev_counter : 0;
@@ -1598,6 +1610,11 @@ size_t cp_server_flush(cp_server *srv)
         }
     }
     return written;
+}
+
+size_t cp_server_flush(cp_server *srv)
+{
+    return flush_ring(srv, ATOMIC_LOAD(&srv->ring_head), 0);
 }
 
 /* Tick context: queues the event built in s->ev (payload of `len` bytes). */

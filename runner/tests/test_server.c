@@ -761,6 +761,20 @@ static void test_stream(void)
     cp_server_flush(&f->srv);
     collect(f, &responses);
     CHECK(nev == 1 && EV[0].seq == 405 && g64(EV[0].p) == 810);
+    /* a new subscription discards the old one's queued events: every STREAM event after its
+     * response is of the new one (they followed the response, and a host took them as the
+     * new subscription's rows) */
+    nev = 0;
+    ticks(f, 4); /* t = 811..814: the events of 812 and 814 queued, 12 bytes each */
+    pb_reset();
+    pb16(1);
+    pb32(PG_A);
+    pb16(4);
+    CHECK(send_p(f, CP_CMD_STREAM) == 0);
+    ticks(f, 1);
+    cp_server_flush(&f->srv);
+    collect(f, &responses);
+    CHECK(nev == 1 && EV[0].len == 8 + 4 && g64(EV[0].p) == 815 && EV[0].seq == 408);
     /* STREAM n = 0 stops */
     pb_reset();
     pb16(0);

@@ -93,17 +93,31 @@ class StreamTrace:
         self._received = 0
         self._lock = threading.Lock()
         self._decoded: tuple[int, Any, list[Any]] | None = None
+        #: the oldest rows pushed out by newer ones (more than ``capacity`` received)
         self.dropped = 0
+        #: rows the runner made after this trace's first that never arrived (dropped by the
+        #: runner when the link was too slow, or damaged on the link): a gap in the events'
+        #: seq, which counts every event the runner generated
+        self.missing = 0
+        self._seq: int | None = None
 
-    def _add(self, payload: bytes) -> None:
+    def _add(self, payload: bytes, seq: int) -> None:
         """One STREAM event (called by the receive thread)."""
         if len(payload) != self._row_size:
             return  # not this subscription's layout (an event of an earlier one)
         with self._lock:
+            self._next_seq(seq)
             if len(self._rows) == self.capacity:
                 self.dropped += 1
             self._rows.append(payload)
             self._received += 1
+
+    def _next_seq(self, seq: int) -> None:
+        """Count the events between the last one and ``seq`` as missing (lock held, or the
+        receive thread's other events: FAULT)."""
+        if self._seq is not None:
+            self.missing += (seq - self._seq - 1) & 0xFFFF
+        self._seq = seq
 
     def _columns(self) -> tuple[Any, list[Any]]:
         """Ticks and value columns, decoded once per set of received events."""
@@ -186,7 +200,10 @@ class SerialTarget:
         self._bound_inputs: dict[Any, Channel] = {}
         self._tasks: list[Task] = []
         self._trace: StreamTrace | None = None
+        #: the trace whose STREAM request is open: it takes the events after the response
+        self._next_trace: StreamTrace | None = None
         self._link.on_event = self._on_event
+        self._link.on_response = self._on_response
         self._check_heartbeat([self._runner_link_timeout] if self._runner_link_timeout
                               else [], "the runner's --link-timeout")
         self._keep_alive(self._runner_link_timeout)
@@ -227,7 +244,9 @@ class SerialTarget:
             self._link.session = None
             if err.code == p.AUTH_FAILED:
                 raise SerialTargetError(f"AUTH_FAILED: the runner on {self._link.name} did not "
-                                        f"accept the key (a wrong key file?)") from err
+                                        f"accept the key: give the key file it was started "
+                                        f"with (copapy runner --key-file F; SerialTarget(..., "
+                                        f"key='F'), copapy ... --key-file F)") from err
             raise
 
     def _check_heartbeat(self, timeouts: Sequence[float], what: str) -> None:
@@ -407,6 +426,12 @@ class SerialTarget:
                 keep: Sequence[tuple[int, int, int]] | None = None) -> None:
         """Upload and commit ``image`` (``start``: replace a running program between two
         ticks; ``keep``: the (old offset, new offset, size) copies it makes then)."""
+        (version,) = struct.unpack_from("<H", image, 4)
+        if version > self._info.image_format:
+            raise SerialTargetError(f"the image has format {version}, but the runner on "
+                                    f"{self._link.name} reads format {self._info.image_format} "
+                                    f"and older: update the runner (copapy flash, or the host "
+                                    f"runner of this copapy: copapy runner)")
         commit = bytes([p.COMMIT_START]) if start else b""
         if keep is not None:
             commit = bytes([p.COMMIT_START | p.COMMIT_KEEP]) + struct.pack("<H", len(keep)) \
@@ -453,7 +478,23 @@ class SerialTarget:
     def start(self) -> None:
         """Start (or continue) the deployed program from its current time; the first tick is
         processed one tick later."""
-        self._link.request(p.START)
+        self._stateful(p.START, b"", "start")
+
+    def _stateful(self, command: int, payload: bytes, what: str) -> None:
+        """START or RESET; BAD_STATE (no program, a faulted one) says what to do in this
+        API's words (the runner's "upload and commit one first", "(11, task 4294967295)")."""
+        try:
+            self._link.request(command, payload)
+        except p.ProtocolError as err:
+            if err.code != p.BAD_STATE:
+                raise
+            record = self.runner_stats().fault
+            if record is not None and record.active:
+                fix = f"{_program_fault(record)}: tg.reset(), or deploy a new program"
+            else:
+                fix = (f"the runner on {self._link.name} has no program to {what}: "
+                       f"tg.deploy(...) one first")
+            raise p.ProtocolError(err.command, err.code, err.status, err.detail, fix) from err
 
     def stop(self) -> None:
         """Stop: the periods ending now are published, the output channels take their safe
@@ -463,7 +504,7 @@ class SerialTarget:
     def reset(self) -> None:
         """Time 0, initial data (inputs, state, outputs); a faulted program is stopped and
         ready to start again."""
-        self._link.request(p.RESET, b"\0")
+        self._stateful(p.RESET, b"\0", "reset")
 
     @property
     def fault(self) -> ProgramFault | None:
@@ -582,9 +623,13 @@ class SerialTarget:
         payload = struct.pack("<H", decimation) + b"".join(
             struct.pack("<IH", offset, size) for offset, size in ranges)
         self._info = self.info()
-        self._trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
-        self._link.request(p.STREAM, payload)
-        return self._trace
+        trace = StreamTrace(values, slots, capacity, self._info.tick_ns)
+        self._next_trace = trace
+        try:
+            self._link.request(p.STREAM, payload)
+        finally:
+            self._next_trace = None
+        return trace
 
     def scope(self, *signals: Value[Any] | Array | str,
               controls: Sequence[Value[Any] | str] | Mapping[str, Value[Any] | str] = (),
@@ -601,10 +646,20 @@ class SerialTarget:
         return open_scope(self, *signals, controls=controls, ranges=ranges, record=record,
                           port=port, named=named)
 
+    def _on_response(self, frame: p.Frame) -> None:
+        """The runner sends the rows of a new STREAM subscription after its response (the
+        earlier one's, still on the wire before it, stay out of the new trace)."""
+        if frame.command == p.STREAM and not frame.is_error and self._next_trace is not None:
+            self._trace = self._next_trace
+
     def _on_event(self, frame: p.Frame) -> None:
         if frame.command == p.STREAM and self._trace is not None and len(frame.payload) >= 8:
-            self._trace._add(frame.payload)
-        elif frame.command == p.FAULT and len(frame.payload) >= p.FAULT_RECORD.size:
+            self._trace._add(frame.payload, frame.seq)
+            return
+        if self._trace is not None:  # an event, not a row: it takes a seq of its own
+            with self._trace._lock:
+                self._trace._next_seq(frame.seq)
+        if frame.command == p.FAULT and len(frame.payload) >= p.FAULT_RECORD.size:
             self.last_fault = _program_fault(p.parse_fault(frame.payload))
             if self.on_fault is not None:
                 self.on_fault(self.last_fault)

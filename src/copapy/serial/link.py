@@ -9,8 +9,9 @@ import threading
 import time
 from typing import Any
 
+from .._contract import Command
 from . import protocol as p
-from .transport import open_port
+from .transport import PortInUse, open_port, unix_path
 
 
 class SerialTargetError(RuntimeError):
@@ -30,9 +31,11 @@ class Link:
                                     ) from exc
         try:
             self.port = open_port(port, baudrate, 0.05)
+        except PortInUse as exc:
+            raise SerialTargetError(str(exc)) from None
         except (serial.SerialException, OSError, ValueError) as exc:
-            raise SerialTargetError(f"cannot open {port!r}: {exc}. Is the runner connected "
-                                    f"(e.g. `copapy runner --pty` prints its pty)?") from exc
+            raise SerialTargetError(f"cannot open {port!r}: {exc}. {_where_hint(port)}"
+                                    ) from exc
         self.name = port
         self.timeout = timeout
         self.reader = p.FrameReader()
@@ -46,16 +49,27 @@ class Link:
         self.attempts = 0  # frames written, retries included
         self.arrived = threading.Condition()
         self.on_event: Any = None
+        #: called with each accepted response in the receive thread, before the events that
+        #: follow it on the wire are handed on (a STREAM subscription starts there)
+        self.on_response: Any = None
         self.session: p.Session | None = None
         self.counter = 0  # of the last request in the session
+        #: the session the runner has answered (a wrong key fails before that)
+        self.proven: p.Session | None = None
         self.event_counter = 0
         self.last_request = time.monotonic()
         self.closed = False
         #: why the last read from the port failed (None while reading works)
         self.receive_error: str | None = None
+        self.bytes_received = 0
+        self.frames_received = 0  # valid frames: the other end speaks the protocol
         # a frame delimiter first: a half frame a killed client left behind cannot swallow
         # this session's first request
-        self._write(b"\0")
+        try:
+            self._write(b"\0")
+        except SerialTargetError:
+            self.port.close()  # and its lock: the next attempt is not "in use"
+            raise
         self.thread = threading.Thread(target=self._receive, name="copapy-serial", daemon=True)
         self.thread.start()
 
@@ -78,14 +92,18 @@ class Link:
                     waiting = self.port.in_waiting
                     if waiting:
                         data += self.port.read(waiting)
-            except Exception as exc:  # device gone: requests time out with a message
+            except Exception as exc:  # device gone: the open request fails at once
                 self.receive_error = str(exc) or type(exc).__name__
+                with self.arrived:
+                    self.arrived.notify_all()
                 time.sleep(0.05)
                 continue
             self.receive_error = None
             if not data:
                 continue
+            self.bytes_received += len(data)
             for frame in self.reader.feed(data):
+                self.frames_received += 1
                 self._dispatch(frame)
 
     def _dispatch(self, frame: p.Frame) -> None:
@@ -113,6 +131,8 @@ class Link:
             elif session is not None and not frame.is_error:
                 self.forged += 1  # a session's answers are authenticated; errors may not be
                 return
+            if self.on_response is not None:
+                self.on_response(frame)
             self.response = frame
             self.arrived.notify_all()
 
@@ -133,7 +153,17 @@ class Link:
             with self.arrived:
                 self.pending, self.response = (seq, command), None
             try:
-                return self._exchange(frame, command, wait, retries)
+                reply = self._exchange(frame, command, wait, retries)
+                if session is not None:
+                    self.proven = session
+                return reply
+            except p.ProtocolError as err:
+                if session is None or session is not self.proven or err.code != p.AUTH_FAILED:
+                    raise
+                raise SerialTargetError(
+                    f"the runner on {self.name} no longer knows this session (AUTH_FAILED): "
+                    f"it restarted (a reset or power cycle), or another client took it over; "
+                    f"connect again with cp.SerialTarget({self.name!r}, key=...)") from err
             finally:
                 with self.arrived:
                     self.pending, self.response = None, None
@@ -146,7 +176,7 @@ class Link:
             self._write(frame)
             deadline = time.monotonic() + wait
             with self.arrived:
-                while self.response is None:
+                while self.response is None and self.receive_error is None:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         break
@@ -156,18 +186,45 @@ class Link:
                 if response.is_error:
                     raise response.error()
                 return response.payload
+            if self.receive_error is not None:
+                break  # the port failed (the runner is gone): retrying cannot help
         if self.receive_error is not None:
             raise SerialTargetError(f"no answer from the runner on {self.name}: the connection "
                                     f"is lost ({self.receive_error}); connect again with "
                                     f"cp.SerialTarget({self.name!r})")
+        if self.bytes_received and not self.frames_received:
+            raise SerialTargetError(f"no answer from the runner on {self.name} "
+                                    f"({_command_name(command)}): it sent "
+                                    f"{self.bytes_received} bytes, none of them a copapy "
+                                    f"frame: is {self.name} a copapy runner (not a console, "
+                                    f"a modem or a web server), and is the baud rate right?")
         raise SerialTargetError(f"no answer from the runner on {self.name} after "
-                                f"{retries + 1} tries of {wait} s (command {command}): is it "
-                                f"running and is the baud rate right?")
+                                f"{retries + 1} tries of {wait} s ({_command_name(command)}): "
+                                f"is a runner there, is it running, and is the baud rate "
+                                f"right?")
 
     def close(self) -> None:
         self.closed = True
         self.thread.join(timeout=1.0)
         self.port.close()
+
+
+def _where_hint(port: str) -> str:
+    """What to check for a port that does not open, by its kind."""
+    if port.startswith("socket://"):
+        return ("Is a runner listening there (`copapy runner --tcp PORT --key-file F` prints "
+                "its address)?")
+    if unix_path(port) is not None or port.startswith("unix:"):
+        return ("Is a runner listening there (`copapy runner --unix PATH --key-file F` prints "
+                "its path)?")
+    return "Is the runner connected (e.g. `copapy runner --pty` prints its pty)?"
+
+
+def _command_name(command: int) -> str:
+    try:
+        return Command(command).name
+    except ValueError:
+        return f"command {command}"
 
 
 class Heartbeat:

@@ -31,6 +31,7 @@ SESSION, PING, FAULT = Command.SESSION, Command.PING, Command.FAULT  # FAULT: ev
 
 ERROR_NAMES = {int(e): e.name for e in ErrorCode}
 GAP, BAD_COMMAND, BUSY = ErrorCode.GAP, ErrorCode.BAD_COMMAND, ErrorCode.BUSY
+BAD_STATE = ErrorCode.BAD_STATE
 AUTH_REQUIRED, AUTH_FAILED, REPLAY = (ErrorCode.AUTH_REQUIRED, ErrorCode.AUTH_FAILED,
                                       ErrorCode.REPLAY)
 COMMIT_START = 1  # LOAD_COMMIT flags: replace a running program and run the new one at once

@@ -8,7 +8,13 @@ import os
 import select
 import socket
 import stat
+import sys
 from typing import Any
+
+
+class PortInUse(OSError):
+    """Another client (this process or another) has the serial port or pty open: the runner's
+    answers would go to whichever reads first."""
 
 
 class UnixPort:
@@ -80,4 +86,28 @@ def open_port(port: str, baudrate: int, timeout: float) -> Any:
         return UnixPort(path, timeout)
     import serial
 
-    return serial.serial_for_url(port, baudrate=baudrate, timeout=timeout)
+    handle = serial.serial_for_url(port, baudrate=baudrate, timeout=timeout)
+    if "://" not in port:
+        _lock(handle, port)
+    return handle
+
+
+def _lock(handle: Any, port: str) -> None:
+    """Take the port for this client alone (an advisory lock every copapy client takes): on a
+    pty or serial port two readers steal each other's answers, so a second client would see
+    timeouts and mixed-up replies instead of being told."""
+    if sys.platform == "win32":
+        return  # Windows opens a COM port exclusively itself
+    import fcntl
+
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise PortInUse(f"{port} is in use by another client (a SerialTarget, copapy info or "
+                        f"scope, in this process or another): only one client can talk over "
+                        f"a serial port or pty at a time; close the other one first "
+                        f"(tg.close(), or `with cp.SerialTarget(...) as tg:`; one you no "
+                        f"longer use in this process holds the port until it is closed)") from None
+    except OSError:
+        pass  # a device without locks: nothing to share it with
