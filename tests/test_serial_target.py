@@ -564,3 +564,14 @@ def test_unbind_lets_another_program_bind_the_channel() -> None:
         tg.start()
         time.sleep(0.05)
         assert tg.io_value(cp.io.PWM(0)) == 2.0
+
+
+def test_tick_ns_follows_the_deployed_program() -> None:
+    """tg.tick_ns after a program of another tick is the new program's (it stayed the first
+    program's: a stream's times scaled by it were off by the ratio; found by letfuzz)."""
+    x = cp.value(1.0)
+    with host_runner() as (pty, _proc), SerialTarget(pty) as tg:
+        tg.deploy(cp.Task(x * 2.0, period=1e-3))
+        assert tg.tick_ns == tg.info().tick_ns == 1_000_000
+        tg.deploy(cp.Task(x * 3.0, period=2e-3))
+        assert tg.tick_ns == tg.info().tick_ns == 2_000_000

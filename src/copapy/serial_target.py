@@ -366,6 +366,7 @@ class SerialTarget:
         if keep_state:
             kept = plan_ports(kept_from, parse_image(image).ports)
         self._upload(image, crc, start, kept.copies if kept else None)
+        self._info = self.info()  # the new program's tick (tick_ns, a trace's times)
         self._adopt(compiled, program_tasks)
         return report(kept) if kept else None
 
