@@ -134,9 +134,18 @@ def test_out_of_range_permutation_indices_move_nothing() -> None:
                      np.array([4, 8, 0, 7, 0, 0, 0, 1], np.float32))
 
 
-def test_refusals_name_the_fix() -> None:
-    with pytest.raises(TypeError, match="cast bools first"):
-        cp.sort(array_input(np.zeros(20, bool), packed=True))
+def test_bools_sort_as_numpy_and_refusals_name_the_fix() -> None:
+    """Bools sort (False first, stable order of equal ones) as NumPy's do; they were refused
+    ("cast bools first") until decision numpy-compositions."""
+
+    @cp.jit
+    def sort_bools(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return np.sort(a), np.argsort(a, kind="stable")
+
+    b = np.array([True, False, True, False, False] * 4)
+    values, order = sort_bools(b)
+    assert values.dtype == np.bool_ and values.tolist() == np.sort(b).tolist()
+    assert order.tolist() == np.argsort(b, kind="stable").tolist()
     a = array_input(np.zeros(20, np.float32), packed=True).node()
     p = array_input(np.zeros(10, np.int32), packed=True).node()
     with pytest.raises(Exception, match="rows of equal arrays"):

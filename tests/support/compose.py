@@ -284,6 +284,18 @@ def small_product(v: Any) -> bool:
         return bool(np.all(a == np.round(a)) and np.prod(np.maximum(a, 1.0)) < 2**21)
 
 
+def may_overflow(v: Any, name: str) -> bool:
+    """Whether a partial product (``prod``) or sum of float elements can leave float32's range
+    in some order: its result then depends on copapy's lane order against NumPy's (2**100
+    times 0 and times 2**100 was NaN in one, 0 in the other), not a wrong value."""
+    a = np.abs(np.asarray(v, np.float64)).reshape(-1)
+    if np.asarray(v).dtype.kind != "f":
+        return False
+    with np.errstate(all="ignore"):
+        bound = np.prod(np.maximum(a, 1.0)) if name == "prod" else np.sum(a)
+    return not bool(np.all(np.isfinite(a))) or not bound < 3e38
+
+
 def small_sum(v: Any) -> bool:
     """Whether every partial sum of the elements (whole numbers or halves) is exact in float32
     in any order: Σ|element| below 2**22."""
@@ -402,6 +414,8 @@ def draw_step(c: Chooser, values: list[Any]) -> Step | None:
         if keep:
             kw["keepdims"] = True
         as_method = bool(c.integer(0, 1))
+        if name in ("prod", "sum", "mean", "cumsum") and may_overflow(x, name):
+            return None  # inf * 0 or inf - inf in one order, a finite value in another
         exact = name in ("min", "max", "any", "all", "argmax") or (
             small_product(x) if name == "prod" else small_sum(x))
 
