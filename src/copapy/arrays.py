@@ -1664,7 +1664,7 @@ def scalar_method(x: Value[Any], name: str, args: tuple[Any, ...], kwargs: dict[
     """NumPy's array method ``name`` of a traced scalar (a reduction's result is a NumPy scalar
     in NumPy, whose methods code written for NumPy calls): as the method of a one-element
     vector, with NumPy's rules for a 0-d array (only ``axis=None``)."""
-    one = Array((1,), items=[x])
+    one = flat_array(x)
     if name in ("reshape", "ravel", "flatten", "squeeze", "transpose", "swapaxes", "repeat",
                 "take"):
         shaped = np.empty((), np.bool_)

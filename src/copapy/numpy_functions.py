@@ -383,10 +383,9 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
 def _cycled(values: Any, n: int, name: str) -> Any:
     """``values`` flattened and repeated to ``n`` elements (np.putmask's and np.place's
     reading of the values): a copapy array, or a NumPy array of constants."""
-    if isinstance(values, Value):
-        return Array((1,), items=[values])[np.zeros(n, np.intp)]
-    if isinstance(values, Array):
-        return values.flatten()[np.arange(n) % values.size]
+    if isinstance(values, Value | Array):
+        flat = flat_array(values)
+        return flat[np.arange(n) % flat.size]
     data = np.ravel(values)
     if data.size == 0:
         raise ValueError(f"{name}: cannot insert from an empty array (NumPy's error)")

@@ -432,6 +432,7 @@ class Value(Generic[T]):
     repeat = _ScalarMethod()
     take = _ScalarMethod()
 
+
 def round_decimals(x: Any, decimals: int, out: Any) -> Any:
     """NumPy's ``round(x, decimals)`` of a traced value or array: the elements scaled by
     10**|decimals| (a weak constant, so in their type, as NumPy 2's), rounded half to even and
